@@ -1,0 +1,72 @@
+//! Replay end to end (decode, assemble, extract, score) on generated agent
+//! traces: 100 traces x 20 spans (~1.4 KB per span, JSON tool arguments),
+//! split into 10 requests, as protobuf and as OTLP/JSON.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use prost::Message;
+
+use traceval::extract::Extractor;
+use traceval::ingest::Limits;
+use traceval::replay;
+use traceval::score::native::{NativeConfig, NativeMetric};
+use traceval::score::{Call, Metric};
+
+fn end_to_end(bodies: &[Vec<u8>], extractor: &Extractor, metric: &NativeMetric) -> usize {
+    let (traces, rejected) =
+        replay::traces_from_bodies(bodies.iter().map(Vec::as_slice), &Limits::default());
+    assert!(rejected.is_empty());
+    let mut passed = 0;
+    for t in &traces {
+        let calls: Vec<Call> = extractor
+            .extract(t)
+            .into_iter()
+            .map(|c| Call::new(c.name, c.args))
+            .collect();
+        // Expect the names in order: a realistic fixture without args.
+        let expected: Vec<Call> = calls
+            .iter()
+            .map(|c| Call::new(c.name.clone(), None))
+            .collect();
+        if metric.score(&calls, &expected).pass == Some(true) {
+            passed += 1;
+        }
+    }
+    passed
+}
+
+fn bench(c: &mut Criterion) {
+    let generated = traceval::fake::agent_traces(100, 8, 10, 7);
+    let pb: Vec<Vec<u8>> = generated
+        .requests
+        .iter()
+        .map(|r| r.encode_to_vec())
+        .collect();
+    let json: Vec<Vec<u8>> = generated
+        .requests
+        .iter()
+        .map(|r| serde_json::to_vec(r).expect("encode json"))
+        .collect();
+    let extractor = Extractor::default();
+    let metric = NativeMetric::new(NativeConfig::default());
+    let pb_bytes: usize = pb.iter().map(Vec::len).sum();
+    eprintln!(
+        "payload: {} spans, protobuf {} bytes ({} B/span), JSON {} bytes",
+        generated.spans,
+        pb_bytes,
+        pb_bytes / generated.spans,
+        json.iter().map(Vec::len).sum::<usize>()
+    );
+
+    let mut group = c.benchmark_group("replay");
+    group.throughput(Throughput::Elements(generated.spans as u64));
+    group.bench_function("protobuf_spans", |b| {
+        b.iter(|| std::hint::black_box(end_to_end(&pb, &extractor, &metric)))
+    });
+    group.bench_function("json_spans", |b| {
+        b.iter(|| std::hint::black_box(end_to_end(&json, &extractor, &metric)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,402 @@
+//! Assemble: spans from any number of requests -> whole traces.
+//!
+//! Spans are grouped by trace id, exact duplicates (same trace id and span
+//! id, as re-sent by retrying exporters) are dropped, the parent/child tree
+//! is rebuilt and spans whose parent never arrived are kept as orphans.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::Span;
+
+/// A 16-byte trace id, shown as lower-case hex.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TraceId(pub [u8; 16]);
+
+/// An 8-byte span id, shown as lower-case hex.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpanId(pub [u8; 8]);
+
+fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+    for b in bytes {
+        write!(f, "{b:02x}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for TraceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_hex(f, &self.0)
+    }
+}
+impl fmt::Debug for TraceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_hex(f, &self.0)
+    }
+}
+impl fmt::Display for SpanId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_hex(f, &self.0)
+    }
+}
+impl fmt::Debug for SpanId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_hex(f, &self.0)
+    }
+}
+
+fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let s = s.trim();
+    if s.len() != 2 * N || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+impl std::str::FromStr for TraceId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_hex(s)
+            .map(TraceId)
+            .ok_or_else(|| format!("`{s}` is not a trace id (32 hex digits)"))
+    }
+}
+
+impl std::str::FromStr for SpanId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_hex(s)
+            .map(SpanId)
+            .ok_or_else(|| format!("`{s}` is not a span id (16 hex digits)"))
+    }
+}
+
+/// One span with the resource and scope it came with.
+#[derive(Debug, Clone)]
+pub struct SpanRecord {
+    pub span_id: SpanId,
+    /// `None` for a root span.
+    pub parent: Option<SpanId>,
+    pub span: Span,
+    pub resource: Arc<Resource>,
+    pub scope: Arc<InstrumentationScope>,
+}
+
+impl SpanRecord {
+    pub fn attr(&self, key: &str) -> Option<&AnyValue> {
+        find_attr(&self.span.attributes, key)
+    }
+
+    /// A string attribute (other scalar types are not converted).
+    pub fn attr_str(&self, key: &str) -> Option<&str> {
+        match self.attr(key)?.value.as_ref()? {
+            any_value::Value::StringValue(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The value of `key` in an attribute list.
+pub fn find_attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a AnyValue> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+}
+
+/// A reassembled trace.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    pub id: TraceId,
+    /// Ordered by start time (ties by span id), so indexes are stable.
+    pub spans: Vec<SpanRecord>,
+    /// `parent[i]`: index of span `i`'s parent, if it arrived.
+    pub parent: Vec<Option<usize>>,
+    /// Spans that name a parent that never arrived (e.g. mlflow's dropped roots).
+    pub orphans: Vec<usize>,
+    /// Exact duplicates dropped while assembling.
+    pub duplicates: usize,
+}
+
+impl Trace {
+    /// Builds a trace from its spans (any order).
+    pub fn new(id: TraceId, mut spans: Vec<SpanRecord>, duplicates: usize) -> Trace {
+        spans.sort_by(|a, b| {
+            a.span
+                .start_time_unix_nano
+                .cmp(&b.span.start_time_unix_nano)
+                .then(a.span_id.cmp(&b.span_id))
+        });
+        let index: HashMap<SpanId, usize> = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.span_id, i))
+            .collect();
+        let mut orphans = Vec::new();
+        let parent = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let p = s.parent?;
+                let found = index.get(&p).copied().filter(|&j| j != i);
+                if found.is_none() {
+                    orphans.push(i);
+                }
+                found
+            })
+            .collect();
+        Trace {
+            id,
+            spans,
+            parent,
+            orphans,
+            duplicates,
+        }
+    }
+
+    /// Indexes of spans with no parent in this trace (true roots and orphans).
+    pub fn roots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.parent
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_none())
+            .map(|(i, _)| i)
+    }
+
+    /// Ancestors of span `i`, nearest first. Stops on cycles.
+    pub fn ancestors(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut cur = self.parent.get(i).copied().flatten();
+        let mut steps = 0;
+        std::iter::from_fn(move || {
+            let at = cur?;
+            steps += 1;
+            if steps > self.spans.len() {
+                return None; // a parent cycle in malformed input
+            }
+            cur = self.parent[at];
+            Some(at)
+        })
+    }
+
+    /// Does the resource of any span, or any span, carry `key` with `value`?
+    pub fn has_attr(&self, key: &str, value: &str) -> bool {
+        let mut seen_resources: Vec<*const Resource> = Vec::new();
+        for s in &self.spans {
+            if find_attr(&s.span.attributes, key).is_some_and(|v| value_matches(v, value)) {
+                return true;
+            }
+            let r = Arc::as_ptr(&s.resource);
+            if !seen_resources.contains(&r) {
+                seen_resources.push(r);
+                if find_attr(&s.resource.attributes, key).is_some_and(|v| value_matches(v, value)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Earliest span start, for ordering traces.
+    pub fn start_time(&self) -> u64 {
+        self.spans
+            .first()
+            .map_or(0, |s| s.span.start_time_unix_nano)
+    }
+}
+
+/// Compares an attribute with a fixture's string form. JSON-encoded strings
+/// (MLflow writes `"\"value\""`) match their decoded text too.
+fn value_matches(v: &AnyValue, want: &str) -> bool {
+    match v.value.as_ref() {
+        Some(any_value::Value::StringValue(s)) => {
+            s == want || serde_json::from_str::<String>(s).is_ok_and(|d| d == want)
+        }
+        Some(any_value::Value::IntValue(i)) => want.parse::<i64>().is_ok_and(|w| w == *i),
+        Some(any_value::Value::DoubleValue(d)) => want.parse::<f64>().is_ok_and(|w| w == *d),
+        Some(any_value::Value::BoolValue(b)) => want.parse::<bool>().is_ok_and(|w| w == *b),
+        _ => false,
+    }
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    spans: Vec<SpanRecord>,
+    seen: HashSet<SpanId>,
+    duplicates: usize,
+}
+
+/// Collects spans across requests and hands out whole traces.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    traces: HashMap<TraceId, Pending>,
+    /// First-seen order, so output is deterministic.
+    order: Vec<TraceId>,
+    spans: usize,
+    duplicates: usize,
+}
+
+/// What one `add` did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct AddStats {
+    pub spans: usize,
+    pub duplicates: usize,
+    /// Spans with ids of the wrong length (normally removed by `ingest`).
+    pub invalid: usize,
+}
+
+impl Assembler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves the spans of `req` into their traces.
+    pub fn add(&mut self, req: ExportTraceServiceRequest) -> AddStats {
+        let mut stats = AddStats::default();
+        for rs in req.resource_spans {
+            let resource = Arc::new(rs.resource.unwrap_or_default());
+            for ss in rs.scope_spans {
+                let scope = Arc::new(ss.scope.unwrap_or_default());
+                for span in ss.spans {
+                    let (Ok(tid), Ok(sid)) = (
+                        <[u8; 16]>::try_from(span.trace_id.as_slice()),
+                        <[u8; 8]>::try_from(span.span_id.as_slice()),
+                    ) else {
+                        stats.invalid += 1;
+                        continue;
+                    };
+                    let parent = <[u8; 8]>::try_from(span.parent_span_id.as_slice())
+                        .ok()
+                        .map(SpanId);
+                    let tid = TraceId(tid);
+                    let pending = match self.traces.entry(tid) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => {
+                            self.order.push(tid);
+                            e.insert(Pending::default())
+                        }
+                    };
+                    if !pending.seen.insert(SpanId(sid)) {
+                        pending.duplicates += 1;
+                        stats.duplicates += 1;
+                        continue;
+                    }
+                    pending.spans.push(SpanRecord {
+                        span_id: SpanId(sid),
+                        parent,
+                        span,
+                        resource: Arc::clone(&resource),
+                        scope: Arc::clone(&scope),
+                    });
+                    stats.spans += 1;
+                }
+            }
+        }
+        self.spans += stats.spans;
+        self.duplicates += stats.duplicates;
+        stats
+    }
+
+    /// Number of traces held.
+    pub fn len(&self) -> usize {
+        self.traces.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.traces.is_empty()
+    }
+
+    /// Spans held in total.
+    pub fn span_count(&self) -> usize {
+        self.spans
+    }
+
+    /// Removes and returns one trace.
+    pub fn take(&mut self, id: &TraceId) -> Option<Trace> {
+        let p = self.traces.remove(id)?;
+        self.order.retain(|t| t != id);
+        self.spans -= p.spans.len();
+        Some(Trace::new(*id, p.spans, p.duplicates))
+    }
+
+    /// Every trace, in first-seen order.
+    pub fn finish(mut self) -> Vec<Trace> {
+        let order = std::mem::take(&mut self.order);
+        order
+            .into_iter()
+            .filter_map(|id| {
+                self.traces
+                    .remove(&id)
+                    .map(|p| Trace::new(id, p.spans, p.duplicates))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+
+    fn span(t: u8, s: u8, parent: Option<u8>, start: u64) -> Span {
+        Span {
+            trace_id: vec![t; 16],
+            span_id: vec![s; 8],
+            parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+            name: format!("s{s}"),
+            start_time_unix_nano: start,
+            ..Default::default()
+        }
+    }
+
+    fn req(spans: Vec<Span>) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn split_out_of_order_duplicates_and_orphans() {
+        let mut a = Assembler::new();
+        a.add(req(vec![span(1, 3, Some(2), 30), span(2, 9, Some(7), 5)]));
+        let st = a.add(req(vec![span(1, 2, Some(1), 20), span(1, 3, Some(2), 30)]));
+        assert_eq!(st.duplicates, 1);
+        a.add(req(vec![span(1, 1, None, 10)]));
+        let traces = a.finish();
+        assert_eq!(traces.len(), 2);
+        let t = &traces[0];
+        assert_eq!(
+            t.spans
+                .iter()
+                .map(|s| s.span.start_time_unix_nano)
+                .collect::<Vec<_>>(),
+            vec![10, 20, 30]
+        );
+        assert_eq!(t.parent, vec![None, Some(0), Some(1)]);
+        assert_eq!(t.duplicates, 1);
+        assert!(t.orphans.is_empty());
+        assert_eq!(traces[1].orphans, vec![0]);
+        assert_eq!(t.ancestors(2).collect::<Vec<_>>(), vec![1, 0]);
+    }
+
+    #[test]
+    fn hex_ids() {
+        let t: TraceId = "0123456789ABCDEF0123456789abcdef".parse().unwrap();
+        assert_eq!(t.to_string(), "0123456789abcdef0123456789abcdef");
+        assert!("0123".parse::<TraceId>().is_err());
+    }
+}

@@ -1,0 +1,281 @@
+//! Expect: fixture cases (the tools a trace should call) and how they join
+//! with traces.
+//!
+//! One case per JSONL line, or a JSON array of cases:
+//! `{"id", "trace_id" | "match": {key: value}, "expected_tools": [...], "threshold"?, "metrics"?}`.
+//! MLflow's spelling (`expected_tool_calls` with `arguments`) is accepted too.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::assemble::{Trace, TraceId};
+use crate::ingest::{Position, Rejected};
+use crate::score::Call;
+
+/// How a case finds its trace(s).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Join {
+    TraceId(TraceId),
+    /// Every key/value is present on the trace's resource or on any span.
+    Match(Vec<(String, String)>),
+}
+
+/// One expectation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    pub id: String,
+    pub join: Join,
+    pub expected: Vec<Call>,
+    pub threshold: Option<f64>,
+    /// Metrics for this case instead of the run's `--metric` list.
+    pub metrics: Option<Vec<String>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectError {
+    #[error("cannot read fixture file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    id: Option<Value>,
+    trace_id: Option<String>,
+    #[serde(rename = "match")]
+    match_: Option<serde_json::Map<String, Value>>,
+    expected_tools: Option<Vec<RawTool>>,
+    expected_tool_calls: Option<Vec<RawTool>>,
+    threshold: Option<f64>,
+    metrics: Option<Vec<String>>,
+    /// Free text, ignored.
+    #[serde(alias = "note", alias = "description")]
+    #[allow(dead_code)]
+    notes: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawTool {
+    Name(String),
+    Call {
+        name: String,
+        #[serde(alias = "arguments", alias = "input_parameters")]
+        args: Option<Value>,
+    },
+}
+
+/// Loads a fixture file. Bad cases are rejected one by one with their line.
+pub fn load(path: &Path) -> Result<(Vec<Case>, Vec<Rejected>), ExpectError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ExpectError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(parse(&text, &path.display().to_string()))
+}
+
+/// Parses fixture text (JSONL or a JSON array).
+pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
+    let mut cases = Vec::new();
+    let mut rejected = Vec::new();
+    let mut reject = |position: Position, reason: String| {
+        rejected.push(Rejected {
+            source: source.to_string(),
+            position,
+            reason,
+            spans: 0,
+        })
+    };
+    if text.trim_start().starts_with('[') {
+        match serde_json::from_str::<Vec<Value>>(text) {
+            Ok(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    match case_from(item, i + 1) {
+                        Ok(c) => cases.push(c),
+                        Err(e) => reject(Position::Whole, format!("case #{}: {e}", i + 1)),
+                    }
+                }
+            }
+            Err(e) => reject(
+                Position::Line(e.line()),
+                format!("not a JSON array of cases: {e}"),
+            ),
+        }
+    } else {
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with("//") {
+                continue;
+            }
+            let parsed = serde_json::from_str::<Value>(line).map_err(|e| format!("not JSON: {e}"));
+            match parsed.and_then(|v| case_from(v, i + 1)) {
+                Ok(c) => cases.push(c),
+                Err(e) => reject(Position::Line(i + 1), e),
+            }
+        }
+    }
+    // Ids must be unique: reports and JUnit key on them.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for c in &mut cases {
+        let n = seen.entry(c.id.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            c.id = format!("{}#{}", c.id, n);
+        }
+    }
+    (cases, rejected)
+}
+
+fn case_from(v: Value, ordinal: usize) -> Result<Case, String> {
+    let raw: RawCase = serde_json::from_value(v).map_err(|e| format!("bad case: {e}"))?;
+    let join = match (raw.trace_id, raw.match_) {
+        (Some(_), Some(_)) => return Err("give `trace_id` or `match`, not both".into()),
+        (Some(t), None) => Join::TraceId(t.parse()?),
+        (None, Some(m)) if !m.is_empty() => {
+            let mut pairs = Vec::with_capacity(m.len());
+            for (k, v) in m {
+                let text = match v {
+                    Value::String(s) => s,
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    other => {
+                        return Err(format!(
+                            "`match.{k}` must be a string, number or bool, not {other}"
+                        ))
+                    }
+                };
+                pairs.push((k, text));
+            }
+            Join::Match(pairs)
+        }
+        _ => {
+            return Err(
+                "a case needs `trace_id` (32 hex digits) or a non-empty `match` object".into(),
+            )
+        }
+    };
+    let tools = match (raw.expected_tools, raw.expected_tool_calls) {
+        (Some(_), Some(_)) => {
+            return Err("give `expected_tools` or `expected_tool_calls`, not both".into())
+        }
+        (Some(t), None) | (None, Some(t)) => t,
+        (None, None) => return Err("a case needs `expected_tools` (a list, may be empty)".into()),
+    };
+    let expected = tools
+        .into_iter()
+        .map(|t| match t {
+            RawTool::Name(name) => Call::new(name, None),
+            RawTool::Call { name, args } => Call::new(name, args),
+        })
+        .collect();
+    if let Some(t) = raw.threshold {
+        if !(0.0..=1.0).contains(&t) {
+            return Err(format!("threshold {t} is outside 0..=1"));
+        }
+    }
+    let id = match raw.id {
+        Some(Value::String(s)) => s,
+        Some(Value::Number(n)) => n.to_string(),
+        None => format!("case-{ordinal}"),
+        Some(other) => return Err(format!("`id` must be a string, not {other}")),
+    };
+    Ok(Case {
+        id,
+        join,
+        expected,
+        threshold: raw.threshold,
+        metrics: raw.metrics,
+    })
+}
+
+/// Which traces each case applies to.
+#[derive(Debug, Default)]
+pub struct Joined {
+    /// `(trace index, case index)`, in trace order.
+    pub pairs: Vec<(usize, usize)>,
+    pub unmatched_traces: Vec<usize>,
+    pub unmatched_cases: Vec<usize>,
+}
+
+/// Joins cases to traces. A case may apply to several traces (an attribute
+/// shared by many runs) and a trace may satisfy several cases.
+pub fn join(cases: &[Case], traces: &[Trace]) -> Joined {
+    let by_id: HashMap<TraceId, usize> =
+        traces.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+    let mut case_hits = vec![false; cases.len()];
+    let mut trace_hits = vec![false; traces.len()];
+    let mut pairs = Vec::new();
+    for (ci, c) in cases.iter().enumerate() {
+        match &c.join {
+            Join::TraceId(id) => {
+                if let Some(&ti) = by_id.get(id) {
+                    pairs.push((ti, ci));
+                }
+            }
+            Join::Match(kv) => {
+                for (ti, t) in traces.iter().enumerate() {
+                    if kv.iter().all(|(k, v)| t.has_attr(k, v)) {
+                        pairs.push((ti, ci));
+                    }
+                }
+            }
+        }
+    }
+    for &(ti, ci) in &pairs {
+        trace_hits[ti] = true;
+        case_hits[ci] = true;
+    }
+    pairs.sort_unstable();
+    Joined {
+        pairs,
+        unmatched_traces: (0..traces.len()).filter(|&i| !trace_hits[i]).collect(),
+        unmatched_cases: (0..cases.len()).filter(|&i| !case_hits[i]).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_spellings_and_rejects_bad_lines() {
+        let text = r#"{"id":"a","trace_id":"0123456789abcdef0123456789abcdef","expected_tools":["x",{"name":"y","args":{"q":1}}],"threshold":0.8}
+{"id":"b","match":{"session.id":"s1","n":3},"expected_tool_calls":[{"name":"z","arguments":{}}]}
+{"id":"c","expected_tools":[]}
+not json
+{"id":"d","trace_id":"abc","expected_tools":[]}
+"#;
+        let (cases, rejected) = parse(text, "f.jsonl");
+        assert_eq!(cases.len(), 2);
+        assert_eq!(cases[0].expected[1].args, Some(serde_json::json!({"q": 1})));
+        assert_eq!(cases[1].expected[0].args, Some(serde_json::json!({})));
+        assert_eq!(
+            cases[1].join,
+            Join::Match(vec![
+                ("n".into(), "3".into()),
+                ("session.id".into(), "s1".into())
+            ])
+        );
+        let lines: Vec<_> = rejected.iter().map(|r| r.position.clone()).collect();
+        assert_eq!(
+            lines,
+            vec![Position::Line(3), Position::Line(4), Position::Line(5)]
+        );
+    }
+
+    #[test]
+    fn json_array_form() {
+        let (cases, rejected) = parse(
+            r#"[{"trace_id":"0123456789abcdef0123456789abcdef","expected_tools":[]}]"#,
+            "f",
+        );
+        assert_eq!((cases.len(), rejected.len()), (1, 0));
+        assert_eq!(cases[0].id, "case-1");
+    }
+}

@@ -1,0 +1,16 @@
+//! traceval: scores AI agents on tool correctness from OpenTelemetry traces.
+//!
+//! Data flows `ingest` (bytes -> OTLP requests) -> `assemble` (spans -> traces)
+//! -> `extract` (traces -> tool calls) -> `expect` (fixtures, joined to traces)
+//! -> `score` (metrics) -> `report` (table, JSONL, JUnit). `replay` wires the
+//! stages for trace files.
+
+pub mod assemble;
+#[doc(hidden)]
+pub mod fake;
+pub mod expect;
+pub mod extract;
+pub mod ingest;
+pub mod replay;
+pub mod report;
+pub mod score;

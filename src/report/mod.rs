@@ -1,0 +1,269 @@
+//! Report: the results of a run as a terminal table, JSONL or JUnit XML.
+
+mod junit;
+mod table;
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::assemble::TraceId;
+use crate::extract::ToolCall;
+use crate::ingest::Rejected;
+use crate::score::{Call, Outcome};
+
+pub use junit::write_junit;
+pub use table::write_table;
+
+/// One metric's verdict on one (trace, case) pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricResult {
+    pub metric: String,
+    pub threshold: Option<f64>,
+    pub outcome: Outcome,
+}
+
+impl MetricResult {
+    /// Errors fail; a metric with no verdict of its own (ragas) passes
+    /// unless its score is under the threshold.
+    pub fn passed(&self) -> bool {
+        if self.outcome.error.is_some() {
+            return false;
+        }
+        match (self.outcome.pass, self.outcome.score, self.threshold) {
+            (Some(p), _, _) => p,
+            (None, Some(s), Some(t)) => s >= t,
+            _ => true,
+        }
+    }
+}
+
+/// A trace scored against a case.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    pub trace_id: TraceId,
+    pub case_id: String,
+    pub tools_called: Vec<ToolCall>,
+    pub expected: Vec<Call>,
+    /// In `--metric` order; the first is the headline.
+    pub results: Vec<MetricResult>,
+}
+
+impl Evaluation {
+    pub fn passed(&self) -> bool {
+        self.results.iter().all(MetricResult::passed)
+    }
+
+    pub fn headline(&self) -> Option<&MetricResult> {
+        self.results.first()
+    }
+}
+
+/// A trace that no case matched.
+#[derive(Debug, Clone)]
+pub struct UnmatchedTrace {
+    pub trace_id: TraceId,
+    pub spans: usize,
+    pub tools_called: Vec<ToolCall>,
+}
+
+/// Counters for the summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub inputs: usize,
+    pub requests: usize,
+    pub spans: usize,
+    pub duplicate_spans: usize,
+    pub traces: usize,
+    pub tool_calls: usize,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub evaluations: Vec<Evaluation>,
+    pub unmatched_traces: Vec<UnmatchedTrace>,
+    pub unmatched_cases: Vec<String>,
+    pub rejected: Vec<Rejected>,
+    pub stats: Stats,
+    /// Metric names in column order.
+    pub metrics: Vec<String>,
+    /// Whether a fixture file was given (else traces are listed, not judged).
+    pub has_cases: bool,
+}
+
+/// Exit codes shared by every command.
+pub mod exit {
+    pub const PASS: u8 = 0;
+    pub const FAIL: u8 = 1;
+    pub const INPUT: u8 = 2;
+}
+
+impl Report {
+    pub fn passed(&self) -> usize {
+        self.evaluations.iter().filter(|e| e.passed()).count()
+    }
+
+    pub fn failed(&self) -> usize {
+        self.evaluations.len() - self.passed() + self.unmatched_cases.len()
+    }
+
+    /// 2 if input was rejected, 1 if a case failed (or matched no trace), else 0.
+    pub fn exit_code(&self) -> u8 {
+        if !self.rejected.is_empty() {
+            exit::INPUT
+        } else if self.failed() > 0 {
+            exit::FAIL
+        } else {
+            exit::PASS
+        }
+    }
+
+    /// One line for people.
+    pub fn summary_line(&self) -> String {
+        let s = &self.stats;
+        let mut out = format!(
+            "{} input(s), {} request(s), {} span(s), {} trace(s), {} tool call(s)",
+            s.inputs, s.requests, s.spans, s.traces, s.tool_calls
+        );
+        if self.has_cases {
+            out.push_str(&format!(
+                "; {} evaluation(s): {} passed, {} failed",
+                self.evaluations.len(),
+                self.passed(),
+                self.evaluations.len() - self.passed()
+            ));
+            if !self.unmatched_cases.is_empty() {
+                out.push_str(&format!(
+                    "; {} case(s) matched no trace",
+                    self.unmatched_cases.len()
+                ));
+            }
+            if !self.unmatched_traces.is_empty() {
+                out.push_str(&format!(
+                    "; {} trace(s) matched no case",
+                    self.unmatched_traces.len()
+                ));
+            }
+        }
+        if s.duplicate_spans > 0 {
+            out.push_str(&format!(
+                "; {} duplicate span(s) dropped",
+                s.duplicate_spans
+            ));
+        }
+        if !self.rejected.is_empty() {
+            out.push_str(&format!(
+                "; {} input problem(s) rejected",
+                self.rejected.len()
+            ));
+        }
+        out
+    }
+}
+
+fn outcome_json(r: &MetricResult) -> Value {
+    json!({
+        "score": r.outcome.score,
+        "pass": r.passed(),
+        "threshold": r.threshold,
+        "reason": r.outcome.reason,
+        "error": r.outcome.error,
+    })
+}
+
+/// One JSON object per evaluation (then unmatched traces, unmatched cases,
+/// rejected inputs and a summary), each with a `type` field.
+pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    for e in &report.evaluations {
+        let mut row = json!({
+            "type": "evaluation",
+            "trace_id": e.trace_id.to_string(),
+            "case": e.case_id,
+            "pass": e.passed(),
+        });
+        let obj = row.as_object_mut().expect("object literal");
+        if let Some(h) = e.headline() {
+            obj.insert("metric".into(), json!(h.metric));
+            obj.insert("score".into(), json!(h.outcome.score));
+            obj.insert("threshold".into(), json!(h.threshold));
+            // The native metric's components sit at the top level.
+            if let Some(Value::Object(d)) = &h.outcome.details {
+                for (k, v) in d {
+                    obj.insert(k.clone(), v.clone());
+                }
+            }
+            obj.insert("explanation".into(), json!(h.outcome.reason));
+            if let Some(err) = &h.outcome.error {
+                obj.insert("error".into(), json!(err));
+            }
+        }
+        obj.insert(
+            "tools_called".into(),
+            serde_json::to_value(&e.tools_called).unwrap_or(Value::Null),
+        );
+        obj.insert(
+            "expected_tools".into(),
+            serde_json::to_value(&e.expected).unwrap_or(Value::Null),
+        );
+        let metrics: serde_json::Map<String, Value> = e
+            .results
+            .iter()
+            .map(|r| (r.metric.clone(), outcome_json(r)))
+            .collect();
+        obj.insert("metrics".into(), Value::Object(metrics));
+        writeln!(out, "{row}")?;
+    }
+    for t in &report.unmatched_traces {
+        let row = json!({
+            "type": "unmatched_trace",
+            "trace_id": t.trace_id.to_string(),
+            "case": null,
+            "spans": t.spans,
+            "tools_called": t.tools_called,
+        });
+        writeln!(out, "{row}")?;
+    }
+    for c in &report.unmatched_cases {
+        let row = json!({
+            "type": "unmatched_case",
+            "trace_id": null,
+            "case": c,
+            "pass": false,
+            "explanation": "no trace matched this case",
+        });
+        writeln!(out, "{row}")?;
+    }
+    for r in &report.rejected {
+        let row = json!({
+            "type": "rejected",
+            "source": r.source,
+            "position": r.position.to_string().trim_start_matches([':', ' ']),
+            "reason": r.reason,
+        });
+        writeln!(out, "{row}")?;
+    }
+    let row = json!({
+        "type": "summary",
+        "stats": report.stats,
+        "evaluations": report.evaluations.len(),
+        "passed": report.passed(),
+        "failed": report.failed(),
+        "unmatched_traces": report.unmatched_traces.len(),
+        "unmatched_cases": report.unmatched_cases.len(),
+        "rejected": report.rejected.len(),
+        "exit_code": report.exit_code(),
+    });
+    writeln!(out, "{row}")
+}
+
+/// Shortens text for one table cell.
+pub(crate) fn ellipsize(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

@@ -1,0 +1,100 @@
+//! The terminal table.
+
+use std::io::{self, Write};
+
+use super::{ellipsize, Report};
+
+/// Writes one row per evaluation, then unmatched traces/cases, rejections
+/// and the summary line.
+pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    if report.has_cases {
+        let mut header = vec!["CASE".to_string(), "TRACE".to_string()];
+        header.extend(report.metrics.iter().cloned());
+        header.extend(["PASS".to_string(), "DETAILS".to_string()]);
+        let mut rows = vec![header];
+        for e in &report.evaluations {
+            let mut row = vec![ellipsize(&e.case_id, 32), e.trace_id.to_string()];
+            for m in &report.metrics {
+                let cell = e.results.iter().find(|r| &r.metric == m).map_or_else(
+                    || "-".to_string(),
+                    |r| match (r.outcome.score, &r.outcome.error) {
+                        (_, Some(_)) => "error".to_string(),
+                        (Some(s), None) => format!("{s:.3}"),
+                        (None, None) => "-".to_string(),
+                    },
+                );
+                row.push(cell);
+            }
+            row.push(if e.passed() { "pass" } else { "FAIL" }.to_string());
+            let detail = e
+                .headline()
+                .map(|h| h.outcome.reason.clone())
+                .unwrap_or_default();
+            row.push(ellipsize(&detail, 100));
+            rows.push(row);
+        }
+        for c in &report.unmatched_cases {
+            let mut row = vec![ellipsize(c, 32), "(no trace)".to_string()];
+            row.extend(report.metrics.iter().map(|_| "-".to_string()));
+            row.push("FAIL".to_string());
+            row.push("no trace matched this case".to_string());
+            rows.push(row);
+        }
+        print_rows(&rows, out)?;
+    }
+    if !report.unmatched_traces.is_empty() {
+        if report.has_cases {
+            writeln!(out, "\nTraces that matched no case:")?;
+        }
+        let mut rows = vec![vec![
+            "TRACE".to_string(),
+            "SPANS".to_string(),
+            "TOOLS CALLED".to_string(),
+        ]];
+        for t in &report.unmatched_traces {
+            let tools: Vec<&str> = t.tools_called.iter().map(|c| c.name.as_str()).collect();
+            rows.push(vec![
+                t.trace_id.to_string(),
+                t.spans.to_string(),
+                ellipsize(&tools.join(", "), 100),
+            ]);
+        }
+        print_rows(&rows, out)?;
+    }
+    if !report.rejected.is_empty() {
+        writeln!(out, "\nRejected input:")?;
+        for r in &report.rejected {
+            writeln!(out, "  {r}")?;
+        }
+    }
+    writeln!(out, "\n{}", report.summary_line())
+}
+
+fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c + 1 == r.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.extend(std::iter::repeat_n(
+                    ' ',
+                    widths[c] - cell.chars().count() + 2,
+                ));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}

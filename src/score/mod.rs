@@ -1,0 +1,112 @@
+//! Scoring: `(tool calls, expected calls) -> Outcome`, per metric.
+//!
+//! Every metric is a pure function of two call lists. Our own metric lives in
+//! `native.rs`; `presets/` reproduces the peers' libraries. Metrics are looked
+//! up by name through `registry`.
+
+pub mod cases;
+pub mod native;
+pub mod normalize;
+pub mod presets;
+pub mod registry;
+pub mod value;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use value::PyValue;
+
+/// One tool call as the metrics see it: a name and optional arguments.
+///
+/// `args: None` (absent) is distinct from `Some({})` (present but empty):
+/// deepeval and mlflow treat them differently.
+#[derive(Debug, Clone, Serialize)]
+pub struct Call {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// The same arguments as Python's `json.loads` sees them: keys in the order
+    /// written, exact integers. `serde_json::Map` sorts keys, but ragas compares
+    /// `str()` of nested dicts, which follows insertion order. `None`: presets
+    /// derive it from `args` (keys sorted). Not part of equality.
+    #[serde(skip)]
+    pub ordered_args: Option<Arc<PyValue>>,
+}
+
+impl Call {
+    pub fn new(name: impl Into<String>, args: Option<Value>) -> Self {
+        Call { name: name.into(), args, ordered_args: None }
+    }
+
+    /// A call whose arguments were parsed with their key order kept
+    /// (`PyValue::parse`); sets both `args` and `ordered_args`.
+    pub fn with_ordered_args(name: impl Into<String>, args: PyValue) -> Self {
+        Call { name: name.into(), args: Some(args.to_json()), ordered_args: Some(Arc::new(args)) }
+    }
+
+    /// A call whose arguments are the JSON text `args_json`, key order kept.
+    pub fn from_args_json(
+        name: impl Into<String>,
+        args_json: &str,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Call::with_ordered_args(name, PyValue::parse(args_json)?))
+    }
+}
+
+impl PartialEq for Call {
+    fn eq(&self, other: &Call) -> bool {
+        self.name == other.name && self.args == other.args
+    }
+}
+
+/// What one metric says about one case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// `None` when the metric raised (see `error`).
+    pub score: Option<f64>,
+    /// The metric's own verdict; `None` where the library has none (ragas).
+    pub pass: Option<bool>,
+    pub reason: String,
+    /// Set when the reproduced library raises an exception for this input.
+    pub error: Option<String>,
+    /// Extra components (native metric: recall, precision, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl Outcome {
+    pub fn scored(score: f64, pass: Option<bool>, reason: impl Into<String>) -> Self {
+        Outcome { score: Some(score), pass, reason: reason.into(), error: None, details: None }
+    }
+
+    pub fn error(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Outcome { score: None, pass: None, reason: message.clone(), error: Some(message), details: None }
+    }
+}
+
+/// Per-run overrides of a metric's defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricOptions {
+    pub threshold: Option<f64>,
+    pub strict: Option<bool>,
+}
+
+/// A scoring metric. Implementations are pure and cheap to call.
+pub trait Metric: Send + Sync {
+    /// The registry name, e.g. `tool_correctness` or `deepeval.default`.
+    fn name(&self) -> &str;
+    /// The threshold `pass` is judged against, if the metric has one.
+    fn threshold(&self) -> Option<f64>;
+    fn score(&self, called: &[Call], expected: &[Call]) -> Outcome;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    #[error("unknown metric `{0}` (run `traceval metrics` for the list)")]
+    UnknownMetric(String),
+    #[error("invalid option for metric `{metric}`: {reason}")]
+    BadOption { metric: String, reason: String },
+}

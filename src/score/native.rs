@@ -1,0 +1,586 @@
+//! `tool_correctness`: traceval's own metric.
+//!
+//! It avoids the peers' known mistakes (shared/spec/scoring-semantics.md):
+//! calls are paired with expectations by an optimal one-to-one assignment
+//! (not first-fit), duplicates count once each, and both missing and
+//! unexpected calls cost (the default headline is F1).
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use super::value::json_eq;
+use super::{Call, Metric, Outcome, ScoreError};
+
+pub const NATIVE_NAME: &str = "tool_correctness";
+
+/// How a called tool's arguments are compared with an expectation's.
+///
+/// An expectation without `args` is always matched by name only.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArgPolicy {
+    /// Names only.
+    Ignore,
+    /// Same keys, equal values.
+    Exact,
+    /// Every expected key present and equal; extra called keys allowed.
+    Subset,
+    /// Every called key is expected and equal; expected keys may be missing.
+    Superset,
+    /// Mean per-key similarity (strings by edit distance) of at least `T`.
+    Fuzzy(f64),
+}
+
+impl std::str::FromStr for ArgPolicy {
+    type Err = ScoreError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |reason: String| ScoreError::BadOption {
+            metric: NATIVE_NAME.into(),
+            reason,
+        };
+        match s {
+            "ignore" => Ok(ArgPolicy::Ignore),
+            "exact" => Ok(ArgPolicy::Exact),
+            "subset" => Ok(ArgPolicy::Subset),
+            "superset" => Ok(ArgPolicy::Superset),
+            _ => {
+                let t = s.strip_prefix("fuzzy:").ok_or_else(|| {
+                    bad(format!(
+                        "argument policy `{s}`: expected ignore, exact, subset, superset or fuzzy:T"
+                    ))
+                })?;
+                let t: f64 = t
+                    .parse()
+                    .map_err(|_| bad(format!("fuzzy threshold `{t}` is not a number")))?;
+                if !(0.0..=1.0).contains(&t) {
+                    return Err(bad(format!("fuzzy threshold {t} is outside 0..=1")));
+                }
+                Ok(ArgPolicy::Fuzzy(t))
+            }
+        }
+    }
+}
+
+/// Which component is the headline score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Headline {
+    Recall,
+    Precision,
+    F1,
+    Order,
+    Exact,
+}
+
+impl std::str::FromStr for Headline {
+    type Err = ScoreError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "recall" => Ok(Headline::Recall),
+            "precision" => Ok(Headline::Precision),
+            "f1" => Ok(Headline::F1),
+            "order" => Ok(Headline::Order),
+            "exact" => Ok(Headline::Exact),
+            _ => Err(ScoreError::BadOption {
+                metric: NATIVE_NAME.into(),
+                reason: format!("score `{s}`: expected recall, precision, f1, order or exact"),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeConfig {
+    pub threshold: f64,
+    /// `None`: `subset` where the expectation has args.
+    pub args: Option<ArgPolicy>,
+    pub headline: Headline,
+}
+
+impl Default for NativeConfig {
+    fn default() -> Self {
+        NativeConfig {
+            threshold: 0.5,
+            args: None,
+            headline: Headline::F1,
+        }
+    }
+}
+
+/// The components of one evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Components {
+    pub recall: f64,
+    pub precision: f64,
+    pub f1: f64,
+    pub order: f64,
+    pub exact: bool,
+    /// `(called index, expected index)` pairs, sorted by called index.
+    pub matched: Vec<(usize, usize)>,
+    /// Expected indices nobody matched and no same-name call was left for.
+    pub missing: Vec<usize>,
+    /// Called indices that match nothing and share no name with a leftover expectation.
+    pub unexpected: Vec<usize>,
+    /// `(called, expected)` with the same name but arguments that do not match.
+    pub wrong_args: Vec<(usize, usize)>,
+}
+
+pub struct NativeMetric {
+    config: NativeConfig,
+}
+
+impl NativeMetric {
+    pub fn new(config: NativeConfig) -> Self {
+        NativeMetric { config }
+    }
+
+    pub fn config(&self) -> &NativeConfig {
+        &self.config
+    }
+
+    /// Does `called` satisfy `expected` under the configured policy?
+    fn matches(&self, called: &Call, expected: &Call) -> bool {
+        if called.name != expected.name {
+            return false;
+        }
+        let Some(want) = &expected.args else {
+            return true;
+        };
+        let policy = self.config.args.unwrap_or(ArgPolicy::Subset);
+        let got = called.args.as_ref();
+        match policy {
+            ArgPolicy::Ignore => true,
+            ArgPolicy::Exact => got.is_some_and(|g| json_eq(g, want)),
+            ArgPolicy::Subset => got.is_some_and(|g| contains(g, want)),
+            ArgPolicy::Superset => match got {
+                None => true,
+                Some(g) => contains(want, g),
+            },
+            ArgPolicy::Fuzzy(t) => similarity(got.unwrap_or(&Value::Null), want) >= t,
+        }
+    }
+
+    pub fn components(&self, called: &[Call], expected: &[Call]) -> Components {
+        let matched = assign(called, expected, |c, e| self.matches(c, e));
+        let mut call_used = vec![false; called.len()];
+        let mut exp_used = vec![false; expected.len()];
+        for &(c, e) in &matched {
+            call_used[c] = true;
+            exp_used[e] = true;
+        }
+        // Pair leftovers that share a name: these are wrong-argument calls,
+        // reported apart from plain missing/unexpected ones.
+        let leftovers_c: Vec<usize> = (0..called.len()).filter(|&i| !call_used[i]).collect();
+        let leftovers_e: Vec<usize> = (0..expected.len()).filter(|&j| !exp_used[j]).collect();
+        let mut wrong_args = Vec::new();
+        for &j in &leftovers_e {
+            if let Some(&i) = leftovers_c
+                .iter()
+                .find(|&&i| !call_used[i] && called[i].name == expected[j].name)
+            {
+                call_used[i] = true;
+                exp_used[j] = true;
+                wrong_args.push((i, j));
+            }
+        }
+        let missing: Vec<usize> = (0..expected.len()).filter(|&j| !exp_used[j]).collect();
+        let unexpected: Vec<usize> = (0..called.len()).filter(|&i| !call_used[i]).collect();
+
+        let m = matched.len() as f64;
+        let recall = if expected.is_empty() {
+            1.0
+        } else {
+            m / expected.len() as f64
+        };
+        let precision = if called.is_empty() {
+            1.0
+        } else {
+            m / called.len() as f64
+        };
+        let f1 = if recall + precision == 0.0 {
+            0.0
+        } else {
+            2.0 * recall * precision / (recall + precision)
+        };
+        let order = if expected.is_empty() {
+            if called.is_empty() {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            lcs(called, expected, |c, e| self.matches(c, e)) as f64 / expected.len() as f64
+        };
+        let exact = called.len() == expected.len()
+            && called.iter().zip(expected).all(|(c, e)| self.matches(c, e));
+        Components {
+            recall,
+            precision,
+            f1,
+            order,
+            exact,
+            matched,
+            missing,
+            unexpected,
+            wrong_args,
+        }
+    }
+}
+
+impl Components {
+    pub fn headline(&self, h: Headline) -> f64 {
+        match h {
+            Headline::Recall => self.recall,
+            Headline::Precision => self.precision,
+            Headline::F1 => self.f1,
+            Headline::Order => self.order,
+            Headline::Exact => f64::from(u8::from(self.exact)),
+        }
+    }
+
+    /// Human explanation naming matched, missing, unexpected and wrong-argument calls.
+    pub fn explain(&self, called: &[Call], expected: &[Call]) -> String {
+        let mut out = String::new();
+        let list = |idx: &mut dyn Iterator<Item = &Call>| -> String {
+            idx.map(describe).collect::<Vec<_>>().join(", ")
+        };
+        let _ = write!(
+            out,
+            "{}/{} expected calls matched, {}/{} calls expected",
+            self.matched.len(),
+            expected.len(),
+            self.matched.len(),
+            called.len()
+        );
+        if !self.missing.is_empty() {
+            let _ = write!(
+                out,
+                "; missing: {}",
+                list(&mut self.missing.iter().map(|&j| &expected[j]))
+            );
+        }
+        if !self.unexpected.is_empty() {
+            let _ = write!(
+                out,
+                "; unexpected: {}",
+                list(&mut self.unexpected.iter().map(|&i| &called[i]))
+            );
+        }
+        for &(i, j) in &self.wrong_args {
+            let _ = write!(
+                out,
+                "; wrong arguments for {}: expected {}, got {}",
+                expected[j].name,
+                args_text(expected[j].args.as_ref()),
+                args_text(called[i].args.as_ref())
+            );
+        }
+        if !self.exact
+            && self.missing.is_empty()
+            && self.unexpected.is_empty()
+            && self.wrong_args.is_empty()
+            && self.order < 1.0
+        {
+            let _ = write!(out, "; order differs (order {:.3})", self.order);
+        }
+        out
+    }
+
+    pub fn to_json(&self, called: &[Call], expected: &[Call]) -> Value {
+        let names = |v: &mut dyn Iterator<Item = &Call>| {
+            v.map(|c| Value::String(c.name.clone())).collect::<Vec<_>>()
+        };
+        json!({
+            "recall": self.recall,
+            "precision": self.precision,
+            "f1": self.f1,
+            "order": self.order,
+            "exact": self.exact,
+            "missing": names(&mut self.missing.iter().map(|&j| &expected[j])),
+            "unexpected": names(&mut self.unexpected.iter().map(|&i| &called[i])),
+            "wrong_args": self.wrong_args.iter().map(|&(i, j)| json!({
+                "name": expected[j].name,
+                "expected": expected[j].args,
+                "called": called[i].args,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn describe(c: &Call) -> String {
+    match &c.args {
+        Some(a) => format!("{}({})", c.name, a),
+        None => c.name.clone(),
+    }
+}
+
+fn args_text(a: Option<&Value>) -> String {
+    a.map_or_else(|| "no arguments".to_string(), Value::to_string)
+}
+
+impl Metric for NativeMetric {
+    fn name(&self) -> &str {
+        NATIVE_NAME
+    }
+
+    fn threshold(&self) -> Option<f64> {
+        Some(self.config.threshold)
+    }
+
+    fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
+        let c = self.components(called, expected);
+        let score = c.headline(self.config.headline);
+        let pass = score >= self.config.threshold;
+        Outcome {
+            score: Some(score),
+            pass: Some(pass),
+            reason: c.explain(called, expected),
+            error: None,
+            details: Some(c.to_json(called, expected)),
+        }
+    }
+}
+
+/// `want` is contained in `got`: for objects every key of `want` is in `got`
+/// with an equal value (recursively); other values compare with `json_eq`.
+fn contains(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => w
+            .iter()
+            .all(|(k, wv)| g.get(k).is_some_and(|gv| contains(gv, wv))),
+        _ => json_eq(got, want),
+    }
+}
+
+/// Argument similarity in 0..=1: the mean over the union of keys of a per-key
+/// similarity (1 for equal values, edit-distance ratio for two strings, else 0).
+fn similarity(got: &Value, want: &Value) -> f64 {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            let keys: std::collections::BTreeSet<&String> = g.keys().chain(w.keys()).collect();
+            if keys.is_empty() {
+                return 1.0;
+            }
+            let total: f64 = keys
+                .iter()
+                .map(|k| match (g.get(*k), w.get(*k)) {
+                    (Some(a), Some(b)) => similarity(a, b),
+                    _ => 0.0,
+                })
+                .sum();
+            total / keys.len() as f64
+        }
+        (Value::String(a), Value::String(b)) => string_similarity(a, b),
+        _ => f64::from(u8::from(json_eq(got, want))),
+    }
+}
+
+/// `1 - levenshtein / max_len`, over chars.
+fn string_similarity(a: &str, b: &str) -> f64 {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let longest = a.len().max(b.len());
+    if longest == 0 {
+        return 1.0;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    1.0 - prev[b.len()] as f64 / longest as f64
+}
+
+/// Maximum one-to-one assignment of calls to expectations under `ok`
+/// (augmenting paths, Kuhn's algorithm). Candidates are tried in sequence
+/// order, so among maximum assignments an in-order pairing is preferred.
+fn assign(
+    called: &[Call],
+    expected: &[Call],
+    ok: impl Fn(&Call, &Call) -> bool,
+) -> Vec<(usize, usize)> {
+    let adj: Vec<Vec<usize>> = expected
+        .iter()
+        .map(|e| (0..called.len()).filter(|&i| ok(&called[i], e)).collect())
+        .collect();
+    let mut owner: Vec<Option<usize>> = vec![None; called.len()];
+    for j in 0..expected.len() {
+        let mut seen = vec![false; called.len()];
+        augment(j, &adj, &mut owner, &mut seen);
+    }
+    let mut pairs: Vec<(usize, usize)> = owner
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.map(|j| (i, j)))
+        .collect();
+    pairs.sort_unstable();
+    pairs
+}
+
+fn augment(j: usize, adj: &[Vec<usize>], owner: &mut [Option<usize>], seen: &mut [bool]) -> bool {
+    for &i in &adj[j] {
+        if seen[i] {
+            continue;
+        }
+        seen[i] = true;
+        if owner[i].is_none_or(|k| augment(k, adj, owner, seen)) {
+            owner[i] = Some(j);
+            return true;
+        }
+    }
+    false
+}
+
+/// Longest common subsequence length under the `ok` relation.
+fn lcs(called: &[Call], expected: &[Call], ok: impl Fn(&Call, &Call) -> bool) -> usize {
+    let mut prev = vec![0usize; expected.len() + 1];
+    let mut cur = vec![0usize; expected.len() + 1];
+    for c in called {
+        for (j, e) in expected.iter().enumerate() {
+            cur[j + 1] = if ok(c, e) {
+                prev[j] + 1
+            } else {
+                prev[j + 1].max(cur[j])
+            };
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[expected.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn n(name: &str) -> Call {
+        Call::new(name, None)
+    }
+    fn a(name: &str, args: Value) -> Call {
+        Call::new(name, Some(args))
+    }
+    fn metric() -> NativeMetric {
+        NativeMetric::new(NativeConfig::default())
+    }
+
+    #[test]
+    fn perfect_match_scores_one() {
+        let c = metric().components(&[n("a"), n("b")], &[n("a"), n("b")]);
+        assert_eq!(
+            (c.recall, c.precision, c.f1, c.order, c.exact),
+            (1.0, 1.0, 1.0, 1.0, true)
+        );
+    }
+
+    #[test]
+    fn duplicates_count_once_each() {
+        // deepeval's bug scores this 0.5; each call pairs with one expectation.
+        let c = metric().components(&[n("a"), n("a")], &[n("a"), n("a")]);
+        assert_eq!(c.f1, 1.0);
+        let c = metric().components(&[n("a")], &[n("a"), n("a")]);
+        assert_eq!((c.recall, c.precision), (0.5, 1.0));
+        assert_eq!(c.missing, vec![1]);
+    }
+
+    #[test]
+    fn reordering_keeps_f1_but_not_order_or_exact() {
+        let c = metric().components(&[n("b"), n("a")], &[n("a"), n("b")]);
+        assert_eq!(c.f1, 1.0);
+        assert_eq!(c.order, 0.5);
+        assert!(!c.exact);
+    }
+
+    #[test]
+    fn extras_cost_precision() {
+        let c = metric().components(&[n("a"), n("x")], &[n("a")]);
+        assert_eq!((c.recall, c.precision), (1.0, 0.5));
+        assert_eq!(c.unexpected, vec![1]);
+        assert!((c.f1 - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn empty_sides() {
+        let m = metric();
+        let c = m.components(&[], &[]);
+        assert_eq!((c.f1, c.order, c.exact), (1.0, 1.0, true));
+        let c = m.components(&[n("a")], &[]);
+        assert_eq!((c.recall, c.precision, c.f1), (1.0, 0.0, 0.0));
+        let c = m.components(&[], &[n("a")]);
+        assert_eq!((c.recall, c.precision, c.f1), (0.0, 1.0, 0.0));
+    }
+
+    #[test]
+    fn optimal_assignment_beats_first_fit() {
+        // First-fit would pair call 0 (x=1,y=2) with expectation 0 ({x:1})
+        // and leave expectation 1 ({x:1,y:2}) unmatched.
+        let called = [a("f", json!({"x": 1, "y": 2})), a("f", json!({"x": 1}))];
+        let expected = [a("f", json!({"x": 1})), a("f", json!({"x": 1, "y": 2}))];
+        let c = metric().components(&called, &expected);
+        assert_eq!(c.matched.len(), 2);
+    }
+
+    #[test]
+    fn nested_args_and_number_equality() {
+        let called = [a("f", json!({"q": {"n": 1.0, "l": [1, 2]}, "extra": true}))];
+        let expected = [a("f", json!({"q": {"l": [1.0, 2], "n": 1}}))];
+        assert_eq!(metric().components(&called, &expected).f1, 1.0);
+        let exact = NativeMetric::new(NativeConfig {
+            args: Some(ArgPolicy::Exact),
+            ..Default::default()
+        });
+        let c = exact.components(&called, &expected);
+        assert_eq!(c.f1, 0.0);
+        assert_eq!(c.wrong_args, vec![(0, 0)]);
+    }
+
+    #[test]
+    fn policies() {
+        let called = [a("f", json!({"x": 1}))];
+        let want = [a("f", json!({"x": 1, "y": 2}))];
+        let with = |p| {
+            NativeMetric::new(NativeConfig {
+                args: Some(p),
+                ..Default::default()
+            })
+            .components(&called, &want)
+            .f1
+        };
+        assert_eq!(with(ArgPolicy::Subset), 0.0);
+        assert_eq!(with(ArgPolicy::Superset), 1.0);
+        assert_eq!(with(ArgPolicy::Ignore), 1.0);
+        assert_eq!(with(ArgPolicy::Fuzzy(0.5)), 1.0);
+        assert_eq!(with(ArgPolicy::Fuzzy(0.6)), 0.0);
+        assert!("fuzzy:2".parse::<ArgPolicy>().is_err());
+        assert_eq!(
+            "fuzzy:0.8".parse::<ArgPolicy>().ok(),
+            Some(ArgPolicy::Fuzzy(0.8))
+        );
+    }
+
+    #[test]
+    fn names_only_when_expectation_has_no_args() {
+        let c = metric().components(&[a("f", json!({"x": 1}))], &[n("f")]);
+        assert_eq!(c.f1, 1.0);
+    }
+
+    #[test]
+    fn explanation_names_everything() {
+        let m = metric();
+        let called = [n("a"), a("b", json!({"x": 2})), n("z")];
+        let expected = [n("a"), a("b", json!({"x": 1})), n("c")];
+        let out = m.score(&called, &expected);
+        assert!(out.reason.contains("missing: c"), "{}", out.reason);
+        assert!(out.reason.contains("unexpected: z"), "{}", out.reason);
+        assert!(
+            out.reason.contains("wrong arguments for b"),
+            "{}",
+            out.reason
+        );
+    }
+}

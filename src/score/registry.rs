@@ -1,0 +1,54 @@
+//! One place that maps metric names to implementations.
+
+use super::native::{NativeConfig, NativeMetric, NATIVE_NAME};
+use super::presets;
+use super::{Metric, MetricOptions, ScoreError};
+
+/// A row of `traceval metrics`.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricInfo {
+    pub name: &'static str,
+    pub library: &'static str,
+    pub version: &'static str,
+    pub summary: &'static str,
+}
+
+/// Every metric, native first.
+pub fn catalog() -> Vec<MetricInfo> {
+    let mut rows = vec![MetricInfo {
+        name: NATIVE_NAME,
+        library: "traceval",
+        version: env!("CARGO_PKG_VERSION"),
+        summary: "optimal one-to-one matching of calls to expectations; recall, precision, F1 \
+                  (default score), order (LCS), exact; argument policies ignore/exact/subset/\
+                  superset/fuzzy",
+    }];
+    rows.extend(presets::PRESETS.iter().map(|p| MetricInfo {
+        name: p.name,
+        library: p.library,
+        version: p.version,
+        summary: p.summary,
+    }));
+    rows
+}
+
+/// Every metric name that `--metric all` expands to.
+pub fn all_names() -> Vec<&'static str> {
+    catalog().into_iter().map(|m| m.name).collect()
+}
+
+/// Builds the metric called `name`. `native` configures `tool_correctness`.
+pub fn lookup(
+    name: &str,
+    opts: &MetricOptions,
+    native: &NativeConfig,
+) -> Result<Box<dyn Metric>, ScoreError> {
+    if name == NATIVE_NAME {
+        let mut config = native.clone();
+        if let Some(t) = opts.threshold {
+            config.threshold = t;
+        }
+        return Ok(Box::new(NativeMetric::new(config)));
+    }
+    presets::build(name, opts).unwrap_or_else(|| Err(ScoreError::UnknownMetric(name.to_string())))
+}

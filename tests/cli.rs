@@ -1,0 +1,299 @@
+//! The `traceval` binary end to end: exit codes, report formats, bad input.
+
+use std::fs;
+
+use serde_json::Value;
+
+use crate::util::{data, traceval, TempDir};
+
+const WEATHER_TRACE: &str = "31d90f5c8edb6ba92f3e6727a8ad96ea";
+
+fn pydantic() -> String {
+    data("corpus/pydantic-ai/traces.jsonl")
+        .display()
+        .to_string()
+}
+
+fn fixture(dir: &TempDir, lines: &[&str]) -> String {
+    let p = dir.path().join("expected.jsonl");
+    fs::write(&p, lines.join("\n")).unwrap();
+    p.display().to_string()
+}
+
+fn jsonl(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSONL line"))
+        .collect()
+}
+
+#[test]
+fn passing_case_exits_zero() {
+    let dir = TempDir::new("pass");
+    let f = fixture(
+        &dir,
+        &[&format!(
+            r#"{{"id":"w","trace_id":"{WEATHER_TRACE}","expected_tools":[{{"name":"get_weather","args":{{"city":"Paris"}}}},{{"name":"get_weather","args":{{"city":"London"}}}},"format_answer"]}}"#
+        )],
+    );
+    let out = traceval(&[
+        "replay",
+        &pydantic(),
+        "--expected",
+        &f,
+        "--format",
+        "jsonl",
+        "-q",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = jsonl(&out.stdout);
+    let eval = rows.iter().find(|r| r["type"] == "evaluation").unwrap();
+    assert_eq!(eval["trace_id"], WEATHER_TRACE);
+    assert_eq!(eval["case"], "w");
+    assert_eq!(eval["score"], 1.0);
+    assert_eq!(eval["pass"], true);
+    for k in [
+        "recall",
+        "precision",
+        "f1",
+        "order",
+        "exact",
+        "tools_called",
+        "expected_tools",
+        "explanation",
+    ] {
+        assert!(eval.get(k).is_some(), "missing {k} in {eval}");
+    }
+    assert_eq!(eval["tools_called"].as_array().unwrap().len(), 3);
+    // Every other trace is reported as unmatched, not dropped.
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["type"] == "unmatched_trace")
+            .count(),
+        6
+    );
+    let summary = rows.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["exit_code"], 0);
+}
+
+#[test]
+fn failing_case_exits_one_and_junit_parses() {
+    let dir = TempDir::new("fail");
+    let f = fixture(
+        &dir,
+        &[
+            &format!(
+                r#"{{"id":"needs-search","trace_id":"{WEATHER_TRACE}","expected_tools":["search_web"]}}"#
+            ),
+            r#"{"id":"ghost","trace_id":"00000000000000000000000000000001","expected_tools":["x"]}"#,
+        ],
+    );
+    let out = traceval(&["replay", &pydantic(), "-e", &f, "--format", "junit", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let xml = String::from_utf8(out.stdout).unwrap();
+    assert!(xml.starts_with("<?xml"));
+    assert!(xml.contains(r#"tests="2" failures="2""#), "{xml}");
+    assert!(xml.contains("missing: search_web"), "{xml}");
+    assert!(xml.contains("no trace matched this case"));
+    // Well-formed: every opened testcase closes.
+    assert_eq!(
+        xml.matches("<testcase").count(),
+        xml.matches("</testcase>").count()
+    );
+}
+
+#[test]
+fn threshold_and_score_flags() {
+    let dir = TempDir::new("thr");
+    let f = fixture(
+        &dir,
+        &[&format!(
+            r#"{{"id":"w","trace_id":"{WEATHER_TRACE}","expected_tools":["get_weather","get_weather"]}}"#
+        )],
+    );
+    // F1 = 0.8 (one unexpected format_answer): passes at 0.5, fails at 0.9.
+    let ok = traceval(&["replay", &pydantic(), "-e", &f, "-q", "--format", "jsonl"]);
+    assert_eq!(ok.status.code(), Some(0));
+    let fail = traceval(&[
+        "replay",
+        &pydantic(),
+        "-e",
+        &f,
+        "-q",
+        "--threshold",
+        "0.9",
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(fail.status.code(), Some(1));
+    let recall = traceval(&[
+        "replay",
+        &pydantic(),
+        "-e",
+        &f,
+        "-q",
+        "--threshold",
+        "0.9",
+        "--score",
+        "recall",
+    ]);
+    assert_eq!(recall.status.code(), Some(0));
+}
+
+#[test]
+fn bad_file_among_good_ones_is_reported_and_others_still_scored() {
+    let dir = TempDir::new("bad");
+    let bad = dir.path().join("broken.json");
+    fs::write(&bad, "{\"resourceSpans\": [ {\"scopeSpans\": [ }").unwrap();
+    let snake = dir.path().join("snake.json");
+    fs::write(
+        &snake,
+        r#"{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"x"}]}]}]}"#,
+    )
+    .unwrap();
+    let trunc = dir.path().join("trunc.pb");
+    let pb = fs::read(data("corpus/mlflow/otlp/req-0001.pb")).unwrap();
+    fs::write(&trunc, &pb[..pb.len() / 2]).unwrap();
+    let badgz = dir.path().join("bad.json.gz");
+    fs::write(&badgz, [0x1f, 0x8b, 8, 0, 1, 2, 3]).unwrap();
+    let f = fixture(
+        &dir,
+        &[
+            &format!(
+                r#"{{"id":"w","trace_id":"{WEATHER_TRACE}","expected_tools":["get_weather","get_weather","format_answer"]}}"#
+            ),
+            "this line is not JSON",
+        ],
+    );
+    let out = traceval(&[
+        "replay",
+        bad.to_str().unwrap(),
+        &pydantic(),
+        snake.to_str().unwrap(),
+        trunc.to_str().unwrap(),
+        badgz.to_str().unwrap(),
+        "-e",
+        &f,
+        "--format",
+        "jsonl",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let rows = jsonl(&out.stdout);
+    let eval = rows.iter().find(|r| r["type"] == "evaluation").unwrap();
+    assert_eq!(eval["pass"], true, "the good trace is still scored");
+    let rejected: Vec<&Value> = rows.iter().filter(|r| r["type"] == "rejected").collect();
+    assert_eq!(rejected.len(), 5, "{rejected:?}");
+    let all = format!("{rejected:?}");
+    for needle in [
+        "broken.json",
+        "snake.json",
+        "zero spans",
+        "trunc.pb",
+        "bad.json.gz",
+        "gzip",
+        "expected.jsonl",
+    ] {
+        assert!(all.contains(needle), "{needle} not in {all}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("expected.jsonl:2"), "{stderr}");
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    assert_eq!(traceval(&["replay"]).status.code(), Some(2));
+    assert_eq!(
+        traceval(&["replay", &pydantic(), "--metric", "nope"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        traceval(&["replay", &pydantic(), "--args", "fuzzy:7"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let out = traceval(&["replay", &pydantic(), "-e", "/nonexistent/expected.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/expected.jsonl"));
+}
+
+#[test]
+fn match_by_attribute_and_stdin_and_protobuf_dir() {
+    let dir = TempDir::new("match");
+    let f = fixture(
+        &dir,
+        &[
+            r#"{"id":"strands-session","match":{"session.id":"sess-strands-42","gen_ai.tool.name":"convert_currency"},"expected_tools":[{"name":"convert_currency","args":{"amount":100,"src":"EUR"}}]}"#,
+        ],
+    );
+    let out = traceval(&[
+        "replay",
+        data("corpus/strands/otlp").to_str().unwrap(),
+        "-e",
+        &f,
+        "--format",
+        "jsonl",
+        "-q",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = jsonl(&out.stdout);
+    let evals: Vec<&Value> = rows.iter().filter(|r| r["type"] == "evaluation").collect();
+    assert_eq!(evals.len(), 1);
+    assert_eq!(evals[0]["trace_id"], "cd66435d89a36a12590b823619d0679b");
+
+    // stdin, gzip-compressed.
+    use std::io::Write;
+    let raw = fs::read(data("corpus/pydantic-ai/traces.jsonl")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&raw).unwrap();
+    let gz = gz.finish().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_traceval"))
+        .args(["inspect", "--format", "jsonl", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&gz).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(jsonl(&out.stdout).len(), 7);
+}
+
+#[test]
+fn sample_traces_show_a_mix() {
+    let out = traceval(&[
+        "replay",
+        "sample-traces",
+        "--expected",
+        "sample-traces/expected.jsonl",
+        "--format",
+        "jsonl",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let rows = jsonl(&out.stdout);
+    let passes = rows
+        .iter()
+        .filter(|r| r["type"] == "evaluation" && r["pass"] == true)
+        .count();
+    let fails = rows
+        .iter()
+        .filter(|r| r["type"] == "evaluation" && r["pass"] == false)
+        .count();
+    assert!(passes >= 3 && fails >= 2, "passes {passes}, fails {fails}");
+    assert_eq!(rows.iter().filter(|r| r["type"] == "rejected").count(), 0);
+}

@@ -1,0 +1,191 @@
+//! Extraction on real exports (tests/data/corpus, copied from shared/corpus):
+//! every trace's tool names and arguments equal `truth.jsonl`, read from the
+//! Collector-style `traces.jsonl` and, separately, from the `.pb` requests.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use traceval::score::value::json_eq;
+
+use crate::util::{data, traceval};
+
+/// `trace_id -> [(name, args)]` from `traceval inspect --format jsonl`.
+fn inspect(paths: &[PathBuf], extra: &[&str]) -> HashMap<String, Vec<(String, Value)>> {
+    let mut args: Vec<String> = vec!["inspect".into(), "--format".into(), "jsonl".into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = traceval(&argv);
+    assert!(
+        out.status.success(),
+        "inspect failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let tools = v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    (
+                        t["name"].as_str().unwrap().to_string(),
+                        t.get("args").cloned().unwrap_or(Value::Null),
+                    )
+                })
+                .collect();
+            (v["trace_id"].as_str().unwrap().to_string(), tools)
+        })
+        .collect()
+}
+
+struct Truth {
+    trace_id: String,
+    scenario: String,
+    tools: Vec<(String, Value)>,
+}
+
+fn truth(source: &str) -> Vec<Truth> {
+    let text = std::fs::read_to_string(data(&format!("corpus/{source}/truth.jsonl"))).unwrap();
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            Truth {
+                trace_id: v["trace_id"].as_str().unwrap().to_string(),
+                scenario: v["scenario"].as_str().unwrap().to_string(),
+                tools: v["tools_in_order"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| {
+                        (
+                            t["name"].as_str().unwrap().to_string(),
+                            t.get("args").cloned().unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+fn pb_files(source: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data(&format!("corpus/{source}/otlp")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pb"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{source}: expected several .pb requests");
+    files
+}
+
+fn check(source: &str, extra: &[&str]) {
+    let truth = truth(source);
+    assert!(!truth.is_empty());
+    let from_jsonl = inspect(&[data(&format!("corpus/{source}/traces.jsonl"))], extra);
+    let from_pb = inspect(&pb_files(source), extra);
+    for (label, got) in [("traces.jsonl", &from_jsonl), (".pb", &from_pb)] {
+        for t in &truth {
+            let calls = got
+                .get(&t.trace_id)
+                .unwrap_or_else(|| panic!("{source} {label}: trace {} missing", t.trace_id));
+            let same = calls.len() == t.tools.len()
+                && calls
+                    .iter()
+                    .zip(&t.tools)
+                    .all(|((n, a), (m, b))| n == m && json_eq(a, b));
+            assert!(
+                same,
+                "{source} {label}: scenario {} trace {}\n got  {calls:?}\n want {:?}",
+                t.scenario, t.trace_id, t.tools
+            );
+        }
+    }
+}
+
+#[test]
+fn mlflow_matches_truth() {
+    // The support scenario's search is a RETRIEVER span (P6).
+    check("mlflow", &["--retrievers-as-tools"]);
+}
+
+#[test]
+fn openinference_manual_matches_truth() {
+    check("openinference-manual", &[]);
+}
+
+#[test]
+fn pydantic_ai_matches_truth() {
+    check("pydantic-ai", &[]);
+}
+
+#[test]
+fn strands_matches_truth() {
+    check("strands", &[]);
+}
+
+#[test]
+fn google_adk_matches_truth() {
+    check("google-adk", &[]);
+}
+
+#[test]
+fn vercel_ai_matches_truth() {
+    check("vercel-ai", &[]);
+}
+
+#[test]
+fn galtea_matches_truth() {
+    check("galtea", &[]);
+}
+
+#[test]
+fn traceloop_matches_truth() {
+    check("traceloop", &[]);
+}
+
+#[test]
+fn retrievers_are_off_by_default() {
+    let got = inspect(&[data("corpus/mlflow/traces.jsonl")], &[]);
+    let support = truth("mlflow")
+        .into_iter()
+        .find(|t| t.scenario == "support_ticket")
+        .unwrap();
+    let names: Vec<&str> = got[&support.trace_id]
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(names, vec!["create_ticket"]);
+}
+
+#[test]
+fn errors_carry_status_and_message() {
+    let out = traceval(&[
+        "inspect",
+        "--format",
+        "jsonl",
+        data("corpus/mlflow/traces.jsonl").to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let failing: Vec<Value> = text
+        .lines()
+        .flat_map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["tools"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .filter(|t| t["status"] == "error")
+        .collect();
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0]["name"], "get_stock_price");
+    assert!(failing[0]["error_message"]
+        .as_str()
+        .unwrap()
+        .contains("Unknown ticker"));
+}

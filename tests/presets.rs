@@ -1,0 +1,1 @@
+//! Compatibility presets against the oracle (shared/oracle, copied to tests/data/oracle).

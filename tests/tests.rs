@@ -1,0 +1,7 @@
+//! The one integration-test binary (see Cargo.toml, `autotests = false`).
+
+mod util;
+
+mod cli;
+mod corpus;
+mod presets;
