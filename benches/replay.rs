@@ -66,6 +66,28 @@ fn bench(c: &mut Criterion) {
         b.iter(|| std::hint::black_box(end_to_end(&json, &extractor, &metric)))
     });
     group.finish();
+
+    // The extraction stage alone, against protobuf decode + assembly of the
+    // same payload: the tool scan must stay a small fraction of decoding.
+    let (traces, _) = replay::traces_from_bodies(pb.iter().map(Vec::as_slice), &Limits::default());
+    let mut stages = c.benchmark_group("stages");
+    stages.throughput(Throughput::Elements(generated.spans as u64));
+    stages.bench_function("decode_assemble_protobuf", |b| {
+        b.iter(|| {
+            std::hint::black_box(
+                replay::traces_from_bodies(pb.iter().map(Vec::as_slice), &Limits::default()).0,
+            )
+        })
+    });
+    stages.bench_function("extract", |b| {
+        b.iter(|| {
+            traces
+                .iter()
+                .map(|t| std::hint::black_box(extractor.extract(t)).len())
+                .sum::<usize>()
+        })
+    });
+    stages.finish();
 }
 
 criterion_group!(benches, bench);

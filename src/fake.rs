@@ -17,14 +17,14 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.max(1))
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
 }
 
@@ -84,7 +84,7 @@ pub fn agent_traces(traces: usize, tools: usize, requests: usize, seed: u64) -> 
     for t in 0..traces {
         let mut trace_id = [0u8; 16];
         trace_id[..8].copy_from_slice(&(t as u64 + 1).to_be_bytes());
-        trace_id[8..].copy_from_slice(&rng.next().to_be_bytes());
+        trace_id[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
         let mut n = 0u64;
         let mut next_id = || {
             n += 1;
@@ -129,7 +129,7 @@ pub fn agent_traces(traces: usize, tools: usize, requests: usize, seed: u64) -> 
             chat.extend([
                 s("gen_ai.operation.name", "chat"),
                 s("gen_ai.request.model", "gpt-4o"),
-                s("gen_ai.response.id", format!("resp-{}", rng.next())),
+                s("gen_ai.response.id", format!("resp-{}", rng.next_u64())),
                 i("gen_ai.usage.input_tokens", rng.below(4000) as i64),
                 i("gen_ai.usage.output_tokens", rng.below(400) as i64),
                 s("server.address", "api.example.com"),
@@ -157,14 +157,14 @@ pub fn agent_traces(traces: usize, tools: usize, requests: usize, seed: u64) -> 
             attrs.extend([
                 s("gen_ai.operation.name", "execute_tool"),
                 s("gen_ai.tool.name", tool),
-                s("gen_ai.tool.call.id", format!("call_{}", rng.next())),
+                s("gen_ai.tool.call.id", format!("call_{}", rng.next_u64())),
                 s(
                     "gen_ai.tool.call.arguments",
-                    json_blob(&mut rng, args_len / 2),
+                    json_blob(&mut rng, args_len),
                 ),
                 s(
                     "gen_ai.tool.call.result",
-                    json_blob(&mut rng, result_len / 2),
+                    json_blob(&mut rng, result_len),
                 ),
                 s("logfire.msg", format!("running tool: {tool}")),
             ]);

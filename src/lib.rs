@@ -6,11 +6,15 @@
 //! stages for trace files.
 
 pub mod assemble;
+pub mod config;
 #[doc(hidden)]
 pub mod fake;
 pub mod expect;
 pub mod extract;
+pub mod forward;
 pub mod ingest;
 pub mod replay;
+pub mod results_api;
 pub mod report;
 pub mod score;
+pub mod serve;

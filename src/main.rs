@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use traceval::extract::Extractor;
+use traceval::assemble::session;
+use traceval::config::{self, Config, TableFormat};
+use traceval::extract::{Extractor, Scope};
 use traceval::ingest::Limits;
 use traceval::replay::{self, Progress, ScoreSettings};
 use traceval::report::{self, exit};
@@ -38,6 +40,44 @@ enum Command {
     Metrics,
     /// Score tool-call cases (JSONL) without traces, with any metrics.
     Score(ScoreArgs),
+    /// Print the active convention rules (built-in plus the config's).
+    Conventions(ConventionsArgs),
+    /// Receive OTLP (gRPC and HTTP) and score agent traces as they complete.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct ConfigArg {
+    /// Config file (TOML, or YAML for .yaml/.yml): user conventions, session
+    /// keys, name normalization. Unknown keys are errors.
+    #[arg(long, env = "TRACEVAL_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    fn load(&self) -> anyhow::Result<Config> {
+        Ok(match &self.config {
+            Some(p) => Config::load(p)?,
+            None => Config::default(),
+        })
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ConventionsFormat {
+    Table,
+    Toml,
+    Yaml,
+    Json,
+}
+
+#[derive(Args)]
+struct ConventionsArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// `toml`/`yaml`/`json` print `[[conventions.rule]]` entries to paste into a config.
+    #[arg(long, short, value_enum, default_value = "table")]
+    format: ConventionsFormat,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -68,6 +108,8 @@ struct InputArgs {
     /// Count retriever spans (MLflow RETRIEVER, Langfuse/LangSmith retriever) as tool calls.
     #[arg(long, env = "TRACEVAL_RETRIEVERS_AS_TOOLS")]
     retrievers_as_tools: bool,
+    #[command(flatten)]
+    config: ConfigArg,
 }
 
 impl InputArgs {
@@ -77,8 +119,10 @@ impl InputArgs {
         }
     }
 
-    fn extractor(&self) -> Extractor {
-        Extractor::default().with_retrievers(self.retrievers_as_tools)
+    fn extractor(&self, config: &Config) -> anyhow::Result<Extractor> {
+        let x = config.extractor()?;
+        let on = x.retrievers_as_tools || self.retrievers_as_tools;
+        Ok(x.with_retrievers(on))
     }
 }
 
@@ -90,6 +134,7 @@ struct ReplayArgs {
     #[arg(long, short = 'e', env = "TRACEVAL_EXPECTED")]
     expected: Option<PathBuf>,
     /// Metric to score with (repeatable; `all` for every one). The first is the headline.
+    /// Per-metric options: `NAME:threshold=0.7,strict=true`.
     #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
     metrics: Vec<String>,
     /// Pass threshold (cases may override). Default: 0.5 for tool_correctness,
@@ -112,6 +157,13 @@ struct ReplayArgs {
     /// Write the report here instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Which calls are scored: `all`, or `top-level` (not those of sub-agents run inside tools).
+    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TRACEVAL_SCOPE")]
+    scope: String,
+    /// Compare tool names normalized (trim, case, `-`/`_`, known prefixes, the
+    /// config's renames).
+    #[arg(long, env = "TRACEVAL_NORMALIZE")]
+    normalize: bool,
 }
 
 #[derive(Args)]
@@ -131,6 +183,8 @@ fn main() -> ExitCode {
         Command::Inspect(args) => cmd_inspect(args),
         Command::Metrics => cmd_metrics(),
         Command::Score(args) => cmd_score(args),
+        Command::Conventions(args) => cmd_conventions(args),
+        Command::Serve(args) => cmd_serve(args),
     };
     match result {
         Ok(code) => code,
@@ -169,7 +223,7 @@ fn progress_printer(quiet: bool) -> impl FnMut(Progress) {
     }
 }
 
-fn score_settings(args: &ReplayArgs) -> anyhow::Result<ScoreSettings> {
+fn score_settings(args: &ReplayArgs, config: &Config) -> anyhow::Result<ScoreSettings> {
     let mut native = NativeConfig {
         headline: args.headline.parse::<Headline>()?,
         ..NativeConfig::default()
@@ -196,21 +250,28 @@ fn score_settings(args: &ReplayArgs) -> anyhow::Result<ScoreSettings> {
             strict: args.strict.then_some(true),
         },
         native,
+        names: config.normalizer(args.normalize)?,
+        session_keys: config.session_keys(),
     };
     settings.validate()?;
     Ok(settings)
 }
 
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let settings = score_settings(&args)?;
+    let config = args.input.config.load()?;
+    let settings = score_settings(&args, &config)?;
+    let fixture_opts = traceval::expect::FixtureOptions {
+        session_keys: settings.session_keys.clone(),
+    };
     let cases = match &args.expected {
-        Some(p) => Some(traceval::expect::load(p)?),
+        Some(p) => Some(traceval::expect::load_with(p, &fixture_opts)?),
         None => None,
     };
+    let scope: Scope = args.scope.parse().map_err(anyhow::Error::msg)?;
     let report = replay::replay(
         &args.input.paths,
         cases,
-        &args.input.extractor(),
+        &args.input.extractor(&config)?.with_scope(scope),
         &settings,
         &args.input.limits(),
         progress_printer(args.input.quiet),
@@ -236,49 +297,26 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let config = args.input.config.load()?;
+    let extractor = args.input.extractor(&config)?;
+    let session_keys = config.session_keys();
     let (traces, rejected, _stats) = replay::read_traces(
         &args.input.paths,
         &args.input.limits(),
         progress_printer(args.input.quiet),
     );
-    let extractor = args.input.extractor();
     let mut out = open_output(args.output.as_ref())?;
     for t in &traces {
-        let calls = extractor.extract(t);
+        let analysis = extractor.analyze(t);
+        let session = session::session_of(t, &session_keys);
         match args.format {
-            InspectFormat::Jsonl => {
-                let row = serde_json::json!({
-                    "trace_id": t.id.to_string(),
-                    "spans": t.spans.len(),
-                    "orphans": t.orphans.len(),
-                    "tools": calls,
-                });
-                writeln!(out, "{row}")?;
-            }
+            InspectFormat::Jsonl => writeln!(
+                out,
+                "{}",
+                report::inspect_row(t, &analysis, session.as_ref())
+            )?,
             InspectFormat::Table => {
-                writeln!(
-                    out,
-                    "trace {}  ({} spans, {} tool calls)",
-                    t.id,
-                    t.spans.len(),
-                    calls.len()
-                )?;
-                for c in &calls {
-                    let args = c
-                        .args
-                        .as_ref()
-                        .map_or_else(|| "-".to_string(), |a| a.to_string());
-                    let status = match &c.error_message {
-                        Some(m) => format!("error: {}", report_line(m)),
-                        None => format!("{:?}", c.status).to_lowercase(),
-                    };
-                    let indent = "  ".repeat(c.depth + 1);
-                    writeln!(
-                        out,
-                        "{indent}{} {}  [{}; {}; span {}]",
-                        c.name, args, status, c.convention, c.span_id
-                    )?;
-                }
+                report::write_inspect_tree(&mut out, t, &analysis, session.as_ref())?
             }
         }
     }
@@ -293,10 +331,19 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     }))
 }
 
-/// First line of a possibly multi-line message (tracebacks), shortened.
-fn report_line(m: &str) -> String {
-    let first = m.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    first.chars().take(120).collect()
+fn cmd_conventions(args: ConventionsArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let format = match args.format {
+        ConventionsFormat::Table => TableFormat::Text,
+        ConventionsFormat::Toml => TableFormat::Toml,
+        ConventionsFormat::Yaml => TableFormat::Yaml,
+        ConventionsFormat::Json => TableFormat::Json,
+    };
+    let text = config::render_rules(&config.rule_specs(), format)?;
+    let mut out = open_output(None)?;
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cmd_metrics() -> anyhow::Result<ExitCode> {
@@ -365,4 +412,83 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<ExitCode> {
     } else {
         exit::INPUT
     }))
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    serve: traceval::serve::ServeFlags,
+    #[command(flatten)]
+    config: ConfigArg,
+    /// Metric to score with (repeatable; `all` for every one). The first is the headline.
+    /// Per-metric options: `NAME:threshold=0.7,strict=true`.
+    #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
+    metrics: Vec<String>,
+    /// Pass threshold (cases may override).
+    #[arg(long, env = "TRACEVAL_THRESHOLD")]
+    threshold: Option<f64>,
+    /// Strict mode for presets that have one.
+    #[arg(long)]
+    strict: bool,
+    /// tool_correctness argument policy: ignore, exact, subset, superset, fuzzy:T.
+    #[arg(long = "args")]
+    args_policy: Option<String>,
+    /// tool_correctness headline score.
+    #[arg(long = "score", default_value = "f1", value_parser = ["recall", "precision", "f1", "order", "exact"])]
+    headline: String,
+    /// Which calls are scored: `all`, or `top-level`.
+    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TRACEVAL_SCOPE")]
+    scope: String,
+    /// Compare tool names normalized.
+    #[arg(long, env = "TRACEVAL_NORMALIZE")]
+    normalize: bool,
+    /// Count retriever spans as tool calls.
+    #[arg(long, env = "TRACEVAL_RETRIEVERS_AS_TOOLS")]
+    retrievers_as_tools: bool,
+}
+
+/// The scoring flags mean what they mean for `replay` (same settings, same
+/// extractor), so a trace scores the same live as replayed.
+fn cmd_serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = args.config.load()?;
+    let mut native = NativeConfig {
+        headline: args.headline.parse::<Headline>()?,
+        ..NativeConfig::default()
+    };
+    if let Some(p) = &args.args_policy {
+        native.args = Some(p.parse::<ArgPolicy>()?);
+    }
+    if let Some(t) = args.threshold {
+        anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
+        native.threshold = t;
+    }
+    let mut metrics = Vec::new();
+    for m in &args.metrics {
+        if m == "all" {
+            metrics.extend(registry::all_names().into_iter().map(String::from));
+        } else if !metrics.contains(m) {
+            metrics.push(m.clone());
+        }
+    }
+    let settings = ScoreSettings {
+        metrics,
+        options: MetricOptions {
+            threshold: args.threshold,
+            strict: args.strict.then_some(true),
+        },
+        native,
+        names: config.normalizer(args.normalize)?,
+        session_keys: config.session_keys(),
+    };
+    settings.validate()?;
+    let scope: Scope = args.scope.parse().map_err(anyhow::Error::msg)?;
+    let x = config.extractor()?;
+    let retrievers = x.retrievers_as_tools || args.retrievers_as_tools;
+    let extractor = x.with_retrievers(retrievers).with_scope(scope);
+    let scoring = traceval::serve::Scoring {
+        settings,
+        extractor,
+    };
+    traceval::serve::run(args.serve.into_config(), scoring)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use crate::assemble::{Assembler, Trace};
+use crate::assemble::{session, Assembler, Trace, TraceId};
 use crate::expect::{self, Case};
+use crate::extract::names::Normalizer;
 use crate::extract::{Extractor, ToolCall};
 use crate::ingest::{self, files, Limits, Rejected};
-use crate::report::{Evaluation, MetricResult, Report, Stats, UnmatchedTrace};
+use crate::report::{Evaluation, MetricResult, Report, SessionRef, Stats, UnmatchedTrace};
 use crate::score::native::NativeConfig;
 use crate::score::{registry, Call, Metric, MetricOptions, ScoreError};
 
@@ -19,6 +20,10 @@ pub struct ScoreSettings {
     pub options: MetricOptions,
     /// `tool_correctness` settings.
     pub native: NativeConfig,
+    /// Tool names as compared (`--normalize`); off by default.
+    pub names: Normalizer,
+    /// Keys a `session_id` case looks at (P7).
+    pub session_keys: Vec<String>,
 }
 
 impl Default for ScoreSettings {
@@ -27,6 +32,8 @@ impl Default for ScoreSettings {
             metrics: vec![crate::score::native::NATIVE_NAME.to_string()],
             options: MetricOptions::default(),
             native: NativeConfig::default(),
+            names: Normalizer::off(),
+            session_keys: session::default_keys(),
         }
     }
 }
@@ -35,22 +42,68 @@ impl ScoreSettings {
     /// Checks every metric name up front, so a typo is a usage error.
     pub fn validate(&self) -> Result<(), ScoreError> {
         for m in &self.metrics {
-            registry::lookup(m, &self.options, &self.native)?;
+            self.build(m, None)?;
         }
         Ok(())
     }
 
+    /// Builds a metric from its spec: a name, optionally with per-metric
+    /// overrides, `NAME:threshold=0.7,strict=true`. A case's own threshold
+    /// wins over the spec's, which wins over the run's.
     fn build(
         &self,
-        name: &str,
+        spec: &str,
         case_threshold: Option<f64>,
     ) -> Result<Box<dyn Metric>, ScoreError> {
-        let mut opts = self.options.clone();
+        let (name, mut opts) = parse_metric_spec(spec, &self.options)?;
         if case_threshold.is_some() {
             opts.threshold = case_threshold;
         }
-        registry::lookup(name, &opts, &self.native)
+        let mut native = self.native.clone();
+        if let Some(t) = opts.threshold {
+            native.threshold = t;
+        }
+        registry::lookup(name, &opts, &native)
     }
+}
+
+/// Splits `NAME:key=value,...` into the metric name and its options.
+pub fn parse_metric_spec<'a>(
+    spec: &'a str,
+    base: &MetricOptions,
+) -> Result<(&'a str, MetricOptions), ScoreError> {
+    let mut opts = base.clone();
+    let Some((name, rest)) = spec.split_once(':') else {
+        return Ok((spec, opts));
+    };
+    let bad = |reason: String| ScoreError::BadOption {
+        metric: name.to_string(),
+        reason,
+    };
+    for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').unwrap_or((part, "true"));
+        match key.trim() {
+            "threshold" => {
+                let t: f64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(format!("threshold `{value}` is not a number")))?;
+                if !(0.0..=1.0).contains(&t) {
+                    return Err(bad(format!("threshold {t} is outside 0..=1")));
+                }
+                opts.threshold = Some(t);
+            }
+            "strict" => {
+                let v: bool = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(format!("strict `{value}` is not true/false")))?;
+                opts.strict = Some(v);
+            }
+            other => return Err(bad(format!("unknown option `{other}` (threshold, strict)"))),
+        }
+    }
+    Ok((name, opts))
 }
 
 /// Scores `calls` against `case` with every applicable metric.
@@ -60,10 +113,55 @@ pub fn evaluate(
     case: &Case,
     settings: &ScoreSettings,
 ) -> Evaluation {
+    evaluate_calls(trace.id, None, calls, case, settings)
+}
+
+/// Scores the calls of a session's traces (`members`, by start time) against
+/// `case`: all calls, in time order.
+pub fn evaluate_session(
+    traces: &[Trace],
+    members: &[usize],
+    id: &str,
+    calls: Vec<ToolCall>,
+    case: &Case,
+    settings: &ScoreSettings,
+) -> Evaluation {
+    let trace_ids = session::trace_ids(traces, members);
+    let first = trace_ids.first().copied().unwrap_or(TraceId([0; 16]));
+    let session = SessionRef {
+        id: id.to_string(),
+        trace_ids,
+    };
+    evaluate_calls(first, Some(session), calls, case, settings)
+}
+
+fn evaluate_calls(
+    trace_id: TraceId,
+    session: Option<SessionRef>,
+    calls: Vec<ToolCall>,
+    case: &Case,
+    settings: &ScoreSettings,
+) -> Evaluation {
+    let norm = &settings.names;
     let called: Vec<Call> = calls
         .iter()
-        .map(|c| Call::new(c.name.clone(), c.args.clone()))
+        .map(|c| Call::new(norm.apply(&c.name).into_owned(), c.args.clone()))
         .collect();
+    let normalized;
+    let expected: &[Call] = if norm.is_enabled() {
+        normalized = case
+            .expected
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                c.name = norm.apply(&c.name).into_owned();
+                c
+            })
+            .collect::<Vec<_>>();
+        &normalized
+    } else {
+        &case.expected
+    };
     let names = case.metrics.as_ref().unwrap_or(&settings.metrics);
     let results = names
         .iter()
@@ -71,7 +169,7 @@ pub fn evaluate(
             Ok(metric) => MetricResult {
                 metric: name.clone(),
                 threshold: metric.threshold(),
-                outcome: metric.score(&called, &case.expected),
+                outcome: metric.score(&called, expected),
             },
             Err(e) => MetricResult {
                 metric: name.clone(),
@@ -81,7 +179,8 @@ pub fn evaluate(
         })
         .collect();
     Evaluation {
-        trace_id: trace.id,
+        trace_id,
+        session,
         case_id: case.id.clone(),
         tools_called: calls,
         expected: case.expected.clone(),
@@ -97,19 +196,21 @@ pub fn score_traces(
     settings: &ScoreSettings,
     report: &mut Report,
 ) {
-    let calls: Vec<Vec<ToolCall>> = traces.iter().map(|t| extractor.extract(t)).collect();
+    let mut calls: Vec<Vec<ToolCall>> = traces.iter().map(|t| extractor.extract(t)).collect();
     report.stats.traces += traces.len();
     report.stats.tool_calls += calls.iter().map(Vec::len).sum::<usize>();
     report.metrics = settings.metrics.clone();
-    let unmatched = |i: usize| UnmatchedTrace {
+    // An unmatched trace's calls have no other use: move them (serve scores
+    // every trace this way; a deep copy of JSON arguments is not free).
+    let unmatched = |i: usize, calls: &mut [Vec<ToolCall>]| UnmatchedTrace {
         trace_id: traces[i].id,
         spans: traces[i].spans.len(),
-        tools_called: calls[i].clone(),
+        tools_called: std::mem::take(&mut calls[i]),
     };
     let Some(cases) = cases else {
         report
             .unmatched_traces
-            .extend((0..traces.len()).map(unmatched));
+            .extend((0..traces.len()).map(|i| unmatched(i, &mut calls)));
         return;
     };
     report.has_cases = true;
@@ -120,7 +221,7 @@ pub fn score_traces(
             }
         }
     }
-    let joined = expect::join(cases, traces);
+    let joined = expect::join_with(cases, traces, &settings.session_keys);
     for &(ti, ci) in &joined.pairs {
         report.evaluations.push(evaluate(
             &traces[ti],
@@ -129,9 +230,26 @@ pub fn score_traces(
             settings,
         ));
     }
+    for sj in &joined.sessions {
+        let mut all: Vec<ToolCall> = sj
+            .traces
+            .iter()
+            .flat_map(|&ti| calls[ti].iter().cloned())
+            .collect();
+        // Turns are sequential; order by start time across traces too.
+        all.sort_by_key(|c| c.start_time_unix_nano);
+        report.evaluations.push(evaluate_session(
+            traces,
+            &sj.traces,
+            &sj.id,
+            all,
+            &cases[sj.case],
+            settings,
+        ));
+    }
     report
         .unmatched_traces
-        .extend(joined.unmatched_traces.iter().map(|&i| unmatched(i)));
+        .extend(joined.unmatched_traces.iter().map(|&i| unmatched(i, &mut calls)));
     report
         .unmatched_cases
         .extend(joined.unmatched_cases.iter().map(|&i| cases[i].id.clone()));
@@ -214,4 +332,32 @@ pub fn traces_from_bodies<'a>(
         }
     }
     (assembler.finish(), rejected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_spec_options() {
+        let base = MetricOptions { threshold: Some(0.5), strict: None };
+        let (name, o) = parse_metric_spec("deepeval.default:threshold=0.7,strict", &base).unwrap();
+        assert_eq!((name, o.threshold, o.strict), ("deepeval.default", Some(0.7), Some(true)));
+        let (name, o) = parse_metric_spec("tool_correctness", &base).unwrap();
+        assert_eq!((name, o), ("tool_correctness", base.clone()));
+        assert!(parse_metric_spec("x:threshold=2", &base).is_err());
+        assert!(parse_metric_spec("x:colour=red", &base).is_err());
+    }
+
+    #[test]
+    fn case_threshold_beats_spec_and_run() {
+        let settings = ScoreSettings {
+            metrics: vec!["tool_correctness:threshold=0.9".into()],
+            ..ScoreSettings::default()
+        };
+        let m = settings.build("tool_correctness:threshold=0.9", None).unwrap();
+        assert_eq!(m.threshold(), Some(0.9));
+        let m = settings.build("tool_correctness:threshold=0.9", Some(0.2)).unwrap();
+        assert_eq!(m.threshold(), Some(0.2));
+    }
 }

@@ -47,6 +47,8 @@ struct Truth {
     trace_id: String,
     scenario: String,
     tools: Vec<(String, Value)>,
+    /// Some tool was typed as a retriever (P6): compare with `--retrievers-as-tools`.
+    has_retriever: bool,
 }
 
 fn truth(source: &str) -> Vec<Truth> {
@@ -68,6 +70,11 @@ fn truth(source: &str) -> Vec<Truth> {
                         )
                     })
                     .collect(),
+                has_retriever: v["tools_in_order"].as_array().unwrap().iter().any(|t| {
+                    ["span_type", "observation_type", "run_type"]
+                        .iter()
+                        .any(|k| t.get(*k).is_some())
+                }),
             }
         })
         .collect()
@@ -87,6 +94,11 @@ fn pb_files(source: &str) -> Vec<PathBuf> {
 fn check(source: &str, extra: &[&str]) {
     let truth = truth(source);
     assert!(!truth.is_empty());
+    let mut extra = extra.to_vec();
+    if truth.iter().any(|t| t.has_retriever) && !extra.contains(&"--retrievers-as-tools") {
+        extra.push("--retrievers-as-tools");
+    }
+    let extra = extra.as_slice();
     let from_jsonl = inspect(&[data(&format!("corpus/{source}/traces.jsonl"))], extra);
     let from_pb = inspect(&pb_files(source), extra);
     for (label, got) in [("traces.jsonl", &from_jsonl), (".pb", &from_pb)] {
@@ -147,6 +159,50 @@ fn galtea_matches_truth() {
 #[test]
 fn traceloop_matches_truth() {
     check("traceloop", &[]);
+}
+
+#[test]
+fn openinference_langchain_matches_truth() {
+    // Single-parameter tools record a bare `input.value`; the names come from
+    // the model span's requested calls.
+    check("openinference-langchain", &[]);
+}
+
+#[test]
+fn langfuse_matches_truth() {
+    // The support scenario's search is a retriever (P6); the nested
+    // `get_weather("Tokyo")` is positional, named from the generation's
+    // requested call.
+    check("langfuse", &["--retrievers-as-tools"]);
+}
+
+/// Every source folder under tests/data/corpus has its test above.
+const CHECKED: &[&str] = &[
+    "galtea",
+    "google-adk",
+    "langfuse",
+    "mlflow",
+    "openinference-langchain",
+    "openinference-manual",
+    "pydantic-ai",
+    "strands",
+    "traceloop",
+    "vercel-ai",
+];
+
+#[test]
+fn every_corpus_source_is_checked() {
+    let mut dirs: Vec<String> = std::fs::read_dir(data("corpus"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().join("truth.jsonl").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    assert_eq!(
+        dirs, CHECKED,
+        "add a `*_matches_truth` test for each new source"
+    );
 }
 
 #[test]

@@ -4,4 +4,6 @@ mod util;
 
 mod cli;
 mod corpus;
+mod extraction;
 mod presets;
+mod serve;

@@ -3,6 +3,9 @@
 //! Spans are grouped by trace id, exact duplicates (same trace id and span
 //! id, as re-sent by retrying exporters) are dropped, the parent/child tree
 //! is rebuilt and spans whose parent never arrived are kept as orphans.
+//! `session` groups whole traces into conversations.
+
+pub mod session;
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -322,8 +325,15 @@ impl Assembler {
     /// Removes and returns one trace.
     pub fn take(&mut self, id: &TraceId) -> Option<Trace> {
         let p = self.traces.remove(id)?;
-        self.order.retain(|t| t != id);
         self.spans -= p.spans.len();
+        // `order` is cleaned lazily: a `retain` on every take would make
+        // taking each trace of a long-running buffer (serve) quadratic.
+        if self.order.len() > 2 * self.traces.len() + 64 {
+            let traces = &self.traces;
+            let mut kept = HashSet::with_capacity(traces.len());
+            self.order
+                .retain(|t| traces.contains_key(t) && kept.insert(*t));
+        }
         Some(Trace::new(*id, p.spans, p.duplicates))
     }
 

@@ -2,8 +2,14 @@
 //! with traces.
 //!
 //! One case per JSONL line, or a JSON array of cases:
-//! `{"id", "trace_id" | "match": {key: value}, "expected_tools": [...], "threshold"?, "metrics"?}`.
-//! MLflow's spelling (`expected_tool_calls` with `arguments`) is accepted too.
+//! `{"id", "trace_id" | "match": {key: value} | "session_id", "expected_tools": [...],
+//! "threshold"?, "metrics"?}`. MLflow's spelling (`expected_tool_calls` with
+//! `arguments`) is accepted too.
+//!
+//! A case targets a session (a conversation of several traces) with
+//! `"session_id"`, or with a `match` whose only key is a session key
+//! (`{"session.id": "..."}`); it then expects the calls of all the session's
+//! traces, in time order.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,6 +17,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::assemble::session::{self, SessionIndex};
 use crate::assemble::{Trace, TraceId};
 use crate::ingest::{Position, Rejected};
 use crate::score::Call;
@@ -21,6 +28,27 @@ pub enum Join {
     TraceId(TraceId),
     /// Every key/value is present on the trace's resource or on any span.
     Match(Vec<(String, String)>),
+    /// Every trace whose session attribute `key` (any session key when
+    /// `None`) has the value `id`, taken together.
+    Session {
+        key: Option<String>,
+        id: String,
+    },
+}
+
+/// How fixtures are read.
+#[derive(Debug, Clone)]
+pub struct FixtureOptions {
+    /// A `match` on exactly one of these keys targets a session.
+    pub session_keys: Vec<String>,
+}
+
+impl Default for FixtureOptions {
+    fn default() -> Self {
+        FixtureOptions {
+            session_keys: session::default_keys(),
+        }
+    }
 }
 
 /// One expectation.
@@ -50,6 +78,7 @@ struct RawCase {
     trace_id: Option<String>,
     #[serde(rename = "match")]
     match_: Option<serde_json::Map<String, Value>>,
+    session_id: Option<Value>,
     expected_tools: Option<Vec<RawTool>>,
     expected_tool_calls: Option<Vec<RawTool>>,
     threshold: Option<f64>,
@@ -73,15 +102,28 @@ enum RawTool {
 
 /// Loads a fixture file. Bad cases are rejected one by one with their line.
 pub fn load(path: &Path) -> Result<(Vec<Case>, Vec<Rejected>), ExpectError> {
+    load_with(path, &FixtureOptions::default())
+}
+
+/// [`load`] with options (configured session keys).
+pub fn load_with(
+    path: &Path,
+    opts: &FixtureOptions,
+) -> Result<(Vec<Case>, Vec<Rejected>), ExpectError> {
     let text = std::fs::read_to_string(path).map_err(|source| ExpectError::Read {
         path: path.display().to_string(),
         source,
     })?;
-    Ok(parse(&text, &path.display().to_string()))
+    Ok(parse_with(&text, &path.display().to_string(), opts))
 }
 
 /// Parses fixture text (JSONL or a JSON array).
 pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
+    parse_with(text, source, &FixtureOptions::default())
+}
+
+/// [`parse`] with options (configured session keys).
+pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>, Vec<Rejected>) {
     let mut cases = Vec::new();
     let mut rejected = Vec::new();
     let mut reject = |position: Position, reason: String| {
@@ -96,7 +138,7 @@ pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
         match serde_json::from_str::<Vec<Value>>(text) {
             Ok(items) => {
                 for (i, item) in items.into_iter().enumerate() {
-                    match case_from(item, i + 1) {
+                    match case_from(item, i + 1, opts) {
                         Ok(c) => cases.push(c),
                         Err(e) => reject(Position::Whole, format!("case #{}: {e}", i + 1)),
                     }
@@ -114,7 +156,7 @@ pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
                 continue;
             }
             let parsed = serde_json::from_str::<Value>(line).map_err(|e| format!("not JSON: {e}"));
-            match parsed.and_then(|v| case_from(v, i + 1)) {
+            match parsed.and_then(|v| case_from(v, i + 1, opts)) {
                 Ok(c) => cases.push(c),
                 Err(e) => reject(Position::Line(i + 1), e),
             }
@@ -132,33 +174,52 @@ pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
     (cases, rejected)
 }
 
-fn case_from(v: Value, ordinal: usize) -> Result<Case, String> {
+fn scalar_text(what: &str, v: Value) -> Result<String, String> {
+    match v {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        other => Err(format!(
+            "`{what}` must be a string, number or bool, not {other}"
+        )),
+    }
+}
+
+fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, String> {
     let raw: RawCase = serde_json::from_value(v).map_err(|e| format!("bad case: {e}"))?;
-    let join = match (raw.trace_id, raw.match_) {
-        (Some(_), Some(_)) => return Err("give `trace_id` or `match`, not both".into()),
-        (Some(t), None) => Join::TraceId(t.parse()?),
-        (None, Some(m)) if !m.is_empty() => {
+    let given = usize::from(raw.trace_id.is_some())
+        + usize::from(raw.match_.is_some())
+        + usize::from(raw.session_id.is_some());
+    if given > 1 {
+        return Err("give one of `trace_id`, `match` and `session_id`".into());
+    }
+    let join = match (raw.trace_id, raw.match_, raw.session_id) {
+        (Some(t), _, _) => Join::TraceId(t.parse()?),
+        (_, _, Some(id)) => Join::Session {
+            key: None,
+            id: scalar_text("session_id", id)?,
+        },
+        (_, Some(m), _) if !m.is_empty() => {
             let mut pairs = Vec::with_capacity(m.len());
             for (k, v) in m {
-                let text = match v {
-                    Value::String(s) => s,
-                    Value::Number(n) => n.to_string(),
-                    Value::Bool(b) => b.to_string(),
-                    other => {
-                        return Err(format!(
-                            "`match.{k}` must be a string, number or bool, not {other}"
-                        ))
-                    }
-                };
+                let text = scalar_text(&format!("match.{k}"), v)?;
                 pairs.push((k, text));
             }
-            Join::Match(pairs)
+            match pairs.pop() {
+                Some((k, id)) if pairs.is_empty() && opts.session_keys.contains(&k) => {
+                    Join::Session { key: Some(k), id }
+                }
+                Some(last) => {
+                    pairs.push(last);
+                    Join::Match(pairs)
+                }
+                None => Join::Match(pairs),
+            }
         }
-        _ => {
-            return Err(
-                "a case needs `trace_id` (32 hex digits) or a non-empty `match` object".into(),
-            )
-        }
+        _ => return Err(
+            "a case needs `trace_id` (32 hex digits), a non-empty `match` object or `session_id`"
+                .into(),
+        ),
     };
     let tools = match (raw.expected_tools, raw.expected_tool_calls) {
         (Some(_), Some(_)) => {
@@ -194,25 +255,66 @@ fn case_from(v: Value, ordinal: usize) -> Result<Case, String> {
     })
 }
 
+/// A session case joined with the traces of its session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionJoin {
+    pub case: usize,
+    /// The session value the case asked for.
+    pub id: String,
+    /// Trace indexes, by start time.
+    pub traces: Vec<usize>,
+}
+
 /// Which traces each case applies to.
 #[derive(Debug, Default)]
 pub struct Joined {
     /// `(trace index, case index)`, in trace order.
     pub pairs: Vec<(usize, usize)>,
+    /// Session cases, in case order.
+    pub sessions: Vec<SessionJoin>,
     pub unmatched_traces: Vec<usize>,
     pub unmatched_cases: Vec<usize>,
 }
 
-/// Joins cases to traces. A case may apply to several traces (an attribute
-/// shared by many runs) and a trace may satisfy several cases.
+/// Joins cases to traces with the default session keys.
 pub fn join(cases: &[Case], traces: &[Trace]) -> Joined {
+    join_with(cases, traces, &session::default_keys())
+}
+
+/// Joins cases to traces. A case may apply to several traces (an attribute
+/// shared by many runs) and a trace may satisfy several cases. A session case
+/// takes every trace of its session together; `session_keys` are the keys a
+/// `session_id` case looks at.
+pub fn join_with(cases: &[Case], traces: &[Trace], session_keys: &[String]) -> Joined {
     let by_id: HashMap<TraceId, usize> =
         traces.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
     let mut case_hits = vec![false; cases.len()];
     let mut trace_hits = vec![false; traces.len()];
     let mut pairs = Vec::new();
+    let mut sessions = Vec::new();
+    let index = cases
+        .iter()
+        .any(|c| matches!(c.join, Join::Session { .. }))
+        .then(|| SessionIndex::build(traces, session_keys));
     for (ci, c) in cases.iter().enumerate() {
         match &c.join {
+            Join::Session { key, id } => {
+                let members = index
+                    .as_ref()
+                    .map(|ix| ix.lookup(traces, key.as_deref(), id))
+                    .unwrap_or_default();
+                if !members.is_empty() {
+                    for &ti in &members {
+                        trace_hits[ti] = true;
+                    }
+                    case_hits[ci] = true;
+                    sessions.push(SessionJoin {
+                        case: ci,
+                        id: id.clone(),
+                        traces: members,
+                    });
+                }
+            }
             Join::TraceId(id) => {
                 if let Some(&ti) = by_id.get(id) {
                     pairs.push((ti, ci));
@@ -234,6 +336,7 @@ pub fn join(cases: &[Case], traces: &[Trace]) -> Joined {
     pairs.sort_unstable();
     Joined {
         pairs,
+        sessions,
         unmatched_traces: (0..traces.len()).filter(|&i| !trace_hits[i]).collect(),
         unmatched_cases: (0..cases.len()).filter(|&i| !case_hits[i]).collect(),
     }
@@ -266,6 +369,46 @@ not json
         assert_eq!(
             lines,
             vec![Position::Line(3), Position::Line(4), Position::Line(5)]
+        );
+    }
+
+    #[test]
+    fn session_cases() {
+        let text = r#"{"id":"a","session_id":"s1","expected_tools":[]}
+{"id":"b","match":{"session.id":"s1"},"expected_tools":[]}
+{"id":"c","match":{"session.id":"s1","x":"y"},"expected_tools":[]}
+{"id":"d","match":{"acme.thread":"t"},"expected_tools":[]}
+{"id":"e","session_id":"s1","trace_id":"0123456789abcdef0123456789abcdef","expected_tools":[]}
+"#;
+        let (cases, rejected) = parse(text, "f");
+        assert_eq!(rejected.len(), 1, "session_id with trace_id");
+        assert_eq!(
+            cases[0].join,
+            Join::Session {
+                key: None,
+                id: "s1".into()
+            }
+        );
+        assert_eq!(
+            cases[1].join,
+            Join::Session {
+                key: Some("session.id".into()),
+                id: "s1".into()
+            }
+        );
+        assert!(matches!(cases[2].join, Join::Match(_)));
+        assert!(matches!(cases[3].join, Join::Match(_)));
+        let opts = FixtureOptions {
+            session_keys: vec!["acme.thread".into()],
+        };
+        let (cases, _) = parse_with(text, "f", &opts);
+        assert!(matches!(cases[1].join, Join::Match(_)));
+        assert_eq!(
+            cases[3].join,
+            Join::Session {
+                key: Some("acme.thread".into()),
+                id: "t".into()
+            }
         );
     }
 

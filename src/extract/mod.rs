@@ -1,14 +1,27 @@
-//! Extract: a trace -> the tool calls it made, in start-time order.
+//! Extract: a trace -> the tool calls it made (in start-time order), the
+//! agent runs they belong to, and the retriever spans seen.
+//!
+//! Every span is classified by the first matching rule of an ordered table
+//! (`rules`): tool, retriever or agent. Rule conditions on attributes go
+//! through a key table, so each span's attributes are read once whatever the
+//! number of rules.
 
+pub mod names;
+pub mod requested;
 pub mod rules;
+#[cfg(test)]
+mod variants;
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 
 use crate::assemble::{find_attr, SpanId, SpanRecord, Trace};
-use rules::{Cond, Decode, Field, Rule, Source};
+use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
 
 /// Success or failure of one call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -16,6 +29,14 @@ use rules::{Cond, Decode, Field, Rule, Source};
 pub enum CallStatus {
     Ok,
     Error,
+}
+
+/// The agent run a call belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentRef {
+    #[serde(serialize_with = "ser_display")]
+    pub span_id: SpanId,
+    pub name: String,
 }
 
 /// One tool call found in a trace.
@@ -34,8 +55,38 @@ pub struct ToolCall {
     #[serde(serialize_with = "ser_display")]
     pub span_id: SpanId,
     pub start_time_unix_nano: u64,
-    /// Number of enclosing tool calls (0 for a call made by the top-level agent).
+    /// Number of enclosing tool calls (0 for a call made by the top-level agent;
+    /// 1 for a call of a sub-agent run inside a tool, ...).
     pub depth: usize,
+    /// The nearest enclosing agent run, if any convention marks one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentRef>,
+    /// The library typed this span as a retriever (P6); it is a call only
+    /// with `--retrievers-as-tools`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub retriever: bool,
+    pub convention: String,
+    /// The nearest enclosing agent run or tool call (for the run tree).
+    #[serde(skip)]
+    pub within: Option<SpanId>,
+}
+
+/// One agent (or workflow, invocation) run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentRun {
+    pub name: String,
+    #[serde(serialize_with = "ser_display")]
+    pub span_id: SpanId,
+    /// The nearest enclosing agent run or tool call (a sub-agent called from a
+    /// tool is within that tool).
+    #[serde(
+        serialize_with = "ser_opt_display",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub within: Option<SpanId>,
+    /// Number of enclosing tool calls, as for [`ToolCall::depth`].
+    pub depth: usize,
+    pub start_time_unix_nano: u64,
     pub convention: String,
 }
 
@@ -43,27 +94,134 @@ fn ser_display<S: serde::Serializer, T: std::fmt::Display>(v: &T, s: S) -> Resul
     s.collect_str(v)
 }
 
-/// Finds tool calls with an ordered rule table.
+fn ser_opt_display<S: serde::Serializer, T: std::fmt::Display>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
+}
+
+/// Everything extraction found in one trace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Analysis {
+    /// Tool calls (and retrievers, with `--retrievers-as-tools`), by start time.
+    pub calls: Vec<ToolCall>,
+    /// Retriever spans not counted as calls (without `--retrievers-as-tools`).
+    pub retrievers: Vec<ToolCall>,
+    /// Agent runs, by start time.
+    pub runs: Vec<AgentRun>,
+}
+
+/// Which calls count for scoring.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// Every call, including those of sub-agents run inside tools.
+    #[default]
+    All,
+    /// Only calls made by the top-level agent (depth 0).
+    TopLevel,
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "all" => Ok(Scope::All),
+            "top-level" | "top_level" => Ok(Scope::TopLevel),
+            other => Err(format!("unknown scope `{other}` (all, top-level)")),
+        }
+    }
+}
+
+/// Attribute keys used by rule conditions, bucketed by length so that
+/// finding the interesting attributes of a span costs about one length check
+/// per attribute.
+#[derive(Debug, Clone, Default)]
+struct KeyTable {
+    keys: Vec<String>,
+    by_len: Vec<Vec<(usize, usize)>>, // len -> [(key index, slot)]
+}
+
+impl rules::Slots for KeyTable {
+    fn slot(&mut self, key: &str) -> usize {
+        if let Some(i) = self.keys.iter().position(|k| k == key) {
+            return i;
+        }
+        let slot = self.keys.len();
+        self.keys.push(key.to_string());
+        if self.by_len.len() <= key.len() {
+            self.by_len.resize(key.len() + 1, Vec::new());
+        }
+        self.by_len[key.len()].push((slot, slot));
+        slot
+    }
+}
+
+impl KeyTable {
+    /// Fills `slots` with the span's values of the table's keys; returns the
+    /// bit set of the first 64 slots present.
+    fn fill<'a>(&self, attrs: &'a [KeyValue], slots: &mut [Option<&'a AnyValue>]) -> u64 {
+        slots.iter_mut().for_each(|s| *s = None);
+        let mut present = 0u64;
+        for kv in attrs {
+            let Some(bucket) = self.by_len.get(kv.key.len()) else {
+                continue;
+            };
+            for &(k, slot) in bucket {
+                if self.keys[k] == kv.key && slots[slot].is_none() {
+                    slots[slot] = kv.value.as_ref();
+                    if slot < 64 {
+                        present |= 1 << slot;
+                    }
+                }
+            }
+        }
+        present
+    }
+}
+
+/// Finds tool calls and agent runs with an ordered rule table.
 #[derive(Debug, Clone)]
 pub struct Extractor {
     rules: Vec<Rule>,
+    keys: KeyTable,
     /// Count retriever spans (P6) as tool calls.
     pub retrievers_as_tools: bool,
+    /// Which calls [`Extractor::extract`] returns.
+    pub scope: Scope,
 }
 
 impl Default for Extractor {
     fn default() -> Self {
-        Extractor::new(rules::builtin())
+        static BUILTIN: OnceLock<Extractor> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                // The built-in table is constant; tests compile it.
+                Extractor::new(&rules::builtin())
+                    .unwrap_or_else(|e| panic!("built-in rules do not compile: {e}"))
+            })
+            .clone()
     }
 }
 
 impl Extractor {
-    pub fn new(mut rules: Vec<Rule>) -> Self {
-        rules.sort_by_key(|r| r.priority); // stable: equal priorities keep table order
-        Extractor {
+    /// Compiles `specs` (sorted by priority, ties in the given order).
+    pub fn new(specs: &[RuleSpec]) -> Result<Self, RuleError> {
+        let mut keys = KeyTable::default();
+        let mut rules = specs
+            .iter()
+            .map(|s| rules::compile(s, &mut keys))
+            .collect::<Result<Vec<_>, _>>()?;
+        rules.sort_by_key(|r| r.priority()); // stable
+        Ok(Extractor {
             rules,
+            keys,
             retrievers_as_tools: false,
-        }
+            scope: Scope::All,
+        })
     }
 
     pub fn with_retrievers(mut self, on: bool) -> Self {
@@ -71,37 +229,151 @@ impl Extractor {
         self
     }
 
+    pub fn with_scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// The active rules, in the order they are tried.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }
 
-    /// The rule that makes span `s` a tool call, if any.
-    pub fn rule_for(&self, s: &SpanRecord) -> Option<&Rule> {
-        self.rules
-            .iter()
-            .filter(|r| self.retrievers_as_tools || !r.retriever)
-            .find(|r| r.when.iter().all(|c| holds(c, s)) && !r.unless.iter().any(|c| holds(c, s)))
+    /// The specs of the active rules (what `traceval conventions` prints).
+    pub fn specs(&self) -> Vec<RuleSpec> {
+        self.rules.iter().map(|r| r.spec.clone()).collect()
     }
 
-    /// Tool calls of `trace`, ordered by span start time.
+    /// The rule that classifies span `s`, if any.
+    pub fn rule_for(&self, s: &SpanRecord) -> Option<&Rule> {
+        let mut slots = vec![None; self.keys.keys.len()];
+        let present = self.keys.fill(&s.span.attributes, &mut slots);
+        self.classify(s, &slots, present).map(|i| &self.rules[i])
+    }
+
+    fn classify(&self, s: &SpanRecord, slots: &[Option<&AnyValue>], present: u64) -> Option<usize> {
+        self.rules.iter().position(|r| {
+            // Most rules need an attribute the span does not have: one AND.
+            r.needs & !present == 0
+                && r.when.iter().all(|c| holds(c, s, slots))
+                && !r.unless.iter().any(|c| holds(c, s, slots))
+        })
+    }
+
+    /// Tool calls of `trace` within [`Extractor::scope`], by start time.
     pub fn extract(&self, trace: &Trace) -> Vec<ToolCall> {
-        let rule_of: Vec<Option<&Rule>> = trace.spans.iter().map(|s| self.rule_for(s)).collect();
-        let mut calls = Vec::new();
+        let mut calls = self.analyze(trace).calls;
+        if self.scope == Scope::TopLevel {
+            calls.retain(|c| c.depth == 0);
+        }
+        calls
+    }
+
+    /// Everything in `trace`: all tool calls (whatever the scope), retrievers,
+    /// agent runs.
+    pub fn analyze(&self, trace: &Trace) -> Analysis {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Role {
+            None,
+            Call,
+            Retriever,
+            Agent,
+        }
+        let n = trace.spans.len();
+        let mut slots: Vec<Option<&AnyValue>> = vec![None; self.keys.keys.len()];
+        let mut rule_of: Vec<Option<usize>> = Vec::with_capacity(n);
+        for s in &trace.spans {
+            let present = self.keys.fill(&s.span.attributes, &mut slots);
+            rule_of.push(self.classify(s, &slots, present));
+        }
+        if rule_of.iter().all(Option::is_none) {
+            return Analysis::default();
+        }
+        let role: Vec<Role> = rule_of
+            .iter()
+            .map(|r| match r.map(|i| self.rules[i].kind()) {
+                None => Role::None,
+                Some(Kind::Tool) => Role::Call,
+                Some(Kind::Retriever) if self.retrievers_as_tools => Role::Call,
+                Some(Kind::Retriever) => Role::Retriever,
+                Some(Kind::Agent) => Role::Agent,
+            })
+            .collect();
+        // Names first: an agent run's name is needed by the calls below it.
+        let names: Vec<Option<String>> = rule_of
+            .iter()
+            .zip(&trace.spans)
+            .map(|(r, s)| {
+                let rule = &self.rules[(*r)?];
+                rule.name_from
+                    .iter()
+                    .find_map(|src| name_of(src, s))
+                    .filter(|t| !t.trim().is_empty())
+                    .map(Cow::into_owned)
+            })
+            .collect();
+        let mut out = Analysis::default();
+        // Built on first need: only calls with unnamed arguments read it.
+        let mut requests: Option<requested::Requests> = None;
         for (i, s) in trace.spans.iter().enumerate() {
-            let Some(rule) = rule_of[i] else { continue };
-            let Some(name) = rule
-                .tool_name
-                .iter()
-                .find_map(|src| text_of(src, s))
-                .filter(|n| !n.is_empty())
-            else {
+            let (Some(r), Some(name)) = (rule_of[i], &names[i]) else {
                 continue;
             };
-            let depth = trace.ancestors(i).filter(|&a| rule_of[a].is_some()).count();
-            let (status, error_message, error_type) = error_of(rule, s);
-            calls.push(ToolCall {
-                name: name.into_owned(),
-                args: rule.args.iter().find_map(|src| value_of(src, s)),
+            if role[i] == Role::None {
+                continue;
+            }
+            let rule = &self.rules[r];
+            // Ancestors by parent links, never by time (P9: children may end
+            // after their parents).
+            let mut depth = 0;
+            let mut within = None;
+            let mut agent = None;
+            for a in trace.ancestors(i) {
+                let named = names[a].is_some();
+                match role[a] {
+                    Role::Call if named => {
+                        depth += 1;
+                        within.get_or_insert(trace.spans[a].span_id);
+                    }
+                    Role::Agent if named => {
+                        within.get_or_insert(trace.spans[a].span_id);
+                        if agent.is_none() {
+                            agent = Some(AgentRef {
+                                span_id: trace.spans[a].span_id,
+                                name: names[a].clone().unwrap_or_default(),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if role[i] == Role::Agent {
+                out.runs.push(AgentRun {
+                    name: name.clone(),
+                    span_id: s.span_id,
+                    within,
+                    depth,
+                    start_time_unix_nano: s.span.start_time_unix_nano,
+                    convention: rule.name().to_string(),
+                });
+                continue;
+            }
+            let mut args = rule.args.iter().find_map(|src| value_of(src, s));
+            if rule.spec.args_from_request {
+                if let Some(a) = args.as_ref().filter(|a| unnamed(a)) {
+                    let named = requests
+                        .get_or_insert_with(|| requested::Requests::build(trace))
+                        .name_args(i, name, a);
+                    if named.is_some() {
+                        args = named;
+                    }
+                }
+            }
+            self.keys.fill(&s.span.attributes, &mut slots);
+            let (status, error_message, error_type) = error_of(rule, s, &slots);
+            let call = ToolCall {
+                name: name.clone(),
+                args,
                 result: rule.result.iter().find_map(|src| value_of(src, s)),
                 status,
                 error_message,
@@ -109,36 +381,64 @@ impl Extractor {
                 span_id: s.span_id,
                 start_time_unix_nano: s.span.start_time_unix_nano,
                 depth,
-                convention: rule.name.clone(),
-            });
+                agent,
+                retriever: rule.kind() == Kind::Retriever,
+                convention: rule.name().to_string(),
+                within,
+            };
+            if role[i] == Role::Retriever {
+                out.retrievers.push(call);
+            } else {
+                out.calls.push(call);
+            }
         }
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
-        calls.sort_by_key(|c| c.start_time_unix_nano);
-        calls
+        out.calls.sort_by_key(|c| c.start_time_unix_nano);
+        out.retrievers.sort_by_key(|c| c.start_time_unix_nano);
+        out.runs.sort_by_key(|r| r.start_time_unix_nano);
+        out
+    }
+}
+
+/// Arguments without parameter names: a bare value, or positional `"args"`.
+fn unnamed(a: &Value) -> bool {
+    match a {
+        Value::Null => false,
+        Value::Object(o) => o
+            .get("args")
+            .is_some_and(|p| p.as_array().is_some_and(|p| !p.is_empty())),
+        _ => true,
     }
 }
 
 const STATUS_ERROR: i32 = 2;
 
-fn error_of(rule: &Rule, s: &SpanRecord) -> (CallStatus, Option<String>, Option<String>) {
+fn error_of(
+    rule: &Rule,
+    s: &SpanRecord,
+    slots: &[Option<&AnyValue>],
+) -> (CallStatus, Option<String>, Option<String>) {
     let status = s.span.status.as_ref();
     let failed = status.is_some_and(|st| st.code == STATUS_ERROR)
-        || rule.error_when.iter().any(|c| holds(c, s));
+        || rule.error_when.iter().any(|c| holds(c, s, slots));
     if !failed {
         return (CallStatus::Ok, None, None);
     }
+    // Galtea and Google ADK repeat the exception event; the first one is enough.
     let exception = s.span.events.iter().find(|e| e.name == "exception");
     let event_str = |key: &str| {
         exception
             .and_then(|e| find_attr(&e.attributes, key))
             .and_then(any_text)
-            .map(|t| t.into_owned())
+            .map(Cow::into_owned)
+            .filter(|t| !t.is_empty())
     };
     let message = rule
         .error_message
         .iter()
-        .find_map(|src| text_of(src, s).map(|t| t.into_owned()))
+        .find_map(|src| name_of(src, s).map(Cow::into_owned))
+        .filter(|m| !m.is_empty())
         .or_else(|| {
             status
                 .map(|st| st.message.clone())
@@ -149,32 +449,35 @@ fn error_of(rule: &Rule, s: &SpanRecord) -> (CallStatus, Option<String>, Option<
     (CallStatus::Error, message, kind)
 }
 
-fn holds(c: &Cond, s: &SpanRecord) -> bool {
-    match c {
-        Cond::AttrEquals {
-            key,
-            value,
-            json_encoded,
-        } => {
-            let Some(text) = s.attr(key).and_then(any_text) else {
-                return false;
-            };
-            if *json_encoded {
-                serde_json::from_str::<String>(&text).is_ok_and(|d| d == *value)
-            } else {
-                text == *value
-            }
+fn test(t: &Test, text: &str) -> bool {
+    match t {
+        Test::Present => true,
+        Test::Equals(v) => text == v,
+        Test::JsonEquals { encoded, text: v } => {
+            text == encoded
+                // Another encoding of the same string (escapes): decode.
+                || (text.starts_with('"')
+                    && text.contains('\\')
+                    && serde_json::from_str::<String>(text).is_ok_and(|d| d == *v))
         }
-        Cond::AttrMatches { key, regex } => s
-            .attr(key)
-            .and_then(any_text)
-            .is_some_and(|t| regex.is_match(&t)),
-        Cond::AttrPresent { key } => s.attr(key).is_some(),
-        Cond::NameMatches { regex } => regex.is_match(&s.span.name),
+        Test::Matches(re) => re.is_match(text),
     }
 }
 
-/// The raw text/value at a source, before decoding.
+fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> bool {
+    match c {
+        Cond::Attr { slot, test: t } => match slots.get(*slot).copied().flatten() {
+            None => false,
+            Some(_) if matches!(t, Test::Present) => true,
+            Some(v) => any_text(v).is_some_and(|text| test(t, &text)),
+        },
+        Cond::SpanName(t) => test(t, &s.span.name),
+        Cond::Scope(t) => test(t, &s.scope.name),
+        Cond::Any(list) => list.iter().any(|c| holds(c, s, slots)),
+    }
+}
+
+/// The raw value at a field (not for the span name).
 fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a AnyValue> {
     match field {
         Field::Attr(k) => s.attr(k),
@@ -184,64 +487,163 @@ fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a AnyValue> {
             .iter()
             .filter(|e| e.name == *event)
             .find_map(|e| find_attr(&e.attributes, attr)),
-        Field::SpanName | Field::SpanNameCapture(_) => None,
+        Field::SpanName => None,
     }
 }
 
-/// A source read as text (tool names, error messages).
-fn text_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<std::borrow::Cow<'a, str>> {
-    match &src.field {
-        Field::SpanName => Some(std::borrow::Cow::Borrowed(s.span.name.as_str())),
-        Field::SpanNameCapture(re) => re
-            .captures(&s.span.name)
-            .and_then(|c| c.get(1))
-            .map(|m| std::borrow::Cow::Borrowed(m.as_str())),
-        f => raw(f, s).and_then(any_text),
+/// Applies a source's `pattern`: capture group 1, or the whole match.
+fn apply_pattern<'a>(src: &Source, text: Cow<'a, str>) -> Option<Cow<'a, str>> {
+    let Some(re) = &src.pattern else {
+        return Some(text);
+    };
+    let caps = re.captures(&text)?;
+    let m = caps.get(1).or_else(|| caps.get(0))?;
+    Some(match text {
+        Cow::Borrowed(t) => Cow::Borrowed(&t[m.range()]),
+        Cow::Owned(ref t) => Cow::Owned(t[m.range()].to_string()),
+    })
+}
+
+/// A source read as text (names, error messages).
+fn text_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
+    let text = match &src.field {
+        Field::SpanName => Cow::Borrowed(s.span.name.as_str()),
+        f => raw(f, s).and_then(any_text)?,
+    };
+    apply_pattern(src, text)
+}
+
+/// A source read as a name or message: with `decode = "json"`, a JSON
+/// string literal is decoded (MLflow's `"\"get_weather\""`).
+fn name_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
+    let text = text_of(src, s)?;
+    if src.decode == Decode::Json && text.starts_with('"') {
+        if let Ok(decoded) = serde_json::from_str::<String>(&text) {
+            return Some(Cow::Owned(decoded));
+        }
     }
+    Some(text)
+}
+
+fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
+    key.and_then(|k| s.attr_str(k))
+        .is_some_and(|m| m.trim().starts_with("application/json"))
 }
 
 /// A source read as a JSON value (arguments, results).
 fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
-    if matches!(src.field, Field::SpanName | Field::SpanNameCapture(_)) {
-        return text_of(src, s).map(|t| Value::String(t.into_owned()));
-    }
-    let v = raw(&src.field, s)?;
-    let text = match v.value.as_ref()? {
-        any_value::Value::StringValue(t) => t,
-        // Structured attributes (kvlist/array) are already values.
-        _ => return Some(any_to_json(v)),
-    };
-    Some(match &src.decode {
-        Decode::Plain => Value::String(text.clone()),
-        Decode::Json => parse_json_or_string(text),
-        Decode::JsonIfMime { mime_key } => {
-            if s.attr_str(mime_key)
-                .is_some_and(|m| m.trim().starts_with("application/json"))
-            {
-                parse_json_or_string(text)
-            } else {
-                Value::String(text.clone())
+    let text = match &src.field {
+        Field::SpanName => Cow::Borrowed(s.span.name.as_str()),
+        f => {
+            let v = raw(f, s)?;
+            match v.value.as_ref()? {
+                any_value::Value::StringValue(t) => Cow::Borrowed(t.as_str()),
+                // Structured attributes (kvlist/array) are already values.
+                any_value::Value::ArrayValue(_) | any_value::Value::KvlistValue(_)
+                    if src.pattern.is_none() =>
+                {
+                    return Some(unwrap(src, any_to_json(v)));
+                }
+                _ => any_text(v)?,
             }
         }
-        Decode::JsonIfMimeOrSchema {
-            mime_key,
-            schema_key,
-        } => {
-            if s.attr_str(mime_key)
-                .is_some_and(|m| m.trim().starts_with("application/json"))
+    };
+    let text = apply_pattern(src, text)?;
+    let value = match src.decode {
+        Decode::Plain => Value::String(text.into_owned()),
+        Decode::Json => parse_json_or_string(&text),
+        Decode::ArgsKwargs => args_kwargs(parse_json_or_string(&text)),
+        Decode::JsonIfMime if is_json_mime(s, src.mime_attr.as_ref()) => {
+            parse_json_or_string(&text)
+        }
+        Decode::JsonIfMime => {
+            match src
+                .schema_attr
+                .as_ref()
+                .and_then(|k| s.attr_str(k))
+                .and_then(single_property)
             {
-                parse_json_or_string(text)
-            } else {
-                match s.attr_str(schema_key).and_then(single_property) {
-                    Some(name) => {
-                        Value::Object(Map::from_iter([(name, Value::String(text.clone()))]))
-                    }
-                    None => Value::String(text.clone()),
+                Some(name) => {
+                    Value::Object(Map::from_iter([(name, Value::String(text.into_owned()))]))
+                }
+                None => Value::String(text.into_owned()),
+            }
+        }
+    };
+    Some(unwrap(src, value))
+}
+
+fn unwrap(src: &Source, mut v: Value) -> Value {
+    for u in &src.unwrap {
+        v = match u {
+            Unwrap::ContentBlocks => content_blocks(v),
+            Unwrap::ToolMessage => tool_message(v),
+        };
+    }
+    if let Some(key) = &src.unwrap_key {
+        if let Value::Object(o) = &mut v {
+            if o.len() == 1 {
+                if let Some(inner) = o.remove(key.as_str()) {
+                    return inner;
                 }
             }
         }
-        Decode::ArgsKwargs => args_kwargs(parse_json_or_string(text)),
-    })
+    }
+    v
+}
+
+/// A string that holds JSON becomes that JSON; other values stay.
+fn json_in_string(v: Value) -> Value {
+    match v {
+        Value::String(s) => parse_json_or_string(&s),
+        other => other,
+    }
+}
+
+/// `[{"text": "..."}]` -> the text (JSON-decoded); several blocks -> a list.
+fn content_blocks(v: Value) -> Value {
+    let Value::Array(items) = &v else { return v };
+    let is_text_block = |x: &Value| {
+        x.as_object()
+            .is_some_and(|o| o.len() == 1 && o.get("text").is_some_and(Value::is_string))
+    };
+    if items.is_empty() || !items.iter().all(is_text_block) {
+        return v;
+    }
+    let Value::Array(items) = v else {
+        return Value::Null;
+    };
+    let mut texts: Vec<Value> = items
+        .into_iter()
+        .filter_map(|x| match x {
+            Value::Object(mut o) => o.remove("text"),
+            _ => None,
+        })
+        .map(json_in_string)
+        .collect();
+    if texts.len() == 1 {
+        texts.pop().unwrap_or(Value::Null)
+    } else {
+        Value::Array(texts)
+    }
+}
+
+/// LangChain `ToolMessage` envelope -> its content (JSON-decoded).
+fn tool_message(v: Value) -> Value {
+    // `{"type", "data"}` only: a cheap test before any key lookup.
+    let shaped = v.as_object().is_some_and(|o| o.len() == 2)
+        && v.get("type").and_then(Value::as_str) == Some("tool")
+        && v.get("data").and_then(|d| d.get("content")).is_some();
+    if !shaped {
+        return v;
+    }
+    match v {
+        Value::Object(mut o) => match o.remove("data") {
+            Some(Value::Object(mut d)) => d.remove("content").map_or(Value::Null, json_in_string),
+            _ => Value::Null,
+        },
+        other => other,
+    }
 }
 
 /// The name of the only property of a JSON Schema, if it has exactly one.
@@ -253,7 +655,7 @@ fn single_property(schema: &str) -> Option<String> {
         .flatten()
 }
 
-fn parse_json_or_string(text: &str) -> Value {
+pub(crate) fn parse_json_or_string(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
@@ -281,8 +683,7 @@ fn args_kwargs(v: Value) -> Value {
 }
 
 /// An attribute value as text (strings as-is, scalars formatted).
-pub fn any_text(v: &AnyValue) -> Option<std::borrow::Cow<'_, str>> {
-    use std::borrow::Cow;
+pub fn any_text(v: &AnyValue) -> Option<Cow<'_, str>> {
     Some(match v.value.as_ref()? {
         any_value::Value::StringValue(s) => Cow::Borrowed(s.as_str()),
         any_value::Value::IntValue(i) => Cow::Owned(i.to_string()),
@@ -339,5 +740,24 @@ mod tests {
             json!({"args": ["Tokyo"]})
         );
         assert_eq!(args_kwargs(json!({"city": "x"})), json!({"city": "x"}));
+    }
+
+    #[test]
+    fn unwraps_content_blocks_and_tool_messages() {
+        assert_eq!(
+            content_blocks(json!([{"text": "{\"city\": \"Paris\"}"}])),
+            json!({"city": "Paris"})
+        );
+        assert_eq!(
+            content_blocks(json!([{"text": "a"}, {"text": "b"}])),
+            json!(["a", "b"])
+        );
+        assert_eq!(content_blocks(json!([1, 2])), json!([1, 2]));
+        let env = json!({"type": "tool", "data": {"content": "{\"x\": 1}", "tool_call_id": "c"}});
+        assert_eq!(tool_message(env), json!({"x": 1}));
+        assert_eq!(
+            tool_message(json!({"type": "other"})),
+            json!({"type": "other"})
+        );
     }
 }

@@ -1,359 +1,570 @@
-//! Convention rules as data: how a framework marks a tool span and where the
-//! tool name, arguments, result and error live.
+//! Convention rules as data: how a framework marks a tool (or agent, or
+//! retriever) span and where the name, arguments, result and error live.
 //!
-//! Built-in conventions are rows of the same type a user-defined rule has, so
-//! adding a framework is adding a row (plus a test on a real export).
+//! A rule is written as a [`RuleSpec`] (the form of the `[[conventions.rule]]`
+//! entries of a config file). The built-in conventions are the same specs,
+//! kept in `builtin.toml` beside this file, so `traceval conventions` can print
+//! them and users can copy and override them. Specs are compiled into
+//! [`Rule`]s (regexes built, attribute keys resolved) by the extractor.
+
+use std::sync::OnceLock;
 
 use regex::Regex;
+use serde::{Deserialize, Serialize};
 
-/// How an attribute's text is turned into a JSON value.
-#[derive(Debug, Clone, PartialEq)]
+/// What a matching span is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A tool call.
+    #[default]
+    Tool,
+    /// A retriever the library did not type as a tool (P6): a tool call only
+    /// with `--retrievers-as-tools`.
+    Retriever,
+    /// An agent (or workflow, invocation) run: tool calls below it belong to it.
+    Agent,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Retriever => "retriever",
+            Kind::Agent => "agent",
+        }
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A test on a span. Exactly one target: `attr` (an attribute key),
+/// `span_name = true` or `scope = true` (the instrumentation scope name); then
+/// `equals` (exact text), `matches` (regex) or, for an attribute, nothing (the
+/// attribute is present). `any` instead holds if any of its tests holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CondSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attr: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub span_name: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub scope: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<String>,
+    /// The attribute's text is itself a JSON string (MLflow writes
+    /// `"\"TOOL\""`): compare its decoded text.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub json: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub any: Vec<CondSpec>,
+}
+
+impl CondSpec {
+    pub fn attr_equals(key: &str, value: &str) -> CondSpec {
+        CondSpec {
+            attr: Some(key.to_string()),
+            equals: Some(value.to_string()),
+            ..CondSpec::default()
+        }
+    }
+
+    pub fn span_name_matches(regex: &str) -> CondSpec {
+        CondSpec {
+            span_name: true,
+            matches: Some(regex.to_string()),
+            ..CondSpec::default()
+        }
+    }
+}
+
+/// How an attribute's text becomes a JSON value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Decode {
-    /// Keep the value as it is (strings stay strings).
+    /// The text as a string.
+    #[default]
     Plain,
-    /// Parse a string as JSON; a string that is not JSON stays a string.
+    /// Parsed as JSON; text that is not JSON stays a string.
     Json,
-    /// Parse as JSON only when attribute `mime_key` says `application/json`
-    /// (OpenInference: LangChain single-argument inputs are bare strings).
-    JsonIfMime { mime_key: String },
-    /// OpenInference `input.value`: JSON when `mime_key` says so; a bare
-    /// string otherwise, named after the only property of the JSON Schema in
-    /// `schema_key` when there is exactly one (LangChain single-argument tools).
-    JsonIfMimeOrSchema {
-        mime_key: String,
-        schema_key: String,
-    },
-    /// Python `{"args": [...], "kwargs": {...}}` call record (Langfuse,
-    /// Traceloop): keyword arguments by name, positional ones under `"args"`.
+    /// JSON only when the attribute named by `mime_attr` says
+    /// `application/json` (OpenInference), else a bare string.
+    JsonIfMime,
+    /// A Python call record `{"args": [...], "kwargs": {...}}` (Langfuse,
+    /// Traceloop): keyword arguments by name, positional ones kept under
+    /// `"args"` (they cannot be named without the tool's signature).
     ArgsKwargs,
 }
 
-/// Where a value comes from.
-#[derive(Debug, Clone)]
-pub enum Field {
-    /// A span attribute.
-    Attr(String),
-    /// The span name.
-    SpanName,
-    /// Capture group 1 of a regex over the span name.
-    SpanNameCapture(Regex),
-    /// Attribute `attr` of the first span event called `event`.
-    Event { event: String, attr: String },
+/// Wrappers taken off a decoded value when it has their shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unwrap {
+    /// A list of `{"text": ...}` content blocks (Strands) becomes its text,
+    /// JSON-decoded when it is JSON.
+    ContentBlocks,
+    /// A LangChain `ToolMessage` envelope `{"type": "tool", "data":
+    /// {"content": ...}}` becomes its content, JSON-decoded when it is JSON.
+    ToolMessage,
 }
 
-/// One place to look, and how to decode what is there.
-#[derive(Debug, Clone)]
-pub struct Source {
-    pub field: Field,
+/// Where a value comes from. Exactly one of `attr` and `span_name`; with
+/// `event`, `attr` is an attribute of the first span event of that name.
+/// `pattern`: a regex over the text; capture group 1 (or the whole match) is
+/// the value, and a text that does not match gives nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attr: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub span_name: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Default: `plain`.
+    #[serde(default, skip_serializing_if = "is_plain")]
     pub decode: Decode,
+    /// For `decode = "json_if_mime"`: the attribute holding the mime type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_attr: Option<String>,
+    /// For `json_if_mime`: an attribute holding the tool's JSON Schema; a bare
+    /// (non-JSON) value is named after the schema's only property. The schema
+    /// itself is never taken as arguments (P12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_attr: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unwrap: Vec<Unwrap>,
+    /// An object whose only key is this one becomes that key's value
+    /// (LangSmith's `{"output": ...}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwrap_key: Option<String>,
 }
 
-impl Source {
-    pub fn attr(key: &str, decode: Decode) -> Source {
-        Source {
-            field: Field::Attr(key.to_string()),
-            decode,
-        }
-    }
-    pub fn span_name() -> Source {
-        Source {
-            field: Field::SpanName,
-            decode: Decode::Plain,
-        }
-    }
-    pub fn event(event: &str, attr: &str, decode: Decode) -> Source {
-        Source {
-            field: Field::Event {
-                event: event.to_string(),
-                attr: attr.to_string(),
-            },
-            decode,
-        }
-    }
+fn is_plain(d: &Decode) -> bool {
+    *d == Decode::Plain
 }
 
-/// A test on a span.
-#[derive(Debug, Clone)]
-pub enum Cond {
-    /// Attribute `key` is present and its text equals `value`. With
-    /// `json_encoded`, the text is JSON-decoded first (MLflow's `"\"TOOL\""`).
-    AttrEquals {
-        key: String,
-        value: String,
-        json_encoded: bool,
-    },
-    /// Attribute `key`'s text matches `regex`.
-    AttrMatches { key: String, regex: Regex },
-    /// Attribute `key` is present.
-    AttrPresent { key: String },
-    /// The span name matches `regex`.
-    NameMatches { regex: Regex },
+fn is_tool(k: &Kind) -> bool {
+    *k == Kind::Tool
 }
 
-impl Cond {
-    pub fn eq(key: &str, value: &str) -> Cond {
-        Cond::AttrEquals {
-            key: key.to_string(),
-            value: value.to_string(),
-            json_encoded: false,
-        }
-    }
-    pub fn json_eq(key: &str, value: &str) -> Cond {
-        Cond::AttrEquals {
-            key: key.to_string(),
-            value: value.to_string(),
-            json_encoded: true,
-        }
-    }
-}
-
-/// One convention.
-#[derive(Debug, Clone)]
-pub struct Rule {
-    /// Reported as the call's `convention`.
+/// One convention, as written in a config file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// Reported as the call's `convention`. A user rule with a built-in
+    /// rule's name replaces it.
     pub name: String,
+    #[serde(default, skip_serializing_if = "is_tool")]
+    pub kind: Kind,
     /// Lower runs first; the first rule that matches a span wins, so one span
     /// never yields two calls even when it carries two conventions.
+    #[serde(default)]
     pub priority: i32,
     /// All must hold.
-    pub when: Vec<Cond>,
+    pub when: Vec<CondSpec>,
     /// None may hold (e.g. Google ADK's `(merged tools)` summary span).
-    pub unless: Vec<Cond>,
-    /// First source that yields a non-empty string wins.
-    pub tool_name: Vec<Source>,
-    pub args: Vec<Source>,
-    pub result: Vec<Source>,
-    /// Extra error markers besides span status ERROR (e.g. Langfuse's level).
-    pub error_when: Vec<Cond>,
-    /// Where an error message may be, before the status message and events.
-    pub error_message: Vec<Source>,
-    /// A retriever the library did not type as a tool (P6): used only with
-    /// `--retrievers-as-tools`.
-    pub retriever: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unless: Vec<CondSpec>,
+    /// Where the tool (or agent) name is: the first source giving a non-empty
+    /// text wins.
+    pub name_from: Vec<SourceSpec>,
+    /// Arguments: the first source present wins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<SourceSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub result: Vec<SourceSpec>,
+    /// Error markers besides span status ERROR (any of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_when: Vec<CondSpec>,
+    /// Where an error message is, before the status message and the
+    /// `exception` event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_message: Vec<SourceSpec>,
+    /// When the arguments have no parameter names (a bare value, P3, or
+    /// positional `"args"`, P4), name them from the model's requested call of
+    /// this tool; see `extract::requested`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub args_from_request: bool,
 }
 
-fn re(s: &str) -> Regex {
-    // Built-in patterns are constants; a failure is a programming error caught by tests.
-    Regex::new(s).unwrap_or_else(|e| panic!("built-in regex {s}: {e}"))
+/// A rule that cannot be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    #[error("rule `{rule}`: {reason}")]
+    Invalid { rule: String, reason: String },
+    #[error("rule `{rule}`: bad regex `{regex}`: {error}")]
+    Regex {
+        rule: String,
+        regex: String,
+        error: Box<regex::Error>,
+    },
 }
 
-/// The built-in conventions (shared/spec/trace-conventions.md §2), in priority order.
-pub fn builtin() -> Vec<Rule> {
-    let json = || Decode::Json;
-    vec![
-        Rule {
-            name: "otel-genai".into(),
-            priority: 10,
-            when: vec![Cond::eq("gen_ai.operation.name", "execute_tool")],
-            unless: vec![Cond::eq("gen_ai.tool.name", "(merged tools)")],
-            tool_name: vec![
-                Source::attr("gen_ai.tool.name", Decode::Plain),
-                Source {
-                    field: Field::SpanNameCapture(re(r"^execute_tool (.+)$")),
-                    decode: Decode::Plain,
-                },
-                Source::span_name(),
-            ],
-            args: vec![
-                Source::attr("gen_ai.tool.call.arguments", json()),
-                Source::attr("tool_arguments", json()),
-                Source::attr("gcp.vertex.agent.tool_call_args", json()),
-                Source::attr("gen_ai.prompt", json()),
-                Source::attr(
-                    "input.value",
-                    Decode::JsonIfMime {
-                        mime_key: "input.mime_type".into(),
-                    },
-                ),
-                Source::event("gen_ai.tool.message", "content", json()),
-            ],
-            result: vec![
-                Source::attr("gen_ai.tool.call.result", json()),
-                Source::attr("tool_response", json()),
-                Source::attr("gcp.vertex.agent.tool_response", json()),
-                Source::attr("gen_ai.completion", json()),
-                Source::attr(
-                    "output.value",
-                    Decode::JsonIfMime {
-                        mime_key: "output.mime_type".into(),
-                    },
-                ),
-                Source::event("gen_ai.choice", "message", json()),
-            ],
-            error_when: vec![Cond::eq("gen_ai.tool.status", "error")],
-            error_message: vec![],
-            retriever: false,
+/// The built-in rule table, as text (TOML, the config file's form).
+pub const BUILTIN_TOML: &str = include_str!("builtin.toml");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuiltinFile {
+    rule: Vec<RuleSpec>,
+}
+
+/// The built-in conventions (shared/spec/trace-conventions.md §2, §3).
+pub fn builtin() -> Vec<RuleSpec> {
+    static RULES: OnceLock<Vec<RuleSpec>> = OnceLock::new();
+    RULES
+        .get_or_init(|| {
+            // The table is a constant; a failure is a programming error caught by tests.
+            toml::from_str::<BuiltinFile>(BUILTIN_TOML)
+                .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
+                .rule
+        })
+        .clone()
+}
+
+/// Merges user rules into the built-in table: a user rule replaces the
+/// built-in rule of the same name, others are added; `disable` removes rules
+/// by name. On equal priority user rules run first.
+pub fn merge(builtin: Vec<RuleSpec>, user: &[RuleSpec], disable: &[String]) -> Vec<RuleSpec> {
+    let mut out: Vec<RuleSpec> = user.to_vec();
+    out.extend(
+        builtin
+            .into_iter()
+            .filter(|b| !user.iter().any(|u| u.name == b.name)),
+    );
+    out.retain(|r| !disable.contains(&r.name));
+    out.sort_by_key(|r| r.priority); // stable: ties keep user-first order
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Compiled form
+
+/// What a compiled test compares.
+#[derive(Debug, Clone)]
+pub(crate) enum Test {
+    Present,
+    Equals(String),
+    /// A JSON-encoded string: its exact encoded form (fast path) and the text.
+    JsonEquals {
+        encoded: String,
+        text: String,
+    },
+    Matches(Regex),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Cond {
+    /// `slot` indexes the extractor's key table (attributes read once per span).
+    Attr {
+        slot: usize,
+        test: Test,
+    },
+    SpanName(Test),
+    Scope(Test),
+    Any(Vec<Cond>),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Field {
+    Attr(String),
+    Event { event: String, attr: String },
+    SpanName,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Source {
+    pub field: Field,
+    pub pattern: Option<Regex>,
+    pub decode: Decode,
+    pub mime_attr: Option<String>,
+    pub schema_attr: Option<String>,
+    pub unwrap: Vec<Unwrap>,
+    pub unwrap_key: Option<String>,
+}
+
+/// A compiled rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub spec: RuleSpec,
+    /// Slots (under 64) that `when` requires present: a quick reject.
+    pub(crate) needs: u64,
+    pub(crate) when: Vec<Cond>,
+    pub(crate) unless: Vec<Cond>,
+    pub(crate) name_from: Vec<Source>,
+    pub(crate) args: Vec<Source>,
+    pub(crate) result: Vec<Source>,
+    pub(crate) error_when: Vec<Cond>,
+    pub(crate) error_message: Vec<Source>,
+}
+
+impl Rule {
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+    pub fn kind(&self) -> Kind {
+        self.spec.kind
+    }
+    pub fn priority(&self) -> i32 {
+        self.spec.priority
+    }
+}
+
+/// Resolves attribute keys used in conditions to slots.
+pub(crate) trait Slots {
+    fn slot(&mut self, key: &str) -> usize;
+}
+
+fn regex(rule: &str, re: &str) -> Result<Regex, RuleError> {
+    Regex::new(re).map_err(|e| RuleError::Regex {
+        rule: rule.to_string(),
+        regex: re.to_string(),
+        error: Box::new(e),
+    })
+}
+
+fn invalid(rule: &str, reason: impl Into<String>) -> RuleError {
+    RuleError::Invalid {
+        rule: rule.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn compile_cond(rule: &str, c: &CondSpec, slots: &mut dyn Slots) -> Result<Cond, RuleError> {
+    let targets = usize::from(c.attr.is_some()) + usize::from(c.span_name) + usize::from(c.scope);
+    if !c.any.is_empty() {
+        if targets > 0 || c.equals.is_some() || c.matches.is_some() || c.json {
+            return Err(invalid(rule, "a condition with `any` has no other keys"));
+        }
+        let inner = c
+            .any
+            .iter()
+            .map(|x| compile_cond(rule, x, slots))
+            .collect::<Result<_, _>>()?;
+        return Ok(Cond::Any(inner));
+    }
+    if targets != 1 {
+        return Err(invalid(
+            rule,
+            "a condition needs exactly one of `attr`, `span_name = true`, `scope = true` (or `any`)",
+        ));
+    }
+    let test = match (&c.equals, &c.matches) {
+        (Some(_), Some(_)) => return Err(invalid(rule, "give `equals` or `matches`, not both")),
+        (Some(v), None) if c.json => Test::JsonEquals {
+            encoded: serde_json::to_string(v).unwrap_or_default(),
+            text: v.clone(),
         },
-        Rule {
-            name: "openinference".into(),
-            priority: 20,
-            when: vec![Cond::eq("openinference.span.kind", "TOOL")],
-            unless: vec![],
-            tool_name: vec![
-                Source::attr("tool.name", Decode::Plain),
-                Source::span_name(),
-            ],
-            args: vec![Source::attr(
-                "input.value",
-                Decode::JsonIfMimeOrSchema {
-                    mime_key: "input.mime_type".into(),
-                    schema_key: "tool.parameters".into(),
-                },
-            )],
-            result: vec![Source::attr(
-                "output.value",
-                Decode::JsonIfMime {
-                    mime_key: "output.mime_type".into(),
-                },
-            )],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: false,
+        (Some(v), None) => Test::Equals(v.clone()),
+        (None, Some(re)) => Test::Matches(regex(rule, re)?),
+        (None, None) if c.attr.is_some() => Test::Present,
+        (None, None) => {
+            return Err(invalid(
+                rule,
+                "a `span_name`/`scope` condition needs `equals` or `matches`",
+            ))
+        }
+    };
+    if c.json && !matches!(test, Test::JsonEquals { .. }) {
+        return Err(invalid(rule, "`json = true` goes with `equals`"));
+    }
+    Ok(match &c.attr {
+        Some(k) => Cond::Attr {
+            slot: slots.slot(k),
+            test,
         },
-        Rule {
+        None if c.span_name => Cond::SpanName(test),
+        None => Cond::Scope(test),
+    })
+}
+
+fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
+    let field = match (&s.attr, s.span_name, &s.event) {
+        (Some(a), false, None) => Field::Attr(a.clone()),
+        (Some(a), false, Some(e)) => Field::Event {
+            event: e.clone(),
+            attr: a.clone(),
+        },
+        (None, true, None) => Field::SpanName,
+        _ => return Err(invalid(
+            rule,
+            "a source needs exactly one of `attr` (optionally with `event`) and `span_name = true`",
+        )),
+    };
+    if s.decode == Decode::JsonIfMime && s.mime_attr.is_none() {
+        return Err(invalid(
+            rule,
+            "`decode = \"json_if_mime\"` needs `mime_attr`",
+        ));
+    }
+    Ok(Source {
+        field,
+        pattern: s.pattern.as_deref().map(|p| regex(rule, p)).transpose()?,
+        decode: s.decode,
+        mime_attr: s.mime_attr.clone(),
+        schema_attr: s.schema_attr.clone(),
+        unwrap: s.unwrap.clone(),
+        unwrap_key: s.unwrap_key.clone(),
+    })
+}
+
+/// Compiles one spec; attribute keys in conditions get slots from `slots`.
+pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, RuleError> {
+    let r = spec.name.as_str();
+    if r.trim().is_empty() {
+        return Err(invalid("", "a rule needs a `name`"));
+    }
+    if spec.when.is_empty() {
+        return Err(invalid(r, "`when` needs at least one condition"));
+    }
+    if spec.name_from.is_empty() {
+        return Err(invalid(r, "`name_from` needs at least one source"));
+    }
+    let conds = |list: &[CondSpec], slots: &mut dyn Slots| -> Result<Vec<Cond>, RuleError> {
+        list.iter().map(|c| compile_cond(r, c, slots)).collect()
+    };
+    let sources = |list: &[SourceSpec]| -> Result<Vec<Source>, RuleError> {
+        list.iter().map(|s| compile_source(r, s)).collect()
+    };
+    let when = conds(&spec.when, slots)?;
+    let needs = when.iter().fold(0u64, |m, c| match c {
+        Cond::Attr { slot, .. } if *slot < 64 => m | (1 << slot),
+        _ => m,
+    });
+    Ok(Rule {
+        needs,
+        when,
+        unless: conds(&spec.unless, slots)?,
+        error_when: conds(&spec.error_when, slots)?,
+        name_from: sources(&spec.name_from)?,
+        args: sources(&spec.args)?,
+        result: sources(&spec.result)?,
+        error_message: sources(&spec.error_message)?,
+        spec: spec.clone(),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Human-readable forms, for `traceval conventions`
+
+impl std::fmt::Display for CondSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.any.is_empty() {
+            let parts: Vec<String> = self.any.iter().map(ToString::to_string).collect();
+            return write!(f, "({})", parts.join(" or "));
+        }
+        let target = match (&self.attr, self.span_name) {
+            (Some(a), _) => a.clone(),
+            (None, true) => "span name".to_string(),
+            (None, false) => "scope".to_string(),
+        };
+        match (&self.equals, &self.matches) {
+            (Some(v), _) if self.json => write!(f, "{target} = json {v:?}"),
+            (Some(v), _) => write!(f, "{target} = {v:?}"),
+            (None, Some(re)) => write!(f, "{target} ~ /{re}/"),
+            (None, None) => write!(f, "has {target}"),
+        }
+    }
+}
+
+impl std::fmt::Display for SourceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.attr, &self.event) {
+            (Some(a), Some(e)) => write!(f, "event {e}.{a}")?,
+            (Some(a), None) => write!(f, "{a}")?,
+            (None, _) => write!(f, "span name")?,
+        }
+        if let Some(p) = &self.pattern {
+            write!(f, " /{p}/")?;
+        }
+        match self.decode {
+            Decode::Plain => {}
+            Decode::Json => write!(f, " (json)")?,
+            Decode::JsonIfMime => write!(f, " (json if mime)")?,
+            Decode::ArgsKwargs => write!(f, " (args/kwargs)")?,
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Count(Vec<String>);
+    impl Slots for Count {
+        fn slot(&mut self, key: &str) -> usize {
+            match self.0.iter().position(|k| k == key) {
+                Some(i) => i,
+                None => {
+                    self.0.push(key.to_string());
+                    self.0.len() - 1
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn builtin_table_parses_and_compiles() {
+        let specs = builtin();
+        assert!(specs.len() >= 20, "{}", specs.len());
+        let mut slots = Count(Vec::new());
+        for s in &specs {
+            compile(s, &mut slots).unwrap();
+        }
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "rule names must be unique");
+    }
+
+    #[test]
+    fn merge_replaces_by_name_and_disables() {
+        let user = RuleSpec {
             name: "mlflow".into(),
-            priority: 30,
-            when: vec![Cond::json_eq("mlflow.spanType", "TOOL")],
-            unless: vec![],
-            tool_name: vec![Source::span_name()],
-            args: vec![Source::attr("mlflow.spanInputs", json())],
-            result: vec![Source::attr("mlflow.spanOutputs", json())],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: false,
-        },
-        Rule {
-            name: "vercel-ai".into(),
-            priority: 40,
-            when: vec![Cond::NameMatches {
-                regex: re(r"^ai\.toolCall$"),
+            priority: 1,
+            when: vec![CondSpec::attr_equals("x", "y")],
+            name_from: vec![SourceSpec {
+                span_name: true,
+                ..SourceSpec::default()
             }],
-            unless: vec![],
-            tool_name: vec![Source::attr("ai.toolCall.name", Decode::Plain)],
-            args: vec![Source::attr("ai.toolCall.args", json())],
-            result: vec![Source::attr("ai.toolCall.result", json())],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: false,
-        },
-        Rule {
-            name: "vercel-ai".into(),
-            priority: 41,
-            when: vec![Cond::eq("ai.operationId", "ai.toolCall")],
-            unless: vec![],
-            tool_name: vec![Source::attr("ai.toolCall.name", Decode::Plain)],
-            args: vec![Source::attr("ai.toolCall.args", json())],
-            result: vec![Source::attr("ai.toolCall.result", json())],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: false,
-        },
-        Rule {
-            name: "galtea".into(),
-            priority: 50,
-            when: vec![Cond::eq("galtea.trace.type", "TOOL")],
-            unless: vec![],
-            tool_name: vec![Source::span_name()],
-            args: vec![Source::attr("galtea.trace.input", json())],
-            result: vec![Source::attr("galtea.trace.output", json())],
-            error_when: vec![Cond::AttrPresent {
-                key: "galtea.trace.error".into(),
+            ..RuleSpec::default()
+        };
+        let merged = merge(builtin(), &[user], &["galtea".to_string()]);
+        assert_eq!(merged[0].name, "mlflow");
+        assert_eq!(merged.iter().filter(|r| r.name == "mlflow").count(), 1);
+        assert!(!merged.iter().any(|r| r.name == "galtea"));
+    }
+
+    #[test]
+    fn bad_specs_are_errors() {
+        let mut slots = Count(Vec::new());
+        let mut spec = RuleSpec {
+            name: "x".into(),
+            when: vec![CondSpec {
+                span_name: true,
+                ..CondSpec::default()
             }],
-            error_message: vec![Source::attr("galtea.trace.error", Decode::Plain)],
-            retriever: false,
-        },
-        Rule {
-            name: "langfuse".into(),
-            priority: 60,
-            when: vec![Cond::eq("langfuse.observation.type", "tool")],
-            unless: vec![],
-            tool_name: vec![Source::span_name()],
-            args: vec![Source::attr(
-                "langfuse.observation.input",
-                Decode::ArgsKwargs,
-            )],
-            result: vec![Source::attr("langfuse.observation.output", json())],
-            error_when: vec![Cond::eq("langfuse.observation.level", "ERROR")],
-            error_message: vec![Source::attr(
-                "langfuse.observation.status_message",
-                Decode::Plain,
-            )],
-            retriever: false,
-        },
-        Rule {
-            name: "traceloop".into(),
-            priority: 70,
-            when: vec![Cond::eq("traceloop.span.kind", "tool")],
-            unless: vec![],
-            tool_name: vec![
-                Source::attr("traceloop.entity.name", Decode::Plain),
-                Source {
-                    field: Field::SpanNameCapture(re(r"^(.+)\.tool$")),
-                    decode: Decode::Plain,
-                },
-            ],
-            args: vec![Source::attr("traceloop.entity.input", Decode::ArgsKwargs)],
-            result: vec![Source::attr("traceloop.entity.output", json())],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: false,
-        },
-        Rule {
-            name: "langsmith".into(),
-            priority: 80,
-            when: vec![Cond::eq("langsmith.span.kind", "tool")],
-            unless: vec![],
-            tool_name: vec![
-                Source::attr("gen_ai.tool.name", Decode::Plain),
-                Source::span_name(),
-            ],
-            args: vec![Source::attr("gen_ai.prompt", json())],
-            result: vec![Source::attr("gen_ai.completion", json())],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: false,
-        },
-        Rule {
-            name: "mlflow-retriever".into(),
-            priority: 900,
-            when: vec![Cond::json_eq("mlflow.spanType", "RETRIEVER")],
-            unless: vec![],
-            tool_name: vec![Source::span_name()],
-            args: vec![Source::attr("mlflow.spanInputs", json())],
-            result: vec![Source::attr("mlflow.spanOutputs", json())],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: true,
-        },
-        Rule {
-            name: "langfuse-retriever".into(),
-            priority: 910,
-            when: vec![Cond::eq("langfuse.observation.type", "retriever")],
-            unless: vec![],
-            tool_name: vec![Source::span_name()],
-            args: vec![Source::attr(
-                "langfuse.observation.input",
-                Decode::ArgsKwargs,
-            )],
-            result: vec![Source::attr("langfuse.observation.output", json())],
-            error_when: vec![Cond::eq("langfuse.observation.level", "ERROR")],
-            error_message: vec![Source::attr(
-                "langfuse.observation.status_message",
-                Decode::Plain,
-            )],
-            retriever: true,
-        },
-        Rule {
-            name: "langsmith-retriever".into(),
-            priority: 920,
-            when: vec![Cond::eq("langsmith.span.kind", "retriever")],
-            unless: vec![],
-            tool_name: vec![Source::span_name()],
-            args: vec![Source::attr("gen_ai.prompt", json())],
-            result: vec![Source::attr("gen_ai.completion", json())],
-            error_when: vec![],
-            error_message: vec![],
-            retriever: true,
-        },
-    ]
+            name_from: vec![SourceSpec {
+                span_name: true,
+                ..SourceSpec::default()
+            }],
+            ..RuleSpec::default()
+        };
+        assert!(compile(&spec, &mut slots).is_err());
+        spec.when = vec![CondSpec::span_name_matches("(")];
+        assert!(matches!(
+            compile(&spec, &mut slots),
+            Err(RuleError::Regex { .. })
+        ));
+    }
 }

@@ -5,6 +5,7 @@
 //! [`Rejected`] record and decoding goes on with the rest.
 
 pub mod files;
+pub mod mlflow;
 
 use std::fmt;
 use std::io::Read;
@@ -78,6 +79,8 @@ pub enum Format {
     OtlpProtobuf,
     /// Collector file exporter `format: proto`: 4-byte big-endian length + message.
     OtlpProtobufRecords,
+    /// MLflow's native trace JSON (`Trace.to_json()`), one trace or an array.
+    MlflowTraceJson,
 }
 
 /// The result of decoding one input.
@@ -101,28 +104,47 @@ impl Decoded {
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// Why a capped gzip inflate failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GunzipError {
+    #[error("bad gzip data: {0}")]
+    Corrupt(String),
+    #[error("gzip data inflates to more than {cap} bytes (the cap)")]
+    TooLarge { cap: u64 },
+}
+
+/// Inflates gzip `bytes` (one or more members), stopping past `cap` bytes of output.
+pub fn gunzip_capped(bytes: &[u8], cap: u64) -> Result<Vec<u8>, GunzipError> {
+    let hint = bytes.len().saturating_mul(4).min(cap as usize);
+    let mut out = Vec::with_capacity(hint);
+    // MultiGzDecoder: concatenated members are valid gzip (and what `cat a.gz b.gz` makes).
+    let decoder = flate2::read::MultiGzDecoder::new(bytes);
+    decoder
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| GunzipError::Corrupt(e.to_string()))?;
+    if out.len() as u64 > cap {
+        return Err(GunzipError::TooLarge { cap });
+    }
+    Ok(out)
+}
+
+/// Whether `bytes` start with the gzip magic number.
+pub fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.starts_with(&GZIP_MAGIC)
+}
+
 /// Inflates `bytes` if they are gzip (by magic), with a cap on the output.
 pub fn gunzip_if_needed<'a>(
     bytes: &'a [u8],
     limits: &Limits,
 ) -> Result<std::borrow::Cow<'a, [u8]>, String> {
-    if !bytes.starts_with(&GZIP_MAGIC) {
+    if !is_gzip(bytes) {
         return Ok(std::borrow::Cow::Borrowed(bytes));
     }
-    let mut out = Vec::with_capacity(bytes.len().saturating_mul(4));
-    // MultiGzDecoder: concatenated members are valid gzip (and what `cat a.gz b.gz` makes).
-    let decoder = flate2::read::MultiGzDecoder::new(bytes);
-    let cap = limits.max_inflated_bytes;
-    decoder
-        .take(cap + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("bad gzip data: {e}"))?;
-    if out.len() as u64 > cap {
-        return Err(format!(
-            "gzip data inflates to more than {cap} bytes (the cap)"
-        ));
-    }
-    Ok(std::borrow::Cow::Owned(out))
+    gunzip_capped(bytes, limits.max_inflated_bytes)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|e| e.to_string())
 }
 
 /// Decodes one whole input (a file's content, stdin, an HTTP body).
@@ -197,12 +219,22 @@ fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
     }
 }
 
-/// One JSON document: a request, or an array of requests.
+/// One JSON document: a request, or an array of requests (or MLflow trace JSON).
 fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decoded) {
     let at = |e: &serde_json::Error| match pos {
         Position::Line(n) => Position::Line(n),
         _ => Position::Line(e.line()),
     };
+    if !contains(doc, b"\"resourceSpans\"") && mlflow::looks_like(doc) {
+        match mlflow::decode(doc) {
+            Ok(req) => {
+                out.format = Some(Format::MlflowTraceJson);
+                out.requests.push(req);
+            }
+            Err(e) => out.reject(source, pos, format!("not valid MLflow trace JSON: {e}")),
+        }
+        return;
+    }
     if first_non_ws(doc) == Some(b'[') {
         match serde_json::from_slice::<Vec<ExportTraceServiceRequest>>(doc) {
             Ok(reqs) => {

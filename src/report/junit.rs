@@ -39,7 +39,7 @@ pub fn write_junit(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             out,
             r#"    <testcase classname="traceval" name="{} ({})">"#,
             esc(&e.case_id),
-            e.trace_id
+            esc(&e.target_label())
         )?;
         writeln!(out, "      <properties>")?;
         for r in &e.results {

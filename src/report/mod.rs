@@ -1,6 +1,9 @@
 //! Report: the results of a run as a terminal table, JSONL or JUnit XML.
 
+mod inspect;
 mod junit;
+pub mod otlp;
+pub mod prometheus;
 mod table;
 
 use std::io::{self, Write};
@@ -13,6 +16,7 @@ use crate::extract::ToolCall;
 use crate::ingest::Rejected;
 use crate::score::{Call, Outcome};
 
+pub use inspect::{inspect_row, write_inspect_tree};
 pub use junit::write_junit;
 pub use table::write_table;
 
@@ -39,10 +43,22 @@ impl MetricResult {
     }
 }
 
-/// A trace scored against a case.
+/// The traces of a session, when a case targets one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRef {
+    pub id: String,
+    /// By start time; `Evaluation::trace_id` is the first.
+    pub trace_ids: Vec<TraceId>,
+}
+
+/// A trace (or a session of traces) scored against a case.
 #[derive(Debug, Clone)]
 pub struct Evaluation {
+    /// The trace, or the first trace of the session.
     pub trace_id: TraceId,
+    /// Set when the case targets a session: `tools_called` are the calls of
+    /// all its traces, in time order.
+    pub session: Option<SessionRef>,
     pub case_id: String,
     pub tools_called: Vec<ToolCall>,
     pub expected: Vec<Call>,
@@ -57,6 +73,14 @@ impl Evaluation {
 
     pub fn headline(&self) -> Option<&MetricResult> {
         self.results.first()
+    }
+
+    /// The trace id, or `session <id>` for a session case.
+    pub fn target_label(&self) -> String {
+        match &self.session {
+            Some(s) => format!("session {} ({} traces)", s.id, s.trace_ids.len()),
+            None => self.trace_id.to_string(),
+        }
     }
 }
 
@@ -173,57 +197,75 @@ fn outcome_json(r: &MetricResult) -> Value {
     })
 }
 
+/// The JSONL row of one evaluation (`"type": "evaluation"`).
+pub fn evaluation_row(e: &Evaluation) -> Value {
+    let mut row = json!({
+        "type": "evaluation",
+        "trace_id": e.trace_id.to_string(),
+        "case": e.case_id,
+        "pass": e.passed(),
+    });
+    let obj = row.as_object_mut().expect("object literal");
+    if let Some(s) = &e.session {
+        obj.insert(
+            "session".into(),
+            json!({
+                "id": s.id,
+                "trace_ids": s.trace_ids.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    if let Some(h) = e.headline() {
+        obj.insert("metric".into(), json!(h.metric));
+        obj.insert("score".into(), json!(h.outcome.score));
+        obj.insert("threshold".into(), json!(h.threshold));
+        // The native metric's components sit at the top level.
+        if let Some(Value::Object(d)) = &h.outcome.details {
+            for (k, v) in d {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
+        obj.insert("explanation".into(), json!(h.outcome.reason));
+        if let Some(err) = &h.outcome.error {
+            obj.insert("error".into(), json!(err));
+        }
+    }
+    obj.insert(
+        "tools_called".into(),
+        serde_json::to_value(&e.tools_called).unwrap_or(Value::Null),
+    );
+    obj.insert(
+        "expected_tools".into(),
+        serde_json::to_value(&e.expected).unwrap_or(Value::Null),
+    );
+    let metrics: serde_json::Map<String, Value> = e
+        .results
+        .iter()
+        .map(|r| (r.metric.clone(), outcome_json(r)))
+        .collect();
+    obj.insert("metrics".into(), Value::Object(metrics));
+    row
+}
+
+/// The JSONL row of a trace that no case matched (`"type": "unmatched_trace"`).
+pub fn unmatched_trace_row(t: &UnmatchedTrace) -> Value {
+    json!({
+        "type": "unmatched_trace",
+        "trace_id": t.trace_id.to_string(),
+        "case": null,
+        "spans": t.spans,
+        "tools_called": t.tools_called,
+    })
+}
+
 /// One JSON object per evaluation (then unmatched traces, unmatched cases,
 /// rejected inputs and a summary), each with a `type` field.
 pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     for e in &report.evaluations {
-        let mut row = json!({
-            "type": "evaluation",
-            "trace_id": e.trace_id.to_string(),
-            "case": e.case_id,
-            "pass": e.passed(),
-        });
-        let obj = row.as_object_mut().expect("object literal");
-        if let Some(h) = e.headline() {
-            obj.insert("metric".into(), json!(h.metric));
-            obj.insert("score".into(), json!(h.outcome.score));
-            obj.insert("threshold".into(), json!(h.threshold));
-            // The native metric's components sit at the top level.
-            if let Some(Value::Object(d)) = &h.outcome.details {
-                for (k, v) in d {
-                    obj.insert(k.clone(), v.clone());
-                }
-            }
-            obj.insert("explanation".into(), json!(h.outcome.reason));
-            if let Some(err) = &h.outcome.error {
-                obj.insert("error".into(), json!(err));
-            }
-        }
-        obj.insert(
-            "tools_called".into(),
-            serde_json::to_value(&e.tools_called).unwrap_or(Value::Null),
-        );
-        obj.insert(
-            "expected_tools".into(),
-            serde_json::to_value(&e.expected).unwrap_or(Value::Null),
-        );
-        let metrics: serde_json::Map<String, Value> = e
-            .results
-            .iter()
-            .map(|r| (r.metric.clone(), outcome_json(r)))
-            .collect();
-        obj.insert("metrics".into(), Value::Object(metrics));
-        writeln!(out, "{row}")?;
+        writeln!(out, "{}", evaluation_row(e))?;
     }
     for t in &report.unmatched_traces {
-        let row = json!({
-            "type": "unmatched_trace",
-            "trace_id": t.trace_id.to_string(),
-            "case": null,
-            "spans": t.spans,
-            "tools_called": t.tools_called,
-        });
-        writeln!(out, "{row}")?;
+        writeln!(out, "{}", unmatched_trace_row(t))?;
     }
     for c in &report.unmatched_cases {
         let row = json!({

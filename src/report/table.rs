@@ -13,7 +13,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         header.extend(["PASS".to_string(), "DETAILS".to_string()]);
         let mut rows = vec![header];
         for e in &report.evaluations {
-            let mut row = vec![ellipsize(&e.case_id, 32), e.trace_id.to_string()];
+            let mut row = vec![ellipsize(&e.case_id, 32), ellipsize(&e.target_label(), 48)];
             for m in &report.metrics {
                 let cell = e.results.iter().find(|r| &r.metric == m).map_or_else(
                     || "-".to_string(),

@@ -39,7 +39,10 @@ pub fn parse_case(text: &str) -> Result<Case, String> {
     // Parsed as Python would (key order, int vs float kept) for the presets.
     let value: PyValue = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let PyValue::Dict(_) = &value else {
-        return Err(format!("a case must be a JSON object, got {}", json_type(&value)));
+        return Err(format!(
+            "a case must be a JSON object, got {}",
+            json_type(&value)
+        ));
     };
     let id = match value.get("id") {
         Some(PyValue::Str(s)) => s.clone(),
@@ -52,17 +55,24 @@ pub fn parse_case(text: &str) -> Result<Case, String> {
             Some(PyValue::List(items)) => items
                 .iter()
                 .enumerate()
-                .map(|(i, t)| parse_tool(t).map_err(|m| format!("case `{id}`: `{field}[{i}]`: {m}")))
+                .map(|(i, t)| {
+                    parse_tool(t).map_err(|m| format!("case `{id}`: `{field}[{i}]`: {m}"))
+                })
                 .collect(),
-            Some(other) => {
-                Err(format!("case `{id}`: `{field}` must be a list, got {}", json_type(other)))
-            }
+            Some(other) => Err(format!(
+                "case `{id}`: `{field}` must be a list, got {}",
+                json_type(other)
+            )),
             None => Err(format!("case `{id}`: missing `{field}`")),
         }
     };
     let tools_called = tools("tools_called")?;
     let expected_tools = tools("expected_tools")?;
-    Ok(Case { id, tools_called, expected_tools })
+    Ok(Case {
+        id,
+        tools_called,
+        expected_tools,
+    })
 }
 
 fn parse_tool(v: &PyValue) -> Result<Call, String> {
@@ -83,7 +93,10 @@ fn parse_tool(v: &PyValue) -> Result<Call, String> {
     };
     let mut args: Option<(&str, &PyValue)> = None;
     for (key, value) in entries {
-        if matches!(key.as_str(), "args" | "input_parameters" | "inputParameters") {
+        if matches!(
+            key.as_str(),
+            "args" | "input_parameters" | "inputParameters"
+        ) {
             if let Some((first, _)) = args {
                 return Err(format!("both `{first}` and `{key}` given; use one"));
             }
@@ -117,7 +130,10 @@ pub fn build_metrics(
     let mut wanted: Vec<String> = Vec::new();
     for name in names {
         let expanded: Vec<String> = if name == "all" {
-            registry::all_names().into_iter().map(String::from).collect()
+            registry::all_names()
+                .into_iter()
+                .map(String::from)
+                .collect()
         } else {
             vec![name.clone()]
         };
@@ -127,7 +143,10 @@ pub fn build_metrics(
             }
         }
     }
-    wanted.iter().map(|n| registry::lookup(n, opts, native)).collect()
+    wanted
+        .iter()
+        .map(|n| registry::lookup(n, opts, native))
+        .collect()
 }
 
 /// The scores of one case, serialized in the oracle's shape.
@@ -163,7 +182,10 @@ pub fn score_case<'m>(case: &Case, metrics: &'m [Box<dyn Metric>]) -> CaseResult
         .iter()
         .map(|m| (m.name(), m.score(&case.tools_called, &case.expected_tools)))
         .collect();
-    CaseResult { id: case.id.clone(), results }
+    CaseResult {
+        id: case.id.clone(),
+        results,
+    }
 }
 
 /// What [`score_lines`] did.
@@ -175,7 +197,12 @@ pub struct Summary {
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{} case(s) scored, {} line(s) rejected", self.scored, self.rejected.len())
+        write!(
+            f,
+            "{} case(s) scored, {} line(s) rejected",
+            self.scored,
+            self.rejected.len()
+        )
     }
 }
 
@@ -252,8 +279,10 @@ mod tests {
         assert!(err("[1]").contains("JSON object"));
         assert!(err(r#"{"tools_called": [], "expected_tools": []}"#).contains("missing `id`"));
         assert!(err(r#"{"id": "c", "tools_called": []}"#).contains("missing `expected_tools`"));
-        assert!(err(r#"{"id": "c", "tools_called": [{"args": {}}], "expected_tools": []}"#)
-            .contains("`tools_called[0]`: missing `name`"));
+        assert!(
+            err(r#"{"id": "c", "tools_called": [{"args": {}}], "expected_tools": []}"#)
+                .contains("`tools_called[0]`: missing `name`")
+        );
         assert!(err(r#"{"id": "c", "tools_called": [{"name": "a", "args": {}, "input_parameters": {}}], "expected_tools": []}"#)
             .contains("both"));
         assert!(err("{oops").starts_with("invalid JSON"));
@@ -261,13 +290,19 @@ mod tests {
 
     #[test]
     fn bad_lines_are_reported_and_skipped() {
-        let metrics = build_metrics(&["eval_lib.default".into()], &MetricOptions::default(), &NativeConfig::default())
-            .expect("metrics");
-        let input = "{\"id\": \"a\", \"tools_called\": [\"x\"], \"expected_tools\": [\"x\"]}\n\nnot json\n\
+        let metrics = build_metrics(
+            &["eval_lib.default".into()],
+            &MetricOptions::default(),
+            &NativeConfig::default(),
+        )
+        .expect("metrics");
+        let input =
+            "{\"id\": \"a\", \"tools_called\": [\"x\"], \"expected_tools\": [\"x\"]}\n\nnot json\n\
                      {\"id\": \"b\", \"tools_called\": [], \"expected_tools\": [\"x\"]}\n";
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        let summary = score_lines(input.as_bytes(), &metrics, &mut out, |b| seen.push(b.line)).expect("io");
+        let summary =
+            score_lines(input.as_bytes(), &metrics, &mut out, |b| seen.push(b.line)).expect("io");
         assert_eq!(summary.scored, 2);
         assert_eq!(seen, vec![3]);
         let lines: Vec<serde_json::Value> = String::from_utf8(out)
@@ -277,15 +312,27 @@ mod tests {
             .collect();
         assert_eq!(lines[0]["results"]["eval_lib.default"]["score"], json!(1.0));
         assert_eq!(lines[1]["id"], json!("b"));
-        assert_eq!(lines[1]["results"]["eval_lib.default"]["pass"], json!(false));
-        assert_eq!(lines[1]["results"]["eval_lib.default"]["error"], json!(null));
+        assert_eq!(
+            lines[1]["results"]["eval_lib.default"]["pass"],
+            json!(false)
+        );
+        assert_eq!(
+            lines[1]["results"]["eval_lib.default"]["error"],
+            json!(null)
+        );
     }
 
     #[test]
     fn all_expands_once() {
         let names = vec!["all".to_string(), "deepeval.default".to_string()];
-        let metrics = build_metrics(&names, &MetricOptions::default(), &NativeConfig::default()).expect("metrics");
+        let metrics = build_metrics(&names, &MetricOptions::default(), &NativeConfig::default())
+            .expect("metrics");
         assert_eq!(metrics.len(), registry::all_names().len());
-        assert!(build_metrics(&["nope".into()], &MetricOptions::default(), &NativeConfig::default()).is_err());
+        assert!(build_metrics(
+            &["nope".into()],
+            &MetricOptions::default(),
+            &NativeConfig::default()
+        )
+        .is_err());
     }
 }

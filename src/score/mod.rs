@@ -37,13 +37,21 @@ pub struct Call {
 
 impl Call {
     pub fn new(name: impl Into<String>, args: Option<Value>) -> Self {
-        Call { name: name.into(), args, ordered_args: None }
+        Call {
+            name: name.into(),
+            args,
+            ordered_args: None,
+        }
     }
 
     /// A call whose arguments were parsed with their key order kept
     /// (`PyValue::parse`); sets both `args` and `ordered_args`.
     pub fn with_ordered_args(name: impl Into<String>, args: PyValue) -> Self {
-        Call { name: name.into(), args: Some(args.to_json()), ordered_args: Some(Arc::new(args)) }
+        Call {
+            name: name.into(),
+            args: Some(args.to_json()),
+            ordered_args: Some(Arc::new(args)),
+        }
     }
 
     /// A call whose arguments are the JSON text `args_json`, key order kept.
@@ -78,12 +86,24 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn scored(score: f64, pass: Option<bool>, reason: impl Into<String>) -> Self {
-        Outcome { score: Some(score), pass, reason: reason.into(), error: None, details: None }
+        Outcome {
+            score: Some(score),
+            pass,
+            reason: reason.into(),
+            error: None,
+            details: None,
+        }
     }
 
     pub fn error(message: impl Into<String>) -> Self {
         let message = message.into();
-        Outcome { score: None, pass: None, reason: message.clone(), error: Some(message), details: None }
+        Outcome {
+            score: None,
+            pass: None,
+            reason: message.clone(),
+            error: Some(message),
+            details: None,
+        }
     }
 }
 

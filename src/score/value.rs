@@ -15,7 +15,8 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
@@ -35,7 +36,6 @@ pub fn number_eq(x: &serde_json::Number, y: &serde_json::Number) -> bool {
     }
 }
 
-
 // ---------------------------------------------------------------------------
 // Python's view of JSON values.
 //
@@ -49,9 +49,9 @@ pub fn number_eq(x: &serde_json::Number, y: &serde_json::Number) -> bool {
 /// A JSON value as Python's `json.loads` returns it.
 ///
 /// `Dict` keeps keys in the order they were written (duplicate keys: the last
-/// value wins at the first position, like a Python dict). Integers beyond
-/// `i128` become floats (Python would keep them exact; JSON inputs that large
-/// are not expected).
+/// value wins at the first position, like a Python dict). Known gaps, from
+/// parsing through `serde_json`: integers beyond 64 bits and `-0` come out as
+/// floats (Python keeps them ints).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PyValue {
     None,
@@ -81,9 +81,11 @@ impl PyValue {
             }
             Value::String(s) => PyValue::Str(s.clone()),
             Value::Array(a) => PyValue::List(a.iter().map(PyValue::from_json).collect()),
-            Value::Object(m) => {
-                PyValue::Dict(m.iter().map(|(k, v)| (k.clone(), PyValue::from_json(v))).collect())
-            }
+            Value::Object(m) => PyValue::Dict(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), PyValue::from_json(v)))
+                    .collect(),
+            ),
         }
     }
 
@@ -106,7 +108,9 @@ impl PyValue {
                     serde_json::Number::from_f64(*i as f64).map_or(Value::Null, Value::Number)
                 }
             }
-            PyValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            PyValue::Float(f) => {
+                serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
+            }
             PyValue::Str(s) => Value::String(s.clone()),
             PyValue::List(a) => Value::Array(a.iter().map(PyValue::to_json).collect()),
             PyValue::Dict(d) => {
@@ -138,7 +142,10 @@ impl PyValue {
 
     /// `d.get(key)` on a dict; `None` for other types.
     pub fn get(&self, key: &str) -> Option<&PyValue> {
-        self.as_dict()?.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.as_dict()?
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// Python truthiness (`bool(v)`).
@@ -229,7 +236,8 @@ pub fn py_eq(a: &PyValue, b: &PyValue) -> bool {
         (P::List(x), P::List(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q)),
         (P::Dict(x), P::Dict(y)) => {
             x.len() == y.len()
-                && x.iter().all(|(k, v)| y.iter().any(|(k2, w)| k == k2 && py_eq(v, w)))
+                && x.iter()
+                    .all(|(k, v)| y.iter().any(|(k2, w)| k == k2 && py_eq(v, w)))
         }
         _ => match (py_number(a), py_number(b)) {
             (Some(x), Some(y)) => x.eq(&y),
@@ -289,7 +297,7 @@ fn write_repr(out: &mut String, v: &PyValue) {
         PyValue::Bool(false) => out.push_str("False"),
         PyValue::Int(i) => out.push_str(&i.to_string()),
         PyValue::Float(f) => out.push_str(&py_float_repr(*f)),
-        PyValue::Str(s) => out.push_str(&py_str_repr(s)),
+        PyValue::Str(s) => push_str_repr(out, s),
         PyValue::List(items) => {
             out.push('[');
             for (n, item) in items.iter().enumerate() {
@@ -306,7 +314,7 @@ fn write_repr(out: &mut String, v: &PyValue) {
                 if n > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&py_str_repr(k));
+                push_str_repr(out, k);
                 out.push_str(": ");
                 write_repr(out, item);
             }
@@ -318,8 +326,26 @@ fn write_repr(out: &mut String, v: &PyValue) {
 /// Python `repr(s)` of a string: single quotes unless the text has a single
 /// quote and no double quote; non-printable characters escaped.
 pub fn py_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     let mut out = String::with_capacity(s.len() + 2);
+    push_str_repr(&mut out, s);
+    out
+}
+
+/// Appends Python `repr(s)` to `out`.
+pub fn push_str_repr(out: &mut String, s: &str) {
+    let has_single = s.contains('\'');
+    let quote = if has_single && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    // Fast path: printable ASCII without quotes or backslashes.
+    if !has_single && s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'\\') {
+        out.push(quote);
+        out.push_str(s);
+        out.push(quote);
+        return;
+    }
     out.push(quote);
     for c in s.chars() {
         match c {
@@ -348,7 +374,6 @@ pub fn py_str_repr(s: &str) -> String {
         }
     }
     out.push(quote);
-    out
 }
 
 /// Python's `str.isprintable()` for one non-ASCII character. Python uses the
@@ -460,7 +485,11 @@ pub fn py_json_dumps(v: &PyValue, opts: DumpsOptions) -> String {
 }
 
 fn write_json(out: &mut String, v: &PyValue, opts: DumpsOptions, level: usize) {
-    let DumpsOptions { sort_keys, indent, keep_unicode } = opts;
+    let DumpsOptions {
+        sort_keys,
+        indent,
+        keep_unicode,
+    } = opts;
     let newline = |out: &mut String, level: usize| {
         if let Some(n) = indent {
             out.push('\n');
@@ -550,5 +579,103 @@ mod tests {
         assert!(json_eq(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
         assert!(!json_eq(&json!(1), &json!("1")));
         assert!(!json_eq(&json!(true), &json!(1)));
+    }
+
+    fn py(text: &str) -> PyValue {
+        PyValue::parse(text).expect("json")
+    }
+
+    #[test]
+    fn python_equality() {
+        assert!(py_eq(&py("1"), &py("1.0")));
+        assert!(py_eq(&py("true"), &py("1")));
+        assert!(py_eq(&py("false"), &py("0.0")));
+        assert!(py_eq(
+            &py(r#"{"a": [1, {"b": true}], "c": 2}"#),
+            &py(r#"{"c": 2.0, "a": [1.0, {"b": 1}]}"#)
+        ));
+        assert!(!py_eq(&py("5"), &py(r#""5""#)));
+        assert!(!py_eq(&py("null"), &py(r#""""#)));
+        assert!(!py_eq(&py("[1, 2]"), &py("[2, 1]")));
+        // Exact int/float comparison, as in Python: 2**53 + 1 != 2.0**53.
+        assert!(!py_eq(&py("9007199254740993"), &py("9007199254740992.0")));
+        assert!(py_eq(
+            &py("12345678901234567890"),
+            &py("12345678901234567890")
+        ));
+    }
+
+    #[test]
+    fn parse_keeps_key_order_and_last_duplicate() {
+        assert_eq!(
+            py_repr(&py(r#"{"b": 1, "a": {"d": 2, "c": 3}}"#)),
+            "{'b': 1, 'a': {'d': 2, 'c': 3}}"
+        );
+        assert_eq!(
+            py_repr(&py(r#"{"a": 1, "b": 2, "a": 3}"#)),
+            "{'a': 3, 'b': 2}"
+        );
+        // serde_json's map sorts keys.
+        assert_eq!(
+            py_repr(&PyValue::from_json(&json!({"b": 1, "a": 2}))),
+            "{'a': 2, 'b': 1}"
+        );
+    }
+
+    #[test]
+    fn python_repr_and_str() {
+        assert_eq!(
+            py_repr(&py(
+                r#"[null, true, 1.0, "it's", "a\"b", "x\ny", "\u00e9\u00a0"]"#
+            )),
+            r#"[None, True, 1.0, "it's", 'a"b', 'x\ny', 'é\xa0']"#
+        );
+        assert_eq!(py_str(&py(r#""plain""#)), "plain");
+        assert_eq!(py_str(&py("0.30000000000000004")), "0.30000000000000004");
+        assert_eq!(py_str_repr("both ' and \""), r#"'both \' and "'"#);
+    }
+
+    #[test]
+    fn python_float_repr() {
+        let cases = [
+            (1.0, "1.0"),
+            (-0.0, "-0.0"),
+            (0.1, "0.1"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (123.456, "123.456"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e22, "1e+22"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (f64::INFINITY, "inf"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(py_float_repr(f), want, "{f:e}");
+        }
+    }
+
+    #[test]
+    fn python_json_dumps() {
+        let v = py(r#"{"b": [1, 1.0, true, null], "a": {"é": "\u2603\ud83d\ude00\n"}}"#);
+        let sorted = DumpsOptions {
+            sort_keys: true,
+            ..DumpsOptions::default()
+        };
+        assert_eq!(
+            py_json_dumps(&v, sorted),
+            r#"{"a": {"\u00e9": "\u2603\ud83d\ude00\n"}, "b": [1, 1.0, true, null]}"#
+        );
+        let pretty = DumpsOptions {
+            indent: Some(2),
+            keep_unicode: true,
+            ..DumpsOptions::default()
+        };
+        assert_eq!(
+            py_json_dumps(&py(r#"{"k": [1, {}], "e": []}"#), pretty),
+            "{\n  \"k\": [\n    1,\n    {}\n  ],\n  \"e\": []\n}"
+        );
     }
 }

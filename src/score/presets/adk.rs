@@ -37,7 +37,11 @@ pub(super) fn build(
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
     let &(name, match_type) = MODES.iter().find(|(n, _)| *n == name)?;
     Some(threshold(name, opts, 1.0).map(|threshold| {
-        Box::new(Adk { name, match_type, threshold }) as Box<dyn Metric>
+        Box::new(Adk {
+            name,
+            match_type,
+            threshold,
+        }) as Box<dyn Metric>
     }))
 }
 
@@ -99,7 +103,13 @@ impl Metric for Adk {
 }
 
 fn fn_calls(calls: &[Call]) -> Vec<FnCall<'_>> {
-    calls.iter().map(|c| FnCall { name: &c.name, args: py_args(c) }).collect()
+    calls
+        .iter()
+        .map(|c| FnCall {
+            name: &c.name,
+            args: py_args(c),
+        })
+        .collect()
 }
 
 /// Expected calls appear in `actual` in order, other calls in between allowed
@@ -117,13 +127,15 @@ fn in_order(actual: &[FnCall], expected: &[FnCall]) -> bool {
 /// Every expected call matched by a distinct actual call (first fit).
 fn any_order(actual: &[FnCall], expected: &[FnCall]) -> bool {
     let mut used = vec![false; actual.len()];
-    expected.iter().all(|e| match (0..actual.len()).find(|&i| !used[i] && actual[i].equals(e)) {
-        Some(i) => {
-            used[i] = true;
-            true
-        }
-        None => false,
-    })
+    expected.iter().all(
+        |e| match (0..actual.len()).find(|&i| !used[i] && actual[i].equals(e)) {
+            Some(i) => {
+                used[i] = true;
+                true
+            }
+            None => false,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -132,7 +144,9 @@ mod tests {
     use serde_json::json;
 
     fn metric(name: &str) -> Box<dyn Metric> {
-        build(name, &MetricOptions::default()).and_then(Result::ok).expect("preset")
+        build(name, &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset")
     }
     fn a(name: &str, args: serde_json::Value) -> Call {
         Call::new(name, Some(args))
@@ -154,7 +168,10 @@ mod tests {
             (&wrong, [0.0, 0.0, 0.0]),
         ];
         for (called, want) in rows {
-            for (m, w) in ["adk.exact", "adk.in_order", "adk.any_order"].iter().zip(want) {
+            for (m, w) in ["adk.exact", "adk.in_order", "adk.any_order"]
+                .iter()
+                .zip(want)
+            {
                 assert_eq!(metric(m).score(called, &expected).score, Some(w), "{m}");
             }
         }
@@ -163,10 +180,23 @@ mod tests {
     #[test]
     fn empty_expected_and_absent_args() {
         let n = |s: &str| Call::new(s, None);
-        assert_eq!(metric("adk.in_order").score(&[n("a")], &[]).score, Some(1.0));
+        assert_eq!(
+            metric("adk.in_order").score(&[n("a")], &[]).score,
+            Some(1.0)
+        );
         assert_eq!(metric("adk.exact").score(&[n("a")], &[]).score, Some(0.0));
         assert_eq!(metric("adk.exact").score(&[], &[]).score, Some(1.0));
-        assert_eq!(metric("adk.any_order").score(&[a("p", json!({}))], &[n("p")]).score, Some(0.0));
-        assert_eq!(metric("adk.any_order").score(&[a("p", json!({"n": 1.0}))], &[a("p", json!({"n": 1}))]).score, Some(1.0));
+        assert_eq!(
+            metric("adk.any_order")
+                .score(&[a("p", json!({}))], &[n("p")])
+                .score,
+            Some(0.0)
+        );
+        assert_eq!(
+            metric("adk.any_order")
+                .score(&[a("p", json!({"n": 1.0}))], &[a("p", json!({"n": 1}))])
+                .score,
+            Some(1.0)
+        );
     }
 }

@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use super::common::py_args;
+use super::common::dict_args;
 use crate::score::value::{py_eq, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
@@ -40,22 +40,86 @@ enum ArgsMode {
 }
 
 const MODES: &[(&str, Trajectory, ArgsMode)] = &[
-    ("agentevals.strict.args_exact", Trajectory::Strict, ArgsMode::Exact),
-    ("agentevals.strict.args_ignore", Trajectory::Strict, ArgsMode::Ignore),
-    ("agentevals.strict.args_subset", Trajectory::Strict, ArgsMode::Subset),
-    ("agentevals.strict.args_superset", Trajectory::Strict, ArgsMode::Superset),
-    ("agentevals.unordered.args_exact", Trajectory::Unordered, ArgsMode::Exact),
-    ("agentevals.unordered.args_ignore", Trajectory::Unordered, ArgsMode::Ignore),
-    ("agentevals.unordered.args_subset", Trajectory::Unordered, ArgsMode::Subset),
-    ("agentevals.unordered.args_superset", Trajectory::Unordered, ArgsMode::Superset),
-    ("agentevals.subset.args_exact", Trajectory::Subset, ArgsMode::Exact),
-    ("agentevals.subset.args_ignore", Trajectory::Subset, ArgsMode::Ignore),
-    ("agentevals.subset.args_subset", Trajectory::Subset, ArgsMode::Subset),
-    ("agentevals.subset.args_superset", Trajectory::Subset, ArgsMode::Superset),
-    ("agentevals.superset.args_exact", Trajectory::Superset, ArgsMode::Exact),
-    ("agentevals.superset.args_ignore", Trajectory::Superset, ArgsMode::Ignore),
-    ("agentevals.superset.args_subset", Trajectory::Superset, ArgsMode::Subset),
-    ("agentevals.superset.args_superset", Trajectory::Superset, ArgsMode::Superset),
+    (
+        "agentevals.strict.args_exact",
+        Trajectory::Strict,
+        ArgsMode::Exact,
+    ),
+    (
+        "agentevals.strict.args_ignore",
+        Trajectory::Strict,
+        ArgsMode::Ignore,
+    ),
+    (
+        "agentevals.strict.args_subset",
+        Trajectory::Strict,
+        ArgsMode::Subset,
+    ),
+    (
+        "agentevals.strict.args_superset",
+        Trajectory::Strict,
+        ArgsMode::Superset,
+    ),
+    (
+        "agentevals.unordered.args_exact",
+        Trajectory::Unordered,
+        ArgsMode::Exact,
+    ),
+    (
+        "agentevals.unordered.args_ignore",
+        Trajectory::Unordered,
+        ArgsMode::Ignore,
+    ),
+    (
+        "agentevals.unordered.args_subset",
+        Trajectory::Unordered,
+        ArgsMode::Subset,
+    ),
+    (
+        "agentevals.unordered.args_superset",
+        Trajectory::Unordered,
+        ArgsMode::Superset,
+    ),
+    (
+        "agentevals.subset.args_exact",
+        Trajectory::Subset,
+        ArgsMode::Exact,
+    ),
+    (
+        "agentevals.subset.args_ignore",
+        Trajectory::Subset,
+        ArgsMode::Ignore,
+    ),
+    (
+        "agentevals.subset.args_subset",
+        Trajectory::Subset,
+        ArgsMode::Subset,
+    ),
+    (
+        "agentevals.subset.args_superset",
+        Trajectory::Subset,
+        ArgsMode::Superset,
+    ),
+    (
+        "agentevals.superset.args_exact",
+        Trajectory::Superset,
+        ArgsMode::Exact,
+    ),
+    (
+        "agentevals.superset.args_ignore",
+        Trajectory::Superset,
+        ArgsMode::Ignore,
+    ),
+    (
+        "agentevals.superset.args_subset",
+        Trajectory::Superset,
+        ArgsMode::Subset,
+    ),
+    (
+        "agentevals.superset.args_superset",
+        Trajectory::Superset,
+        ArgsMode::Superset,
+    ),
 ];
 
 pub(super) fn build(
@@ -63,7 +127,11 @@ pub(super) fn build(
     _opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
     let &(name, trajectory, args) = MODES.iter().find(|m| m.0 == name)?;
-    Some(Ok(Box::new(AgentEvals { name, trajectory, args })))
+    Some(Ok(Box::new(AgentEvals {
+        name,
+        trajectory,
+        args,
+    })))
 }
 
 struct AgentEvals {
@@ -72,18 +140,29 @@ struct AgentEvals {
     args: ArgsMode,
 }
 
-/// A tool call after `json.loads` of its `function.arguments`.
+/// A tool call after `json.loads` of its `function.arguments`. The messages
+/// go through langchain's `AIMessage`, whose `tool_calls[].args` must be a
+/// dict: absent arguments are sent as `"{}"`, anything else but an object
+/// fails validation.
 struct Tool<'a> {
     name: &'a str,
     args: Cow<'a, PyValue>,
 }
 
-fn tools(calls: &[Call]) -> Vec<Tool<'_>> {
+impl Tool<'_> {
+    fn entries(&self) -> &[(String, PyValue)] {
+        self.args.as_dict().unwrap_or(&[])
+    }
+}
+
+fn tools(calls: &[Call]) -> Result<Vec<Tool<'_>>, String> {
     calls
         .iter()
-        .map(|c| Tool {
-            name: &c.name,
-            args: py_args(c).unwrap_or(Cow::Owned(PyValue::Dict(Vec::new()))),
+        .map(|c| {
+            Ok(Tool {
+                name: &c.name,
+                args: dict_args(c, "langchain AIMessage")?,
+            })
         })
         .collect()
 }
@@ -98,94 +177,67 @@ impl Metric for AgentEvals {
     }
 
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
-        let (out, refs) = (tools(called), tools(expected));
-        let result = match self.trajectory {
-            Trajectory::Strict => self.strict(&out, &refs),
-            Trajectory::Unordered => {
-                self.superset(&out, &refs).and_then(|ok| Ok(ok && self.superset(&refs, &out)?))
-            }
-            Trajectory::Subset => self.superset(&refs, &out),
-            Trajectory::Superset => self.superset(&out, &refs),
+        let (out, refs) = match (tools(called), tools(expected)) {
+            (Ok(o), Ok(r)) => (o, r),
+            (Err(err), _) | (_, Err(err)) => return Outcome::error(err),
         };
-        let key = match self.trajectory {
-            Trajectory::Strict => "strict",
-            Trajectory::Unordered => "unordered",
-            Trajectory::Subset => "subset",
-            Trajectory::Superset => "superset",
+        let (key, ok) = match self.trajectory {
+            Trajectory::Strict => ("strict", self.strict(&out, &refs)),
+            Trajectory::Unordered => (
+                "unordered",
+                self.superset(&out, &refs) && self.superset(&refs, &out),
+            ),
+            Trajectory::Subset => ("subset", self.superset(&refs, &out)),
+            Trajectory::Superset => ("superset", self.superset(&out, &refs)),
         };
-        match result {
-            Ok(ok) => {
-                let reason = format!("trajectory_{key}_match: {}", if ok { "true" } else { "false" });
-                Outcome::scored(if ok { 1.0 } else { 0.0 }, Some(ok), reason)
-            }
-            Err(err) => Outcome::error(err),
-        }
+        let reason = format!("trajectory_{key}_match: {ok}");
+        Outcome::scored(if ok { 1.0 } else { 0.0 }, Some(ok), reason)
     }
 }
 
 impl AgentEvals {
     /// One message per call: same count, then position by position the same
     /// name and `matcher(output_args, reference_args)`.
-    fn strict(&self, out: &[Tool], refs: &[Tool]) -> Result<bool, String> {
-        if out.len() != refs.len() {
-            return Ok(false);
-        }
-        for (o, r) in out.iter().zip(refs) {
-            if o.name != r.name || !self.matcher(&o.args, &r.args)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    fn strict(&self, out: &[Tool], refs: &[Tool]) -> bool {
+        out.len() == refs.len()
+            && out
+                .iter()
+                .zip(refs)
+                .all(|(o, r)| o.name == r.name && self.matcher(o, r))
     }
 
     /// `_is_trajectory_superset(outputs, references)`: each reference call, in
     /// order, takes the first unused output call with the same name for which
     /// `matcher(output_args, reference_args)` holds.
-    fn superset(&self, outputs: &[Tool], references: &[Tool]) -> Result<bool, String> {
+    fn superset(&self, outputs: &[Tool], references: &[Tool]) -> bool {
         let mut used = vec![false; outputs.len()];
-        for r in references {
-            let mut found = false;
-            for (i, o) in outputs.iter().enumerate() {
-                if o.name != r.name || used[i] {
-                    continue;
-                }
-                if self.matcher(&o.args, &r.args)? {
-                    used[i] = true;
-                    found = true;
-                    break;
-                }
+        references.iter().all(|r| {
+            let found = (0..outputs.len())
+                .find(|&i| !used[i] && outputs[i].name == r.name && self.matcher(&outputs[i], r));
+            if let Some(i) = found {
+                used[i] = true;
             }
-            if !found {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+            found.is_some()
+        })
     }
 
-    fn matcher(&self, first: &PyValue, second: &PyValue) -> Result<bool, String> {
+    fn matcher(&self, first: &Tool, second: &Tool) -> bool {
         match self.args {
-            ArgsMode::Exact => Ok(py_eq(first, second)),
-            ArgsMode::Ignore => Ok(true),
+            ArgsMode::Exact => py_eq(&first.args, &second.args),
+            ArgsMode::Ignore => true,
             // subset: every (k, v) of `first` is in `second`.
-            ArgsMode::Subset => contains_all(second, first),
+            ArgsMode::Subset => contains_all(second.entries(), first.entries()),
             // superset: every (k, v) of `second` is in `first`.
-            ArgsMode::Superset => contains_all(first, second),
+            ArgsMode::Superset => contains_all(first.entries(), second.entries()),
         }
     }
 }
 
 /// `all(k in big and big[k] == v for k, v in small.items())` (not recursive).
-fn contains_all(big: &PyValue, small: &PyValue) -> Result<bool, String> {
-    let (Some(big), Some(small)) = (big.as_dict(), small.as_dict()) else {
-        let bad = if small.as_dict().is_none() { small } else { big };
-        return Err(format!(
-            "TypeError: tool arguments must be a JSON object for subset/superset matching, got {}",
-            bad.type_name()
-        ));
-    };
-    Ok(small
+fn contains_all(big: &[(String, PyValue)], small: &[(String, PyValue)]) -> bool {
+    small
         .iter()
-        .all(|(k, v)| big.iter().any(|(k2, w)| k == k2 && py_eq(v, w))))
+        .all(|(k, v)| big.iter().any(|(k2, w)| k == k2 && py_eq(v, w)))
 }
 
 #[cfg(test)]
@@ -194,7 +246,9 @@ mod tests {
     use serde_json::json;
 
     fn metric(name: &str) -> Box<dyn Metric> {
-        build(name, &MetricOptions::default()).and_then(Result::ok).expect("preset")
+        build(name, &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset")
     }
     fn a(name: &str, args: serde_json::Value) -> Call {
         Call::new(name, Some(args))
@@ -223,8 +277,21 @@ mod tests {
     #[test]
     fn empty_trajectories() {
         let n = |s: &str| Call::new(s, None);
-        assert_eq!(metric("agentevals.subset.args_exact").score(&[], &[n("a")]).score, Some(1.0));
-        assert_eq!(metric("agentevals.superset.args_exact").score(&[n("a")], &[]).score, Some(1.0));
-        assert_eq!(metric("agentevals.strict.args_exact").score(&[], &[]).score, Some(1.0));
+        assert_eq!(
+            metric("agentevals.subset.args_exact")
+                .score(&[], &[n("a")])
+                .score,
+            Some(1.0)
+        );
+        assert_eq!(
+            metric("agentevals.superset.args_exact")
+                .score(&[n("a")], &[])
+                .score,
+            Some(1.0)
+        );
+        assert_eq!(
+            metric("agentevals.strict.args_exact").score(&[], &[]).score,
+            Some(1.0)
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::score::value::{py_str_repr, PyValue};
+use crate::score::value::{push_str_repr, PyValue};
 use crate::score::{Call, MetricOptions, ScoreError};
 
 /// The call's arguments as Python sees them (key order kept when known).
@@ -45,8 +45,17 @@ fn validation_error(library: &str, tool: &str, v: &PyValue) -> String {
 
 /// Python `repr()` of a list of strings: `['a', 'b']`.
 pub(super) fn py_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
-    let parts: Vec<String> = items.into_iter().map(py_str_repr).collect();
-    format!("[{}]", parts.join(", "))
+    let items = items.into_iter();
+    let mut out = String::with_capacity(2 + 8 * items.size_hint().0);
+    out.push('[');
+    for (n, item) in items.enumerate() {
+        if n > 0 {
+            out.push_str(", ");
+        }
+        push_str_repr(&mut out, item);
+    }
+    out.push(']');
+    out
 }
 
 /// Python `repr()` of the names of `calls`.
@@ -55,11 +64,7 @@ pub(super) fn names_list(calls: &[Call]) -> String {
 }
 
 /// The threshold to judge `pass` by: the override if given, else the default.
-pub(super) fn threshold(
-    name: &str,
-    opts: &MetricOptions,
-    default: f64,
-) -> Result<f64, ScoreError> {
+pub(super) fn threshold(name: &str, opts: &MetricOptions, default: f64) -> Result<f64, ScoreError> {
     match opts.threshold {
         Some(t) if !t.is_finite() => Err(ScoreError::BadOption {
             metric: name.to_string(),

@@ -16,7 +16,7 @@ use super::common::{names_list, threshold};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "cubeo";
-pub const VERSION: &str = "docs (LLM-judged, approximated)";
+pub const VERSION: &str = "docs (approx.)";
 
 pub(super) fn build(
     name: &str,
@@ -26,7 +26,10 @@ pub(super) fn build(
         return None;
     }
     let strict = opts.strict.unwrap_or(false);
-    Some(threshold(name, opts, 0.8).map(|threshold| Box::new(Cubeo { threshold, strict }) as Box<dyn Metric>))
+    Some(
+        threshold(name, opts, 0.8)
+            .map(|threshold| Box::new(Cubeo { threshold, strict }) as Box<dyn Metric>),
+    )
 }
 
 struct Cubeo {
@@ -53,7 +56,11 @@ impl Metric for Cubeo {
             }
         }
         let total = expected.len() + called.len();
-        let raw = if total == 0 { 1.0 } else { 2.0 * matched as f64 / total as f64 };
+        let raw = if total == 0 {
+            1.0
+        } else {
+            2.0 * matched as f64 / total as f64
+        };
         let score = match (self.strict, raw >= self.threshold) {
             (false, _) => raw,
             (true, true) => 1.0,
@@ -80,14 +87,33 @@ mod tests {
 
     #[test]
     fn penalizes_missing_and_extra_and_strict_rounds() {
-        let m = build("cubeo", &MetricOptions::default()).and_then(Result::ok).expect("preset");
-        assert_eq!(m.score(&calls(&["a", "b"]), &calls(&["a", "b"])).score, Some(1.0));
+        let m = build("cubeo", &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset");
+        assert_eq!(
+            m.score(&calls(&["a", "b"]), &calls(&["a", "b"])).score,
+            Some(1.0)
+        );
         let o = m.score(&calls(&["a", "b", "c"]), &calls(&["a", "b"]));
         assert_eq!((o.score, o.pass), (Some(0.8), Some(true)));
-        assert_eq!(m.score(&calls(&["a"]), &calls(&["a", "b"])).score, Some(2.0 / 3.0));
-        let strict = MetricOptions { threshold: None, strict: Some(true) };
-        let m = build("cubeo", &strict).and_then(Result::ok).expect("preset");
-        assert_eq!(m.score(&calls(&["a", "b", "c"]), &calls(&["a", "b"])).score, Some(1.0));
-        assert_eq!(m.score(&calls(&["a"]), &calls(&["a", "b"])).score, Some(0.0));
+        assert_eq!(
+            m.score(&calls(&["a"]), &calls(&["a", "b"])).score,
+            Some(2.0 / 3.0)
+        );
+        let strict = MetricOptions {
+            threshold: None,
+            strict: Some(true),
+        };
+        let m = build("cubeo", &strict)
+            .and_then(Result::ok)
+            .expect("preset");
+        assert_eq!(
+            m.score(&calls(&["a", "b", "c"]), &calls(&["a", "b"])).score,
+            Some(1.0)
+        );
+        assert_eq!(
+            m.score(&calls(&["a"]), &calls(&["a", "b"])).score,
+            Some(0.0)
+        );
     }
 }

@@ -23,8 +23,7 @@ pub const LIBRARY: &str = "deepeval";
 pub const VERSION: &str = "4.3.1";
 
 const NONE_KEYS: &str = "AttributeError: 'NoneType' object has no attribute 'keys'";
-const SELECTION_REASON: &str =
-    "No available tools were provided to assess tool selection criteria";
+const SELECTION_REASON: &str = "No available tools were provided to assess tool selection criteria";
 
 #[derive(Clone, Copy)]
 struct Mode {
@@ -35,7 +34,12 @@ struct Mode {
 }
 
 const fn mode(exact: bool, ordering: bool, input_params: bool, strict: bool) -> Mode {
-    Mode { exact, ordering, input_params, strict }
+    Mode {
+        exact,
+        ordering,
+        input_params,
+        strict,
+    }
 }
 
 const MODES: &[(&str, Mode)] = &[
@@ -45,9 +49,18 @@ const MODES: &[(&str, Mode)] = &[
     ("deepeval.exact_ordering", mode(true, true, false, false)),
     ("deepeval.strict", mode(false, false, false, true)),
     ("deepeval.input_params", mode(false, false, true, false)),
-    ("deepeval.input_params_exact", mode(true, false, true, false)),
-    ("deepeval.input_params_ordering", mode(false, true, true, false)),
-    ("deepeval.input_params_strict", mode(false, false, true, true)),
+    (
+        "deepeval.input_params_exact",
+        mode(true, false, true, false),
+    ),
+    (
+        "deepeval.input_params_ordering",
+        mode(false, true, true, false),
+    ),
+    (
+        "deepeval.input_params_strict",
+        mode(false, false, true, true),
+    ),
 ];
 
 pub(super) fn build(
@@ -63,7 +76,11 @@ pub(super) fn build(
         Ok(t) => t,
         Err(e) => return Some(Err(e)),
     };
-    Some(Ok(Box::new(DeepEval { name, mode, threshold })))
+    Some(Ok(Box::new(DeepEval {
+        name,
+        mode,
+        threshold,
+    })))
 }
 
 struct DeepEval {
@@ -100,7 +117,12 @@ fn params_eq(a: Option<&PyValue>, b: Option<&PyValue>) -> bool {
 fn tools(calls: &[Call]) -> Result<Vec<Tool<'_>>, String> {
     calls
         .iter()
-        .map(|c| Ok(Tool { name: &c.name, params: optional_dict_args(c, LIBRARY)? }))
+        .map(|c| {
+            Ok(Tool {
+                name: &c.name,
+                params: optional_dict_args(c, LIBRARY)?,
+            })
+        })
         .collect()
 }
 
@@ -121,7 +143,11 @@ impl Metric for DeepEval {
         let params = self.mode.input_params;
         let (raw, reason) = if self.mode.exact {
             let s = exact_score(&e, &c, params);
-            let verdict = if s == 1.0 { "Exact match" } else { "Not an exact match" };
+            let verdict = if s == 1.0 {
+                "Exact match"
+            } else {
+                "Not an exact match"
+            };
             let reason = format!(
                 "{verdict}: expected {}, called {}. See details above.",
                 names_list(expected),
@@ -148,11 +174,19 @@ impl Metric for DeepEval {
                 Err(err) => return Outcome::error(err),
             }
         };
-        let score = if self.mode.strict && raw < self.threshold { 0.0 } else { raw };
-        let reason = format!(
-            "[\n\t Tool Calling Reason: {reason}\n\t Tool Selection Reason: {SELECTION_REASON}\n]\n"
-        );
-        Outcome::scored(score, Some(score >= self.threshold), reason)
+        let score = if self.mode.strict && raw < self.threshold {
+            0.0
+        } else {
+            raw
+        };
+        // The library wraps its reason with the (LLM-free) tool-selection part.
+        let mut wrapped = String::with_capacity(reason.len() + SELECTION_REASON.len() + 52);
+        wrapped.push_str("[\n\t Tool Calling Reason: ");
+        wrapped.push_str(&reason);
+        wrapped.push_str("\n\t Tool Selection Reason: ");
+        wrapped.push_str(SELECTION_REASON);
+        wrapped.push_str("\n]\n");
+        Outcome::scored(score, Some(score >= self.threshold), wrapped)
     }
 }
 
@@ -177,13 +211,17 @@ fn exact_score(e: &[Tool], c: &[Tool], params: bool) -> f64 {
 /// yet "matched"; the first strictly better one wins. Matched tools form a
 /// set of *values*, so an identical second call counts as already used.
 fn default_score(e: &[Tool], c: &[Tool], params: bool) -> Result<f64, &'static str> {
+    // Called tools equal by value share a class; "already matched" is per class.
+    let class: Vec<usize> = (0..c.len())
+        .map(|j| (0..j).find(|&k| same_tool(&c[k], &c[j])).unwrap_or(j))
+        .collect();
+    let mut matched = vec![false; c.len()];
     let mut total = 0.0;
-    let mut matched: Vec<usize> = Vec::new();
     for et in e {
         let mut best = 0.0;
         let mut best_c = None;
         for (j, ct) in c.iter().enumerate() {
-            if matched.iter().any(|&m| same_tool(&c[m], ct)) {
+            if matched[class[j]] {
                 continue;
             }
             if et.name == ct.name {
@@ -197,9 +235,9 @@ fn default_score(e: &[Tool], c: &[Tool], params: bool) -> Result<f64, &'static s
                 }
             }
         }
-        if best > 0.0 {
+        if let (true, Some(j)) = (best > 0.0, best_c) {
             total += best;
-            matched.extend(best_c);
+            matched[class[j]] = true;
         }
     }
     Ok(if e.is_empty() && c.is_empty() {
@@ -275,7 +313,10 @@ fn compare_dict_values(a: &PyValue, b: &PyValue) -> f64 {
     let (Some(x), Some(y)) = (a.as_dict(), b.as_dict()) else {
         return 0.0;
     };
-    let union = x.len() + y.iter().filter(|(k, _)| !x.iter().any(|(k2, _)| k == k2)).count();
+    let union = x.len()
+        + y.iter()
+            .filter(|(k, _)| !x.iter().any(|(k2, _)| k == k2))
+            .count();
     let n = union as f64;
     let mut s = 0.0;
     for (k, v) in x {
@@ -300,7 +341,10 @@ fn default_reason(s: f64, e: &[Tool], c: &[Tool], expected: &[Call], called: &[C
     }
     // deepeval lists `set(expected) - set(called)` by value, which can be
     // empty below 1.0 when duplicates were involved.
-    let missing: Vec<&Tool> = e.iter().filter(|et| !c.iter().any(|ct| same_tool(et, ct))).collect();
+    let missing: Vec<&Tool> = e
+        .iter()
+        .filter(|et| !c.iter().any(|ct| same_tool(et, ct)))
+        .collect();
     let missing = dedup_by(&missing, |a, b| same_tool(a, b));
     let reprs: Vec<String> = missing.iter().map(|t| tool_repr(t)).collect();
     format!(
@@ -325,10 +369,18 @@ fn ordering_reason(
             names_list(expected)
         );
     }
-    let expected_names: Vec<&str> = dedup_by(&e.iter().map(|t| t.name).collect::<Vec<_>>(), |a, b| a == b);
-    let missing = expected_names.iter().copied().filter(|n| !c.iter().any(|t| t.name == *n));
-    let out_of_order = expected_names.iter().copied().filter(|n| !lcs.iter().any(|t| t.name == *n));
-    let (missing, out_of_order): (Vec<&str>, Vec<&str>) = (missing.collect(), out_of_order.collect());
+    let expected_names: Vec<&str> =
+        dedup_by(&e.iter().map(|t| t.name).collect::<Vec<_>>(), |a, b| a == b);
+    let missing = expected_names
+        .iter()
+        .copied()
+        .filter(|n| !c.iter().any(|t| t.name == *n));
+    let out_of_order = expected_names
+        .iter()
+        .copied()
+        .filter(|n| !lcs.iter().any(|t| t.name == *n));
+    let (missing, out_of_order): (Vec<&str>, Vec<&str>) =
+        (missing.collect(), out_of_order.collect());
     let mut issues = Vec::new();
     if !missing.is_empty() {
         issues.push(format!("missing tools {}", py_list(missing)));
@@ -346,7 +398,11 @@ fn ordering_reason(
 
 /// deepeval's multi-line `ToolCall` repr (empty fields left out).
 fn tool_repr(t: &Tool) -> String {
-    let opts = DumpsOptions { indent: Some(4), keep_unicode: true, ..DumpsOptions::default() };
+    let opts = DumpsOptions {
+        indent: Some(4),
+        keep_unicode: true,
+        ..DumpsOptions::default()
+    };
     let mut out = format!(
         "ToolCall(\n    name={},\n    type=\"FUNCTION\"",
         py_json_dumps(&PyValue::Str(t.name.to_string()), opts)
@@ -365,7 +421,9 @@ mod tests {
     use serde_json::json;
 
     fn metric(name: &str) -> Box<dyn Metric> {
-        build(name, &MetricOptions::default()).and_then(Result::ok).expect("preset")
+        build(name, &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset")
     }
     fn n(name: &str) -> Call {
         Call::new(name, None)
@@ -381,14 +439,25 @@ mod tests {
         assert_eq!(o.score, Some(0.5));
         assert!(o.reason.contains("missing tools []"));
         // The ordering mode has no such bug.
-        assert_eq!(metric("deepeval.ordering").score(&[n("a"), n("a")], &[n("a"), n("a")]).score, Some(1.0));
+        assert_eq!(
+            metric("deepeval.ordering")
+                .score(&[n("a"), n("a")], &[n("a"), n("a")])
+                .score,
+            Some(1.0)
+        );
     }
 
     #[test]
     fn greedy_first_strictly_better_match() {
         let m = metric("deepeval.input_params");
-        let called = [a("f", json!({"a": 1, "b": 2, "c": 3})), a("f", json!({"a": 1}))];
-        let expected = [a("f", json!({"a": 1, "b": 2})), a("f", json!({"a": 1, "b": 2, "c": 3}))];
+        let called = [
+            a("f", json!({"a": 1, "b": 2, "c": 3})),
+            a("f", json!({"a": 1})),
+        ];
+        let expected = [
+            a("f", json!({"a": 1, "b": 2})),
+            a("f", json!({"a": 1, "b": 2, "c": 3})),
+        ];
         assert_eq!(m.score(&called, &expected).score, Some(0.5));
     }
 
@@ -399,18 +468,32 @@ mod tests {
         let o = metric("deepeval.input_params").score(&called, &expected);
         assert_eq!(o.error.as_deref(), Some(NONE_KEYS));
         assert_eq!(o.score, None);
-        assert_eq!(metric("deepeval.input_params_exact").score(&called, &expected).score, Some(0.0));
+        assert_eq!(
+            metric("deepeval.input_params_exact")
+                .score(&called, &expected)
+                .score,
+            Some(0.0)
+        );
         // Without INPUT_PARAMETERS the arguments are never looked at.
-        assert_eq!(metric("deepeval.default").score(&called, &expected).score, Some(1.0));
+        assert_eq!(
+            metric("deepeval.default").score(&called, &expected).score,
+            Some(1.0)
+        );
     }
 
     #[test]
     fn partial_argument_credit_and_python_equality() {
         let m = metric("deepeval.input_params");
-        let o = m.score(&[a("f", json!({"a": 1, "b": 2, "c": 3}))], &[a("f", json!({"a": 1, "b": 9, "d": 4}))]);
+        let o = m.score(
+            &[a("f", json!({"a": 1, "b": 2, "c": 3}))],
+            &[a("f", json!({"a": 1, "b": 9, "d": 4}))],
+        );
         assert_eq!(o.score, Some(0.25));
         assert_eq!(o.pass, Some(false));
-        let o = m.score(&[a("s", json!({"n": 1, "t": true}))], &[a("s", json!({"n": 1.0, "t": 1}))]);
+        let o = m.score(
+            &[a("s", json!({"n": 1, "t": true}))],
+            &[a("s", json!({"n": 1.0, "t": 1}))],
+        );
         assert_eq!(o.score, Some(1.0));
     }
 
@@ -426,10 +509,18 @@ mod tests {
     fn strict_mode_zeroes_below_one_and_options_override() {
         let o = metric("deepeval.strict").score(&[n("a")], &[n("a"), n("b")]);
         assert_eq!((o.score, o.pass), (Some(0.0), Some(false)));
-        let opts = MetricOptions { threshold: Some(0.6), strict: Some(false) };
-        let m = build("deepeval.strict", &opts).and_then(Result::ok).expect("preset");
+        let opts = MetricOptions {
+            threshold: Some(0.6),
+            strict: Some(false),
+        };
+        let m = build("deepeval.strict", &opts)
+            .and_then(Result::ok)
+            .expect("preset");
         let o = m.score(&[n("a")], &[n("a"), n("b")]);
-        assert_eq!((o.score, o.pass, m.threshold()), (Some(0.5), Some(false), Some(0.6)));
+        assert_eq!(
+            (o.score, o.pass, m.threshold()),
+            (Some(0.5), Some(false), Some(0.6))
+        );
     }
 
     #[test]

@@ -34,7 +34,11 @@ pub(super) fn build(
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
     let &(name, mode) = MODES.iter().find(|(n, _)| *n == name)?;
     Some(threshold(name, opts, 0.5).map(|threshold| {
-        Box::new(EvalLib { name, mode, threshold }) as Box<dyn Metric>
+        Box::new(EvalLib {
+            name,
+            mode,
+            threshold,
+        }) as Box<dyn Metric>
     }))
 }
 
@@ -59,13 +63,30 @@ impl Metric for EvalLib {
         let (score, reason) = match self.mode {
             Mode::Exact => {
                 if c == e {
-                    (1.0, format!("Exact match: all expected tools {} were called exactly.", names_list(expected)))
+                    (
+                        1.0,
+                        format!(
+                            "Exact match: all expected tools {} were called exactly.",
+                            names_list(expected)
+                        ),
+                    )
                 } else {
-                    (0.0, format!("Mismatch: expected {}, called {}.", names_list(expected), names_list(called)))
+                    (
+                        0.0,
+                        format!(
+                            "Mismatch: expected {}, called {}.",
+                            names_list(expected),
+                            names_list(called)
+                        ),
+                    )
                 }
             }
             Mode::Ordering => {
-                let score = if e.is_empty() { 1.0 } else { lcs_len(&e, &c) as f64 / e.len() as f64 };
+                let score = if e.is_empty() {
+                    1.0
+                } else {
+                    lcs_len(&e, &c) as f64 / e.len() as f64
+                };
                 let reason = if score == 1.0 {
                     "Correct tool usage and order.".to_string()
                 } else {
@@ -86,7 +107,11 @@ impl Metric for EvalLib {
                         matches += 1;
                     }
                 }
-                let score = if e.is_empty() { 1.0 } else { matches as f64 / e.len() as f64 };
+                let score = if e.is_empty() {
+                    1.0
+                } else {
+                    matches as f64 / e.len() as f64
+                };
                 let missing: Vec<&str> = e.iter().copied().filter(|n| !c.contains(n)).collect();
                 let missing = dedup_by(&missing, |a, b| a == b);
                 let reason = if missing.is_empty() {
@@ -112,7 +137,11 @@ fn lcs_len(a: &[&str], b: &[&str]) -> usize {
     let mut cur = vec![0usize; b.len() + 1];
     for x in a {
         for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y { prev[j] + 1 } else { cur[j].max(prev[j + 1]) };
+            cur[j + 1] = if x == y {
+                prev[j] + 1
+            } else {
+                cur[j].max(prev[j + 1])
+            };
         }
         std::mem::swap(&mut prev, &mut cur);
     }
@@ -124,7 +153,9 @@ mod tests {
     use super::*;
 
     fn metric(name: &str) -> Box<dyn Metric> {
-        build(name, &MetricOptions::default()).and_then(Result::ok).expect("preset")
+        build(name, &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset")
     }
     fn calls(names: &[&str]) -> Vec<Call> {
         names.iter().map(|n| Call::new(*n, None)).collect()
@@ -133,14 +164,24 @@ mod tests {
     #[test]
     fn nothing_expected_scores_one_except_exact() {
         let called = calls(&["search"]);
-        assert_eq!(metric("eval_lib.default").score(&called, &[]).score, Some(1.0));
-        assert_eq!(metric("eval_lib.ordering").score(&called, &[]).score, Some(1.0));
-        assert_eq!(metric("eval_lib.exact").score(&called, &[]).score, Some(0.0));
+        assert_eq!(
+            metric("eval_lib.default").score(&called, &[]).score,
+            Some(1.0)
+        );
+        assert_eq!(
+            metric("eval_lib.ordering").score(&called, &[]).score,
+            Some(1.0)
+        );
+        assert_eq!(
+            metric("eval_lib.exact").score(&called, &[]).score,
+            Some(0.0)
+        );
     }
 
     #[test]
     fn unweighted_lcs_and_multiset_default() {
-        let o = metric("eval_lib.ordering").score(&calls(&["a", "b", "a", "b"]), &calls(&["a", "a", "b", "b"]));
+        let o = metric("eval_lib.ordering")
+            .score(&calls(&["a", "b", "a", "b"]), &calls(&["a", "a", "b", "b"]));
         assert_eq!(o.score, Some(0.75));
         let o = metric("eval_lib.default").score(&calls(&["a"]), &calls(&["a", "a"]));
         assert_eq!(o.score, Some(0.5));

@@ -18,7 +18,7 @@ use crate::score::normalize::normalize_tool_name;
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "galtea";
-pub const VERSION: &str = "5.12.0 (platform, approximated)";
+pub const VERSION: &str = "5.12.0 (approx.)";
 
 pub(super) fn build(
     name: &str,
@@ -27,7 +27,10 @@ pub(super) fn build(
     if name != "galtea" {
         return None;
     }
-    Some(threshold(name, opts, 1.0).map(|threshold| Box::new(Galtea { threshold }) as Box<dyn Metric>))
+    Some(
+        threshold(name, opts, 1.0)
+            .map(|threshold| Box::new(Galtea { threshold }) as Box<dyn Metric>),
+    )
 }
 
 struct Galtea {
@@ -53,11 +56,26 @@ impl Metric for Galtea {
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
         let used = name_set(called);
         let want = name_set(expected);
-        let missing: Vec<&str> = want.iter().filter(|n| !used.contains(n)).map(String::as_str).collect();
-        let extra: Vec<&str> = used.iter().filter(|n| !want.contains(n)).map(String::as_str).collect();
-        let score = if missing.is_empty() && extra.is_empty() { 1.0 } else { 0.0 };
+        let missing: Vec<&str> = want
+            .iter()
+            .filter(|n| !used.contains(n))
+            .map(String::as_str)
+            .collect();
+        let extra: Vec<&str> = used
+            .iter()
+            .filter(|n| !want.contains(n))
+            .map(String::as_str)
+            .collect();
+        let score = if missing.is_empty() && extra.is_empty() {
+            1.0
+        } else {
+            0.0
+        };
         let reason = if score == 1.0 {
-            format!("Normalized tool sets are equal: {}", py_list(want.iter().map(String::as_str)))
+            format!(
+                "Normalized tool sets are equal: {}",
+                py_list(want.iter().map(String::as_str))
+            )
         } else {
             format!(
                 "Normalized tool sets differ: missing {}, unexpected {}; expected {}, called {}",
@@ -81,9 +99,17 @@ mod tests {
 
     #[test]
     fn normalized_set_equality() {
-        let m = build("galtea", &MetricOptions::default()).and_then(Result::ok).expect("preset");
+        let m = build("galtea", &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset");
         let s = |c: &[&str], e: &[&str]| m.score(&calls(c), &calls(e)).score;
-        assert_eq!(s(&["functions.Search", "mcp__srv__web-fetch", "search"], &["web_fetch", "search"]), Some(1.0));
+        assert_eq!(
+            s(
+                &["functions.Search", "mcp__srv__web-fetch", "search"],
+                &["web_fetch", "search"]
+            ),
+            Some(1.0)
+        );
         assert_eq!(s(&["search", "log"], &["search"]), Some(0.0));
         assert_eq!(s(&["search"], &["search", "fmt"]), Some(0.0));
         assert_eq!(s(&[], &[]), Some(1.0));

@@ -19,7 +19,9 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, py_args};
-use crate::score::value::{py_eq, py_json_dumps, py_repr, py_str, py_str_repr, DumpsOptions, PyValue};
+use crate::score::value::{
+    py_eq, py_json_dumps, py_repr, py_str, py_str_repr, DumpsOptions, PyValue,
+};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "mlflow";
@@ -41,7 +43,11 @@ pub(super) fn build(
     _opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
     let &(name, ordered, names_only) = MODES.iter().find(|(n, _, _)| *n == name)?;
-    Some(Ok(Box::new(Mlflow { name, ordered, names_only })))
+    Some(Ok(Box::new(Mlflow {
+        name,
+        ordered,
+        names_only,
+    })))
 }
 
 struct Mlflow {
@@ -51,8 +57,7 @@ struct Mlflow {
     names_only: bool,
 }
 
-/// An mlflow `FunctionCall`: the name may come from the span inputs and so is
-/// any JSON value in principle.
+/// An mlflow `FunctionCall`: the name (from the span inputs) may be None.
 struct FnCall<'a> {
     name: Cow<'a, PyValue>,
     arguments: Option<Cow<'a, PyValue>>,
@@ -69,9 +74,7 @@ impl Metric for Mlflow {
 
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
         match self.evaluate(called, expected) {
-            Ok((yes, reason)) => {
-                Outcome::scored(if yes { 1.0 } else { 0.0 }, Some(yes), reason)
-            }
+            Ok((yes, reason)) => Outcome::scored(if yes { 1.0 } else { 0.0 }, Some(yes), reason),
             Err(err) => Outcome::error(err),
         }
     }
@@ -79,10 +82,11 @@ impl Metric for Mlflow {
 
 impl Mlflow {
     fn evaluate(&self, called: &[Call], expected: &[Call]) -> Result<(bool, String), String> {
-        // `parse_tool_call_expectations` returns None for an empty list.
-        if expected.is_empty() {
-            return Err(NO_EXPECTATIONS.to_string());
-        }
+        // Same order as the scorer: the trace's calls, then the expectations.
+        let actual = called
+            .iter()
+            .map(from_span)
+            .collect::<Result<Vec<_>, String>>()?;
         let expected = expected
             .iter()
             .map(|e| {
@@ -92,10 +96,16 @@ impl Mlflow {
                         return Err(invalid_arguments(a));
                     }
                 }
-                Ok(FnCall { name: Cow::Owned(PyValue::Str(e.name.clone())), arguments })
+                Ok(FnCall {
+                    name: Cow::Owned(PyValue::Str(e.name.clone())),
+                    arguments,
+                })
             })
             .collect::<Result<Vec<_>, String>>()?;
-        let actual: Vec<FnCall> = called.iter().map(from_span).collect();
+        // `parse_tool_call_expectations` returns None for an empty list.
+        if expected.is_empty() {
+            return Err(NO_EXPECTATIONS.to_string());
+        }
 
         let include_arguments = expected.iter().all(|e| e.arguments.is_some());
         if actual.len() != expected.len() {
@@ -123,21 +133,32 @@ impl Mlflow {
                 })
                 .collect();
             if diffs.is_empty() {
-                return Ok((true, "All tool calls match expected sequence exactly.".into()));
+                return Ok((
+                    true,
+                    "All tool calls match expected sequence exactly.".into(),
+                ));
             }
-            return Ok((false, format!("Tool calls do not match in order: {}", diffs.join("; "))));
+            return Ok((
+                false,
+                format!("Tool calls do not match in order: {}", diffs.join("; ")),
+            ));
         }
 
-        // `set(...)` needs hashable signatures.
-        if let Some(bad) = actual_sigs.iter().find(|s| matches!(s, PyValue::List(_) | PyValue::Dict(_))) {
-            return Err(format!("TypeError: unhashable type: '{}'", bad.type_name()));
-        }
         let a = dedup_by(&actual_sigs, py_eq);
         let e = dedup_by(&expected_sigs, py_eq);
-        let missing: Vec<&PyValue> = e.iter().filter(|x| !a.iter().any(|y| py_eq(x, y))).collect();
-        let unexpected: Vec<&PyValue> = a.iter().filter(|x| !e.iter().any(|y| py_eq(x, y))).collect();
+        let missing: Vec<&PyValue> = e
+            .iter()
+            .filter(|x| !a.iter().any(|y| py_eq(x, y)))
+            .collect();
+        let unexpected: Vec<&PyValue> = a
+            .iter()
+            .filter(|x| !e.iter().any(|y| py_eq(x, y)))
+            .collect();
         if missing.is_empty() && unexpected.is_empty() {
-            return Ok((true, "All expected tool calls present (order ignored).".into()));
+            return Ok((
+                true,
+                "All expected tool calls present (order ignored).".into(),
+            ));
         }
         let mut parts = Vec::new();
         if !missing.is_empty() {
@@ -152,8 +173,9 @@ impl Mlflow {
 
 /// What `extract_tools_called_from_trace` makes of a TOOL span whose inputs
 /// are the call's arguments: `name = inputs["call"]["tool_name"]` when
-/// present, `arguments = inputs or None`.
-fn from_span(c: &Call) -> FnCall<'_> {
+/// present, `arguments = inputs or None`. `FunctionCall` (pydantic) then
+/// takes a `str | None` name and `str | dict | None` arguments.
+fn from_span(c: &Call) -> Result<FnCall<'_>, String> {
     let inputs = py_args(c);
     let renamed = inputs
         .as_deref()
@@ -161,11 +183,25 @@ fn from_span(c: &Call) -> FnCall<'_> {
         .and_then(|call| call.get("tool_name"))
         .cloned();
     let name = match renamed {
-        Some(n) => Cow::Owned(n),
+        Some(n @ (PyValue::Str(_) | PyValue::None)) => Cow::Owned(n),
+        Some(other) => return Err(invalid_field("name", "a valid string", &other)),
         None => Cow::Owned(PyValue::Str(c.name.clone())),
     };
     let arguments = inputs.filter(|i| i.is_truthy());
-    FnCall { name, arguments }
+    if let Some(a) = arguments.as_deref() {
+        if !matches!(a, PyValue::Str(_) | PyValue::Dict(_)) {
+            return Err(invalid_field("arguments", "a valid string or dict", a));
+        }
+    }
+    Ok(FnCall { name, arguments })
+}
+
+fn invalid_field(field: &str, want: &str, got: &PyValue) -> String {
+    format!(
+        "ValidationError: FunctionCall.{field}: input should be {want}, \
+         got {}",
+        got.type_name()
+    )
 }
 
 /// `get_tool_call_signature`: `name(json.dumps(args, sort_keys=True))`, or the
@@ -180,8 +216,15 @@ fn signature(c: &FnCall, include_arguments: bool, sort_keys: bool) -> Result<PyV
         Some(a) if a.as_dict().is_some() => a,
         Some(a) => return Err(invalid_arguments(a)),
     };
-    let opts = DumpsOptions { sort_keys, ..DumpsOptions::default() };
-    Ok(PyValue::Str(format!("{}({})", py_str(&c.name), py_json_dumps(args, opts))))
+    let opts = DumpsOptions {
+        sort_keys,
+        ..DumpsOptions::default()
+    };
+    Ok(PyValue::Str(format!(
+        "{}({})",
+        py_str(&c.name),
+        py_json_dumps(args, opts)
+    )))
 }
 
 fn invalid_arguments(a: &PyValue) -> String {
@@ -209,7 +252,9 @@ mod tests {
     use serde_json::json;
 
     fn metric(name: &str) -> Box<dyn Metric> {
-        build(name, &MetricOptions::default()).and_then(Result::ok).expect("preset")
+        build(name, &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset")
     }
     fn n(name: &str) -> Call {
         Call::new(name, None)
@@ -227,16 +272,38 @@ mod tests {
     #[test]
     fn unordered_compares_sets_after_length() {
         let m = metric("mlflow.exact");
-        assert_eq!(m.score(&[n("a"), n("a"), n("b")], &[n("a"), n("b"), n("b")]).score, Some(1.0));
-        assert_eq!(m.score(&[n("a"), n("b"), n("c")], &[n("a"), n("b")]).score, Some(0.0));
+        assert_eq!(
+            m.score(&[n("a"), n("a"), n("b")], &[n("a"), n("b"), n("b")])
+                .score,
+            Some(1.0)
+        );
+        assert_eq!(
+            m.score(&[n("a"), n("b"), n("c")], &[n("a"), n("b")]).score,
+            Some(0.0)
+        );
     }
 
     #[test]
     fn arguments_compare_as_sorted_json_text() {
         let m = metric("mlflow.exact_ordered");
-        assert_eq!(m.score(&[a("s", json!({"n": 1}))], &[a("s", json!({"n": 1.0}))]).score, Some(0.0));
-        assert_eq!(m.score(&[a("s", json!({"f": true}))], &[a("s", json!({"f": 1}))]).score, Some(0.0));
-        assert_eq!(m.score(&[a("s", json!({"a": 1, "b": {"d": 1, "c": 2}}))], &[a("s", json!({"b": {"c": 2, "d": 1}, "a": 1}))]).score, Some(1.0));
+        assert_eq!(
+            m.score(&[a("s", json!({"n": 1}))], &[a("s", json!({"n": 1.0}))])
+                .score,
+            Some(0.0)
+        );
+        assert_eq!(
+            m.score(&[a("s", json!({"f": true}))], &[a("s", json!({"f": 1}))])
+                .score,
+            Some(0.0)
+        );
+        assert_eq!(
+            m.score(
+                &[a("s", json!({"a": 1, "b": {"d": 1, "c": 2}}))],
+                &[a("s", json!({"b": {"c": 2, "d": 1}, "a": 1}))]
+            )
+            .score,
+            Some(1.0)
+        );
         assert_eq!(m.score(&[a("p", json!({}))], &[n("p")]).score, Some(1.0));
     }
 
@@ -251,7 +318,8 @@ mod tests {
     #[test]
     fn tool_name_read_from_call_inputs() {
         let args = json!({"call": {"tool_name": "other"}});
-        let o = metric("mlflow.exact_names").score(&[a("search", args.clone())], &[a("search", args)]);
+        let o =
+            metric("mlflow.exact_names").score(&[a("search", args.clone())], &[a("search", args)]);
         assert_eq!(o.score, Some(0.0));
     }
 }

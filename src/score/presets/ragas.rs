@@ -61,7 +61,15 @@ impl Tool<'_> {
 }
 
 fn tools(calls: &[Call]) -> Result<Vec<Tool<'_>>, String> {
-    calls.iter().map(|c| Ok(Tool { name: &c.name, args: dict_args(c, LIBRARY)? })).collect()
+    calls
+        .iter()
+        .map(|c| {
+            Ok(Tool {
+                name: &c.name,
+                args: dict_args(c, LIBRARY)?,
+            })
+        })
+        .collect()
 }
 
 impl Metric for Ragas {
@@ -95,7 +103,10 @@ fn accuracy(mut pred: Vec<Tool>, mut refs: Vec<Tool>, strict_order: bool) -> (f6
         return (0.0, "No tool calls found in the user input.".into());
     }
     if refs.is_empty() {
-        return (0.0, "Reference tool calls are empty but predictions exist.".into());
+        return (
+            0.0,
+            "Reference tool calls are empty but predictions exist.".into(),
+        );
     }
     if !strict_order {
         pred = sorted_by_key(pred);
@@ -123,10 +134,20 @@ fn accuracy(mut pred: Vec<Tool>, mut refs: Vec<Tool>, strict_order: bool) -> (f6
         score *= compared as f64 / refs.len() as f64;
     }
     if aligned {
-        (score, format!("Tool call sequences align; mean argument accuracy {score}."))
+        (
+            score,
+            format!("Tool call sequences align; mean argument accuracy {score}."),
+        )
     } else {
-        let how = if pred.len() != refs.len() { "lengths differ" } else { "names differ" };
-        (0.0, format!("Tool call sequences are not aligned ({how}): score 0."))
+        let how = if pred.len() != refs.len() {
+            "lengths differ"
+        } else {
+            "names differ"
+        };
+        (
+            0.0,
+            format!("Tool call sequences are not aligned ({how}): score 0."),
+        )
     }
 }
 
@@ -151,7 +172,8 @@ fn arg_score(pred: &[(String, PyValue)], refs: &[(String, PyValue)]) -> f64 {
 
 /// Python `sorted(tools, key=_sorted_key_for_tool_call)` (stable).
 fn sorted_by_key(tools: Vec<Tool>) -> Vec<Tool> {
-    let mut keyed: Vec<(Vec<String>, Tool)> = tools.into_iter().map(|t| (sort_key(&t), t)).collect();
+    let mut keyed: Vec<(Vec<String>, Tool)> =
+        tools.into_iter().map(|t| (sort_key(&t), t)).collect();
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
     keyed.into_iter().map(|(_, t)| t).collect()
 }
@@ -173,18 +195,32 @@ fn f1(pred: &[Tool], refs: &[Tool]) -> (f64, String) {
     let same = |a: &Tool, b: &Tool| a.name == b.name && py_eq(&a.args, &b.args);
     let actual = dedup_by(pred, same);
     let expected = dedup_by(refs, same);
-    let tp = actual.iter().filter(|a| expected.iter().any(|e| same(a, e))).count();
+    let tp = actual
+        .iter()
+        .filter(|a| expected.iter().any(|e| same(a, e)))
+        .count();
     let fp = actual.len() - tp;
     let fn_ = expected.len() - tp;
-    let precision = if tp + fp > 0 { tp as f64 / (tp + fp) as f64 } else { 0.0 };
-    let recall = if tp + fn_ > 0 { tp as f64 / (tp + fn_) as f64 } else { 0.0 };
+    let precision = if tp + fp > 0 {
+        tp as f64 / (tp + fp) as f64
+    } else {
+        0.0
+    };
+    let recall = if tp + fn_ > 0 {
+        tp as f64 / (tp + fn_) as f64
+    } else {
+        0.0
+    };
     let f1 = if precision + recall > 0.0 {
         2.0 * precision * recall / (precision + recall)
     } else {
         0.0
     };
     let score = round4(f1);
-    (score, format!("tp={tp} fp={fp} fn={fn_}: precision {precision}, recall {recall}, F1 {score}."))
+    (
+        score,
+        format!("tp={tp} fp={fp} fn={fn_}: precision {precision}, recall {recall}, F1 {score}."),
+    )
 }
 
 /// Python `round(x, 4)`: correctly rounded, ties to even, as Rust formats.
@@ -198,7 +234,9 @@ mod tests {
     use serde_json::json;
 
     fn metric(name: &str) -> Box<dyn Metric> {
-        build(name, &MetricOptions::default()).and_then(Result::ok).expect("preset")
+        build(name, &MetricOptions::default())
+            .and_then(Result::ok)
+            .expect("preset")
     }
     fn a(name: &str, args: serde_json::Value) -> Call {
         Call::new(name, Some(args))
@@ -210,10 +248,28 @@ mod tests {
     #[test]
     fn accuracy_compares_str_of_values() {
         let m = metric("ragas.tool_call_accuracy_strict");
-        assert_eq!(m.score(&[a("s", json!({"n": 5}))], &[a("s", json!({"n": "5"}))]).score, Some(1.0));
-        assert_eq!(m.score(&[a("s", json!({"f": true}))], &[a("s", json!({"f": "True"}))]).score, Some(1.0));
-        assert_eq!(m.score(&[a("s", json!({"n": 1}))], &[a("s", json!({"n": 1.0}))]).score, Some(0.0));
-        let o = m.score(&[ordered("s", r#"{"f": {"a": 1, "b": 2}}"#)], &[ordered("s", r#"{"f": {"b": 2, "a": 1}}"#)]);
+        assert_eq!(
+            m.score(&[a("s", json!({"n": 5}))], &[a("s", json!({"n": "5"}))])
+                .score,
+            Some(1.0)
+        );
+        assert_eq!(
+            m.score(
+                &[a("s", json!({"f": true}))],
+                &[a("s", json!({"f": "True"}))]
+            )
+            .score,
+            Some(1.0)
+        );
+        assert_eq!(
+            m.score(&[a("s", json!({"n": 1}))], &[a("s", json!({"n": 1.0}))])
+                .score,
+            Some(0.0)
+        );
+        let o = m.score(
+            &[ordered("s", r#"{"f": {"a": 1, "b": 2}}"#)],
+            &[ordered("s", r#"{"f": {"b": 2, "a": 1}}"#)],
+        );
         assert_eq!(o.score, Some(0.0));
         assert_eq!(o.pass, None);
     }
@@ -222,15 +278,27 @@ mod tests {
     fn accuracy_zero_on_any_length_difference() {
         let n = |s: &str| Call::new(s, None);
         let m = metric("ragas.tool_call_accuracy_flexible");
-        assert_eq!(m.score(&[n("a"), n("b"), n("c")], &[n("a"), n("b")]).score, Some(0.0));
-        assert_eq!(m.score(&[n("b"), n("a")], &[n("a"), n("b")]).score, Some(1.0));
+        assert_eq!(
+            m.score(&[n("a"), n("b"), n("c")], &[n("a"), n("b")]).score,
+            Some(0.0)
+        );
+        assert_eq!(
+            m.score(&[n("b"), n("a")], &[n("a"), n("b")]).score,
+            Some(1.0)
+        );
     }
 
     #[test]
     fn flexible_sort_pairs_by_str_key() {
         let m = metric("ragas.tool_call_accuracy_flexible");
-        let called = [a("f", json!({"a": 1, "b": 2, "c": 3})), a("f", json!({"a": 1}))];
-        let expected = [a("f", json!({"a": 1, "b": 2})), a("f", json!({"a": 1, "b": 2, "c": 3}))];
+        let called = [
+            a("f", json!({"a": 1, "b": 2, "c": 3})),
+            a("f", json!({"a": 1})),
+        ];
+        let expected = [
+            a("f", json!({"a": 1, "b": 2})),
+            a("f", json!({"a": 1, "b": 2, "c": 3})),
+        ];
         assert_eq!(m.score(&called, &expected).score, Some(0.75));
     }
 
@@ -239,9 +307,20 @@ mod tests {
         let m = metric("ragas.tool_call_f1");
         assert_eq!(m.score(&[], &[]).score, Some(0.0));
         let n = |s: &str| Call::new(s, None);
-        assert_eq!(m.score(&[n("a"), n("a"), n("b")], &[n("a"), n("b"), n("b")]).score, Some(1.0));
-        assert_eq!(m.score(&[a("s", json!({"n": 1}))], &[a("s", json!({"n": 1.0}))]).score, Some(1.0));
-        assert_eq!(m.score(&[n("a"), n("b"), n("c")], &[n("a")]).score, Some(0.5));
+        assert_eq!(
+            m.score(&[n("a"), n("a"), n("b")], &[n("a"), n("b"), n("b")])
+                .score,
+            Some(1.0)
+        );
+        assert_eq!(
+            m.score(&[a("s", json!({"n": 1}))], &[a("s", json!({"n": 1.0}))])
+                .score,
+            Some(1.0)
+        );
+        assert_eq!(
+            m.score(&[n("a"), n("b"), n("c")], &[n("a")]).score,
+            Some(0.5)
+        );
         assert_eq!(round4(2.0 / 3.0), 0.6667);
         assert_eq!(round4(0.03125), 0.0312);
     }

@@ -1,0 +1,453 @@
+//! `traceval serve` ingest: sustained OTLP/gRPC Export on loopback with 4
+//! requests in flight (one HTTP/2 channel), scoring on, using
+//! `traceval::fake::agent_traces` payloads (100 agent traces x 20 spans per
+//! round, 500 spans per request). Every round gets fresh trace ids, so the
+//! server assembles, completes (decision wait 100 ms) and scores every trace.
+//!
+//! Printed before criterion runs:
+//! * memory per buffered span, from a counting global allocator: bytes held
+//!   after admitting decoded requests into the trace buffer, per span, next to
+//!   the span's protobuf size (requested bytes, and an estimate with glibc's
+//!   per-allocation overhead);
+//! * a sustained end-to-end figure: spans/s from the first request until the
+//!   last trace is scored (decision wait subtracted).
+//!
+//! Run: `cargo bench --bench serve` (add `-- --quick` for a shorter run).
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+use tonic::transport::Channel;
+
+use traceval::serve::{
+    BufferLimits, CancellationToken, Listeners, Scoring, ServeConfig, ServeStats, Server,
+    TraceBuffer,
+};
+
+// ------------------------------------------------------ counting allocator
+
+struct Counting;
+static MI: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// Live bytes with glibc malloc's overhead: 8-byte header, 16-byte
+/// granularity, 32-byte minimum chunk.
+static LIVE_GLIBC: AtomicUsize = AtomicUsize::new(0);
+
+fn glibc_chunk(size: usize) -> usize {
+    ((size + 8 + 15) & !15).max(32)
+}
+
+/// Counting is on only while memory is measured: the shared counters would
+/// otherwise slow every allocation of the throughput runs.
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+fn count(add: usize, sub: usize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        LIVE.fetch_add(add, Ordering::Relaxed);
+        LIVE.fetch_sub(sub, Ordering::Relaxed);
+        LIVE_GLIBC.fetch_add(
+            if add > 0 { glibc_chunk(add) } else { 0 },
+            Ordering::Relaxed,
+        );
+        LIVE_GLIBC.fetch_sub(
+            if sub > 0 { glibc_chunk(sub) } else { 0 },
+            Ordering::Relaxed,
+        );
+    }
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        count(l.size(), 0);
+        MI.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        count(0, l.size());
+        MI.dealloc(p, l)
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        count(l.size(), 0);
+        MI.alloc_zeroed(l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        count(new, l.size());
+        MI.realloc(p, l, new)
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+// ---------------------------------------------------------------- payloads
+
+const TRACES_PER_ROUND: usize = 100;
+const TOOLS: usize = 8; // 1 + 2 * 8 + 3 = 20 spans per trace
+const REQUESTS_PER_ROUND: usize = 4; // 500 spans per request
+const IN_FLIGHT: usize = 4;
+
+fn base_round() -> (Vec<ExportTraceServiceRequest>, usize) {
+    let g = traceval::fake::agent_traces(TRACES_PER_ROUND, TOOLS, REQUESTS_PER_ROUND, 7);
+    (g.requests, g.spans)
+}
+
+/// The base round with trace ids made unique for `round`.
+fn round(base: &[ExportTraceServiceRequest], round: u64) -> Vec<ExportTraceServiceRequest> {
+    let mut reqs = base.to_vec();
+    for r in &mut reqs {
+        for rs in &mut r.resource_spans {
+            for ss in &mut rs.scope_spans {
+                for s in &mut ss.spans {
+                    let tag = round.to_be_bytes();
+                    for (b, t) in s.trace_id[8..].iter_mut().zip(tag) {
+                        *b ^= t;
+                    }
+                }
+            }
+        }
+    }
+    reqs
+}
+
+/// CPU time of this process (all threads), from /proc/self/stat (Linux;
+/// zero elsewhere). Rates per CPU-second hold steady when other processes
+/// load the machine, unlike wall-clock rates.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // After `(comm)`: field 3 (state) comes first; utime and stime are 14 and 15.
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10) // CLK_TCK is 100 on Linux
+}
+
+// ------------------------------------------------------------------ memory
+
+fn memory_per_span() {
+    let (base, spans_per_round) = base_round();
+    let rounds = 20u64;
+    let bodies: Vec<Vec<u8>> = (0..rounds)
+        .flat_map(|n| round(&base, n + 1))
+        .map(|r| r.encode_to_vec())
+        .collect();
+    let pb_bytes: usize = bodies.iter().map(Vec::len).sum();
+    let spans = spans_per_round * rounds as usize;
+    let mut buffer = TraceBuffer::new(BufferLimits {
+        decision_wait: Duration::from_secs(3600),
+        max_spans: usize::MAX,
+        max_traces: usize::MAX,
+        remember_completed: 10_000,
+    });
+    let now = Instant::now();
+    // Only this thread allocates while counting (the server is not started yet).
+    COUNTING.store(true, Ordering::SeqCst);
+    let (live0, glibc0) = (
+        LIVE.load(Ordering::Relaxed),
+        LIVE_GLIBC.load(Ordering::Relaxed),
+    );
+    for b in &bodies {
+        let req = ExportTraceServiceRequest::decode(b.as_slice()).expect("decode");
+        buffer.admit(req, now).expect("admit");
+    }
+    let (live1, glibc1) = (
+        LIVE.load(Ordering::Relaxed),
+        LIVE_GLIBC.load(Ordering::Relaxed),
+    );
+    COUNTING.store(false, Ordering::SeqCst);
+    assert_eq!(buffer.usage().spans, spans);
+    let per = |bytes: usize| bytes as f64 / spans as f64;
+    let pb = per(pb_bytes);
+    eprintln!(
+        "memory: {spans} buffered spans; protobuf {pb:.0} B/span; held {:.0} B/span ({:.2}x), \
+         with glibc chunk overhead {:.0} B/span ({:.2}x)",
+        per(live1 - live0),
+        per(live1 - live0) / pb,
+        per(glibc1 - glibc0),
+        per(glibc1 - glibc0) / pb,
+    );
+    drop(buffer);
+}
+
+// ------------------------------------------------------ scoring, alone
+
+/// The completion thread's work per trace, without the server: extract,
+/// join and score (`replay::score_traces`), one thread.
+fn scoring_cost() {
+    use traceval::replay;
+    let (base, spans) = base_round();
+    let bodies: Vec<Vec<u8>> = (0..10)
+        .flat_map(|n| round(&base, n + 1))
+        .map(|r| r.encode_to_vec())
+        .collect();
+    let (traces, rejected) = replay::traces_from_bodies(
+        bodies.iter().map(Vec::as_slice),
+        &traceval::ingest::Limits::default(),
+    );
+    assert!(rejected.is_empty());
+    let scoring = Scoring::default();
+    let start = Instant::now();
+    let mut calls = 0;
+    for t in &traces {
+        calls += scoring.extractor.extract(t).len();
+    }
+    let extract = start.elapsed();
+    let start = Instant::now();
+    let mut report = traceval::report::Report::default();
+    replay::score_traces(
+        &traces,
+        None,
+        &scoring.extractor,
+        &scoring.settings,
+        &mut report,
+    );
+    let scored = start.elapsed();
+    // JSONL rows: through a `Value` copy (report::unmatched_trace_row), and
+    // with the calls serialized straight from the extracted data (what serve does).
+    let start = Instant::now();
+    let mut bytes = 0;
+    for u in &report.unmatched_traces {
+        bytes += traceval::report::unmatched_trace_row(u).to_string().len();
+    }
+    let rows_value = start.elapsed();
+    let start = Instant::now();
+    let mut buf = Vec::new();
+    for u in &report.unmatched_traces {
+        buf.clear();
+        serde_json::to_writer(&mut buf, &u.tools_called).expect("serialize");
+        std::hint::black_box(&buf);
+    }
+    let rows_direct = start.elapsed();
+    let n = (spans * 10) as f64;
+    eprintln!(
+        "scoring alone: {} traces, {n} spans, {calls} tool calls: extract {:.0} spans/s; \
+         extract + join + score (score_traces, no fixtures) {:.0} spans/s; \
+         JSONL rows ({bytes} bytes) via Value {:.0} spans/s, direct {:.0} spans/s",
+        traces.len(),
+        n / extract.as_secs_f64(),
+        n / scored.as_secs_f64(),
+        n / rows_value.as_secs_f64(),
+        n / rows_direct.as_secs_f64(),
+    );
+}
+
+// -------------------------------------------------------------- ingest
+
+struct Bench {
+    rt: tokio::runtime::Runtime,
+    client: TraceServiceClient<Channel>,
+    stats: Arc<ServeStats>,
+    token: CancellationToken,
+    handle:
+        tokio::task::JoinHandle<Result<traceval::serve::ServeSummary, traceval::serve::ServeError>>,
+    output: Option<std::path::PathBuf>,
+    base: Vec<ExportTraceServiceRequest>,
+    spans_per_round: usize,
+    next_round: u64,
+    retries: Arc<AtomicU64>,
+}
+
+const DECISION_WAIT: Duration = Duration::from_millis(100);
+
+fn start(decision_wait: Duration) -> Bench {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let config = ServeConfig {
+        grpc_endpoint: "127.0.0.1:0".into(),
+        http_endpoint: "off".into(),
+        decision_wait,
+        quiet: true,
+        status_interval: Duration::from_secs(3600),
+        // Results are written as in real use (one JSONL row per trace).
+        output: Some(std::env::temp_dir().join(format!(
+            "traceval-bench-serve-{}-{}.jsonl",
+            std::process::id(),
+            decision_wait.as_millis()
+        ))),
+        ..ServeConfig::default()
+    };
+    let output = config.output.clone();
+    let server = Server::new(config.clone(), Scoring::default()).expect("server");
+    let stats = server.stats();
+    let listeners = rt.block_on(Listeners::bind(&config)).expect("bind");
+    let addr = listeners.grpc_addr().expect("grpc addr");
+    let token = CancellationToken::new();
+    let handle = rt.spawn(server.serve(listeners, token.clone()));
+    let client = rt
+        .block_on(TraceServiceClient::connect(format!("http://{addr}")))
+        .expect("connect")
+        .max_encoding_message_size(usize::MAX);
+    let (base, spans_per_round) = base_round();
+    Bench {
+        rt,
+        client,
+        stats,
+        token,
+        handle,
+        output,
+        base,
+        spans_per_round,
+        next_round: 1_000,
+        retries: Arc::new(AtomicU64::new(0)),
+    }
+}
+
+impl Bench {
+    /// Sends `rounds` rounds with `IN_FLIGHT` requests in flight; returns the
+    /// time spent sending (payloads are built before the clock starts).
+    fn send(&mut self, rounds: u64) -> Duration {
+        let mut lanes: Vec<Vec<ExportTraceServiceRequest>> = vec![Vec::new(); IN_FLIGHT];
+        for _ in 0..rounds {
+            self.next_round += 1;
+            for (i, r) in round(&self.base, self.next_round).into_iter().enumerate() {
+                lanes[i % IN_FLIGHT].push(r);
+            }
+        }
+        let client = self.client.clone();
+        let retries = Arc::clone(&self.retries);
+        self.rt.block_on(async move {
+            let start = Instant::now();
+            let mut tasks = tokio::task::JoinSet::new();
+            for lane in lanes {
+                let mut c = client.clone();
+                let retries = Arc::clone(&retries);
+                tasks.spawn(async move {
+                    for req in lane {
+                        // Bounded retries on a full buffer (UNAVAILABLE).
+                        let mut tries = 0;
+                        loop {
+                            match c.export(req.clone()).await {
+                                Ok(_) => break,
+                                Err(s) if s.code() == tonic::Code::Unavailable && tries < 1000 => {
+                                    tries += 1;
+                                    retries.fetch_add(1, Ordering::Relaxed);
+                                    tokio::time::sleep(Duration::from_millis(10)).await;
+                                }
+                                Err(s) => panic!("export failed: {s}"),
+                            }
+                        }
+                    }
+                });
+            }
+            while let Some(r) = tasks.join_next().await {
+                r.expect("lane");
+            }
+            start.elapsed()
+        })
+    }
+
+    /// Graceful shutdown; waits until everything buffered is scored.
+    fn stop(self) {
+        self.token.cancel();
+        self.rt
+            .block_on(self.handle)
+            .expect("serve task")
+            .expect("serve");
+        if let Some(p) = &self.output {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
+    fn wait_scored(&self, traces: u64, limit: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if self.stats.snapshot().traces_scored >= traces {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+}
+
+/// The receiver and buffer alone: scoring deferred to shutdown by a long
+/// decision wait.
+fn ingest_only() {
+    let mut b = start(Duration::from_secs(3600));
+    b.send(5);
+    let rounds = 100u64;
+    let cpu0 = process_cpu();
+    let sending = b.send(rounds);
+    let cpu = process_cpu().saturating_sub(cpu0);
+    let spans = (rounds as usize * b.spans_per_round) as f64;
+    eprintln!(
+        "ingest only (scoring deferred): {spans} spans over gRPC, {IN_FLIGHT} in flight: {:.0} spans/s ({:.2} s); \
+         {:.0} spans per process CPU-second (bench client included)",
+        spans / sending.as_secs_f64(),
+        sending.as_secs_f64(),
+        spans / cpu.as_secs_f64(),
+    );
+    b.stop();
+}
+
+fn sustained(b: &mut Bench) {
+    // Warm up, then a fixed run of 100 rounds (200,000 spans).
+    b.send(5);
+    let before = b.stats.snapshot().traces_scored + 5 * TRACES_PER_ROUND as u64;
+    assert!(
+        b.wait_scored(before, Duration::from_secs(60)),
+        "warm-up not scored"
+    );
+    let rounds = 100u64;
+    let target = before + rounds * TRACES_PER_ROUND as u64;
+    let start = Instant::now();
+    let cpu0 = process_cpu();
+    let sending = b.send(rounds);
+    assert!(
+        b.wait_scored(target, Duration::from_secs(300)),
+        "not all traces were scored"
+    );
+    let total = start.elapsed();
+    let cpu = process_cpu().saturating_sub(cpu0);
+    let spans = (rounds as usize * b.spans_per_round) as f64;
+    let scored_in = total.saturating_sub(DECISION_WAIT);
+    eprintln!(
+        "scoring on: {} spans over gRPC, {IN_FLIGHT} in flight: ingest {:.0} spans/s ({:.2} s); \
+         all traces scored after {:.2} s => {:.0} spans/s end to end (decision wait {} ms subtracted); \
+         {:.0} spans per process CPU-second; UNAVAILABLE retries: {}",
+        spans,
+        spans / sending.as_secs_f64(),
+        sending.as_secs_f64(),
+        total.as_secs_f64(),
+        spans / scored_in.as_secs_f64(),
+        DECISION_WAIT.as_millis(),
+        spans / cpu.as_secs_f64(),
+        b.retries.load(Ordering::Relaxed),
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    memory_per_span();
+    scoring_cost();
+    ingest_only();
+    let mut b = start(DECISION_WAIT);
+    sustained(&mut b);
+    let mut group = c.benchmark_group("serve");
+    group.throughput(Throughput::Elements(b.spans_per_round as u64));
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(10));
+    group.bench_function("grpc_ingest_scored_spans", |bch| {
+        bch.iter_custom(|iters| b.send(iters))
+    });
+    group.finish();
+    let snap = b.stats.snapshot();
+    eprintln!(
+        "after criterion: {} spans accepted, {} traces scored, {} requests refused (UNAVAILABLE)",
+        snap.spans, snap.traces_scored, snap.refused_requests
+    );
+    b.stop();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,255 @@
+//! Sessions: traces grouped into conversations by a session attribute.
+//!
+//! There is no common key (P7): each library has its own, and some export
+//! none (MLflow over OTLP, openai-agents). The keys are tried in order on every
+//! span and on the resource; the first key present names the trace's session.
+
+use std::collections::HashMap;
+
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+
+use super::{Trace, TraceId};
+
+/// The session keys of the libraries in shared/spec/trace-conventions.md P7,
+/// in the order they are tried.
+pub const DEFAULT_SESSION_KEYS: &[&str] = &[
+    "session.id",                      // OpenInference, Langfuse, Strands (by convention)
+    "gen_ai.conversation.id",          // pydantic-ai, Google ADK schema 2
+    "ai.telemetry.metadata.sessionId", // Vercel AI SDK (free-form metadata)
+    "traceloop.association.properties.session_id", // Traceloop
+    "langsmith.metadata.session_id",   // LangSmith
+    "galtea.session.id",               // Galtea (set by hand)
+    "gcp.vertex.agent.session_id",     // Google ADK schema 1 (`call_llm` spans)
+    "mlflow.trace.session",            // MLflow native trace JSON metadata
+    "langfuse.session.id",             // Langfuse ingestion attribute
+];
+
+/// The default keys as owned strings.
+pub fn default_keys() -> Vec<String> {
+    DEFAULT_SESSION_KEYS.iter().map(|k| k.to_string()).collect()
+}
+
+/// A session attribute value as text; MLflow's JSON-encoded strings decode.
+fn session_text(v: &AnyValue) -> Option<String> {
+    match v.value.as_ref()? {
+        any_value::Value::StringValue(s) if s.starts_with('"') => {
+            Some(serde_json::from_str::<String>(s).unwrap_or_else(|_| s.clone()))
+        }
+        any_value::Value::StringValue(s) => Some(s.clone()),
+        any_value::Value::IntValue(i) => Some(i.to_string()),
+        _ => None,
+    }
+    .filter(|s| !s.is_empty())
+}
+
+fn each_attr_list(trace: &Trace) -> impl Iterator<Item = &[KeyValue]> {
+    let mut last_resource: *const _ = std::ptr::null();
+    trace.spans.iter().flat_map(move |s| {
+        let r = std::sync::Arc::as_ptr(&s.resource);
+        let resource = (r != last_resource).then_some(s.resource.attributes.as_slice());
+        last_resource = r;
+        std::iter::once(s.span.attributes.as_slice()).chain(resource)
+    })
+}
+
+/// The session of `trace`: the first of `keys` present (on any span, in start
+/// order, or on the resource), with its value.
+pub fn session_of(trace: &Trace, keys: &[String]) -> Option<(String, String)> {
+    let mut best: Option<(usize, String)> = None;
+    for attrs in each_attr_list(trace) {
+        for kv in attrs {
+            let Some(k) = keys.iter().position(|k| *k == kv.key) else {
+                continue;
+            };
+            if best.as_ref().is_some_and(|(b, _)| *b <= k) {
+                continue;
+            }
+            if let Some(v) = kv.value.as_ref().and_then(session_text) {
+                best = Some((k, v));
+                if k == 0 {
+                    return best.map(|(k, v)| (keys[k].clone(), v));
+                }
+            }
+        }
+    }
+    best.map(|(k, v)| (keys[k].clone(), v))
+}
+
+/// A conversation: traces sharing a session value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub key: String,
+    pub id: String,
+    /// Trace indexes, by start time.
+    pub traces: Vec<usize>,
+}
+
+/// Groups traces by [`session_of`]; traces without a session are left out.
+/// Sessions are ordered by their first trace's start.
+pub fn group(traces: &[Trace], keys: &[String]) -> Vec<Session> {
+    let mut by: HashMap<(String, String), usize> = HashMap::new();
+    let mut out: Vec<Session> = Vec::new();
+    for (i, t) in traces.iter().enumerate() {
+        let Some(kv) = session_of(t, keys) else {
+            continue;
+        };
+        let at = *by.entry(kv.clone()).or_insert_with(|| {
+            out.push(Session {
+                key: kv.0,
+                id: kv.1,
+                traces: Vec::new(),
+            });
+            out.len() - 1
+        });
+        out[at].traces.push(i);
+    }
+    for s in &mut out {
+        s.traces
+            .sort_by_key(|&i| (traces[i].start_time(), traces[i].id));
+    }
+    out.sort_by_key(|s| s.traces.first().map(|&i| traces[i].start_time()));
+    out
+}
+
+/// Every `(key, value)` of the session keys present in each trace, for joins.
+#[derive(Debug, Default)]
+pub struct SessionIndex {
+    keys: Vec<String>,
+    map: HashMap<(usize, String), Vec<usize>>,
+}
+
+impl SessionIndex {
+    pub fn build(traces: &[Trace], keys: &[String]) -> SessionIndex {
+        let mut map: HashMap<(usize, String), Vec<usize>> = HashMap::new();
+        for (ti, t) in traces.iter().enumerate() {
+            for attrs in each_attr_list(t) {
+                for kv in attrs {
+                    let Some(k) = keys.iter().position(|k| *k == kv.key) else {
+                        continue;
+                    };
+                    if let Some(v) = kv.value.as_ref().and_then(session_text) {
+                        let list = map.entry((k, v)).or_default();
+                        if list.last() != Some(&ti) {
+                            list.push(ti);
+                        }
+                    }
+                }
+            }
+        }
+        SessionIndex {
+            keys: keys.to_vec(),
+            map,
+        }
+    }
+
+    /// Traces (indexes, by start time) whose `key` (any indexed key when
+    /// `None`) has the value `id`.
+    pub fn lookup(&self, traces: &[Trace], key: Option<&str>, id: &str) -> Vec<usize> {
+        let mut out: Vec<usize> = match key {
+            Some(k) => match self.keys.iter().position(|x| x == k) {
+                Some(ki) => self
+                    .map
+                    .get(&(ki, id.to_string()))
+                    .cloned()
+                    .unwrap_or_default(),
+                // A key outside the configured list: scan.
+                None => (0..traces.len())
+                    .filter(|&i| traces[i].has_attr(k, id))
+                    .collect(),
+            },
+            None => (0..self.keys.len())
+                .filter_map(|ki| self.map.get(&(ki, id.to_string())))
+                .flatten()
+                .copied()
+                .collect(),
+        };
+        out.sort_by_key(|&i| (traces[i].start_time(), traces[i].id));
+        out.dedup();
+        out
+    }
+}
+
+/// Trace ids of a session, for reports.
+pub fn trace_ids(traces: &[Trace], members: &[usize]) -> Vec<TraceId> {
+    members.iter().map(|&i| traces[i].id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use opentelemetry_proto::tonic::trace::v1::Span;
+
+    use super::*;
+    use crate::assemble::{SpanId, SpanRecord};
+
+    fn kv(k: &str, v: &str) -> KeyValue {
+        KeyValue {
+            key: k.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(v.into())),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn trace(id: u8, start: u64, attrs: Vec<KeyValue>, resource: Vec<KeyValue>) -> Trace {
+        let rec = SpanRecord {
+            span_id: SpanId([id; 8]),
+            parent: None,
+            span: Span {
+                start_time_unix_nano: start,
+                attributes: attrs,
+                ..Default::default()
+            },
+            resource: Arc::new(Resource {
+                attributes: resource,
+                ..Default::default()
+            }),
+            scope: Arc::new(InstrumentationScope::default()),
+        };
+        Trace::new(TraceId([id; 16]), vec![rec], 0)
+    }
+
+    #[test]
+    fn groups_by_the_first_key_in_order_and_decodes_mlflow_strings() {
+        let keys = default_keys();
+        let traces = vec![
+            trace(1, 30, vec![kv("session.id", "s")], vec![]),
+            trace(
+                2,
+                10,
+                vec![kv("gen_ai.conversation.id", "c"), kv("session.id", "s")],
+                vec![],
+            ),
+            trace(3, 20, vec![], vec![kv("mlflow.trace.session", "\"m\"")]),
+            trace(4, 5, vec![], vec![]),
+        ];
+        assert_eq!(
+            session_of(&traces[1], &keys),
+            Some(("session.id".into(), "s".into()))
+        );
+        assert_eq!(
+            session_of(&traces[2], &keys),
+            Some(("mlflow.trace.session".into(), "m".into()))
+        );
+        let groups = group(&traces, &keys);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(
+            (groups[0].id.as_str(), groups[0].traces.clone()),
+            ("s", vec![1, 0])
+        );
+        assert_eq!(
+            (groups[1].id.as_str(), groups[1].traces.clone()),
+            ("m", vec![2])
+        );
+        let ix = SessionIndex::build(&traces, &keys);
+        assert_eq!(ix.lookup(&traces, None, "c"), vec![1]);
+        assert_eq!(ix.lookup(&traces, Some("session.id"), "s"), vec![1, 0]);
+        assert!(ix
+            .lookup(&traces, Some("gen_ai.conversation.id"), "s")
+            .is_empty());
+    }
+}

@@ -1,0 +1,265 @@
+//! Naming unnamed tool arguments from the model's requested calls (P3, P4).
+//!
+//! Some libraries record a call's arguments without parameter names:
+//! LangChain (through OpenInference) gives a single-parameter tool's input as
+//! the bare value (`Paris`); Langfuse and Traceloop record a Python call as
+//! `{"args": [...], "kwargs": {...}}`, so positional arguments have no names.
+//! The model step that asked for the call usually still has it, with names:
+//! the *requested* call. For a tool call with a bare value or positional
+//! arguments, the nearest earlier span that requested a call of the same tool
+//! whose arguments are exactly the known keyword arguments plus one key per
+//! positional value, each value matching exactly one key (`3` matches `"3"`),
+//! gives the names. Nothing is invented: without such a request the arguments
+//! stay as recorded (a bare value, or positional ones under `"args"`).
+//!
+//! Requested calls are read from every earlier span:
+//! - OpenInference flattened messages:
+//!   `llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.{name,arguments}`;
+//! - any JSON attribute (`gen_ai.output.messages`, `ai.response.toolCalls`,
+//!   Langfuse/MLflow/Traceloop outputs, ...), searched for call objects: items
+//!   of a `tool_calls` list (OpenAI `{"function": {"name", "arguments"}}`,
+//!   LangChain `{"name", "args"}`), parts typed `tool_call`/`tool_use`/
+//!   `function_call` (OTel GenAI, Anthropic), Bedrock `toolUse`, Vercel
+//!   `{"toolName", "input"}`. Arguments given as JSON strings are decoded (P5).
+
+use serde_json::{Map, Value};
+
+use opentelemetry_proto::tonic::common::v1::any_value;
+
+use crate::assemble::{SpanRecord, Trace};
+
+const OI_PREFIX: &str = "llm.output_messages.";
+const OI_NAME: &str = ".tool_call.function.name";
+const OI_ARGS: &str = ".tool_call.function.arguments";
+/// Deep enough for LangChain's `generations[[{message: {kwargs: {tool_calls}}}]]`.
+const MAX_DEPTH: usize = 10;
+
+/// The requested calls of each span of a trace, read once when first needed.
+#[derive(Debug, Default)]
+pub struct Requests {
+    per_span: Vec<Vec<(String, Value)>>,
+}
+
+impl Requests {
+    pub fn build(trace: &Trace) -> Requests {
+        Requests {
+            per_span: trace.spans.iter().map(calls_of_span).collect(),
+        }
+    }
+
+    /// Named arguments for the call of `tool` at span `at` whose recorded
+    /// arguments `args` are a bare value or hold positional `"args"`.
+    pub fn name_args(&self, at: usize, tool: &str, args: &Value) -> Option<Value> {
+        let (positional, known): (Vec<&Value>, Map<String, Value>) = match args {
+            Value::Object(o) => match o.get("args") {
+                Some(Value::Array(p)) if !p.is_empty() => {
+                    let mut known = o.clone();
+                    known.remove("args");
+                    (p.iter().collect(), known)
+                }
+                _ => return None,
+            },
+            Value::Null => return None,
+            bare => (vec![bare], Map::new()),
+        };
+        // Nearest first: the model step that asked for this call.
+        self.per_span[..at.min(self.per_span.len())]
+            .iter()
+            .rev()
+            .flatten()
+            .filter(|(name, _)| name == tool)
+            .find_map(|(_, req)| match_request(req, &positional, &known))
+    }
+}
+
+/// `req` when it is `known` plus exactly one key per positional value.
+fn match_request(req: &Value, positional: &[&Value], known: &Map<String, Value>) -> Option<Value> {
+    let r = req.as_object()?;
+    if r.len() != known.len() + positional.len() {
+        return None;
+    }
+    if !known.iter().all(|(k, v)| r.get(k) == Some(v)) {
+        return None;
+    }
+    let rest: Vec<(&String, &Value)> = r.iter().filter(|(k, _)| !known.contains_key(*k)).collect();
+    let mut used = vec![false; rest.len()];
+    for p in positional {
+        let mut hits = rest
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, v))| same_value(v, p));
+        let (i, _) = hits.next()?;
+        if hits.next().is_some() || used[i] {
+            return None; // ambiguous: two parameters with this value
+        }
+        used[i] = true;
+    }
+    Some(req.clone())
+}
+
+/// The same JSON, or the same text (`3` recorded as `"3"`).
+fn same_value(requested: &Value, recorded: &Value) -> bool {
+    requested == recorded
+        || match (requested, recorded) {
+            (Value::String(_), _) => false,
+            // Python writes booleans `True`/`False`.
+            (r, Value::String(b)) => {
+                serde_json::from_str::<Value>(&b.trim().to_ascii_lowercase()).is_ok_and(|v| v == *r)
+            }
+            _ => false,
+        }
+}
+
+fn calls_of_span(s: &SpanRecord) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for kv in &s.span.attributes {
+        let key = kv.key.as_str();
+        let text = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(any_value::Value::StringValue(t)) => t.as_str(),
+            _ => continue,
+        };
+        if key.starts_with(OI_PREFIX) {
+            if let Some(stem) = key.strip_suffix(OI_NAME) {
+                let args_key = format!("{stem}{OI_ARGS}");
+                if let Some(args) = s.attr_str(&args_key) {
+                    out.push((text.to_string(), json_or_string(args)));
+                }
+            }
+            continue;
+        }
+        let t = text.trim_start();
+        if !(t.starts_with('{') || t.starts_with('[')) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(t) {
+            walk(&v, None, 0, &mut out);
+        }
+    }
+    out
+}
+
+fn json_or_string(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_string()))
+}
+
+/// Arguments recorded as a JSON string (double encoding, P5) are decoded.
+fn decoded(v: &Value) -> Value {
+    match v {
+        Value::String(s) => json_or_string(s),
+        other => other.clone(),
+    }
+}
+
+/// A call object's name and arguments, in any of the known shapes.
+fn call_of(o: &Map<String, Value>) -> Option<(String, Value)> {
+    let f = o.get("function").and_then(Value::as_object);
+    let name = f
+        .and_then(|f| f.get("name"))
+        .or_else(|| o.get("name"))
+        .or_else(|| o.get("toolName"))
+        .and_then(Value::as_str)?;
+    let args = f
+        .and_then(|f| f.get("arguments"))
+        .or_else(|| o.get("arguments"))
+        .or_else(|| o.get("args"))
+        .or_else(|| o.get("input"))?;
+    Some((name.to_string(), decoded(args)))
+}
+
+fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut Vec<(String, Value)>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Array(items) => {
+            for x in items {
+                walk(x, parent_key, depth + 1, out);
+            }
+        }
+        Value::Object(o) => {
+            let typed = o
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
+            let listed = matches!(parent_key, Some("tool_calls" | "toolCalls" | "toolUse"));
+            if typed || listed || o.contains_key("toolName") {
+                if let Some(call) = call_of(o) {
+                    out.push(call);
+                }
+            }
+            for (k, x) in o {
+                if matches!(x, Value::Array(_) | Value::Object(_)) {
+                    walk(x, Some(k), depth + 1, out);
+                } else if let Value::String(s) = x {
+                    // Nested JSON text (Vercel `ai.response.toolCalls`,
+                    // LangChain `content`): one more level.
+                    if k == "toolCalls" && s.trim_start().starts_with('[') {
+                        if let Ok(inner) = serde_json::from_str::<Value>(s) {
+                            walk(&inner, Some(k), depth + 1, out);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn calls(v: Value) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        walk(&v, None, 0, &mut out);
+        out
+    }
+
+    #[test]
+    fn positional_and_bare_values_are_named_only_unambiguously() {
+        let m = Map::new();
+        assert_eq!(
+            match_request(&json!({"city": "Paris"}), &[&json!("Paris")], &m),
+            Some(json!({"city": "Paris"}))
+        );
+        assert_eq!(
+            match_request(&json!({"n": 3}), &[&json!("3")], &m),
+            Some(json!({"n": 3}))
+        );
+        assert_eq!(
+            match_request(&json!({"city": "Rome"}), &[&json!("Paris")], &m),
+            None
+        );
+        let req = json!({"amount": 100, "src": "EUR", "dst": "USD"});
+        assert_eq!(
+            match_request(&req, &[&json!(100), &json!("EUR"), &json!("USD")], &m),
+            Some(req.clone())
+        );
+        let mut known = Map::new();
+        known.insert("dst".into(), json!("USD"));
+        assert_eq!(
+            match_request(&req, &[&json!("EUR"), &json!(100)], &known),
+            Some(req.clone())
+        );
+        // Two parameters with the same value: which is which is unknown.
+        let same = json!({"a": "x", "b": "x"});
+        assert_eq!(match_request(&same, &[&json!("x"), &json!("x")], &m), None);
+    }
+
+    #[test]
+    fn finds_calls_in_every_known_shape() {
+        let openai = json!({"choices": [{"message": {"tool_calls": [
+            {"id": "1", "type": "function", "function": {"name": "a", "arguments": "{\"x\": 1}"}}]}}]});
+        assert_eq!(calls(openai), vec![("a".to_string(), json!({"x": 1}))]);
+        let genai = json!([{"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "1", "name": "b", "arguments": {"y": 2}}]}]);
+        assert_eq!(calls(genai), vec![("b".to_string(), json!({"y": 2}))]);
+        let vercel = json!([{"toolCallId": "c", "toolName": "c", "input": "{\"z\": 3}"}]);
+        assert_eq!(calls(vercel), vec![("c".to_string(), json!({"z": 3}))]);
+        let bedrock =
+            json!({"content": [{"toolUse": {"toolUseId": "t", "name": "d", "input": {"w": 4}}}]});
+        assert_eq!(calls(bedrock), vec![("d".to_string(), json!({"w": 4}))]);
+        assert!(calls(json!({"name": "not a call", "args": []})).is_empty());
+    }
+}

@@ -1,0 +1,455 @@
+//! Forwarding: sends accepted OTLP data downstream unchanged, in request
+//! order, through a bounded queue with retries.
+//!
+//! The queue is the backpressure point: when the downstream is down it fills
+//! up, `try_forward` fails, and the receiver answers 503/UNAVAILABLE so the
+//! upstream keeps the data (nothing accepted is dropped). One worker sends the
+//! queue in order; a retryable failure is retried with exponential backoff,
+//! honouring `Retry-After` (HTTP) and `RetryInfo` (gRPC).
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::report::prometheus::Metrics;
+
+/// Wire protocol of the downstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Grpc,
+    Http,
+}
+
+/// What a queued request carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Traces,
+    Logs,
+}
+
+impl Signal {
+    fn grpc_path(self) -> &'static str {
+        match self {
+            Signal::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            Signal::Logs => "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+        }
+    }
+
+    fn http_path(self) -> &'static str {
+        match self {
+            Signal::Traces => "/v1/traces",
+            Signal::Logs => "/v1/logs",
+        }
+    }
+}
+
+/// Downstream settings.
+#[derive(Debug, Clone)]
+pub struct ForwardConfig {
+    /// `http://host:port` (gRPC) or `http://host:port` (OTLP/HTTP base URL;
+    /// `/v1/traces` and `/v1/logs` are appended unless the URL already ends
+    /// with one of them).
+    pub endpoint: String,
+    pub protocol: Protocol,
+    pub gzip: bool,
+    /// Extra headers / gRPC metadata (e.g. authorization).
+    pub headers: Vec<(String, String)>,
+    /// Requests the queue holds before upstream gets 503/UNAVAILABLE.
+    pub queue: usize,
+    /// Per-attempt timeout.
+    pub timeout: Duration,
+    /// Cap of the exponential backoff.
+    pub max_backoff: Duration,
+}
+
+impl ForwardConfig {
+    /// Chooses the protocol from the URL: port 4317 or a `grpc://` scheme
+    /// means gRPC, anything else OTLP/HTTP. An explicit protocol wins.
+    pub fn new(url: &str, protocol: Option<Protocol>) -> Result<ForwardConfig, ForwardError> {
+        let (endpoint, guessed) = if let Some(rest) = url.strip_prefix("grpc://") {
+            (format!("http://{rest}"), Protocol::Grpc)
+        } else if url.starts_with("http://") {
+            let grpc = url.trim_end_matches('/').ends_with(":4317");
+            (
+                url.to_string(),
+                if grpc { Protocol::Grpc } else { Protocol::Http },
+            )
+        } else if url.starts_with("https://") {
+            return Err(ForwardError::Config(format!(
+                "`{url}`: TLS is not built in; forward to a local Collector or sidecar over http://"
+            )));
+        } else {
+            return Err(ForwardError::Config(format!(
+                "`{url}`: expected http://host:port or grpc://host:port"
+            )));
+        };
+        Ok(ForwardConfig {
+            endpoint,
+            protocol: protocol.unwrap_or(guessed),
+            gzip: false,
+            headers: Vec::new(),
+            queue: 1024,
+            timeout: Duration::from_secs(10),
+            max_backoff: Duration::from_secs(30),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("bad forward configuration: {0}")]
+    Config(String),
+}
+
+/// The queue is full (or the forwarder stopped): answer 503/UNAVAILABLE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the forward queue is full")]
+pub struct QueueFull;
+
+struct Item {
+    signal: Signal,
+    /// Protobuf-encoded export request.
+    body: Bytes,
+    spans: u64,
+}
+
+/// Cheap to clone; every receiver holds one.
+#[derive(Clone)]
+pub struct ForwardHandle {
+    tx: mpsc::Sender<Item>,
+    metrics: Arc<Metrics>,
+    capacity: usize,
+}
+
+impl ForwardHandle {
+    /// Queues a request without waiting. `spans` is counted as forwarded once
+    /// the downstream accepts it.
+    pub fn try_forward(&self, signal: Signal, body: Bytes, spans: u64) -> Result<(), QueueFull> {
+        let r = self
+            .tx
+            .try_send(Item {
+                signal,
+                body,
+                spans,
+            })
+            .map_err(|_| QueueFull);
+        Metrics::set(
+            &self.metrics.forward_queue,
+            (self.capacity - self.tx.capacity()) as u64,
+        );
+        r
+    }
+
+    /// Room left in the queue.
+    pub fn room(&self) -> usize {
+        self.tx.capacity()
+    }
+}
+
+/// Starts the worker. It stops when every handle is dropped and the queue is
+/// drained, or at once when `hard_stop` is cancelled.
+pub fn spawn(
+    config: ForwardConfig,
+    metrics: Arc<Metrics>,
+    hard_stop: CancellationToken,
+) -> Result<(ForwardHandle, JoinHandle<()>), ForwardError> {
+    let capacity = config.queue.max(1);
+    let (tx, rx) = mpsc::channel(capacity);
+    Metrics::set(&metrics.forward_queue_capacity, capacity as u64);
+    let sender = Sender::new(&config)?;
+    let worker = Worker {
+        config,
+        sender,
+        metrics: Arc::clone(&metrics),
+        hard_stop,
+    };
+    let join = tokio::spawn(worker.run(rx));
+    Ok((
+        ForwardHandle {
+            tx,
+            metrics,
+            capacity,
+        },
+        join,
+    ))
+}
+
+/// Why one attempt failed.
+enum Failure {
+    Retry {
+        after: Option<Duration>,
+        reason: String,
+    },
+    Permanent(String),
+}
+
+enum Sender {
+    Grpc(tonic::client::Grpc<tonic::transport::Channel>),
+    Http {
+        client: hyper_util::client::legacy::Client<
+            hyper_util::client::legacy::connect::HttpConnector,
+            http_body_util::Full<Bytes>,
+        >,
+    },
+}
+
+impl Sender {
+    fn new(config: &ForwardConfig) -> Result<Sender, ForwardError> {
+        match config.protocol {
+            Protocol::Grpc => {
+                let channel = tonic::transport::Endpoint::from_shared(config.endpoint.clone())
+                    .map_err(|e| ForwardError::Config(format!("`{}`: {e}", config.endpoint)))?
+                    .timeout(config.timeout)
+                    .connect_timeout(config.timeout)
+                    .tcp_nodelay(true)
+                    .connect_lazy();
+                let mut grpc = tonic::client::Grpc::new(channel);
+                if config.gzip {
+                    grpc = grpc.send_compressed(tonic::codec::CompressionEncoding::Gzip);
+                }
+                Ok(Sender::Grpc(grpc))
+            }
+            Protocol::Http => {
+                let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+                connector.set_nodelay(true);
+                connector.set_connect_timeout(Some(config.timeout));
+                let client = hyper_util::client::legacy::Client::builder(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .build(connector);
+                Ok(Sender::Http { client })
+            }
+        }
+    }
+}
+
+struct Worker {
+    config: ForwardConfig,
+    sender: Sender,
+    metrics: Arc<Metrics>,
+    hard_stop: CancellationToken,
+}
+
+impl Worker {
+    async fn run(mut self, mut rx: mpsc::Receiver<Item>) {
+        while let Some(item) = rx.recv().await {
+            Metrics::set(&self.metrics.forward_queue, rx.len() as u64);
+            if !self.deliver(&item).await {
+                return; // hard stop
+            }
+        }
+    }
+
+    /// Sends one item until it is accepted, refused for good, or we must stop.
+    async fn deliver(&mut self, item: &Item) -> bool {
+        let mut backoff = Duration::from_millis(100);
+        let hard_stop = self.hard_stop.clone();
+        loop {
+            let attempt = tokio::select! {
+                r = self.attempt(item) => r,
+                () = hard_stop.cancelled() => return false,
+            };
+            match attempt {
+                Ok(()) => {
+                    if item.signal == Signal::Traces {
+                        Metrics::add(&self.metrics.spans_forwarded, item.spans);
+                    }
+                    return true;
+                }
+                Err(Failure::Permanent(reason)) => {
+                    // Retrying cannot help (the downstream said the data is bad).
+                    tracing::error!(%reason, spans = item.spans, "Downstream refused a request for good; it is dropped.");
+                    return true;
+                }
+                Err(Failure::Retry { after, reason }) => {
+                    Metrics::add(&self.metrics.forward_retries, 1);
+                    let wait = after.unwrap_or(backoff).min(self.config.max_backoff);
+                    tracing::warn!(%reason, wait_ms = wait.as_millis() as u64, "Downstream export failed; retrying.");
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = self.hard_stop.cancelled() => return false,
+                    }
+                    backoff = (backoff * 2).min(self.config.max_backoff);
+                }
+            }
+        }
+    }
+
+    async fn attempt(&mut self, item: &Item) -> Result<(), Failure> {
+        match &mut self.sender {
+            Sender::Grpc(grpc) => {
+                grpc.ready().await.map_err(|e| Failure::Retry {
+                    after: None,
+                    reason: format!("connect: {e}"),
+                })?;
+                let mut request = tonic::Request::new(item.body.clone());
+                for (k, v) in &self.config.headers {
+                    if let (Ok(k), Ok(v)) = (
+                        tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes()),
+                        v.parse(),
+                    ) {
+                        request.metadata_mut().insert(k, v);
+                    }
+                }
+                let path = http::uri::PathAndQuery::from_static(item.signal.grpc_path());
+                match grpc.unary(request, path, RawCodec).await {
+                    Ok(_) => Ok(()),
+                    Err(status) => Err(grpc_failure(&status)),
+                }
+            }
+            Sender::Http { client } => {
+                let base = self.config.endpoint.trim_end_matches('/');
+                let url = if base.ends_with("/v1/traces") || base.ends_with("/v1/logs") {
+                    match item.signal {
+                        Signal::Traces => base.replace("/v1/logs", "/v1/traces"),
+                        Signal::Logs => base.replace("/v1/traces", "/v1/logs"),
+                    }
+                } else {
+                    format!("{base}{}", item.signal.http_path())
+                };
+                let mut builder = http::Request::post(url)
+                    .header(http::header::CONTENT_TYPE, "application/x-protobuf");
+                for (k, v) in &self.config.headers {
+                    builder = builder.header(k.as_str(), v.as_str());
+                }
+                let body = if self.config.gzip {
+                    builder = builder.header(http::header::CONTENT_ENCODING, "gzip");
+                    gzip(&item.body)
+                } else {
+                    item.body.clone()
+                };
+                let request = builder
+                    .body(http_body_util::Full::new(body))
+                    .map_err(|e| Failure::Permanent(format!("bad request: {e}")))?;
+                let response = tokio::time::timeout(self.config.timeout, client.request(request))
+                    .await
+                    .map_err(|_| Failure::Retry {
+                        after: None,
+                        reason: "timed out".into(),
+                    })?
+                    .map_err(|e| Failure::Retry {
+                        after: None,
+                        reason: format!("{e}"),
+                    })?;
+                let status = response.status();
+                if status.is_success() {
+                    return Ok(());
+                }
+                let after = response
+                    .headers()
+                    .get(http::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                let reason = format!("HTTP {status}");
+                match status.as_u16() {
+                    429 | 502 | 503 | 504 => Err(Failure::Retry { after, reason }),
+                    _ => Err(Failure::Permanent(reason)),
+                }
+            }
+        }
+    }
+}
+
+fn gzip(body: &[u8]) -> Bytes {
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = enc.write_all(body);
+    Bytes::from(enc.finish().unwrap_or_default())
+}
+
+/// The OTLP retry rules for gRPC status codes.
+fn grpc_failure(status: &tonic::Status) -> Failure {
+    use tonic::Code;
+    use tonic_types::StatusExt;
+    let after = status.get_details_retry_info().and_then(|r| r.retry_delay);
+    let reason = format!("gRPC {:?}: {}", status.code(), status.message());
+    match status.code() {
+        Code::Cancelled
+        | Code::DeadlineExceeded
+        | Code::Aborted
+        | Code::OutOfRange
+        | Code::Unavailable
+        | Code::DataLoss => Failure::Retry { after, reason },
+        // Only retryable when the server says when.
+        Code::ResourceExhausted if after.is_some() => Failure::Retry { after, reason },
+        _ => Failure::Permanent(reason),
+    }
+}
+
+/// A gRPC codec that sends already-encoded protobuf bytes and returns the
+/// response bytes undecoded: forwarding never re-encodes.
+#[derive(Debug, Clone, Copy, Default)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Bytes;
+    type Decode = Bytes;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = Bytes;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: Bytes,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        use bytes::BufMut;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = Bytes;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Bytes>, tonic::Status> {
+        use bytes::Buf;
+        Ok(Some(src.copy_to_bytes(src.remaining())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_from_url() {
+        let c = ForwardConfig::new("http://127.0.0.1:4317", None).unwrap();
+        assert_eq!(c.protocol, Protocol::Grpc);
+        let c = ForwardConfig::new("http://127.0.0.1:4318", None).unwrap();
+        assert_eq!(c.protocol, Protocol::Http);
+        let c = ForwardConfig::new("grpc://collector:9000", None).unwrap();
+        assert_eq!(
+            (c.protocol, c.endpoint.as_str()),
+            (Protocol::Grpc, "http://collector:9000")
+        );
+        assert!(ForwardConfig::new("https://x", None).is_err());
+        assert!(ForwardConfig::new("x:1", None).is_err());
+    }
+}

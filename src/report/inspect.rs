@@ -1,0 +1,148 @@
+//! `traceval inspect`: what extraction found in each trace, as a run tree
+//! (table) or one JSON object per trace.
+
+use std::collections::HashSet;
+use std::io::{self, Write};
+
+use serde_json::{json, Value};
+
+use crate::assemble::{SpanId, Trace};
+use crate::extract::{Analysis, CallStatus, ToolCall};
+
+/// The JSONL row of one trace: its calls, skipped retrievers, agent runs and
+/// session.
+pub fn inspect_row(trace: &Trace, a: &Analysis, session: Option<&(String, String)>) -> Value {
+    let mut row = json!({
+        "trace_id": trace.id.to_string(),
+        "spans": trace.spans.len(),
+        "orphans": trace.orphans.len(),
+        "tools": a.calls,
+    });
+    let obj = row.as_object_mut().expect("object literal");
+    if !a.retrievers.is_empty() {
+        obj.insert("retrievers".into(), json!(a.retrievers));
+    }
+    obj.insert("agent_runs".into(), json!(a.runs));
+    if let Some((key, id)) = session {
+        obj.insert("session".into(), json!({"key": key, "id": id}));
+    }
+    row
+}
+
+/// First line of a possibly multi-line message (tracebacks), shortened.
+fn first_line(m: &str) -> String {
+    let first = m.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    first.chars().take(120).collect()
+}
+
+enum Node<'a> {
+    Run(&'a crate::extract::AgentRun),
+    Call(&'a ToolCall, bool),
+}
+
+impl Node<'_> {
+    fn span(&self) -> SpanId {
+        match self {
+            Node::Run(r) => r.span_id,
+            Node::Call(c, _) => c.span_id,
+        }
+    }
+    fn within(&self) -> Option<SpanId> {
+        match self {
+            Node::Run(r) => r.within,
+            Node::Call(c, _) => c.within,
+        }
+    }
+    fn start(&self) -> u64 {
+        match self {
+            Node::Run(r) => r.start_time_unix_nano,
+            Node::Call(c, _) => c.start_time_unix_nano,
+        }
+    }
+}
+
+fn call_line(c: &ToolCall, counted: bool) -> String {
+    let args = c
+        .args
+        .as_ref()
+        .map_or_else(|| "-".to_string(), |a| a.to_string());
+    let status = match (&c.status, &c.error_message) {
+        (CallStatus::Error, Some(m)) => format!("error: {}", first_line(m)),
+        (CallStatus::Error, None) => "error".to_string(),
+        (CallStatus::Ok, _) => "ok".to_string(),
+    };
+    let tag = match (c.retriever, counted) {
+        (true, true) => "retriever; ",
+        (true, false) => "retriever, not counted (--retrievers-as-tools); ",
+        _ => "",
+    };
+    format!(
+        "{} {}  [{tag}{status}; {}; span {}]",
+        c.name, args, c.convention, c.span_id
+    )
+}
+
+/// One trace as a tree of agent runs and tool calls (nesting by span
+/// parents: a sub-agent run inside a tool sits under that tool).
+pub fn write_inspect_tree(
+    out: &mut dyn Write,
+    trace: &Trace,
+    a: &Analysis,
+    session: Option<&(String, String)>,
+) -> io::Result<()> {
+    write!(
+        out,
+        "trace {}  ({} spans, {} tool calls, {} agent runs",
+        trace.id,
+        trace.spans.len(),
+        a.calls.len(),
+        a.runs.len()
+    )?;
+    if !a.retrievers.is_empty() {
+        write!(out, ", {} retrievers not counted", a.retrievers.len())?;
+    }
+    if let Some((k, v)) = session {
+        write!(out, "; session {k}={v}")?;
+    }
+    writeln!(out, ")")?;
+    let mut nodes: Vec<Node> = a
+        .runs
+        .iter()
+        .map(Node::Run)
+        .chain(a.calls.iter().map(|c| Node::Call(c, true)))
+        .chain(a.retrievers.iter().map(|c| Node::Call(c, false)))
+        .collect();
+    nodes.sort_by_key(|n| n.start());
+    let ids: HashSet<SpanId> = nodes.iter().map(Node::span).collect();
+    let mut printed = vec![false; nodes.len()];
+    // Depth-first from the roots, children in start order. `printed` guards
+    // against cycles in malformed input.
+    fn walk(
+        out: &mut dyn Write,
+        nodes: &[Node],
+        printed: &mut [bool],
+        parent: Option<SpanId>,
+        ids: &HashSet<SpanId>,
+        level: usize,
+    ) -> io::Result<()> {
+        for (i, n) in nodes.iter().enumerate() {
+            let p = n.within().filter(|w| ids.contains(w));
+            if printed[i] || p != parent {
+                continue;
+            }
+            printed[i] = true;
+            let indent = "  ".repeat(level + 1);
+            match n {
+                Node::Run(r) => writeln!(
+                    out,
+                    "{indent}agent {}  [{}; span {}]",
+                    r.name, r.convention, r.span_id
+                )?,
+                Node::Call(c, counted) => writeln!(out, "{indent}{}", call_line(c, *counted))?,
+            }
+            walk(out, nodes, printed, Some(n.span()), ids, level + 1)?;
+        }
+        Ok(())
+    }
+    walk(out, &nodes, &mut printed, None, &ids, 0)
+}

@@ -1,0 +1,249 @@
+//! Evaluations as OTLP: `gen_ai.evaluation.result` log records
+//! (shared/spec/otlp-and-collector.md, GenAI semantic conventions).
+//!
+//! One record per metric, correlated with the evaluated trace through its
+//! trace id and agent root span id, so backends show it next to the trace.
+
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{
+    any_value, AnyValue, ArrayValue, InstrumentationScope, KeyValue,
+};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+
+use super::Evaluation;
+use crate::assemble::SpanId;
+
+pub const EVENT_NAME: &str = "gen_ai.evaluation.result";
+/// Explanations are capped like agentevals does, so records stay small.
+pub const MAX_EXPLANATION: usize = 2048;
+/// OTLP `SEVERITY_NUMBER_INFO` / `SEVERITY_NUMBER_WARN`.
+const SEVERITY_INFO: i32 = 9;
+const SEVERITY_WARN: i32 = 13;
+
+fn kv(key: &str, value: any_value::Value) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue { value: Some(value) }),
+        ..Default::default()
+    }
+}
+
+fn string(key: &str, v: impl Into<String>) -> KeyValue {
+    kv(key, any_value::Value::StringValue(v.into()))
+}
+
+fn strings(key: &str, v: impl IntoIterator<Item = String>) -> KeyValue {
+    let values = v
+        .into_iter()
+        .map(|s| AnyValue {
+            value: Some(any_value::Value::StringValue(s)),
+        })
+        .collect();
+    kv(key, any_value::Value::ArrayValue(ArrayValue { values }))
+}
+
+fn cap(text: &str) -> String {
+    if text.len() <= MAX_EXPLANATION {
+        return text.to_string();
+    }
+    let mut end = MAX_EXPLANATION;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn names_at(details: Option<&serde_json::Value>, key: &str) -> Vec<String> {
+    details
+        .and_then(|d| d.get(key))
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| {
+                    x.as_str()
+                        .or_else(|| x.get("name").and_then(|n| n.as_str()))
+                })
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The log records for one evaluation: one per metric.
+///
+/// `root_span` is the agent root span the records are parented to; `revision`
+/// counts re-scores of the same trace (1 for the first evaluation).
+pub fn evaluation_records(
+    e: &Evaluation,
+    root_span: Option<SpanId>,
+    revision: u32,
+    now_unix_nano: u64,
+) -> Vec<LogRecord> {
+    e.results
+        .iter()
+        .map(|r| {
+            let mut attrs = vec![string("gen_ai.evaluation.name", r.metric.clone())];
+            match (&r.outcome.error, r.outcome.score) {
+                (Some(err), _) => {
+                    // The evaluation itself failed: no score, no label (as agentevals).
+                    attrs.push(string("error.type", "traceval.metric_error"));
+                    attrs.push(string("gen_ai.evaluation.explanation", cap(err)));
+                }
+                (None, score) => {
+                    if let Some(s) = score {
+                        attrs.push(kv(
+                            "gen_ai.evaluation.score.value",
+                            any_value::Value::DoubleValue(s),
+                        ));
+                    }
+                    let label = if r.passed() { "pass" } else { "fail" };
+                    attrs.push(string("gen_ai.evaluation.score.label", label));
+                    attrs.push(string(
+                        "gen_ai.evaluation.explanation",
+                        cap(&r.outcome.reason),
+                    ));
+                }
+            }
+            attrs.push(string("traceval.case.id", e.case_id.clone()));
+            attrs.push(kv(
+                "traceval.revision",
+                any_value::Value::IntValue(i64::from(revision)),
+            ));
+            if let Some(t) = r.threshold {
+                attrs.push(kv("traceval.threshold", any_value::Value::DoubleValue(t)));
+            }
+            let details = r.outcome.details.as_ref();
+            attrs.push(strings(
+                "traceval.tools.missing",
+                names_at(details, "missing"),
+            ));
+            attrs.push(strings(
+                "traceval.tools.unexpected",
+                names_at(details, "unexpected"),
+            ));
+            attrs.push(strings(
+                "traceval.tools.called",
+                e.tools_called.iter().map(|c| c.name.clone()),
+            ));
+            let failed = r.outcome.error.is_some() || !r.passed();
+            LogRecord {
+                time_unix_nano: now_unix_nano,
+                observed_time_unix_nano: now_unix_nano,
+                severity_number: if failed { SEVERITY_WARN } else { SEVERITY_INFO },
+                severity_text: if failed { "WARN" } else { "INFO" }.to_string(),
+                event_name: EVENT_NAME.to_string(),
+                body: Some(AnyValue {
+                    value: Some(any_value::Value::StringValue(format!(
+                        "{} {} for case {}",
+                        r.metric,
+                        if failed { "failed" } else { "passed" },
+                        e.case_id
+                    ))),
+                }),
+                attributes: attrs,
+                trace_id: e.trace_id.0.to_vec(),
+                span_id: root_span.map(|s| s.0.to_vec()).unwrap_or_default(),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+/// Wraps records in an export request from service `traceval`.
+pub fn logs_request(records: Vec<LogRecord>) -> ExportLogsServiceRequest {
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: Some(Resource {
+                attributes: vec![string("service.name", "traceval")],
+                ..Default::default()
+            }),
+            scope_logs: vec![ScopeLogs {
+                scope: Some(InstrumentationScope {
+                    name: "traceval".to_string(),
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    ..Default::default()
+                }),
+                log_records: records,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assemble::TraceId;
+    use crate::report::MetricResult;
+    use crate::score::native::{NativeConfig, NativeMetric};
+    use crate::score::{Call, Metric, Outcome};
+
+    fn attr<'a>(r: &'a LogRecord, key: &str) -> Option<&'a any_value::Value> {
+        r.attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+    }
+
+    #[test]
+    fn one_record_per_metric_with_semconv_attributes() {
+        let m = NativeMetric::new(NativeConfig {
+            threshold: 0.9,
+            ..NativeConfig::default()
+        });
+        let outcome = m.score(
+            &[Call::new("a", None)],
+            &[Call::new("a", None), Call::new("b", None)],
+        );
+        let e = Evaluation {
+            trace_id: TraceId([7; 16]),
+            session: None,
+            case_id: "c1".into(),
+            tools_called: vec![],
+            expected: vec![],
+            results: vec![
+                MetricResult {
+                    metric: "tool_correctness".into(),
+                    threshold: Some(0.9),
+                    outcome,
+                },
+                MetricResult {
+                    metric: "x".into(),
+                    threshold: None,
+                    outcome: Outcome::error("ValueError: boom"),
+                },
+            ],
+        };
+        let recs = evaluation_records(&e, Some(SpanId([1; 8])), 2, 5);
+        assert_eq!(recs.len(), 2);
+        let r = &recs[0];
+        assert_eq!(r.event_name, EVENT_NAME);
+        assert_eq!(r.trace_id, vec![7; 16]);
+        assert_eq!(r.span_id, vec![1; 8]);
+        assert_eq!(
+            attr(r, "gen_ai.evaluation.score.label"),
+            Some(&any_value::Value::StringValue("fail".into()))
+        );
+        assert!(
+            matches!(attr(r, "gen_ai.evaluation.score.value"), Some(any_value::Value::DoubleValue(v)) if (*v - 2.0 / 3.0).abs() < 1e-9)
+        );
+        assert_eq!(
+            attr(r, "traceval.revision"),
+            Some(&any_value::Value::IntValue(2))
+        );
+        let missing = attr(r, "traceval.tools.missing");
+        assert!(matches!(missing, Some(any_value::Value::ArrayValue(a)) if a.values.len() == 1));
+        let err = &recs[1];
+        assert!(attr(err, "gen_ai.evaluation.score.label").is_none());
+        assert!(attr(err, "error.type").is_some());
+    }
+
+    #[test]
+    fn explanation_is_capped_on_a_char_boundary() {
+        let long = "é".repeat(MAX_EXPLANATION);
+        let c = cap(&long);
+        assert!(c.len() <= MAX_EXPLANATION + '…'.len_utf8());
+    }
+}

@@ -1,0 +1,255 @@
+//! Prometheus text exposition of the live service's counters.
+//!
+//! Counters are atomics so the hot path never takes a lock; per-metric
+//! evaluation counts and score histograms sit behind one mutex that is taken
+//! once per evaluation, not per span. Labels are low-cardinality by design:
+//! only the metric name (a small, configured set) and a fixed outcome label.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Upper bounds of the score histogram buckets (scores are in 0..=1).
+pub const SCORE_BUCKETS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+
+#[derive(Debug, Default)]
+struct PerMetric {
+    passed: u64,
+    failed: u64,
+    errors: u64,
+    /// Cumulative counts per bucket of `SCORE_BUCKETS`.
+    buckets: [u64; SCORE_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+/// Every counter the service exposes on `/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub spans_received: AtomicU64,
+    pub spans_rejected: AtomicU64,
+    pub spans_forwarded: AtomicU64,
+    pub requests_refused: AtomicU64,
+    pub forward_retries: AtomicU64,
+    pub traces_scored: AtomicU64,
+    pub traces_rescored: AtomicU64,
+    pub buffer_spans: AtomicU64,
+    pub buffer_traces: AtomicU64,
+    pub buffer_spans_capacity: AtomicU64,
+    pub buffer_traces_capacity: AtomicU64,
+    pub forward_queue: AtomicU64,
+    pub forward_queue_capacity: AtomicU64,
+    per_metric: Mutex<BTreeMap<String, PerMetric>>,
+}
+
+/// Outcome of one metric on one trace, for counting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    Pass(Option<f64>),
+    Fail(Option<f64>),
+    Error,
+}
+
+impl Metrics {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn set(gauge: &AtomicU64, v: u64) {
+        gauge.store(v, Ordering::Relaxed);
+    }
+
+    /// Counts one metric's verdict.
+    pub fn record(&self, metric: &str, verdict: Verdict) {
+        let mut map = match self.per_metric.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let m = map.entry(metric.to_string()).or_default();
+        let score = match verdict {
+            Verdict::Pass(s) => {
+                m.passed += 1;
+                s
+            }
+            Verdict::Fail(s) => {
+                m.failed += 1;
+                s
+            }
+            Verdict::Error => {
+                m.errors += 1;
+                None
+            }
+        };
+        if let Some(s) = score.filter(|s| s.is_finite()) {
+            m.count += 1;
+            m.sum += s;
+            for (i, le) in SCORE_BUCKETS.iter().enumerate() {
+                if s <= *le {
+                    m.buckets[i] += 1;
+                }
+            }
+        }
+    }
+
+    /// The Prometheus text format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut single = |name: &str, kind: &str, help: &str, v: u64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+            );
+        };
+        single(
+            "traceval_spans_received_total",
+            "counter",
+            "Spans accepted from OTLP requests.",
+            g(&self.spans_received),
+        );
+        single(
+            "traceval_spans_rejected_total",
+            "counter",
+            "Spans rejected as invalid (partial success).",
+            g(&self.spans_rejected),
+        );
+        single(
+            "traceval_spans_forwarded_total",
+            "counter",
+            "Spans delivered downstream.",
+            g(&self.spans_forwarded),
+        );
+        single(
+            "traceval_requests_refused_total",
+            "counter",
+            "Requests answered 503/UNAVAILABLE because a buffer or queue was full.",
+            g(&self.requests_refused),
+        );
+        single(
+            "traceval_forward_retries_total",
+            "counter",
+            "Downstream export attempts that were retried.",
+            g(&self.forward_retries),
+        );
+        single(
+            "traceval_traces_scored_total",
+            "counter",
+            "Trace evaluations produced (re-scores included).",
+            g(&self.traces_scored),
+        );
+        single(
+            "traceval_traces_rescored_total",
+            "counter",
+            "Re-scores caused by late spans.",
+            g(&self.traces_rescored),
+        );
+        single(
+            "traceval_buffer_spans",
+            "gauge",
+            "Spans buffered awaiting trace completion.",
+            g(&self.buffer_spans),
+        );
+        single(
+            "traceval_buffer_spans_capacity",
+            "gauge",
+            "Most spans the buffer holds.",
+            g(&self.buffer_spans_capacity),
+        );
+        single(
+            "traceval_buffer_traces",
+            "gauge",
+            "Traces buffered awaiting completion.",
+            g(&self.buffer_traces),
+        );
+        single(
+            "traceval_buffer_traces_capacity",
+            "gauge",
+            "Most traces the buffer holds.",
+            g(&self.buffer_traces_capacity),
+        );
+        single(
+            "traceval_forward_queue",
+            "gauge",
+            "Requests queued for the downstream.",
+            g(&self.forward_queue),
+        );
+        single(
+            "traceval_forward_queue_capacity",
+            "gauge",
+            "Most requests the forward queue holds.",
+            g(&self.forward_queue_capacity),
+        );
+
+        let map = match self.per_metric.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let _ = writeln!(
+            out,
+            "# HELP traceval_evaluations_total Metric verdicts by outcome."
+        );
+        let _ = writeln!(out, "# TYPE traceval_evaluations_total counter");
+        for (name, m) in map.iter() {
+            let name = escape_label(name);
+            for (outcome, v) in [("pass", m.passed), ("fail", m.failed), ("error", m.errors)] {
+                let _ = writeln!(
+                    out,
+                    "traceval_evaluations_total{{metric=\"{name}\",outcome=\"{outcome}\"}} {v}"
+                );
+            }
+        }
+        let _ = writeln!(out, "# HELP traceval_score Scores by metric.");
+        let _ = writeln!(out, "# TYPE traceval_score histogram");
+        for (name, m) in map.iter() {
+            let name = escape_label(name);
+            for (le, v) in SCORE_BUCKETS.iter().zip(m.buckets) {
+                let _ = writeln!(
+                    out,
+                    "traceval_score_bucket{{metric=\"{name}\",le=\"{le}\"}} {v}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "traceval_score_bucket{{metric=\"{name}\",le=\"+Inf\"}} {}",
+                m.count
+            );
+            let _ = writeln!(out, "traceval_score_sum{{metric=\"{name}\"}} {}", m.sum);
+            let _ = writeln!(out, "traceval_score_count{{metric=\"{name}\"}} {}", m.count);
+        }
+        out
+    }
+}
+
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_histograms() {
+        let m = Metrics::default();
+        Metrics::add(&m.spans_received, 42);
+        m.record("tool_correctness", Verdict::Pass(Some(0.95)));
+        m.record("tool_correctness", Verdict::Fail(Some(0.3)));
+        m.record("tool_correctness", Verdict::Error);
+        let text = m.render();
+        assert!(text.contains("traceval_spans_received_total 42"));
+        assert!(text.contains(
+            "traceval_evaluations_total{metric=\"tool_correctness\",outcome=\"pass\"} 1"
+        ));
+        assert!(text.contains("traceval_score_bucket{metric=\"tool_correctness\",le=\"0.3\"} 1"));
+        assert!(text.contains("traceval_score_bucket{metric=\"tool_correctness\",le=\"1\"} 2"));
+        assert!(text.contains("traceval_score_count{metric=\"tool_correctness\"} 2"));
+        // Every sample line is `name{labels} value` with a numeric value.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let value = line.rsplit(' ').next().unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+        }
+    }
+}

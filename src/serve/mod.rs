@@ -1,0 +1,438 @@
+//! `traceval serve`: a live OTLP receiver (gRPC and HTTP) that scores agent
+//! traces as they complete.
+//!
+//! ```text
+//!  OTLP/gRPC (tonic) ─┐                         completion thread
+//!                     ├─> intake ─> TraceBuffer ───────────────> Scorer ─> JSONL, stdout
+//!  OTLP/HTTP (axum) ──┘  (validate,  (by trace,   idle for the    (extract, join,
+//!                         admit or    capped)     decision wait    score: replay's
+//!                         refuse)                                  functions)
+//! ```
+//!
+//! The receivers only decode; the buffer is the one bounded queue (a full
+//! buffer refuses whole requests with 503 / UNAVAILABLE, which clients
+//! retry); scoring runs on its own thread and reuses `replay`'s pure stages,
+//! so a trace scores the same here as in `traceval replay`. This module owns
+//! the tokio runtime; nothing below it is async.
+//!
+//! [`Server::serve`] takes bound listeners and a [`CancellationToken`], so
+//! tests bind `127.0.0.1:0`; [`run`] binds the configured endpoints and
+//! cancels on SIGINT/SIGTERM. Shutdown: stop accepting, finish open
+//! requests, score everything still buffered, flush, return the summary.
+
+mod buffer;
+mod config;
+mod grpc;
+mod http;
+mod intake;
+mod results;
+mod status;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+pub use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+pub use buffer::{Admitted, BufferLimits, Completed, Refused, TraceBuffer, Usage};
+pub use config::{parse_duration, parse_size, ServeConfig, ServeFlags, OFF};
+pub use http::TRACES_PATH;
+pub use intake::{ServeStats, StatsSnapshot};
+pub use results::{MetricSummary, Scoring, ServeSummary};
+pub use status::{Accepted, Encoding, ExportError, RpcStatus};
+
+use intake::Shared;
+use results::Scorer;
+
+/// Traces scored and written per batch, at most.
+const MAX_BATCH: usize = 1024;
+/// How long open connections may take to finish after shutdown starts.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Errors that stop the server (bad requests never do).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("bad {what} endpoint `{addr}`: {reason}")]
+    Endpoint {
+        what: &'static str,
+        addr: String,
+        reason: String,
+    },
+    #[error("cannot listen on {what} endpoint {addr}: {source}")]
+    Bind {
+        what: &'static str,
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("both receivers are off: nothing to serve")]
+    NoReceiver,
+    #[error(transparent)]
+    Fixtures(#[from] crate::expect::ExpectError),
+    #[error("bad default expectation {path}: {reason}")]
+    DefaultExpected { path: String, reason: String },
+    #[error("cannot open the results file {path}: {source}")]
+    Output {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write results: {source}")]
+    Write { source: std::io::Error },
+    #[error("invalid scoring settings: {0}")]
+    Scoring(String),
+    #[error("cannot start: {0}")]
+    Runtime(std::io::Error),
+    #[error("the scoring thread died: {0}")]
+    Scorer(String),
+}
+
+/// The bound sockets; `None` for a receiver that is off.
+#[derive(Debug, Default)]
+pub struct Listeners {
+    pub grpc: Option<TcpListener>,
+    pub http: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the endpoints of `config` (`off` leaves one unbound).
+    pub async fn bind(config: &ServeConfig) -> Result<Listeners, ServeError> {
+        let grpc = bind_one("gRPC", &config.grpc_endpoint).await?;
+        let http = bind_one("HTTP", &config.http_endpoint).await?;
+        if grpc.is_none() && http.is_none() {
+            return Err(ServeError::NoReceiver);
+        }
+        Ok(Listeners { grpc, http })
+    }
+
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().and_then(|l| l.local_addr().ok())
+    }
+}
+
+async fn bind_one(what: &'static str, addr: &str) -> Result<Option<TcpListener>, ServeError> {
+    let addr = addr.trim();
+    if addr.is_empty() || addr.eq_ignore_ascii_case(OFF) {
+        return Ok(None);
+    }
+    // `http://127.0.0.1:4318` is what exporters are configured with; accept it.
+    let host_port = addr
+        .strip_prefix("http://")
+        .unwrap_or(addr)
+        .trim_end_matches('/');
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host(host_port)
+        .await
+        .map_err(|e| ServeError::Endpoint {
+            what,
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        })?
+        .collect();
+    let mut last = None;
+    for a in resolved {
+        match TcpListener::bind(a).await {
+            Ok(l) => return Ok(Some(l)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(ServeError::Bind {
+        what,
+        addr: addr.to_string(),
+        source: last.unwrap_or_else(|| std::io::Error::other("no address")),
+    })
+}
+
+/// A configured server, ready to serve on listeners.
+pub struct Server {
+    config: ServeConfig,
+    shared: Arc<Shared>,
+    scorer: Scorer,
+}
+
+impl Server {
+    /// Checks the settings, loads fixtures and opens the results file.
+    pub fn new(config: ServeConfig, scoring: Scoring) -> Result<Server, ServeError> {
+        scoring
+            .settings
+            .validate()
+            .map_err(|e| ServeError::Scoring(e.to_string()))?;
+        let limits = BufferLimits {
+            decision_wait: config.decision_wait,
+            max_spans: config.max_buffered_spans.max(1),
+            max_traces: config.max_buffered_traces.max(1),
+            remember_completed: config.remember_completed,
+        };
+        let shared = Arc::new(Shared::new(TraceBuffer::new(limits), config.retry_after));
+        let scorer = Scorer::new(&config, scoring, Arc::clone(&shared.stats))?;
+        Ok(Server {
+            config,
+            shared,
+            scorer,
+        })
+    }
+
+    /// Live counters.
+    pub fn stats(&self) -> Arc<ServeStats> {
+        Arc::clone(&self.shared.stats)
+    }
+
+    /// Serves until `shutdown` is cancelled (or a receiver fails), then
+    /// scores everything buffered and returns the run's summary.
+    pub async fn serve(
+        self,
+        listeners: Listeners,
+        shutdown: CancellationToken,
+    ) -> Result<ServeSummary, ServeError> {
+        let Server {
+            config,
+            shared,
+            scorer,
+        } = self;
+        let worker_shared = Arc::clone(&shared);
+        let status_every = config.status_interval.max(Duration::from_millis(100));
+        let worker = std::thread::Builder::new()
+            .name("traceval-scorer".into())
+            .spawn(move || completion_loop(&worker_shared, scorer, status_every))
+            .map_err(ServeError::Runtime)?;
+
+        let max = config.max_request_size;
+        let mut tasks = tokio::task::JoinSet::new();
+        if let Some(l) = listeners.grpc {
+            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
+            tasks.spawn(async move {
+                let r = grpc::serve(l, shared, max, token.clone()).await;
+                ("gRPC", r.map_err(|e| e.to_string()), token)
+            });
+        }
+        if let Some(l) = listeners.http {
+            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
+            tasks.spawn(async move {
+                let r = http::serve(l, shared, max, token.clone()).await;
+                ("HTTP", r.map_err(|e| e.to_string()), token)
+            });
+        }
+        let grace = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::pin!(grace);
+        loop {
+            tokio::select! {
+                joined = tasks.join_next() => match joined {
+                    None => break,
+                    Some(Ok((what, Err(e), token))) => {
+                        error!(receiver = what, error = %e, "Receiver failed; shutting down.");
+                        token.cancel();
+                    }
+                    Some(Ok((_, Ok(()), _))) => {}
+                    Some(Err(e)) => {
+                        error!(error = %e, "Receiver task failed; shutting down.");
+                        shutdown.cancel();
+                    }
+                },
+                () = &mut grace => {
+                    warn!(grace_secs = SHUTDOWN_GRACE.as_secs(), "Connections still open after the grace period; closing them.");
+                    tasks.abort_all();
+                    while tasks.join_next().await.is_some() {}
+                    break;
+                }
+            }
+        }
+
+        // Receivers are down: nothing new can be accepted. Score the rest.
+        {
+            let mut buf = shared.lock();
+            let u = buf.usage();
+            info!(
+                traces = u.traces,
+                spans = u.spans,
+                "Receivers stopped; scoring buffered traces."
+            );
+            buf.close();
+        }
+        shared.wake.notify_all();
+        let summary = tokio::task::spawn_blocking(move || worker.join())
+            .await
+            .map_err(|e| ServeError::Scorer(e.to_string()))?
+            .map_err(|_| ServeError::Scorer("panicked".into()))??;
+        info!(
+            traces = summary.stats.traces_scored,
+            evaluations = summary.evaluations,
+            passed = summary.passed,
+            failed = summary.failed,
+            "Shut down."
+        );
+        Ok(summary)
+    }
+}
+
+/// The completion thread: waits for traces to go idle, scores them in
+/// batches, logs buffer use; after `close`, drains the buffer and finishes.
+fn completion_loop(
+    shared: &Shared,
+    mut scorer: Scorer,
+    status_every: Duration,
+) -> Result<ServeSummary, ServeError> {
+    let mut last_status = Instant::now();
+    let mut last_snapshot = StatsSnapshot::default();
+    loop {
+        let mut buf = shared.lock();
+        let batch = loop {
+            let now = Instant::now();
+            if buf.is_closed() {
+                break buf.take_any(MAX_BATCH);
+            }
+            let batch = buf.take_complete(now, MAX_BATCH);
+            if !batch.is_empty() {
+                break batch;
+            }
+            if now >= last_status + status_every {
+                let snap = shared.stats.snapshot();
+                if snap != last_snapshot {
+                    log_status(&buf, &snap);
+                    last_snapshot = snap;
+                }
+                last_status = now;
+            }
+            let wake_at = buf
+                .next_completion()
+                .unwrap_or(now + buf.limits().decision_wait)
+                .min(last_status + status_every);
+            let timeout = wake_at
+                .saturating_duration_since(now)
+                .max(Duration::from_millis(1));
+            buf = shared
+                .wake
+                .wait_timeout(buf, timeout)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        };
+        if batch.is_empty() {
+            // Closed and drained.
+            break;
+        }
+        shared.stats.set_buffered(&buf);
+        drop(buf);
+        let spans: usize = batch.iter().map(|c| c.trace.spans.len()).sum();
+        let traces = batch.len();
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                scorer.write_failed();
+                error!(traces, error = %e, "Cannot write results; this batch is lost.");
+            }
+            Err(_) => {
+                error!(traces, "Scoring panicked; this batch is lost.");
+            }
+        }
+        let mut buf = shared.lock();
+        buf.scored(spans);
+        shared.stats.set_buffered(&buf);
+    }
+    let summary = scorer
+        .finish()
+        .map_err(|source| ServeError::Write { source })?;
+    Ok(summary)
+}
+
+fn log_status(buf: &TraceBuffer, snap: &StatsSnapshot) {
+    let u = buf.usage();
+    let l = buf.limits();
+    let held = u.spans + u.scoring_spans;
+    info!(
+        traces = u.traces,
+        spans = held,
+        max_spans = l.max_spans,
+        max_traces = l.max_traces,
+        used_pct = (100 * held / l.max_spans.max(1)).max(100 * u.traces / l.max_traces.max(1)),
+        accepted_spans = snap.spans,
+        scored_traces = snap.traces_scored,
+        refused_requests = snap.refused_requests,
+        "Buffer use."
+    );
+}
+
+/// Logs to stderr; `TRACEVAL_LOG` (or `RUST_LOG`) filters, default `info`.
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("TRACEVAL_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
+}
+
+/// The whole command: logging, runtime, listeners, signals, serve.
+pub fn run(config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, ServeError> {
+    init_logging();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("traceval-io")
+        .build()
+        .map_err(ServeError::Runtime)?;
+    runtime.block_on(async move {
+        let server = Server::new(config.clone(), scoring)?;
+        let listeners = Listeners::bind(&config).await?;
+        let show = |a: Option<SocketAddr>| a.map_or_else(|| OFF.to_string(), |a| a.to_string());
+        info!(
+            grpc = %show(listeners.grpc_addr()),
+            http = %show(listeners.http_addr()),
+            decision_wait_ms = config.decision_wait.as_millis() as u64,
+            max_buffered_spans = config.max_buffered_spans,
+            max_buffered_traces = config.max_buffered_traces,
+            "Listening."
+        );
+        let token = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(token.clone()));
+        server.serve(listeners, token).await
+    })
+}
+
+/// Cancels `token` on SIGINT or SIGTERM (Ctrl-C elsewhere).
+async fn cancel_on_signal(token: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut int), Ok(mut term)) => {
+                let which = tokio::select! {
+                    _ = int.recv() => "SIGINT",
+                    _ = term.recv() => "SIGTERM",
+                    () = token.cancelled() => return,
+                };
+                info!(
+                    signal = which,
+                    "Shutting down: no new requests; scoring what is buffered."
+                );
+            }
+            _ => {
+                warn!("Cannot install signal handlers; falling back to Ctrl-C only.");
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    () = token.cancelled() => return,
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = token.cancelled() => return,
+        }
+    }
+    token.cancel();
+}

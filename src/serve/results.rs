@@ -1,0 +1,563 @@
+//! Scoring completed traces and writing the results: JSONL rows (appended,
+//! flushed after every batch), one stdout line per result, and a per-metric
+//! summary at shutdown. Joining and scoring are `replay`'s own functions, so
+//! a trace gets the same result here as in `traceval replay`.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use tracing::{debug, info};
+
+use super::buffer::Completed;
+use super::intake::{ServeStats, StatsSnapshot};
+use super::ServeError;
+use crate::assemble::{Trace, TraceId};
+use crate::expect::{self, Case, FixtureOptions, Join};
+use crate::extract::{Extractor, ToolCall};
+use crate::ingest::Rejected;
+use crate::replay::{self, ScoreSettings};
+use crate::report::{self, ellipsize, Evaluation, Report};
+
+/// How traces are scored: the same settings as `replay`.
+#[derive(Debug, Clone, Default)]
+pub struct Scoring {
+    pub settings: ScoreSettings,
+    pub extractor: Extractor,
+}
+
+/// Totals of one metric over the run.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct MetricSummary {
+    pub metric: String,
+    pub evaluations: u64,
+    pub passed: u64,
+    pub errors: u64,
+    /// Mean over the evaluations that produced a score.
+    pub mean_score: Option<f64>,
+    #[serde(skip)]
+    score_sum: f64,
+    #[serde(skip)]
+    scored: u64,
+}
+
+/// What a whole `serve` run produced.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct ServeSummary {
+    pub stats: StatsSnapshot,
+    pub evaluations: u64,
+    pub passed: u64,
+    pub failed: u64,
+    /// Cases of `--expected` that no trace matched during the run.
+    pub unmatched_cases: Vec<String>,
+    pub metrics: Vec<MetricSummary>,
+    /// Batches whose results could not be written.
+    pub write_errors: u64,
+}
+
+/// Scores batches of completed traces and writes their results.
+pub(crate) struct Scorer {
+    scoring: Scoring,
+    cases: Option<Vec<Case>>,
+    default_case: Option<Case>,
+    jsonl: Option<BufWriter<File>>,
+    stdout: bool,
+    metrics: Vec<MetricSummary>,
+    cases_hit: Vec<bool>,
+    evaluations: u64,
+    passed: u64,
+    write_errors: u64,
+    stats: std::sync::Arc<ServeStats>,
+}
+
+impl Scorer {
+    /// Loads fixtures and opens the results file. Bad fixture lines are
+    /// logged and written as `rejected` rows; the run goes on without them.
+    pub fn new(
+        config: &super::ServeConfig,
+        scoring: Scoring,
+        stats: std::sync::Arc<ServeStats>,
+    ) -> Result<Scorer, ServeError> {
+        let mut rejected = Vec::new();
+        let opts = FixtureOptions {
+            session_keys: scoring.settings.session_keys.clone(),
+        };
+        let cases = match &config.expected {
+            Some(p) => {
+                let (cases, bad) = expect::load_with(p, &opts)?;
+                rejected.extend(bad);
+                // Session cases need every trace of a session, which a live
+                // stream never promises: they wait for session scoring (issue
+                // 3); trace cases are joined per completed trace.
+                let (trace_cases, session_cases): (Vec<Case>, Vec<Case>) = cases
+                    .into_iter()
+                    .partition(|c| !matches!(c.join, Join::Session { .. }));
+                if !session_cases.is_empty() {
+                    tracing::warn!(
+                        cases = session_cases.len(),
+                        first = %session_cases[0].id,
+                        "Session cases are not scored by serve yet; ignoring them."
+                    );
+                }
+                Some(trace_cases)
+            }
+            None => None,
+        };
+        let default_case = match &config.default_expected {
+            Some(p) => Some(load_default_case(p, &opts)?),
+            None => None,
+        };
+        let jsonl = match &config.output {
+            Some(p) => Some(BufWriter::new(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|source| ServeError::Output {
+                        path: p.display().to_string(),
+                        source,
+                    })?,
+            )),
+            None => None,
+        };
+        let metrics = scoring
+            .settings
+            .metrics
+            .iter()
+            .map(|m| MetricSummary {
+                metric: m.clone(),
+                ..MetricSummary::default()
+            })
+            .collect();
+        let n_cases = cases.as_ref().map_or(0, Vec::len);
+        let mut scorer = Scorer {
+            scoring,
+            cases,
+            default_case,
+            jsonl,
+            stdout: !config.quiet,
+            metrics,
+            cases_hit: vec![false; n_cases],
+            evaluations: 0,
+            passed: 0,
+            write_errors: 0,
+            stats,
+        };
+        for r in &rejected {
+            tracing::warn!(source = %r.source, position = %r.position, reason = %r.reason, "Fixture rejected.");
+        }
+        let mut rows = Vec::new();
+        for r in &rejected {
+            push_row(&mut rows, &rejected_row(r));
+        }
+        scorer
+            .write(&rows, "")
+            .map_err(|source| ServeError::Write { source })?;
+        Ok(scorer)
+    }
+
+    /// Extracts, joins and scores one batch, then writes and flushes its rows.
+    pub fn score(&mut self, batch: Vec<Completed>) -> io::Result<()> {
+        let revisions: HashMap<TraceId, u32> =
+            batch.iter().map(|c| (c.trace.id, c.revision)).collect();
+        let traces: Vec<Trace> = batch.into_iter().map(|c| c.trace).collect();
+        let by_id: HashMap<TraceId, &Trace> = traces.iter().map(|t| (t.id, t)).collect();
+        let mut report = Report::default();
+        replay::score_traces(
+            &traces,
+            self.cases.as_deref(),
+            &self.scoring.extractor,
+            &self.scoring.settings,
+            &mut report,
+        );
+        // Sessions (issue 3) plug in here: `traces` are complete and extracted
+        // once above; a session tracker would take them (with their revision)
+        // and score a session when it has been idle for its own wait.
+
+        let revision_of = |id: &TraceId| revisions.get(id).copied().unwrap_or(1);
+        let spans_of = |id: &TraceId| by_id.get(id).map_or(0, |t| t.spans.len());
+        // Rows are built only for a results file, lines only for stdout.
+        let want_rows = self.jsonl.is_some();
+        let mut rows = Vec::new();
+        let mut lines = String::new();
+        let mut evaluated = std::mem::take(&mut report.evaluations);
+        let unmatched = std::mem::take(&mut report.unmatched_traces);
+        let n_unmatched = unmatched.len() as u64;
+        if n_unmatched > 0 && self.cases.is_some() {
+            info!(
+                traces = n_unmatched,
+                first = %unmatched[0].trace_id,
+                defaulted = self.default_case.is_some(),
+                "Traces matched no case."
+            );
+        }
+        let mut defaulted = Vec::new();
+        let mut plain_unmatched = Vec::new();
+        for u in unmatched {
+            match (&self.default_case, by_id.get(&u.trace_id)) {
+                (Some(case), Some(trace)) => defaulted.push(replay::evaluate(
+                    trace,
+                    u.tools_called,
+                    case,
+                    &self.scoring.settings,
+                )),
+                _ => plain_unmatched.push(u),
+            }
+        }
+        let n_defaulted = defaulted.len();
+        let first_default = evaluated.len();
+        evaluated.extend(defaulted);
+        for (i, e) in evaluated.iter_mut().enumerate() {
+            let is_default = i >= first_default;
+            if want_rows {
+                let calls = std::mem::take(&mut e.tools_called);
+                let mut row = report::evaluation_row(e);
+                e.tools_called = calls;
+                row["revision"] = json!(revision_of(&e.trace_id));
+                row["spans"] = json!(spans_of(&e.trace_id));
+                if is_default {
+                    row["default_expectation"] = json!(true);
+                }
+                push_row_with_calls(&mut rows, row, &e.tools_called);
+            }
+            self.account(e, is_default);
+            if self.stdout {
+                lines.push_str(&evaluation_line(e, revision_of(&e.trace_id)));
+            }
+        }
+        for u in &mut plain_unmatched {
+            if want_rows {
+                let calls = std::mem::take(&mut u.tools_called);
+                let mut row = report::unmatched_trace_row(u);
+                u.tools_called = calls;
+                row["revision"] = json!(revision_of(&u.trace_id));
+                push_row_with_calls(&mut rows, row, &u.tools_called);
+            }
+            if self.stdout {
+                let tools: Vec<&str> = u.tools_called.iter().map(|c| c.name.as_str()).collect();
+                lines.push_str(&format!(
+                    "----  {}  r{}  (no case)  {} tool call(s): {}\n",
+                    u.trace_id,
+                    revision_of(&u.trace_id),
+                    tools.len(),
+                    ellipsize(&tools.join(", "), 100)
+                ));
+            }
+        }
+        let rescored = revisions.values().filter(|&&r| r > 1).count() as u64;
+        self.stats.add_scored(
+            traces.len() as u64,
+            rescored,
+            evaluated.len() as u64,
+            n_unmatched,
+        );
+        debug!(
+            traces = traces.len(),
+            evaluations = evaluated.len(),
+            defaulted = n_defaulted,
+            rescored,
+            "Scored batch."
+        );
+        self.write(&rows, &lines)
+    }
+
+    fn account(&mut self, e: &Evaluation, is_default: bool) {
+        self.evaluations += 1;
+        if e.passed() {
+            self.passed += 1;
+        }
+        if !is_default {
+            if let Some(cases) = &self.cases {
+                if let Some(i) = cases.iter().position(|c| c.id == e.case_id) {
+                    self.cases_hit[i] = true;
+                }
+            }
+        }
+        for r in &e.results {
+            let i = match self.metrics.iter().position(|m| m.metric == r.metric) {
+                Some(i) => i,
+                None => {
+                    self.metrics.push(MetricSummary {
+                        metric: r.metric.clone(),
+                        ..MetricSummary::default()
+                    });
+                    self.metrics.len() - 1
+                }
+            };
+            let m = &mut self.metrics[i];
+            m.evaluations += 1;
+            if r.passed() {
+                m.passed += 1;
+            }
+            if r.outcome.error.is_some() {
+                m.errors += 1;
+            }
+            if let Some(s) = r.outcome.score {
+                m.score_sum += s;
+                m.scored += 1;
+            }
+        }
+    }
+
+    /// Appends `rows` (JSONL text) to the results file and flushes it; prints `lines`.
+    fn write(&mut self, rows: &[u8], lines: &str) -> io::Result<()> {
+        if let Some(w) = &mut self.jsonl {
+            w.write_all(rows)?;
+            w.flush()?;
+        }
+        if self.stdout && !lines.is_empty() {
+            let mut out = io::stdout().lock();
+            out.write_all(lines.as_bytes())?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Counts a batch whose rows could not be written.
+    pub fn write_failed(&mut self) {
+        self.write_errors += 1;
+    }
+
+    /// Writes unmatched cases and the summary; returns the summary.
+    pub fn finish(mut self) -> io::Result<ServeSummary> {
+        for m in &mut self.metrics {
+            m.mean_score = (m.scored > 0).then(|| m.score_sum / m.scored as f64);
+        }
+        let unmatched_cases: Vec<String> = match &self.cases {
+            Some(cases) => cases
+                .iter()
+                .zip(&self.cases_hit)
+                .filter(|(_, hit)| !**hit)
+                .map(|(c, _)| c.id.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        let summary = ServeSummary {
+            stats: self.stats.snapshot(),
+            evaluations: self.evaluations,
+            passed: self.passed,
+            failed: self.evaluations - self.passed,
+            unmatched_cases,
+            metrics: self.metrics.clone(),
+            write_errors: self.write_errors,
+        };
+        let mut rows = Vec::new();
+        for c in &summary.unmatched_cases {
+            let row = json!({
+                "type": "unmatched_case",
+                "trace_id": null,
+                "case": c,
+                "pass": false,
+                "explanation": "no trace matched this case",
+            });
+            push_row(&mut rows, &row);
+        }
+        let metrics: serde_json::Map<String, Value> = summary
+            .metrics
+            .iter()
+            .map(|m| (m.metric.clone(), json!(m)))
+            .collect();
+        push_row(&mut rows, &json!({
+            "type": "summary",
+            "stats": summary.stats,
+            "evaluations": summary.evaluations,
+            "passed": summary.passed,
+            "failed": summary.failed,
+            "unmatched_traces": summary.stats.unmatched_traces,
+            "unmatched_cases": summary.unmatched_cases.len(),
+            "metrics": metrics,
+        }));
+        let text = if self.stdout {
+            summary_text(&summary)
+        } else {
+            String::new()
+        };
+        self.write(&rows, &text)?;
+        Ok(summary)
+    }
+}
+
+const TOOLS_CALLED: &str = "tools_called";
+
+/// One JSONL line: `row` (an object built without its `tools_called`) with
+/// `calls` serialized straight into it. The calls carry the arguments and
+/// results (often kilobytes of JSON each): turning them into a `Value` first
+/// would copy all of it, and that copy cost as much as extraction itself.
+fn push_row_with_calls(out: &mut Vec<u8>, mut row: Value, calls: &[ToolCall]) {
+    let Some(obj) = row.as_object_mut() else {
+        return push_row(out, &row);
+    };
+    obj.remove(TOOLS_CALLED);
+    let start = out.len();
+    let _ = serde_json::to_writer(&mut *out, &row);
+    if out.len() < start + 2 || out.last() != Some(&b'}') {
+        out.truncate(start);
+        row[TOOLS_CALLED] = serde_json::to_value(calls).unwrap_or(Value::Null);
+        return push_row(out, &row);
+    }
+    out.pop();
+    if out.len() > start + 1 {
+        out.push(b',');
+    }
+    let _ = serde_json::to_writer(&mut *out, TOOLS_CALLED);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, calls);
+    out.extend_from_slice(b"}\n");
+}
+
+/// One JSONL line.
+fn push_row(out: &mut Vec<u8>, row: &Value) {
+    // Writing a `Value` to a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, row);
+    out.push(b'\n');
+}
+
+fn rejected_row(r: &Rejected) -> Value {
+    json!({
+        "type": "rejected",
+        "source": r.source,
+        "position": r.position.to_string().trim_start_matches([':', ' ']),
+        "reason": r.reason,
+    })
+}
+
+/// One stdout line: verdict, trace, revision, case, every metric's score, why.
+fn evaluation_line(e: &Evaluation, revision: u32) -> String {
+    let scores: Vec<String> = e
+        .results
+        .iter()
+        .map(|r| match (r.outcome.score, &r.outcome.error) {
+            (_, Some(_)) => format!("{}=error", r.metric),
+            (Some(s), None) => format!("{}={s:.3}", r.metric),
+            (None, None) => format!("{}=-", r.metric),
+        })
+        .collect();
+    let why = e
+        .headline()
+        .map(|h| {
+            h.outcome
+                .error
+                .clone()
+                .unwrap_or_else(|| h.outcome.reason.clone())
+        })
+        .unwrap_or_default();
+    format!(
+        "{}  {}  r{}  {}  {}  {}\n",
+        if e.passed() { "pass" } else { "FAIL" },
+        e.trace_id,
+        revision,
+        ellipsize(&e.case_id, 32),
+        scores.join(" "),
+        ellipsize(&why, 100)
+    )
+}
+
+fn summary_text(s: &ServeSummary) -> String {
+    let st = &s.stats;
+    let mut out = format!(
+        "\n{} span(s), {} trace(s) scored ({} re-score(s)), {} evaluation(s): {} passed, {} failed; {} trace(s) matched no case",
+        st.spans, st.traces_scored, st.rescored, s.evaluations, s.passed, s.failed, st.unmatched_traces
+    );
+    if !s.unmatched_cases.is_empty() {
+        out.push_str(&format!(
+            "; {} case(s) matched no trace",
+            s.unmatched_cases.len()
+        ));
+    }
+    out.push('\n');
+    if !s.metrics.is_empty() && s.evaluations > 0 {
+        let w = s
+            .metrics
+            .iter()
+            .map(|m| m.metric.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        out.push_str(&format!(
+            "{:w$}  {:>5}  {:>6}  {:>6}  {:>6}  {:>10}\n",
+            "METRIC", "EVALS", "PASSED", "FAILED", "ERRORS", "MEAN SCORE"
+        ));
+        for m in &s.metrics {
+            let mean = m.mean_score.map_or("-".to_string(), |v| format!("{v:.3}"));
+            out.push_str(&format!(
+                "{:w$}  {:>5}  {:>6}  {:>6}  {:>6}  {:>10}\n",
+                m.metric,
+                m.evaluations,
+                m.passed,
+                m.evaluations - m.passed,
+                m.errors,
+                mean
+            ));
+        }
+    }
+    out
+}
+
+/// The expectation for traces no case matches: a JSON array of expected
+/// tools, or one case object whose `trace_id`/`match` are ignored.
+fn load_default_case(path: &Path, opts: &FixtureOptions) -> Result<Case, ServeError> {
+    let label = path.display().to_string();
+    let bad = |reason: String| ServeError::DefaultExpected {
+        path: label.clone(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let mut case = match value {
+        Value::Array(tools) => json!({"id": "default", "expected_tools": tools}),
+        Value::Object(mut m) => {
+            m.remove("trace_id");
+            m.remove("match");
+            m.entry("id").or_insert_with(|| json!("default"));
+            Value::Object(m)
+        }
+        _ => return Err(bad("expected a JSON array of tools or a case object".into())),
+    };
+    // The fixture parser wants a join; this one is never used.
+    case["match"] = json!({"traceval.default": "true"});
+    let (cases, rejected) = expect::parse_with(&case.to_string(), &label, opts);
+    match (cases.into_iter().next(), rejected.first()) {
+        (Some(c), None) => Ok(c),
+        (_, Some(r)) => Err(bad(r.reason.clone())),
+        (None, None) => Err(bad("no case found".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_get_their_calls_without_a_copy() {
+        let mut out = Vec::new();
+        push_row_with_calls(&mut out, json!({"type": "x", "tools_called": []}), &[]);
+        push_row_with_calls(&mut out, json!({}), &[]);
+        let text = String::from_utf8(out).unwrap();
+        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(rows[0], json!({"type": "x", "tools_called": []}));
+        assert_eq!(rows[1], json!({"tools_called": []}));
+    }
+
+    #[test]
+    fn default_case_from_array_or_object() {
+        let dir = std::env::temp_dir().join(format!("traceval-default-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("d.json");
+        std::fs::write(&p, r#"["a", {"name": "b", "args": {"x": 1}}]"#).unwrap();
+        let c = load_default_case(&p, &FixtureOptions::default()).unwrap();
+        assert_eq!((c.id.as_str(), c.expected.len()), ("default", 2));
+        std::fs::write(
+            &p,
+            r#"{"id": "fallback", "trace_id": "00", "expected_tools": ["a"], "threshold": 0.9}"#,
+        )
+        .unwrap();
+        let c = load_default_case(&p, &FixtureOptions::default()).unwrap();
+        assert_eq!((c.id.as_str(), c.threshold), ("fallback", Some(0.9)));
+        std::fs::write(&p, r#"{"expected_tools": 3}"#).unwrap();
+        assert!(load_default_case(&p, &FixtureOptions::default()).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,1053 @@
+//! `traceval serve` on real sockets (127.0.0.1:0): the opentelemetry-otlp
+//! exporters, corpus replays over both transports compared with `replay`,
+//! the OTLP status rules, backpressure, late spans, and SIGTERM on the real
+//! binary. Decision waits are short; every wait is bounded.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use prost::Message;
+use serde_json::{json, Value};
+use tonic::codec::CompressionEncoding;
+
+use traceval::serve::{
+    CancellationToken, Listeners, RpcStatus, Scoring, ServeConfig, ServeError, ServeStats,
+    ServeSummary, Server, StatsSnapshot,
+};
+
+use crate::util::{data, traceval, TempDir};
+
+const WAIT: Duration = Duration::from_millis(200);
+
+// ---------------------------------------------------------------- harness
+
+struct TestServer {
+    rt: tokio::runtime::Runtime,
+    grpc: SocketAddr,
+    http: SocketAddr,
+    token: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<ServeSummary, ServeError>>,
+    stats: Arc<ServeStats>,
+    out: PathBuf,
+    _dir: TempDir,
+}
+
+/// A server on 127.0.0.1:0 writing JSONL to a temp file; `tweak` edits the config.
+fn start(tag: &str, tweak: impl FnOnce(&mut ServeConfig, &Path)) -> TestServer {
+    let dir = TempDir::new(tag);
+    let out = dir.path().join("results.jsonl");
+    let mut config = ServeConfig {
+        grpc_endpoint: "127.0.0.1:0".into(),
+        http_endpoint: "127.0.0.1:0".into(),
+        decision_wait: WAIT,
+        output: Some(out.clone()),
+        quiet: true,
+        status_interval: Duration::from_secs(60),
+        ..ServeConfig::default()
+    };
+    tweak(&mut config, dir.path());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = Server::new(config.clone(), Scoring::default()).unwrap();
+    let stats = server.stats();
+    let listeners = rt.block_on(Listeners::bind(&config)).unwrap();
+    let (grpc, http) = (
+        listeners.grpc_addr().unwrap(),
+        listeners.http_addr().unwrap(),
+    );
+    let token = CancellationToken::new();
+    let handle = rt.spawn(server.serve(listeners, token.clone()));
+    TestServer {
+        rt,
+        grpc,
+        http,
+        token,
+        handle,
+        stats,
+        out,
+        _dir: dir,
+    }
+}
+
+impl TestServer {
+    fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Waits (at most 15 s) until `pred` holds; panics with the stats if not.
+    fn wait_for(&self, what: &str, pred: impl Fn(&StatsSnapshot) -> bool) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            if pred(&self.stats()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("timed out waiting for {what}: {:?}", self.stats());
+    }
+
+    /// Rows written so far.
+    fn rows(&self) -> Vec<Value> {
+        read_rows(&self.out)
+    }
+
+    /// Graceful shutdown: returns the summary and every JSONL row.
+    fn stop(self) -> (ServeSummary, Vec<Value>) {
+        self.token.cancel();
+        let summary = self
+            .rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(30), self.handle).await })
+            .expect("server stops within 30 s")
+            .expect("server task")
+            .expect("serve ok");
+        let rows = read_rows(&self.out);
+        (summary, rows)
+    }
+
+    fn grpc_client(&self) -> TraceServiceClient<tonic::transport::Channel> {
+        let url = format!("http://{}", self.grpc);
+        self.rt
+            .block_on(TraceServiceClient::connect(url))
+            .expect("gRPC connect")
+    }
+
+    fn grpc_export(
+        &self,
+        client: &mut TraceServiceClient<tonic::transport::Channel>,
+        req: ExportTraceServiceRequest,
+    ) -> Result<ExportTraceServiceResponse, tonic::Status> {
+        self.rt
+            .block_on(client.export(req))
+            .map(tonic::Response::into_inner)
+    }
+}
+
+fn read_rows(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSONL row"))
+        .collect()
+}
+
+fn of_type<'a>(rows: &'a [Value], t: &str) -> Vec<&'a Value> {
+    rows.iter().filter(|r| r["type"] == t).collect()
+}
+
+// ------------------------------------------------------------ raw HTTP/1.1
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+enum Framing {
+    Length,
+    Chunked,
+    /// Declares `n` bytes more than sent, then half-closes.
+    ShortBy(usize),
+    /// Declares the length but sends no body.
+    HeadersOnly,
+}
+
+/// One POST on its own connection, with exact control of the framing.
+fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8], framing: Framing) -> Reply {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let mut head = format!("POST /v1/traces HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    match framing {
+        Framing::Length | Framing::HeadersOnly => {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()))
+        }
+        Framing::Chunked => head.push_str("Transfer-Encoding: chunked\r\n"),
+        Framing::ShortBy(n) => head.push_str(&format!("Content-Length: {}\r\n", body.len() + n)),
+    }
+    head.push_str("\r\n");
+    let mut wire = head.into_bytes();
+    match framing {
+        Framing::Length | Framing::ShortBy(_) => wire.extend_from_slice(body),
+        Framing::HeadersOnly => {}
+        Framing::Chunked => {
+            for chunk in body.chunks(1000) {
+                wire.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                wire.extend_from_slice(chunk);
+                wire.extend_from_slice(b"\r\n");
+            }
+            wire.extend_from_slice(b"0\r\n\r\n");
+        }
+    }
+    // The server may answer (413) before reading everything: ignore write errors.
+    let _ = s.write_all(&wire);
+    if matches!(framing, Framing::ShortBy(_)) {
+        let _ = s.shutdown(std::net::Shutdown::Write);
+    }
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    parse_reply(&raw)
+}
+
+fn parse_reply(raw: &[u8]) -> Reply {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP response: {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut rest = body.as_slice();
+        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+            let n = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16)
+                .unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[eol + 2..eol + 2 + n]);
+            rest = &rest[eol + 4 + n..];
+        }
+        body = out;
+    }
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+const PROTOBUF: (&str, &str) = ("Content-Type", "application/x-protobuf");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+// ------------------------------------------------------------- payloads
+
+fn kv(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.into())),
+        }),
+        ..Default::default()
+    }
+}
+
+fn trace_id(n: u8) -> Vec<u8> {
+    let mut id = vec![0xab; 16];
+    id[15] = n;
+    id
+}
+
+/// One agent run: an `invoke_agent` root (span 1) and one `execute_tool`
+/// span per tool (spans 2..), children first, as a batching exporter sends.
+fn agent_spans(t: u8, conversation: &str, tools: &[(&str, Value)]) -> Vec<Span> {
+    let root = vec![t, 0, 0, 0, 0, 0, 0, 1];
+    let mut spans = Vec::new();
+    for (i, (name, args)) in tools.iter().enumerate() {
+        spans.push(Span {
+            trace_id: trace_id(t),
+            span_id: vec![t, 0, 0, 0, 0, 0, 0, i as u8 + 2],
+            parent_span_id: root.clone(),
+            name: format!("execute_tool {name}"),
+            kind: 1,
+            start_time_unix_nano: 1_000 + i as u64 * 10,
+            end_time_unix_nano: 1_005 + i as u64 * 10,
+            attributes: vec![
+                kv("gen_ai.operation.name", "execute_tool"),
+                kv("gen_ai.tool.name", name),
+                kv("gen_ai.tool.call.arguments", &args.to_string()),
+            ],
+            ..Default::default()
+        });
+    }
+    spans.push(Span {
+        trace_id: trace_id(t),
+        span_id: root,
+        name: "invoke_agent planner".into(),
+        kind: 1,
+        start_time_unix_nano: 900,
+        end_time_unix_nano: 2_000,
+        attributes: vec![
+            kv("gen_ai.operation.name", "invoke_agent"),
+            kv("gen_ai.conversation.id", conversation),
+        ],
+        ..Default::default()
+    });
+    spans
+}
+
+fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Default::default()),
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+fn weather(t: u8) -> ExportTraceServiceRequest {
+    request(agent_spans(
+        t,
+        &format!("conv-{t}"),
+        &[
+            ("get_weather", json!({"city": "Paris"})),
+            ("get_weather", json!({"city": "London"})),
+        ],
+    ))
+}
+
+// ------------------------------------------------- real OTLP exporters
+
+/// Spans an agent run with the OpenTelemetry SDK; returns its trace id.
+fn sdk_agent_run(provider: &opentelemetry_sdk::trace::SdkTracerProvider, conv: &str) -> String {
+    use opentelemetry::trace::{Span as _, TraceContextExt, Tracer, TracerProvider as _};
+    use opentelemetry::KeyValue as Kv;
+    let tracer = provider.tracer("e2e-agent");
+    let root = tracer
+        .span_builder("invoke_agent planner")
+        .with_attributes([
+            Kv::new("gen_ai.operation.name", "invoke_agent"),
+            Kv::new("test.run", conv.to_string()),
+        ])
+        .start(&tracer);
+    let cx = opentelemetry::Context::current_with_span(root);
+    for city in ["Paris", "London"] {
+        let mut s = tracer
+            .span_builder("execute_tool get_weather")
+            .with_attributes([
+                Kv::new("gen_ai.operation.name", "execute_tool"),
+                Kv::new("gen_ai.tool.name", "get_weather"),
+                Kv::new(
+                    "gen_ai.tool.call.arguments",
+                    json!({ "city": city }).to_string(),
+                ),
+            ])
+            .start_with_context(&tracer, &cx);
+        s.end();
+    }
+    let id = cx.span().span_context().trace_id().to_string();
+    cx.span().end();
+    id
+}
+
+fn exporter_fixture(dir: &Path, conv: &str) -> PathBuf {
+    let p = dir.join("expected.jsonl");
+    let case = json!({
+        "id": conv,
+        // Not a session key (`gen_ai.conversation.id` would make a session case).
+        "match": {"test.run": conv},
+        "expected_tools": [
+            {"name": "get_weather", "args": {"city": "Paris"}},
+            {"name": "get_weather", "args": {"city": "London"}},
+            "format_answer",
+        ],
+    });
+    std::fs::write(&p, case.to_string()).unwrap();
+    p
+}
+
+/// Two of three expected calls, both made with the right args: recall 2/3,
+/// precision 1, F1 0.8.
+fn assert_exporter_result(rows: &[Value], trace: &str, conv: &str) {
+    let evals = of_type(rows, "evaluation");
+    assert_eq!(evals.len(), 1, "{rows:#?}");
+    let e = evals[0];
+    assert_eq!(e["trace_id"], trace);
+    assert_eq!(e["case"], conv);
+    assert_eq!(e["revision"], 1);
+    assert_eq!(e["spans"], 3);
+    assert!((e["score"].as_f64().unwrap() - 0.8).abs() < 1e-9, "{e}");
+    assert_eq!(e["pass"], true);
+    let called: Vec<&str> = e["tools_called"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(called, ["get_weather", "get_weather"]);
+}
+
+#[test]
+fn otlp_grpc_exporter_with_batch_processor_is_scored() {
+    use opentelemetry_otlp::WithExportConfig;
+    let conv = "conv-sdk-grpc";
+    let srv = start("sdk-grpc", |c, dir| {
+        c.expected = Some(exporter_fixture(dir, conv))
+    });
+    let provider = {
+        // tonic's channel runs on the server's runtime; the batch processor's
+        // own thread drives the exports.
+        let _guard = srv.rt.enter();
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(format!("http://{}", srv.grpc))
+            .build()
+            .unwrap();
+        opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .build()
+    };
+    let trace = sdk_agent_run(&provider, conv);
+    provider.force_flush().unwrap();
+    srv.wait_for("the trace to be scored", |s| s.evaluations >= 1);
+    provider.shutdown().unwrap();
+    assert_exporter_result(&srv.rows(), &trace, conv);
+    let (summary, _) = srv.stop();
+    assert_eq!((summary.evaluations, summary.passed), (1, 1));
+}
+
+#[test]
+fn otlp_http_exporter_with_batch_processor_is_scored() {
+    use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+    let conv = "conv-sdk-http";
+    let srv = start("sdk-http", |c, dir| {
+        c.expected = Some(exporter_fixture(dir, conv))
+    });
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/traces", srv.http))
+        .with_headers(Default::default())
+        .build()
+        .unwrap();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .build();
+    let trace = sdk_agent_run(&provider, conv);
+    provider.force_flush().unwrap();
+    srv.wait_for("the trace to be scored", |s| s.evaluations >= 1);
+    provider.shutdown().unwrap();
+    assert_exporter_result(&srv.rows(), &trace, conv);
+    srv.stop();
+}
+
+// ------------------------------------------- corpus: serve == replay
+
+const SOURCES: &[&str] = &[
+    "mlflow",
+    "openinference-manual",
+    "openinference-langchain",
+    "pydantic-ai",
+    "vercel-ai",
+    "galtea",
+    "langfuse",
+    "traceloop",
+    "strands",
+    "google-adk",
+];
+
+fn pb_files(source: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data(&format!("corpus/{source}/otlp")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pb"))
+        .collect();
+    files.sort(); // req-NNNN: arrival order
+    files
+}
+
+/// Fixtures from every source's truth: one case per trace.
+fn truth_fixture(dir: &Path) -> PathBuf {
+    let mut lines = Vec::new();
+    for source in SOURCES {
+        let text = std::fs::read_to_string(data(&format!("corpus/{source}/truth.jsonl"))).unwrap();
+        for l in text.lines() {
+            let t: Value = serde_json::from_str(l).unwrap();
+            lines.push(
+                json!({
+                    "id": format!("{source}/{}", t["scenario"].as_str().unwrap()),
+                    "trace_id": t["trace_id"],
+                    "expected_tools": t["tools_in_order"],
+                })
+                .to_string(),
+            );
+        }
+    }
+    // A case with no trace, to check unmatched cases are reported at the end.
+    lines.push(
+        r#"{"id":"ghost","trace_id":"00000000000000000000000000000001","expected_tools":["x"]}"#
+            .into(),
+    );
+    let p = dir.join("truth-cases.jsonl");
+    std::fs::write(&p, lines.join("\n")).unwrap();
+    p
+}
+
+/// Per-trace rows with the serve-only fields removed, keyed for comparison.
+fn keyed(rows: &[Value]) -> BTreeMap<String, Value> {
+    rows.iter()
+        .filter(|r| r["type"] == "evaluation" || r["type"] == "unmatched_trace")
+        .map(|r| {
+            let mut r = r.clone();
+            let obj = r.as_object_mut().unwrap();
+            obj.remove("revision");
+            obj.remove("default_expectation");
+            if obj["type"] == "evaluation" {
+                obj.remove("spans");
+            }
+            let key = format!("{} {}", obj["trace_id"], obj["case"]);
+            (key, r)
+        })
+        .collect()
+}
+
+fn replay_rows(files: &[PathBuf], fixture: &Path) -> Vec<Value> {
+    let mut args: Vec<String> = vec![
+        "replay".into(),
+        "--format".into(),
+        "jsonl".into(),
+        "-q".into(),
+        "--expected".into(),
+        fixture.display().to_string(),
+    ];
+    args.extend(files.iter().map(|p| p.display().to_string()));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = traceval(&argv);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn corpus_matches_replay(over_grpc: bool) {
+    let fixture_dir = TempDir::new("truth");
+    let fixture = truth_fixture(fixture_dir.path());
+    // A long wait: traces complete at shutdown (the drain), so a slow
+    // machine cannot split them; the timer path is tested elsewhere.
+    let srv = start(
+        if over_grpc {
+            "corpus-grpc"
+        } else {
+            "corpus-http"
+        },
+        |c, _| {
+            c.expected = Some(fixture.clone());
+            c.decision_wait = Duration::from_secs(600);
+        },
+    );
+    let mut client = over_grpc.then(|| srv.grpc_client());
+    let mut all_files = Vec::new();
+    for source in SOURCES {
+        let files = pb_files(source);
+        for f in &files {
+            let body = std::fs::read(f).unwrap();
+            match &mut client {
+                Some(c) => {
+                    let req = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
+                    let resp = srv.grpc_export(c, req).unwrap();
+                    assert_eq!(resp.partial_success, None, "{}", f.display());
+                }
+                None => {
+                    let r = post(srv.http, &[PROTOBUF], &body, Framing::Length);
+                    assert_eq!(r.status, 200, "{}", f.display());
+                    assert!(r.body.is_empty(), "full success has no partial_success");
+                }
+            }
+        }
+        all_files.extend(files);
+    }
+    let (summary, rows) = srv.stop();
+    let expected = replay_rows(&all_files, &fixture);
+    let (got, want) = (keyed(&rows), keyed(&expected));
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (k, w) in &want {
+        assert_eq!(&got[k], w, "trace/case {k}");
+    }
+    assert!(want.len() >= 55, "{} rows", want.len());
+    assert_eq!(summary.unmatched_cases, vec!["ghost".to_string()]);
+    assert!(of_type(&rows, "evaluation")
+        .iter()
+        .all(|r| r["revision"] == 1));
+    let last = rows.last().unwrap();
+    assert_eq!(last["type"], "summary");
+    assert_eq!(
+        last["metrics"]["tool_correctness"]["evaluations"],
+        summary.evaluations
+    );
+}
+
+#[test]
+fn corpus_over_http_scores_like_replay() {
+    corpus_matches_replay(false);
+}
+
+#[test]
+fn corpus_over_grpc_scores_like_replay() {
+    corpus_matches_replay(true);
+}
+
+// ------------------------------------------------------ HTTP status rules
+
+#[test]
+fn http_gzip_chunked_and_json_with_numbers() {
+    let srv = start("http-enc", |_, _| {});
+    // gzip + chunked protobuf.
+    let body = gzip(&weather(1).encode_to_vec());
+    let r = post(
+        srv.http,
+        &[PROTOBUF, ("Content-Encoding", "gzip")],
+        &body,
+        Framing::Chunked,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/x-protobuf"));
+    // JSON as the JS exporter writes it: int64 as numbers, ids as hex (P11).
+    let json_body = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"js"}}]},
+      "scopeSpans":[{"scope":{"name":"ai"},"spans":[
+        {"traceId":"ABABABABABABABABABABABABABABAB02","spanId":"0200000000000002","parentSpanId":"0200000000000001",
+         "name":"execute_tool search","kind":1,"startTimeUnixNano":1000,"endTimeUnixNano":1500,
+         "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},
+                       {"key":"gen_ai.tool.name","value":{"stringValue":"search"}},
+                       {"key":"gen_ai.tool.call.arguments","value":{"stringValue":"{\"q\":\"x\",\"n\":3}"}},
+                       {"key":"retries","value":{"intValue":2}}],
+         "status":{"code":0}},
+        {"traceId":"ababababababababababababababab02","spanId":"0200000000000001","name":"invoke_agent a","kind":1,
+         "startTimeUnixNano":"900","endTimeUnixNano":2000}]}]}]}"#;
+    let r = post(srv.http, &[JSON], json_body.as_bytes(), Framing::Length);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.body, b"{}");
+    // gzip JSON with a charset parameter.
+    let r = post(
+        srv.http,
+        &[
+            ("Content-Type", "application/json; charset=utf-8"),
+            ("Content-Encoding", "gzip"),
+        ],
+        &gzip(&serde_json::to_vec(&weather(3)).unwrap()),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let (_, rows) = srv.stop();
+    let traces = of_type(&rows, "unmatched_trace");
+    assert_eq!(traces.len(), 3, "{rows:#?}");
+    let js = traces
+        .iter()
+        .find(|r| r["trace_id"] == "ababababababababababababababab02")
+        .unwrap();
+    assert_eq!(js["spans"], 2);
+    assert_eq!(js["tools_called"][0]["name"], "search");
+    assert_eq!(js["tools_called"][0]["args"], json!({"q": "x", "n": 3}));
+}
+
+fn status_body(r: &Reply) -> RpcStatus {
+    assert_eq!(r.header("content-type"), Some("application/x-protobuf"));
+    RpcStatus::decode(r.body.as_slice()).expect("google.rpc.Status body")
+}
+
+#[test]
+fn http_bad_requests_get_the_spec_status() {
+    let srv = start("http-bad", |c, _| c.max_request_size = 64 * 1024);
+    let good = weather(1).encode_to_vec();
+
+    let r = post(
+        srv.http,
+        &[("Content-Type", "text/plain")],
+        b"hi",
+        Framing::Length,
+    );
+    assert_eq!(r.status, 415);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(v["message"].as_str().unwrap().contains("text/plain"), "{v}");
+
+    let r = post(
+        srv.http,
+        &[PROTOBUF, ("Content-Encoding", "br")],
+        &good,
+        Framing::Length,
+    );
+    assert_eq!(r.status, 415);
+
+    // Truncated protobuf: 400 with a Status in protobuf.
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &good[..good.len() - 7],
+        Framing::Length,
+    );
+    assert_eq!(r.status, 400);
+    let st = status_body(&r);
+    assert_eq!(st.code, tonic::Code::InvalidArgument as i32);
+    assert!(st.message.contains("protobuf"), "{}", st.message);
+
+    // Truncated on the wire: the body ends before its Content-Length.
+    let r = post(srv.http, &[PROTOBUF], &good[..100], Framing::ShortBy(500));
+    assert_eq!(r.status, 400);
+
+    // Broken JSON: 400 with a Status in JSON.
+    let r = post(
+        srv.http,
+        &[JSON],
+        br#"{"resourceSpans": [{"#,
+        Framing::Length,
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["code"], 3);
+
+    // gzip header on a plain body.
+    let r = post(
+        srv.http,
+        &[PROTOBUF, ("Content-Encoding", "gzip")],
+        &good,
+        Framing::Length,
+    );
+    assert_eq!(r.status, 400);
+
+    // Oversized: by Content-Length, by chunked body, and after inflating.
+    let big = vec![b'x'; 100 * 1024];
+    let r = post(srv.http, &[PROTOBUF], &big, Framing::HeadersOnly);
+    assert_eq!(r.status, 413);
+    assert_eq!(status_body(&r).code, tonic::Code::ResourceExhausted as i32);
+    let r = post(srv.http, &[PROTOBUF], &big, Framing::Chunked);
+    assert_eq!(r.status, 413);
+    let bomb = gzip(&vec![0u8; 1 << 20]);
+    assert!(bomb.len() < 64 * 1024);
+    let r = post(
+        srv.http,
+        &[PROTOBUF, ("Content-Encoding", "gzip")],
+        &bomb,
+        Framing::Length,
+    );
+    assert_eq!(r.status, 413);
+    assert!(status_body(&r).message.contains("inflated"));
+
+    // Nothing above was kept; a good request still works.
+    let r = post(srv.http, &[PROTOBUF], &good, Framing::Length);
+    assert_eq!(r.status, 200);
+    let st = srv.stats();
+    assert_eq!((st.requests, st.spans), (1, 3));
+    srv.stop();
+}
+
+#[test]
+fn invalid_ids_get_partial_success_and_the_rest_is_kept() {
+    let srv = start("partial", |_, _| {});
+    let mut req = weather(1);
+    let spans = &mut req.resource_spans[0].scope_spans[0].spans;
+    spans[0].trace_id = vec![1, 2, 3, 4]; // too short
+    spans[1].span_id = vec![0; 8]; // all zero
+                                   // HTTP, protobuf.
+    let r = post(srv.http, &[PROTOBUF], &req.encode_to_vec(), Framing::Length);
+    assert_eq!(r.status, 200);
+    let resp = ExportTraceServiceResponse::decode(r.body.as_slice()).unwrap();
+    let p = resp.partial_success.expect("partial success");
+    assert_eq!(p.rejected_spans, 2);
+    assert!(
+        p.error_message.contains("trace id of 4 bytes"),
+        "{}",
+        p.error_message
+    );
+    // HTTP, JSON: rejectedSpans is a string (int64).
+    let mut req2 = weather(2);
+    req2.resource_spans[0].scope_spans[0].spans[0].trace_id = vec![9; 3];
+    let r = post(
+        srv.http,
+        &[JSON],
+        &serde_json::to_vec(&req2).unwrap(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["partialSuccess"]["rejectedSpans"], "1");
+    // gRPC.
+    let mut client = srv.grpc_client();
+    let mut req3 = weather(3);
+    req3.resource_spans[0].scope_spans[0].spans[1].parent_span_id = vec![1];
+    let resp = srv.grpc_export(&mut client, req3).unwrap();
+    assert_eq!(resp.partial_success.unwrap().rejected_spans, 1);
+    let st = srv.stats();
+    assert_eq!((st.invalid_spans, st.spans), (4, 5));
+    let (_, rows) = srv.stop();
+    assert_eq!(of_type(&rows, "unmatched_trace").len(), 3);
+}
+
+#[test]
+fn grpc_gzip_and_size_cap() {
+    let srv = start("grpc", |c, _| c.max_request_size = 64 * 1024);
+    let mut client = srv.grpc_client().send_compressed(CompressionEncoding::Gzip);
+    let resp = srv.grpc_export(&mut client, weather(1)).unwrap();
+    assert_eq!(resp.partial_success, None);
+    // Empty request: success.
+    srv.grpc_export(&mut client, ExportTraceServiceRequest::default())
+        .unwrap();
+    // Over the cap, compressed it fits but inflated it does not.
+    let mut big = weather(2);
+    big.resource_spans[0].scope_spans[0].spans[0]
+        .attributes
+        .push(kv("blob", &"y".repeat(200 * 1024)));
+    let err = srv.grpc_export(&mut client, big.clone()).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    // Over the cap on the wire (no compression): tonic's OUT_OF_RANGE is
+    // answered as RESOURCE_EXHAUSTED, which OTLP clients do not retry.
+    let mut plain = srv.grpc_client();
+    let err = srv.grpc_export(&mut plain, big).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    let st = srv.stats();
+    assert_eq!(st.spans, 3);
+    srv.stop();
+}
+
+// ------------------------------------------------ backpressure, late spans
+
+#[test]
+fn full_buffer_refuses_then_recovers_without_losing_data() {
+    let srv = start("full", |c, _| {
+        c.max_buffered_spans = 5;
+        c.retry_after = Duration::from_secs(2);
+    });
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &weather(1).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    // 3 held + 3 more > 5: refused, retryable, nothing kept.
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &weather(2).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("2"));
+    assert_eq!(status_body(&r).code, tonic::Code::Unavailable as i32);
+    let mut client = srv.grpc_client();
+    let err = srv.grpc_export(&mut client, weather(3)).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unavailable);
+    let details = RpcStatus::decode(err.details()).expect("status details");
+    assert!(details.details[0]
+        .type_url
+        .ends_with("google.rpc.RetryInfo"));
+    assert_eq!(srv.stats().refused_requests, 2);
+    // Trace 1 completes after the decision wait; then there is room again.
+    srv.wait_for("trace 1 to be scored", |s| s.traces_scored >= 1);
+    srv.wait_for("the buffer to empty", |s| s.buffered_spans == 0);
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &weather(2).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    srv.grpc_export(&mut client, weather(3)).unwrap_err(); // 3 + 3 > 5 again
+    let (summary, rows) = srv.stop();
+    let ids: Vec<&str> = of_type(&rows, "unmatched_trace")
+        .iter()
+        .map(|r| r["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(summary.stats.spans, 6);
+}
+
+#[test]
+fn late_spans_are_rescored_and_resent_spans_are_duplicates() {
+    let srv = start("late", |c, dir| {
+        let p = dir.join("default.json");
+        std::fs::write(
+            &p,
+            r#"[{"name": "get_weather", "args": {"city": "Paris"}}]"#,
+        )
+        .unwrap();
+        c.default_expected = Some(p);
+    });
+    let mut spans = agent_spans(
+        7,
+        "conv-late",
+        &[
+            ("get_weather", json!({"city": "Paris"})),
+            ("format_answer", json!({})),
+        ],
+    );
+    let late = spans.remove(1);
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &request(spans.clone()).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    srv.wait_for("revision 1", |s| s.evaluations >= 1);
+    // A retrying client re-sends a scored span: dropped as a duplicate.
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &request(vec![spans[0].clone()]).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(srv.stats().duplicate_spans, 1);
+    // A span that was not there before: revision 2.
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &request(vec![late]).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    srv.wait_for("revision 2", |s| s.evaluations >= 2);
+    let (summary, rows) = srv.stop();
+    let evals = of_type(&rows, "evaluation");
+    assert_eq!(evals.len(), 2, "{rows:#?}");
+    assert_eq!(evals[0]["revision"], 1);
+    assert_eq!(evals[0]["default_expectation"], true);
+    assert_eq!(evals[0]["case"], "default");
+    assert_eq!(evals[0]["score"], 1.0);
+    assert_eq!(evals[1]["revision"], 2);
+    assert_eq!(evals[1]["spans"], 1);
+    assert_eq!(evals[1]["tools_called"][0]["name"], "format_answer");
+    assert_eq!(summary.stats.rescored, 1);
+    assert_eq!(summary.stats.traces_scored, 2);
+}
+
+// ------------------------------------------------------- the real binary
+
+#[test]
+fn sigterm_scores_everything_buffered_and_exits_zero() {
+    let dir = TempDir::new("sigterm");
+    let out = dir.path().join("results.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
+        .args([
+            "serve",
+            "--grpc-endpoint",
+            "127.0.0.1:0",
+            "--http-endpoint",
+            "127.0.0.1:0",
+            "--decision-wait",
+            "10m",
+            "--output",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start traceval serve");
+    // The bound ports are in the `Listening.` log line.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("Listening.") {
+                let _ = tx.send(line.clone());
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("serve logs `Listening.`");
+    let http: SocketAddr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http="))
+        .expect("http= in the log line")
+        .parse()
+        .unwrap();
+    for t in 1..=3 {
+        let r = post(
+            http,
+            &[PROTOBUF],
+            &weather(t).encode_to_vec(),
+            Framing::Length,
+        );
+        assert_eq!(r.status, 200);
+    }
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("serve did not exit within 30 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let log = reader.join().unwrap();
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{log}");
+    let rows = read_rows(&out);
+    assert_eq!(of_type(&rows, "unmatched_trace").len(), 3, "{log}");
+    assert_eq!(rows.last().unwrap()["type"], "summary");
+    assert_eq!(rows.last().unwrap()["stats"]["spans"], 9);
+    assert!(log.contains("SIGTERM"), "{log}");
+    // One stdout line per trace, then the summary.
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("----")).count(),
+        3,
+        "{stdout}"
+    );
+    assert!(stdout.contains("3 trace(s) scored"), "{stdout}");
+}
