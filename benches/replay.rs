@@ -46,7 +46,10 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|r| serde_json::to_vec(r).expect("encode json"))
         .collect();
-    let extractor = Extractor::default();
+    // As `replay` runs for the table and JUnit reports (results not decoded);
+    // the JSONL report also decodes every call's result.
+    let extractor = Extractor::default().with_results(false);
+    let with_results = Extractor::default();
     let metric = NativeMetric::new(NativeConfig::default());
     let pb_bytes: usize = pb.iter().map(Vec::len).sum();
     eprintln!(
@@ -64,6 +67,9 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("json_spans", |b| {
         b.iter(|| std::hint::black_box(end_to_end(&json, &extractor, &metric)))
+    });
+    group.bench_function("protobuf_spans_jsonl_report", |b| {
+        b.iter(|| std::hint::black_box(end_to_end(&pb, &with_results, &metric)))
     });
     group.finish();
 

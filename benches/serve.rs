@@ -4,13 +4,17 @@
 //! round, 500 spans per request). Every round gets fresh trace ids, so the
 //! server assembles, completes (decision wait 100 ms) and scores every trace.
 //!
-//! Printed before criterion runs:
-//! * memory per buffered span, from a counting global allocator: bytes held
-//!   after admitting decoded requests into the trace buffer, per span, next to
-//!   the span's protobuf size (requested bytes, and an estimate with glibc's
-//!   per-allocation overhead);
-//! * a sustained end-to-end figure: spans/s from the first request until the
-//!   last trace is scored (decision wait subtracted).
+//! The allocator is mimalloc, as in the `traceval` binary, wrapped in a
+//! counter. Printed before criterion runs:
+//! * memory per buffered span: bytes held after admitting decoded requests
+//!   into the trace buffer, per span, next to the span's protobuf size
+//!   (bytes asked of the allocator; the same with glibc-style per-chunk
+//!   overhead; and the process RSS growth);
+//! * scoring alone (extract, join, score, JSONL rows) on one thread;
+//! * ingest with scoring deferred (the receivers and the buffer alone);
+//! * scoring on: spans/s from the first request until the last trace is
+//!   scored (decision wait subtracted), and spans per process CPU-second,
+//!   which stays meaningful when other processes load the machine.
 //!
 //! Run: `cargo bench --bench serve` (add `-- --quick` for a shorter run).
 
@@ -118,6 +122,16 @@ fn round(base: &[ExportTraceServiceRequest], round: u64) -> Vec<ExportTraceServi
 /// CPU time of this process (all threads), from /proc/self/stat (Linux;
 /// zero elsewhere). Rates per CPU-second hold steady when other processes
 /// load the machine, unlike wall-clock rates.
+/// Resident set size of this process, from /proc/self/status (0 elsewhere).
+fn rss_bytes() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 fn process_cpu() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // After `(comm)`: field 3 (state) comes first; utime and stime are 14 and 15.
@@ -150,6 +164,7 @@ fn memory_per_span() {
     });
     let now = Instant::now();
     // Only this thread allocates while counting (the server is not started yet).
+    let rss0 = rss_bytes();
     COUNTING.store(true, Ordering::SeqCst);
     let (live0, glibc0) = (
         LIVE.load(Ordering::Relaxed),
@@ -164,16 +179,20 @@ fn memory_per_span() {
         LIVE_GLIBC.load(Ordering::Relaxed),
     );
     COUNTING.store(false, Ordering::SeqCst);
+    let rss = rss_bytes().saturating_sub(rss0);
     assert_eq!(buffer.usage().spans, spans);
     let per = |bytes: usize| bytes as f64 / spans as f64;
     let pb = per(pb_bytes);
     eprintln!(
-        "memory: {spans} buffered spans; protobuf {pb:.0} B/span; held {:.0} B/span ({:.2}x), \
-         with glibc chunk overhead {:.0} B/span ({:.2}x)",
+        "memory: {spans} buffered spans; protobuf {pb:.0} B/span; held (bytes asked of the \
+         allocator) {:.0} B/span ({:.2}x); with glibc-style chunk overhead {:.0} B/span ({:.2}x); \
+         RSS growth (mimalloc) {:.0} B/span ({:.2}x)",
         per(live1 - live0),
         per(live1 - live0) / pb,
         per(glibc1 - glibc0),
         per(glibc1 - glibc0) / pb,
+        per(rss),
+        per(rss) / pb,
     );
     drop(buffer);
 }
@@ -307,30 +326,41 @@ impl Bench {
     /// Sends `rounds` rounds with `IN_FLIGHT` requests in flight; returns the
     /// time spent sending (payloads are built before the clock starts).
     fn send(&mut self, rounds: u64) -> Duration {
-        let mut lanes: Vec<Vec<ExportTraceServiceRequest>> = vec![Vec::new(); IN_FLIGHT];
+        self.send_measured(rounds).0
+    }
+
+    /// [`Bench::send`], also returning the process CPU time spent sending.
+    fn send_measured(&mut self, rounds: u64) -> (Duration, Duration) {
+        // (round, index in round, request): a refused request is rebuilt
+        // from its round rather than cloned up front for every request.
+        type Item = (u64, usize, ExportTraceServiceRequest);
+        let mut lanes: Vec<Vec<Item>> = (0..IN_FLIGHT).map(|_| Vec::new()).collect();
         for _ in 0..rounds {
             self.next_round += 1;
             for (i, r) in round(&self.base, self.next_round).into_iter().enumerate() {
-                lanes[i % IN_FLIGHT].push(r);
+                lanes[i % IN_FLIGHT].push((self.next_round, i, r));
             }
         }
         let client = self.client.clone();
         let retries = Arc::clone(&self.retries);
+        let base = Arc::new(self.base.clone());
         self.rt.block_on(async move {
             let start = Instant::now();
+            let cpu0 = process_cpu();
             let mut tasks = tokio::task::JoinSet::new();
             for lane in lanes {
                 let mut c = client.clone();
                 let retries = Arc::clone(&retries);
+                let base = Arc::clone(&base);
                 tasks.spawn(async move {
-                    for req in lane {
+                    for (n, i, req) in lane {
+                        let mut req = Some(req);
                         // Bounded retries on a full buffer (UNAVAILABLE).
-                        let mut tries = 0;
-                        loop {
-                            match c.export(req.clone()).await {
+                        for tries in 0.. {
+                            let r = req.take().unwrap_or_else(|| round(&base, n).swap_remove(i));
+                            match c.export(r).await {
                                 Ok(_) => break,
                                 Err(s) if s.code() == tonic::Code::Unavailable && tries < 1000 => {
-                                    tries += 1;
                                     retries.fetch_add(1, Ordering::Relaxed);
                                     tokio::time::sleep(Duration::from_millis(10)).await;
                                 }
@@ -343,7 +373,7 @@ impl Bench {
             while let Some(r) = tasks.join_next().await {
                 r.expect("lane");
             }
-            start.elapsed()
+            (start.elapsed(), process_cpu().saturating_sub(cpu0))
         })
     }
 
@@ -377,9 +407,7 @@ fn ingest_only() {
     let mut b = start(Duration::from_secs(3600));
     b.send(5);
     let rounds = 100u64;
-    let cpu0 = process_cpu();
-    let sending = b.send(rounds);
-    let cpu = process_cpu().saturating_sub(cpu0);
+    let (sending, cpu) = b.send_measured(rounds);
     let spans = (rounds as usize * b.spans_per_round) as f64;
     eprintln!(
         "ingest only (scoring deferred): {spans} spans over gRPC, {IN_FLIGHT} in flight: {:.0} spans/s ({:.2} s); \
@@ -401,14 +429,16 @@ fn sustained(b: &mut Bench) {
     );
     let rounds = 100u64;
     let target = before + rounds * TRACES_PER_ROUND as u64;
-    let start = Instant::now();
-    let cpu0 = process_cpu();
-    let sending = b.send(rounds);
+    let (sending, send_cpu) = b.send_measured(rounds);
+    // From the first request until the last trace is scored (building the
+    // payloads before the first request is not counted).
+    let sent = Instant::now();
+    let cpu0 = process_cpu().saturating_sub(send_cpu);
     assert!(
         b.wait_scored(target, Duration::from_secs(300)),
         "not all traces were scored"
     );
-    let total = start.elapsed();
+    let total = sending + sent.elapsed();
     let cpu = process_cpu().saturating_sub(cpu0);
     let spans = (rounds as usize * b.spans_per_round) as f64;
     let scored_in = total.saturating_sub(DECISION_WAIT);

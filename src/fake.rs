@@ -158,14 +158,8 @@ pub fn agent_traces(traces: usize, tools: usize, requests: usize, seed: u64) -> 
                 s("gen_ai.operation.name", "execute_tool"),
                 s("gen_ai.tool.name", tool),
                 s("gen_ai.tool.call.id", format!("call_{}", rng.next_u64())),
-                s(
-                    "gen_ai.tool.call.arguments",
-                    json_blob(&mut rng, args_len),
-                ),
-                s(
-                    "gen_ai.tool.call.result",
-                    json_blob(&mut rng, result_len),
-                ),
+                s("gen_ai.tool.call.arguments", json_blob(&mut rng, args_len)),
+                s("gen_ai.tool.call.result", json_blob(&mut rng, result_len)),
                 s("logfire.msg", format!("running tool: {tool}")),
             ]);
             all.push(Span {

@@ -7,14 +7,14 @@
 
 pub mod assemble;
 pub mod config;
-#[doc(hidden)]
-pub mod fake;
 pub mod expect;
 pub mod extract;
+#[doc(hidden)]
+pub mod fake;
 pub mod forward;
 pub mod ingest;
 pub mod replay;
-pub mod results_api;
 pub mod report;
+pub mod results_api;
 pub mod score;
 pub mod serve;

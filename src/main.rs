@@ -18,6 +18,11 @@ use traceval::report::{self, exit};
 use traceval::score::native::{ArgPolicy, Headline, NativeConfig};
 use traceval::score::{registry, MetricOptions};
 
+/// Spans are decoded on the I/O threads and freed on the scoring threads;
+/// mimalloc handles that pattern with far less CPU than glibc malloc.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "traceval",
@@ -271,7 +276,12 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let report = replay::replay(
         &args.input.paths,
         cases,
-        &args.input.extractor(&config)?.with_scope(scope),
+        &args
+            .input
+            .extractor(&config)?
+            .with_scope(scope)
+            // Only JSONL shows each call's result.
+            .with_results(matches!(args.format, ReportFormat::Jsonl)),
         &settings,
         &args.input.limits(),
         progress_printer(args.input.quiet),

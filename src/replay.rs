@@ -247,9 +247,12 @@ pub fn score_traces(
             settings,
         ));
     }
-    report
-        .unmatched_traces
-        .extend(joined.unmatched_traces.iter().map(|&i| unmatched(i, &mut calls)));
+    report.unmatched_traces.extend(
+        joined
+            .unmatched_traces
+            .iter()
+            .map(|&i| unmatched(i, &mut calls)),
+    );
     report
         .unmatched_cases
         .extend(joined.unmatched_cases.iter().map(|&i| cases[i].id.clone()));
@@ -340,9 +343,15 @@ mod tests {
 
     #[test]
     fn metric_spec_options() {
-        let base = MetricOptions { threshold: Some(0.5), strict: None };
+        let base = MetricOptions {
+            threshold: Some(0.5),
+            strict: None,
+        };
         let (name, o) = parse_metric_spec("deepeval.default:threshold=0.7,strict", &base).unwrap();
-        assert_eq!((name, o.threshold, o.strict), ("deepeval.default", Some(0.7), Some(true)));
+        assert_eq!(
+            (name, o.threshold, o.strict),
+            ("deepeval.default", Some(0.7), Some(true))
+        );
         let (name, o) = parse_metric_spec("tool_correctness", &base).unwrap();
         assert_eq!((name, o), ("tool_correctness", base.clone()));
         assert!(parse_metric_spec("x:threshold=2", &base).is_err());
@@ -355,9 +364,13 @@ mod tests {
             metrics: vec!["tool_correctness:threshold=0.9".into()],
             ..ScoreSettings::default()
         };
-        let m = settings.build("tool_correctness:threshold=0.9", None).unwrap();
+        let m = settings
+            .build("tool_correctness:threshold=0.9", None)
+            .unwrap();
         assert_eq!(m.threshold(), Some(0.9));
-        let m = settings.build("tool_correctness:threshold=0.9", Some(0.2)).unwrap();
+        let m = settings
+            .build("tool_correctness:threshold=0.9", Some(0.2))
+            .unwrap();
         assert_eq!(m.threshold(), Some(0.2));
     }
 }

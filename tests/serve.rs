@@ -448,7 +448,7 @@ fn otlp_grpc_exporter_with_batch_processor_is_scored() {
 
 #[test]
 fn otlp_http_exporter_with_batch_processor_is_scored() {
-    use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+    use opentelemetry_otlp::WithExportConfig;
     let conv = "conv-sdk-http";
     let srv = start("sdk-http", |c, dir| {
         c.expected = Some(exporter_fixture(dir, conv))
@@ -457,7 +457,6 @@ fn otlp_http_exporter_with_batch_processor_is_scored() {
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .with_endpoint(format!("http://{}/v1/traces", srv.http))
-        .with_headers(Default::default())
         .build()
         .unwrap();
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
@@ -853,6 +852,8 @@ fn grpc_gzip_and_size_cap() {
 #[test]
 fn full_buffer_refuses_then_recovers_without_losing_data() {
     let srv = start("full", |c, _| {
+        // Long enough that trace 1 is surely still held for the refusals.
+        c.decision_wait = Duration::from_secs(1);
         c.max_buffered_spans = 5;
         c.retry_after = Duration::from_secs(2);
     });

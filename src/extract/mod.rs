@@ -192,6 +192,10 @@ pub struct Extractor {
     pub retrievers_as_tools: bool,
     /// Which calls [`Extractor::extract`] returns.
     pub scope: Scope,
+    /// Decode each call's result. Results are never scored, and parsing them
+    /// is about half the cost of extraction, so reports that do not show
+    /// them (table, JUnit) turn this off.
+    pub results: bool,
 }
 
 impl Default for Extractor {
@@ -221,11 +225,17 @@ impl Extractor {
             keys,
             retrievers_as_tools: false,
             scope: Scope::All,
+            results: true,
         })
     }
 
     pub fn with_retrievers(mut self, on: bool) -> Self {
         self.retrievers_as_tools = on;
+        self
+    }
+
+    pub fn with_results(mut self, on: bool) -> Self {
+        self.results = on;
         self
     }
 
@@ -374,7 +384,11 @@ impl Extractor {
             let call = ToolCall {
                 name: name.clone(),
                 args,
-                result: rule.result.iter().find_map(|src| value_of(src, s)),
+                result: if self.results {
+                    rule.result.iter().find_map(|src| value_of(src, s))
+                } else {
+                    None
+                },
                 status,
                 error_message,
                 error_type,

@@ -37,6 +37,8 @@ pub struct ServeConfig {
     /// How often buffer use is logged while there is activity.
     #[serde(deserialize_with = "de_duration")]
     pub status_interval: Duration,
+    /// Threads that extract and score completed traces; 0 = one per core.
+    pub scoring_threads: usize,
     /// JSONL results file, appended to and flushed after every batch.
     pub output: Option<PathBuf>,
     /// Fixture file of expected tools, joined with traces as in `replay`.
@@ -60,6 +62,7 @@ impl Default for ServeConfig {
             remember_completed: 10_000,
             retry_after: Duration::from_secs(1),
             status_interval: Duration::from_secs(10),
+            scoring_threads: 0,
             output: None,
             expected: None,
             default_expected: None,
@@ -101,6 +104,9 @@ pub struct ServeFlags {
     /// How often buffer use is logged [default: 10s].
     #[arg(long, env = "TRACEVAL_STATUS_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
     pub status_interval: Option<Duration>,
+    /// Threads that extract and score completed traces, 0 for one per core [default: 0].
+    #[arg(long, env = "TRACEVAL_SCORING_THREADS", value_name = "N")]
+    pub scoring_threads: Option<usize>,
     /// Append JSONL results to this file (flushed after every batch).
     #[arg(long, short, env = "TRACEVAL_OUTPUT", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -135,7 +141,8 @@ impl ServeFlags {
             max_buffered_traces,
             remember_completed,
             retry_after,
-            status_interval
+            status_interval,
+            scoring_threads
         );
         if self.output.is_some() {
             config.output = self.output;

@@ -2,11 +2,11 @@
 //! traces as they complete.
 //!
 //! ```text
-//!  OTLP/gRPC (tonic) ─┐                         completion thread
-//!                     ├─> intake ─> TraceBuffer ───────────────> Scorer ─> JSONL, stdout
-//!  OTLP/HTTP (axum) ──┘  (validate,  (by trace,   idle for the    (extract, join,
-//!                         admit or    capped)     decision wait    score: replay's
-//!                         refuse)                                  functions)
+//!  OTLP/gRPC (tonic) ─┐                         completion    scoring threads
+//!                     ├─> intake ─> TraceBuffer ─────────────> BatchScorer ─> ResultSink
+//!  OTLP/HTTP (axum) ──┘  (validate,  (by trace,  idle for the  (extract, join,  (JSONL,
+//!                         admit or    capped)    decision wait  score: replay's  stdout,
+//!                         refuse)                               functions)       summary)
 //! ```
 //!
 //! The receivers only decode; the buffer is the one bounded queue (a full
@@ -29,7 +29,7 @@ mod results;
 mod status;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
@@ -44,10 +44,11 @@ pub use results::{MetricSummary, Scoring, ServeSummary};
 pub use status::{Accepted, Encoding, ExportError, RpcStatus};
 
 use intake::Shared;
-use results::Scorer;
+use results::{BatchScorer, ResultSink};
 
-/// Traces scored and written per batch, at most.
-const MAX_BATCH: usize = 1024;
+/// Traces scored and written per batch, at most (small enough that several
+/// scoring threads share a burst of completions).
+const MAX_BATCH: usize = 256;
 /// How long open connections may take to finish after shutdown starts.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -83,7 +84,9 @@ pub enum ServeError {
     Scoring(String),
     #[error("cannot start: {0}")]
     Runtime(std::io::Error),
-    #[error("the scoring thread died: {0}")]
+    #[error("{0} failed")]
+    Receiver(String),
+    #[error("scoring failed: {0}")]
     Scorer(String),
 }
 
@@ -150,7 +153,8 @@ async fn bind_one(what: &'static str, addr: &str) -> Result<Option<TcpListener>,
 pub struct Server {
     config: ServeConfig,
     shared: Arc<Shared>,
-    scorer: Scorer,
+    scorer: BatchScorer,
+    sink: ResultSink,
 }
 
 impl Server {
@@ -167,11 +171,12 @@ impl Server {
             remember_completed: config.remember_completed,
         };
         let shared = Arc::new(Shared::new(TraceBuffer::new(limits), config.retry_after));
-        let scorer = Scorer::new(&config, scoring, Arc::clone(&shared.stats))?;
+        let (scorer, sink) = results::build(&config, scoring, Arc::clone(&shared.stats))?;
         Ok(Server {
             config,
             shared,
             scorer,
+            sink,
         })
     }
 
@@ -191,12 +196,17 @@ impl Server {
             config,
             shared,
             scorer,
+            sink,
         } = self;
         let worker_shared = Arc::clone(&shared);
         let status_every = config.status_interval.max(Duration::from_millis(100));
+        let threads = match config.scoring_threads {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n,
+        };
         let worker = std::thread::Builder::new()
-            .name("traceval-scorer".into())
-            .spawn(move || completion_loop(&worker_shared, scorer, status_every))
+            .name("traceval-complete".into())
+            .spawn(move || completion_loop(worker_shared, scorer, sink, threads, status_every))
             .map_err(ServeError::Runtime)?;
 
         let max = config.max_request_size;
@@ -220,17 +230,20 @@ impl Server {
             tokio::time::sleep(SHUTDOWN_GRACE).await;
         };
         tokio::pin!(grace);
+        let mut failure = None;
         loop {
             tokio::select! {
                 joined = tasks.join_next() => match joined {
                     None => break,
                     Some(Ok((what, Err(e), token))) => {
                         error!(receiver = what, error = %e, "Receiver failed; shutting down.");
+                        failure.get_or_insert(format!("{what} receiver: {e}"));
                         token.cancel();
                     }
                     Some(Ok((_, Ok(()), _))) => {}
                     Some(Err(e)) => {
                         error!(error = %e, "Receiver task failed; shutting down.");
+                        failure.get_or_insert(format!("receiver task: {e}"));
                         shutdown.cancel();
                     }
                 },
@@ -266,17 +279,49 @@ impl Server {
             failed = summary.failed,
             "Shut down."
         );
-        Ok(summary)
+        // Everything accepted was scored either way; a receiver that failed
+        // still makes the run a failure.
+        match failure {
+            Some(reason) => Err(ServeError::Receiver(reason)),
+            None => Ok(summary),
+        }
     }
 }
 
-/// The completion thread: waits for traces to go idle, scores them in
-/// batches, logs buffer use; after `close`, drains the buffer and finishes.
+/// The completion thread: waits for traces to go idle and hands them, in
+/// batches, to `threads` scoring threads (which write through the one sink);
+/// logs buffer use; after `close`, drains the buffer and finishes the sink.
 fn completion_loop(
-    shared: &Shared,
-    mut scorer: Scorer,
+    shared: Arc<Shared>,
+    scorer: BatchScorer,
+    sink: ResultSink,
+    threads: usize,
     status_every: Duration,
 ) -> Result<ServeSummary, ServeError> {
+    let scorer = Arc::new(scorer);
+    let sink = Arc::new(Mutex::new(sink));
+    // Bounded: when scoring lags, batches wait in the buffer (where they count
+    // against its caps), not in a queue.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Completed>>(threads);
+    let rx = Arc::new(Mutex::new(rx));
+    let mut workers = Vec::with_capacity(threads);
+    for n in 0..threads.max(1) {
+        let (scorer, sink, rx, shared) = (
+            Arc::clone(&scorer),
+            Arc::clone(&sink),
+            Arc::clone(&rx),
+            Arc::clone(&shared),
+        );
+        let spawned = std::thread::Builder::new()
+            .name(format!("traceval-score-{n}"))
+            .spawn(move || score_batches(&scorer, &sink, &rx, &shared));
+        match spawned {
+            Ok(h) => workers.push(h),
+            Err(e) if workers.is_empty() => return Err(ServeError::Runtime(e)),
+            Err(e) => warn!(error = %e, "Cannot start another scoring thread."),
+        }
+    }
+
     let mut last_status = Instant::now();
     let mut last_snapshot = StatsSnapshot::default();
     loop {
@@ -308,37 +353,62 @@ fn completion_loop(
             buf = shared
                 .wake
                 .wait_timeout(buf, timeout)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .unwrap_or_else(PoisonError::into_inner)
                 .0;
         };
-        if batch.is_empty() {
-            // Closed and drained.
-            break;
-        }
         shared.stats.set_buffered(&buf);
         drop(buf);
+        if batch.is_empty() {
+            break; // closed and drained
+        }
+        if tx.send(batch).is_err() {
+            error!("Every scoring thread has stopped; cannot score.");
+            break;
+        }
+    }
+    drop(tx);
+    for w in workers {
+        if w.join().is_err() {
+            error!("A scoring thread panicked.");
+        }
+    }
+    let sink = match Arc::try_unwrap(sink) {
+        Ok(m) => m.into_inner().unwrap_or_else(PoisonError::into_inner),
+        Err(_) => return Err(ServeError::Scorer("results still shared".into())),
+    };
+    sink.finish().map_err(|source| ServeError::Write { source })
+}
+
+/// A scoring thread: scores batches until the channel closes, writes each
+/// through the sink, then releases the batch's spans from the buffer's count.
+fn score_batches(
+    scorer: &BatchScorer,
+    sink: &Mutex<ResultSink>,
+    rx: &Mutex<std::sync::mpsc::Receiver<Vec<Completed>>>,
+    shared: &Shared,
+) {
+    loop {
+        let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(batch) = next else {
+            return;
+        };
         let spans: usize = batch.iter().map(|c| c.trace.spans.len()).sum();
         let traces = batch.len();
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                scorer.write_failed();
-                error!(traces, error = %e, "Cannot write results; this batch is lost.");
+        let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
+        match scored {
+            Ok(result) => {
+                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Err(e) = sink.record(result) {
+                    sink.write_failed();
+                    error!(traces, error = %e, "Cannot write results; this batch is lost.");
+                }
             }
-            Err(_) => {
-                error!(traces, "Scoring panicked; this batch is lost.");
-            }
+            Err(_) => error!(traces, "Scoring panicked; this batch is lost."),
         }
         let mut buf = shared.lock();
         buf.scored(spans);
         shared.stats.set_buffered(&buf);
     }
-    let summary = scorer
-        .finish()
-        .map_err(|source| ServeError::Write { source })?;
-    Ok(summary)
 }
 
 fn log_status(buf: &TraceBuffer, snap: &StatsSnapshot) {

@@ -58,109 +58,162 @@ pub struct ServeSummary {
     pub write_errors: u64,
 }
 
-/// Scores batches of completed traces and writes their results.
-pub(crate) struct Scorer {
+/// Scores batches of completed traces: read-only, shared by the scoring
+/// threads. The pure, CPU-heavy part (extract, join, score, build rows).
+pub(crate) struct BatchScorer {
     scoring: Scoring,
     cases: Option<Vec<Case>>,
+    /// Case id -> index in `cases`, to mark cases hit.
+    case_index: HashMap<String, usize>,
     default_case: Option<Case>,
+    /// Build JSONL rows (a results file is open).
+    rows: bool,
+    /// Build stdout lines (not quiet).
+    lines: bool,
+}
+
+/// One metric verdict, for the run's summary.
+struct Verdict {
+    metric_index: usize,
+    passed: bool,
+    error: bool,
+    score: Option<f64>,
+}
+
+/// What scoring one batch produced: its output and its counts.
+#[derive(Default)]
+pub(crate) struct BatchResult {
+    rows: Vec<u8>,
+    lines: String,
+    traces: u64,
+    rescored: u64,
+    unmatched: u64,
+    evaluations: u64,
+    passed: u64,
+    cases_hit: Vec<usize>,
+    verdicts: Vec<Verdict>,
+    /// Metrics not in the run's list (per-case `metrics`), by name; a
+    /// verdict's `metric_index` past the run's list points in here.
+    extra_metrics: Vec<String>,
+}
+
+/// Writes batch results (one writer) and keeps the run's totals.
+pub(crate) struct ResultSink {
     jsonl: Option<BufWriter<File>>,
     stdout: bool,
+    /// The run's metrics first, then per-case ones as they appear.
     metrics: Vec<MetricSummary>,
+    /// How many of `metrics` are the run's own.
+    run_metrics: usize,
+    case_ids: Vec<String>,
     cases_hit: Vec<bool>,
+    has_cases: bool,
     evaluations: u64,
     passed: u64,
     write_errors: u64,
     stats: std::sync::Arc<ServeStats>,
 }
 
-impl Scorer {
-    /// Loads fixtures and opens the results file. Bad fixture lines are
-    /// logged and written as `rejected` rows; the run goes on without them.
-    pub fn new(
-        config: &super::ServeConfig,
-        scoring: Scoring,
-        stats: std::sync::Arc<ServeStats>,
-    ) -> Result<Scorer, ServeError> {
-        let mut rejected = Vec::new();
-        let opts = FixtureOptions {
-            session_keys: scoring.settings.session_keys.clone(),
-        };
-        let cases = match &config.expected {
-            Some(p) => {
-                let (cases, bad) = expect::load_with(p, &opts)?;
-                rejected.extend(bad);
-                // Session cases need every trace of a session, which a live
-                // stream never promises: they wait for session scoring (issue
-                // 3); trace cases are joined per completed trace.
-                let (trace_cases, session_cases): (Vec<Case>, Vec<Case>) = cases
-                    .into_iter()
-                    .partition(|c| !matches!(c.join, Join::Session { .. }));
-                if !session_cases.is_empty() {
-                    tracing::warn!(
-                        cases = session_cases.len(),
-                        first = %session_cases[0].id,
-                        "Session cases are not scored by serve yet; ignoring them."
-                    );
-                }
-                Some(trace_cases)
+/// Loads fixtures and opens the results file. Bad fixture lines are logged
+/// and written as `rejected` rows; the run goes on without them.
+pub(crate) fn build(
+    config: &super::ServeConfig,
+    scoring: Scoring,
+    stats: std::sync::Arc<ServeStats>,
+) -> Result<(BatchScorer, ResultSink), ServeError> {
+    let mut rejected = Vec::new();
+    let opts = FixtureOptions {
+        session_keys: scoring.settings.session_keys.clone(),
+    };
+    let cases = match &config.expected {
+        Some(p) => {
+            let (cases, bad) = expect::load_with(p, &opts)?;
+            rejected.extend(bad);
+            // Session cases need every trace of a session, which a live
+            // stream never promises: they wait for session scoring (issue
+            // 3); trace cases are joined per completed trace.
+            let (trace_cases, session_cases): (Vec<Case>, Vec<Case>) = cases
+                .into_iter()
+                .partition(|c| !matches!(c.join, Join::Session { .. }));
+            if !session_cases.is_empty() {
+                tracing::warn!(
+                    cases = session_cases.len(),
+                    first = %session_cases[0].id,
+                    "Session cases are not scored by serve yet; ignoring them."
+                );
             }
-            None => None,
-        };
-        let default_case = match &config.default_expected {
-            Some(p) => Some(load_default_case(p, &opts)?),
-            None => None,
-        };
-        let jsonl = match &config.output {
-            Some(p) => Some(BufWriter::new(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .map_err(|source| ServeError::Output {
-                        path: p.display().to_string(),
-                        source,
-                    })?,
-            )),
-            None => None,
-        };
-        let metrics = scoring
-            .settings
-            .metrics
-            .iter()
-            .map(|m| MetricSummary {
-                metric: m.clone(),
-                ..MetricSummary::default()
-            })
-            .collect();
-        let n_cases = cases.as_ref().map_or(0, Vec::len);
-        let mut scorer = Scorer {
-            scoring,
-            cases,
-            default_case,
-            jsonl,
-            stdout: !config.quiet,
-            metrics,
-            cases_hit: vec![false; n_cases],
-            evaluations: 0,
-            passed: 0,
-            write_errors: 0,
-            stats,
-        };
-        for r in &rejected {
-            tracing::warn!(source = %r.source, position = %r.position, reason = %r.reason, "Fixture rejected.");
+            Some(trace_cases)
         }
-        let mut rows = Vec::new();
-        for r in &rejected {
-            push_row(&mut rows, &rejected_row(r));
-        }
-        scorer
-            .write(&rows, "")
-            .map_err(|source| ServeError::Write { source })?;
-        Ok(scorer)
+        None => None,
+    };
+    let default_case = match &config.default_expected {
+        Some(p) => Some(load_default_case(p, &opts)?),
+        None => None,
+    };
+    let jsonl = match &config.output {
+        Some(p) => Some(BufWriter::new(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|source| ServeError::Output {
+                    path: p.display().to_string(),
+                    source,
+                })?,
+        )),
+        None => None,
+    };
+    let metrics: Vec<MetricSummary> = scoring
+        .settings
+        .metrics
+        .iter()
+        .map(|m| MetricSummary {
+            metric: m.clone(),
+            ..MetricSummary::default()
+        })
+        .collect();
+    let case_ids: Vec<String> = cases.iter().flatten().map(|c| c.id.clone()).collect();
+    let case_index = case_ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.clone(), i))
+        .collect();
+    let mut sink = ResultSink {
+        jsonl,
+        stdout: !config.quiet,
+        run_metrics: metrics.len(),
+        metrics,
+        cases_hit: vec![false; case_ids.len()],
+        case_ids,
+        has_cases: cases.is_some(),
+        evaluations: 0,
+        passed: 0,
+        write_errors: 0,
+        stats,
+    };
+    for r in &rejected {
+        tracing::warn!(source = %r.source, position = %r.position, reason = %r.reason, "Fixture rejected.");
     }
+    let mut rows = Vec::new();
+    for r in &rejected {
+        push_row(&mut rows, &rejected_row(r));
+    }
+    sink.write(&rows, "")
+        .map_err(|source| ServeError::Write { source })?;
+    let scorer = BatchScorer {
+        scoring,
+        cases,
+        case_index,
+        default_case,
+        rows: sink.jsonl.is_some(),
+        lines: sink.stdout,
+    };
+    Ok((scorer, sink))
+}
 
-    /// Extracts, joins and scores one batch, then writes and flushes its rows.
-    pub fn score(&mut self, batch: Vec<Completed>) -> io::Result<()> {
+impl BatchScorer {
+    /// Extracts, joins and scores one batch; builds its rows and lines.
+    pub fn score(&self, batch: Vec<Completed>) -> BatchResult {
         let revisions: HashMap<TraceId, u32> =
             batch.iter().map(|c| (c.trace.id, c.revision)).collect();
         let traces: Vec<Trace> = batch.into_iter().map(|c| c.trace).collect();
@@ -179,26 +232,27 @@ impl Scorer {
 
         let revision_of = |id: &TraceId| revisions.get(id).copied().unwrap_or(1);
         let spans_of = |id: &TraceId| by_id.get(id).map_or(0, |t| t.spans.len());
-        // Rows are built only for a results file, lines only for stdout.
-        let want_rows = self.jsonl.is_some();
-        let mut rows = Vec::new();
-        let mut lines = String::new();
+        let mut out = BatchResult {
+            traces: traces.len() as u64,
+            rescored: revisions.values().filter(|&&r| r > 1).count() as u64,
+            ..BatchResult::default()
+        };
         let mut evaluated = std::mem::take(&mut report.evaluations);
         let unmatched = std::mem::take(&mut report.unmatched_traces);
-        let n_unmatched = unmatched.len() as u64;
-        if n_unmatched > 0 && self.cases.is_some() {
+        out.unmatched = unmatched.len() as u64;
+        if !unmatched.is_empty() && self.cases.is_some() {
             info!(
-                traces = n_unmatched,
+                traces = unmatched.len(),
                 first = %unmatched[0].trace_id,
                 defaulted = self.default_case.is_some(),
                 "Traces matched no case."
             );
         }
-        let mut defaulted = Vec::new();
         let mut plain_unmatched = Vec::new();
+        let first_default = evaluated.len();
         for u in unmatched {
             match (&self.default_case, by_id.get(&u.trace_id)) {
-                (Some(case), Some(trace)) => defaulted.push(replay::evaluate(
+                (Some(case), Some(trace)) => evaluated.push(replay::evaluate(
                     trace,
                     u.tools_called,
                     case,
@@ -207,12 +261,10 @@ impl Scorer {
                 _ => plain_unmatched.push(u),
             }
         }
-        let n_defaulted = defaulted.len();
-        let first_default = evaluated.len();
-        evaluated.extend(defaulted);
         for (i, e) in evaluated.iter_mut().enumerate() {
             let is_default = i >= first_default;
-            if want_rows {
+            if self.rows {
+                // The calls are serialized straight from `e` (no `Value` copy).
                 let calls = std::mem::take(&mut e.tools_called);
                 let mut row = report::evaluation_row(e);
                 e.tools_called = calls;
@@ -221,24 +273,25 @@ impl Scorer {
                 if is_default {
                     row["default_expectation"] = json!(true);
                 }
-                push_row_with_calls(&mut rows, row, &e.tools_called);
+                push_row_with_calls(&mut out.rows, row, &e.tools_called);
             }
-            self.account(e, is_default);
-            if self.stdout {
-                lines.push_str(&evaluation_line(e, revision_of(&e.trace_id)));
+            if self.lines {
+                out.lines
+                    .push_str(&evaluation_line(e, revision_of(&e.trace_id)));
             }
+            self.tally(&mut out, e, is_default);
         }
         for u in &mut plain_unmatched {
-            if want_rows {
+            if self.rows {
                 let calls = std::mem::take(&mut u.tools_called);
                 let mut row = report::unmatched_trace_row(u);
                 u.tools_called = calls;
                 row["revision"] = json!(revision_of(&u.trace_id));
-                push_row_with_calls(&mut rows, row, &u.tools_called);
+                push_row_with_calls(&mut out.rows, row, &u.tools_called);
             }
-            if self.stdout {
+            if self.lines {
                 let tools: Vec<&str> = u.tools_called.iter().map(|c| c.name.as_str()).collect();
-                lines.push_str(&format!(
+                out.lines.push_str(&format!(
                     "----  {}  r{}  (no case)  {} tool call(s): {}\n",
                     u.trace_id,
                     revision_of(&u.trace_id),
@@ -247,59 +300,93 @@ impl Scorer {
                 ));
             }
         }
-        let rescored = revisions.values().filter(|&&r| r > 1).count() as u64;
-        self.stats.add_scored(
-            traces.len() as u64,
-            rescored,
-            evaluated.len() as u64,
-            n_unmatched,
-        );
         debug!(
-            traces = traces.len(),
-            evaluations = evaluated.len(),
-            defaulted = n_defaulted,
-            rescored,
+            traces = out.traces,
+            evaluations = out.evaluations,
+            rescored = out.rescored,
             "Scored batch."
         );
-        self.write(&rows, &lines)
+        out
     }
 
-    fn account(&mut self, e: &Evaluation, is_default: bool) {
-        self.evaluations += 1;
+    fn tally(&self, out: &mut BatchResult, e: &Evaluation, is_default: bool) {
+        out.evaluations += 1;
         if e.passed() {
-            self.passed += 1;
+            out.passed += 1;
         }
         if !is_default {
-            if let Some(cases) = &self.cases {
-                if let Some(i) = cases.iter().position(|c| c.id == e.case_id) {
-                    self.cases_hit[i] = true;
-                }
+            if let Some(&i) = self.case_index.get(&e.case_id) {
+                out.cases_hit.push(i);
             }
         }
+        let run = &self.scoring.settings.metrics;
         for r in &e.results {
-            let i = match self.metrics.iter().position(|m| m.metric == r.metric) {
+            let metric_index = match run.iter().position(|m| *m == r.metric) {
                 Some(i) => i,
-                None => {
-                    self.metrics.push(MetricSummary {
-                        metric: r.metric.clone(),
-                        ..MetricSummary::default()
-                    });
-                    self.metrics.len() - 1
-                }
+                None => match out.extra_metrics.iter().position(|m| *m == r.metric) {
+                    Some(i) => run.len() + i,
+                    None => {
+                        out.extra_metrics.push(r.metric.clone());
+                        run.len() + out.extra_metrics.len() - 1
+                    }
+                },
+            };
+            out.verdicts.push(Verdict {
+                metric_index,
+                passed: r.passed(),
+                error: r.outcome.error.is_some(),
+                score: r.outcome.score,
+            });
+        }
+    }
+}
+
+impl ResultSink {
+    /// Writes one batch's rows (flushed) and lines, and adds up its counts.
+    pub fn record(&mut self, r: BatchResult) -> io::Result<()> {
+        self.stats
+            .add_scored(r.traces, r.rescored, r.evaluations, r.unmatched);
+        self.evaluations += r.evaluations;
+        self.passed += r.passed;
+        for i in r.cases_hit {
+            if let Some(hit) = self.cases_hit.get_mut(i) {
+                *hit = true;
+            }
+        }
+        let run_metrics = self.run_metrics;
+        // Map the batch's extra metrics onto ours.
+        let extra: Vec<usize> = r
+            .extra_metrics
+            .iter()
+            .map(
+                |name| match self.metrics.iter().position(|m| &m.metric == name) {
+                    Some(i) => i,
+                    None => {
+                        self.metrics.push(MetricSummary {
+                            metric: name.clone(),
+                            ..MetricSummary::default()
+                        });
+                        self.metrics.len() - 1
+                    }
+                },
+            )
+            .collect();
+        for v in r.verdicts {
+            let i = if v.metric_index < run_metrics {
+                v.metric_index
+            } else {
+                extra[v.metric_index - run_metrics]
             };
             let m = &mut self.metrics[i];
             m.evaluations += 1;
-            if r.passed() {
-                m.passed += 1;
-            }
-            if r.outcome.error.is_some() {
-                m.errors += 1;
-            }
-            if let Some(s) = r.outcome.score {
+            m.passed += u64::from(v.passed);
+            m.errors += u64::from(v.error);
+            if let Some(s) = v.score {
                 m.score_sum += s;
                 m.scored += 1;
             }
         }
+        self.write(&r.rows, &r.lines)
     }
 
     /// Appends `rows` (JSONL text) to the results file and flushes it; prints `lines`.
@@ -326,15 +413,13 @@ impl Scorer {
         for m in &mut self.metrics {
             m.mean_score = (m.scored > 0).then(|| m.score_sum / m.scored as f64);
         }
-        let unmatched_cases: Vec<String> = match &self.cases {
-            Some(cases) => cases
-                .iter()
-                .zip(&self.cases_hit)
-                .filter(|(_, hit)| !**hit)
-                .map(|(c, _)| c.id.clone())
-                .collect(),
-            None => Vec::new(),
-        };
+        let unmatched_cases: Vec<String> = self
+            .case_ids
+            .iter()
+            .zip(&self.cases_hit)
+            .filter(|(_, hit)| !**hit)
+            .map(|(id, _)| id.clone())
+            .collect();
         let summary = ServeSummary {
             stats: self.stats.snapshot(),
             evaluations: self.evaluations,
@@ -360,16 +445,20 @@ impl Scorer {
             .iter()
             .map(|m| (m.metric.clone(), json!(m)))
             .collect();
-        push_row(&mut rows, &json!({
-            "type": "summary",
-            "stats": summary.stats,
-            "evaluations": summary.evaluations,
-            "passed": summary.passed,
-            "failed": summary.failed,
-            "unmatched_traces": summary.stats.unmatched_traces,
-            "unmatched_cases": summary.unmatched_cases.len(),
-            "metrics": metrics,
-        }));
+        push_row(
+            &mut rows,
+            &json!({
+                "type": "summary",
+                "stats": summary.stats,
+                "evaluations": summary.evaluations,
+                "passed": summary.passed,
+                "failed": summary.failed,
+                "unmatched_traces": summary.stats.unmatched_traces,
+                "unmatched_cases": summary.unmatched_cases.len(),
+                "has_cases": self.has_cases,
+                "metrics": metrics,
+            }),
+        );
         let text = if self.stdout {
             summary_text(&summary)
         } else {
@@ -536,7 +625,10 @@ mod tests {
         push_row_with_calls(&mut out, json!({"type": "x", "tools_called": []}), &[]);
         push_row_with_calls(&mut out, json!({}), &[]);
         let text = String::from_utf8(out).unwrap();
-        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let rows: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(rows[0], json!({"type": "x", "tools_called": []}));
         assert_eq!(rows[1], json!({"tools_called": []}));
     }
