@@ -229,37 +229,62 @@ fn progress_printer(quiet: bool) -> impl FnMut(Progress) {
 }
 
 fn score_settings(args: &ReplayArgs, config: &Config) -> anyhow::Result<ScoreSettings> {
-    let mut native = NativeConfig {
-        headline: args.headline.parse::<Headline>()?,
-        ..NativeConfig::default()
+    let flags = ScoringFlags {
+        metrics: &args.metrics,
+        headline: &args.headline,
+        args_policy: args.args_policy.as_deref(),
+        threshold: args.threshold,
+        strict: args.strict,
+        normalize: args.normalize,
     };
-    if let Some(p) = &args.args_policy {
-        native.args = Some(p.parse::<ArgPolicy>()?);
-    }
-    if let Some(t) = args.threshold {
-        anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
-        native.threshold = t;
-    }
-    let mut metrics = Vec::new();
-    for m in &args.metrics {
-        if m == "all" {
-            metrics.extend(registry::all_names().into_iter().map(String::from));
-        } else if !metrics.contains(m) {
-            metrics.push(m.clone());
+    flags.settings(config)
+}
+
+/// The scoring flags `replay` and `serve` share, so a trace scores the same
+/// live as replayed.
+struct ScoringFlags<'a> {
+    metrics: &'a [String],
+    headline: &'a str,
+    args_policy: Option<&'a str>,
+    threshold: Option<f64>,
+    strict: bool,
+    normalize: bool,
+}
+
+impl ScoringFlags<'_> {
+    fn settings(&self, config: &Config) -> anyhow::Result<ScoreSettings> {
+        let mut native = NativeConfig {
+            headline: self.headline.parse::<Headline>()?,
+            ..NativeConfig::default()
+        };
+        if let Some(p) = self.args_policy {
+            native.args = Some(p.parse::<ArgPolicy>()?);
         }
+        if let Some(t) = self.threshold {
+            anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
+            native.threshold = t;
+        }
+        let mut metrics = Vec::new();
+        for m in self.metrics {
+            if m == "all" {
+                metrics.extend(registry::all_names().into_iter().map(String::from));
+            } else if !metrics.contains(m) {
+                metrics.push(m.clone());
+            }
+        }
+        let settings = ScoreSettings {
+            metrics,
+            options: MetricOptions {
+                threshold: self.threshold,
+                strict: self.strict.then_some(true),
+            },
+            native,
+            names: config.normalizer(self.normalize)?,
+            session_keys: config.session_keys(),
+        };
+        settings.validate()?;
+        Ok(settings)
     }
-    let settings = ScoreSettings {
-        metrics,
-        options: MetricOptions {
-            threshold: args.threshold,
-            strict: args.strict.then_some(true),
-        },
-        native,
-        names: config.normalizer(args.normalize)?,
-        session_keys: config.session_keys(),
-    };
-    settings.validate()?;
-    Ok(settings)
 }
 
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -461,36 +486,15 @@ struct ServeArgs {
 /// extractor), so a trace scores the same live as replayed.
 fn cmd_serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
-    let mut native = NativeConfig {
-        headline: args.headline.parse::<Headline>()?,
-        ..NativeConfig::default()
-    };
-    if let Some(p) = &args.args_policy {
-        native.args = Some(p.parse::<ArgPolicy>()?);
+    let settings = ScoringFlags {
+        metrics: &args.metrics,
+        headline: &args.headline,
+        args_policy: args.args_policy.as_deref(),
+        threshold: args.threshold,
+        strict: args.strict,
+        normalize: args.normalize,
     }
-    if let Some(t) = args.threshold {
-        anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
-        native.threshold = t;
-    }
-    let mut metrics = Vec::new();
-    for m in &args.metrics {
-        if m == "all" {
-            metrics.extend(registry::all_names().into_iter().map(String::from));
-        } else if !metrics.contains(m) {
-            metrics.push(m.clone());
-        }
-    }
-    let settings = ScoreSettings {
-        metrics,
-        options: MetricOptions {
-            threshold: args.threshold,
-            strict: args.strict.then_some(true),
-        },
-        native,
-        names: config.normalizer(args.normalize)?,
-        session_keys: config.session_keys(),
-    };
-    settings.validate()?;
+    .settings(&config)?;
     let scope: Scope = args.scope.parse().map_err(anyhow::Error::msg)?;
     let x = config.extractor()?;
     let retrievers = x.retrievers_as_tools || args.retrievers_as_tools;
