@@ -58,6 +58,10 @@ pub struct Config {
     pub sessions: SessionsConfig,
     #[serde(default)]
     pub normalize: NormalizeConfig,
+    /// `[serve]`: the live service's settings (flags and `TRACEVAL_*`
+    /// variables override them).
+    #[serde(default, skip_serializing)]
+    pub serve: Option<crate::serve::ServeConfig>,
 }
 
 /// `[conventions]`: the rule table.
@@ -367,6 +371,35 @@ fn rules_text(specs: &[RuleSpec]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serve_section() {
+        let c = Config::parse(
+            "[serve]\ndecision_wait = \"2s\"\ngrpc_endpoint = \"off\"\nmax_buffered_spans = 1000\n",
+            Syntax::Toml,
+            "t.toml",
+        )
+        .unwrap();
+        let s = c.serve.unwrap();
+        assert_eq!(s.decision_wait, std::time::Duration::from_secs(2));
+        assert_eq!(
+            (s.grpc_endpoint.as_str(), s.max_buffered_spans),
+            ("off", 1000)
+        );
+        // Unset keys keep their defaults.
+        assert_eq!(
+            s.http_endpoint,
+            crate::serve::ServeConfig::default().http_endpoint
+        );
+        assert!(Config::parse("[serve]\ndecision_wiat = \"2s\"\n", Syntax::Toml, "t").is_err());
+        assert!(
+            Config::parse("serve:\n  quiet: true\n", Syntax::Yaml, "t.yaml")
+                .unwrap()
+                .serve
+                .unwrap()
+                .quiet
+        );
+    }
 
     #[test]
     fn unknown_keys_are_errors_in_every_section() {

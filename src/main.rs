@@ -503,6 +503,9 @@ fn cmd_serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings,
         extractor,
     };
-    traceval::serve::run(args.serve.into_config(), scoring)?;
+    // Precedence: flags > environment > the config file's [serve] > defaults.
+    let mut serve_config = config.serve.clone().unwrap_or_default();
+    args.serve.apply(&mut serve_config);
+    traceval::serve::run(serve_config, scoring)?;
     Ok(ExitCode::SUCCESS)
 }
