@@ -285,6 +285,7 @@ fn start(decision_wait: Duration) -> Bench {
     let config = ServeConfig {
         grpc_endpoint: "127.0.0.1:0".into(),
         http_endpoint: "off".into(),
+        admin_endpoint: "off".into(),
         decision_wait,
         quiet: true,
         status_interval: Duration::from_secs(3600),

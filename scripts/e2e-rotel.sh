@@ -107,7 +107,7 @@ run() { # exporter protocol: grpc | http
     tg=$(free_port); th=$(free_port); rh=$(free_port); rg=$(free_port)
     out="$WORK/serve-$proto.jsonl"
     rm -f "$out"
-    "$BIN" serve --grpc-endpoint "127.0.0.1:$tg" --http-endpoint "127.0.0.1:$th" \
+    "$BIN" serve --grpc-endpoint "127.0.0.1:$tg" --http-endpoint "127.0.0.1:$th" --admin-endpoint off \
         --decision-wait 2s --expected "$FIXTURE" --output "$out" --quiet \
         2>"$WORK/serve-$proto.log" &
     local serve_pid=$!

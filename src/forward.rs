@@ -112,6 +112,7 @@ pub enum ForwardError {
 #[error("the forward queue is full")]
 pub struct QueueFull;
 
+#[derive(Debug)]
 struct Item {
     signal: Signal,
     /// Protobuf-encoded export request.
@@ -120,7 +121,7 @@ struct Item {
 }
 
 /// Cheap to clone; every receiver holds one.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ForwardHandle {
     tx: mpsc::Sender<Item>,
     metrics: Arc<Metrics>,
@@ -149,6 +150,38 @@ impl ForwardHandle {
     /// Room left in the queue.
     pub fn room(&self) -> usize {
         self.tx.capacity()
+    }
+
+    /// Takes a place in the queue now, to fill later: a receiver reserves
+    /// before it buffers a request, so a request is either buffered and
+    /// forwarded, or refused whole.
+    pub fn reserve(&self) -> Result<Slot<'_>, QueueFull> {
+        let permit = self.tx.try_reserve().map_err(|_| QueueFull)?;
+        Ok(Slot {
+            permit,
+            handle: self,
+        })
+    }
+}
+
+/// A reserved place in the forward queue.
+pub struct Slot<'a> {
+    permit: mpsc::Permit<'a, Item>,
+    handle: &'a ForwardHandle,
+}
+
+impl Slot<'_> {
+    pub fn send(self, signal: Signal, body: Bytes, spans: u64) {
+        self.permit.send(Item {
+            signal,
+            body,
+            spans,
+        });
+        let h = self.handle;
+        Metrics::set(
+            &h.metrics.forward_queue,
+            (h.capacity - h.tx.capacity()) as u64,
+        );
     }
 }
 

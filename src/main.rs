@@ -48,7 +48,7 @@ enum Command {
     /// Print the active convention rules (built-in plus the config's).
     Conventions(ConventionsArgs),
     /// Receive OTLP (gRPC and HTTP) and score agent traces as they complete.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
 }
 
 #[derive(Args)]
@@ -189,7 +189,7 @@ fn main() -> ExitCode {
         Command::Metrics => cmd_metrics(),
         Command::Score(args) => cmd_score(args),
         Command::Conventions(args) => cmd_conventions(args),
-        Command::Serve(args) => cmd_serve(args),
+        Command::Serve(args) => cmd_serve(*args),
     };
     match result {
         Ok(code) => code,

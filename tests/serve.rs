@@ -36,6 +36,7 @@ struct TestServer {
     rt: tokio::runtime::Runtime,
     grpc: SocketAddr,
     http: SocketAddr,
+    admin: Option<SocketAddr>,
     token: CancellationToken,
     handle: tokio::task::JoinHandle<Result<ServeSummary, ServeError>>,
     stats: Arc<ServeStats>,
@@ -50,6 +51,7 @@ fn start(tag: &str, tweak: impl FnOnce(&mut ServeConfig, &Path)) -> TestServer {
     let mut config = ServeConfig {
         grpc_endpoint: "127.0.0.1:0".into(),
         http_endpoint: "127.0.0.1:0".into(),
+        admin_endpoint: "127.0.0.1:0".into(),
         decision_wait: WAIT,
         output: Some(out.clone()),
         quiet: true,
@@ -69,12 +71,14 @@ fn start(tag: &str, tweak: impl FnOnce(&mut ServeConfig, &Path)) -> TestServer {
         listeners.grpc_addr().unwrap(),
         listeners.http_addr().unwrap(),
     );
+    let admin = listeners.admin_addr();
     let token = CancellationToken::new();
     let handle = rt.spawn(server.serve(listeners, token.clone()));
     TestServer {
         rt,
         grpc,
         http,
+        admin,
         token,
         handle,
         stats,
@@ -975,6 +979,8 @@ fn sigterm_scores_everything_buffered_and_exits_zero() {
             "127.0.0.1:0",
             "--http-endpoint",
             "127.0.0.1:0",
+            "--admin-endpoint",
+            "127.0.0.1:0",
             "--decision-wait",
             "10m",
             "--output",
@@ -1051,4 +1057,213 @@ fn sigterm_scores_everything_buffered_and_exits_zero() {
         "{stdout}"
     );
     assert!(stdout.contains("3 trace(s) scored"), "{stdout}");
+}
+
+// ------------------------------------------------- processor mode (issue 6)
+
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+
+/// A plain OTLP/gRPC receiver standing in for the downstream backend: it
+/// keeps every request it gets.
+#[derive(Clone, Default)]
+struct Capture(Arc<std::sync::Mutex<Vec<ExportTraceServiceRequest>>>);
+
+#[tonic::async_trait]
+impl TraceService for Capture {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0.lock().unwrap().push(request.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+impl Capture {
+    /// Every received span, protobuf-encoded, sorted.
+    fn span_bytes(&self) -> Vec<Vec<u8>> {
+        let reqs = self.0.lock().unwrap();
+        sorted_span_bytes(reqs.iter())
+    }
+}
+
+fn sorted_span_bytes<'a>(
+    reqs: impl Iterator<Item = &'a ExportTraceServiceRequest>,
+) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = reqs
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| &ss.spans)
+        .map(|s| s.encode_to_vec())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Starts the capture receiver on `listener` in `rt`; cancel `stop` to end it.
+fn start_capture(
+    rt: &tokio::runtime::Runtime,
+    listener: std::net::TcpListener,
+    capture: Capture,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    listener.set_nonblocking(true).unwrap();
+    rt.spawn(async move {
+        let l = tokio::net::TcpListener::from_std(listener).unwrap();
+        let incoming = tonic::transport::server::TcpIncoming::from(l);
+        let _ = tonic::transport::Server::builder()
+            .add_service(TraceServiceServer::new(capture))
+            .serve_with_incoming_shutdown(incoming, stop.cancelled_owned())
+            .await;
+    })
+}
+
+fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect admin");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let r = parse_reply(&raw);
+    (r.status, String::from_utf8_lossy(&r.body).into_owned())
+}
+
+/// Prometheus text: `name{labels}` -> value; panics on a malformed line.
+fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (name, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad line {line}"));
+        let v: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value in {line}"));
+        out.insert(name.to_string(), v);
+    }
+    out
+}
+
+#[test]
+fn forwards_every_span_unchanged_and_metrics_add_up() {
+    let downstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_addr = downstream.local_addr().unwrap();
+    let server = start("forward", |c, dir| {
+        c.forward = Some(format!("grpc://{down_addr}"));
+        let default = dir.join("default.json");
+        std::fs::write(&default, r#"["get_weather", "get_weather"]"#).unwrap();
+        c.default_expected = Some(default);
+    });
+    let capture = Capture::default();
+    let stop = CancellationToken::new();
+    let cap_task = start_capture(&server.rt, downstream, capture.clone(), stop.clone());
+
+    let sent: Vec<ExportTraceServiceRequest> = (1..=6).map(weather).collect();
+    let mut client = server.grpc_client();
+    for r in &sent {
+        server.grpc_export(&mut client, r.clone()).expect("export");
+    }
+    let want = sorted_span_bytes(sent.iter());
+    let start_t = Instant::now();
+    while capture.span_bytes().len() < want.len() && start_t.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        capture.span_bytes(),
+        want,
+        "downstream got every span byte for byte"
+    );
+    server.wait_for("all traces scored", |s| s.traces_scored == 6);
+
+    let (status, text) = get(server.admin.unwrap(), "/metrics");
+    assert_eq!(status, 200);
+    let m = parse_prometheus(&text);
+    assert_eq!(m["traceval_spans_received_total"], want.len() as f64);
+    assert_eq!(m["traceval_spans_forwarded_total"], want.len() as f64);
+    assert_eq!(m["traceval_traces_scored_total"], 6.0);
+    let verdicts: f64 = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("traceval_evaluations_total{metric=\"tool_correctness\""))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(verdicts, 6.0, "{text}");
+    assert_eq!(get(server.admin.unwrap(), "/healthz").0, 200);
+    assert_eq!(get(server.admin.unwrap(), "/readyz").0, 200);
+
+    let (summary, _) = server.stop();
+    assert_eq!(summary.stats.traces_scored, 6);
+    stop.cancel();
+    drop(cap_task);
+}
+
+#[test]
+fn downstream_outage_gives_503_then_everything_arrives() {
+    // Reserve a port, then free it: the downstream is down at first.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_addr = probe.local_addr().unwrap();
+    drop(probe);
+    let server = start("outage", |c, _| {
+        c.forward = Some(format!("grpc://{down_addr}"));
+        c.forward_queue = 2;
+    });
+    // Send over HTTP until the queue is full and upstream is told to retry.
+    let mut accepted = Vec::new();
+    let mut refused = 0;
+    for t in 1..=20u8 {
+        let req = weather(t);
+        let r = post(
+            server.http,
+            &[("Content-Type", "application/x-protobuf")],
+            &req.encode_to_vec(),
+            Framing::Length,
+        );
+        match r.status {
+            200 => accepted.push(req),
+            503 => {
+                refused += 1;
+                assert!(r
+                    .headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("retry-after")));
+            }
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert!(refused > 0, "a full forward queue must refuse with 503");
+    assert!(!accepted.is_empty());
+    assert_eq!(get(server.admin.unwrap(), "/readyz").0, 503);
+
+    // The downstream comes back on the same port.
+    let listener = std::net::TcpListener::bind(down_addr).expect("rebind downstream port");
+    let capture = Capture::default();
+    let stop = CancellationToken::new();
+    let _task = start_capture(&server.rt, listener, capture.clone(), stop.clone());
+    let want = sorted_span_bytes(accepted.iter());
+    let start_t = Instant::now();
+    while capture.span_bytes().len() < want.len() && start_t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        capture.span_bytes(),
+        want,
+        "every accepted span arrives once the downstream is back"
+    );
+    // And upstream is accepted again.
+    let r = post(
+        server.http,
+        &[("Content-Type", "application/x-protobuf")],
+        &weather(99).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    server.stop();
+    stop.cancel();
 }

@@ -48,6 +48,15 @@ pub struct ServeConfig {
     pub default_expected: Option<PathBuf>,
     /// No per-trace lines and no summary on stdout.
     pub quiet: bool,
+    /// Forward every accepted span downstream: `http://host:4317` or
+    /// `grpc://host:port` (OTLP/gRPC), `http://host:4318` (OTLP/HTTP).
+    pub forward: Option<String>,
+    /// Gzip forwarded requests.
+    pub forward_gzip: bool,
+    /// Requests queued for the downstream before upstream gets 503 / UNAVAILABLE.
+    pub forward_queue: usize,
+    /// Admin HTTP port: `/metrics` (Prometheus), `/healthz`, `/readyz`; `off` disables it.
+    pub admin_endpoint: String,
 }
 
 impl Default for ServeConfig {
@@ -67,6 +76,10 @@ impl Default for ServeConfig {
             expected: None,
             default_expected: None,
             quiet: false,
+            forward: None,
+            forward_gzip: false,
+            forward_queue: 1024,
+            admin_endpoint: "127.0.0.1:9464".into(),
         }
     }
 }
@@ -120,6 +133,19 @@ pub struct ServeFlags {
     /// Nothing on stdout (results go to --output and the log only).
     #[arg(long, short, env = "TRACEVAL_QUIET")]
     pub quiet: bool,
+    /// Forward every accepted span downstream (OTLP/gRPC: `http://host:4317` or
+    /// `grpc://host:port`; OTLP/HTTP: `http://host:4318`).
+    #[arg(long, env = "TRACEVAL_FORWARD", value_name = "URL")]
+    pub forward: Option<String>,
+    /// Gzip forwarded requests.
+    #[arg(long, env = "TRACEVAL_FORWARD_GZIP")]
+    pub forward_gzip: bool,
+    /// Forward queue length in requests [default: 1024].
+    #[arg(long, env = "TRACEVAL_FORWARD_QUEUE", value_name = "N")]
+    pub forward_queue: Option<usize>,
+    /// Admin HTTP address for /metrics, /healthz, /readyz; `off` to disable [default: 127.0.0.1:9464].
+    #[arg(long, env = "TRACEVAL_ADMIN_ENDPOINT", value_name = "ADDR")]
+    pub admin_endpoint: Option<String>,
 }
 
 impl ServeFlags {
@@ -142,8 +168,14 @@ impl ServeFlags {
             remember_completed,
             retry_after,
             status_interval,
-            scoring_threads
+            scoring_threads,
+            forward_queue,
+            admin_endpoint
         );
+        if self.forward.is_some() {
+            config.forward = self.forward;
+        }
+        config.forward_gzip |= self.forward_gzip;
         if self.output.is_some() {
             config.output = self.output;
         }

@@ -26,6 +26,9 @@ pub struct ServeStats {
     unmatched_traces: AtomicU64,
     buffered_spans: AtomicU64,
     buffered_traces: AtomicU64,
+    /// Per-metric verdicts and score histograms, and the forwarder's
+    /// counters, for `/metrics`.
+    pub prometheus: std::sync::Arc<crate::report::prometheus::Metrics>,
 }
 
 /// A copy of the counters at one moment.
@@ -98,6 +101,8 @@ pub(crate) struct Shared {
     /// Whether the last request was refused for a full buffer (for logging
     /// the transitions only, not every refusal).
     full: AtomicBool,
+    /// The downstream, when `--forward` is set (started with the runtime).
+    pub forward: std::sync::OnceLock<crate::forward::ForwardHandle>,
 }
 
 impl Shared {
@@ -108,6 +113,7 @@ impl Shared {
             stats: Default::default(),
             retry_after,
             full: AtomicBool::new(false),
+            forward: std::sync::OnceLock::new(),
         }
     }
 
@@ -120,6 +126,28 @@ impl Shared {
     /// whole when the buffer is full.
     pub fn accept(&self, mut req: Request) -> Result<Accepted, ExportError> {
         let problems = ingest::validate_ids(&mut req);
+        // Forwarding comes first: a request the downstream queue cannot take
+        // is refused whole (503 / UNAVAILABLE) before anything is buffered,
+        // so the client's retry neither loses nor doubles data.
+        let spans_in = ingest::span_count(&req) as u64;
+        let slot = match self.forward.get().filter(|_| spans_in > 0) {
+            None => None,
+            Some(f) => match f.reserve() {
+                Ok(slot) => Some((
+                    slot,
+                    bytes::Bytes::from(prost::Message::encode_to_vec(&req)),
+                )),
+                Err(_) => {
+                    self.stats.refused_requests.fetch_add(1, Ordering::Relaxed);
+                    let u = self.lock().usage();
+                    return Err(ExportError::Busy {
+                        held_spans: u.spans,
+                        held_traces: u.traces,
+                        retry_after: self.retry_after,
+                    });
+                }
+            },
+        };
         let admitted = if ingest::span_count(&req) == 0 {
             Ok(Default::default())
         } else {
@@ -130,6 +158,9 @@ impl Shared {
         };
         match admitted {
             Ok(a) => {
+                if let Some((slot, body)) = slot {
+                    slot.send(crate::forward::Signal::Traces, body, spans_in);
+                }
                 let s = &self.stats;
                 s.requests.fetch_add(1, Ordering::Relaxed);
                 s.spans.fetch_add(a.spans as u64, Ordering::Relaxed);

@@ -20,6 +20,7 @@
 //! cancels on SIGINT/SIGTERM. Shutdown: stop accepting, finish open
 //! requests, score everything still buffered, flush, return the summary.
 
+mod admin;
 mod buffer;
 mod config;
 mod grpc;
@@ -51,10 +52,14 @@ use results::{BatchScorer, ResultSink};
 const MAX_BATCH: usize = 256;
 /// How long open connections may take to finish after shutdown starts.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long shutdown waits for the forward queue to drain.
+const FORWARD_DRAIN: Duration = Duration::from_secs(30);
 
 /// Errors that stop the server (bad requests never do).
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    #[error("cannot forward: {0}")]
+    Forward(String),
     #[error("bad {what} endpoint `{addr}`: {reason}")]
     Endpoint {
         what: &'static str,
@@ -95,6 +100,8 @@ pub enum ServeError {
 pub struct Listeners {
     pub grpc: Option<TcpListener>,
     pub http: Option<TcpListener>,
+    /// `/metrics`, `/healthz`, `/readyz`.
+    pub admin: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -105,7 +112,12 @@ impl Listeners {
         if grpc.is_none() && http.is_none() {
             return Err(ServeError::NoReceiver);
         }
-        Ok(Listeners { grpc, http })
+        let admin = bind_one("admin", &config.admin_endpoint).await?;
+        Ok(Listeners { grpc, http, admin })
+    }
+
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     pub fn grpc_addr(&self) -> Option<SocketAddr> {
@@ -209,6 +221,27 @@ impl Server {
             .spawn(move || completion_loop(worker_shared, scorer, sink, threads, status_every))
             .map_err(ServeError::Runtime)?;
 
+        // The forwarder lives as long as `shared` (the receivers and the
+        // completion thread hold it); it drains its queue after that.
+        let forward_stop = CancellationToken::new();
+        let mut forward_join = None;
+        if let Some(url) = &config.forward {
+            let mut fc = crate::forward::ForwardConfig::new(url, None)
+                .map_err(|e| ServeError::Forward(e.to_string()))?;
+            fc.gzip = config.forward_gzip;
+            fc.queue = config.forward_queue.max(1);
+            let metrics = Arc::clone(&shared.stats.prometheus);
+            let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
+                .map_err(|e| ServeError::Forward(e.to_string()))?;
+            let _ = shared.forward.set(handle);
+            forward_join = Some(join);
+            info!(downstream = %url, "Forwarding accepted spans.");
+        }
+        if let Some(l) = listeners.admin {
+            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
+            tokio::spawn(admin::serve(l, shared, token));
+        }
+
         let max = config.max_request_size;
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(l) = listeners.grpc {
@@ -272,6 +305,18 @@ impl Server {
             .await
             .map_err(|e| ServeError::Scorer(e.to_string()))?
             .map_err(|_| ServeError::Scorer("panicked".into()))??;
+        // The last holder of the forward queue's sender goes: the forwarder
+        // sends what is queued, then stops (or is stopped after a deadline).
+        drop(shared);
+        if let Some(join) = forward_join {
+            if tokio::time::timeout(FORWARD_DRAIN, join).await.is_err() {
+                warn!(
+                    deadline_secs = FORWARD_DRAIN.as_secs(),
+                    "Downstream still not taking data; giving up on the rest of the forward queue."
+                );
+                forward_stop.cancel();
+            }
+        }
         info!(
             traces = summary.stats.traces_scored,
             evaluations = summary.evaluations,

@@ -3,6 +3,7 @@
 //! summary at shutdown. Joining and scoring are `replay`'s own functions, so
 //! a trace gets the same result here as in `traceval replay`.
 
+use crate::report::prometheus::Verdict as PromVerdict;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -378,6 +379,12 @@ impl ResultSink {
                 extra[v.metric_index - run_metrics]
             };
             let m = &mut self.metrics[i];
+            let verdict = match (v.error, v.passed) {
+                (true, _) => PromVerdict::Error,
+                (false, true) => PromVerdict::Pass(v.score),
+                (false, false) => PromVerdict::Fail(v.score),
+            };
+            self.stats.prometheus.record(&m.metric, verdict);
             m.evaluations += 1;
             m.passed += u64::from(v.passed);
             m.errors += u64::from(v.error);

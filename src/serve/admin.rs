@@ -1,0 +1,76 @@
+//! The admin port: Prometheus `/metrics`, `/healthz` (the process is up) and
+//! `/readyz` (receivers accept data: the buffer and forward queue have room).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::error;
+
+use super::intake::Shared;
+use crate::report::prometheus::Metrics;
+
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .with_state(shared);
+    let r = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await;
+    if let Err(e) = r {
+        error!(error = %e, "Admin endpoint failed.");
+    }
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let snap = shared.stats.snapshot();
+    let m = &shared.stats.prometheus;
+    // The receivers count in ServeStats; mirror them into the exposition.
+    Metrics::set(&m.spans_received, snap.spans);
+    Metrics::set(&m.spans_rejected, snap.invalid_spans);
+    Metrics::set(&m.requests_refused, snap.refused_requests);
+    Metrics::set(&m.traces_scored, snap.traces_scored);
+    Metrics::set(&m.traces_rescored, snap.rescored);
+    Metrics::set(&m.buffer_spans, snap.buffered_spans);
+    Metrics::set(&m.buffer_traces, snap.buffered_traces);
+    {
+        let buf = shared.lock();
+        let l = buf.limits();
+        Metrics::set(&m.buffer_spans_capacity, l.max_spans as u64);
+        Metrics::set(&m.buffer_traces_capacity, l.max_traces as u64);
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        m.render(),
+    )
+}
+
+async fn ready(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let queue_room = shared.forward.get().is_none_or(|f| f.room() > 0);
+    let (closed, full) = {
+        let buf = shared.lock();
+        let u = buf.usage();
+        let l = buf.limits();
+        (
+            buf.is_closed(),
+            u.spans + u.scoring_spans >= l.max_spans || u.traces >= l.max_traces,
+        )
+    };
+    if closed {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+    } else if full || !queue_room {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "buffer or forward queue full\n",
+        )
+    } else {
+        (StatusCode::OK, "ready\n")
+    }
+}
