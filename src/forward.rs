@@ -147,6 +147,18 @@ impl ForwardHandle {
         r
     }
 
+    /// Queues a request, waiting for room (for threads that may block, like
+    /// the result writer). Fails only when the forwarder has stopped.
+    pub fn send_blocking(&self, signal: Signal, body: Bytes, spans: u64) -> Result<(), QueueFull> {
+        self.tx
+            .blocking_send(Item {
+                signal,
+                body,
+                spans,
+            })
+            .map_err(|_| QueueFull)
+    }
+
     /// Room left in the queue.
     pub fn room(&self) -> usize {
         self.tx.capacity()

@@ -26,9 +26,12 @@ use pb::{EvaluationResult, MetricScore, SubscribeRequest};
 pub const RING: usize = 4096;
 
 /// Where evaluations are published; cheap to clone.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ResultsHub {
     tx: broadcast::Sender<Arc<EvaluationResult>>,
+    /// Ends every stream (server shutdown), so open subscriptions do not
+    /// hold the gRPC server's graceful shutdown.
+    closed: tokio_util::sync::CancellationToken,
 }
 
 impl Default for ResultsHub {
@@ -82,7 +85,10 @@ pub fn to_message(e: &Evaluation, revision: u32) -> EvaluationResult {
 impl ResultsHub {
     pub fn new(capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(capacity.max(1));
-        ResultsHub { tx }
+        ResultsHub {
+            tx,
+            closed: tokio_util::sync::CancellationToken::new(),
+        }
     }
 
     /// Publishes one evaluation to every subscriber (a no-op without any).
@@ -90,6 +96,11 @@ impl ResultsHub {
         if self.tx.receiver_count() > 0 {
             let _ = self.tx.send(Arc::new(to_message(e, revision)));
         }
+    }
+
+    /// Ends every subscription; later ones end at once.
+    pub fn close(&self) {
+        self.closed.cancel();
     }
 
     /// Current subscriber count.
@@ -120,10 +131,15 @@ impl ResultsService for ResultsHub {
         let filter = request.into_inner();
         let mut rx = self.tx.subscribe();
         let (out, stream) = mpsc::channel(64);
+        let closed = self.closed.clone();
         tokio::spawn(async move {
             let mut missed = 0u64;
             loop {
-                match rx.recv().await {
+                let next = tokio::select! {
+                    r = rx.recv() => r,
+                    () = closed.cancelled() => return,
+                };
+                match next {
                     Ok(r) => {
                         if !wanted(&filter, &r) {
                             continue;

@@ -1065,10 +1065,31 @@ use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
 
+use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{
+    LogsService, LogsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::logs::v1::{
+    ExportLogsServiceRequest, ExportLogsServiceResponse,
+};
+
 /// A plain OTLP/gRPC receiver standing in for the downstream backend: it
-/// keeps every request it gets.
+/// keeps every trace and log request it gets.
 #[derive(Clone, Default)]
-struct Capture(Arc<std::sync::Mutex<Vec<ExportTraceServiceRequest>>>);
+struct Capture(
+    Arc<std::sync::Mutex<Vec<ExportTraceServiceRequest>>>,
+    Arc<std::sync::Mutex<Vec<ExportLogsServiceRequest>>>,
+);
+
+#[tonic::async_trait]
+impl LogsService for Capture {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportLogsServiceRequest>,
+    ) -> Result<tonic::Response<ExportLogsServiceResponse>, tonic::Status> {
+        self.1.lock().unwrap().push(request.into_inner());
+        Ok(tonic::Response::new(ExportLogsServiceResponse::default()))
+    }
+}
 
 #[tonic::async_trait]
 impl TraceService for Capture {
@@ -1114,7 +1135,8 @@ fn start_capture(
         let l = tokio::net::TcpListener::from_std(listener).unwrap();
         let incoming = tonic::transport::server::TcpIncoming::from(l);
         let _ = tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(capture))
+            .add_service(TraceServiceServer::new(capture.clone()))
+            .add_service(LogsServiceServer::new(capture))
             .serve_with_incoming_shutdown(incoming, stop.cancelled_owned())
             .await;
     })
@@ -1195,6 +1217,58 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
         .map(|(_, v)| v)
         .sum();
     assert_eq!(verdicts, 6.0, "{text}");
+
+    // Evaluation results arrive downstream as gen_ai.evaluation.result logs,
+    // parented to each evaluated trace's root span.
+    let start_t = Instant::now();
+    let records = loop {
+        let recs: Vec<_> = capture
+            .1
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|r| &r.resource_logs)
+            .flat_map(|rl| &rl.scope_logs)
+            .flat_map(|sl| sl.log_records.clone())
+            .collect();
+        if recs.len() >= 6 || start_t.elapsed() > Duration::from_secs(15) {
+            break recs;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(records.len(), 6);
+    let mut trace_ids: Vec<Vec<u8>> = records.iter().map(|r| r.trace_id.clone()).collect();
+    trace_ids.sort();
+    let mut want_ids: Vec<Vec<u8>> = (1..=6).map(trace_id).collect();
+    want_ids.sort();
+    assert_eq!(trace_ids, want_ids);
+    for r in &records {
+        assert_eq!(r.event_name, "gen_ai.evaluation.result");
+        assert_eq!(r.span_id.len(), 8, "parented to the root span");
+        let attr = |k: &str| {
+            r.attributes
+                .iter()
+                .find(|kv| kv.key == k)
+                .and_then(|kv| kv.value.clone())
+                .and_then(|v| v.value)
+        };
+        assert_eq!(
+            attr("gen_ai.evaluation.name"),
+            Some(any_value::Value::StringValue("tool_correctness".into()))
+        );
+        assert_eq!(
+            attr("gen_ai.evaluation.score.label"),
+            Some(any_value::Value::StringValue("pass".into()))
+        );
+        assert_eq!(
+            attr("gen_ai.evaluation.score.value"),
+            Some(any_value::Value::DoubleValue(1.0))
+        );
+        assert_eq!(
+            attr("traceval.revision"),
+            Some(any_value::Value::IntValue(1))
+        );
+    }
     assert_eq!(get(server.admin.unwrap(), "/healthz").0, 200);
     assert_eq!(get(server.admin.unwrap(), "/readyz").0, 200);
 
@@ -1266,4 +1340,42 @@ fn downstream_outage_gives_503_then_everything_arrives() {
     assert_eq!(r.status, 200);
     server.stop();
     stop.cancel();
+}
+
+#[test]
+fn results_api_streams_evaluations() {
+    use traceval::results_api::pb::results_service_client::ResultsServiceClient;
+    use traceval::results_api::pb::SubscribeRequest;
+    let server = start("results-api", |c, dir| {
+        let default = dir.join("default.json");
+        std::fs::write(&default, r#"["get_weather"]"#).unwrap();
+        c.default_expected = Some(default);
+    });
+    let url = format!("http://{}", server.grpc);
+    let mut stream = server.rt.block_on(async {
+        let mut client = ResultsServiceClient::connect(url).await.expect("connect");
+        client
+            .subscribe(SubscribeRequest {
+                metrics: vec!["tool_correctness".into()],
+                ..Default::default()
+            })
+            .await
+            .expect("subscribe")
+            .into_inner()
+    });
+    let mut client = server.grpc_client();
+    server.grpc_export(&mut client, weather(7)).expect("export");
+    let got = server
+        .rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(15), stream.message()).await })
+        .expect("a result within 15 s")
+        .expect("stream ok")
+        .expect("one message");
+    assert_eq!(got.trace_id, trace_id(7));
+    // One unexpected extra call: F1 0.667 passes the default 0.5 threshold.
+    assert!(got.pass, "{got:?}");
+    assert_eq!(got.revision, 1);
+    assert_eq!(got.scores[0].metric, "tool_correctness");
+    assert_eq!(got.unexpected, vec!["get_weather".to_string()]);
+    server.stop();
 }

@@ -53,7 +53,11 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
 }
 
 async fn ready(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let queue_room = shared.forward.get().is_none_or(|f| f.room() > 0);
+    let queue_room = shared
+        .forward
+        .lock()
+        .map(|f| f.as_ref().is_none_or(|f| f.room() > 0))
+        .unwrap_or(true);
     let (closed, full) = {
         let buf = shared.lock();
         let u = buf.usage();

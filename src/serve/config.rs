@@ -57,6 +57,9 @@ pub struct ServeConfig {
     pub forward_queue: usize,
     /// Admin HTTP port: `/metrics` (Prometheus), `/healthz`, `/readyz`; `off` disables it.
     pub admin_endpoint: String,
+    /// Where `gen_ai.evaluation.result` log records go (OTLP logs; same URL
+    /// forms as `forward`). Default: the `forward` downstream, if any.
+    pub results_otlp: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -80,6 +83,7 @@ impl Default for ServeConfig {
             forward_gzip: false,
             forward_queue: 1024,
             admin_endpoint: "127.0.0.1:9464".into(),
+            results_otlp: None,
         }
     }
 }
@@ -146,6 +150,9 @@ pub struct ServeFlags {
     /// Admin HTTP address for /metrics, /healthz, /readyz; `off` to disable [default: 127.0.0.1:9464].
     #[arg(long, env = "TRACEVAL_ADMIN_ENDPOINT", value_name = "ADDR")]
     pub admin_endpoint: Option<String>,
+    /// Send evaluation results as OTLP logs here [default: the --forward downstream].
+    #[arg(long, env = "TRACEVAL_RESULTS_OTLP", value_name = "URL")]
+    pub results_otlp: Option<String>,
 }
 
 impl ServeFlags {
@@ -176,6 +183,9 @@ impl ServeFlags {
             config.forward = self.forward;
         }
         config.forward_gzip |= self.forward_gzip;
+        if self.results_otlp.is_some() {
+            config.results_otlp = self.results_otlp;
+        }
         if self.output.is_some() {
             config.output = self.output;
         }

@@ -46,6 +46,8 @@ pub(crate) async fn serve(
     max_message_size: usize,
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
+    // The results API shares the OTLP port (`traceval.results.v1.ResultsService`).
+    let results = shared.stats.results_hub.service();
     let service = TraceServiceServer::new(Receiver { shared })
         .accept_compressed(CompressionEncoding::Gzip)
         .send_compressed(CompressionEncoding::Gzip)
@@ -53,6 +55,7 @@ pub(crate) async fn serve(
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
         .add_service(OversizeIsResourceExhausted(service))
+        .add_service(results)
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
         .await
 }

@@ -29,6 +29,10 @@ pub struct ServeStats {
     /// Per-metric verdicts and score histograms, and the forwarder's
     /// counters, for `/metrics`.
     pub prometheus: std::sync::Arc<crate::report::prometheus::Metrics>,
+    /// Subscribers of the results API (`proto/traceval/results/v1`).
+    pub results_hub: crate::results_api::ResultsHub,
+    /// Where `gen_ai.evaluation.result` log records go, if anywhere.
+    pub results_forward: Mutex<Option<crate::forward::ForwardHandle>>,
 }
 
 /// A copy of the counters at one moment.
@@ -102,7 +106,7 @@ pub(crate) struct Shared {
     /// the transitions only, not every refusal).
     full: AtomicBool,
     /// The downstream, when `--forward` is set (started with the runtime).
-    pub forward: std::sync::OnceLock<crate::forward::ForwardHandle>,
+    pub forward: Mutex<Option<crate::forward::ForwardHandle>>,
 }
 
 impl Shared {
@@ -113,7 +117,7 @@ impl Shared {
             stats: Default::default(),
             retry_after,
             full: AtomicBool::new(false),
-            forward: std::sync::OnceLock::new(),
+            forward: Mutex::new(None),
         }
     }
 
@@ -130,7 +134,12 @@ impl Shared {
         // is refused whole (503 / UNAVAILABLE) before anything is buffered,
         // so the client's retry neither loses nor doubles data.
         let spans_in = ingest::span_count(&req) as u64;
-        let slot = match self.forward.get().filter(|_| spans_in > 0) {
+        let forward = self
+            .forward
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let slot = match forward.as_ref().filter(|_| spans_in > 0) {
             None => None,
             Some(f) => match f.reserve() {
                 Ok(slot) => Some((

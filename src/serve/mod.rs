@@ -233,15 +233,42 @@ impl Server {
             let metrics = Arc::clone(&shared.stats.prometheus);
             let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
                 .map_err(|e| ServeError::Forward(e.to_string()))?;
-            let _ = shared.forward.set(handle);
+            *shared
+                .forward
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
             forward_join = Some(join);
             info!(downstream = %url, "Forwarding accepted spans.");
+        }
+        let mut results_join = None;
+        if let Some(url) = config.results_otlp.as_ref().or(config.forward.as_ref()) {
+            let mut fc = crate::forward::ForwardConfig::new(url, None)
+                .map_err(|e| ServeError::Forward(e.to_string()))?;
+            fc.gzip = config.forward_gzip;
+            let metrics = Arc::clone(&shared.stats.prometheus);
+            let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
+                .map_err(|e| ServeError::Forward(e.to_string()))?;
+            *shared
+                .stats
+                .results_forward
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            results_join = Some(join);
+            info!(downstream = %url, "Exporting evaluation results as OTLP logs.");
         }
         if let Some(l) = listeners.admin {
             let (shared, token) = (Arc::clone(&shared), shutdown.clone());
             tokio::spawn(admin::serve(l, shared, token));
         }
 
+        {
+            // Results API streams end when shutdown starts.
+            let (hub, token) = (shared.stats.results_hub.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                token.cancelled().await;
+                hub.close();
+            });
+        }
         let max = config.max_request_size;
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(l) = listeners.grpc {
@@ -307,8 +334,17 @@ impl Server {
             .map_err(|_| ServeError::Scorer("panicked".into()))??;
         // The last holder of the forward queue's sender goes: the forwarder
         // sends what is queued, then stops (or is stopped after a deadline).
+        // Drop the queues' last senders: each forwarder sends what is
+        // queued, then stops (or is stopped after a deadline).
+        let take = |m: &std::sync::Mutex<Option<crate::forward::ForwardHandle>>| {
+            m.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        };
+        drop(take(&shared.forward));
+        drop(take(&shared.stats.results_forward));
         drop(shared);
-        if let Some(join) = forward_join {
+        for join in forward_join.into_iter().chain(results_join) {
             if tokio::time::timeout(FORWARD_DRAIN, join).await.is_err() {
                 warn!(
                     deadline_secs = FORWARD_DRAIN.as_secs(),

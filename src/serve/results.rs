@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::buffer::Completed;
 use super::intake::{ServeStats, StatsSnapshot};
@@ -71,6 +71,8 @@ pub(crate) struct BatchScorer {
     rows: bool,
     /// Build stdout lines (not quiet).
     lines: bool,
+    /// The results hub and exporter live here.
+    stats: std::sync::Arc<ServeStats>,
 }
 
 /// One metric verdict, for the run's summary.
@@ -96,6 +98,8 @@ pub(crate) struct BatchResult {
     /// Metrics not in the run's list (per-case `metrics`), by name; a
     /// verdict's `metric_index` past the run's list points in here.
     extra_metrics: Vec<String>,
+    /// `gen_ai.evaluation.result` records, when results are exported.
+    log_records: Vec<opentelemetry_proto::tonic::logs::v1::LogRecord>,
 }
 
 /// Writes batch results (one writer) and keeps the run's totals.
@@ -208,6 +212,7 @@ pub(crate) fn build(
         default_case,
         rows: sink.jsonl.is_some(),
         lines: sink.stdout,
+        stats: std::sync::Arc::clone(&sink.stats),
     };
     Ok((scorer, sink))
 }
@@ -238,6 +243,9 @@ impl BatchScorer {
             rescored: revisions.values().filter(|&&r| r > 1).count() as u64,
             ..BatchResult::default()
         };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
         let mut evaluated = std::mem::take(&mut report.evaluations);
         let unmatched = std::mem::take(&mut report.unmatched_traces);
         out.unmatched = unmatched.len() as u64;
@@ -281,6 +289,15 @@ impl BatchScorer {
                     .push_str(&evaluation_line(e, revision_of(&e.trace_id)));
             }
             self.tally(&mut out, e, is_default);
+            let revision = revision_of(&e.trace_id);
+            self.stats.results_hub.publish(e, revision);
+            if self.stats.results_forward.lock().is_ok_and(|f| f.is_some()) {
+                let root = by_id
+                    .get(&e.trace_id)
+                    .and_then(|t| t.roots().next().map(|i| t.spans[i].span_id));
+                out.log_records
+                    .extend(report::otlp::evaluation_records(e, root, revision, now));
+            }
         }
         for u in &mut plain_unmatched {
             if self.rows {
@@ -391,6 +408,20 @@ impl ResultSink {
             if let Some(s) = v.score {
                 m.score_sum += s;
                 m.scored += 1;
+            }
+        }
+        let exporter = self
+            .stats
+            .results_forward
+            .lock()
+            .ok()
+            .and_then(|f| f.clone());
+        if let (Some(f), false) = (exporter, r.log_records.is_empty()) {
+            let body = prost::Message::encode_to_vec(&report::otlp::logs_request(r.log_records));
+            if f.send_blocking(crate::forward::Signal::Logs, body.into(), 0)
+                .is_err()
+            {
+                warn!("The results exporter has stopped; evaluation log records are not sent.");
             }
         }
         self.write(&r.rows, &r.lines)
