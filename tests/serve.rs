@@ -1379,3 +1379,58 @@ fn results_api_streams_evaluations() {
     assert_eq!(got.unexpected, vec!["get_weather".to_string()]);
     server.stop();
 }
+
+/// Two instances behind a trace-id router (the Collector's `loadbalancing`
+/// exporter with `routing_key: traceID`) give exactly one instance's results.
+#[test]
+fn splitting_by_trace_id_across_two_instances_matches_one() {
+    let fixture_dir = TempDir::new("split");
+    let fixture = truth_fixture(fixture_dir.path());
+    let start_one = |tag: &str| {
+        start(tag, |c, _| {
+            c.expected = Some(fixture.clone());
+            c.decision_wait = Duration::from_secs(600);
+        })
+    };
+    let (a, b) = (start_one("split-a"), start_one("split-b"));
+    let (mut ca, mut cb) = (a.grpc_client(), b.grpc_client());
+    let mut all_files = Vec::new();
+    for source in SOURCES {
+        let files = pb_files(source);
+        for f in &files {
+            let req =
+                ExportTraceServiceRequest::decode(std::fs::read(f).unwrap().as_slice()).unwrap();
+            // Route every span by its trace id, like a consistent-hash ring.
+            let (mut to_a, mut to_b) = (req.clone(), req);
+            for (side, keep_even) in [(&mut to_a, true), (&mut to_b, false)] {
+                for rs in &mut side.resource_spans {
+                    for ss in &mut rs.scope_spans {
+                        ss.spans.retain(|s| {
+                            (s.trace_id.iter().map(|&x| x as u32).sum::<u32>() % 2 == 0)
+                                == keep_even
+                        });
+                    }
+                }
+            }
+            a.grpc_export(&mut ca, to_a).unwrap();
+            b.grpc_export(&mut cb, to_b).unwrap();
+        }
+        all_files.extend(files);
+    }
+    let (_, rows_a) = a.stop();
+    let (_, rows_b) = b.stop();
+    let mut got = keyed(&rows_a);
+    let from_b = keyed(&rows_b);
+    assert!(
+        !got.is_empty() && !from_b.is_empty(),
+        "both instances got traces"
+    );
+    for (k, v) in from_b {
+        assert!(
+            got.insert(k.clone(), v).is_none(),
+            "{k} scored by both instances"
+        );
+    }
+    let want = keyed(&replay_rows(&all_files, &fixture));
+    assert_eq!(got, want);
+}
