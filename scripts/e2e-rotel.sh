@@ -103,12 +103,20 @@ cleanup() {
 trap cleanup EXIT
 
 run() { # exporter protocol: grpc | http
-    local proto=$1 tg th rh rg out
-    tg=$(free_port); th=$(free_port); rh=$(free_port); rg=$(free_port)
+    local proto=$1 tg th rh rg dh out down
+    tg=$(free_port); th=$(free_port); rh=$(free_port); rg=$(free_port); dh=$(free_port)
     out="$WORK/serve-$proto.jsonl"
-    rm -f "$out"
+    down="$WORK/downstream-$proto.jsonl"
+    rm -f "$out" "$down"
+    # A downstream backend: a second traceval that only lists what it gets.
+    "$BIN" serve --grpc-endpoint off --http-endpoint "127.0.0.1:$dh" --admin-endpoint off \
+        --decision-wait 1s --output "$down" --quiet 2>"$WORK/downstream-$proto.log" &
+    local down_pid=$!
+    PIDS+=("$down_pid")
+    wait_port "$dh" "downstream traceval (HTTP)"
     "$BIN" serve --grpc-endpoint "127.0.0.1:$tg" --http-endpoint "127.0.0.1:$th" --admin-endpoint off \
         --decision-wait 2s --expected "$FIXTURE" --output "$out" --quiet \
+        --forward "http://127.0.0.1:$dh" --results-otlp off \
         2>"$WORK/serve-$proto.log" &
     local serve_pid=$!
     PIDS+=("$serve_pid")
@@ -140,6 +148,17 @@ run() { # exporter protocol: grpc | http
     # traceval: stop accepting, score everything buffered, exit 0.
     kill -TERM "$serve_pid"
     wait_exit "$serve_pid" "traceval serve" 30 || die "traceval serve exited non-zero (see $WORK/serve-$proto.log)"
+    kill -TERM "$down_pid"
+    wait_exit "$down_pid" "downstream traceval" 30 || die "downstream traceval exited non-zero"
+    python3 - "$WORK/replay.jsonl" "$down" <<'EOF' || die "downstream ($proto) did not get every trace"
+import json, sys
+ids = lambda p, t: {r["trace_id"] for r in map(json.loads, open(p)) if r.get("type") in t}
+want = ids(sys.argv[1], ("evaluation", "unmatched_trace"))
+got = ids(sys.argv[2], ("unmatched_trace",))
+missing = want - got
+assert not missing, f"{len(missing)} trace(s) not forwarded, e.g. {sorted(missing)[:3]}"
+print(f"e2e-rotel: forwarded: the downstream got all {len(want)} traces")
+EOF
 
     python3 - "$WORK/replay.jsonl" "$out" "$proto" <<'EOF' || die "serve ($1) differs from replay"
 import json, sys

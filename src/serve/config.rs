@@ -150,7 +150,7 @@ pub struct ServeFlags {
     /// Admin HTTP address for /metrics, /healthz, /readyz; `off` to disable [default: 127.0.0.1:9464].
     #[arg(long, env = "TRACEVAL_ADMIN_ENDPOINT", value_name = "ADDR")]
     pub admin_endpoint: Option<String>,
-    /// Send evaluation results as OTLP logs here [default: the --forward downstream].
+    /// Send evaluation results as OTLP logs here, `off` for nowhere [default: the --forward downstream].
     #[arg(long, env = "TRACEVAL_RESULTS_OTLP", value_name = "URL")]
     pub results_otlp: Option<String>,
 }

@@ -241,7 +241,12 @@ impl Server {
             info!(downstream = %url, "Forwarding accepted spans.");
         }
         let mut results_join = None;
-        if let Some(url) = config.results_otlp.as_ref().or(config.forward.as_ref()) {
+        let results_url = match config.results_otlp.as_deref() {
+            Some(off) if off.eq_ignore_ascii_case(OFF) => None,
+            Some(url) => Some(url),
+            None => config.forward.as_deref(),
+        };
+        if let Some(url) = results_url {
             let mut fc = crate::forward::ForwardConfig::new(url, None)
                 .map_err(|e| ServeError::Forward(e.to_string()))?;
             fc.gzip = config.forward_gzip;
