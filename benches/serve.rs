@@ -278,6 +278,10 @@ struct Bench {
 const DECISION_WAIT: Duration = Duration::from_millis(100);
 
 fn start(decision_wait: Duration) -> Bench {
+    start_with(decision_wait, None)
+}
+
+fn start_with(decision_wait: Duration, forward: Option<String>) -> Bench {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -287,6 +291,7 @@ fn start(decision_wait: Duration) -> Bench {
         http_endpoint: "off".into(),
         admin_endpoint: "off".into(),
         decision_wait,
+        forward,
         quiet: true,
         status_interval: Duration::from_secs(3600),
         // Results are written as in real use (one JSONL row per trace).
@@ -420,6 +425,93 @@ fn ingest_only() {
     b.stop();
 }
 
+/// A downstream that accepts and counts: the forwarding target.
+#[derive(Clone, Default)]
+struct CountingSink(Arc<AtomicU64>);
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService
+    for CountingSink
+{
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<
+        tonic::Response<
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse,
+        >,
+        tonic::Status,
+    > {
+        let n: usize = request
+            .get_ref()
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .map(|s| s.spans.len())
+            .sum();
+        self.0.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(tonic::Response::new(Default::default()))
+    }
+}
+
+/// Ingest with and without `--forward` to a local OTLP/gRPC receiver
+/// (scoring deferred in both, so the difference is the forwarding).
+fn forwarding() {
+    let sink_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let sink = CountingSink::default();
+    let listener = sink_rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind sink");
+    let addr = listener.local_addr().expect("addr");
+    let svc = opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(sink.clone())
+        .max_decoding_message_size(usize::MAX);
+    sink_rt.spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+            .await;
+    });
+    let rounds = 60u64;
+    let mut rates = Vec::new();
+    for forward in [None, Some(format!("grpc://{addr}"))] {
+        let with = forward.is_some();
+        let mut b = start_with(Duration::from_secs(3600), forward);
+        b.send(3);
+        let before = sink.0.load(Ordering::Relaxed);
+        let start = Instant::now();
+        b.send(rounds);
+        let spans = rounds * b.spans_per_round as u64;
+        if with {
+            // Count until the downstream has everything.
+            while sink.0.load(Ordering::Relaxed) < before + spans
+                && start.elapsed() < Duration::from_secs(120)
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let rate = spans as f64 / start.elapsed().as_secs_f64();
+        eprintln!(
+            "forwarding {}: {spans} spans over gRPC, {IN_FLIGHT} in flight: {rate:.0} spans/s{}",
+            if with { "on" } else { "off" },
+            if with {
+                " (until the downstream received every span)"
+            } else {
+                ""
+            }
+        );
+        rates.push(rate);
+        b.stop();
+    }
+    eprintln!(
+        "forwarding keeps {:.0}% of the no-forward ingest rate",
+        100.0 * rates[1] / rates[0]
+    );
+}
+
 fn sustained(b: &mut Bench) {
     // Warm up, then a fixed run of 100 rounds (200,000 spans).
     b.send(5);
@@ -459,6 +551,11 @@ fn sustained(b: &mut Bench) {
 }
 
 fn bench(c: &mut Criterion) {
+    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("forwarding") {
+        forwarding();
+        return;
+    }
+    forwarding();
     memory_per_span();
     scoring_cost();
     ingest_only();
