@@ -53,6 +53,8 @@ pub struct ServeConfig {
     pub forward: Option<String>,
     /// Gzip forwarded requests.
     pub forward_gzip: bool,
+    /// Headers (gRPC metadata) sent with every forwarded request, e.g. auth.
+    pub forward_headers: std::collections::BTreeMap<String, String>,
     /// Requests queued for the downstream before upstream gets 503 / UNAVAILABLE.
     pub forward_queue: usize,
     /// Admin HTTP port: `/metrics` (Prometheus), `/healthz`, `/readyz`; `off` disables it.
@@ -81,6 +83,7 @@ impl Default for ServeConfig {
             quiet: false,
             forward: None,
             forward_gzip: false,
+            forward_headers: Default::default(),
             forward_queue: 1024,
             admin_endpoint: "127.0.0.1:9464".into(),
             results_otlp: None,
@@ -144,6 +147,9 @@ pub struct ServeFlags {
     /// Gzip forwarded requests.
     #[arg(long, env = "TRACEVAL_FORWARD_GZIP")]
     pub forward_gzip: bool,
+    /// Header sent downstream with forwarded data and results, `KEY=VALUE` (repeatable).
+    #[arg(long = "forward-header", value_name = "KEY=VALUE", value_parser = parse_header)]
+    pub forward_headers: Vec<(String, String)>,
     /// Forward queue length in requests [default: 1024].
     #[arg(long, env = "TRACEVAL_FORWARD_QUEUE", value_name = "N")]
     pub forward_queue: Option<usize>,
@@ -183,6 +189,7 @@ impl ServeFlags {
             config.forward = self.forward;
         }
         config.forward_gzip |= self.forward_gzip;
+        config.forward_headers.extend(self.forward_headers);
         if self.results_otlp.is_some() {
             config.results_otlp = self.results_otlp;
         }
@@ -259,6 +266,18 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 }
 
 /// A duration in a config file: text (`"5s"`) or a number of seconds.
+/// `KEY=VALUE` for `--forward-header`.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected KEY=VALUE"))?;
+    let k = k.trim();
+    if k.is_empty() {
+        return Err(format!("`{s}`: empty header name"));
+    }
+    Ok((k.to_string(), v.trim().to_string()))
+}
+
 fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]

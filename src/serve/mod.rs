@@ -230,6 +230,7 @@ impl Server {
                 .map_err(|e| ServeError::Forward(e.to_string()))?;
             fc.gzip = config.forward_gzip;
             fc.queue = config.forward_queue.max(1);
+            fc.headers = config.forward_headers.clone().into_iter().collect();
             let metrics = Arc::clone(&shared.stats.prometheus);
             let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
                 .map_err(|e| ServeError::Forward(e.to_string()))?;
@@ -250,6 +251,7 @@ impl Server {
             let mut fc = crate::forward::ForwardConfig::new(url, None)
                 .map_err(|e| ServeError::Forward(e.to_string()))?;
             fc.gzip = config.forward_gzip;
+            fc.headers = config.forward_headers.clone().into_iter().collect();
             let metrics = Arc::clone(&shared.stats.prometheus);
             let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
                 .map_err(|e| ServeError::Forward(e.to_string()))?;
