@@ -224,43 +224,40 @@ impl Server {
         // The forwarder lives as long as `shared` (the receivers and the
         // completion thread hold it); it drains its queue after that.
         let forward_stop = CancellationToken::new();
+        let start_forwarder =
+            |url: &str,
+             queue: usize,
+             slot: &std::sync::Mutex<Option<crate::forward::ForwardHandle>>| {
+                let mut fc = crate::forward::ForwardConfig::new(url, None)
+                    .map_err(|e| ServeError::Forward(e.to_string()))?;
+                fc.gzip = config.forward_gzip;
+                fc.queue = queue.max(1);
+                fc.headers = config.forward_headers.clone().into_iter().collect();
+                let metrics = Arc::clone(&shared.stats.prometheus);
+                let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
+                    .map_err(|e| ServeError::Forward(e.to_string()))?;
+                *slot
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+                Ok::<_, ServeError>(join)
+            };
         let mut forward_join = None;
         if let Some(url) = &config.forward {
-            let mut fc = crate::forward::ForwardConfig::new(url, None)
-                .map_err(|e| ServeError::Forward(e.to_string()))?;
-            fc.gzip = config.forward_gzip;
-            fc.queue = config.forward_queue.max(1);
-            fc.headers = config.forward_headers.clone().into_iter().collect();
-            let metrics = Arc::clone(&shared.stats.prometheus);
-            let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
-                .map_err(|e| ServeError::Forward(e.to_string()))?;
-            *shared
-                .forward
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
-            forward_join = Some(join);
+            forward_join = Some(start_forwarder(url, config.forward_queue, &shared.forward)?);
             info!(downstream = %url, "Forwarding accepted spans.");
         }
-        let mut results_join = None;
         let results_url = match config.results_otlp.as_deref() {
             Some(off) if off.eq_ignore_ascii_case(OFF) => None,
             Some(url) => Some(url),
             None => config.forward.as_deref(),
         };
+        let mut results_join = None;
         if let Some(url) = results_url {
-            let mut fc = crate::forward::ForwardConfig::new(url, None)
-                .map_err(|e| ServeError::Forward(e.to_string()))?;
-            fc.gzip = config.forward_gzip;
-            fc.headers = config.forward_headers.clone().into_iter().collect();
-            let metrics = Arc::clone(&shared.stats.prometheus);
-            let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
-                .map_err(|e| ServeError::Forward(e.to_string()))?;
-            *shared
-                .stats
-                .results_forward
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
-            results_join = Some(join);
+            results_join = Some(start_forwarder(
+                url,
+                config.forward_queue,
+                &shared.stats.results_forward,
+            )?);
             info!(downstream = %url, "Exporting evaluation results as OTLP logs.");
         }
         if let Some(l) = listeners.admin {
