@@ -131,13 +131,10 @@ impl InputArgs {
     }
 }
 
+/// The scoring flags `replay` and `serve` share, so a trace scores the same
+/// live as replayed.
 #[derive(Args)]
-struct ReplayArgs {
-    #[command(flatten)]
-    input: InputArgs,
-    /// Fixture file of expected tools (JSONL or a JSON array).
-    #[arg(long, short = 'e', env = "TRACEVAL_EXPECTED")]
-    expected: Option<PathBuf>,
+struct ScoringArgs {
     /// Metric to score with (repeatable; `all` for every one). The first is the headline.
     /// Per-metric options: `NAME:threshold=0.7,strict=true`.
     #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
@@ -156,12 +153,6 @@ struct ReplayArgs {
     /// tool_correctness headline score.
     #[arg(long = "score", default_value = "f1", value_parser = ["recall", "precision", "f1", "order", "exact"])]
     headline: String,
-    /// Output format.
-    #[arg(long, short, value_enum, default_value = "table")]
-    format: ReportFormat,
-    /// Write the report here instead of stdout.
-    #[arg(long, short)]
-    output: Option<PathBuf>,
     /// Which calls are scored: `all`, or `top-level` (not those of sub-agents run inside tools).
     #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TRACEVAL_SCOPE")]
     scope: String,
@@ -169,6 +160,23 @@ struct ReplayArgs {
     /// config's renames).
     #[arg(long, env = "TRACEVAL_NORMALIZE")]
     normalize: bool,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Fixture file of expected tools (JSONL or a JSON array).
+    #[arg(long, short = 'e', env = "TRACEVAL_EXPECTED")]
+    expected: Option<PathBuf>,
+    #[command(flatten)]
+    scoring: ScoringArgs,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value = "table")]
+    format: ReportFormat,
+    /// Write the report here instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -228,36 +236,13 @@ fn progress_printer(quiet: bool) -> impl FnMut(Progress) {
     }
 }
 
-fn score_settings(args: &ReplayArgs, config: &Config) -> anyhow::Result<ScoreSettings> {
-    let flags = ScoringFlags {
-        metrics: &args.metrics,
-        headline: &args.headline,
-        args_policy: args.args_policy.as_deref(),
-        threshold: args.threshold,
-        strict: args.strict,
-        normalize: args.normalize,
-    };
-    flags.settings(config)
-}
-
-/// The scoring flags `replay` and `serve` share, so a trace scores the same
-/// live as replayed.
-struct ScoringFlags<'a> {
-    metrics: &'a [String],
-    headline: &'a str,
-    args_policy: Option<&'a str>,
-    threshold: Option<f64>,
-    strict: bool,
-    normalize: bool,
-}
-
-impl ScoringFlags<'_> {
+impl ScoringArgs {
     fn settings(&self, config: &Config) -> anyhow::Result<ScoreSettings> {
         let mut native = NativeConfig {
             headline: self.headline.parse::<Headline>()?,
             ..NativeConfig::default()
         };
-        if let Some(p) = self.args_policy {
+        if let Some(p) = self.args_policy.as_deref() {
             native.args = Some(p.parse::<ArgPolicy>()?);
         }
         if let Some(t) = self.threshold {
@@ -265,7 +250,7 @@ impl ScoringFlags<'_> {
             native.threshold = t;
         }
         let mut metrics = Vec::new();
-        for m in self.metrics {
+        for m in &self.metrics {
             if m == "all" {
                 metrics.extend(registry::all_names().into_iter().map(String::from));
             } else if !metrics.contains(m) {
@@ -289,7 +274,7 @@ impl ScoringFlags<'_> {
 
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let config = args.input.config.load()?;
-    let settings = score_settings(&args, &config)?;
+    let settings = args.scoring.settings(&config)?;
     let fixture_opts = traceval::expect::FixtureOptions {
         session_keys: settings.session_keys.clone(),
     };
@@ -297,7 +282,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Some(traceval::expect::load_with(p, &fixture_opts)?),
         None => None,
     };
-    let scope: Scope = args.scope.parse().map_err(anyhow::Error::msg)?;
+    let scope: Scope = args.scoring.scope.parse().map_err(anyhow::Error::msg)?;
     let report = replay::replay(
         &args.input.paths,
         cases,
@@ -455,28 +440,8 @@ struct ServeArgs {
     serve: traceval::serve::ServeFlags,
     #[command(flatten)]
     config: ConfigArg,
-    /// Metric to score with (repeatable; `all` for every one). The first is the headline.
-    /// Per-metric options: `NAME:threshold=0.7,strict=true`.
-    #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
-    metrics: Vec<String>,
-    /// Pass threshold (cases may override).
-    #[arg(long, env = "TRACEVAL_THRESHOLD")]
-    threshold: Option<f64>,
-    /// Strict mode for presets that have one.
-    #[arg(long)]
-    strict: bool,
-    /// tool_correctness argument policy: ignore, exact, subset, superset, fuzzy:T.
-    #[arg(long = "args")]
-    args_policy: Option<String>,
-    /// tool_correctness headline score.
-    #[arg(long = "score", default_value = "f1", value_parser = ["recall", "precision", "f1", "order", "exact"])]
-    headline: String,
-    /// Which calls are scored: `all`, or `top-level`.
-    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TRACEVAL_SCOPE")]
-    scope: String,
-    /// Compare tool names normalized.
-    #[arg(long, env = "TRACEVAL_NORMALIZE")]
-    normalize: bool,
+    #[command(flatten)]
+    scoring: ScoringArgs,
     /// Count retriever spans as tool calls.
     #[arg(long, env = "TRACEVAL_RETRIEVERS_AS_TOOLS")]
     retrievers_as_tools: bool,
@@ -486,16 +451,8 @@ struct ServeArgs {
 /// extractor), so a trace scores the same live as replayed.
 fn cmd_serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
-    let settings = ScoringFlags {
-        metrics: &args.metrics,
-        headline: &args.headline,
-        args_policy: args.args_policy.as_deref(),
-        threshold: args.threshold,
-        strict: args.strict,
-        normalize: args.normalize,
-    }
-    .settings(&config)?;
-    let scope: Scope = args.scope.parse().map_err(anyhow::Error::msg)?;
+    let settings = args.scoring.settings(&config)?;
+    let scope: Scope = args.scoring.scope.parse().map_err(anyhow::Error::msg)?;
     let x = config.extractor()?;
     let retrievers = x.retrievers_as_tools || args.retrievers_as_tools;
     let extractor = x.with_retrievers(retrievers).with_scope(scope);

@@ -247,6 +247,17 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
     row
 }
 
+/// The JSONL row of a case that matched no trace (it fails).
+pub fn unmatched_case_row(case: &str) -> Value {
+    json!({
+        "type": "unmatched_case",
+        "trace_id": null,
+        "case": case,
+        "pass": false,
+        "explanation": "no trace matched this case",
+    })
+}
+
 /// The JSONL row of a trace that no case matched (`"type": "unmatched_trace"`).
 pub fn unmatched_trace_row(t: &UnmatchedTrace) -> Value {
     json!({
@@ -268,14 +279,7 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", unmatched_trace_row(t))?;
     }
     for c in &report.unmatched_cases {
-        let row = json!({
-            "type": "unmatched_case",
-            "trace_id": null,
-            "case": c,
-            "pass": false,
-            "explanation": "no trace matched this case",
-        });
-        writeln!(out, "{row}")?;
+        writeln!(out, "{}", unmatched_case_row(c))?;
     }
     for r in &report.rejected {
         let row = json!({

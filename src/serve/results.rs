@@ -469,14 +469,7 @@ impl ResultSink {
         };
         let mut rows = Vec::new();
         for c in &summary.unmatched_cases {
-            let row = json!({
-                "type": "unmatched_case",
-                "trace_id": null,
-                "case": c,
-                "pass": false,
-                "explanation": "no trace matched this case",
-            });
-            push_row(&mut rows, &row);
+            push_row(&mut rows, &report::unmatched_case_row(c));
         }
         let metrics: serde_json::Map<String, Value> = summary
             .metrics
