@@ -1434,3 +1434,101 @@ fn splitting_by_trace_id_across_two_instances_matches_one() {
     let want = keyed(&replay_rows(&all_files, &fixture));
     assert_eq!(got, want);
 }
+
+/// Every span of `reqs`, protobuf-encoded, in order.
+fn span_bytes_in_order<'a>(
+    reqs: impl Iterator<Item = &'a ExportTraceServiceRequest>,
+) -> Vec<Vec<u8>> {
+    reqs.flat_map(|r| &r.resource_spans)
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| &ss.spans)
+        .map(|s| s.encode_to_vec())
+        .collect()
+}
+
+#[test]
+fn forwarding_keeps_order_across_encodings_and_leaves_out_rejected_spans() {
+    let downstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_addr = downstream.local_addr().unwrap();
+    let server = start("forward-order", |c, _| {
+        c.forward = Some(format!("grpc://{down_addr}"));
+        // One request at a time: arrival order is request order.
+        c.forward_concurrency = 1;
+    });
+    let capture = Capture::default();
+    let stop = CancellationToken::new();
+    // The downstream starts late, so the queue holds several requests and
+    // the forwarder joins them.
+    let mut client = server.grpc_client();
+    let mut sent = Vec::new();
+    for t in 1..=8u8 {
+        let mut req = weather(t);
+        let bad = t % 3 == 0;
+        if bad {
+            req.resource_spans[0].scope_spans[0].spans[0].trace_id = vec![7; 5];
+        }
+        match t % 4 {
+            0 => {
+                server.grpc_export(&mut client, req.clone()).expect("grpc");
+            }
+            1 => {
+                let r = post(
+                    server.http,
+                    &[PROTOBUF, ("Content-Encoding", "gzip")],
+                    &gzip(&req.encode_to_vec()),
+                    Framing::Chunked,
+                );
+                assert_eq!(r.status, 200);
+            }
+            2 => {
+                let r = post(
+                    server.http,
+                    &[JSON],
+                    &serde_json::to_vec(&req).unwrap(),
+                    Framing::Length,
+                );
+                assert_eq!(r.status, 200);
+            }
+            _ => {
+                let r = post(
+                    server.http,
+                    &[PROTOBUF],
+                    &req.encode_to_vec(),
+                    Framing::Length,
+                );
+                assert_eq!(r.status, 200);
+            }
+        }
+        if bad {
+            req.resource_spans[0].scope_spans[0].spans.remove(0);
+        }
+        sent.push(req);
+    }
+    let _task = start_capture(&server.rt, downstream, capture.clone(), stop.clone());
+    let want = span_bytes_in_order(sent.iter());
+    let start_t = Instant::now();
+    let got = || span_bytes_in_order(capture.0.lock().unwrap().iter());
+    while got().len() < want.len() && start_t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        got(),
+        want,
+        "every kept span, unchanged and in request order"
+    );
+    let downstream_requests = capture.0.lock().unwrap().len();
+    assert!(
+        downstream_requests < sent.len(),
+        "queued requests are joined ({downstream_requests} downstream requests for {})",
+        sent.len()
+    );
+    // Resources and scopes travel with their spans.
+    for r in capture.0.lock().unwrap().iter() {
+        for rs in &r.resource_spans {
+            assert!(rs.resource.is_some());
+            assert!(rs.scope_spans.iter().all(|ss| !ss.spans.is_empty()));
+        }
+    }
+    server.stop();
+    stop.cancel();
+}

@@ -57,6 +57,11 @@ pub struct ServeConfig {
     pub forward_headers: std::collections::BTreeMap<String, String>,
     /// Requests queued for the downstream before upstream gets 503 / UNAVAILABLE.
     pub forward_queue: usize,
+    /// Queued requests are joined into downstream requests of up to this many
+    /// bytes (spans unchanged and in order); 0 sends each request alone.
+    pub forward_batch_bytes: usize,
+    /// Downstream requests in flight at once (1 = strictly one after another).
+    pub forward_concurrency: usize,
     /// Admin HTTP port: `/metrics` (Prometheus), `/healthz`, `/readyz`; `off` disables it.
     pub admin_endpoint: String,
     /// Where `gen_ai.evaluation.result` log records go (OTLP logs; same URL
@@ -85,6 +90,8 @@ impl Default for ServeConfig {
             forward_gzip: false,
             forward_headers: Default::default(),
             forward_queue: 1024,
+            forward_batch_bytes: crate::forward::DEFAULT_MAX_BATCH_BYTES,
+            forward_concurrency: crate::forward::DEFAULT_CONCURRENCY,
             admin_endpoint: "127.0.0.1:9464".into(),
             results_otlp: None,
         }
@@ -153,6 +160,12 @@ pub struct ServeFlags {
     /// Forward queue length in requests [default: 1024].
     #[arg(long, env = "TRACEVAL_FORWARD_QUEUE", value_name = "N")]
     pub forward_queue: Option<usize>,
+    /// Join queued requests into downstream requests of up to N bytes; 0 = one by one [default: 2097152].
+    #[arg(long, env = "TRACEVAL_FORWARD_BATCH_BYTES", value_name = "N")]
+    pub forward_batch_bytes: Option<usize>,
+    /// Downstream requests in flight at once; 1 keeps arrival order even across retries [default: 4].
+    #[arg(long, env = "TRACEVAL_FORWARD_CONCURRENCY", value_name = "N")]
+    pub forward_concurrency: Option<usize>,
     /// Admin HTTP address for /metrics, /healthz, /readyz; `off` to disable [default: 127.0.0.1:9464].
     #[arg(long, env = "TRACEVAL_ADMIN_ENDPOINT", value_name = "ADDR")]
     pub admin_endpoint: Option<String>,
@@ -183,6 +196,8 @@ impl ServeFlags {
             status_interval,
             scoring_threads,
             forward_queue,
+            forward_batch_bytes,
+            forward_concurrency,
             admin_endpoint
         );
         if self.forward.is_some() {

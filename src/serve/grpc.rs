@@ -1,41 +1,32 @@
-//! OTLP/gRPC receiver: `TraceService/Export` on tonic. Decodes (tonic does,
-//! with gzip and the size cap) and hands off to the shared intake.
+//! OTLP/gRPC receiver: `TraceService/Export` on tonic. tonic inflates gzip
+//! and applies the size cap; our codec keeps the received protobuf bytes
+//! next to the decoded request, so forwarding passes them on without
+//! re-encoding. Decoded requests go to the shared intake.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use bytes::{Buf, Bytes};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+use prost::Message;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::body::Body;
-use tonic::codec::CompressionEncoding;
+use tonic::codec::{CompressionEncoding, DecodeBuf, EnabledCompressionEncodings, EncodeBuf};
 use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
 
 use super::intake::Shared;
+use crate::ingest::Request;
 
-struct Receiver {
-    shared: Arc<Shared>,
-}
+const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
-#[tonic::async_trait]
-impl TraceService for Receiver {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        self.shared
-            .accept(request.into_inner())
-            .map(|a| tonic::Response::new(a.response()))
-            .map_err(|e| e.to_grpc())
-    }
+/// A decoded request and the protobuf bytes it came from.
+struct Received {
+    request: Request,
+    raw: Bytes,
 }
 
 /// Serves OTLP/gRPC on `listener` until `shutdown`, then waits for open
@@ -48,16 +39,127 @@ pub(crate) async fn serve(
 ) -> Result<(), tonic::transport::Error> {
     // The results API shares the OTLP port (`traceval.results.v1.ResultsService`).
     let results = shared.stats.results_hub.service();
-    let service = TraceServiceServer::new(Receiver { shared })
-        .accept_compressed(CompressionEncoding::Gzip)
-        .send_compressed(CompressionEncoding::Gzip)
-        .max_decoding_message_size(max_message_size);
+    let service = TraceReceiver {
+        shared,
+        max_message_size,
+    };
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
         .add_service(OversizeIsResourceExhausted(service))
         .add_service(results)
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
         .await
+}
+
+/// `TraceService/Export`, written out rather than generated so that the
+/// codec can keep the raw bytes ([`RawKeepingCodec`]).
+#[derive(Clone)]
+struct TraceReceiver {
+    shared: Arc<Shared>,
+    max_message_size: usize,
+}
+
+impl NamedService for TraceReceiver {
+    const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
+}
+
+struct ExportCall(Arc<Shared>);
+
+impl tonic::server::UnaryService<Received> for ExportCall {
+    type Response = ExportTraceServiceResponse;
+    type Future = BoxFuture<tonic::Response<Self::Response>, tonic::Status>;
+
+    fn call(&mut self, request: tonic::Request<Received>) -> Self::Future {
+        let shared = Arc::clone(&self.0);
+        Box::pin(async move {
+            let Received { request, raw } = request.into_inner();
+            shared
+                .accept(request, Some(raw))
+                .map(|a| tonic::Response::new(a.response()))
+                .map_err(|e| e.to_grpc())
+        })
+    }
+}
+
+impl Service<http::Request<Body>> for TraceReceiver {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        if req.uri().path() != EXPORT_PATH {
+            return Box::pin(async move {
+                Ok(
+                    tonic::Status::unimplemented("only TraceService/Export is served here")
+                        .into_http(),
+                )
+            });
+        }
+        let shared = Arc::clone(&self.shared);
+        let max = self.max_message_size;
+        Box::pin(async move {
+            let mut gzip = EnabledCompressionEncodings::default();
+            gzip.enable(CompressionEncoding::Gzip);
+            let mut grpc = tonic::server::Grpc::new(RawKeepingCodec)
+                .apply_compression_config(gzip, gzip)
+                .apply_max_message_size_config(Some(max), None);
+            Ok(grpc.unary(ExportCall(shared), req).await)
+        })
+    }
+}
+
+/// Decodes an `ExportTraceServiceRequest` and keeps its bytes; encodes the
+/// response with prost.
+#[derive(Debug, Clone, Copy, Default)]
+struct RawKeepingCodec;
+
+impl tonic::codec::Codec for RawKeepingCodec {
+    type Encode = ExportTraceServiceResponse;
+    type Decode = Received;
+    type Encoder = RawKeepingCodec;
+    type Decoder = RawKeepingCodec;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        RawKeepingCodec
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawKeepingCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawKeepingCodec {
+    type Item = ExportTraceServiceResponse;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: ExportTraceServiceResponse,
+        dst: &mut EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        item.encode(dst)
+            .map_err(|e| tonic::Status::internal(format!("encoding the response: {e}")))
+    }
+}
+
+impl tonic::codec::Decoder for RawKeepingCodec {
+    type Item = Received;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Received>, tonic::Status> {
+        let raw = src.copy_to_bytes(src.remaining());
+        let request = Request::decode(raw.as_ref()).map_err(|e| {
+            tonic::Status::invalid_argument(format!(
+                "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
+                raw.len()
+            ))
+        })?;
+        Ok(Some(Received { request, raw }))
+    }
 }
 
 /// tonic answers a message over `max_decoding_message_size` with

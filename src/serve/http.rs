@@ -84,7 +84,7 @@ async fn receive(
     }
     let bytes = read_capped(body, st.max_size).await?;
     let max = st.max_size;
-    let req = if bytes.len() > BLOCKING_DECODE_BYTES
+    let (req, raw) = if bytes.len() > BLOCKING_DECODE_BYTES
         || (gzip && bytes.len() > BLOCKING_DECODE_BYTES / 8)
     {
         tokio::task::spawn_blocking(move || decode_body(encoding, gzip, &bytes, max))
@@ -93,7 +93,7 @@ async fn receive(
     } else {
         decode_body(encoding, gzip, &bytes, max)?
     };
-    st.shared.accept(req)
+    st.shared.accept(req, raw)
 }
 
 /// `Content-Encoding`: gzip, identity or none.
@@ -134,39 +134,42 @@ async fn read_capped(mut body: Body, max: usize) -> Result<Bytes, ExportError> {
     Ok(buf.freeze())
 }
 
-/// Inflates (capped) and decodes one body.
+/// Inflates (capped) and decodes one body. Returns the request and, for
+/// protobuf, the (inflated) bytes it was decoded from.
 fn decode_body(
     encoding: Encoding,
     gzip: bool,
-    bytes: &[u8],
+    body: &Bytes,
     max: usize,
-) -> Result<Request, ExportError> {
-    let inflated;
+) -> Result<(Request, Option<Bytes>), ExportError> {
     let bytes = if gzip {
-        if !ingest::is_gzip(bytes) {
+        if !ingest::is_gzip(body) {
             return Err(ExportError::Undecodable(
                 "Content-Encoding is gzip but the body is not gzip data".into(),
             ));
         }
-        inflated = ingest::gunzip_capped(bytes, max as u64).map_err(|e| match e {
-            GunzipError::TooLarge { .. } => ExportError::TooLarge {
-                what: "the inflated request body",
-                cap: max,
-            },
-            GunzipError::Corrupt(_) => ExportError::Undecodable(e.to_string()),
-        })?;
-        inflated.as_slice()
+        let bytes: &[u8] = body;
+        Bytes::from(
+            ingest::gunzip_capped(bytes, max as u64).map_err(|e| match e {
+                GunzipError::TooLarge { .. } => ExportError::TooLarge {
+                    what: "the inflated request body",
+                    cap: max,
+                },
+                GunzipError::Corrupt(_) => ExportError::Undecodable(e.to_string()),
+            })?,
+        )
     } else {
-        bytes
+        body.clone()
     };
     match encoding {
-        Encoding::Protobuf => Request::decode(bytes).map_err(|e| {
-            ExportError::Undecodable(format!(
+        Encoding::Protobuf => match Request::decode(bytes.as_ref()) {
+            Ok(req) => Ok((req, Some(bytes))),
+            Err(e) => Err(ExportError::Undecodable(format!(
                 "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
                 bytes.len()
-            ))
-        }),
-        Encoding::Json => decode_json(bytes),
+            ))),
+        },
+        Encoding::Json => decode_json(&bytes).map(|req| (req, None)),
     }
 }
 
@@ -229,9 +232,15 @@ mod tests {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         enc.write_all(&vec![0u8; 1 << 20]).unwrap();
         let gz = enc.finish().unwrap();
-        let e = decode_body(Encoding::Protobuf, true, &gz, 64 * 1024).unwrap_err();
+        let e = decode_body(Encoding::Protobuf, true, &Bytes::from(gz), 64 * 1024).unwrap_err();
         assert!(matches!(e, ExportError::TooLarge { .. }), "{e}");
-        let e = decode_body(Encoding::Protobuf, true, b"plain", 1024).unwrap_err();
+        let e = decode_body(
+            Encoding::Protobuf,
+            true,
+            &Bytes::from_static(b"plain"),
+            1024,
+        )
+        .unwrap_err();
         assert!(matches!(e, ExportError::Undecodable(_)), "{e}");
     }
 }

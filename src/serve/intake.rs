@@ -127,8 +127,14 @@ impl Shared {
     }
 
     /// Validates one decoded request and buffers its spans, or refuses it
-    /// whole when the buffer is full.
-    pub fn accept(&self, mut req: Request) -> Result<Accepted, ExportError> {
+    /// whole when the buffer is full. `raw` is the protobuf the request was
+    /// decoded from, if it came as protobuf: when no span is rejected it is
+    /// forwarded as is instead of re-encoding the request.
+    pub fn accept(
+        &self,
+        mut req: Request,
+        raw: Option<bytes::Bytes>,
+    ) -> Result<Accepted, ExportError> {
         let problems = ingest::validate_ids(&mut req);
         // Forwarding comes first: a request the downstream queue cannot take
         // is refused whole (503 / UNAVAILABLE) before anything is buffered,
@@ -142,10 +148,13 @@ impl Shared {
         let slot = match forward.as_ref().filter(|_| spans_in > 0) {
             None => None,
             Some(f) => match f.reserve() {
-                Ok(slot) => Some((
-                    slot,
-                    bytes::Bytes::from(prost::Message::encode_to_vec(&req)),
-                )),
+                Ok(slot) => {
+                    let body = match raw {
+                        Some(raw) if problems.is_empty() => raw,
+                        _ => bytes::Bytes::from(prost::Message::encode_to_vec(&req)),
+                    };
+                    Some((slot, body))
+                }
                 Err(_) => {
                     self.stats.refused_requests.fetch_add(1, Ordering::Relaxed);
                     let u = self.lock().usage();

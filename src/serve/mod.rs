@@ -231,6 +231,8 @@ impl Server {
                 let mut fc = crate::forward::ForwardConfig::new(url, None)
                     .map_err(|e| ServeError::Forward(e.to_string()))?;
                 fc.gzip = config.forward_gzip;
+                fc.max_batch_bytes = config.forward_batch_bytes;
+                fc.concurrency = config.forward_concurrency.max(1);
                 fc.queue = queue.max(1);
                 fc.headers = config.forward_headers.clone().into_iter().collect();
                 let metrics = Arc::clone(&shared.stats.prometheus);
