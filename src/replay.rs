@@ -126,12 +126,26 @@ pub fn evaluate_session(
     case: &Case,
     settings: &ScoreSettings,
 ) -> Evaluation {
-    let trace_ids = session::trace_ids(traces, members);
-    let first = trace_ids.first().copied().unwrap_or(TraceId([0; 16]));
     let session = SessionRef {
         id: id.to_string(),
-        trace_ids,
+        trace_ids: session::trace_ids(traces, members),
     };
+    evaluate_session_calls(session, calls, case, settings)
+}
+
+/// Scores the calls of a session (`session.trace_ids` by start time; calls
+/// in time order) against `case`.
+pub fn evaluate_session_calls(
+    session: SessionRef,
+    calls: Vec<ToolCall>,
+    case: &Case,
+    settings: &ScoreSettings,
+) -> Evaluation {
+    let first = session
+        .trace_ids
+        .first()
+        .copied()
+        .unwrap_or(TraceId([0; 16]));
     evaluate_calls(first, Some(session), calls, case, settings)
 }
 

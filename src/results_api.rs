@@ -79,6 +79,13 @@ pub fn to_message(e: &Evaluation, revision: u32) -> EvaluationResult {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
         missed: 0,
+        session_id: e.session.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
+        session_trace_ids: e
+            .session
+            .iter()
+            .flat_map(|s| &s.trace_ids)
+            .map(|t| t.0.to_vec())
+            .collect(),
     }
 }
 

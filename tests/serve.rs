@@ -1377,6 +1377,25 @@ fn results_api_streams_evaluations() {
     assert_eq!(got.revision, 1);
     assert_eq!(got.scores[0].metric, "tool_correctness");
     assert_eq!(got.unexpected, vec!["get_weather".to_string()]);
+
+    // A trace still buffered at shutdown: its result reaches the
+    // subscriber too, then the stream ends.
+    let rest = server.rt.spawn(async move {
+        let mut got = Vec::new();
+        while let Ok(Some(m)) = stream.message().await {
+            got.push(m);
+        }
+        got
+    });
+    server.grpc_export(&mut client, weather(8)).expect("export");
+    server.token.cancel();
+    let rest = server
+        .rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(15), rest).await })
+        .expect("the stream ends after the final drain")
+        .expect("collector task");
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0].trace_id, trace_id(8));
     server.stop();
 }
 
@@ -1531,4 +1550,107 @@ fn forwarding_keeps_order_across_encodings_and_leaves_out_rejected_spans() {
     }
     server.stop();
     stop.cancel();
+}
+
+/// One turn of a conversation: trace `t`, shifted `at` ns later.
+fn turn(t: u8, session: &str, tool: &str, at: u64) -> ExportTraceServiceRequest {
+    let mut spans = agent_spans(t, session, &[(tool, json!({}))]);
+    for s in &mut spans {
+        s.start_time_unix_nano += at;
+        s.end_time_unix_nano += at;
+    }
+    request(spans)
+}
+
+fn session_rows(rows: &[Value]) -> Vec<&Value> {
+    of_type(rows, "evaluation")
+        .into_iter()
+        .filter(|r| r.get("session").is_some())
+        .collect()
+}
+
+#[test]
+fn sessions_are_scored_when_idle_and_rescored_by_later_turns() {
+    let server = start("sessions", |c, dir| {
+        let fixture = dir.join("expected.jsonl");
+        std::fs::write(
+            &fixture,
+            r#"{"id":"trip","session_id":"sess-1","expected_tools":["search_flights","book_flight","send_email"],"threshold":1.0}
+"#,
+        )
+        .unwrap();
+        c.expected = Some(fixture);
+        c.session_wait = Duration::from_millis(500);
+    });
+    let mut client = server.grpc_client();
+    // Two turns, each its own trace, sent as they happen.
+    server
+        .grpc_export(&mut client, turn(1, "sess-1", "search_flights", 0))
+        .unwrap();
+    server
+        .grpc_export(&mut client, turn(2, "sess-1", "book_flight", 10_000))
+        .unwrap();
+    // Another conversation that no case asks for.
+    server
+        .grpc_export(&mut client, turn(3, "sess-2", "search_flights", 0))
+        .unwrap();
+    server.wait_for("three traces scored", |s| s.traces_scored == 3);
+    let start_t = Instant::now();
+    while session_rows(&server.rows()).is_empty() && start_t.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rows = server.rows();
+    let first = session_rows(&rows);
+    assert_eq!(first.len(), 1, "one session evaluation: {rows:?}");
+    let e = first[0];
+    assert_eq!(e["case"], "trip");
+    assert_eq!(e["revision"], 1);
+    assert_eq!(e["session"]["id"], "sess-1");
+    assert_eq!(
+        e["session"]["trace_ids"],
+        json!([hex(&trace_id(1)), hex(&trace_id(2))])
+    );
+    let called: Vec<&str> = e["tools_called"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(called, ["search_flights", "book_flight"]);
+    assert_eq!(e["pass"], false, "send_email is still missing: {e}");
+    // The session's traces are not unmatched; the other conversation is.
+    let unmatched: Vec<&str> = of_type(&rows, "unmatched_trace")
+        .iter()
+        .map(|r| r["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(unmatched, [hex(&trace_id(3))]);
+
+    // A later turn re-scores the session: revision 2, all three calls.
+    server
+        .grpc_export(&mut client, turn(4, "sess-1", "send_email", 20_000))
+        .unwrap();
+    let start_t = Instant::now();
+    while session_rows(&server.rows()).len() < 2 && start_t.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rows = server.rows();
+    let second = session_rows(&rows)[1].clone();
+    assert_eq!(second["revision"], 2);
+    assert_eq!(second["pass"], true, "{second}");
+    assert_eq!(second["session"]["trace_ids"].as_array().unwrap().len(), 3);
+
+    // A turn still waiting at shutdown is scored before the server exits.
+    server
+        .grpc_export(&mut client, turn(5, "sess-1", "send_email", 30_000))
+        .unwrap();
+    let (summary, rows) = server.stop();
+    let all = session_rows(&rows);
+    assert_eq!(all.len(), 3, "{rows:?}");
+    assert_eq!(all[2]["revision"], 3);
+    assert_eq!(all[2]["pass"], false, "an extra send_email: {}", all[2]);
+    assert!(summary.unmatched_cases.is_empty(), "{summary:?}");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -126,6 +126,14 @@ pub fn evaluation_records(
                 "traceval.tools.called",
                 e.tools_called.iter().map(|c| c.name.clone()),
             ));
+            if let Some(s) = &e.session {
+                // A session case: the record carries the first trace's ids.
+                attrs.push(string("session.id", s.id.clone()));
+                attrs.push(strings(
+                    "traceval.session.trace_ids",
+                    s.trace_ids.iter().map(ToString::to_string),
+                ));
+            }
             let failed = r.outcome.error.is_some() || !r.passed();
             LogRecord {
                 time_unix_nano: now_unix_nano,

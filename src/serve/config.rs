@@ -18,6 +18,10 @@ pub struct ServeConfig {
     /// A trace is complete when no span of it arrived for this long.
     #[serde(deserialize_with = "de_duration")]
     pub decision_wait: Duration,
+    /// A session (fixture cases with `session_id`) is scored when no trace
+    /// of it completed for this long; a later trace re-scores it.
+    #[serde(deserialize_with = "de_duration")]
+    pub session_wait: Duration,
     /// Largest request: HTTP body, inflated HTTP body, gRPC message
     /// (compressed and decompressed), in bytes.
     #[serde(deserialize_with = "de_size")]
@@ -59,6 +63,7 @@ pub struct ServeConfig {
     pub forward_queue: usize,
     /// Queued requests are joined into downstream requests of up to this many
     /// bytes (spans unchanged and in order); 0 sends each request alone.
+    #[serde(deserialize_with = "de_size")]
     pub forward_batch_bytes: usize,
     /// Downstream requests in flight at once (1 = strictly one after another).
     pub forward_concurrency: usize,
@@ -75,6 +80,7 @@ impl Default for ServeConfig {
             grpc_endpoint: "127.0.0.1:4317".into(),
             http_endpoint: "127.0.0.1:4318".into(),
             decision_wait: Duration::from_secs(5),
+            session_wait: Duration::from_secs(30),
             max_request_size: 16 * 1024 * 1024,
             max_buffered_spans: 500_000,
             max_buffered_traces: 50_000,
@@ -113,6 +119,9 @@ pub struct ServeFlags {
     /// Score a trace when no span of it arrived for this long (`5s`, `200ms`) [default: 5s].
     #[arg(long, env = "TRACEVAL_DECISION_WAIT", value_name = "DURATION", value_parser = parse_duration)]
     pub decision_wait: Option<Duration>,
+    /// Score a session case when no trace of its session completed for this long [default: 30s].
+    #[arg(long, env = "TRACEVAL_SESSION_WAIT", value_name = "DURATION", value_parser = parse_duration)]
+    pub session_wait: Option<Duration>,
     /// Largest request, before and after gzip (`16MiB`, `512KiB`, bytes) [default: 16MiB].
     #[arg(long, env = "TRACEVAL_MAX_REQUEST_SIZE", value_name = "SIZE", value_parser = parse_size)]
     pub max_request_size: Option<usize>,
@@ -160,8 +169,8 @@ pub struct ServeFlags {
     /// Forward queue length in requests [default: 1024].
     #[arg(long, env = "TRACEVAL_FORWARD_QUEUE", value_name = "N")]
     pub forward_queue: Option<usize>,
-    /// Join queued requests into downstream requests of up to N bytes; 0 = one by one [default: 2097152].
-    #[arg(long, env = "TRACEVAL_FORWARD_BATCH_BYTES", value_name = "N")]
+    /// Join queued requests into downstream requests of up to SIZE (`2MiB`, bytes); 0 = one by one [default: 2MiB].
+    #[arg(long, env = "TRACEVAL_FORWARD_BATCH_BYTES", value_name = "SIZE", value_parser = parse_size)]
     pub forward_batch_bytes: Option<usize>,
     /// Downstream requests in flight at once; 1 keeps arrival order even across retries [default: 4].
     #[arg(long, env = "TRACEVAL_FORWARD_CONCURRENCY", value_name = "N")]
@@ -188,6 +197,7 @@ impl ServeFlags {
             grpc_endpoint,
             http_endpoint,
             decision_wait,
+            session_wait,
             max_request_size,
             max_buffered_spans,
             max_buffered_traces,
@@ -342,9 +352,13 @@ mod tests {
     #[test]
     fn config_section_defaults_and_unknown_keys() {
         let c: ServeConfig = serde_json::from_str(
-            r#"{"decision_wait": "250ms", "max_request_size": "1MiB", "retry_after": 2}"#,
+            r#"{"decision_wait": "250ms", "max_request_size": "1MiB", "retry_after": 2,
+                "session_wait": "1m", "forward_batch_bytes": "512KiB", "forward_concurrency": 1}"#,
         )
         .unwrap();
+        assert_eq!(c.session_wait, Duration::from_secs(60));
+        assert_eq!(c.forward_batch_bytes, 512 << 10);
+        assert_eq!(c.forward_concurrency, 1);
         assert_eq!(c.decision_wait, Duration::from_millis(250));
         assert_eq!(c.max_request_size, 1 << 20);
         assert_eq!(c.retry_after, Duration::from_secs(2));

@@ -27,6 +27,7 @@ mod grpc;
 mod http;
 mod intake;
 mod results;
+mod sessions;
 mod status;
 
 use std::net::SocketAddr;
@@ -267,62 +268,59 @@ impl Server {
             tokio::spawn(admin::serve(l, shared, token));
         }
 
-        {
-            // Results API streams end when shutdown starts.
-            let (hub, token) = (shared.stats.results_hub.clone(), shutdown.clone());
-            tokio::spawn(async move {
-                token.cancelled().await;
-                hub.close();
-            });
-        }
+        // Shutdown, in order: the HTTP receiver stops (open requests
+        // finish); the buffer closes, so gRPC exports are answered
+        // UNAVAILABLE (retryable) from then on; everything buffered is
+        // scored; the results API streams end; then the gRPC server stops.
+        // The gRPC server outlives the HTTP one so that subscribers of the
+        // results API see the evaluations of the final drain too.
         let max = config.max_request_size;
-        let mut tasks = tokio::task::JoinSet::new();
-        if let Some(l) = listeners.grpc {
-            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
-            tasks.spawn(async move {
-                let r = grpc::serve(l, shared, max, token.clone()).await;
-                ("gRPC", r.map_err(|e| e.to_string()), token)
-            });
-        }
-        if let Some(l) = listeners.http {
-            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
-            tasks.spawn(async move {
-                let r = http::serve(l, shared, max, token.clone()).await;
-                ("HTTP", r.map_err(|e| e.to_string()), token)
-            });
-        }
-        let grace = async {
-            shutdown.cancelled().await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        };
-        tokio::pin!(grace);
-        let mut failure = None;
-        loop {
-            tokio::select! {
-                joined = tasks.join_next() => match joined {
-                    None => break,
-                    Some(Ok((what, Err(e), token))) => {
-                        error!(receiver = what, error = %e, "Receiver failed; shutting down.");
-                        failure.get_or_insert(format!("{what} receiver: {e}"));
-                        token.cancel();
-                    }
-                    Some(Ok((_, Ok(()), _))) => {}
-                    Some(Err(e)) => {
-                        error!(error = %e, "Receiver task failed; shutting down.");
-                        failure.get_or_insert(format!("receiver task: {e}"));
-                        shutdown.cancel();
-                    }
-                },
-                () = &mut grace => {
-                    warn!(grace_secs = SHUTDOWN_GRACE.as_secs(), "Connections still open after the grace period; closing them.");
-                    tasks.abort_all();
-                    while tasks.join_next().await.is_some() {}
-                    break;
+        let failure: Arc<Mutex<Option<String>>> = Arc::default();
+        let grpc_stop = CancellationToken::new();
+        let spawn_receiver = |what: &'static str,
+                              fut: std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<(), String>> + Send>,
+        >| {
+            let (failure, shutdown) = (Arc::clone(&failure), shutdown.clone());
+            tokio::spawn(async move {
+                if let Err(e) = fut.await {
+                    error!(receiver = what, error = %e, "Receiver failed; shutting down.");
+                    failure
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(format!("{what} receiver: {e}"));
+                    shutdown.cancel();
                 }
-            }
+            })
+        };
+        let grpc_task = listeners.grpc.map(|l| {
+            let (shared, token) = (Arc::clone(&shared), grpc_stop.clone());
+            spawn_receiver(
+                "gRPC",
+                Box::pin(async move {
+                    grpc::serve(l, shared, max, token)
+                        .await
+                        .map_err(|e| e.to_string())
+                }),
+            )
+        });
+        let http_task = listeners.http.map(|l| {
+            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
+            spawn_receiver(
+                "HTTP",
+                Box::pin(async move {
+                    http::serve(l, shared, max, token)
+                        .await
+                        .map_err(|e| e.to_string())
+                }),
+            )
+        });
+        shutdown.cancelled().await;
+        if let Some(task) = http_task {
+            stop_within(task, "HTTP").await;
         }
 
-        // Receivers are down: nothing new can be accepted. Score the rest.
+        // Nothing new can be accepted from here on. Score the rest.
         {
             let mut buf = shared.lock();
             let u = buf.usage();
@@ -338,6 +336,11 @@ impl Server {
             .await
             .map_err(|e| ServeError::Scorer(e.to_string()))?
             .map_err(|_| ServeError::Scorer("panicked".into()))??;
+        shared.stats.results_hub.close();
+        grpc_stop.cancel();
+        if let Some(task) = grpc_task {
+            stop_within(task, "gRPC").await;
+        }
         // The last holder of the forward queue's sender goes: the forwarder
         // sends what is queued, then stops (or is stopped after a deadline).
         // Drop the queues' last senders: each forwarder sends what is
@@ -368,10 +371,31 @@ impl Server {
         );
         // Everything accepted was scored either way; a receiver that failed
         // still makes the run a failure.
+        let failure = failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         match failure {
             Some(reason) => Err(ServeError::Receiver(reason)),
             None => Ok(summary),
         }
+    }
+}
+
+/// Waits for a receiver to finish its open requests after its shutdown
+/// signal; after the grace period its connections are closed.
+async fn stop_within(mut task: tokio::task::JoinHandle<()>, what: &'static str) {
+    if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+        .await
+        .is_err()
+    {
+        warn!(
+            receiver = what,
+            grace_secs = SHUTDOWN_GRACE.as_secs(),
+            "Connections still open after the grace period; closing them."
+        );
+        task.abort();
+        let _ = task.await;
     }
 }
 
@@ -422,6 +446,15 @@ fn completion_loop(
             if !batch.is_empty() {
                 break batch;
             }
+            let session_due = scorer.next_session_due();
+            if session_due.is_some_and(|t| t <= now) {
+                // Sessions hold extracted calls only: scoring them is cheap,
+                // so this thread does it, without the buffer's lock.
+                drop(buf);
+                record(&sink, scorer.score_due_sessions(now, false));
+                buf = shared.lock();
+                continue;
+            }
             if now >= last_status + status_every {
                 let snap = shared.stats.snapshot();
                 if snap != last_snapshot {
@@ -433,7 +466,8 @@ fn completion_loop(
             let wake_at = buf
                 .next_completion()
                 .unwrap_or(now + buf.limits().decision_wait)
-                .min(last_status + status_every);
+                .min(last_status + status_every)
+                .min(session_due.unwrap_or(now + status_every));
             let timeout = wake_at
                 .saturating_duration_since(now)
                 .max(Duration::from_millis(1));
@@ -459,6 +493,8 @@ fn completion_loop(
             error!("A scoring thread panicked.");
         }
     }
+    // Every trace is scored: sessions still waiting are scored now.
+    record(&sink, scorer.score_due_sessions(Instant::now(), true));
     let sink = match Arc::try_unwrap(sink) {
         Ok(m) => m.into_inner().unwrap_or_else(PoisonError::into_inner),
         Err(_) => return Err(ServeError::Scorer("results still shared".into())),
@@ -483,18 +519,25 @@ fn score_batches(
         let traces = batch.len();
         let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
         match scored {
-            Ok(result) => {
-                let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Err(e) = sink.record(result) {
-                    sink.write_failed();
-                    error!(traces, error = %e, "Cannot write results; this batch is lost.");
-                }
-            }
+            Ok(result) => record(sink, result),
             Err(_) => error!(traces, "Scoring panicked; this batch is lost."),
         }
         let mut buf = shared.lock();
         buf.scored(spans);
         shared.stats.set_buffered(&buf);
+    }
+}
+
+/// Writes one batch's results through the sink.
+fn record(sink: &Mutex<ResultSink>, result: results::BatchResult) {
+    if result.is_empty() {
+        return;
+    }
+    let traces = result.traces();
+    let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Err(e) = sink.record(result) {
+        sink.write_failed();
+        error!(traces, error = %e, "Cannot write results; this batch is lost.");
     }
 }
 

@@ -15,13 +15,16 @@ use tracing::{debug, info, warn};
 
 use super::buffer::Completed;
 use super::intake::{ServeStats, StatsSnapshot};
+use super::sessions::{DueSession, SessionTracker};
 use super::ServeError;
-use crate::assemble::{Trace, TraceId};
+use crate::assemble::{session::SessionIndex, SpanId, Trace, TraceId};
 use crate::expect::{self, Case, FixtureOptions, Join};
 use crate::extract::{Extractor, ToolCall};
 use crate::ingest::Rejected;
 use crate::replay::{self, ScoreSettings};
-use crate::report::{self, ellipsize, Evaluation, Report};
+use crate::report::{self, ellipsize, Evaluation, Report, SessionRef};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 /// How traces are scored: the same settings as `replay`.
 #[derive(Debug, Clone, Default)]
@@ -66,6 +69,11 @@ pub(crate) struct BatchScorer {
     cases: Option<Vec<Case>>,
     /// Case id -> index in `cases`, to mark cases hit.
     case_index: HashMap<String, usize>,
+    /// Cases joined by session, scored when their session is idle.
+    session_cases: Vec<Case>,
+    /// Index of the first session case in the run's case list.
+    session_case_base: usize,
+    sessions: Mutex<SessionTracker>,
     default_case: Option<Case>,
     /// Build JSONL rows (a results file is open).
     rows: bool,
@@ -73,6 +81,19 @@ pub(crate) struct BatchScorer {
     lines: bool,
     /// The results hub and exporter live here.
     stats: std::sync::Arc<ServeStats>,
+}
+
+/// How one evaluation is reported.
+struct Emitted {
+    revision: u32,
+    /// Spans of the trace (not for sessions).
+    spans: Option<usize>,
+    /// Root span of the trace (first trace of a session).
+    root: Option<SpanId>,
+    /// Scored against `--default-expected`.
+    is_default: bool,
+    /// In the run's case list, to mark the case hit.
+    case_index: Option<usize>,
 }
 
 /// One metric verdict, for the run's summary.
@@ -102,6 +123,17 @@ pub(crate) struct BatchResult {
     log_records: Vec<opentelemetry_proto::tonic::logs::v1::LogRecord>,
 }
 
+impl BatchResult {
+    /// Nothing was scored.
+    pub fn is_empty(&self) -> bool {
+        self.traces == 0 && self.evaluations == 0 && self.rows.is_empty() && self.lines.is_empty()
+    }
+
+    pub fn traces(&self) -> u64 {
+        self.traces
+    }
+}
+
 /// Writes batch results (one writer) and keeps the run's totals.
 pub(crate) struct ResultSink {
     jsonl: Option<BufWriter<File>>,
@@ -127,6 +159,7 @@ pub(crate) fn build(
     stats: std::sync::Arc<ServeStats>,
 ) -> Result<(BatchScorer, ResultSink), ServeError> {
     let mut rejected = Vec::new();
+    let mut session_cases = Vec::new();
     let opts = FixtureOptions {
         session_keys: scoring.settings.session_keys.clone(),
     };
@@ -134,19 +167,13 @@ pub(crate) fn build(
         Some(p) => {
             let (cases, bad) = expect::load_with(p, &opts)?;
             rejected.extend(bad);
-            // Session cases need every trace of a session, which a live
-            // stream never promises: they wait for session scoring (issue
-            // 3); trace cases are joined per completed trace.
-            let (trace_cases, session_cases): (Vec<Case>, Vec<Case>) = cases
+            // Trace cases are joined per completed trace; session cases
+            // collect the calls of their traces until the session is idle
+            // (`sessions.rs`).
+            let (trace_cases, sessions): (Vec<Case>, Vec<Case>) = cases
                 .into_iter()
                 .partition(|c| !matches!(c.join, Join::Session { .. }));
-            if !session_cases.is_empty() {
-                tracing::warn!(
-                    cases = session_cases.len(),
-                    first = %session_cases[0].id,
-                    "Session cases are not scored by serve yet; ignoring them."
-                );
-            }
+            session_cases = sessions;
             Some(trace_cases)
         }
         None => None,
@@ -177,7 +204,14 @@ pub(crate) fn build(
             ..MetricSummary::default()
         })
         .collect();
-    let case_ids: Vec<String> = cases.iter().flatten().map(|c| c.id.clone()).collect();
+    // Trace cases first, then session cases (`session_case_base` on).
+    let case_ids: Vec<String> = cases
+        .iter()
+        .flatten()
+        .chain(&session_cases)
+        .map(|c| c.id.clone())
+        .collect();
+    let session_case_base = case_ids.len() - session_cases.len();
     let case_index = case_ids
         .iter()
         .enumerate()
@@ -209,6 +243,9 @@ pub(crate) fn build(
         scoring,
         cases,
         case_index,
+        session_cases,
+        session_case_base,
+        sessions: Mutex::new(SessionTracker::new(config.session_wait)),
         default_case,
         rows: sink.jsonl.is_some(),
         lines: sink.stdout,
@@ -232,9 +269,9 @@ impl BatchScorer {
             &self.scoring.settings,
             &mut report,
         );
-        // Sessions (issue 3) plug in here: `traces` are complete and extracted
-        // once above; a session tracker would take them (with their revision)
-        // and score a session when it has been idle for its own wait.
+        // Traces of a session case: their calls go to the session tracker
+        // (they are not "unmatched" for want of a trace case).
+        let members = self.session_members(&traces);
 
         let revision_of = |id: &TraceId| revisions.get(id).copied().unwrap_or(1);
         let spans_of = |id: &TraceId| by_id.get(id).map_or(0, |t| t.spans.len());
@@ -247,9 +284,46 @@ impl BatchScorer {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         let mut evaluated = std::mem::take(&mut report.evaluations);
-        let unmatched = std::mem::take(&mut report.unmatched_traces);
+        let mut unmatched = std::mem::take(&mut report.unmatched_traces);
+        if !members.is_empty() {
+            let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let arrived = Instant::now();
+            for (case, ti) in &members {
+                let trace = &traces[*ti];
+                // The calls were moved into the unmatched entry, or copied
+                // into the trace case evaluations.
+                let calls = unmatched
+                    .iter()
+                    .find(|u| u.trace_id == trace.id)
+                    .map(|u| u.tools_called.clone())
+                    .or_else(|| {
+                        evaluated
+                            .iter()
+                            .find(|e| e.trace_id == trace.id)
+                            .map(|e| e.tools_called.clone())
+                    })
+                    .unwrap_or_default();
+                let root = trace.roots().next().map(|i| trace.spans[i].span_id);
+                let id = match &self.session_cases[*case].join {
+                    Join::Session { id, .. } => id.as_str(),
+                    _ => "",
+                };
+                tracker.add(
+                    *case,
+                    id,
+                    trace.id,
+                    trace.start_time(),
+                    root,
+                    calls,
+                    arrived,
+                );
+            }
+            let in_session: std::collections::HashSet<TraceId> =
+                members.iter().map(|&(_, ti)| traces[ti].id).collect();
+            unmatched.retain(|u| !in_session.contains(&u.trace_id));
+        }
         out.unmatched = unmatched.len() as u64;
-        if !unmatched.is_empty() && self.cases.is_some() {
+        if !unmatched.is_empty() && (self.cases.is_some() || !self.session_cases.is_empty()) {
             info!(
                 traces = unmatched.len(),
                 first = %unmatched[0].trace_id,
@@ -272,32 +346,21 @@ impl BatchScorer {
         }
         for (i, e) in evaluated.iter_mut().enumerate() {
             let is_default = i >= first_default;
-            if self.rows {
-                // The calls are serialized straight from `e` (no `Value` copy).
-                let calls = std::mem::take(&mut e.tools_called);
-                let mut row = report::evaluation_row(e);
-                e.tools_called = calls;
-                row["revision"] = json!(revision_of(&e.trace_id));
-                row["spans"] = json!(spans_of(&e.trace_id));
-                if is_default {
-                    row["default_expectation"] = json!(true);
-                }
-                push_row_with_calls(&mut out.rows, row, &e.tools_called);
-            }
-            if self.lines {
-                out.lines
-                    .push_str(&evaluation_line(e, revision_of(&e.trace_id)));
-            }
-            self.tally(&mut out, e, is_default);
-            let revision = revision_of(&e.trace_id);
-            self.stats.results_hub.publish(e, revision);
-            if self.stats.results_forward.lock().is_ok_and(|f| f.is_some()) {
-                let root = by_id
-                    .get(&e.trace_id)
-                    .and_then(|t| t.roots().next().map(|i| t.spans[i].span_id));
-                out.log_records
-                    .extend(report::otlp::evaluation_records(e, root, revision, now));
-            }
+            let root = by_id
+                .get(&e.trace_id)
+                .and_then(|t| t.roots().next().map(|i| t.spans[i].span_id));
+            let emitted = Emitted {
+                revision: revision_of(&e.trace_id),
+                spans: Some(spans_of(&e.trace_id)),
+                root,
+                is_default,
+                case_index: if is_default {
+                    None
+                } else {
+                    self.case_index.get(&e.case_id).copied()
+                },
+            };
+            self.emit(&mut out, e, &emitted, now);
         }
         for u in &mut plain_unmatched {
             if self.rows {
@@ -327,15 +390,110 @@ impl BatchScorer {
         out
     }
 
-    fn tally(&self, out: &mut BatchResult, e: &Evaluation, is_default: bool) {
+    /// `(session case, trace index)` for every trace of `traces` that
+    /// belongs to a session case.
+    fn session_members(&self, traces: &[Trace]) -> Vec<(usize, usize)> {
+        if self.session_cases.is_empty() {
+            return Vec::new();
+        }
+        let index = SessionIndex::build(traces, &self.scoring.settings.session_keys);
+        let mut out = Vec::new();
+        for (ci, c) in self.session_cases.iter().enumerate() {
+            if let Join::Session { key, id } = &c.join {
+                out.extend(
+                    index
+                        .lookup(traces, key.as_deref(), id)
+                        .into_iter()
+                        .map(|ti| (ci, ti)),
+                );
+            }
+        }
+        out
+    }
+
+    /// When the next session is due for scoring, if any is waiting.
+    pub fn next_session_due(&self) -> Option<Instant> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next_due()
+    }
+
+    /// Scores the sessions idle for the session wait (every waiting one
+    /// when `all`, at shutdown).
+    pub fn score_due_sessions(&self, now: Instant, all: bool) -> BatchResult {
+        let due: Vec<DueSession> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take_due(now, all);
+        let mut out = BatchResult::default();
+        if due.is_empty() {
+            return out;
+        }
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        for d in due {
+            let case = &self.session_cases[d.case];
+            let session = SessionRef {
+                id: d.id,
+                trace_ids: d.trace_ids,
+            };
+            let mut e =
+                replay::evaluate_session_calls(session, d.calls, case, &self.scoring.settings);
+            let emitted = Emitted {
+                revision: d.revision,
+                spans: None,
+                root: d.root,
+                is_default: false,
+                case_index: Some(self.session_case_base + d.case),
+            };
+            self.emit(&mut out, &mut e, &emitted, wall);
+        }
+        debug!(sessions = out.evaluations, "Scored sessions.");
+        out
+    }
+
+    /// Adds one evaluation's row, line, tallies, live result and OTLP
+    /// records to `out`.
+    fn emit(&self, out: &mut BatchResult, e: &mut Evaluation, how: &Emitted, now: u64) {
+        if self.rows {
+            // The calls are serialized straight from `e` (no `Value` copy).
+            let calls = std::mem::take(&mut e.tools_called);
+            let mut row = report::evaluation_row(e);
+            e.tools_called = calls;
+            row["revision"] = json!(how.revision);
+            if let Some(spans) = how.spans {
+                row["spans"] = json!(spans);
+            }
+            if how.is_default {
+                row["default_expectation"] = json!(true);
+            }
+            push_row_with_calls(&mut out.rows, row, &e.tools_called);
+        }
+        if self.lines {
+            out.lines.push_str(&evaluation_line(e, how.revision));
+        }
+        self.tally(out, e, how.case_index);
+        self.stats.results_hub.publish(e, how.revision);
+        if self.stats.results_forward.lock().is_ok_and(|f| f.is_some()) {
+            out.log_records.extend(report::otlp::evaluation_records(
+                e,
+                how.root,
+                how.revision,
+                now,
+            ));
+        }
+    }
+
+    fn tally(&self, out: &mut BatchResult, e: &Evaluation, case_index: Option<usize>) {
         out.evaluations += 1;
         if e.passed() {
             out.passed += 1;
         }
-        if !is_default {
-            if let Some(&i) = self.case_index.get(&e.case_id) {
-                out.cases_hit.push(i);
-            }
+        if let Some(i) = case_index {
+            out.cases_hit.push(i);
         }
         let run = &self.scoring.settings.metrics;
         for r in &e.results {
@@ -564,10 +722,18 @@ fn evaluation_line(e: &Evaluation, revision: u32) -> String {
                 .unwrap_or_else(|| h.outcome.reason.clone())
         })
         .unwrap_or_default();
+    let subject = match &e.session {
+        Some(s) => format!(
+            "session {} ({} traces)",
+            ellipsize(&s.id, 32),
+            s.trace_ids.len()
+        ),
+        None => e.trace_id.to_string(),
+    };
     format!(
         "{}  {}  r{}  {}  {}  {}\n",
         if e.passed() { "pass" } else { "FAIL" },
-        e.trace_id,
+        subject,
         revision,
         ellipsize(&e.case_id, 32),
         scores.join(" "),
