@@ -1103,10 +1103,32 @@ impl TraceService for Capture {
 }
 
 impl Capture {
-    /// Every received span, protobuf-encoded, sorted.
+    /// Every received span but traceval's own evaluation spans,
+    /// protobuf-encoded, sorted.
     fn span_bytes(&self) -> Vec<Vec<u8>> {
-        let reqs = self.0.lock().unwrap();
+        let mut reqs = self.0.lock().unwrap().clone();
+        for r in &mut reqs {
+            for rs in &mut r.resource_spans {
+                for ss in &mut rs.scope_spans {
+                    ss.spans.retain(|s| s.name != "traceval.evaluation");
+                }
+            }
+        }
         sorted_span_bytes(reqs.iter())
+    }
+
+    /// traceval's `traceval.evaluation` spans.
+    fn evaluation_spans(&self) -> Vec<Span> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|r| &r.resource_spans)
+            .flat_map(|rs| &rs.scope_spans)
+            .flat_map(|ss| &ss.spans)
+            .filter(|s| s.name == "traceval.evaluation")
+            .cloned()
+            .collect()
     }
 }
 
@@ -1180,6 +1202,7 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
     let down_addr = downstream.local_addr().unwrap();
     let server = start("forward", |c, dir| {
         c.forward = Some(format!("grpc://{down_addr}"));
+        c.results_spans = true;
         let default = dir.join("default.json");
         std::fs::write(&default, r#"["get_weather", "get_weather"]"#).unwrap();
         c.default_expected = Some(default);
@@ -1268,6 +1291,28 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
             attr("traceval.revision"),
             Some(any_value::Value::IntValue(1))
         );
+    }
+    // And as `traceval.evaluation` spans inside the evaluated traces.
+    let start_t = Instant::now();
+    while capture.evaluation_spans().len() < 6 && start_t.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let spans = capture.evaluation_spans();
+    assert_eq!(spans.len(), 6);
+    for s in &spans {
+        let t = s.trace_id[15];
+        assert_eq!(s.trace_id, trace_id(t));
+        assert_eq!(
+            s.parent_span_id,
+            vec![t, 0, 0, 0, 0, 0, 0, 1],
+            "child of the root"
+        );
+        assert_eq!(s.events.len(), 1);
+        assert_eq!(s.events[0].name, "gen_ai.evaluation.result");
+        assert!(s
+            .attributes
+            .iter()
+            .any(|kv| kv.key == "gen_ai.evaluation.score.label"));
     }
     assert_eq!(get(server.admin.unwrap(), "/healthz").0, 200);
     assert_eq!(get(server.admin.unwrap(), "/readyz").0, 200);

@@ -5,11 +5,13 @@
 //! trace id and agent root span id, so backends show it next to the trace.
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     any_value, AnyValue, ArrayValue, InstrumentationScope, KeyValue,
 };
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 
 use super::Evaluation;
 use crate::assemble::SpanId;
@@ -156,6 +158,91 @@ pub fn evaluation_records(
             }
         })
         .collect()
+}
+
+/// Name of the span that carries an evaluation inside the evaluated trace.
+pub const SPAN_NAME: &str = "traceval.evaluation";
+
+/// The evaluation as a `traceval.evaluation` span in the evaluated trace,
+/// child of its root span: the headline metric's `gen_ai.evaluation.*`
+/// attributes on the span, and every metric's `records` as
+/// `gen_ai.evaluation.result` events. Its span id is derived from the trace,
+/// case and revision, so a re-sent span is the same span.
+pub fn evaluation_span(
+    e: &Evaluation,
+    records: &[LogRecord],
+    root_span: Option<SpanId>,
+    revision: u32,
+    now_unix_nano: u64,
+) -> Span {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (e.trace_id.0, &e.case_id, revision, SPAN_NAME).hash(&mut h);
+    let mut span_id = h.finish().to_be_bytes();
+    if span_id == [0; 8] {
+        span_id[7] = 1;
+    }
+    let mut attributes = records
+        .first()
+        .map(|r| {
+            r.attributes
+                .iter()
+                .filter(|kv| kv.key.starts_with("gen_ai.evaluation.") || kv.key == "error.type")
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    attributes.push(string("traceval.case.id", e.case_id.clone()));
+    attributes.push(kv(
+        "traceval.revision",
+        any_value::Value::IntValue(i64::from(revision)),
+    ));
+    attributes.push(kv("traceval.pass", any_value::Value::BoolValue(e.passed())));
+    if let Some(s) = &e.session {
+        attributes.push(string("session.id", s.id.clone()));
+    }
+    Span {
+        trace_id: e.trace_id.0.to_vec(),
+        span_id: span_id.to_vec(),
+        parent_span_id: root_span.map(|s| s.0.to_vec()).unwrap_or_default(),
+        name: SPAN_NAME.to_string(),
+        kind: span::SpanKind::Internal as i32,
+        start_time_unix_nano: now_unix_nano,
+        end_time_unix_nano: now_unix_nano,
+        attributes,
+        events: records
+            .iter()
+            .map(|r| span::Event {
+                time_unix_nano: now_unix_nano,
+                name: EVENT_NAME.to_string(),
+                attributes: r.attributes.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Wraps evaluation spans in an export request from service `traceval`.
+pub fn spans_request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![string("service.name", "traceval")],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: "traceval".to_string(),
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    ..Default::default()
+                }),
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
 }
 
 /// Wraps records in an export request from service `traceval`.

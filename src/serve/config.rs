@@ -72,6 +72,9 @@ pub struct ServeConfig {
     /// Where `gen_ai.evaluation.result` log records go (OTLP logs; same URL
     /// forms as `forward`). Default: the `forward` downstream, if any.
     pub results_otlp: Option<String>,
+    /// Also export each evaluation as a `traceval.evaluation` span in the
+    /// evaluated trace (to the results destination).
+    pub results_spans: bool,
 }
 
 impl Default for ServeConfig {
@@ -100,6 +103,7 @@ impl Default for ServeConfig {
             forward_concurrency: crate::forward::DEFAULT_CONCURRENCY,
             admin_endpoint: "127.0.0.1:9464".into(),
             results_otlp: None,
+            results_spans: false,
         }
     }
 }
@@ -181,6 +185,9 @@ pub struct ServeFlags {
     /// Send evaluation results as OTLP logs here, `off` for nowhere [default: the --forward downstream].
     #[arg(long, env = "TRACEVAL_RESULTS_OTLP", value_name = "URL")]
     pub results_otlp: Option<String>,
+    /// Also export each evaluation as a `traceval.evaluation` span (child of the trace's root span).
+    #[arg(long, env = "TRACEVAL_RESULTS_SPANS")]
+    pub results_spans: bool,
 }
 
 impl ServeFlags {
@@ -214,6 +221,7 @@ impl ServeFlags {
             config.forward = self.forward;
         }
         config.forward_gzip |= self.forward_gzip;
+        config.results_spans |= self.results_spans;
         config.forward_headers.extend(self.forward_headers);
         if self.results_otlp.is_some() {
             config.results_otlp = self.results_otlp;

@@ -79,6 +79,8 @@ pub(crate) struct BatchScorer {
     rows: bool,
     /// Build stdout lines (not quiet).
     lines: bool,
+    /// Also export each evaluation as a span in its trace.
+    result_spans: bool,
     /// The results hub and exporter live here.
     stats: std::sync::Arc<ServeStats>,
 }
@@ -121,6 +123,8 @@ pub(crate) struct BatchResult {
     extra_metrics: Vec<String>,
     /// `gen_ai.evaluation.result` records, when results are exported.
     log_records: Vec<opentelemetry_proto::tonic::logs::v1::LogRecord>,
+    /// `traceval.evaluation` spans, when `--results-spans` is on.
+    spans: Vec<opentelemetry_proto::tonic::trace::v1::Span>,
 }
 
 impl BatchResult {
@@ -249,6 +253,7 @@ pub(crate) fn build(
         default_case,
         rows: sink.jsonl.is_some(),
         lines: sink.stdout,
+        result_spans: config.results_spans,
         stats: std::sync::Arc::clone(&sink.stats),
     };
     Ok((scorer, sink))
@@ -478,12 +483,17 @@ impl BatchScorer {
         self.tally(out, e, how.case_index);
         self.stats.results_hub.publish(e, how.revision);
         if self.stats.results_forward.lock().is_ok_and(|f| f.is_some()) {
-            out.log_records.extend(report::otlp::evaluation_records(
-                e,
-                how.root,
-                how.revision,
-                now,
-            ));
+            let records = report::otlp::evaluation_records(e, how.root, how.revision, now);
+            if self.result_spans {
+                out.spans.push(report::otlp::evaluation_span(
+                    e,
+                    &records,
+                    how.root,
+                    how.revision,
+                    now,
+                ));
+            }
+            out.log_records.extend(records);
         }
     }
 
@@ -574,12 +584,24 @@ impl ResultSink {
             .lock()
             .ok()
             .and_then(|f| f.clone());
-        if let (Some(f), false) = (exporter, r.log_records.is_empty()) {
-            let body = prost::Message::encode_to_vec(&report::otlp::logs_request(r.log_records));
-            if f.send_blocking(crate::forward::Signal::Logs, body.into(), 0)
-                .is_err()
-            {
-                warn!("The results exporter has stopped; evaluation log records are not sent.");
+        if let Some(f) = exporter {
+            if !r.log_records.is_empty() {
+                let body =
+                    prost::Message::encode_to_vec(&report::otlp::logs_request(r.log_records));
+                if f.send_blocking(crate::forward::Signal::Logs, body.into(), 0)
+                    .is_err()
+                {
+                    warn!("The results exporter has stopped; evaluation log records are not sent.");
+                }
+            }
+            if !r.spans.is_empty() {
+                // Counted as 0 forwarded spans: they are ours, not the upstream's.
+                let body = prost::Message::encode_to_vec(&report::otlp::spans_request(r.spans));
+                if f.send_blocking(crate::forward::Signal::Traces, body.into(), 0)
+                    .is_err()
+                {
+                    warn!("The results exporter has stopped; evaluation spans are not sent.");
+                }
             }
         }
         self.write(&r.rows, &r.lines)
