@@ -39,6 +39,19 @@ impl Default for ScoreSettings {
 }
 
 impl ScoreSettings {
+    /// Whether a metric of the run or of a case compares arguments with
+    /// their key order (ragas compares Python `str()` of nested dicts), so
+    /// extraction must keep it.
+    pub fn wants_ordered_args(&self, cases: Option<&[Case]>) -> bool {
+        let ordered = |m: &String| m.starts_with("ragas.");
+        self.metrics.iter().any(ordered)
+            || cases
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c.metrics.iter().flatten())
+                .any(ordered)
+    }
+
     /// Checks every metric name up front, so a typo is a usage error.
     pub fn validate(&self) -> Result<(), ScoreError> {
         for m in &self.metrics {
@@ -159,7 +172,11 @@ fn evaluate_calls(
     let norm = &settings.names;
     let called: Vec<Call> = calls
         .iter()
-        .map(|c| Call::new(norm.apply(&c.name).into_owned(), c.args.clone()))
+        .map(|c| {
+            let mut call = Call::new(norm.apply(&c.name).into_owned(), c.args.clone());
+            call.ordered_args = c.ordered_args.clone();
+            call
+        })
         .collect();
     let normalized;
     let expected: &[Call] = if norm.is_enabled() {
@@ -330,6 +347,13 @@ pub fn replay(
         report.rejected.extend(bad);
         cases
     });
+    let ordered;
+    let extractor = if settings.wants_ordered_args(cases.as_deref()) && !extractor.ordered_args {
+        ordered = extractor.clone().with_ordered_args(true);
+        &ordered
+    } else {
+        extractor
+    };
     score_traces(&traces, cases.as_deref(), extractor, settings, &mut report);
     report
 }

@@ -297,3 +297,51 @@ fn sample_traces_show_a_mix() {
     assert!(passes >= 3 && fails >= 2, "passes {passes}, fails {fails}");
     assert_eq!(rows.iter().filter(|r| r["type"] == "rejected").count(), 0);
 }
+
+/// ragas compares Python `str()` of nested dicts, which follows key order:
+/// the arguments extracted from a span keep the order the agent wrote.
+#[test]
+fn ragas_sees_argument_keys_in_the_order_written() {
+    let dir = TempDir::new("ragas-order");
+    let trace = r#"{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"spans":[
+        {"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"invoke_agent a",
+         "kind":1,"startTimeUnixNano":"1","endTimeUnixNano":"9",
+         "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"invoke_agent"}}]},
+        {"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b175","parentSpanId":"eee19b7ec3c1b174",
+         "name":"execute_tool search","kind":1,"startTimeUnixNano":"2","endTimeUnixNano":"3",
+         "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},
+                       {"key":"gen_ai.tool.name","value":{"stringValue":"search"}},
+                       {"key":"gen_ai.tool.call.arguments","value":{"stringValue":"{\"filter\": {\"zone\": \"eu\", \"age\": 3}}"}}]}
+    ]}]}]}"#;
+    let path = dir.path().join("trace.json");
+    fs::write(&path, trace).unwrap();
+    let run = |expected_args: &str| {
+        let f = fixture(
+            &dir,
+            &[&format!(
+                r#"{{"id":"c","trace_id":"5b8efff798038103d269b633813fc60c","expected_tools":[{{"name":"search","args":{expected_args}}}]}}"#
+            )],
+        );
+        let out = traceval(&[
+            "replay",
+            path.to_str().unwrap(),
+            "--expected",
+            &f,
+            "--metric",
+            "ragas.tool_call_accuracy_strict",
+            "--format",
+            "jsonl",
+            "-q",
+        ]);
+        let rows = jsonl(&out.stdout);
+        let eval = rows
+            .iter()
+            .find(|r| r["type"] == "evaluation")
+            .unwrap_or_else(|| panic!("{rows:?}"))
+            .clone();
+        eval["score"].as_f64().unwrap()
+    };
+    assert_eq!(run(r#"{"filter": {"zone": "eu", "age": 3}}"#), 1.0);
+    // The same dict with its keys the other way round is another `str()`.
+    assert_eq!(run(r#"{"filter": {"age": 3, "zone": "eu"}}"#), 0.0);
+}

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::assemble::session::{self, SessionIndex};
 use crate::assemble::{Trace, TraceId};
 use crate::ingest::{Position, Rejected};
+use crate::score::value::PyValue;
 use crate::score::Call;
 
 /// How a case finds its trace(s).
@@ -137,9 +138,16 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
     if text.trim_start().starts_with('[') {
         match serde_json::from_str::<Vec<Value>>(text) {
             Ok(items) => {
+                let ordered = match PyValue::parse(text) {
+                    Ok(PyValue::List(l)) => l,
+                    _ => Vec::new(),
+                };
                 for (i, item) in items.into_iter().enumerate() {
                     match case_from(item, i + 1, opts) {
-                        Ok(c) => cases.push(c),
+                        Ok(mut c) => {
+                            keep_key_order(&mut c, ordered.get(i));
+                            cases.push(c)
+                        }
                         Err(e) => reject(Position::Whole, format!("case #{}: {e}", i + 1)),
                     }
                 }
@@ -157,7 +165,10 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
             }
             let parsed = serde_json::from_str::<Value>(line).map_err(|e| format!("not JSON: {e}"));
             match parsed.and_then(|v| case_from(v, i + 1, opts)) {
-                Ok(c) => cases.push(c),
+                Ok(mut c) => {
+                    keep_key_order(&mut c, PyValue::parse(line).ok().as_ref());
+                    cases.push(c)
+                }
                 Err(e) => reject(Position::Line(i + 1), e),
             }
         }
@@ -172,6 +183,34 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
         }
     }
     (cases, rejected)
+}
+
+/// Gives the expected calls of `case` their arguments in the order written
+/// (`ordered`: the same case parsed with key order kept), for presets that
+/// compare Python `str()` of dicts (ragas).
+fn keep_key_order(case: &mut Case, ordered: Option<&PyValue>) {
+    let Some(PyValue::Dict(fields)) = ordered else {
+        return;
+    };
+    let Some(PyValue::List(tools)) = fields
+        .iter()
+        .find(|(k, _)| k == "expected_tools" || k == "expected_tool_calls")
+        .map(|(_, v)| v)
+    else {
+        return;
+    };
+    for (call, tool) in case.expected.iter_mut().zip(tools) {
+        let PyValue::Dict(tool) = tool else { continue };
+        let args = tool
+            .iter()
+            .find(|(k, _)| matches!(k.as_str(), "args" | "arguments" | "input_parameters"))
+            .map(|(_, v)| v);
+        if let (Some(args), Some(want)) = (args, &call.args) {
+            if matches!(args, PyValue::Dict(_) | PyValue::List(_)) && args.to_json() == *want {
+                call.ordered_args = Some(std::sync::Arc::new(args.clone()));
+            }
+        }
+    }
 }
 
 fn scalar_text(what: &str, v: Value) -> Result<String, String> {

@@ -69,6 +69,12 @@ pub struct ToolCall {
     /// The nearest enclosing agent run or tool call (for the run tree).
     #[serde(skip)]
     pub within: Option<SpanId>,
+    /// `args` with the key order of the span's JSON text, for presets that
+    /// compare Python `str()` of dicts (ragas); only with
+    /// [`Extractor::with_ordered_args`], and only when the arguments are
+    /// that JSON as is.
+    #[serde(skip)]
+    pub ordered_args: Option<std::sync::Arc<crate::score::value::PyValue>>,
 }
 
 /// One agent (or workflow, invocation) run.
@@ -196,6 +202,8 @@ pub struct Extractor {
     /// is about half the cost of extraction, so reports that do not show
     /// them (table, JUnit) turn this off.
     pub results: bool,
+    /// Keep each call's argument key order too ([`ToolCall::ordered_args`]).
+    pub ordered_args: bool,
 }
 
 impl Default for Extractor {
@@ -226,6 +234,7 @@ impl Extractor {
             retrievers_as_tools: false,
             scope: Scope::All,
             results: true,
+            ordered_args: false,
         })
     }
 
@@ -236,6 +245,11 @@ impl Extractor {
 
     pub fn with_results(mut self, on: bool) -> Self {
         self.results = on;
+        self
+    }
+
+    pub fn with_ordered_args(mut self, on: bool) -> Self {
+        self.ordered_args = on;
         self
     }
 
@@ -368,7 +382,15 @@ impl Extractor {
                 });
                 continue;
             }
-            let mut args = rule.args.iter().find_map(|src| value_of(src, s));
+            let mut args = None;
+            let mut args_text = None;
+            for src in &rule.args {
+                if let Some(v) = value_of(src, s) {
+                    args = Some(v);
+                    args_text = raw_string(&src.field, s);
+                    break;
+                }
+            }
             if rule.spec.args_from_request {
                 if let Some(a) = args.as_ref().filter(|a| unnamed(a)) {
                     let named = requests
@@ -381,6 +403,10 @@ impl Extractor {
             }
             self.keys.fill(&s.span.attributes, &mut slots);
             let (status, error_message, error_type) = error_of(rule, s, &slots);
+            let ordered_args = self
+                .ordered_args
+                .then(|| ordered(args_text, args.as_ref()))
+                .flatten();
             let call = ToolCall {
                 name: name.clone(),
                 args,
@@ -392,6 +418,7 @@ impl Extractor {
                 status,
                 error_message,
                 error_type,
+                ordered_args,
                 span_id: s.span_id,
                 start_time_unix_nano: s.span.start_time_unix_nano,
                 depth,
@@ -492,6 +519,28 @@ fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> bool {
 }
 
 /// The raw value at a field (not for the span name).
+/// The text of a string attribute source.
+fn raw_string<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a str> {
+    match raw(field, s)?.value.as_ref()? {
+        any_value::Value::StringValue(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// `args` in the key order of `text`, when `text` is exactly that JSON
+/// (not named, unwrapped or otherwise rebuilt on the way).
+fn ordered(
+    text: Option<&str>,
+    args: Option<&Value>,
+) -> Option<std::sync::Arc<crate::score::value::PyValue>> {
+    let (text, args) = (text?, args?);
+    if !matches!(args, Value::Object(_) | Value::Array(_)) {
+        return None;
+    }
+    let parsed = crate::score::value::PyValue::parse(text).ok()?;
+    (parsed.to_json() == *args).then(|| std::sync::Arc::new(parsed))
+}
+
 fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a AnyValue> {
     match field {
         Field::Attr(k) => s.attr(k),

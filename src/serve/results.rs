@@ -243,6 +243,12 @@ pub(crate) fn build(
     }
     sink.write(&rows, "")
         .map_err(|source| ServeError::Write { source })?;
+    let mut scoring = scoring;
+    if scoring.settings.wants_ordered_args(cases.as_deref())
+        || scoring.settings.wants_ordered_args(Some(&session_cases))
+    {
+        scoring.extractor = scoring.extractor.with_ordered_args(true);
+    }
     let scorer = BatchScorer {
         scoring,
         cases,

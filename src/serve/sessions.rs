@@ -159,6 +159,7 @@ mod tests {
             retriever: false,
             convention: "test".into(),
             within: None,
+            ordered_args: None,
         }
     }
 
