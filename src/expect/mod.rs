@@ -65,7 +65,7 @@ pub struct Case {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExpectError {
-    #[error("cannot read fixture file {path}: {source}")]
+    #[error("cannot read fixture file {path}")]
     Read {
         path: String,
         source: std::io::Error,

@@ -67,7 +67,7 @@ pub enum ServeError {
         addr: String,
         reason: String,
     },
-    #[error("cannot listen on {what} endpoint {addr}: {source}")]
+    #[error("cannot listen on {what} endpoint {addr}")]
     Bind {
         what: &'static str,
         addr: String,
@@ -79,12 +79,12 @@ pub enum ServeError {
     Fixtures(#[from] crate::expect::ExpectError),
     #[error("bad default expectation {path}: {reason}")]
     DefaultExpected { path: String, reason: String },
-    #[error("cannot open the results file {path}: {source}")]
+    #[error("cannot open the results file {path}")]
     Output {
         path: String,
         source: std::io::Error,
     },
-    #[error("cannot write results: {source}")]
+    #[error("cannot write results")]
     Write { source: std::io::Error },
     #[error("invalid scoring settings: {0}")]
     Scoring(String),
