@@ -292,6 +292,11 @@ fn start_with(decision_wait: Duration, forward: Option<String>) -> Bench {
         admin_endpoint: "off".into(),
         decision_wait,
         forward,
+        // As the binary's flag: `TRACEVAL_FORWARD_CONCURRENCY=1` for strict order.
+        forward_concurrency: std::env::var("TRACEVAL_FORWARD_CONCURRENCY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(ServeConfig::default().forward_concurrency),
         quiet: true,
         status_interval: Duration::from_secs(3600),
         // Results are written as in real use (one JSONL row per trace).

@@ -301,14 +301,17 @@ struct Worker {
 
 impl Worker {
     async fn run(self, mut rx: mpsc::Receiver<Item>) {
+        use futures_util::StreamExt;
         let concurrency = self.config.concurrency.max(1);
-        let mut in_flight = tokio::task::JoinSet::new();
+        // Deliveries run inside this task: a FuturesOrdered polls new ones in
+        // the order they were pushed, so requests go out in queue order.
+        let mut in_flight = futures_util::stream::FuturesOrdered::new();
         // An item taken from the queue that did not fit the last batch.
         let mut next: Option<Item> = None;
         loop {
             // A finished delivery that returns false saw the hard stop.
             while in_flight.len() >= concurrency {
-                if let Some(Ok(false)) = in_flight.join_next().await {
+                if let Some(false) = in_flight.next().await {
                     return;
                 }
             }
@@ -317,9 +320,12 @@ impl Worker {
                 None => {
                     let item = loop {
                         tokio::select! {
+                            // Queue order first: take what is queued before
+                            // polling deliveries again.
+                            biased;
                             item = rx.recv() => break item,
-                            Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
-                                if let Ok(false) = done {
+                            Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                                if !done {
                                     return;
                                 }
                             }
@@ -334,11 +340,11 @@ impl Worker {
             let batch = self.join_queued(first, &mut rx, &mut next);
             Metrics::set(&self.metrics.forward_queue, rx.len() as u64);
             let mut worker = self.clone();
-            in_flight.spawn(async move { worker.deliver(&batch).await });
+            in_flight.push_back(async move { worker.deliver(&batch).await });
         }
         // The queue is closed and empty: wait for what is still being sent.
-        while let Some(done) = in_flight.join_next().await {
-            if let Ok(false) = done {
+        while let Some(done) = in_flight.next().await {
+            if !done {
                 return;
             }
         }

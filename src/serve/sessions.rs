@@ -5,13 +5,18 @@
 //! due again: the next evaluation is its next revision, with every call so far.
 //!
 //! Memory: one entry per session case (the fixture bounds them), holding the
-//! extracted calls of its traces, not their spans.
+//! extracted calls of its traces, not their spans, and at most
+//! [`MAX_SESSION_CALLS`] calls per session.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::assemble::{SpanId, TraceId};
 use crate::extract::ToolCall;
+
+/// Calls kept per session; later ones are left out (with a warning), so a
+/// case that matches an endless stream of traces cannot grow without bound.
+pub const MAX_SESSION_CALLS: usize = 100_000;
 
 /// The calls one trace contributed to a session.
 #[derive(Debug)]
@@ -31,6 +36,10 @@ struct State {
     revision: u32,
     /// Changed since the last evaluation.
     due: bool,
+    /// Calls held.
+    calls: usize,
+    /// Calls left out over [`MAX_SESSION_CALLS`].
+    dropped: usize,
 }
 
 /// A session ready to be scored.
@@ -82,6 +91,8 @@ impl SessionTracker {
             last_change: now,
             revision: 0,
             due: false,
+            calls: 0,
+            dropped: 0,
         });
         state.last_change = now;
         state.due = true;
@@ -94,7 +105,20 @@ impl SessionTracker {
         if member.root.is_none() {
             member.root = root;
         }
-        member.calls.extend(calls);
+        let room = MAX_SESSION_CALLS.saturating_sub(state.calls);
+        if calls.len() > room {
+            if state.dropped == 0 {
+                tracing::warn!(
+                    session = %state.id,
+                    max_calls = MAX_SESSION_CALLS,
+                    "Session has too many tool calls; later ones are left out of its evaluation."
+                );
+            }
+            state.dropped += calls.len() - room;
+        }
+        let kept = calls.len().min(room);
+        state.calls += kept;
+        member.calls.extend(calls.into_iter().take(kept));
     }
 
     /// When the next session becomes due, if any is waiting.
