@@ -704,6 +704,10 @@ fn sustained(b: &mut Bench) {
 }
 
 fn bench(c: &mut Criterion) {
+    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("memory") {
+        memory_per_span();
+        return;
+    }
     if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("forwarding") {
         forwarding(true);
         forwarding(false);

@@ -232,9 +232,18 @@ fn value_matches(v: &AnyValue, want: &str) -> bool {
 
 #[derive(Debug, Default)]
 struct Pending {
-    spans: Vec<SpanRecord>,
+    /// Boxed while pending: a growing `Vec` keeps up to half its slots
+    /// spare, and a spare slot of a boxed span is 8 bytes, not ~330.
+    spans: Vec<Box<SpanRecord>>,
     seen: HashSet<SpanId>,
     duplicates: usize,
+}
+
+impl Pending {
+    fn into_trace(self, id: TraceId) -> Trace {
+        let spans = self.spans.into_iter().map(|b| *b).collect();
+        Trace::new(id, spans, self.duplicates)
+    }
 }
 
 /// Collects spans across requests and hands out whole traces.
@@ -279,6 +288,11 @@ impl Assembler {
                     let parent = <[u8; 8]>::try_from(span.parent_span_id.as_slice())
                         .ok()
                         .map(SpanId);
+                    // The record keeps the ids; the vectors are freed.
+                    let mut span = span;
+                    span.trace_id = Vec::new();
+                    span.span_id = Vec::new();
+                    span.parent_span_id = Vec::new();
                     let tid = TraceId(tid);
                     let pending = match self.traces.entry(tid) {
                         Entry::Occupied(e) => e.into_mut(),
@@ -292,13 +306,13 @@ impl Assembler {
                         stats.duplicates += 1;
                         continue;
                     }
-                    pending.spans.push(SpanRecord {
+                    pending.spans.push(Box::new(SpanRecord {
                         span_id: SpanId(sid),
                         parent,
                         span,
                         resource: Arc::clone(&resource),
                         scope: Arc::clone(&scope),
-                    });
+                    }));
                     stats.spans += 1;
                 }
             }
@@ -334,7 +348,7 @@ impl Assembler {
             self.order
                 .retain(|t| traces.contains_key(t) && kept.insert(*t));
         }
-        Some(Trace::new(*id, p.spans, p.duplicates))
+        Some(p.into_trace(*id))
     }
 
     /// Every trace, in first-seen order.
@@ -342,11 +356,7 @@ impl Assembler {
         let order = std::mem::take(&mut self.order);
         order
             .into_iter()
-            .filter_map(|id| {
-                self.traces
-                    .remove(&id)
-                    .map(|p| Trace::new(id, p.spans, p.duplicates))
-            })
+            .filter_map(|id| self.traces.remove(&id).map(|p| p.into_trace(id)))
             .collect()
     }
 }
