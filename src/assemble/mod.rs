@@ -234,6 +234,7 @@ fn value_matches(v: &AnyValue, want: &str) -> bool {
 struct Pending {
     /// Boxed while pending: a growing `Vec` keeps up to half its slots
     /// spare, and a spare slot of a boxed span is 8 bytes, not ~330.
+    #[allow(clippy::vec_box)]
     spans: Vec<Box<SpanRecord>>,
     seen: HashSet<SpanId>,
     duplicates: usize,
