@@ -704,6 +704,12 @@ fn sustained(b: &mut Bench) {
 }
 
 fn bench(c: &mut Criterion) {
+    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("sustained") {
+        let mut b = start(DECISION_WAIT);
+        sustained(&mut b);
+        b.stop();
+        return;
+    }
     if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("memory") {
         memory_per_span();
         return;
