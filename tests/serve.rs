@@ -1683,6 +1683,10 @@ fn sessions_are_scored_when_idle_and_rescored_by_later_turns() {
     assert_eq!(second["revision"], 2);
     assert_eq!(second["pass"], true, "{second}");
     assert_eq!(second["session"]["trace_ids"].as_array().unwrap().len(), 3);
+    let (_, text) = get(server.admin.unwrap(), "/metrics");
+    let m = parse_prometheus(&text);
+    assert_eq!(m["traceval_sessions_scored_total"], 2.0, "{text}");
+    assert_eq!(m["traceval_sessions_waiting"], 0.0, "{text}");
 
     // A turn still waiting at shutdown is scored before the server exits.
     server

@@ -34,6 +34,8 @@ pub struct Metrics {
     pub forward_retries: AtomicU64,
     pub traces_scored: AtomicU64,
     pub traces_rescored: AtomicU64,
+    pub sessions_scored: AtomicU64,
+    pub sessions_waiting: AtomicU64,
     pub buffer_spans: AtomicU64,
     pub buffer_traces: AtomicU64,
     pub buffer_spans_capacity: AtomicU64,
@@ -143,6 +145,18 @@ impl Metrics {
             "counter",
             "Re-scores caused by late spans.",
             g(&self.traces_rescored),
+        );
+        single(
+            "traceval_sessions_scored_total",
+            "counter",
+            "Session evaluations produced (re-scores after later turns included).",
+            g(&self.sessions_scored),
+        );
+        single(
+            "traceval_sessions_waiting",
+            "gauge",
+            "Sessions with traces not yet scored, waiting for --session-wait.",
+            g(&self.sessions_waiting),
         );
         single(
             "traceval_buffer_spans",

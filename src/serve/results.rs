@@ -3,7 +3,7 @@
 //! summary at shutdown. Joining and scoring are `replay`'s own functions, so
 //! a trace gets the same result here as in `traceval replay`.
 
-use crate::report::prometheus::Verdict as PromVerdict;
+use crate::report::prometheus::{Metrics, Verdict as PromVerdict};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -249,6 +249,11 @@ pub(crate) fn build(
     {
         scoring.extractor = scoring.extractor.with_ordered_args(true);
     }
+    // Only JSONL rows show each call's result (stdout lines, OTLP records
+    // and the results API do not): without a results file, skip decoding them.
+    if sink.jsonl.is_none() {
+        scoring.extractor = scoring.extractor.with_results(false);
+    }
     let scorer = BatchScorer {
         scoring,
         cases,
@@ -433,11 +438,14 @@ impl BatchScorer {
     /// Scores the sessions idle for the session wait (every waiting one
     /// when `all`, at shutdown).
     pub fn score_due_sessions(&self, now: Instant, all: bool) -> BatchResult {
-        let due: Vec<DueSession> = self
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take_due(now, all);
+        let due: Vec<DueSession> = {
+            let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let due = tracker.take_due(now, all);
+            let prom = &self.stats.prometheus;
+            Metrics::set(&prom.sessions_waiting, tracker.waiting() as u64);
+            Metrics::add(&prom.sessions_scored, due.len() as u64);
+            due
+        };
         let mut out = BatchResult::default();
         if due.is_empty() {
             return out;

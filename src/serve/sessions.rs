@@ -121,6 +121,11 @@ impl SessionTracker {
         member.calls.extend(calls.into_iter().take(kept));
     }
 
+    /// Sessions with calls not yet scored.
+    pub fn waiting(&self) -> usize {
+        self.states.values().filter(|s| s.due).count()
+    }
+
     /// When the next session becomes due, if any is waiting.
     pub fn next_due(&self) -> Option<Instant> {
         self.states
