@@ -2,12 +2,13 @@
 //! order, through a bounded queue with retries.
 //!
 //! The queue is the backpressure point: when the downstream is down it fills
-//! up, `try_forward` fails, and the receiver answers 503/UNAVAILABLE so the
+//! up (in requests or in bytes), `reserve` fails, and the receiver answers 503/UNAVAILABLE so the
 //! upstream keeps the data (nothing accepted is dropped). One worker sends the
 //! queue in order; a retryable failure is retried with exponential backoff,
 //! honouring `Retry-After` (HTTP) and `RetryInfo` (gRPC).
 
 use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,10 +71,16 @@ pub struct ForwardConfig {
     /// many bytes (protobuf concatenation of the `resource_spans` lists, so
     /// every span is sent unchanged and in order); 0 sends them one by one.
     pub max_batch_bytes: usize,
+    /// Bytes the queue holds (requests waiting or being sent) before
+    /// upstream gets 503/UNAVAILABLE.
+    pub max_queue_bytes: usize,
     /// Requests sent at once. They are started in queue order; with more
     /// than one, a request that is retried can arrive after later ones.
     pub concurrency: usize,
 }
+
+/// Bytes the forward queue holds by default.
+pub const DEFAULT_MAX_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 
 /// Requests in flight to the downstream by default.
 pub const DEFAULT_CONCURRENCY: usize = 4;
@@ -112,6 +119,7 @@ impl ForwardConfig {
             timeout: Duration::from_secs(10),
             max_backoff: Duration::from_secs(30),
             max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
+            max_queue_bytes: DEFAULT_MAX_QUEUE_BYTES,
             concurrency: DEFAULT_CONCURRENCY,
         })
     }
@@ -142,30 +150,16 @@ pub struct ForwardHandle {
     tx: mpsc::Sender<Item>,
     metrics: Arc<Metrics>,
     capacity: usize,
+    /// Bytes queued or being sent.
+    held: Arc<AtomicUsize>,
+    max_bytes: usize,
 }
 
 impl ForwardHandle {
-    /// Queues a request without waiting. `spans` is counted as forwarded once
-    /// the downstream accepts it.
-    pub fn try_forward(&self, signal: Signal, body: Bytes, spans: u64) -> Result<(), QueueFull> {
-        let r = self
-            .tx
-            .try_send(Item {
-                signal,
-                body,
-                spans,
-            })
-            .map_err(|_| QueueFull);
-        Metrics::set(
-            &self.metrics.forward_queue,
-            (self.capacity - self.tx.capacity()) as u64,
-        );
-        r
-    }
-
     /// Queues a request, waiting for room (for threads that may block, like
     /// the result writer). Fails only when the forwarder has stopped.
     pub fn send_blocking(&self, signal: Signal, body: Bytes, spans: u64) -> Result<(), QueueFull> {
+        self.hold(body.len());
         self.tx
             .blocking_send(Item {
                 signal,
@@ -175,32 +169,67 @@ impl ForwardHandle {
             .map_err(|_| QueueFull)
     }
 
-    /// Room left in the queue.
-    pub fn room(&self) -> usize {
-        self.tx.capacity()
+    /// Whether a request can be queued now (room in requests and bytes).
+    pub fn has_room(&self) -> bool {
+        self.tx.capacity() > 0 && self.held.load(Ordering::Relaxed) < self.max_bytes
     }
 
-    /// Takes a place in the queue now, to fill later: a receiver reserves
-    /// before it buffers a request, so a request is either buffered and
-    /// forwarded, or refused whole.
-    pub fn reserve(&self) -> Result<Slot<'_>, QueueFull> {
+    fn hold(&self, bytes: usize) {
+        let now = self.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        Metrics::set(&self.metrics.forward_queue_bytes, now as u64);
+    }
+
+    /// Takes a place in the queue for a request of `bytes`, to fill later: a
+    /// receiver reserves before it buffers a request, so a request is either
+    /// buffered and forwarded, or refused whole. Fails when the queue is full
+    /// in requests, or when the request would take it past its byte cap (a
+    /// request alone in the queue always fits).
+    pub fn reserve(&self, bytes: usize) -> Result<Slot<'_>, QueueFull> {
+        let held = self.held.load(Ordering::Relaxed);
+        if held > 0 && held + bytes > self.max_bytes {
+            return Err(QueueFull);
+        }
         let permit = self.tx.try_reserve().map_err(|_| QueueFull)?;
+        self.hold(bytes);
         Ok(Slot {
-            permit,
+            permit: Some(permit),
+            bytes,
             handle: self,
         })
     }
 }
 
-/// A reserved place in the forward queue.
+/// A reserved place in the forward queue; dropped unused, it gives its
+/// place and bytes back.
 pub struct Slot<'a> {
-    permit: mpsc::Permit<'a, Item>,
+    permit: Option<mpsc::Permit<'a, Item>>,
+    bytes: usize,
     handle: &'a ForwardHandle,
 }
 
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if self.permit.is_some() {
+            release(&self.handle.held, &self.handle.metrics, self.bytes);
+        }
+    }
+}
+
+fn release(held: &AtomicUsize, metrics: &Metrics, bytes: usize) {
+    let now = held
+        .fetch_sub(bytes, Ordering::Relaxed)
+        .saturating_sub(bytes);
+    Metrics::set(&metrics.forward_queue_bytes, now as u64);
+}
+
 impl Slot<'_> {
-    pub fn send(self, signal: Signal, body: Bytes, spans: u64) {
-        self.permit.send(Item {
+    /// Queues the request; `body` is the size reserved.
+    pub fn send(mut self, signal: Signal, body: Bytes, spans: u64) {
+        let Some(permit) = self.permit.take() else {
+            return;
+        };
+        debug_assert_eq!(body.len(), self.bytes);
+        permit.send(Item {
             signal,
             body,
             spans,
@@ -223,12 +252,19 @@ pub fn spawn(
     let capacity = config.queue.max(1);
     let (tx, rx) = mpsc::channel(capacity);
     Metrics::set(&metrics.forward_queue_capacity, capacity as u64);
+    Metrics::set(
+        &metrics.forward_queue_bytes_capacity,
+        config.max_queue_bytes as u64,
+    );
     let sender = Sender::new(&config)?;
+    let held = Arc::new(AtomicUsize::new(0));
+    let max_bytes = config.max_queue_bytes;
     let worker = Worker {
         config: Arc::new(config),
         sender,
         metrics: Arc::clone(&metrics),
         hard_stop,
+        held: Arc::clone(&held),
     };
     let join = tokio::spawn(worker.run(rx));
     Ok((
@@ -236,6 +272,8 @@ pub fn spawn(
             tx,
             metrics,
             capacity,
+            held,
+            max_bytes,
         },
         join,
     ))
@@ -293,6 +331,8 @@ impl Sender {
 
 #[derive(Clone)]
 struct Worker {
+    /// Shared with the handles: bytes queued or being sent.
+    held: Arc<AtomicUsize>,
     config: Arc<ForwardConfig>,
     sender: Sender,
     metrics: Arc<Metrics>,
@@ -340,7 +380,11 @@ impl Worker {
             let batch = self.join_queued(first, &mut rx, &mut next);
             Metrics::set(&self.metrics.forward_queue, rx.len() as u64);
             let mut worker = self.clone();
-            in_flight.push_back(async move { worker.deliver(&batch).await });
+            in_flight.push_back(async move {
+                let ok = worker.deliver(&batch).await;
+                release(&worker.held, &worker.metrics, batch.body.len());
+                ok
+            });
         }
         // The queue is closed and empty: wait for what is still being sent.
         while let Some(done) = in_flight.next().await {

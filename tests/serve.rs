@@ -1703,3 +1703,55 @@ fn sessions_are_scored_when_idle_and_rescored_by_later_turns() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn forward_queue_is_bounded_in_bytes_too() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_addr = probe.local_addr().unwrap();
+    drop(probe);
+    let server = start("queue-bytes", |c, _| {
+        c.forward = Some(format!("grpc://{down_addr}"));
+        c.forward_queue = 1000;
+        c.forward_queue_bytes = 1;
+    });
+    let send = |t: u8| {
+        post(
+            server.http,
+            &[PROTOBUF],
+            &weather(t).encode_to_vec(),
+            Framing::Length,
+        )
+    };
+    // A request alone in the queue always fits; the next one is over the cap.
+    assert_eq!(send(1).status, 200);
+    let r = send(2);
+    assert_eq!(r.status, 503, "over the byte cap");
+    let (_, text) = get(server.admin.unwrap(), "/metrics");
+    let m = parse_prometheus(&text);
+    assert_eq!(
+        m["traceval_forward_queue_bytes"],
+        weather(1).encoded_len() as f64,
+        "{text}"
+    );
+    // The downstream comes up: the queue drains and requests fit again.
+    let listener = std::net::TcpListener::bind(down_addr).expect("rebind downstream port");
+    let capture = Capture::default();
+    let stop = CancellationToken::new();
+    let _task = start_capture(&server.rt, listener, capture.clone(), stop.clone());
+    let want = sorted_span_bytes([weather(1)].iter());
+    let start_t = Instant::now();
+    while capture.span_bytes() != want && start_t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(capture.span_bytes(), want);
+    let start_t = Instant::now();
+    while send(3).status != 200 {
+        assert!(
+            start_t.elapsed() < Duration::from_secs(10),
+            "never accepted again"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+    stop.cancel();
+}

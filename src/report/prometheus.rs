@@ -42,6 +42,8 @@ pub struct Metrics {
     pub buffer_traces_capacity: AtomicU64,
     pub forward_queue: AtomicU64,
     pub forward_queue_capacity: AtomicU64,
+    pub forward_queue_bytes: AtomicU64,
+    pub forward_queue_bytes_capacity: AtomicU64,
     per_metric: Mutex<BTreeMap<String, PerMetric>>,
 }
 
@@ -193,6 +195,18 @@ impl Metrics {
             "gauge",
             "Most requests the forward queue holds.",
             g(&self.forward_queue_capacity),
+        );
+        single(
+            "traceval_forward_queue_bytes",
+            "gauge",
+            "Bytes queued for the downstream or being sent.",
+            g(&self.forward_queue_bytes),
+        );
+        single(
+            "traceval_forward_queue_bytes_capacity",
+            "gauge",
+            "Most bytes the forward queue holds.",
+            g(&self.forward_queue_bytes_capacity),
         );
 
         let map = match self.per_metric.lock() {

@@ -56,7 +56,7 @@ async fn ready(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     let queue_room = shared
         .forward
         .lock()
-        .map(|f| f.as_ref().is_none_or(|f| f.room() > 0))
+        .map(|f| f.as_ref().is_none_or(|f| f.has_room()))
         .unwrap_or(true);
     let (closed, full) = {
         let buf = shared.lock();

@@ -61,6 +61,10 @@ pub struct ServeConfig {
     pub forward_headers: std::collections::BTreeMap<String, String>,
     /// Requests queued for the downstream before upstream gets 503 / UNAVAILABLE.
     pub forward_queue: usize,
+    /// Bytes the forward queue holds (waiting or being sent) before upstream
+    /// gets 503 / UNAVAILABLE.
+    #[serde(deserialize_with = "de_size")]
+    pub forward_queue_bytes: usize,
     /// Queued requests are joined into downstream requests of up to this many
     /// bytes (spans unchanged and in order); 0 sends each request alone.
     #[serde(deserialize_with = "de_size")]
@@ -99,6 +103,7 @@ impl Default for ServeConfig {
             forward_gzip: false,
             forward_headers: Default::default(),
             forward_queue: 1024,
+            forward_queue_bytes: crate::forward::DEFAULT_MAX_QUEUE_BYTES,
             forward_batch_bytes: crate::forward::DEFAULT_MAX_BATCH_BYTES,
             forward_concurrency: crate::forward::DEFAULT_CONCURRENCY,
             admin_endpoint: "127.0.0.1:9464".into(),
@@ -173,6 +178,9 @@ pub struct ServeFlags {
     /// Forward queue length in requests [default: 1024].
     #[arg(long, env = "TRACEVAL_FORWARD_QUEUE", value_name = "N")]
     pub forward_queue: Option<usize>,
+    /// Forward queue size in bytes, waiting or being sent (`256MiB`, bytes) [default: 256MiB].
+    #[arg(long, env = "TRACEVAL_FORWARD_QUEUE_BYTES", value_name = "SIZE", value_parser = parse_size)]
+    pub forward_queue_bytes: Option<usize>,
     /// Join queued requests into downstream requests of up to SIZE (`2MiB`, bytes); 0 = one by one [default: 2MiB].
     #[arg(long, env = "TRACEVAL_FORWARD_BATCH_BYTES", value_name = "SIZE", value_parser = parse_size)]
     pub forward_batch_bytes: Option<usize>,
@@ -213,6 +221,7 @@ impl ServeFlags {
             status_interval,
             scoring_threads,
             forward_queue,
+            forward_queue_bytes,
             forward_batch_bytes,
             forward_concurrency,
             admin_endpoint

@@ -147,24 +147,24 @@ impl Shared {
             .clone();
         let slot = match forward.as_ref().filter(|_| spans_in > 0) {
             None => None,
-            Some(f) => match f.reserve() {
-                Ok(slot) => {
-                    let body = match raw {
-                        Some(raw) if problems.is_empty() => raw,
-                        _ => bytes::Bytes::from(prost::Message::encode_to_vec(&req)),
-                    };
-                    Some((slot, body))
+            Some(f) => {
+                let body = match raw {
+                    Some(raw) if problems.is_empty() => raw,
+                    _ => bytes::Bytes::from(prost::Message::encode_to_vec(&req)),
+                };
+                match f.reserve(body.len()) {
+                    Ok(slot) => Some((slot, body)),
+                    Err(_) => {
+                        self.stats.refused_requests.fetch_add(1, Ordering::Relaxed);
+                        let u = self.lock().usage();
+                        return Err(ExportError::Busy {
+                            held_spans: u.spans,
+                            held_traces: u.traces,
+                            retry_after: self.retry_after,
+                        });
+                    }
                 }
-                Err(_) => {
-                    self.stats.refused_requests.fetch_add(1, Ordering::Relaxed);
-                    let u = self.lock().usage();
-                    return Err(ExportError::Busy {
-                        held_spans: u.spans,
-                        held_traces: u.traces,
-                        retry_after: self.retry_after,
-                    });
-                }
-            },
+            }
         };
         let admitted = if ingest::span_count(&req) == 0 {
             Ok(Default::default())

@@ -233,6 +233,7 @@ impl Server {
                     .map_err(|e| ServeError::Forward(e.to_string()))?;
                 fc.gzip = config.forward_gzip;
                 fc.max_batch_bytes = config.forward_batch_bytes;
+                fc.max_queue_bytes = config.forward_queue_bytes;
                 fc.concurrency = config.forward_concurrency.max(1);
                 fc.queue = queue.max(1);
                 fc.headers = config.forward_headers.clone().into_iter().collect();
