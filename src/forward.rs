@@ -74,6 +74,9 @@ pub struct ForwardConfig {
     /// Bytes the queue holds (requests waiting or being sent) before
     /// upstream gets 503/UNAVAILABLE.
     pub max_queue_bytes: usize,
+    /// Report the queue's fill on `/metrics` (the forwarder of spans does;
+    /// the exporter of results, sharing the same counters, does not).
+    pub queue_gauges: bool,
     /// Requests sent at once. They are started in queue order; with more
     /// than one, a request that is retried can arrive after later ones.
     pub concurrency: usize,
@@ -120,6 +123,7 @@ impl ForwardConfig {
             max_backoff: Duration::from_secs(30),
             max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
             max_queue_bytes: DEFAULT_MAX_QUEUE_BYTES,
+            queue_gauges: true,
             concurrency: DEFAULT_CONCURRENCY,
         })
     }
@@ -148,6 +152,7 @@ struct Item {
 #[derive(Clone, Debug)]
 pub struct ForwardHandle {
     tx: mpsc::Sender<Item>,
+    /// The queue gauges.
     metrics: Arc<Metrics>,
     capacity: usize,
     /// Bytes queued or being sent.
@@ -251,9 +256,14 @@ pub fn spawn(
 ) -> Result<(ForwardHandle, JoinHandle<()>), ForwardError> {
     let capacity = config.queue.max(1);
     let (tx, rx) = mpsc::channel(capacity);
-    Metrics::set(&metrics.forward_queue_capacity, capacity as u64);
+    let gauges = if config.queue_gauges {
+        Arc::clone(&metrics)
+    } else {
+        Arc::new(Metrics::default())
+    };
+    Metrics::set(&gauges.forward_queue_capacity, capacity as u64);
     Metrics::set(
-        &metrics.forward_queue_bytes_capacity,
+        &gauges.forward_queue_bytes_capacity,
         config.max_queue_bytes as u64,
     );
     let sender = Sender::new(&config)?;
@@ -262,7 +272,8 @@ pub fn spawn(
     let worker = Worker {
         config: Arc::new(config),
         sender,
-        metrics: Arc::clone(&metrics),
+        metrics,
+        gauges: Arc::clone(&gauges),
         hard_stop,
         held: Arc::clone(&held),
     };
@@ -270,7 +281,7 @@ pub fn spawn(
     Ok((
         ForwardHandle {
             tx,
-            metrics,
+            metrics: gauges,
             capacity,
             held,
             max_bytes,
@@ -331,6 +342,8 @@ impl Sender {
 
 #[derive(Clone)]
 struct Worker {
+    /// Where the queue gauges go (see [`ForwardConfig::queue_gauges`]).
+    gauges: Arc<Metrics>,
     /// Shared with the handles: bytes queued or being sent.
     held: Arc<AtomicUsize>,
     config: Arc<ForwardConfig>,
@@ -378,11 +391,11 @@ impl Worker {
                 }
             };
             let batch = self.join_queued(first, &mut rx, &mut next);
-            Metrics::set(&self.metrics.forward_queue, rx.len() as u64);
+            Metrics::set(&self.gauges.forward_queue, rx.len() as u64);
             let mut worker = self.clone();
             in_flight.push_back(async move {
                 let ok = worker.deliver(&batch).await;
-                release(&worker.held, &worker.metrics, batch.body.len());
+                release(&worker.held, &worker.gauges, batch.body.len());
                 ok
             });
         }

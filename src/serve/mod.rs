@@ -225,29 +225,35 @@ impl Server {
         // The forwarder lives as long as `shared` (the receivers and the
         // completion thread hold it); it drains its queue after that.
         let forward_stop = CancellationToken::new();
-        let start_forwarder =
-            |url: &str,
-             queue: usize,
-             slot: &std::sync::Mutex<Option<crate::forward::ForwardHandle>>| {
-                let mut fc = crate::forward::ForwardConfig::new(url, None)
-                    .map_err(|e| ServeError::Forward(e.to_string()))?;
-                fc.gzip = config.forward_gzip;
-                fc.max_batch_bytes = config.forward_batch_bytes;
-                fc.max_queue_bytes = config.forward_queue_bytes;
-                fc.concurrency = config.forward_concurrency.max(1);
-                fc.queue = queue.max(1);
-                fc.headers = config.forward_headers.clone().into_iter().collect();
-                let metrics = Arc::clone(&shared.stats.prometheus);
-                let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
-                    .map_err(|e| ServeError::Forward(e.to_string()))?;
-                *slot
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
-                Ok::<_, ServeError>(join)
-            };
+        let start_forwarder = |url: &str,
+                               queue: usize,
+                               slot: &std::sync::Mutex<Option<crate::forward::ForwardHandle>>,
+                               queue_gauges: bool| {
+            let mut fc = crate::forward::ForwardConfig::new(url, None)
+                .map_err(|e| ServeError::Forward(e.to_string()))?;
+            fc.gzip = config.forward_gzip;
+            fc.max_batch_bytes = config.forward_batch_bytes;
+            fc.max_queue_bytes = config.forward_queue_bytes;
+            fc.queue_gauges = queue_gauges;
+            fc.concurrency = config.forward_concurrency.max(1);
+            fc.queue = queue.max(1);
+            fc.headers = config.forward_headers.clone().into_iter().collect();
+            let metrics = Arc::clone(&shared.stats.prometheus);
+            let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
+                .map_err(|e| ServeError::Forward(e.to_string()))?;
+            *slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            Ok::<_, ServeError>(join)
+        };
         let mut forward_join = None;
         if let Some(url) = &config.forward {
-            forward_join = Some(start_forwarder(url, config.forward_queue, &shared.forward)?);
+            forward_join = Some(start_forwarder(
+                url,
+                config.forward_queue,
+                &shared.forward,
+                true,
+            )?);
             info!(downstream = %url, "Forwarding accepted spans.");
         }
         let results_url = match config.results_otlp.as_deref() {
@@ -261,6 +267,7 @@ impl Server {
                 url,
                 config.forward_queue,
                 &shared.stats.results_forward,
+                false,
             )?);
             info!(downstream = %url, "Exporting evaluation results as OTLP logs.");
         }
