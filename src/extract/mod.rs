@@ -39,6 +39,34 @@ pub struct AgentRef {
     pub name: String,
 }
 
+/// A call's result. Results are shown, never scored: a JSON text is kept
+/// as it came (checked, not parsed into a tree), which is the main cost of
+/// extraction otherwise.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum CallResult {
+    Json(Box<serde_json::value::RawValue>),
+    Value(Value),
+}
+
+impl CallResult {
+    /// The result as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            CallResult::Json(raw) => {
+                serde_json::from_str(raw.get()).unwrap_or_else(|_| Value::String(raw.get().into()))
+            }
+            CallResult::Value(v) => v.clone(),
+        }
+    }
+}
+
+impl PartialEq for CallResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_value() == other.to_value()
+    }
+}
+
 /// One tool call found in a trace.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolCall {
@@ -46,7 +74,7 @@ pub struct ToolCall {
     /// `None` when the span carries no arguments (not the same as `{}`).
     pub args: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    pub result: Option<CallResult>,
     pub status: CallStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
@@ -411,7 +439,7 @@ impl Extractor {
                 name: name.clone(),
                 args,
                 result: if self.results {
-                    rule.result.iter().find_map(|src| value_of(src, s))
+                    rule.result.iter().find_map(|src| result_of(src, s))
                 } else {
                     None
                 },
@@ -519,6 +547,43 @@ fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> bool {
 }
 
 /// The raw value at a field (not for the span name).
+/// A call's result from `src`: the JSON text as is when the source only
+/// decodes JSON (no pattern, no unwrapping), otherwise decoded as usual.
+fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
+    if src.decode == Decode::Json && src.pattern.is_none() {
+        // A line break in JSON text is whitespace; kept verbatim, it would
+        // split a JSONL row, so such text is parsed instead.
+        let text = raw_string(&src.field, s)
+            .map(str::trim)
+            .filter(|t| !t.contains(['\n', '\r']) && !unwrap_may_apply(src, t));
+        if let Some(text) = text {
+            return Some(
+                match serde_json::value::RawValue::from_string(text.to_string()) {
+                    Ok(raw) => CallResult::Json(raw),
+                    // Not JSON: the text itself, as `parse_json_or_string` does.
+                    Err(_) => CallResult::Value(Value::String(text.to_string())),
+                },
+            );
+        }
+    }
+    value_of(src, s).map(CallResult::Value)
+}
+
+/// Whether one of `src`'s unwrappings could change the JSON `text` (a
+/// cheap look at its text; `false` means it surely would not).
+fn unwrap_may_apply(src: &Source, text: &str) -> bool {
+    let object = text.starts_with('{');
+    let blocks = || text.starts_with('[');
+    let message = || object && text.contains("\"type\"") && text.contains("\"data\"");
+    src.unwrap.iter().any(|u| match u {
+        Unwrap::ContentBlocks => blocks(),
+        Unwrap::ToolMessage => message(),
+    }) || src
+        .unwrap_key
+        .as_ref()
+        .is_some_and(|k| object && text.contains(k.as_str()))
+}
+
 /// The text of a string attribute source.
 fn raw_string<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a str> {
     match raw(field, s)?.value.as_ref()? {

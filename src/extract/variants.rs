@@ -224,7 +224,10 @@ fn adk_schema_1_args_results_invocation_and_errors() {
             ("get_stock_price".into(), Some(json!({"ticker": "XXXX"}))),
         ]
     );
-    assert_eq!(a.calls[0].result, Some(json!({"weather": "rain"})));
+    assert_eq!(
+        a.calls[0].result.as_ref().map(super::CallResult::to_value),
+        Some(json!({"weather": "rain"}))
+    );
     let err = &a.calls[1];
     assert_eq!(err.status, CallStatus::Error);
     assert_eq!(
@@ -293,7 +296,10 @@ fn pydantic_ai_v2_names() {
             ("noop".into(), Some(json!({}))),
         ]
     );
-    assert_eq!(a.calls[0].result, Some(json!("18C")));
+    assert_eq!(
+        a.calls[0].result.as_ref().map(super::CallResult::to_value),
+        Some(json!("18C"))
+    );
     assert_eq!(a.runs.len(), 1);
     assert_eq!(a.runs[0].name, "demo_agent");
     assert_eq!(a.runs[0].convention, "pydantic-ai-agent");
@@ -380,9 +386,12 @@ fn strands_default_and_latest() {
             ("get_stock_price".into(), Some(json!({"ticker": "X"}))),
         ]
     );
-    assert_eq!(calls[0].result, Some(json!({"weather": "sun"})));
     assert_eq!(
-        calls[1].result,
+        calls[0].result.as_ref().map(super::CallResult::to_value),
+        Some(json!({"weather": "sun"}))
+    );
+    assert_eq!(
+        calls[1].result.as_ref().map(super::CallResult::to_value),
         Some(json!({"city": "London", "weather": "rain"}))
     );
     assert_eq!(calls[2].status, CallStatus::Error);
@@ -473,7 +482,10 @@ fn openinference_genai_mode_single_and_multi_argument_tools() {
         ]
     );
     assert_eq!(calls[0].convention, "otel-genai");
-    assert_eq!(calls[0].result, Some(json!({"weather": "sun"})));
+    assert_eq!(
+        calls[0].result.as_ref().map(super::CallResult::to_value),
+        Some(json!({"weather": "sun"}))
+    );
 }
 
 #[test]
@@ -530,7 +542,10 @@ fn two_conventions_on_one_span_count_once() {
             ("fetch".into(), Some(json!({"u": 1}))),
         ]
     );
-    assert_eq!(calls[0].result, Some(json!([1, 2])));
+    assert_eq!(
+        calls[0].result.as_ref().map(super::CallResult::to_value),
+        Some(json!([1, 2]))
+    );
     let conventions: Vec<&str> = calls.iter().map(|c| c.convention.as_str()).collect();
     assert_eq!(
         conventions,
@@ -819,4 +834,38 @@ fn user_rule_overrides_a_builtin_and_adds_a_convention() {
     assert_eq!(calls[1].name, "lookup");
     assert_eq!(calls[1].args, Some(json!({"id": 3})));
     assert_eq!(x.rules()[0].name(), "acme");
+}
+
+/// Results are kept as the JSON text they came as (key order and all),
+/// except text with line breaks (it would split a JSONL row) and non-JSON.
+#[test]
+fn results_pass_through_as_json_text() {
+    let call = |id: u8, result: &str| {
+        span(
+            id,
+            None,
+            "execute_tool t",
+            u64::from(id),
+            &[
+                TOOL,
+                ("gen_ai.tool.name", "t"),
+                ("gen_ai.tool.call.result", result),
+            ],
+        )
+    };
+    let t = trace(vec![
+        call(1, r#"{"zone": "eu", "age": 3}"#),
+        call(2, "{\n  \"b\": 1\n}"),
+        call(3, "not json"),
+    ]);
+    let calls = Extractor::default().extract(&t);
+    let row = |i: usize| serde_json::to_string(&calls[i].result).unwrap();
+    assert_eq!(row(0), r#"{"zone": "eu", "age": 3}"#);
+    assert_eq!(row(1), r#"{"b":1}"#);
+    assert_eq!(row(2), r#""not json""#);
+    assert!(matches!(calls[0].result, Some(CallResult::Json(_))));
+    assert_eq!(
+        calls[0].result.as_ref().map(CallResult::to_value),
+        Some(json!({"age": 3, "zone": "eu"}))
+    );
 }
