@@ -582,9 +582,9 @@ fn grpc_failure(status: &tonic::Status) -> Failure {
     }
 }
 
-/// A gRPC codec that sends already-encoded protobuf bytes and returns the
-/// response bytes undecoded: forwarding never re-encodes. (Public for
-/// receivers that only count bytes, like the forwarding benchmark's.)
+/// A gRPC codec that passes messages as protobuf bytes, undecoded: the
+/// forwarder sends what it received without re-encoding, and the OTLP/gRPC
+/// receiver keeps the bytes it decodes (also the benchmark's byte sink).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RawCodec;
 

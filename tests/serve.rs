@@ -1135,12 +1135,7 @@ impl Capture {
 fn sorted_span_bytes<'a>(
     reqs: impl Iterator<Item = &'a ExportTraceServiceRequest>,
 ) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = reqs
-        .flat_map(|r| &r.resource_spans)
-        .flat_map(|rs| &rs.scope_spans)
-        .flat_map(|ss| &ss.spans)
-        .map(|s| s.encode_to_vec())
-        .collect();
+    let mut out = span_bytes_in_order(reqs);
     out.sort();
     out
 }
@@ -1217,10 +1212,9 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
         server.grpc_export(&mut client, r.clone()).expect("export");
     }
     let want = sorted_span_bytes(sent.iter());
-    let start_t = Instant::now();
-    while capture.span_bytes().len() < want.len() && start_t.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(Duration::from_secs(15), || {
+        capture.span_bytes().len() >= want.len()
+    });
     assert_eq!(
         capture.span_bytes(),
         want,
@@ -1293,10 +1287,9 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
         );
     }
     // And as `traceval.evaluation` spans inside the evaluated traces.
-    let start_t = Instant::now();
-    while capture.evaluation_spans().len() < 6 && start_t.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(Duration::from_secs(15), || {
+        capture.evaluation_spans().len() >= 6
+    });
     let spans = capture.evaluation_spans();
     assert_eq!(spans.len(), 6);
     for s in &spans {
@@ -1366,10 +1359,9 @@ fn downstream_outage_gives_503_then_everything_arrives() {
     let stop = CancellationToken::new();
     let _task = start_capture(&server.rt, listener, capture.clone(), stop.clone());
     let want = sorted_span_bytes(accepted.iter());
-    let start_t = Instant::now();
-    while capture.span_bytes().len() < want.len() && start_t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(30), || {
+        capture.span_bytes().len() >= want.len()
+    });
     assert_eq!(
         capture.span_bytes(),
         want,
@@ -1499,6 +1491,15 @@ fn splitting_by_trace_id_across_two_instances_matches_one() {
     assert_eq!(got, want);
 }
 
+/// Polls `done` every 20 ms until it holds or `limit` passes (the caller
+/// asserts what it expected afterwards).
+fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Every span of `reqs`, protobuf-encoded, in order.
 fn span_bytes_in_order<'a>(
     reqs: impl Iterator<Item = &'a ExportTraceServiceRequest>,
@@ -1570,11 +1571,8 @@ fn forwarding_keeps_order_across_encodings_and_leaves_out_rejected_spans() {
     }
     let _task = start_capture(&server.rt, downstream, capture.clone(), stop.clone());
     let want = span_bytes_in_order(sent.iter());
-    let start_t = Instant::now();
     let got = || span_bytes_in_order(capture.0.lock().unwrap().iter());
-    while got().len() < want.len() && start_t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(Duration::from_secs(30), || got().len() >= want.len());
     assert_eq!(
         got(),
         want,
@@ -1640,10 +1638,9 @@ fn sessions_are_scored_when_idle_and_rescored_by_later_turns() {
         .grpc_export(&mut client, turn(3, "sess-2", "search_flights", 0))
         .unwrap();
     server.wait_for("three traces scored", |s| s.traces_scored == 3);
-    let start_t = Instant::now();
-    while session_rows(&server.rows()).is_empty() && start_t.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(Duration::from_secs(15), || {
+        !session_rows(&server.rows()).is_empty()
+    });
     let rows = server.rows();
     let first = session_rows(&rows);
     assert_eq!(first.len(), 1, "one session evaluation: {rows:?}");
@@ -1674,10 +1671,9 @@ fn sessions_are_scored_when_idle_and_rescored_by_later_turns() {
     server
         .grpc_export(&mut client, turn(4, "sess-1", "send_email", 20_000))
         .unwrap();
-    let start_t = Instant::now();
-    while session_rows(&server.rows()).len() < 2 && start_t.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until(Duration::from_secs(15), || {
+        session_rows(&server.rows()).len() >= 2
+    });
     let rows = server.rows();
     let second = session_rows(&rows)[1].clone();
     assert_eq!(second["revision"], 2);
@@ -1739,10 +1735,7 @@ fn forward_queue_is_bounded_in_bytes_too() {
     let stop = CancellationToken::new();
     let _task = start_capture(&server.rt, listener, capture.clone(), stop.clone());
     let want = sorted_span_bytes([weather(1)].iter());
-    let start_t = Instant::now();
-    while capture.span_bytes() != want && start_t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(30), || capture.span_bytes() == want);
     assert_eq!(capture.span_bytes(), want);
     let start_t = Instant::now();
     while send(3).status != 200 {

@@ -1,33 +1,27 @@
 //! OTLP/gRPC receiver: `TraceService/Export` on tonic. tonic inflates gzip
-//! and applies the size cap; our codec keeps the received protobuf bytes
-//! next to the decoded request, so forwarding passes them on without
-//! re-encoding. Decoded requests go to the shared intake.
+//! and applies the size cap; the message reaches us as bytes (the
+//! forwarder's [`RawCodec`]), decoded here and kept, so forwarding passes
+//! them on without re-encoding. Decoded requests go to the shared intake.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, Bytes};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+use bytes::Bytes;
 use prost::Message;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::body::Body;
-use tonic::codec::{CompressionEncoding, DecodeBuf, EnabledCompressionEncodings, EncodeBuf};
+use tonic::codec::{CompressionEncoding, EnabledCompressionEncodings};
 use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
 
 use super::intake::Shared;
+use crate::forward::RawCodec;
 use crate::ingest::Request;
 
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
-
-/// A decoded request and the protobuf bytes it came from.
-struct Received {
-    request: Request,
-    raw: Bytes,
-}
 
 /// Serves OTLP/gRPC on `listener` until `shutdown`, then waits for open
 /// calls to finish.
@@ -52,7 +46,7 @@ pub(crate) async fn serve(
 }
 
 /// `TraceService/Export`, written out rather than generated so that the
-/// codec can keep the raw bytes ([`RawKeepingCodec`]).
+/// raw bytes reach the handler ([`RawCodec`]).
 #[derive(Clone)]
 struct TraceReceiver {
     shared: Arc<Shared>,
@@ -65,17 +59,23 @@ impl NamedService for TraceReceiver {
 
 struct ExportCall(Arc<Shared>);
 
-impl tonic::server::UnaryService<Received> for ExportCall {
-    type Response = ExportTraceServiceResponse;
+impl tonic::server::UnaryService<Bytes> for ExportCall {
+    type Response = Bytes;
     type Future = BoxFuture<tonic::Response<Self::Response>, tonic::Status>;
 
-    fn call(&mut self, request: tonic::Request<Received>) -> Self::Future {
+    fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
-            let Received { request, raw } = request.into_inner();
+            let raw = request.into_inner();
+            let decoded = Request::decode(raw.as_ref()).map_err(|e| {
+                tonic::Status::invalid_argument(format!(
+                    "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
+                    raw.len()
+                ))
+            })?;
             shared
-                .accept(request, Some(raw))
-                .map(|a| tonic::Response::new(a.response()))
+                .accept(decoded, Some(raw))
+                .map(|a| tonic::Response::new(Bytes::from(a.response().encode_to_vec())))
                 .map_err(|e| e.to_grpc())
         })
     }
@@ -104,61 +104,11 @@ impl Service<http::Request<Body>> for TraceReceiver {
         Box::pin(async move {
             let mut gzip = EnabledCompressionEncodings::default();
             gzip.enable(CompressionEncoding::Gzip);
-            let mut grpc = tonic::server::Grpc::new(RawKeepingCodec)
+            let mut grpc = tonic::server::Grpc::new(RawCodec)
                 .apply_compression_config(gzip, gzip)
                 .apply_max_message_size_config(Some(max), None);
             Ok(grpc.unary(ExportCall(shared), req).await)
         })
-    }
-}
-
-/// Decodes an `ExportTraceServiceRequest` and keeps its bytes; encodes the
-/// response with prost.
-#[derive(Debug, Clone, Copy, Default)]
-struct RawKeepingCodec;
-
-impl tonic::codec::Codec for RawKeepingCodec {
-    type Encode = ExportTraceServiceResponse;
-    type Decode = Received;
-    type Encoder = RawKeepingCodec;
-    type Decoder = RawKeepingCodec;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        RawKeepingCodec
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        RawKeepingCodec
-    }
-}
-
-impl tonic::codec::Encoder for RawKeepingCodec {
-    type Item = ExportTraceServiceResponse;
-    type Error = tonic::Status;
-
-    fn encode(
-        &mut self,
-        item: ExportTraceServiceResponse,
-        dst: &mut EncodeBuf<'_>,
-    ) -> Result<(), tonic::Status> {
-        item.encode(dst)
-            .map_err(|e| tonic::Status::internal(format!("encoding the response: {e}")))
-    }
-}
-
-impl tonic::codec::Decoder for RawKeepingCodec {
-    type Item = Received;
-    type Error = tonic::Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Received>, tonic::Status> {
-        let raw = src.copy_to_bytes(src.remaining());
-        let request = Request::decode(raw.as_ref()).map_err(|e| {
-            tonic::Status::invalid_argument(format!(
-                "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
-                raw.len()
-            ))
-        })?;
-        Ok(Some(Received { request, raw }))
     }
 }
 

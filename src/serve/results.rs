@@ -159,7 +159,7 @@ pub(crate) struct ResultSink {
 /// and written as `rejected` rows; the run goes on without them.
 pub(crate) fn build(
     config: &super::ServeConfig,
-    scoring: Scoring,
+    mut scoring: Scoring,
     stats: std::sync::Arc<ServeStats>,
 ) -> Result<(BatchScorer, ResultSink), ServeError> {
     let mut rejected = Vec::new();
@@ -243,7 +243,6 @@ pub(crate) fn build(
     }
     sink.write(&rows, "")
         .map_err(|source| ServeError::Write { source })?;
-    let mut scoring = scoring;
     if scoring.settings.wants_ordered_args(cases.as_deref())
         || scoring.settings.wants_ordered_args(Some(&session_cases))
     {
