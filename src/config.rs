@@ -32,7 +32,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::assemble::session;
-use crate::extract::names::{Normalizer, RenameError, RenameSpec};
+use crate::names::{Normalizer, RenameError, RenameSpec};
 use crate::extract::rules::{self, RuleError, RuleSpec};
 use crate::extract::Extractor;
 

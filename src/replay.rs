@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::assemble::{session, Assembler, Trace, TraceId};
 use crate::expect::{self, Case};
-use crate::extract::names::Normalizer;
+use crate::names::Normalizer;
 use crate::extract::{Extractor, ToolCall};
 use crate::ingest::{self, files, Limits, Rejected};
 use crate::report::{Evaluation, MetricResult, Report, SessionRef, Stats, UnmatchedTrace};

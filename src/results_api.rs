@@ -141,10 +141,28 @@ impl ResultsService for ResultsHub {
         let closed = self.closed.clone();
         tokio::spawn(async move {
             let mut missed = 0u64;
+            let mut closing = false;
             loop {
-                let next = tokio::select! {
-                    r = rx.recv() => r,
-                    () = closed.cancelled() => return,
+                // Results first: an evaluation published before `close` (the
+                // final drain at shutdown) is still delivered. Once closed,
+                // what is already in the ring is sent, then the stream ends.
+                let next = if closing {
+                    match rx.try_recv() {
+                        Ok(r) => Ok(r),
+                        Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                            Err(broadcast::error::RecvError::Lagged(n))
+                        }
+                        Err(_) => return,
+                    }
+                } else {
+                    tokio::select! {
+                        biased;
+                        r = rx.recv() => r,
+                        () = closed.cancelled() => {
+                            closing = true;
+                            continue;
+                        }
+                    }
                 };
                 match next {
                     Ok(r) => {

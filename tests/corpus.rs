@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use traceval::score::value::json_eq;
+use traceval::value::json_eq;
 
 use crate::util::{data, traceval};
 

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::assemble::session::{self, SessionIndex};
 use crate::assemble::{Trace, TraceId};
 use crate::ingest::{Position, Rejected};
-use crate::score::value::PyValue;
+use crate::value::PyValue;
 use crate::score::Call;
 
 /// How a case finds its trace(s).

@@ -6,7 +6,6 @@
 //! through a key table, so each span's attributes are read once whatever the
 //! number of rules.
 
-pub mod names;
 pub mod requested;
 pub mod rules;
 #[cfg(test)]
@@ -102,7 +101,7 @@ pub struct ToolCall {
     /// [`Extractor::with_ordered_args`], and only when the arguments are
     /// that JSON as is.
     #[serde(skip)]
-    pub ordered_args: Option<std::sync::Arc<crate::score::value::PyValue>>,
+    pub ordered_args: Option<std::sync::Arc<crate::value::PyValue>>,
 }
 
 /// One agent (or workflow, invocation) run.
@@ -597,12 +596,12 @@ fn raw_string<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a str> {
 fn ordered(
     text: Option<&str>,
     args: Option<&Value>,
-) -> Option<std::sync::Arc<crate::score::value::PyValue>> {
+) -> Option<std::sync::Arc<crate::value::PyValue>> {
     let (text, args) = (text?, args?);
     if !matches!(args, Value::Object(_) | Value::Array(_)) {
         return None;
     }
-    let parsed = crate::score::value::PyValue::parse(text).ok()?;
+    let parsed = crate::value::PyValue::parse(text).ok()?;
     (parsed.to_json() == *args).then(|| std::sync::Arc::new(parsed))
 }
 

@@ -14,7 +14,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::native::NativeConfig;
 use super::registry;
-use super::value::PyValue;
+use crate::value::PyValue;
 use super::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 /// One case: what was called and what was expected.
@@ -268,7 +268,7 @@ mod tests {
         assert_eq!(c.tools_called[1].args, Some(json!({"z": 1, "a": 2})));
         // Key order as written is kept for the Python-based presets.
         let ordered = c.tools_called[1].ordered_args.as_deref().expect("ordered");
-        assert_eq!(crate::score::value::py_repr(ordered), "{'z': 1, 'a': 2}");
+        assert_eq!(crate::value::py_repr(ordered), "{'z': 1, 'a': 2}");
         assert_eq!(c.expected_tools[0].args, None);
         assert_eq!(c.expected_tools[1].args, Some(json!({})));
     }

@@ -6,17 +6,15 @@
 
 pub mod cases;
 pub mod native;
-pub mod normalize;
 pub mod presets;
 pub mod registry;
-pub mod value;
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use value::PyValue;
+use crate::value::PyValue;
 
 /// One tool call as the metrics see it: a name and optional arguments.
 ///
@@ -114,6 +112,24 @@ pub struct MetricOptions {
     pub strict: Option<bool>,
 }
 
+/// What a metric needs from the stages before it, declared by the metric
+/// (the evaluation core asks, so no stage guesses from metric names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Arguments with their key order as written ([`Call::ordered_args`]):
+    /// ragas compares Python `str()` of dicts, which follows insertion order.
+    pub ordered_args: bool,
+}
+
+impl std::ops::BitOr for Needs {
+    type Output = Needs;
+    fn bitor(self, o: Needs) -> Needs {
+        Needs {
+            ordered_args: self.ordered_args || o.ordered_args,
+        }
+    }
+}
+
 /// A scoring metric. Implementations are pure and cheap to call.
 pub trait Metric: Send + Sync {
     /// The registry name, e.g. `tool_correctness` or `deepeval.default`.
@@ -121,6 +137,10 @@ pub trait Metric: Send + Sync {
     /// The threshold `pass` is judged against, if the metric has one.
     fn threshold(&self) -> Option<f64>;
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome;
+    /// What this metric needs besides names and arguments.
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::value::json_eq;
+use crate::value::json_eq;
 use super::{Call, Metric, Outcome, ScoreError};
 
 pub const NATIVE_NAME: &str = "tool_correctness";

@@ -23,7 +23,7 @@ pub fn catalog() -> Vec<MetricInfo> {
                   (default score), order (LCS), exact; argument policies ignore/exact/subset/\
                   superset/fuzzy",
     }];
-    rows.extend(presets::PRESETS.iter().map(|p| MetricInfo {
+    rows.extend(presets::catalog().into_iter().map(|p| MetricInfo {
         name: p.name,
         library: p.library,
         version: p.version,

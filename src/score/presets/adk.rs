@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 
 use super::common::{names_list, py_args, threshold};
-use crate::score::value::{py_eq, PyValue};
+use crate::value::{py_eq, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "google-adk";
@@ -25,17 +25,24 @@ enum MatchType {
     AnyOrder,
 }
 
-const MODES: &[(&str, MatchType)] = &[
-    ("adk.exact", MatchType::Exact),
-    ("adk.in_order", MatchType::InOrder),
-    ("adk.any_order", MatchType::AnyOrder),
+/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// list is both the lookup table and the catalog.
+const MODES: &[(&str, MatchType, &str)] = &[
+    ("adk.exact", MatchType::Exact, "tool_trajectory_avg_score EXACT: 1 if same calls (name, args ==) in order; pass >= 1.0"),
+    ("adk.in_order", MatchType::InOrder, "IN_ORDER: expected calls appear in order, extras allowed"),
+    ("adk.any_order", MatchType::AnyOrder, "ANY_ORDER: every expected call matched by a distinct call, extras allowed"),
 ];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().map(|m| (m.0, m.2))
+}
 
 pub(super) fn build(
     name: &str,
     opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    let &(name, match_type) = MODES.iter().find(|(n, _)| *n == name)?;
+    let &(name, match_type, _) = MODES.iter().find(|m| m.0 == name)?;
     Some(threshold(name, opts, 1.0).map(|threshold| {
         Box::new(Adk {
             name,

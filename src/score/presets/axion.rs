@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use super::common::{dict_args, py_list, threshold};
-use crate::score::value::{py_eq, py_repr, PyValue};
+use crate::value::{py_eq, py_repr, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "axion";
@@ -48,32 +48,35 @@ impl Scoring {
 }
 
 /// (name, parameter check, strict order, scoring)
-const MODES: &[(&str, Params, bool, Scoring)] = &[
-    ("axion.name_only", Params::Off, false, Scoring::Recall),
-    ("axion.exact_params", Params::Exact, false, Scoring::Recall),
-    (
-        "axion.subset_params",
+/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// list is both the lookup table and the catalog.
+const MODES: &[(&str, Params, bool, Scoring, &str)] = &[
+    ("axion.name_only", Params::Off, false, Scoring::Recall, "ToolCorrectness(): recall of expected names, first-fit; extras free; pass >= 0.5"),
+    ("axion.exact_params", Params::Exact, false, Scoring::Recall, "recall; a match also needs args == (Python)"),
+    ("axion.subset_params",
         Params::Subset,
         false,
-        Scoring::Recall,
-    ),
-    ("axion.fuzzy_params", Params::Fuzzy, false, Scoring::Recall),
-    ("axion.strict_order", Params::Off, true, Scoring::Recall),
-    (
-        "axion.strict_order_exact_params",
+        Scoring::Recall, "recall; expected args must be in the called args (nested dicts recurse)"),
+    ("axion.fuzzy_params", Params::Fuzzy, false, Scoring::Recall, "recall; mean type-strict similarity over expected args >= 0.8 (difflib for strings)"),
+    ("axion.strict_order", Params::Off, true, Scoring::Recall, "1 if same names at every position, else 0"),
+    ("axion.strict_order_exact_params",
         Params::Exact,
         true,
-        Scoring::Recall,
-    ),
-    ("axion.precision", Params::Off, false, Scoring::Precision),
-    ("axion.f1", Params::Off, false, Scoring::F1),
+        Scoring::Recall, "strict order, args == at every position"),
+    ("axion.precision", Params::Off, false, Scoring::Precision, "scoring='precision': matched / called; nothing called = 1"),
+    ("axion.f1", Params::Off, false, Scoring::F1, "scoring='f1': harmonic mean of recall and precision"),
 ];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().map(|m| (m.0, m.4))
+}
 
 pub(super) fn build(
     name: &str,
     opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    let &(name, params, strict_order, scoring) = MODES.iter().find(|m| m.0 == name)?;
+    let &(name, params, strict_order, scoring, _) = MODES.iter().find(|m| m.0 == name)?;
     Some(threshold(name, opts, 0.5).map(|threshold| {
         Box::new(Axion {
             name,

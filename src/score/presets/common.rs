@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::score::value::{push_str_repr, PyValue};
+use crate::value::{push_str_repr, PyValue};
 use crate::score::{Call, MetricOptions, ScoreError};
 
 /// The call's arguments as Python sees them (key order kept when known).

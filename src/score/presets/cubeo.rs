@@ -18,11 +18,23 @@ use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 pub const LIBRARY: &str = "cubeo";
 pub const VERSION: &str = "docs (approx.)";
 
+/// The one mode: (name, summary for `traceval metrics`).
+const MODES: &[(&str, &str)] = &[(
+    "cubeo",
+    "approximation of an LLM judge: F1 of name multisets; threshold 0.8; strict rounds to \
+         1/0 at the threshold",
+)];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().copied()
+}
+
 pub(super) fn build(
     name: &str,
     opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    if name != "cubeo" {
+    if MODES.iter().all(|m| m.0 != name) {
         return None;
     }
     let strict = opts.strict.unwrap_or(false);

@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, names_list, optional_dict_args, py_list, threshold};
-use crate::score::value::{py_eq, py_json_dumps, DumpsOptions, PyValue};
+use crate::value::{py_eq, py_json_dumps, DumpsOptions, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "deepeval";
@@ -42,32 +42,35 @@ const fn mode(exact: bool, ordering: bool, input_params: bool, strict: bool) -> 
     }
 }
 
-const MODES: &[(&str, Mode)] = &[
-    ("deepeval.default", mode(false, false, false, false)),
-    ("deepeval.exact", mode(true, false, false, false)),
-    ("deepeval.ordering", mode(false, true, false, false)),
-    ("deepeval.exact_ordering", mode(true, true, false, false)),
-    ("deepeval.strict", mode(false, false, false, true)),
-    ("deepeval.input_params", mode(false, false, true, false)),
-    (
-        "deepeval.input_params_exact",
-        mode(true, false, true, false),
-    ),
-    (
-        "deepeval.input_params_ordering",
-        mode(false, true, true, false),
-    ),
-    (
-        "deepeval.input_params_strict",
-        mode(false, false, true, true),
-    ),
+/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// list is both the lookup table and the catalog.
+const MODES: &[(&str, Mode, &str)] = &[
+    ("deepeval.default", mode(false, false, false, false), "ToolCorrectnessMetric(): share of expected tools matched by name, greedy; identical \
+         duplicate calls count once (bug kept); extras free; pass >= 0.5"),
+    ("deepeval.exact", mode(true, false, false, false), "should_exact_match: 1 if same names in the same order and length, else 0"),
+    ("deepeval.ordering", mode(false, true, false, false), "should_consider_ordering: LCS of names / expected count"),
+    ("deepeval.exact_ordering", mode(true, true, false, false), "both flags; exact match wins"),
+    ("deepeval.strict", mode(false, false, false, true), "strict_mode: threshold 1, any score below 1 becomes 0"),
+    ("deepeval.input_params", mode(false, false, true, false), "INPUT_PARAMETERS: default mode with partial argument credit (equal keys / key union); \
+         raises AttributeError when one side's args are absent"),
+    ("deepeval.input_params_exact",
+        mode(true, false, true, false), "INPUT_PARAMETERS + exact: names and args (Python ==) equal position by position"),
+    ("deepeval.input_params_ordering",
+        mode(false, true, true, false), "INPUT_PARAMETERS + ordering: LCS weighted by argument credit"),
+    ("deepeval.input_params_strict",
+        mode(false, false, true, true), "INPUT_PARAMETERS + strict_mode"),
 ];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().map(|m| (m.0, m.2))
+}
 
 pub(super) fn build(
     name: &str,
     opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    let &(name, mode) = MODES.iter().find(|(n, _)| *n == name)?;
+    let &(name, mode, _) = MODES.iter().find(|m| m.0 == name)?;
     let strict = opts.strict.unwrap_or(mode.strict);
     let mode = Mode { strict, ..mode };
     // deepeval: `self.threshold = 1 if strict_mode else threshold`.

@@ -22,17 +22,24 @@ enum Mode {
     Ordering,
 }
 
-const MODES: &[(&str, Mode)] = &[
-    ("eval_lib.default", Mode::Default),
-    ("eval_lib.exact", Mode::Exact),
-    ("eval_lib.ordering", Mode::Ordering),
+/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// list is both the lookup table and the catalog.
+const MODES: &[(&str, Mode, &str)] = &[
+    ("eval_lib.default", Mode::Default, "names only: expected names matched one to one / expected count; nothing expected = 1"),
+    ("eval_lib.exact", Mode::Exact, "names only: 1 if the name lists are equal"),
+    ("eval_lib.ordering", Mode::Ordering, "names only: unweighted LCS / expected count; nothing expected = 1"),
 ];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().map(|m| (m.0, m.2))
+}
 
 pub(super) fn build(
     name: &str,
     opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    let &(name, mode) = MODES.iter().find(|(n, _)| *n == name)?;
+    let &(name, mode, _) = MODES.iter().find(|m| m.0 == name)?;
     Some(threshold(name, opts, 0.5).map(|threshold| {
         Box::new(EvalLib {
             name,

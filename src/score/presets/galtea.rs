@@ -14,17 +14,28 @@
 //! Pass: `score >= threshold`, default 1.0.
 
 use super::common::{names_list, py_list, threshold};
-use crate::score::normalize::normalize_tool_name;
+use crate::names::normalize_tool_name;
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "galtea";
 pub const VERSION: &str = "5.12.0 (approx.)";
 
+/// The one mode: (name, summary for `traceval metrics`).
+const MODES: &[(&str, &str)] = &[(
+    "galtea",
+    "approximation: 1 if the normalized, de-duplicated name sets are equal, else 0",
+)];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().copied()
+}
+
 pub(super) fn build(
     name: &str,
     opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    if name != "galtea" {
+    if MODES.iter().all(|m| m.0 != name) {
         return None;
     }
     Some(

@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, py_args};
-use crate::score::value::{
+use crate::value::{
     py_eq, py_json_dumps, py_repr, py_str, py_str_repr, DumpsOptions, PyValue,
 };
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
@@ -31,18 +31,26 @@ const NO_EXPECTATIONS: &str = "MlflowException: should_exact_match=True requires
      to be provided. Cannot perform exact matching without ground truth.";
 
 /// (name, ordered, names only)
-const MODES: &[(&str, bool, bool)] = &[
-    ("mlflow.exact", false, false),
-    ("mlflow.exact_ordered", true, false),
-    ("mlflow.exact_names", false, true),
-    ("mlflow.exact_ordered_names", true, true),
+/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// list is both the lookup table and the catalog.
+const MODES: &[(&str, bool, bool, &str)] = &[
+    ("mlflow.exact", false, false, "ToolCallCorrectness(should_exact_match=True): same count and same set of \
+         name(sorted-key JSON args); yes=1/no=0; raises on empty expectations"),
+    ("mlflow.exact_ordered", true, false, "+ should_consider_ordering: same signature at every position"),
+    ("mlflow.exact_names", false, true, "mlflow.exact with name-only expectations (arguments ignored)"),
+    ("mlflow.exact_ordered_names", true, true, "mlflow.exact_ordered with name-only expectations"),
 ];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().map(|m| (m.0, m.3))
+}
 
 pub(super) fn build(
     name: &str,
     _opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    let &(name, ordered, names_only) = MODES.iter().find(|(n, _, _)| *n == name)?;
+    let &(name, ordered, names_only, _) = MODES.iter().find(|m| m.0 == name)?;
     Some(Ok(Box::new(Mlflow {
         name,
         ordered,

@@ -15,8 +15,8 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, dict_args};
-use crate::score::value::{py_eq, py_str, PyValue};
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::value::{py_eq, py_str, PyValue};
+use crate::score::{Needs, Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "ragas";
 pub const VERSION: &str = "0.4.3";
@@ -28,17 +28,25 @@ enum Mode {
     F1,
 }
 
-const MODES: &[(&str, Mode)] = &[
-    ("ragas.tool_call_accuracy_strict", Mode::AccuracyStrict),
-    ("ragas.tool_call_accuracy_flexible", Mode::AccuracyFlexible),
-    ("ragas.tool_call_f1", Mode::F1),
+/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// list is both the lookup table and the catalog.
+const MODES: &[(&str, Mode, &str)] = &[
+    ("ragas.tool_call_accuracy_strict", Mode::AccuracyStrict, "ToolCallAccuracy(strict_order=True): 0 unless the name sequences are equal, else mean \
+         share of reference args whose str() values are equal; no pass/fail"),
+    ("ragas.tool_call_accuracy_flexible", Mode::AccuracyFlexible, "strict_order=False: both lists sorted by (name, key, str(value)...) first"),
+    ("ragas.tool_call_f1", Mode::F1, "ToolCallF1: F1 of the sets of (name, args); two empty lists = 0; rounded to 4 places"),
 ];
+
+/// (name, summary) of every mode.
+pub(super) fn modes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    MODES.iter().map(|m| (m.0, m.2))
+}
 
 pub(super) fn build(
     name: &str,
     _opts: &MetricOptions,
 ) -> Option<Result<Box<dyn Metric>, ScoreError>> {
-    let &(name, mode) = MODES.iter().find(|(n, _)| *n == name)?;
+    let &(name, mode, _) = MODES.iter().find(|m| m.0 == name)?;
     Some(Ok(Box::new(Ragas { name, mode })))
 }
 
@@ -79,6 +87,13 @@ impl Metric for Ragas {
 
     fn threshold(&self) -> Option<f64> {
         None
+    }
+
+    /// ragas compares `str()` of argument dicts: key order matters.
+    fn needs(&self) -> Needs {
+        Needs {
+            ordered_args: true,
+        }
     }
 
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
