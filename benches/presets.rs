@@ -9,7 +9,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use traceval::score::cases::{self, Case};
 use traceval::score::native::NativeConfig;
-use traceval::score::{Call, Metric, MetricOptions};
+use traceval::score::{registry, Call, Metric, MetricOptions};
 
 const ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/oracle");
 
@@ -73,7 +73,10 @@ fn score_all(metrics: &[Box<dyn Metric>], cases: &[Case]) -> usize {
 fn bench(c: &mut Criterion) {
     let modes = oracle_modes();
     assert_eq!(modes.len(), 43);
-    let metrics = cases::build_metrics(&modes, &MetricOptions::default(), &NativeConfig::default())
+    let metrics: Vec<Box<dyn Metric>> = modes
+        .iter()
+        .map(|n| registry::lookup(n, &MetricOptions::default(), &NativeConfig::default()))
+        .collect::<Result<_, _>>()
         .expect("presets");
     let cases = thousand_cases();
 

@@ -200,7 +200,7 @@ fn memory_per_span() {
 // ------------------------------------------------------ scoring, alone
 
 /// The completion thread's work per trace, without the server: extract,
-/// join and score (`replay::score_traces`), one thread.
+/// join and score (`replay::score_traces`, the evaluation core), one thread.
 fn scoring_cost() {
     use traceval::replay;
     let (base, spans) = base_round();
@@ -222,27 +222,29 @@ fn scoring_cost() {
     let extract = start.elapsed();
     let start = Instant::now();
     let mut report = traceval::report::Report::default();
-    replay::score_traces(
-        &traces,
-        None,
-        &scoring.extractor,
-        &scoring.settings,
-        &mut report,
-    );
+    let evaluator =
+        traceval::evaluate::Evaluator::new(scoring.settings.clone(), None, None).expect("metrics");
+    replay::score_traces(&traces, &evaluator, &scoring.extractor, &mut report);
     let scored = start.elapsed();
     // JSONL rows: through a `Value` copy (report::unmatched_trace_row), and
     // with the calls serialized straight from the extracted data (what serve does).
     let start = Instant::now();
     let mut bytes = 0;
     for u in &report.unmatched_traces {
-        bytes += traceval::report::unmatched_trace_row(u).to_string().len();
+        let mut row = traceval::report::unmatched_trace_row(u);
+        row["tools_called"] = serde_json::to_value(&*u.tools_called).expect("value");
+        bytes += row.to_string().len();
     }
     let rows_value = start.elapsed();
     let start = Instant::now();
     let mut buf = Vec::new();
     for u in &report.unmatched_traces {
         buf.clear();
-        serde_json::to_writer(&mut buf, &u.tools_called).expect("serialize");
+        traceval::report::push_row_with_calls(
+            &mut buf,
+            &traceval::report::unmatched_trace_row(u),
+            &u.tools_called,
+        );
         std::hint::black_box(&buf);
     }
     let rows_direct = start.elapsed();
@@ -497,7 +499,7 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
     fn call(&mut self, req: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
         let count = CountBytes(Arc::clone(&self.0));
         Box::pin(async move {
-            let mut grpc = tonic::server::Grpc::new(traceval::forward::RawCodec)
+            let mut grpc = tonic::server::Grpc::new(traceval::serve::forward::RawCodec)
                 .apply_max_message_size_config(Some(usize::MAX), None);
             Ok(grpc.unary(count, req).await)
         })

@@ -32,9 +32,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::assemble::session;
-use crate::names::{Normalizer, RenameError, RenameSpec};
 use crate::extract::rules::{self, RuleError, RuleSpec};
 use crate::extract::Extractor;
+use crate::names::{Normalizer, RenameError, RenameSpec};
 
 fn yes() -> bool {
     true

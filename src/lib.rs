@@ -7,16 +7,15 @@
 
 pub mod assemble;
 pub mod config;
+pub mod evaluate;
 pub mod expect;
 pub mod extract;
 #[doc(hidden)]
 pub mod fake;
-pub mod forward;
 pub mod ingest;
 pub mod names;
 pub mod replay;
 pub mod report;
-pub mod results_api;
 pub mod score;
 pub mod serve;
 pub mod value;

@@ -11,9 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use traceval::assemble::session;
 use traceval::config::{self, Config, TableFormat};
+use traceval::evaluate::{Evaluator, MetricSet, MetricSpec, ScoreSettings};
 use traceval::extract::{Extractor, Scope};
 use traceval::ingest::Limits;
-use traceval::replay::{self, Progress, ScoreSettings};
+use traceval::replay::{self, Progress};
 use traceval::report::{self, exit};
 use traceval::score::native::{ArgPolicy, Headline, NativeConfig};
 use traceval::score::{registry, MetricOptions};
@@ -249,16 +250,8 @@ impl ScoringArgs {
             anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
             native.threshold = t;
         }
-        let mut metrics = Vec::new();
-        for m in &self.metrics {
-            if m == "all" {
-                metrics.extend(registry::all_names().into_iter().map(String::from));
-            } else if !metrics.contains(m) {
-                metrics.push(m.clone());
-            }
-        }
         let settings = ScoreSettings {
-            metrics,
+            metrics: MetricSpec::parse_list(&self.metrics)?,
             options: MetricOptions {
                 threshold: self.threshold,
                 strict: self.strict.then_some(true),
@@ -267,7 +260,6 @@ impl ScoringArgs {
             names: config.normalizer(self.normalize)?,
             session_keys: config.session_keys(),
         };
-        settings.validate()?;
         Ok(settings)
     }
 }
@@ -278,21 +270,25 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let fixture_opts = traceval::expect::FixtureOptions {
         session_keys: settings.session_keys.clone(),
     };
-    let cases = match &args.expected {
-        Some(p) => Some(traceval::expect::load_with(p, &fixture_opts)?),
-        None => None,
+    let (cases, fixture_rejected) = match &args.expected {
+        Some(p) => {
+            let (cases, bad) = traceval::expect::load_with(p, &fixture_opts)?;
+            (Some(cases), bad)
+        }
+        None => (None, Vec::new()),
     };
+    let evaluator = Evaluator::new(settings, cases, None)?;
     let scope: Scope = args.scoring.scope.parse().map_err(anyhow::Error::msg)?;
     let report = replay::replay(
         &args.input.paths,
-        cases,
+        &evaluator,
+        fixture_rejected,
         &args
             .input
             .extractor(&config)?
             .with_scope(scope)
             // Only JSONL shows each call's result.
             .with_results(matches!(args.format, ReportFormat::Jsonl)),
-        &settings,
         &args.input.limits(),
         progress_printer(args.input.quiet),
     );
@@ -391,6 +387,7 @@ struct ScoreArgs {
     #[arg(long)]
     cases: PathBuf,
     /// Metric to score with (repeatable; `all` for every one).
+    /// Per-metric options: `NAME:threshold=0.7,strict=true`.
     #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
     metrics: Vec<String>,
     /// Pass threshold for metrics that have one (default: each metric's own).
@@ -413,7 +410,12 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<ExitCode> {
         threshold: args.threshold,
         strict: args.strict.then_some(true),
     };
-    let metrics = cases::build_metrics(&args.metrics, &opts, &NativeConfig::default())?;
+    let metrics = MetricSet::build(
+        &MetricSpec::parse_list(&args.metrics)?,
+        &opts,
+        &NativeConfig::default(),
+        None,
+    )?;
     let label = args.cases.display().to_string();
     let input: Box<dyn io::BufRead> = if label == "-" {
         Box::new(io::stdin().lock())

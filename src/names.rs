@@ -14,7 +14,6 @@ use std::borrow::Cow;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-
 /// The canonical form of a tool name.
 ///
 /// `" Functions.Web-Search "` -> `"web_search"`, `"mcp__github__create_issue"`

@@ -1381,8 +1381,8 @@ fn downstream_outage_gives_503_then_everything_arrives() {
 
 #[test]
 fn results_api_streams_evaluations() {
-    use traceval::results_api::pb::results_service_client::ResultsServiceClient;
-    use traceval::results_api::pb::SubscribeRequest;
+    use traceval::serve::results_api::pb::results_service_client::ResultsServiceClient;
+    use traceval::serve::results_api::pb::SubscribeRequest;
     let server = start("results-api", |c, dir| {
         let default = dir.join("default.json");
         std::fs::write(&default, r#"["get_weather"]"#).unwrap();

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 
-use super::{Trace, TraceId};
+use super::Trace;
 
 /// The session keys of the libraries in shared/spec/trace-conventions.md P7,
 /// in the order they are tried.
@@ -111,67 +111,23 @@ pub fn group(traces: &[Trace], keys: &[String]) -> Vec<Session> {
     out
 }
 
-/// Every `(key, value)` of the session keys present in each trace, for joins.
-#[derive(Debug, Default)]
-pub struct SessionIndex {
-    keys: Vec<String>,
-    map: HashMap<(usize, String), Vec<usize>>,
-}
-
-impl SessionIndex {
-    pub fn build(traces: &[Trace], keys: &[String]) -> SessionIndex {
-        let mut map: HashMap<(usize, String), Vec<usize>> = HashMap::new();
-        for (ti, t) in traces.iter().enumerate() {
-            for attrs in each_attr_list(t) {
-                for kv in attrs {
-                    let Some(k) = keys.iter().position(|k| *k == kv.key) else {
-                        continue;
-                    };
-                    if let Some(v) = kv.value.as_ref().and_then(session_text) {
-                        let list = map.entry((k, v)).or_default();
-                        if list.last() != Some(&ti) {
-                            list.push(ti);
-                        }
-                    }
+/// Every distinct `(key index, value)` of the session keys present on the
+/// trace's spans or resources, in first-seen order (for joins).
+pub fn values_of(trace: &Trace, keys: &[String]) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for attrs in each_attr_list(trace) {
+        for kv in attrs {
+            let Some(k) = keys.iter().position(|k| *k == kv.key) else {
+                continue;
+            };
+            if let Some(v) = kv.value.as_ref().and_then(session_text) {
+                if !out.iter().any(|(ok, ov)| *ok == k && *ov == v) {
+                    out.push((k, v));
                 }
             }
         }
-        SessionIndex {
-            keys: keys.to_vec(),
-            map,
-        }
     }
-
-    /// Traces (indexes, by start time) whose `key` (any indexed key when
-    /// `None`) has the value `id`.
-    pub fn lookup(&self, traces: &[Trace], key: Option<&str>, id: &str) -> Vec<usize> {
-        let mut out: Vec<usize> = match key {
-            Some(k) => match self.keys.iter().position(|x| x == k) {
-                Some(ki) => self
-                    .map
-                    .get(&(ki, id.to_string()))
-                    .cloned()
-                    .unwrap_or_default(),
-                // A key outside the configured list: scan.
-                None => (0..traces.len())
-                    .filter(|&i| traces[i].has_attr(k, id))
-                    .collect(),
-            },
-            None => (0..self.keys.len())
-                .filter_map(|ki| self.map.get(&(ki, id.to_string())))
-                .flatten()
-                .copied()
-                .collect(),
-        };
-        out.sort_by_key(|&i| (traces[i].start_time(), traces[i].id));
-        out.dedup();
-        out
-    }
-}
-
-/// Trace ids of a session, for reports.
-pub fn trace_ids(traces: &[Trace], members: &[usize]) -> Vec<TraceId> {
-    members.iter().map(|&i| traces[i].id).collect()
+    out
 }
 
 #[cfg(test)]
@@ -183,7 +139,7 @@ mod tests {
     use opentelemetry_proto::tonic::trace::v1::Span;
 
     use super::*;
-    use crate::assemble::{SpanId, SpanRecord};
+    use crate::assemble::{SpanId, SpanRecord, TraceId};
 
     fn kv(k: &str, v: &str) -> KeyValue {
         KeyValue {
@@ -245,11 +201,10 @@ mod tests {
             (groups[1].id.as_str(), groups[1].traces.clone()),
             ("m", vec![2])
         );
-        let ix = SessionIndex::build(&traces, &keys);
-        assert_eq!(ix.lookup(&traces, None, "c"), vec![1]);
-        assert_eq!(ix.lookup(&traces, Some("session.id"), "s"), vec![1, 0]);
-        assert!(ix
-            .lookup(&traces, Some("gen_ai.conversation.id"), "s")
-            .is_empty());
+        assert_eq!(
+            values_of(&traces[1], &keys),
+            vec![(1, "c".to_string()), (0, "s".to_string())]
+        );
+        assert_eq!(values_of(&traces[3], &keys), vec![]);
     }
 }

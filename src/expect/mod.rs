@@ -17,11 +17,11 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::assemble::session::{self, SessionIndex};
-use crate::assemble::{Trace, TraceId};
+use crate::assemble::session;
+use crate::assemble::TraceId;
 use crate::ingest::{Position, Rejected};
-use crate::value::PyValue;
 use crate::score::Call;
+use crate::value::PyValue;
 
 /// How a case finds its trace(s).
 #[derive(Debug, Clone, PartialEq)]
@@ -101,12 +101,8 @@ enum RawTool {
     },
 }
 
-/// Loads a fixture file. Bad cases are rejected one by one with their line.
-pub fn load(path: &Path) -> Result<(Vec<Case>, Vec<Rejected>), ExpectError> {
-    load_with(path, &FixtureOptions::default())
-}
-
-/// [`load`] with options (configured session keys).
+/// Loads a fixture file with `opts` (configured session keys). Bad cases
+/// are rejected one by one with their line.
 pub fn load_with(
     path: &Path,
     opts: &FixtureOptions,
@@ -292,93 +288,6 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
         threshold: raw.threshold,
         metrics: raw.metrics,
     })
-}
-
-/// A session case joined with the traces of its session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionJoin {
-    pub case: usize,
-    /// The session value the case asked for.
-    pub id: String,
-    /// Trace indexes, by start time.
-    pub traces: Vec<usize>,
-}
-
-/// Which traces each case applies to.
-#[derive(Debug, Default)]
-pub struct Joined {
-    /// `(trace index, case index)`, in trace order.
-    pub pairs: Vec<(usize, usize)>,
-    /// Session cases, in case order.
-    pub sessions: Vec<SessionJoin>,
-    pub unmatched_traces: Vec<usize>,
-    pub unmatched_cases: Vec<usize>,
-}
-
-/// Joins cases to traces with the default session keys.
-pub fn join(cases: &[Case], traces: &[Trace]) -> Joined {
-    join_with(cases, traces, &session::default_keys())
-}
-
-/// Joins cases to traces. A case may apply to several traces (an attribute
-/// shared by many runs) and a trace may satisfy several cases. A session case
-/// takes every trace of its session together; `session_keys` are the keys a
-/// `session_id` case looks at.
-pub fn join_with(cases: &[Case], traces: &[Trace], session_keys: &[String]) -> Joined {
-    let by_id: HashMap<TraceId, usize> =
-        traces.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
-    let mut case_hits = vec![false; cases.len()];
-    let mut trace_hits = vec![false; traces.len()];
-    let mut pairs = Vec::new();
-    let mut sessions = Vec::new();
-    let index = cases
-        .iter()
-        .any(|c| matches!(c.join, Join::Session { .. }))
-        .then(|| SessionIndex::build(traces, session_keys));
-    for (ci, c) in cases.iter().enumerate() {
-        match &c.join {
-            Join::Session { key, id } => {
-                let members = index
-                    .as_ref()
-                    .map(|ix| ix.lookup(traces, key.as_deref(), id))
-                    .unwrap_or_default();
-                if !members.is_empty() {
-                    for &ti in &members {
-                        trace_hits[ti] = true;
-                    }
-                    case_hits[ci] = true;
-                    sessions.push(SessionJoin {
-                        case: ci,
-                        id: id.clone(),
-                        traces: members,
-                    });
-                }
-            }
-            Join::TraceId(id) => {
-                if let Some(&ti) = by_id.get(id) {
-                    pairs.push((ti, ci));
-                }
-            }
-            Join::Match(kv) => {
-                for (ti, t) in traces.iter().enumerate() {
-                    if kv.iter().all(|(k, v)| t.has_attr(k, v)) {
-                        pairs.push((ti, ci));
-                    }
-                }
-            }
-        }
-    }
-    for &(ti, ci) in &pairs {
-        trace_hits[ti] = true;
-        case_hits[ci] = true;
-    }
-    pairs.sort_unstable();
-    Joined {
-        pairs,
-        sessions,
-        unmatched_traces: (0..traces.len()).filter(|&i| !trace_hits[i]).collect(),
-        unmatched_cases: (0..cases.len()).filter(|&i| !case_hits[i]).collect(),
-    }
 }
 
 #[cfg(test)]

@@ -147,7 +147,56 @@ pub fn gunzip_if_needed<'a>(
         .map_err(|e| e.to_string())
 }
 
-/// Decodes one whole input (a file's content, stdin, an HTTP body).
+/// The encoding of one OTLP export request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Protobuf,
+    Json,
+}
+
+/// Decodes one OTLP export request body (a receiver's, inflated already),
+/// with the same checks as a file's request: a JSON body that decodes to
+/// zero spans must not carry keys OTLP/JSON does not have (snake_case or
+/// another format would otherwise be lost silently). The error is the
+/// reason, for the client.
+pub fn decode_request(body: &[u8], wire: Wire) -> Result<Request, String> {
+    match wire {
+        Wire::Protobuf => Request::decode(body).map_err(|e| {
+            format!(
+                "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
+                body.len()
+            )
+        }),
+        Wire::Json => {
+            let req: Request =
+                serde_json::from_slice(body).map_err(|e| format!("not OTLP/JSON: {e}"))?;
+            check_json_spans(&req, body)?;
+            Ok(req)
+        }
+    }
+}
+
+/// A JSON request with no spans is fine when it is empty or has an empty
+/// `resourceSpans`; with other keys it is a format we do not read.
+fn check_json_spans(req: &Request, doc: &[u8]) -> Result<(), String> {
+    if span_count(req) > 0 || contains(doc, b"\"resourceSpans\"") {
+        return Ok(());
+    }
+    let keys: Vec<String> =
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(doc)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "JSON decodes to zero spans: no `resourceSpans` key (found {}); OTLP/JSON keys are \
+         lowerCamelCase, so snake_case or another trace format is not OTLP/JSON",
+        keys.join(", ")
+    ))
+}
+
+/// Decodes one whole input (a file's content or stdin).
 pub fn decode(bytes: &[u8], source: &str, limits: &Limits) -> Decoded {
     let mut out = Decoded::default();
     let bytes = match gunzip_if_needed(bytes, limits) {
@@ -263,18 +312,12 @@ fn accept_json(
     pos: Position,
     out: &mut Decoded,
 ) {
-    if span_count(&req) == 0 && !contains(doc, b"\"resourceSpans\"") {
-        // serde ignores unknown keys, so snake_case (`resource_spans`) or a
-        // different JSON shape would decode to an empty request silently.
-        out.reject(
-            source,
-            pos,
-            "JSON decodes to zero spans: no `resourceSpans` key (OTLP/JSON keys are lowerCamelCase; \
-             snake_case or another trace format is not OTLP/JSON)",
-        );
-        return;
+    // serde ignores unknown keys, so snake_case (`resource_spans`) or a
+    // different JSON shape would decode to an empty request silently.
+    match check_json_spans(&req, doc) {
+        Ok(()) => out.requests.push(req),
+        Err(reason) => out.reject(source, pos, reason),
     }
-    out.requests.push(req);
 }
 
 fn decode_protobuf(bytes: &[u8], source: &str, out: &mut Decoded) {
@@ -408,6 +451,16 @@ mod tests {
         assert_eq!(d.requests.len(), 2);
         assert_eq!(d.rejected.len(), 1);
         assert_eq!(d.rejected[0].position, Position::Line(2));
+    }
+
+    #[test]
+    fn request_bodies_decode_with_the_same_checks() {
+        assert!(decode_request(b"{}", Wire::Json).is_ok());
+        assert!(decode_request(br#"{"resourceSpans": []}"#, Wire::Json).is_ok());
+        let e = decode_request(br#"{"resource_spans": [{"scope_spans": []}]}"#, Wire::Json)
+            .unwrap_err();
+        assert!(e.contains("resource_spans"), "{e}");
+        assert!(decode_request(b"\x0a\x05abc", Wire::Protobuf).is_err());
     }
 
     #[test]

@@ -2,11 +2,10 @@
 
 mod inspect;
 mod junit;
-pub mod otlp;
-pub mod prometheus;
 mod table;
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -60,7 +59,10 @@ pub struct Evaluation {
     /// all its traces, in time order.
     pub session: Option<SessionRef>,
     pub case_id: String,
-    pub tools_called: Vec<ToolCall>,
+    /// The case's index in the run's case list.
+    pub case_index: usize,
+    /// Shared with the trace's other evaluations.
+    pub tools_called: Arc<[ToolCall]>,
     pub expected: Vec<Call>,
     /// In `--metric` order; the first is the headline.
     pub results: Vec<MetricResult>,
@@ -89,7 +91,7 @@ impl Evaluation {
 pub struct UnmatchedTrace {
     pub trace_id: TraceId,
     pub spans: usize,
-    pub tools_called: Vec<ToolCall>,
+    pub tools_called: Arc<[ToolCall]>,
 }
 
 /// Counters for the summary.
@@ -197,7 +199,8 @@ fn outcome_json(r: &MetricResult) -> Value {
     })
 }
 
-/// The JSONL row of one evaluation (`"type": "evaluation"`).
+/// The JSONL row of one evaluation (`"type": "evaluation"`), without its
+/// `tools_called` (see [`push_row_with_calls`]).
 pub fn evaluation_row(e: &Evaluation) -> Value {
     let mut row = json!({
         "type": "evaluation",
@@ -231,10 +234,6 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
         }
     }
     obj.insert(
-        "tools_called".into(),
-        serde_json::to_value(&e.tools_called).unwrap_or(Value::Null),
-    );
-    obj.insert(
         "expected_tools".into(),
         serde_json::to_value(&e.expected).unwrap_or(Value::Null),
     );
@@ -258,37 +257,78 @@ pub fn unmatched_case_row(case: &str) -> Value {
     })
 }
 
-/// The JSONL row of a trace that no case matched (`"type": "unmatched_trace"`).
+/// The JSONL row of a trace that no case matched (`"type": "unmatched_trace"`),
+/// without its `tools_called` (see [`push_row_with_calls`]).
 pub fn unmatched_trace_row(t: &UnmatchedTrace) -> Value {
     json!({
         "type": "unmatched_trace",
         "trace_id": t.trace_id.to_string(),
         "case": null,
         "spans": t.spans,
-        "tools_called": t.tools_called,
+    })
+}
+
+const TOOLS_CALLED: &str = "tools_called";
+
+/// Appends one JSONL line: `row` (an object) with `calls` serialized straight
+/// into it as `tools_called`. The calls carry arguments and results (often
+/// kilobytes of JSON each): turning them into a `Value` first would copy all
+/// of it, and that copy costs as much as extraction itself.
+pub fn push_row_with_calls(out: &mut Vec<u8>, row: &Value, calls: &[ToolCall]) {
+    let start = out.len();
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, row);
+    if out.len() < start + 2 || out.last() != Some(&b'}') {
+        // Not an object: written as is.
+        out.push(b'\n');
+        return;
+    }
+    out.pop();
+    if out.len() > start + 1 {
+        out.push(b',');
+    }
+    let _ = serde_json::to_writer(&mut *out, TOOLS_CALLED);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, calls);
+    out.extend_from_slice(b"}\n");
+}
+
+/// Appends one JSONL line.
+pub fn push_row(out: &mut Vec<u8>, row: &Value) {
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, row);
+    out.push(b'\n');
+}
+
+/// The JSONL row of an input problem (`"type": "rejected"`).
+pub fn rejected_row(r: &Rejected) -> Value {
+    json!({
+        "type": "rejected",
+        "source": r.source,
+        "position": r.position.to_string().trim_start_matches([':', ' ']),
+        "reason": r.reason,
     })
 }
 
 /// One JSON object per evaluation (then unmatched traces, unmatched cases,
 /// rejected inputs and a summary), each with a `type` field.
 pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let mut buf = Vec::new();
     for e in &report.evaluations {
-        writeln!(out, "{}", evaluation_row(e))?;
+        buf.clear();
+        push_row_with_calls(&mut buf, &evaluation_row(e), &e.tools_called);
+        out.write_all(&buf)?;
     }
     for t in &report.unmatched_traces {
-        writeln!(out, "{}", unmatched_trace_row(t))?;
+        buf.clear();
+        push_row_with_calls(&mut buf, &unmatched_trace_row(t), &t.tools_called);
+        out.write_all(&buf)?;
     }
     for c in &report.unmatched_cases {
         writeln!(out, "{}", unmatched_case_row(c))?;
     }
     for r in &report.rejected {
-        let row = json!({
-            "type": "rejected",
-            "source": r.source,
-            "position": r.position.to_string().trim_start_matches([':', ' ']),
-            "reason": r.reason,
-        });
-        writeln!(out, "{row}")?;
+        writeln!(out, "{}", rejected_row(r))?;
     }
     let row = json!({
         "type": "summary",

@@ -12,10 +12,9 @@ use std::io::{self, BufRead, Write};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::native::NativeConfig;
-use super::registry;
+use super::{Call, Outcome};
+use crate::evaluate::MetricSet;
 use crate::value::PyValue;
-use super::{Call, Metric, MetricOptions, Outcome, ScoreError};
 
 /// One case: what was called and what was expected.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,47 +119,18 @@ fn json_type(v: &PyValue) -> &'static str {
     }
 }
 
-/// Builds the metrics named in `names`, in order, without repeats; `all`
-/// expands to every metric (`tool_correctness` and all presets).
-pub fn build_metrics(
-    names: &[String],
-    opts: &MetricOptions,
-    native: &NativeConfig,
-) -> Result<Vec<Box<dyn Metric>>, ScoreError> {
-    let mut wanted: Vec<String> = Vec::new();
-    for name in names {
-        let expanded: Vec<String> = if name == "all" {
-            registry::all_names()
-                .into_iter()
-                .map(String::from)
-                .collect()
-        } else {
-            vec![name.clone()]
-        };
-        for n in expanded {
-            if !wanted.contains(&n) {
-                wanted.push(n);
-            }
-        }
-    }
-    wanted
-        .iter()
-        .map(|n| registry::lookup(n, opts, native))
-        .collect()
-}
-
 /// The scores of one case, serialized in the oracle's shape.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CaseResult<'m> {
+pub struct CaseResult {
     pub id: String,
-    /// (metric name, outcome), in the order the metrics were given.
-    pub results: Vec<(&'m str, Outcome)>,
+    /// (metric label, outcome), in the order the metrics were given.
+    pub results: Vec<(String, Outcome)>,
 }
 
-impl Serialize for CaseResult<'_> {
+impl Serialize for CaseResult {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct Results<'a, 'm>(&'a [(&'m str, Outcome)]);
-        impl Serialize for Results<'_, '_> {
+        struct Results<'a>(&'a [(String, Outcome)]);
+        impl Serialize for Results<'_> {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut map = s.serialize_map(Some(self.0.len()))?;
                 for (name, outcome) in self.0 {
@@ -177,10 +147,11 @@ impl Serialize for CaseResult<'_> {
 }
 
 /// Scores one case with every metric.
-pub fn score_case<'m>(case: &Case, metrics: &'m [Box<dyn Metric>]) -> CaseResult<'m> {
+pub fn score_case(case: &Case, metrics: &MetricSet) -> CaseResult {
     let results = metrics
-        .iter()
-        .map(|m| (m.name(), m.score(&case.tools_called, &case.expected_tools)))
+        .score(&case.tools_called, &case.expected_tools)
+        .into_iter()
+        .map(|r| (r.metric, r.outcome))
         .collect();
     CaseResult {
         id: case.id.clone(),
@@ -211,7 +182,7 @@ impl fmt::Display for Summary {
 /// Blank lines are ignored. Only I/O errors stop the run.
 pub fn score_lines<R: BufRead, W: Write>(
     mut input: R,
-    metrics: &[Box<dyn Metric>],
+    metrics: &MetricSet,
     out: &mut W,
     mut on_bad: impl FnMut(&BadLine),
 ) -> io::Result<Summary> {
@@ -290,10 +261,11 @@ mod tests {
 
     #[test]
     fn bad_lines_are_reported_and_skipped() {
-        let metrics = build_metrics(
-            &["eval_lib.default".into()],
-            &MetricOptions::default(),
-            &NativeConfig::default(),
+        let metrics = MetricSet::build(
+            &crate::evaluate::MetricSpec::parse_list(&["eval_lib.default"]).expect("spec"),
+            &crate::score::MetricOptions::default(),
+            &crate::score::native::NativeConfig::default(),
+            None,
         )
         .expect("metrics");
         let input =
@@ -320,19 +292,5 @@ mod tests {
             lines[1]["results"]["eval_lib.default"]["error"],
             json!(null)
         );
-    }
-
-    #[test]
-    fn all_expands_once() {
-        let names = vec!["all".to_string(), "deepeval.default".to_string()];
-        let metrics = build_metrics(&names, &MetricOptions::default(), &NativeConfig::default())
-            .expect("metrics");
-        assert_eq!(metrics.len(), registry::all_names().len());
-        assert!(build_metrics(
-            &["nope".into()],
-            &MetricOptions::default(),
-            &NativeConfig::default()
-        )
-        .is_err());
     }
 }

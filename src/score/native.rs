@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::value::json_eq;
 use super::{Call, Metric, Outcome, ScoreError};
+use crate::value::json_eq;
 
 pub const NATIVE_NAME: &str = "tool_correctness";
 

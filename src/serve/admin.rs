@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::error;
 
 use super::intake::Shared;
-use crate::report::prometheus::Metrics;
 
 pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
     let app = Router::new()
@@ -30,25 +29,9 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: 
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let snap = shared.stats.snapshot();
-    let m = &shared.stats.prometheus;
-    // The receivers count in ServeStats; mirror them into the exposition.
-    Metrics::set(&m.spans_received, snap.spans);
-    Metrics::set(&m.spans_rejected, snap.invalid_spans);
-    Metrics::set(&m.requests_refused, snap.refused_requests);
-    Metrics::set(&m.traces_scored, snap.traces_scored);
-    Metrics::set(&m.traces_rescored, snap.rescored);
-    Metrics::set(&m.buffer_spans, snap.buffered_spans);
-    Metrics::set(&m.buffer_traces, snap.buffered_traces);
-    {
-        let buf = shared.lock();
-        let l = buf.limits();
-        Metrics::set(&m.buffer_spans_capacity, l.max_spans as u64);
-        Metrics::set(&m.buffer_traces_capacity, l.max_traces as u64);
-    }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        m.render(),
+        shared.stats.render(),
     )
 }
 

@@ -1,257 +1,201 @@
-//! Settings of `traceval serve`: [`ServeConfig`] (the `[serve]` section of a
-//! config file, with defaults) and [`ServeFlags`] (the command-line flags and
-//! their `TRACEVAL_*` environment overrides, applied on top).
+//! Settings of `traceval serve`, each declared once (in [`settings!`]
+//! below): its type, default, environment variable, parser and help. From
+//! that one list come [`ServeConfig`] (the `[serve]` section of a config
+//! file, with the defaults) and [`ServeFlags`] (the command-line flags and
+//! their `TRACEVAL_*` variables, applied on top; `--help` shows each default).
+//! Precedence: flags > environment > config file > defaults.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-/// Everything `serve` needs besides the scoring settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServeConfig {
-    /// OTLP/gRPC listen address; `off` disables the gRPC receiver.
-    pub grpc_endpoint: String,
-    /// OTLP/HTTP listen address; `off` disables the HTTP receiver.
-    pub http_endpoint: String,
-    /// A trace is complete when no span of it arrived for this long.
-    #[serde(deserialize_with = "de_duration")]
-    pub decision_wait: Duration,
-    /// A session (fixture cases with `session_id`) is scored when no trace
-    /// of it completed for this long; a later trace re-scores it.
-    #[serde(deserialize_with = "de_duration")]
-    pub session_wait: Duration,
-    /// Largest request: HTTP body, inflated HTTP body, gRPC message
-    /// (compressed and decompressed), in bytes.
-    #[serde(deserialize_with = "de_size")]
-    pub max_request_size: usize,
-    /// Spans held (waiting for their trace to complete, or being scored)
-    /// before new requests are refused with 503 / UNAVAILABLE.
-    pub max_buffered_spans: usize,
-    /// Traces held before new requests are refused.
-    pub max_buffered_traces: usize,
-    /// How many completed trace ids (with their span ids) are remembered, so
-    /// that a late span is reported as a re-score and a re-sent span is
-    /// recognised as a duplicate.
-    pub remember_completed: usize,
-    /// `Retry-After` / gRPC `RetryInfo` delay when the buffer is full.
-    #[serde(deserialize_with = "de_duration")]
-    pub retry_after: Duration,
-    /// How often buffer use is logged while there is activity.
-    #[serde(deserialize_with = "de_duration")]
-    pub status_interval: Duration,
-    /// Threads that extract and score completed traces; 0 = one per core.
-    pub scoring_threads: usize,
-    /// JSONL results file, appended to and flushed after every batch.
-    pub output: Option<PathBuf>,
-    /// Fixture file of expected tools, joined with traces as in `replay`.
-    pub expected: Option<PathBuf>,
-    /// Expectation for traces that match no case: a JSON array of expected
-    /// tools, or one case object (its `trace_id`/`match` are ignored).
-    pub default_expected: Option<PathBuf>,
-    /// No per-trace lines and no summary on stdout.
-    pub quiet: bool,
-    /// Forward every accepted span downstream: `http://host:4317` or
-    /// `grpc://host:port` (OTLP/gRPC), `http://host:4318` (OTLP/HTTP).
-    pub forward: Option<String>,
-    /// Gzip forwarded requests.
-    pub forward_gzip: bool,
-    /// Headers (gRPC metadata) sent with every forwarded request, e.g. auth.
-    pub forward_headers: std::collections::BTreeMap<String, String>,
-    /// Requests queued for the downstream before upstream gets 503 / UNAVAILABLE.
-    pub forward_queue: usize,
-    /// Bytes the forward queue holds (waiting or being sent) before upstream
-    /// gets 503 / UNAVAILABLE.
-    #[serde(deserialize_with = "de_size")]
-    pub forward_queue_bytes: usize,
-    /// Queued requests are joined into downstream requests of up to this many
-    /// bytes (spans unchanged and in order); 0 sends each request alone.
-    #[serde(deserialize_with = "de_size")]
-    pub forward_batch_bytes: usize,
-    /// Downstream requests in flight at once (1 = strictly one after another).
-    pub forward_concurrency: usize,
-    /// Admin HTTP port: `/metrics` (Prometheus), `/healthz`, `/readyz`; `off` disables it.
-    pub admin_endpoint: String,
-    /// Where `gen_ai.evaluation.result` log records go (OTLP logs; same URL
-    /// forms as `forward`). Default: the `forward` downstream, if any.
-    pub results_otlp: Option<String>,
-    /// Also export each evaluation as a `traceval.evaluation` span in the
-    /// evaluated trace (to the results destination).
-    pub results_spans: bool,
-}
-
-impl Default for ServeConfig {
-    fn default() -> Self {
-        ServeConfig {
-            grpc_endpoint: "127.0.0.1:4317".into(),
-            http_endpoint: "127.0.0.1:4318".into(),
-            decision_wait: Duration::from_secs(5),
-            session_wait: Duration::from_secs(30),
-            max_request_size: 16 * 1024 * 1024,
-            max_buffered_spans: 500_000,
-            max_buffered_traces: 50_000,
-            remember_completed: 10_000,
-            retry_after: Duration::from_secs(1),
-            status_interval: Duration::from_secs(10),
-            scoring_threads: 0,
-            output: None,
-            expected: None,
-            default_expected: None,
-            quiet: false,
-            forward: None,
-            forward_gzip: false,
-            forward_headers: Default::default(),
-            forward_queue: 1024,
-            forward_queue_bytes: crate::forward::DEFAULT_MAX_QUEUE_BYTES,
-            forward_batch_bytes: crate::forward::DEFAULT_MAX_BATCH_BYTES,
-            forward_concurrency: crate::forward::DEFAULT_CONCURRENCY,
-            admin_endpoint: "127.0.0.1:9464".into(),
-            results_otlp: None,
-            results_spans: false,
-        }
-    }
-}
-
 /// The value that turns a receiver off.
 pub const OFF: &str = "off";
 
-/// Command-line flags of `traceval serve`; unset flags keep the config value.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ServeFlags {
-    /// OTLP/gRPC listen address, `off` to disable [default: 127.0.0.1:4317].
-    #[arg(long, env = "TRACEVAL_GRPC_ENDPOINT", value_name = "ADDR")]
-    pub grpc_endpoint: Option<String>,
-    /// OTLP/HTTP listen address, `off` to disable [default: 127.0.0.1:4318].
-    #[arg(long, env = "TRACEVAL_HTTP_ENDPOINT", value_name = "ADDR")]
-    pub http_endpoint: Option<String>,
-    /// Score a trace when no span of it arrived for this long (`5s`, `200ms`) [default: 5s].
-    #[arg(long, env = "TRACEVAL_DECISION_WAIT", value_name = "DURATION", value_parser = parse_duration)]
-    pub decision_wait: Option<Duration>,
-    /// Score a session case when no trace of its session completed for this long [default: 30s].
-    #[arg(long, env = "TRACEVAL_SESSION_WAIT", value_name = "DURATION", value_parser = parse_duration)]
-    pub session_wait: Option<Duration>,
-    /// Largest request, before and after gzip (`16MiB`, `512KiB`, bytes) [default: 16MiB].
-    #[arg(long, env = "TRACEVAL_MAX_REQUEST_SIZE", value_name = "SIZE", value_parser = parse_size)]
-    pub max_request_size: Option<usize>,
-    /// Spans held before new data is refused with 503 / UNAVAILABLE [default: 500000].
-    #[arg(long, env = "TRACEVAL_MAX_BUFFERED_SPANS", value_name = "N")]
-    pub max_buffered_spans: Option<usize>,
-    /// Traces held before new data is refused [default: 50000].
-    #[arg(long, env = "TRACEVAL_MAX_BUFFERED_TRACES", value_name = "N")]
-    pub max_buffered_traces: Option<usize>,
-    /// Completed trace ids remembered to detect late and re-sent spans [default: 10000].
-    #[arg(long, env = "TRACEVAL_REMEMBER_COMPLETED", value_name = "N")]
-    pub remember_completed: Option<usize>,
-    /// Retry delay announced when the buffer is full [default: 1s].
-    #[arg(long, env = "TRACEVAL_RETRY_AFTER", value_name = "DURATION", value_parser = parse_duration)]
-    pub retry_after: Option<Duration>,
-    /// How often buffer use is logged [default: 10s].
-    #[arg(long, env = "TRACEVAL_STATUS_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
-    pub status_interval: Option<Duration>,
-    /// Threads that extract and score completed traces, 0 for one per core [default: 0].
-    #[arg(long, env = "TRACEVAL_SCORING_THREADS", value_name = "N")]
-    pub scoring_threads: Option<usize>,
-    /// Append JSONL results to this file (flushed after every batch).
-    #[arg(long, short, env = "TRACEVAL_OUTPUT", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Fixture file of expected tools (JSONL or a JSON array), joined as in `replay`.
-    #[arg(long, short = 'e', env = "TRACEVAL_EXPECTED", value_name = "FILE")]
-    pub expected: Option<PathBuf>,
-    /// Expectation for traces that match no case: a JSON array of expected
-    /// tools, or one case object.
-    #[arg(long, env = "TRACEVAL_DEFAULT_EXPECTED", value_name = "FILE")]
-    pub default_expected: Option<PathBuf>,
-    /// Nothing on stdout (results go to --output and the log only).
-    #[arg(long, short, env = "TRACEVAL_QUIET")]
-    pub quiet: bool,
-    /// Forward every accepted span downstream (OTLP/gRPC: `http://host:4317` or
-    /// `grpc://host:port`; OTLP/HTTP: `http://host:4318`).
-    #[arg(long, env = "TRACEVAL_FORWARD", value_name = "URL")]
-    pub forward: Option<String>,
-    /// Gzip forwarded requests.
-    #[arg(long, env = "TRACEVAL_FORWARD_GZIP")]
-    pub forward_gzip: bool,
-    /// Header sent downstream with forwarded data and results, `KEY=VALUE` (repeatable).
-    #[arg(long = "forward-header", value_name = "KEY=VALUE", value_parser = parse_header)]
-    pub forward_headers: Vec<(String, String)>,
-    /// Forward queue length in requests [default: 1024].
-    #[arg(long, env = "TRACEVAL_FORWARD_QUEUE", value_name = "N")]
-    pub forward_queue: Option<usize>,
-    /// Forward queue size in bytes, waiting or being sent (`256MiB`, bytes) [default: 256MiB].
-    #[arg(long, env = "TRACEVAL_FORWARD_QUEUE_BYTES", value_name = "SIZE", value_parser = parse_size)]
-    pub forward_queue_bytes: Option<usize>,
-    /// Join queued requests into downstream requests of up to SIZE (`2MiB`, bytes); 0 = one by one [default: 2MiB].
-    #[arg(long, env = "TRACEVAL_FORWARD_BATCH_BYTES", value_name = "SIZE", value_parser = parse_size)]
-    pub forward_batch_bytes: Option<usize>,
-    /// Downstream requests in flight at once; 1 keeps arrival order even across retries [default: 4].
-    #[arg(long, env = "TRACEVAL_FORWARD_CONCURRENCY", value_name = "N")]
-    pub forward_concurrency: Option<usize>,
-    /// Admin HTTP address for /metrics, /healthz, /readyz; `off` to disable [default: 127.0.0.1:9464].
-    #[arg(long, env = "TRACEVAL_ADMIN_ENDPOINT", value_name = "ADDR")]
-    pub admin_endpoint: Option<String>,
-    /// Send evaluation results as OTLP logs here, `off` for nowhere [default: the --forward downstream].
-    #[arg(long, env = "TRACEVAL_RESULTS_OTLP", value_name = "URL")]
-    pub results_otlp: Option<String>,
-    /// Also export each evaluation as a `traceval.evaluation` span (child of the trace's root span).
-    #[arg(long, env = "TRACEVAL_RESULTS_SPANS")]
-    pub results_spans: bool,
+/// A config-file value: text, or a number written bare; parsed like the
+/// flag's text.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawValue {
+    Int(u64),
+    Float(f64),
+    Text(String),
 }
 
-impl ServeFlags {
-    /// Overrides `config` with every flag that was given.
-    pub fn apply(self, config: &mut ServeConfig) {
-        macro_rules! set {
-            ($($field:ident),*) => {$(
-                if let Some(v) = self.$field {
-                    config.$field = v;
-                }
-            )*};
-        }
-        set!(
-            grpc_endpoint,
-            http_endpoint,
-            decision_wait,
-            session_wait,
-            max_request_size,
-            max_buffered_spans,
-            max_buffered_traces,
-            remember_completed,
-            retry_after,
-            status_interval,
-            scoring_threads,
-            forward_queue,
-            forward_queue_bytes,
-            forward_batch_bytes,
-            forward_concurrency,
-            admin_endpoint
-        );
-        if self.forward.is_some() {
-            config.forward = self.forward;
-        }
-        config.forward_gzip |= self.forward_gzip;
-        config.results_spans |= self.results_spans;
-        config.forward_headers.extend(self.forward_headers);
-        if self.results_otlp.is_some() {
-            config.results_otlp = self.results_otlp;
-        }
-        if self.output.is_some() {
-            config.output = self.output;
-        }
-        if self.expected.is_some() {
-            config.expected = self.expected;
-        }
-        if self.default_expected.is_some() {
-            config.default_expected = self.default_expected;
-        }
-        config.quiet |= self.quiet;
+impl RawValue {
+    fn parse<T>(self, name: &str, parse: fn(&str) -> Result<T, String>) -> Result<T, String> {
+        let text = match self {
+            RawValue::Int(n) => n.to_string(),
+            RawValue::Float(f) => f.to_string(),
+            RawValue::Text(t) => t,
+        };
+        parse(&text).map_err(|e| format!("{name}: {e}"))
     }
+}
 
-    /// The defaults with the flags applied.
-    pub fn into_config(self) -> ServeConfig {
-        let mut c = ServeConfig::default();
-        self.apply(&mut c);
-        c
+/// Declares the settings: `name: Type = "default" (ENV, parser), "help";`
+/// for valued settings, `name (ENV), "help";` for on/off ones and
+/// `name: Type = none (ENV, parser), "help";` for ones with no default.
+macro_rules! settings {
+    (
+        values { $( $vf:ident : $vt:ty = $vd:literal ($venv:literal, $vp:path, $vn:literal), $vh:literal; )* }
+        switches { $( $sf:ident ($senv:literal), $sh:literal; )* }
+        options { $( $of:ident : $ot:ty = none ($oenv:literal, $op:path, $on:literal), $oh:literal; )* }
+    ) => {
+        /// Everything `serve` needs besides the scoring settings.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct ServeConfig {
+            $( #[doc = $vh] pub $vf: $vt, )*
+            $( #[doc = $sh] pub $sf: bool, )*
+            $( #[doc = $oh] pub $of: Option<$ot>, )*
+            /// Headers (gRPC metadata) sent with every forwarded request, e.g. auth.
+            pub forward_headers: std::collections::BTreeMap<String, String>,
+        }
+
+        /// The `[serve]` section as written: any subset, unknown keys refused.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RawServeConfig {
+            $( $vf: Option<RawValue>, )*
+            $( $sf: Option<bool>, )*
+            $( $of: Option<RawValue>, )*
+            forward_headers: Option<std::collections::BTreeMap<String, String>>,
+        }
+
+        impl<'de> Deserialize<'de> for ServeConfig {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                use serde::de::Error;
+                let raw = RawServeConfig::deserialize(d)?;
+                let mut c = ServeConfig::default();
+                $( if let Some(v) = raw.$vf { c.$vf = v.parse(stringify!($vf), $vp).map_err(D::Error::custom)?; } )*
+                $( if let Some(v) = raw.$sf { c.$sf = v; } )*
+                $( if let Some(v) = raw.$of { c.$of = Some(v.parse(stringify!($of), $op).map_err(D::Error::custom)?); } )*
+                if let Some(h) = raw.forward_headers { c.forward_headers = h; }
+                Ok(c)
+            }
+        }
+
+        impl Default for ServeConfig {
+            fn default() -> Self {
+                ServeConfig {
+                    $( $vf: default_of($vd, $vp), )*
+                    $( $sf: false, )*
+                    $( $of: None, )*
+                    forward_headers: Default::default(),
+                }
+            }
+        }
+
+        /// Command-line flags of `traceval serve`; unset flags keep the config value.
+        #[derive(Debug, Clone, Default, clap::Args)]
+        pub struct ServeFlags {
+            $(
+                #[arg(long, env = $venv, value_name = $vn, value_parser = $vp,
+                      help = concat!($vh, " [default: ", $vd, "]"))]
+                pub $vf: Option<$vt>,
+            )*
+            $(
+                #[arg(long, env = $senv, help = $sh)]
+                pub $sf: bool,
+            )*
+            $(
+                #[arg(long, env = $oenv, value_name = $on, value_parser = $op, help = $oh)]
+                pub $of: Option<$ot>,
+            )*
+            /// Header sent downstream with forwarded data and results, `KEY=VALUE` (repeatable).
+            #[arg(long = "forward-header", value_name = "KEY=VALUE", value_parser = parse_header)]
+            pub forward_headers: Vec<(String, String)>,
+        }
+
+        impl ServeFlags {
+            /// Overrides `config` with every flag that was given.
+            pub fn apply(self, config: &mut ServeConfig) {
+                $( if let Some(v) = self.$vf { config.$vf = v; } )*
+                $( config.$sf |= self.$sf; )*
+                $( if self.$of.is_some() { config.$of = self.$of; } )*
+                config.forward_headers.extend(self.forward_headers);
+            }
+        }
+
+        #[cfg(test)]
+        const DEFAULTS: &[(&str, &str)] = &[ $( (stringify!($vf), $vd), )* ];
+    };
+}
+
+/// A built-in default, parsed like a value from the command line.
+fn default_of<T>(text: &str, parse: fn(&str) -> Result<T, String>) -> T {
+    // The defaults are constants checked by a unit test.
+    parse(text).unwrap_or_else(|e| panic!("built-in default `{text}`: {e}"))
+}
+
+fn text(s: &str) -> Result<String, String> {
+    Ok(s.to_string())
+}
+
+fn count(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number"))
+}
+
+fn path(s: &str) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(s))
+}
+
+settings! {
+    values {
+        grpc_endpoint: String = "127.0.0.1:4317" ("TRACEVAL_GRPC_ENDPOINT", text, "ADDR"),
+            "OTLP/gRPC listen address; `off` disables the gRPC receiver.";
+        http_endpoint: String = "127.0.0.1:4318" ("TRACEVAL_HTTP_ENDPOINT", text, "ADDR"),
+            "OTLP/HTTP listen address; `off` disables the HTTP receiver.";
+        admin_endpoint: String = "127.0.0.1:9464" ("TRACEVAL_ADMIN_ENDPOINT", text, "ADDR"),
+            "Admin HTTP address for /metrics (Prometheus), /healthz, /readyz; `off` disables it.";
+        decision_wait: Duration = "5s" ("TRACEVAL_DECISION_WAIT", parse_duration, "DURATION"),
+            "Score a trace when no span of it arrived for this long (`5s`, `200ms`).";
+        session_wait: Duration = "30s" ("TRACEVAL_SESSION_WAIT", parse_duration, "DURATION"),
+            "Score a session case when no trace of its session completed for this long; a later trace re-scores it.";
+        max_request_size: usize = "16MiB" ("TRACEVAL_MAX_REQUEST_SIZE", parse_size, "SIZE"),
+            "Largest request: HTTP body before and after gzip, gRPC message (`16MiB`, `512KiB`, bytes).";
+        max_buffered_spans: usize = "500000" ("TRACEVAL_MAX_BUFFERED_SPANS", count, "N"),
+            "Spans held (waiting for their trace to complete, or being scored) before new data is refused with 503 / UNAVAILABLE.";
+        max_buffered_traces: usize = "50000" ("TRACEVAL_MAX_BUFFERED_TRACES", count, "N"),
+            "Traces held before new data is refused with 503 / UNAVAILABLE.";
+        remember_completed: usize = "10000" ("TRACEVAL_REMEMBER_COMPLETED", count, "N"),
+            "Completed trace ids remembered (with their span ids), so a late span is a re-score and a re-sent span a duplicate.";
+        retry_after: Duration = "1s" ("TRACEVAL_RETRY_AFTER", parse_duration, "DURATION"),
+            "Retry delay announced (Retry-After, RetryInfo) when data is refused.";
+        status_interval: Duration = "10s" ("TRACEVAL_STATUS_INTERVAL", parse_duration, "DURATION"),
+            "How often buffer use is logged while there is activity.";
+        shutdown_timeout: Duration = "30s" ("TRACEVAL_SHUTDOWN_TIMEOUT", parse_duration, "DURATION"),
+            "After SIGINT/SIGTERM, the most time to finish requests, score and write what is buffered and drain the forward queues; what is left then is abandoned (logged, non-zero exit).";
+        scoring_threads: usize = "0" ("TRACEVAL_SCORING_THREADS", count, "N"),
+            "Threads that extract and score completed traces; 0 = one per core.";
+        forward_queue: usize = "1024" ("TRACEVAL_FORWARD_QUEUE", count, "N"),
+            "Requests queued for the downstream before upstream gets 503 / UNAVAILABLE.";
+        forward_queue_bytes: usize = "256MiB" ("TRACEVAL_FORWARD_QUEUE_BYTES", parse_size, "SIZE"),
+            "Bytes the forward queue holds (waiting or being sent) before upstream gets 503 / UNAVAILABLE.";
+        forward_batch_bytes: usize = "2MiB" ("TRACEVAL_FORWARD_BATCH_BYTES", parse_size, "SIZE"),
+            "Queued requests are joined into downstream requests of up to this size (spans unchanged and in order); 0 sends each alone.";
+        forward_concurrency: usize = "4" ("TRACEVAL_FORWARD_CONCURRENCY", count, "N"),
+            "Downstream requests in flight at once; 1 keeps arrival order even across retries.";
+    }
+    switches {
+        quiet ("TRACEVAL_QUIET"), "Nothing on stdout (results go to --output and the log only).";
+        forward_gzip ("TRACEVAL_FORWARD_GZIP"), "Gzip forwarded requests.";
+        results_spans ("TRACEVAL_RESULTS_SPANS"), "Also export each evaluation as a `traceval.evaluation` span (child of the trace's root span) to the results destination.";
+    }
+    options {
+        output: PathBuf = none ("TRACEVAL_OUTPUT", path, "FILE"),
+            "Append JSONL results to this file (flushed after every batch).";
+        expected: PathBuf = none ("TRACEVAL_EXPECTED", path, "FILE"),
+            "Fixture file of expected tools (JSONL or a JSON array), joined with traces as in `replay`.";
+        default_expected: PathBuf = none ("TRACEVAL_DEFAULT_EXPECTED", path, "FILE"),
+            "Expectation for traces that match no case: a JSON array of expected tools, or one case object (its trace_id/match are ignored).";
+        forward: String = none ("TRACEVAL_FORWARD", text, "URL"),
+            "Forward every accepted span downstream: `http://host:4317` or `grpc://host:port` (OTLP/gRPC), `http://host:4318` (OTLP/HTTP).";
+        results_otlp: String = none ("TRACEVAL_RESULTS_OTLP", text, "URL"),
+            "Send evaluation results as OTLP logs here (same URL forms as --forward), `off` for nowhere. Default: the --forward downstream.";
     }
 }
 
@@ -307,7 +251,6 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
     usize::try_from(bytes).map_err(|_| format!("`{text}` is too large"))
 }
 
-/// A duration in a config file: text (`"5s"`) or a number of seconds.
 /// `KEY=VALUE` for `--forward-header`.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
@@ -318,33 +261,6 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
         return Err(format!("`{s}`: empty header name"));
     }
     Ok((k.to_string(), v.trim().to_string()))
-}
-
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Secs(f64),
-        Text(String),
-    }
-    match Raw::deserialize(d)? {
-        Raw::Secs(s) => Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom),
-        Raw::Text(t) => parse_duration(&t).map_err(serde::de::Error::custom),
-    }
-}
-
-/// A size in a config file: text (`"16MiB"`) or a number of bytes.
-fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Bytes(usize),
-        Text(String),
-    }
-    match Raw::deserialize(d)? {
-        Raw::Bytes(b) => Ok(b),
-        Raw::Text(t) => parse_size(&t).map_err(serde::de::Error::custom),
-    }
 }
 
 #[cfg(test)]
@@ -382,6 +298,23 @@ mod tests {
         assert_eq!(c.grpc_endpoint, "127.0.0.1:4317");
         let err = serde_json::from_str::<ServeConfig>(r#"{"decision_wiat": "1s"}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn every_default_parses_and_shows_in_help() {
+        // `ServeConfig::default()` parses each default; this names a bad one.
+        let c = ServeConfig::default();
+        assert_eq!(c.decision_wait, Duration::from_secs(5));
+        assert_eq!(c.max_request_size, 16 << 20);
+        assert_eq!(c.forward_queue_bytes, 256 << 20);
+        let mut cmd = <ServeFlags as clap::Args>::augment_args(clap::Command::new("serve"));
+        let help = cmd.render_help().to_string();
+        for (name, default) in DEFAULTS {
+            assert!(
+                help.contains(&format!("[default: {default}]")),
+                "{name}: default {default} not in help"
+            );
+        }
     }
 
     #[test]

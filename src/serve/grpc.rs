@@ -17,9 +17,11 @@ use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
 
+use super::forward::RawCodec;
 use super::intake::Shared;
-use crate::forward::RawCodec;
-use crate::ingest::Request;
+use super::sinks::results_api::pb::results_service_server::ResultsServiceServer;
+use super::sinks::results_api::ResultsHub;
+use super::status::Encoding;
 
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
@@ -28,11 +30,11 @@ const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/
 pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
+    results: ResultsServiceServer<ResultsHub>,
     max_message_size: usize,
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
     // The results API shares the OTLP port (`traceval.results.v1.ResultsService`).
-    let results = shared.stats.results_hub.service();
     let service = TraceReceiver {
         shared,
         max_message_size,
@@ -66,15 +68,8 @@ impl tonic::server::UnaryService<Bytes> for ExportCall {
     fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
-            let raw = request.into_inner();
-            let decoded = Request::decode(raw.as_ref()).map_err(|e| {
-                tonic::Status::invalid_argument(format!(
-                    "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
-                    raw.len()
-                ))
-            })?;
             shared
-                .accept(decoded, Some(raw))
+                .accept_body(Encoding::Protobuf, request.into_inner())
                 .map(|a| tonic::Response::new(Bytes::from(a.response().encode_to_vec())))
                 .map_err(|e| e.to_grpc())
         })

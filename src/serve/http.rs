@@ -13,13 +13,12 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 use bytes::{Bytes, BytesMut};
-use prost::Message;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::intake::Shared;
 use super::status::{http_response, Accepted, Encoding, ExportError};
-use crate::ingest::{self, GunzipError, Request};
+use crate::ingest::{self, GunzipError};
 
 /// The OTLP/HTTP path for traces.
 pub const TRACES_PATH: &str = "/v1/traces";
@@ -84,16 +83,17 @@ async fn receive(
     }
     let bytes = read_capped(body, st.max_size).await?;
     let max = st.max_size;
-    let (req, raw) = if bytes.len() > BLOCKING_DECODE_BYTES
-        || (gzip && bytes.len() > BLOCKING_DECODE_BYTES / 8)
-    {
-        tokio::task::spawn_blocking(move || decode_body(encoding, gzip, &bytes, max))
+    let shared = Arc::clone(&st.shared);
+    let blocking =
+        bytes.len() > BLOCKING_DECODE_BYTES || (gzip && bytes.len() > BLOCKING_DECODE_BYTES / 8);
+    let accept = move || shared.accept_body(encoding, inflate(gzip, &bytes, max)?);
+    if blocking {
+        tokio::task::spawn_blocking(accept)
             .await
-            .map_err(|e| ExportError::Undecodable(format!("decoding failed: {e}")))??
+            .map_err(|e| ExportError::Undecodable(format!("decoding failed: {e}")))?
     } else {
-        decode_body(encoding, gzip, &bytes, max)?
-    };
-    st.shared.accept(req, raw)
+        accept()
+    }
 }
 
 /// `Content-Encoding`: gzip, identity or none.
@@ -134,68 +134,25 @@ async fn read_capped(mut body: Body, max: usize) -> Result<Bytes, ExportError> {
     Ok(buf.freeze())
 }
 
-/// Inflates (capped) and decodes one body. Returns the request and, for
-/// protobuf, the (inflated) bytes it was decoded from.
-fn decode_body(
-    encoding: Encoding,
-    gzip: bool,
-    body: &Bytes,
-    max: usize,
-) -> Result<(Request, Option<Bytes>), ExportError> {
-    let bytes = if gzip {
-        if !ingest::is_gzip(body) {
-            return Err(ExportError::Undecodable(
-                "Content-Encoding is gzip but the body is not gzip data".into(),
-            ));
-        }
-        let bytes: &[u8] = body;
-        Bytes::from(
-            ingest::gunzip_capped(bytes, max as u64).map_err(|e| match e {
-                GunzipError::TooLarge { .. } => ExportError::TooLarge {
-                    what: "the inflated request body",
-                    cap: max,
-                },
-                GunzipError::Corrupt(_) => ExportError::Undecodable(e.to_string()),
-            })?,
-        )
-    } else {
-        body.clone()
-    };
-    match encoding {
-        Encoding::Protobuf => match Request::decode(bytes.as_ref()) {
-            Ok(req) => Ok((req, Some(bytes))),
-            Err(e) => Err(ExportError::Undecodable(format!(
-                "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
-                bytes.len()
-            ))),
-        },
-        Encoding::Json => decode_json(&bytes).map(|req| (req, None)),
+/// Inflates a gzip body (capped); other bodies are returned as they are.
+fn inflate(gzip: bool, body: &Bytes, max: usize) -> Result<Bytes, ExportError> {
+    if !gzip {
+        return Ok(body.clone());
     }
-}
-
-fn decode_json(bytes: &[u8]) -> Result<Request, ExportError> {
-    let req: Request = serde_json::from_slice(bytes)
-        .map_err(|e| ExportError::Undecodable(format!("not OTLP/JSON: {e}")))?;
-    if ingest::span_count(&req) == 0 {
-        // serde ignores unknown keys: snake_case (`resource_spans`) or another
-        // trace format would decode to an empty request and be lost silently.
-        let keys: Vec<String> =
-            serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
-                .map(|m| {
-                    m.keys()
-                        .filter(|k| *k != "resourceSpans")
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-        if !keys.is_empty() {
-            return Err(ExportError::Undecodable(format!(
-                "OTLP/JSON request has no spans and unknown keys ({}): keys are lowerCamelCase (`resourceSpans`)",
-                keys.join(", ")
-            )));
-        }
+    if !ingest::is_gzip(body) {
+        return Err(ExportError::Undecodable(
+            "Content-Encoding is gzip but the body is not gzip data".into(),
+        ));
     }
-    Ok(req)
+    ingest::gunzip_capped(body, max as u64)
+        .map(Bytes::from)
+        .map_err(|e| match e {
+            GunzipError::TooLarge { .. } => ExportError::TooLarge {
+                what: "the inflated request body",
+                cap: max,
+            },
+            GunzipError::Corrupt(_) => ExportError::Undecodable(e.to_string()),
+        })
 }
 
 #[cfg(test)]
@@ -219,28 +176,14 @@ mod tests {
     }
 
     #[test]
-    fn json_snake_case_is_an_error_but_empty_is_fine() {
-        assert!(decode_json(b"{}").is_ok());
-        assert!(decode_json(br#"{"resourceSpans": []}"#).is_ok());
-        let e = decode_json(br#"{"resource_spans": [{"scope_spans": []}]}"#).unwrap_err();
-        assert!(e.to_string().contains("resource_spans"), "{e}");
-    }
-
-    #[test]
     fn gzip_bombs_stop_at_the_cap() {
         use std::io::Write;
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         enc.write_all(&vec![0u8; 1 << 20]).unwrap();
         let gz = enc.finish().unwrap();
-        let e = decode_body(Encoding::Protobuf, true, &Bytes::from(gz), 64 * 1024).unwrap_err();
+        let e = inflate(true, &Bytes::from(gz), 64 * 1024).unwrap_err();
         assert!(matches!(e, ExportError::TooLarge { .. }), "{e}");
-        let e = decode_body(
-            Encoding::Protobuf,
-            true,
-            &Bytes::from_static(b"plain"),
-            1024,
-        )
-        .unwrap_err();
+        let e = inflate(true, &Bytes::from_static(b"plain"), 1024).unwrap_err();
         assert!(matches!(e, ExportError::Undecodable(_)), "{e}");
     }
 }

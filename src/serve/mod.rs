@@ -23,16 +23,19 @@
 mod admin;
 mod buffer;
 mod config;
+pub mod forward;
 mod grpc;
 mod http;
 mod intake;
-mod results;
+mod scoring;
 mod sessions;
+pub mod sinks;
 mod status;
+mod telemetry;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 pub use tokio_util::sync::CancellationToken;
@@ -41,20 +44,21 @@ use tracing::{error, info, warn};
 pub use buffer::{Admitted, BufferLimits, Completed, Refused, TraceBuffer, Usage};
 pub use config::{parse_duration, parse_size, ServeConfig, ServeFlags, OFF};
 pub use http::TRACES_PATH;
-pub use intake::{ServeStats, StatsSnapshot};
-pub use results::{MetricSummary, Scoring, ServeSummary};
+pub use scoring::Scoring;
+pub use sinks::results_api;
+pub use sinks::{MetricSummary, ServeSummary};
 pub use status::{Accepted, Encoding, ExportError, RpcStatus};
+pub use telemetry::{ServeStats, StatsSnapshot};
 
+use crate::evaluate::Evaluator;
 use intake::Shared;
-use results::{BatchScorer, ResultSink};
+use scoring::BatchScorer;
+use sinks::results_api::ResultsHub;
+use sinks::Outputs;
 
-/// Traces scored and written per batch, at most (small enough that several
-/// scoring threads share a burst of completions).
-const MAX_BATCH: usize = 256;
-/// How long open connections may take to finish after shutdown starts.
+/// How long open connections may take to finish after shutdown starts
+/// (within the shutdown deadline).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// How long shutdown waits for the forward queue to drain.
-const FORWARD_DRAIN: Duration = Duration::from_secs(30);
 
 /// Errors that stop the server (bad requests never do).
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +98,8 @@ pub enum ServeError {
     Receiver(String),
     #[error("scoring failed: {0}")]
     Scorer(String),
+    #[error("shutdown abandoned work: {0}")]
+    Abandoned(String),
 }
 
 /// The bound sockets; `None` for a receiver that is off.
@@ -167,29 +173,70 @@ pub struct Server {
     config: ServeConfig,
     shared: Arc<Shared>,
     scorer: BatchScorer,
-    sink: ResultSink,
+    outputs: Outputs,
+    hub: ResultsHub,
+}
+
+/// What runs while the server serves, stopped in order at shutdown.
+struct Running {
+    /// The completion thread; its result is the run's summary.
+    scoring: std::thread::JoinHandle<Result<ServeSummary, ServeError>>,
+    /// Stop when shutdown starts (their open requests finish first).
+    early: Vec<(&'static str, tokio::task::JoinHandle<()>)>,
+    /// Stop after the final drain (the gRPC port also serves the results
+    /// API, whose subscribers get the drain's results too).
+    late: Vec<(&'static str, tokio::task::JoinHandle<()>)>,
+    late_stop: CancellationToken,
+    /// Span forwarder and results exporter; they drain their queues once
+    /// the last handle is gone.
+    exporters: Vec<(&'static str, tokio::task::JoinHandle<()>)>,
+    exporters_stop: CancellationToken,
+    /// Why a receiver failed, if one did.
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 impl Server {
-    /// Checks the settings, loads fixtures and opens the results file.
+    /// Builds the metric sets, loads fixtures and opens the results file.
     pub fn new(config: ServeConfig, scoring: Scoring) -> Result<Server, ServeError> {
-        scoring
-            .settings
-            .validate()
-            .map_err(|e| ServeError::Scoring(e.to_string()))?;
         let limits = BufferLimits {
             decision_wait: config.decision_wait,
             max_spans: config.max_buffered_spans.max(1),
             max_traces: config.max_buffered_traces.max(1),
             remember_completed: config.remember_completed,
         };
-        let shared = Arc::new(Shared::new(TraceBuffer::new(limits), config.retry_after));
-        let (scorer, sink) = results::build(&config, scoring, Arc::clone(&shared.stats))?;
+        let stats = Arc::new(ServeStats::default());
+        ServeStats::set(&stats.buffer_spans_capacity, limits.max_spans as u64);
+        ServeStats::set(&stats.buffer_traces_capacity, limits.max_traces as u64);
+        let shared = Arc::new(Shared::new(
+            TraceBuffer::new(limits),
+            config.retry_after,
+            Arc::clone(&stats),
+        ));
+        let fixtures = scoring::load_fixtures(&config, &scoring.settings)?;
+        let evaluator = Evaluator::new(scoring.settings, fixtures.cases, fixtures.default)
+            .map_err(|e| ServeError::Scoring(e.to_string()))?;
+        let evaluator = Arc::new(evaluator);
+        let hub = ResultsHub::default();
+        let outputs = Outputs::build(
+            &config,
+            Arc::clone(&evaluator),
+            Arc::clone(&stats),
+            &hub,
+            &fixtures.rejected,
+        )?;
+        // Extraction does what the metrics and outputs need, no more.
+        let ordered = evaluator.needs().ordered_args || scoring.extractor.ordered_args;
+        let extractor = scoring
+            .extractor
+            .with_ordered_args(ordered)
+            .with_results(outputs.shows_call_results());
+        let scorer = BatchScorer::new(evaluator, extractor, config.session_wait, stats);
         Ok(Server {
             config,
             shared,
             scorer,
-            sink,
+            outputs,
+            hub,
         })
     }
 
@@ -200,6 +247,13 @@ impl Server {
 
     /// Serves until `shutdown` is cancelled (or a receiver fails), then
     /// scores everything buffered and returns the run's summary.
+    ///
+    /// Shutdown, in order, all within `shutdown_timeout`: the HTTP receiver
+    /// stops (open requests finish); the buffer closes, so gRPC exports are
+    /// answered UNAVAILABLE (retryable); everything buffered is scored and
+    /// written; the results API streams end; the gRPC server stops; the
+    /// forward and results queues drain. Whatever is still pending at the
+    /// deadline is abandoned, logged, and the run is an error.
     pub async fn serve(
         self,
         listeners: Listeners,
@@ -209,167 +263,40 @@ impl Server {
             config,
             shared,
             scorer,
-            sink,
+            mut outputs,
+            hub,
         } = self;
-        let worker_shared = Arc::clone(&shared);
-        let status_every = config.status_interval.max(Duration::from_millis(100));
-        let threads = match config.scoring_threads {
-            0 => std::thread::available_parallelism().map_or(1, usize::from),
-            n => n,
+        let exporters_stop = CancellationToken::new();
+        let exporters = start_exporters(&config, &shared, &mut outputs, &exporters_stop)?;
+        let scoring = start_scoring(&config, Arc::clone(&shared), scorer, outputs)?;
+        let mut running = Running {
+            scoring,
+            early: Vec::new(),
+            late: Vec::new(),
+            late_stop: CancellationToken::new(),
+            exporters,
+            exporters_stop,
+            failure: Arc::default(),
         };
-        let worker = std::thread::Builder::new()
-            .name("traceval-complete".into())
-            .spawn(move || completion_loop(worker_shared, scorer, sink, threads, status_every))
-            .map_err(ServeError::Runtime)?;
+        start_receivers(&config, &shared, &hub, listeners, &shutdown, &mut running);
 
-        // The forwarder lives as long as `shared` (the receivers and the
-        // completion thread hold it); it drains its queue after that.
-        let forward_stop = CancellationToken::new();
-        let start_forwarder = |url: &str,
-                               queue: usize,
-                               slot: &std::sync::Mutex<Option<crate::forward::ForwardHandle>>,
-                               queue_gauges: bool| {
-            let mut fc = crate::forward::ForwardConfig::new(url, None)
-                .map_err(|e| ServeError::Forward(e.to_string()))?;
-            fc.gzip = config.forward_gzip;
-            fc.max_batch_bytes = config.forward_batch_bytes;
-            fc.max_queue_bytes = config.forward_queue_bytes;
-            fc.queue_gauges = queue_gauges;
-            fc.concurrency = config.forward_concurrency.max(1);
-            fc.queue = queue.max(1);
-            fc.headers = config.forward_headers.clone().into_iter().collect();
-            let metrics = Arc::clone(&shared.stats.prometheus);
-            let (handle, join) = crate::forward::spawn(fc, metrics, forward_stop.clone())
-                .map_err(|e| ServeError::Forward(e.to_string()))?;
-            *slot
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
-            Ok::<_, ServeError>(join)
-        };
-        let mut forward_join = None;
-        if let Some(url) = &config.forward {
-            forward_join = Some(start_forwarder(
-                url,
-                config.forward_queue,
-                &shared.forward,
-                true,
-            )?);
-            info!(downstream = %url, "Forwarding accepted spans.");
-        }
-        let results_url = match config.results_otlp.as_deref() {
-            Some(off) if off.eq_ignore_ascii_case(OFF) => None,
-            Some(url) => Some(url),
-            None => config.forward.as_deref(),
-        };
-        let mut results_join = None;
-        if let Some(url) = results_url {
-            results_join = Some(start_forwarder(
-                url,
-                config.forward_queue,
-                &shared.stats.results_forward,
-                false,
-            )?);
-            info!(downstream = %url, "Exporting evaluation results as OTLP logs.");
-        }
-        if let Some(l) = listeners.admin {
-            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
-            tokio::spawn(admin::serve(l, shared, token));
-        }
-
-        // Shutdown, in order: the HTTP receiver stops (open requests
-        // finish); the buffer closes, so gRPC exports are answered
-        // UNAVAILABLE (retryable) from then on; everything buffered is
-        // scored; the results API streams end; then the gRPC server stops.
-        // The gRPC server outlives the HTTP one so that subscribers of the
-        // results API see the evaluations of the final drain too.
-        let max = config.max_request_size;
-        let failure: Arc<Mutex<Option<String>>> = Arc::default();
-        let grpc_stop = CancellationToken::new();
-        let spawn_receiver = |what: &'static str,
-                              fut: std::pin::Pin<
-            Box<dyn std::future::Future<Output = Result<(), String>> + Send>,
-        >| {
-            let (failure, shutdown) = (Arc::clone(&failure), shutdown.clone());
-            tokio::spawn(async move {
-                if let Err(e) = fut.await {
-                    error!(receiver = what, error = %e, "Receiver failed; shutting down.");
-                    failure
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .get_or_insert(format!("{what} receiver: {e}"));
-                    shutdown.cancel();
-                }
-            })
-        };
-        let grpc_task = listeners.grpc.map(|l| {
-            let (shared, token) = (Arc::clone(&shared), grpc_stop.clone());
-            spawn_receiver(
-                "gRPC",
-                Box::pin(async move {
-                    grpc::serve(l, shared, max, token)
-                        .await
-                        .map_err(|e| e.to_string())
-                }),
-            )
-        });
-        let http_task = listeners.http.map(|l| {
-            let (shared, token) = (Arc::clone(&shared), shutdown.clone());
-            spawn_receiver(
-                "HTTP",
-                Box::pin(async move {
-                    http::serve(l, shared, max, token)
-                        .await
-                        .map_err(|e| e.to_string())
-                }),
-            )
-        });
         shutdown.cancelled().await;
-        if let Some(task) = http_task {
-            stop_within(task, "HTTP").await;
+        let deadline = tokio::time::Instant::now() + config.shutdown_timeout;
+        for (what, task) in running.early.drain(..) {
+            stop_within(task, what, deadline).await;
         }
-
-        // Nothing new can be accepted from here on. Score the rest.
-        {
-            let mut buf = shared.lock();
-            let u = buf.usage();
-            info!(
-                traces = u.traces,
-                spans = u.spans,
-                "Receivers stopped; scoring buffered traces."
-            );
-            buf.close();
+        close_buffer(&shared);
+        let summary = finish_scoring(running.scoring, deadline).await;
+        hub.close();
+        running.late_stop.cancel();
+        for (what, task) in running.late.drain(..) {
+            stop_within(task, what, deadline).await;
         }
-        shared.wake.notify_all();
-        let summary = tokio::task::spawn_blocking(move || worker.join())
-            .await
-            .map_err(|e| ServeError::Scorer(e.to_string()))?
-            .map_err(|_| ServeError::Scorer("panicked".into()))??;
-        shared.stats.results_hub.close();
-        grpc_stop.cancel();
-        if let Some(task) = grpc_task {
-            stop_within(task, "gRPC").await;
-        }
-        // The last holder of the forward queue's sender goes: the forwarder
-        // sends what is queued, then stops (or is stopped after a deadline).
-        // Drop the queues' last senders: each forwarder sends what is
-        // queued, then stops (or is stopped after a deadline).
-        let take = |m: &std::sync::Mutex<Option<crate::forward::ForwardHandle>>| {
-            m.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-        };
-        drop(take(&shared.forward));
-        drop(take(&shared.stats.results_forward));
+        // The last forward handle goes with `shared`: each exporter sends
+        // what is queued, then stops.
         drop(shared);
-        for join in forward_join.into_iter().chain(results_join) {
-            if tokio::time::timeout(FORWARD_DRAIN, join).await.is_err() {
-                warn!(
-                    deadline_secs = FORWARD_DRAIN.as_secs(),
-                    "Downstream still not taking data; giving up on the rest of the forward queue."
-                );
-                forward_stop.cancel();
-            }
-        }
+        let drained = drain_exporters(running.exporters, &running.exporters_stop, deadline).await;
+        let summary = summary?;
         info!(
             traces = summary.stats.traces_scored,
             evaluations = summary.evaluations,
@@ -377,9 +304,9 @@ impl Server {
             failed = summary.failed,
             "Shut down."
         );
-        // Everything accepted was scored either way; a receiver that failed
-        // still makes the run a failure.
-        let failure = failure
+        drained?;
+        let failure = running
+            .failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
@@ -390,180 +317,223 @@ impl Server {
     }
 }
 
-/// Waits for a receiver to finish its open requests after its shutdown
-/// signal; after the grace period its connections are closed.
-async fn stop_within(mut task: tokio::task::JoinHandle<()>, what: &'static str) {
-    if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
-        .await
-        .is_err()
+/// Starts the span forwarder (`--forward`) and the results exporter
+/// (`--results-otlp`, else the forward downstream), which is a sink.
+fn start_exporters(
+    c: &ServeConfig,
+    shared: &Shared,
+    outputs: &mut Outputs,
+    stop: &CancellationToken,
+) -> Result<Vec<(&'static str, tokio::task::JoinHandle<()>)>, ServeError> {
+    let mut started = Vec::new();
+    if let Some(url) = &c.forward {
+        let (handle, join) = spawn_forwarder(c, url, true, &shared.stats, stop)?;
+        *shared
+            .forward
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(handle);
+        started.push(("forward", join));
+        info!(downstream = %url, "Forwarding accepted spans.");
+    }
+    let results_url = match c.results_otlp.as_deref() {
+        Some(off) if off.eq_ignore_ascii_case(OFF) => None,
+        Some(url) => Some(url),
+        None => c.forward.as_deref(),
+    };
+    if let Some(url) = results_url {
+        let (handle, join) = spawn_forwarder(c, url, false, &shared.stats, stop)?;
+        outputs.add(Box::new(sinks::otlp::OtlpSink::new(
+            handle,
+            c.results_spans,
+            Arc::clone(&shared.stats),
+        )));
+        started.push(("results exporter", join));
+        info!(downstream = %url, "Exporting evaluation results as OTLP logs.");
+    }
+    Ok(started)
+}
+
+/// Starts the completion thread and its scoring threads.
+fn start_scoring(
+    c: &ServeConfig,
+    shared: Arc<Shared>,
+    scorer: BatchScorer,
+    outputs: Outputs,
+) -> Result<std::thread::JoinHandle<Result<ServeSummary, ServeError>>, ServeError> {
+    let threads = match c.scoring_threads {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    };
+    let status_every = c.status_interval.max(Duration::from_millis(100));
+    let outputs = Arc::new(outputs);
+    std::thread::Builder::new()
+        .name("traceval-complete".into())
+        .spawn(move || scoring::completion_loop(shared, scorer, outputs, threads, status_every))
+        .map_err(ServeError::Runtime)
+}
+
+/// Starts the receivers and the admin port on their listeners.
+fn start_receivers(
+    c: &ServeConfig,
+    shared: &Arc<Shared>,
+    hub: &ResultsHub,
+    listeners: Listeners,
+    shutdown: &CancellationToken,
+    running: &mut Running,
+) {
+    let max = c.max_request_size;
+    let spawn = |what: &'static str, fut: BoxedReceiver| {
+        let (failure, shutdown) = (Arc::clone(&running.failure), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(e) = fut.await {
+                error!(receiver = what, error = %e, "Receiver failed; shutting down.");
+                failure
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(format!("{what} receiver: {e}"));
+                shutdown.cancel();
+            }
+        })
+    };
+    if let Some(l) = listeners.admin {
+        let (shared, token) = (Arc::clone(shared), shutdown.clone());
+        tokio::spawn(admin::serve(l, shared, token));
+    }
+    if let Some(l) = listeners.http {
+        let (shared, token) = (Arc::clone(shared), shutdown.clone());
+        let task = spawn(
+            "HTTP",
+            Box::pin(async move {
+                http::serve(l, shared, max, token)
+                    .await
+                    .map_err(|e| e.to_string())
+            }),
+        );
+        running.early.push(("HTTP", task));
+    }
+    if let Some(l) = listeners.grpc {
+        let (shared, token) = (Arc::clone(shared), running.late_stop.clone());
+        let results = hub.service();
+        let task = spawn(
+            "gRPC",
+            Box::pin(async move {
+                grpc::serve(l, shared, results, max, token)
+                    .await
+                    .map_err(|e| e.to_string())
+            }),
+        );
+        running.late.push(("gRPC", task));
+    }
+}
+
+type BoxedReceiver =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
+
+/// Starts one forwarder to `url` (spans, or evaluation results).
+fn spawn_forwarder(
+    c: &ServeConfig,
+    url: &str,
+    queue_gauges: bool,
+    stats: &Arc<ServeStats>,
+    stop: &CancellationToken,
+) -> Result<(forward::ForwardHandle, tokio::task::JoinHandle<()>), ServeError> {
+    let mut fc =
+        forward::ForwardConfig::new(url, None).map_err(|e| ServeError::Forward(e.to_string()))?;
+    fc.gzip = c.forward_gzip;
+    fc.max_batch_bytes = c.forward_batch_bytes;
+    fc.max_queue_bytes = c.forward_queue_bytes;
+    fc.queue_gauges = queue_gauges;
+    fc.concurrency = c.forward_concurrency.max(1);
+    fc.queue = c.forward_queue.max(1);
+    fc.headers = c.forward_headers.clone().into_iter().collect();
+    forward::spawn(fc, Arc::clone(stats), stop.clone())
+        .map_err(|e| ServeError::Forward(e.to_string()))
+}
+
+/// Nothing new is accepted from here on: the rest is scored.
+fn close_buffer(shared: &Shared) {
     {
+        let mut buf = shared.lock();
+        let u = buf.usage();
+        info!(
+            traces = u.traces,
+            spans = u.spans,
+            "Receivers stopped; scoring buffered traces."
+        );
+        buf.close();
+    }
+    shared.wake.notify_all();
+}
+
+/// Waits for the completion thread to score and write everything, until
+/// `deadline`.
+async fn finish_scoring(
+    worker: std::thread::JoinHandle<Result<ServeSummary, ServeError>>,
+    deadline: tokio::time::Instant,
+) -> Result<ServeSummary, ServeError> {
+    let joined =
+        tokio::time::timeout_at(deadline, tokio::task::spawn_blocking(move || worker.join())).await;
+    match joined {
+        Err(_) => {
+            error!(
+                "Shutdown deadline passed while traces were still being scored; abandoning them."
+            );
+            Err(ServeError::Abandoned(
+                "traces still being scored at the shutdown deadline".into(),
+            ))
+        }
+        Ok(Err(e)) => Err(ServeError::Scorer(e.to_string())),
+        Ok(Ok(Err(_))) => Err(ServeError::Scorer("panicked".into())),
+        Ok(Ok(Ok(summary))) => summary,
+    }
+}
+
+/// Waits for the exporters to drain their queues until `deadline`, then
+/// stops them; what was still queued is abandoned.
+async fn drain_exporters(
+    exporters: Vec<(&'static str, tokio::task::JoinHandle<()>)>,
+    stop: &CancellationToken,
+    deadline: tokio::time::Instant,
+) -> Result<(), ServeError> {
+    let mut abandoned = Vec::new();
+    for (what, mut join) in exporters {
+        if tokio::time::timeout_at(deadline, &mut join).await.is_err() {
+            error!(
+                exporter = what,
+                "Downstream still not taking data at the shutdown deadline; abandoning the rest of its queue."
+            );
+            stop.cancel();
+            let _ = join.await;
+            abandoned.push(what);
+        }
+    }
+    if abandoned.is_empty() {
+        Ok(())
+    } else {
+        Err(ServeError::Abandoned(format!(
+            "queued data of the {} not delivered before the shutdown deadline",
+            abandoned.join(" and ")
+        )))
+    }
+}
+
+/// Waits for a receiver to finish its open requests after its shutdown
+/// signal, until the grace period or `deadline`; then its connections are
+/// closed.
+async fn stop_within(
+    mut task: tokio::task::JoinHandle<()>,
+    what: &'static str,
+    deadline: tokio::time::Instant,
+) {
+    let until = deadline.min(tokio::time::Instant::now() + SHUTDOWN_GRACE);
+    if tokio::time::timeout_at(until, &mut task).await.is_err() {
         warn!(
             receiver = what,
-            grace_secs = SHUTDOWN_GRACE.as_secs(),
             "Connections still open after the grace period; closing them."
         );
         task.abort();
         let _ = task.await;
     }
-}
-
-/// The completion thread: waits for traces to go idle and hands them, in
-/// batches, to `threads` scoring threads (which write through the one sink);
-/// logs buffer use; after `close`, drains the buffer and finishes the sink.
-fn completion_loop(
-    shared: Arc<Shared>,
-    scorer: BatchScorer,
-    sink: ResultSink,
-    threads: usize,
-    status_every: Duration,
-) -> Result<ServeSummary, ServeError> {
-    let scorer = Arc::new(scorer);
-    let sink = Arc::new(Mutex::new(sink));
-    // Bounded: when scoring lags, batches wait in the buffer (where they count
-    // against its caps), not in a queue.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Completed>>(threads);
-    let rx = Arc::new(Mutex::new(rx));
-    let mut workers = Vec::with_capacity(threads);
-    for n in 0..threads.max(1) {
-        let (scorer, sink, rx, shared) = (
-            Arc::clone(&scorer),
-            Arc::clone(&sink),
-            Arc::clone(&rx),
-            Arc::clone(&shared),
-        );
-        let spawned = std::thread::Builder::new()
-            .name(format!("traceval-score-{n}"))
-            .spawn(move || score_batches(&scorer, &sink, &rx, &shared));
-        match spawned {
-            Ok(h) => workers.push(h),
-            Err(e) if workers.is_empty() => return Err(ServeError::Runtime(e)),
-            Err(e) => warn!(error = %e, "Cannot start another scoring thread."),
-        }
-    }
-
-    let mut last_status = Instant::now();
-    let mut last_snapshot = StatsSnapshot::default();
-    loop {
-        let mut buf = shared.lock();
-        let batch = loop {
-            let now = Instant::now();
-            if buf.is_closed() {
-                break buf.take_any(MAX_BATCH);
-            }
-            let batch = buf.take_complete(now, MAX_BATCH);
-            if !batch.is_empty() {
-                break batch;
-            }
-            let session_due = scorer.next_session_due();
-            if session_due.is_some_and(|t| t <= now) {
-                // Sessions hold extracted calls only: scoring them is cheap,
-                // so this thread does it, without the buffer's lock.
-                drop(buf);
-                record(&sink, scorer.score_due_sessions(now, false));
-                buf = shared.lock();
-                continue;
-            }
-            if now >= last_status + status_every {
-                let snap = shared.stats.snapshot();
-                if snap != last_snapshot {
-                    log_status(&buf, &snap);
-                    last_snapshot = snap;
-                }
-                last_status = now;
-            }
-            let wake_at = buf
-                .next_completion()
-                .unwrap_or(now + buf.limits().decision_wait)
-                .min(last_status + status_every)
-                .min(session_due.unwrap_or(now + status_every));
-            let timeout = wake_at
-                .saturating_duration_since(now)
-                .max(Duration::from_millis(1));
-            buf = shared
-                .wake
-                .wait_timeout(buf, timeout)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        };
-        shared.stats.set_buffered(&buf);
-        drop(buf);
-        if batch.is_empty() {
-            break; // closed and drained
-        }
-        if tx.send(batch).is_err() {
-            error!("Every scoring thread has stopped; cannot score.");
-            break;
-        }
-    }
-    drop(tx);
-    for w in workers {
-        if w.join().is_err() {
-            error!("A scoring thread panicked.");
-        }
-    }
-    // Every trace is scored: sessions still waiting are scored now.
-    record(&sink, scorer.score_due_sessions(Instant::now(), true));
-    let sink = match Arc::try_unwrap(sink) {
-        Ok(m) => m.into_inner().unwrap_or_else(PoisonError::into_inner),
-        Err(_) => return Err(ServeError::Scorer("results still shared".into())),
-    };
-    sink.finish().map_err(|source| ServeError::Write { source })
-}
-
-/// A scoring thread: scores batches until the channel closes, writes each
-/// through the sink, then releases the batch's spans from the buffer's count.
-fn score_batches(
-    scorer: &BatchScorer,
-    sink: &Mutex<ResultSink>,
-    rx: &Mutex<std::sync::mpsc::Receiver<Vec<Completed>>>,
-    shared: &Shared,
-) {
-    loop {
-        let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok(batch) = next else {
-            return;
-        };
-        let spans: usize = batch.iter().map(|c| c.trace.spans.len()).sum();
-        let traces = batch.len();
-        let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
-        match scored {
-            Ok(result) => record(sink, result),
-            Err(_) => error!(traces, "Scoring panicked; this batch is lost."),
-        }
-        let mut buf = shared.lock();
-        buf.scored(spans);
-        shared.stats.set_buffered(&buf);
-    }
-}
-
-/// Writes one batch's results through the sink.
-fn record(sink: &Mutex<ResultSink>, result: results::BatchResult) {
-    if result.is_empty() {
-        return;
-    }
-    let traces = result.traces();
-    let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Err(e) = sink.record(result) {
-        sink.write_failed();
-        error!(traces, error = %e, "Cannot write results; this batch is lost.");
-    }
-}
-
-fn log_status(buf: &TraceBuffer, snap: &StatsSnapshot) {
-    let u = buf.usage();
-    let l = buf.limits();
-    let held = u.spans + u.scoring_spans;
-    info!(
-        traces = u.traces,
-        spans = held,
-        max_spans = l.max_spans,
-        max_traces = l.max_traces,
-        used_pct = (100 * held / l.max_spans.max(1)).max(100 * u.traces / l.max_traces.max(1)),
-        accepted_spans = snap.spans,
-        scored_traces = snap.traces_scored,
-        refused_requests = snap.refused_requests,
-        "Buffer use."
-    );
 }
 
 /// Logs to stderr; `TRACEVAL_LOG` (or `RUST_LOG`) filters, default `info`.

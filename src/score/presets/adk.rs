@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 
 use super::common::{names_list, py_args, threshold};
-use crate::value::{py_eq, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::value::{py_eq, PyValue};
 
 pub const LIBRARY: &str = "google-adk";
 pub const VERSION: &str = "2.13.0";
@@ -28,9 +28,21 @@ enum MatchType {
 /// Every mode: (name, settings..., summary for `traceval metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, MatchType, &str)] = &[
-    ("adk.exact", MatchType::Exact, "tool_trajectory_avg_score EXACT: 1 if same calls (name, args ==) in order; pass >= 1.0"),
-    ("adk.in_order", MatchType::InOrder, "IN_ORDER: expected calls appear in order, extras allowed"),
-    ("adk.any_order", MatchType::AnyOrder, "ANY_ORDER: every expected call matched by a distinct call, extras allowed"),
+    (
+        "adk.exact",
+        MatchType::Exact,
+        "tool_trajectory_avg_score EXACT: 1 if same calls (name, args ==) in order; pass >= 1.0",
+    ),
+    (
+        "adk.in_order",
+        MatchType::InOrder,
+        "IN_ORDER: expected calls appear in order, extras allowed",
+    ),
+    (
+        "adk.any_order",
+        MatchType::AnyOrder,
+        "ANY_ORDER: every expected call matched by a distinct call, extras allowed",
+    ),
 ];
 
 /// (name, summary) of every mode.

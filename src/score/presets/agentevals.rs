@@ -17,8 +17,8 @@
 use std::borrow::Cow;
 
 use super::common::dict_args;
-use crate::value::{py_eq, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::value::{py_eq, PyValue};
 
 pub const LIBRARY: &str = "agentevals";
 pub const VERSION: &str = "0.0.9";
@@ -42,54 +42,102 @@ enum ArgsMode {
 /// Every mode: (name, settings..., summary for `traceval metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Trajectory, ArgsMode, &str)] = &[
-    ("agentevals.strict.args_exact",
+    (
+        "agentevals.strict.args_exact",
         Trajectory::Strict,
-        ArgsMode::Exact, "trajectory strict: same calls in the same order, args =="),
-    ("agentevals.strict.args_ignore",
+        ArgsMode::Exact,
+        "trajectory strict: same calls in the same order, args ==",
+    ),
+    (
+        "agentevals.strict.args_ignore",
         Trajectory::Strict,
-        ArgsMode::Ignore, "strict, args ignored"),
-    ("agentevals.strict.args_subset",
+        ArgsMode::Ignore,
+        "strict, args ignored",
+    ),
+    (
+        "agentevals.strict.args_subset",
         Trajectory::Strict,
-        ArgsMode::Subset, "strict, output args within reference args"),
-    ("agentevals.strict.args_superset",
+        ArgsMode::Subset,
+        "strict, output args within reference args",
+    ),
+    (
+        "agentevals.strict.args_superset",
         Trajectory::Strict,
-        ArgsMode::Superset, "strict, output args contain reference args"),
-    ("agentevals.unordered.args_exact",
+        ArgsMode::Superset,
+        "strict, output args contain reference args",
+    ),
+    (
+        "agentevals.unordered.args_exact",
         Trajectory::Unordered,
-        ArgsMode::Exact, "unordered: same calls in any order (first-fit both ways), args =="),
-    ("agentevals.unordered.args_ignore",
+        ArgsMode::Exact,
+        "unordered: same calls in any order (first-fit both ways), args ==",
+    ),
+    (
+        "agentevals.unordered.args_ignore",
         Trajectory::Unordered,
-        ArgsMode::Ignore, "unordered, args ignored"),
-    ("agentevals.unordered.args_subset",
+        ArgsMode::Ignore,
+        "unordered, args ignored",
+    ),
+    (
+        "agentevals.unordered.args_subset",
         Trajectory::Unordered,
-        ArgsMode::Subset, "unordered, subset args (checked both ways: acts like exact)"),
-    ("agentevals.unordered.args_superset",
+        ArgsMode::Subset,
+        "unordered, subset args (checked both ways: acts like exact)",
+    ),
+    (
+        "agentevals.unordered.args_superset",
         Trajectory::Unordered,
-        ArgsMode::Superset, "unordered, superset args (checked both ways: acts like exact)"),
-    ("agentevals.subset.args_exact",
+        ArgsMode::Superset,
+        "unordered, superset args (checked both ways: acts like exact)",
+    ),
+    (
+        "agentevals.subset.args_exact",
         Trajectory::Subset,
-        ArgsMode::Exact, "subset: every output call matches a reference call (first-fit), args =="),
-    ("agentevals.subset.args_ignore",
+        ArgsMode::Exact,
+        "subset: every output call matches a reference call (first-fit), args ==",
+    ),
+    (
+        "agentevals.subset.args_ignore",
         Trajectory::Subset,
-        ArgsMode::Ignore, "subset, args ignored"),
-    ("agentevals.subset.args_subset",
+        ArgsMode::Ignore,
+        "subset, args ignored",
+    ),
+    (
+        "agentevals.subset.args_subset",
         Trajectory::Subset,
-        ArgsMode::Subset, "subset; matcher swapped: output args must contain the reference args"),
-    ("agentevals.subset.args_superset",
+        ArgsMode::Subset,
+        "subset; matcher swapped: output args must contain the reference args",
+    ),
+    (
+        "agentevals.subset.args_superset",
         Trajectory::Subset,
-        ArgsMode::Superset, "subset; matcher swapped: output args must be within the reference args"),
-    ("agentevals.superset.args_exact",
+        ArgsMode::Superset,
+        "subset; matcher swapped: output args must be within the reference args",
+    ),
+    (
+        "agentevals.superset.args_exact",
         Trajectory::Superset,
-        ArgsMode::Exact, "superset: every reference call matched by an output call (first-fit), args =="),
-    ("agentevals.superset.args_ignore",
+        ArgsMode::Exact,
+        "superset: every reference call matched by an output call (first-fit), args ==",
+    ),
+    (
+        "agentevals.superset.args_ignore",
         Trajectory::Superset,
-        ArgsMode::Ignore, "superset, args ignored"),
-    ("agentevals.superset.args_subset",
+        ArgsMode::Ignore,
+        "superset, args ignored",
+    ),
+    (
+        "agentevals.superset.args_subset",
         Trajectory::Superset,
-        ArgsMode::Subset, "superset, output args within reference args"),
-    ("agentevals.superset.args_superset",
+        ArgsMode::Subset,
+        "superset, output args within reference args",
+    ),
+    (
+        "agentevals.superset.args_superset",
         Trajectory::Superset,
-        ArgsMode::Superset, "superset, output args contain reference args"),
+        ArgsMode::Superset,
+        "superset, output args contain reference args",
+    ),
 ];
 
 /// (name, summary) of every mode.

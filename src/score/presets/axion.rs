@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 
 use super::common::{dict_args, py_list, threshold};
-use crate::value::{py_eq, py_repr, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::value::{py_eq, py_repr, PyValue};
 
 pub const LIBRARY: &str = "axion";
 pub const VERSION: &str = "git 7ab96dc9";
@@ -51,20 +51,62 @@ impl Scoring {
 /// Every mode: (name, settings..., summary for `traceval metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Params, bool, Scoring, &str)] = &[
-    ("axion.name_only", Params::Off, false, Scoring::Recall, "ToolCorrectness(): recall of expected names, first-fit; extras free; pass >= 0.5"),
-    ("axion.exact_params", Params::Exact, false, Scoring::Recall, "recall; a match also needs args == (Python)"),
-    ("axion.subset_params",
+    (
+        "axion.name_only",
+        Params::Off,
+        false,
+        Scoring::Recall,
+        "ToolCorrectness(): recall of expected names, first-fit; extras free; pass >= 0.5",
+    ),
+    (
+        "axion.exact_params",
+        Params::Exact,
+        false,
+        Scoring::Recall,
+        "recall; a match also needs args == (Python)",
+    ),
+    (
+        "axion.subset_params",
         Params::Subset,
         false,
-        Scoring::Recall, "recall; expected args must be in the called args (nested dicts recurse)"),
-    ("axion.fuzzy_params", Params::Fuzzy, false, Scoring::Recall, "recall; mean type-strict similarity over expected args >= 0.8 (difflib for strings)"),
-    ("axion.strict_order", Params::Off, true, Scoring::Recall, "1 if same names at every position, else 0"),
-    ("axion.strict_order_exact_params",
+        Scoring::Recall,
+        "recall; expected args must be in the called args (nested dicts recurse)",
+    ),
+    (
+        "axion.fuzzy_params",
+        Params::Fuzzy,
+        false,
+        Scoring::Recall,
+        "recall; mean type-strict similarity over expected args >= 0.8 (difflib for strings)",
+    ),
+    (
+        "axion.strict_order",
+        Params::Off,
+        true,
+        Scoring::Recall,
+        "1 if same names at every position, else 0",
+    ),
+    (
+        "axion.strict_order_exact_params",
         Params::Exact,
         true,
-        Scoring::Recall, "strict order, args == at every position"),
-    ("axion.precision", Params::Off, false, Scoring::Precision, "scoring='precision': matched / called; nothing called = 1"),
-    ("axion.f1", Params::Off, false, Scoring::F1, "scoring='f1': harmonic mean of recall and precision"),
+        Scoring::Recall,
+        "strict order, args == at every position",
+    ),
+    (
+        "axion.precision",
+        Params::Off,
+        false,
+        Scoring::Precision,
+        "scoring='precision': matched / called; nothing called = 1",
+    ),
+    (
+        "axion.f1",
+        Params::Off,
+        false,
+        Scoring::F1,
+        "scoring='f1': harmonic mean of recall and precision",
+    ),
 ];
 
 /// (name, summary) of every mode.

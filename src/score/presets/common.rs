@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 
-use crate::value::{push_str_repr, PyValue};
 use crate::score::{Call, MetricOptions, ScoreError};
+use crate::value::{push_str_repr, PyValue};
 
 /// The call's arguments as Python sees them (key order kept when known).
 pub(super) fn py_args(call: &Call) -> Option<Cow<'_, PyValue>> {

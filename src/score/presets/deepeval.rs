@@ -16,8 +16,8 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, names_list, optional_dict_args, py_list, threshold};
-use crate::value::{py_eq, py_json_dumps, DumpsOptions, PyValue};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::value::{py_eq, py_json_dumps, DumpsOptions, PyValue};
 
 pub const LIBRARY: &str = "deepeval";
 pub const VERSION: &str = "4.3.1";
@@ -45,20 +45,53 @@ const fn mode(exact: bool, ordering: bool, input_params: bool, strict: bool) -> 
 /// Every mode: (name, settings..., summary for `traceval metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Mode, &str)] = &[
-    ("deepeval.default", mode(false, false, false, false), "ToolCorrectnessMetric(): share of expected tools matched by name, greedy; identical \
-         duplicate calls count once (bug kept); extras free; pass >= 0.5"),
-    ("deepeval.exact", mode(true, false, false, false), "should_exact_match: 1 if same names in the same order and length, else 0"),
-    ("deepeval.ordering", mode(false, true, false, false), "should_consider_ordering: LCS of names / expected count"),
-    ("deepeval.exact_ordering", mode(true, true, false, false), "both flags; exact match wins"),
-    ("deepeval.strict", mode(false, false, false, true), "strict_mode: threshold 1, any score below 1 becomes 0"),
-    ("deepeval.input_params", mode(false, false, true, false), "INPUT_PARAMETERS: default mode with partial argument credit (equal keys / key union); \
-         raises AttributeError when one side's args are absent"),
-    ("deepeval.input_params_exact",
-        mode(true, false, true, false), "INPUT_PARAMETERS + exact: names and args (Python ==) equal position by position"),
-    ("deepeval.input_params_ordering",
-        mode(false, true, true, false), "INPUT_PARAMETERS + ordering: LCS weighted by argument credit"),
-    ("deepeval.input_params_strict",
-        mode(false, false, true, true), "INPUT_PARAMETERS + strict_mode"),
+    (
+        "deepeval.default",
+        mode(false, false, false, false),
+        "ToolCorrectnessMetric(): share of expected tools matched by name, greedy; identical \
+         duplicate calls count once (bug kept); extras free; pass >= 0.5",
+    ),
+    (
+        "deepeval.exact",
+        mode(true, false, false, false),
+        "should_exact_match: 1 if same names in the same order and length, else 0",
+    ),
+    (
+        "deepeval.ordering",
+        mode(false, true, false, false),
+        "should_consider_ordering: LCS of names / expected count",
+    ),
+    (
+        "deepeval.exact_ordering",
+        mode(true, true, false, false),
+        "both flags; exact match wins",
+    ),
+    (
+        "deepeval.strict",
+        mode(false, false, false, true),
+        "strict_mode: threshold 1, any score below 1 becomes 0",
+    ),
+    (
+        "deepeval.input_params",
+        mode(false, false, true, false),
+        "INPUT_PARAMETERS: default mode with partial argument credit (equal keys / key union); \
+         raises AttributeError when one side's args are absent",
+    ),
+    (
+        "deepeval.input_params_exact",
+        mode(true, false, true, false),
+        "INPUT_PARAMETERS + exact: names and args (Python ==) equal position by position",
+    ),
+    (
+        "deepeval.input_params_ordering",
+        mode(false, true, true, false),
+        "INPUT_PARAMETERS + ordering: LCS weighted by argument credit",
+    ),
+    (
+        "deepeval.input_params_strict",
+        mode(false, false, true, true),
+        "INPUT_PARAMETERS + strict_mode",
+    ),
 ];
 
 /// (name, summary) of every mode.

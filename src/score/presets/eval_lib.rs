@@ -25,9 +25,21 @@ enum Mode {
 /// Every mode: (name, settings..., summary for `traceval metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Mode, &str)] = &[
-    ("eval_lib.default", Mode::Default, "names only: expected names matched one to one / expected count; nothing expected = 1"),
-    ("eval_lib.exact", Mode::Exact, "names only: 1 if the name lists are equal"),
-    ("eval_lib.ordering", Mode::Ordering, "names only: unweighted LCS / expected count; nothing expected = 1"),
+    (
+        "eval_lib.default",
+        Mode::Default,
+        "names only: expected names matched one to one / expected count; nothing expected = 1",
+    ),
+    (
+        "eval_lib.exact",
+        Mode::Exact,
+        "names only: 1 if the name lists are equal",
+    ),
+    (
+        "eval_lib.ordering",
+        Mode::Ordering,
+        "names only: unweighted LCS / expected count; nothing expected = 1",
+    ),
 ];
 
 /// (name, summary) of every mode.

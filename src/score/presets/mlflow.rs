@@ -19,10 +19,8 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, py_args};
-use crate::value::{
-    py_eq, py_json_dumps, py_repr, py_str, py_str_repr, DumpsOptions, PyValue,
-};
 use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::value::{py_eq, py_json_dumps, py_repr, py_str, py_str_repr, DumpsOptions, PyValue};
 
 pub const LIBRARY: &str = "mlflow";
 pub const VERSION: &str = "3.17.2";
@@ -34,11 +32,31 @@ const NO_EXPECTATIONS: &str = "MlflowException: should_exact_match=True requires
 /// Every mode: (name, settings..., summary for `traceval metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, bool, bool, &str)] = &[
-    ("mlflow.exact", false, false, "ToolCallCorrectness(should_exact_match=True): same count and same set of \
-         name(sorted-key JSON args); yes=1/no=0; raises on empty expectations"),
-    ("mlflow.exact_ordered", true, false, "+ should_consider_ordering: same signature at every position"),
-    ("mlflow.exact_names", false, true, "mlflow.exact with name-only expectations (arguments ignored)"),
-    ("mlflow.exact_ordered_names", true, true, "mlflow.exact_ordered with name-only expectations"),
+    (
+        "mlflow.exact",
+        false,
+        false,
+        "ToolCallCorrectness(should_exact_match=True): same count and same set of \
+         name(sorted-key JSON args); yes=1/no=0; raises on empty expectations",
+    ),
+    (
+        "mlflow.exact_ordered",
+        true,
+        false,
+        "+ should_consider_ordering: same signature at every position",
+    ),
+    (
+        "mlflow.exact_names",
+        false,
+        true,
+        "mlflow.exact with name-only expectations (arguments ignored)",
+    ),
+    (
+        "mlflow.exact_ordered_names",
+        true,
+        true,
+        "mlflow.exact_ordered with name-only expectations",
+    ),
 ];
 
 /// (name, summary) of every mode.

@@ -15,8 +15,8 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, dict_args};
+use crate::score::{Call, Metric, MetricOptions, Needs, Outcome, ScoreError};
 use crate::value::{py_eq, py_str, PyValue};
-use crate::score::{Needs, Call, Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "ragas";
 pub const VERSION: &str = "0.4.3";
@@ -31,10 +31,22 @@ enum Mode {
 /// Every mode: (name, settings..., summary for `traceval metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Mode, &str)] = &[
-    ("ragas.tool_call_accuracy_strict", Mode::AccuracyStrict, "ToolCallAccuracy(strict_order=True): 0 unless the name sequences are equal, else mean \
-         share of reference args whose str() values are equal; no pass/fail"),
-    ("ragas.tool_call_accuracy_flexible", Mode::AccuracyFlexible, "strict_order=False: both lists sorted by (name, key, str(value)...) first"),
-    ("ragas.tool_call_f1", Mode::F1, "ToolCallF1: F1 of the sets of (name, args); two empty lists = 0; rounded to 4 places"),
+    (
+        "ragas.tool_call_accuracy_strict",
+        Mode::AccuracyStrict,
+        "ToolCallAccuracy(strict_order=True): 0 unless the name sequences are equal, else mean \
+         share of reference args whose str() values are equal; no pass/fail",
+    ),
+    (
+        "ragas.tool_call_accuracy_flexible",
+        Mode::AccuracyFlexible,
+        "strict_order=False: both lists sorted by (name, key, str(value)...) first",
+    ),
+    (
+        "ragas.tool_call_f1",
+        Mode::F1,
+        "ToolCallF1: F1 of the sets of (name, args); two empty lists = 0; rounded to 4 places",
+    ),
 ];
 
 /// (name, summary) of every mode.
@@ -91,9 +103,7 @@ impl Metric for Ragas {
 
     /// ragas compares `str()` of argument dicts: key order matters.
     fn needs(&self) -> Needs {
-        Needs {
-            ordered_args: true,
-        }
+        Needs { ordered_args: true }
     }
 
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {

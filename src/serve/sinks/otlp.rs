@@ -1,8 +1,13 @@
-//! Evaluations as OTLP: `gen_ai.evaluation.result` log records
-//! (shared/spec/otlp-and-collector.md, GenAI semantic conventions).
+//! Evaluations as OTLP, sent to `--results-otlp` (or the `--forward`
+//! downstream): `gen_ai.evaluation.result` log records (docs/otlp.md, GenAI
+//! semantic conventions), and with `--results-spans` a `traceval.evaluation`
+//! span in the evaluated trace.
 //!
 //! One record per metric, correlated with the evaluated trace through its
 //! trace id and agent root span id, so backends show it next to the trace.
+//! Records go through the exporter's bounded queue without waiting: when the
+//! downstream is slow or down and the queue is full, they are counted
+//! (`traceval_results_dropped_total`) and dropped, never blocking scoring.
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -13,8 +18,11 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 
-use super::Evaluation;
+use super::{Batch, Output, Sink};
 use crate::assemble::SpanId;
+use crate::report::Evaluation;
+use crate::serve::forward::{ForwardHandle, Signal};
+use crate::serve::telemetry::ServeStats;
 
 pub const EVENT_NAME: &str = "gen_ai.evaluation.result";
 /// Explanations are capped like agentevals does, so records stay small.
@@ -267,6 +275,95 @@ pub fn logs_request(records: Vec<LogRecord>) -> ExportLogsServiceRequest {
     }
 }
 
+/// Exports evaluations as OTLP logs (and spans) without ever waiting.
+pub struct OtlpSink {
+    exporter: ForwardHandle,
+    /// Also a `traceval.evaluation` span per evaluation.
+    spans: bool,
+    stats: std::sync::Arc<ServeStats>,
+    /// Whether a drop was logged already (logged once per run of drops).
+    dropping: std::sync::atomic::AtomicBool,
+}
+
+impl OtlpSink {
+    pub fn new(exporter: ForwardHandle, spans: bool, stats: std::sync::Arc<ServeStats>) -> Self {
+        OtlpSink {
+            exporter,
+            spans,
+            stats,
+            dropping: Default::default(),
+        }
+    }
+
+    fn send(&self, signal: Signal, body: Vec<u8>, records: u64) {
+        use std::sync::atomic::Ordering;
+        match self.exporter.try_send(signal, body.into(), 0) {
+            Ok(()) => {
+                if self.dropping.swap(false, Ordering::Relaxed) {
+                    tracing::info!("The results exporter takes records again.");
+                }
+            }
+            Err(_) => {
+                ServeStats::add(&self.stats.results_dropped, records);
+                if !self.dropping.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        records,
+                        "The results exporter's queue is full (downstream slow or down); \
+                         evaluation records are dropped and counted in traceval_results_dropped_total."
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl Sink for OtlpSink {
+    fn name(&self) -> &'static str {
+        "otlp-results"
+    }
+
+    fn record(&self, batch: &Batch) -> std::io::Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut logs = Vec::new();
+        let mut spans = Vec::new();
+        for o in &batch.outputs {
+            let Output::Evaluation {
+                eval,
+                revision,
+                root,
+                ..
+            } = o
+            else {
+                continue;
+            };
+            let records = evaluation_records(eval, *root, *revision, now);
+            if self.spans {
+                spans.push(evaluation_span(eval, &records, *root, *revision, now));
+            }
+            logs.extend(records);
+        }
+        if !logs.is_empty() {
+            let n = logs.len() as u64;
+            self.send(
+                Signal::Logs,
+                prost::Message::encode_to_vec(&logs_request(logs)),
+                n,
+            );
+        }
+        if !spans.is_empty() {
+            let n = spans.len() as u64;
+            self.send(
+                Signal::Traces,
+                prost::Message::encode_to_vec(&spans_request(spans)),
+                n,
+            );
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,7 +393,8 @@ mod tests {
             trace_id: TraceId([7; 16]),
             session: None,
             case_id: "c1".into(),
-            tools_called: vec![],
+            case_index: 0,
+            tools_called: Vec::new().into(),
             expected: vec![],
             results: vec![
                 MetricResult {

@@ -1,4 +1,5 @@
-//! Prometheus text exposition of the live service's counters.
+//! The live service's counters: one set, read by the run's summary, the
+//! status log and `/metrics` (Prometheus text exposition).
 //!
 //! Counters are atomics so the hot path never takes a lock; per-metric
 //! evaluation counts and score histograms sit behind one mutex that is taken
@@ -9,6 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+use serde::Serialize;
 
 /// Upper bounds of the score histogram buckets (scores are in 0..=1).
 pub const SCORE_BUCKETS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
@@ -24,17 +27,29 @@ struct PerMetric {
     sum: f64,
 }
 
-/// Every counter the service exposes on `/metrics`.
+/// Every counter of a running server (read them with [`ServeStats::snapshot`]).
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub struct ServeStats {
+    /// Requests accepted (wholly or partly).
+    pub requests: AtomicU64,
     pub spans_received: AtomicU64,
+    /// Spans rejected for bad ids (partial success).
     pub spans_rejected: AtomicU64,
+    /// Re-sent spans dropped as duplicates.
+    pub duplicate_spans: AtomicU64,
     pub spans_forwarded: AtomicU64,
     pub requests_refused: AtomicU64,
     pub forward_retries: AtomicU64,
     pub traces_scored: AtomicU64,
     pub traces_rescored: AtomicU64,
+    pub evaluations: AtomicU64,
+    pub unmatched_traces: AtomicU64,
     pub sessions_scored: AtomicU64,
+    /// Evaluation records (logs or spans) that could not be queued for
+    /// export: the results downstream is slow or down. Never blocks scoring.
+    pub results_dropped: AtomicU64,
+    /// Batches an output (sink) failed to take.
+    pub sink_errors: AtomicU64,
     pub sessions_waiting: AtomicU64,
     pub buffer_spans: AtomicU64,
     pub buffer_traces: AtomicU64,
@@ -55,7 +70,60 @@ pub enum Verdict {
     Error,
 }
 
-impl Metrics {
+/// A copy of the counters at one moment.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StatsSnapshot {
+    /// Requests accepted (wholly or partly).
+    pub requests: u64,
+    /// Spans accepted into the buffer.
+    pub spans: u64,
+    /// Spans rejected for bad ids (partial success).
+    pub invalid_spans: u64,
+    /// Re-sent spans dropped as duplicates.
+    pub duplicate_spans: u64,
+    /// Requests refused because the buffer or a queue was full, or closing.
+    pub refused_requests: u64,
+    /// Traces (revisions included) that completed and were scored.
+    pub traces_scored: u64,
+    /// Of those, revisions 2 and later.
+    pub rescored: u64,
+    pub evaluations: u64,
+    pub unmatched_traces: u64,
+    /// Spans held now (waiting or being scored).
+    pub buffered_spans: u64,
+    pub buffered_traces: u64,
+    /// Evaluation records that could not be queued for export.
+    pub results_dropped: u64,
+    /// Batches an output failed to take.
+    pub sink_errors: u64,
+}
+
+impl ServeStats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StatsSnapshot {
+            requests: g(&self.requests),
+            spans: g(&self.spans_received),
+            invalid_spans: g(&self.spans_rejected),
+            duplicate_spans: g(&self.duplicate_spans),
+            refused_requests: g(&self.requests_refused),
+            traces_scored: g(&self.traces_scored),
+            rescored: g(&self.traces_rescored),
+            evaluations: g(&self.evaluations),
+            unmatched_traces: g(&self.unmatched_traces),
+            buffered_spans: g(&self.buffer_spans),
+            buffered_traces: g(&self.buffer_traces),
+            results_dropped: g(&self.results_dropped),
+            sink_errors: g(&self.sink_errors),
+        }
+    }
+
+    /// Mirrors the buffer's fill into its gauges.
+    pub(crate) fn set_buffered(&self, u: &super::buffer::Usage) {
+        Self::set(&self.buffer_spans, (u.spans + u.scoring_spans) as u64);
+        Self::set(&self.buffer_traces, u.traces as u64);
+    }
+
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
@@ -117,6 +185,24 @@ impl Metrics {
             "counter",
             "Spans rejected as invalid (partial success).",
             g(&self.spans_rejected),
+        );
+        single(
+            "traceval_duplicate_spans_total",
+            "counter",
+            "Re-sent spans dropped as duplicates.",
+            g(&self.duplicate_spans),
+        );
+        single(
+            "traceval_results_dropped_total",
+            "counter",
+            "Evaluation records not exported because the results queue was full.",
+            g(&self.results_dropped),
+        );
+        single(
+            "traceval_sink_errors_total",
+            "counter",
+            "Result batches an output (file, stdout, exporter) failed to take.",
+            g(&self.sink_errors),
         );
         single(
             "traceval_spans_forwarded_total",
@@ -261,8 +347,8 @@ mod tests {
 
     #[test]
     fn renders_counters_and_histograms() {
-        let m = Metrics::default();
-        Metrics::add(&m.spans_received, 42);
+        let m = ServeStats::default();
+        ServeStats::add(&m.spans_received, 42);
         m.record("tool_correctness", Verdict::Pass(Some(0.95)));
         m.record("tool_correctness", Verdict::Fail(Some(0.3)));
         m.record("tool_correctness", Verdict::Error);

@@ -11,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::{Batch, Output, Sink};
 use crate::report::Evaluation;
 
 /// Generated from the .proto by build.rs.
@@ -118,6 +119,32 @@ impl ResultsHub {
     /// The tonic service, to mount on a gRPC server.
     pub fn service(&self) -> ResultsServiceServer<ResultsHub> {
         ResultsServiceServer::new(self.clone())
+    }
+}
+
+/// Publishes every evaluation to the results API's subscribers.
+pub struct ResultsApiSink {
+    hub: ResultsHub,
+}
+
+impl ResultsApiSink {
+    pub fn new(hub: ResultsHub) -> Self {
+        ResultsApiSink { hub }
+    }
+}
+
+impl Sink for ResultsApiSink {
+    fn name(&self) -> &'static str {
+        "results-api"
+    }
+
+    fn record(&self, batch: &Batch) -> std::io::Result<()> {
+        for o in &batch.outputs {
+            if let Output::Evaluation { eval, revision, .. } = o {
+                self.hub.publish(eval, *revision);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,11 +1,14 @@
-//! Forwarding: sends accepted OTLP data downstream unchanged, in request
-//! order, through a bounded queue with retries.
+//! Forwarding: sends accepted OTLP data downstream unchanged through a
+//! bounded queue with retries (also how evaluation results are exported).
 //!
 //! The queue is the backpressure point: when the downstream is down it fills
-//! up (in requests or in bytes), `reserve` fails, and the receiver answers 503/UNAVAILABLE so the
-//! upstream keeps the data (nothing accepted is dropped). One worker sends the
-//! queue in order; a retryable failure is retried with exponential backoff,
-//! honouring `Retry-After` (HTTP) and `RetryInfo` (gRPC).
+//! up (in requests or in bytes), `reserve` fails, and the receiver answers
+//! 503/UNAVAILABLE so the upstream keeps the data (nothing accepted is
+//! dropped). One worker starts sends in queue order, up to `concurrency` at
+//! a time: with more than one, a request that is retried can arrive after
+//! later ones (`concurrency = 1` keeps arrival order). A retryable failure is
+//! retried with exponential backoff, honouring `Retry-After` (HTTP) and
+//! `RetryInfo` (gRPC).
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::report::prometheus::Metrics;
+use super::telemetry::ServeStats;
 
 /// Wire protocol of the downstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -153,7 +156,7 @@ struct Item {
 pub struct ForwardHandle {
     tx: mpsc::Sender<Item>,
     /// The queue gauges.
-    metrics: Arc<Metrics>,
+    metrics: Arc<ServeStats>,
     capacity: usize,
     /// Bytes queued or being sent.
     held: Arc<AtomicUsize>,
@@ -161,17 +164,12 @@ pub struct ForwardHandle {
 }
 
 impl ForwardHandle {
-    /// Queues a request, waiting for room (for threads that may block, like
-    /// the result writer). Fails only when the forwarder has stopped.
-    pub fn send_blocking(&self, signal: Signal, body: Bytes, spans: u64) -> Result<(), QueueFull> {
-        self.hold(body.len());
-        self.tx
-            .blocking_send(Item {
-                signal,
-                body,
-                spans,
-            })
-            .map_err(|_| QueueFull)
+    /// Queues a request if there is room now; never waits (scoring must not
+    /// block on a downstream). Fails when the queue is full or stopped.
+    pub fn try_send(&self, signal: Signal, body: Bytes, spans: u64) -> Result<(), QueueFull> {
+        let len = body.len();
+        self.reserve(len)?.send(signal, body, spans);
+        Ok(())
     }
 
     /// Whether a request can be queued now (room in requests and bytes).
@@ -181,7 +179,7 @@ impl ForwardHandle {
 
     fn hold(&self, bytes: usize) {
         let now = self.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        Metrics::set(&self.metrics.forward_queue_bytes, now as u64);
+        ServeStats::set(&self.metrics.forward_queue_bytes, now as u64);
     }
 
     /// Takes a place in the queue for a request of `bytes`, to fill later: a
@@ -220,11 +218,11 @@ impl Drop for Slot<'_> {
     }
 }
 
-fn release(held: &AtomicUsize, metrics: &Metrics, bytes: usize) {
+fn release(held: &AtomicUsize, metrics: &ServeStats, bytes: usize) {
     let now = held
         .fetch_sub(bytes, Ordering::Relaxed)
         .saturating_sub(bytes);
-    Metrics::set(&metrics.forward_queue_bytes, now as u64);
+    ServeStats::set(&metrics.forward_queue_bytes, now as u64);
 }
 
 impl Slot<'_> {
@@ -240,7 +238,7 @@ impl Slot<'_> {
             spans,
         });
         let h = self.handle;
-        Metrics::set(
+        ServeStats::set(
             &h.metrics.forward_queue,
             (h.capacity - h.tx.capacity()) as u64,
         );
@@ -251,7 +249,7 @@ impl Slot<'_> {
 /// drained, or at once when `hard_stop` is cancelled.
 pub fn spawn(
     config: ForwardConfig,
-    metrics: Arc<Metrics>,
+    metrics: Arc<ServeStats>,
     hard_stop: CancellationToken,
 ) -> Result<(ForwardHandle, JoinHandle<()>), ForwardError> {
     let capacity = config.queue.max(1);
@@ -259,10 +257,10 @@ pub fn spawn(
     let gauges = if config.queue_gauges {
         Arc::clone(&metrics)
     } else {
-        Arc::new(Metrics::default())
+        Arc::new(ServeStats::default())
     };
-    Metrics::set(&gauges.forward_queue_capacity, capacity as u64);
-    Metrics::set(
+    ServeStats::set(&gauges.forward_queue_capacity, capacity as u64);
+    ServeStats::set(
         &gauges.forward_queue_bytes_capacity,
         config.max_queue_bytes as u64,
     );
@@ -343,12 +341,12 @@ impl Sender {
 #[derive(Clone)]
 struct Worker {
     /// Where the queue gauges go (see [`ForwardConfig::queue_gauges`]).
-    gauges: Arc<Metrics>,
+    gauges: Arc<ServeStats>,
     /// Shared with the handles: bytes queued or being sent.
     held: Arc<AtomicUsize>,
     config: Arc<ForwardConfig>,
     sender: Sender,
-    metrics: Arc<Metrics>,
+    metrics: Arc<ServeStats>,
     hard_stop: CancellationToken,
 }
 
@@ -391,7 +389,7 @@ impl Worker {
                 }
             };
             let batch = self.join_queued(first, &mut rx, &mut next);
-            Metrics::set(&self.gauges.forward_queue, rx.len() as u64);
+            ServeStats::set(&self.gauges.forward_queue, rx.len() as u64);
             let mut worker = self.clone();
             in_flight.push_back(async move {
                 let ok = worker.deliver(&batch).await;
@@ -454,7 +452,7 @@ impl Worker {
             match attempt {
                 Ok(()) => {
                     if item.signal == Signal::Traces {
-                        Metrics::add(&self.metrics.spans_forwarded, item.spans);
+                        ServeStats::add(&self.metrics.spans_forwarded, item.spans);
                     }
                     return true;
                 }
@@ -464,7 +462,7 @@ impl Worker {
                     return true;
                 }
                 Err(Failure::Retry { after, reason }) => {
-                    Metrics::add(&self.metrics.forward_retries, 1);
+                    ServeStats::add(&self.metrics.forward_retries, 1);
                     let wait = after.unwrap_or(backoff).min(self.config.max_backoff);
                     tracing::warn!(%reason, wait_ms = wait.as_millis() as u64, "Downstream export failed; retrying.");
                     tokio::select! {

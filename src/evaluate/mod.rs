@@ -1,0 +1,449 @@
+//! The evaluation core, shared by `replay`, `serve` and `score`: extracted
+//! traces, the fixture cases they join and a metric set built once, in; typed
+//! results out. Nothing here reads files, formats reports or knows about
+//! sockets.
+//!
+//! A trace is evaluated alone ([`Evaluator::evaluate_trace`]): it is routed to
+//! the trace cases it joins (by trace id or attribute match) and scored
+//! against each; it names the session cases it belongs to, whose calls the
+//! caller collects (all at once in `replay`, as traces complete in `serve`)
+//! and scores with [`Evaluator::evaluate_session`].
+
+pub mod metrics;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::assemble::{session, SpanId, Trace, TraceId};
+use crate::expect::{Case, Join};
+use crate::extract::ToolCall;
+use crate::names::Normalizer;
+use crate::report::{Evaluation, SessionRef};
+use crate::score::native::NativeConfig;
+use crate::score::{Call, MetricOptions, Needs, ScoreError};
+
+pub use metrics::{MetricSet, MetricSpec};
+
+/// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
+/// `--score`, `--normalize` and the config's session keys say.
+#[derive(Debug, Clone)]
+pub struct ScoreSettings {
+    /// Metric specs; the first is the headline.
+    pub metrics: Vec<MetricSpec>,
+    /// Overrides for every metric (`--threshold`, `--strict`).
+    pub options: MetricOptions,
+    /// `tool_correctness` settings.
+    pub native: NativeConfig,
+    /// Tool names as compared (`--normalize`); off by default.
+    pub names: Normalizer,
+    /// Keys a `session_id` case looks at (docs/conventions.md, sessions).
+    pub session_keys: Vec<String>,
+}
+
+impl Default for ScoreSettings {
+    fn default() -> Self {
+        ScoreSettings {
+            metrics: MetricSpec::parse_list(&[crate::score::native::NATIVE_NAME])
+                .unwrap_or_default(),
+            options: MetricOptions::default(),
+            native: NativeConfig::default(),
+            names: Normalizer::off(),
+            session_keys: session::default_keys(),
+        }
+    }
+}
+
+/// A case with what scoring it needs, prepared once.
+#[derive(Debug)]
+struct Prepared {
+    case: Case,
+    /// `case.expected` with names as compared (normalized when enabled).
+    expected: Vec<Call>,
+    /// The case's own metrics (its `metrics` list or `threshold`), if it
+    /// overrides the run's.
+    metrics: Option<MetricSet>,
+}
+
+/// Where a trace belongs.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Route {
+    /// Trace cases (indexes into [`Evaluator::cases`]), in case order.
+    pub cases: Vec<usize>,
+    /// Session cases with the session id each names, in case order.
+    pub sessions: Vec<(usize, String)>,
+}
+
+/// One trace's share of a session case.
+#[derive(Debug, Clone)]
+pub struct SessionMember {
+    /// The session case.
+    pub case: usize,
+    /// The session value the case names.
+    pub id: String,
+}
+
+/// What evaluating one trace gave.
+#[derive(Debug, Clone)]
+pub struct TraceResult {
+    pub trace_id: TraceId,
+    pub spans: usize,
+    /// Root span (the first span without a parent), for results sent back
+    /// into the trace.
+    pub root: Option<SpanId>,
+    /// Earliest span start.
+    pub start: u64,
+    /// The tool calls extracted (shared by every evaluation of the trace).
+    pub calls: Arc<[ToolCall]>,
+    /// One per trace case joined, in case order; or one against the
+    /// default case when the trace joined no case at all.
+    pub evaluations: Vec<Evaluation>,
+    /// Whether `evaluations` holds the default case's evaluation.
+    pub defaulted: bool,
+    /// Session cases this trace contributes its calls to.
+    pub sessions: Vec<SessionMember>,
+}
+
+impl TraceResult {
+    /// No case, session case or default case took this trace.
+    pub fn unmatched(&self) -> bool {
+        self.evaluations.is_empty() && self.sessions.is_empty()
+    }
+}
+
+/// Case lookups by join kind, built once.
+#[derive(Debug, Default)]
+struct Routes {
+    by_trace_id: HashMap<TraceId, Vec<usize>>,
+    /// `match` cases: every pair must be present on the trace.
+    matches: Vec<usize>,
+    /// Session cases by (session key index or `None` for any key, value).
+    sessions: HashMap<(Option<usize>, String), Vec<usize>>,
+    /// Session cases on a key outside the configured list (checked by scan).
+    other_sessions: Vec<usize>,
+}
+
+/// Scores traces and sessions against fixture cases with metric sets built
+/// once. Read-only after [`Evaluator::new`]; share it between threads.
+#[derive(Debug)]
+pub struct Evaluator {
+    settings: ScoreSettings,
+    run: MetricSet,
+    cases: Vec<Prepared>,
+    /// Index of the default case in `cases`, if any (it joins nothing).
+    default: Option<usize>,
+    /// Whether a fixture was given (else traces are listed, not judged).
+    has_cases: bool,
+    routes: Routes,
+    /// Result labels in column order: the run's, then cases' own.
+    labels: Vec<String>,
+    needs: Needs,
+}
+
+impl Evaluator {
+    /// Builds every metric set and the case lookups. `cases` is `None`
+    /// without a fixture; `default` scores traces that join no case.
+    pub fn new(
+        settings: ScoreSettings,
+        cases: Option<Vec<Case>>,
+        default: Option<Case>,
+    ) -> Result<Evaluator, ScoreError> {
+        let run = MetricSet::build(&settings.metrics, &settings.options, &settings.native, None)?;
+        let mut labels: Vec<String> = run.labels().map(String::from).collect();
+        let mut needs = run.needs();
+        let has_cases = cases.is_some();
+        let mut all = cases.unwrap_or_default();
+        let default_index = default.map(|d| {
+            all.push(d);
+            all.len() - 1
+        });
+        let mut prepared = Vec::with_capacity(all.len());
+        for case in all {
+            let metrics = match (&case.metrics, case.threshold) {
+                (None, None) => None,
+                (list, threshold) => {
+                    let specs = match list {
+                        Some(l) => MetricSpec::parse_list(l)?,
+                        None => settings.metrics.clone(),
+                    };
+                    let set =
+                        MetricSet::build(&specs, &settings.options, &settings.native, threshold)?;
+                    for l in set.labels() {
+                        if !labels.iter().any(|x| x == l) {
+                            labels.push(l.to_string());
+                        }
+                    }
+                    needs = needs | set.needs();
+                    Some(set)
+                }
+            };
+            let expected = if settings.names.is_enabled() {
+                case.expected
+                    .iter()
+                    .map(|c| {
+                        let mut c = c.clone();
+                        c.name = settings.names.apply(&c.name).into_owned();
+                        c
+                    })
+                    .collect()
+            } else {
+                case.expected.clone()
+            };
+            prepared.push(Prepared {
+                case,
+                expected,
+                metrics,
+            });
+        }
+        let routes = Routes::build(&prepared, default_index, &settings.session_keys);
+        Ok(Evaluator {
+            settings,
+            run,
+            cases: prepared,
+            default: default_index,
+            has_cases,
+            routes,
+            labels,
+            needs,
+        })
+    }
+
+    /// What the metrics of the run and of every case need from extraction.
+    pub fn needs(&self) -> Needs {
+        self.needs
+    }
+
+    /// Result labels in column order (the first is the headline).
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    /// How many of [`Evaluator::labels`] are the run's own metrics.
+    pub fn run_metrics(&self) -> usize {
+        self.run.len()
+    }
+
+    pub fn has_cases(&self) -> bool {
+        self.has_cases
+    }
+
+    /// Every case (the default case last, if any).
+    pub fn cases(&self) -> impl ExactSizeIterator<Item = &Case> {
+        self.cases.iter().map(|p| &p.case)
+    }
+
+    /// Whether case `i` is the default case (never "unmatched").
+    pub fn is_default(&self, i: usize) -> bool {
+        self.default == Some(i)
+    }
+
+    /// Whether case `i` joins by session.
+    pub fn is_session_case(&self, i: usize) -> bool {
+        self.cases
+            .get(i)
+            .is_some_and(|p| matches!(p.case.join, Join::Session { .. }))
+    }
+
+    /// The session keys cases look at.
+    pub fn session_keys(&self) -> &[String] {
+        &self.settings.session_keys
+    }
+
+    /// The cases `trace` joins.
+    pub fn route(&self, trace: &Trace) -> Route {
+        let r = &self.routes;
+        let mut cases: Vec<usize> = r.by_trace_id.get(&trace.id).cloned().unwrap_or_default();
+        for &ci in &r.matches {
+            if let Join::Match(kv) = &self.cases[ci].case.join {
+                if kv.iter().all(|(k, v)| trace.has_attr(k, v)) {
+                    cases.push(ci);
+                }
+            }
+        }
+        cases.sort_unstable();
+        cases.dedup();
+        let mut sessions: Vec<(usize, String)> = Vec::new();
+        if !r.sessions.is_empty() || !r.other_sessions.is_empty() {
+            let keys = &self.settings.session_keys;
+            for (ki, value) in session::values_of(trace, keys) {
+                for lookup in [(Some(ki), value.clone()), (None, value.clone())] {
+                    for &ci in r.sessions.get(&lookup).into_iter().flatten() {
+                        sessions.push((ci, value.clone()));
+                    }
+                }
+            }
+            for &ci in &r.other_sessions {
+                if let Join::Session { key: Some(k), id } = &self.cases[ci].case.join {
+                    if trace.has_attr(k, id) {
+                        sessions.push((ci, id.clone()));
+                    }
+                }
+            }
+            sessions.sort();
+            sessions.dedup_by_key(|s| s.0);
+        }
+        Route { cases, sessions }
+    }
+
+    /// Routes and scores one trace whose calls were extracted (`calls`, by
+    /// start time).
+    pub fn evaluate_trace(&self, trace: &Trace, calls: Vec<ToolCall>) -> TraceResult {
+        let route = self.route(trace);
+        let calls: Arc<[ToolCall]> = calls.into();
+        let mut result = TraceResult {
+            trace_id: trace.id,
+            spans: trace.spans.len(),
+            root: trace.roots().next().map(|i| trace.spans[i].span_id),
+            start: trace.start_time(),
+            calls: Arc::clone(&calls),
+            evaluations: Vec::new(),
+            defaulted: false,
+            sessions: route
+                .sessions
+                .into_iter()
+                .map(|(case, id)| SessionMember { case, id })
+                .collect(),
+        };
+        let mut case_list = route.cases;
+        if case_list.is_empty() && result.sessions.is_empty() {
+            if let Some(d) = self.default {
+                case_list.push(d);
+                result.defaulted = true;
+            }
+        }
+        if case_list.is_empty() {
+            return result;
+        }
+        let called = self.called(&calls);
+        result.evaluations = case_list
+            .into_iter()
+            .map(|ci| self.score(ci, trace.id, None, Arc::clone(&calls), &called))
+            .collect();
+        result
+    }
+
+    /// Scores the calls of a session (`calls` from every trace of it, in time
+    /// order) against session case `case`.
+    pub fn evaluate_session(
+        &self,
+        case: usize,
+        session: SessionRef,
+        calls: Vec<ToolCall>,
+    ) -> Evaluation {
+        let first = session
+            .trace_ids
+            .first()
+            .copied()
+            .unwrap_or(TraceId([0; 16]));
+        let calls: Arc<[ToolCall]> = calls.into();
+        let called = self.called(&calls);
+        self.score(case, first, Some(session), calls, &called)
+    }
+
+    /// Calls as the metrics see them (names normalized when enabled).
+    fn called(&self, calls: &[ToolCall]) -> Vec<Call> {
+        let norm = &self.settings.names;
+        calls
+            .iter()
+            .map(|c| {
+                let mut call = Call::new(norm.apply(&c.name).into_owned(), c.args.clone());
+                call.ordered_args = c.ordered_args.clone();
+                call
+            })
+            .collect()
+    }
+
+    fn score(
+        &self,
+        case: usize,
+        trace_id: TraceId,
+        session: Option<SessionRef>,
+        calls: Arc<[ToolCall]>,
+        called: &[Call],
+    ) -> Evaluation {
+        let p = &self.cases[case];
+        let metrics = p.metrics.as_ref().unwrap_or(&self.run);
+        Evaluation {
+            trace_id,
+            session,
+            case_id: p.case.id.clone(),
+            case_index: case,
+            tools_called: calls,
+            expected: p.case.expected.clone(),
+            results: metrics.score(called, &p.expected),
+        }
+    }
+}
+
+impl Routes {
+    fn build(cases: &[Prepared], default: Option<usize>, keys: &[String]) -> Routes {
+        let mut r = Routes::default();
+        for (ci, p) in cases.iter().enumerate() {
+            if Some(ci) == default {
+                continue;
+            }
+            match &p.case.join {
+                Join::TraceId(id) => r.by_trace_id.entry(*id).or_default().push(ci),
+                Join::Match(_) => r.matches.push(ci),
+                Join::Session { key: None, id } => {
+                    r.sessions.entry((None, id.clone())).or_default().push(ci)
+                }
+                Join::Session { key: Some(k), id } => match keys.iter().position(|x| x == k) {
+                    Some(ki) => r
+                        .sessions
+                        .entry((Some(ki), id.clone()))
+                        .or_default()
+                        .push(ci),
+                    None => r.other_sessions.push(ci),
+                },
+            }
+        }
+        r
+    }
+}
+
+/// One trace of a session: its start, id and calls.
+type Member = (u64, TraceId, Arc<[ToolCall]>);
+
+/// Collects the calls of the traces of each session case, then scores them:
+/// what `replay` does once every trace is read.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    /// Per session case: the session id and its traces.
+    members: HashMap<usize, (String, Vec<Member>)>,
+}
+
+impl Sessions {
+    /// Adds the calls of an evaluated trace to the sessions it belongs to.
+    pub fn add(&mut self, t: &TraceResult) {
+        for m in &t.sessions {
+            self.members
+                .entry(m.case)
+                .or_insert_with(|| (m.id.clone(), Vec::new()))
+                .1
+                .push((t.start, t.trace_id, Arc::clone(&t.calls)));
+        }
+    }
+
+    /// Scores every session case that has traces, in case order.
+    pub fn evaluate(self, evaluator: &Evaluator) -> Vec<Evaluation> {
+        let mut cases: Vec<_> = self.members.into_iter().collect();
+        cases.sort_by_key(|(c, _)| *c);
+        cases
+            .into_iter()
+            .map(|(case, (id, mut members))| {
+                // Turns are sequential: traces by start, calls by start too.
+                members.sort_by_key(|(start, id, _)| (*start, *id));
+                let mut calls: Vec<ToolCall> = members
+                    .iter()
+                    .flat_map(|(_, _, calls)| calls.iter().cloned())
+                    .collect();
+                calls.sort_by_key(|c| c.start_time_unix_nano);
+                let session = SessionRef {
+                    id,
+                    trace_ids: members.iter().map(|(_, t, _)| *t).collect(),
+                };
+                evaluator.evaluate_session(case, session, calls)
+            })
+            .collect()
+    }
+}

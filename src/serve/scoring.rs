@@ -1,0 +1,414 @@
+//! Scoring completed traces: the completion thread hands idle traces, in
+//! batches, to scoring threads that extract their calls and run the
+//! evaluation core (`evaluate`), exactly as `traceval replay` does; session
+//! cases collect their traces' calls until the session is idle
+//! (`sessions`). Every batch's results go to the sinks (`sinks`).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tracing::{debug, error, info, warn};
+
+use super::buffer::{Completed, TraceBuffer};
+use super::intake::Shared;
+use super::sessions::{DueSession, SessionTracker};
+use super::sinks::{Batch, Output, Outputs, ServeSummary};
+use super::telemetry::{ServeStats, StatsSnapshot};
+use super::{ServeConfig, ServeError};
+use crate::evaluate::{Evaluator, ScoreSettings};
+use crate::expect::{self, Case, FixtureOptions};
+use crate::extract::Extractor;
+use crate::ingest::Rejected;
+use crate::report::{SessionRef, UnmatchedTrace};
+
+/// Traces scored per batch, at most (small enough that several scoring
+/// threads share a burst of completions).
+const MAX_BATCH: usize = 256;
+
+/// How traces are scored: the same settings as `replay`.
+#[derive(Debug, Clone, Default)]
+pub struct Scoring {
+    pub settings: ScoreSettings,
+    pub extractor: Extractor,
+}
+
+/// The fixture of a run: its cases, the default case and the fixture lines
+/// that were rejected.
+pub(crate) struct Fixtures {
+    pub cases: Option<Vec<Case>>,
+    pub default: Option<Case>,
+    pub rejected: Vec<Rejected>,
+}
+
+/// Loads `--expected` and `--default-expected`. Bad fixture lines are logged
+/// (and written as `rejected` rows by the results file); the run goes on
+/// without them.
+pub(crate) fn load_fixtures(
+    config: &ServeConfig,
+    settings: &ScoreSettings,
+) -> Result<Fixtures, ServeError> {
+    let opts = FixtureOptions {
+        session_keys: settings.session_keys.clone(),
+    };
+    let (cases, rejected) = match &config.expected {
+        Some(p) => {
+            let (cases, bad) = expect::load_with(p, &opts)?;
+            (Some(cases), bad)
+        }
+        None => (None, Vec::new()),
+    };
+    for r in &rejected {
+        warn!(source = %r.source, position = %r.position, reason = %r.reason, "Fixture rejected.");
+    }
+    let default = match &config.default_expected {
+        Some(p) => Some(load_default_case(p, &opts)?),
+        None => None,
+    };
+    Ok(Fixtures {
+        cases,
+        default,
+        rejected,
+    })
+}
+
+/// Scores batches of completed traces: read-only but for the session
+/// tracker, shared by the scoring threads.
+pub(crate) struct BatchScorer {
+    evaluator: Arc<Evaluator>,
+    extractor: Extractor,
+    sessions: Mutex<SessionTracker>,
+    stats: Arc<ServeStats>,
+}
+
+impl BatchScorer {
+    pub fn new(
+        evaluator: Arc<Evaluator>,
+        extractor: Extractor,
+        session_wait: Duration,
+        stats: Arc<ServeStats>,
+    ) -> Self {
+        BatchScorer {
+            evaluator,
+            extractor,
+            sessions: Mutex::new(SessionTracker::new(session_wait)),
+            stats,
+        }
+    }
+
+    /// Extracts and evaluates one batch of completed traces.
+    pub fn score(&self, batch: Vec<Completed>) -> Batch {
+        let mut out = Batch {
+            traces: batch.len() as u64,
+            rescored: batch.iter().filter(|c| c.revision > 1).count() as u64,
+            ..Batch::default()
+        };
+        let arrived = Instant::now();
+        let mut unmatched = 0usize;
+        let mut first_unmatched = None;
+        let mut defaulted = false;
+        for c in batch {
+            let trace = &c.trace;
+            let result = self
+                .evaluator
+                .evaluate_trace(trace, self.extractor.extract(trace));
+            if !result.sessions.is_empty() {
+                let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+                for m in &result.sessions {
+                    tracker.add(
+                        m.case,
+                        &m.id,
+                        result.trace_id,
+                        result.start,
+                        result.root,
+                        result.calls.to_vec(),
+                        arrived,
+                    );
+                }
+            }
+            if result.unmatched() {
+                unmatched += 1;
+                first_unmatched.get_or_insert(result.trace_id);
+                out.outputs.push(Output::Unmatched {
+                    trace: UnmatchedTrace {
+                        trace_id: result.trace_id,
+                        spans: result.spans,
+                        tools_called: result.calls,
+                    },
+                    revision: c.revision,
+                });
+                continue;
+            }
+            if result.defaulted {
+                defaulted = true;
+                unmatched += 1;
+                first_unmatched.get_or_insert(result.trace_id);
+            }
+            for eval in result.evaluations {
+                out.outputs.push(Output::Evaluation {
+                    eval,
+                    revision: c.revision,
+                    spans: Some(result.spans),
+                    root: result.root,
+                    defaulted: result.defaulted,
+                });
+            }
+        }
+        if unmatched > 0 && self.evaluator.has_cases() {
+            info!(
+                traces = unmatched,
+                first = ?first_unmatched,
+                defaulted,
+                "Traces matched no case."
+            );
+        }
+        debug!(
+            traces = out.traces,
+            outputs = out.outputs.len(),
+            rescored = out.rescored,
+            "Scored batch."
+        );
+        out
+    }
+
+    /// When the next session is due for scoring, if any is waiting.
+    pub fn next_session_due(&self) -> Option<Instant> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next_due()
+    }
+
+    /// Scores the sessions idle for the session wait (every waiting one
+    /// when `all`, at shutdown).
+    pub fn score_due_sessions(&self, now: Instant, all: bool) -> Batch {
+        let due: Vec<DueSession> = {
+            let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let due = tracker.take_due(now, all);
+            ServeStats::set(&self.stats.sessions_waiting, tracker.waiting() as u64);
+            due
+        };
+        let mut out = Batch {
+            sessions: due.len() as u64,
+            ..Batch::default()
+        };
+        for d in due {
+            let session = SessionRef {
+                id: d.id,
+                trace_ids: d.trace_ids,
+            };
+            out.outputs.push(Output::Evaluation {
+                eval: self.evaluator.evaluate_session(d.case, session, d.calls),
+                revision: d.revision,
+                spans: None,
+                root: d.root,
+                defaulted: false,
+            });
+        }
+        if !out.outputs.is_empty() {
+            debug!(sessions = out.outputs.len(), "Scored sessions.");
+        }
+        out
+    }
+}
+
+/// The completion thread: waits for traces to go idle and hands them, in
+/// batches, to `threads` scoring threads (which write through the one sink);
+/// logs buffer use; after `close`, drains the buffer and finishes the sink.
+pub(crate) fn completion_loop(
+    shared: Arc<Shared>,
+    scorer: BatchScorer,
+    outputs: Arc<Outputs>,
+    threads: usize,
+    status_every: Duration,
+) -> Result<ServeSummary, ServeError> {
+    let scorer = Arc::new(scorer);
+    // Bounded: when scoring lags, batches wait in the buffer (where they count
+    // against its caps), not in a queue.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Completed>>(threads);
+    let rx = Arc::new(Mutex::new(rx));
+    let mut workers = Vec::with_capacity(threads);
+    for n in 0..threads.max(1) {
+        let (scorer, outputs, rx, shared) = (
+            Arc::clone(&scorer),
+            Arc::clone(&outputs),
+            Arc::clone(&rx),
+            Arc::clone(&shared),
+        );
+        let spawned = std::thread::Builder::new()
+            .name(format!("traceval-score-{n}"))
+            .spawn(move || score_batches(&scorer, &outputs, &rx, &shared));
+        match spawned {
+            Ok(h) => workers.push(h),
+            Err(e) if workers.is_empty() => return Err(ServeError::Runtime(e)),
+            Err(e) => warn!(error = %e, "Cannot start another scoring thread."),
+        }
+    }
+
+    let mut last_status = Instant::now();
+    let mut last_snapshot = StatsSnapshot::default();
+    loop {
+        let mut buf = shared.lock();
+        let batch = loop {
+            let now = Instant::now();
+            if buf.is_closed() {
+                break buf.take_any(MAX_BATCH);
+            }
+            let batch = buf.take_complete(now, MAX_BATCH);
+            if !batch.is_empty() {
+                break batch;
+            }
+            let session_due = scorer.next_session_due();
+            if session_due.is_some_and(|t| t <= now) {
+                // Sessions hold extracted calls only: scoring them is cheap,
+                // so this thread does it, without the buffer's lock.
+                drop(buf);
+                outputs.record(&scorer.score_due_sessions(now, false));
+                buf = shared.lock();
+                continue;
+            }
+            if now >= last_status + status_every {
+                let snap = shared.stats.snapshot();
+                if snap != last_snapshot {
+                    log_status(&buf, &snap);
+                    last_snapshot = snap;
+                }
+                last_status = now;
+            }
+            let wake_at = buf
+                .next_completion()
+                .unwrap_or(now + buf.limits().decision_wait)
+                .min(last_status + status_every)
+                .min(session_due.unwrap_or(now + status_every));
+            let timeout = wake_at
+                .saturating_duration_since(now)
+                .max(Duration::from_millis(1));
+            buf = shared
+                .wake
+                .wait_timeout(buf, timeout)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        };
+        shared.stats.set_buffered(&buf.usage());
+        drop(buf);
+        if batch.is_empty() {
+            break; // closed and drained
+        }
+        if tx.send(batch).is_err() {
+            error!("Every scoring thread has stopped; cannot score.");
+            break;
+        }
+    }
+    drop(tx);
+    for w in workers {
+        if w.join().is_err() {
+            error!("A scoring thread panicked.");
+        }
+    }
+    // Every trace is scored: sessions still waiting are scored now.
+    outputs.record(&scorer.score_due_sessions(Instant::now(), true));
+    drop(scorer);
+    match Arc::try_unwrap(outputs) {
+        Ok(outputs) => Ok(outputs.finish()),
+        Err(_) => Err(ServeError::Scorer("results still shared".into())),
+    }
+}
+
+/// A scoring thread: scores batches until the channel closes, writes each
+/// through the sink, then releases the batch's spans from the buffer's count.
+fn score_batches(
+    scorer: &BatchScorer,
+    outputs: &Outputs,
+    rx: &Mutex<std::sync::mpsc::Receiver<Vec<Completed>>>,
+    shared: &Shared,
+) {
+    loop {
+        let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(batch) = next else {
+            return;
+        };
+        let spans: usize = batch.iter().map(|c| c.trace.spans.len()).sum();
+        let traces = batch.len();
+        let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
+        match scored {
+            Ok(result) => outputs.record(&result),
+            Err(_) => error!(traces, "Scoring panicked; this batch is lost."),
+        }
+        let mut buf = shared.lock();
+        buf.scored(spans);
+        shared.stats.set_buffered(&buf.usage());
+    }
+}
+
+fn log_status(buf: &TraceBuffer, snap: &StatsSnapshot) {
+    let u = buf.usage();
+    let l = buf.limits();
+    let held = u.spans + u.scoring_spans;
+    info!(
+        traces = u.traces,
+        spans = held,
+        max_spans = l.max_spans,
+        max_traces = l.max_traces,
+        used_pct = (100 * held / l.max_spans.max(1)).max(100 * u.traces / l.max_traces.max(1)),
+        accepted_spans = snap.spans,
+        scored_traces = snap.traces_scored,
+        refused_requests = snap.refused_requests,
+        "Buffer use."
+    );
+}
+
+/// The expectation for traces no case matches: a JSON array of expected
+/// tools, or one case object whose `trace_id`/`match` are ignored.
+fn load_default_case(path: &Path, opts: &FixtureOptions) -> Result<Case, ServeError> {
+    let label = path.display().to_string();
+    let bad = |reason: String| ServeError::DefaultExpected {
+        path: label.clone(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let mut case = match value {
+        Value::Array(tools) => json!({"id": "default", "expected_tools": tools}),
+        Value::Object(mut m) => {
+            m.remove("trace_id");
+            m.remove("match");
+            m.entry("id").or_insert_with(|| json!("default"));
+            Value::Object(m)
+        }
+        _ => return Err(bad("expected a JSON array of tools or a case object".into())),
+    };
+    // The fixture parser wants a join; this one is never used.
+    case["match"] = json!({"traceval.default": "true"});
+    let (cases, rejected) = expect::parse_with(&case.to_string(), &label, opts);
+    match (cases.into_iter().next(), rejected.first()) {
+        (Some(c), None) => Ok(c),
+        (_, Some(r)) => Err(bad(r.reason.clone())),
+        (None, None) => Err(bad("no case found".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_case_from_array_or_object() {
+        let dir = std::env::temp_dir().join(format!("traceval-default-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("d.json");
+        std::fs::write(&p, r#"["a", {"name": "b", "args": {"x": 1}}]"#).unwrap();
+        let c = load_default_case(&p, &FixtureOptions::default()).unwrap();
+        assert_eq!((c.id.as_str(), c.expected.len()), ("default", 2));
+        std::fs::write(
+            &p,
+            r#"{"id": "fallback", "trace_id": "00", "expected_tools": ["a"], "threshold": 0.9}"#,
+        )
+        .unwrap();
+        let c = load_default_case(&p, &FixtureOptions::default()).unwrap();
+        assert_eq!((c.id.as_str(), c.threshold), ("fallback", Some(0.9)));
+        std::fs::write(&p, r#"{"expected_tools": 3}"#).unwrap();
+        assert!(load_default_case(&p, &FixtureOptions::default()).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
