@@ -1,6 +1,6 @@
 //! All 43 oracle-mode presets on 1000 cases (the oracle's 65 cases, cycled and
 //! perturbed). The Python libraries need 28-73 s per 1000 cases for all 43
-//! modes (shared/oracle/README.md); the target here is under 50 ms, single thread.
+//! modes (tests/data/oracle); the target here is under 50 ms, single thread.
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -16,7 +16,7 @@
 //! args = [{ attr = "acme.args", decode = "json" }]
 //!
 //! [sessions]
-//! keys = ["session.id"]          # replaces the default list (P7)
+//! keys = ["session.id"]          # replaces the default list
 //! extra_keys = ["acme.thread"]   # or adds to it
 //!
 //! [normalize]

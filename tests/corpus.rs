@@ -1,4 +1,4 @@
-//! Extraction on real exports (tests/data/corpus, copied from shared/corpus):
+//! Extraction on real exports (tests/data/corpus):
 //! every trace's tool names and arguments equal `truth.jsonl`, read from the
 //! Collector-style `traces.jsonl` and, separately, from the `.pb` requests.
 
@@ -47,7 +47,7 @@ struct Truth {
     trace_id: String,
     scenario: String,
     tools: Vec<(String, Value)>,
-    /// Some tool was typed as a retriever (P6): compare with `--retrievers-as-tools`.
+    /// Some tool was typed as a retriever: compare with `--retrievers-as-tools`.
     has_retriever: bool,
 }
 
@@ -122,7 +122,7 @@ fn check(source: &str, extra: &[&str]) {
 
 #[test]
 fn mlflow_matches_truth() {
-    // The support scenario's search is a RETRIEVER span (P6).
+    // The support scenario's search is a RETRIEVER span.
     check("mlflow", &["--retrievers-as-tools"]);
 }
 
@@ -170,7 +170,7 @@ fn openinference_langchain_matches_truth() {
 
 #[test]
 fn langfuse_matches_truth() {
-    // The support scenario's search is a retriever (P6); the nested
+    // The support scenario's search is a retriever; the nested
     // `get_weather("Tokyo")` is positional, named from the generation's
     // requested call.
     check("langfuse", &["--retrievers-as-tools"]);

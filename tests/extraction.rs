@@ -65,7 +65,7 @@ fn mlflow_native_json_gives_the_same_calls_as_the_otlp_export() {
     let native = calls_by_trace(&native);
     let otlp = calls_by_trace(&otlp);
     assert_eq!(native, otlp);
-    // The native JSON keeps what OTLP lost (P1): roots and the session.
+    // The native JSON keeps what OTLP lost (dropped roots): roots and the session.
     let rows = inspect_rows(&[&corpus(
         "mlflow/mlflow-native/3db4b55a476481ac5b47aa94caea582a.json",
     )]);

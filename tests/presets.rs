@@ -1,4 +1,4 @@
-//! Compatibility presets against the oracle (shared/oracle, copied to tests/data/oracle).
+//! Compatibility presets against the oracle (tests/data/oracle).
 //!
 //! `expected.jsonl` holds what each Python library's own code scored on
 //! `cases.jsonl` in 43 modes. Every case and every mode must agree: score to

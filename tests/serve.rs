@@ -653,7 +653,7 @@ fn http_gzip_chunked_and_json_with_numbers() {
     );
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-type"), Some("application/x-protobuf"));
-    // JSON as the JS exporter writes it: int64 as numbers, ids as hex (P11).
+    // JSON as the JS exporter writes it: int64 as numbers, ids as hex.
     let json_body = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"js"}}]},
       "scopeSpans":[{"scope":{"name":"ai"},"spans":[
         {"traceId":"ABABABABABABABABABABABABABABAB02","spanId":"0200000000000002","parentSpanId":"0200000000000001",
@@ -856,8 +856,9 @@ fn grpc_gzip_and_size_cap() {
 #[test]
 fn full_buffer_refuses_then_recovers_without_losing_data() {
     let srv = start("full", |c, _| {
-        // Long enough that trace 1 is surely still held for the refusals.
-        c.decision_wait = Duration::from_secs(1);
+        // Trace 1 must still be held for the two refusals below (three
+        // local requests): 3 s leaves a wide margin on a loaded machine.
+        c.decision_wait = Duration::from_secs(3);
         c.max_buffered_spans = 5;
         c.retry_after = Duration::from_secs(2);
     });
@@ -972,78 +973,17 @@ fn late_spans_are_rescored_and_resent_spans_are_duplicates() {
 fn sigterm_scores_everything_buffered_and_exits_zero() {
     let dir = TempDir::new("sigterm");
     let out = dir.path().join("results.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
-        .args([
-            "serve",
-            "--grpc-endpoint",
-            "127.0.0.1:0",
-            "--http-endpoint",
-            "127.0.0.1:0",
-            "--admin-endpoint",
-            "127.0.0.1:0",
-            "--decision-wait",
-            "10m",
-            "--output",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start traceval serve");
-    // The bound ports are in the `Listening.` log line.
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut log = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("Listening.") {
-                let _ = tx.send(line.clone());
-            }
-            log.push_str(&line);
-            log.push('\n');
-        }
-        log
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("serve logs `Listening.`");
-    let http: SocketAddr = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http="))
-        .expect("http= in the log line")
-        .parse()
-        .unwrap();
+    let serve = Spawned::start(&["--decision-wait", "10m"], &out);
     for t in 1..=3 {
         let r = post(
-            http,
+            serve.http,
             &[PROTOBUF],
             &weather(t).encode_to_vec(),
             Framing::Length,
         );
         assert_eq!(r.status, 200);
     }
-    let pid = child.id().to_string();
-    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(killed.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("serve did not exit within 30 s of SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let log = reader.join().unwrap();
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
+    let (status, log, stdout) = serve.terminate(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{log}");
     let rows = read_rows(&out);
     assert_eq!(of_type(&rows, "unmatched_trace").len(), 3, "{log}");
@@ -1057,6 +997,187 @@ fn sigterm_scores_everything_buffered_and_exits_zero() {
         "{stdout}"
     );
     assert!(stdout.contains("3 trace(s) scored"), "{stdout}");
+}
+
+/// Scoring never waits on the results exporter (issue 11: it did, holding
+/// the results lock, and SIGTERM then hung for ever). The results
+/// downstream is down and its queue holds one request: every trace is still
+/// scored and written as it completes, the records that cannot be queued
+/// are counted, and SIGTERM ends the run within `--shutdown-timeout` with a
+/// non-zero exit and a log line saying what was abandoned.
+#[test]
+fn results_exporter_down_never_blocks_scoring_or_shutdown() {
+    let dir = TempDir::new("results-down");
+    let out = dir.path().join("results.jsonl");
+    let default = dir.path().join("default.json");
+    std::fs::write(&default, r#"["get_weather"]"#).unwrap();
+    // A port nothing listens on: connections are refused.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let results = format!("http://{dead}");
+    let default_arg = default.to_str().unwrap();
+    let serve = Spawned::start(
+        &[
+            "--default-expected",
+            default_arg,
+            "--results-otlp",
+            &results,
+            "--forward-queue",
+            "1",
+            "--forward-concurrency",
+            "1",
+            "--decision-wait",
+            "100ms",
+            "--shutdown-timeout",
+            "3s",
+        ],
+        &out,
+    );
+    for t in 1..=8u8 {
+        let r = post(
+            serve.http,
+            &[PROTOBUF],
+            &weather(t).encode_to_vec(),
+            Framing::Length,
+        );
+        assert_eq!(r.status, 200);
+        // Each trace is scored and written before the next is sent.
+        let written = || {
+            complete_rows(&out)
+                .iter()
+                .filter(|r| r["type"] == "evaluation")
+                .count()
+        };
+        poll_until(Duration::from_secs(15), || written() >= usize::from(t));
+        assert_eq!(written(), usize::from(t), "trace {t} was not scored");
+    }
+    let dropped = || {
+        let (_, text) = get(serve.admin, "/metrics");
+        metric_value(&text, "traceval_results_dropped_total")
+    };
+    poll_until(Duration::from_secs(15), || dropped() > 0.0);
+    assert!(dropped() > 0.0, "dropped records are counted");
+    let started = Instant::now();
+    let (status, log, _) = serve.terminate(Duration::from_secs(20));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
+    assert_ne!(status.code(), Some(0), "{log}");
+    assert!(log.contains("abandon"), "{log}");
+    let rows = read_rows(&out);
+    assert_eq!(of_type(&rows, "evaluation").len(), 8, "{log}");
+    assert_eq!(rows.last().unwrap()["type"], "summary", "{log}");
+}
+
+/// `traceval serve` as a child process on 127.0.0.1:0 ports, found in its
+/// `Listening.` log line.
+struct Spawned {
+    child: std::process::Child,
+    http: SocketAddr,
+    admin: SocketAddr,
+    log: std::thread::JoinHandle<String>,
+}
+
+impl Spawned {
+    fn start(args: &[&str], out: &Path) -> Spawned {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
+            .args([
+                "serve",
+                "--grpc-endpoint",
+                "127.0.0.1:0",
+                "--http-endpoint",
+                "127.0.0.1:0",
+                "--admin-endpoint",
+                "127.0.0.1:0",
+            ])
+            .args(args)
+            .arg("--output")
+            .arg(out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start traceval serve");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let log = std::thread::spawn(move || {
+            let mut log = String::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("Listening.") {
+                    let _ = tx.send(line.clone());
+                }
+                log.push_str(&line);
+                log.push('\n');
+            }
+            log
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("serve logs `Listening.`");
+        let addr = |key: &str| -> SocketAddr {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .unwrap_or_else(|| panic!("{key} in {line}"))
+                .parse()
+                .unwrap()
+        };
+        Spawned {
+            http: addr("http="),
+            admin: addr("admin="),
+            child,
+            log,
+        }
+    }
+
+    /// Sends SIGTERM and waits (at most `limit`) for the exit: status, log
+    /// and stdout.
+    fn terminate(mut self, limit: Duration) -> (std::process::ExitStatus, String, String) {
+        let pid = self.child.id().to_string();
+        let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(killed.success());
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("serve did not exit within {limit:?} of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let log = self.log.join().unwrap();
+        let mut stdout = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        (status, log, stdout)
+    }
+}
+
+/// The complete rows of a JSONL file being written (a last line still being
+/// written is left out).
+fn complete_rows(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSONL row"))
+        .collect()
+}
+
+/// The value of an unlabelled sample in a Prometheus exposition.
+fn metric_value(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 // ------------------------------------------------- processor mode (issue 6)
@@ -1626,13 +1747,12 @@ fn sessions_are_scored_when_idle_and_rescored_by_later_turns() {
         c.session_wait = Duration::from_millis(500);
     });
     let mut client = server.grpc_client();
-    // Two turns, each its own trace, sent as they happen.
-    server
-        .grpc_export(&mut client, turn(1, "sess-1", "search_flights", 0))
-        .unwrap();
-    server
-        .grpc_export(&mut client, turn(2, "sess-1", "book_flight", 10_000))
-        .unwrap();
+    // Two turns, each its own trace, in one request: they complete together,
+    // so the first evaluation has both however slow the machine is.
+    let mut both = turn(1, "sess-1", "search_flights", 0);
+    both.resource_spans
+        .extend(turn(2, "sess-1", "book_flight", 10_000).resource_spans);
+    server.grpc_export(&mut client, both).unwrap();
     // Another conversation that no case asks for.
     server
         .grpc_export(&mut client, turn(3, "sess-2", "search_flights", 0))

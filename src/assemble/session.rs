@@ -1,6 +1,7 @@
 //! Sessions: traces grouped into conversations by a session attribute.
 //!
-//! There is no common key (P7): each library has its own, and some export
+//! There is no common key (docs/conventions.md, "Sessions"): each library
+//! has its own, and some export
 //! none (MLflow over OTLP, openai-agents). The keys are tried in order on every
 //! span and on the resource; the first key present names the trace's session.
 
@@ -10,8 +11,8 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 
 use super::Trace;
 
-/// The session keys of the libraries in shared/spec/trace-conventions.md P7,
-/// in the order they are tried.
+/// The session keys of the libraries (docs/conventions.md, "Sessions"), in
+/// the order they are tried.
 pub const DEFAULT_SESSION_KEYS: &[&str] = &[
     "session.id",                      // OpenInference, Langfuse, Strands (by convention)
     "gen_ai.conversation.id",          // pydantic-ai, Google ADK schema 2

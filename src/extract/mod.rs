@@ -88,7 +88,7 @@ pub struct ToolCall {
     /// The nearest enclosing agent run, if any convention marks one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentRef>,
-    /// The library typed this span as a retriever (P6); it is a call only
+    /// The library typed this span as a retriever; it is a call only
     /// with `--retrievers-as-tools`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub retriever: bool,
@@ -221,7 +221,7 @@ impl KeyTable {
 pub struct Extractor {
     rules: Vec<Rule>,
     keys: KeyTable,
-    /// Count retriever spans (P6) as tool calls.
+    /// Count retriever spans as tool calls (docs/conventions.md, "Retrievers").
     pub retrievers_as_tools: bool,
     /// Which calls [`Extractor::extract`] returns.
     pub scope: Scope,
@@ -288,11 +288,6 @@ impl Extractor {
     /// The active rules, in the order they are tried.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
-    }
-
-    /// The specs of the active rules (what `traceval conventions` prints).
-    pub fn specs(&self) -> Vec<RuleSpec> {
-        self.rules.iter().map(|r| r.spec.clone()).collect()
     }
 
     /// The rule that classifies span `s`, if any.
@@ -374,7 +369,7 @@ impl Extractor {
                 continue;
             }
             let rule = &self.rules[r];
-            // Ancestors by parent links, never by time (P9: children may end
+            // Ancestors by parent links, never by time (children may end
             // after their parents).
             let mut depth = 0;
             let mut within = None;

@@ -1,4 +1,5 @@
-//! Naming unnamed tool arguments from the model's requested calls (P3, P4).
+//! Naming unnamed tool arguments from the model's requested calls
+//! (docs/conventions.md, "Arguments without names").
 //!
 //! Some libraries record a call's arguments without parameter names:
 //! LangChain (through OpenInference) gives a single-parameter tool's input as
@@ -20,7 +21,8 @@
 //!   of a `tool_calls` list (OpenAI `{"function": {"name", "arguments"}}`,
 //!   LangChain `{"name", "args"}`), parts typed `tool_call`/`tool_use`/
 //!   `function_call` (OTel GenAI, Anthropic), Bedrock `toolUse`, Vercel
-//!   `{"toolName", "input"}`. Arguments given as JSON strings are decoded (P5).
+//!   `{"toolName", "input"}`. Arguments given as JSON strings are decoded
+//!   (docs/conventions.md, "Values encoded twice").
 
 use serde_json::{Map, Value};
 
@@ -142,7 +144,7 @@ fn json_or_string(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_string()))
 }
 
-/// Arguments recorded as a JSON string (double encoding, P5) are decoded.
+/// Arguments recorded as a JSON string (encoded twice) are decoded.
 fn decoded(v: &Value) -> Value {
     match v {
         Value::String(s) => json_or_string(s),

@@ -19,7 +19,7 @@ pub enum Kind {
     /// A tool call.
     #[default]
     Tool,
-    /// A retriever the library did not type as a tool (P6): a tool call only
+    /// A retriever the library did not type as a tool: a tool call only
     /// with `--retrievers-as-tools`.
     Retriever,
     /// An agent (or workflow, invocation) run: tool calls below it belong to it.
@@ -136,7 +136,7 @@ pub struct SourceSpec {
     pub mime_attr: Option<String>,
     /// For `json_if_mime`: an attribute holding the tool's JSON Schema; a bare
     /// (non-JSON) value is named after the schema's only property. The schema
-    /// itself is never taken as arguments (P12).
+    /// itself is never taken as arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_attr: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -188,8 +188,8 @@ pub struct RuleSpec {
     /// `exception` event.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub error_message: Vec<SourceSpec>,
-    /// When the arguments have no parameter names (a bare value, P3, or
-    /// positional `"args"`, P4), name them from the model's requested call of
+    /// When the arguments have no parameter names (a bare value, or
+    /// positional `"args"`), name them from the model's requested call of
     /// this tool; see `extract::requested`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub args_from_request: bool,
@@ -217,7 +217,7 @@ struct BuiltinFile {
     rule: Vec<RuleSpec>,
 }
 
-/// The built-in conventions (shared/spec/trace-conventions.md §2, §3).
+/// The built-in conventions (docs/conventions.md).
 pub fn builtin() -> Vec<RuleSpec> {
     static RULES: OnceLock<Vec<RuleSpec>> = OnceLock::new();
     RULES

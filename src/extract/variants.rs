@@ -1,5 +1,5 @@
 //! Extraction on hand-built spans shaped like the variants of
-//! shared/spec/trace-conventions.md that are not in the copied corpus
+//! docs/conventions.md that are not in the copied corpus
 //! (other library versions and modes).
 
 use std::sync::Arc;
@@ -580,7 +580,7 @@ fn langsmith_retriever_only_with_the_flag() {
 
 #[test]
 fn children_ending_after_parents_keep_their_nesting() {
-    // P9: a child that ends after its parent (JS timers) is still its child;
+    // A child that ends after its parent (JS timers) is still its child;
     // nesting follows parent links, order follows start times.
     let t = trace(vec![
         span(

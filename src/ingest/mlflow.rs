@@ -15,7 +15,8 @@
 //! over OTLP), so the MLflow convention reads both forms the same way. The
 //! trace's metadata (e.g. `mlflow.trace.session`) and tags
 //! (`mlflow.traceTag.<key>`) become resource attributes: they are what
-//! sessions are grouped by, and MLflow's OTLP export loses them (P1).
+//! sessions are grouped by, and MLflow's OTLP export loses them
+//! (docs/conventions.md, "Dropped roots").
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{

@@ -1,6 +1,6 @@
 //! Tool-call cases scored without traces (`traceval score --cases`).
 //!
-//! Input is the oracle's case format (shared/oracle/README.md), one JSON object
+//! Input is the oracle's case format (see tests/data/oracle), one JSON object
 //! per line: `{"id", "tools_called": [...], "expected_tools": [...]}` where a
 //! tool is `{"name", "args"?}` or a bare name. DeepEval's `input_parameters`
 //! (or `inputParameters`) is accepted for `args`. Absent (or null) arguments

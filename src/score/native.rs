@@ -1,6 +1,6 @@
 //! `tool_correctness`: traceval's own metric.
 //!
-//! It avoids the peers' known mistakes (shared/spec/scoring-semantics.md):
+//! It avoids the peers' known mistakes (docs/scoring.md):
 //! calls are paired with expectations by an optimal one-to-one assignment
 //! (not first-fit), duplicates count once each, and both missing and
 //! unexpected calls cost (the default headline is F1).

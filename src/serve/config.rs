@@ -36,12 +36,13 @@ impl RawValue {
 
 /// Declares the settings: `name: Type = "default" (ENV, parser), "help";`
 /// for valued settings, `name (ENV), "help";` for on/off ones and
-/// `name: Type = none (ENV, parser), "help";` for ones with no default.
+/// `name: Type = none (ENV, parser), "help";` for ones with no default
+/// (switches and options may end their parentheses with a short flag).
 macro_rules! settings {
     (
         values { $( $vf:ident : $vt:ty = $vd:literal ($venv:literal, $vp:path, $vn:literal), $vh:literal; )* }
-        switches { $( $sf:ident ($senv:literal), $sh:literal; )* }
-        options { $( $of:ident : $ot:ty = none ($oenv:literal, $op:path, $on:literal), $oh:literal; )* }
+        switches { $( $sf:ident ($senv:literal $(, $sshort:literal)?), $sh:literal; )* }
+        options { $( $of:ident : $ot:ty = none ($oenv:literal, $op:path, $on:literal $(, $oshort:literal)?), $oh:literal; )* }
     ) => {
         /// Everything `serve` needs besides the scoring settings.
         #[derive(Debug, Clone, PartialEq)]
@@ -96,11 +97,11 @@ macro_rules! settings {
                 pub $vf: Option<$vt>,
             )*
             $(
-                #[arg(long, env = $senv, help = $sh)]
+                #[arg(long, $(short = $sshort,)? env = $senv, help = $sh)]
                 pub $sf: bool,
             )*
             $(
-                #[arg(long, env = $oenv, value_name = $on, value_parser = $op, help = $oh)]
+                #[arg(long, $(short = $oshort,)? env = $oenv, value_name = $on, value_parser = $op, help = $oh)]
                 pub $of: Option<$ot>,
             )*
             /// Header sent downstream with forwarded data and results, `KEY=VALUE` (repeatable).
@@ -181,14 +182,14 @@ settings! {
             "Downstream requests in flight at once; 1 keeps arrival order even across retries.";
     }
     switches {
-        quiet ("TRACEVAL_QUIET"), "Nothing on stdout (results go to --output and the log only).";
+        quiet ("TRACEVAL_QUIET", 'q'), "Nothing on stdout (results go to --output and the log only).";
         forward_gzip ("TRACEVAL_FORWARD_GZIP"), "Gzip forwarded requests.";
         results_spans ("TRACEVAL_RESULTS_SPANS"), "Also export each evaluation as a `traceval.evaluation` span (child of the trace's root span) to the results destination.";
     }
     options {
-        output: PathBuf = none ("TRACEVAL_OUTPUT", path, "FILE"),
+        output: PathBuf = none ("TRACEVAL_OUTPUT", path, "FILE", 'o'),
             "Append JSONL results to this file (flushed after every batch).";
-        expected: PathBuf = none ("TRACEVAL_EXPECTED", path, "FILE"),
+        expected: PathBuf = none ("TRACEVAL_EXPECTED", path, "FILE", 'e'),
             "Fixture file of expected tools (JSONL or a JSON array), joined with traces as in `replay`.";
         default_expected: PathBuf = none ("TRACEVAL_DEFAULT_EXPECTED", path, "FILE"),
             "Expectation for traces that match no case: a JSON array of expected tools, or one case object (its trace_id/match are ignored).";

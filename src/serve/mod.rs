@@ -565,6 +565,7 @@ pub fn run(config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, ServeE
         info!(
             grpc = %show(listeners.grpc_addr()),
             http = %show(listeners.http_addr()),
+            admin = %show(listeners.admin_addr()),
             decision_wait_ms = config.decision_wait.as_millis() as u64,
             max_buffered_spans = config.max_buffered_spans,
             max_buffered_traces = config.max_buffered_traces,

@@ -1,7 +1,7 @@
 //! Compatibility presets: metrics that reproduce a peer library's score.
 //!
 //! One file per library; each documents the version it matches and the quirks
-//! it keeps on purpose (shared/spec/scoring-semantics.md). The 43 oracle modes
+//! it keeps on purpose (docs/scoring.md). The 43 oracle modes
 //! are checked against the libraries' own results in `tests/presets.rs`.
 
 mod adk;
