@@ -216,6 +216,32 @@ fn threshold_and_strict_override_preset_defaults() {
     };
     assert_eq!(run(&[])["pass"], Value::Bool(true));
     assert_eq!(run(&["--threshold", "0.6"])["pass"], Value::Bool(false));
+    // The per-metric spec syntax of `replay` and `serve` works here too; the
+    // result is reported under the spec as written.
+    let out = traceval(&[
+        "score",
+        "--cases",
+        path.to_str().expect("path"),
+        "--metric",
+        "deepeval.default:threshold=0.6",
+        "--metric",
+        "eval_lib.default",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        line["results"]["deepeval.default:threshold=0.6"]["pass"],
+        Value::Bool(false),
+        "{line}"
+    );
+    assert_eq!(
+        line["results"]["eval_lib.default"]["pass"],
+        Value::Bool(true)
+    );
     let strict = run(&["--strict"]);
     assert_eq!(
         (strict["score"].as_f64(), strict["pass"].as_bool()),

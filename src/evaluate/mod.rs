@@ -236,18 +236,6 @@ impl Evaluator {
         self.default == Some(i)
     }
 
-    /// Whether case `i` joins by session.
-    pub fn is_session_case(&self, i: usize) -> bool {
-        self.cases
-            .get(i)
-            .is_some_and(|p| matches!(p.case.join, Join::Session { .. }))
-    }
-
-    /// The session keys cases look at.
-    pub fn session_keys(&self) -> &[String] {
-        &self.settings.session_keys
-    }
-
     /// The cases `trace` joins.
     pub fn route(&self, trace: &Trace) -> Route {
         let r = &self.routes;
