@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use crate::report::MetricResult;
 use crate::score::native::NativeConfig;
-use crate::score::{registry, Call, Metric, MetricOptions, Needs, ScoreError};
+use crate::score::{registry, Call, Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
 
 /// One `--metric` value: a metric name with optional per-metric options.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,14 +153,24 @@ impl MetricSet {
         self.metrics.is_empty()
     }
 
-    /// Every metric's verdict on one pair of call lists, in order.
+    /// Every metric's verdict on one pair of call lists, in order (for
+    /// cases without traces: `traceval score`).
     pub fn score(&self, called: &[Call], expected: &[Call]) -> Vec<MetricResult> {
+        self.results(|m| m.score(called, expected))
+    }
+
+    /// Every metric's verdict on one evaluation's input, in order.
+    pub fn evaluate(&self, input: &Input<'_>) -> Vec<MetricResult> {
+        self.results(|m| m.evaluate(input))
+    }
+
+    fn results(&self, outcome: impl Fn(&dyn Metric) -> Outcome) -> Vec<MetricResult> {
         self.metrics
             .iter()
             .map(|m| MetricResult {
                 metric: m.label.clone(),
                 threshold: m.metric.threshold(),
-                outcome: m.metric.score(called, expected),
+                outcome: outcome(m.metric.as_ref()),
             })
             .collect()
     }

@@ -16,11 +16,12 @@ use std::sync::Arc;
 
 use crate::assemble::{session, SpanId, Trace, TraceId};
 use crate::expect::{Case, Join};
+use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
 use crate::names::Normalizer;
 use crate::report::{Evaluation, SessionRef};
 use crate::score::native::NativeConfig;
-use crate::score::{Call, MetricOptions, Needs, ScoreError};
+use crate::score::{Call, Input, MetricOptions, Needs, ScoreError};
 
 pub use metrics::{MetricSet, MetricSpec};
 
@@ -101,6 +102,8 @@ pub struct TraceResult {
     pub defaulted: bool,
     /// Session cases this trace contributes its calls to.
     pub sessions: Vec<SessionMember>,
+    /// The trace's facts, when a metric needs them.
+    pub facts: Option<TraceFacts>,
 }
 
 impl TraceResult {
@@ -277,6 +280,7 @@ impl Evaluator {
     pub fn evaluate_trace(&self, trace: &Trace, calls: Vec<ToolCall>) -> TraceResult {
         let route = self.route(trace);
         let calls: Arc<[ToolCall]> = calls.into();
+        let facts = self.needs.trace_facts.then(|| TraceFacts::of(trace));
         let mut result = TraceResult {
             trace_id: trace.id,
             spans: trace.spans.len(),
@@ -290,6 +294,7 @@ impl Evaluator {
                 .into_iter()
                 .map(|(case, id)| SessionMember { case, id })
                 .collect(),
+            facts,
         };
         let mut case_list = route.cases;
         if case_list.is_empty() && result.sessions.is_empty() {
@@ -304,18 +309,28 @@ impl Evaluator {
         let called = self.called(&calls);
         result.evaluations = case_list
             .into_iter()
-            .map(|ci| self.score(ci, trace.id, None, Arc::clone(&calls), &called))
+            .map(|ci| {
+                self.score(
+                    ci,
+                    trace.id,
+                    None,
+                    Arc::clone(&calls),
+                    &called,
+                    result.facts.as_ref(),
+                )
+            })
             .collect();
         result
     }
 
     /// Scores the calls of a session (`calls` from every trace of it, in time
-    /// order) against session case `case`.
+    /// order; `facts` of its traces merged) against session case `case`.
     pub fn evaluate_session(
         &self,
         case: usize,
         session: SessionRef,
         calls: Vec<ToolCall>,
+        facts: Option<&TraceFacts>,
     ) -> Evaluation {
         let first = session
             .trace_ids
@@ -324,7 +339,7 @@ impl Evaluator {
             .unwrap_or(TraceId([0; 16]));
         let calls: Arc<[ToolCall]> = calls.into();
         let called = self.called(&calls);
-        self.score(case, first, Some(session), calls, &called)
+        self.score(case, first, Some(session), calls, &called, facts)
     }
 
     /// Calls as the metrics see them (names normalized when enabled).
@@ -347,9 +362,17 @@ impl Evaluator {
         session: Option<SessionRef>,
         calls: Arc<[ToolCall]>,
         called: &[Call],
+        facts: Option<&TraceFacts>,
     ) -> Evaluation {
         let p = &self.cases[case];
         let metrics = p.metrics.as_ref().unwrap_or(&self.run);
+        let results = metrics.evaluate(&Input {
+            called,
+            expected: &p.expected,
+            calls: &calls,
+            case: &p.case,
+            facts,
+        });
         Evaluation {
             trace_id,
             session,
@@ -357,7 +380,7 @@ impl Evaluator {
             case_index: case,
             tools_called: calls,
             expected: p.case.expected.clone(),
-            results: metrics.score(called, &p.expected),
+            results,
         }
     }
 }
@@ -389,8 +412,8 @@ impl Routes {
     }
 }
 
-/// One trace of a session: its start, id and calls.
-type Member = (u64, TraceId, Arc<[ToolCall]>);
+/// One trace of a session: its start, id, calls and facts.
+type Member = (u64, TraceId, Arc<[ToolCall]>, Option<TraceFacts>);
 
 /// Collects the calls of the traces of each session case, then scores them:
 /// what `replay` does once every trace is read.
@@ -408,7 +431,7 @@ impl Sessions {
                 .entry(m.case)
                 .or_insert_with(|| (m.id.clone(), Vec::new()))
                 .1
-                .push((t.start, t.trace_id, Arc::clone(&t.calls)));
+                .push((t.start, t.trace_id, Arc::clone(&t.calls), t.facts.clone()));
         }
     }
 
@@ -420,18 +443,30 @@ impl Sessions {
             .into_iter()
             .map(|(case, (id, mut members))| {
                 // Turns are sequential: traces by start, calls by start too.
-                members.sort_by_key(|(start, id, _)| (*start, *id));
+                members.sort_by_key(|(start, id, _, _)| (*start, *id));
                 let mut calls: Vec<ToolCall> = members
                     .iter()
-                    .flat_map(|(_, _, calls)| calls.iter().cloned())
+                    .flat_map(|(_, _, calls, _)| calls.iter().cloned())
                     .collect();
                 calls.sort_by_key(|c| c.start_time_unix_nano);
+                let facts = merged_facts(members.iter().map(|m| m.3.as_ref()));
                 let session = SessionRef {
                     id,
-                    trace_ids: members.iter().map(|(_, t, _)| *t).collect(),
+                    trace_ids: members.iter().map(|(_, t, _, _)| *t).collect(),
                 };
-                evaluator.evaluate_session(case, session, calls)
+                evaluator.evaluate_session(case, session, calls, facts.as_ref())
             })
             .collect()
     }
+}
+
+/// The facts of a session's traces together (`None` when not computed).
+pub fn merged_facts<'a>(
+    facts: impl IntoIterator<Item = Option<&'a TraceFacts>>,
+) -> Option<TraceFacts> {
+    let mut out: Option<TraceFacts> = None;
+    for f in facts.into_iter().flatten() {
+        out.get_or_insert_with(TraceFacts::default).merge(f);
+    }
+    out
 }

@@ -6,6 +6,7 @@
 //! through a key table, so each span's attributes are read once whatever the
 //! number of rules.
 
+pub mod facts;
 pub mod requested;
 pub mod rules;
 #[cfg(test)]

@@ -14,6 +14,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::expect::Case;
+use crate::extract::facts::TraceFacts;
+use crate::extract::ToolCall;
 use crate::value::PyValue;
 
 /// One tool call as the metrics see it: a name and optional arguments.
@@ -119,6 +122,8 @@ pub struct Needs {
     /// Arguments with their key order as written ([`Call::ordered_args`]):
     /// ragas compares Python `str()` of dicts, which follows insertion order.
     pub ordered_args: bool,
+    /// [`Input::facts`]: what the trace says beyond its calls.
+    pub trace_facts: bool,
 }
 
 impl std::ops::BitOr for Needs {
@@ -126,18 +131,46 @@ impl std::ops::BitOr for Needs {
     fn bitor(self, o: Needs) -> Needs {
         Needs {
             ordered_args: self.ordered_args || o.ordered_args,
+            trace_facts: self.trace_facts || o.trace_facts,
         }
     }
 }
 
-/// A scoring metric. Implementations are pure and cheap to call.
+/// Everything a metric may look at for one evaluation (of a trace, or of a
+/// session's traces together).
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The calls as compared (names normalized when enabled), in time order.
+    pub called: &'a [Call],
+    /// The expected calls as compared.
+    pub expected: &'a [Call],
+    /// The same calls as extracted: status and errors, times, agent, depth,
+    /// results (when decoded).
+    pub calls: &'a [ToolCall],
+    /// The fixture case being scored.
+    pub case: &'a Case,
+    /// What the trace(s) say beyond their calls; `Some` when a metric of
+    /// the run declares [`Needs::trace_facts`].
+    pub facts: Option<&'a TraceFacts>,
+}
+
+/// A scoring metric. Implementations are pure: the same input gives the same
+/// outcome.
 pub trait Metric: Send + Sync {
     /// The registry name, e.g. `tool_correctness` or `deepeval.default`.
     fn name(&self) -> &str;
     /// The threshold `pass` is judged against, if the metric has one.
     fn threshold(&self) -> Option<f64>;
+    /// The score from names and arguments alone (what every peer library
+    /// compares).
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome;
-    /// What this metric needs besides names and arguments.
+    /// The score from everything in `input`. Metrics that read more than
+    /// names and arguments (statuses, times, the trace's facts) override
+    /// this; the rest score `called` against `expected`.
+    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+        self.score(input.called, input.expected)
+    }
+    /// What this metric needs from the stages before it.
     fn needs(&self) -> Needs {
         Needs::default()
     }

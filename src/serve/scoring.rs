@@ -123,6 +123,7 @@ impl BatchScorer {
                         result.start,
                         result.root,
                         result.calls.to_vec(),
+                        result.facts.as_ref(),
                         arrived,
                     );
                 }
@@ -199,7 +200,9 @@ impl BatchScorer {
                 trace_ids: d.trace_ids,
             };
             out.outputs.push(Output::Evaluation {
-                eval: self.evaluator.evaluate_session(d.case, session, d.calls),
+                eval: self
+                    .evaluator
+                    .evaluate_session(d.case, session, d.calls, d.facts.as_ref()),
                 revision: d.revision,
                 spans: None,
                 root: d.root,

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::assemble::{SpanId, TraceId};
+use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
 
 /// Calls kept per session; later ones are left out (with a warning), so a
@@ -25,6 +26,8 @@ struct Member {
     start: u64,
     root: Option<SpanId>,
     calls: Vec<ToolCall>,
+    /// Facts of the trace (of each revision, merged), when metrics need them.
+    facts: Option<TraceFacts>,
 }
 
 #[derive(Debug)]
@@ -55,6 +58,8 @@ pub(crate) struct DueSession {
     pub root: Option<SpanId>,
     /// Every call of the session, by start time.
     pub calls: Vec<ToolCall>,
+    /// The facts of its traces together, when metrics need them.
+    pub facts: Option<TraceFacts>,
 }
 
 /// Per-session-case state of a running server.
@@ -83,6 +88,7 @@ impl SessionTracker {
         start: u64,
         root: Option<SpanId>,
         calls: Vec<ToolCall>,
+        facts: Option<&TraceFacts>,
         now: Instant,
     ) {
         let state = self.states.entry(case).or_insert_with(|| State {
@@ -100,7 +106,14 @@ impl SessionTracker {
             start,
             root,
             calls: Vec::new(),
+            facts: None,
         });
+        if let Some(f) = facts {
+            member
+                .facts
+                .get_or_insert_with(TraceFacts::default)
+                .merge(f);
+        }
         member.start = member.start.min(start);
         if member.root.is_none() {
             member.root = root;
@@ -161,6 +174,9 @@ impl SessionTracker {
                     trace_ids: members.iter().map(|(id, _)| **id).collect(),
                     root: members.first().and_then(|(_, m)| m.root),
                     calls,
+                    facts: crate::evaluate::merged_facts(
+                        members.iter().map(|(_, m)| m.facts.as_ref()),
+                    ),
                 }
             })
             .collect();
@@ -198,8 +214,8 @@ mod tests {
         let wait = Duration::from_secs(10);
         let mut s = SessionTracker::new(wait);
         let (a, b) = (TraceId([1; 16]), TraceId([2; 16]));
-        s.add(0, "s1", b, 200, None, vec![call("second", 210)], t0);
-        s.add(0, "s1", a, 100, None, vec![call("first", 110)], t0);
+        s.add(0, "s1", b, 200, None, vec![call("second", 210)], None, t0);
+        s.add(0, "s1", a, 100, None, vec![call("first", 110)], None, t0);
         assert_eq!(s.next_due(), Some(t0 + wait));
         assert!(s.take_due(t0 + Duration::from_secs(9), false).is_empty());
         let due = s.take_due(t0 + wait, false);
@@ -210,7 +226,16 @@ mod tests {
         assert_eq!(names, ["first", "second"]);
         assert_eq!(s.next_due(), None);
         // Late spans of trace a: revision 2 with every call so far.
-        s.add(0, "s1", a, 100, None, vec![call("late", 150)], t0 + wait);
+        s.add(
+            0,
+            "s1",
+            a,
+            100,
+            None,
+            vec![call("late", 150)],
+            None,
+            t0 + wait,
+        );
         let due = s.take_due(t0, true);
         assert_eq!(due[0].revision, 2);
         assert_eq!(due[0].calls.len(), 3);

@@ -103,7 +103,10 @@ impl Metric for Ragas {
 
     /// ragas compares `str()` of argument dicts: key order matters.
     fn needs(&self) -> Needs {
-        Needs { ordered_args: true }
+        Needs {
+            ordered_args: true,
+            ..Needs::default()
+        }
     }
 
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
