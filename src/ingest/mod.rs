@@ -4,8 +4,12 @@
 //! from the file extension alone. A bad item (line, file, record) becomes a
 //! [`Rejected`] record and decoding goes on with the rest.
 
+pub mod console;
+pub mod convert;
 pub mod files;
+pub mod jaeger;
 pub mod mlflow;
+pub mod zipkin;
 
 use std::fmt;
 use std::io::Read;
@@ -81,6 +85,12 @@ pub enum Format {
     OtlpProtobufRecords,
     /// MLflow's native trace JSON (`Trace.to_json()`), one trace or an array.
     MlflowTraceJson,
+    /// Jaeger's JSON model (query API responses, UI downloads).
+    JaegerJson,
+    /// Zipkin v2 JSON: a list of spans (or a list of such lists).
+    ZipkinJson,
+    /// The OTel Python SDK's span JSON (`ConsoleSpanExporter`), concatenated objects.
+    OtelConsoleJson,
 }
 
 /// The result of decoding one input.
@@ -213,10 +223,92 @@ fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
             }
             decode_json_document(line, source, Position::Line(i + 1), out);
         }
+    } else if concatenated(bytes) {
+        // Several pretty-printed documents one after another (the Python
+        // SDK's console exporter): each is read, or rejected, on its own.
+        out.format = Some(Format::OtlpJson);
+        for piece in split_documents(bytes) {
+            match piece {
+                Ok((range, line)) => {
+                    decode_json_document(&bytes[range], source, Position::Line(line), out)
+                }
+                Err((line, e)) => {
+                    out.reject(source, Position::Line(line), format!("not valid JSON: {e}"))
+                }
+            }
+        }
     } else {
         out.format = Some(Format::OtlpJson);
         decode_json_document(bytes, source, Position::Whole, out);
     }
+}
+
+/// Whether `bytes` hold more than one JSON document on separate lines: a
+/// `}` followed by `{` with only whitespace (and a line break) between can
+/// only be two values, as JSON strings hold no raw line break.
+fn concatenated(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(off) = bytes[i..].iter().position(|&b| b == b'}') {
+        let after = i + off + 1;
+        let gap = bytes[after..]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+        if bytes.get(after + gap) == Some(&b'{') && bytes[after..after + gap].contains(&b'\n') {
+            return true;
+        }
+        i = after;
+    }
+    false
+}
+
+/// Splits concatenated JSON documents with serde_json's stream reader. Each
+/// piece is its byte range and first line, or the line and error of a
+/// piece that is not JSON; reading resumes at the next line that starts
+/// with `{`, so one broken document costs only itself.
+#[allow(clippy::type_complexity)]
+fn split_documents(
+    bytes: &[u8],
+) -> Vec<Result<(std::ops::Range<usize>, usize), (usize, serde_json::Error)>> {
+    let mut out = Vec::new();
+    let (mut pos, mut line, mut line_at) = (0usize, 1usize, 0usize);
+    let mut line_of = |offset: usize| {
+        line += bytes[line_at..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        line_at = offset;
+        line
+    };
+    loop {
+        let Some(skip) = bytes[pos..].iter().position(|b| !b.is_ascii_whitespace()) else {
+            break;
+        };
+        let start = pos + skip;
+        let first_line = line_of(start);
+        let mut stream = serde_json::Deserializer::from_slice(&bytes[start..])
+            .into_iter::<serde::de::IgnoredAny>();
+        match stream.next() {
+            Some(Ok(_)) => {
+                let end = start + stream.byte_offset();
+                out.push(Ok((start..end, first_line)));
+                pos = end;
+            }
+            Some(Err(e)) => {
+                out.push(Err((first_line + e.line().saturating_sub(1), e)));
+                let next = bytes[start..]
+                    .windows(2)
+                    .position(|w| w == b"\n{")
+                    .map(|p| start + p + 1);
+                match next {
+                    Some(n) => pos = n,
+                    None => break,
+                }
+            }
+            None => break,
+        }
+    }
+    out
 }
 
 /// One JSON document: a request, or an array of requests (or MLflow trace JSON).
@@ -225,6 +317,9 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
         Position::Line(n) => Position::Line(n),
         _ => Position::Line(e.line()),
     };
+    if !contains(doc, b"\"resourceSpans\"") && decode_other_format(doc, source, &pos, out) {
+        return;
+    }
     if !contains(doc, b"\"resourceSpans\"") && mlflow::looks_like(doc) {
         match mlflow::decode(doc) {
             Ok(req) => {
@@ -250,6 +345,56 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
         Ok(r) => accept_json(r, doc, source, pos, out),
         Err(e) => out.reject(source, at(&e), json_reason(&e)),
     }
+}
+
+/// Jaeger, Zipkin and OTel console JSON, told apart by shape (see
+/// docs/formats.md). `false` when the document is none of them.
+fn decode_other_format(doc: &[u8], source: &str, pos: &Position, out: &mut Decoded) -> bool {
+    // Cheap key tests first, so other documents are not parsed twice.
+    let maybe = contains(doc, b"\"traceID\"")
+        || contains(doc, b"\"traceId\"")
+        || contains(doc, b"\"trace_id\"");
+    if !maybe {
+        return false;
+    }
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(doc) else {
+        return false;
+    };
+    type Convert = fn(&serde_json::Value) -> convert::Converted;
+    let (format, label, to_request): (Format, &str, Convert) = if jaeger::looks_like(&v) {
+        (Format::JaegerJson, "Jaeger JSON", jaeger::to_request)
+    } else if zipkin::looks_like(&v) {
+        (Format::ZipkinJson, "Zipkin v2 JSON", zipkin::to_request)
+    } else if console::looks_like(&v) {
+        (
+            Format::OtelConsoleJson,
+            "OTel console span JSON",
+            console::to_request,
+        )
+    } else {
+        return false;
+    };
+    out.format = Some(format);
+    match to_request(&v) {
+        Ok((req, problems)) => {
+            let explained = !problems.is_empty();
+            for p in problems {
+                out.rejected.push(Rejected {
+                    source: source.to_string(),
+                    position: pos.clone(),
+                    reason: format!("{label} {p}"),
+                    spans: p.spans,
+                });
+            }
+            if span_count(&req) > 0 {
+                out.requests.push(req);
+            } else if !explained {
+                out.reject(source, pos.clone(), format!("{label} holds no spans"));
+            }
+        }
+        Err(e) => out.reject(source, pos.clone(), format!("{label}: {e}")),
+    }
+    true
 }
 
 fn json_reason(e: &serde_json::Error) -> String {
