@@ -25,9 +25,12 @@ use super::convert::{
 pub fn looks_like(v: &Value) -> bool {
     match v {
         Value::Object(o) => match o.get("data") {
-            Some(Value::Array(items)) => items.iter().any(is_trace),
-            // `{"data": null, "errors": [...]}`: a failed query.
-            Some(Value::Null) => o.get("errors").is_some_and(Value::is_array),
+            Some(Value::Array(items)) if !items.is_empty() => items.iter().any(is_trace),
+            // The query API's envelope around no traces (`"data": []`) or
+            // a failed query (`"data": null, "errors": [...]`).
+            Some(Value::Array(_) | Value::Null) => {
+                o.contains_key("errors") && o.contains_key("total")
+            }
             _ => is_trace(v),
         },
         Value::Array(items) => !items.is_empty() && items.iter().all(is_trace),
@@ -203,7 +206,7 @@ fn span_of(s: &Value, trace_tid: Option<&Value>) -> Result<(Span, (String, Strin
         .iter()
         .enumerate()
         // The CHILD_OF reference that became the parent is not a link too.
-        .filter(|(i, (follows, _, _))| !(Some(*i) == parent_ref && !follows))
+        .filter(|(i, (follows, _, _))| *follows || Some(*i) != parent_ref)
         .map(|(_, (follows, t, s))| span::Link {
             trace_id: t.clone(),
             span_id: s.clone(),

@@ -262,14 +262,14 @@ fn concatenated(bytes: &[u8]) -> bool {
     false
 }
 
-/// Splits concatenated JSON documents with serde_json's stream reader. Each
-/// piece is its byte range and first line, or the line and error of a
-/// piece that is not JSON; reading resumes at the next line that starts
+/// A document's byte range and first line, or the line and error of a
+/// piece that is not JSON.
+type Piece = Result<(std::ops::Range<usize>, usize), (usize, serde_json::Error)>;
+
+/// Splits concatenated JSON documents with serde_json's stream reader.
+/// After a piece that is not JSON, reading resumes at the next line that starts
 /// with `{`, so one broken document costs only itself.
-#[allow(clippy::type_complexity)]
-fn split_documents(
-    bytes: &[u8],
-) -> Vec<Result<(std::ops::Range<usize>, usize), (usize, serde_json::Error)>> {
+fn split_documents(bytes: &[u8]) -> Vec<Piece> {
     let mut out = Vec::new();
     let (mut pos, mut line, mut line_at) = (0usize, 1usize, 0usize);
     let mut line_of = |offset: usize| {
@@ -280,10 +280,7 @@ fn split_documents(
         line_at = offset;
         line
     };
-    loop {
-        let Some(skip) = bytes[pos..].iter().position(|b| !b.is_ascii_whitespace()) else {
-            break;
-        };
+    while let Some(skip) = bytes[pos..].iter().position(|b| !b.is_ascii_whitespace()) {
         let start = pos + skip;
         let first_line = line_of(start);
         let mut stream = serde_json::Deserializer::from_slice(&bytes[start..])
@@ -352,6 +349,7 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
 fn decode_other_format(doc: &[u8], source: &str, pos: &Position, out: &mut Decoded) -> bool {
     // Cheap key tests first, so other documents are not parsed twice.
     let maybe = contains(doc, b"\"traceID\"")
+        || contains(doc, b"\"errors\"")
         || contains(doc, b"\"traceId\"")
         || contains(doc, b"\"trace_id\"");
     if !maybe {
@@ -596,6 +594,120 @@ mod tests {
         assert!(d.rejected[0].reason.contains("cap"));
         let d = decode(&gz[..gz.len() / 2], "f.gz", &Limits::default());
         assert!(d.rejected[0].reason.contains("gzip"));
+    }
+
+    /// What `ConsoleSpanExporter` prints for one span (`json.dumps(indent=4)`).
+    fn console_span(span_id: &str, name: &str) -> String {
+        format!(
+            r#"{{
+    "name": "{name}",
+    "context": {{
+        "trace_id": "0x5b8efff798038103d269b633813fc60c",
+        "span_id": "0x{span_id}",
+        "trace_state": "[]"
+    }},
+    "kind": "SpanKind.INTERNAL",
+    "parent_id": null,
+    "start_time": "2024-05-01T12:00:00.100000Z",
+    "end_time": "2024-05-01T12:00:00.101500Z",
+    "status": {{
+        "status_code": "UNSET"
+    }},
+    "attributes": {{}},
+    "events": [],
+    "links": [],
+    "resource": {{
+        "attributes": {{
+            "service.name": "demo"
+        }},
+        "schema_url": ""
+    }}
+}}
+"#
+        )
+    }
+
+    #[test]
+    fn concatenated_console_objects_and_a_broken_one() {
+        let good = console_span("eee19b7ec3c1b174", "a");
+        let lines = good.lines().count();
+        let broken = good.replace(
+            "\"kind\": \"SpanKind.INTERNAL\",",
+            "\"kind\": SpanKind.INTERNAL,",
+        );
+        let bad_id = console_span("xyz", "bad_id");
+        let body = format!(
+            "{good}{broken}{bad_id}{}",
+            console_span("eee19b7ec3c1b176", "c")
+        );
+        let d = decode(body.as_bytes(), "spans.log", &Limits::default());
+        assert_eq!(d.format, Some(Format::OtelConsoleJson));
+        assert_eq!(d.requests.len(), 2, "{:?}", d.rejected);
+        assert_eq!(d.rejected.len(), 2, "{:?}", d.rejected);
+        // The broken object: its line (the bad token's), the others kept.
+        assert_eq!(d.rejected[0].position, Position::Line(lines + 8));
+        assert!(d.rejected[0].reason.contains("not valid JSON"));
+        assert_eq!(d.rejected[1].position, Position::Line(2 * lines + 1));
+        assert!(
+            d.rejected[1].reason.contains("span `bad_id` rejected")
+                && d.rejected[1].reason.contains("`0xxyz`"),
+            "{:?}",
+            d.rejected[1]
+        );
+    }
+
+    #[test]
+    fn formats_are_told_apart_by_shape_and_gzip_works() {
+        use std::io::Write;
+        let jaeger = r#"{"data": [{"traceID": "5b8efff798038103d269b633813fc60c", "spans": [
+            {"traceID": "5b8efff798038103d269b633813fc60c", "spanID": "eee19b7ec3c1b174",
+             "operationName": "x", "references": [], "startTime": 1, "duration": 1,
+             "tags": [{"key": "info", "type": "string", "value": "data"}], "processID": "p1"}],
+            "processes": {"p1": {"serviceName": "svc"}}}], "total": 0, "limit": 0, "offset": 0, "errors": null}"#;
+        let zipkin = r#"[{"traceId": "5b8efff798038103d269b633813fc60c", "id": "eee19b7ec3c1b174",
+            "name": "x", "timestamp": 1, "duration": 1, "localEndpoint": {"serviceName": "svc"}}]"#;
+        let mlflow = br#"{"info": {"request_id": "tr-0123456789abcdef0123456789abcdef"},
+          "data": {"spans": [{"name": "t", "context": {"span_id": "0x00000000000000aa",
+            "trace_id": "0x0123456789abcdef0123456789abcdef"}, "parent_id": null,
+            "start_time": 5, "end_time": 9, "attributes": {}, "events": []}]}}"#;
+        let otlp = one_span_json("0123456789abcdef0123456789abcdef", "0123456789abcdef");
+        let console = console_span("eee19b7ec3c1b174", "a");
+        for (body, format) in [
+            (jaeger.as_bytes(), Format::JaegerJson),
+            (zipkin.as_bytes(), Format::ZipkinJson),
+            (&mlflow[..], Format::MlflowTraceJson),
+            (otlp.as_bytes(), Format::OtlpJson),
+            (console.as_bytes(), Format::OtelConsoleJson),
+        ] {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(body).unwrap();
+            for bytes in [body.to_vec(), gz.finish().unwrap()] {
+                let d = decode(&bytes, "f", &Limits::default());
+                assert_eq!(d.format, Some(format), "{:?}", d.rejected);
+                assert!(d.rejected.is_empty(), "{format:?}: {:?}", d.rejected);
+                assert_eq!(d.requests.iter().map(span_count).sum::<usize>(), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn span_shaped_documents_that_yield_nothing_are_rejected() {
+        for (body, why) in [
+            (
+                r#"{"data": [], "total": 0, "limit": 0, "offset": 0, "errors": null}"#,
+                "no traces",
+            ),
+            (
+                r#"{"data": [{"traceID": "ab", "spans": [], "processes": {}}]}"#,
+                "no trace holds any span",
+            ),
+            (r#"[[], [{"traceId": "ab", "id": ""}]]"#, "no id"),
+        ] {
+            let d = decode(body.as_bytes(), "f.json", &Limits::default());
+            assert!(d.requests.is_empty());
+            assert_eq!(d.rejected.len(), 1, "{body}");
+            assert!(d.rejected[0].reason.contains(why), "{:?}", d.rejected);
+        }
     }
 
     #[test]
