@@ -314,10 +314,11 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
         Position::Line(n) => Position::Line(n),
         _ => Position::Line(e.line()),
     };
-    if !contains(doc, b"\"resourceSpans\"") && decode_other_format(doc, source, &pos, out) {
+    let otlp = contains(doc, b"\"resourceSpans\"");
+    if !otlp && decode_other_format(doc, source, &pos, out) {
         return;
     }
-    if !contains(doc, b"\"resourceSpans\"") && mlflow::looks_like(doc) {
+    if !otlp && mlflow::looks_like(doc) {
         match mlflow::decode(doc) {
             Ok(req) => {
                 out.format = Some(Format::MlflowTraceJson);
@@ -348,11 +349,13 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
 /// docs/formats.md). `false` when the document is none of them.
 fn decode_other_format(doc: &[u8], source: &str, pos: &Position, out: &mut Decoded) -> bool {
     // Cheap key tests first, so other documents are not parsed twice.
-    let maybe = contains(doc, b"\"traceID\"")
-        || contains(doc, b"\"errors\"")
-        || contains(doc, b"\"traceId\"")
-        || contains(doc, b"\"trace_id\"");
-    if !maybe {
+    let keys: [&[u8]; 4] = [
+        b"\"traceID\"",
+        b"\"traceId\"",
+        b"\"trace_id\"",
+        b"\"errors\"",
+    ];
+    if !contains_any(doc, &keys) {
         return false;
     }
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(doc) else {
@@ -480,7 +483,24 @@ fn decode_records(
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    contains_any(hay, &[needle])
+}
+
+/// Whether `hay` holds one of `needles`, all of which start with the same
+/// byte (here `"`): one pass that only compares where that byte is.
+fn contains_any(hay: &[u8], needles: &[&[u8]]) -> bool {
+    let Some(&first) = needles.first().and_then(|n| n.first()) else {
+        return false;
+    };
+    let mut i = 0;
+    while let Some(off) = hay[i..].iter().position(|&b| b == first) {
+        let rest = &hay[i + off..];
+        if needles.iter().any(|n| rest.starts_with(n)) {
+            return true;
+        }
+        i += off + 1;
+    }
+    false
 }
 
 /// Number of spans in a request.
