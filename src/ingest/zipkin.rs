@@ -107,6 +107,11 @@ fn resource_key(r: &Resource) -> String {
 /// One span, its resource and its scope `(name, version)`.
 fn span_of(s: &Value) -> Result<(Span, Resource, (String, String)), String> {
     let o = s.as_object().ok_or("not an object")?;
+    if o.contains_key("binaryAnnotations") {
+        // v1 keeps tags and endpoints elsewhere: read as v2, its tool
+        // attributes would be lost without a word.
+        return Err("a Zipkin v1 span (`binaryAnnotations`); only Zipkin v2 JSON is read".into());
+    }
     let trace_id = required_id(o.get("traceId"), 16, "traceId")?;
     let span_id = required_id(o.get("id"), 8, "id")?;
     let parent = optional_id(o.get("parentId"), 8, "parentId")?
@@ -475,5 +480,9 @@ mod tests {
         assert!(!looks_like(&json!([{"resourceSpans": []}])));
         assert!(!looks_like(&json!([{"traceID": "ab", "spans": []}])));
         assert!(to_request(&json!([[]])).unwrap_err().0.contains("no spans"));
+        let v1 = json!([{"traceId": "ab", "id": "1", "name": "get", "annotations": [],
+            "binaryAnnotations": [{"key": "tool", "value": "x"}]}]);
+        let (_, problems) = to_request(&v1).unwrap();
+        assert!(problems[0].reason.contains("Zipkin v1"), "{problems:?}");
     }
 }
