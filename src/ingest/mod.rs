@@ -4,8 +4,12 @@
 //! from the file extension alone. A bad item (line, file, record) becomes a
 //! [`Rejected`] record and decoding goes on with the rest.
 
+pub mod console;
+pub mod convert;
 pub mod files;
+pub mod jaeger;
 pub mod mlflow;
+pub mod zipkin;
 
 use std::fmt;
 use std::io::Read;
@@ -81,6 +85,12 @@ pub enum Format {
     OtlpProtobufRecords,
     /// MLflow's native trace JSON (`Trace.to_json()`), one trace or an array.
     MlflowTraceJson,
+    /// Jaeger's JSON model (query API responses, UI downloads).
+    JaegerJson,
+    /// Zipkin v2 JSON: a list of spans (or a list of such lists).
+    ZipkinJson,
+    /// The OTel Python SDK's span JSON (`ConsoleSpanExporter`), concatenated objects.
+    OtelConsoleJson,
 }
 
 /// The result of decoding one input.
@@ -262,10 +272,89 @@ fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
             }
             decode_json_document(line, source, Position::Line(i + 1), out);
         }
+    } else if concatenated(bytes) {
+        // Several pretty-printed documents one after another (the Python
+        // SDK's console exporter): each is read, or rejected, on its own.
+        out.format = Some(Format::OtlpJson);
+        for piece in split_documents(bytes) {
+            match piece {
+                Ok((range, line)) => {
+                    decode_json_document(&bytes[range], source, Position::Line(line), out)
+                }
+                Err((line, e)) => {
+                    out.reject(source, Position::Line(line), format!("not valid JSON: {e}"))
+                }
+            }
+        }
     } else {
         out.format = Some(Format::OtlpJson);
         decode_json_document(bytes, source, Position::Whole, out);
     }
+}
+
+/// Whether `bytes` hold more than one JSON document on separate lines: a
+/// `}` followed by `{` with only whitespace (and a line break) between can
+/// only be two values, as JSON strings hold no raw line break.
+fn concatenated(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(off) = bytes[i..].iter().position(|&b| b == b'}') {
+        let after = i + off + 1;
+        let gap = bytes[after..]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+        if bytes.get(after + gap) == Some(&b'{') && bytes[after..after + gap].contains(&b'\n') {
+            return true;
+        }
+        i = after;
+    }
+    false
+}
+
+/// A document's byte range and first line, or the line and error of a
+/// piece that is not JSON.
+type Piece = Result<(std::ops::Range<usize>, usize), (usize, serde_json::Error)>;
+
+/// Splits concatenated JSON documents with serde_json's stream reader.
+/// After a piece that is not JSON, reading resumes at the next line that starts
+/// with `{`, so one broken document costs only itself.
+fn split_documents(bytes: &[u8]) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let (mut pos, mut line, mut line_at) = (0usize, 1usize, 0usize);
+    let mut line_of = |offset: usize| {
+        line += bytes[line_at..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        line_at = offset;
+        line
+    };
+    while let Some(skip) = bytes[pos..].iter().position(|b| !b.is_ascii_whitespace()) {
+        let start = pos + skip;
+        let first_line = line_of(start);
+        let mut stream = serde_json::Deserializer::from_slice(&bytes[start..])
+            .into_iter::<serde::de::IgnoredAny>();
+        match stream.next() {
+            Some(Ok(_)) => {
+                let end = start + stream.byte_offset();
+                out.push(Ok((start..end, first_line)));
+                pos = end;
+            }
+            Some(Err(e)) => {
+                out.push(Err((first_line + e.line().saturating_sub(1), e)));
+                let next = bytes[start..]
+                    .windows(2)
+                    .position(|w| w == b"\n{")
+                    .map(|p| start + p + 1);
+                match next {
+                    Some(n) => pos = n,
+                    None => break,
+                }
+            }
+            None => break,
+        }
+    }
+    out
 }
 
 /// One JSON document: a request, or an array of requests (or MLflow trace JSON).
@@ -274,7 +363,11 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
         Position::Line(n) => Position::Line(n),
         _ => Position::Line(e.line()),
     };
-    if !contains(doc, b"\"resourceSpans\"") && mlflow::looks_like(doc) {
+    let otlp = contains(doc, b"\"resourceSpans\"");
+    if !otlp && decode_other_format(doc, source, &pos, out) {
+        return;
+    }
+    if !otlp && mlflow::looks_like(doc) {
         match mlflow::decode(doc) {
             Ok(req) => {
                 out.format = Some(Format::MlflowTraceJson);
@@ -299,6 +392,59 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
         Ok(r) => accept_json(r, doc, source, pos, out),
         Err(e) => out.reject(source, at(&e), json_reason(&e)),
     }
+}
+
+/// Jaeger, Zipkin and OTel console JSON, told apart by shape (see
+/// docs/formats.md). `false` when the document is none of them.
+fn decode_other_format(doc: &[u8], source: &str, pos: &Position, out: &mut Decoded) -> bool {
+    // Cheap key tests first, so other documents are not parsed twice.
+    let keys: [&[u8]; 4] = [
+        b"\"traceID\"",
+        b"\"traceId\"",
+        b"\"trace_id\"",
+        b"\"errors\"",
+    ];
+    if !contains_any(doc, &keys) {
+        return false;
+    }
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(doc) else {
+        return false;
+    };
+    type Convert = fn(&serde_json::Value) -> convert::Converted;
+    let (format, label, to_request): (Format, &str, Convert) = if jaeger::looks_like(&v) {
+        (Format::JaegerJson, "Jaeger JSON", jaeger::to_request)
+    } else if zipkin::looks_like(&v) {
+        (Format::ZipkinJson, "Zipkin v2 JSON", zipkin::to_request)
+    } else if console::looks_like(&v) {
+        (
+            Format::OtelConsoleJson,
+            "OTel console span JSON",
+            console::to_request,
+        )
+    } else {
+        return false;
+    };
+    out.format = Some(format);
+    match to_request(&v) {
+        Ok((req, problems)) => {
+            let explained = !problems.is_empty();
+            for p in problems {
+                out.rejected.push(Rejected {
+                    source: source.to_string(),
+                    position: pos.clone(),
+                    reason: format!("{label} {p}"),
+                    spans: p.spans,
+                });
+            }
+            if span_count(&req) > 0 {
+                out.requests.push(req);
+            } else if !explained {
+                out.reject(source, pos.clone(), format!("{label} holds no spans"));
+            }
+        }
+        Err(e) => out.reject(source, pos.clone(), format!("{label}: {e}")),
+    }
+    true
 }
 
 fn json_reason(e: &serde_json::Error) -> String {
@@ -380,7 +526,24 @@ fn decode_records(
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    contains_any(hay, &[needle])
+}
+
+/// Whether `hay` holds one of `needles`, all of which start with the same
+/// byte (here `"`): one pass that only compares where that byte is.
+fn contains_any(hay: &[u8], needles: &[&[u8]]) -> bool {
+    let Some(&first) = needles.first().and_then(|n| n.first()) else {
+        return false;
+    };
+    let mut i = 0;
+    while let Some(off) = hay[i..].iter().position(|&b| b == first) {
+        let rest = &hay[i + off..];
+        if needles.iter().any(|n| rest.starts_with(n)) {
+            return true;
+        }
+        i += off + 1;
+    }
+    false
 }
 
 /// Number of spans in a request.
@@ -504,6 +667,120 @@ mod tests {
         assert!(d.rejected[0].reason.contains("cap"));
         let d = decode(&gz[..gz.len() / 2], "f.gz", &Limits::default());
         assert!(d.rejected[0].reason.contains("gzip"));
+    }
+
+    /// What `ConsoleSpanExporter` prints for one span (`json.dumps(indent=4)`).
+    fn console_span(span_id: &str, name: &str) -> String {
+        format!(
+            r#"{{
+    "name": "{name}",
+    "context": {{
+        "trace_id": "0x5b8efff798038103d269b633813fc60c",
+        "span_id": "0x{span_id}",
+        "trace_state": "[]"
+    }},
+    "kind": "SpanKind.INTERNAL",
+    "parent_id": null,
+    "start_time": "2024-05-01T12:00:00.100000Z",
+    "end_time": "2024-05-01T12:00:00.101500Z",
+    "status": {{
+        "status_code": "UNSET"
+    }},
+    "attributes": {{}},
+    "events": [],
+    "links": [],
+    "resource": {{
+        "attributes": {{
+            "service.name": "demo"
+        }},
+        "schema_url": ""
+    }}
+}}
+"#
+        )
+    }
+
+    #[test]
+    fn concatenated_console_objects_and_a_broken_one() {
+        let good = console_span("eee19b7ec3c1b174", "a");
+        let lines = good.lines().count();
+        let broken = good.replace(
+            "\"kind\": \"SpanKind.INTERNAL\",",
+            "\"kind\": SpanKind.INTERNAL,",
+        );
+        let bad_id = console_span("xyz", "bad_id");
+        let body = format!(
+            "{good}{broken}{bad_id}{}",
+            console_span("eee19b7ec3c1b176", "c")
+        );
+        let d = decode(body.as_bytes(), "spans.log", &Limits::default());
+        assert_eq!(d.format, Some(Format::OtelConsoleJson));
+        assert_eq!(d.requests.len(), 2, "{:?}", d.rejected);
+        assert_eq!(d.rejected.len(), 2, "{:?}", d.rejected);
+        // The broken object: its line (the bad token's), the others kept.
+        assert_eq!(d.rejected[0].position, Position::Line(lines + 8));
+        assert!(d.rejected[0].reason.contains("not valid JSON"));
+        assert_eq!(d.rejected[1].position, Position::Line(2 * lines + 1));
+        assert!(
+            d.rejected[1].reason.contains("span `bad_id` rejected")
+                && d.rejected[1].reason.contains("`0xxyz`"),
+            "{:?}",
+            d.rejected[1]
+        );
+    }
+
+    #[test]
+    fn formats_are_told_apart_by_shape_and_gzip_works() {
+        use std::io::Write;
+        let jaeger = r#"{"data": [{"traceID": "5b8efff798038103d269b633813fc60c", "spans": [
+            {"traceID": "5b8efff798038103d269b633813fc60c", "spanID": "eee19b7ec3c1b174",
+             "operationName": "x", "references": [], "startTime": 1, "duration": 1,
+             "tags": [{"key": "info", "type": "string", "value": "data"}], "processID": "p1"}],
+            "processes": {"p1": {"serviceName": "svc"}}}], "total": 0, "limit": 0, "offset": 0, "errors": null}"#;
+        let zipkin = r#"[{"traceId": "5b8efff798038103d269b633813fc60c", "id": "eee19b7ec3c1b174",
+            "name": "x", "timestamp": 1, "duration": 1, "localEndpoint": {"serviceName": "svc"}}]"#;
+        let mlflow = br#"{"info": {"request_id": "tr-0123456789abcdef0123456789abcdef"},
+          "data": {"spans": [{"name": "t", "context": {"span_id": "0x00000000000000aa",
+            "trace_id": "0x0123456789abcdef0123456789abcdef"}, "parent_id": null,
+            "start_time": 5, "end_time": 9, "attributes": {}, "events": []}]}}"#;
+        let otlp = one_span_json("0123456789abcdef0123456789abcdef", "0123456789abcdef");
+        let console = console_span("eee19b7ec3c1b174", "a");
+        for (body, format) in [
+            (jaeger.as_bytes(), Format::JaegerJson),
+            (zipkin.as_bytes(), Format::ZipkinJson),
+            (&mlflow[..], Format::MlflowTraceJson),
+            (otlp.as_bytes(), Format::OtlpJson),
+            (console.as_bytes(), Format::OtelConsoleJson),
+        ] {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(body).unwrap();
+            for bytes in [body.to_vec(), gz.finish().unwrap()] {
+                let d = decode(&bytes, "f", &Limits::default());
+                assert_eq!(d.format, Some(format), "{:?}", d.rejected);
+                assert!(d.rejected.is_empty(), "{format:?}: {:?}", d.rejected);
+                assert_eq!(d.requests.iter().map(span_count).sum::<usize>(), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn span_shaped_documents_that_yield_nothing_are_rejected() {
+        for (body, why) in [
+            (
+                r#"{"data": [], "total": 0, "limit": 0, "offset": 0, "errors": null}"#,
+                "no traces",
+            ),
+            (
+                r#"{"data": [{"traceID": "ab", "spans": [], "processes": {}}]}"#,
+                "no trace holds any span",
+            ),
+            (r#"[[], [{"traceId": "ab", "id": ""}]]"#, "no id"),
+        ] {
+            let d = decode(body.as_bytes(), "f.json", &Limits::default());
+            assert!(d.requests.is_empty());
+            assert_eq!(d.rejected.len(), 1, "{body}");
+            assert!(d.rejected[0].reason.contains(why), "{:?}", d.rejected);
+        }
     }
 
     #[test]
