@@ -176,6 +176,8 @@ enum Framing {
     ShortBy(usize),
     /// Declares the length but sends no body.
     HeadersOnly,
+    /// Declares `n` bytes more than sent and keeps the connection open.
+    HoldBy(usize),
 }
 
 /// One POST on its own connection, with exact control of the framing.
@@ -191,12 +193,14 @@ fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8], framing: Framin
             head.push_str(&format!("Content-Length: {}\r\n", body.len()))
         }
         Framing::Chunked => head.push_str("Transfer-Encoding: chunked\r\n"),
-        Framing::ShortBy(n) => head.push_str(&format!("Content-Length: {}\r\n", body.len() + n)),
+        Framing::ShortBy(n) | Framing::HoldBy(n) => {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len() + n))
+        }
     }
     head.push_str("\r\n");
     let mut wire = head.into_bytes();
     match framing {
-        Framing::Length | Framing::ShortBy(_) => wire.extend_from_slice(body),
+        Framing::Length | Framing::ShortBy(_) | Framing::HoldBy(_) => wire.extend_from_slice(body),
         Framing::HeadersOnly => {}
         Framing::Chunked => {
             for chunk in body.chunks(1000) {
@@ -1867,4 +1871,183 @@ fn forward_queue_is_bounded_in_bytes_too() {
     }
     server.stop();
     stop.cancel();
+}
+
+// ------------------------------------------------ hostile clients (issue 14)
+
+/// Empty requests succeed but say so; a JSON body that is not an export
+/// request at all is a 400; both framings at once are refused.
+#[test]
+fn empty_and_malformed_framings() {
+    let srv = start("empty", |_, _| {});
+    let r = post(srv.http, &[JSON], b"{}", Framing::Length);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(
+        v["partialSuccess"]["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("no spans")),
+        "{v}"
+    );
+    assert_eq!(v["partialSuccess"]["rejectedSpans"], "0");
+    let r = post(srv.http, &[PROTOBUF], b"", Framing::Length);
+    assert_eq!(r.status, 200);
+    let resp = ExportTraceServiceResponse::decode(r.body.as_slice()).unwrap();
+    assert!(resp
+        .partial_success
+        .unwrap()
+        .error_message
+        .contains("no spans"));
+    for body in [&b"[]"[..], b"3", b"\"x\""] {
+        let r = post(srv.http, &[JSON], body, Framing::Length);
+        assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(body));
+    }
+    // Content-Length and chunked together (request smuggling): the parser
+    // reads the chunked body, drops the length and closes the connection
+    // after answering, so a request hidden behind it is never read.
+    let mut s = TcpStream::connect(srv.http).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let body = weather(1).encode_to_vec();
+    let mut wire = format!(
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    wire.extend_from_slice(&body);
+    wire.extend_from_slice(b"\r\n0\r\n\r\n");
+    let smuggled = weather(2).encode_to_vec();
+    wire.extend_from_slice(
+        format!(
+            "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n\r\n",
+            smuggled.len()
+        )
+        .as_bytes(),
+    );
+    wire.extend_from_slice(&smuggled);
+    let _ = s.write_all(&wire);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw);
+    assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "one answer: {text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    let (summary, _) = srv.stop();
+    assert_eq!(
+        summary.stats.spans, 3,
+        "the chunked body only, nothing smuggled"
+    );
+}
+
+/// Idle and slow clients cannot hold the server: past `--max-connections`
+/// new connections are closed at once (counted), the admin port still
+/// answers, an idle connection is closed after `--header-timeout`, and a
+/// body that stops arriving gets 408 after `--request-timeout`.
+#[test]
+fn idle_and_slow_clients_are_bounded() {
+    let srv = start("idle", |c, _| {
+        c.max_connections = 4;
+        c.header_timeout = Duration::from_millis(500);
+        c.request_timeout = Duration::from_millis(500);
+    });
+    let idle: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(srv.http).unwrap())
+        .collect();
+    // Wait until the server holds all four.
+    let open = || {
+        let (_, text) = get(srv.admin.unwrap(), "/metrics");
+        metric_value(&text, "traceval_connections_open")
+    };
+    poll_until(Duration::from_secs(15), || open() >= 4.0);
+    assert_eq!(open(), 4.0);
+    // A fifth is closed at once, without a response.
+    let mut fifth = TcpStream::connect(srv.http).unwrap();
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    assert!(
+        matches!(fifth.read(&mut buf), Ok(0)),
+        "closed at once, no response"
+    );
+    let (status, _) = get(srv.admin.unwrap(), "/healthz");
+    assert_eq!(status, 200, "the admin port still answers");
+    let (_, text) = get(srv.admin.unwrap(), "/metrics");
+    assert!(metric_value(&text, "traceval_connections_refused_total") >= 1.0);
+    // The idle ones are closed after the header timeout (well before the
+    // read timeout: an error here is a connection still open).
+    for mut s in idle {
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        assert!(matches!(s.read(&mut buf), Ok(0)), "idle connection closed");
+    }
+    poll_until(Duration::from_secs(15), || open() == 0.0);
+    // A body that stops arriving: 408.
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &weather(1).encode_to_vec(),
+        Framing::HoldBy(100),
+    );
+    assert_eq!(r.status, 408);
+    // And a well-behaved client is served.
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &weather(2).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    srv.stop();
+}
+
+/// Request bodies held at once are bounded in bytes, all clients together:
+/// past `--max-inflight` a request is refused, retryable, and nothing it
+/// sent is kept; when the held one finishes, requests are taken again.
+#[test]
+fn inflight_bytes_are_bounded() {
+    let srv = start("inflight", |c, _| {
+        c.max_inflight = 64 * 1024;
+        c.request_timeout = Duration::from_secs(60);
+    });
+    // One client declares 100 KB and sends 60 KB, then waits.
+    let mut holder = TcpStream::connect(srv.http).unwrap();
+    holder
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let head = format!(
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n\r\n",
+        100 * 1024
+    );
+    holder.write_all(head.as_bytes()).unwrap();
+    holder.write_all(&vec![0u8; 60 * 1024]).unwrap();
+    let held = || {
+        let (_, text) = get(srv.admin.unwrap(), "/metrics");
+        metric_value(&text, "traceval_inflight_bytes")
+    };
+    poll_until(Duration::from_secs(15), || held() >= 60.0 * 1024.0);
+    assert!(held() >= 60.0 * 1024.0, "the server holds what arrived");
+    // Another client's 20 KB takes the total past 64 KiB: 503, retryable.
+    let big = {
+        let mut req = weather(3);
+        let span = &mut req.resource_spans[0].scope_spans[0].spans[0];
+        span.attributes.push(KeyValue {
+            key: "pad".into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue("x".repeat(20 * 1024))),
+            }),
+            ..Default::default()
+        });
+        req.encode_to_vec()
+    };
+    let r = post(srv.http, &[PROTOBUF], &big, Framing::Length);
+    assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.header("retry-after").is_some());
+    // The holder gives up: its bytes are released, requests fit again.
+    drop(holder);
+    poll_until(Duration::from_secs(15), || held() == 0.0);
+    let r = post(srv.http, &[PROTOBUF], &big, Framing::Length);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let (summary, _) = srv.stop();
+    assert_eq!(summary.stats.spans, 3, "only the accepted request's spans");
 }

@@ -178,6 +178,10 @@ pub fn decode_request(body: &[u8], wire: Wire) -> Result<Request, String> {
             )
         }),
         Wire::Json => {
+            // serde would read an array as a struct's fields in order.
+            if first_non_ws(body).is_some_and(|b| b != b'{') {
+                return Err("not OTLP/JSON: an export request is a JSON object".into());
+            }
             let req: Request =
                 serde_json::from_slice(body).map_err(|e| format!("not OTLP/JSON: {e}"))?;
             check_json_spans(&req, body)?;
@@ -624,6 +628,8 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("resource_spans"), "{e}");
         assert!(decode_request(b"\x0a\x05abc", Wire::Protobuf).is_err());
+        assert!(decode_request(b"[]", Wire::Json).is_err());
+        assert!(decode_request(b"", Wire::Protobuf).is_ok());
     }
 
     #[test]

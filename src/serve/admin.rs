@@ -14,15 +14,27 @@ use tracing::error;
 
 use super::intake::Shared;
 
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+/// Connections the admin port keeps open at most: scrapers and probes.
+const ADMIN_CONNECTIONS: usize = 64;
+
+pub(crate) async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    header_timeout: std::time::Duration,
+    shutdown: CancellationToken,
+) {
+    let stats = Arc::clone(&shared.stats);
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .with_state(shared);
-    let r = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
+    let limits = super::listen::ConnLimits {
+        max_connections: ADMIN_CONNECTIONS,
+        header_timeout,
+        counted: false,
+    };
+    let r = super::listen::serve(listener, app, limits, stats, shutdown).await;
     if let Err(e) = r {
         error!(error = %e, "Admin endpoint failed.");
     }

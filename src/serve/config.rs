@@ -158,6 +158,14 @@ settings! {
             "Score a session case when no trace of its session completed for this long; a later trace re-scores it.";
         max_request_size: usize = "16MiB" ("TRACEVAL_MAX_REQUEST_SIZE", parse_size, "SIZE"),
             "Largest request: HTTP body before and after gzip, gRPC message (`16MiB`, `512KiB`, bytes).";
+        max_inflight: usize = "128MiB" ("TRACEVAL_MAX_INFLIGHT", parse_size, "SIZE"),
+            "Bytes of request bodies held at once, all receivers together, as received and as inflated; past it requests get 503 / RESOURCE_EXHAUSTED with a retry hint.";
+        max_connections: usize = "1024" ("TRACEVAL_MAX_CONNECTIONS", count, "N"),
+            "Open HTTP connections on the OTLP/HTTP port; past it new ones are closed at once (counted and logged). The open-files limit is raised to fit where allowed.";
+        header_timeout: Duration = "10s" ("TRACEVAL_HEADER_TIMEOUT", parse_duration, "DURATION"),
+            "Time an HTTP client has to send a request's head; also how long an idle keep-alive connection is kept.";
+        request_timeout: Duration = "30s" ("TRACEVAL_REQUEST_TIMEOUT", parse_duration, "DURATION"),
+            "Time an HTTP client has to send a request's body (408 after it).";
         max_buffered_spans: usize = "500000" ("TRACEVAL_MAX_BUFFERED_SPANS", count, "N"),
             "Spans held (waiting for their trace to complete, or being scored) before new data is refused with 503 / UNAVAILABLE.";
         max_buffered_traces: usize = "50000" ("TRACEVAL_MAX_BUFFERED_TRACES", count, "N"),

@@ -23,6 +23,9 @@ use super::sinks::results_api::pb::results_service_server::ResultsServiceServer;
 use super::sinks::results_api::ResultsHub;
 use super::status::Encoding;
 
+/// Calls in progress at once on one gRPC connection.
+const GRPC_STREAMS_PER_CONNECTION: usize = 32;
+
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
 /// Serves OTLP/gRPC on `listener` until `shutdown`, then waits for open
@@ -32,6 +35,7 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     results: ResultsServiceServer<ResultsHub>,
     max_message_size: usize,
+    request_timeout: std::time::Duration,
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
     // The results API shares the OTLP port (`traceval.results.v1.ResultsService`).
@@ -41,6 +45,10 @@ pub(crate) async fn serve(
     };
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
+        // Bounds the messages one connection can have in memory at once.
+        .concurrency_limit_per_connection(GRPC_STREAMS_PER_CONNECTION)
+        .max_concurrent_streams(Some(GRPC_STREAMS_PER_CONNECTION as u32))
+        .timeout(request_timeout)
         .add_service(OversizeIsResourceExhausted(service))
         .add_service(results)
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
@@ -68,8 +76,13 @@ impl tonic::server::UnaryService<Bytes> for ExportCall {
     fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
+            let raw = request.into_inner();
+            // tonic has the whole message by now (at most the size cap);
+            // it is held, with what it decodes to, until accepted.
+            let mut charge = shared.inflight.charge();
+            charge.add(raw.len()).map_err(|e| e.to_grpc())?;
             shared
-                .accept_body(Encoding::Protobuf, request.into_inner())
+                .accept_body(Encoding::Protobuf, raw)
                 .map(|a| tonic::Response::new(Bytes::from(a.response().encode_to_vec())))
                 .map_err(|e| e.to_grpc())
         })

@@ -5,6 +5,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, HttpBody};
 use axum::extract::State;
@@ -16,9 +17,10 @@ use bytes::{Bytes, BytesMut};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::intake::Shared;
+use super::intake::{Charge, Shared};
+use super::listen::{self, ConnLimits};
 use super::status::{http_response, Accepted, Encoding, ExportError};
-use crate::ingest::{self, GunzipError};
+use crate::ingest;
 
 /// The OTLP/HTTP path for traces.
 pub const TRACES_PATH: &str = "/v1/traces";
@@ -29,6 +31,8 @@ const BLOCKING_DECODE_BYTES: usize = 512 * 1024;
 struct HttpState {
     shared: Arc<Shared>,
     max_size: usize,
+    /// Time a client has to send the body.
+    body_timeout: Duration,
 }
 
 /// Serves OTLP/HTTP on `listener` until `shutdown`, then waits for open
@@ -37,15 +41,20 @@ pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     max_size: usize,
+    body_timeout: Duration,
+    limits: ConnLimits,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let state = Arc::new(HttpState { shared, max_size });
+    let stats = Arc::clone(&shared.stats);
+    let state = Arc::new(HttpState {
+        shared,
+        max_size,
+        body_timeout,
+    });
     let app = Router::new()
         .route(TRACES_PATH, post(export))
         .with_state(state);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    listen::serve(listener, app, limits, stats, shutdown).await
 }
 
 async fn export(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Body) -> Response {
@@ -81,12 +90,20 @@ async fn receive(
             cap: st.max_size,
         });
     }
-    let bytes = read_capped(body, st.max_size).await?;
+    let mut charge = st.shared.inflight.charge();
+    let bytes = tokio::time::timeout(st.body_timeout, read_capped(body, st.max_size, &mut charge))
+        .await
+        .map_err(|_| ExportError::Timeout(st.body_timeout))??;
     let max = st.max_size;
     let shared = Arc::clone(&st.shared);
     let blocking =
         bytes.len() > BLOCKING_DECODE_BYTES || (gzip && bytes.len() > BLOCKING_DECODE_BYTES / 8);
-    let accept = move || shared.accept_body(encoding, inflate(gzip, &bytes, max)?);
+    let accept = move || {
+        let body = inflate(gzip, &bytes, max, &mut charge)?;
+        // The received bytes are no longer needed once inflated.
+        drop(bytes);
+        shared.accept_body(encoding, body)
+    };
     if blocking {
         tokio::task::spawn_blocking(accept)
             .await
@@ -115,8 +132,13 @@ fn is_gzip_encoded(headers: &HeaderMap) -> Result<bool, ExportError> {
     Ok(gzip)
 }
 
-/// Reads the whole body, failing as soon as it passes `max` bytes.
-async fn read_capped(mut body: Body, max: usize) -> Result<Bytes, ExportError> {
+/// Reads the whole body, failing as soon as it passes `max` bytes or the
+/// in-flight budget (charged as bytes arrive).
+async fn read_capped(
+    mut body: Body,
+    max: usize,
+    charge: &mut Charge,
+) -> Result<Bytes, ExportError> {
     let mut buf = BytesMut::new();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         let frame = frame
@@ -128,14 +150,23 @@ async fn read_capped(mut body: Body, max: usize) -> Result<Bytes, ExportError> {
                     cap: max,
                 });
             }
+            charge.add(data.len())?;
             buf.extend_from_slice(&data);
         }
     }
     Ok(buf.freeze())
 }
 
-/// Inflates a gzip body (capped); other bodies are returned as they are.
-fn inflate(gzip: bool, body: &Bytes, max: usize) -> Result<Bytes, ExportError> {
+/// Inflates a gzip body in chunks, each charged to the in-flight budget and
+/// capped at `max` in total; other bodies are returned as they are.
+fn inflate(
+    gzip: bool,
+    body: &Bytes,
+    max: usize,
+    charge: &mut Charge,
+) -> Result<Bytes, ExportError> {
+    use std::io::Read;
+    const CHUNK: usize = 64 * 1024;
     if !gzip {
         return Ok(body.clone());
     }
@@ -144,15 +175,26 @@ fn inflate(gzip: bool, body: &Bytes, max: usize) -> Result<Bytes, ExportError> {
             "Content-Encoding is gzip but the body is not gzip data".into(),
         ));
     }
-    ingest::gunzip_capped(body, max as u64)
-        .map(Bytes::from)
-        .map_err(|e| match e {
-            GunzipError::TooLarge { .. } => ExportError::TooLarge {
+    let mut decoder = flate2::read::MultiGzDecoder::new(body.as_ref());
+    let mut out = BytesMut::new();
+    loop {
+        let at = out.len();
+        out.resize(at + CHUNK, 0);
+        let n = decoder
+            .read(&mut out[at..])
+            .map_err(|e| ExportError::Undecodable(format!("bad gzip data: {e}")))?;
+        out.truncate(at + n);
+        if n == 0 {
+            return Ok(out.freeze());
+        }
+        if out.len() > max {
+            return Err(ExportError::TooLarge {
                 what: "the inflated request body",
                 cap: max,
-            },
-            GunzipError::Corrupt(_) => ExportError::Undecodable(e.to_string()),
-        })
+            });
+        }
+        charge.add(n)?;
+    }
 }
 
 #[cfg(test)]
@@ -181,9 +223,20 @@ mod tests {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         enc.write_all(&vec![0u8; 1 << 20]).unwrap();
         let gz = enc.finish().unwrap();
-        let e = inflate(true, &Bytes::from(gz), 64 * 1024).unwrap_err();
+        let budget = super::super::intake::Inflight::new(
+            1 << 30,
+            Duration::from_secs(1),
+            Default::default(),
+        );
+        let e = inflate(true, &Bytes::from(gz), 64 * 1024, &mut budget.charge()).unwrap_err();
         assert!(matches!(e, ExportError::TooLarge { .. }), "{e}");
-        let e = inflate(true, &Bytes::from_static(b"plain"), 1024).unwrap_err();
+        let e = inflate(
+            true,
+            &Bytes::from_static(b"plain"),
+            1024,
+            &mut budget.charge(),
+        )
+        .unwrap_err();
         assert!(matches!(e, ExportError::Undecodable(_)), "{e}");
     }
 }

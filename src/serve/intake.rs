@@ -3,7 +3,7 @@
 //! trace buffer (or refusal), the hand-off to the forwarder, and the wake-up
 //! of the completion thread.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,74 @@ use super::forward::{ForwardHandle, Signal};
 use super::status::{Accepted, Encoding, ExportError};
 use super::telemetry::ServeStats;
 use crate::ingest::{self, Request, Wire};
+
+/// The budget of request bytes held at once by every receiver together
+/// (`--max-inflight`): bodies as they arrive and as they are inflated.
+#[derive(Debug)]
+pub(crate) struct Inflight {
+    held: AtomicUsize,
+    max: usize,
+    stats: Arc<ServeStats>,
+    retry_after: Duration,
+}
+
+impl Inflight {
+    pub fn new(max: usize, retry_after: Duration, stats: Arc<ServeStats>) -> Arc<Inflight> {
+        ServeStats::set(&stats.inflight_bytes_capacity, max as u64);
+        Arc::new(Inflight {
+            held: AtomicUsize::new(0),
+            max: max.max(1),
+            stats,
+            retry_after,
+        })
+    }
+
+    /// An empty charge for one request, released when dropped.
+    pub fn charge(self: &Arc<Self>) -> Charge {
+        Charge {
+            budget: Arc::clone(self),
+            bytes: 0,
+        }
+    }
+}
+
+/// The bytes one request holds of the [`Inflight`] budget.
+#[derive(Debug)]
+pub(crate) struct Charge {
+    budget: Arc<Inflight>,
+    bytes: usize,
+}
+
+impl Charge {
+    /// Adds `n` bytes to this request's share. Fails (and the request must
+    /// be refused, retryable) when that takes the budget past its cap,
+    /// unless this request is the only one holding bytes: one request up to
+    /// the size cap is always served.
+    pub fn add(&mut self, n: usize) -> Result<(), ExportError> {
+        let b = &self.budget;
+        let before = b.held.fetch_add(n, Ordering::Relaxed);
+        self.bytes += n;
+        ServeStats::set(&b.stats.inflight_bytes, (before + n) as u64);
+        if before + n > b.max && before + n > self.bytes {
+            return Err(ExportError::Overloaded {
+                cap: b.max,
+                retry_after: b.retry_after,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let b = &self.budget;
+        let now = b
+            .held
+            .fetch_sub(self.bytes, Ordering::Relaxed)
+            .saturating_sub(self.bytes);
+        ServeStats::set(&b.stats.inflight_bytes, now as u64);
+    }
+}
 
 /// State shared by the receivers and the completion thread.
 #[derive(Debug)]
@@ -29,13 +97,21 @@ pub(crate) struct Shared {
     full: AtomicBool,
     /// The downstream, when `--forward` is set (started with the runtime).
     pub forward: Mutex<Option<ForwardHandle>>,
+    /// Request bytes held by the receivers.
+    pub inflight: Arc<Inflight>,
 }
 
 impl Shared {
-    pub fn new(buffer: TraceBuffer, retry_after: Duration, stats: Arc<ServeStats>) -> Self {
+    pub fn new(
+        buffer: TraceBuffer,
+        retry_after: Duration,
+        max_inflight: usize,
+        stats: Arc<ServeStats>,
+    ) -> Self {
         Shared {
             buffer: Mutex::new(buffer),
             wake: Condvar::new(),
+            inflight: Inflight::new(max_inflight, retry_after, Arc::clone(&stats)),
             stats,
             retry_after,
             full: AtomicBool::new(false),
@@ -66,6 +142,15 @@ impl Shared {
     /// decoded from, if it came as protobuf: when no span is rejected it is
     /// forwarded as is instead of re-encoding the request.
     pub fn accept(&self, mut req: Request, raw: Option<Bytes>) -> Result<Accepted, ExportError> {
+        if ingest::span_count(&req) == 0 {
+            // A success (OTLP: receivers may drop empty requests), but say
+            // so: a client that meant to send spans learns it did not.
+            ServeStats::add(&self.stats.requests, 1);
+            return Ok(Accepted {
+                rejected_spans: 0,
+                message: "the request holds no spans; nothing was taken".into(),
+            });
+        }
         let problems = ingest::validate_ids(&mut req);
         // Forwarding comes first: a request the downstream queue cannot take
         // is refused whole (503 / UNAVAILABLE) before anything is buffered,

@@ -27,6 +27,7 @@ pub mod forward;
 mod grpc;
 mod http;
 mod intake;
+mod listen;
 mod scoring;
 mod sessions;
 pub mod sinks;
@@ -210,6 +211,7 @@ impl Server {
         let shared = Arc::new(Shared::new(
             TraceBuffer::new(limits),
             config.retry_after,
+            config.max_inflight,
             Arc::clone(&stats),
         ));
         let fixtures = scoring::load_fixtures(&config, &scoring.settings)?;
@@ -397,14 +399,20 @@ fn start_receivers(
     };
     if let Some(l) = listeners.admin {
         let (shared, token) = (Arc::clone(shared), shutdown.clone());
-        tokio::spawn(admin::serve(l, shared, token));
+        tokio::spawn(admin::serve(l, shared, c.header_timeout, token));
     }
+    let timeout = c.request_timeout;
     if let Some(l) = listeners.http {
         let (shared, token) = (Arc::clone(shared), shutdown.clone());
+        let limits = listen::ConnLimits {
+            max_connections: c.max_connections,
+            header_timeout: c.header_timeout,
+            counted: true,
+        };
         let task = spawn(
             "HTTP",
             Box::pin(async move {
-                http::serve(l, shared, max, token)
+                http::serve(l, shared, max, timeout, limits, token)
                     .await
                     .map_err(|e| e.to_string())
             }),
@@ -417,7 +425,7 @@ fn start_receivers(
         let task = spawn(
             "gRPC",
             Box::pin(async move {
-                grpc::serve(l, shared, results, max, token)
+                grpc::serve(l, shared, results, max, timeout, token)
                     .await
                     .map_err(|e| e.to_string())
             }),
@@ -551,8 +559,9 @@ pub fn init_logging() {
 }
 
 /// The whole command: logging, runtime, listeners, signals, serve.
-pub fn run(config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, ServeError> {
+pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, ServeError> {
     init_logging();
+    fit_open_files(&mut config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("traceval-io")
@@ -575,6 +584,29 @@ pub fn run(config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, ServeE
         tokio::spawn(cancel_on_signal(token.clone()));
         server.serve(listeners, token).await
     })
+}
+
+/// Raises the open-files limit, where allowed, to fit `--max-connections`
+/// (plus the admin port's and a margin for files and downstreams); if it
+/// cannot be raised that far, lowers the connection cap to fit it, so the
+/// process never runs out of file descriptors.
+fn fit_open_files(config: &mut ServeConfig) {
+    const MARGIN: usize = 512;
+    let want = config.max_connections.saturating_add(MARGIN);
+    match rlimit::increase_nofile_limit(want as u64) {
+        Ok(got) if (got as usize) < want => {
+            let fit = (got as usize).saturating_sub(MARGIN).max(16);
+            warn!(
+                open_files_limit = got,
+                max_connections = config.max_connections,
+                lowered_to = fit,
+                "The open-files limit is too low for --max-connections; lowering it."
+            );
+            config.max_connections = fit;
+        }
+        Ok(_) => {}
+        Err(e) => warn!(error = %e, "Cannot read or raise the open-files limit."),
+    }
 }
 
 /// Cancels `token` on SIGINT or SIGTERM (Ctrl-C elsewhere).

@@ -38,6 +38,19 @@ pub enum ExportError {
     /// Shutting down: retryable (elsewhere or later).
     #[error("shutting down; retry later")]
     ShuttingDown { retry_after: Duration },
+    /// Too many request bytes held at once (`--max-inflight`): retryable.
+    #[error("too many request bytes in flight (over {cap} bytes); retry after {}s", retry_after.as_secs_f64())]
+    Overloaded { cap: usize, retry_after: Duration },
+    /// Results cannot be written (`--output` failing): retryable, so that
+    /// nothing is acknowledged that could be lost.
+    #[error("results cannot be written ({reason}); retry later")]
+    OutputFailing {
+        reason: String,
+        retry_after: Duration,
+    },
+    /// The body did not arrive within `--request-timeout`.
+    #[error("the request body did not arrive within {}s", .0.as_secs_f64())]
+    Timeout(Duration),
 }
 
 impl ExportError {
@@ -48,9 +61,11 @@ impl ExportError {
             ExportError::UnsupportedMediaType(_) | ExportError::UnsupportedEncoding(_) => {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
-            ExportError::Busy { .. } | ExportError::ShuttingDown { .. } => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ExportError::Busy { .. }
+            | ExportError::ShuttingDown { .. }
+            | ExportError::Overloaded { .. }
+            | ExportError::OutputFailing { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ExportError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
         }
     }
 
@@ -59,16 +74,22 @@ impl ExportError {
             ExportError::Undecodable(_)
             | ExportError::UnsupportedMediaType(_)
             | ExportError::UnsupportedEncoding(_) => tonic::Code::InvalidArgument,
-            ExportError::TooLarge { .. } => tonic::Code::ResourceExhausted,
-            ExportError::Busy { .. } | ExportError::ShuttingDown { .. } => tonic::Code::Unavailable,
+            ExportError::TooLarge { .. } | ExportError::Overloaded { .. } => {
+                tonic::Code::ResourceExhausted
+            }
+            ExportError::Busy { .. }
+            | ExportError::ShuttingDown { .. }
+            | ExportError::OutputFailing { .. } => tonic::Code::Unavailable,
+            ExportError::Timeout(_) => tonic::Code::DeadlineExceeded,
         }
     }
 
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            ExportError::Busy { retry_after, .. } | ExportError::ShuttingDown { retry_after } => {
-                Some(*retry_after)
-            }
+            ExportError::Busy { retry_after, .. }
+            | ExportError::ShuttingDown { retry_after }
+            | ExportError::Overloaded { retry_after, .. }
+            | ExportError::OutputFailing { retry_after, .. } => Some(*retry_after),
             _ => None,
         }
     }

@@ -50,6 +50,13 @@ pub struct ServeStats {
     pub results_dropped: AtomicU64,
     /// Batches an output (sink) failed to take.
     pub sink_errors: AtomicU64,
+    /// HTTP connections closed at once because the port had its maximum open.
+    pub connections_refused: AtomicU64,
+    /// HTTP connections open now (OTLP/HTTP and admin).
+    pub connections_open: AtomicU64,
+    /// Bytes of request bodies held now (as received and inflated).
+    pub inflight_bytes: AtomicU64,
+    pub inflight_bytes_capacity: AtomicU64,
     pub sessions_waiting: AtomicU64,
     pub buffer_spans: AtomicU64,
     pub buffer_traces: AtomicU64,
@@ -203,6 +210,30 @@ impl ServeStats {
             "counter",
             "Result batches an output (file, stdout, exporter) failed to take.",
             g(&self.sink_errors),
+        );
+        single(
+            "traceval_connections_refused_total",
+            "counter",
+            "HTTP connections closed at once because the port had its maximum open.",
+            g(&self.connections_refused),
+        );
+        single(
+            "traceval_connections_open",
+            "gauge",
+            "HTTP connections open now.",
+            g(&self.connections_open),
+        );
+        single(
+            "traceval_inflight_bytes",
+            "gauge",
+            "Bytes of request bodies held now, as received and inflated.",
+            g(&self.inflight_bytes),
+        );
+        single(
+            "traceval_inflight_bytes_capacity",
+            "gauge",
+            "Most bytes of request bodies held at once (--max-inflight).",
+            g(&self.inflight_bytes_capacity),
         );
         single(
             "traceval_spans_forwarded_total",

@@ -1,0 +1,224 @@
+//! Accepting HTTP connections (the OTLP/HTTP receiver and the admin port)
+//! with the limits a server open to strangers needs: a cap on open
+//! connections (past it a new connection is closed at once, counted and
+//! logged, so the process never runs out of file descriptors and the admin
+//! port stays reachable), a deadline for each request's head, connections
+//! closed once silent for that long (before their first request, between
+//! requests, or stalled), and graceful shutdown.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use super::telemetry::ServeStats;
+
+/// Connection limits of one HTTP port.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnLimits {
+    /// Open connections at most; past it new ones are closed at once.
+    pub max_connections: usize,
+    /// Time a client has to send a request's head, and how long an idle
+    /// keep-alive connection is kept.
+    pub header_timeout: Duration,
+    /// Count this port's connections in the `traceval_connections_*`
+    /// metrics (the OTLP port does; the admin port, scraped through those
+    /// metrics, does not count itself).
+    pub counted: bool,
+}
+
+/// Serves `app` on `listener` until `shutdown`, then waits for open
+/// requests to finish (the caller bounds that wait).
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnLimits,
+    stats: Arc<ServeStats>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let permits = Arc::new(Semaphore::new(max));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.header_timeout)
+        .keep_alive_timeout(limits.header_timeout);
+    // Logs the transitions into and out of refusing, not every refusal.
+    let refusing = AtomicBool::new(false);
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            () = shutdown.cancelled() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of file descriptors (or a connection reset before it
+                // was taken): back off briefly rather than spin; the
+                // connection cap is meant to keep this from happening.
+                warn!(error = %e, "Cannot accept a connection.");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            if limits.counted {
+                ServeStats::add(&stats.connections_refused, 1);
+            }
+            if !refusing.swap(true, Ordering::Relaxed) {
+                warn!(
+                    max_connections = limits.max_connections,
+                    %peer,
+                    "Too many open connections; closing new ones until some end."
+                );
+            }
+            drop(stream);
+            continue;
+        };
+        if refusing.swap(false, Ordering::Relaxed) {
+            info!("Accepting connections again.");
+        }
+        let _ = stream.set_nodelay(true);
+        let (stream, activity) = Tracked::new(stream);
+        let conn = builder
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()))
+            .into_owned();
+        let open = limits.counted.then(|| Arc::clone(&stats));
+        if let Some(s) = &open {
+            ServeStats::add(&s.connections_open, 1);
+        }
+        let (stop, idle) = (shutdown.clone(), limits.header_timeout);
+        tokio::spawn(async move {
+            tokio::pin!(conn);
+            let check = (idle / 4).max(Duration::from_millis(50));
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    r = conn.as_mut() => {
+                        if let Err(e) = r {
+                            debug!(%peer, error = %e, "Connection ended with an error.");
+                        }
+                        break;
+                    }
+                    () = stop.cancelled(), if !closing => {
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    () = tokio::time::sleep(check), if !closing => {
+                        // Silent for the header timeout: before its first
+                        // request, between requests, or stalled mid-body
+                        // (a request in progress still gets its answer).
+                        if activity.idle_for() >= idle {
+                            conn.as_mut().graceful_shutdown();
+                            closing = true;
+                        }
+                    }
+                }
+            }
+            if let Some(s) = open {
+                s.connections_open.fetch_sub(1, Ordering::Relaxed);
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    // Every connection task holds a permit: all back means all ended.
+    let _ = permits.acquire_many(max as u32).await;
+    Ok(())
+}
+
+/// When bytes last moved on a connection.
+#[derive(Debug, Clone)]
+struct Activity {
+    since: Instant,
+    /// Milliseconds after `since`.
+    last: Arc<AtomicU64>,
+}
+
+impl Activity {
+    fn touch(&self) {
+        self.last
+            .store(self.since.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
+        self.since.elapsed().saturating_sub(last)
+    }
+}
+
+/// A stream that notes activity on every read and write.
+struct Tracked<S> {
+    inner: S,
+    activity: Activity,
+}
+
+impl<S> Tracked<S> {
+    fn new(inner: S) -> (Tracked<S>, Activity) {
+        let activity = Activity {
+            since: Instant::now(),
+            last: Arc::new(AtomicU64::new(0)),
+        };
+        (
+            Tracked {
+                inner,
+                activity: activity.clone(),
+            },
+            activity,
+        )
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Tracked<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        r
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
