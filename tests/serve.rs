@@ -2051,3 +2051,49 @@ fn inflight_bytes_are_bounded() {
     let (summary, _) = srv.stop();
     assert_eq!(summary.stats.spans, 3, "only the accepted request's spans");
 }
+
+/// A results file that cannot be written (a full disk: `/dev/full`) is not
+/// acknowledged over: readiness goes 503, new data gets 503 with a retry
+/// hint, and the run ends with an error naming the rows it could not write.
+#[test]
+fn a_failing_results_file_refuses_new_data_and_fails_the_run() {
+    let full = Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    }
+    let srv = start("dev-full", |c, _| c.output = Some(full.to_path_buf()));
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &weather(1).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200, "accepted before anything failed");
+    let ready = || get(srv.admin.unwrap(), "/readyz").0;
+    poll_until(Duration::from_secs(15), || ready() == 503);
+    assert_eq!(ready(), 503);
+    let (_, text) = get(srv.admin.unwrap(), "/metrics");
+    assert_eq!(metric_value(&text, "traceval_output_failing"), 1.0);
+    let r = post(
+        srv.http,
+        &[PROTOBUF],
+        &weather(2).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 503);
+    assert!(r.header("retry-after").is_some());
+    let mut client = srv.grpc_client();
+    let err = srv.grpc_export(&mut client, weather(3)).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unavailable);
+    srv.token.cancel();
+    let result = srv
+        .rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), srv.handle).await })
+        .expect("stops within 30 s")
+        .expect("server task");
+    match result {
+        Err(ServeError::Abandoned(why)) => assert!(why.contains("row(s)"), "{why}"),
+        other => panic!("the run must fail: {other:?}"),
+    }
+}

@@ -62,8 +62,18 @@ async fn ready(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
             u.spans + u.scoring_spans >= l.max_spans || u.traces >= l.max_traces,
         )
     };
+    let output_failing = shared
+        .stats
+        .output_failing
+        .load(std::sync::atomic::Ordering::Relaxed)
+        != 0;
     if closed {
         (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+    } else if output_failing {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the results file cannot be written\n",
+        )
     } else if full || !queue_room {
         (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -142,6 +142,14 @@ impl Shared {
     /// decoded from, if it came as protobuf: when no span is rejected it is
     /// forwarded as is instead of re-encoding the request.
     pub fn accept(&self, mut req: Request, raw: Option<Bytes>) -> Result<Accepted, ExportError> {
+        // Nothing is acknowledged that the results file could not keep.
+        if self.stats.output_failing.load(Ordering::Relaxed) != 0 {
+            ServeStats::add(&self.stats.requests_refused, 1);
+            return Err(ExportError::OutputFailing {
+                reason: "the results file cannot be written".into(),
+                retry_after: self.retry_after,
+            });
+        }
         if ingest::span_count(&req) == 0 {
             // A success (OTLP: receivers may drop empty requests), but say
             // so: a client that meant to send spans learns it did not.

@@ -307,6 +307,12 @@ impl Server {
             "Shut down."
         );
         drained?;
+        if summary.stats.results_lost > 0 {
+            return Err(ServeError::Abandoned(format!(
+                "{} result row(s) could not be written to the results file",
+                summary.stats.results_lost
+            )));
+        }
         let failure = running
             .failure
             .lock()

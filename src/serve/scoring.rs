@@ -23,6 +23,9 @@ use crate::extract::Extractor;
 use crate::ingest::Rejected;
 use crate::report::{SessionRef, UnmatchedTrace};
 
+/// How often a failing results file is retried.
+const RETRY_OUTPUT: Duration = Duration::from_millis(500);
+
 /// Traces scored per batch, at most (small enough that several scoring
 /// threads share a burst of completions).
 const MAX_BATCH: usize = 256;
@@ -279,11 +282,23 @@ pub(crate) fn completion_loop(
                 }
                 last_status = now;
             }
+            if outputs.failing() {
+                // Rows are owed: retry (without the buffer's lock) at
+                // least every RETRY_OUTPUT.
+                drop(buf);
+                outputs.retry();
+                buf = shared.lock();
+            }
             let wake_at = buf
                 .next_completion()
                 .unwrap_or(now + buf.limits().decision_wait)
                 .min(last_status + status_every)
                 .min(session_due.unwrap_or(now + status_every));
+            let wake_at = if outputs.failing() {
+                wake_at.min(now + RETRY_OUTPUT)
+            } else {
+                wake_at
+            };
             let timeout = wake_at
                 .saturating_duration_since(now)
                 .max(Duration::from_millis(1));

@@ -50,6 +50,10 @@ pub struct ServeStats {
     pub results_dropped: AtomicU64,
     /// Batches an output (sink) failed to take.
     pub sink_errors: AtomicU64,
+    /// 1 while the results file cannot be written (new data is refused).
+    pub output_failing: AtomicU64,
+    /// Result rows that could not be written before the run ended.
+    pub results_lost: AtomicU64,
     /// HTTP connections closed at once because the port had its maximum open.
     pub connections_refused: AtomicU64,
     /// HTTP connections open now (OTLP/HTTP and admin).
@@ -103,6 +107,8 @@ pub struct StatsSnapshot {
     pub results_dropped: u64,
     /// Batches an output failed to take.
     pub sink_errors: u64,
+    /// Result rows that could not be written before the run ended.
+    pub results_lost: u64,
 }
 
 impl ServeStats {
@@ -122,6 +128,7 @@ impl ServeStats {
             buffered_traces: g(&self.buffer_traces),
             results_dropped: g(&self.results_dropped),
             sink_errors: g(&self.sink_errors),
+            results_lost: g(&self.results_lost),
         }
     }
 
@@ -210,6 +217,18 @@ impl ServeStats {
             "counter",
             "Result batches an output (file, stdout, exporter) failed to take.",
             g(&self.sink_errors),
+        );
+        single(
+            "traceval_output_failing",
+            "gauge",
+            "1 while the results file cannot be written; new data is refused (503 / UNAVAILABLE).",
+            g(&self.output_failing),
+        );
+        single(
+            "traceval_results_lost_total",
+            "counter",
+            "Result rows that could not be written to the results file before the run ended.",
+            g(&self.results_lost),
         );
         single(
             "traceval_connections_refused_total",

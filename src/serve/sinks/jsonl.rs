@@ -3,55 +3,161 @@
 //! first, unmatched cases and a summary row last.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tracing::{error, info};
 
 use serde_json::{json, Value};
 
 use super::{Batch, Output, ServeSummary, Sink};
 use crate::ingest::Rejected;
 use crate::report::{self, push_row, push_row_with_calls};
+use crate::serve::telemetry::ServeStats;
 use crate::serve::ServeError;
 
-pub struct JsonlSink {
-    file: Mutex<BufWriter<File>>,
+/// Where the rows go: the results file (a trait so tests can make it fail).
+pub trait RowsFile: Send {
+    /// Appends all of `rows`, or fails having written any part of them.
+    fn append(&mut self, rows: &[u8]) -> io::Result<()>;
+    /// Cuts the file back to `len` bytes (a failed append's partial line).
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
+    /// The file's length now.
+    fn size(&mut self) -> io::Result<u64>;
 }
 
-impl JsonlSink {
+impl RowsFile for File {
+    fn append(&mut self, rows: &[u8]) -> io::Result<()> {
+        self.write_all(rows)?;
+        self.flush()
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.set_len(len)
+    }
+
+    fn size(&mut self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+/// The file and the rows it still owes.
+struct State<F> {
+    file: F,
+    /// Length of the file after its last complete write: the file never
+    /// keeps a partial line past it.
+    committed: u64,
+    /// Rows not yet written (kept while the file fails; acknowledged data
+    /// is never dropped while the server runs).
+    pending: Vec<u8>,
+    /// Why the last write failed, while it fails.
+    failing: Option<String>,
+    /// A partial line could not be cut off: start the next write on a new
+    /// line so it is not merged into it.
+    newline_first: bool,
+}
+
+/// Appends rows to the results file, flushed after every batch. When a
+/// write fails (a full disk), the partial line is cut off, the rows are kept
+/// and retried, and `ServeStats::output_failing` makes the receivers refuse
+/// new data (503 / UNAVAILABLE, retryable) until the file takes them again.
+pub struct JsonlSink<F: RowsFile = File> {
+    state: Mutex<State<F>>,
+    stats: Arc<ServeStats>,
+}
+
+impl JsonlSink<File> {
     /// Opens `path` for appending and writes the rejected fixture lines.
-    pub fn open(path: &Path, rejected: &[Rejected]) -> Result<JsonlSink, ServeError> {
+    pub fn open(
+        path: &Path,
+        rejected: &[Rejected],
+        stats: Arc<ServeStats>,
+    ) -> Result<JsonlSink<File>, ServeError> {
+        let bad = |source| ServeError::Output {
+            path: path.display().to_string(),
+            source,
+        };
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|source| ServeError::Output {
-                path: path.display().to_string(),
-                source,
-            })?;
-        let sink = JsonlSink {
-            file: Mutex::new(BufWriter::new(file)),
-        };
+            .map_err(bad)?;
+        let sink = JsonlSink::new(file, stats).map_err(bad)?;
         let mut rows = Vec::new();
         for r in rejected {
             push_row(&mut rows, &report::rejected_row(r));
         }
-        sink.write(&rows)
+        sink.write(rows)
             .map_err(|source| ServeError::Write { source })?;
         Ok(sink)
     }
+}
 
-    fn write(&self, rows: &[u8]) -> io::Result<()> {
-        if rows.is_empty() {
+impl<F: RowsFile> JsonlSink<F> {
+    pub fn new(mut file: F, stats: Arc<ServeStats>) -> io::Result<Self> {
+        let committed = file.size()?;
+        Ok(JsonlSink {
+            state: Mutex::new(State {
+                file,
+                committed,
+                pending: Vec::new(),
+                failing: None,
+                newline_first: false,
+            }),
+            stats,
+        })
+    }
+
+    /// Queues `rows` after any still pending and writes them all.
+    fn write(&self, rows: Vec<u8>) -> io::Result<()> {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if st.pending.is_empty() {
+            st.pending = rows;
+        } else {
+            st.pending.extend_from_slice(&rows);
+        }
+        self.flush(&mut st)
+    }
+
+    fn flush(&self, st: &mut State<F>) -> io::Result<()> {
+        if st.pending.is_empty() {
             return Ok(());
         }
-        let mut f = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        f.write_all(rows)?;
-        f.flush()
+        if st.newline_first {
+            st.pending.insert(0, b'\n');
+        }
+        let State { file, pending, .. } = &mut *st;
+        match file.append(pending) {
+            Ok(()) => {
+                st.committed += st.pending.len() as u64;
+                st.pending.clear();
+                st.newline_first = false;
+                if st.failing.take().is_some() {
+                    ServeStats::set(&self.stats.output_failing, 0);
+                    info!("The results file takes rows again; accepting data.");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if st.newline_first {
+                    st.pending.remove(0);
+                }
+                // Cut off what part of the rows was written, so the file
+                // holds whole lines only.
+                let committed = st.committed;
+                st.newline_first = st.file.truncate(committed).is_err();
+                if st.failing.replace(e.to_string()).is_none() {
+                    ServeStats::set(&self.stats.output_failing, 1);
+                    error!(error = %e, pending_bytes = st.pending.len(), "Cannot write the results file; refusing new data (503 / UNAVAILABLE) and retrying until it takes the rows.");
+                }
+                Err(e)
+            }
+        }
     }
 }
 
-impl Sink for JsonlSink {
+impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
     fn name(&self) -> &'static str {
         "jsonl"
     }
@@ -89,7 +195,17 @@ impl Sink for JsonlSink {
                 }
             }
         }
-        self.write(&rows)
+        // A failure keeps the rows for the next try: not lost, not an error
+        // of this batch.
+        let _ = self.write(rows);
+        Ok(())
+    }
+
+    fn retry(&self) {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if st.failing.is_some() {
+            let _ = self.flush(&mut st);
+        }
     }
 
     fn finish(&self, summary: &ServeSummary) -> io::Result<()> {
@@ -116,6 +232,70 @@ impl Sink for JsonlSink {
                 "metrics": metrics,
             }),
         );
-        self.write(&rows)
+        self.write(rows).inspect_err(|_| {
+            // The last try: what is still pending is lost, and counted.
+            let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let lost = st.pending.iter().filter(|&&b| b == b'\n').count() as u64;
+            ServeStats::add(&self.stats.results_lost, lost);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that fails its next `fail` appends after writing half of them.
+    #[derive(Default)]
+    struct Flaky {
+        data: Arc<Mutex<Vec<u8>>>,
+        fail: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl RowsFile for Flaky {
+        fn append(&mut self, rows: &[u8]) -> io::Result<()> {
+            use std::sync::atomic::Ordering;
+            let mut data = self.data.lock().unwrap();
+            if self.fail.load(Ordering::Relaxed) > 0 {
+                self.fail.fetch_sub(1, Ordering::Relaxed);
+                data.extend_from_slice(&rows[..rows.len() / 2]);
+                return Err(io::Error::other("No space left on device"));
+            }
+            data.extend_from_slice(rows);
+            Ok(())
+        }
+
+        fn truncate(&mut self, len: u64) -> io::Result<()> {
+            self.data.lock().unwrap().truncate(len as usize);
+            Ok(())
+        }
+
+        fn size(&mut self) -> io::Result<u64> {
+            Ok(self.data.lock().unwrap().len() as u64)
+        }
+    }
+
+    #[test]
+    fn a_failing_file_keeps_whole_lines_and_every_row() {
+        use std::sync::atomic::Ordering;
+        let file = Flaky::default();
+        let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
+        let stats = Arc::new(ServeStats::default());
+        let sink = JsonlSink::new(file, Arc::clone(&stats)).unwrap();
+        sink.write(b"{\"n\":1}\n".to_vec()).unwrap();
+        fail.store(2, Ordering::Relaxed);
+        assert!(sink.write(b"{\"n\":2}\n{\"n\":3}\n".to_vec()).is_err());
+        assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
+        // The partial line was cut off.
+        assert_eq!(&*data.lock().unwrap(), b"{\"n\":1}\n");
+        sink.retry();
+        assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
+        // Space is back: everything owed arrives, in order, whole.
+        sink.write(b"{\"n\":4}\n".to_vec()).unwrap();
+        assert_eq!(stats.output_failing.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            String::from_utf8(data.lock().unwrap().clone()).unwrap(),
+            "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n"
+        );
     }
 }

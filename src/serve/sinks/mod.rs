@@ -89,6 +89,9 @@ pub trait Sink: Send + Sync {
     fn shows_call_results(&self) -> bool {
         false
     }
+
+    /// Called now and then while outputs are failing: retry what is owed.
+    fn retry(&self) {}
 }
 
 /// Totals of one metric over the run.
@@ -155,7 +158,11 @@ impl Outputs {
     ) -> Result<Outputs, ServeError> {
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         if let Some(path) = &config.output {
-            sinks.push(Box::new(jsonl::JsonlSink::open(path, rejected)?));
+            sinks.push(Box::new(jsonl::JsonlSink::open(
+                path,
+                rejected,
+                Arc::clone(&stats),
+            )?));
         }
         if !config.quiet {
             sinks.push(Box::new(stdout::StdoutSink));
@@ -188,6 +195,21 @@ impl Outputs {
     /// Adds a sink (one that needs the runtime, e.g. an exporter).
     pub fn add(&mut self, sink: Box<dyn Sink>) {
         self.sinks.push(sink);
+    }
+
+    /// Whether an output cannot take results now (see `ServeStats::output_failing`).
+    pub fn failing(&self) -> bool {
+        self.stats
+            .output_failing
+            .load(std::sync::atomic::Ordering::Relaxed)
+            != 0
+    }
+
+    /// Lets failing sinks retry what they owe.
+    pub fn retry(&self) {
+        for sink in &self.sinks {
+            sink.retry();
+        }
     }
 
     /// Whether any sink shows call results.
@@ -277,7 +299,11 @@ impl Outputs {
                 error!(sink = sink.name(), error = %e, "Cannot write the run's summary.");
             }
         }
-        summary
+        // What the sinks could not deliver at the end counts too.
+        ServeSummary {
+            stats: self.stats.snapshot(),
+            ..summary
+        }
     }
 }
 
