@@ -345,3 +345,48 @@ fn ragas_sees_argument_keys_in_the_order_written() {
     // The same dict with its keys the other way round is another `str()`.
     assert_eq!(run(r#"{"filter": {"age": 3, "zone": "eu"}}"#), 0.0);
 }
+
+/// Fixture problems (issue 14): a byte order mark is not content; a repeated
+/// case id is rejected with both places named, not silently renamed; an
+/// unknown metric in a case is a usage error naming the case, as
+/// `--metric nope` is.
+#[test]
+fn fixture_bom_repeats_and_unknown_case_metrics() {
+    let dir = TempDir::new("fixture-problems");
+    let case =
+        format!(r#"{{"id":"w","trace_id":"{WEATHER_TRACE}","expected_tools":["get_weather"]}}"#);
+    let p = dir.path().join("expected.jsonl");
+    fs::write(&p, format!("\u{feff}{case}\n{case}\n")).unwrap();
+    let out = traceval(&[
+        "replay",
+        &pydantic(),
+        "--expected",
+        p.to_str().unwrap(),
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "the repeat is an input problem");
+    let rows = jsonl(&out.stdout);
+    let evals: Vec<&Value> = rows.iter().filter(|r| r["type"] == "evaluation").collect();
+    assert_eq!(evals.len(), 1, "the first case is kept and scored");
+    assert_eq!(evals[0]["case"], "w");
+    let rejected: Vec<&Value> = rows.iter().filter(|r| r["type"] == "rejected").collect();
+    assert_eq!(rejected.len(), 1, "{rows:?}");
+    assert_eq!(rejected[0]["position"], "2");
+    assert!(rejected[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("repeats the case at line 1"));
+
+    let bad = fixture(
+        &dir,
+        &[r#"{"id":"odd","match":{"a":"b"},"expected_tools":[],"metrics":["nope"]}"#],
+    );
+    let out = traceval(&["replay", &pydantic(), "--expected", &bad]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("case `odd`") && err.contains("unknown metric `nope`"),
+        "{err}"
+    );
+}

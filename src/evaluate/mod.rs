@@ -164,12 +164,17 @@ impl Evaluator {
             let metrics = match (&case.metrics, case.threshold) {
                 (None, None) => None,
                 (list, threshold) => {
+                    let in_case = |e: ScoreError| ScoreError::InCase {
+                        case: case.id.clone(),
+                        source: Box::new(e),
+                    };
                     let specs = match list {
-                        Some(l) => MetricSpec::parse_list(l)?,
+                        Some(l) => MetricSpec::parse_list(l).map_err(in_case)?,
                         None => settings.metrics.clone(),
                     };
                     let set =
-                        MetricSet::build(&specs, &settings.options, &settings.native, threshold)?;
+                        MetricSet::build(&specs, &settings.options, &settings.native, threshold)
+                            .map_err(in_case)?;
                     for l in set.labels() {
                         if !labels.iter().any(|x| x == l) {
                             labels.push(l.to_string());

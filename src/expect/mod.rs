@@ -121,7 +121,10 @@ pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
 
 /// [`parse`] with options (configured session keys).
 pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>, Vec<Rejected>) {
-    let mut cases = Vec::new();
+    // A UTF-8 byte order mark (Windows editors write one) is not content.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // Each case with where it was written, to name it if its id repeats.
+    let mut cases: Vec<(Case, Position)> = Vec::new();
     let mut rejected = Vec::new();
     let mut reject = |position: Position, reason: String| {
         rejected.push(Rejected {
@@ -142,7 +145,7 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
                     match case_from(item, i + 1, opts) {
                         Ok(mut c) => {
                             keep_key_order(&mut c, ordered.get(i));
-                            cases.push(c)
+                            cases.push((c, Position::Record(i + 1)))
                         }
                         Err(e) => reject(Position::Whole, format!("case #{}: {e}", i + 1)),
                     }
@@ -163,22 +166,39 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
             match parsed.and_then(|v| case_from(v, i + 1, opts)) {
                 Ok(mut c) => {
                     keep_key_order(&mut c, PyValue::parse(line).ok().as_ref());
-                    cases.push(c)
+                    cases.push((c, Position::Line(i + 1)))
                 }
                 Err(e) => reject(Position::Line(i + 1), e),
             }
         }
     }
-    // Ids must be unique: reports and JUnit key on them.
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for c in &mut cases {
-        let n = seen.entry(c.id.clone()).or_insert(0);
-        *n += 1;
-        if *n > 1 {
-            c.id = format!("{}#{}", c.id, n);
+    // Ids must be unique: reports, JUnit and baselines key on them. A
+    // repeat is rejected (the first is kept), never silently renamed.
+    let mut seen: HashMap<String, Position> = HashMap::new();
+    let mut unique = Vec::with_capacity(cases.len());
+    for (c, at) in cases {
+        match seen.get(&c.id) {
+            Some(first) => {
+                let first = match first {
+                    Position::Line(n) => format!("line {n}"),
+                    Position::Record(n) => format!("case #{n}"),
+                    other => format!("{other}"),
+                };
+                reject(
+                    at,
+                    format!(
+                        "case id `{}` repeats the case at {first}; ids must be unique",
+                        c.id
+                    ),
+                );
+            }
+            None => {
+                seen.insert(c.id.clone(), at);
+                unique.push(c);
+            }
         }
     }
-    (cases, rejected)
+    (unique, rejected)
 }
 
 /// Gives the expected calls of `case` their arguments in the order written
@@ -357,6 +377,27 @@ not json
                 key: Some("acme.thread".into()),
                 id: "t".into()
             }
+        );
+    }
+
+    #[test]
+    fn repeated_ids_are_rejected_and_a_bom_is_not_content() {
+        let text = "\u{feff}{\"id\":\"a\",\"session_id\":\"s\",\"expected_tools\":[]}\n{\"id\":\"a\",\"session_id\":\"t\",\"expected_tools\":[]}\n";
+        let (cases, rejected) = parse(text, "f");
+        assert_eq!(cases.len(), 1);
+        assert_eq!(
+            cases[0].join,
+            Join::Session {
+                key: None,
+                id: "s".into()
+            }
+        );
+        assert_eq!(rejected.len(), 1);
+        assert_eq!(rejected[0].position, Position::Line(2));
+        assert!(
+            rejected[0].reason.contains("repeats the case at line 1"),
+            "{}",
+            rejected[0].reason
         );
     }
 

@@ -182,4 +182,10 @@ pub enum ScoreError {
     UnknownMetric(String),
     #[error("invalid option for metric `{metric}`: {reason}")]
     BadOption { metric: String, reason: String },
+    #[error("in fixture case `{case}`")]
+    InCase {
+        case: String,
+        #[source]
+        source: Box<ScoreError>,
+    },
 }
