@@ -303,7 +303,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // Machine formats on stdout stay clean; people still see what was rejected.
     if !matches!(args.format, ReportFormat::Table) || args.output.is_some() {
         for r in &report.rejected {
-            eprintln!("traceval: rejected: {r}");
+            eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
         }
         if !args.input.quiet {
             eprintln!("{}", report.summary_line());
@@ -338,7 +338,7 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     for r in &rejected {
-        eprintln!("traceval: rejected: {r}");
+        eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
     }
     Ok(ExitCode::from(if rejected.is_empty() {
         exit::PASS

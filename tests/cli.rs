@@ -390,3 +390,32 @@ fn fixture_bom_repeats_and_unknown_case_metrics() {
         "{err}"
     );
 }
+
+/// A tool name from a trace cannot forge table lines or send escape
+/// sequences to the terminal (issue 14); JSONL keeps it exact.
+#[test]
+fn names_from_traces_are_escaped_in_the_table() {
+    let dir = TempDir::new("inject");
+    let name = "evil\nFORGED  case  1.000  pass\u{1b}[2J";
+    let doc = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "0123456789abcdef0123456789abcdef",
+        "spanId": "0123456789abcdef",
+        "name": "tool",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [
+            {"key": "openinference.span.kind", "value": {"stringValue": "TOOL"}},
+            {"key": "tool.name", "value": {"stringValue": name}}
+        ]
+    }]}]}]});
+    let p = dir.path().join("t.json");
+    fs::write(&p, doc.to_string()).unwrap();
+    let out = traceval(&["replay", p.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(!table.lines().any(|l| l.starts_with("FORGED")), "{table}");
+    assert!(!table.contains('\u{1b}'), "{table}");
+    assert!(table.contains("evil\\nFORGED"), "{table}");
+    let out = traceval(&["replay", p.to_str().unwrap(), "--format", "jsonl"]);
+    let rows = jsonl(&out.stdout);
+    assert_eq!(rows[0]["tools_called"][0]["name"], name);
+}

@@ -344,12 +344,56 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{row}")
 }
 
-/// Shortens text for one table cell.
+/// Shortens text for one table cell, with control characters escaped.
 pub(crate) fn ellipsize(s: &str, max: usize) -> String {
+    let s = printable(s);
     if s.chars().count() <= max {
-        return s.to_string();
+        return s.into_owned();
     }
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// Whether `c` must not reach a terminal as is: control characters (escape
+/// sequences, line breaks that would forge table lines) and the Unicode
+/// marks that reorder text on screen.
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text from a trace or a fixture (tool, agent, case names...), made safe
+/// for a terminal: control and reordering characters are shown escaped
+/// (`\n`, `\u{1b}`). Machine formats (JSON, JUnit) keep the text exact.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(unprintable) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unprintable(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cannot_forge_terminal_lines() {
+        assert_eq!(printable("get_weather"), "get_weather");
+        assert_eq!(
+            printable("x\n\u{1b}[32mFORGED  pass\u{202e}"),
+            "x\\n\\u{1b}[32mFORGED  pass\\u{202e}"
+        );
+        assert_eq!(ellipsize("a\tb", 10), "a\\tb");
+    }
 }

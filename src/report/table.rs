@@ -64,7 +64,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if !report.rejected.is_empty() {
         writeln!(out, "\nRejected input:")?;
         for r in &report.rejected {
-            writeln!(out, "  {r}")?;
+            writeln!(out, "  {}", super::printable(&r.to_string()))?;
         }
     }
     writeln!(out, "\n{}", report.summary_line())
@@ -72,6 +72,12 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 
 fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    // Every cell is escaped (a no-op for ordinary text), so a name from a
+    // trace can never forge a table line.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| super::printable(c).into_owned()).collect())
+        .collect();
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
             rows.iter()
@@ -81,7 +87,7 @@ fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
                 .unwrap_or(0)
         })
         .collect();
-    for r in rows {
+    for r in &rows {
         let mut line = String::new();
         for (c, cell) in r.iter().enumerate() {
             if c + 1 == r.len() {
