@@ -188,6 +188,10 @@ struct InspectArgs {
     format: InspectFormat,
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Per span: the convention rule that classified it or, for a span no
+    /// rule matched, the rules that almost did and what they missed.
+    #[arg(long)]
+    explain: bool,
 }
 
 fn main() -> ExitCode {
@@ -279,19 +283,21 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let evaluator = Evaluator::new(settings, cases, None)?;
     let scope: Scope = args.scoring.scope.parse().map_err(anyhow::Error::msg)?;
-    let report = replay::replay(
+    let extractor = args
+        .input
+        .extractor(&config)?
+        .with_scope(scope)
+        // Only JSONL shows each call's result.
+        .with_results(matches!(args.format, ReportFormat::Jsonl));
+    let mut report = replay::replay(
         &args.input.paths,
         &evaluator,
         fixture_rejected,
-        &args
-            .input
-            .extractor(&config)?
-            .with_scope(scope)
-            // Only JSONL shows each call's result.
-            .with_results(matches!(args.format, ReportFormat::Jsonl)),
+        &extractor,
         &args.input.limits(),
         progress_printer(args.input.quiet),
     );
+    report.hint = extractor.no_calls_hint(report.stats.spans, report.stats.tool_calls);
     let mut out = open_output(args.output.as_ref())?;
     match args.format {
         ReportFormat::Table => report::write_table(&report, &mut out),
@@ -322,8 +328,26 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         progress_printer(args.input.quiet),
     );
     let mut out = open_output(args.output.as_ref())?;
+    let mut calls = 0;
     for t in &traces {
+        if args.explain {
+            let rows = extractor.explain(t);
+            calls += rows
+                .iter()
+                .filter(|e| e.matched.as_ref().is_some_and(|m| m.call))
+                .count();
+            match args.format {
+                InspectFormat::Jsonl => {
+                    for e in &rows {
+                        writeln!(out, "{}", report::explain_row(t, e))?;
+                    }
+                }
+                InspectFormat::Table => report::write_explain(&mut out, t, &rows)?,
+            }
+            continue;
+        }
         let analysis = extractor.analyze(t);
+        calls += analysis.calls.len();
         let session = session::session_of(t, &session_keys);
         match args.format {
             InspectFormat::Jsonl => writeln!(
@@ -339,6 +363,12 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     for r in &rejected {
         eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
+    }
+    if !args.explain {
+        let spans = traces.iter().map(|t| t.spans.len()).sum();
+        if let Some(hint) = extractor.no_calls_hint(spans, calls) {
+            eprintln!("traceval: hint: {hint}");
+        }
     }
     Ok(ExitCode::from(if rejected.is_empty() {
         exit::PASS

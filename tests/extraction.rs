@@ -436,7 +436,18 @@ fn conventions_prints_the_active_rule_table() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(&names[..3], &["acme", "acme-agent", "otel-genai"]);
+    assert_eq!(&names[..2], &["acme", "acme-agent"]);
+    // Built-ins follow (priority 10 and up), the issue-12 ones listed too.
+    assert!(names.contains(&"otel-genai") && names[2] != "acme");
+    for added in [
+        "koog",
+        "any-agent",
+        "pydantic-ai-legacy",
+        "beeai-events",
+        "otel-genai-no-operation",
+    ] {
+        assert!(names.contains(&added), "{added} missing: {names:?}");
+    }
     // The TOML form is a config file that changes nothing.
     let out = traceval(&["conventions", "--format", "toml"]);
     let printed = write(&dir, "printed.toml", &String::from_utf8_lossy(&out.stdout));

@@ -4,6 +4,7 @@ mod util;
 
 mod cli;
 mod corpus;
+mod explain;
 mod extraction;
 mod formats;
 mod presets;

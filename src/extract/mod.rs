@@ -6,11 +6,14 @@
 //! through a key table, so each span's attributes are read once whatever the
 //! number of rules.
 
+pub mod explain;
 pub mod facts;
 pub mod requested;
 pub mod rules;
 #[cfg(test)]
 mod variants;
+#[cfg(test)]
+mod versions;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -653,6 +656,21 @@ fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
         .is_some_and(|m| m.trim().starts_with("application/json"))
 }
 
+/// The span has no attribute `key` at all (not even an empty one).
+fn no_mime(s: &SpanRecord, key: Option<&String>) -> bool {
+    key.is_some_and(|k| s.attr(k).is_none())
+}
+
+/// `text` as a JSON object, if it is one.
+fn json_object(text: &str) -> Option<Value> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object)
+}
+
 /// A source read as a JSON value (arguments, results).
 fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
     let text = match &src.field {
@@ -680,16 +698,24 @@ fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
             parse_json_or_string(&text)
         }
         Decode::JsonIfMime => {
-            match src
-                .schema_attr
-                .as_ref()
-                .and_then(|k| s.attr_str(k))
-                .and_then(single_property)
-            {
-                Some(name) => {
-                    Value::Object(Map::from_iter([(name, Value::String(text.into_owned()))]))
-                }
-                None => Value::String(text.into_owned()),
+            let object = if no_mime(s, src.mime_attr.as_ref()) {
+                json_object(&text)
+            } else {
+                None
+            };
+            match object {
+                Some(o) => o,
+                None => match src
+                    .schema_attr
+                    .as_ref()
+                    .and_then(|k| s.attr_str(k))
+                    .and_then(single_property)
+                {
+                    Some(name) => {
+                        Value::Object(Map::from_iter([(name, Value::String(text.into_owned()))]))
+                    }
+                    None => Value::String(text.into_owned()),
+                },
             }
         }
     };

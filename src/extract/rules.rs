@@ -92,8 +92,10 @@ pub enum Decode {
     Plain,
     /// Parsed as JSON; text that is not JSON stays a string.
     Json,
-    /// JSON only when the attribute named by `mime_attr` says
-    /// `application/json` (OpenInference), else a bare string.
+    /// JSON when the attribute named by `mime_attr` says `application/json`
+    /// (OpenInference). With no mime attribute at all (older instrumentors,
+    /// e.g. agno's), a text that is a JSON object is decoded too. Otherwise
+    /// (say `text/plain`: LangChain single-argument tools) a bare string.
     JsonIfMime,
     /// A Python call record `{"args": [...], "kwargs": {...}}` (Langfuse,
     /// Traceloop): keyword arguments by name, positional ones kept under

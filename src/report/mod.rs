@@ -1,5 +1,6 @@
 //! Report: the results of a run as a terminal table, JSONL or JUnit XML.
 
+mod explain;
 mod inspect;
 mod junit;
 mod table;
@@ -15,6 +16,7 @@ use crate::extract::ToolCall;
 use crate::ingest::Rejected;
 use crate::score::{Call, Outcome};
 
+pub use explain::{explain_row, write_explain};
 pub use inspect::{inspect_row, write_inspect_tree};
 pub use junit::write_junit;
 pub use table::write_table;
@@ -117,6 +119,8 @@ pub struct Report {
     pub metrics: Vec<String>,
     /// Whether a fixture file was given (else traces are listed, not judged).
     pub has_cases: bool,
+    /// Ends the summary line (e.g. why no tool call was found at all).
+    pub hint: Option<String>,
 }
 
 /// Exit codes shared by every command.
@@ -184,6 +188,9 @@ impl Report {
                 "; {} input problem(s) rejected",
                 self.rejected.len()
             ));
+        }
+        if let Some(hint) = &self.hint {
+            out.push_str(&format!("; {hint}"));
         }
         out
     }

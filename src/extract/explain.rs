@@ -1,0 +1,317 @@
+//! Why each span of a trace is, or is not, a tool call: the rule that
+//! classified it, or the rules that almost matched and what they missed
+//! (`traceval inspect --explain`), and the one-line hint for an input that
+//! gave no tool call at all.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use opentelemetry_proto::tonic::common::v1::AnyValue;
+use serde::Serialize;
+
+use super::rules::{Cond, CondSpec, Kind, Rule};
+use super::{any_text, holds, name_of, ser_display, Extractor};
+use crate::assemble::{SpanId, SpanRecord, Trace};
+
+/// At most this many near misses per span.
+const NEAR_MISSES: usize = 3;
+/// Attribute values quoted in a reason are cut to this many characters.
+const QUOTE_CHARS: usize = 60;
+
+/// What the rule table made of one span.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpanExplanation {
+    #[serde(serialize_with = "ser_display")]
+    pub span_id: SpanId,
+    pub span_name: String,
+    /// The rule that classified the span, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<RuleMatch>,
+    /// For a span no rule matched: the rules closest to matching, closest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub near_misses: Vec<NearMiss>,
+}
+
+/// The rule that classified a span.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleMatch {
+    pub rule: String,
+    pub kind: Kind,
+    /// The tool (or agent) name; `None` when no `name_from` source gave one,
+    /// and extraction then skips the span.
+    pub name: Option<String>,
+    /// Whether the span counts as a tool call (a tool, or a retriever with
+    /// `--retrievers-as-tools`, given a name).
+    pub call: bool,
+}
+
+/// A rule that did not match a span, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NearMiss {
+    pub rule: String,
+    pub kind: Kind,
+    /// How many of the rule's `when` conditions hold, of how many.
+    pub held: usize,
+    pub of: usize,
+    pub reasons: Vec<Reason>,
+}
+
+/// Why a condition failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum Reason {
+    /// The rule tests an attribute the span does not have.
+    MissingAttribute { attr: String },
+    /// The attribute (or span name, or scope) is there with another value.
+    WrongValue {
+        what: String,
+        found: String,
+        wants: String,
+    },
+    /// None of the alternatives of an `any` condition holds.
+    NoneOf { alternatives: Vec<Reason> },
+    /// All `when` conditions hold but an `unless` condition does too.
+    Excluded { condition: String },
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::MissingAttribute { attr } => write!(f, "missing attribute {attr}"),
+            Reason::WrongValue { what, found, wants } => {
+                write!(f, "{what} is `{found}`, wants {wants}")
+            }
+            Reason::NoneOf { alternatives } => {
+                let parts: Vec<String> = alternatives.iter().map(ToString::to_string).collect();
+                write!(f, "none of: {}", parts.join("; "))
+            }
+            Reason::Excluded { condition } => write!(f, "excluded by `unless` {condition}"),
+        }
+    }
+}
+
+impl fmt::Display for NearMiss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.reasons.iter().map(ToString::to_string).collect();
+        write!(f, "{}: {}", self.rule, parts.join("; "))
+    }
+}
+
+/// One condition's outcome on a span.
+struct Outcome {
+    held: bool,
+    /// Not held, but what it tests is there (an attribute with another value).
+    partial: bool,
+    reason: Option<Reason>,
+}
+
+fn quote(text: &str) -> String {
+    let mut out: String = text.chars().take(QUOTE_CHARS).collect();
+    if text.chars().count() > QUOTE_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+/// What a condition wants, for a reason's text.
+fn wants(spec: &CondSpec) -> String {
+    match (&spec.equals, &spec.matches) {
+        (Some(v), _) if spec.json => format!("`{v}` (JSON-encoded)"),
+        (Some(v), _) => format!("`{v}`"),
+        (None, Some(re)) => format!("/{re}/"),
+        (None, None) => "it present".to_string(),
+    }
+}
+
+/// `cond` (compiled from `spec`) on span `s`.
+fn outcome(
+    x: &Extractor,
+    cond: &Cond,
+    spec: &CondSpec,
+    s: &SpanRecord,
+    slots: &[Option<&AnyValue>],
+) -> Outcome {
+    let held = holds(cond, s, slots);
+    let wrong = |what: String, found: &str| Reason::WrongValue {
+        what,
+        found: quote(found),
+        wants: wants(spec),
+    };
+    let reason = |partial: bool, reason: Reason| Outcome {
+        held: false,
+        partial,
+        reason: Some(reason),
+    };
+    if held {
+        return Outcome {
+            held,
+            partial: false,
+            reason: None,
+        };
+    }
+    match cond {
+        Cond::Attr { slot, .. } => {
+            let key = x.keys.keys.get(*slot).cloned().unwrap_or_default();
+            match slots.get(*slot).copied().flatten() {
+                None => reason(false, Reason::MissingAttribute { attr: key }),
+                Some(v) => {
+                    let text = any_text(v).unwrap_or_default();
+                    reason(true, wrong(format!("attribute {key}"), &text))
+                }
+            }
+        }
+        // A span always has a name and a scope: a different one is no closer
+        // to matching than a missing attribute.
+        Cond::SpanName(_) => reason(false, wrong("span name".into(), &s.span.name)),
+        Cond::Scope(_) => reason(false, wrong("scope".into(), &s.scope.name)),
+        Cond::Any(list) => {
+            let inner: Vec<Outcome> = list
+                .iter()
+                .zip(&spec.any)
+                .map(|(c, sp)| outcome(x, c, sp, s, slots))
+                .collect();
+            let partial = inner.iter().any(|o| o.partial);
+            let alternatives = inner.into_iter().filter_map(|o| o.reason).collect();
+            reason(partial, Reason::NoneOf { alternatives })
+        }
+    }
+}
+
+impl Extractor {
+    /// For every span of `trace`, in the trace's order: the rule that
+    /// classified it, or, when none did, the few rules closest to matching
+    /// and what each missed.
+    pub fn explain(&self, trace: &Trace) -> Vec<SpanExplanation> {
+        let mut slots: Vec<Option<&AnyValue>> = vec![None; self.keys.keys.len()];
+        let mut out = Vec::with_capacity(trace.spans.len());
+        for s in &trace.spans {
+            let present = self.keys.fill(&s.span.attributes, &mut slots);
+            let matched = self.classify(s, &slots, present).map(|i| {
+                let rule = &self.rules[i];
+                let name = rule
+                    .name_from
+                    .iter()
+                    .find_map(|src| name_of(src, s))
+                    .filter(|t| !t.trim().is_empty())
+                    .map(|t| t.into_owned());
+                let counted = match rule.kind() {
+                    Kind::Tool => true,
+                    Kind::Retriever => self.retrievers_as_tools,
+                    Kind::Agent => false,
+                };
+                RuleMatch {
+                    rule: rule.name().to_string(),
+                    kind: rule.kind(),
+                    call: counted && name.is_some(),
+                    name,
+                }
+            });
+            let near_misses = if matched.is_some() {
+                Vec::new()
+            } else {
+                self.near_misses(s, &slots)
+            };
+            out.push(SpanExplanation {
+                span_id: s.span_id,
+                span_name: s.span.name.clone(),
+                matched,
+                near_misses,
+            });
+        }
+        out
+    }
+
+    fn near_misses(&self, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> Vec<NearMiss> {
+        // (conditions touched: held, or an attribute there with another
+        // value; rule index; the miss)
+        let mut found: Vec<(usize, usize, NearMiss)> = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            let outcomes: Vec<Outcome> = rule
+                .when
+                .iter()
+                .zip(&rule.spec.when)
+                .map(|(c, sp)| outcome(self, c, sp, s, slots))
+                .collect();
+            let held = outcomes.iter().filter(|o| o.held).count();
+            let touched = outcomes.iter().filter(|o| o.held || o.partial).count();
+            let mut reasons: Vec<Reason> = outcomes.into_iter().filter_map(|o| o.reason).collect();
+            if reasons.is_empty() {
+                // Every `when` holds: an `unless` excluded the span.
+                reasons = excluded(rule, s, slots);
+            }
+            let miss = NearMiss {
+                rule: rule.name().to_string(),
+                kind: rule.kind(),
+                held,
+                of: rule.when.len(),
+                reasons,
+            };
+            found.push((touched, i, miss));
+        }
+        if found.iter().any(|(touched, ..)| *touched > 0) {
+            found.retain(|(touched, ..)| *touched > 0);
+            // Closest first: all conditions held (only an `unless` in the
+            // way), then the larger share of conditions touched, then more
+            // held; otherwise the rule tried first.
+            found.sort_by(|(ta, ia, a), (tb, ib, b)| {
+                let all = |m: &NearMiss| m.held == m.of;
+                let closer = if all(a) && all(b) {
+                    // Both only excluded: the one tried first would have won.
+                    Ordering::Equal
+                } else {
+                    all(b)
+                        .cmp(&all(a))
+                        .then((tb * a.of).cmp(&(ta * b.of)))
+                        .then(b.held.cmp(&a.held))
+                };
+                closer.then(ia.cmp(ib))
+            });
+        } else {
+            // Nothing comes close: the simplest tool rules (the main
+            // conventions, one marker each) say what they look for.
+            found.retain(|(_, i, _)| self.rules[*i].kind() == Kind::Tool);
+            found.sort_by_key(|(_, i, m)| (m.of, *i));
+        }
+        found
+            .into_iter()
+            .take(NEAR_MISSES)
+            .map(|(_, _, m)| m)
+            .collect()
+    }
+
+    /// A one-line hint for an input that holds spans but gave no tool call
+    /// in any trace (an evaluator must not be silently empty): the
+    /// conventions tried and where to look next. `None` when there were
+    /// calls, or no spans at all.
+    pub fn no_calls_hint(&self, spans: usize, calls: usize) -> Option<String> {
+        if spans == 0 || calls > 0 {
+            return None;
+        }
+        let tried: Vec<&str> = self
+            .rules
+            .iter()
+            .filter(|r| match r.kind() {
+                Kind::Tool => true,
+                Kind::Retriever => self.retrievers_as_tools,
+                Kind::Agent => false,
+            })
+            .map(Rule::name)
+            .collect();
+        Some(format!(
+            "no tool calls in {spans} span(s); conventions tried: {}; run `traceval inspect --explain` to see why",
+            tried.join(", ")
+        ))
+    }
+}
+
+/// The `unless` conditions of `rule` that hold on `s`.
+fn excluded(rule: &Rule, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> Vec<Reason> {
+    rule.unless
+        .iter()
+        .zip(&rule.spec.unless)
+        .filter(|(c, _)| holds(c, s, slots))
+        .map(|(_, sp)| Reason::Excluded {
+            condition: sp.to_string(),
+        })
+        .collect()
+}

@@ -1,0 +1,74 @@
+//! `traceval inspect --explain`: per span, the rule that classified it or the
+//! rules that almost did, as a table or one JSON object per span.
+
+use std::io::{self, Write};
+
+use serde_json::{json, Value};
+
+use crate::assemble::Trace;
+use crate::extract::explain::SpanExplanation;
+use crate::extract::rules::Kind;
+
+/// The JSONL row of one span.
+pub fn explain_row(trace: &Trace, e: &SpanExplanation) -> Value {
+    let mut row = json!({ "trace_id": trace.id.to_string() });
+    if let (Some(obj), Value::Object(span)) = (row.as_object_mut(), json!(e)) {
+        obj.extend(span);
+    }
+    row
+}
+
+fn verdict(e: &SpanExplanation) -> String {
+    let Some(m) = &e.matched else {
+        return "no rule matched".to_string();
+    };
+    let name = m.name.as_deref().unwrap_or("");
+    match (m.kind, &m.name, m.call) {
+        (_, None, _) => format!(
+            "[{}] matched but no name source gave a name: skipped",
+            m.rule
+        ),
+        (Kind::Agent, _, _) => format!("agent run `{name}`  [{}]", m.rule),
+        (Kind::Tool, _, _) | (Kind::Retriever, _, true) => {
+            format!("tool call `{name}`  [{}]", m.rule)
+        }
+        (Kind::Retriever, _, false) => format!(
+            "retriever `{name}`, not counted (--retrievers-as-tools)  [{}]",
+            m.rule
+        ),
+    }
+}
+
+/// One trace: a line per span, and under a span no rule matched, a line
+/// per near miss.
+pub fn write_explain(
+    out: &mut dyn Write,
+    trace: &Trace,
+    rows: &[SpanExplanation],
+) -> io::Result<()> {
+    let calls = rows
+        .iter()
+        .filter(|e| e.matched.as_ref().is_some_and(|m| m.call))
+        .count();
+    writeln!(
+        out,
+        "trace {}  ({} spans, {} tool calls)",
+        trace.id,
+        rows.len(),
+        calls
+    )?;
+    let width = rows
+        .iter()
+        .map(|e| e.span_name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(48);
+    for e in rows {
+        let name: String = e.span_name.chars().take(48).collect();
+        writeln!(out, "  span {}  {name:width$}  {}", e.span_id, verdict(e))?;
+        for m in &e.near_misses {
+            writeln!(out, "      almost {m}  ({} of {} conditions)", m.held, m.of)?;
+        }
+    }
+    Ok(())
+}
