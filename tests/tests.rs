@@ -5,5 +5,6 @@ mod util;
 mod cli;
 mod corpus;
 mod extraction;
+mod junit;
 mod presets;
 mod serve;
