@@ -7,4 +7,5 @@ mod corpus;
 mod extraction;
 mod junit;
 mod presets;
+mod progress;
 mod serve;
