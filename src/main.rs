@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use traceval::assemble::session;
 use traceval::config::{self, Config, TableFormat};
@@ -222,23 +223,43 @@ fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
     })
 }
 
-/// Progress on stderr when a person is watching (a terminal) and not `--quiet`.
+/// Progress on stderr when a person is watching (a terminal) and not
+/// `--quiet`: files, bytes and spans read so far, with a bar over the bytes.
 fn progress_printer(quiet: bool) -> impl FnMut(Progress) {
     let show = !quiet && io::stderr().is_terminal();
-    let mut last = std::time::Instant::now();
+    let mut bar: Option<ProgressBar> = None;
     move |p: Progress| {
-        if !show || (p.done < p.total && last.elapsed().as_millis() < 200) {
+        if !show {
             return;
         }
-        last = std::time::Instant::now();
-        eprint!(
-            "\rreading {}/{} input(s), {} span(s)",
-            p.done, p.total, p.spans
-        );
+        // indicatif draws at most 20 times a second, however often it is told.
+        let bar = bar.get_or_insert_with(|| progress_bar(&p));
+        bar.set_message(format!("{}/{} files, {} spans", p.done, p.total, p.spans));
+        bar.set_position(p.bytes);
         if p.done == p.total {
-            eprintln!();
+            bar.finish();
         }
     }
+}
+
+fn progress_bar(first: &Progress) -> ProgressBar {
+    // The counts first: indicatif cuts lines at the terminal's width and the
+    // bar takes what is left. Only stdin: no size to measure a bar against.
+    let template = if first.total_bytes > 0 {
+        "reading {msg}, {binary_bytes}/{binary_total_bytes} {wide_bar} eta {eta}"
+    } else {
+        "reading {msg} {spinner}"
+    };
+    // Set up hidden, so that nothing half-made is drawn.
+    let bar = ProgressBar::with_draw_target(Some(first.total_bytes), ProgressDrawTarget::hidden());
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    // Redraws skipped by the rate limit, and the clock, catch up while a big
+    // file is read.
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    bar
 }
 
 impl ScoringArgs {

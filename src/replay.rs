@@ -59,6 +59,9 @@ pub struct Progress {
     pub done: usize,
     pub total: usize,
     pub spans: usize,
+    /// On-disk size of the inputs read so far, and of them all (stdin counts 0).
+    pub bytes: u64,
+    pub total_bytes: u64,
 }
 
 /// Reads every input, assembles traces and returns them with the run's
@@ -73,9 +76,12 @@ pub fn read_traces(
         inputs: inputs.len(),
         ..Stats::default()
     };
+    let sizes: Vec<u64> = inputs.iter().map(files::Input::size).collect();
+    let (mut bytes, total_bytes) = (0, sizes.iter().sum());
     let mut assembler = Assembler::new();
     for (n, input) in inputs.iter().enumerate() {
         let decoded = files::read_input(input, limits);
+        bytes += sizes[n];
         rejected.extend(decoded.rejected);
         for req in decoded.requests {
             stats.requests += 1;
@@ -87,6 +93,8 @@ pub fn read_traces(
             done: n + 1,
             total: inputs.len(),
             spans: stats.spans,
+            bytes,
+            total_bytes,
         });
     }
     (assembler.finish(), rejected, stats)

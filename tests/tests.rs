@@ -7,5 +7,7 @@ mod corpus;
 mod explain;
 mod extraction;
 mod formats;
+mod junit;
 mod presets;
+mod progress;
 mod serve;

@@ -19,6 +19,14 @@ impl Input {
             Input::File(p) => p.display().to_string(),
         }
     }
+
+    /// Size on disk, for progress; 0 for stdin or when unknown.
+    pub fn size(&self) -> u64 {
+        match self {
+            Input::Stdin => 0,
+            Input::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+        }
+    }
 }
 
 /// Expands the command-line paths: directories are walked recursively (in

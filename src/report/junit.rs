@@ -1,105 +1,144 @@
-//! JUnit XML for CI systems: one testcase per (case, trace).
+//! JUnit XML for CI systems: one testcase per (case, trace), written with
+//! quick-junit. The output keeps to the JUnit schema CI systems validate
+//! against (docs/formats.md, "JUnit XML").
 
 use std::io::{self, Write};
 
-use super::Report;
+use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
+use super::{ellipsize, MetricResult, Report};
+
+const SUITE: &str = "traceval";
+
+fn score_text(r: &MetricResult) -> String {
+    r.outcome
+        .score
+        .map_or_else(|| "error".to_string(), |s| format!("{s:.3}"))
 }
 
-pub fn write_junit(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let tests = report.evaluations.len() + report.unmatched_cases.len() + report.rejected.len();
-    let failures = report.failed();
-    let errors = report.rejected.len();
-    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-    writeln!(
-        out,
-        r#"<testsuites name="traceval" tests="{tests}" failures="{failures}" errors="{errors}">"#
-    )?;
-    writeln!(
-        out,
-        r#"  <testsuite name="traceval" tests="{tests}" failures="{failures}" errors="{errors}">"#
-    )?;
+/// A failing metric, as the failure text shows it.
+fn failure_line(r: &MetricResult) -> String {
+    let thr = r.threshold.map(|t| format!(" < {t}")).unwrap_or_default();
+    format!(
+        "{}: {}{}: {}",
+        r.metric,
+        score_text(r),
+        thr,
+        r.outcome.reason
+    )
+}
+
+/// Every metric's verdict, for the testcase's output. The schema has no
+/// `<properties>` inside `<testcase>`, so scores are written as text.
+fn scores_text(results: &[MetricResult]) -> String {
+    let lines: Vec<String> = results
+        .iter()
+        .map(|r| {
+            let verdict = if r.passed() { "pass" } else { "FAIL" };
+            let thr = r
+                .threshold
+                .map(|t| format!(", threshold {t}"))
+                .unwrap_or_default();
+            let why = r.outcome.error.as_deref().unwrap_or(&r.outcome.reason);
+            format!("{}: {} ({verdict}{thr}): {why}", r.metric, score_text(r))
+        })
+        .collect();
+    lines.join("\n")
+}
+
+fn failure(message: &str, description: Option<String>) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status.set_message(ellipsize(message, 200));
+    if let Some(d) = description {
+        status.set_description(d);
+    }
+    status
+}
+
+fn suite(report: &Report) -> TestSuite {
+    let mut suite = TestSuite::new(SUITE);
     for e in &report.evaluations {
-        writeln!(
-            out,
-            r#"    <testcase classname="traceval" name="{} ({})">"#,
-            esc(&e.case_id),
-            esc(&e.target_label())
-        )?;
-        writeln!(out, "      <properties>")?;
-        for r in &e.results {
-            let score = r
-                .outcome
-                .score
-                .map_or_else(|| "error".to_string(), |s| s.to_string());
-            writeln!(
-                out,
-                r#"        <property name="score.{}" value="{}"/>"#,
-                esc(&r.metric),
-                score
-            )?;
-        }
-        writeln!(out, "      </properties>")?;
-        if !e.passed() {
+        let status = if e.passed() {
+            TestCaseStatus::success()
+        } else {
             let failing: Vec<String> = e
                 .results
                 .iter()
                 .filter(|r| !r.passed())
-                .map(|r| {
-                    let score = r
-                        .outcome
-                        .score
-                        .map_or_else(|| "error".to_string(), |s| format!("{s:.3}"));
-                    let thr = r.threshold.map(|t| format!(" < {t}")).unwrap_or_default();
-                    format!("{}: {}{}: {}", r.metric, score, thr, r.outcome.reason)
-                })
+                .map(failure_line)
                 .collect();
             let message = failing.first().cloned().unwrap_or_default();
-            writeln!(
-                out,
-                r#"      <failure message="{}">{}</failure>"#,
-                esc(&super::ellipsize(&message, 200)),
-                esc(&failing.join("\n"))
-            )?;
-        }
-        writeln!(out, "    </testcase>")?;
+            failure(&message, Some(failing.join("\n")))
+        };
+        let mut case = TestCase::new(format!("{} ({})", e.case_id, e.target_label()), status);
+        case.set_classname(SUITE);
+        case.set_system_out(scores_text(&e.results));
+        suite.add_test_case(case);
     }
     for c in &report.unmatched_cases {
-        writeln!(
-            out,
-            r#"    <testcase classname="traceval" name="{}">"#,
-            esc(c)
-        )?;
-        writeln!(
-            out,
-            r#"      <failure message="no trace matched this case"/>"#
-        )?;
-        writeln!(out, "    </testcase>")?;
+        let mut case = TestCase::new(c.as_str(), failure("no trace matched this case", None));
+        case.set_classname(SUITE);
+        suite.add_test_case(case);
     }
     for r in &report.rejected {
-        writeln!(
-            out,
-            r#"    <testcase classname="traceval.input" name="{}">"#,
-            esc(&r.source)
-        )?;
-        writeln!(out, r#"      <error message="{}"/>"#, esc(&r.to_string()))?;
-        writeln!(out, "    </testcase>")?;
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status.set_message(r.to_string());
+        let mut case = TestCase::new(r.source.as_str(), status);
+        case.set_classname("traceval.input");
+        suite.add_test_case(case);
     }
-    writeln!(out, "  </testsuite>")?;
-    writeln!(out, "</testsuites>")
+    suite
+}
+
+pub fn write_junit(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let mut junit = Junit::new(SUITE);
+    junit.add_test_suite(suite(report));
+    let mut xml = Vec::new();
+    junit.serialize(&mut xml).map_err(io::Error::other)?;
+    out.write_all(&drop_root_skipped(xml))
+}
+
+/// quick-junit always writes a `skipped` count on `<testsuites>`, which the
+/// schema does not define (only `<testsuite>` has one) and which Jenkins'
+/// xUnit plugin rejects. Nothing is ever skipped here, so the root's
+/// `skipped="0"` is dropped; the suite keeps its own.
+fn drop_root_skipped(xml: Vec<u8>) -> Vec<u8> {
+    const ATTR: &[u8] = b" skipped=\"0\"";
+    let Some(root) = find(&xml, b"<testsuites") else {
+        return xml;
+    };
+    let Some(end) = find(&xml[root..], b">").map(|e| root + e) else {
+        return xml;
+    };
+    match find(&xml[root..end], ATTR).map(|a| root + a) {
+        Some(at) => [&xml[..at], &xml[at + ATTR.len()..]].concat(),
+        None => xml,
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_skipped_is_dropped_and_the_suites_kept() {
+        let mut junit = Junit::new(SUITE);
+        junit.add_test_suite(TestSuite::new(SUITE));
+        let mut xml = Vec::new();
+        junit.serialize(&mut xml).unwrap();
+        let before = String::from_utf8(xml.clone()).unwrap();
+        assert_eq!(before.matches(r#"skipped="0""#).count(), 2, "{before}");
+        let after = String::from_utf8(drop_root_skipped(xml)).unwrap();
+        let root = after
+            .lines()
+            .find(|l| l.starts_with("<testsuites"))
+            .unwrap();
+        assert!(!root.contains("skipped"), "{after}");
+        let suite = after.lines().find(|l| l.contains("<testsuite ")).unwrap();
+        assert!(suite.contains(r#"skipped="0""#), "{after}");
+    }
 }
