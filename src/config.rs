@@ -62,6 +62,10 @@ pub struct Config {
     /// variables override them).
     #[serde(default, skip_serializing)]
     pub serve: Option<crate::serve::ServeConfig>,
+    /// `[judge]`: the LLM judge (`--judge-*` flags override it; the API key
+    /// comes from the environment only).
+    #[serde(default, skip_serializing)]
+    pub judge: Option<crate::judge::JudgeConfig>,
 }
 
 /// `[conventions]`: the rule table.

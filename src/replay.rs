@@ -2,9 +2,11 @@
 //! then hands each trace to the evaluation core (`evaluate`).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{Evaluator, Sessions};
+use crate::evaluate::{Evaluator, Sessions, TraceResult};
 use crate::extract::Extractor;
 use crate::ingest::{self, files, Limits, Rejected};
 use crate::report::{Report, Stats, UnmatchedTrace};
@@ -23,8 +25,14 @@ pub fn score_traces(
     report.stats.traces += traces.len();
     let mut hit = vec![false; evaluator.cases().len()];
     let mut sessions = Sessions::default();
-    for t in traces {
-        let result = evaluator.evaluate_trace(t, extractor.extract(t));
+    let evaluate = |t: &Trace| evaluator.evaluate_trace(t, extractor.extract(t));
+    // A judged metric waits on HTTP: traces go in parallel, up to the
+    // judge's concurrency, so a run does not take N x latency.
+    let results: Vec<TraceResult> = match evaluator.judge() {
+        Some(judge) if traces.len() > 1 => in_parallel(traces, judge.concurrency(), evaluate),
+        _ => traces.iter().map(evaluate).collect(),
+    };
+    for result in results {
         report.stats.tool_calls += result.calls.len();
         sessions.add(&result);
         for m in &result.sessions {
@@ -51,6 +59,34 @@ pub fn score_traces(
             .filter(|&(i, _)| !hit[i] && !evaluator.is_default(i))
             .map(|(_, c)| c.id.clone()),
     );
+    report.judge = evaluator.judge().map(|j| j.usage());
+}
+
+/// `f` over `items` on up to `threads` scoped threads; results in input
+/// order (so the report does not depend on timing).
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else {
+                    break;
+                };
+                let r = f(item);
+                *slots[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .filter_map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+        .collect()
 }
 
 /// Progress of a replay, for people watching long runs.
@@ -109,13 +145,19 @@ pub fn replay(
         ..Report::default()
     };
     report.rejected.extend(fixture_rejected);
-    let ordered;
-    let extractor = if evaluator.needs().ordered_args && !extractor.ordered_args {
-        ordered = extractor.clone().with_ordered_args(true);
-        &ordered
-    } else {
-        extractor
-    };
+    let configured;
+    let needs = evaluator.needs();
+    let extractor =
+        if (needs.ordered_args && !extractor.ordered_args) || (needs.judge && !extractor.results) {
+            // A judge reads each call's result.
+            configured = extractor
+                .clone()
+                .with_ordered_args(needs.ordered_args || extractor.ordered_args)
+                .with_results(needs.judge || extractor.results);
+            &configured
+        } else {
+            extractor
+        };
     score_traces(&traces, evaluator, extractor, &mut report);
     report
 }

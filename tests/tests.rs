@@ -6,5 +6,6 @@ mod cli;
 mod corpus;
 mod extraction;
 mod formats;
+mod judge;
 mod presets;
 mod serve;

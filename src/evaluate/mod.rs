@@ -18,6 +18,7 @@ use crate::assemble::{session, SpanId, Trace, TraceId};
 use crate::expect::{Case, Join};
 use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
+use crate::judge::Judge;
 use crate::names::Normalizer;
 use crate::report::{Evaluation, SessionRef};
 use crate::score::native::NativeConfig;
@@ -39,6 +40,8 @@ pub struct ScoreSettings {
     pub names: Normalizer,
     /// Keys a `session_id` case looks at (docs/conventions.md, sessions).
     pub session_keys: Vec<String>,
+    /// The run's LLM judge (`--judge-url`/`--judge-model`), if any.
+    pub judge: Option<Arc<Judge>>,
 }
 
 impl Default for ScoreSettings {
@@ -50,6 +53,7 @@ impl Default for ScoreSettings {
             native: NativeConfig::default(),
             names: Normalizer::off(),
             session_keys: session::default_keys(),
+            judge: None,
         }
     }
 }
@@ -150,7 +154,14 @@ impl Evaluator {
         cases: Option<Vec<Case>>,
         default: Option<Case>,
     ) -> Result<Evaluator, ScoreError> {
-        let run = MetricSet::build(&settings.metrics, &settings.options, &settings.native, None)?;
+        let judge = settings.judge.as_ref();
+        let run = MetricSet::build_with_judge(
+            &settings.metrics,
+            &settings.options,
+            &settings.native,
+            None,
+            judge,
+        )?;
         let mut labels: Vec<String> = run.labels().map(String::from).collect();
         let mut needs = run.needs();
         let has_cases = cases.is_some();
@@ -168,8 +179,13 @@ impl Evaluator {
                         Some(l) => MetricSpec::parse_list(l)?,
                         None => settings.metrics.clone(),
                     };
-                    let set =
-                        MetricSet::build(&specs, &settings.options, &settings.native, threshold)?;
+                    let set = MetricSet::build_with_judge(
+                        &specs,
+                        &settings.options,
+                        &settings.native,
+                        threshold,
+                        judge,
+                    )?;
                     for l in set.labels() {
                         if !labels.iter().any(|x| x == l) {
                             labels.push(l.to_string());
@@ -213,6 +229,11 @@ impl Evaluator {
     /// What the metrics of the run and of every case need from extraction.
     pub fn needs(&self) -> Needs {
         self.needs
+    }
+
+    /// The run's LLM judge, when a metric of the run asks one.
+    pub fn judge(&self) -> Option<&Arc<Judge>> {
+        self.settings.judge.as_ref().filter(|_| self.needs.judge)
     }
 
     /// Result labels in column order (the first is the headline).

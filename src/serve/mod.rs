@@ -27,6 +27,7 @@ pub mod forward;
 mod grpc;
 mod http;
 mod intake;
+mod judging;
 mod scoring;
 mod sessions;
 pub mod sinks;
