@@ -2,11 +2,9 @@
 //! then hands each trace to the evaluation core (`evaluate`).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{Evaluator, Sessions, TraceResult};
+use crate::evaluate::{in_parallel, Evaluator, Sessions, TraceResult};
 use crate::extract::Extractor;
 use crate::ingest::{self, files, Limits, Rejected};
 use crate::report::{Report, Stats, UnmatchedTrace};
@@ -25,13 +23,12 @@ pub fn score_traces(
     report.stats.traces += traces.len();
     let mut hit = vec![false; evaluator.cases().len()];
     let mut sessions = Sessions::default();
-    let evaluate = |t: &Trace| evaluator.evaluate_trace(t, extractor.extract(t));
     // A judged metric waits on HTTP: traces go in parallel, up to the
     // judge's concurrency, so a run does not take N x latency.
-    let results: Vec<TraceResult> = match evaluator.judge() {
-        Some(judge) if traces.len() > 1 => in_parallel(traces, judge.concurrency(), evaluate),
-        _ => traces.iter().map(evaluate).collect(),
-    };
+    let threads = evaluator.judge().map_or(1, |j| j.concurrency());
+    let results: Vec<TraceResult> = in_parallel(traces.iter().collect(), threads, |t: &Trace| {
+        evaluator.evaluate_trace(t, extractor.extract(t))
+    });
     for result in results {
         report.stats.tool_calls += result.calls.len();
         sessions.add(&result);
@@ -60,33 +57,6 @@ pub fn score_traces(
             .map(|(_, c)| c.id.clone()),
     );
     report.judge = evaluator.judge().map(|j| j.usage());
-}
-
-/// `f` over `items` on up to `threads` scoped threads; results in input
-/// order (so the report does not depend on timing).
-fn in_parallel<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else {
-                    break;
-                };
-                let r = f(item);
-                *slots[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .filter_map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
-        .collect()
 }
 
 /// Progress of a replay, for people watching long runs.

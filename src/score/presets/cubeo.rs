@@ -29,8 +29,8 @@ pub const VERSION: &str = "docs (approx.)";
 /// The one mode: (name, summary for `traceval metrics`).
 const MODES: &[(&str, &str)] = &[(
     "cubeo",
-    "approximation of an LLM judge: F1 of name multisets; threshold 0.8; strict rounds to \
-         1/0 at the threshold",
+    "with --judge-url: an LLM scores the calls against expected_tools (0..1); without: \
+         approximation, F1 of name multisets; threshold 0.8; strict rounds to 1/0 at the threshold",
 )];
 
 /// (name, summary) of every mode.
