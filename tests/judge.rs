@@ -711,3 +711,143 @@ fn refusing_scope_answers_overloaded_without_calling() {
     assert_eq!(err.to_string(), "judge overloaded: its queue is full");
     assert_eq!(judge.usage().requests, 0);
 }
+
+/// One agent trace as OTLP/JSON: a root with the user's request and one
+/// `execute_tool get_weather` span.
+fn weather_trace_json(n: u8) -> String {
+    let trace_id = format!("{:032x}", 0xfeed_0000u64 + n as u64);
+    let root = format!("{:016x}", 0x1000u64 + n as u64);
+    let tool = format!("{:016x}", 0x2000u64 + n as u64);
+    let s = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    json!({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"},
+        "spans": [
+        {"traceId": trace_id, "spanId": tool, "parentSpanId": root, "name": "execute_tool get_weather",
+         "kind": 1, "startTimeUnixNano": "1000", "endTimeUnixNano": "1500",
+         "attributes": [s("gen_ai.operation.name", "execute_tool"), s("gen_ai.tool.name", "get_weather"),
+                        s("gen_ai.tool.call.arguments", &format!("{{\"city\": \"City{n}\"}}"))]},
+        {"traceId": trace_id, "spanId": root, "name": "invoke_agent weather", "kind": 1,
+         "startTimeUnixNano": "900", "endTimeUnixNano": "2000",
+         "attributes": [s("gen_ai.operation.name", "invoke_agent"),
+                        s("gen_ai.input.messages", &format!(
+                            "[{{\"role\":\"user\",\"parts\":[{{\"type\":\"text\",\"content\":\"Weather in City{n}?\"}}]}}]"))]}
+    ]}]}]})
+    .to_string()
+}
+
+/// A judge slower than traces arrive: the judge queue (concurrency 1, two
+/// jobs waiting) fills, and the next batches are scored at once with the
+/// judged metric in error; every trace still gets its results.
+#[test]
+fn serve_full_judge_queue_gives_overloaded_errors_not_waits() {
+    let server = FakeServer::start(false, |_, _| {
+        Reply::Hang(
+            Duration::from_millis(1500),
+            json!({"rationale": "fine", "verdict": "yes"}).to_string(),
+        )
+    });
+    let dir = TempDir::new("judge-overload");
+    let out = dir.path().join("results.jsonl");
+    let default = dir.path().join("default.json");
+    std::fs::write(&default, r#"["get_weather"]"#).unwrap();
+    let config = ServeConfig {
+        grpc_endpoint: "127.0.0.1:0".into(),
+        http_endpoint: "127.0.0.1:0".into(),
+        admin_endpoint: "127.0.0.1:0".into(),
+        decision_wait: Duration::from_millis(100),
+        output: Some(out.clone()),
+        default_expected: Some(default),
+        quiet: true,
+        status_interval: Duration::from_secs(60),
+        ..ServeConfig::default()
+    };
+    let judge = Judge::new(
+        JudgeConfig {
+            url: Some(server.url.clone()),
+            model: Some(MODEL.into()),
+            concurrency: 1,
+            timeout_secs: 10.0,
+            ..JudgeConfig::default()
+        },
+        None,
+    )
+    .unwrap();
+    let settings = ScoreSettings {
+        metrics: MetricSpec::parse_list(&["tool_correctness", "mlflow.llm_efficiency"]).unwrap(),
+        judge: Some(Arc::new(judge)),
+        ..ScoreSettings::default()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let srv = Server::new(
+        config.clone(),
+        Scoring {
+            settings,
+            ..Scoring::default()
+        },
+    )
+    .unwrap();
+    let stats = srv.stats();
+    let listeners = rt.block_on(Listeners::bind(&config)).unwrap();
+    let http = listeners.http_addr().unwrap();
+    let token = CancellationToken::new();
+    let handle = rt.spawn(srv.serve(listeners, token.clone()));
+
+    let client = reqwest::blocking::Client::new();
+    let traces = 5u8;
+    for n in 1..=traces {
+        let resp = client
+            .post(format!("http://{http}/v1/traces"))
+            .header("content-type", "application/json")
+            .body(weather_trace_json(n))
+            .send()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        // One batch per trace: wait until this one has left the buffer.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while {
+            let s = stats.snapshot();
+            s.spans < 2 * n as u64 || s.buffered_traces > 0
+        } {
+            assert!(Instant::now() < deadline, "trace {n} never left the buffer");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let rows = loop {
+        let rows: Vec<Value> = std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if rows.iter().filter(|r| r["type"] == "evaluation").count() >= traces as usize {
+            break rows;
+        }
+        assert!(Instant::now() < deadline, "results missing: {rows:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let evals: Vec<&Value> = rows.iter().filter(|r| r["type"] == "evaluation").collect();
+    let overloaded = evals
+        .iter()
+        .filter(|e| {
+            e["metrics"]["mlflow.llm_efficiency"]["error"] == "judge overloaded: its queue is full"
+        })
+        .count();
+    let judged = evals
+        .iter()
+        .filter(|e| e["metrics"]["mlflow.llm_efficiency"]["score"] == 1.0)
+        .count();
+    // One judging, two waiting, the other two refused.
+    assert_eq!((judged, overloaded), (3, 2), "{evals:?}");
+    assert!(evals
+        .iter()
+        .all(|e| e["metrics"]["tool_correctness"]["score"] == 1.0));
+    assert_eq!(server.seen().len(), 3);
+    token.cancel();
+    rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), handle).await })
+        .expect("server stops")
+        .expect("server task")
+        .expect("serve ok");
+}
