@@ -684,10 +684,14 @@ fn serve_judges_off_the_scoring_threads() {
     }
     assert_eq!(asked.load(Ordering::SeqCst), 2);
     token.cancel();
-    rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), handle).await })
+    let summary = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), handle).await })
         .expect("server stops")
         .expect("server task")
         .expect("serve ok");
+    let usage = summary.judge.expect("judge usage in the summary");
+    assert_eq!((usage.requests, usage.errors), (2, 0));
+    assert!(usage.prompt_tokens > 0 && usage.completion_tokens == 40);
 }
 
 #[test]
