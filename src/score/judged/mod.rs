@@ -77,7 +77,8 @@ pub fn context(input: &Input<'_>) -> String {
                     let _ = write!(s, ": {}", d.trim());
                 }
                 if let Some(p) = &t.parameters {
-                    let _ = write!(s, " Parameters: {p}");
+                    // Schemas can be long; the judge needs their gist.
+                    let _ = write!(s, " Parameters: {}", cut(&p.to_string()));
                 }
                 s.push('\n');
             }
