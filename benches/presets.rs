@@ -75,7 +75,7 @@ fn bench(c: &mut Criterion) {
     assert_eq!(modes.len(), 43);
     let metrics: Vec<Box<dyn Metric>> = modes
         .iter()
-        .map(|n| registry::lookup(n, &MetricOptions::default(), &NativeConfig::default()))
+        .map(|n| registry::lookup(n, &MetricOptions::default(), &NativeConfig::default(), None))
         .collect::<Result<_, _>>()
         .expect("presets");
     let cases = thousand_cases();

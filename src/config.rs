@@ -62,6 +62,10 @@ pub struct Config {
     /// variables override them).
     #[serde(default, skip_serializing)]
     pub serve: Option<crate::serve::ServeConfig>,
+    /// `[judge]`: the LLM judge (`--judge-*` flags override it; the API key
+    /// comes from the environment only).
+    #[serde(default, skip_serializing)]
+    pub judge: Option<crate::judge::JudgeConfig>,
 }
 
 /// `[conventions]`: the rule table.
@@ -371,6 +375,29 @@ fn rules_text(specs: &[RuleSpec]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judge_section() {
+        let c = Config::parse(
+            "[judge]\nurl = \"http://127.0.0.1:11434/v1\"\nmodel = \"qwen\"\nconcurrency = 2\n\
+             headers = { \"x-team\" = \"evals\" }\n",
+            Syntax::Toml,
+            "t.toml",
+        )
+        .unwrap();
+        let j = c.judge.unwrap();
+        assert_eq!(
+            (
+                j.url.as_deref(),
+                j.model.as_deref(),
+                j.concurrency,
+                j.retries
+            ),
+            (Some("http://127.0.0.1:11434/v1"), Some("qwen"), 2, 3)
+        );
+        assert_eq!(j.headers.get("x-team").map(String::as_str), Some("evals"));
+        assert!(Config::parse("[judge]\napi_key = \"sk\"\n", Syntax::Toml, "t").is_err());
+    }
 
     #[test]
     fn serve_section() {

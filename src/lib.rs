@@ -13,6 +13,7 @@ pub mod extract;
 #[doc(hidden)]
 pub mod fake;
 pub mod ingest;
+pub mod judge;
 pub mod names;
 pub mod replay;
 pub mod report;

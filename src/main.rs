@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -15,6 +16,7 @@ use traceval::config::{self, Config, TableFormat};
 use traceval::evaluate::{Evaluator, MetricSet, MetricSpec, ScoreSettings};
 use traceval::extract::{Extractor, Scope};
 use traceval::ingest::Limits;
+use traceval::judge::{Judge, JudgeConfig};
 use traceval::replay::{self, Progress};
 use traceval::report::{self, exit};
 use traceval::score::native::{ArgPolicy, Headline, NativeConfig};
@@ -40,7 +42,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Score exported trace files against expected tools.
-    Replay(ReplayArgs),
+    Replay(Box<ReplayArgs>),
     /// Show the tool calls found in trace files.
     Inspect(InspectArgs),
     /// List the available metrics.
@@ -162,6 +164,79 @@ struct ScoringArgs {
     /// config's renames).
     #[arg(long, env = "TRACEVAL_NORMALIZE")]
     normalize: bool,
+    #[command(flatten)]
+    judge: JudgeArgs,
+}
+
+/// The LLM judge (for `mlflow.llm_*` and `cubeo`): any OpenAI-compatible
+/// chat completions API. The key is read from `TRACEVAL_JUDGE_API_KEY`, else
+/// `OPENAI_API_KEY`. Flags override the config's `[judge]`.
+#[derive(Args)]
+struct JudgeArgs {
+    /// Base URL of the API; `/chat/completions` is appended
+    /// (e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1 for Ollama).
+    #[arg(long, env = "TRACEVAL_JUDGE_URL")]
+    judge_url: Option<String>,
+    /// Model name as the server knows it.
+    #[arg(long, env = "TRACEVAL_JUDGE_MODEL")]
+    judge_model: Option<String>,
+    /// Extra request header `K=V` (repeatable).
+    #[arg(long = "judge-header", value_name = "K=V")]
+    judge_headers: Vec<String>,
+    /// Directory caching answers by (model, prompt): a rerun costs nothing.
+    #[arg(long, env = "TRACEVAL_JUDGE_CACHE")]
+    judge_cache: Option<PathBuf>,
+    /// Print the judge prompts on stderr instead of calling the judge.
+    #[arg(long)]
+    judge_dry_run: bool,
+    /// Judge requests in flight at once [default: 4].
+    #[arg(long)]
+    judge_concurrency: Option<usize>,
+    /// Per-request timeout in seconds [default: 60].
+    #[arg(long)]
+    judge_timeout: Option<f64>,
+    /// Retries after a 429, a 5xx or a timeout [default: 3].
+    #[arg(long)]
+    judge_retries: Option<u32>,
+}
+
+impl JudgeArgs {
+    /// The run's judge, if the flags or the config ask for one.
+    fn build(&self, config: &Config) -> anyhow::Result<Option<Arc<Judge>>> {
+        let mut c: JudgeConfig = config.judge.clone().unwrap_or_default();
+        if let Some(u) = &self.judge_url {
+            c.url = Some(u.clone());
+        }
+        if let Some(m) = &self.judge_model {
+            c.model = Some(m.clone());
+        }
+        for h in &self.judge_headers {
+            let (k, v) = h
+                .split_once('=')
+                .with_context(|| format!("--judge-header `{h}` is not K=V"))?;
+            c.headers.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        if let Some(d) = &self.judge_cache {
+            c.cache = Some(d.clone());
+        }
+        c.dry_run |= self.judge_dry_run;
+        if let Some(n) = self.judge_concurrency {
+            c.concurrency = n;
+        }
+        if let Some(t) = self.judge_timeout {
+            c.timeout_secs = t;
+        }
+        if let Some(r) = self.judge_retries {
+            c.retries = r;
+        }
+        if !c.is_set() {
+            return Ok(None);
+        }
+        let key = ["TRACEVAL_JUDGE_API_KEY", "OPENAI_API_KEY"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+        Ok(Some(Arc::new(Judge::new(c, key)?)))
+    }
 }
 
 #[derive(Args)]
@@ -198,7 +273,7 @@ struct InspectArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Replay(args) => cmd_replay(args),
+        Command::Replay(args) => cmd_replay(*args),
         Command::Inspect(args) => cmd_inspect(args),
         Command::Metrics => cmd_metrics(),
         Command::Score(args) => cmd_score(args),
@@ -284,6 +359,7 @@ impl ScoringArgs {
             native,
             names: config.normalizer(self.normalize)?,
             session_keys: config.session_keys(),
+            judge: self.judge.build(config)?,
         };
         Ok(settings)
     }

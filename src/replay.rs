@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{Evaluator, Sessions};
+use crate::evaluate::{in_parallel, Evaluator, Sessions, TraceResult};
 use crate::extract::Extractor;
 use crate::ingest::{self, files, Limits, Rejected};
 use crate::report::{Report, Stats, UnmatchedTrace};
@@ -23,8 +23,13 @@ pub fn score_traces(
     report.stats.traces += traces.len();
     let mut hit = vec![false; evaluator.cases().len()];
     let mut sessions = Sessions::default();
-    for t in traces {
-        let result = evaluator.evaluate_trace(t, extractor.extract(t));
+    // A judged metric waits on HTTP: traces go in parallel, up to the
+    // judge's concurrency, so a run does not take N x latency.
+    let threads = evaluator.judge().map_or(1, |j| j.concurrency());
+    let results: Vec<TraceResult> = in_parallel(traces.iter().collect(), threads, |t: &Trace| {
+        evaluator.evaluate_trace(t, extractor.extract(t))
+    });
+    for result in results {
         report.stats.tool_calls += result.calls.len();
         sessions.add(&result);
         for m in &result.sessions {
@@ -51,6 +56,7 @@ pub fn score_traces(
             .filter(|&(i, _)| !hit[i] && !evaluator.is_default(i))
             .map(|(_, c)| c.id.clone()),
     );
+    report.judge = evaluator.judge().map(|j| j.usage());
 }
 
 /// Progress of a replay, for people watching long runs.
@@ -117,13 +123,19 @@ pub fn replay(
         ..Report::default()
     };
     report.rejected.extend(fixture_rejected);
-    let ordered;
-    let extractor = if evaluator.needs().ordered_args && !extractor.ordered_args {
-        ordered = extractor.clone().with_ordered_args(true);
-        &ordered
-    } else {
-        extractor
-    };
+    let configured;
+    let needs = evaluator.needs();
+    let extractor =
+        if (needs.ordered_args && !extractor.ordered_args) || (needs.judge && !extractor.results) {
+            // A judge reads each call's result.
+            configured = extractor
+                .clone()
+                .with_ordered_args(needs.ordered_args || extractor.ordered_args)
+                .with_results(needs.judge || extractor.results);
+            &configured
+        } else {
+            extractor
+        };
     score_traces(&traces, evaluator, extractor, &mut report);
     report
 }

@@ -7,6 +7,7 @@ mod corpus;
 mod explain;
 mod extraction;
 mod formats;
+mod judge;
 mod junit;
 mod presets;
 mod progress;

@@ -3,7 +3,9 @@
 //! per evaluation.
 
 use std::str::FromStr;
+use std::sync::Arc;
 
+use crate::judge::Judge;
 use crate::report::MetricResult;
 use crate::score::native::NativeConfig;
 use crate::score::{registry, Call, Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
@@ -117,6 +119,18 @@ impl MetricSet {
         native: &NativeConfig,
         case_threshold: Option<f64>,
     ) -> Result<MetricSet, ScoreError> {
+        MetricSet::build_with_judge(specs, run, native, case_threshold, None)
+    }
+
+    /// [`MetricSet::build`] with the run's LLM judge for the metrics that
+    /// ask one.
+    pub fn build_with_judge(
+        specs: &[MetricSpec],
+        run: &MetricOptions,
+        native: &NativeConfig,
+        case_threshold: Option<f64>,
+        judge: Option<&Arc<Judge>>,
+    ) -> Result<MetricSet, ScoreError> {
         let metrics = specs
             .iter()
             .map(|spec| {
@@ -126,7 +140,7 @@ impl MetricSet {
                 };
                 Ok(Bound {
                     label: spec.label.clone(),
-                    metric: registry::lookup(&spec.name, &opts, native)?,
+                    metric: registry::lookup(&spec.name, &opts, native, judge)?,
                 })
             })
             .collect::<Result<_, ScoreError>>()?;

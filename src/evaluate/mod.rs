@@ -18,6 +18,7 @@ use crate::assemble::{session, SpanId, Trace, TraceId};
 use crate::expect::{Case, Join};
 use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
+use crate::judge::Judge;
 use crate::names::Normalizer;
 use crate::report::{Evaluation, SessionRef};
 use crate::score::native::NativeConfig;
@@ -39,6 +40,8 @@ pub struct ScoreSettings {
     pub names: Normalizer,
     /// Keys a `session_id` case looks at (docs/conventions.md, sessions).
     pub session_keys: Vec<String>,
+    /// The run's LLM judge (`--judge-url`/`--judge-model`), if any.
+    pub judge: Option<Arc<Judge>>,
 }
 
 impl Default for ScoreSettings {
@@ -50,6 +53,7 @@ impl Default for ScoreSettings {
             native: NativeConfig::default(),
             names: Normalizer::off(),
             session_keys: session::default_keys(),
+            judge: None,
         }
     }
 }
@@ -150,7 +154,14 @@ impl Evaluator {
         cases: Option<Vec<Case>>,
         default: Option<Case>,
     ) -> Result<Evaluator, ScoreError> {
-        let run = MetricSet::build(&settings.metrics, &settings.options, &settings.native, None)?;
+        let judge = settings.judge.as_ref();
+        let run = MetricSet::build_with_judge(
+            &settings.metrics,
+            &settings.options,
+            &settings.native,
+            None,
+            judge,
+        )?;
         let mut labels: Vec<String> = run.labels().map(String::from).collect();
         let mut needs = run.needs();
         let has_cases = cases.is_some();
@@ -172,9 +183,14 @@ impl Evaluator {
                         Some(l) => MetricSpec::parse_list(l).map_err(in_case)?,
                         None => settings.metrics.clone(),
                     };
-                    let set =
-                        MetricSet::build(&specs, &settings.options, &settings.native, threshold)
-                            .map_err(in_case)?;
+                    let set = MetricSet::build_with_judge(
+                        &specs,
+                        &settings.options,
+                        &settings.native,
+                        threshold,
+                        judge,
+                    )
+                    .map_err(in_case)?;
                     for l in set.labels() {
                         if !labels.iter().any(|x| x == l) {
                             labels.push(l.to_string());
@@ -218,6 +234,11 @@ impl Evaluator {
     /// What the metrics of the run and of every case need from extraction.
     pub fn needs(&self) -> Needs {
         self.needs
+    }
+
+    /// The run's LLM judge, when a metric of the run asks one.
+    pub fn judge(&self) -> Option<&Arc<Judge>> {
+        self.settings.judge.as_ref().filter(|_| self.needs.judge)
     }
 
     /// Result labels in column order (the first is the headline).
@@ -440,29 +461,65 @@ impl Sessions {
         }
     }
 
-    /// Scores every session case that has traces, in case order.
+    /// Scores every session case that has traces, in case order (in
+    /// parallel, up to the judge's concurrency, when a metric asks one).
     pub fn evaluate(self, evaluator: &Evaluator) -> Vec<Evaluation> {
         let mut cases: Vec<_> = self.members.into_iter().collect();
         cases.sort_by_key(|(c, _)| *c);
-        cases
-            .into_iter()
-            .map(|(case, (id, mut members))| {
-                // Turns are sequential: traces by start, calls by start too.
-                members.sort_by_key(|(start, id, _, _)| (*start, *id));
-                let mut calls: Vec<ToolCall> = members
-                    .iter()
-                    .flat_map(|(_, _, calls, _)| calls.iter().cloned())
-                    .collect();
-                calls.sort_by_key(|c| c.start_time_unix_nano);
-                let facts = merged_facts(members.iter().map(|m| m.3.as_ref()));
-                let session = SessionRef {
-                    id,
-                    trace_ids: members.iter().map(|(_, t, _, _)| *t).collect(),
-                };
-                evaluator.evaluate_session(case, session, calls, facts.as_ref())
-            })
-            .collect()
+        let threads = evaluator.judge().map_or(1, |j| j.concurrency());
+        in_parallel(cases, threads, |(case, (id, mut members))| {
+            // Turns are sequential: traces by start, calls by start too.
+            members.sort_by_key(|(start, id, _, _)| (*start, *id));
+            let mut calls: Vec<ToolCall> = members
+                .iter()
+                .flat_map(|(_, _, calls, _)| calls.iter().cloned())
+                .collect();
+            calls.sort_by_key(|c| c.start_time_unix_nano);
+            let facts = merged_facts(members.iter().map(|m| m.3.as_ref()));
+            let session = SessionRef {
+                id,
+                trace_ids: members.iter().map(|(_, t, _, _)| *t).collect(),
+            };
+            evaluator.evaluate_session(case, session, calls, facts.as_ref())
+        })
     }
+}
+
+/// `f` over `items` on up to `threads` scoped threads, results in input
+/// order (so reports do not depend on timing). One thread: no spawning.
+pub fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
+    threads: usize,
+    f: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    if threads <= 1 || items.len() <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let n = items.len();
+    let items: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(n) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(cell) = items.get(i) else {
+                    break;
+                };
+                let item = cell.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(item) = item {
+                    let r = f(item);
+                    *slots[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .filter_map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+        .collect()
 }
 
 /// The facts of a session's traces together (`None` when not computed).

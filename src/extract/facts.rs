@@ -1,7 +1,58 @@
 //! What a trace says beyond its tool calls, for metrics that read it
 //! (`Needs::trace_facts`): computed once per trace, only when asked for.
+//!
+//! The user request and the tools the agent had are read from the attribute
+//! keys listed below (docs/conventions.md, "What the judge sees"): a new
+//! framework's key is one more entry.
 
-use crate::assemble::Trace;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::assemble::{SpanRecord, Trace};
+use crate::extract::any_to_json;
+
+/// Attributes holding the user's request, most specific first. Looked up on
+/// the root span, then on every span in start order.
+const REQUEST_KEYS: &[&str] = &[
+    "input.value",
+    "gen_ai.input.messages",
+    "mlflow.spanInputs",
+    "gen_ai.prompt",
+    "llm.input_messages",
+    "traceloop.entity.input",
+    "langfuse.observation.input",
+    "pydantic_ai.all_messages",
+];
+
+/// Span events whose `content` attribute is the user's message.
+const REQUEST_EVENTS: &[&str] = &["gen_ai.user.message"];
+
+/// Attributes holding the tools an LLM was offered: a JSON list of tool
+/// definitions (OpenAI `{"type": "function", "function": {...}}`, flat
+/// `{"name", "description", "parameters"}`) or of names.
+const TOOL_KEYS: &[&str] = &[
+    "gen_ai.tool.definitions",
+    "mlflow.chat.tools",
+    "llm.tools",
+    "gen_ai.agent.tools",
+    "agent.tools",
+];
+
+/// OpenInference flattens its tool list: `llm.tools.<i>.tool.json_schema`.
+const TOOL_KEY_PREFIX: (&str, &str) = ("llm.tools.", ".tool.json_schema");
+
+/// A request longer than this is cut (a judge prompt should stay small).
+const MAX_REQUEST_CHARS: usize = 4000;
+
+/// A tool the agent could call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDef {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+}
 
 /// Facts about one trace (or, summed, the traces of a session).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -11,6 +62,10 @@ pub struct TraceFacts {
     /// Earliest span start and latest span end, in Unix nanoseconds.
     pub start_unix_nano: u64,
     pub end_unix_nano: u64,
+    /// The user's request, one per trace (a session's turns in order).
+    pub requests: Vec<String>,
+    /// The tools offered to the agent's LLM, by name, first definition kept.
+    pub tools: Vec<ToolDef>,
 }
 
 impl TraceFacts {
@@ -22,10 +77,16 @@ impl TraceFacts {
             .map(|s| s.span.end_time_unix_nano)
             .max()
             .unwrap_or(0);
+        let mut tools = Vec::new();
+        for s in &trace.spans {
+            add_tools(s, &mut tools);
+        }
         TraceFacts {
             spans: trace.spans.len(),
             start_unix_nano: trace.start_time(),
             end_unix_nano: end,
+            requests: request_of(trace).into_iter().collect(),
+            tools,
         }
     }
 
@@ -43,5 +104,227 @@ impl TraceFacts {
         self.spans += other.spans;
         self.start_unix_nano = self.start_unix_nano.min(other.start_unix_nano);
         self.end_unix_nano = self.end_unix_nano.max(other.end_unix_nano);
+        self.requests.extend(other.requests.iter().cloned());
+        for t in &other.tools {
+            if !self.tools.iter().any(|x| x.name == t.name) {
+                self.tools.push(t.clone());
+            }
+        }
+    }
+}
+
+/// The user's request: the root span's first request attribute, else the
+/// earliest span carrying one, else a user-message event.
+fn request_of(trace: &Trace) -> Option<String> {
+    let order: Vec<&SpanRecord> = trace
+        .roots()
+        .map(|i| &trace.spans[i])
+        .chain(trace.spans.iter())
+        .collect();
+    let from_attr = order.iter().find_map(|s| {
+        REQUEST_KEYS
+            .iter()
+            .find_map(|k| s.attr(k).map(any_to_json).and_then(|v| request_text(&v)))
+    });
+    let text = from_attr.or_else(|| {
+        order.iter().find_map(|s| {
+            s.span
+                .events
+                .iter()
+                .filter(|e| REQUEST_EVENTS.contains(&e.name.as_str()))
+                .find_map(|e| {
+                    crate::assemble::find_attr(&e.attributes, "content")
+                        .map(any_to_json)
+                        .and_then(|v| request_text(&v))
+                })
+        })
+    })?;
+    Some(cut(text))
+}
+
+/// The user's words in an attribute value: a string (JSON text is decoded),
+/// the last user message of a message list, a message's text parts, or an
+/// inputs object's `messages`/`input`/`query`/`question`; else the value as
+/// compact JSON.
+fn request_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => {
+            let t = s.trim();
+            if t.is_empty() {
+                return None;
+            }
+            if t.starts_with('{') || t.starts_with('[') {
+                if let Ok(inner) = serde_json::from_str::<Value>(t) {
+                    return request_text(&inner);
+                }
+            }
+            Some(t.to_string())
+        }
+        Value::Array(items) => {
+            let is_msg = |m: &&Value| m.get("role").is_some() || m.get("parts").is_some();
+            if items.iter().any(|m| is_msg(&m)) {
+                let user = items
+                    .iter()
+                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                    .find_map(message_text);
+                return user.or_else(|| items.iter().find_map(message_text));
+            }
+            // Content parts (`[{"text": ...}]`) or plain strings.
+            let parts: Vec<String> = items.iter().filter_map(part_text).collect();
+            if parts.is_empty() {
+                Some(v.to_string())
+            } else {
+                Some(parts.join("\n"))
+            }
+        }
+        Value::Object(o) => {
+            for k in [
+                "messages", "input", "query", "question", "prompt", "request",
+            ] {
+                if let Some(t) = o.get(k).and_then(request_text) {
+                    return Some(t);
+                }
+            }
+            if o.get("role").is_some() {
+                return message_text(v);
+            }
+            Some(v.to_string())
+        }
+        other => Some(other.to_string()),
+    }
+}
+
+/// A chat message's text: `content` as a string or a list of parts, or
+/// OpenTelemetry GenAI `parts`.
+fn message_text(m: &Value) -> Option<String> {
+    let content = m.get("content").or_else(|| m.get("parts"))?;
+    match content {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Array(parts) => {
+            let texts: Vec<String> = parts.iter().filter_map(part_text).collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+fn part_text(p: &Value) -> Option<String> {
+    match p {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => ["content", "text"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(Value::as_str))
+            .map(str::to_string),
+        _ => None,
+    }
+}
+
+fn cut(s: String) -> String {
+    match s.char_indices().nth(MAX_REQUEST_CHARS) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s,
+    }
+}
+
+/// Adds the tools `s` declares to `out` (by name, first definition kept).
+fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
+    let mut push = |t: ToolDef| {
+        if !out.iter().any(|x| x.name == t.name) {
+            out.push(t);
+        }
+    };
+    for k in TOOL_KEYS {
+        if let Some(v) = s.attr(k) {
+            for t in tool_defs(&any_to_json(v)) {
+                push(t);
+            }
+        }
+    }
+    let (prefix, suffix) = TOOL_KEY_PREFIX;
+    for kv in &s.span.attributes {
+        if kv.key.starts_with(prefix) && kv.key.ends_with(suffix) {
+            if let Some(v) = &kv.value {
+                for t in tool_defs(&any_to_json(v)) {
+                    push(t);
+                }
+            }
+        }
+    }
+}
+
+/// Tool definitions in a value: a list (or JSON text of one), or one
+/// definition.
+fn tool_defs(v: &Value) -> Vec<ToolDef> {
+    match v {
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(inner @ (Value::Array(_) | Value::Object(_))) => tool_defs(&inner),
+            _ if !s.trim().is_empty() && !s.contains(char::is_whitespace) => vec![ToolDef {
+                name: s.clone(),
+                description: None,
+                parameters: None,
+            }],
+            _ => Vec::new(),
+        },
+        Value::Array(items) => items.iter().flat_map(tool_defs).collect(),
+        Value::Object(o) => {
+            // `{"type": "function", "function": {...}}` or the flat form.
+            let def = o.get("function").filter(|f| f.is_object()).unwrap_or(v);
+            let Some(name) = def.get("name").and_then(Value::as_str) else {
+                return Vec::new();
+            };
+            vec![ToolDef {
+                name: name.to_string(),
+                description: def
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                parameters: def
+                    .get("parameters")
+                    .or_else(|| def.get("input_schema"))
+                    .or_else(|| def.get("inputSchema"))
+                    .cloned(),
+            }]
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn request_shapes() {
+        let genai = json!(
+            r#"[{"role":"system","parts":[{"type":"text","content":"be brief"}]},
+            {"role":"user","parts":[{"type":"text","content":"Weather in Paris?"}]}]"#
+        );
+        assert_eq!(request_text(&genai).as_deref(), Some("Weather in Paris?"));
+        let mlflow = json!(r#"{"messages": [{"role": "user", "content": "Book a flight"}]}"#);
+        assert_eq!(request_text(&mlflow).as_deref(), Some("Book a flight"));
+        let strands = json!(r#"[{"text": "I cannot log in"}]"#);
+        assert_eq!(request_text(&strands).as_deref(), Some("I cannot log in"));
+        assert_eq!(request_text(&json!("plain")).as_deref(), Some("plain"));
+        assert_eq!(request_text(&json!({"query": "q"})).as_deref(), Some("q"));
+    }
+
+    #[test]
+    fn tool_definition_shapes() {
+        let openai = json!(
+            r#"[{"type":"function","function":{"name":"a","description":"A","parameters":{"type":"object"}}}]"#
+        );
+        let t = tool_defs(&openai);
+        assert_eq!(
+            (t[0].name.as_str(), t[0].description.as_deref()),
+            ("a", Some("A"))
+        );
+        let flat = json!([{"type": "function", "name": "b", "parameters": {}}]);
+        assert_eq!(tool_defs(&flat)[0].name, "b");
+        let names = json!(r#"["get_weather", "format_answer"]"#);
+        assert_eq!(tool_defs(&names).len(), 2);
+        let schema = json!(r#"{"type":"function","function":{"name":"c"}}"#);
+        assert_eq!(tool_defs(&schema)[0].name, "c");
     }
 }

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use serde_json::{json, Value};
 
 use crate::assemble::{SpanId, Trace};
+use crate::extract::facts::TraceFacts;
 use crate::extract::{Analysis, CallStatus, ToolCall};
 
 /// The JSONL row of one trace: its calls, skipped retrievers, agent runs and
@@ -26,6 +27,10 @@ pub fn inspect_row(trace: &Trace, a: &Analysis, session: Option<&(String, String
     if let Some((key, id)) = session {
         obj.insert("session".into(), json!({"key": key, "id": id}));
     }
+    // What an LLM judge is shown besides the calls.
+    let facts = TraceFacts::of(trace);
+    obj.insert("request".into(), json!(facts.requests.first()));
+    obj.insert("available_tools".into(), json!(facts.tools));
     row
 }
 
@@ -105,6 +110,14 @@ pub fn write_inspect_tree(
         write!(out, "; session {k}={v}")?;
     }
     writeln!(out, ")")?;
+    let facts = TraceFacts::of(trace);
+    if let Some(r) = facts.requests.first() {
+        writeln!(out, "  request: {}", first_line(r))?;
+    }
+    if !facts.tools.is_empty() {
+        let names: Vec<&str> = facts.tools.iter().map(|t| t.name.as_str()).collect();
+        writeln!(out, "  tools available: {}", names.join(", "))?;
+    }
     let mut nodes: Vec<Node> = a
         .runs
         .iter()

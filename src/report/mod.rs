@@ -121,6 +121,8 @@ pub struct Report {
     pub has_cases: bool,
     /// Ends the summary line (e.g. why no tool call was found at all).
     pub hint: Option<String>,
+    /// What the LLM judge cost, when a metric asked one.
+    pub judge: Option<crate::judge::JudgeUsage>,
 }
 
 /// Exit codes shared by every command.
@@ -192,18 +194,29 @@ impl Report {
         if let Some(hint) = &self.hint {
             out.push_str(&format!("; {hint}"));
         }
+        if let Some(j) = &self.judge {
+            out.push_str(&format!(
+                "; judge: {} request(s), {} retried, {} cached, {} failed, {} prompt + {} completion tokens",
+                j.requests, j.retries, j.cache_hits, j.errors, j.prompt_tokens, j.completion_tokens
+            ));
+        }
         out
     }
 }
 
 fn outcome_json(r: &MetricResult) -> Value {
-    json!({
+    let mut v = json!({
         "score": r.outcome.score,
         "pass": r.passed(),
         "threshold": r.threshold,
         "reason": r.outcome.reason,
         "error": r.outcome.error,
-    })
+    });
+    // A judged metric's tokens and cache use.
+    if let Some(j) = r.outcome.details.as_ref().and_then(|d| d.get("judge")) {
+        v["judge"] = j.clone();
+    }
+    v
 }
 
 /// The JSONL row of one evaluation (`"type": "evaluation"`), without its
@@ -348,6 +361,10 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "rejected": report.rejected.len(),
         "exit_code": report.exit_code(),
     });
+    let mut row = row;
+    if let Some(j) = &report.judge {
+        row["judge"] = json!(j);
+    }
     writeln!(out, "{row}")
 }
 

@@ -5,6 +5,7 @@
 //! up by name through `registry`.
 
 pub mod cases;
+pub mod judged;
 pub mod native;
 pub mod presets;
 pub mod registry;
@@ -124,6 +125,10 @@ pub struct Needs {
     pub ordered_args: bool,
     /// [`Input::facts`]: what the trace says beyond its calls.
     pub trace_facts: bool,
+    /// An LLM judge: the metric blocks on HTTP, so drivers run it off their
+    /// hot paths (replay in parallel, serve on the judge queue), and calls
+    /// carry their results.
+    pub judge: bool,
 }
 
 impl std::ops::BitOr for Needs {
@@ -132,6 +137,7 @@ impl std::ops::BitOr for Needs {
         Needs {
             ordered_args: self.ordered_args || o.ordered_args,
             trace_facts: self.trace_facts || o.trace_facts,
+            judge: self.judge || o.judge,
         }
     }
 }
@@ -188,4 +194,6 @@ pub enum ScoreError {
         #[source]
         source: Box<ScoreError>,
     },
+    #[error("metric `{0}` asks an LLM judge: set --judge-url and --judge-model (or [judge] in the config)")]
+    NeedsJudge(String),
 }

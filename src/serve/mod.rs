@@ -28,6 +28,7 @@ mod grpc;
 mod http;
 mod intake;
 mod listen;
+mod judging;
 mod scoring;
 mod sessions;
 pub mod sinks;

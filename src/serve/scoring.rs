@@ -13,6 +13,7 @@ use tracing::{debug, error, info, warn};
 
 use super::buffer::{Completed, TraceBuffer};
 use super::intake::Shared;
+use super::judging::JudgeQueue;
 use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
@@ -92,6 +93,13 @@ impl BatchScorer {
         session_wait: Duration,
         stats: Arc<ServeStats>,
     ) -> Self {
+        // A judge reads each call's result.
+        let judged = evaluator.needs().judge;
+        let extractor = if judged && !extractor.results {
+            extractor.with_results(true)
+        } else {
+            extractor
+        };
         BatchScorer {
             evaluator,
             extractor,
@@ -187,12 +195,20 @@ impl BatchScorer {
     /// Scores the sessions idle for the session wait (every waiting one
     /// when `all`, at shutdown).
     pub fn score_due_sessions(&self, now: Instant, all: bool) -> Batch {
-        let due: Vec<DueSession> = {
-            let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let due = tracker.take_due(now, all);
-            ServeStats::set(&self.stats.sessions_waiting, tracker.waiting() as u64);
-            due
-        };
+        self.evaluate_sessions(self.take_due_sessions(now, all))
+    }
+
+    /// Takes the sessions idle for the session wait (every waiting one when
+    /// `all`) out of the tracker, unscored.
+    fn take_due_sessions(&self, now: Instant, all: bool) -> Vec<DueSession> {
+        let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let due = tracker.take_due(now, all);
+        ServeStats::set(&self.stats.sessions_waiting, tracker.waiting() as u64);
+        due
+    }
+
+    /// Scores sessions taken with [`BatchScorer::take_due_sessions`].
+    fn evaluate_sessions(&self, due: Vec<DueSession>) -> Batch {
         let mut out = Batch {
             sessions: due.len() as u64,
             ..Batch::default()
@@ -230,21 +246,35 @@ pub(crate) fn completion_loop(
     status_every: Duration,
 ) -> Result<ServeSummary, ServeError> {
     let scorer = Arc::new(scorer);
+    // Judged metrics wait on HTTP: their scoring runs on the judge queue's
+    // threads, never on the scoring threads or this one.
+    let judging = match scorer.evaluator.judge() {
+        Some(judge) => Some(Arc::new(
+            JudgeQueue::start(
+                judge.concurrency(),
+                judge.concurrency() * 2,
+                Arc::clone(&outputs),
+            )
+            .map_err(ServeError::Runtime)?,
+        )),
+        None => None,
+    };
     // Bounded: when scoring lags, batches wait in the buffer (where they count
     // against its caps), not in a queue.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Completed>>(threads);
     let rx = Arc::new(Mutex::new(rx));
     let mut workers = Vec::with_capacity(threads);
     for n in 0..threads.max(1) {
-        let (scorer, outputs, rx, shared) = (
+        let (scorer, outputs, rx, shared, judging) = (
             Arc::clone(&scorer),
             Arc::clone(&outputs),
             Arc::clone(&rx),
             Arc::clone(&shared),
+            judging.clone(),
         );
         let spawned = std::thread::Builder::new()
             .name(format!("traceval-score-{n}"))
-            .spawn(move || score_batches(&scorer, &outputs, &rx, &shared));
+            .spawn(move || score_batches(&scorer, &outputs, &rx, &shared, judging.as_deref()));
         match spawned {
             Ok(h) => workers.push(h),
             Err(e) if workers.is_empty() => return Err(ServeError::Runtime(e)),
@@ -270,7 +300,7 @@ pub(crate) fn completion_loop(
                 // Sessions hold extracted calls only: scoring them is cheap,
                 // so this thread does it, without the buffer's lock.
                 drop(buf);
-                outputs.record(&scorer.score_due_sessions(now, false));
+                score_sessions(&scorer, &outputs, judging.as_deref(), now, false);
                 buf = shared.lock();
                 continue;
             }
@@ -325,7 +355,25 @@ pub(crate) fn completion_loop(
         }
     }
     // Every trace is scored: sessions still waiting are scored now.
-    outputs.record(&scorer.score_due_sessions(Instant::now(), true));
+    score_sessions(&scorer, &outputs, judging.as_deref(), Instant::now(), true);
+    if let Some(q) = judging {
+        match Arc::try_unwrap(q) {
+            Ok(q) => q.finish(),
+            Err(_) => error!("The judge queue is still shared; its last jobs may be lost."),
+        }
+        if let Some(j) = scorer.evaluator.judge() {
+            let u = j.usage();
+            info!(
+                requests = u.requests,
+                retries = u.retries,
+                cache_hits = u.cache_hits,
+                errors = u.errors,
+                prompt_tokens = u.prompt_tokens,
+                completion_tokens = u.completion_tokens,
+                "Judge usage."
+            );
+        }
+    }
     drop(scorer);
     match Arc::try_unwrap(outputs) {
         Ok(outputs) => Ok(outputs.finish()),
@@ -336,10 +384,11 @@ pub(crate) fn completion_loop(
 /// A scoring thread: scores batches until the channel closes, writes each
 /// through the sink, then releases the batch's spans from the buffer's count.
 fn score_batches(
-    scorer: &BatchScorer,
+    scorer: &Arc<BatchScorer>,
     outputs: &Outputs,
     rx: &Mutex<std::sync::mpsc::Receiver<Vec<Completed>>>,
     shared: &Shared,
+    judging: Option<&JudgeQueue>,
 ) {
     loop {
         let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
@@ -348,14 +397,43 @@ fn score_batches(
         };
         let spans: usize = batch.iter().map(|c| c.trace.spans.len()).sum();
         let traces = batch.len();
-        let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
-        match scored {
-            Ok(result) => outputs.record(&result),
-            Err(_) => error!(traces, "Scoring panicked; this batch is lost."),
+        if let Some(q) = judging {
+            // The batch leaves the buffer's count here: the judge queue is
+            // bounded on its own.
+            let scorer = Arc::clone(scorer);
+            q.submit(Box::new(move || scorer.score(batch)));
+        } else {
+            let scored =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
+            match scored {
+                Ok(result) => outputs.record(&result),
+                Err(_) => error!(traces, "Scoring panicked; this batch is lost."),
+            }
         }
         let mut buf = shared.lock();
         buf.scored(spans);
         shared.stats.set_buffered(&buf.usage());
+    }
+}
+
+/// Scores due sessions: here, or on the judge queue when metrics ask a
+/// judge.
+fn score_sessions(
+    scorer: &Arc<BatchScorer>,
+    outputs: &Outputs,
+    judging: Option<&JudgeQueue>,
+    now: Instant,
+    all: bool,
+) {
+    match judging {
+        None => outputs.record(&scorer.score_due_sessions(now, all)),
+        Some(q) => {
+            let due = scorer.take_due_sessions(now, all);
+            if !due.is_empty() {
+                let scorer = Arc::clone(scorer);
+                q.submit(Box::new(move || scorer.evaluate_sessions(due)));
+            }
+        }
     }
 }
 

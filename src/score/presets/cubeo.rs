@@ -8,12 +8,20 @@
 //! rounds the score to 1.0 or 0.0 at the threshold (unlike deepeval's, which
 //! only zeroes low scores).
 //!
-//! Our deterministic score, which penalizes both missing and unexpected tools:
-//! the F1 of the name multisets, `2 * matched / (expected + called)`, where
-//! `matched` pairs equal names one to one; 1.0 when both lists are empty.
+//! With a judge configured (`crate::judge`), an LLM compares the calls made
+//! with the expected tools and gives a score in 0..=1, as Cubeo's platform
+//! does. Without one, our deterministic score, which penalizes both missing
+//! and unexpected tools: the F1 of the name multisets,
+//! `2 * matched / (expected + called)`, where `matched` pairs equal names one
+//! to one; 1.0 when both lists are empty. Its reason says it is the
+//! approximation.
+
+use std::sync::Arc;
 
 use super::common::{names_list, threshold};
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::judge::{AnswerKind, Judge, Prompt};
+use crate::score::judged::{self, signature};
+use crate::score::{Call, Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "cubeo";
 pub const VERSION: &str = "docs (approx.)";
@@ -21,8 +29,8 @@ pub const VERSION: &str = "docs (approx.)";
 /// The one mode: (name, summary for `traceval metrics`).
 const MODES: &[(&str, &str)] = &[(
     "cubeo",
-    "approximation of an LLM judge: F1 of name multisets; threshold 0.8; strict rounds to \
-         1/0 at the threshold",
+    "with --judge-url: an LLM scores the calls against expected_tools (0..1); without: \
+         approximation, F1 of name multisets; threshold 0.8; strict rounds to 1/0 at the threshold",
 )];
 
 /// (name, summary) of every mode.
@@ -73,19 +81,105 @@ impl Metric for Cubeo {
         } else {
             2.0 * matched as f64 / total as f64
         };
-        let score = match (self.strict, raw >= self.threshold) {
-            (false, _) => raw,
-            (true, true) => 1.0,
-            (true, false) => 0.0,
-        };
+        let score = self.rounded(raw);
         let reason = format!(
-            "{matched} of {} expected tools called, {} unexpected call(s) (F1 {raw}); expected {}, called {}",
+            "approximation (no judge configured): {matched} of {} expected tools called, {} unexpected call(s) (F1 {raw}); expected {}, called {}",
             expected.len(),
             called.len() - matched,
             names_list(expected),
             names_list(called)
         );
         Outcome::scored(score, Some(score >= self.threshold), reason)
+    }
+}
+
+impl Cubeo {
+    /// `strict_mode`: 1 or 0 at the threshold.
+    fn rounded(&self, raw: f64) -> f64 {
+        match (self.strict, raw >= self.threshold) {
+            (false, _) => raw,
+            (true, true) => 1.0,
+            (true, false) => 0.0,
+        }
+    }
+}
+
+const JUDGE_TASK: &str = "Compare the tools the agent called with the list of expected tools \
+     and score how well they agree, from 0 (none of the expected tools called, or only wrong \
+     ones) to 1 (exactly the expected tools, none missing and none unneeded). Lower the score \
+     for each expected tool that was not called and for each call of a tool that was not \
+     expected. A tool with a different name that clearly does the same job counts as called.";
+
+/// Builds `cubeo` scored by `judge`: threshold 0.8 unless overridden,
+/// `strict` rounding to 1/0 at the threshold.
+pub(super) fn build_judged(
+    opts: &MetricOptions,
+    judge: Arc<Judge>,
+) -> Result<Box<dyn Metric>, ScoreError> {
+    let threshold = threshold("cubeo", opts, 0.8)?;
+    Ok(Box::new(CubeoJudged {
+        approx: Cubeo {
+            threshold,
+            strict: opts.strict.unwrap_or(false),
+        },
+        judge,
+    }))
+}
+
+struct CubeoJudged {
+    approx: Cubeo,
+    judge: Arc<Judge>,
+}
+
+impl Metric for CubeoJudged {
+    fn name(&self) -> &str {
+        "cubeo"
+    }
+
+    fn threshold(&self) -> Option<f64> {
+        Some(self.approx.threshold)
+    }
+
+    fn needs(&self) -> Needs {
+        judged::NEEDS
+    }
+
+    /// Call lists alone (`traceval score`): the approximation.
+    fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
+        self.approx.score(called, expected)
+    }
+
+    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+        let mut user = judged::context(input);
+        user.push_str("\n## Expected tools\n");
+        if input.expected.is_empty() {
+            user.push_str("(none: the agent was expected to call no tool)\n");
+        }
+        for e in input.expected {
+            user.push_str("- ");
+            user.push_str(&signature(e));
+            user.push('\n');
+        }
+        let prompt = Prompt {
+            metric: "cubeo".into(),
+            system: judged::system(JUDGE_TASK, AnswerKind::Score),
+            user,
+            kind: AnswerKind::Score,
+        };
+        match self.judge.ask(&prompt) {
+            Ok(a) => {
+                let raw = a.score.unwrap_or(0.0);
+                let score = self.approx.rounded(raw);
+                let mut o = Outcome::scored(
+                    score,
+                    Some(score >= self.approx.threshold),
+                    format!("judge score {raw}: {}", a.rationale),
+                );
+                o.details = Some(a.details(self.judge.model()));
+                o
+            }
+            Err(e) => Outcome::error(e.to_string()),
+        }
     }
 }
 

@@ -76,6 +76,14 @@ pub fn catalog() -> Vec<PresetInfo> {
         .collect()
 }
 
+/// `cubeo` with an LLM judge (the preset without one is the approximation).
+pub fn cubeo_judged(
+    opts: &MetricOptions,
+    judge: std::sync::Arc<crate::judge::Judge>,
+) -> Result<Box<dyn Metric>, ScoreError> {
+    cubeo::build_judged(opts, judge)
+}
+
 /// Builds the preset called `name`, or `None` if no preset has that name.
 pub fn build(name: &str, opts: &MetricOptions) -> Option<Result<Box<dyn Metric>, ScoreError>> {
     LIBRARIES.iter().find_map(|lib| (lib.build)(name, opts))

@@ -123,6 +123,9 @@ pub struct ServeSummary {
     pub write_errors: u64,
     /// Whether a fixture was given.
     pub has_cases: bool,
+    /// What the LLM judge cost, when a metric asked one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<crate::judge::JudgeUsage>,
 }
 
 /// The run's totals, as batches come in.
@@ -292,6 +295,7 @@ impl Outputs {
             metrics,
             write_errors: t.write_errors,
             has_cases: evaluator.has_cases(),
+            judge: evaluator.judge().map(|j| j.usage()),
         };
         for sink in &self.sinks {
             if let Err(e) = sink.finish(&summary) {
