@@ -325,7 +325,12 @@ pub fn read_traces(
             spans: stats.spans,
         });
     }
-    (assembler.finish(), rejected, stats)
+    let traces = assembler.finish();
+    // The calls of a parent cycle are kept; say which links were dropped.
+    for warning in traces.iter().filter_map(Trace::cycle_warning) {
+        eprintln!("traceval: warning: {warning}");
+    }
+    (traces, rejected, stats)
 }
 
 /// The whole replay: files and fixtures in, report out.
