@@ -7,3 +7,4 @@ mod corpus;
 mod extraction;
 mod presets;
 mod serve;
+mod treewalks;
