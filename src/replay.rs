@@ -103,7 +103,12 @@ pub fn read_traces(
             total_bytes,
         });
     }
-    (assembler.finish(), rejected, stats)
+    let traces = assembler.finish();
+    // The calls of a parent cycle are kept; say which links were dropped.
+    for warning in traces.iter().filter_map(Trace::cycle_warning) {
+        eprintln!("traceval: warning: {warning}");
+    }
+    (traces, rejected, stats)
 }
 
 /// The whole replay: files in, report out. Fixture problems found while

@@ -12,3 +12,4 @@ mod junit;
 mod presets;
 mod progress;
 mod serve;
+mod treewalks;

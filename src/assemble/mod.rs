@@ -128,6 +128,39 @@ pub struct Trace {
     pub orphans: Vec<usize>,
     /// Exact duplicates dropped while assembling.
     pub duplicates: usize,
+    /// Parent links dropped to break parent cycles (malformed input).
+    pub broken_links: Vec<BrokenLink>,
+}
+
+/// A parent link dropped because it closed a parent cycle (A's parent B,
+/// B's parent A, or longer). The span that starts first in the cycle
+/// (lowest span id on ties) becomes a root, so the choice does not depend
+/// on input order and every span of the cycle is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenLink {
+    /// The span made a root.
+    pub span: SpanId,
+    /// The parent it named.
+    pub parent: SpanId,
+    /// Number of spans in the cycle.
+    pub cycle_len: usize,
+}
+
+/// The children of every span of a trace, in index (start) order.
+#[derive(Debug, Clone, Default)]
+pub struct Children {
+    /// `list[first[i]..first[i + 1]]` are the children of span `i`.
+    first: Vec<usize>,
+    list: Vec<usize>,
+}
+
+impl Children {
+    pub fn of(&self, i: usize) -> &[usize] {
+        match (self.first.get(i), self.first.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.list[a..b],
+            _ => &[],
+        }
+    }
 }
 
 impl Trace {
@@ -145,7 +178,7 @@ impl Trace {
             .map(|(i, s)| (s.span_id, i))
             .collect();
         let mut orphans = Vec::new();
-        let parent = spans
+        let mut parent: Vec<Option<usize>> = spans
             .iter()
             .enumerate()
             .map(|(i, s)| {
@@ -157,13 +190,92 @@ impl Trace {
                 found
             })
             .collect();
+        let broken_links = break_cycles(&mut parent)
+            .into_iter()
+            .map(|(i, p, cycle_len)| BrokenLink {
+                span: spans[i].span_id,
+                parent: spans[p].span_id,
+                cycle_len,
+            })
+            .collect();
         Trace {
             id,
             spans,
             parent,
             orphans,
             duplicates,
+            broken_links,
         }
+    }
+
+    /// The children of every span.
+    pub fn children(&self) -> Children {
+        let n = self.parent.len();
+        let mut first = vec![0usize; n + 1];
+        for p in self.parent.iter().flatten() {
+            first[p + 1] += 1;
+        }
+        for i in 0..n {
+            first[i + 1] += first[i];
+        }
+        let mut next = first.clone();
+        let mut list = vec![0usize; first[n]];
+        for (i, p) in self.parent.iter().enumerate() {
+            if let Some(p) = *p {
+                list[next[p]] = i;
+                next[p] += 1;
+            }
+        }
+        Children { first, list }
+    }
+
+    /// Every span once, parents before their children (roots first, then
+    /// level by level). Index order is not enough: in malformed data a child
+    /// may start before its parent.
+    pub fn top_down(&self, children: &Children) -> Vec<usize> {
+        let mut order: Vec<usize> = self.roots().collect();
+        let mut next = 0;
+        while next < order.len() {
+            let i = order[next];
+            next += 1;
+            order.extend_from_slice(children.of(i));
+        }
+        if order.len() < self.spans.len() {
+            // Only a trace built by hand can still hold a cycle: its spans
+            // come last, as if they had no parent.
+            let mut seen = vec![false; self.spans.len()];
+            order.iter().for_each(|&i| seen[i] = true);
+            order.extend((0..self.spans.len()).filter(|&i| !seen[i]));
+        }
+        order
+    }
+
+    /// A one-line warning naming the parent links dropped to break cycles.
+    pub fn cycle_warning(&self) -> Option<String> {
+        if self.broken_links.is_empty() {
+            return None;
+        }
+        // Hostile input can hold a cycle per pair of spans: name a few.
+        const SHOWN: usize = 10;
+        let mut links: Vec<String> = self
+            .broken_links
+            .iter()
+            .take(SHOWN)
+            .map(|b| {
+                format!(
+                    "span {} named parent {} in a cycle of {} span(s), so it is read as a root",
+                    b.span, b.parent, b.cycle_len
+                )
+            })
+            .collect();
+        if self.broken_links.len() > SHOWN {
+            links.push(format!("and {} more", self.broken_links.len() - SHOWN));
+        }
+        Some(format!(
+            "trace {}: parent cycle(s) broken: {}",
+            self.id,
+            links.join("; ")
+        ))
     }
 
     /// Indexes of spans with no parent in this trace (true roots and orphans).
@@ -214,6 +326,49 @@ impl Trace {
             .first()
             .map_or(0, |s| s.span.start_time_unix_nano)
     }
+}
+
+/// Makes `parent` acyclic: in each cycle, the member with the lowest index
+/// (earliest start, then lowest span id) loses its parent link. Returns
+/// `(span, former parent, cycle length)` per broken link. Linear: every span
+/// is walked once.
+fn break_cycles(parent: &mut [Option<usize>]) -> Vec<(usize, usize, usize)> {
+    const NEW: u8 = 0;
+    const ON_PATH: u8 = 1;
+    const DONE: u8 = 2;
+    let mut state = vec![NEW; parent.len()];
+    let mut path = Vec::new();
+    let mut broken = Vec::new();
+    for start in 0..parent.len() {
+        let mut cur = Some(start);
+        while let Some(c) = cur {
+            match state[c] {
+                NEW => {
+                    state[c] = ON_PATH;
+                    path.push(c);
+                    cur = parent[c];
+                }
+                ON_PATH => {
+                    // The path closed on itself: `c` and what follows it.
+                    let at = path.iter().rposition(|&x| x == c).unwrap_or(0);
+                    let cycle = &path[at..];
+                    if let Some(&root) = cycle.iter().min() {
+                        if let Some(p) = parent[root].take() {
+                            broken.push((root, p, cycle.len()));
+                        }
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+        for &p in &path {
+            state[p] = DONE;
+        }
+        path.clear();
+    }
+    broken.sort_unstable();
+    broken
 }
 
 /// Compares an attribute with a fixture's string form. JSON-encoded strings
@@ -412,6 +567,88 @@ mod tests {
         assert!(t.orphans.is_empty());
         assert_eq!(traces[1].orphans, vec![0]);
         assert_eq!(t.ancestors(2).collect::<Vec<_>>(), vec![1, 0]);
+    }
+
+    #[test]
+    fn parent_cycles_are_broken_at_the_earliest_span() {
+        // 2 <-> 3 (a 2-cycle), 5 -> 6 -> 7 -> 5 with 8 hanging below 7,
+        // and 4 under 2. Given in two orders: the result must not change.
+        let spans = vec![
+            span(1, 1, None, 10),
+            span(1, 2, Some(3), 30),
+            span(1, 3, Some(2), 20),
+            span(1, 4, Some(2), 40),
+            span(1, 5, Some(7), 50),
+            span(1, 6, Some(5), 60),
+            span(1, 7, Some(6), 45),
+            span(1, 8, Some(7), 80),
+        ];
+        let mut reversed = spans.clone();
+        reversed.reverse();
+        for order in [spans, reversed] {
+            let mut a = Assembler::new();
+            a.add(req(order));
+            let t = a.finish().remove(0);
+            let ids = |i: usize| t.spans[i].span_id;
+            // By start: 1, 3, 2, 4, 7, 5, 6, 8.
+            assert_eq!(
+                t.parent,
+                vec![
+                    None,
+                    None,
+                    Some(1),
+                    Some(2),
+                    None,
+                    Some(4),
+                    Some(5),
+                    Some(4)
+                ]
+            );
+            assert_eq!(
+                t.broken_links,
+                vec![
+                    BrokenLink {
+                        span: ids(1),
+                        parent: SpanId([2; 8]),
+                        cycle_len: 2
+                    },
+                    BrokenLink {
+                        span: ids(4),
+                        parent: SpanId([6; 8]),
+                        cycle_len: 3
+                    },
+                ]
+            );
+            assert!(t.orphans.is_empty());
+            let warning = t.cycle_warning().unwrap();
+            assert!(warning.contains(&SpanId([3; 8]).to_string()), "{warning}");
+            assert!(warning.contains(&SpanId([6; 8]).to_string()), "{warning}");
+            let order = t.top_down(&t.children());
+            assert_eq!(order.len(), t.spans.len());
+            let pos = |i: usize| order.iter().position(|&x| x == i).unwrap();
+            for (i, p) in t.parent.iter().enumerate() {
+                if let Some(p) = p {
+                    assert!(pos(*p) < pos(i), "parent {p} after child {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn top_down_puts_parents_first_even_when_children_start_earlier() {
+        let mut a = Assembler::new();
+        // 3 starts before its parent 2, which starts before its parent 1.
+        a.add(req(vec![
+            span(1, 1, None, 30),
+            span(1, 2, Some(1), 20),
+            span(1, 3, Some(2), 10),
+        ]));
+        let t = a.finish().remove(0);
+        assert!(t.broken_links.is_empty());
+        assert!(t.cycle_warning().is_none());
+        assert_eq!(t.top_down(&t.children()), vec![2, 1, 0]);
+        assert_eq!(t.children().of(2), &[1]);
+        assert_eq!(t.children().of(0), &[] as &[usize]);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use serde_json::{Map, Number, Value};
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 
-use crate::assemble::{find_attr, SpanId, SpanRecord, Trace};
+use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace};
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
 
 /// Success or failure of one call.
@@ -362,6 +362,41 @@ impl Extractor {
                     .map(Cow::into_owned)
             })
             .collect();
+        // What each span sees above it, computed once per span, parents
+        // first: a walk up the ancestors of every call is quadratic in the
+        // depth of the tree. Nesting is by parent links, never by time
+        // (children may end after their parents), except for a call that is
+        // a sibling of the agent run enclosing it in time (docs/conventions.md).
+        let named_call = |a: usize| role[a] == Role::Call && names[a].is_some();
+        let named_run = |a: usize| role[a] == Role::Agent && names[a].is_some();
+        let below = |mut c: Ctx, a: usize| {
+            if named_call(a) {
+                c.depth += 1;
+                c.within = Some(a);
+            } else if named_run(a) {
+                c.within = Some(a);
+                c.agent = Some(a);
+            }
+            c
+        };
+        let children = trace.children();
+        let sibling_run = enclosing_sibling_runs(trace, &children, named_run, |i| {
+            matches!(role[i], Role::Call | Role::Retriever) && names[i].is_some()
+        });
+        let mut seen = vec![Ctx::default(); n];
+        for i in trace.top_down(&children) {
+            let inherited = seen[i];
+            let mine = match sibling_run[i] {
+                // The run sits between the call and their common parent.
+                Some(run) => below(inherited, run),
+                None => inherited,
+            };
+            seen[i] = mine;
+            let passed = below(mine, i);
+            for &c in children.of(i) {
+                seen[c] = passed;
+            }
+        }
         let mut out = Analysis::default();
         // Built on first need: only calls with unnamed arguments read it.
         let mut requests: Option<requested::Requests> = None;
@@ -373,30 +408,16 @@ impl Extractor {
                 continue;
             }
             let rule = &self.rules[r];
-            // Ancestors by parent links, never by time (children may end
-            // after their parents).
-            let mut depth = 0;
-            let mut within = None;
-            let mut agent = None;
-            for a in trace.ancestors(i) {
-                let named = names[a].is_some();
-                match role[a] {
-                    Role::Call if named => {
-                        depth += 1;
-                        within.get_or_insert(trace.spans[a].span_id);
-                    }
-                    Role::Agent if named => {
-                        within.get_or_insert(trace.spans[a].span_id);
-                        if agent.is_none() {
-                            agent = Some(AgentRef {
-                                span_id: trace.spans[a].span_id,
-                                name: names[a].clone().unwrap_or_default(),
-                            });
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            let Ctx {
+                depth,
+                within,
+                agent,
+            } = seen[i];
+            let within = within.map(|a| trace.spans[a].span_id);
+            let agent = agent.map(|a| AgentRef {
+                span_id: trace.spans[a].span_id,
+                name: names[a].clone().unwrap_or_default(),
+            });
             if role[i] == Role::Agent {
                 out.runs.push(AgentRun {
                     name: name.clone(),
@@ -466,6 +487,64 @@ impl Extractor {
         out.runs.sort_by_key(|r| r.start_time_unix_nano);
         out
     }
+}
+
+/// What a span sees above it: the number of enclosing tool calls, the
+/// nearest enclosing agent run or call, the nearest enclosing agent run.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ctx {
+    depth: usize,
+    within: Option<usize>,
+    agent: Option<usize>,
+}
+
+/// For each call span (`is_call`), the agent run (`is_run`) that is its
+/// sibling (same parent span) and encloses it in time, if any; of several,
+/// the latest-starting. Microsoft Agent Framework's streaming runs (used by
+/// its workflows) open `invoke_agent` without making it the current span,
+/// so `execute_tool` spans become its siblings (docs/conventions.md).
+///
+/// Per parent, one sweep in start order keeps the runs that can still
+/// enclose a later call: a run that ends no later than a later-starting run
+/// never wins again. Their ends then decrease from bottom to top, so each
+/// call is a binary search: `O(n log n)` for the whole trace.
+fn enclosing_sibling_runs(
+    trace: &Trace,
+    children: &assemble::Children,
+    is_run: impl Fn(usize) -> bool,
+    is_call: impl Fn(usize) -> bool,
+) -> Vec<Option<usize>> {
+    let n = trace.spans.len();
+    let mut out = vec![None; n];
+    // A span without an end time is taken to end where it starts.
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let end = |i: usize| trace.spans[i].span.end_time_unix_nano.max(start(i));
+    let mut kids: Vec<usize> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    for p in 0..n {
+        let all = children.of(p);
+        if !all.iter().any(|&k| is_run(k)) {
+            continue;
+        }
+        kids.clear();
+        kids.extend(all.iter().copied().filter(|&k| is_run(k) || is_call(k)));
+        // Runs first among spans that start together (else index order).
+        kids.sort_by_key(|&k| (start(k), !is_run(k)));
+        open.clear();
+        for &k in &kids {
+            if is_run(k) {
+                while open.last().is_some_and(|&top| end(top) <= end(k)) {
+                    open.pop();
+                }
+                open.push(k);
+            } else {
+                let e = end(k);
+                let enclosing = open.partition_point(|&r| end(r) >= e);
+                out[k] = enclosing.checked_sub(1).map(|at| open[at]);
+            }
+        }
+    }
+    out
 }
 
 /// Arguments without parameter names: a bare value, or positional `"args"`.
@@ -877,6 +956,216 @@ pub fn any_to_json(v: &AnyValue) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
+
+    use opentelemetry_proto::tonic::trace::v1::Span;
+
+    use crate::assemble::TraceId;
+
+    fn sp(
+        id: u8,
+        parent: Option<u8>,
+        when: (u64, u64),
+        name: &str,
+        attrs: &[(&str, &str)],
+    ) -> SpanRecord {
+        SpanRecord {
+            span_id: SpanId([id; 8]),
+            parent: parent.map(|p| SpanId([p; 8])),
+            span: Span {
+                name: name.to_string(),
+                start_time_unix_nano: when.0,
+                end_time_unix_nano: when.1,
+                attributes: attrs
+                    .iter()
+                    .map(|(k, v)| KeyValue {
+                        key: k.to_string(),
+                        value: Some(AnyValue {
+                            value: Some(any_value::Value::StringValue(v.to_string())),
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            },
+            resource: Arc::default(),
+            scope: Arc::default(),
+        }
+    }
+
+    /// Microsoft Agent Framework's `invoke_agent <name>` span.
+    fn run(id: u8, parent: Option<u8>, when: (u64, u64), name: &str) -> SpanRecord {
+        sp(
+            id,
+            parent,
+            when,
+            &format!("invoke_agent {name}"),
+            &[
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.agent.name", name),
+                ("gen_ai.provider.name", "microsoft.agent_framework"),
+            ],
+        )
+    }
+
+    /// Microsoft Agent Framework's `execute_tool <name>` span.
+    fn tool(id: u8, parent: Option<u8>, when: (u64, u64), name: &str) -> SpanRecord {
+        sp(
+            id,
+            parent,
+            when,
+            &format!("execute_tool {name}"),
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", name),
+                ("gen_ai.tool.type", "function"),
+            ],
+        )
+    }
+
+    /// `name -> (agent name, depth, within)` of every call.
+    fn owners(spans: Vec<SpanRecord>) -> Vec<(String, Option<String>, usize, Option<SpanId>)> {
+        let t = Trace::new(TraceId([7; 16]), spans, 0);
+        let mut out: Vec<_> = Extractor::default()
+            .analyze(&t)
+            .calls
+            .into_iter()
+            .map(|c| (c.name, c.agent.map(|a| a.name), c.depth, c.within))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn own(
+        name: &str,
+        agent: Option<&str>,
+        depth: usize,
+        within: Option<u8>,
+    ) -> (String, Option<String>, usize, Option<SpanId>) {
+        (
+            name.into(),
+            agent.map(Into::into),
+            depth,
+            within.map(|w| SpanId([w; 8])),
+        )
+    }
+
+    #[test]
+    fn a_call_belongs_to_the_sibling_run_that_encloses_it() {
+        // A workflow executor whose streaming agent runs do not parent their
+        // tool spans: runs, chats and tools are siblings.
+        let workflow = sp(1, None, (0, 1000), "workflow.run", &[]);
+        let executor = sp(2, Some(1), (10, 500), "executor.process writer", &[]);
+        let chat = sp(
+            4,
+            Some(2),
+            (25, 60),
+            "chat gpt-4o",
+            &[("gen_ai.operation.name", "chat")],
+        );
+        let got = owners(vec![
+            workflow,
+            executor,
+            run(3, Some(2), (20, 400), "writer"),
+            chat,
+            tool(5, Some(2), (70, 90), "get_weather"),
+            // A later run inside the first one's time: the innermost wins.
+            run(6, Some(2), (100, 200), "helper"),
+            tool(7, Some(2), (120, 150), "lookup"),
+            // Ends after every run: no run encloses it.
+            tool(8, Some(2), (390, 450), "late"),
+            // Another parent: the runs under the executor are not its siblings.
+            tool(9, Some(1), (30, 40), "elsewhere"),
+            // Under get_weather: a sub-agent run with its own call, and a
+            // plain call that inherits get_weather's run.
+            run(10, Some(5), (75, 85), "sub"),
+            tool(11, Some(10), (76, 80), "deep"),
+            tool(12, Some(5), (86, 88), "nested"),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                own("deep", Some("sub"), 1, Some(10)),
+                own("elsewhere", None, 0, None),
+                own("get_weather", Some("writer"), 0, Some(3)),
+                own("late", None, 0, None),
+                own("lookup", Some("helper"), 0, Some(6)),
+                own("nested", Some("writer"), 1, Some(5)),
+            ]
+        );
+    }
+
+    #[test]
+    fn overlapping_sibling_runs_latest_enclosing_start_wins() {
+        let p = sp(1, None, (0, 1000), "root", &[]);
+        let got = owners(vec![
+            p,
+            run(2, Some(1), (0, 100), "r1"),
+            run(3, Some(1), (50, 150), "r2"),
+            tool(4, Some(1), (60, 90), "both"),
+            tool(5, Some(1), (10, 40), "first"),
+            tool(6, Some(1), (110, 140), "second"),
+            tool(7, Some(1), (60, 120), "past_r1"),
+            tool(8, Some(1), (40, 120), "neither"),
+            // Starts with r2: a run starting at the same time encloses it.
+            tool(9, Some(1), (50, 60), "same_start"),
+            // A sibling run does not override the parent run of a call.
+            run(10, Some(1), (200, 300), "outer"),
+            tool(11, Some(10), (210, 220), "child"),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                own("both", Some("r2"), 0, Some(3)),
+                own("child", Some("outer"), 0, Some(10)),
+                own("first", Some("r1"), 0, Some(2)),
+                own("neither", None, 0, None),
+                own("past_r1", Some("r2"), 0, Some(3)),
+                own("same_start", Some("r2"), 0, Some(3)),
+                own("second", Some("r2"), 0, Some(3)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sibling_run_wins_over_an_enclosing_parent_run() {
+        // A workflow run as an agent: the outer run encloses the executor,
+        // whose streaming inner run is a sibling of its tool span.
+        let got = owners(vec![
+            run(1, None, (0, 1000), "outer"),
+            sp(2, Some(1), (10, 500), "executor.process inner", &[]),
+            run(3, Some(2), (20, 400), "inner"),
+            tool(4, Some(2), (30, 40), "t"),
+            tool(5, Some(2), (450, 460), "after_inner"),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                own("after_inner", Some("outer"), 0, Some(1)),
+                own("t", Some("inner"), 0, Some(3)),
+            ]
+        );
+    }
+
+    #[test]
+    fn depth_and_agent_come_from_parents_even_when_children_start_first() {
+        // Malformed timing: each child starts before its parent, so index
+        // (start) order is the reverse of the tree order.
+        let got = owners(vec![
+            run(9, None, (300, 400), "a"),
+            tool(1, Some(9), (100, 500), "outer"),
+            tool(2, Some(1), (50, 500), "inner"),
+            tool(3, Some(2), (10, 500), "innermost"),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                own("inner", Some("a"), 1, Some(1)),
+                own("innermost", Some("a"), 2, Some(2)),
+                own("outer", Some("a"), 0, Some(9)),
+            ]
+        );
+    }
 
     #[test]
     fn args_kwargs_keeps_positional() {

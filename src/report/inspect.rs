@@ -1,7 +1,7 @@
 //! `traceval inspect`: what extraction found in each trace, as a run tree
 //! (table) or one JSON object per trace.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
@@ -126,36 +126,67 @@ pub fn write_inspect_tree(
         .chain(a.retrievers.iter().map(|c| Node::Call(c, false)))
         .collect();
     nodes.sort_by_key(|n| n.start());
-    let ids: HashSet<SpanId> = nodes.iter().map(Node::span).collect();
+    // Children in start order under the node their `within` names; a node
+    // whose `within` is not shown is a root. Printed depth-first with an
+    // explicit stack: a recursive walk overflows on very deep traces.
+    let index: HashMap<SpanId, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.span(), i))
+        .collect();
+    let parent: Vec<Option<usize>> = nodes
+        .iter()
+        .map(|n| n.within().and_then(|w| index.get(&w).copied()))
+        .collect();
+    let mut kids: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, p) in parent.iter().enumerate() {
+        if let Some(p) = *p {
+            kids[p].push(i);
+        }
+    }
     let mut printed = vec![false; nodes.len()];
-    // Depth-first from the roots, children in start order. `printed` guards
-    // against cycles in malformed input.
-    fn walk(
-        out: &mut dyn Write,
-        nodes: &[Node],
-        printed: &mut [bool],
-        parent: Option<SpanId>,
-        ids: &HashSet<SpanId>,
-        level: usize,
-    ) -> io::Result<()> {
-        for (i, n) in nodes.iter().enumerate() {
-            let p = n.within().filter(|w| ids.contains(w));
-            if printed[i] || p != parent {
+    // Roots first; then anything a `within` cycle (malformed analysis) left out.
+    let starts = (0..nodes.len())
+        .filter(|&i| parent[i].is_none())
+        .chain(0..nodes.len());
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in starts {
+        if printed[root] {
+            continue;
+        }
+        stack.push((root, 0));
+        while let Some((i, level)) = stack.pop() {
+            if printed[i] {
                 continue;
             }
             printed[i] = true;
-            let indent = "  ".repeat(level + 1);
-            match n {
+            write_indent(out, level)?;
+            match &nodes[i] {
                 Node::Run(r) => writeln!(
                     out,
-                    "{indent}agent {}  [{}; span {}]",
+                    "agent {}  [{}; span {}]",
                     r.name, r.convention, r.span_id
                 )?,
-                Node::Call(c, counted) => writeln!(out, "{indent}{}", call_line(c, *counted))?,
+                Node::Call(c, counted) => writeln!(out, "{}", call_line(c, *counted))?,
             }
-            walk(out, nodes, printed, Some(n.span()), ids, level + 1)?;
+            stack.extend(kids[i].iter().rev().map(|&k| (k, level + 1)));
         }
-        Ok(())
     }
-    walk(out, &nodes, &mut printed, None, &ids, 0)
+    Ok(())
+}
+
+/// Printed nesting stops growing here, so output stays linear in the
+/// number of nodes however deep the tree is.
+const MAX_INDENT: usize = 32;
+
+/// Two spaces per level (the top level is indented once); past
+/// [`MAX_INDENT`] levels the level is written as a number instead.
+fn write_indent(out: &mut dyn Write, level: usize) -> io::Result<()> {
+    for _ in 0..=level.min(MAX_INDENT) {
+        out.write_all(b"  ")?;
+    }
+    if level > MAX_INDENT {
+        write!(out, "[depth {level}] ")?;
+    }
+    Ok(())
 }

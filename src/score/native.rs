@@ -5,6 +5,7 @@
 //! (not first-fit), duplicates count once each, and both missing and
 //! unexpected calls cost (the default headline is F1).
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
@@ -124,6 +125,9 @@ pub struct Components {
     pub unexpected: Vec<usize>,
     /// `(called, expected)` with the same name but arguments that do not match.
     pub wrong_args: Vec<(usize, usize)>,
+    /// Set when some calls were paired greedily (too many of one name for
+    /// the exact assignment): the pairing may not be the best one.
+    pub note: Option<String>,
 }
 
 pub struct NativeMetric {
@@ -161,8 +165,26 @@ impl NativeMetric {
         }
     }
 
+    /// Whether pairing identical calls and expectations first keeps the
+    /// assignment maximum. It does when "matches" chains: `c'` matches `e`
+    /// and `e`'s twin `c` matches `e'` imply `c'` matches `e'`. Fuzzy
+    /// similarity does not chain, nor does `superset` through a call without
+    /// arguments (it matches anything of its name).
+    fn identical_first(&self, c: &Call) -> bool {
+        match self.config.args.unwrap_or(ArgPolicy::Subset) {
+            ArgPolicy::Fuzzy(_) => false,
+            ArgPolicy::Superset => c.args.is_some(),
+            _ => true,
+        }
+    }
+
     pub fn components(&self, called: &[Call], expected: &[Call]) -> Components {
-        let matched = assign(called, expected, |c, e| self.matches(c, e));
+        let (matched, note) = assign(
+            called,
+            expected,
+            |c, e| self.matches(c, e),
+            |c| self.identical_first(c),
+        );
         let mut call_used = vec![false; called.len()];
         let mut exp_used = vec![false; expected.len()];
         for &(c, e) in &matched {
@@ -170,14 +192,18 @@ impl NativeMetric {
             exp_used[e] = true;
         }
         // Pair leftovers that share a name: these are wrong-argument calls,
-        // reported apart from plain missing/unexpected ones.
-        let leftovers_c: Vec<usize> = (0..called.len()).filter(|&i| !call_used[i]).collect();
+        // reported apart from plain missing/unexpected ones. Each leftover
+        // expectation takes the first leftover call of its name.
+        let mut leftovers_c: HashMap<&str, VecDeque<usize>> = HashMap::new();
+        for i in (0..called.len()).filter(|&i| !call_used[i]) {
+            leftovers_c.entry(&called[i].name).or_default().push_back(i);
+        }
         let leftovers_e: Vec<usize> = (0..expected.len()).filter(|&j| !exp_used[j]).collect();
         let mut wrong_args = Vec::new();
-        for &j in &leftovers_e {
-            if let Some(&i) = leftovers_c
-                .iter()
-                .find(|&&i| !call_used[i] && called[i].name == expected[j].name)
+        for j in leftovers_e {
+            if let Some(i) = leftovers_c
+                .get_mut(expected[j].name.as_str())
+                .and_then(VecDeque::pop_front)
             {
                 call_used[i] = true;
                 exp_used[j] = true;
@@ -224,6 +250,7 @@ impl NativeMetric {
             missing,
             unexpected,
             wrong_args,
+            note,
         }
     }
 }
@@ -284,6 +311,9 @@ impl Components {
         {
             let _ = write!(out, "; order differs (order {:.3})", self.order);
         }
+        if let Some(note) = &self.note {
+            let _ = write!(out, "; note: {note}");
+        }
         out
     }
 
@@ -291,7 +321,7 @@ impl Components {
         let names = |v: &mut dyn Iterator<Item = &Call>| {
             v.map(|c| Value::String(c.name.clone())).collect::<Vec<_>>()
         };
-        json!({
+        let mut v = json!({
             "recall": self.recall,
             "precision": self.precision,
             "f1": self.f1,
@@ -304,7 +334,11 @@ impl Components {
                 "expected": expected[j].args,
                 "called": called[i].args,
             })).collect::<Vec<_>>(),
-        })
+        });
+        if let (Some(note), Some(o)) = (&self.note, v.as_object_mut()) {
+            o.insert("note".into(), Value::String(note.clone()));
+        }
+        v
     }
 }
 
@@ -397,30 +431,181 @@ fn string_similarity(a: &str, b: &str) -> f64 {
     1.0 - prev[b.len()] as f64 / longest as f64
 }
 
+/// Largest number of calls, or of expectations, of one name given to the
+/// exact assignment, whose augmenting paths cost up to `O(N^3)`.
+pub const EXACT_LIMIT: usize = 500;
+
 /// Maximum one-to-one assignment of calls to expectations under `ok`
 /// (augmenting paths, Kuhn's algorithm). Candidates are tried in sequence
 /// order, so among maximum assignments an in-order pairing is preferred.
+///
+/// `ok` only holds between equal names, so each name is assigned on its
+/// own (the same pairs as one assignment over everything). A name with more
+/// than [`EXACT_LIMIT`] calls or expectations first pairs identical calls
+/// and expectations in order (still maximum where `twins` allows it, see
+/// [`NativeMetric::identical_first`]); what remains goes to the exact
+/// assignment if small enough, else is paired greedily in order, which the
+/// returned note says.
 fn assign(
     called: &[Call],
     expected: &[Call],
     ok: impl Fn(&Call, &Call) -> bool,
+    twins: impl Fn(&Call) -> bool,
+) -> (Vec<(usize, usize)>, Option<String>) {
+    let mut groups: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    let mut by_name: HashMap<&str, usize> = HashMap::new();
+    for (j, e) in expected.iter().enumerate() {
+        let next = groups.len();
+        let g = *by_name.entry(e.name.as_str()).or_insert(next);
+        if g == next {
+            groups.push((Vec::new(), Vec::new()));
+        }
+        groups[g].1.push(j);
+    }
+    for (i, c) in called.iter().enumerate() {
+        // A call whose name nobody expects matches nothing.
+        if let Some(&g) = by_name.get(c.name.as_str()) {
+            groups[g].0.push(i);
+        }
+    }
+    let mut pairs = Vec::new();
+    let mut greedy: Vec<String> = Vec::new();
+    for (calls, exps) in &groups {
+        if calls.is_empty() {
+            continue;
+        }
+        if calls.len() <= EXACT_LIMIT && exps.len() <= EXACT_LIMIT {
+            pairs.extend(kuhn(called, expected, calls, exps, &ok));
+            continue;
+        }
+        let mut used_c = vec![false; calls.len()];
+        // Calls bucketed by the text of their arguments (numbers as f64, so
+        // `1` and `1.0` share a bucket), each bucket in call order.
+        let mut buckets: HashMap<String, VecDeque<usize>> = HashMap::new();
+        for (k, &i) in calls.iter().enumerate() {
+            if twins(&called[i]) {
+                buckets
+                    .entry(args_key(&called[i]))
+                    .or_default()
+                    .push_back(k);
+            }
+        }
+        let mut rest_e = Vec::new();
+        for &j in exps {
+            let e = &expected[j];
+            let twin = buckets.get_mut(&args_key(e)).and_then(|b| {
+                let at = b.iter().position(|&k| identical(&called[calls[k]], e))?;
+                b.remove(at)
+            });
+            match twin {
+                Some(k) => {
+                    used_c[k] = true;
+                    pairs.push((calls[k], j));
+                }
+                None => rest_e.push(j),
+            }
+        }
+        let rest_c: Vec<usize> = calls
+            .iter()
+            .zip(&used_c)
+            .filter(|(_, &u)| !u)
+            .map(|(&i, _)| i)
+            .collect();
+        if rest_c.is_empty() || rest_e.is_empty() {
+            continue;
+        }
+        if rest_c.len() <= EXACT_LIMIT && rest_e.len() <= EXACT_LIMIT {
+            pairs.extend(kuhn(called, expected, &rest_c, &rest_e, &ok));
+            continue;
+        }
+        let mut used = vec![false; rest_c.len()];
+        for &j in &rest_e {
+            let first = rest_c
+                .iter()
+                .enumerate()
+                .position(|(k, &i)| !used[k] && ok(&called[i], &expected[j]));
+            if let Some(k) = first {
+                used[k] = true;
+                pairs.push((rest_c[k], j));
+            }
+        }
+        greedy.push(format!(
+            "{} calls against {} expectations of `{}`",
+            rest_c.len(),
+            rest_e.len(),
+            expected[rest_e[0]].name
+        ));
+    }
+    pairs.sort_unstable();
+    let note = (!greedy.is_empty()).then(|| {
+        format!(
+            "{} were paired greedily in order (more than {EXACT_LIMIT} on a side for the exact \
+             assignment), so the pairing may not be the best one",
+            greedy.join(", ")
+        )
+    });
+    (pairs, note)
+}
+
+/// A text equal for calls with [`identical`] arguments (and usually only
+/// for them): the JSON with every number written as an `f64`.
+fn args_key(c: &Call) -> String {
+    fn canonical(v: &Value) -> Value {
+        match v {
+            Value::Number(n) => n
+                .as_f64()
+                .and_then(serde_json::Number::from_f64)
+                .map_or(Value::Null, Value::Number),
+            Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), canonical(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    c.args
+        .as_ref()
+        .map_or_else(String::new, |a| format!("={}", canonical(a)))
+}
+
+/// Same name and equal arguments (or neither has any).
+fn identical(c: &Call, e: &Call) -> bool {
+    c.name == e.name
+        && match (&c.args, &e.args) {
+            (None, None) => true,
+            (Some(a), Some(b)) => json_eq(a, b),
+            _ => false,
+        }
+}
+
+/// The exact assignment of the calls `calls` to the expectations `exps`
+/// (indexes into `called` / `expected`, in order).
+fn kuhn(
+    called: &[Call],
+    expected: &[Call],
+    calls: &[usize],
+    exps: &[usize],
+    ok: &impl Fn(&Call, &Call) -> bool,
 ) -> Vec<(usize, usize)> {
-    let adj: Vec<Vec<usize>> = expected
+    let adj: Vec<Vec<usize>> = exps
         .iter()
-        .map(|e| (0..called.len()).filter(|&i| ok(&called[i], e)).collect())
+        .map(|&j| {
+            (0..calls.len())
+                .filter(|&k| ok(&called[calls[k]], &expected[j]))
+                .collect()
+        })
         .collect();
-    let mut owner: Vec<Option<usize>> = vec![None; called.len()];
-    for j in 0..expected.len() {
-        let mut seen = vec![false; called.len()];
+    let mut owner: Vec<Option<usize>> = vec![None; calls.len()];
+    let mut seen = vec![false; calls.len()];
+    for j in 0..exps.len() {
+        seen.iter_mut().for_each(|s| *s = false);
         augment(j, &adj, &mut owner, &mut seen);
     }
-    let mut pairs: Vec<(usize, usize)> = owner
+    owner
         .iter()
         .enumerate()
-        .filter_map(|(i, o)| o.map(|j| (i, j)))
-        .collect();
-    pairs.sort_unstable();
-    pairs
+        .filter_map(|(k, o)| o.map(|j| (calls[k], exps[j])))
+        .collect()
 }
 
 fn augment(j: usize, adj: &[Vec<usize>], owner: &mut [Option<usize>], seen: &mut [bool]) -> bool {
@@ -567,6 +752,76 @@ mod tests {
     fn names_only_when_expectation_has_no_args() {
         let c = metric().components(&[a("f", json!({"x": 1}))], &[n("f")]);
         assert_eq!(c.f1, 1.0);
+    }
+
+    /// `EXACT_LIMIT` identical `f` calls and expectations with arguments,
+    /// to push one name over the exact-assignment limit.
+    fn padding() -> Vec<Call> {
+        (0..EXACT_LIMIT).map(|k| a("f", json!({"k": k}))).collect()
+    }
+
+    #[test]
+    fn over_the_limit_identical_pairs_first_keeps_the_assignment_maximum() {
+        // Under `superset`, a call without arguments matches any `f`: paired
+        // first with its identical expectation, it would leave `{x: 1}` with
+        // only `{z: 9}`, which it does not contain. The rest stays exact.
+        let with = |p| {
+            NativeMetric::new(NativeConfig {
+                args: Some(p),
+                ..Default::default()
+            })
+        };
+        let mut called = padding();
+        called.extend([n("f"), a("f", json!({"z": 9}))]);
+        let mut expected = padding();
+        expected.extend([n("f"), a("f", json!({"x": 1}))]);
+        let c = with(ArgPolicy::Superset).components(&called, &expected);
+        assert_eq!(c.matched.len(), EXACT_LIMIT + 2);
+        assert_eq!(c.note, None);
+        // Subset: identical pairs first, then the optimal assignment on the
+        // rest finds what first-fit would miss (no pair there is identical).
+        let mut called = padding();
+        called.extend([
+            a("f", json!({"x": 1, "y": 2, "w": 0})),
+            a("f", json!({"x": 1})),
+        ]);
+        let mut expected = vec![a("f", json!({"x": 1})), a("f", json!({"x": 1, "y": 2}))];
+        expected.extend(padding());
+        let c = with(ArgPolicy::Subset).components(&called, &expected);
+        assert_eq!((c.f1, c.note.clone()), (1.0, None));
+        assert_eq!(c.matched[..2], [(0, 2), (1, 3)]);
+        assert_eq!(
+            c.matched[EXACT_LIMIT..],
+            [(EXACT_LIMIT, 1), (EXACT_LIMIT + 1, 0)]
+        );
+    }
+
+    #[test]
+    fn over_the_limit_without_identical_pairs_matching_is_greedy_and_noted() {
+        // Fuzzy similarity does not chain, so nothing is paired as identical;
+        // 501 x 501 is over the limit: paired greedily in order.
+        let m = NativeMetric::new(NativeConfig {
+            args: Some(ArgPolicy::Fuzzy(0.5)),
+            ..Default::default()
+        });
+        let called: Vec<Call> = (0..=EXACT_LIMIT)
+            .map(|k| a("f", json!({"q": format!("ab{k}")})))
+            .collect();
+        let expected: Vec<Call> = (0..=EXACT_LIMIT)
+            .map(|k| a("f", json!({"q": format!("ab{k}")})))
+            .collect();
+        let out = m.score(&called, &expected);
+        assert_eq!(out.score, Some(1.0));
+        assert!(
+            out.reason
+                .contains("; note: 501 calls against 501 expectations of `f` were paired greedily"),
+            "{}",
+            out.reason
+        );
+        assert!(out.details.unwrap()["note"].is_string());
+        // A name under the limit beside it stays exact and unnoted.
+        let c = m.components(&called[..3], &expected[..3]);
+        assert_eq!(c.note, None);
     }
 
     #[test]

@@ -27,8 +27,8 @@ pub mod forward;
 mod grpc;
 mod http;
 mod intake;
-mod listen;
 mod judging;
+mod listen;
 mod scoring;
 mod sessions;
 pub mod sinks;
@@ -577,6 +577,8 @@ pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, Se
     runtime.block_on(async move {
         let server = Server::new(config.clone(), scoring)?;
         let listeners = Listeners::bind(&config).await?;
+        let token = CancellationToken::new();
+        let on_signal = cancel_on_signal(token.clone());
         let show = |a: Option<SocketAddr>| a.map_or_else(|| OFF.to_string(), |a| a.to_string());
         info!(
             grpc = %show(listeners.grpc_addr()),
@@ -587,8 +589,7 @@ pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, Se
             max_buffered_traces = config.max_buffered_traces,
             "Listening."
         );
-        let token = CancellationToken::new();
-        tokio::spawn(cancel_on_signal(token.clone()));
+        tokio::spawn(on_signal);
         server.serve(listeners, token).await
     })
 }
@@ -616,15 +617,23 @@ fn fit_open_files(config: &mut ServeConfig) {
     }
 }
 
-/// Cancels `token` on SIGINT or SIGTERM (Ctrl-C elsewhere).
-async fn cancel_on_signal(token: CancellationToken) {
+/// Installs the SIGINT/SIGTERM handlers now, so that a signal arriving
+/// right after `Listening.` is caught rather than killing the process, and
+/// returns the task that cancels `token` on the first one (Ctrl-C elsewhere).
+fn cancel_on_signal(
+    token: CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    {
+    let signals = {
         use tokio::signal::unix::{signal, SignalKind};
-        match (
+        (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-        ) {
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        match signals {
             (Ok(mut int), Ok(mut term)) => {
                 let which = tokio::select! {
                     _ = int.recv() => "SIGINT",
@@ -644,13 +653,11 @@ async fn cancel_on_signal(token: CancellationToken) {
                 }
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
+        #[cfg(not(unix))]
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             () = token.cancelled() => return,
         }
+        token.cancel();
     }
-    token.cancel();
 }
