@@ -21,7 +21,7 @@ use crate::extract::ToolCall;
 use crate::names::Normalizer;
 use crate::report::{Evaluation, SessionRef};
 use crate::score::native::NativeConfig;
-use crate::score::{Call, Input, MetricOptions, Needs, ScoreError};
+use crate::score::{budget, Call, Input, MetricOptions, Needs, ScoreError};
 
 pub use metrics::{MetricSet, MetricSpec};
 
@@ -161,11 +161,21 @@ impl Evaluator {
         });
         let mut prepared = Vec::with_capacity(all.len());
         for case in all {
+            // A case with budgets and no metrics of its own gets `budget`
+            // added to the run's (docs/scoring.md).
+            let add_budget = case.budgets.is_set()
+                && case.metrics.is_none()
+                && !settings.metrics.iter().any(|m| m.name == budget::NAME);
             let metrics = match (&case.metrics, case.threshold) {
-                (None, None) => None,
+                (None, None) if !add_budget => None,
                 (list, threshold) => {
                     let specs = match list {
                         Some(l) => MetricSpec::parse_list(l)?,
+                        None if add_budget => {
+                            let mut s = settings.metrics.clone();
+                            s.push(budget::NAME.parse()?);
+                            s
+                        }
                         None => settings.metrics.clone(),
                     };
                     let set =

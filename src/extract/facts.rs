@@ -1,7 +1,9 @@
 //! What a trace says beyond its tool calls, for metrics that read it
 //! (`Needs::trace_facts`): computed once per trace, only when asked for.
 
-use crate::assemble::Trace;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+
+use crate::assemble::{find_attr, Trace};
 
 /// Facts about one trace (or, summed, the traces of a session).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -11,6 +13,10 @@ pub struct TraceFacts {
     /// Earliest span start and latest span end, in Unix nanoseconds.
     pub start_unix_nano: u64,
     pub end_unix_nano: u64,
+    /// Tokens the trace's LLM spans report (`None`: no span carries a
+    /// count); see [`token_usage`].
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
 }
 
 impl TraceFacts {
@@ -22,10 +28,13 @@ impl TraceFacts {
             .map(|s| s.span.end_time_unix_nano)
             .max()
             .unwrap_or(0);
+        let (input_tokens, output_tokens) = token_usage(trace);
         TraceFacts {
             spans: trace.spans.len(),
             start_unix_nano: trace.start_time(),
             end_unix_nano: end,
+            input_tokens,
+            output_tokens,
         }
     }
 
@@ -43,5 +52,90 @@ impl TraceFacts {
         self.spans += other.spans;
         self.start_unix_nano = self.start_unix_nano.min(other.start_unix_nano);
         self.end_unix_nano = self.end_unix_nano.max(other.end_unix_nano);
+        self.input_tokens = add_opt(self.input_tokens, other.input_tokens);
+        self.output_tokens = add_opt(self.output_tokens, other.output_tokens);
+    }
+
+    /// Input plus output tokens, when any span reported either.
+    pub fn total_tokens(&self) -> Option<u64> {
+        match (self.input_tokens, self.output_tokens) {
+            (None, None) => None,
+            (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
+        }
+    }
+}
+
+fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+    }
+}
+
+/// Token count keys, most current spelling first; a span counts the first
+/// one it carries (strands writes both spellings on one span).
+const INPUT_KEYS: &[&str] = &[
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+];
+const OUTPUT_KEYS: &[&str] = &[
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+];
+
+/// Input and output tokens summed over the spans that report them.
+/// Frameworks also repeat the totals on the agent (and loop) spans above
+/// the LLM calls, so only spans with no reporting descendant are counted
+/// (docs/conventions.md, token usage).
+pub fn token_usage(trace: &Trace) -> (Option<u64>, Option<u64>) {
+    let count = |attrs: &[_], keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| find_attr(attrs, k).and_then(any_count))
+    };
+    let n = trace.spans.len();
+    let counts: Vec<(Option<u64>, Option<u64>)> = trace
+        .spans
+        .iter()
+        .map(|s| {
+            (
+                count(&s.span.attributes, INPUT_KEYS),
+                count(&s.span.attributes, OUTPUT_KEYS),
+            )
+        })
+        .collect();
+    if counts.iter().all(|c| *c == (None, None)) {
+        return (None, None);
+    }
+    // Mark the ancestors of every reporting span: they hold totals.
+    let mut above = vec![false; n];
+    for (i, c) in counts.iter().enumerate() {
+        if *c != (None, None) {
+            for a in trace.ancestors(i) {
+                if above[a] {
+                    break;
+                }
+                above[a] = true;
+            }
+        }
+    }
+    let (mut input, mut output) = (None, None);
+    for (i, (ci, co)) in counts.into_iter().enumerate() {
+        if !above[i] {
+            input = add_opt(input, ci);
+            output = add_opt(output, co);
+        }
+    }
+    (input, output)
+}
+
+/// A token count: a non-negative integer, or its text.
+fn any_count(v: &AnyValue) -> Option<u64> {
+    match v.value.as_ref()? {
+        any_value::Value::IntValue(i) => u64::try_from(*i).ok(),
+        any_value::Value::DoubleValue(d) if *d >= 0.0 && d.fract() == 0.0 => Some(*d as u64),
+        any_value::Value::StringValue(s) => s.trim().parse().ok(),
+        _ => None,
     }
 }

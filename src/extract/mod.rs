@@ -103,6 +103,10 @@ pub struct ToolCall {
     /// that JSON as is.
     #[serde(skip)]
     pub ordered_args: Option<std::sync::Arc<crate::value::PyValue>>,
+    /// The span's end, for latency statistics (not in reports: a call's
+    /// JSON stays as it was).
+    #[serde(skip)]
+    pub end_time_unix_nano: u64,
 }
 
 /// One agent (or workflow, invocation) run.
@@ -449,6 +453,7 @@ impl Extractor {
                 retriever: rule.kind() == Kind::Retriever,
                 convention: rule.name().to_string(),
                 within,
+                end_time_unix_nano: s.span.end_time_unix_nano,
             };
             if role[i] == Role::Retriever {
                 out.retrievers.push(call);

@@ -4,7 +4,9 @@
 //! `native.rs`; `presets/` reproduces the peers' libraries. Metrics are looked
 //! up by name through `registry`.
 
+pub mod budget;
 pub mod cases;
+pub mod efficiency;
 pub mod native;
 pub mod presets;
 pub mod registry;

@@ -23,6 +23,20 @@ pub fn catalog() -> Vec<MetricInfo> {
                   (default score), order (LCS), exact; argument policies ignore/exact/subset/\
                   superset/fuzzy",
     }];
+    rows.push(MetricInfo {
+        name: super::efficiency::NAME,
+        library: "traceval",
+        version: env!("CARGO_PKG_VERSION"),
+        summary: "wasted tool use, no expectations needed: redundant calls, loops (A B A B), \
+                  retries after a failure, error rate; score 1 - wasted/calls",
+    });
+    rows.push(MetricInfo {
+        name: super::budget::NAME,
+        library: "traceval",
+        version: env!("CARGO_PKG_VERSION"),
+        summary: "the case's budgets: max_calls, max_calls_per_tool, forbidden_tools, \
+                  max_duration_ms, max_tokens; each violated one named",
+    });
     rows.extend(presets::catalog().into_iter().map(|p| MetricInfo {
         name: p.name,
         library: p.library,
@@ -49,6 +63,12 @@ pub fn lookup(
             config.threshold = t;
         }
         return Ok(Box::new(NativeMetric::new(config)));
+    }
+    if name == super::efficiency::NAME {
+        return Ok(Box::new(super::efficiency::Efficiency::new(opts.threshold)));
+    }
+    if name == super::budget::NAME {
+        return Ok(Box::new(super::budget::Budget));
     }
     presets::build(name, opts).unwrap_or_else(|| Err(ScoreError::UnknownMetric(name.to_string())))
 }

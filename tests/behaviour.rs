@@ -1,0 +1,313 @@
+//! Behaviour metrics (`tool_efficiency`, `budget`), per-tool statistics and
+//! baselines, through the real binary, on corpus traces and on generated
+//! traces with known loops, retries and budgets.
+
+use std::fs;
+
+use serde_json::{json, Value};
+
+use crate::util::{data, traceval, TempDir};
+
+const PYDANTIC_RETRY: &str = "902fd4daea843926bacbbb8f4602eafd";
+const PYDANTIC_WEATHER: &str = "31d90f5c8edb6ba92f3e6727a8ad96ea";
+const STRANDS_WEATHER: &str = "46a66d85be998c8c37dd6095762299c8";
+pub const LOOP_TRACE: &str = "0000000000000000000000000000beef";
+
+fn path(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+fn write(dir: &TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    fs::write(&p, text).unwrap();
+    path(&p)
+}
+
+fn jsonl(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSONL line"))
+        .collect()
+}
+
+fn of_type<'a>(rows: &'a [Value], t: &str) -> Vec<&'a Value> {
+    rows.iter().filter(|r| r["type"] == t).collect()
+}
+
+fn attr(key: &str, value: Value) -> Value {
+    let v = match value {
+        Value::String(s) => json!({ "stringValue": s }),
+        Value::Number(n) => json!({ "intValue": n.to_string() }),
+        other => json!({ "stringValue": other.to_string() }),
+    };
+    json!({ "key": key, "value": v })
+}
+
+/// One OTLP/JSON request holding a generated agent run: an `invoke_agent`
+/// root that reports the run's token totals (as pydantic-ai and strands
+/// do), two LLM spans (one with GenAI usage keys, one with OpenInference
+/// `llm.token_count.*`), and `execute_tool` spans in the order given
+/// (`(name, args, failed)`), 10 ms apart, each taking `i + 1` ms.
+pub fn generated_run(trace_id: &str, tools: &[(&str, Value, bool)]) -> String {
+    let t0: u64 = 1_700_000_000_000_000_000;
+    let ms: u64 = 1_000_000;
+    let root = "00000000000000aa";
+    let mut spans = vec![json!({
+        "traceId": trace_id, "spanId": root, "name": "invoke_agent looper", "kind": 1,
+        "startTimeUnixNano": t0.to_string(),
+        "endTimeUnixNano": (t0 + 500 * ms).to_string(),
+        "attributes": [
+            attr("gen_ai.operation.name", json!("invoke_agent")),
+            attr("gen_ai.agent.name", json!("looper")),
+            attr("gen_ai.usage.input_tokens", json!(110)),
+            attr("gen_ai.usage.output_tokens", json!(55)),
+        ],
+    })];
+    spans.push(json!({
+        "traceId": trace_id, "spanId": "00000000000000b1", "parentSpanId": root,
+        "name": "chat model", "kind": 3,
+        "startTimeUnixNano": (t0 + ms).to_string(), "endTimeUnixNano": (t0 + 2 * ms).to_string(),
+        "attributes": [
+            attr("gen_ai.operation.name", json!("chat")),
+            attr("gen_ai.usage.input_tokens", json!(100)),
+            attr("gen_ai.usage.output_tokens", json!(50)),
+        ],
+    }));
+    spans.push(json!({
+        "traceId": trace_id, "spanId": "00000000000000b2", "parentSpanId": root,
+        "name": "llm", "kind": 1,
+        "startTimeUnixNano": (t0 + 3 * ms).to_string(), "endTimeUnixNano": (t0 + 4 * ms).to_string(),
+        "attributes": [
+            attr("llm.token_count.prompt", json!(10)),
+            attr("llm.token_count.completion", json!(5)),
+        ],
+    }));
+    for (i, (name, args, failed)) in tools.iter().enumerate() {
+        let start = t0 + 10 * ms * (i as u64 + 1);
+        let mut span = json!({
+            "traceId": trace_id, "spanId": format!("{:016x}", 0x100 + i), "parentSpanId": root,
+            "name": format!("execute_tool {name}"), "kind": 1,
+            "startTimeUnixNano": start.to_string(),
+            "endTimeUnixNano": (start + (i as u64 + 1) * ms).to_string(),
+            "attributes": [
+                attr("gen_ai.operation.name", json!("execute_tool")),
+                attr("gen_ai.tool.name", json!(name)),
+                attr("gen_ai.tool.call.arguments", json!(args.to_string())),
+            ],
+        });
+        if *failed {
+            span["status"] = json!({ "code": 2, "message": format!("{name} failed") });
+        }
+        spans.push(span);
+    }
+    json!({ "resourceSpans": [{
+        "resource": { "attributes": [attr("service.name", json!("gen"))] },
+        "scopeSpans": [{ "scope": { "name": "gen" }, "spans": spans }],
+    }]})
+    .to_string()
+}
+
+/// search/fetch three times over (a loop), then lookup fails, is retried
+/// with other arguments, and the retry's call is repeated (redundant).
+pub fn loop_run() -> String {
+    let s = || ("search", json!({"q": "rust"}), false);
+    let f = || ("fetch", json!({"id": 1}), false);
+    generated_run(
+        LOOP_TRACE,
+        &[
+            s(),
+            f(),
+            s(),
+            f(),
+            s(),
+            f(),
+            ("lookup", json!({"k": 1}), true),
+            ("lookup", json!({"k": 2}), false),
+            ("lookup", json!({"k": 2}), false),
+        ],
+    )
+}
+
+fn replay_jsonl(args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
+    let mut argv = vec!["replay", "-q", "-f", "jsonl"];
+    argv.extend_from_slice(args);
+    let out = traceval(&argv);
+    (
+        out.status.code(),
+        jsonl(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn efficiency_finds_loop_retry_redundant_and_errors_in_a_generated_run() {
+    let dir = TempDir::new("eff-gen");
+    let traces = write(&dir, "run.json", &loop_run());
+    let fx = write(
+        &dir,
+        "f.jsonl",
+        &format!(
+            r#"{{"id":"loop","trace_id":"{LOOP_TRACE}","expected_tools":[],"metrics":["tool_efficiency"]}}"#
+        ),
+    );
+    let (code, rows, err) = replay_jsonl(&[&traces, "-e", &fx]);
+    let ev = of_type(&rows, "evaluation");
+    assert_eq!(ev.len(), 1, "{err}");
+    let e = ev[0];
+    // 9 calls: 4 repeat the loop's cycle, 1 failed, 1 redundant.
+    assert_eq!(
+        (
+            e["calls"].as_u64(),
+            e["wasted"].as_u64(),
+            e["loops"].as_u64()
+        ),
+        (Some(9), Some(6), Some(1))
+    );
+    assert_eq!(
+        (
+            e["redundant"].as_u64(),
+            e["retries"].as_u64(),
+            e["errors"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1))
+    );
+    let score = e["score"].as_f64().unwrap();
+    assert!((score - 3.0 / 9.0).abs() < 1e-9, "{score}");
+    let why = e["explanation"].as_str().unwrap();
+    for want in [
+        "search -> fetch x3 from #1",
+        "#9 lookup {\"k\":2} repeats #8",
+        "#8 lookup after #7 failed",
+        "error rate 1/9",
+        "lookup failed",
+    ] {
+        assert!(why.contains(want), "{want:?} not in {why}");
+    }
+    assert_eq!(e["pass"], false, "1/3 is under the default 0.5");
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn efficiency_on_corpus_retry_and_clean_weather() {
+    let dir = TempDir::new("eff-corpus");
+    let fx = write(
+        &dir,
+        "f.jsonl",
+        &[
+            format!(r#"{{"id":"retry","trace_id":"{PYDANTIC_RETRY}","expected_tools":[]}}"#),
+            format!(r#"{{"id":"weather","trace_id":"{PYDANTIC_WEATHER}","expected_tools":[]}}"#),
+        ]
+        .join("\n"),
+    );
+    let corpus = path(&data("corpus/pydantic-ai/traces.jsonl"));
+    let (code, rows, err) = replay_jsonl(&[&corpus, "-e", &fx, "-m", "tool_efficiency"]);
+    let ev = of_type(&rows, "evaluation");
+    assert_eq!(ev.len(), 2, "{err}");
+    let retry = ev.iter().find(|r| r["case"] == "retry").unwrap();
+    assert_eq!(
+        (retry["retries"].as_u64(), retry["errors"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(retry["score"].as_f64(), Some(0.5));
+    let why = retry["explanation"].as_str().unwrap();
+    assert!(why.contains("#2 get_stock_price after #1 failed"), "{why}");
+    assert!(why.contains("Ticker must be upper-case"), "{why}");
+    // Two get_weather calls with different cities are not redundant.
+    let weather = ev.iter().find(|r| r["case"] == "weather").unwrap();
+    assert_eq!(weather["score"].as_f64(), Some(1.0), "{weather}");
+    assert_eq!(weather["redundant"].as_u64(), Some(0));
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn budgets_name_each_violation_and_count_tokens_once() {
+    let dir = TempDir::new("budget");
+    let fx = write(
+        &dir,
+        "f.jsonl",
+        &[
+            // No `metrics`: budget is added to the run's tool_correctness.
+            format!(
+                r#"{{"id":"tight","trace_id":"{PYDANTIC_WEATHER}","expected_tools":["get_weather","get_weather","format_answer"],"max_calls":2,"max_calls_per_tool":{{"get_weather":1}},"forbidden_tools":["format_answer","rm_rf"],"max_duration_ms":1,"max_tokens":263}}"#
+            ),
+            format!(
+                r#"{{"id":"roomy","trace_id":"{PYDANTIC_WEATHER}","expected_tools":["get_weather"],"max_calls":3,"max_tokens":264,"max_duration_ms":60000}}"#
+            ),
+            // strands repeats the run's totals on its agent and cycle spans.
+            format!(
+                r#"{{"id":"strands","trace_id":"{STRANDS_WEATHER}","expected_tools":[],"metrics":["budget"],"max_tokens":89}}"#
+            ),
+            format!(
+                r#"{{"id":"gen","trace_id":"{LOOP_TRACE}","expected_tools":[],"metrics":["budget"],"max_tokens":165,"max_calls_per_tool":{{"search":2}}}}"#
+            ),
+        ]
+        .join("\n"),
+    );
+    let gen = write(&dir, "run.json", &loop_run());
+    let (code, rows, err) = replay_jsonl(&[
+        &path(&data("corpus/pydantic-ai/traces.jsonl")),
+        &path(&data("corpus/strands/traces.jsonl")),
+        &gen,
+        "-e",
+        &fx,
+    ]);
+    let ev = of_type(&rows, "evaluation");
+    assert_eq!(ev.len(), 4, "{err}");
+    let get = |id: &str| *ev.iter().find(|r| r["case"] == id).unwrap();
+    let tight = &get("tight")["metrics"]["budget"];
+    assert_eq!(tight["pass"], false);
+    assert_eq!(tight["score"].as_f64(), Some(0.0));
+    let why = tight["reason"].as_str().unwrap();
+    for want in [
+        "max_calls 2: 3 calls",
+        "max_calls_per_tool get_weather 1: 2 calls",
+        "forbidden_tools: called format_answer",
+        "max_duration_ms 1: took",
+        "max_tokens 263: used 264 tokens",
+    ] {
+        assert!(why.contains(want), "{want:?} not in {why}");
+    }
+    assert!(!why.contains("rm_rf"), "{why}");
+    let roomy = get("roomy");
+    assert_eq!(roomy["metrics"]["budget"]["pass"], true, "{roomy}");
+    assert!(roomy["metrics"]["tool_correctness"]["score"].is_f64());
+    let strands = &get("strands")["metrics"]["budget"];
+    assert!(
+        strands["reason"]
+            .as_str()
+            .unwrap()
+            .contains("used 90 tokens"),
+        "{strands}"
+    );
+    // 100 + 50 (GenAI keys) + 10 + 5 (OpenInference keys); the root's
+    // totals are not added again.
+    let gen = &get("gen")["metrics"]["budget"];
+    assert_eq!(gen["pass"], false, "{gen}");
+    assert_eq!(
+        gen["reason"],
+        "1 of 2 budget(s) exceeded: max_calls_per_tool search 2: 3 calls"
+    );
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn bad_budget_field_rejects_that_case_only() {
+    let dir = TempDir::new("budget-bad");
+    let fx = write(
+        &dir,
+        "f.jsonl",
+        &format!(
+            "{{\"id\":\"ok\",\"trace_id\":\"{PYDANTIC_WEATHER}\",\"expected_tools\":[],\"max_calls\":9}}\n{{\"id\":\"bad\",\"trace_id\":\"{PYDANTIC_WEATHER}\",\"expected_tools\":[],\"max_calls_per_tool\":{{\"x\":-1}}}}\n"
+        ),
+    );
+    let corpus = path(&data("corpus/pydantic-ai/traces.jsonl"));
+    let (code, rows, _) = replay_jsonl(&[&corpus, "-e", &fx]);
+    let rejected = of_type(&rows, "rejected");
+    assert_eq!(rejected.len(), 1);
+    assert!(rejected[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("max_calls_per_tool.x"));
+    assert_eq!(of_type(&rows, "evaluation").len(), 1);
+    assert_eq!(code, Some(2));
+}
