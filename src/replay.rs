@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{Evaluator, Sessions};
+use crate::extract::facts::token_usage;
 use crate::extract::Extractor;
 use crate::ingest::{self, files, Limits, Rejected};
-use crate::report::{Report, Stats, UnmatchedTrace};
+use crate::report::{Report, Stats, ToolStatsBuilder, UnmatchedTrace};
 
 /// Extracts and evaluates every trace; sessions are scored once all their
 /// traces are in. Fills the report's evaluations, unmatched traces and
@@ -23,9 +24,15 @@ pub fn score_traces(
     report.stats.traces += traces.len();
     let mut hit = vec![false; evaluator.cases().len()];
     let mut sessions = Sessions::default();
+    let mut tools = ToolStatsBuilder::default();
     for t in traces {
         let result = evaluator.evaluate_trace(t, extractor.extract(t));
         report.stats.tool_calls += result.calls.len();
+        let tokens = match &result.facts {
+            Some(f) => (f.input_tokens, f.output_tokens),
+            None => token_usage(t),
+        };
+        tools.add(&result.calls, tokens);
         sessions.add(&result);
         for m in &result.sessions {
             hit[m.case] = true;
@@ -44,6 +51,7 @@ pub fn score_traces(
         }
     }
     report.evaluations.extend(sessions.evaluate(evaluator));
+    (report.tools, report.tokens) = tools.finish();
     report.unmatched_cases.extend(
         evaluator
             .cases()

@@ -311,3 +311,31 @@ fn bad_budget_field_rejects_that_case_only() {
     assert_eq!(of_type(&rows, "evaluation").len(), 1);
     assert_eq!(code, Some(2));
 }
+
+#[test]
+fn per_tool_statistics_in_the_summary_row_and_table() {
+    let dir = TempDir::new("toolstats");
+    let gen = write(&dir, "run.json", &loop_run());
+    let (code, rows, err) = replay_jsonl(&[&gen]);
+    assert_eq!(code, Some(0), "{err}");
+    let summary = of_type(&rows, "summary")[0];
+    let tools = summary["tools"].as_array().unwrap();
+    let row = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();
+    // Call i (0-based) takes i + 1 ms: search 1/3/5, fetch 2/4/6, lookup 7/8/9.
+    assert_eq!(
+        row("search"),
+        json!({"name": "search", "calls": 3, "errors": 0, "p50_ms": 3.0, "p95_ms": 5.0})
+    );
+    assert_eq!(
+        row("lookup"),
+        json!({"name": "lookup", "calls": 3, "errors": 1, "p50_ms": 8.0, "p95_ms": 9.0})
+    );
+    assert_eq!(
+        summary["tokens"],
+        json!({"traces": 1, "input_tokens": 110, "output_tokens": 55, "per_trace": 165.0})
+    );
+    let out = traceval(&["replay", "-q", &gen]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("TOOL    CALLS  ERRORS  P50 MS  P95 MS"), "{table}");
+    assert!(table.contains("Tokens: 110 in, 55 out over 1 trace(s)"), "{table}");
+}

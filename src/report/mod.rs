@@ -3,6 +3,7 @@
 mod inspect;
 mod junit;
 mod table;
+mod tools;
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::score::{Call, Outcome};
 pub use inspect::{inspect_row, write_inspect_tree};
 pub use junit::write_junit;
 pub use table::write_table;
+pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
 
 /// One metric's verdict on one (trace, case) pair.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +119,10 @@ pub struct Report {
     pub metrics: Vec<String>,
     /// Whether a fixture file was given (else traces are listed, not judged).
     pub has_cases: bool,
+    /// Per-tool calls, errors and latency, by tool name.
+    pub tools: Vec<ToolStats>,
+    /// Token totals, when any trace reported them.
+    pub tokens: Option<TokenStats>,
 }
 
 /// Exit codes shared by every command.
@@ -340,6 +346,8 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "unmatched_cases": report.unmatched_cases.len(),
         "rejected": report.rejected.len(),
         "exit_code": report.exit_code(),
+        "tools": report.tools,
+        "tokens": report.tokens,
     });
     writeln!(out, "{row}")
 }
