@@ -336,6 +336,160 @@ fn per_tool_statistics_in_the_summary_row_and_table() {
     );
     let out = traceval(&["replay", "-q", &gen]);
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("TOOL    CALLS  ERRORS  P50 MS  P95 MS"), "{table}");
-    assert!(table.contains("Tokens: 110 in, 55 out over 1 trace(s)"), "{table}");
+    assert!(
+        table.contains("TOOL    CALLS  ERRORS  P50 MS  P95 MS"),
+        "{table}"
+    );
+    assert!(
+        table.contains("Tokens: 110 in, 55 out over 1 trace(s)"),
+        "{table}"
+    );
+}
+
+/// The sample run, saved as JSONL; then the same traces against a fixture
+/// where one case expects a call that never happens.
+#[test]
+fn baseline_flags_the_changed_case_as_a_regression() {
+    let dir = TempDir::new("baseline");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let samples = path(&root.join("sample-traces"));
+    let original = fs::read_to_string(root.join("sample-traces/expected.jsonl")).unwrap();
+    let changed = original.replace(
+        r#""expected_tools": ["get_weather", "get_weather", "format_answer"]"#,
+        r#""expected_tools": ["get_weather", "get_weather", "format_answer", "notify_user"]"#,
+    );
+    assert_ne!(changed, original, "the sample fixture changed shape");
+    let old_fx = write(&dir, "old.jsonl", &original);
+    let new_fx = write(&dir, "new.jsonl", &changed);
+    let old_report = path(&dir.path().join("old-report.jsonl"));
+    let out = traceval(&[
+        "replay",
+        "-q",
+        "-f",
+        "jsonl",
+        &samples,
+        "-e",
+        &old_fx,
+        "-o",
+        &old_report,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the samples include failing cases"
+    );
+
+    // Same fixture: nothing regressed, so --fail-on regression passes
+    // although some cases fail their thresholds.
+    let (code, rows, err) = replay_jsonl(&[
+        &samples,
+        "-e",
+        &old_fx,
+        "--baseline",
+        &old_report,
+        "--fail-on",
+        "regression",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let summary = of_type(&rows, "comparison_summary")[0];
+    assert_eq!(summary["regressed"], 0);
+    assert_eq!(summary["unchanged"], 10);
+
+    let (code, rows, err) = replay_jsonl(&[
+        &samples,
+        "-e",
+        &new_fx,
+        "--baseline",
+        &old_report,
+        "--fail-on",
+        "regression",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    let cmp = of_type(&rows, "comparison");
+    let regressed: Vec<_> = cmp.iter().filter(|r| r["status"] == "regressed").collect();
+    assert_eq!(regressed.len(), 1, "{cmp:#?}");
+    let r = regressed[0];
+    assert_eq!(r["case"], "mlflow-weather-must-format");
+    assert_eq!(r["old_score"].as_f64(), Some(1.0));
+    let delta = r["delta"].as_f64().unwrap();
+    // F1 with 3 of 4 expected calls made: 6/7.
+    assert!((delta - (6.0 / 7.0 - 1.0)).abs() < 1e-9, "{delta}");
+    assert_eq!(r["beyond_tolerance"], true);
+
+    // A tolerance above the drop lets it through.
+    let (code, _, _) = replay_jsonl(&[
+        &samples,
+        "-e",
+        &new_fx,
+        "--baseline",
+        &old_report,
+        "--fail-on",
+        "regression",
+        "--tolerance",
+        "0.2",
+    ]);
+    assert_eq!(code, Some(0));
+
+    // `diff` of the two saved reports says the same, in every format.
+    let new_report = path(&dir.path().join("new-report.jsonl"));
+    traceval(&[
+        "replay",
+        "-q",
+        "-f",
+        "jsonl",
+        &samples,
+        "-e",
+        &new_fx,
+        "-o",
+        &new_report,
+    ]);
+    let out = traceval(&["diff", &old_report, &new_report, "-f", "jsonl"]);
+    assert_eq!(out.status.code(), Some(1));
+    let rows = jsonl(&out.stdout);
+    let diff_regressed: Vec<_> = of_type(&rows, "comparison")
+        .into_iter()
+        .filter(|r| r["status"] == "regressed")
+        .collect();
+    assert_eq!(diff_regressed.len(), 1);
+    assert_eq!(diff_regressed[0]["case"], "mlflow-weather-must-format");
+    let out = traceval(&["diff", &old_report, &new_report, "-f", "junit"]);
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        xml.contains(r#"<testsuite name="baseline" tests="10" failures="1">"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<failure message=\"regressed: 1.000 (pass) -&gt; 0.857 (pass)"),
+        "{xml}"
+    );
+    let out = traceval(&["diff", &old_report, &new_report]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("1 regressed (1 beyond tolerance 0), 9 unchanged"),
+        "{table}"
+    );
+    let out = traceval(&["diff", &new_report, &old_report, "-f", "jsonl"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the other way round it improved"
+    );
+}
+
+#[test]
+fn bad_baselines_are_usage_errors() {
+    let dir = TempDir::new("baseline-bad");
+    let samples = path(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces"));
+    let bad = write(&dir, "bad.jsonl", "{\"type\":\"summary\"}\nnot json\n");
+    let out = traceval(&["replay", "-q", &samples, "--baseline", &bad]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.jsonl:2: not JSON"), "{err}");
+    let empty = write(&dir, "empty.jsonl", "");
+    let out = traceval(&["diff", &empty, &empty]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no summary row"));
+    let out = traceval(&["replay", "-q", &samples, "--fail-on", "regression"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --baseline"));
 }

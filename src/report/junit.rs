@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::Report;
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

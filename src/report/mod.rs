@@ -1,5 +1,6 @@
 //! Report: the results of a run as a terminal table, JSONL or JUnit XML.
 
+pub mod baseline;
 mod inspect;
 mod junit;
 mod table;

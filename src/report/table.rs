@@ -93,7 +93,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "\n{}", report.summary_line())
 }
 
-fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
