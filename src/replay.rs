@@ -26,7 +26,8 @@ pub fn score_traces(
     let mut sessions = Sessions::default();
     let mut tools = ToolStatsBuilder::default();
     for t in traces {
-        let result = evaluator.evaluate_trace(t, extractor.extract(t));
+        let (calls, runs) = extractor.extract_with_runs(t);
+        let result = evaluator.evaluate_trace_with_runs(t, calls, &runs);
         report.stats.tool_calls += result.calls.len();
         let tokens = match &result.facts {
             Some(f) => (f.input_tokens, f.output_tokens),

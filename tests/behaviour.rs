@@ -493,3 +493,178 @@ fn bad_baselines_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs --baseline"));
 }
+
+const PYDANTIC_NESTED: &str = "f8320a69772db4670295805f8a1a84a0";
+const OI_NESTED: &str = "e536fcecf3ba5e6c74b414fdcfdd0d84";
+
+#[test]
+fn per_agent_expectations_and_handoffs_on_corpus_sub_agents() {
+    let dir = TempDir::new("agents");
+    let agents = r#"{"demo_agent":{"expected_tools":["plan_trip"]},"trip_sub_agent":{"expected_tools":[{"name":"get_weather","args":{"city":"Kyoto"}}],"threshold":0.8},"writer":{"expected_tools":["format_answer"]}}"#;
+    let fx = write(
+        &dir,
+        "f.jsonl",
+        &[
+            // No metrics: agents and handoffs are added to tool_correctness.
+            format!(
+                r#"{{"id":"pai","trace_id":"{PYDANTIC_NESTED}","expected_tools":["plan_trip","get_weather"],"agents":{agents},"handoffs":["demo_agent","trip_sub_agent"]}}"#
+            ),
+            format!(
+                r#"{{"id":"oi","trace_id":"{OI_NESTED}","expected_tools":[],"metrics":["agents","handoffs"],"agents":{{"demo_agent":{{"expected_tools":["plan_trip"]}}}},"handoffs":["trip_sub_agent","demo_agent","writer"]}}"#
+            ),
+        ]
+        .join("\n"),
+    );
+    let (code, rows, err) = replay_jsonl(&[
+        &path(&data("corpus/pydantic-ai/traces.jsonl")),
+        &path(&data("corpus/openinference-manual")),
+        "-e",
+        &fx,
+    ]);
+    let ev = of_type(&rows, "evaluation");
+    assert_eq!(ev.len(), 2, "{err}");
+    let get = |id: &str| *ev.iter().find(|r| r["case"] == id).unwrap();
+    let pai = get("pai");
+    assert_eq!(pai["metrics"]["tool_correctness"]["pass"], true);
+    let a = &pai["metrics"]["agents"];
+    assert_eq!(a["pass"], false, "{a}");
+    let why = a["reason"].as_str().unwrap();
+    assert!(why.contains("demo_agent: 1.000 pass"), "{why}");
+    assert!(why.contains("trip_sub_agent: 0.000 FAIL"), "{why}");
+    assert!(why.contains("writer: never ran"), "{why}");
+    // Mean of 1, 0 (wrong city) and 0 (never ran).
+    assert!(
+        (a["score"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9,
+        "{a}"
+    );
+    let h = &pai["metrics"]["handoffs"];
+    assert_eq!((&h["pass"], h["score"].as_f64()), (&json!(true), Some(1.0)));
+    assert!(
+        h["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("2/2 in order, exact"),
+        "{h}"
+    );
+
+    let oi = get("oi");
+    let a = &oi["metrics"]["agents"];
+    assert_eq!(a["pass"], true, "{a}");
+    assert!(
+        a["reason"]
+            .as_str()
+            .unwrap()
+            .contains("also ran (not named): trip_sub_agent"),
+        "{a}"
+    );
+    assert_eq!(
+        oi["unnamed_agents"],
+        json!(["trip_sub_agent"]),
+        "headline details at top level"
+    );
+    let h = &oi["metrics"]["handoffs"];
+    assert_eq!(h["pass"], false);
+    assert_eq!(h["score"].as_f64(), Some(1.0 / 3.0));
+    assert!(
+        h["reason"].as_str().unwrap().contains("never ran: writer"),
+        "{h}"
+    );
+    assert_eq!(code, Some(1));
+}
+
+/// planner, then researcher twice (a nested span of itself), then writer,
+/// each a child of one workflow root, with their own tool calls.
+fn three_agent_run(trace_id: &str) -> String {
+    let t0: u64 = 1_700_000_000_000_000_000;
+    let ms: u64 = 1_000_000;
+    let span = |id: u64, parent: Option<u64>, name: &str, at: u64, attrs: Vec<Value>| {
+        let mut s = json!({
+            "traceId": trace_id, "spanId": format!("{id:016x}"), "name": name, "kind": 1,
+            "startTimeUnixNano": (t0 + at * ms).to_string(),
+            "endTimeUnixNano": (t0 + (at + 5) * ms).to_string(),
+            "attributes": attrs,
+        });
+        if let Some(p) = parent {
+            s["parentSpanId"] = json!(format!("{p:016x}"));
+        }
+        s
+    };
+    let agent = |name: &str| {
+        vec![
+            attr("gen_ai.operation.name", json!("invoke_agent")),
+            attr("gen_ai.agent.name", json!(name)),
+        ]
+    };
+    let tool = |name: &str| {
+        vec![
+            attr("gen_ai.operation.name", json!("execute_tool")),
+            attr("gen_ai.tool.name", json!(name)),
+            attr("gen_ai.tool.call.arguments", json!("{}")),
+        ]
+    };
+    let spans = vec![
+        span(1, None, "workflow", 0, vec![attr("app", json!("multi"))]),
+        span(2, Some(1), "invoke_agent planner", 10, agent("planner")),
+        span(3, Some(2), "execute_tool make_plan", 11, tool("make_plan")),
+        span(
+            4,
+            Some(1),
+            "invoke_agent researcher",
+            20,
+            agent("researcher"),
+        ),
+        span(
+            5,
+            Some(4),
+            "invoke_agent researcher",
+            21,
+            agent("researcher"),
+        ),
+        span(6, Some(5), "execute_tool search", 22, tool("search")),
+        span(7, Some(5), "execute_tool search", 23, tool("search")),
+        span(8, Some(1), "invoke_agent writer", 30, agent("writer")),
+    ];
+    json!({ "resourceSpans": [{
+        "resource": { "attributes": [] },
+        "scopeSpans": [{ "scope": { "name": "gen" }, "spans": spans }],
+    }]})
+    .to_string()
+}
+
+#[test]
+fn handoffs_in_a_generated_three_agent_run() {
+    let dir = TempDir::new("handoffs");
+    let id = "0000000000000000000000000000cafe";
+    let traces = write(&dir, "run.json", &three_agent_run(id));
+    let fx = write(
+        &dir,
+        "f.jsonl",
+        &[
+            format!(
+                r#"{{"id":"in-order","trace_id":"{id}","expected_tools":[],"metrics":["handoffs","agents"],"handoffs":["planner","researcher","writer"],"agents":{{"researcher":{{"expected_tools":["search","search"]}},"writer":{{"expected_tools":[]}}}}}}"#
+            ),
+            format!(
+                r#"{{"id":"swapped","trace_id":"{id}","expected_tools":[],"metrics":["handoffs"],"handoffs":["planner","writer","researcher"]}}"#
+            ),
+        ]
+        .join("\n"),
+    );
+    let (_, rows, err) = replay_jsonl(&[&traces, "-e", &fx]);
+    let ev = of_type(&rows, "evaluation");
+    assert_eq!(ev.len(), 2, "{err}");
+    let ok = ev.iter().find(|r| r["case"] == "in-order").unwrap();
+    assert_eq!(ok["pass"], true, "{ok}");
+    assert_eq!(ok["exact"], true);
+    assert_eq!(ok["ran"], json!(["planner", "researcher", "writer"]));
+    // A writer with no calls still ran; planner ran but was not named.
+    let a = &ok["metrics"]["agents"];
+    assert_eq!(a["pass"], true, "{a}");
+    assert!(a["reason"]
+        .as_str()
+        .unwrap()
+        .contains("also ran (not named): planner"));
+    let swapped = ev.iter().find(|r| r["case"] == "swapped").unwrap();
+    assert_eq!(swapped["pass"], false);
+    assert_eq!(swapped["lcs"], 2);
+    assert_eq!(swapped["exact"], false);
+}

@@ -5,7 +5,8 @@
 //! `{"id", "trace_id" | "match": {key: value} | "session_id", "expected_tools": [...],
 //! "threshold"?, "metrics"?, budgets?}` with the budgets `max_calls`,
 //! `max_calls_per_tool` ({tool: n}), `forbidden_tools`, `max_duration_ms`,
-//! `max_tokens`. MLflow's spelling (`expected_tool_calls` with
+//! `max_tokens`; and for multi-agent traces `agents` ({name: {expected_tools,
+//! threshold?}}) and `handoffs` (agent names in the order they should run). MLflow's spelling (`expected_tool_calls` with
 //! `arguments`) is accepted too.
 //!
 //! A case targets a session (a conversation of several traces) with
@@ -65,6 +66,19 @@ pub struct Case {
     pub metrics: Option<Vec<String>>,
     /// Limits the `budget` metric checks.
     pub budgets: Budgets,
+    /// What each agent of a multi-agent run should call (`agents` metric),
+    /// by agent name.
+    pub agents: Vec<AgentExpectation>,
+    /// The order agents should run in (`handoffs` metric).
+    pub handoffs: Option<Vec<String>>,
+}
+
+/// One agent's expected calls in a multi-agent trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentExpectation {
+    pub name: String,
+    pub expected: Vec<Call>,
+    pub threshold: Option<f64>,
 }
 
 /// A case's budgets: `max_calls`, `max_calls_per_tool`, `forbidden_tools`,
@@ -114,10 +128,19 @@ struct RawCase {
     forbidden_tools: Option<Vec<String>>,
     max_duration_ms: Option<f64>,
     max_tokens: Option<u64>,
+    agents: Option<std::collections::BTreeMap<String, RawAgent>>,
+    handoffs: Option<Vec<String>>,
     /// Free text, ignored.
     #[serde(alias = "note", alias = "description")]
     #[allow(dead_code)]
     notes: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    expected_tools: Vec<RawTool>,
+    threshold: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -293,13 +316,18 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
         (Some(t), None) | (None, Some(t)) => t,
         (None, None) => return Err("a case needs `expected_tools` (a list, may be empty)".into()),
     };
-    let expected = tools
-        .into_iter()
-        .map(|t| match t {
-            RawTool::Name(name) => Call::new(name, None),
-            RawTool::Call { name, args } => Call::new(name, args),
-        })
-        .collect();
+    let expected = calls_of(tools);
+    let mut agents = Vec::new();
+    for (name, a) in raw.agents.unwrap_or_default() {
+        if let Some(t) = a.threshold.filter(|t| !(0.0..=1.0).contains(t)) {
+            return Err(format!("agents.{name}.threshold {t} is outside 0..=1"));
+        }
+        agents.push(AgentExpectation {
+            name,
+            expected: calls_of(a.expected_tools),
+            threshold: a.threshold,
+        });
+    }
     if let Some(t) = raw.threshold {
         if !(0.0..=1.0).contains(&t) {
             return Err(format!("threshold {t} is outside 0..=1"));
@@ -342,7 +370,19 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
             max_duration_ms: raw.max_duration_ms,
             max_tokens: raw.max_tokens,
         },
+        agents,
+        handoffs: raw.handoffs,
     })
+}
+
+fn calls_of(tools: Vec<RawTool>) -> Vec<Call> {
+    tools
+        .into_iter()
+        .map(|t| match t {
+            RawTool::Name(name) => Call::new(name, None),
+            RawTool::Call { name, args } => Call::new(name, args),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -17,6 +17,9 @@ pub struct TraceFacts {
     /// count); see [`token_usage`].
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// Agent runs (start, name) by start time, when the driver extracted
+    /// them (`Evaluator::evaluate_trace_with_runs`).
+    pub runs: Vec<(u64, String)>,
 }
 
 impl TraceFacts {
@@ -35,6 +38,7 @@ impl TraceFacts {
             end_unix_nano: end,
             input_tokens,
             output_tokens,
+            runs: Vec::new(),
         }
     }
 
@@ -54,6 +58,8 @@ impl TraceFacts {
         self.end_unix_nano = self.end_unix_nano.max(other.end_unix_nano);
         self.input_tokens = add_opt(self.input_tokens, other.input_tokens);
         self.output_tokens = add_opt(self.output_tokens, other.output_tokens);
+        self.runs.extend(other.runs.iter().cloned());
+        self.runs.sort();
     }
 
     /// Input plus output tokens, when any span reported either.

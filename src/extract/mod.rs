@@ -311,6 +311,15 @@ impl Extractor {
         })
     }
 
+    /// [`Extractor::extract`] and the agent runs, by start time.
+    pub fn extract_with_runs(&self, trace: &Trace) -> (Vec<ToolCall>, Vec<AgentRun>) {
+        let mut a = self.analyze(trace);
+        if self.scope == Scope::TopLevel {
+            a.calls.retain(|c| c.depth == 0);
+        }
+        (a.calls, a.runs)
+    }
+
     /// Tool calls of `trace` within [`Extractor::scope`], by start time.
     pub fn extract(&self, trace: &Trace) -> Vec<ToolCall> {
         let mut calls = self.analyze(trace).calls;
