@@ -1,9 +1,9 @@
 //! What a trace says beyond its tool calls, for metrics that read it
 //! (`Needs::trace_facts`): computed once per trace, only when asked for.
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 
-use crate::assemble::{find_attr, Trace};
+use crate::assemble::Trace;
 
 /// Facts about one trace (or, summed, the traces of a session).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -96,20 +96,11 @@ const OUTPUT_KEYS: &[&str] = &[
 /// the LLM calls, so only spans with no reporting descendant are counted
 /// (docs/conventions.md, token usage).
 pub fn token_usage(trace: &Trace) -> (Option<u64>, Option<u64>) {
-    let count = |attrs: &[_], keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| find_attr(attrs, k).and_then(any_count))
-    };
     let n = trace.spans.len();
     let counts: Vec<(Option<u64>, Option<u64>)> = trace
         .spans
         .iter()
-        .map(|s| {
-            (
-                count(&s.span.attributes, INPUT_KEYS),
-                count(&s.span.attributes, OUTPUT_KEYS),
-            )
-        })
+        .map(|s| span_tokens(&s.span.attributes))
         .collect();
     if counts.iter().all(|c| *c == (None, None)) {
         return (None, None);
@@ -136,6 +127,31 @@ pub fn token_usage(trace: &Trace) -> (Option<u64>, Option<u64>) {
     (input, output)
 }
 
+/// One span's (input, output) tokens: one pass over its attributes, the
+/// first spelling in key order winning.
+fn span_tokens(attrs: &[KeyValue]) -> (Option<u64>, Option<u64>) {
+    // (rank, count) of the best spelling seen so far.
+    let mut input: Option<(usize, u64)> = None;
+    let mut output: Option<(usize, u64)> = None;
+    for kv in attrs {
+        let k = kv.key.as_str();
+        if !(k.starts_with("gen_ai.usage.") || k.starts_with("llm.token_count.")) {
+            continue;
+        }
+        let Some(count) = kv.value.as_ref().and_then(any_count) else {
+            continue;
+        };
+        for (keys, best) in [(INPUT_KEYS, &mut input), (OUTPUT_KEYS, &mut output)] {
+            if let Some(rank) = keys.iter().position(|x| *x == k) {
+                if best.is_none_or(|(r, _)| rank < r) {
+                    *best = Some((rank, count));
+                }
+            }
+        }
+    }
+    (input.map(|b| b.1), output.map(|b| b.1))
+}
+
 /// A token count: a non-negative integer, or its text.
 fn any_count(v: &AnyValue) -> Option<u64> {
     match v.value.as_ref()? {
@@ -143,5 +159,37 @@ fn any_count(v: &AnyValue) -> Option<u64> {
         any_value::Value::DoubleValue(d) if *d >= 0.0 && d.fract() == 0.0 => Some(*d as u64),
         any_value::Value::StringValue(s) => s.trim().parse().ok(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &str, v: any_value::Value) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: Some(AnyValue { value: Some(v) }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_spelling_per_span_current_first() {
+        use any_value::Value::{IntValue, StringValue};
+        // Strands writes both spellings; the older one first here.
+        let attrs = [
+            kv("gen_ai.usage.prompt_tokens", IntValue(7)),
+            kv("gen_ai.usage.input_tokens", IntValue(5)),
+            kv("gen_ai.usage.completion_tokens", StringValue("3".into())),
+            kv("gen_ai.usage.total_tokens", IntValue(99)),
+        ];
+        assert_eq!(span_tokens(&attrs), (Some(5), Some(3)));
+        let oi = [kv("llm.token_count.prompt", IntValue(-1))];
+        assert_eq!(
+            span_tokens(&oi),
+            (None, None),
+            "a negative count is not a count"
+        );
     }
 }

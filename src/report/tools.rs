@@ -41,7 +41,11 @@ impl ToolStatsBuilder {
     /// Adds one trace's calls and its token counts (`None`: not reported).
     pub fn add(&mut self, calls: &[ToolCall], tokens: (Option<u64>, Option<u64>)) {
         for c in calls {
-            let e = self.tools.entry(c.name.clone()).or_default();
+            // Look up before inserting: a clone of the name per call costs.
+            let e = match self.tools.get_mut(&c.name) {
+                Some(e) => e,
+                None => self.tools.entry(c.name.clone()).or_default(),
+            };
             if c.status == CallStatus::Error {
                 e.0 += 1;
             }
