@@ -17,6 +17,8 @@
 //! repeats a loop's cycle, or failed (each call counted once). No calls
 //! score 1.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 
 use super::{Call, Input, Metric, Outcome};
@@ -77,27 +79,36 @@ pub fn find(called: &[Call], calls: &[ToolCall]) -> Findings {
     let status_failed = |i: usize| calls.get(i).is_some_and(failed);
     let mut f = Findings::default();
     let mut wasted = vec![false; n];
+    // Linear in the calls (a trace may hold thousands): the last call of
+    // each tool, and the calls of the current run of one tool by arguments.
+    let mut last_of: HashMap<&str, usize> = HashMap::new();
+    let mut run: HashMap<String, usize> = HashMap::new();
     for i in 0..n {
         if status_failed(i) {
             f.errors.push(i);
             wasted[i] = true;
         }
-        // Walk back over calls to the same tool only.
-        for j in (0..i).rev() {
-            if called[j].name != called[i].name {
-                break;
-            }
-            if called[j] == called[i] && !status_failed(j) {
+        let name = called[i].name.as_str();
+        if i > 0 && called[i - 1].name != name {
+            run.clear();
+        }
+        let key = called[i]
+            .args
+            .as_ref()
+            .map_or_else(String::new, |a| format!("={a}"));
+        if let Some(&j) = run.get(&key) {
+            if !status_failed(j) {
                 f.redundant.push((i, j));
                 wasted[i] = true;
-                break;
             }
         }
-        if let Some(j) = (0..i).rev().find(|&j| called[j].name == called[i].name) {
+        run.insert(key, i);
+        if let Some(&j) = last_of.get(name) {
             if status_failed(j) {
                 f.retries.push((i, j));
             }
         }
+        last_of.insert(name, i);
     }
     let mut i = 0;
     while i < n {
