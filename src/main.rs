@@ -18,7 +18,7 @@ use traceval::extract::{Extractor, Scope};
 use traceval::ingest::Limits;
 use traceval::judge::{Judge, JudgeConfig};
 use traceval::replay::{self, Progress};
-use traceval::report::{self, exit};
+use traceval::report::{self, baseline, exit};
 use traceval::score::native::{ArgPolicy, Headline, NativeConfig};
 use traceval::score::{registry, MetricOptions};
 
@@ -53,6 +53,32 @@ enum Command {
     Conventions(ConventionsArgs),
     /// Receive OTLP (gRPC and HTTP) and score agent traces as they complete.
     Serve(Box<ServeArgs>),
+    /// Compare two JSONL reports case by case: improved, regressed,
+    /// unchanged, new, gone. Exit 1 when a case regressed beyond --tolerance.
+    Diff(DiffArgs),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    /// Exit 1 when a case fails its threshold (or matched no trace).
+    Threshold,
+    /// Exit 1 only when a case scored lower than in --baseline by more than --tolerance.
+    Regression,
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The earlier run's JSONL report.
+    old: PathBuf,
+    /// The later run's JSONL report.
+    new: PathBuf,
+    /// Drop in score a regression must exceed to fail.
+    #[arg(long, default_value_t = 0.0)]
+    tolerance: f64,
+    #[arg(long, short, value_enum, default_value = "table")]
+    format: ReportFormat,
+    #[arg(long, short)]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -254,6 +280,16 @@ struct ReplayArgs {
     /// Write the report here instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// An earlier run's JSONL report: every case is marked improved,
+    /// regressed, unchanged, new or gone (table and JSONL output).
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// What exits 1: a failed case, or a regression against --baseline.
+    #[arg(long, value_enum, default_value = "threshold")]
+    fail_on: FailOn,
+    /// Drop in score a regression must exceed to fail (with --fail-on regression).
+    #[arg(long, default_value_t = 0.0)]
+    tolerance: f64,
 }
 
 #[derive(Args)]
@@ -279,6 +315,7 @@ fn main() -> ExitCode {
         Command::Score(args) => cmd_score(args),
         Command::Conventions(args) => cmd_conventions(args),
         Command::Serve(args) => cmd_serve(*args),
+        Command::Diff(args) => cmd_diff(args),
     };
     match result {
         Ok(code) => code,
@@ -380,6 +417,14 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let evaluator = Evaluator::new(settings, cases, None)?;
     let scope: Scope = args.scoring.scope.parse().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        args.fail_on == FailOn::Threshold || args.baseline.is_some(),
+        "--fail-on regression needs --baseline"
+    );
+    check_tolerance(args.tolerance)?;
+    // Read before the run: a bad baseline is a usage error, found early.
+    let old = args.baseline.as_deref().map(baseline::load).transpose()?;
+
     let extractor = args
         .input
         .extractor(&config)?
@@ -395,10 +440,25 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         progress_printer(args.input.quiet),
     );
     report.hint = extractor.no_calls_hint(report.stats.spans, report.stats.tool_calls);
+    let comparison =
+        old.map(|old| baseline::compare(&old, &baseline::entries_of(&report), args.tolerance));
     let mut out = open_output(args.output.as_ref())?;
     match args.format {
-        ReportFormat::Table => report::write_table(&report, &mut out),
-        ReportFormat::Jsonl => report::write_jsonl(&report, &mut out),
+        ReportFormat::Table => {
+            report::write_table(&report, &mut out).and_then(|()| match &comparison {
+                Some(c) => {
+                    writeln!(out, "\nAgainst the baseline:")?;
+                    baseline::write_table(c, &mut out)
+                }
+                None => Ok(()),
+            })
+        }
+        ReportFormat::Jsonl => report::write_jsonl(&report, &mut out).and_then(|()| {
+            comparison
+                .as_ref()
+                .map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out))
+        }),
+        // One XML document: the comparison has its own (`traceval diff`).
         ReportFormat::Junit => report::write_junit(&report, &mut out),
     }
     .and_then(|()| out.flush())
@@ -410,9 +470,50 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
         if !args.input.quiet {
             eprintln!("{}", report.summary_line());
+            if let Some(c) = &comparison {
+                eprintln!("{}", c.summary_line());
+            }
         }
     }
-    Ok(ExitCode::from(report.exit_code()))
+    let code = match (&comparison, args.fail_on) {
+        (Some(c), FailOn::Regression) if report.rejected.is_empty() => {
+            if c.regressions() > 0 {
+                exit::FAIL
+            } else {
+                exit::PASS
+            }
+        }
+        _ => report.exit_code(),
+    };
+    Ok(ExitCode::from(code))
+}
+
+fn check_tolerance(t: f64) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        t.is_finite() && t >= 0.0,
+        "--tolerance {t} must be a non-negative number"
+    );
+    Ok(())
+}
+
+fn cmd_diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    check_tolerance(args.tolerance)?;
+    let old = baseline::load(&args.old)?;
+    let new = baseline::load(&args.new)?;
+    let c = baseline::compare(&old, &new, args.tolerance);
+    let mut out = open_output(args.output.as_ref())?;
+    match args.format {
+        ReportFormat::Table => baseline::write_table(&c, &mut out),
+        ReportFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
+        ReportFormat::Junit => baseline::write_junit(&c, &mut out),
+    }
+    .and_then(|()| out.flush())
+    .context("cannot write the comparison")?;
+    Ok(ExitCode::from(if c.regressions() > 0 {
+        exit::FAIL
+    } else {
+        exit::PASS
+    }))
 }
 
 fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{in_parallel, Evaluator, Sessions, TraceResult};
+use crate::extract::facts::token_usage;
 use crate::extract::Extractor;
 use crate::ingest::{self, files, Limits, Rejected};
-use crate::report::{Report, Stats, UnmatchedTrace};
+use crate::report::{Report, Stats, ToolStatsBuilder, UnmatchedTrace};
 
 /// Extracts and evaluates every trace; sessions are scored once all their
 /// traces are in. Fills the report's evaluations, unmatched traces and
@@ -26,11 +27,20 @@ pub fn score_traces(
     // A judged metric waits on HTTP: traces go in parallel, up to the
     // judge's concurrency, so a run does not take N x latency.
     let threads = evaluator.judge().map_or(1, |j| j.concurrency());
-    let results: Vec<TraceResult> = in_parallel(traces.iter().collect(), threads, |t: &Trace| {
-        evaluator.evaluate_trace(t, extractor.extract(t))
+    type Scored = (TraceResult, (Option<u64>, Option<u64>));
+    let results: Vec<Scored> = in_parallel(traces.iter().collect(), threads, |t: &Trace| {
+        let (calls, runs) = extractor.extract_with_runs(t);
+        let result = evaluator.evaluate_trace_with_runs(t, calls, &runs);
+        let tokens = match &result.facts {
+            Some(f) => (f.input_tokens, f.output_tokens),
+            None => token_usage(t),
+        };
+        (result, tokens)
     });
-    for result in results {
+    let mut tools = ToolStatsBuilder::default();
+    for (result, tokens) in results {
         report.stats.tool_calls += result.calls.len();
+        tools.add(&result.calls, tokens);
         sessions.add(&result);
         for m in &result.sessions {
             hit[m.case] = true;
@@ -49,6 +59,7 @@ pub fn score_traces(
         }
     }
     report.evaluations.extend(sessions.evaluate(evaluator));
+    (report.tools, report.tokens) = tools.finish();
     report.unmatched_cases.extend(
         evaluator
             .cases()

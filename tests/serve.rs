@@ -2097,3 +2097,45 @@ fn a_failing_results_file_refuses_new_data_and_fails_the_run() {
         other => panic!("the run must fail: {other:?}"),
     }
 }
+
+/// A behaviour metric scores live as in replay: a repeated call is named
+/// redundant and counted in the row.
+#[test]
+fn tool_efficiency_scores_in_serve() {
+    let srv = start("efficiency", |c, dir| {
+        let p = dir.join("expected.jsonl");
+        let case = json!({
+            "id": "eff",
+            "match": {"gen_ai.operation.name": "invoke_agent"},
+            "expected_tools": [],
+            "metrics": ["tool_efficiency"],
+        });
+        std::fs::write(&p, case.to_string()).unwrap();
+        c.expected = Some(p);
+    });
+    let mut client = srv.grpc_client();
+    let req = request(agent_spans(
+        41,
+        "conv-eff",
+        &[
+            ("get_weather", json!({"city": "Paris"})),
+            ("get_weather", json!({"city": "Paris"})),
+        ],
+    ));
+    srv.grpc_export(&mut client, req).unwrap();
+    srv.wait_for("the trace to be scored", |s| s.evaluations >= 1);
+    let (_, rows) = srv.stop();
+    let evals = of_type(&rows, "evaluation");
+    assert_eq!(evals.len(), 1, "{rows:#?}");
+    let e = evals[0];
+    assert_eq!(
+        (e["redundant"].as_u64(), e["wasted"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(e["score"].as_f64(), Some(0.5));
+    let why = e["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("#2 get_weather {\"city\":\"Paris\"} repeats #1"),
+        "{why}"
+    );
+}

@@ -2,6 +2,7 @@
 
 mod util;
 
+mod behaviour;
 mod cli;
 mod corpus;
 mod explain;

@@ -17,12 +17,12 @@ use std::sync::Arc;
 use crate::assemble::{session, SpanId, Trace, TraceId};
 use crate::expect::{Case, Join};
 use crate::extract::facts::TraceFacts;
-use crate::extract::ToolCall;
+use crate::extract::{AgentRun, ToolCall};
 use crate::judge::Judge;
 use crate::names::Normalizer;
 use crate::report::{Evaluation, SessionRef};
 use crate::score::native::NativeConfig;
-use crate::score::{Call, Input, MetricOptions, Needs, ScoreError};
+use crate::score::{agents, budget, handoffs, Call, Input, MetricOptions, Needs, ScoreError};
 
 pub use metrics::{MetricSet, MetricSpec};
 
@@ -172,8 +172,23 @@ impl Evaluator {
         });
         let mut prepared = Vec::with_capacity(all.len());
         for case in all {
+            // A case with budgets, agents or handoffs and no metrics of its
+            // own gets `budget`, `agents`, `handoffs` added to the run's
+            // (docs/scoring.md).
+            let implied: Vec<&str> = [
+                (case.budgets.is_set(), budget::NAME),
+                (!case.agents.is_empty(), agents::NAME),
+                (case.handoffs.is_some(), handoffs::NAME),
+            ]
+            .into_iter()
+            .filter(|&(set, name)| {
+                set && case.metrics.is_none() && !settings.metrics.iter().any(|m| m.name == name)
+            })
+            .map(|(_, name)| name)
+            .collect();
+            let add_implied = !implied.is_empty();
             let metrics = match (&case.metrics, case.threshold) {
-                (None, None) => None,
+                (None, None) if !add_implied => None,
                 (list, threshold) => {
                     let in_case = |e: ScoreError| ScoreError::InCase {
                         case: case.id.clone(),
@@ -181,6 +196,13 @@ impl Evaluator {
                     };
                     let specs = match list {
                         Some(l) => MetricSpec::parse_list(l).map_err(in_case)?,
+                        None if add_implied => {
+                            let mut s = settings.metrics.clone();
+                            for name in &implied {
+                                s.push(name.parse().map_err(in_case)?);
+                            }
+                            s
+                        }
                         None => settings.metrics.clone(),
                     };
                     let set = MetricSet::build_with_judge(
@@ -304,9 +326,27 @@ impl Evaluator {
     /// Routes and scores one trace whose calls were extracted (`calls`, by
     /// start time).
     pub fn evaluate_trace(&self, trace: &Trace, calls: Vec<ToolCall>) -> TraceResult {
+        self.evaluate_trace_with_runs(trace, calls, &[])
+    }
+
+    /// [`Evaluator::evaluate_trace`] with the trace's agent runs, for the
+    /// metrics that read them (`agents`, `handoffs`).
+    pub fn evaluate_trace_with_runs(
+        &self,
+        trace: &Trace,
+        calls: Vec<ToolCall>,
+        runs: &[AgentRun],
+    ) -> TraceResult {
         let route = self.route(trace);
         let calls: Arc<[ToolCall]> = calls.into();
-        let facts = self.needs.trace_facts.then(|| TraceFacts::of(trace));
+        let facts = self.needs.trace_facts.then(|| {
+            let mut f = TraceFacts::of(trace);
+            f.runs = runs
+                .iter()
+                .map(|r| (r.start_time_unix_nano, r.name.clone()))
+                .collect();
+            f
+        });
         let mut result = TraceResult {
             trace_id: trace.id,
             spans: trace.spans.len(),

@@ -3,7 +3,10 @@
 //!
 //! One case per JSONL line, or a JSON array of cases:
 //! `{"id", "trace_id" | "match": {key: value} | "session_id", "expected_tools": [...],
-//! "threshold"?, "metrics"?}`. MLflow's spelling (`expected_tool_calls` with
+//! "threshold"?, "metrics"?, budgets?}` with the budgets `max_calls`,
+//! `max_calls_per_tool` ({tool: n}), `forbidden_tools`, `max_duration_ms`,
+//! `max_tokens`; and for multi-agent traces `agents` ({name: {expected_tools,
+//! threshold?}}) and `handoffs` (agent names in the order they should run). MLflow's spelling (`expected_tool_calls` with
 //! `arguments`) is accepted too.
 //!
 //! A case targets a session (a conversation of several traces) with
@@ -61,6 +64,42 @@ pub struct Case {
     pub threshold: Option<f64>,
     /// Metrics for this case instead of the run's `--metric` list.
     pub metrics: Option<Vec<String>>,
+    /// Limits the `budget` metric checks.
+    pub budgets: Budgets,
+    /// What each agent of a multi-agent run should call (`agents` metric),
+    /// by agent name.
+    pub agents: Vec<AgentExpectation>,
+    /// The order agents should run in (`handoffs` metric).
+    pub handoffs: Option<Vec<String>>,
+}
+
+/// One agent's expected calls in a multi-agent trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentExpectation {
+    pub name: String,
+    pub expected: Vec<Call>,
+    pub threshold: Option<f64>,
+}
+
+/// A case's budgets: `max_calls`, `max_calls_per_tool`, `forbidden_tools`,
+/// `max_duration_ms`, `max_tokens`. A case that sets any and has no
+/// `metrics` of its own is scored with the run's metrics plus `budget`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budgets {
+    pub max_calls: Option<u64>,
+    /// Tool name -> most calls allowed, by name.
+    pub max_calls_per_tool: Vec<(String, u64)>,
+    pub forbidden_tools: Vec<String>,
+    pub max_duration_ms: Option<f64>,
+    /// Input plus output tokens of the trace's LLM spans.
+    pub max_tokens: Option<u64>,
+}
+
+impl Budgets {
+    /// Whether any budget is set.
+    pub fn is_set(&self) -> bool {
+        *self != Budgets::default()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,10 +123,24 @@ struct RawCase {
     expected_tool_calls: Option<Vec<RawTool>>,
     threshold: Option<f64>,
     metrics: Option<Vec<String>>,
+    max_calls: Option<u64>,
+    max_calls_per_tool: Option<serde_json::Map<String, Value>>,
+    forbidden_tools: Option<Vec<String>>,
+    max_duration_ms: Option<f64>,
+    max_tokens: Option<u64>,
+    agents: Option<std::collections::BTreeMap<String, RawAgent>>,
+    handoffs: Option<Vec<String>>,
     /// Free text, ignored.
     #[serde(alias = "note", alias = "description")]
     #[allow(dead_code)]
     notes: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    expected_tools: Vec<RawTool>,
+    threshold: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -283,13 +336,18 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
         (Some(t), None) | (None, Some(t)) => t,
         (None, None) => return Err("a case needs `expected_tools` (a list, may be empty)".into()),
     };
-    let expected = tools
-        .into_iter()
-        .map(|t| match t {
-            RawTool::Name(name) => Call::new(name, None),
-            RawTool::Call { name, args } => Call::new(name, args),
-        })
-        .collect();
+    let expected = calls_of(tools);
+    let mut agents = Vec::new();
+    for (name, a) in raw.agents.unwrap_or_default() {
+        if let Some(t) = a.threshold.filter(|t| !(0.0..=1.0).contains(t)) {
+            return Err(format!("agents.{name}.threshold {t} is outside 0..=1"));
+        }
+        agents.push(AgentExpectation {
+            name,
+            expected: calls_of(a.expected_tools),
+            threshold: a.threshold,
+        });
+    }
     if let Some(t) = raw.threshold {
         if !(0.0..=1.0).contains(&t) {
             return Err(format!("threshold {t} is outside 0..=1"));
@@ -301,13 +359,50 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
         None => format!("case-{ordinal}"),
         Some(other) => return Err(format!("`id` must be a string, not {other}")),
     };
+    let mut per_tool = Vec::new();
+    for (name, v) in raw.max_calls_per_tool.unwrap_or_default() {
+        match v.as_u64() {
+            Some(n) => per_tool.push((name, n)),
+            None => {
+                return Err(format!(
+                    "`max_calls_per_tool.{name}` must be a non-negative integer, not {v}"
+                ))
+            }
+        }
+    }
+    if let Some(ms) = raw.max_duration_ms {
+        if !ms.is_finite() || ms < 0.0 {
+            return Err(format!(
+                "`max_duration_ms` {ms} must be a non-negative number"
+            ));
+        }
+    }
     Ok(Case {
         id,
         join,
         expected,
         threshold: raw.threshold,
         metrics: raw.metrics,
+        budgets: Budgets {
+            max_calls: raw.max_calls,
+            max_calls_per_tool: per_tool,
+            forbidden_tools: raw.forbidden_tools.unwrap_or_default(),
+            max_duration_ms: raw.max_duration_ms,
+            max_tokens: raw.max_tokens,
+        },
+        agents,
+        handoffs: raw.handoffs,
     })
+}
+
+fn calls_of(tools: Vec<RawTool>) -> Vec<Call> {
+    tools
+        .into_iter()
+        .map(|t| match t {
+            RawTool::Name(name) => Call::new(name, None),
+            RawTool::Call { name, args } => Call::new(name, args),
+        })
+        .collect()
 }
 
 #[cfg(test)]

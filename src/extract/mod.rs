@@ -106,6 +106,10 @@ pub struct ToolCall {
     /// that JSON as is.
     #[serde(skip)]
     pub ordered_args: Option<std::sync::Arc<crate::value::PyValue>>,
+    /// The span's end, for latency statistics (not in reports: a call's
+    /// JSON stays as it was).
+    #[serde(skip)]
+    pub end_time_unix_nano: u64,
 }
 
 /// One agent (or workflow, invocation) run.
@@ -310,6 +314,15 @@ impl Extractor {
         })
     }
 
+    /// [`Extractor::extract`] and the agent runs, by start time.
+    pub fn extract_with_runs(&self, trace: &Trace) -> (Vec<ToolCall>, Vec<AgentRun>) {
+        let mut a = self.analyze(trace);
+        if self.scope == Scope::TopLevel {
+            a.calls.retain(|c| c.depth == 0);
+        }
+        (a.calls, a.runs)
+    }
+
     /// Tool calls of `trace` within [`Extractor::scope`], by start time.
     pub fn extract(&self, trace: &Trace) -> Vec<ToolCall> {
         let mut calls = self.analyze(trace).calls;
@@ -473,6 +486,7 @@ impl Extractor {
                 retriever: rule.kind() == Kind::Retriever,
                 convention: rule.name().to_string(),
                 within,
+                end_time_unix_nano: s.span.end_time_unix_nano,
             };
             if role[i] == Role::Retriever {
                 out.retrievers.push(call);

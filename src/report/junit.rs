@@ -16,6 +16,25 @@ fn score_text(r: &MetricResult) -> String {
         .map_or_else(|| "error".to_string(), |s| format!("{s:.3}"))
 }
 
+/// Text for XML made by hand (the baseline comparison): escaped, and
+/// the control characters XML 1.0 forbids even escaped replaced.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 forbids most control characters even escaped.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A failing metric, as the failure text shows it.
 fn failure_line(r: &MetricResult) -> String {
     let thr = r.threshold.map(|t| format!(" < {t}")).unwrap_or_default();

@@ -1,9 +1,11 @@
 //! Report: the results of a run as a terminal table, JSONL or JUnit XML.
 
+pub mod baseline;
 mod explain;
 mod inspect;
 mod junit;
 mod table;
+mod tools;
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -20,6 +22,7 @@ pub use explain::{explain_row, write_explain};
 pub use inspect::{inspect_row, write_inspect_tree};
 pub use junit::write_junit;
 pub use table::write_table;
+pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
 
 /// One metric's verdict on one (trace, case) pair.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,6 +126,10 @@ pub struct Report {
     pub hint: Option<String>,
     /// What the LLM judge cost, when a metric asked one.
     pub judge: Option<crate::judge::JudgeUsage>,
+    /// Per-tool calls, errors and latency, by tool name.
+    pub tools: Vec<ToolStats>,
+    /// Token totals, when any trace reported them.
+    pub tokens: Option<TokenStats>,
 }
 
 /// Exit codes shared by every command.
@@ -360,6 +367,8 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "unmatched_cases": report.unmatched_cases.len(),
         "rejected": report.rejected.len(),
         "exit_code": report.exit_code(),
+        "tools": report.tools,
+        "tokens": report.tokens,
     });
     let mut row = row;
     if let Some(j) = &report.judge {

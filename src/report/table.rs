@@ -67,10 +67,33 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "  {}", super::printable(&r.to_string()))?;
         }
     }
+    if !report.tools.is_empty() {
+        writeln!(out, "\nTools:")?;
+        let mut rows = vec![["TOOL", "CALLS", "ERRORS", "P50 MS", "P95 MS"]
+            .map(String::from)
+            .to_vec()];
+        for t in &report.tools {
+            rows.push(vec![
+                ellipsize(&t.name, 40),
+                t.calls.to_string(),
+                t.errors.to_string(),
+                format!("{:.1}", t.p50_ms),
+                format!("{:.1}", t.p95_ms),
+            ]);
+        }
+        print_rows(&rows, out)?;
+    }
+    if let Some(t) = &report.tokens {
+        writeln!(
+            out,
+            "Tokens: {} in, {} out over {} trace(s) reporting them ({:.0} per trace)",
+            t.input_tokens, t.output_tokens, t.traces, t.per_trace
+        )?;
+    }
     writeln!(out, "\n{}", report.summary_line())
 }
 
-fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     // Every cell is escaped (a no-op for ordinary text), so a name from a
     // trace can never forge a table line.

@@ -4,7 +4,11 @@
 //! `native.rs`; `presets/` reproduces the peers' libraries. Metrics are looked
 //! up by name through `registry`.
 
+pub mod agents;
+pub mod budget;
 pub mod cases;
+pub mod efficiency;
+pub mod handoffs;
 pub mod judged;
 pub mod native;
 pub mod presets;

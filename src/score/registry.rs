@@ -52,6 +52,38 @@ pub fn catalog() -> Vec<MetricInfo> {
                   superset/fuzzy",
         judged: false,
     }];
+    rows.push(MetricInfo {
+        name: super::efficiency::NAME,
+        library: "traceval",
+        version: env!("CARGO_PKG_VERSION"),
+        summary: "wasted tool use, no expectations needed: redundant calls, loops (A B A B), \
+                  retries after a failure, error rate; score 1 - wasted/calls",
+        judged: false,
+    });
+    rows.push(MetricInfo {
+        name: super::budget::NAME,
+        library: "traceval",
+        version: env!("CARGO_PKG_VERSION"),
+        summary: "the case's budgets: max_calls, max_calls_per_tool, forbidden_tools, \
+                  max_duration_ms, max_tokens; each violated one named",
+        judged: false,
+    });
+    rows.push(MetricInfo {
+        name: super::agents::NAME,
+        library: "traceval",
+        version: env!("CARGO_PKG_VERSION"),
+        summary: "per-agent expectations (case `agents`): each agent's own calls scored with \
+                  tool_correctness; agents that never ran fail, unnamed ones are listed",
+        judged: false,
+    });
+    rows.push(MetricInfo {
+        name: super::handoffs::NAME,
+        library: "traceval",
+        version: env!("CARGO_PKG_VERSION"),
+        summary: "the order agents ran in (case `handoffs`): LCS over the longer sequence, \
+                  exact; passes when the expected agents ran in order",
+        judged: false,
+    });
     rows.extend(presets::catalog().into_iter().map(|p| MetricInfo {
         name: p.name,
         library: p.library,
@@ -107,6 +139,18 @@ pub fn lookup(
             config.threshold = t;
         }
         return Ok(Box::new(NativeMetric::new(config)));
+    }
+    if name == super::efficiency::NAME {
+        return Ok(Box::new(super::efficiency::Efficiency::new(opts.threshold)));
+    }
+    if name == super::budget::NAME {
+        return Ok(Box::new(super::budget::Budget));
+    }
+    if name == super::agents::NAME {
+        return Ok(Box::new(super::agents::Agents::new(native)));
+    }
+    if name == super::handoffs::NAME {
+        return Ok(Box::new(super::handoffs::Handoffs));
     }
     presets::build(name, opts).unwrap_or_else(|| Err(ScoreError::UnknownMetric(name.to_string())))
 }

@@ -121,9 +121,8 @@ impl BatchScorer {
         let mut defaulted = false;
         for c in batch {
             let trace = &c.trace;
-            let result = self
-                .evaluator
-                .evaluate_trace(trace, self.extractor.extract(trace));
+            let (calls, runs) = self.extractor.extract_with_runs(trace);
+            let result = self.evaluator.evaluate_trace_with_runs(trace, calls, &runs);
             if !result.sessions.is_empty() {
                 let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
                 for m in &result.sessions {

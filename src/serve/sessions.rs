@@ -205,6 +205,7 @@ mod tests {
             convention: "test".into(),
             within: None,
             ordered_args: None,
+            end_time_unix_nano: at,
         }
     }
 
