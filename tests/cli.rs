@@ -413,6 +413,10 @@ fn names_from_traces_are_escaped_in_the_table() {
     assert!(!table.lines().any(|l| l.starts_with("FORGED")), "{table}");
     assert!(!table.contains('\u{1b}'), "{table}");
     assert!(table.contains("evil\\nFORGED"), "{table}");
+    let out = traceval(&["inspect", p.to_str().unwrap()]);
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(!tree.lines().any(|l| l.starts_with("FORGED")), "{tree}");
+    assert!(!tree.contains('\u{1b}'), "{tree}");
     let out = traceval(&["replay", p.to_str().unwrap(), "--format", "jsonl"]);
     let rows = jsonl(&out.stdout);
     assert_eq!(rows[0]["tools_called"][0]["name"], name);

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::printable;
+
 use serde_json::{json, Value};
 
 use crate::assemble::{SpanId, Trace};
@@ -81,9 +83,15 @@ fn call_line(c: &ToolCall, counted: bool) -> String {
         (true, false) => "retriever, not counted (--retrievers-as-tools); ",
         _ => "",
     };
+    // Names and messages come from the trace: escaped for the terminal
+    // (arguments are JSON text, whose strings are escaped already).
     format!(
-        "{} {}  [{tag}{status}; {}; span {}]",
-        c.name, args, c.convention, c.span_id
+        "{} {}  [{tag}{}; {}; span {}]",
+        printable(&c.name),
+        args,
+        printable(&status),
+        printable(&c.convention),
+        c.span_id
     )
 }
 
@@ -107,16 +115,16 @@ pub fn write_inspect_tree(
         write!(out, ", {} retrievers not counted", a.retrievers.len())?;
     }
     if let Some((k, v)) = session {
-        write!(out, "; session {k}={v}")?;
+        write!(out, "; session {}={}", printable(k), printable(v))?;
     }
     writeln!(out, ")")?;
     let facts = TraceFacts::of(trace);
     if let Some(r) = facts.requests.first() {
-        writeln!(out, "  request: {}", first_line(r))?;
+        writeln!(out, "  request: {}", printable(&first_line(r)))?;
     }
     if !facts.tools.is_empty() {
         let names: Vec<&str> = facts.tools.iter().map(|t| t.name.as_str()).collect();
-        writeln!(out, "  tools available: {}", names.join(", "))?;
+        writeln!(out, "  tools available: {}", printable(&names.join(", ")))?;
     }
     let mut nodes: Vec<Node> = a
         .runs
@@ -165,7 +173,9 @@ pub fn write_inspect_tree(
                 Node::Run(r) => writeln!(
                     out,
                     "agent {}  [{}; span {}]",
-                    r.name, r.convention, r.span_id
+                    printable(&r.name),
+                    printable(&r.convention),
+                    r.span_id
                 )?,
                 Node::Call(c, counted) => writeln!(out, "{}", call_line(c, *counted))?,
             }

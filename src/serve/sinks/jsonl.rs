@@ -229,6 +229,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
                 "unmatched_traces": summary.stats.unmatched_traces,
                 "unmatched_cases": summary.unmatched_cases.len(),
                 "has_cases": summary.has_cases,
+                "judge": summary.judge,
                 "metrics": metrics,
             }),
         );
