@@ -228,17 +228,10 @@ fn resource_of(v: Option<&Value>) -> (Resource, String) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::convert::test_attr as attr;
     use super::*;
     use opentelemetry_proto::tonic::common::v1::any_value;
     use serde_json::json;
-
-    fn attr<'a>(attrs: &'a [KeyValue], k: &str) -> Option<&'a any_value::Value> {
-        attrs
-            .iter()
-            .find(|kv| kv.key == k)
-            .and_then(|kv| kv.value.as_ref())
-            .and_then(|v| v.value.as_ref())
-    }
 
     fn tool_span() -> Value {
         json!({

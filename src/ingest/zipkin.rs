@@ -350,16 +350,9 @@ fn event_attrs(m: &Map<String, Value>) -> Vec<KeyValue> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::convert::test_attr as attr;
     use super::*;
     use serde_json::json;
-
-    fn attr<'a>(attrs: &'a [KeyValue], k: &str) -> Option<&'a any_value::Value> {
-        attrs
-            .iter()
-            .find(|kv| kv.key == k)
-            .and_then(|kv| kv.value.as_ref())
-            .and_then(|v| v.value.as_ref())
-    }
 
     fn doc() -> Value {
         json!([
