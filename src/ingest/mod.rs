@@ -6,6 +6,7 @@
 
 pub mod files;
 pub mod mlflow;
+pub mod otlp_json;
 
 use std::fmt;
 use std::io::Read;
@@ -219,13 +220,20 @@ fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
     }
 }
 
-/// One JSON document: a request, or an array of requests (or MLflow trace JSON).
+/// One JSON document: a request, an array of requests, a Tempo trace (see
+/// docs/formats.md), or MLflow trace JSON.
 fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decoded) {
     let at = |e: &serde_json::Error| match pos {
         Position::Line(n) => Position::Line(n),
         _ => Position::Line(e.line()),
     };
-    if !contains(doc, b"\"resourceSpans\"") && mlflow::looks_like(doc) {
+    let decoded = otlp_json::decode(doc);
+    // MLflow JSON has no OTLP keys, so it decodes to nothing (or fails).
+    let maybe_mlflow = match &decoded {
+        Ok(d) => d.spans() == 0 && d.rejected.is_empty() && !d.has_span_lists(),
+        Err(_) => true,
+    };
+    if maybe_mlflow && mlflow::looks_like(doc) {
         match mlflow::decode(doc) {
             Ok(req) => {
                 out.format = Some(Format::MlflowTraceJson);
@@ -235,46 +243,30 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
         }
         return;
     }
-    if first_non_ws(doc) == Some(b'[') {
-        match serde_json::from_slice::<Vec<ExportTraceServiceRequest>>(doc) {
-            Ok(reqs) => {
-                for r in reqs {
-                    accept_json(r, doc, source, pos.clone(), out);
-                }
-            }
-            Err(e) => out.reject(source, at(&e), json_reason(&e)),
+    let d = match decoded {
+        Ok(d) => d,
+        Err(e) => {
+            out.reject(source, at(&e), json_reason(&e));
+            return;
         }
+    };
+    if let Some(why) = d.empty_reason(true) {
+        out.reject(source, pos, why);
         return;
     }
-    match serde_json::from_slice::<ExportTraceServiceRequest>(doc) {
-        Ok(r) => accept_json(r, doc, source, pos, out),
-        Err(e) => out.reject(source, at(&e), json_reason(&e)),
+    for r in d.rejected {
+        out.rejected.push(Rejected {
+            source: source.to_string(),
+            position: pos.clone(),
+            reason: r.reason,
+            spans: r.spans,
+        });
     }
+    out.requests.extend(d.requests);
 }
 
 fn json_reason(e: &serde_json::Error) -> String {
     format!("not valid OTLP/JSON: {e}")
-}
-
-fn accept_json(
-    req: ExportTraceServiceRequest,
-    doc: &[u8],
-    source: &str,
-    pos: Position,
-    out: &mut Decoded,
-) {
-    if span_count(&req) == 0 && !contains(doc, b"\"resourceSpans\"") {
-        // serde ignores unknown keys, so snake_case (`resource_spans`) or a
-        // different JSON shape would decode to an empty request silently.
-        out.reject(
-            source,
-            pos,
-            "JSON decodes to zero spans: no `resourceSpans` key (OTLP/JSON keys are lowerCamelCase; \
-             snake_case or another trace format is not OTLP/JSON)",
-        );
-        return;
-    }
-    out.requests.push(req);
 }
 
 fn decode_protobuf(bytes: &[u8], source: &str, out: &mut Decoded) {
@@ -334,10 +326,6 @@ fn decode_records(
         return None;
     }
     Some(reqs)
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Number of spans in a request.

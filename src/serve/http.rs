@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::intake::Shared;
 use super::status::{http_response, Accepted, Encoding, ExportError};
+use crate::ingest::otlp_json::{self, SpanRejected};
 use crate::ingest::{self, GunzipError, Request};
 
 /// The OTLP/HTTP path for traces.
@@ -84,7 +85,7 @@ async fn receive(
     }
     let bytes = read_capped(body, st.max_size).await?;
     let max = st.max_size;
-    let (req, raw) = if bytes.len() > BLOCKING_DECODE_BYTES
+    let (req, raw, rejected) = if bytes.len() > BLOCKING_DECODE_BYTES
         || (gzip && bytes.len() > BLOCKING_DECODE_BYTES / 8)
     {
         tokio::task::spawn_blocking(move || decode_body(encoding, gzip, &bytes, max))
@@ -93,7 +94,7 @@ async fn receive(
     } else {
         decode_body(encoding, gzip, &bytes, max)?
     };
-    st.shared.accept(req, raw)
+    st.shared.accept_with(req, raw, rejected)
 }
 
 /// `Content-Encoding`: gzip, identity or none.
@@ -134,14 +135,15 @@ async fn read_capped(mut body: Body, max: usize) -> Result<Bytes, ExportError> {
     Ok(buf.freeze())
 }
 
-/// Inflates (capped) and decodes one body. Returns the request and, for
-/// protobuf, the (inflated) bytes it was decoded from.
+/// Inflates (capped) and decodes one body. Returns the request, for
+/// protobuf the (inflated) bytes it was decoded from, and the spans the
+/// JSON decoder left out.
 fn decode_body(
     encoding: Encoding,
     gzip: bool,
     body: &Bytes,
     max: usize,
-) -> Result<(Request, Option<Bytes>), ExportError> {
+) -> Result<(Request, Option<Bytes>, Vec<SpanRejected>), ExportError> {
     let bytes = if gzip {
         if !ingest::is_gzip(body) {
             return Err(ExportError::Undecodable(
@@ -163,39 +165,26 @@ fn decode_body(
     };
     match encoding {
         Encoding::Protobuf => match Request::decode(bytes.as_ref()) {
-            Ok(req) => Ok((req, Some(bytes))),
+            Ok(req) => Ok((req, Some(bytes), Vec::new())),
             Err(e) => Err(ExportError::Undecodable(format!(
                 "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
                 bytes.len()
             ))),
         },
-        Encoding::Json => decode_json(&bytes).map(|req| (req, None)),
+        Encoding::Json => decode_json(&bytes).map(|(req, rejected)| (req, None, rejected)),
     }
 }
 
-fn decode_json(bytes: &[u8]) -> Result<Request, ExportError> {
-    let req: Request = serde_json::from_slice(bytes)
+/// The tolerant OTLP/JSON decoder (docs/formats.md); an array of requests
+/// or a Tempo trace becomes one request.
+fn decode_json(bytes: &[u8]) -> Result<(Request, Vec<SpanRejected>), ExportError> {
+    let doc = otlp_json::decode(bytes)
         .map_err(|e| ExportError::Undecodable(format!("not OTLP/JSON: {e}")))?;
-    if ingest::span_count(&req) == 0 {
-        // serde ignores unknown keys: snake_case (`resource_spans`) or another
-        // trace format would decode to an empty request and be lost silently.
-        let keys: Vec<String> =
-            serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
-                .map(|m| {
-                    m.keys()
-                        .filter(|k| *k != "resourceSpans")
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-        if !keys.is_empty() {
-            return Err(ExportError::Undecodable(format!(
-                "OTLP/JSON request has no spans and unknown keys ({}): keys are lowerCamelCase (`resourceSpans`)",
-                keys.join(", ")
-            )));
-        }
+    // `{}` is a valid (empty) export; unknown keys and no spans is not.
+    if let Some(why) = doc.empty_reason(false) {
+        return Err(ExportError::Undecodable(why));
     }
-    Ok(req)
+    Ok(doc.into_request())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use tracing::{info, warn};
 
 use super::buffer::{Refused, TraceBuffer};
 use super::status::{Accepted, ExportError};
+use crate::ingest::otlp_json::SpanRejected;
 use crate::ingest::{self, Request};
 
 /// Live counters of a running server (read them with [`ServeStats::snapshot`]).
@@ -42,7 +43,7 @@ pub struct StatsSnapshot {
     pub requests: u64,
     /// Spans accepted into the buffer.
     pub spans: u64,
-    /// Spans rejected for bad ids (partial success).
+    /// Spans rejected for bad ids or values (partial success).
     pub invalid_spans: u64,
     /// Re-sent spans dropped as duplicates.
     pub duplicate_spans: u64,
@@ -130,12 +131,27 @@ impl Shared {
     /// whole when the buffer is full. `raw` is the protobuf the request was
     /// decoded from, if it came as protobuf: when no span is rejected it is
     /// forwarded as is instead of re-encoding the request.
-    pub fn accept(
+    pub fn accept(&self, req: Request, raw: Option<bytes::Bytes>) -> Result<Accepted, ExportError> {
+        self.accept_with(req, raw, Vec::new())
+    }
+
+    /// [`Shared::accept`] for a request whose decoder already left out
+    /// `rejected` spans (OTLP/JSON: bad ids, enum names, numbers); they are
+    /// reported in the partial success with the rest.
+    pub fn accept_with(
         &self,
         mut req: Request,
         raw: Option<bytes::Bytes>,
+        rejected: Vec<SpanRejected>,
     ) -> Result<Accepted, ExportError> {
-        let problems = ingest::validate_ids(&mut req);
+        let invalid = ingest::validate_ids(&mut req);
+        let rejected_spans =
+            (rejected.iter().map(|r| r.spans).sum::<usize>() + invalid.len()) as u64;
+        let problems: Vec<String> = rejected
+            .into_iter()
+            .map(|r| r.reason)
+            .chain(invalid)
+            .collect();
         // Forwarding comes first: a request the downstream queue cannot take
         // is refused whole (503 / UNAVAILABLE) before anything is buffered,
         // so the client's retry neither loses nor doubles data.
@@ -184,14 +200,13 @@ impl Shared {
                 s.spans.fetch_add(a.spans as u64, Ordering::Relaxed);
                 s.duplicate_spans
                     .fetch_add(a.duplicates as u64, Ordering::Relaxed);
-                s.invalid_spans
-                    .fetch_add(problems.len() as u64, Ordering::Relaxed);
+                s.invalid_spans.fetch_add(rejected_spans, Ordering::Relaxed);
                 if self.full.swap(false, Ordering::Relaxed) {
                     info!("Trace buffer has room again; accepting requests.");
                 }
                 Ok(Accepted {
-                    rejected_spans: problems.len() as i64,
-                    message: summarize(&problems),
+                    rejected_spans: rejected_spans as i64,
+                    message: summarize(rejected_spans, &problems),
                 })
             }
             Err(Refused::Full {
@@ -223,14 +238,13 @@ impl Shared {
 }
 
 /// One human-readable message for the rejected spans of a request.
-fn summarize(problems: &[String]) -> String {
+fn summarize(spans: u64, problems: &[String]) -> String {
     const SHOWN: usize = 3;
     if problems.is_empty() {
         return String::new();
     }
     let mut msg = format!(
-        "{} span(s) rejected for invalid ids: {}",
-        problems.len(),
+        "{spans} span(s) rejected for invalid ids or values: {}",
         problems[..problems.len().min(SHOWN)].join("; ")
     );
     if problems.len() > SHOWN {
