@@ -421,3 +421,128 @@ fn names_from_traces_are_escaped_in_the_table() {
     let rows = jsonl(&out.stdout);
     assert_eq!(rows[0]["tools_called"][0]["name"], name);
 }
+
+/// OTLP/JSON as Go's protojson and Tempo write it (base64 ids, enum names),
+/// in a Collector-style JSON-lines file and a Tempo `/api/traces` download:
+/// both traces are scored; a span with a bad id and a line that is not JSON
+/// are rejected with file, line and reason, and the rest is kept.
+#[test]
+fn protojson_and_tempo_files_with_enum_names_and_base64_ids() {
+    use crate::util::{base64, hex, protojson_agent_span, protojson_tool_span};
+    let dir = TempDir::new("protojson");
+    let (ta, tb, tc) = ([0xa1u8; 16], [0xb2u8; 16], [0xc3u8; 16]);
+    let sid = |t: u8, n: u8| [t, 0, 0, 0, 0, 0, 0, n];
+    let request = |spans: &[String]| {
+        format!(
+            r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"go-agent"}}}}]}},"scopeSpans":[{{"scope":{{"name":"agent"}},"spans":[{}]}}]}}]}}"#,
+            spans.join(",")
+        )
+    };
+    // Children first, the root in a later request (as batching exporters send).
+    let mut bad_span = protojson_tool_span(&tc, &sid(3, 2), &sid(3, 1), "broken", "{}", 10);
+    bad_span = bad_span.replace(&base64(&sid(3, 2)), "not-an-id!");
+    let lines = [
+        request(&[
+            protojson_tool_span(
+                &ta,
+                &sid(1, 2),
+                &sid(1, 1),
+                "get_weather",
+                r#"{"city":"Paris"}"#,
+                1000,
+            ),
+            protojson_tool_span(
+                &ta,
+                &sid(1, 3),
+                &sid(1, 1),
+                "get_weather",
+                r#"{"city":"London"}"#,
+                1100,
+            ),
+        ]),
+        request(&[protojson_agent_span(&ta, &sid(1, 1), 900)]),
+        request(&[protojson_agent_span(&tc, &sid(3, 1), 5), bad_span]),
+        "{not json".to_string(),
+    ];
+    let go = dir.path().join("go-protojson.jsonl");
+    fs::write(&go, lines.join("\n")).unwrap();
+    // Tempo v1 API answer, pretty-printed, with the pre-1.0 names.
+    let tempo_doc = serde_json::json!({"batches": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "py-agent"}}]},
+        "instrumentationLibrarySpans": [{
+            "instrumentationLibrary": {"name": "agent"},
+            "spans": [
+                serde_json::from_str::<Value>(&protojson_agent_span(&tb, &sid(2, 1), 10)).unwrap(),
+                serde_json::from_str::<Value>(&protojson_tool_span(&tb, &sid(2, 2), &sid(2, 1), "search", r#"{"q":"x"}"#, 20)).unwrap(),
+            ]
+        }]
+    }]});
+    let tempo = dir.path().join("tempo-trace.json");
+    fs::write(&tempo, serde_json::to_string_pretty(&tempo_doc).unwrap()).unwrap();
+    let f = fixture(
+        &dir,
+        &[
+            &format!(
+                r#"{{"id":"go","trace_id":"{}","expected_tools":[{{"name":"get_weather","args":{{"city":"Paris"}}}},{{"name":"get_weather","args":{{"city":"London"}}}}]}}"#,
+                hex(&ta)
+            ),
+            &format!(
+                r#"{{"id":"tempo","trace_id":"{}","expected_tools":[{{"name":"search","args":{{"q":"x"}}}}]}}"#,
+                hex(&tb)
+            ),
+        ],
+    );
+    let run = |files: &[&std::path::Path]| {
+        let mut args = vec!["replay".to_string()];
+        args.extend(files.iter().map(|p| p.display().to_string()));
+        args.extend(["-e", &f, "--format", "jsonl", "-q"].map(String::from));
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        traceval(&argv)
+    };
+
+    // The Tempo file alone is clean: its case passes, nothing is rejected
+    // (exit 1: the other case has no trace).
+    let out = run(&[&tempo]);
+    let rows = jsonl(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{rows:#?}");
+    let eval = rows.iter().find(|r| r["type"] == "evaluation").unwrap();
+    assert_eq!(
+        (&eval["case"], &eval["pass"]),
+        (&Value::from("tempo"), &Value::from(true))
+    );
+    assert!(!rows.iter().any(|r| r["type"] == "rejected"), "{rows:#?}");
+
+    let out = run(&[&go, &tempo]);
+    assert_eq!(out.status.code(), Some(2), "rejected input is exit 2");
+    let rows = jsonl(&out.stdout);
+    let evals: Vec<&Value> = rows.iter().filter(|r| r["type"] == "evaluation").collect();
+    assert_eq!(evals.len(), 2, "{rows:#?}");
+    for e in &evals {
+        assert_eq!(e["pass"], true, "{e}");
+    }
+    let rejected: Vec<&Value> = rows.iter().filter(|r| r["type"] == "rejected").collect();
+    assert_eq!(rejected.len(), 2, "{rejected:#?}");
+    let span_row = rejected.iter().find(|r| r["position"] == "3").unwrap();
+    assert!(span_row["source"]
+        .as_str()
+        .unwrap()
+        .ends_with("go-protojson.jsonl"));
+    let reason = span_row["reason"].as_str().unwrap();
+    for needle in [
+        "span `execute_tool broken`",
+        "resourceSpans[0].scopeSpans[0].spans[1]",
+        "not-an-id!",
+        "tried hex",
+        "base64",
+    ] {
+        assert!(reason.contains(needle), "{needle} not in {reason}");
+    }
+    let line_row = rejected.iter().find(|r| r["position"] == "4").unwrap();
+    assert!(line_row["reason"]
+        .as_str()
+        .unwrap()
+        .contains("not valid OTLP/JSON"));
+    // The rejected span's trace still holds its good span.
+    let summary = rows.iter().find(|r| r["type"] == "summary").unwrap();
+    assert_eq!(summary["stats"]["spans"], 6, "{summary}");
+}

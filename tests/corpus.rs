@@ -245,3 +245,59 @@ fn errors_carry_status_and_message() {
         .unwrap()
         .contains("Unknown ticker"));
 }
+
+/// Every `req-*.json` (and every line of `traces.jsonl`) under
+/// tests/data/corpus decodes with the tolerant decoder exactly as with the
+/// serde derives of opentelemetry-proto, and to the same request as its `.pb`.
+#[test]
+fn tolerant_json_decoder_matches_the_serde_derives_on_the_corpus() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+    use traceval::ingest::otlp_json;
+
+    let decode_new = |bytes: &[u8], what: &str| {
+        let doc = otlp_json::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(doc.rejected.is_empty(), "{what}: {:?}", doc.rejected);
+        assert_eq!(doc.requests.len(), 1, "{what}");
+        doc.into_request().0
+    };
+    let (mut files, mut lines, mut spans) = (0, 0, 0);
+    for source in CHECKED {
+        let dir = data(&format!("corpus/{source}/otlp"));
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with("req-") && name.ends_with(".json")
+            })
+            .collect();
+        paths.sort();
+        for p in paths {
+            let what = p.display().to_string();
+            let bytes = std::fs::read(&p).unwrap();
+            let old: ExportTraceServiceRequest = serde_json::from_slice(&bytes).unwrap();
+            let new = decode_new(&bytes, &what);
+            assert_eq!(new, old, "{what}");
+            // Same as the protobuf of the same request, where there is one.
+            if let Ok(pb) = std::fs::read(p.with_extension("pb")) {
+                let from_pb = ExportTraceServiceRequest::decode(pb.as_slice()).unwrap();
+                assert_eq!(new, from_pb, "{what} vs .pb");
+            }
+            files += 1;
+            spans += traceval::ingest::span_count(&new);
+        }
+        let text = std::fs::read(data(&format!("corpus/{source}/traces.jsonl"))).unwrap();
+        for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let what = format!("{source}/traces.jsonl:{}", i + 1);
+            let old: ExportTraceServiceRequest = serde_json::from_slice(line).unwrap();
+            assert_eq!(decode_new(line, &what), old, "{what}");
+            lines += 1;
+        }
+    }
+    assert!(files >= 100 && lines >= 100, "{files} files, {lines} lines");
+    assert!(spans >= 300, "{spans} spans");
+}

@@ -2139,3 +2139,93 @@ fn tool_efficiency_scores_in_serve() {
         "{why}"
     );
 }
+
+/// OTLP/HTTP JSON as Go's protojson (and Tempo's v2 API) write it: base64
+/// ids and enum names are read; a span with a bad id is left out with a
+/// partial success naming it, and the rest of the request is kept.
+#[test]
+fn http_json_with_enum_names_and_base64_ids() {
+    use crate::util::{base64, protojson_agent_span, protojson_tool_span};
+    let srv = start("http-protojson", |_, _| {});
+    let (ta, tb) = ([0xd4u8; 16], [0xe5u8; 16]);
+    let sid = |t: u8, n: u8| [t, 0, 0, 0, 0, 0, 0, n];
+    let body = |wrap: &str, spans: &[String]| {
+        let rs = format!(
+            r#"[{{"resource":{{}},"scopeSpans":[{{"scope":{{"name":"agent"}},"spans":[{}]}}]}}]"#,
+            spans.join(",")
+        );
+        match wrap {
+            "tempo-v2" => format!(r#"{{"trace":{{"resourceSpans":{rs}}}}}"#),
+            _ => format!(r#"{{"resourceSpans":{rs}}}"#),
+        }
+    };
+    let mut bad = protojson_tool_span(&ta, &sid(4, 9), &sid(4, 1), "broken", "{}", 1300);
+    bad = bad.replace(&base64(&ta), "c29tZXRoaW5n");
+    let first = body(
+        "otlp",
+        &[
+            protojson_tool_span(&ta, &sid(4, 2), &sid(4, 1), "lookup", r#"{"id":7}"#, 1000),
+            bad,
+            protojson_agent_span(&ta, &sid(4, 1), 900),
+        ],
+    );
+    let r = post(srv.http, &[JSON], first.as_bytes(), Framing::Length);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["partialSuccess"]["rejectedSpans"], "1", "{v}");
+    let msg = v["partialSuccess"]["errorMessage"].as_str().unwrap();
+    for needle in [
+        "span `execute_tool broken`",
+        "spans[1]",
+        "trace id",
+        "tried hex",
+    ] {
+        assert!(msg.contains(needle), "{needle} not in {msg}");
+    }
+    // Tempo's v2 wrapper, gzip, chunked.
+    let second = body(
+        "tempo-v2",
+        &[
+            protojson_agent_span(&tb, &sid(5, 1), 900),
+            protojson_tool_span(&tb, &sid(5, 2), &sid(5, 1), "search", r#"{"q":"y"}"#, 1000),
+        ],
+    );
+    let r = post(
+        srv.http,
+        &[JSON, ("Content-Encoding", "gzip")],
+        &gzip(second.as_bytes()),
+        Framing::Chunked,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.body, b"{}");
+    // snake_case keys are still refused with the reason.
+    let r = post(
+        srv.http,
+        &[JSON],
+        br#"{"resource_spans":[{"scope_spans":[{"spans":[]}]}]}"#,
+        Framing::Length,
+    );
+    assert_eq!(r.status, 400);
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(
+        v["message"].as_str().unwrap().contains("lowerCamelCase"),
+        "{v}"
+    );
+    let st = srv.stats();
+    assert_eq!((st.requests, st.spans, st.invalid_spans), (2, 4, 1));
+    let (_, rows) = srv.stop();
+    let traces = of_type(&rows, "unmatched_trace");
+    let find = |t: &[u8; 16]| {
+        traces
+            .iter()
+            .find(|r| r["trace_id"] == hex(t))
+            .unwrap_or_else(|| panic!("{rows:#?}"))
+    };
+    let a = find(&ta);
+    assert_eq!(a["spans"], 2);
+    assert_eq!(a["tools_called"][0]["name"], "lookup");
+    assert_eq!(a["tools_called"][0]["args"], json!({"id": 7}));
+    let b = find(&tb);
+    assert_eq!(b["tools_called"][0]["name"], "search");
+    assert_eq!(b["tools_called"][0]["args"], json!({"q": "y"}));
+}

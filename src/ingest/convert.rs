@@ -349,6 +349,15 @@ impl Grouper {
     }
 }
 
+/// A span attribute's value, for the converters' tests.
+#[cfg(test)]
+pub(super) fn test_attr<'a>(
+    attrs: &'a [opentelemetry_proto::tonic::common::v1::KeyValue],
+    k: &str,
+) -> Option<&'a opentelemetry_proto::tonic::common::v1::any_value::Value> {
+    crate::assemble::find_attr(attrs, k).and_then(|v| v.value.as_ref())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,13 +415,4 @@ mod tests {
         assert!(micros_to_nanos(&serde_json::json!(-1), "t").is_err());
         assert!(micros_to_nanos(&serde_json::json!(u64::MAX), "t").is_err());
     }
-}
-
-/// A span attribute's value, for the converters' tests.
-#[cfg(test)]
-pub(super) fn test_attr<'a>(
-    attrs: &'a [opentelemetry_proto::tonic::common::v1::KeyValue],
-    k: &str,
-) -> Option<&'a opentelemetry_proto::tonic::common::v1::any_value::Value> {
-    crate::assemble::find_attr(attrs, k).and_then(|v| v.value.as_ref())
 }

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod files;
 pub mod jaeger;
 pub mod mlflow;
+pub mod otlp_json;
 pub mod zipkin;
 
 use std::fmt;
@@ -165,49 +166,36 @@ pub enum Wire {
 }
 
 /// Decodes one OTLP export request body (a receiver's, inflated already),
-/// with the same checks as a file's request: a JSON body that decodes to
-/// zero spans must not carry keys OTLP/JSON does not have (snake_case or
-/// another format would otherwise be lost silently). The error is the
-/// reason, for the client.
-pub fn decode_request(body: &[u8], wire: Wire) -> Result<Request, String> {
+/// with the same reader as a file's request (`otlp_json`: enum names,
+/// base64 ids, pre-1.0 and Tempo shapes). Returns the request and the spans
+/// the JSON reader left out (bad ids, with reasons). A JSON body with keys
+/// but no spans (snake_case, another format) is an error, not an empty
+/// success; `{}` is a valid empty export. The error is the reason, for the
+/// client.
+pub fn decode_request(
+    body: &[u8],
+    wire: Wire,
+) -> Result<(Request, Vec<otlp_json::SpanRejected>), String> {
     match wire {
-        Wire::Protobuf => Request::decode(body).map_err(|e| {
+        Wire::Protobuf => Request::decode(body).map(|r| (r, Vec::new())).map_err(|e| {
             format!(
                 "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
                 body.len()
             )
         }),
         Wire::Json => {
-            // serde would read an array as a struct's fields in order.
+            // An export request is one object (serde would also read an
+            // array, as a struct's fields in order).
             if first_non_ws(body).is_some_and(|b| b != b'{') {
                 return Err("not OTLP/JSON: an export request is a JSON object".into());
             }
-            let req: Request =
-                serde_json::from_slice(body).map_err(|e| format!("not OTLP/JSON: {e}"))?;
-            check_json_spans(&req, body)?;
-            Ok(req)
+            let doc = otlp_json::decode(body).map_err(|e| format!("not OTLP/JSON: {e}"))?;
+            if let Some(why) = doc.empty_reason(false) {
+                return Err(why);
+            }
+            Ok(doc.into_request())
         }
     }
-}
-
-/// A JSON request with no spans is fine when it is empty or has an empty
-/// `resourceSpans`; with other keys it is a format we do not read.
-fn check_json_spans(req: &Request, doc: &[u8]) -> Result<(), String> {
-    if span_count(req) > 0 || contains(doc, b"\"resourceSpans\"") {
-        return Ok(());
-    }
-    let keys: Vec<String> =
-        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(doc)
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default();
-    if keys.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "JSON decodes to zero spans: no `resourceSpans` key (found {}); OTLP/JSON keys are \
-         lowerCamelCase, so snake_case or another trace format is not OTLP/JSON",
-        keys.join(", ")
-    ))
 }
 
 /// Decodes one whole input (a file's content or stdin).
@@ -361,7 +349,8 @@ fn split_documents(bytes: &[u8]) -> Vec<Piece> {
     out
 }
 
-/// One JSON document: a request, or an array of requests (or MLflow trace JSON).
+/// One JSON document: a request, an array of requests, a Tempo trace (see
+/// docs/formats.md), or MLflow trace JSON.
 fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decoded) {
     let at = |e: &serde_json::Error| match pos {
         Position::Line(n) => Position::Line(n),
@@ -371,7 +360,13 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
     if !otlp && decode_other_format(doc, source, &pos, out) {
         return;
     }
-    if !otlp && mlflow::looks_like(doc) {
+    let decoded = otlp_json::decode(doc);
+    // MLflow JSON has no OTLP keys, so it decodes to nothing (or fails).
+    let maybe_mlflow = match &decoded {
+        Ok(d) => d.spans() == 0 && d.rejected.is_empty() && !d.has_span_lists(),
+        Err(_) => true,
+    };
+    if maybe_mlflow && mlflow::looks_like(doc) {
         match mlflow::decode(doc) {
             Ok(req) => {
                 out.format = Some(Format::MlflowTraceJson);
@@ -381,21 +376,26 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
         }
         return;
     }
-    if first_non_ws(doc) == Some(b'[') {
-        match serde_json::from_slice::<Vec<ExportTraceServiceRequest>>(doc) {
-            Ok(reqs) => {
-                for r in reqs {
-                    accept_json(r, doc, source, pos.clone(), out);
-                }
-            }
-            Err(e) => out.reject(source, at(&e), json_reason(&e)),
+    let d = match decoded {
+        Ok(d) => d,
+        Err(e) => {
+            out.reject(source, at(&e), json_reason(&e));
+            return;
         }
+    };
+    if let Some(why) = d.empty_reason(true) {
+        out.reject(source, pos, why);
         return;
     }
-    match serde_json::from_slice::<ExportTraceServiceRequest>(doc) {
-        Ok(r) => accept_json(r, doc, source, pos, out),
-        Err(e) => out.reject(source, at(&e), json_reason(&e)),
+    for r in d.rejected {
+        out.rejected.push(Rejected {
+            source: source.to_string(),
+            position: pos.clone(),
+            reason: r.reason,
+            spans: r.spans,
+        });
     }
+    out.requests.extend(d.requests);
 }
 
 /// Jaeger, Zipkin and OTel console JSON, told apart by shape (see
@@ -453,21 +453,6 @@ fn decode_other_format(doc: &[u8], source: &str, pos: &Position, out: &mut Decod
 
 fn json_reason(e: &serde_json::Error) -> String {
     format!("not valid OTLP/JSON: {e}")
-}
-
-fn accept_json(
-    req: ExportTraceServiceRequest,
-    doc: &[u8],
-    source: &str,
-    pos: Position,
-    out: &mut Decoded,
-) {
-    // serde ignores unknown keys, so snake_case (`resource_spans`) or a
-    // different JSON shape would decode to an empty request silently.
-    match check_json_spans(&req, doc) {
-        Ok(()) => out.requests.push(req),
-        Err(reason) => out.reject(source, pos, reason),
-    }
 }
 
 fn decode_protobuf(bytes: &[u8], source: &str, out: &mut Decoded) {

@@ -14,6 +14,7 @@ use super::buffer::{Refused, TraceBuffer};
 use super::forward::{ForwardHandle, Signal};
 use super::status::{Accepted, Encoding, ExportError};
 use super::telemetry::ServeStats;
+use crate::ingest::otlp_json::SpanRejected;
 use crate::ingest::{self, Request, Wire};
 
 /// The budget of request bytes held at once by every receiver together
@@ -131,17 +132,25 @@ impl Shared {
             Encoding::Protobuf => Wire::Protobuf,
             Encoding::Json => Wire::Json,
         };
-        let req = ingest::decode_request(&body, wire).map_err(ExportError::Undecodable)?;
+        let (req, rejected) =
+            ingest::decode_request(&body, wire).map_err(ExportError::Undecodable)?;
         // Protobuf is forwarded as the bytes that came; JSON is encoded anew.
         let raw = (encoding == Encoding::Protobuf).then_some(body);
-        self.accept(req, raw)
+        self.accept_with(req, raw, rejected)
     }
 
     /// Validates one decoded request and buffers its spans, or refuses it
     /// whole when the buffer is full. `raw` is the protobuf the request was
     /// decoded from, if it came as protobuf: when no span is rejected it is
     /// forwarded as is instead of re-encoding the request.
-    pub fn accept(&self, mut req: Request, raw: Option<Bytes>) -> Result<Accepted, ExportError> {
+    /// `rejected`: spans the decoder already left out (OTLP/JSON: bad ids),
+    /// reported in the partial success with the rest.
+    pub fn accept_with(
+        &self,
+        mut req: Request,
+        raw: Option<Bytes>,
+        rejected: Vec<SpanRejected>,
+    ) -> Result<Accepted, ExportError> {
         // Nothing is acknowledged that the results file could not keep.
         if self.stats.output_failing.load(Ordering::Relaxed) != 0 {
             ServeStats::add(&self.stats.requests_refused, 1);
@@ -150,7 +159,7 @@ impl Shared {
                 retry_after: self.retry_after,
             });
         }
-        if ingest::span_count(&req) == 0 {
+        if ingest::span_count(&req) == 0 && rejected.is_empty() {
             // A success (OTLP: receivers may drop empty requests), but say
             // so: a client that meant to send spans learns it did not.
             ServeStats::add(&self.stats.requests, 1);
@@ -159,7 +168,14 @@ impl Shared {
                 message: "the request holds no spans; nothing was taken".into(),
             });
         }
-        let problems = ingest::validate_ids(&mut req);
+        let invalid = ingest::validate_ids(&mut req);
+        let rejected_spans =
+            (rejected.iter().map(|r| r.spans).sum::<usize>() + invalid.len()) as u64;
+        let problems: Vec<String> = rejected
+            .into_iter()
+            .map(|r| r.reason)
+            .chain(invalid)
+            .collect();
         // Forwarding comes first: a request the downstream queue cannot take
         // is refused whole (503 / UNAVAILABLE) before anything is buffered,
         // so the client's retry neither loses nor doubles data.
@@ -207,13 +223,13 @@ impl Shared {
                 ServeStats::add(&s.requests, 1);
                 ServeStats::add(&s.spans_received, a.spans as u64);
                 ServeStats::add(&s.duplicate_spans, a.duplicates as u64);
-                ServeStats::add(&s.spans_rejected, problems.len() as u64);
+                ServeStats::add(&s.spans_rejected, rejected_spans);
                 if self.full.swap(false, Ordering::Relaxed) {
                     info!("Trace buffer has room again; accepting requests.");
                 }
                 Ok(Accepted {
-                    rejected_spans: problems.len() as i64,
-                    message: summarize(&problems),
+                    rejected_spans: rejected_spans as i64,
+                    message: summarize(rejected_spans, &problems),
                 })
             }
             Err(Refused::Full {
@@ -245,14 +261,13 @@ impl Shared {
 }
 
 /// One human-readable message for the rejected spans of a request.
-fn summarize(problems: &[String]) -> String {
+fn summarize(spans: u64, problems: &[String]) -> String {
     const SHOWN: usize = 3;
     if problems.is_empty() {
         return String::new();
     }
     let mut msg = format!(
-        "{} span(s) rejected for invalid ids: {}",
-        problems.len(),
+        "{spans} span(s) rejected for invalid ids or values: {}",
         problems[..problems.len().min(SHOWN)].join("; ")
     );
     if problems.len() > SHOWN {
