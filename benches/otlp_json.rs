@@ -157,6 +157,57 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // On a shared machine the load drifts between criterion's sequential
+    // groups; alternate the two decoders pass by pass and compare per pass.
+    let rounds: usize = std::env::var("TRACEVAL_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let time = |f: &dyn Fn() -> usize| {
+        let t = std::time::Instant::now();
+        std::hint::black_box(f());
+        t.elapsed().as_secs_f64()
+    };
+    let old = || {
+        lines
+            .iter()
+            .map(|l| {
+                let r: ExportTraceServiceRequest = serde_json::from_slice(l).expect("decodes");
+                std::hint::black_box(r).resource_spans.len()
+            })
+            .sum::<usize>()
+    };
+    let new = || {
+        lines
+            .iter()
+            .map(|l| std::hint::black_box(otlp_json::decode(l).expect("decodes")).spans())
+            .sum::<usize>()
+    };
+    let (mut t_old, mut t_new, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (a, b) = (time(&old), time(&new));
+        t_old.push(a);
+        t_new.push(b);
+        ratios.push(b / a);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (mo, mn, mr) = (median(&mut t_old), median(&mut t_new), median(&mut ratios));
+    let spans_per_s = |t: f64| spans as f64 / t / 1e3;
+    eprintln!(
+        "paired, {rounds} alternating passes (median): serde_derive {:.1} ms ({:.0}K spans/s), \
+         tolerant {:.1} ms ({:.0}K spans/s); tolerant/serde_derive time ratio {mr:.2} \
+         (min {:.2}, max {:.2})",
+        mo * 1e3,
+        spans_per_s(mo),
+        mn * 1e3,
+        spans_per_s(mn),
+        ratios[0],
+        ratios[ratios.len() - 1],
+    );
 }
 
 criterion_group!(benches, bench);
