@@ -158,10 +158,14 @@ impl Config {
     /// then YAML).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let label = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
-            path: label.clone(),
-            error,
-        })?;
+        // A config is small; a device or FIFO given by mistake must not hang.
+        let text =
+            crate::ingest::files::read_text_capped(path, 16 * 1024 * 1024).map_err(|error| {
+                ConfigError::Read {
+                    path: label.clone(),
+                    error,
+                }
+            })?;
         let config = match Syntax::from_path(path) {
             Some(syntax) => Config::parse(&text, syntax, &label)?,
             None => Config::parse(&text, Syntax::Toml, &label)

@@ -546,3 +546,52 @@ fn protojson_and_tempo_files_with_enum_names_and_base64_ids() {
     let summary = rows.iter().find(|r| r["type"] == "summary").unwrap();
     assert_eq!(summary["stats"]["spans"], 6, "{summary}");
 }
+
+/// Special paths (issue 14): a FIFO given or found in a walked directory is
+/// skipped with the reason instead of hanging the run; a directory that
+/// links to itself is walked once; `/dev/zero` as a fixture or a config is
+/// an error, not a memory blow-up.
+#[test]
+fn fifos_link_cycles_and_devices_are_not_read() {
+    let dir = TempDir::new("special");
+    let traces = dir.path().join("traces");
+    fs::create_dir_all(&traces).unwrap();
+    fs::copy(
+        data("corpus/pydantic-ai/traces.jsonl"),
+        traces.join("a.jsonl"),
+    )
+    .unwrap();
+    let fifo = traces.join("pipe.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    std::os::unix::fs::symlink(".", traces.join("loop-a")).unwrap();
+    std::os::unix::fs::symlink(".", traces.join("loop-b")).unwrap();
+    let started = std::time::Instant::now();
+    let out = traceval(&[
+        "inspect",
+        traces.to_str().unwrap(),
+        fifo.to_str().unwrap(),
+        "--format",
+        "jsonl",
+    ]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2), "the FIFO is reported");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("FIFO"), "{err}");
+    // The real file is read once, through the links too: one row per trace.
+    let rows = jsonl(&out.stdout);
+    let ids: std::collections::HashSet<&str> =
+        rows.iter().filter_map(|r| r["trace_id"].as_str()).collect();
+    assert_eq!(ids.len(), rows.len(), "no trace read twice");
+    assert!(!rows.is_empty());
+
+    for flag in ["--expected", "--config"] {
+        let out = traceval(&["replay", &pydantic(), flag, "/dev/zero"]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("a device"), "{flag}: {err}");
+    }
+}

@@ -26,6 +26,9 @@ use crate::ingest::{Position, Rejected};
 use crate::score::Call;
 use crate::value::PyValue;
 
+/// The largest fixture file read (one case is a few hundred bytes).
+pub const MAX_FIXTURE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// How a case finds its trace(s).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Join {
@@ -160,10 +163,13 @@ pub fn load_with(
     path: &Path,
     opts: &FixtureOptions,
 ) -> Result<(Vec<Case>, Vec<Rejected>), ExpectError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ExpectError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let text =
+        crate::ingest::files::read_text_capped(path, MAX_FIXTURE_BYTES).map_err(|source| {
+            ExpectError::Read {
+                path: path.display().to_string(),
+                source,
+            }
+        })?;
     Ok(parse_with(&text, &path.display().to_string(), opts))
 }
 

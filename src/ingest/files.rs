@@ -30,18 +30,23 @@ impl Input {
 }
 
 /// Expands the command-line paths: directories are walked recursively (in
-/// sorted order, hidden entries skipped), `-` is stdin.
+/// sorted order, hidden entries skipped), `-` is stdin. Only regular files
+/// are read: a FIFO would block the run and a device (`/dev/zero`) never
+/// ends, so anything else is skipped with the reason. A directory reached
+/// again through a symbolic link (a cycle) is walked once.
 pub fn expand(paths: &[PathBuf]) -> (Vec<Input>, Vec<Rejected>) {
     let mut inputs = Vec::new();
     let mut rejected = Vec::new();
+    let mut walked = std::collections::HashSet::new();
     for p in paths {
         if p.as_os_str() == "-" {
             inputs.push(Input::Stdin);
             continue;
         }
         match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => walk(p, &mut inputs, &mut rejected),
-            Ok(_) => inputs.push(Input::File(p.clone())),
+            Ok(m) if m.is_dir() => walk(p, &mut inputs, &mut rejected, &mut walked),
+            Ok(m) if m.is_file() => inputs.push(Input::File(p.clone())),
+            Ok(m) => rejected.push(not_regular(p, &m)),
             Err(e) => rejected.push(Rejected {
                 source: p.display().to_string(),
                 position: Position::Whole,
@@ -53,7 +58,45 @@ pub fn expand(paths: &[PathBuf]) -> (Vec<Input>, Vec<Rejected>) {
     (inputs, rejected)
 }
 
-fn walk(dir: &Path, inputs: &mut Vec<Input>, rejected: &mut Vec<Rejected>) {
+/// Why a path that is neither a file nor a directory is skipped.
+fn not_regular(p: &Path, m: &std::fs::Metadata) -> Rejected {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    let what = if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Rejected {
+        source: p.display().to_string(),
+        position: Position::Whole,
+        reason: format!(
+            "skipped: {what}; only regular files are read (pipe a stream in as `-` instead)"
+        ),
+        spans: 0,
+    }
+}
+
+/// (device, inode) of a directory, to walk each one once.
+fn dir_key(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+fn walk(
+    dir: &Path,
+    inputs: &mut Vec<Input>,
+    rejected: &mut Vec<Rejected>,
+    walked: &mut std::collections::HashSet<(u64, u64)>,
+) {
+    match std::fs::metadata(dir) {
+        Ok(m) if !walked.insert(dir_key(&m)) => return, // seen: a link cycle or a repeat
+        _ => {}
+    }
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
@@ -76,12 +119,41 @@ fn walk(dir: &Path, inputs: &mut Vec<Input>, rejected: &mut Vec<Rejected>) {
         .collect();
     paths.sort();
     for p in paths {
-        if p.is_dir() {
-            walk(&p, inputs, rejected);
+        let Ok(m) = std::fs::metadata(&p) else {
+            continue; // a dangling link: nothing to read
+        };
+        if m.is_dir() {
+            walk(&p, inputs, rejected, walked);
         } else if is_trace_file(&p) {
-            inputs.push(Input::File(p));
+            if m.is_file() {
+                inputs.push(Input::File(p));
+            } else {
+                rejected.push(not_regular(&p, &m));
+            }
         }
     }
+}
+
+/// Reads a small text file named by the user (a fixture, a config):
+/// regular files only, at most `cap` bytes, so `/dev/zero` or a FIFO given
+/// by mistake is an error rather than a hang or a memory blow-up.
+pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    let m = std::fs::metadata(path)?;
+    if !m.is_file() {
+        let why = not_regular(path, &m).reason;
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(cap + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than {cap} bytes"),
+        ));
+    }
+    Ok(text)
 }
 
 /// Inside a walked directory, only files that may hold traces are read, so

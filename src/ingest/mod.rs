@@ -247,15 +247,24 @@ fn first_non_ws(bytes: &[u8]) -> Option<u8> {
 fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
     // A Collector file has one complete JSON document per line; a pretty
     // printed export has one document over many lines. Tell them apart by
-    // whether the first non-empty line is a complete document on its own.
+    // whether the first non-empty line is a complete document on its own;
+    // if it is not (a malformed first line must not lose the rest), by
+    // whether a later line that starts a document at column 0 is one, as
+    // long as the whole input is not one document.
     let mut lines = bytes
         .split(|&b| b == b'\n')
-        .enumerate()
-        .filter(|(_, l)| first_non_ws(l).is_some());
+        .filter(|l| first_non_ws(l).is_some());
     let first = lines.next();
     let multi = lines.next().is_some();
+    let whole_line = |l: &[u8]| serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok();
     let jsonl = multi
-        && first.is_some_and(|(_, l)| serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok());
+        && (first.is_some_and(whole_line)
+            || (serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err()
+                && bytes
+                    .split(|&b| b == b'\n')
+                    .filter(|l| l.first() == Some(&b'{'))
+                    .take(64)
+                    .any(whole_line)));
     if jsonl {
         out.format = Some(Format::OtlpJsonLines);
         for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -615,6 +624,17 @@ mod tests {
         assert!(decode_request(b"\x0a\x05abc", Wire::Protobuf).is_err());
         assert!(decode_request(b"[]", Wire::Json).is_err());
         assert!(decode_request(b"", Wire::Protobuf).is_ok());
+    }
+
+    #[test]
+    fn a_malformed_first_line_loses_only_itself() {
+        let good = one_span_json("0123456789abcdef0123456789abcdef", "0123456789abcdef");
+        let body = format!("{{\"resourceSpans\": [oops\n{good}\n{good}\n");
+        let d = decode(body.as_bytes(), "f.jsonl", &Limits::default());
+        assert_eq!(d.format, Some(Format::OtlpJsonLines));
+        assert_eq!(d.requests.len(), 2, "{:?}", d.rejected);
+        assert_eq!(d.rejected.len(), 1);
+        assert_eq!(d.rejected[0].position, Position::Line(1));
     }
 
     #[test]

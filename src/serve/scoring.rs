@@ -461,7 +461,8 @@ fn load_default_case(path: &Path, opts: &FixtureOptions) -> Result<Case, ServeEr
         path: label.clone(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let text = crate::ingest::files::read_text_capped(path, expect::MAX_FIXTURE_BYTES)
+        .map_err(|e| bad(e.to_string()))?;
     let value: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
     let mut case = match value {
         Value::Array(tools) => json!({"id": "default", "expected_tools": tools}),
