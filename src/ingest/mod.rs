@@ -388,12 +388,39 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
     let d = match decoded {
         Ok(d) => d,
         Err(e) => {
+            // An array of requests with one bad element: reject that
+            // element alone and keep the others.
+            if first_non_ws(doc) == Some(b'[') {
+                if let Ok(items) = serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(doc)
+                {
+                    if items.len() > 1 {
+                        for (n, item) in items.iter().enumerate() {
+                            let one = item.get().as_bytes();
+                            match otlp_json::decode(one) {
+                                Ok(d) => keep_document(d, source, &pos, out),
+                                Err(e) => out.reject(
+                                    source,
+                                    pos.clone(),
+                                    format!("request #{} of the array: {}", n + 1, json_reason(&e)),
+                                ),
+                            }
+                        }
+                        return;
+                    }
+                }
+            }
             out.reject(source, at(&e), json_reason(&e));
             return;
         }
     };
+    keep_document(d, source, &pos, out);
+}
+
+/// Keeps a decoded OTLP/JSON document's requests and reports the spans it
+/// left out; a document with nothing in it is rejected with the reason.
+fn keep_document(d: otlp_json::Document, source: &str, pos: &Position, out: &mut Decoded) {
     if let Some(why) = d.empty_reason(true) {
-        out.reject(source, pos, why);
+        out.reject(source, pos.clone(), why);
         return;
     }
     for r in d.rejected {
@@ -624,6 +651,21 @@ mod tests {
         assert!(decode_request(b"\x0a\x05abc", Wire::Protobuf).is_err());
         assert!(decode_request(b"[]", Wire::Json).is_err());
         assert!(decode_request(b"", Wire::Protobuf).is_ok());
+    }
+
+    #[test]
+    fn one_bad_request_of_an_array_loses_only_itself() {
+        let good = one_span_json("0123456789abcdef0123456789abcdef", "0123456789abcdef");
+        let bad = r#"{"resourceSpans": [{"scopeSpans": [{"spans": 5}]}]}"#;
+        let body = format!("[{good}, {bad}, {good}]");
+        let d = decode(body.as_bytes(), "f.json", &Limits::default());
+        assert_eq!(d.requests.len(), 2, "{:?}", d.rejected);
+        assert_eq!(d.rejected.len(), 1);
+        assert!(
+            d.rejected[0].reason.contains("request #2"),
+            "{:?}",
+            d.rejected
+        );
     }
 
     #[test]
