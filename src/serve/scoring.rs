@@ -121,6 +121,9 @@ impl BatchScorer {
         let mut defaulted = false;
         for c in batch {
             let trace = &c.trace;
+            if let Some(w) = trace.cycle_warning() {
+                warn!(warning = %crate::report::printable(&w), "Parent cycle in a trace.");
+            }
             let (calls, runs) = self.extractor.extract_with_runs(trace);
             let result = self.evaluator.evaluate_trace_with_runs(trace, calls, &runs);
             if !result.sessions.is_empty() {
