@@ -41,49 +41,66 @@ const JUDGED: &[(&str, &str)] = &[
     ),
 ];
 
-/// Every metric, native first.
-pub fn catalog() -> Vec<MetricInfo> {
-    let mut rows = vec![MetricInfo {
+/// traceval's own metrics: each is declared once here (name, summary and
+/// how it is built), for both `traceval metrics` and the lookup.
+struct Own {
+    name: &'static str,
+    summary: &'static str,
+    build: fn(&MetricOptions, &NativeConfig) -> Box<dyn Metric>,
+}
+
+const OWN: &[Own] = &[
+    Own {
         name: NATIVE_NAME,
-        library: "traceval",
-        version: env!("CARGO_PKG_VERSION"),
         summary: "optimal one-to-one matching of calls to expectations; recall, precision, F1 \
                   (default score), order (LCS), exact; argument policies ignore/exact/subset/\
                   superset/fuzzy",
-        judged: false,
-    }];
-    rows.push(MetricInfo {
+        build: |opts, native| {
+            let mut config = native.clone();
+            if let Some(t) = opts.threshold {
+                config.threshold = t;
+            }
+            Box::new(NativeMetric::new(config))
+        },
+    },
+    Own {
         name: super::efficiency::NAME,
-        library: "traceval",
-        version: env!("CARGO_PKG_VERSION"),
         summary: "wasted tool use, no expectations needed: redundant calls, loops (A B A B), \
                   retries after a failure, error rate; score 1 - wasted/calls",
-        judged: false,
-    });
-    rows.push(MetricInfo {
+        build: |opts, _| Box::new(super::efficiency::Efficiency::new(opts.threshold)),
+    },
+    Own {
         name: super::budget::NAME,
-        library: "traceval",
-        version: env!("CARGO_PKG_VERSION"),
         summary: "the case's budgets: max_calls, max_calls_per_tool, forbidden_tools, \
                   max_duration_ms, max_tokens; each violated one named",
-        judged: false,
-    });
-    rows.push(MetricInfo {
+        build: |_, _| Box::new(super::budget::Budget),
+    },
+    Own {
         name: super::agents::NAME,
-        library: "traceval",
-        version: env!("CARGO_PKG_VERSION"),
         summary: "per-agent expectations (case `agents`): each agent's own calls scored with \
                   tool_correctness; agents that never ran fail, unnamed ones are listed",
-        judged: false,
-    });
-    rows.push(MetricInfo {
+        build: |_, native| Box::new(super::agents::Agents::new(native)),
+    },
+    Own {
         name: super::handoffs::NAME,
-        library: "traceval",
-        version: env!("CARGO_PKG_VERSION"),
         summary: "the order agents ran in (case `handoffs`): LCS over the longer sequence, \
                   exact; passes when the expected agents ran in order",
-        judged: false,
-    });
+        build: |_, _| Box::new(super::handoffs::Handoffs),
+    },
+];
+
+/// Every metric, ours first.
+pub fn catalog() -> Vec<MetricInfo> {
+    let mut rows: Vec<MetricInfo> = OWN
+        .iter()
+        .map(|m| MetricInfo {
+            name: m.name,
+            library: "traceval",
+            version: env!("CARGO_PKG_VERSION"),
+            summary: m.summary,
+            judged: false,
+        })
+        .collect();
     rows.extend(presets::catalog().into_iter().map(|p| MetricInfo {
         name: p.name,
         library: p.library,
@@ -133,24 +150,8 @@ pub fn lookup(
     if let (Some(judge), "cubeo") = (judge, name) {
         return presets::cubeo_judged(opts, Arc::clone(judge));
     }
-    if name == NATIVE_NAME {
-        let mut config = native.clone();
-        if let Some(t) = opts.threshold {
-            config.threshold = t;
-        }
-        return Ok(Box::new(NativeMetric::new(config)));
-    }
-    if name == super::efficiency::NAME {
-        return Ok(Box::new(super::efficiency::Efficiency::new(opts.threshold)));
-    }
-    if name == super::budget::NAME {
-        return Ok(Box::new(super::budget::Budget));
-    }
-    if name == super::agents::NAME {
-        return Ok(Box::new(super::agents::Agents::new(native)));
-    }
-    if name == super::handoffs::NAME {
-        return Ok(Box::new(super::handoffs::Handoffs));
+    if let Some(own) = OWN.iter().find(|m| m.name == name) {
+        return Ok((own.build)(opts, native));
     }
     presets::build(name, opts).unwrap_or_else(|| Err(ScoreError::UnknownMetric(name.to_string())))
 }
