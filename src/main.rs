@@ -11,10 +11,13 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use traceval::assemble::session;
+use traceval::assemble::{session, Trace};
 use traceval::config::{self, Config, TableFormat};
 use traceval::evaluate::{Evaluator, MetricSet, MetricSpec, ScoreSettings};
 use traceval::extract::{Extractor, Scope};
+use traceval::ingest::otlp_json::{KeepAll, KeyFilter};
+use traceval::ingest::project::Projection;
+use traceval::ingest::stream::StreamOptions;
 use traceval::ingest::Limits;
 use traceval::judge::{Judge, JudgeConfig};
 use traceval::replay::{self, Progress};
@@ -137,6 +140,14 @@ struct InputArgs {
     /// Cap on the inflated size of a gzip input, in MiB.
     #[arg(long, default_value_t = 512, env = "TRACEVAL_MAX_INFLATED_MIB")]
     max_inflated_mib: u64,
+    /// Score a trace once it has a root span and none of its spans came in
+    /// the last N MiB of input, so memory holds only recent traces; `all`
+    /// holds every trace to the end of the input.
+    #[arg(long, default_value = "16", value_parser = parse_hold, env = "TRACEVAL_HOLD_WINDOW_MIB")]
+    hold_window_mib: HoldWindow,
+    /// Decoding threads [default: one per core].
+    #[arg(long, env = "TRACEVAL_THREADS")]
+    threads: Option<usize>,
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -147,10 +158,35 @@ struct InputArgs {
     config: ConfigArg,
 }
 
+/// `--hold-window-mib`: bytes, or `None` for `all`.
+#[derive(Clone, Copy, Debug)]
+struct HoldWindow(Option<u64>);
+
+fn parse_hold(s: &str) -> Result<HoldWindow, String> {
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(HoldWindow(None));
+    }
+    s.parse::<u64>()
+        .map(|mib| HoldWindow(Some(mib.saturating_mul(1024 * 1024))))
+        .map_err(|_| format!("`{s}` is not a number of MiB or `all`"))
+}
+
 impl InputArgs {
     fn limits(&self) -> Limits {
         Limits {
             max_inflated_bytes: self.max_inflated_mib.saturating_mul(1024 * 1024),
+        }
+    }
+
+    fn read_options(&self) -> replay::ReadOptions {
+        let mut stream = StreamOptions::default();
+        if let Some(n) = self.threads {
+            stream.threads = n.max(1);
+        }
+        replay::ReadOptions {
+            limits: self.limits(),
+            stream,
+            hold_window: self.hold_window_mib.0,
         }
     }
 
@@ -436,7 +472,10 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         &evaluator,
         fixture_rejected,
         &extractor,
-        &args.input.limits(),
+        &args.input.read_options(),
+        &Projection::default()
+            .resource_keys(evaluator.join_keys())
+            .event_keys(extractor.event_keys()),
         progress_printer(args.input.quiet),
     );
     report.hint = extractor.no_calls_hint(report.stats.spans, report.stats.tool_calls);
@@ -520,50 +559,67 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let config = args.input.config.load()?;
     let extractor = args.input.extractor(&config)?;
     let session_keys = config.session_keys();
-    let (traces, rejected, _stats) = replay::read_traces(
-        &args.input.paths,
-        &args.input.limits(),
-        progress_printer(args.input.quiet),
-    );
     let mut out = open_output(args.output.as_ref())?;
-    let mut calls = 0;
-    for t in &traces {
-        if args.explain {
-            let rows = extractor.explain(t);
-            calls += rows
-                .iter()
-                .filter(|e| e.matched.as_ref().is_some_and(|m| m.call))
-                .count();
-            match args.format {
-                InspectFormat::Jsonl => {
-                    for e in &rows {
-                        writeln!(out, "{}", report::explain_row(t, e))?;
+    let (mut calls, mut spans) = (0, 0);
+    let mut written: std::io::Result<()> = Ok(());
+    let mut write_batch = |traces: Vec<Trace>| -> std::io::Result<()> {
+        for t in &traces {
+            spans += t.spans.len();
+            if args.explain {
+                let rows = extractor.explain(t);
+                calls += rows
+                    .iter()
+                    .filter(|e| e.matched.as_ref().is_some_and(|m| m.call))
+                    .count();
+                match args.format {
+                    InspectFormat::Jsonl => {
+                        for e in &rows {
+                            writeln!(out, "{}", report::explain_row(t, e))?;
+                        }
                     }
+                    InspectFormat::Table => report::write_explain(&mut out, t, &rows)?,
                 }
-                InspectFormat::Table => report::write_explain(&mut out, t, &rows)?,
+                continue;
             }
-            continue;
-        }
-        let analysis = extractor.analyze(t);
-        calls += analysis.calls.len();
-        let session = session::session_of(t, &session_keys);
-        match args.format {
-            InspectFormat::Jsonl => writeln!(
-                out,
-                "{}",
-                report::inspect_row(t, &analysis, session.as_ref())
-            )?,
-            InspectFormat::Table => {
-                report::write_inspect_tree(&mut out, t, &analysis, session.as_ref())?
+            let analysis = extractor.analyze(t);
+            calls += analysis.calls.len();
+            let session = session::session_of(t, &session_keys);
+            match args.format {
+                InspectFormat::Jsonl => writeln!(
+                    out,
+                    "{}",
+                    report::inspect_row(t, &analysis, session.as_ref())
+                )?,
+                InspectFormat::Table => {
+                    report::write_inspect_tree(&mut out, t, &analysis, session.as_ref())?
+                }
             }
         }
-    }
+        Ok(())
+    };
+    // An explanation shows near misses, which may name any attribute.
+    let projection = Projection::default()
+        .resource_keys(session_keys.iter().cloned())
+        .event_keys(extractor.event_keys());
+    let filter: &(dyn KeyFilter + Sync) = if args.explain { &KeepAll } else { &projection };
+    let (rejected, _stats) = replay::stream_traces(
+        &args.input.paths,
+        &args.input.read_options(),
+        filter,
+        progress_printer(args.input.quiet),
+        |traces| {
+            // After a write error, the rest is read but not written.
+            if written.is_ok() {
+                written = write_batch(traces);
+            }
+        },
+    );
+    written?;
     out.flush()?;
     for r in &rejected {
         eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
     }
     if !args.explain {
-        let spans = traces.iter().map(|t| t.spans.len()).sum();
         if let Some(hint) = extractor.no_calls_hint(spans, calls) {
             eprintln!("traceval: hint: {hint}");
         }

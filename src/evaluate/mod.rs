@@ -287,6 +287,20 @@ impl Evaluator {
         self.default == Some(i)
     }
 
+    /// Attribute keys that joins read, on spans or resources: the session
+    /// keys and the cases' `match` and session keys (projection at decode).
+    pub fn join_keys(&self) -> Vec<String> {
+        let mut keys = self.settings.session_keys.clone();
+        for p in &self.cases {
+            match &p.case.join {
+                Join::Match(kv) => keys.extend(kv.iter().map(|(k, _)| k.clone())),
+                Join::Session { key: Some(k), .. } => keys.push(k.clone()),
+                _ => {}
+            }
+        }
+        keys
+    }
+
     /// The cases `trace` joins.
     pub fn route(&self, trace: &Trace) -> Route {
         let r = &self.routes;

@@ -29,6 +29,9 @@ const REQUEST_KEYS: &[&str] = &[
 /// Span events whose `content` attribute is the user's message.
 const REQUEST_EVENTS: &[&str] = &["gen_ai.user.message"];
 
+/// The event attributes read here (the user's message).
+pub(crate) const EVENT_KEYS: &[&str] = &["content"];
+
 /// Attributes holding the tools an LLM was offered: a JSON list of tool
 /// definitions (OpenAI `{"type": "function", "function": {...}}`, flat
 /// `{"name", "description", "parameters"}`) or of names.
@@ -249,7 +252,7 @@ fn request_of(trace: &Trace) -> Option<String> {
                 .iter()
                 .filter(|e| REQUEST_EVENTS.contains(&e.name.as_str()))
                 .find_map(|e| {
-                    crate::assemble::find_attr(&e.attributes, "content")
+                    crate::assemble::find_attr(&e.attributes, EVENT_KEYS[0])
                         .map(any_to_json)
                         .and_then(|v| request_text(&v))
                 })

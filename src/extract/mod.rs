@@ -293,6 +293,23 @@ impl Extractor {
         self
     }
 
+    /// The event attribute keys extraction and the trace facts read: the
+    /// rules' `event` sources, the user message's `content` and the
+    /// exception's type and message (projection at decode).
+    pub fn event_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = EXCEPTION_KEYS.iter().map(|k| k.to_string()).collect();
+        keys.extend(facts::EVENT_KEYS.iter().map(|k| k.to_string()));
+        for r in &self.rules {
+            let sources = [&r.name_from, &r.args, &r.result, &r.error_message];
+            for src in sources.into_iter().flatten() {
+                if let Field::Event { attr, .. } = &src.field {
+                    keys.push(attr.clone());
+                }
+            }
+        }
+        keys
+    }
+
     /// The active rules, in the order they are tried.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
@@ -574,6 +591,10 @@ fn unnamed(a: &Value) -> bool {
 
 const STATUS_ERROR: i32 = 2;
 
+/// Attributes of an `exception` event that an error's message and type
+/// come from.
+const EXCEPTION_KEYS: [&str; 2] = ["exception.message", "exception.type"];
+
 fn error_of(
     rule: &Rule,
     s: &SpanRecord,
@@ -604,8 +625,9 @@ fn error_of(
                 .map(|st| st.message.clone())
                 .filter(|m| !m.is_empty())
         })
-        .or_else(|| event_str("exception.message"));
-    let kind = event_str("exception.type").or_else(|| s.attr_str("error.type").map(str::to_string));
+        .or_else(|| event_str(EXCEPTION_KEYS[0]));
+    let kind =
+        event_str(EXCEPTION_KEYS[1]).or_else(|| s.attr_str("error.type").map(str::to_string));
     (CallStatus::Error, message, kind)
 }
 

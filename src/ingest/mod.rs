@@ -10,6 +10,8 @@ pub mod files;
 pub mod jaeger;
 pub mod mlflow;
 pub mod otlp_json;
+pub mod project;
+pub mod stream;
 pub mod zipkin;
 
 use std::fmt;
@@ -200,6 +202,16 @@ pub fn decode_request(
 
 /// Decodes one whole input (a file's content or stdin).
 pub fn decode(bytes: &[u8], source: &str, limits: &Limits) -> Decoded {
+    decode_with(bytes, source, limits, &otlp_json::KeepAll)
+}
+
+/// [`decode`], keeping only the attributes `filter` keeps.
+pub fn decode_with(
+    bytes: &[u8],
+    source: &str,
+    limits: &Limits,
+    filter: &dyn otlp_json::KeyFilter,
+) -> Decoded {
     let mut out = Decoded::default();
     let bytes = match gunzip_if_needed(bytes, limits) {
         Ok(b) => b,
@@ -215,7 +227,7 @@ pub fn decode(bytes: &[u8], source: &str, limits: &Limits) -> Decoded {
             // An empty file holds no request; nothing to reject.
         }
         Some(b'{') | Some(b'[') if !looks_like_protobuf(bytes) => {
-            decode_json(bytes, source, &mut out)
+            decode_json(bytes, source, filter, &mut out)
         }
         Some(_) => decode_protobuf(bytes, source, &mut out),
     }
@@ -244,7 +256,7 @@ fn first_non_ws(bytes: &[u8]) -> Option<u8> {
     bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
 }
 
-fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
+fn decode_json(bytes: &[u8], source: &str, filter: &dyn otlp_json::KeyFilter, out: &mut Decoded) {
     // A Collector file has one complete JSON document per line; a pretty
     // printed export has one document over many lines. Tell them apart by
     // whether the first non-empty line is a complete document on its own;
@@ -271,7 +283,7 @@ fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
             if first_non_ws(line).is_none() {
                 continue;
             }
-            decode_json_document(line, source, Position::Line(i + 1), out);
+            decode_json_document(line, source, Position::Line(i + 1), filter, out);
         }
     } else if concatenated(bytes) {
         // Several pretty-printed documents one after another (the Python
@@ -280,7 +292,7 @@ fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
         for piece in split_documents(bytes) {
             match piece {
                 Ok((range, line)) => {
-                    decode_json_document(&bytes[range], source, Position::Line(line), out)
+                    decode_json_document(&bytes[range], source, Position::Line(line), filter, out)
                 }
                 Err((line, e)) => {
                     out.reject(source, Position::Line(line), format!("not valid JSON: {e}"))
@@ -289,7 +301,78 @@ fn decode_json(bytes: &[u8], source: &str, out: &mut Decoded) {
         }
     } else {
         out.format = Some(Format::OtlpJson);
-        decode_json_document(bytes, source, Position::Whole, out);
+        decode_json_document(bytes, source, Position::Whole, filter, out);
+    }
+}
+
+/// Whole lines of a JSON-lines input, the first numbered `first_line`
+/// (a chunk cut by [`stream`]). Bad span ids are reported with their line.
+pub(crate) fn decode_lines(
+    bytes: &[u8],
+    first_line: usize,
+    source: &str,
+    filter: &dyn otlp_json::KeyFilter,
+    out: &mut Decoded,
+) {
+    out.format = Some(Format::OtlpJsonLines);
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if first_non_ws(line).is_none() {
+            continue;
+        }
+        let at = Position::Line(first_line + i);
+        let from = out.requests.len();
+        decode_json_document(line, source, at.clone(), filter, out);
+        for req in &mut out.requests[from..] {
+            for reason in validate_ids(req) {
+                out.rejected.push(Rejected {
+                    source: source.to_string(),
+                    position: at.clone(),
+                    reason,
+                    spans: 1,
+                });
+            }
+        }
+    }
+}
+
+/// Whole length-prefixed protobuf records (a chunk cut by [`stream`]), the
+/// first numbered `first_record` at byte `offset` of its input.
+pub(crate) fn decode_records_chunk(
+    bytes: &[u8],
+    first_record: usize,
+    offset: u64,
+    source: &str,
+    _filter: &dyn otlp_json::KeyFilter,
+    out: &mut Decoded,
+) {
+    out.format = Some(Format::OtlpProtobufRecords);
+    let mut at = 0usize;
+    let mut n = first_record;
+    while let Some(header) = bytes.get(at..at + 4) {
+        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        let Some(body) = bytes.get(at + 4..at + 4 + len) else {
+            break;
+        };
+        match ExportTraceServiceRequest::decode(body) {
+            Ok(mut req) => {
+                for reason in validate_ids(&mut req) {
+                    out.rejected.push(Rejected {
+                        source: source.to_string(),
+                        position: Position::Record(n),
+                        reason,
+                        spans: 1,
+                    });
+                }
+                out.requests.push(req);
+            }
+            Err(e) => out.reject(
+                source,
+                Position::Record(n),
+                format!("bad protobuf record at byte {}: {e}", offset + at as u64),
+            ),
+        }
+        at += 4 + len;
+        n += 1;
     }
 }
 
@@ -360,7 +443,13 @@ fn split_documents(bytes: &[u8]) -> Vec<Piece> {
 
 /// One JSON document: a request, an array of requests, a Tempo trace (see
 /// docs/formats.md), or MLflow trace JSON.
-fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decoded) {
+fn decode_json_document(
+    doc: &[u8],
+    source: &str,
+    pos: Position,
+    filter: &dyn otlp_json::KeyFilter,
+    out: &mut Decoded,
+) {
     let at = |e: &serde_json::Error| match pos {
         Position::Line(n) => Position::Line(n),
         _ => Position::Line(e.line()),
@@ -369,7 +458,7 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
     if !otlp && decode_other_format(doc, source, &pos, out) {
         return;
     }
-    let decoded = otlp_json::decode(doc);
+    let decoded = otlp_json::decode_with(doc, filter);
     // MLflow JSON has no OTLP keys, so it decodes to nothing (or fails).
     let maybe_mlflow = match &decoded {
         Ok(d) => d.spans() == 0 && d.rejected.is_empty() && !d.has_span_lists(),
@@ -396,7 +485,7 @@ fn decode_json_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
                     if items.len() > 1 {
                         for (n, item) in items.iter().enumerate() {
                             let one = item.get().as_bytes();
-                            match otlp_json::decode(one) {
+                            match otlp_json::decode_with(one, filter) {
                                 Ok(d) => keep_document(d, source, &pos, out),
                                 Err(e) => out.reject(
                                     source,

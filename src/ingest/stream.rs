@@ -1,0 +1,744 @@
+//! Streaming decode of trace files: inputs are read in chunks (Collector
+//! JSON lines, length-prefixed protobuf records, a gzip stream inflated as it
+//! is read), chunks are decoded on worker threads, and the decoded pieces
+//! come back in input order. Memory is bounded by the chunks in flight, not
+//! by the size of the input (docs/architecture.md, "Replay at scale").
+//!
+//! Inputs that are one document (a pretty-printed export, a JSON array,
+//! one protobuf message, MLflow or Jaeger JSON) cannot be split: they are
+//! read whole, as before, and decoded on a worker.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::files::Input;
+use super::otlp_json::KeyFilter;
+use super::{decode_lines, decode_records_chunk, decode_with, Decoded, Limits, Position};
+
+/// How inputs are cut and decoded.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamOptions {
+    /// Decoding threads.
+    pub threads: usize,
+    /// Bytes of whole lines (or records) per chunk handed to a thread.
+    pub chunk_bytes: usize,
+    /// Longest accepted line of a JSON-lines input; a longer one is
+    /// rejected (and skipped without being held).
+    pub max_line_bytes: usize,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            chunk_bytes: 1 << 20,
+            max_line_bytes: 256 << 20,
+        }
+    }
+}
+
+/// One decoded chunk, handed out in input order.
+#[derive(Debug)]
+pub struct Piece {
+    /// Index of the input it came from.
+    pub input: usize,
+    pub decoded: Decoded,
+    /// Decoded bytes of all inputs up to the end of this piece: the clock
+    /// of early release (how far the stream has gone past a trace).
+    pub position: u64,
+    /// On-disk bytes of this input read so far (progress).
+    pub disk_bytes: u64,
+    /// The last piece of its input.
+    pub last: bool,
+}
+
+enum Work {
+    /// Whole lines, the first numbered `first_line`.
+    Lines { first_line: usize, bytes: Vec<u8> },
+    /// Whole length-prefixed records, the first numbered `first_record`,
+    /// starting at byte `offset` of the input.
+    Records {
+        first_record: usize,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    /// A whole input that cannot be split.
+    Whole(Vec<u8>),
+    /// Something the reader itself rejects.
+    Reject(Position, String),
+    /// Nothing left (an input's end with no bytes).
+    Nothing,
+}
+
+struct Job {
+    seq: u64,
+    input: usize,
+    work: Work,
+    position: u64,
+    disk_bytes: u64,
+    last: bool,
+}
+
+/// Decodes every input and calls `each` with the pieces in input order, on
+/// the calling thread, while later chunks are read and decoded.
+pub fn decode_inputs(
+    inputs: &[Input],
+    limits: &Limits,
+    filter: &(dyn KeyFilter + Sync),
+    options: &StreamOptions,
+    mut each: impl FnMut(Piece),
+) {
+    let threads = options.threads.max(1);
+    // Chunks in flight (queued, decoding, or decoded and waiting for their
+    // turn) are bounded by tokens, so a slow chunk cannot make the others
+    // pile up.
+    let in_flight = 2 * threads + 2;
+    let (token_tx, token_rx) = sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        let _ = token_tx.send(());
+    }
+    let (job_tx, job_rx) = sync_channel::<Job>(threads);
+    let job_rx = Mutex::new(job_rx);
+    let (piece_tx, piece_rx) = channel::<(u64, Piece)>();
+    std::thread::scope(|s| {
+        s.spawn(move || read_all(inputs, limits, options, &token_rx, job_tx));
+        for _ in 0..threads {
+            let piece_tx = piece_tx.clone();
+            let job_rx = &job_rx;
+            s.spawn(move || work(job_rx, &piece_tx, inputs, limits, filter));
+        }
+        drop(piece_tx);
+        let mut waiting = BTreeMap::new();
+        let mut next = 0u64;
+        for (seq, piece) in piece_rx {
+            waiting.insert(seq, piece);
+            while let Some(piece) = waiting.remove(&next) {
+                next += 1;
+                each(piece);
+                let _ = token_tx.send(());
+            }
+        }
+    });
+}
+
+fn work(
+    jobs: &Mutex<Receiver<Job>>,
+    out: &Sender<(u64, Piece)>,
+    inputs: &[Input],
+    limits: &Limits,
+    filter: &(dyn KeyFilter + Sync),
+) {
+    loop {
+        let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(job) = job else { return };
+        let source = inputs[job.input].label();
+        let mut decoded = Decoded::default();
+        match job.work {
+            Work::Lines { first_line, bytes } => {
+                decode_lines(&bytes, first_line, &source, filter, &mut decoded)
+            }
+            Work::Records {
+                first_record,
+                offset,
+                bytes,
+            } => decode_records_chunk(&bytes, first_record, offset, &source, filter, &mut decoded),
+            Work::Whole(bytes) => decoded = decode_with(&bytes, &source, limits, filter),
+            Work::Reject(position, reason) => decoded.reject(&source, position, reason),
+            Work::Nothing => {}
+        }
+        let piece = Piece {
+            input: job.input,
+            decoded,
+            position: job.position,
+            disk_bytes: job.disk_bytes,
+            last: job.last,
+        };
+        if out.send((job.seq, piece)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The reading side: cuts each input into jobs, in order.
+struct Cutter<'a> {
+    tokens: &'a Receiver<()>,
+    jobs: SyncSender<Job>,
+    seq: u64,
+    /// Decoded bytes of the inputs before this one.
+    base: u64,
+    options: &'a StreamOptions,
+}
+
+impl Cutter<'_> {
+    /// Sends one job; `false` when the consumer is gone.
+    fn send(&mut self, input: usize, work: Work, at: u64, disk: u64, last: bool) -> bool {
+        if self.tokens.recv().is_err() {
+            return false;
+        }
+        let job = Job {
+            seq: self.seq,
+            input,
+            work,
+            position: self.base + at,
+            disk_bytes: disk,
+            last,
+        };
+        self.seq += 1;
+        self.jobs.send(job).is_ok()
+    }
+}
+
+fn read_all(
+    inputs: &[Input],
+    limits: &Limits,
+    options: &StreamOptions,
+    tokens: &Receiver<()>,
+    jobs: SyncSender<Job>,
+) {
+    let mut cutter = Cutter {
+        tokens,
+        jobs,
+        seq: 0,
+        base: 0,
+        options,
+    };
+    for (i, input) in inputs.iter().enumerate() {
+        let disk = Arc::new(AtomicU64::new(0));
+        let read = open(input, limits, &disk).and_then(|r| cut(&mut cutter, i, r, &disk));
+        let done = match read {
+            Ok(n) => n,
+            Err(Stop::Consumer) => return,
+            Err(Stop::Io(at, e)) => {
+                let reason = match e
+                    .get_ref()
+                    .and_then(|e| e.downcast_ref::<super::GunzipError>())
+                {
+                    Some(g) => g.to_string(),
+                    None => format!("cannot read: {e}"),
+                };
+                let position =
+                    if at == 0 || e.get_ref().is_some_and(|e| e.is::<super::GunzipError>()) {
+                        Position::Whole
+                    } else {
+                        Position::Byte(at as usize)
+                    };
+                let disk = disk.load(Ordering::Relaxed);
+                if !cutter.send(i, Work::Reject(position, reason), at, disk, true) {
+                    return;
+                }
+                at
+            }
+        };
+        cutter.base += done;
+    }
+}
+
+enum Stop {
+    /// The consumer went away.
+    Consumer,
+    /// A read failed after `u64` decoded bytes.
+    Io(u64, io::Error),
+}
+
+type Reader = Box<dyn BufRead + Send>;
+
+/// Opens an input, inflating gzip as it is read (by magic), with the
+/// inflated size capped so a gzip bomb costs work up to the cap, not memory.
+fn open(input: &Input, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Reader, Stop> {
+    let raw: Box<dyn Read + Send> = match input {
+        Input::Stdin => Box::new(io::stdin()),
+        Input::File(p) => Box::new(File::open(p).map_err(|e| Stop::Io(0, e))?),
+    };
+    let counted = Counted {
+        inner: raw,
+        count: Arc::clone(disk),
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, counted);
+    let head = reader.fill_buf().map_err(|e| Stop::Io(0, e))?;
+    if super::is_gzip(head) {
+        let inflate = flate2::bufread::MultiGzDecoder::new(reader);
+        let capped = Capped {
+            inner: inflate,
+            left: limits.max_inflated_bytes,
+            cap: limits.max_inflated_bytes,
+        };
+        Ok(Box::new(BufReader::with_capacity(1 << 20, capped)))
+    } else {
+        Ok(Box::new(reader))
+    }
+}
+
+/// Counts the bytes read from disk.
+struct Counted {
+    inner: Box<dyn Read + Send>,
+    count: Arc<AtomicU64>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Fails once more than `cap` bytes have been read.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+    cap: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self
+            .inner
+            .read(buf)
+            .map_err(|e| io::Error::new(e.kind(), super::GunzipError::Corrupt(e.to_string())))?;
+        if n as u64 > self.left {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                super::GunzipError::TooLarge { cap: self.cap },
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads one input and sends its jobs; returns the decoded bytes read.
+fn cut(cutter: &mut Cutter, input: usize, mut r: Reader, disk: &AtomicU64) -> Result<u64, Stop> {
+    let mut at = 0u64;
+    let head = r.fill_buf().map_err(|e| Stop::Io(0, e))?;
+    if head.starts_with(b"\xEF\xBB\xBF") {
+        r.consume(3);
+        at += 3;
+    }
+    let head = r.fill_buf().map_err(|e| Stop::Io(at, e))?;
+    let first = match head.first() {
+        None => None,
+        // A protobuf request starts with 0x0a, which is also a line break:
+        // such an input is read whole and told apart by decoding it.
+        Some(b'\n') => Some(b'\n'),
+        // A protobuf message never starts with 0 (there is no field 0); a
+        // length-prefixed record file does, for records under 16 MiB.
+        Some(0) => Some(0),
+        Some(_) => skip_blank(&mut r, &mut at)?,
+    };
+    match first {
+        None => {
+            let disk = disk.load(Ordering::Relaxed);
+            if !cutter.send(input, Work::Nothing, at, disk, true) {
+                return Err(Stop::Consumer);
+            }
+            Ok(at)
+        }
+        Some(b'{') => cut_json(cutter, input, r, at, disk),
+        Some(0) => cut_records(cutter, input, r, at, disk),
+        Some(_) => whole(cutter, input, r, Vec::new(), at, disk),
+    }
+}
+
+/// Skips leading whitespace without holding it (a file of spaces costs no
+/// memory); returns the first other byte, not consumed.
+fn skip_blank(r: &mut Reader, at: &mut u64) -> Result<Option<u8>, Stop> {
+    loop {
+        let buf = r.fill_buf().map_err(|e| Stop::Io(*at, e))?;
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(n) => {
+                let b = buf[n];
+                r.consume(n);
+                *at += n as u64;
+                return Ok(Some(b));
+            }
+            None => {
+                let n = buf.len();
+                r.consume(n);
+                *at += n as u64;
+            }
+        }
+    }
+}
+
+/// Reads the rest of an input and sends it as one job.
+fn whole(
+    cutter: &mut Cutter,
+    input: usize,
+    mut r: Reader,
+    mut bytes: Vec<u8>,
+    at: u64,
+    disk: &AtomicU64,
+) -> Result<u64, Stop> {
+    r.read_to_end(&mut bytes)
+        .map_err(|e| Stop::Io(at + bytes.len() as u64, e))?;
+    let at = at + bytes.len() as u64;
+    let disk = disk.load(Ordering::Relaxed);
+    if !cutter.send(input, Work::Whole(bytes), at, disk, true) {
+        return Err(Stop::Consumer);
+    }
+    Ok(at)
+}
+
+/// Reads into `buf` until it holds `want` more bytes or the input ends
+/// (`true` when it ended).
+fn fill(r: &mut Reader, buf: &mut Vec<u8>, want: usize) -> io::Result<bool> {
+    let before = buf.len();
+    r.take(want as u64).read_to_end(buf)?;
+    Ok(buf.len() - before < want)
+}
+
+/// A JSON input: Collector JSON lines are cut into chunks of whole lines
+/// when the first line is a complete document and more follows; any other
+/// JSON (one document over many lines, concatenated documents, a malformed
+/// first line) is read whole, as the layout rules of `decode` say.
+fn cut_json(
+    cutter: &mut Cutter,
+    input: usize,
+    mut r: Reader,
+    mut at: u64,
+    disk: &AtomicU64,
+) -> Result<u64, Stop> {
+    let chunk = cutter.options.chunk_bytes.max(1);
+    let max_line = cutter.options.max_line_bytes;
+    let mut buf = Vec::with_capacity(chunk + 4096);
+    let mut eof = false;
+    let first_end = loop {
+        if let Some(n) = memchr::memchr(b'\n', &buf) {
+            break Some(n);
+        }
+        if eof || buf.len() > max_line {
+            break None;
+        }
+        eof = fill(&mut r, &mut buf, chunk).map_err(|e| Stop::Io(at, e))?;
+    };
+    let complete = first_end
+        .is_some_and(|n| serde_json::from_slice::<serde::de::IgnoredAny>(&buf[..n]).is_ok());
+    // Lines only if something other than blanks follows the first line.
+    let more = complete && {
+        let n = first_end.unwrap_or(0);
+        loop {
+            if !buf[n..].iter().all(u8::is_ascii_whitespace) {
+                break true;
+            }
+            if eof || buf.len() > max_line {
+                break false;
+            }
+            eof = fill(&mut r, &mut buf, chunk).map_err(|e| Stop::Io(at, e))?;
+        }
+    };
+    if !more {
+        return whole(cutter, input, r, buf, at, disk);
+    }
+    let mut line = 1usize;
+    loop {
+        if !eof && buf.len() < chunk {
+            let want = chunk - buf.len();
+            eof = fill(&mut r, &mut buf, want).map_err(|e| Stop::Io(at + buf.len() as u64, e))?;
+        }
+        // Whole lines go; the tail waits for the rest of its line.
+        let cut_at = if eof {
+            buf.len()
+        } else if let Some(n) = memchr::memrchr(b'\n', &buf) {
+            n + 1
+        } else if buf.len() <= max_line {
+            eof = fill(&mut r, &mut buf, chunk).map_err(|e| Stop::Io(at + buf.len() as u64, e))?;
+            continue;
+        } else {
+            let reason = format!("line longer than {max_line} bytes: skipped");
+            let (skipped, ended) = skip_line(&mut r).map_err(|e| Stop::Io(at, e))?;
+            at += (buf.len() + skipped) as u64;
+            buf.clear();
+            eof = ended;
+            let disk = disk.load(Ordering::Relaxed);
+            if !cutter.send(
+                input,
+                Work::Reject(Position::Line(line), reason),
+                at,
+                disk,
+                eof,
+            ) {
+                return Err(Stop::Consumer);
+            }
+            line += 1;
+            if eof {
+                return Ok(at);
+            }
+            continue;
+        };
+        let rest = buf.split_off(cut_at);
+        let bytes = std::mem::replace(&mut buf, rest);
+        at += bytes.len() as u64;
+        let lines_in = memchr::memchr_iter(b'\n', &bytes).count();
+        let disk = disk.load(Ordering::Relaxed);
+        let work = Work::Lines {
+            first_line: line,
+            bytes,
+        };
+        if !cutter.send(input, work, at, disk, eof) {
+            return Err(Stop::Consumer);
+        }
+        line += lines_in;
+        if eof {
+            return Ok(at);
+        }
+    }
+}
+
+/// Skips the rest of an over-long line; returns the bytes skipped and
+/// whether the input ended.
+fn skip_line(r: &mut Reader) -> io::Result<(usize, bool)> {
+    let mut skipped = 0;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((skipped, true));
+        }
+        if let Some(n) = memchr::memchr(b'\n', buf) {
+            r.consume(n + 1);
+            return Ok((skipped + n + 1, false));
+        }
+        let n = buf.len();
+        r.consume(n);
+        skipped += n;
+    }
+}
+
+/// The Collector's `format: proto` file: 4-byte big-endian length, then
+/// the message; cut into chunks of whole records. Broken framing rejects
+/// the rest of the input from that byte, keeping the records before it.
+fn cut_records(
+    cutter: &mut Cutter,
+    input: usize,
+    mut r: Reader,
+    mut at: u64,
+    disk: &AtomicU64,
+) -> Result<u64, Stop> {
+    let chunk = cutter.options.chunk_bytes.max(1);
+    let mut bytes = Vec::with_capacity(chunk + 4096);
+    let (mut record, mut first_record, mut offset) = (1usize, 1usize, at);
+    loop {
+        let mut header = [0u8; 4];
+        let got = read_up_to(&mut r, &mut header).map_err(|e| Stop::Io(at, e))?;
+        let problem = if got == 0 {
+            None
+        } else if got < 4 {
+            Some(format!("truncated record header at byte {at}"))
+        } else {
+            let len = u32::from_be_bytes(header) as usize;
+            let start = bytes.len();
+            bytes.extend_from_slice(&header);
+            let read = (&mut r).take(len as u64).read_to_end(&mut bytes);
+            let n = read.map_err(|e| Stop::Io(at, e))?;
+            if n < len {
+                bytes.truncate(start);
+                Some(format!(
+                    "truncated record {record} at byte {at}: {n} of {len} bytes"
+                ))
+            } else {
+                at += 4 + len as u64;
+                record += 1;
+                None
+            }
+        };
+        let end = got == 0 || problem.is_some();
+        if bytes.len() >= chunk || end {
+            let disk_now = disk.load(Ordering::Relaxed);
+            let last = end && problem.is_none();
+            if !bytes.is_empty() || last {
+                let work = Work::Records {
+                    first_record,
+                    offset,
+                    bytes: std::mem::take(&mut bytes),
+                };
+                if !cutter.send(input, work, at, disk_now, last) {
+                    return Err(Stop::Consumer);
+                }
+            }
+            first_record = record;
+            offset = at;
+            if let Some(reason) = problem {
+                let work = Work::Reject(Position::Record(record), reason);
+                if !cutter.send(input, work, at, disk_now, true) {
+                    return Err(Stop::Consumer);
+                }
+            }
+            if end {
+                return Ok(at);
+            }
+        }
+    }
+}
+
+fn read_up_to(r: &mut Reader, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::ingest::otlp_json::KeepAll;
+    use crate::ingest::{decode, Request};
+
+    fn corpus(rel: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/corpus")
+            .join(rel)
+    }
+
+    fn temp(name: &str, bytes: &[u8]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("traceval-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    fn span_ids(reqs: &[Request]) -> BTreeSet<Vec<u8>> {
+        reqs.iter()
+            .flat_map(|r| &r.resource_spans)
+            .flat_map(|rs| &rs.scope_spans)
+            .flat_map(|ss| &ss.spans)
+            .map(|s| s.span_id.clone())
+            .collect()
+    }
+
+    /// Streams `path` with small chunks; returns the pieces' requests and
+    /// rejections, checking the pieces come in order with growing positions.
+    fn stream(
+        path: &std::path::Path,
+        chunk: usize,
+        limits: Limits,
+    ) -> (Vec<Request>, Vec<Rejected>) {
+        let options = StreamOptions {
+            threads: 2,
+            chunk_bytes: chunk,
+            max_line_bytes: 1 << 20,
+        };
+        let (mut reqs, mut rejected, mut last_pos) = (Vec::new(), Vec::new(), 0);
+        let inputs = [Input::File(path.to_path_buf())];
+        decode_inputs(&inputs, &limits, &KeepAll, &options, |p| {
+            assert!(p.position >= last_pos);
+            last_pos = p.position;
+            reqs.extend(p.decoded.requests);
+            rejected.extend(p.decoded.rejected);
+        });
+        (reqs, rejected)
+    }
+
+    use crate::ingest::Rejected;
+
+    #[test]
+    fn json_lines_in_small_chunks_decode_as_the_whole_file() {
+        let path = corpus("strands/traces.jsonl");
+        let whole = decode(&std::fs::read(&path).unwrap(), "x", &Limits::default());
+        assert!(whole.rejected.is_empty());
+        // Chunks smaller than a line, of a few lines, and larger than the file.
+        for chunk in [100, 5_000, 10 << 20] {
+            let (reqs, rejected) = stream(&path, chunk, Limits::default());
+            assert!(rejected.is_empty(), "{rejected:?}");
+            assert_eq!(reqs.len(), whole.requests.len(), "chunk {chunk}");
+            assert_eq!(span_ids(&reqs), span_ids(&whole.requests));
+            assert_eq!(reqs, whole.requests, "same requests in the same order");
+        }
+    }
+
+    #[test]
+    fn gzip_streams_and_its_cap_rejects_the_input() {
+        let text = std::fs::read(corpus("galtea/traces.jsonl")).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&text).unwrap();
+        let path = temp("galtea.jsonl.gz", &gz.finish().unwrap());
+        let (reqs, rejected) = stream(&path, 4096, Limits::default());
+        assert!(rejected.is_empty());
+        let whole = decode(&text, "x", &Limits::default());
+        assert_eq!(reqs, whole.requests);
+
+        // A bomb: 8 MiB of spaces under a 1 MiB cap is rejected, whole.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![b' '; 8 << 20]).unwrap();
+        let path = temp("bomb.json.gz", &gz.finish().unwrap());
+        let limits = Limits {
+            max_inflated_bytes: 1 << 20,
+        };
+        let (reqs, rejected) = stream(&path, 4096, limits);
+        assert!(reqs.is_empty());
+        assert_eq!(rejected.len(), 1, "{rejected:?}");
+        assert_eq!(rejected[0].position, Position::Whole);
+        assert!(rejected[0]
+            .reason
+            .contains("inflates to more than 1048576 bytes"));
+    }
+
+    #[test]
+    fn a_bad_span_id_and_an_overlong_line_are_rejected_with_their_lines() {
+        let good = std::fs::read_to_string(corpus("galtea/traces.jsonl")).unwrap();
+        let lines: Vec<&str> = good.lines().take(3).collect();
+        let bad_id = lines[1].replacen("\"spanId\":\"", "\"spanId\":\"ab", 1);
+        let long = format!(
+            "{{\"resourceSpans\":[],\"pad\":\"{}\"}}",
+            "x".repeat(2 << 20)
+        );
+        let text = format!("{}\n\n{bad_id}\n{long}\n{}\n", lines[0], lines[2]);
+        let path = temp("lines.jsonl", text.as_bytes());
+        let (reqs, rejected) = stream(&path, 1000, Limits::default());
+        let reasons: Vec<String> = rejected
+            .iter()
+            .map(|r| format!("{}{}", r.position, r.reason))
+            .collect();
+        assert_eq!(rejected.len(), 2, "{reasons:?}");
+        assert_eq!(rejected[0].position, Position::Line(3), "{reasons:?}");
+        assert!(
+            rejected[0].reason.contains("span id of 9 bytes"),
+            "{reasons:?}"
+        );
+        assert_eq!(rejected[1].position, Position::Line(4), "{reasons:?}");
+        assert!(rejected[1].reason.contains("longer than"), "{reasons:?}");
+        // Everything else is kept: lines 1, 3 (but the bad span) and 5.
+        let all = decode(good.as_bytes(), "x", &Limits::default()).requests;
+        let expected = span_ids(&all[..3]).len() - 1;
+        assert_eq!(span_ids(&reqs).len(), expected);
+    }
+
+    #[test]
+    fn protobuf_records_stream_and_a_truncated_tail_is_rejected_alone() {
+        let mut file = Vec::new();
+        let mut whole = Vec::new();
+        for n in 1..=6 {
+            let pb = std::fs::read(corpus(&format!("strands/otlp/req-{n:04}.pb"))).unwrap();
+            file.extend_from_slice(&(pb.len() as u32).to_be_bytes());
+            file.extend_from_slice(&pb);
+            whole.push(<Request as prost::Message>::decode(pb.as_slice()).unwrap());
+        }
+        let path = temp("records.pb", &file);
+        let (reqs, rejected) = stream(&path, 2000, Limits::default());
+        assert!(rejected.is_empty(), "{rejected:?}");
+        assert_eq!(reqs, whole);
+        // Cut the last record short: the five before it are kept.
+        let path = temp("records-cut.pb", &file[..file.len() - 10]);
+        let (reqs, rejected) = stream(&path, 2000, Limits::default());
+        assert_eq!(reqs, whole[..5]);
+        assert_eq!(rejected.len(), 1, "{rejected:?}");
+        assert_eq!(rejected[0].position, Position::Record(6));
+        assert!(rejected[0].reason.contains("truncated record 6"));
+    }
+}

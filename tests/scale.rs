@@ -1,0 +1,162 @@
+//! Replay at scale: streaming reads, early release of complete traces, and
+//! memory that does not grow with the input (docs/architecture.md).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::util::{protojson_agent_span, protojson_tool_span, traceval, TempDir};
+
+/// One Collector JSON line holding `spans`.
+fn line(spans: &[String]) -> String {
+    format!(
+        r#"{{"resourceSpans":[{{"resource":{{"attributes":[]}},"scopeSpans":[{{"scope":{{"name":"t"}},"spans":[{}]}}]}}]}}"#,
+        spans.join(",")
+    )
+}
+
+/// Trace 1's root and one call, ~1.5 MiB of other complete traces, then a
+/// second call of trace 1 (a span exported late).
+fn late_span_file(dir: &TempDir) -> std::path::PathBuf {
+    let t1 = [1u8; 16];
+    let mut text = String::new();
+    text += &line(&[
+        protojson_agent_span(&t1, &[1; 8], 1000),
+        protojson_tool_span(&t1, &[2; 8], &[1; 8], "first", "{}", 1100),
+    ]);
+    text.push('\n');
+    let mut n = 0u32;
+    while text.len() < 1_600_000 {
+        n += 1;
+        let mut t = [0u8; 16];
+        t[..4].copy_from_slice(&n.to_be_bytes());
+        t[15] = 9;
+        let args = format!("{{\"pad\":\"{}\"}}", "p".repeat(2000));
+        text += &line(&[
+            protojson_agent_span(&t, &[3; 8], 2000),
+            protojson_tool_span(&t, &[4; 8], &[3; 8], "filler", &args, 2100),
+        ]);
+        text.push('\n');
+    }
+    text += &line(&[protojson_tool_span(
+        &t1, &[5; 8], &[1; 8], "second", "{}", 1200,
+    )]);
+    text.push('\n');
+    let path = dir.path().join("late.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn calls_of_trace_1(stdout: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|row| row["trace_id"] == "01010101010101010101010101010101")
+        .flat_map(|row| {
+            row["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn a_trace_is_held_while_its_spans_may_still_come_and_a_late_span_is_reported() {
+    let dir = TempDir::new("late");
+    let path = late_span_file(&dir);
+    let path = path.to_str().unwrap();
+
+    // The default window (16 MiB) covers the late span: one trace, two calls.
+    let out = traceval(&["inspect", path, "--format", "jsonl", "-q"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(calls_of_trace_1(&out.stdout), ["first", "second"]);
+
+    // A window of 0 releases trace 1 at once: its late span is rejected
+    // with the trace id and what to do, never scored as a new trace.
+    let out = traceval(&[
+        "inspect",
+        path,
+        "--format",
+        "jsonl",
+        "-q",
+        "--hold-window-mib",
+        "0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(calls_of_trace_1(&out.stdout), ["first"]);
+    assert!(
+        stderr.contains("1 span(s) of trace 01010101010101010101010101010101 came after")
+            && stderr.contains("--hold-window-mib"),
+        "{stderr}"
+    );
+
+    // `all` holds every trace to the end, as replay did before streaming.
+    let out = traceval(&[
+        "inspect",
+        path,
+        "--format",
+        "jsonl",
+        "-q",
+        "--hold-window-mib",
+        "all",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(calls_of_trace_1(&out.stdout), ["first", "second"]);
+}
+
+/// Runs the binary and returns (exit code, stderr, peak RSS in KiB) from
+/// the kernel's accounting of that one child (wait4).
+// The child is reaped by `wait4`, which clippy does not see.
+#[allow(clippy::zombie_processes)]
+fn run_measured(args: &[&str]) -> (Option<i32>, String, i64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: plain FFI calls on a zeroed rusage and our own child's pid;
+    // std's Child is not waited on afterwards.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, stderr, usage.ru_maxrss)
+}
+
+#[test]
+fn a_gzip_bomb_is_rejected_without_holding_what_it_inflates_to() {
+    // 96 MiB of spaces as 96 gzip members of 1 MiB each (~100 KB on disk),
+    // over a 64 MiB cap: inflated as it is read, so memory stays flat.
+    let dir = TempDir::new("bomb");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&vec![b' '; 1 << 20]).unwrap();
+    let member = gz.finish().unwrap();
+    let path = dir.path().join("bomb.json.gz");
+    std::fs::write(&path, member.repeat(96)).unwrap();
+    let path = path.to_str().unwrap();
+
+    let (code, stderr, rss_kib) =
+        run_measured(&["inspect", path, "--max-inflated-mib", "64", "-q"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("inflates to more than 67108864 bytes"),
+        "{stderr}"
+    );
+    assert!(
+        rss_kib < 40 * 1024,
+        "peak RSS {rss_kib} KiB: the inflated input was held"
+    );
+}
