@@ -167,7 +167,8 @@ impl InputArgs {
 struct ScoringArgs {
     /// Metric to score with (repeatable; `all` for every one). The first is the headline.
     /// Per-metric options: `NAME:threshold=0.7,strict=true`.
-    #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
+    /// Default: tool_correctness (adk.exact for a Google ADK eval set).
+    #[arg(long = "metric", short = 'm')]
     metrics: Vec<String>,
     /// Pass threshold (cases may override). Default: 0.5 for tool_correctness,
     /// each preset's own otherwise.
@@ -388,7 +389,11 @@ impl ScoringArgs {
             native.threshold = t;
         }
         let settings = ScoreSettings {
-            metrics: MetricSpec::parse_list(&self.metrics)?,
+            metrics: if self.metrics.is_empty() {
+                MetricSpec::parse_list(&[traceval::score::native::NATIVE_NAME])?
+            } else {
+                MetricSpec::parse_list(&self.metrics)?
+            },
             options: MetricOptions {
                 threshold: self.threshold,
                 strict: self.strict.then_some(true),
@@ -404,14 +409,21 @@ impl ScoringArgs {
 
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let config = args.input.config.load()?;
-    let settings = args.scoring.settings(&config)?;
+    let mut settings = args.scoring.settings(&config)?;
     let fixture_opts = traceval::expect::FixtureOptions {
         session_keys: settings.session_keys.clone(),
     };
     let (cases, fixture_rejected) = match &args.expected {
         Some(p) => {
-            let (cases, bad) = traceval::expect::load_with(p, &fixture_opts)?;
-            (Some(cases), bad)
+            let loaded = traceval::expect::load_file(p, &fixture_opts)?;
+            // A format's natural metrics (ADK eval sets: `adk.*`) when the
+            // user named none.
+            if let (Some(defaults), false) =
+                (loaded.default_metrics(), !args.scoring.metrics.is_empty())
+            {
+                settings.metrics = MetricSpec::parse_list(defaults)?;
+            }
+            (Some(loaded.cases), loaded.rejected)
         }
         None => (None, Vec::new()),
     };

@@ -66,6 +66,9 @@ pub struct Evaluation {
     pub case_id: String,
     /// The case's index in the run's case list.
     pub case_index: usize,
+    /// How the case found its trace: `trace_id`, `match`, `session`,
+    /// `user_text` or `default` ([`crate::expect::Join::label`]).
+    pub joined_by: &'static str,
     /// Shared with the trace's other evaluations.
     pub tools_called: Arc<[ToolCall]>,
     pub expected: Vec<Call>,
@@ -233,6 +236,7 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
         "type": "evaluation",
         "trace_id": e.trace_id.to_string(),
         "case": e.case_id,
+        "joined_by": e.joined_by,
         "pass": e.passed(),
     });
     let obj = row.as_object_mut().expect("object literal");
