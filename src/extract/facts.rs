@@ -307,7 +307,7 @@ fn text_in(v: &Value, last: bool) -> Option<String> {
                     .iter()
                     .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"));
                 let user = if last {
-                    users.filter_map(message_text).last()
+                    users.rev().find_map(message_text)
                 } else {
                     users.find_map(message_text)
                 };
@@ -436,6 +436,28 @@ fn tool_defs(v: &Value) -> Vec<ToolDef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request_text(v: &Value) -> Option<String> {
+        text_in(v, false)
+    }
+
+    #[test]
+    fn turn_text_takes_the_last_user_message_with_text() {
+        let history = json!([
+            {"role": "user", "parts": [{"type": "text", "content": "Weather in Berlin?"}]},
+            {"role": "assistant", "parts": [{"type": "text", "content": "12C"}]},
+            {"role": "user", "parts": [{"type": "tool_call_response", "response": {}}]},
+            {"role": "user", "parts": [{"type": "text", "content": "Convert 100 EUR"}]},
+            {"role": "user", "parts": [{"type": "tool_call_response", "response": {}}]}
+        ]);
+        assert_eq!(turn_text(&history).as_deref(), Some("Convert 100 EUR"));
+        assert_eq!(
+            request_text(&history).as_deref(),
+            Some("Weather in Berlin?")
+        );
+        let inputs = json!({"messages": history});
+        assert_eq!(turn_text(&inputs).as_deref(), Some("Convert 100 EUR"));
+    }
     use serde_json::json;
 
     #[test]
