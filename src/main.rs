@@ -305,6 +305,10 @@ struct InspectArgs {
     /// rule matched, the rules that almost did and what they missed.
     #[arg(long)]
     explain: bool,
+    /// Expectations file (any accepted format): each trace also names the
+    /// cases it joins and how (`joined_by`).
+    #[arg(long, short = 'e')]
+    expected: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -532,7 +536,24 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let config = args.input.config.load()?;
     let extractor = args.input.extractor(&config)?;
     let session_keys = config.session_keys();
-    let (traces, rejected, _stats) = replay::read_traces(
+    let (joiner, fixture_rejected) = match &args.expected {
+        Some(p) => {
+            let opts = traceval::expect::FixtureOptions {
+                session_keys: session_keys.clone(),
+            };
+            let loaded = traceval::expect::load_file(p, &opts)?;
+            let settings = ScoreSettings {
+                session_keys: session_keys.clone(),
+                ..ScoreSettings::default()
+            };
+            (
+                Some(Evaluator::new(settings, Some(loaded.cases), None)?),
+                loaded.rejected,
+            )
+        }
+        None => (None, Vec::new()),
+    };
+    let (traces, mut rejected, _stats) = replay::read_traces(
         &args.input.paths,
         &args.input.limits(),
         progress_printer(args.input.quiet),
@@ -559,18 +580,25 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         let analysis = extractor.analyze(t);
         calls += analysis.calls.len();
         let session = session::session_of(t, &session_keys);
+        let joins = joiner.as_ref().map(|e| e.joins(t));
         match args.format {
-            InspectFormat::Jsonl => writeln!(
-                out,
-                "{}",
-                report::inspect_row(t, &analysis, session.as_ref())
-            )?,
+            InspectFormat::Jsonl => {
+                let mut row = report::inspect_row(t, &analysis, session.as_ref());
+                if let Some(j) = &joins {
+                    row["cases"] = report::joins_json(j);
+                }
+                writeln!(out, "{row}")?
+            }
             InspectFormat::Table => {
-                report::write_inspect_tree(&mut out, t, &analysis, session.as_ref())?
+                report::write_inspect_tree(&mut out, t, &analysis, session.as_ref())?;
+                if let Some(j) = &joins {
+                    report::write_joins(&mut out, j)?;
+                }
             }
         }
     }
     out.flush()?;
+    rejected.extend(fixture_rejected);
     for r in &rejected {
         eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
     }

@@ -255,3 +255,54 @@ fn unknown_file_is_named_with_its_keys() {
     );
     assert!(err.contains("`suite`, `tests`"), "{err}");
 }
+
+#[test]
+fn inspect_names_the_cases_each_trace_joins_and_how() {
+    let traces = data("corpus/google-adk/traces.jsonl");
+    let fixture = data("expect/weather.evalset.json");
+    let out = traceval(&[
+        "inspect",
+        traces.to_str().unwrap(),
+        "--expected",
+        fixture.to_str().unwrap(),
+        "-f",
+        "jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cases_of = |trace: &str| {
+        rows.iter()
+            .find(|r| r["trace_id"] == trace)
+            .unwrap_or_else(|| panic!("{trace}"))["cases"]
+            .clone()
+    };
+    assert_eq!(
+        cases_of("90bd82fc94874edb5cc013dfce485a76"),
+        serde_json::json!([{"case": "berlin_session#2", "joined_by": "user_text"}])
+    );
+    assert_eq!(
+        cases_of("a1c5af58646227bba879e3811e0e66d3"),
+        serde_json::json!([])
+    );
+    let out = traceval(&[
+        "inspect",
+        traces.to_str().unwrap(),
+        "--expected",
+        data("expect/bad/broken.evalset.json").to_str().unwrap(),
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("  cases: weather_two_cities (by user_text)"),
+        "{table}"
+    );
+    // The bad eval case is reported, and the run says input was rejected.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no_tool_name"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -332,6 +332,21 @@ impl Evaluator {
         Route { cases, sessions }
     }
 
+    /// The cases `trace` joins (trace cases, then session cases), each with
+    /// how it was joined: what `inspect --expected` shows.
+    pub fn joins(&self, trace: &Trace) -> Vec<(String, &'static str)> {
+        let route = self.route(trace);
+        route
+            .cases
+            .iter()
+            .chain(route.sessions.iter().map(|(c, _)| c))
+            .map(|&ci| {
+                let case = &self.cases[ci].case;
+                (case.id.clone(), case.join.label())
+            })
+            .collect()
+    }
+
     /// Routes and scores one trace whose calls were extracted (`calls`, by
     /// start time).
     pub fn evaluate_trace(&self, trace: &Trace, calls: Vec<ToolCall>) -> TraceResult {

@@ -19,7 +19,7 @@ use crate::ingest::Rejected;
 use crate::score::{Call, Outcome};
 
 pub use explain::{explain_row, write_explain};
-pub use inspect::{inspect_row, write_inspect_tree};
+pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
 pub use table::write_table;
 pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
