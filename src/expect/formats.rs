@@ -114,7 +114,8 @@ pub fn detect(text: &str) -> ExpectFormat {
 /// over several lines that no format claims (a one-line object is a JSONL
 /// case, rejected with its fields by that reader).
 pub fn unknown(text: &str) -> Option<String> {
-    if text.trim().lines().count() < 2 {
+    // Cheap checks first: a JSON Lines or list file is never parsed here.
+    if !text.trim_start().starts_with('{') || text.trim().lines().nth(1).is_none() {
         return None;
     }
     let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text) else {
