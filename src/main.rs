@@ -203,7 +203,8 @@ impl InputArgs {
 struct ScoringArgs {
     /// Metric to score with (repeatable; `all` for every one). The first is the headline.
     /// Per-metric options: `NAME:threshold=0.7,strict=true`.
-    #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
+    /// Default: tool_correctness (adk.exact for a Google ADK eval set).
+    #[arg(long = "metric", short = 'm')]
     metrics: Vec<String>,
     /// Pass threshold (cases may override). Default: 0.5 for tool_correctness,
     /// each preset's own otherwise.
@@ -340,6 +341,10 @@ struct InspectArgs {
     /// rule matched, the rules that almost did and what they missed.
     #[arg(long)]
     explain: bool,
+    /// Expectations file (any accepted format): each trace also names the
+    /// cases it joins and how (`joined_by`).
+    #[arg(long, short = 'e')]
+    expected: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -424,7 +429,11 @@ impl ScoringArgs {
             native.threshold = t;
         }
         let settings = ScoreSettings {
-            metrics: MetricSpec::parse_list(&self.metrics)?,
+            metrics: if self.metrics.is_empty() {
+                MetricSpec::parse_list(&[traceval::score::native::NATIVE_NAME])?
+            } else {
+                MetricSpec::parse_list(&self.metrics)?
+            },
             options: MetricOptions {
                 threshold: self.threshold,
                 strict: self.strict.then_some(true),
@@ -440,14 +449,21 @@ impl ScoringArgs {
 
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let config = args.input.config.load()?;
-    let settings = args.scoring.settings(&config)?;
+    let mut settings = args.scoring.settings(&config)?;
     let fixture_opts = traceval::expect::FixtureOptions {
         session_keys: settings.session_keys.clone(),
     };
     let (cases, fixture_rejected) = match &args.expected {
         Some(p) => {
-            let (cases, bad) = traceval::expect::load_with(p, &fixture_opts)?;
-            (Some(cases), bad)
+            let loaded = traceval::expect::load_file(p, &fixture_opts)?;
+            // A format's natural metrics (ADK eval sets: `adk.*`) when the
+            // user named none.
+            if let (Some(defaults), false) =
+                (loaded.default_metrics(), !args.scoring.metrics.is_empty())
+            {
+                settings.metrics = MetricSpec::parse_list(defaults)?;
+            }
+            (Some(loaded.cases), loaded.rejected)
         }
         None => (None, Vec::new()),
     };
@@ -559,6 +575,23 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let config = args.input.config.load()?;
     let extractor = args.input.extractor(&config)?;
     let session_keys = config.session_keys();
+    let (joiner, fixture_rejected) = match &args.expected {
+        Some(p) => {
+            let opts = traceval::expect::FixtureOptions {
+                session_keys: session_keys.clone(),
+            };
+            let loaded = traceval::expect::load_file(p, &opts)?;
+            let settings = ScoreSettings {
+                session_keys: session_keys.clone(),
+                ..ScoreSettings::default()
+            };
+            (
+                Some(Evaluator::new(settings, Some(loaded.cases), None)?),
+                loaded.rejected,
+            )
+        }
+        None => (None, Vec::new()),
+    };
     let mut out = open_output(args.output.as_ref())?;
     let (mut calls, mut spans) = (0, 0);
     let mut written: std::io::Result<()> = Ok(());
@@ -584,25 +617,32 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
             let analysis = extractor.analyze(t);
             calls += analysis.calls.len();
             let session = session::session_of(t, &session_keys);
+            let joins = joiner.as_ref().map(|e| e.joins(t));
             match args.format {
-                InspectFormat::Jsonl => writeln!(
-                    out,
-                    "{}",
-                    report::inspect_row(t, &analysis, session.as_ref())
-                )?,
+                InspectFormat::Jsonl => {
+                    let mut row = report::inspect_row(t, &analysis, session.as_ref());
+                    if let Some(j) = &joins {
+                        row["cases"] = report::joins_json(j);
+                    }
+                    writeln!(out, "{row}")?
+                }
                 InspectFormat::Table => {
-                    report::write_inspect_tree(&mut out, t, &analysis, session.as_ref())?
+                    report::write_inspect_tree(&mut out, t, &analysis, session.as_ref())?;
+                    if let Some(j) = &joins {
+                        report::write_joins(&mut out, j)?;
+                    }
                 }
             }
         }
         Ok(())
     };
     // An explanation shows near misses, which may name any attribute.
+    let join_keys = joiner.as_ref().map(Evaluator::join_keys).unwrap_or_default();
     let projection = Projection::default()
-        .resource_keys(session_keys.iter().cloned())
+        .resource_keys(session_keys.iter().cloned().chain(join_keys))
         .event_keys(extractor.event_keys());
     let filter: &(dyn KeyFilter + Sync) = if args.explain { &KeepAll } else { &projection };
-    let (rejected, _stats) = replay::stream_traces(
+    let (mut rejected, _stats) = replay::stream_traces(
         &args.input.paths,
         &args.input.read_options(),
         filter,
@@ -616,6 +656,7 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     );
     written?;
     out.flush()?;
+    rejected.extend(fixture_rejected);
     for r in &rejected {
         eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
     }

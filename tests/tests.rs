@@ -5,6 +5,7 @@ mod util;
 mod behaviour;
 mod cli;
 mod corpus;
+mod expectformats;
 mod explain;
 mod extraction;
 mod formats;

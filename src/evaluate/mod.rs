@@ -127,6 +127,8 @@ struct Routes {
     sessions: HashMap<(Option<usize>, String), Vec<usize>>,
     /// Session cases on a key outside the configured list (checked by scan).
     other_sessions: Vec<usize>,
+    /// User-text cases by normalized text.
+    by_text: HashMap<String, Vec<usize>>,
 }
 
 /// Scores traces and sessions against fixture cases with metric sets built
@@ -312,6 +314,13 @@ impl Evaluator {
                 }
             }
         }
+        if !r.by_text.is_empty() {
+            let text = crate::extract::facts::turn_text_of(trace)
+                .map(|t| crate::expect::normalize_text(&t));
+            if let Some(found) = text.and_then(|t| r.by_text.get(&t)) {
+                cases.extend(found);
+            }
+        }
         cases.sort_unstable();
         cases.dedup();
         let mut sessions: Vec<(usize, String)> = Vec::new();
@@ -335,6 +344,21 @@ impl Evaluator {
             sessions.dedup_by_key(|s| s.0);
         }
         Route { cases, sessions }
+    }
+
+    /// The cases `trace` joins (trace cases, then session cases), each with
+    /// how it was joined: what `inspect --expected` shows.
+    pub fn joins(&self, trace: &Trace) -> Vec<(String, &'static str)> {
+        let route = self.route(trace);
+        route
+            .cases
+            .iter()
+            .chain(route.sessions.iter().map(|(c, _)| c))
+            .map(|&ci| {
+                let case = &self.cases[ci].case;
+                (case.id.clone(), case.join.label())
+            })
+            .collect()
     }
 
     /// Routes and scores one trace whose calls were extracted (`calls`, by
@@ -458,6 +482,11 @@ impl Evaluator {
             session,
             case_id: p.case.id.clone(),
             case_index: case,
+            joined_by: if self.is_default(case) {
+                "default"
+            } else {
+                p.case.join.label()
+            },
             tools_called: calls,
             expected: p.case.expected.clone(),
             results,
@@ -475,6 +504,7 @@ impl Routes {
             match &p.case.join {
                 Join::TraceId(id) => r.by_trace_id.entry(*id).or_default().push(ci),
                 Join::Match(_) => r.matches.push(ci),
+                Join::UserText(t) => r.by_text.entry(t.clone()).or_default().push(ci),
                 Join::Session { key: None, id } => {
                     r.sessions.entry((None, id.clone())).or_default().push(ci)
                 }

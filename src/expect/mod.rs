@@ -26,6 +26,14 @@ use crate::ingest::{Position, Rejected};
 use crate::score::Call;
 use crate::value::PyValue;
 
+mod adk;
+mod deepeval;
+mod formats;
+mod mlflow;
+mod ragas;
+
+pub use formats::ExpectFormat;
+
 /// The largest fixture file read (one case is a few hundred bytes).
 pub const MAX_FIXTURE_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -41,6 +49,31 @@ pub enum Join {
         key: Option<String>,
         id: String,
     },
+    /// The trace whose user request, normalized ([`normalize_text`]), equals
+    /// this text: how expectations in other tools' formats, which carry no
+    /// trace id, find their trace (docs/formats.md).
+    UserText(String),
+}
+
+impl Join {
+    /// How the case was joined, as reports say it (`joined_by`).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Join::TraceId(_) => "trace_id",
+            Join::Match(_) => "match",
+            Join::Session { .. } => "session",
+            Join::UserText(_) => "user_text",
+        }
+    }
+}
+
+/// A user text as joins compare it: whitespace runs collapsed to one space,
+/// trimmed, lower-cased (agentevals' rule, docs/formats.md).
+pub fn normalize_text(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// How fixtures are read.
@@ -157,12 +190,35 @@ enum RawTool {
     },
 }
 
+/// What a fixture file gave.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub cases: Vec<Case>,
+    pub rejected: Vec<Rejected>,
+    /// The format found in the file.
+    pub format: ExpectFormat,
+}
+
+impl Loaded {
+    /// The metrics a file in this format is naturally scored with, when the
+    /// user names none (Google ADK eval sets: the `adk.*` presets).
+    pub fn default_metrics(&self) -> Option<&'static [&'static str]> {
+        self.format.default_metrics()
+    }
+}
+
 /// Loads a fixture file with `opts` (configured session keys). Bad cases
 /// are rejected one by one with their line.
 pub fn load_with(
     path: &Path,
     opts: &FixtureOptions,
 ) -> Result<(Vec<Case>, Vec<Rejected>), ExpectError> {
+    let l = load_file(path, opts)?;
+    Ok((l.cases, l.rejected))
+}
+
+/// [`load_with`], also saying which format the file was in.
+pub fn load_file(path: &Path, opts: &FixtureOptions) -> Result<Loaded, ExpectError> {
     let text =
         crate::ingest::files::read_text_capped(path, MAX_FIXTURE_BYTES).map_err(|source| {
             ExpectError::Read {
@@ -170,7 +226,44 @@ pub fn load_with(
                 source,
             }
         })?;
-    Ok(parse_with(&text, &path.display().to_string(), opts))
+    Ok(parse_file(&text, &path.display().to_string(), opts))
+}
+
+/// Parses fixture text in any accepted format, found from the content
+/// (docs/formats.md, expectations in other tools' formats).
+pub fn parse_file(text: &str, source: &str, opts: &FixtureOptions) -> Loaded {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some(reason) = formats::unknown(text) {
+        return Loaded {
+            cases: Vec::new(),
+            rejected: vec![Rejected {
+                source: source.to_string(),
+                position: Position::Whole,
+                reason,
+                spans: 0,
+            }],
+            format: ExpectFormat::Traceval,
+        };
+    }
+    match formats::detect(text) {
+        ExpectFormat::Traceval => {
+            let (cases, rejected) = parse_with(text, source, opts);
+            Loaded {
+                cases,
+                rejected,
+                format: ExpectFormat::Traceval,
+            }
+        }
+        format => {
+            let (found, mut rejected) = formats::parse(format, text, source);
+            let cases = unique_ids(found, source, &mut rejected);
+            Loaded {
+                cases,
+                rejected,
+                format,
+            }
+        }
+    }
 }
 
 /// Parses fixture text (JSONL or a JSON array).
@@ -178,7 +271,8 @@ pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
     parse_with(text, source, &FixtureOptions::default())
 }
 
-/// [`parse`] with options (configured session keys).
+/// [`parse`] with options (configured session keys): traceval's own format
+/// only (see [`parse_file`] for the others).
 pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>, Vec<Rejected>) {
     // A UTF-8 byte order mark (Windows editors write one) is not content.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -231,8 +325,25 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
             }
         }
     }
-    // Ids must be unique: reports, JUnit and baselines key on them. A
-    // repeat is rejected (the first is kept), never silently renamed.
+    let unique = unique_ids(cases, source, &mut rejected);
+    (unique, rejected)
+}
+
+/// Ids must be unique: reports, JUnit and baselines key on them. A repeat is
+/// rejected (the first is kept), never silently renamed.
+fn unique_ids(
+    cases: Vec<(Case, Position)>,
+    source: &str,
+    rejected: &mut Vec<Rejected>,
+) -> Vec<Case> {
+    let mut reject = |position: Position, reason: String| {
+        rejected.push(Rejected {
+            source: source.to_string(),
+            position,
+            reason,
+            spans: 0,
+        })
+    };
     let mut seen: HashMap<String, Position> = HashMap::new();
     let mut unique = Vec::with_capacity(cases.len());
     for (c, at) in cases {
@@ -257,7 +368,7 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
             }
         }
     }
-    (unique, rejected)
+    unique
 }
 
 /// Gives the expected calls of `case` their arguments in the order written

@@ -232,9 +232,27 @@ fn any_count(v: &AnyValue) -> Option<u64> {
     }
 }
 
-/// The user's request: the root span's first request attribute, else the
-/// earliest span carrying one, else a user-message event.
+/// The user's request, shortened for reports.
 fn request_of(trace: &Trace) -> Option<String> {
+    request_text_of(trace).map(cut)
+}
+
+/// The user's request in full: the root span's first request attribute, else
+/// the earliest span carrying one, else a user-message event. Expectations in
+/// other tools' formats join traces on it (docs/formats.md).
+pub fn request_text_of(trace: &Trace) -> Option<String> {
+    request_in(trace, false)
+}
+
+/// This turn's words: [`request_text_of`], except that of a message list
+/// (a conversation's history followed by the new turn) the *last* user
+/// message with text is taken. Expectations in other tools' formats join
+/// traces on it (docs/formats.md).
+pub fn turn_text_of(trace: &Trace) -> Option<String> {
+    request_in(trace, true)
+}
+
+fn request_in(trace: &Trace, last: bool) -> Option<String> {
     let order: Vec<&SpanRecord> = trace
         .roots()
         .map(|i| &trace.spans[i])
@@ -243,7 +261,7 @@ fn request_of(trace: &Trace) -> Option<String> {
     let from_attr = order.iter().find_map(|s| {
         REQUEST_KEYS
             .iter()
-            .find_map(|k| s.attr(k).map(any_to_json).and_then(|v| request_text(&v)))
+            .find_map(|k| s.attr(k).map(any_to_json).and_then(|v| text_in(&v, last)))
     });
     let text = from_attr.or_else(|| {
         order.iter().find_map(|s| {
@@ -254,18 +272,23 @@ fn request_of(trace: &Trace) -> Option<String> {
                 .find_map(|e| {
                     crate::assemble::find_attr(&e.attributes, EVENT_KEYS[0])
                         .map(any_to_json)
-                        .and_then(|v| request_text(&v))
+                        .and_then(|v| text_in(&v, last))
                 })
         })
     })?;
-    Some(cut(text))
+    Some(text)
+}
+
+/// This turn's words in an attribute value (see [`turn_text_of`]).
+pub(crate) fn turn_text(v: &Value) -> Option<String> {
+    text_in(v, true)
 }
 
 /// The user's words in an attribute value: a string (JSON text is decoded),
-/// the last user message of a message list, a message's text parts, or an
-/// inputs object's `messages`/`input`/`query`/`question`; else the value as
-/// compact JSON.
-fn request_text(v: &Value) -> Option<String> {
+/// the first (with `last`, the last) user message with text of a message
+/// list, a message's text parts, or an inputs object's
+/// `messages`/`input`/`query`/`question`; else the value as compact JSON.
+fn text_in(v: &Value, last: bool) -> Option<String> {
     match v {
         Value::Null => None,
         Value::String(s) => {
@@ -275,7 +298,7 @@ fn request_text(v: &Value) -> Option<String> {
             }
             if t.starts_with('{') || t.starts_with('[') {
                 if let Ok(inner) = serde_json::from_str::<Value>(t) {
-                    return request_text(&inner);
+                    return text_in(&inner, last);
                 }
             }
             Some(t.to_string())
@@ -283,10 +306,14 @@ fn request_text(v: &Value) -> Option<String> {
         Value::Array(items) => {
             let is_msg = |m: &&Value| m.get("role").is_some() || m.get("parts").is_some();
             if items.iter().any(|m| is_msg(&m)) {
-                let user = items
+                let mut users = items
                     .iter()
-                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-                    .find_map(message_text);
+                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+                let user = if last {
+                    users.rev().find_map(message_text)
+                } else {
+                    users.find_map(message_text)
+                };
                 return user.or_else(|| items.iter().find_map(message_text));
             }
             // Content parts (`[{"text": ...}]`) or plain strings.
@@ -301,7 +328,7 @@ fn request_text(v: &Value) -> Option<String> {
             for k in [
                 "messages", "input", "query", "question", "prompt", "request",
             ] {
-                if let Some(t) = o.get(k).and_then(request_text) {
+                if let Some(t) = o.get(k).and_then(|x| text_in(x, last)) {
                     return Some(t);
                 }
             }
@@ -412,6 +439,28 @@ fn tool_defs(v: &Value) -> Vec<ToolDef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request_text(v: &Value) -> Option<String> {
+        text_in(v, false)
+    }
+
+    #[test]
+    fn turn_text_takes_the_last_user_message_with_text() {
+        let history = json!([
+            {"role": "user", "parts": [{"type": "text", "content": "Weather in Berlin?"}]},
+            {"role": "assistant", "parts": [{"type": "text", "content": "12C"}]},
+            {"role": "user", "parts": [{"type": "tool_call_response", "response": {}}]},
+            {"role": "user", "parts": [{"type": "text", "content": "Convert 100 EUR"}]},
+            {"role": "user", "parts": [{"type": "tool_call_response", "response": {}}]}
+        ]);
+        assert_eq!(turn_text(&history).as_deref(), Some("Convert 100 EUR"));
+        assert_eq!(
+            request_text(&history).as_deref(),
+            Some("Weather in Berlin?")
+        );
+        let inputs = json!({"messages": history});
+        assert_eq!(turn_text(&inputs).as_deref(), Some("Convert 100 EUR"));
+    }
     use serde_json::json;
 
     #[test]

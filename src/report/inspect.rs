@@ -36,6 +36,27 @@ pub fn inspect_row(trace: &Trace, a: &Analysis, session: Option<&(String, String
     row
 }
 
+/// The cases a trace joins, as `inspect --expected` writes them in JSONL:
+/// `[{"case", "joined_by"}]`.
+pub fn joins_json(joins: &[(String, &'static str)]) -> Value {
+    json!(joins
+        .iter()
+        .map(|(case, by)| json!({"case": case, "joined_by": by}))
+        .collect::<Vec<_>>())
+}
+
+/// The `cases:` line under a trace's tree (`inspect --expected`).
+pub fn write_joins(out: &mut dyn Write, joins: &[(String, &'static str)]) -> io::Result<()> {
+    if joins.is_empty() {
+        return writeln!(out, "  cases: none joined");
+    }
+    let list: Vec<String> = joins
+        .iter()
+        .map(|(case, by)| format!("{} (by {by})", printable(case)))
+        .collect();
+    writeln!(out, "  cases: {}", list.join(", "))
+}
+
 /// First line of a possibly multi-line message (tracebacks), shortened.
 fn first_line(m: &str) -> String {
     let first = m.lines().find(|l| !l.trim().is_empty()).unwrap_or("");

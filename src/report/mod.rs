@@ -19,7 +19,7 @@ use crate::ingest::Rejected;
 use crate::score::{Call, Outcome};
 
 pub use explain::{explain_row, write_explain};
-pub use inspect::{inspect_row, write_inspect_tree};
+pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
 pub use table::write_table;
 pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
@@ -66,6 +66,9 @@ pub struct Evaluation {
     pub case_id: String,
     /// The case's index in the run's case list.
     pub case_index: usize,
+    /// How the case found its trace: `trace_id`, `match`, `session`,
+    /// `user_text` or `default` ([`crate::expect::Join::label`]).
+    pub joined_by: &'static str,
     /// Shared with the trace's other evaluations.
     pub tools_called: Arc<[ToolCall]>,
     pub expected: Vec<Call>,
@@ -233,6 +236,7 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
         "type": "evaluation",
         "trace_id": e.trace_id.to_string(),
         "case": e.case_id,
+        "joined_by": e.joined_by,
         "pass": e.passed(),
     });
     let obj = row.as_object_mut().expect("object literal");

@@ -8,12 +8,20 @@ use super::{ellipsize, Report};
 /// and the summary line.
 pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if report.has_cases {
-        let mut header = vec!["CASE".to_string(), "TRACE".to_string()];
+        let mut header = vec![
+            "CASE".to_string(),
+            "TRACE".to_string(),
+            "JOINED BY".to_string(),
+        ];
         header.extend(report.metrics.iter().cloned());
         header.extend(["PASS".to_string(), "DETAILS".to_string()]);
         let mut rows = vec![header];
         for e in &report.evaluations {
-            let mut row = vec![ellipsize(&e.case_id, 32), ellipsize(&e.target_label(), 48)];
+            let mut row = vec![
+                ellipsize(&e.case_id, 32),
+                ellipsize(&e.target_label(), 48),
+                e.joined_by.to_string(),
+            ];
             for m in &report.metrics {
                 let cell = e.results.iter().find(|r| &r.metric == m).map_or_else(
                     || "-".to_string(),
@@ -34,7 +42,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             rows.push(row);
         }
         for c in &report.unmatched_cases {
-            let mut row = vec![ellipsize(c, 32), "(no trace)".to_string()];
+            let mut row = vec![ellipsize(c, 32), "(no trace)".to_string(), "-".to_string()];
             row.extend(report.metrics.iter().map(|_| "-".to_string()));
             row.push("FAIL".to_string());
             row.push("no trace matched this case".to_string());

@@ -394,6 +394,7 @@ mod tests {
             session: None,
             case_id: "c1".into(),
             case_index: 0,
+            joined_by: "trace_id",
             tools_called: Vec::new().into(),
             expected: vec![],
             results: vec![
