@@ -8,7 +8,7 @@ use crate::evaluate::{in_parallel, Evaluator, Sessions, TraceResult};
 use crate::extract::facts::token_usage;
 use crate::extract::Extractor;
 use crate::ingest::{self, files, Limits, Rejected};
-use crate::report::{Report, Stats, ToolStatsBuilder, UnmatchedTrace};
+use crate::report::{Report, Stats, Timeline, ToolStatsBuilder, UnmatchedTrace};
 
 /// Extracts and evaluates every trace; sessions are scored once all their
 /// traces are in. Fills the report's evaluations, unmatched traces and
@@ -27,18 +27,23 @@ pub fn score_traces(
     // A judged metric waits on HTTP: traces go in parallel, up to the
     // judge's concurrency, so a run does not take N x latency.
     let threads = evaluator.judge().map_or(1, |j| j.concurrency());
-    type Scored = (TraceResult, (Option<u64>, Option<u64>));
+    let timelines = report.timelines.is_some();
+    type Scored = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
     let results: Vec<Scored> = in_parallel(traces.iter().collect(), threads, |t: &Trace| {
         let (calls, runs) = extractor.extract_with_runs(t);
+        let timeline = timelines.then(|| Timeline::of(t, &calls, &runs));
         let result = evaluator.evaluate_trace_with_runs(t, calls, &runs);
         let tokens = match &result.facts {
             Some(f) => (f.input_tokens, f.output_tokens),
             None => token_usage(t),
         };
-        (result, tokens)
+        (result, tokens, timeline)
     });
     let mut tools = ToolStatsBuilder::default();
-    for (result, tokens) in results {
+    for (result, tokens, timeline) in results {
+        if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
+            map.insert(result.trace_id, t);
+        }
         report.stats.tool_calls += result.calls.len();
         tools.add(&result.calls, tokens);
         sessions.add(&result);
@@ -132,12 +137,31 @@ pub fn replay(
     limits: &Limits,
     progress: impl FnMut(Progress),
 ) -> Report {
+    replay_into(
+        Report::default(),
+        paths,
+        evaluator,
+        fixture_rejected,
+        extractor,
+        limits,
+        progress,
+    )
+}
+
+/// [`replay`] into a report prepared by the caller (e.g. with
+/// `timelines: Some(..)` to keep span timing for the HTML report).
+pub fn replay_into(
+    mut report: Report,
+    paths: &[PathBuf],
+    evaluator: &Evaluator,
+    fixture_rejected: Vec<Rejected>,
+    extractor: &Extractor,
+    limits: &Limits,
+    progress: impl FnMut(Progress),
+) -> Report {
     let (traces, rejected, stats) = read_traces(paths, limits, progress);
-    let mut report = Report {
-        stats,
-        rejected,
-        ..Report::default()
-    };
+    report.stats = stats;
+    report.rejected = rejected;
     report.rejected.extend(fixture_rejected);
     let configured;
     let needs = evaluator.needs();

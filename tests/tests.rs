@@ -8,6 +8,7 @@ mod corpus;
 mod explain;
 mod extraction;
 mod formats;
+mod html;
 mod judge;
 mod junit;
 mod presets;
