@@ -93,7 +93,7 @@ impl HtmlSink {
             rejected: self.rejected.clone(),
             metrics: summary.metrics.iter().map(|m| m.metric.clone()).collect(),
             has_cases: summary.has_cases,
-            judge: summary.judge.clone(),
+            judge: summary.judge,
             stats: Stats {
                 requests: summary.stats.requests as usize,
                 spans: summary.stats.spans as usize,
