@@ -389,10 +389,26 @@ fn html_report_in_a_real_browser() {
     let shot_path = target.join("html-report.png");
     std::fs::write(&shot_path, png).unwrap();
     eprintln!("screenshot: {}", shot_path.display());
+
+    // Every case expands without an error (sessions, a case with no trace).
+    cdp.click("#f-failed");
+    cdp.eval("document.querySelectorAll('#cases details.case').forEach(d => { d.open = true; })");
+    cdp.wait_for(
+        "[...document.querySelectorAll('#cases details.case')].every(d => d.querySelector('.body'))",
+    );
+    let timelines = cdp.eval("document.querySelectorAll('#cases svg.timeline').length");
+    assert!(
+        timelines.as_u64().unwrap() >= all.len() as u64 - 1,
+        "{timelines}"
+    );
+    cdp.eval("new Promise(r => requestAnimationFrame(() => setTimeout(r, 50)))");
+    let errors = cdp.errors();
+    assert!(errors.is_empty(), "console errors: {errors:#?}");
 }
 
-/// An OTLP/JSON request of `n` traces, each an agent run with two tool
-/// calls, and the fixture expecting them (every third case fails).
+/// An OTLP/JSON request of `n` traces, each an agent run with two model
+/// turns and two tool calls, and the fixture expecting them (every third
+/// case fails).
 fn many_cases(n: usize, tool: &str) -> (String, String) {
     let mut spans = Vec::new();
     let mut cases = Vec::new();
@@ -425,6 +441,20 @@ fn many_cases(n: usize, tool: &str) -> (String, String) {
             0,
             3_000_000_000,
         ));
+        // The model's turns around the calls, as GenAI instrumentations record them.
+        for (k, start) in [(4, 100_000_000), (5, 2_000_000_000)] {
+            spans.push(span(
+                k,
+                Some(1),
+                "chat gpt-4o".into(),
+                json!([
+                    kv("gen_ai.operation.name", "chat"),
+                    kv("gen_ai.request.model", "gpt-4o")
+                ]),
+                start,
+                start + 400_000_000,
+            ));
+        }
         for (k, (name, city)) in [(tool, "Paris"), ("format_answer", "")].iter().enumerate() {
             let k = k as u64 + 2;
             spans.push(span(

@@ -199,16 +199,22 @@ fn case_json(e: &Evaluation) -> Value {
         Some(s) => s.trace_ids.iter().map(ToString::to_string).collect(),
         None => vec![e.trace_id.to_string()],
     };
-    json!({
+    let mut v = json!({
         "case": e.case_id,
-        "trace": e.session.is_none().then(|| e.trace_id.to_string()),
-        "target": e.target_label(),
-        "traces": traces,
         "pass": e.passed(),
         "results": e.results.iter().map(result_json).collect::<Vec<_>>(),
         "expected": expected,
         "called": called,
-    })
+    });
+    // A trace's case: its id says it all (the script derives the rest).
+    match &e.session {
+        None => v["trace"] = json!(e.trace_id.to_string()),
+        Some(_) => {
+            v["target"] = json!(e.target_label());
+            v["traces"] = json!(traces);
+        }
+    }
+    v
 }
 
 fn timeline_json(t: &Timeline) -> Value {
@@ -534,7 +540,6 @@ fn page_data(report: &Report, timelines: Option<&Timelines>) -> Value {
     for c in &report.unmatched_cases {
         cases.push(json!({
             "case": c,
-            "trace": null,
             "target": "no trace",
             "traces": [],
             "pass": false,

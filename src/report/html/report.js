@@ -77,6 +77,9 @@
   });
 
   var rows = D.cases.map(function (c) {
+    // A trace's case carries its id only; a session's, its label and traces.
+    if (!c.traces) c.traces = c.trace ? [c.trace] : [];
+    if (!c.target) c.target = c.trace || '';
     var d = el('details', 'case ' + (c.pass ? 'pass' : 'fail'));
     d.dataset.case = c.case;
     if (c.trace) d.dataset.trace = c.trace;
