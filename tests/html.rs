@@ -544,3 +544,59 @@ fn html_report_escapes_hostile_names() {
     assert_eq!(html.matches("</script>").count(), 2);
     assert!(!html.contains("<img"));
 }
+
+/// A trace of 400 spans: the page keeps the first 150 for its timeline and
+/// says how many there were.
+#[test]
+fn html_timeline_is_bounded() {
+    let dir = TempDir::new("html-bounded");
+    let trace = hex(&[7u8; 16]);
+    let kv = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    let spans: Vec<Value> = (1..=400u64)
+        .map(|k| {
+            let mut s = json!({
+                "traceId": trace, "spanId": hex(&k.to_be_bytes()),
+                "name": format!("execute_tool step_{k}"),
+                "startTimeUnixNano": (1_000_000 * k).to_string(),
+                "endTimeUnixNano": (1_000_000 * k + 500_000).to_string(),
+                "attributes": [kv("gen_ai.operation.name", "execute_tool"), kv("gen_ai.tool.name", &format!("step_{k}"))],
+            });
+            if k > 1 {
+                s["parentSpanId"] = json!(hex(&1u64.to_be_bytes()));
+            }
+            s
+        })
+        .collect();
+    let request = json!({"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": spans}]}]});
+    let t = dir.path().join("big.json");
+    let e = dir.path().join("expected.jsonl");
+    std::fs::write(&t, request.to_string()).unwrap();
+    std::fs::write(
+        &e,
+        json!({"id": "big", "trace_id": trace, "expected_tools": ["step_1"]}).to_string() + "\n",
+    )
+    .unwrap();
+    let out = traceval(&[
+        "replay",
+        t.to_str().unwrap(),
+        "-e",
+        e.to_str().unwrap(),
+        "-f",
+        "html",
+        "-q",
+    ]);
+    let html = String::from_utf8(out.stdout).unwrap();
+    let data = html
+        .split("<script type=\"application/json\" id=\"data\">")
+        .nth(1)
+        .and_then(|s| s.split("</script>").next())
+        .expect("data script");
+    let data: Value = serde_json::from_str(data).unwrap();
+    let tl = &data["timelines"][&trace];
+    assert_eq!(tl["total"], 400);
+    assert_eq!(tl["spans"].as_array().unwrap().len(), 150);
+    assert_eq!(data["timeline_spans"], 150);
+    // Nested under the first span, tool calls marked.
+    assert_eq!(tl["spans"][1][3], 1);
+    assert_eq!(tl["spans"][1][4], "t");
+}
