@@ -266,6 +266,36 @@ fn failing_in_jsonl(jsonl: &str) -> BTreeSet<(String, Option<String>)> {
         .collect()
 }
 
+/// (case, trace id) of the JSONL report's cases whose calls, expected
+/// tools or explanation name `tool`.
+fn naming_in_jsonl(jsonl: &str, tool: &str) -> BTreeSet<(String, Option<String>)> {
+    let name_of = |c: &Value| {
+        c.as_str()
+            .or_else(|| c["name"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    jsonl
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSONL row"))
+        .filter(|r| matches!(r["type"].as_str(), Some("evaluation" | "unmatched_case")))
+        .filter(|r| {
+            let list = |k: &str| r[k].as_array().cloned().unwrap_or_default();
+            list("tools_called")
+                .iter()
+                .chain(&list("expected_tools"))
+                .any(|c| name_of(c) == tool)
+                || r["explanation"].as_str().unwrap_or("").contains(tool)
+        })
+        .map(|r| {
+            (
+                r["case"].as_str().unwrap().to_string(),
+                r["trace_id"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
 fn rows_of(v: &Value) -> BTreeSet<(String, Option<String>)> {
     v.as_array()
         .expect("array of rows")
@@ -315,7 +345,8 @@ fn html_report_in_a_real_browser() {
     // The sample has failing cases: exit 1 for both formats alike.
     assert_eq!(html.status.code(), Some(1), "{html:?}");
     assert_eq!(jsonl.status.code(), html.status.code());
-    let failing = failing_in_jsonl(&String::from_utf8(jsonl.stdout).unwrap());
+    let jsonl_text = String::from_utf8(jsonl.stdout).unwrap();
+    let failing = failing_in_jsonl(&jsonl_text);
     assert!(!failing.is_empty(), "the sample traces have failing cases");
 
     let (_browser, mut cdp) = open_browser(&chromium);
@@ -339,6 +370,22 @@ fn html_report_in_a_real_browser() {
         shown, failing,
         "\"failed only\" shows exactly the JSONL report's failing cases"
     );
+
+    // Typing in the search box: the cases that name the tool (calls,
+    // expectations or explanation), failing or not.
+    cdp.click("#f-failed");
+    cdp.click("#f-text");
+    cdp.send("Input.insertText", json!({"text": "Get_Stock_Price"}));
+    cdp.wait_for("document.getElementById('f-text').value === 'Get_Stock_Price'");
+    let named = rows_of(&cdp.eval(VISIBLE_ROWS));
+    assert_eq!(named, naming_in_jsonl(&jsonl_text, "get_stock_price"));
+    assert!(!named.is_empty() && named.len() < all.len(), "{named:?}");
+    cdp.eval(
+        "(() => { const t = document.getElementById('f-text'); t.value = '';
+               t.dispatchEvent(new Event('input')); })()",
+    );
+    cdp.click("#f-failed");
+    assert_eq!(rows_of(&cdp.eval(VISIBLE_ROWS)), failing);
 
     // Open the first failing case that has calls: its comparison and timeline.
     cdp.click("#cases details.case.fail:not([hidden]) > summary");

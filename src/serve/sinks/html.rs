@@ -75,7 +75,13 @@ impl HtmlSink {
     /// Checks now that `path` can be written, so a bad path fails at start,
     /// not after hours of scoring.
     pub fn open(path: &Path, rejected: &[Rejected]) -> Result<HtmlSink, ServeError> {
-        File::create(path).map_err(|source| ServeError::Output {
+        // Until shutdown, the file says when it will be written.
+        std::fs::write(
+            path,
+            "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><title>traceval report</title>\
+             <p>traceval serve writes this report when it shuts down.</p></html>\n",
+        )
+        .map_err(|source| ServeError::Output {
             path: path.display().to_string(),
             source,
         })?;
