@@ -123,6 +123,8 @@ enum ReportFormat {
     Table,
     Jsonl,
     Junit,
+    /// One self-contained page (replay only).
+    Html,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -483,7 +485,13 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .with_scope(scope)
         // Only JSONL shows each call's result.
         .with_results(matches!(args.format, ReportFormat::Jsonl));
-    let mut report = replay::replay(
+    // The HTML page draws each trace's spans on a timeline.
+    let prepared = report::Report {
+        timelines: matches!(args.format, ReportFormat::Html).then(Default::default),
+        ..Default::default()
+    };
+    let mut report = replay::replay_into(
+        prepared,
         &args.input.paths,
         &evaluator,
         fixture_rejected,
@@ -515,6 +523,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }),
         // One XML document: the comparison has its own (`traceval diff`).
         ReportFormat::Junit => report::write_junit(&report, &mut out),
+        ReportFormat::Html => report::write_html(&report, &mut out),
     }
     .and_then(|()| out.flush())
     .context("cannot write the report")?;
@@ -553,6 +562,10 @@ fn check_tolerance(t: f64) -> anyhow::Result<()> {
 
 fn cmd_diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
     check_tolerance(args.tolerance)?;
+    anyhow::ensure!(
+        !matches!(args.format, ReportFormat::Html),
+        "--format html is for `replay`; `diff` writes table, jsonl or junit"
+    );
     let old = baseline::load(&args.old)?;
     let new = baseline::load(&args.new)?;
     let c = baseline::compare(&old, &new, args.tolerance);
@@ -561,6 +574,7 @@ fn cmd_diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Table => baseline::write_table(&c, &mut out),
         ReportFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
         ReportFormat::Junit => baseline::write_junit(&c, &mut out),
+        ReportFormat::Html => Ok(()),
     }
     .and_then(|()| out.flush())
     .context("cannot write the comparison")?;
@@ -637,7 +651,10 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     // An explanation shows near misses, which may name any attribute.
-    let join_keys = joiner.as_ref().map(Evaluator::join_keys).unwrap_or_default();
+    let join_keys = joiner
+        .as_ref()
+        .map(Evaluator::join_keys)
+        .unwrap_or_default();
     let projection = Projection::default()
         .resource_keys(session_keys.iter().cloned().chain(join_keys))
         .event_keys(extractor.event_keys());

@@ -10,7 +10,7 @@ use crate::extract::Extractor;
 use crate::ingest::otlp_json::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, files, Limits, Position, Rejected};
-use crate::report::{Report, Stats, ToolStatsBuilder, UnmatchedTrace};
+use crate::report::{Report, Stats, Timeline, ToolStatsBuilder, UnmatchedTrace};
 
 /// Extracts and evaluates every trace; sessions are scored once all their
 /// traces are in. Fills the report's evaluations, unmatched traces and
@@ -57,18 +57,23 @@ impl<'a> Scorer<'a> {
     pub fn add(&mut self, traces: &[Trace], report: &mut Report) {
         report.stats.traces += traces.len();
         let (evaluator, extractor) = (self.evaluator, self.extractor);
-        type Scored = (TraceResult, (Option<u64>, Option<u64>));
+        let timelines = report.timelines.is_some();
+        type Scored = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
         let results: Vec<Scored> =
             in_parallel(traces.iter().collect(), self.threads, |t: &Trace| {
                 let (calls, runs) = extractor.extract_with_runs(t);
+                let timeline = timelines.then(|| Timeline::of(t, &calls, &runs));
                 let result = evaluator.evaluate_trace_with_runs(t, calls, &runs);
                 let tokens = match &result.facts {
                     Some(f) => (f.input_tokens, f.output_tokens),
                     None => token_usage(t),
                 };
-                (result, tokens)
+                (result, tokens, timeline)
             });
-        for (result, tokens) in results {
+        for (result, tokens, timeline) in results {
+            if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
+                map.insert(result.trace_id, t);
+            }
             report.stats.tool_calls += result.calls.len();
             self.tools.add(&result.calls, tokens);
             self.sessions.add(&result);
@@ -230,6 +235,31 @@ pub fn replay(
     filter: &(dyn KeyFilter + Sync),
     progress: impl FnMut(Progress),
 ) -> Report {
+    replay_into(
+        Report::default(),
+        paths,
+        evaluator,
+        fixture_rejected,
+        extractor,
+        options,
+        filter,
+        progress,
+    )
+}
+
+/// [`replay`] into a report prepared by the caller (e.g. with
+/// `timelines: Some(..)` to keep span timing for the HTML report).
+#[allow(clippy::too_many_arguments)]
+pub fn replay_into(
+    mut report: Report,
+    paths: &[PathBuf],
+    evaluator: &Evaluator,
+    fixture_rejected: Vec<Rejected>,
+    extractor: &Extractor,
+    options: &ReadOptions,
+    filter: &(dyn KeyFilter + Sync),
+    progress: impl FnMut(Progress),
+) -> Report {
     let configured;
     let needs = evaluator.needs();
     let extractor =
@@ -243,7 +273,6 @@ pub fn replay(
         } else {
             extractor
         };
-    let mut report = Report::default();
     let mut scorer = Scorer::new(evaluator, extractor, &mut report);
     let (rejected, stats) = stream_traces(paths, options, filter, progress, |batch| {
         scorer.add(&batch, &mut report)

@@ -2229,3 +2229,66 @@ fn http_json_with_enum_names_and_base64_ids() {
     assert_eq!(b["tools_called"][0]["name"], "search");
     assert_eq!(b["tools_called"][0]["args"], json!({"q": "y"}));
 }
+
+/// `--html FILE`: the page is written at shutdown from the latest results,
+/// failing the same cases as the JSONL rows.
+#[test]
+fn html_report_is_written_at_shutdown() {
+    // Outside the server's directory, which `stop` removes.
+    let keep = TempDir::new("html-page");
+    let page = keep.path().join("report.html");
+    let server = start("html", |c, dir| {
+        let fixture = dir.join("expected.jsonl");
+        let case = json!({"id": "weather-rome", "trace_id": crate::util::hex(&trace_id(1)),
+            "expected_tools": [{"name": "get_weather", "args": {"city": "Paris"}},
+                               {"name": "get_weather", "args": {"city": "Rome"}}],
+            "threshold": 0.9});
+        std::fs::write(&fixture, format!("{case}\n")).unwrap();
+        c.expected = Some(fixture);
+        c.html = Some(page.clone());
+    });
+    // Written at start (a placeholder): a bad path fails before any data.
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .contains("writes this report when it shuts down"));
+    for t in 1..=2 {
+        let r = post(
+            server.http,
+            &[PROTOBUF],
+            &weather(t).encode_to_vec(),
+            Framing::Length,
+        );
+        assert_eq!(r.status, 200);
+    }
+    server.wait_for("both traces scored", |s| s.traces_scored == 2);
+    let (summary, rows) = server.stop();
+    assert_eq!(summary.failed, 1);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let data = html
+        .split("<script type=\"application/json\" id=\"data\">")
+        .nth(1)
+        .and_then(|s| s.split("</script>").next())
+        .expect("data script");
+    let data: Value = serde_json::from_str(data).unwrap();
+    let failing: Vec<&Value> = of_type(&rows, "evaluation")
+        .into_iter()
+        .filter(|r| r["pass"] == json!(false))
+        .map(|r| &r["case"])
+        .collect();
+    let page_failing: Vec<&Value> = data["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["pass"] == json!(false))
+        .map(|c| &c["case"])
+        .collect();
+    assert_eq!(page_failing, failing);
+    assert_eq!(page_failing, [&json!("weather-rome")]);
+    assert_eq!(data["unmatched_traces"].as_array().unwrap().len(), 1);
+    assert!(
+        html.contains(
+            "<td data-v=\"get_weather\" class=\"name\">get_weather</td><td data-v=\"4\">"
+        ),
+        "4 calls of get_weather in the tool table"
+    );
+}

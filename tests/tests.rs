@@ -9,6 +9,7 @@ mod expectformats;
 mod explain;
 mod extraction;
 mod formats;
+mod html;
 mod judge;
 mod junit;
 mod presets;

@@ -1,7 +1,9 @@
-//! Report: the results of a run as a terminal table, JSONL or JUnit XML.
+//! Report: the results of a run as a terminal table, JSONL, JUnit XML or an
+//! HTML page.
 
 pub mod baseline;
 mod explain;
+mod html;
 mod inspect;
 mod junit;
 mod table;
@@ -19,6 +21,7 @@ use crate::ingest::Rejected;
 use crate::score::{Call, Outcome};
 
 pub use explain::{explain_row, write_explain};
+pub use html::{write_html, Timeline, Timelines, TIMELINE_SPANS};
 pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
 pub use table::write_table;
@@ -133,6 +136,9 @@ pub struct Report {
     pub tools: Vec<ToolStats>,
     /// Token totals, when any trace reported them.
     pub tokens: Option<TokenStats>,
+    /// Span timing by trace, for the HTML report; `Some` asks
+    /// `replay::score_traces` to keep it (bounded per trace).
+    pub timelines: Option<Timelines>,
 }
 
 /// Exit codes shared by every command.

@@ -197,6 +197,8 @@ settings! {
     options {
         output: PathBuf = none ("TRACEVAL_OUTPUT", path, "FILE", 'o'),
             "Append JSONL results to this file (flushed after every batch).";
+        html: PathBuf = none ("TRACEVAL_HTML", path, "FILE"),
+            "At shutdown, write the run's HTML report (as `replay --format html`) to this file: the latest result of each trace and case, at most 10000.";
         expected: PathBuf = none ("TRACEVAL_EXPECTED", path, "FILE", 'e'),
             "Fixture file of expected tools (JSONL or a JSON array), joined with traces as in `replay`.";
         default_expected: PathBuf = none ("TRACEVAL_DEFAULT_EXPECTED", path, "FILE"),

@@ -12,6 +12,7 @@
 //! write. A sink must never wait on anything outside the process (a
 //! downstream, a subscriber): what it cannot deliver now it counts and drops.
 
+pub mod html;
 pub mod jsonl;
 pub mod metrics;
 pub mod otlp;
@@ -166,6 +167,9 @@ impl Outputs {
                 rejected,
                 Arc::clone(&stats),
             )?));
+        }
+        if let Some(path) = &config.html {
+            sinks.push(Box::new(html::HtmlSink::open(path, rejected)?));
         }
         if !config.quiet {
             sinks.push(Box::new(stdout::StdoutSink));
