@@ -35,7 +35,9 @@ impl Default for StreamOptions {
     fn default() -> Self {
         StreamOptions {
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            chunk_bytes: 1 << 20,
+            // Small enough that the chunks in flight, decoded, stay a few
+            // MiB; large enough that handing them over costs nothing.
+            chunk_bytes: 256 << 10,
             max_line_bytes: 256 << 20,
         }
     }
@@ -95,8 +97,8 @@ pub fn decode_inputs(
     let threads = options.threads.max(1);
     // Chunks in flight (queued, decoding, or decoded and waiting for their
     // turn) are bounded by tokens, so a slow chunk cannot make the others
-    // pile up.
-    let in_flight = 2 * threads + 2;
+    // pile up; two per thread keep every thread busy.
+    let in_flight = 2 * threads;
     let (token_tx, token_rx) = sync_channel::<()>(in_flight);
     for _ in 0..in_flight {
         let _ = token_tx.send(());
