@@ -12,5 +12,6 @@ mod judge;
 mod junit;
 mod presets;
 mod progress;
+mod security;
 mod serve;
 mod treewalks;

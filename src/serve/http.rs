@@ -15,10 +15,12 @@ use axum::routing::post;
 use axum::Router;
 use bytes::{Bytes, BytesMut};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::intake::{Charge, Shared};
 use super::listen::{self, ConnLimits};
+use super::security::{self, Auth};
 use super::status::{http_response, Accepted, Encoding, ExportError};
 use crate::ingest;
 
@@ -37,12 +39,15 @@ struct HttpState {
 
 /// Serves OTLP/HTTP on `listener` until `shutdown`, then waits for open
 /// requests to finish.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     max_size: usize,
     body_timeout: Duration,
     limits: ConnLimits,
+    tls: Option<TlsAcceptor>,
+    auth: Arc<Auth>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let stats = Arc::clone(&shared.stats);
@@ -51,10 +56,15 @@ pub(crate) async fn serve(
         max_size,
         body_timeout,
     });
+    // The token is checked before the body is read.
     let app = Router::new()
         .route(TRACES_PATH, post(export))
+        .route_layer(axum::middleware::from_fn_with_state(
+            (auth, "OTLP/HTTP"),
+            security::require_bearer,
+        ))
         .with_state(state);
-    listen::serve(listener, app, limits, stats, shutdown).await
+    listen::serve(listener, app, limits, tls, stats, shutdown).await
 }
 
 async fn export(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Body) -> Response {
