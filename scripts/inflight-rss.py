@@ -12,7 +12,7 @@ Everything listens on 127.0.0.1; the run is bounded in time and stops the
 server itself. Exit 0 when the peak is within the target, 1 when not.
 
 Usage: scripts/inflight-rss.py [--bin target/release/traceval] [--clients 200]
-       [--body-mib 15] [--max-inflight-mib 128]
+       [--body-mib 15] [--max-inflight-mib 128] [--chunked]
 """
 
 import argparse
@@ -40,6 +40,22 @@ def status_kib(pid, field):
     raise RuntimeError(f"{field} not in /proc/{pid}/status")
 
 
+def queued_to(port):
+    """Bytes waiting in the receive queues of the sockets on local `port`."""
+    total = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        total += int(fields[4].split(":")[1], 16)
+        except FileNotFoundError:
+            pass
+    return total
+
+
 def metric(admin, name):
     with urllib.request.urlopen(f"http://{admin}/metrics", timeout=10) as r:
         text = r.read().decode()
@@ -53,6 +69,8 @@ def main():
     ap.add_argument("--clients", type=int, default=200)
     ap.add_argument("--body-mib", type=int, default=15)
     ap.add_argument("--max-inflight-mib", type=int, default=128)
+    ap.add_argument("--chunked", action="store_true",
+                    help="chunked bodies (no Content-Length), the last chunk held back")
     args = ap.parse_args()
 
     server = subprocess.Popen(
@@ -93,41 +111,50 @@ def measure(args, pid, http, admin):
     body = args.body_mib << 20
     base_rss = status_kib(pid, "VmRSS")
     head = (f"POST /v1/traces HTTP/1.1\r\nHost: {http}\r\n"
-            "Content-Type: application/x-protobuf\r\n"
-            f"Content-Length: {body}\r\n\r\n").encode()
-    chunk = memoryview(b"\0" * (256 << 10))
+            "Content-Type: application/x-protobuf\r\n").encode()
+    if args.chunked:
+        # Chunked framing: the held-back part is the final `0` chunk.
+        piece = 256 << 10
+        framed = f"{piece:x}\r\n".encode() + b"\0" * piece + b"\r\n"
+        payload = head + b"Transfer-Encoding: chunked\r\n\r\n" + framed * (body // piece)
+    else:
+        payload = head + f"Content-Length: {body}\r\n\r\n".encode() + b"\0" * (body - 1)
+    payload = memoryview(payload)
     sel = selectors.DefaultSelector()
-    # Per client: bytes of the body still to send before the held-back one.
-    left = {}
+    # Per client: how much of the payload it has sent.
+    sent = {}
     socks = []
     for _ in range(args.clients):
         s = socket.create_connection((host, int(port)))
-        s.sendall(head)
         s.setblocking(False)
         socks.append(s)
-        left[s] = body - 1
+        sent[s] = 0
         sel.register(s, selectors.EVENT_WRITE)
     refused = set()
     start = time.monotonic()
-    while left:
+    while sent:
         if time.monotonic() - start > DEADLINE_S:
-            sys.exit(f"clients not done within {DEADLINE_S} s: {len(left)} still sending")
+            sys.exit(f"clients not done within {DEADLINE_S} s: {len(sent)} still sending")
         for key, _ in sel.select(timeout=1):
             s = key.fileobj
             try:
-                n = s.send(chunk[:min(len(chunk), left[s])])
+                n = s.send(payload[sent[s]:sent[s] + (256 << 10)])
             except BlockingIOError:
                 continue
             except OSError:
                 # The server answered (503) and closed: refused.
                 refused.add(s)
                 sel.unregister(s)
-                del left[s]
+                del sent[s]
                 continue
-            left[s] -= n
-            if left[s] == 0:
+            sent[s] += n
+            if sent[s] == len(payload):
                 sel.unregister(s)
-                del left[s]
+                del sent[s]
+    # Sent is not yet read: wait until the server has taken what the
+    # kernel holds for it (its sockets' receive queues are empty).
+    while time.monotonic() - start < DEADLINE_S and queued_to(int(port)) > 0:
+        time.sleep(0.1)
     # A refusal whose connection is still open: a 503 waiting to be read,
     # or the connection closed after it.
     for s in socks:
@@ -147,7 +174,8 @@ def measure(args, pid, http, admin):
     rss = status_kib(pid, "VmRSS") * 1024
     budget = args.max_inflight_mib << 20
     target = budget + TARGET_SLACK
-    print(f"clients: {args.clients} x {args.body_mib} MiB, last byte held; "
+    framing = "chunked, final chunk" if args.chunked else "Content-Length, last byte"
+    print(f"clients: {args.clients} x {args.body_mib} MiB ({framing} held back); "
           f"sent in {elapsed:.1f} s")
     print(f"holding (all but the last byte taken): {held}; refused (503): {refused}")
     print(f"server in-flight bytes now: {inflight / 2**20:.1f} MiB "

@@ -27,6 +27,9 @@ use tracing::{debug, info, warn};
 
 use super::telemetry::ServeStats;
 
+/// Most bytes hyper buffers per HTTP/1 connection (request head included).
+const READ_BUFFER: usize = 64 * 1024;
+
 /// Connection limits of one HTTP port.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ConnLimits {
@@ -58,6 +61,10 @@ pub(crate) async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        // hyper's read buffer grows to ~400 KiB per connection by default;
+        // with many connections uploading at once that is memory outside
+        // the in-flight budget. 64 KiB still holds any sane request head.
+        .max_buf_size(READ_BUFFER)
         .keep_alive(true);
     builder
         .http2()
