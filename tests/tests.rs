@@ -15,5 +15,6 @@ mod junit;
 mod presets;
 mod progress;
 mod scale;
+mod security;
 mod serve;
 mod treewalks;

@@ -1,5 +1,6 @@
 //! The admin port: Prometheus `/metrics`, `/healthz` (the process is up) and
 //! `/readyz` (receivers accept data: the buffer and forward queue have room).
+//! With `--auth-token-file`, `/metrics` needs the token; the probes do not.
 
 use std::sync::Arc;
 
@@ -9,10 +10,12 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::error;
 
 use super::intake::Shared;
+use super::security::Auth;
 
 /// Connections the admin port keeps open at most: scrapers and probes.
 const ADMIN_CONNECTIONS: usize = 64;
@@ -21,11 +24,19 @@ pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     header_timeout: std::time::Duration,
+    tls: Option<TlsAcceptor>,
+    auth: Arc<Auth>,
     shutdown: CancellationToken,
 ) {
     let stats = Arc::clone(&shared.stats);
+    // `/metrics` needs the token (it shows what is scored); the probes stay
+    // open, as orchestrators call them without credentials.
     let app = Router::new()
         .route("/metrics", get(metrics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            (auth, "admin"),
+            super::security::require_bearer,
+        ))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .with_state(shared);
@@ -34,7 +45,7 @@ pub(crate) async fn serve(
         header_timeout,
         counted: false,
     };
-    let r = super::listen::serve(listener, app, limits, stats, shutdown).await;
+    let r = super::listen::serve(listener, app, limits, tls, stats, shutdown).await;
     if let Err(e) = r {
         error!(error = %e, "Admin endpoint failed.");
     }

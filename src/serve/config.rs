@@ -207,6 +207,14 @@ settings! {
             "Forward every accepted span downstream: `http://host:4317` or `grpc://host:port` (OTLP/gRPC), `http://host:4318` (OTLP/HTTP).";
         results_otlp: String = none ("TRACEVAL_RESULTS_OTLP", text, "URL"),
             "Send evaluation results as OTLP logs here (same URL forms as --forward), `off` for nowhere. Default: the --forward downstream.";
+        tls_cert_file: PathBuf = none ("TRACEVAL_TLS_CERT_FILE", path, "FILE"),
+            "TLS certificate chain (PEM); with --tls-key-file the OTLP receivers and the admin port take TLS only (HTTPS, gRPC over TLS).";
+        tls_key_file: PathBuf = none ("TRACEVAL_TLS_KEY_FILE", path, "FILE"),
+            "Private key (PEM) of --tls-cert-file.";
+        tls_client_ca_file: PathBuf = none ("TRACEVAL_TLS_CLIENT_CA_FILE", path, "FILE"),
+            "CA certificates (PEM): the OTLP receivers then require a client certificate signed by one of them (mutual TLS); the admin port does not, so probes can reach it.";
+        auth_token_file: PathBuf = none ("TRACEVAL_AUTH_TOKEN_FILE", path, "FILE"),
+            "File holding a bearer token (surrounding whitespace trimmed): OTLP exports, the results API and /metrics then need `Authorization: Bearer <token>`; /healthz and /readyz stay open for probes.";
     }
 }
 

@@ -4,55 +4,217 @@
 //! them on without re-encoding. Decoded requests go to the shared intake.
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use prost::Message;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tonic::body::Body;
 use tonic::codec::{CompressionEncoding, EnabledCompressionEncodings};
 use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::NamedService;
-use tonic::transport::server::TcpIncoming;
+use tonic::transport::server::{Connected, TcpConnectInfo, TcpIncoming};
+use tracing::{debug, warn};
 
 use super::forward::RawCodec;
 use super::intake::Shared;
+use super::security::Auth;
 use super::sinks::results_api::pb::results_service_server::ResultsServiceServer;
 use super::sinks::results_api::ResultsHub;
-use super::status::Encoding;
+use super::status::{Encoding, ExportError};
+use super::telemetry::ServeStats;
 
 /// Calls in progress at once on one gRPC connection.
 const GRPC_STREAMS_PER_CONNECTION: usize = 32;
 
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
-/// Serves OTLP/gRPC on `listener` until `shutdown`, then waits for open
-/// calls to finish.
+/// Serves OTLP/gRPC on `listener` (over TLS with `tls`) until `shutdown`,
+/// then waits for open calls to finish.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     results: ResultsServiceServer<ResultsHub>,
     max_message_size: usize,
-    request_timeout: std::time::Duration,
+    request_timeout: Duration,
+    handshake_timeout: Duration,
+    tls: Option<TlsAcceptor>,
+    auth: Arc<Auth>,
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
+    let stats = Arc::clone(&shared.stats);
     // The results API shares the OTLP port (`traceval.results.v1.ResultsService`).
     let service = TraceReceiver {
         shared,
         max_message_size,
     };
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         // Bounds the messages one connection can have in memory at once.
         .concurrency_limit_per_connection(GRPC_STREAMS_PER_CONNECTION)
         .max_concurrent_streams(Some(GRPC_STREAMS_PER_CONNECTION as u32))
         .timeout(request_timeout)
-        .add_service(OversizeIsResourceExhausted(service))
-        .add_service(results)
-        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-        .await
+        .add_service(Authorized(
+            OversizeIsResourceExhausted(service),
+            Arc::clone(&auth),
+        ))
+        .add_service(Authorized(results, auth));
+    match tls {
+        None => {
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+                .await
+        }
+        Some(acceptor) => {
+            let incoming = tls_incoming(listener, acceptor, handshake_timeout, stats);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+                .await
+        }
+    }
+}
+
+/// Connections of `listener` once their TLS handshake is done; each
+/// handshake runs on its own task, bounded by `handshake_timeout`, so a
+/// stalled client holds up no one. Ends when the server drops the stream.
+fn tls_incoming(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    handshake_timeout: Duration,
+    stats: Arc<ServeStats>,
+) -> impl futures_util::Stream<Item = Result<TlsConn, std::io::Error>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<TlsConn>(64);
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                r = listener.accept() => r,
+                () = tx.closed() => break,
+            };
+            let (stream, peer) = match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    warn!(error = %e, "Cannot accept a connection.");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let (acceptor, tx, stats) = (acceptor.clone(), tx.clone(), Arc::clone(&stats));
+            tokio::spawn(async move {
+                match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => {
+                        let _ = tx.send(TlsConn(tls)).await;
+                    }
+                    Ok(Err(e)) => {
+                        ServeStats::add(&stats.tls_handshake_failures, 1);
+                        debug!(%peer, error = %e, "TLS handshake failed.");
+                    }
+                    Err(_) => {
+                        ServeStats::add(&stats.tls_handshake_failures, 1);
+                        debug!(%peer, "TLS handshake not done within the header timeout.");
+                    }
+                }
+            });
+        }
+    });
+    futures_util::stream::unfold(
+        rx,
+        |mut rx| async move { rx.recv().await.map(|c| (Ok(c), rx)) },
+    )
+}
+
+/// A TLS connection, as tonic takes it.
+struct TlsConn(tokio_rustls::server::TlsStream<TcpStream>);
+
+impl Connected for TlsConn {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        self.0.get_ref().0.connect_info()
+    }
+}
+
+impl AsyncRead for TlsConn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TlsConn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+/// Calls without the bearer token (`--auth-token-file`) are answered
+/// UNAUTHENTICATED before their message is read.
+#[derive(Clone)]
+struct Authorized<S>(S, Arc<Auth>);
+
+impl<S: NamedService> NamedService for Authorized<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<Body>> for Authorized<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let value = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .map(|v| v.as_bytes());
+        if let Err(reason) = self.1.check(value, "OTLP/gRPC") {
+            let status = ExportError::Unauthenticated(reason).to_grpc();
+            return Box::pin(async move { Ok(status.into_http()) });
+        }
+        let fut = self.0.call(req);
+        Box::pin(fut)
+    }
 }
 
 /// `TraceService/Export`, written out rather than generated so that the

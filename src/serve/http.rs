@@ -15,10 +15,12 @@ use axum::routing::post;
 use axum::Router;
 use bytes::{Bytes, BytesMut};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::intake::{Charge, Shared};
 use super::listen::{self, ConnLimits};
+use super::security::{self, Auth};
 use super::status::{http_response, Accepted, Encoding, ExportError};
 use crate::ingest;
 
@@ -37,12 +39,15 @@ struct HttpState {
 
 /// Serves OTLP/HTTP on `listener` until `shutdown`, then waits for open
 /// requests to finish.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     max_size: usize,
     body_timeout: Duration,
     limits: ConnLimits,
+    tls: Option<TlsAcceptor>,
+    auth: Arc<Auth>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let stats = Arc::clone(&shared.stats);
@@ -51,10 +56,15 @@ pub(crate) async fn serve(
         max_size,
         body_timeout,
     });
+    // The token is checked before the body is read.
     let app = Router::new()
         .route(TRACES_PATH, post(export))
+        .route_layer(axum::middleware::from_fn_with_state(
+            (auth, "OTLP/HTTP"),
+            security::require_bearer,
+        ))
         .with_state(state);
-    listen::serve(listener, app, limits, stats, shutdown).await
+    listen::serve(listener, app, limits, tls, stats, shutdown).await
 }
 
 async fn export(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Body) -> Response {
@@ -91,7 +101,8 @@ async fn receive(
         });
     }
     let mut charge = st.shared.inflight.charge();
-    let bytes = tokio::time::timeout(st.body_timeout, read_capped(body, st.max_size, &mut charge))
+    let read = read_capped(body, declared, st.max_size, &mut charge);
+    let bytes = tokio::time::timeout(st.body_timeout, read)
         .await
         .map_err(|_| ExportError::Timeout(st.body_timeout))??;
     let max = st.max_size;
@@ -133,28 +144,80 @@ fn is_gzip_encoded(headers: &HeaderMap) -> Result<bool, ExportError> {
 }
 
 /// Reads the whole body, failing as soon as it passes `max` bytes or the
-/// in-flight budget (charged as bytes arrive).
+/// in-flight budget. The budget is charged with the memory the body takes,
+/// before it is allocated: a declared Content-Length is reserved (and
+/// charged) once; a body of unknown length is kept in fixed-size blocks,
+/// joined once complete, so no buffer doubles and leaves its old copy behind.
 async fn read_capped(
     mut body: Body,
+    declared: Option<u64>,
     max: usize,
     charge: &mut Charge,
 ) -> Result<Bytes, ExportError> {
-    let mut buf = BytesMut::new();
+    const FIRST_BLOCK: usize = 64 << 10;
+    const BLOCK: usize = 1 << 20;
+    // `blocks.last()` is being filled; with a declared length it is the one
+    // buffer of that size.
+    let mut blocks: Vec<BytesMut> = Vec::new();
+    let mut len = 0;
+    let mut charged = 0;
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         let frame = frame
             .map_err(|e| ExportError::Undecodable(format!("cannot read the request body: {e}")))?;
-        if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > max {
-                return Err(ExportError::TooLarge {
-                    what: "the request body",
-                    cap: max,
-                });
+        let Ok(mut data) = frame.into_data() else {
+            continue;
+        };
+        if len + data.len() > max {
+            return Err(ExportError::TooLarge {
+                what: "the request body",
+                cap: max,
+            });
+        }
+        len += data.len();
+        while !data.is_empty() {
+            let room = blocks.last().map_or(0, |b| b.capacity() - b.len());
+            if room == 0 {
+                // Small bodies stay small: a first block of 64 KiB, then
+                // 1 MiB ones (two sizes only, so freed blocks are reused
+                // by other requests rather than left resident).
+                let size = match declared {
+                    Some(d) if blocks.is_empty() && d as usize >= len => d as usize,
+                    _ if blocks.is_empty() => FIRST_BLOCK.min(max),
+                    _ => BLOCK.min(max),
+                };
+                charged = charge_up_to(charge, charged, charged + size)?;
+                blocks.push(BytesMut::with_capacity(size));
+                continue;
             }
-            charge.add(data.len())?;
-            buf.extend_from_slice(&data);
+            let piece = data.split_to(room.min(data.len()));
+            if let Some(b) = blocks.last_mut() {
+                b.extend_from_slice(&piece);
+            }
         }
     }
-    Ok(buf.freeze())
+    if let [only] = blocks.as_slice() {
+        if only.len() == only.capacity() {
+            return Ok(blocks.pop().unwrap_or_default().freeze());
+        }
+    }
+    // Joined into a buffer of the exact size (what is accepted may be held
+    // on, in the forward queue): both are held for a moment.
+    charge_up_to(charge, charged, charged + len)?;
+    let mut joined = BytesMut::with_capacity(len);
+    for b in blocks {
+        joined.extend_from_slice(&b);
+    }
+    Ok(joined.freeze())
+}
+
+/// Charges the budget up to `total` bytes for one buffer already charged
+/// `charged`; returns the new charged amount.
+fn charge_up_to(charge: &mut Charge, charged: usize, total: usize) -> Result<usize, ExportError> {
+    if total > charged {
+        charge.add(total - charged)?;
+        return Ok(total);
+    }
+    Ok(charged)
 }
 
 /// Inflates a gzip body in chunks, each charged to the in-flight budget and
@@ -177,8 +240,15 @@ fn inflate(
     }
     let mut decoder = flate2::read::MultiGzDecoder::new(body.as_ref());
     let mut out = BytesMut::new();
+    let mut charged = 0;
     loop {
         let at = out.len();
+        if at + CHUNK > out.capacity() {
+            let want = (at + CHUNK).max(out.capacity() * 2).min(max + CHUNK);
+            charged = charge_up_to(charge, charged, want)?;
+            out.reserve(want - at);
+            charged = charge_up_to(charge, charged, out.capacity())?;
+        }
         out.resize(at + CHUNK, 0);
         let n = decoder
             .read(&mut out[at..])
@@ -193,7 +263,6 @@ fn inflate(
                 cap: max,
             });
         }
-        charge.add(n)?;
     }
 }
 
@@ -201,6 +270,75 @@ fn inflate(
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+
+    /// A body arriving in `frame`-byte frames.
+    fn framed(data: &[u8], frame: usize) -> Body {
+        let frames: Vec<Result<Bytes, std::io::Error>> = data
+            .chunks(frame)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        Body::from_stream(futures_util::stream::iter(frames))
+    }
+
+    #[test]
+    fn bodies_are_charged_with_the_memory_they_take() {
+        use std::sync::atomic::Ordering;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let stats = Arc::new(super::super::telemetry::ServeStats::default());
+        let budget = super::super::intake::Inflight::new(
+            8 << 20,
+            Duration::from_secs(1),
+            Arc::clone(&stats),
+        );
+        let data: Vec<u8> = (0..2_500_000u32).map(|i| i as u8).collect();
+        let held = || stats.inflight_bytes.load(Ordering::Relaxed) as usize;
+        // A declared length is reserved once: exactly that is charged.
+        let mut charge = budget.charge();
+        let got = rt
+            .block_on(read_capped(
+                framed(&data, 100_000),
+                Some(data.len() as u64),
+                16 << 20,
+                &mut charge,
+            ))
+            .unwrap();
+        assert_eq!(got, data);
+        assert_eq!(held(), data.len());
+        drop(charge);
+        // Unknown length: blocks, then the join; never a doubling.
+        let mut charge = budget.charge();
+        let got = rt
+            .block_on(read_capped(
+                framed(&data, 100_000),
+                None,
+                16 << 20,
+                &mut charge,
+            ))
+            .unwrap();
+        assert_eq!(got, data);
+        assert!(held() >= 2 * data.len(), "{}", held());
+        assert!(held() <= 2 * data.len() + (2 << 20), "{}", held());
+        drop(charge);
+        assert_eq!(held(), 0);
+        // Another request holds most of the budget: a declared 1 MiB is
+        // refused at its first frame.
+        let mut other = budget.charge();
+        other.add(15 << 19).unwrap();
+        let mut charge = budget.charge();
+        let r = rt.block_on(read_capped(
+            framed(&data[..1 << 20], 1000),
+            Some(1 << 20),
+            16 << 20,
+            &mut charge,
+        ));
+        assert!(
+            matches!(r, Err(ExportError::Overloaded { .. })),
+            "{:?}",
+            r.map(|b| b.len())
+        );
+    }
 
     #[test]
     fn content_encodings() {

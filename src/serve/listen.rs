@@ -4,7 +4,9 @@
 //! logged, so the process never runs out of file descriptors and the admin
 //! port stays reachable), a deadline for each request's head, connections
 //! closed once silent for that long (before their first request, between
-//! requests, or stalled), and graceful shutdown.
+//! requests, or stalled), graceful shutdown, and TLS (the handshake, too,
+//! must finish within the header deadline, so a stalled one cannot hold a
+//! connection).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,10 +21,14 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::telemetry::ServeStats;
+
+/// Most bytes hyper buffers per HTTP/1 connection (request head included).
+const READ_BUFFER: usize = 64 * 1024;
 
 /// Connection limits of one HTTP port.
 #[derive(Debug, Clone, Copy)]
@@ -38,12 +44,13 @@ pub(crate) struct ConnLimits {
     pub counted: bool,
 }
 
-/// Serves `app` on `listener` until `shutdown`, then waits for open
-/// requests to finish (the caller bounds that wait).
+/// Serves `app` on `listener` (over TLS with `tls`) until `shutdown`, then
+/// waits for open requests to finish (the caller bounds that wait).
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnLimits,
+    tls: Option<TlsAcceptor>,
     stats: Arc<ServeStats>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
@@ -54,12 +61,17 @@ pub(crate) async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        // hyper's read buffer grows to ~400 KiB per connection by default;
+        // with many connections uploading at once that is memory outside
+        // the in-flight budget. 64 KiB still holds any sane request head.
+        .max_buf_size(READ_BUFFER)
         .keep_alive(true);
     builder
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(limits.header_timeout)
         .keep_alive_timeout(limits.header_timeout);
+    let builder = Arc::new(builder);
     // Logs the transitions into and out of refusing, not every refusal.
     let refusing = AtomicBool::new(false);
     loop {
@@ -96,38 +108,33 @@ pub(crate) async fn serve(
             info!("Accepting connections again.");
         }
         let _ = stream.set_nodelay(true);
-        let (stream, activity) = Tracked::new(stream);
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()))
-            .into_owned();
         let open = limits.counted.then(|| Arc::clone(&stats));
         if let Some(s) = &open {
             ServeStats::add(&s.connections_open, 1);
         }
-        let (stop, idle) = (shutdown.clone(), limits.header_timeout);
+        let conn = Conn {
+            builder: Arc::clone(&builder),
+            app: app.clone(),
+            peer,
+            idle: limits.header_timeout,
+            stop: shutdown.clone(),
+        };
+        let (tls, stats) = (tls.clone(), Arc::clone(&stats));
         tokio::spawn(async move {
-            tokio::pin!(conn);
-            let check = (idle / 4).max(Duration::from_millis(50));
-            let mut closing = false;
-            loop {
-                tokio::select! {
-                    r = conn.as_mut() => {
-                        if let Err(e) = r {
-                            debug!(%peer, error = %e, "Connection ended with an error.");
+            let (stream, activity) = Tracked::new(stream);
+            match tls {
+                None => conn.drive(stream, activity).await,
+                Some(acceptor) => {
+                    let handshake = tokio::time::timeout(conn.idle, acceptor.accept(stream)).await;
+                    match handshake {
+                        Ok(Ok(tls_stream)) => conn.drive(tls_stream, activity).await,
+                        Ok(Err(e)) => {
+                            ServeStats::add(&stats.tls_handshake_failures, 1);
+                            debug!(%peer, error = %e, "TLS handshake failed.");
                         }
-                        break;
-                    }
-                    () = stop.cancelled(), if !closing => {
-                        conn.as_mut().graceful_shutdown();
-                        closing = true;
-                    }
-                    () = tokio::time::sleep(check), if !closing => {
-                        // Silent for the header timeout: before its first
-                        // request, between requests, or stalled mid-body
-                        // (a request in progress still gets its answer).
-                        if activity.idle_for() >= idle {
-                            conn.as_mut().graceful_shutdown();
-                            closing = true;
+                        Err(_) => {
+                            ServeStats::add(&stats.tls_handshake_failures, 1);
+                            debug!(%peer, "TLS handshake not done within the header timeout.");
                         }
                     }
                 }
@@ -142,6 +149,59 @@ pub(crate) async fn serve(
     // Every connection task holds a permit: all back means all ended.
     let _ = permits.acquire_many(max as u32).await;
     Ok(())
+}
+
+/// One accepted connection's HTTP side.
+struct Conn {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    app: Router,
+    peer: std::net::SocketAddr,
+    idle: Duration,
+    stop: CancellationToken,
+}
+
+impl Conn {
+    /// Serves requests on `io` until the client closes, it is silent for
+    /// the header timeout, or shutdown.
+    async fn drive<I>(self, io: I, activity: Activity)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let Conn {
+            builder,
+            app,
+            peer,
+            idle,
+            stop,
+        } = self;
+        let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+        tokio::pin!(conn);
+        let check = (idle / 4).max(Duration::from_millis(50));
+        let mut closing = false;
+        loop {
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        debug!(%peer, error = %e, "Connection ended with an error.");
+                    }
+                    break;
+                }
+                () = stop.cancelled(), if !closing => {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+                () = tokio::time::sleep(check), if !closing => {
+                    // Silent for the header timeout: before its first
+                    // request, between requests, or stalled mid-body
+                    // (a request in progress still gets its answer).
+                    if activity.idle_for() >= idle {
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// When bytes last moved on a connection.

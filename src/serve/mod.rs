@@ -30,6 +30,7 @@ mod intake;
 mod judging;
 mod listen;
 mod scoring;
+mod security;
 mod sessions;
 pub mod sinks;
 mod status;
@@ -100,6 +101,10 @@ pub enum ServeError {
     Receiver(String),
     #[error("scoring failed: {0}")]
     Scorer(String),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("bad auth token file {path}: {reason}")]
+    AuthToken { path: String, reason: String },
     #[error("shutdown abandoned work: {0}")]
     Abandoned(String),
 }
@@ -177,6 +182,10 @@ pub struct Server {
     scorer: BatchScorer,
     outputs: Outputs,
     hub: ResultsHub,
+    /// `--tls-*`: the receivers and the admin port take TLS only.
+    tls: Option<security::Tls>,
+    /// `--auth-token-file`.
+    auth: Arc<security::Auth>,
 }
 
 /// What runs while the server serves, stopped in order at shutdown.
@@ -200,13 +209,19 @@ struct Running {
 impl Server {
     /// Builds the metric sets, loads fixtures and opens the results file.
     pub fn new(config: ServeConfig, scoring: Scoring) -> Result<Server, ServeError> {
+        // Bad certificates or token files stop the start, before anything else.
+        let tls = security::load_tls(&config)?;
+        let stats = Arc::new(ServeStats::default());
+        let auth = match &config.auth_token_file {
+            Some(path) => security::Auth::load(Some(path), Arc::clone(&stats))?,
+            None => security::Auth::open(Arc::clone(&stats)),
+        };
         let limits = BufferLimits {
             decision_wait: config.decision_wait,
             max_spans: config.max_buffered_spans.max(1),
             max_traces: config.max_buffered_traces.max(1),
             remember_completed: config.remember_completed,
         };
-        let stats = Arc::new(ServeStats::default());
         ServeStats::set(&stats.buffer_spans_capacity, limits.max_spans as u64);
         ServeStats::set(&stats.buffer_traces_capacity, limits.max_traces as u64);
         let shared = Arc::new(Shared::new(
@@ -240,6 +255,8 @@ impl Server {
             scorer,
             outputs,
             hub,
+            tls,
+            auth: Arc::new(auth),
         })
     }
 
@@ -268,7 +285,11 @@ impl Server {
             scorer,
             mut outputs,
             hub,
+            tls,
+            auth,
         } = self;
+        security::warn_if_exposed(&auth, listeners.grpc_addr(), listeners.admin_addr());
+        let security = Security { tls, auth };
         let exporters_stop = CancellationToken::new();
         let exporters = start_exporters(&config, &shared, &mut outputs, &exporters_stop)?;
         let scoring = start_scoring(&config, Arc::clone(&shared), scorer, outputs)?;
@@ -281,7 +302,15 @@ impl Server {
             exporters_stop,
             failure: Arc::default(),
         };
-        start_receivers(&config, &shared, &hub, listeners, &shutdown, &mut running);
+        start_receivers(
+            &config,
+            &shared,
+            &hub,
+            &security,
+            listeners,
+            &shutdown,
+            &mut running,
+        );
 
         shutdown.cancelled().await;
         let deadline = tokio::time::Instant::now() + config.shutdown_timeout;
@@ -381,11 +410,18 @@ fn start_scoring(
         .map_err(ServeError::Runtime)
 }
 
+/// TLS and auth of every port.
+struct Security {
+    tls: Option<security::Tls>,
+    auth: Arc<security::Auth>,
+}
+
 /// Starts the receivers and the admin port on their listeners.
 fn start_receivers(
     c: &ServeConfig,
     shared: &Arc<Shared>,
     hub: &ResultsHub,
+    sec: &Security,
     listeners: Listeners,
     shutdown: &CancellationToken,
     running: &mut Running,
@@ -406,7 +442,9 @@ fn start_receivers(
     };
     if let Some(l) = listeners.admin {
         let (shared, token) = (Arc::clone(shared), shutdown.clone());
-        tokio::spawn(admin::serve(l, shared, c.header_timeout, token));
+        let tls = sec.tls.as_ref().map(|t| t.admin.clone());
+        let auth = Arc::clone(&sec.auth);
+        tokio::spawn(admin::serve(l, shared, c.header_timeout, tls, auth, token));
     }
     let timeout = c.request_timeout;
     if let Some(l) = listeners.http {
@@ -416,10 +454,12 @@ fn start_receivers(
             header_timeout: c.header_timeout,
             counted: true,
         };
+        let tls = sec.tls.as_ref().map(|t| t.otlp.clone());
+        let auth = Arc::clone(&sec.auth);
         let task = spawn(
             "HTTP",
             Box::pin(async move {
-                http::serve(l, shared, max, timeout, limits, token)
+                http::serve(l, shared, max, timeout, limits, tls, auth, token)
                     .await
                     .map_err(|e| e.to_string())
             }),
@@ -429,12 +469,16 @@ fn start_receivers(
     if let Some(l) = listeners.grpc {
         let (shared, token) = (Arc::clone(shared), running.late_stop.clone());
         let results = hub.service();
+        let tls = sec.tls.as_ref().map(|t| t.otlp.clone());
+        let (auth, handshake) = (Arc::clone(&sec.auth), c.header_timeout);
         let task = spawn(
             "gRPC",
             Box::pin(async move {
-                grpc::serve(l, shared, results, max, timeout, token)
-                    .await
-                    .map_err(|e| e.to_string())
+                grpc::serve(
+                    l, shared, results, max, timeout, handshake, tls, auth, token,
+                )
+                .await
+                .map_err(|e| e.to_string())
             }),
         );
         running.late.push(("gRPC", task));

@@ -48,6 +48,9 @@ pub enum ExportError {
         reason: String,
         retry_after: Duration,
     },
+    /// No or a wrong bearer token (`--auth-token-file`): not retryable.
+    #[error("{0}")]
+    Unauthenticated(String),
     /// The body did not arrive within `--request-timeout`.
     #[error("the request body did not arrive within {}s", .0.as_secs_f64())]
     Timeout(Duration),
@@ -66,6 +69,7 @@ impl ExportError {
             | ExportError::Overloaded { .. }
             | ExportError::OutputFailing { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ExportError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ExportError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
         }
     }
 
@@ -81,6 +85,7 @@ impl ExportError {
             | ExportError::ShuttingDown { .. }
             | ExportError::OutputFailing { .. } => tonic::Code::Unavailable,
             ExportError::Timeout(_) => tonic::Code::DeadlineExceeded,
+            ExportError::Unauthenticated(_) => tonic::Code::Unauthenticated,
         }
     }
 

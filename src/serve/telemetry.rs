@@ -56,6 +56,10 @@ pub struct ServeStats {
     pub results_lost: AtomicU64,
     /// HTTP connections closed at once because the port had its maximum open.
     pub connections_refused: AtomicU64,
+    /// Requests refused for a missing or wrong bearer token (all ports).
+    pub requests_unauthenticated: AtomicU64,
+    /// TLS connections that failed or did not finish their handshake in time.
+    pub tls_handshake_failures: AtomicU64,
     /// HTTP connections open now (OTLP/HTTP and admin).
     pub connections_open: AtomicU64,
     /// Bytes of request bodies held now (as received and inflated).
@@ -235,6 +239,18 @@ impl ServeStats {
             "counter",
             "HTTP connections closed at once because the port had its maximum open.",
             g(&self.connections_refused),
+        );
+        single(
+            "traceval_requests_unauthenticated_total",
+            "counter",
+            "Requests refused (401 / UNAUTHENTICATED) for a missing or wrong bearer token.",
+            g(&self.requests_unauthenticated),
+        );
+        single(
+            "traceval_tls_handshake_failures_total",
+            "counter",
+            "TLS connections closed because the handshake failed or did not finish within --header-timeout.",
+            g(&self.tls_handshake_failures),
         );
         single(
             "traceval_connections_open",
