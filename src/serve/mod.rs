@@ -243,6 +243,19 @@ impl Server {
         })
     }
 
+    /// Decodes request bodies keeping only the attributes `filter` keeps
+    /// (every one by default); set before [`Server::serve`].
+    pub fn with_filter(
+        mut self,
+        filter: Box<dyn crate::ingest::otlp_json::KeyFilter + Send + Sync>,
+    ) -> Server {
+        // Nothing else holds `shared` until `serve` starts the receivers.
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.set_filter(filter);
+        }
+        self
+    }
+
     /// Live counters.
     pub fn stats(&self) -> Arc<ServeStats> {
         Arc::clone(&self.shared.stats)
