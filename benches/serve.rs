@@ -809,8 +809,11 @@ struct Run {
 /// `traceval serve` (scoring on, `--output` written, decision wait 100 ms,
 /// subtracted) against a tonic receiver that only decodes (tonic's prost
 /// codec, spans counted), driven by the same load generator: the ratio is
-/// the measure. `TRACEVAL_BENCH_SPANS` sets the spans per run
-/// (default 600,000; smaller for a quick run); two interleaved runs each.
+/// the measure. Also serve decoding with [`Projection`], to show
+/// what projection at decode gains. `TRACEVAL_BENCH_SPANS` sets the spans
+/// per run (default 600,000; smaller for a quick run); two interleaved runs
+/// of each set-up, means reported. On a loaded machine the spans per
+/// process CPU-second (load generator included) are the steadier figure.
 fn side_by_side() {
     let total: usize = std::env::var("TRACEVAL_BENCH_SPANS")
         .ok()
