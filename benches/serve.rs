@@ -16,7 +16,14 @@
 //!   scored (decision wait subtracted), and spans per process CPU-second,
 //!   which stays meaningful when other processes load the machine.
 //!
-//! Run: `cargo bench --bench serve` (add `-- --quick` for a shorter run).
+//! * side by side: `traceval serve` against a tonic receiver that only
+//!   decodes, the same load generator driving both (whole traces, 50 per
+//!   request, 4 in flight; `TRACEVAL_BENCH_SPANS`, default 600,000, sets
+//!   the spans per run): both spans/s and their ratio.
+//!
+//! Run: `cargo bench --bench serve` (add `-- --quick` for a shorter run);
+//! `TRACEVAL_BENCH_SERVE=side_by_side` (or `sustained`, `memory`,
+//! `forwarding`) runs that part alone.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -667,6 +674,304 @@ fn forwarding(scoring: bool) {
     );
 }
 
+// ------------------------------------ side by side with a decode-only receiver
+
+/// A projection as the extraction rules would ask for: resource attributes
+/// and 10 span keys (what `benches/decode.rs` uses).
+struct Projection;
+
+const KEPT: [&str; 10] = [
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.agent.name",
+    "gen_ai.conversation.id",
+    "session.id",
+    "gen_ai.request.model",
+    "gen_ai.system",
+];
+
+impl traceval::ingest::otlp_json::KeyFilter for Projection {
+    fn keep(&self, at: traceval::ingest::otlp_json::AttrsOf, key: &str) -> bool {
+        at == traceval::ingest::otlp_json::AttrsOf::Resource || KEPT.contains(&key)
+    }
+}
+
+/// Whole traces per request of the side-by-side load.
+const SBS_TRACES_PER_REQUEST: usize = 50;
+
+/// The side-by-side load generator: one encoded request of
+/// `SBS_TRACES_PER_REQUEST` whole agent traces (20 spans each, ~1.4 KB per
+/// span), sent again and again with fresh trace ids patched into the bytes
+/// (so generating the load costs a copy, not an encode).
+struct Load {
+    base: Vec<u8>,
+    /// Where each span's trace id starts in `base`.
+    id_at: Vec<usize>,
+    spans_per_request: usize,
+}
+
+fn load() -> Load {
+    let g = traceval::fake::agent_traces(SBS_TRACES_PER_REQUEST, TOOLS, 1, 11);
+    let req = &g.requests[0];
+    let ids: std::collections::HashSet<Vec<u8>> = req
+        .resource_spans
+        .iter()
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| &s.spans)
+        .map(|s| s.trace_id.clone())
+        .collect();
+    let base = req.encode_to_vec();
+    // A span's trace id is field 1, 16 bytes: 0x0a 0x10 then the id.
+    let id_at: Vec<usize> = (0..base.len().saturating_sub(18))
+        .filter(|&i| base[i] == 0x0a && base[i + 1] == 0x10 && ids.contains(&base[i + 2..i + 18]))
+        .map(|i| i + 2)
+        .collect();
+    assert_eq!(id_at.len(), g.spans, "every trace id found in the encoding");
+    Load {
+        base,
+        id_at,
+        spans_per_request: g.spans,
+    }
+}
+
+impl Load {
+    /// Request `n`: the base with trace ids unique to `n`.
+    fn body(&self, n: u64) -> bytes::Bytes {
+        let mut b = self.base.clone();
+        for &at in &self.id_at {
+            for (x, t) in b[at + 8..at + 16].iter_mut().zip(n.to_be_bytes()) {
+                *x ^= t;
+            }
+        }
+        bytes::Bytes::from(b)
+    }
+}
+
+/// Sends requests `first..first + count` to `addr`, `IN_FLIGHT` at a time
+/// over one HTTP/2 channel, retrying refusals (UNAVAILABLE) after 10 ms.
+/// Returns the retries.
+async fn drive(addr: std::net::SocketAddr, load: Arc<Load>, first: u64, count: u64) -> u64 {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connect");
+    let retries = Arc::new(AtomicU64::new(0));
+    let mut lanes = tokio::task::JoinSet::new();
+    for lane in 0..IN_FLIGHT as u64 {
+        let channel = channel.clone();
+        let load = Arc::clone(&load);
+        let retries = Arc::clone(&retries);
+        lanes.spawn(async move {
+            let mut grpc = tonic::client::Grpc::new(channel);
+            let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+                "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            );
+            let mut n = first + lane;
+            while n < first + count {
+                let body = load.body(n);
+                for tries in 0.. {
+                    grpc.ready().await.expect("ready");
+                    let req = tonic::Request::new(body.clone());
+                    match grpc
+                        .unary(req, path.clone(), traceval::serve::forward::RawCodec)
+                        .await
+                    {
+                        Ok(_) => break,
+                        Err(s) if s.code() == tonic::Code::Unavailable && tries < 1000 => {
+                            retries.fetch_add(1, Ordering::Relaxed);
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                        Err(s) => panic!("export failed: {s}"),
+                    }
+                }
+                n += IN_FLIGHT as u64;
+            }
+        });
+    }
+    while let Some(r) = lanes.join_next().await {
+        r.expect("lane");
+    }
+    retries.load(Ordering::Relaxed)
+}
+
+/// One measured run: spans/s from the first request until `done`, and
+/// spans per process CPU-second (the load generator's share included).
+struct Run {
+    rate: f64,
+    per_cpu: f64,
+    retries: u64,
+}
+
+/// `traceval serve` (scoring on, `--output` written, decision wait 100 ms,
+/// subtracted) against a tonic receiver that only decodes (tonic's prost
+/// codec, spans counted), driven by the same load generator: the ratio is
+/// the issue's measure. Also serve decoding with [`Projection`], to show
+/// what projection at decode gains. `TRACEVAL_BENCH_SPANS` sets the spans
+/// per run (default 600,000; smaller for a quick run); two interleaved runs
+/// of each set-up, means reported. On a loaded machine the spans per
+/// process CPU-second (load generator included) are the steadier figure.
+fn side_by_side() {
+    let total: usize = std::env::var("TRACEVAL_BENCH_SPANS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(600_000);
+    let load = Arc::new(load());
+    let requests = (total / load.spans_per_request).max(1) as u64;
+    let spans = requests * load.spans_per_request as u64;
+    let traces = requests * SBS_TRACES_PER_REQUEST as u64;
+    let warm = 10u64;
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    // The decode-only receiver, on its own runtime as serve has its own.
+    let sink_rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("receiver runtime");
+    let decoded = CountingSink::default();
+    let listener = sink_rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let sink_addr = listener.local_addr().expect("addr");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let router = tonic::transport::Server::builder().add_service(
+        opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(decoded.clone())
+            .max_decoding_message_size(64 << 20),
+    );
+    sink_rt.spawn(async move {
+        let _ = router.serve_with_incoming(incoming).await;
+    });
+    let mut round = 1u64 << 32;
+    let decode_only = |round: &mut u64| -> Run {
+        client.block_on(drive(sink_addr, Arc::clone(&load), *round, warm));
+        *round += warm;
+        let before = decoded.0.load(Ordering::Relaxed);
+        let start = Instant::now();
+        let cpu0 = process_cpu();
+        let retries = client.block_on(drive(sink_addr, Arc::clone(&load), *round, requests));
+        *round += requests;
+        let elapsed = start.elapsed();
+        let cpu = process_cpu().saturating_sub(cpu0);
+        assert_eq!(decoded.0.load(Ordering::Relaxed) - before, spans);
+        Run {
+            rate: spans as f64 / elapsed.as_secs_f64(),
+            per_cpu: spans as f64 / cpu.as_secs_f64(),
+            retries,
+        }
+    };
+    let serve = |round: &mut u64, projected: bool| -> Run {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("serve runtime");
+        let config = ServeConfig {
+            grpc_endpoint: "127.0.0.1:0".into(),
+            http_endpoint: "off".into(),
+            admin_endpoint: "off".into(),
+            decision_wait: DECISION_WAIT,
+            quiet: true,
+            status_interval: Duration::from_secs(3600),
+            output: Some(std::env::temp_dir().join(format!(
+                "traceval-bench-side-by-side-{}.jsonl",
+                std::process::id()
+            ))),
+            ..ServeConfig::default()
+        };
+        let mut server = Server::new(config.clone(), Scoring::default()).expect("server");
+        if projected {
+            server = server.with_filter(Box::new(Projection));
+        }
+        let stats = server.stats();
+        let listeners = rt.block_on(Listeners::bind(&config)).expect("bind");
+        let addr = listeners.grpc_addr().expect("grpc addr");
+        let token = CancellationToken::new();
+        let handle = rt.spawn(server.serve(listeners, token.clone()));
+        let wait_scored = |n: u64| {
+            let t = Instant::now();
+            while stats.snapshot().traces_scored < n {
+                assert!(
+                    t.elapsed() < Duration::from_secs(600),
+                    "not all traces were scored"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        client.block_on(drive(addr, Arc::clone(&load), *round, warm));
+        *round += warm;
+        wait_scored(warm * SBS_TRACES_PER_REQUEST as u64);
+        let start = Instant::now();
+        let cpu0 = process_cpu();
+        let retries = client.block_on(drive(addr, Arc::clone(&load), *round, requests));
+        *round += requests;
+        wait_scored((warm * SBS_TRACES_PER_REQUEST as u64) + traces);
+        let elapsed = start.elapsed().saturating_sub(DECISION_WAIT);
+        let cpu = process_cpu().saturating_sub(cpu0);
+        token.cancel();
+        rt.block_on(handle).expect("serve task").expect("serve");
+        if let Some(p) = &config.output {
+            let _ = std::fs::remove_file(p);
+        }
+        Run {
+            rate: spans as f64 / elapsed.as_secs_f64(),
+            per_cpu: spans as f64 / cpu.as_secs_f64(),
+            retries,
+        }
+    };
+    let bytes = load.base.len();
+    eprintln!(
+        "side by side: {spans} spans per run in {requests} requests of {SBS_TRACES_PER_REQUEST} \
+         traces ({} spans, {bytes} bytes, {} B/span), {IN_FLIGHT} in flight, one load generator",
+        load.spans_per_request,
+        bytes / load.spans_per_request
+    );
+    let (mut d, mut s, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let r = decode_only(&mut round);
+        eprintln!(
+            "  decode-only tonic receiver: {:.0} spans/s; {:.0} spans per process CPU-second",
+            r.rate, r.per_cpu
+        );
+        d.push(r);
+        let r = serve(&mut round, false);
+        eprintln!(
+            "  traceval serve (scoring on, --output written, until every trace is scored, \
+             decision wait subtracted): {:.0} spans/s; {:.0} spans per process CPU-second; \
+             UNAVAILABLE retries: {}",
+            r.rate, r.per_cpu, r.retries
+        );
+        s.push(r);
+        let r = serve(&mut round, true);
+        eprintln!(
+            "  traceval serve, decoding with a projection of {} span keys: {:.0} spans/s; \
+             {:.0} spans per process CPU-second; UNAVAILABLE retries: {}",
+            KEPT.len(),
+            r.rate,
+            r.per_cpu,
+            r.retries
+        );
+        p.push(r);
+    }
+    let mean = |v: &[Run], f: fn(&Run) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    let (dr, sr) = (mean(&d, |r| r.rate), mean(&s, |r| r.rate));
+    let (dc, sc) = (mean(&d, |r| r.per_cpu), mean(&s, |r| r.per_cpu));
+    let (pr, pc) = (mean(&p, |r| r.rate), mean(&p, |r| r.per_cpu));
+    eprintln!(
+        "side by side (mean of 2): decode-only {dr:.0} spans/s, serve {sr:.0} spans/s: ratio {:.2} \
+         (per CPU-second: {dc:.0} vs {sc:.0}, ratio {:.2}); serve with the projection \
+         {pr:.0} spans/s: ratio {:.2} (per CPU-second {pc:.0}, ratio {:.2})",
+        sr / dr,
+        sc / dc,
+        pr / dr,
+        pc / dc
+    );
+}
+
 fn sustained(b: &mut Bench) {
     // Warm up, then a fixed run of 100 rounds (200,000 spans).
     b.send(5);
@@ -712,6 +1017,10 @@ fn bench(c: &mut Criterion) {
         b.stop();
         return;
     }
+    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("side_by_side") {
+        side_by_side();
+        return;
+    }
     if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("memory") {
         memory_per_span();
         return;
@@ -723,6 +1032,7 @@ fn bench(c: &mut Criterion) {
     }
     // Memory first: RSS growth only means something in a fresh process.
     memory_per_span();
+    side_by_side();
     forwarding(true);
     forwarding(false);
     scoring_cost();

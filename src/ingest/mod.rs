@@ -10,6 +10,7 @@ pub mod files;
 pub mod jaeger;
 pub mod mlflow;
 pub mod otlp_json;
+pub mod otlp_proto;
 pub mod project;
 pub mod stream;
 pub mod zipkin;
@@ -178,20 +179,33 @@ pub fn decode_request(
     body: &[u8],
     wire: Wire,
 ) -> Result<(Request, Vec<otlp_json::SpanRejected>), String> {
+    decode_request_with(body, wire, &otlp_json::KeepAll)
+}
+
+/// [`decode_request`] keeping only the attributes `filter` keeps (the
+/// others are skipped undecoded, in both wire formats).
+pub fn decode_request_with(
+    body: &[u8],
+    wire: Wire,
+    filter: &dyn otlp_json::KeyFilter,
+) -> Result<(Request, Vec<otlp_json::SpanRejected>), String> {
     match wire {
-        Wire::Protobuf => Request::decode(body).map(|r| (r, Vec::new())).map_err(|e| {
-            format!(
-                "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
-                body.len()
-            )
-        }),
+        Wire::Protobuf => otlp_proto::decode_with(body, filter)
+            .map(|r| (r, Vec::new()))
+            .map_err(|e| {
+                format!(
+                    "not an OTLP protobuf ExportTraceServiceRequest ({} bytes): {e}",
+                    body.len()
+                )
+            }),
         Wire::Json => {
             // An export request is one object (serde would also read an
             // array, as a struct's fields in order).
             if first_non_ws(body).is_some_and(|b| b != b'{') {
                 return Err("not OTLP/JSON: an export request is a JSON object".into());
             }
-            let doc = otlp_json::decode(body).map_err(|e| format!("not OTLP/JSON: {e}"))?;
+            let doc =
+                otlp_json::decode_with(body, filter).map_err(|e| format!("not OTLP/JSON: {e}"))?;
             if let Some(why) = doc.empty_reason(false) {
                 return Err(why);
             }
@@ -229,7 +243,7 @@ pub fn decode_with(
         Some(b'{') | Some(b'[') if !looks_like_protobuf(bytes) => {
             decode_json(bytes, source, filter, &mut out)
         }
-        Some(_) => decode_protobuf(bytes, source, &mut out),
+        Some(_) => decode_protobuf(bytes, source, &mut out, filter),
     }
     for req in &mut out.requests {
         let problems = validate_ids(req);
@@ -342,7 +356,7 @@ pub(crate) fn decode_records_chunk(
     first_record: usize,
     offset: u64,
     source: &str,
-    _filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn otlp_json::KeyFilter,
     out: &mut Decoded,
 ) {
     out.format = Some(Format::OtlpProtobufRecords);
@@ -353,7 +367,7 @@ pub(crate) fn decode_records_chunk(
         let Some(body) = bytes.get(at + 4..at + 4 + len) else {
             break;
         };
-        match ExportTraceServiceRequest::decode(body) {
+        match otlp_proto::decode_with(body, filter) {
             Ok(mut req) => {
                 for reason in validate_ids(&mut req) {
                     out.rejected.push(Rejected {
@@ -580,15 +594,20 @@ fn json_reason(e: &serde_json::Error) -> String {
     format!("not valid OTLP/JSON: {e}")
 }
 
-fn decode_protobuf(bytes: &[u8], source: &str, out: &mut Decoded) {
-    match ExportTraceServiceRequest::decode(bytes) {
+fn decode_protobuf(
+    bytes: &[u8],
+    source: &str,
+    out: &mut Decoded,
+    filter: &dyn otlp_json::KeyFilter,
+) {
+    match otlp_proto::decode_with(bytes, filter) {
         Ok(req) if !req.resource_spans.is_empty() || bytes.is_empty() => {
             out.format = Some(Format::OtlpProtobuf);
             out.requests.push(req);
         }
         whole => {
             // The Collector's `format: proto` file: length-prefixed records.
-            if let Some(reqs) = decode_records(bytes, source, out) {
+            if let Some(reqs) = decode_records(bytes, source, out, filter) {
                 out.format = Some(Format::OtlpProtobufRecords);
                 out.requests.extend(reqs);
                 return;
@@ -609,6 +628,7 @@ fn decode_records(
     bytes: &[u8],
     source: &str,
     out: &mut Decoded,
+    filter: &dyn otlp_json::KeyFilter,
 ) -> Option<Vec<ExportTraceServiceRequest>> {
     let mut offset = 0usize;
     let mut frames = Vec::new();
@@ -624,7 +644,7 @@ fn decode_records(
     }
     let mut reqs = Vec::with_capacity(frames.len());
     for (n, (at, body)) in frames.into_iter().enumerate() {
-        match ExportTraceServiceRequest::decode(body) {
+        match otlp_proto::decode_with(body, filter) {
             Ok(r) => reqs.push(r),
             Err(e) => out.reject(
                 source,

@@ -14,7 +14,7 @@ use super::buffer::{Refused, TraceBuffer};
 use super::forward::{ForwardHandle, Signal};
 use super::status::{Accepted, Encoding, ExportError};
 use super::telemetry::ServeStats;
-use crate::ingest::otlp_json::SpanRejected;
+use crate::ingest::otlp_json::{KeepAll, KeyFilter, SpanRejected};
 use crate::ingest::{self, Request, Wire};
 
 /// The budget of request bytes held at once by every receiver together
@@ -100,6 +100,14 @@ pub(crate) struct Shared {
     pub forward: Mutex<Option<ForwardHandle>>,
     /// Request bytes held by the receivers.
     pub inflight: Arc<Inflight>,
+    /// Which attributes decoding keeps (every one unless set).
+    filter: Box<dyn KeyFilter + Send + Sync>,
+}
+
+impl std::fmt::Debug for dyn KeyFilter + Send + Sync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyFilter")
+    }
 }
 
 impl Shared {
@@ -117,7 +125,14 @@ impl Shared {
             retry_after,
             full: AtomicBool::new(false),
             forward: Mutex::new(None),
+            filter: Box::new(KeepAll),
         }
+    }
+
+    /// Decodes request bodies keeping only the attributes `filter` keeps
+    /// (the others are skipped undecoded).
+    pub fn set_filter(&mut self, filter: Box<dyn KeyFilter + Send + Sync>) {
+        self.filter = filter;
     }
 
     /// The buffer; a panic elsewhere while it was held does not lose it.
@@ -128,12 +143,22 @@ impl Shared {
     /// Decodes one request body (already inflated) and accepts it: what
     /// both receivers do with what arrives.
     pub fn accept_body(&self, encoding: Encoding, body: Bytes) -> Result<Accepted, ExportError> {
+        self.accept_body_with(encoding, body, &*self.filter)
+    }
+
+    /// [`Shared::accept_body`] with another attribute filter than the one set.
+    pub fn accept_body_with(
+        &self,
+        encoding: Encoding,
+        body: Bytes,
+        filter: &dyn KeyFilter,
+    ) -> Result<Accepted, ExportError> {
         let wire = match encoding {
             Encoding::Protobuf => Wire::Protobuf,
             Encoding::Json => Wire::Json,
         };
         let (req, rejected) =
-            ingest::decode_request(&body, wire).map_err(ExportError::Undecodable)?;
+            ingest::decode_request_with(&body, wire, filter).map_err(ExportError::Undecodable)?;
         // Protobuf is forwarded as the bytes that came; JSON is encoded anew.
         let raw = (encoding == Encoding::Protobuf).then_some(body);
         self.accept_with(req, raw, rejected)
@@ -274,4 +299,62 @@ fn summarize(spans: u64, problems: &[String]) -> String {
         msg.push_str(&format!("; and {} more", problems.len() - SHOWN));
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::otlp_json::AttrsOf;
+    use crate::serve::buffer::BufferLimits;
+    use prost::Message;
+
+    struct OnlyToolName;
+    impl KeyFilter for OnlyToolName {
+        fn keep(&self, _: AttrsOf, key: &str) -> bool {
+            key == "gen_ai.tool.name"
+        }
+    }
+
+    #[test]
+    fn bodies_are_decoded_with_the_filter_set() {
+        let g = crate::fake::agent_traces(2, 1, 1, 3);
+        let body = Bytes::from(g.requests[0].encode_to_vec());
+        let limits = BufferLimits {
+            decision_wait: Duration::from_secs(3600),
+            max_spans: 1000,
+            max_traces: 1000,
+            remember_completed: 0,
+        };
+        let attrs = |shared: &Shared| -> Vec<String> {
+            let mut keys: Vec<String> = shared
+                .lock()
+                .take_any(100)
+                .iter()
+                .flat_map(|c| &c.trace.spans)
+                .flat_map(|s| &s.span.attributes)
+                .map(|kv| kv.key.clone())
+                .collect();
+            keys.sort();
+            keys.dedup();
+            keys
+        };
+        let stats = Arc::new(ServeStats::default());
+        let all = Shared::new(
+            TraceBuffer::new(limits),
+            Duration::from_secs(1),
+            1 << 30,
+            Arc::clone(&stats),
+        );
+        all.accept_body(Encoding::Protobuf, body.clone()).unwrap();
+        assert!(attrs(&all).len() > 5);
+        let mut some = Shared::new(
+            TraceBuffer::new(limits),
+            Duration::from_secs(1),
+            1 << 30,
+            stats,
+        );
+        some.set_filter(Box::new(OnlyToolName));
+        some.accept_body(Encoding::Protobuf, body).unwrap();
+        assert_eq!(attrs(&some), ["gen_ai.tool.name"]);
+    }
 }

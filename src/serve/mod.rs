@@ -54,6 +54,7 @@ pub use status::{Accepted, Encoding, ExportError, RpcStatus};
 pub use telemetry::{ServeStats, StatsSnapshot};
 
 use crate::evaluate::Evaluator;
+use crate::ingest::project::Projection;
 use intake::Shared;
 use scoring::BatchScorer;
 use sinks::results_api::ResultsHub;
@@ -224,12 +225,12 @@ impl Server {
         };
         ServeStats::set(&stats.buffer_spans_capacity, limits.max_spans as u64);
         ServeStats::set(&stats.buffer_traces_capacity, limits.max_traces as u64);
-        let shared = Arc::new(Shared::new(
+        let mut shared = Shared::new(
             TraceBuffer::new(limits),
             config.retry_after,
             config.max_inflight,
             Arc::clone(&stats),
-        ));
+        );
         let fixtures = scoring::load_fixtures(&config, &scoring.settings)?;
         let evaluator = Evaluator::new(scoring.settings, fixtures.cases, fixtures.default)
             .map_err(|e| ServeError::Scoring(e.to_string()))?;
@@ -248,6 +249,16 @@ impl Server {
             .extractor
             .with_ordered_args(ordered)
             .with_results(outputs.shows_call_results());
+        // Projection at decode (docs/architecture.md): only when nothing
+        // passes the spans on, since a forwarded JSON request is encoded
+        // anew from what was decoded.
+        if config.forward.is_none() {
+            let projection = Projection::default()
+                .resource_keys(evaluator.join_keys())
+                .event_keys(extractor.event_keys());
+            shared.set_filter(Box::new(projection));
+        }
+        let shared = Arc::new(shared);
         let scorer = BatchScorer::new(evaluator, extractor, config.session_wait, stats);
         Ok(Server {
             config,
@@ -258,6 +269,19 @@ impl Server {
             tls,
             auth: Arc::new(auth),
         })
+    }
+
+    /// Decodes request bodies keeping only the attributes `filter` keeps
+    /// (every one by default); set before [`Server::serve`].
+    pub fn with_filter(
+        mut self,
+        filter: Box<dyn crate::ingest::otlp_json::KeyFilter + Send + Sync>,
+    ) -> Server {
+        // Nothing else holds `shared` until `serve` starts the receivers.
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.set_filter(filter);
+        }
+        self
     }
 
     /// Live counters.

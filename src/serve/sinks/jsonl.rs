@@ -88,7 +88,7 @@ impl JsonlSink<File> {
         for r in rejected {
             push_row(&mut rows, &report::rejected_row(r));
         }
-        sink.write(rows)
+        sink.write(&rows)
             .map_err(|source| ServeError::Write { source })?;
         Ok(sink)
     }
@@ -109,15 +109,48 @@ impl<F: RowsFile> JsonlSink<F> {
         })
     }
 
-    /// Queues `rows` after any still pending and writes them all.
-    fn write(&self, rows: Vec<u8>) -> io::Result<()> {
+    /// Writes `rows` after any still pending (kept, copied, if they cannot
+    /// be written now).
+    fn write(&self, rows: &[u8]) -> io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if st.pending.is_empty() {
-            st.pending = rows;
-        } else {
-            st.pending.extend_from_slice(&rows);
+        if st.pending.is_empty() && !st.newline_first {
+            // Nothing owed: written straight from the caller's buffer, which
+            // the scoring threads reuse (a fresh multi-megabyte buffer per
+            // batch cost page faults and regrowth copies).
+            return match st.file.append(rows) {
+                Ok(()) => {
+                    self.appended(&mut st, rows.len());
+                    Ok(())
+                }
+                Err(e) => {
+                    st.pending.extend_from_slice(rows);
+                    Err(self.failed(&mut st, e))
+                }
+            };
         }
+        st.pending.extend_from_slice(rows);
         self.flush(&mut st)
+    }
+
+    fn appended(&self, st: &mut State<F>, bytes: usize) {
+        st.committed += bytes as u64;
+        st.newline_first = false;
+        if st.failing.take().is_some() {
+            ServeStats::set(&self.stats.output_failing, 0);
+            info!("The results file takes rows again; accepting data.");
+        }
+    }
+
+    /// After a failed append: cuts off what part of the rows was written,
+    /// so the file holds whole lines only, and refuses data until it works.
+    fn failed(&self, st: &mut State<F>, e: io::Error) -> io::Error {
+        let committed = st.committed;
+        st.newline_first = st.file.truncate(committed).is_err();
+        if st.failing.replace(e.to_string()).is_none() {
+            ServeStats::set(&self.stats.output_failing, 1);
+            error!(error = %e, pending_bytes = st.pending.len(), "Cannot write the results file; refusing new data (503 / UNAVAILABLE) and retrying until it takes the rows.");
+        }
+        e
     }
 
     fn flush(&self, st: &mut State<F>) -> io::Result<()> {
@@ -130,28 +163,16 @@ impl<F: RowsFile> JsonlSink<F> {
         let State { file, pending, .. } = &mut *st;
         match file.append(pending) {
             Ok(()) => {
-                st.committed += st.pending.len() as u64;
+                let n = st.pending.len();
                 st.pending.clear();
-                st.newline_first = false;
-                if st.failing.take().is_some() {
-                    ServeStats::set(&self.stats.output_failing, 0);
-                    info!("The results file takes rows again; accepting data.");
-                }
+                self.appended(st, n);
                 Ok(())
             }
             Err(e) => {
                 if st.newline_first {
                     st.pending.remove(0);
                 }
-                // Cut off what part of the rows was written, so the file
-                // holds whole lines only.
-                let committed = st.committed;
-                st.newline_first = st.file.truncate(committed).is_err();
-                if st.failing.replace(e.to_string()).is_none() {
-                    ServeStats::set(&self.stats.output_failing, 1);
-                    error!(error = %e, pending_bytes = st.pending.len(), "Cannot write the results file; refusing new data (503 / UNAVAILABLE) and retrying until it takes the rows.");
-                }
-                Err(e)
+                Err(self.failed(st, e))
             }
         }
     }
@@ -167,37 +188,48 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
     }
 
     fn record(&self, batch: &Batch) -> io::Result<()> {
-        // Rows are built here, on the scoring thread, outside the lock.
-        let mut rows = Vec::new();
-        for o in &batch.outputs {
-            match o {
-                Output::Evaluation {
-                    eval,
-                    revision,
-                    spans,
-                    defaulted,
-                    ..
-                } => {
-                    let mut row = report::evaluation_row(eval);
-                    row["revision"] = json!(revision);
-                    if let Some(spans) = spans {
-                        row["spans"] = json!(spans);
+        // Rows are built here, on the scoring thread, outside the lock, in
+        // the thread's buffer (its capacity kept from batch to batch).
+        thread_local! {
+            static ROWS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        /// Larger buffers are not kept for the next batch.
+        const KEEP: usize = 32 << 20;
+        ROWS.with_borrow_mut(|rows| {
+            rows.clear();
+            for o in &batch.outputs {
+                match o {
+                    Output::Evaluation {
+                        eval,
+                        revision,
+                        spans,
+                        defaulted,
+                        ..
+                    } => {
+                        let mut row = report::evaluation_row(eval);
+                        row["revision"] = json!(revision);
+                        if let Some(spans) = spans {
+                            row["spans"] = json!(spans);
+                        }
+                        if *defaulted {
+                            row["default_expectation"] = json!(true);
+                        }
+                        push_row_with_calls(rows, &row, &eval.tools_called);
                     }
-                    if *defaulted {
-                        row["default_expectation"] = json!(true);
+                    Output::Unmatched { trace, revision } => {
+                        let mut row = report::unmatched_trace_row(trace);
+                        row["revision"] = json!(revision);
+                        push_row_with_calls(rows, &row, &trace.tools_called);
                     }
-                    push_row_with_calls(&mut rows, &row, &eval.tools_called);
-                }
-                Output::Unmatched { trace, revision } => {
-                    let mut row = report::unmatched_trace_row(trace);
-                    row["revision"] = json!(revision);
-                    push_row_with_calls(&mut rows, &row, &trace.tools_called);
                 }
             }
-        }
-        // A failure keeps the rows for the next try: not lost, not an error
-        // of this batch.
-        let _ = self.write(rows);
+            // A failure keeps the rows for the next try: not lost, not an
+            // error of this batch.
+            let _ = self.write(rows);
+            if rows.capacity() > KEEP {
+                *rows = Vec::new();
+            }
+        });
         Ok(())
     }
 
@@ -233,7 +265,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
                 "metrics": metrics,
             }),
         );
-        self.write(rows).inspect_err(|_| {
+        self.write(&rows).inspect_err(|_| {
             // The last try: what is still pending is lost, and counted.
             let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             let lost = st.pending.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -283,16 +315,16 @@ mod tests {
         let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
         let stats = Arc::new(ServeStats::default());
         let sink = JsonlSink::new(file, Arc::clone(&stats)).unwrap();
-        sink.write(b"{\"n\":1}\n".to_vec()).unwrap();
+        sink.write(b"{\"n\":1}\n").unwrap();
         fail.store(2, Ordering::Relaxed);
-        assert!(sink.write(b"{\"n\":2}\n{\"n\":3}\n".to_vec()).is_err());
+        assert!(sink.write(b"{\"n\":2}\n{\"n\":3}\n").is_err());
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
         // The partial line was cut off.
         assert_eq!(&*data.lock().unwrap(), b"{\"n\":1}\n");
         sink.retry();
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
         // Space is back: everything owed arrives, in order, whole.
-        sink.write(b"{\"n\":4}\n".to_vec()).unwrap();
+        sink.write(b"{\"n\":4}\n").unwrap();
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 0);
         assert_eq!(
             String::from_utf8(data.lock().unwrap().clone()).unwrap(),

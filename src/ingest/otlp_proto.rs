@@ -1,0 +1,1065 @@
+//! A hand-driven protobuf decoder of `ExportTraceServiceRequest` into the
+//! same `opentelemetry_proto` structs as `prost::Message::decode`, with a
+//! [`KeyFilter`]: an attribute whose key the filter drops is skipped
+//! without decoding (or allocating) its value. With [`KeepAll`] the result
+//! is exactly prost's (tested against it).
+//!
+//! Wire semantics follow prost: the last of a repeated scalar or string
+//! field wins, a repeated optional message (resource, scope, status, an
+//! attribute's value) is merged, unknown fields are skipped (groups
+//! included), a known field with the wrong wire type is an error, and
+//! messages nest at most [`RECURSION_LIMIT`] deep (prost's limit, counted
+//! the same way), which bounds `AnyValue` nesting: a span attribute holds
+//! at most ~47 levels of arrays, or ~31 of key-value lists.
+//!
+//! Every length prefix is checked against the bytes that remain before
+//! anything is read or allocated, so a lying prefix is an error, not an
+//! allocation. Errors say what was wrong, at which byte of the body, and
+//! in which field (outermost first).
+
+use std::fmt;
+
+use opentelemetry_proto::tonic::common::v1::{
+    any_value, AnyValue, ArrayValue, EntityRef, InstrumentationScope, KeyValue, KeyValueList,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
+
+use super::otlp_json::{AttrsOf, KeepAll, KeyFilter};
+use super::Request;
+
+/// How deep messages may nest (the request itself is level 0): prost's
+/// limit, so that a body prost accepts is accepted here and the other way
+/// round.
+pub const RECURSION_LIMIT: u32 = 100;
+
+/// A malformed protobuf body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtoError {
+    /// What was wrong.
+    pub reason: String,
+    /// Byte offset in the body where it was found.
+    pub offset: usize,
+    /// Fields from the innermost out (`Span.name`, `ScopeSpans.spans`, ...).
+    path: Vec<&'static str>,
+}
+
+/// Boxed inside the decoder: a small `Err` keeps every `Result` it returns
+/// small, which is measurably faster on the hot path.
+type Boxed = Box<ProtoError>;
+
+trait Within {
+    fn within(self, field: &'static str) -> Self;
+}
+
+impl Within for Boxed {
+    #[cold]
+    fn within(mut self, field: &'static str) -> Self {
+        self.path.push(field);
+        self
+    }
+}
+
+impl ProtoError {
+    /// The fields leading to the problem, outermost first, joined by `.`-less
+    /// arrows (`ExportTraceServiceRequest.resource_spans > ... > Span.name`).
+    pub fn path(&self) -> String {
+        let mut p: Vec<&str> = self.path.clone();
+        p.reverse();
+        p.join(" > ")
+    }
+}
+
+impl fmt::Display for ProtoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.reason, self.offset)?;
+        if !self.path.is_empty() {
+            write!(f, " (in {})", self.path())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ProtoError {}
+
+/// Decodes a whole `ExportTraceServiceRequest`, keeping every attribute:
+/// the same result as `prost::Message::decode`.
+pub fn decode(body: &[u8]) -> Result<Request, ProtoError> {
+    decode_with(body, &KeepAll)
+}
+
+/// Decodes a whole `ExportTraceServiceRequest`, keeping the attributes
+/// `filter` keeps (resource, scope, span, event and link attributes, by
+/// their key; values nested in a kept attribute are kept whole).
+pub fn decode_with(body: &[u8], filter: &dyn KeyFilter) -> Result<Request, ProtoError> {
+    let d = Dec {
+        origin: body.as_ptr() as usize,
+        filter,
+    };
+    d.request(body).map_err(|e| *e)
+}
+
+// Wire types.
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+const LEN: u8 = 2;
+const START_GROUP: u8 = 3;
+const END_GROUP: u8 = 4;
+const FIXED32: u8 = 5;
+
+fn wire_name(wt: u8) -> &'static str {
+    match wt {
+        VARINT => "Varint",
+        FIXED64 => "SixtyFourBit",
+        LEN => "LengthDelimited",
+        START_GROUP => "StartGroup",
+        END_GROUP => "EndGroup",
+        _ => "ThirtyTwoBit",
+    }
+}
+
+type R<T> = Result<T, Boxed>;
+
+struct Dec<'f> {
+    /// Address of the body's first byte: offsets are computed from it.
+    origin: usize,
+    filter: &'f dyn KeyFilter,
+}
+
+impl Dec<'_> {
+    #[cold]
+    fn err(&self, at: &[u8], reason: impl Into<String>) -> Boxed {
+        Box::new(ProtoError {
+            reason: reason.into(),
+            offset: (at.as_ptr() as usize).saturating_sub(self.origin),
+            path: Vec::new(),
+        })
+    }
+
+    #[inline]
+    fn varint(&self, b: &mut &[u8]) -> R<u64> {
+        // Fast path: one byte (tags, small lengths).
+        if let Some(&first) = b.first() {
+            if first < 0x80 {
+                *b = &b[1..];
+                return Ok(u64::from(first));
+            }
+        }
+        let at = *b;
+        prost::encoding::decode_varint(b).map_err(|_| self.err(at, "invalid varint"))
+    }
+
+    #[inline]
+    fn key(&self, b: &mut &[u8]) -> R<(u32, u8)> {
+        let at = *b;
+        let key = self.varint(b)?;
+        if key > u64::from(u32::MAX) {
+            return Err(self.err(at, format!("invalid key value: {key}")));
+        }
+        let wt = (key & 7) as u8;
+        if wt > FIXED32 {
+            return Err(self.err(at, format!("invalid wire type value: {wt}")));
+        }
+        let tag = (key as u32) >> 3;
+        if tag == 0 {
+            return Err(self.err(at, "invalid tag value: 0"));
+        }
+        Ok((tag, wt))
+    }
+
+    #[inline]
+    fn expect(&self, at: &[u8], wt: u8, want: u8) -> R<()> {
+        if wt == want {
+            Ok(())
+        } else {
+            Err(self.err(
+                at,
+                format!(
+                    "invalid wire type: {} (expected {})",
+                    wire_name(wt),
+                    wire_name(want)
+                ),
+            ))
+        }
+    }
+
+    /// A length-delimited field's bytes, checked against what remains.
+    #[inline]
+    fn slice<'a>(&self, wt: u8, b: &mut &'a [u8]) -> R<&'a [u8]> {
+        self.expect(b, wt, LEN)?;
+        let at = *b;
+        let len = self.varint(b)?;
+        if len > b.len() as u64 {
+            return Err(self.err(
+                at,
+                format!("length {len} runs past the end ({} bytes left)", b.len()),
+            ));
+        }
+        let (inner, rest) = b.split_at(len as usize);
+        *b = rest;
+        Ok(inner)
+    }
+
+    /// A nested message's bytes; `depth` is what its parent's fields got.
+    #[inline]
+    fn message<'a>(&self, wt: u8, b: &mut &'a [u8], depth: u32) -> R<&'a [u8]> {
+        // A wrong wire type is reported first (by `slice`), as prost does.
+        if depth == 0 && wt == LEN {
+            return Err(self.err(b, "recursion limit reached"));
+        }
+        self.slice(wt, b)
+    }
+
+    #[inline]
+    fn string(&self, wt: u8, b: &mut &[u8]) -> R<String> {
+        let at = *b;
+        let s = self.slice(wt, b)?;
+        std::str::from_utf8(s)
+            .map(str::to_owned)
+            .map_err(|_| self.err(at, "invalid string value: data is not UTF-8 encoded"))
+    }
+
+    #[inline]
+    fn str<'a>(&self, wt: u8, b: &mut &'a [u8]) -> R<&'a str> {
+        let at = *b;
+        let s = self.slice(wt, b)?;
+        std::str::from_utf8(s)
+            .map_err(|_| self.err(at, "invalid string value: data is not UTF-8 encoded"))
+    }
+
+    #[inline]
+    fn bytes(&self, wt: u8, b: &mut &[u8]) -> R<Vec<u8>> {
+        self.slice(wt, b).map(<[u8]>::to_vec)
+    }
+
+    #[inline]
+    fn uvarint(&self, wt: u8, b: &mut &[u8]) -> R<u64> {
+        self.expect(b, wt, VARINT)?;
+        self.varint(b)
+    }
+
+    #[inline]
+    fn fixed64(&self, wt: u8, b: &mut &[u8]) -> R<u64> {
+        self.expect(b, wt, FIXED64)?;
+        match b.split_first_chunk::<8>() {
+            Some((v, rest)) => {
+                *b = rest;
+                Ok(u64::from_le_bytes(*v))
+            }
+            None => Err(self.err(b, "buffer underflow (8-byte value)")),
+        }
+    }
+
+    #[inline]
+    fn fixed32(&self, wt: u8, b: &mut &[u8]) -> R<u32> {
+        self.expect(b, wt, FIXED32)?;
+        match b.split_first_chunk::<4>() {
+            Some((v, rest)) => {
+                *b = rest;
+                Ok(u32::from_le_bytes(*v))
+            }
+            None => Err(self.err(b, "buffer underflow (4-byte value)")),
+        }
+    }
+
+    /// Skips an unknown field (as prost does, groups included).
+    fn skip(&self, wt: u8, tag: u32, b: &mut &[u8], depth: u32) -> R<()> {
+        if depth == 0 {
+            return Err(self.err(b, "recursion limit reached"));
+        }
+        let at = *b;
+        let len = match wt {
+            VARINT => self.varint(b).map(|_| 0)?,
+            FIXED64 => 8,
+            FIXED32 => 4,
+            LEN => self.varint(b)?,
+            START_GROUP => loop {
+                let inner_at = *b;
+                let (inner_tag, inner_wt) = self.key(b)?;
+                if inner_wt == END_GROUP {
+                    if inner_tag != tag {
+                        return Err(self.err(inner_at, "unexpected end group tag"));
+                    }
+                    break 0;
+                }
+                self.skip(inner_wt, inner_tag, b, depth - 1)?;
+            },
+            _ => return Err(self.err(at, "unexpected end group tag")),
+        };
+        if len > b.len() as u64 {
+            return Err(self.err(
+                at,
+                format!(
+                    "unknown field {tag}: length {len} runs past the end ({} bytes left)",
+                    b.len()
+                ),
+            ));
+        }
+        *b = &b[len as usize..];
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ messages
+    //
+    // Each `*_fields` merges one message's bytes into `out`; `depth` is the
+    // recursion budget its fields get (prost's `DecodeContext`).
+
+    fn request(&self, body: &[u8]) -> R<Request> {
+        let mut out = Request::default();
+        let mut b = body;
+        let depth = RECURSION_LIMIT;
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let mut rs = ResourceSpans::default();
+                    self.resource_spans(&mut rs, m, depth - 1)
+                        .map_err(|e| e.within("ExportTraceServiceRequest.resource_spans"))?;
+                    out.resource_spans.push(rs);
+                }
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(out)
+    }
+
+    fn resource_spans(&self, out: &mut ResourceSpans, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let r = out.resource.get_or_insert_with(Default::default);
+                    self.resource(r, m, depth - 1)
+                        .map_err(|e| e.within("ResourceSpans.resource"))?;
+                }
+                2 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let mut ss = ScopeSpans::default();
+                    self.scope_spans(&mut ss, m, depth - 1)
+                        .map_err(|e| e.within("ResourceSpans.scope_spans"))?;
+                    out.scope_spans.push(ss);
+                }
+                3 => {
+                    out.schema_url = self
+                        .string(wt, &mut b)
+                        .map_err(|e| e.within("ResourceSpans.schema_url"))?
+                }
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn resource(&self, out: &mut Resource, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    if let Some(kv) = self
+                        .key_value(m, depth - 1, Some(AttrsOf::Resource))
+                        .map_err(|e| e.within("Resource.attributes"))?
+                    {
+                        out.attributes.push(kv);
+                    }
+                }
+                2 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
+                3 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let mut er = EntityRef::default();
+                    self.entity_ref(&mut er, m, depth - 1)
+                        .map_err(|e| e.within("Resource.entity_refs"))?;
+                    out.entity_refs.push(er);
+                }
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn entity_ref(&self, out: &mut EntityRef, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => out.schema_url = self.string(wt, &mut b)?,
+                2 => out.r#type = self.string(wt, &mut b)?,
+                3 => out.id_keys.push(self.string(wt, &mut b)?),
+                4 => out.description_keys.push(self.string(wt, &mut b)?),
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn scope_spans(&self, out: &mut ScopeSpans, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let s = out.scope.get_or_insert_with(Default::default);
+                    self.scope(s, m, depth - 1)
+                        .map_err(|e| e.within("ScopeSpans.scope"))?;
+                }
+                2 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let mut sp = Span::default();
+                    self.span(&mut sp, m, depth - 1)
+                        .map_err(|e| e.within("ScopeSpans.spans"))?;
+                    out.spans.push(sp);
+                }
+                3 => out.schema_url = self.string(wt, &mut b)?,
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn scope(&self, out: &mut InstrumentationScope, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => out.name = self.string(wt, &mut b)?,
+                2 => out.version = self.string(wt, &mut b)?,
+                3 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    if let Some(kv) = self
+                        .key_value(m, depth - 1, Some(AttrsOf::Scope))
+                        .map_err(|e| e.within("InstrumentationScope.attributes"))?
+                    {
+                        out.attributes.push(kv);
+                    }
+                }
+                4 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn span(&self, out: &mut Span, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => out.trace_id = self.bytes(wt, &mut b)?,
+                2 => out.span_id = self.bytes(wt, &mut b)?,
+                3 => out.trace_state = self.string(wt, &mut b)?,
+                4 => out.parent_span_id = self.bytes(wt, &mut b)?,
+                5 => out.name = self.string(wt, &mut b).map_err(|e| e.within("Span.name"))?,
+                6 => out.kind = self.uvarint(wt, &mut b)? as i32,
+                7 => out.start_time_unix_nano = self.fixed64(wt, &mut b)?,
+                8 => out.end_time_unix_nano = self.fixed64(wt, &mut b)?,
+                9 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    if let Some(kv) = self
+                        .key_value(m, depth - 1, Some(AttrsOf::Span))
+                        .map_err(|e| e.within("Span.attributes"))?
+                    {
+                        out.attributes.push(kv);
+                    }
+                }
+                10 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
+                11 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let mut ev = span::Event::default();
+                    self.event(&mut ev, m, depth - 1)
+                        .map_err(|e| e.within("Span.events"))?;
+                    out.events.push(ev);
+                }
+                12 => out.dropped_events_count = self.uvarint(wt, &mut b)? as u32,
+                13 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let mut l = span::Link::default();
+                    self.link(&mut l, m, depth - 1)
+                        .map_err(|e| e.within("Span.links"))?;
+                    out.links.push(l);
+                }
+                14 => out.dropped_links_count = self.uvarint(wt, &mut b)? as u32,
+                15 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let s = out.status.get_or_insert_with(Default::default);
+                    self.status(s, m, depth - 1)
+                        .map_err(|e| e.within("Span.status"))?;
+                }
+                16 => out.flags = self.fixed32(wt, &mut b)?,
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn event(&self, out: &mut span::Event, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => out.time_unix_nano = self.fixed64(wt, &mut b)?,
+                2 => out.name = self.string(wt, &mut b)?,
+                3 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    if let Some(kv) = self
+                        .key_value(m, depth - 1, Some(AttrsOf::Event))
+                        .map_err(|e| e.within("Event.attributes"))?
+                    {
+                        out.attributes.push(kv);
+                    }
+                }
+                4 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn link(&self, out: &mut span::Link, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => out.trace_id = self.bytes(wt, &mut b)?,
+                2 => out.span_id = self.bytes(wt, &mut b)?,
+                3 => out.trace_state = self.string(wt, &mut b)?,
+                4 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    if let Some(kv) = self
+                        .key_value(m, depth - 1, Some(AttrsOf::Link))
+                        .map_err(|e| e.within("Link.attributes"))?
+                    {
+                        out.attributes.push(kv);
+                    }
+                }
+                5 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
+                6 => out.flags = self.fixed32(wt, &mut b)?,
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn status(&self, out: &mut Status, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                2 => out.message = self.string(wt, &mut b)?,
+                3 => out.code = self.uvarint(wt, &mut b)? as i32,
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// One attribute. With `at`, the filter decides by the (last) key: a
+    /// value that comes after a dropped key is skipped undecoded; one that
+    /// came before the key was decoded and is dropped with it. `None`: the
+    /// attribute is dropped.
+    fn key_value(&self, bytes: &[u8], depth: u32, at: Option<AttrsOf>) -> R<Option<KeyValue>> {
+        let mut kv = KeyValue::default();
+        let mut b = bytes;
+        // Whether the key seen last is dropped (values after it are skipped).
+        let mut dropped = false;
+        let mut key_seen = false;
+        let mut skipped_value = false;
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => {
+                    let key = self.str(wt, &mut b).map_err(|e| e.within("KeyValue.key"))?;
+                    key_seen = true;
+                    dropped = at.is_some_and(|a| !self.filter.keep(a, key));
+                    if !dropped {
+                        if skipped_value {
+                            // A kept key after a skipped value (keys given
+                            // twice): decode it all again, then decide.
+                            return self.key_value_whole(bytes, depth, at);
+                        }
+                        kv.key = key.to_owned();
+                    }
+                }
+                2 if dropped => {
+                    self.slice(wt, &mut b)?;
+                    skipped_value = true;
+                }
+                2 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let v = kv.value.get_or_insert_with(Default::default);
+                    self.any_value(v, m, depth - 1)
+                        .map_err(|e| e.within("KeyValue.value"))?;
+                }
+                3 => kv.key_strindex = self.uvarint(wt, &mut b)? as i32,
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        if !key_seen {
+            dropped = at.is_some_and(|a| !self.filter.keep(a, ""));
+        }
+        Ok((!dropped).then_some(kv))
+    }
+
+    /// [`Dec::key_value`] decoding everything, the filter asked at the end.
+    fn key_value_whole(
+        &self,
+        bytes: &[u8],
+        depth: u32,
+        at: Option<AttrsOf>,
+    ) -> R<Option<KeyValue>> {
+        let kv = self.key_value(bytes, depth, None)?.unwrap_or_default();
+        let keep = at.is_none_or(|a| self.filter.keep(a, &kv.key));
+        Ok(keep.then_some(kv))
+    }
+
+    fn any_value(&self, out: &mut AnyValue, mut b: &[u8], depth: u32) -> R<()> {
+        use any_value::Value;
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => out.value = Some(Value::StringValue(self.string(wt, &mut b)?)),
+                2 => out.value = Some(Value::BoolValue(self.uvarint(wt, &mut b)? != 0)),
+                3 => out.value = Some(Value::IntValue(self.uvarint(wt, &mut b)? as i64)),
+                4 => {
+                    let bits = self.fixed64(wt, &mut b)?;
+                    out.value = Some(Value::DoubleValue(f64::from_bits(bits)));
+                }
+                5 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    // prost's oneof: merge into the same variant, else start anew.
+                    if !matches!(out.value, Some(Value::ArrayValue(_))) {
+                        out.value = Some(Value::ArrayValue(ArrayValue::default()));
+                    }
+                    if let Some(Value::ArrayValue(a)) = &mut out.value {
+                        self.array(a, m, depth - 1)
+                            .map_err(|e| e.within("AnyValue.array_value"))?;
+                    }
+                }
+                6 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    if !matches!(out.value, Some(Value::KvlistValue(_))) {
+                        out.value = Some(Value::KvlistValue(KeyValueList::default()));
+                    }
+                    if let Some(Value::KvlistValue(l)) = &mut out.value {
+                        self.kvlist(l, m, depth - 1)
+                            .map_err(|e| e.within("AnyValue.kvlist_value"))?;
+                    }
+                }
+                7 => out.value = Some(Value::BytesValue(self.bytes(wt, &mut b)?)),
+                8 => out.value = Some(Value::StringValueStrindex(self.uvarint(wt, &mut b)? as i32)),
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn array(&self, out: &mut ArrayValue, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let mut v = AnyValue::default();
+                    self.any_value(&mut v, m, depth - 1)
+                        .map_err(|e| e.within("ArrayValue.values"))?;
+                    out.values.push(v);
+                }
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn kvlist(&self, out: &mut KeyValueList, mut b: &[u8], depth: u32) -> R<()> {
+        while !b.is_empty() {
+            let (tag, wt) = self.key(&mut b)?;
+            match tag {
+                1 => {
+                    let m = self.message(wt, &mut b, depth)?;
+                    let kv = self
+                        .key_value(m, depth - 1, None)
+                        .map_err(|e| e.within("KeyValueList.values"))?
+                        .unwrap_or_default();
+                    out.values.push(kv);
+                }
+                _ => self.skip(wt, tag, &mut b, depth)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    fn pb_files() -> Vec<std::path::PathBuf> {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "pb") {
+                    out.push(p);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"),
+            &mut out,
+        );
+        out
+    }
+
+    /// Same result as prost, or both fail.
+    fn same_as_prost(body: &[u8]) -> bool {
+        match (Request::decode(body), decode(body)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.encode_to_vec(), b.encode_to_vec());
+                true
+            }
+            (Err(_), Err(_)) => false,
+            (a, b) => panic!("prost {a:?} vs ours {b:?} on {body:?}"),
+        }
+    }
+
+    #[test]
+    fn every_pb_under_tests_data_decodes_as_prost_does() {
+        let files = pb_files();
+        let mut spans = 0;
+        for f in &files {
+            let body = std::fs::read(f).unwrap();
+            // Both take it (and agree) or both refuse it.
+            if let Ok(a) = Request::decode(body.as_slice()) {
+                let b = decode(&body).unwrap();
+                assert!(a == b, "{}", f.display());
+                spans += super::super::span_count(&b);
+            } else {
+                assert!(decode(&body).is_err(), "{}", f.display());
+            }
+        }
+        assert!(files.len() > 5 && spans > 0, "{} files", files.len());
+    }
+
+    /// A small deterministic generator (xorshift), so failures repeat.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn bytes(&mut self, max: u64) -> Vec<u8> {
+            (0..self.below(max + 1))
+                .map(|_| self.next() as u8)
+                .collect()
+        }
+        fn string(&mut self) -> String {
+            const WORDS: [&str; 6] = ["gen_ai.tool.name", "http.url", "é", "x", "", "λ→"];
+            (0..self.below(3))
+                .map(|_| WORDS[self.below(6) as usize])
+                .collect()
+        }
+        fn any(&mut self, depth: u32) -> AnyValue {
+            use any_value::Value;
+            let v = match self.below(if depth > 3 { 7 } else { 9 }) {
+                0 => None,
+                1 => Some(Value::StringValue(self.string())),
+                2 => Some(Value::BoolValue(self.below(2) == 1)),
+                3 => Some(Value::IntValue(self.next() as i64)),
+                4 => Some(Value::DoubleValue(f64::from_bits(self.next()))),
+                5 => Some(Value::BytesValue(self.bytes(5))),
+                6 => Some(Value::StringValueStrindex(self.next() as i32)),
+                7 => Some(Value::ArrayValue(ArrayValue {
+                    values: (0..self.below(3)).map(|_| self.any(depth + 1)).collect(),
+                })),
+                _ => Some(Value::KvlistValue(KeyValueList {
+                    values: self.kvs(depth + 1),
+                })),
+            };
+            AnyValue { value: v }
+        }
+        fn kvs(&mut self, depth: u32) -> Vec<KeyValue> {
+            (0..self.below(4))
+                .map(|_| KeyValue {
+                    key: self.string(),
+                    value: (self.below(4) > 0).then(|| self.any(depth)),
+                    key_strindex: if self.below(4) == 0 {
+                        self.next() as i32
+                    } else {
+                        0
+                    },
+                })
+                .collect()
+        }
+        fn span(&mut self) -> Span {
+            Span {
+                trace_id: self.bytes(16),
+                span_id: self.bytes(8),
+                trace_state: self.string(),
+                parent_span_id: self.bytes(8),
+                flags: self.next() as u32,
+                name: self.string(),
+                kind: self.below(7) as i32 - 1,
+                start_time_unix_nano: self.next(),
+                end_time_unix_nano: self.next(),
+                attributes: self.kvs(0),
+                dropped_attributes_count: self.below(3) as u32,
+                events: (0..self.below(3))
+                    .map(|_| span::Event {
+                        time_unix_nano: self.next(),
+                        name: self.string(),
+                        attributes: self.kvs(0),
+                        dropped_attributes_count: self.below(2) as u32,
+                    })
+                    .collect(),
+                dropped_events_count: self.below(2) as u32,
+                links: (0..self.below(2))
+                    .map(|_| span::Link {
+                        trace_id: self.bytes(16),
+                        span_id: self.bytes(8),
+                        trace_state: self.string(),
+                        attributes: self.kvs(0),
+                        dropped_attributes_count: self.below(2) as u32,
+                        flags: self.next() as u32,
+                    })
+                    .collect(),
+                dropped_links_count: self.below(2) as u32,
+                status: (self.below(2) == 0).then(|| Status {
+                    message: self.string(),
+                    code: self.below(4) as i32,
+                }),
+            }
+        }
+        fn request(&mut self) -> Request {
+            Request {
+                resource_spans: (0..self.below(3))
+                    .map(|_| ResourceSpans {
+                        resource: (self.below(3) > 0).then(|| Resource {
+                            attributes: self.kvs(0),
+                            dropped_attributes_count: self.below(2) as u32,
+                            entity_refs: (0..self.below(2))
+                                .map(|_| EntityRef {
+                                    schema_url: self.string(),
+                                    r#type: self.string(),
+                                    id_keys: (0..self.below(3)).map(|_| self.string()).collect(),
+                                    description_keys: (0..self.below(2))
+                                        .map(|_| self.string())
+                                        .collect(),
+                                })
+                                .collect(),
+                        }),
+                        scope_spans: (0..self.below(3))
+                            .map(|_| ScopeSpans {
+                                scope: (self.below(2) == 0).then(|| InstrumentationScope {
+                                    name: self.string(),
+                                    version: self.string(),
+                                    attributes: self.kvs(0),
+                                    dropped_attributes_count: self.below(2) as u32,
+                                }),
+                                spans: (0..self.below(4)).map(|_| self.span()).collect(),
+                                schema_url: self.string(),
+                            })
+                            .collect(),
+                        schema_url: self.string(),
+                    })
+                    .collect(),
+            }
+        }
+    }
+
+    #[test]
+    fn random_valid_messages_decode_as_prost_does() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..2000 {
+            let req = rng.request();
+            let body = req.encode_to_vec();
+            assert!(same_as_prost(&body));
+        }
+    }
+
+    #[test]
+    fn damaged_bodies_fail_where_prost_fails_and_never_panic() {
+        // Truncations and flipped bytes of valid messages: either both
+        // decoders take the body (and agree on it) or both refuse it.
+        let mut rng = Rng(42);
+        for _ in 0..300 {
+            let body = rng.request().encode_to_vec();
+            if body.is_empty() {
+                continue;
+            }
+            for _ in 0..10 {
+                let mut bad = body.clone();
+                match rng.below(3) {
+                    0 => bad.truncate(rng.below(body.len() as u64) as usize),
+                    1 => {
+                        let i = rng.below(body.len() as u64) as usize;
+                        bad[i] = rng.next() as u8;
+                    }
+                    _ => {
+                        let i = rng.below(body.len() as u64) as usize;
+                        bad.insert(i, rng.next() as u8);
+                    }
+                }
+                same_as_prost(&bad);
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_fields_merge_and_last_wins_as_in_prost() {
+        // Two resources, two statuses, a string given twice, unknown
+        // fields and a group: written by hand.
+        let mut span = Vec::new();
+        span.extend_from_slice(b"\x2a\x01a\x2a\x01b"); // name "a" then "b"
+        span.extend_from_slice(b"\x7a\x03\x12\x01m"); // status.message "m"
+        span.extend_from_slice(b"\x7a\x02\x18\x02"); // status.code 2
+        span.extend_from_slice(b"\xa8\x06\x07"); // unknown field 101 varint
+        span.extend_from_slice(b"\xab\x06\x08\x01\xac\x06"); // group 101 {1: 1}
+        let mut ss = vec![0x12, span.len() as u8];
+        ss.extend_from_slice(&span);
+        let mut rs = b"\x0a\x02\x10\x03\x0a\x02\x10\x04".to_vec(); // resource twice
+        rs.extend_from_slice(&[0x12, ss.len() as u8]);
+        rs.extend_from_slice(&ss);
+        let mut body = vec![0x0a, rs.len() as u8];
+        body.extend_from_slice(&rs);
+        assert!(same_as_prost(&body));
+        let r = decode(&body).unwrap();
+        let s = &r.resource_spans[0].scope_spans[0].spans[0];
+        assert_eq!(s.name, "b");
+        assert_eq!(s.status.as_ref().unwrap().message, "m");
+        assert_eq!(s.status.as_ref().unwrap().code, 2);
+    }
+
+    #[test]
+    fn errors_say_what_and_where() {
+        // A span whose name is not UTF-8.
+        let body = b"\x0a\x08\x12\x06\x12\x04\x2a\x02\xff\xfe";
+        let e = decode(body).unwrap_err();
+        assert!(Request::decode(&body[..]).is_err());
+        assert!(e.reason.contains("UTF-8"), "{e}");
+        assert_eq!(e.offset, 7);
+        assert_eq!(
+            e.path(),
+            "ExportTraceServiceRequest.resource_spans > ResourceSpans.scope_spans > \
+             ScopeSpans.spans > Span.name"
+        );
+        // A length prefix far past the end: an error, nothing allocated.
+        let e = decode(b"\x0a\xff\xff\xff\xff\x0f").unwrap_err();
+        assert!(e.reason.contains("runs past the end"), "{e}");
+        let e = decode(b"\x0a\x02\x12").unwrap_err();
+        assert!(e.to_string().contains("at byte"), "{e}");
+        // Wrong wire type for a known field.
+        let e = decode(b"\x08\x01").unwrap_err();
+        assert!(e.reason.contains("wire type"), "{e}");
+    }
+
+    /// A span attribute nested `levels` arrays deep.
+    fn nested_arrays(levels: usize) -> Vec<u8> {
+        let mut v: Vec<u8> = b"\x10\x01".to_vec(); // AnyValue { bool_value: true }
+        fn wrap(tag: u8, inner: &[u8]) -> Vec<u8> {
+            let mut out = vec![tag];
+            prost::encoding::encode_varint(inner.len() as u64, &mut out);
+            out.extend_from_slice(inner);
+            out
+        }
+        for _ in 0..levels {
+            let array = wrap(0x0a, &v); // ArrayValue.values
+            v = wrap(0x2a, &array); // AnyValue.array_value
+        }
+        let kv = [b"\x0a\x01k".to_vec(), wrap(0x12, &v)].concat();
+        let span = wrap(0x4a, &kv);
+        let ss = wrap(0x12, &span);
+        let rs = wrap(0x12, &ss);
+        wrap(0x0a, &rs)
+    }
+
+    #[test]
+    fn nesting_is_bounded_like_prost() {
+        let mut last_ok = 0;
+        for levels in [1, 10, 40, 46, 47, 48, 49, 60, 500, 5000] {
+            let body = nested_arrays(levels);
+            if same_as_prost(&body) {
+                last_ok = levels;
+            }
+        }
+        // Request, resource spans, scope spans, span, attribute, value: 5
+        // levels below the request; each array adds two; prost stops past 100.
+        assert_eq!(last_ok, 47);
+        assert!(decode(&nested_arrays(5000))
+            .unwrap_err()
+            .reason
+            .contains("recursion"));
+    }
+
+    struct Only(&'static [&'static str]);
+    impl KeyFilter for Only {
+        fn keep(&self, at: AttrsOf, key: &str) -> bool {
+            at == AttrsOf::Resource || self.0.contains(&key)
+        }
+    }
+
+    #[test]
+    fn a_filter_drops_attributes_without_decoding_their_values() {
+        let mut rng = Rng(7);
+        let filter = Only(&["x", "é", "http.url"]);
+        for _ in 0..500 {
+            let req = rng.request();
+            let body = req.encode_to_vec();
+            let got = decode_with(&body, &filter).unwrap();
+            // What prost gives, with the filter applied afterwards.
+            let mut want = req.clone();
+            for rs in &mut want.resource_spans {
+                for ss in &mut rs.scope_spans {
+                    if let Some(s) = &mut ss.scope {
+                        s.attributes
+                            .retain(|kv| filter.keep(AttrsOf::Scope, &kv.key));
+                    }
+                    for s in &mut ss.spans {
+                        s.attributes
+                            .retain(|kv| filter.keep(AttrsOf::Span, &kv.key));
+                        for e in &mut s.events {
+                            e.attributes
+                                .retain(|kv| filter.keep(AttrsOf::Event, &kv.key));
+                        }
+                        for l in &mut s.links {
+                            l.attributes
+                                .retain(|kv| filter.keep(AttrsOf::Link, &kv.key));
+                        }
+                    }
+                }
+            }
+            assert_eq!(got.encode_to_vec(), want.encode_to_vec());
+        }
+        // A dropped attribute's value is not decoded: broken UTF-8 in it
+        // passes; in a kept one it fails.
+        let span = |key: &[u8]| {
+            let kv = [&[0x0a, key.len() as u8], key, b"\x12\x04\x0a\x02\xff\xfe"].concat();
+            let span = [&[0x4a, kv.len() as u8][..], &kv].concat();
+            let ss = [&[0x12, span.len() as u8][..], &span].concat();
+            let rs = [&[0x12, ss.len() as u8][..], &ss].concat();
+            [&[0x0a, rs.len() as u8][..], &rs].concat()
+        };
+        let dropped = decode_with(&span(b"llm.input_messages"), &filter).unwrap();
+        assert!(dropped.resource_spans[0].scope_spans[0].spans[0]
+            .attributes
+            .is_empty());
+        assert!(decode_with(&span(b"x"), &filter).is_err());
+        // Value before key, and a key given twice: decided by the last key.
+        let kv = b"\x12\x03\x0a\x01v\x0a\x01x\x0a\x01y\x0a\x01x";
+        let span = [&[0x4a, kv.len() as u8][..], kv].concat();
+        let ss = [&[0x12, span.len() as u8][..], &span].concat();
+        let rs = [&[0x12, ss.len() as u8][..], &ss].concat();
+        let body = [&[0x0a, rs.len() as u8][..], &rs].concat();
+        let got = decode_with(&body, &filter).unwrap();
+        assert_eq!(got, Request::decode(body.as_slice()).unwrap());
+        let kv2 = b"\x0a\x01y\x12\x03\x0a\x01v\x0a\x01x";
+        let span = [&[0x4a, kv2.len() as u8][..], kv2].concat();
+        let ss = [&[0x12, span.len() as u8][..], &span].concat();
+        let rs = [&[0x12, ss.len() as u8][..], &ss].concat();
+        let body = [&[0x0a, rs.len() as u8][..], &rs].concat();
+        let got = decode_with(&body, &filter).unwrap();
+        assert_eq!(got, Request::decode(body.as_slice()).unwrap());
+    }
+}
