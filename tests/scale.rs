@@ -172,3 +172,54 @@ fn a_gzip_bomb_is_rejected_without_holding_what_it_inflates_to() {
         "peak RSS {rss_kib} KiB: the inflated input was held"
     );
 }
+
+/// Projection at decode changes nothing that is shown: every corpus file,
+/// as JSON lines and as protobuf requests, gives the same inspect rows
+/// with the projection that `inspect` uses as with every attribute kept.
+#[test]
+fn projection_keeps_everything_inspect_shows() {
+    use traceval::assemble::session;
+    use traceval::extract::Extractor;
+    use traceval::ingest::otlp_json::{KeepAll, KeyFilter};
+    use traceval::ingest::project::Projection;
+    use traceval::replay::{stream_traces, ReadOptions};
+
+    let extractor = Extractor::default();
+    let keys = session::default_keys();
+    let projection = Projection::default()
+        .resource_keys(keys.iter().cloned())
+        .event_keys(extractor.event_keys());
+    let rows = |path: &std::path::Path, filter: &(dyn KeyFilter + Sync)| {
+        let mut rows = Vec::new();
+        let (rejected, _) = stream_traces(
+            &[path.to_path_buf()],
+            &ReadOptions::default(),
+            filter,
+            |_| {},
+            |traces| {
+                for t in &traces {
+                    let a = extractor.analyze(t);
+                    let s = session::session_of(t, &keys);
+                    rows.push(traceval::report::inspect_row(t, &a, s.as_ref()).to_string());
+                }
+            },
+        );
+        assert!(rejected.is_empty(), "{rejected:?}");
+        rows
+    };
+    let corpus = crate::util::data("corpus");
+    let mut compared = 0;
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let dir = entry.unwrap().path();
+        for input in [dir.join("traces.jsonl"), dir.join("otlp")] {
+            if !input.exists() {
+                continue;
+            }
+            let all = rows(&input, &KeepAll);
+            assert!(!all.is_empty(), "{}", input.display());
+            assert_eq!(rows(&input, &projection), all, "{}", input.display());
+            compared += all.len();
+        }
+    }
+    assert!(compared > 100, "{compared} rows compared");
+}
