@@ -72,8 +72,6 @@ enum Work {
     Whole(Vec<u8>),
     /// Something the reader itself rejects.
     Reject(Position, String),
-    /// Nothing left (an input's end with no bytes).
-    Nothing,
 }
 
 struct Job {
@@ -150,7 +148,6 @@ fn work(
             } => decode_records_chunk(&bytes, first_record, offset, &source, filter, &mut decoded),
             Work::Whole(bytes) => decoded = decode_with(&bytes, &source, limits, filter),
             Work::Reject(position, reason) => decoded.reject(&source, position, reason),
-            Work::Nothing => {}
         }
         let piece = Piece {
             input: job.input,
@@ -333,8 +330,10 @@ fn cut(cutter: &mut Cutter, input: usize, mut r: Reader, disk: &AtomicU64) -> Re
     };
     match first {
         None => {
+            // Never a silent empty success: the input is named.
             let disk = disk.load(Ordering::Relaxed);
-            if !cutter.send(input, Work::Nothing, at, disk, true) {
+            let work = Work::Reject(Position::Whole, "empty input: no spans in it".into());
+            if !cutter.send(input, work, at, disk, true) {
                 return Err(Stop::Consumer);
             }
             Ok(at)
@@ -719,6 +718,16 @@ mod tests {
         let all = decode(good.as_bytes(), "x", &Limits::default()).requests;
         let expected = span_ids(&all[..3]).len() - 1;
         assert_eq!(span_ids(&reqs).len(), expected);
+    }
+
+    #[test]
+    fn an_empty_or_blank_input_says_so() {
+        for (name, bytes) in [("empty.json", &b""[..]), ("blank.json", b"  \n\t\n ")] {
+            let (reqs, rejected) = stream(&temp(name, bytes), 4096, Limits::default());
+            assert!(reqs.is_empty());
+            assert_eq!(rejected.len(), 1, "{name}: {rejected:?}");
+            assert!(rejected[0].reason.contains("empty input"), "{rejected:?}");
+        }
     }
 
     #[test]
