@@ -2052,6 +2052,78 @@ fn inflight_bytes_are_bounded() {
     assert_eq!(summary.stats.spans, 3, "only the accepted request's spans");
 }
 
+/// A gRPC message is charged to the in-flight budget as its frames arrive,
+/// not once tonic has it whole: a client that sends part of a large message
+/// and stops holds its bytes against the budget, and another's export that
+/// would pass the budget is refused (RESOURCE_EXHAUSTED with RetryInfo).
+#[test]
+fn grpc_bodies_are_charged_as_they_arrive() {
+    let srv = start("inflight-grpc", |c, _| {
+        c.max_inflight = 64 * 1024;
+        c.request_timeout = Duration::from_secs(60);
+    });
+    // A worker thread keeps driving the connection after `block_on`.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = srv.grpc;
+    // Declares a 100 KB message (the gRPC length prefix), sends 60 KB, waits.
+    let (_conn, _stream) = rt.block_on(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        let conn = tokio::spawn(conn);
+        let mut client = client.ready().await.unwrap();
+        let req = http::Request::post(format!(
+            "http://{addr}/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+        let (_response, mut stream) = client.send_request(req, false).unwrap();
+        let mut data = vec![0u8];
+        data.extend_from_slice(&(100u32 * 1024).to_be_bytes());
+        data.extend(std::iter::repeat_n(0u8, 60 * 1024));
+        stream.reserve_capacity(data.len());
+        stream.send_data(data.into(), false).unwrap();
+        (conn, stream)
+    });
+    let held = || {
+        let (_, text) = get(srv.admin.unwrap(), "/metrics");
+        metric_value(&text, "traceval_inflight_bytes")
+    };
+    poll_until(Duration::from_secs(15), || held() >= 60.0 * 1024.0);
+    assert!(held() >= 60.0 * 1024.0, "the half-sent message is charged");
+    // 20 KB more takes the budget past 64 KiB: refused, retryable.
+    let big = {
+        let mut req = weather(3);
+        let span = &mut req.resource_spans[0].scope_spans[0].spans[0];
+        span.attributes.push(KeyValue {
+            key: "pad".into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue("x".repeat(20 * 1024))),
+            }),
+            ..Default::default()
+        });
+        req
+    };
+    let mut client = srv.grpc_client();
+    let err = srv.grpc_export(&mut client, big.clone()).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert!(
+        String::from_utf8_lossy(err.details()).contains("RetryInfo"),
+        "a retry hint: {err:?}"
+    );
+    // The holder goes away: its bytes are released, the export fits.
+    drop(rt);
+    poll_until(Duration::from_secs(15), || held() == 0.0);
+    srv.grpc_export(&mut client, big).unwrap();
+    let (summary, _) = srv.stop();
+    assert_eq!(summary.stats.spans, 3, "only the accepted export's spans");
+}
+
 /// A results file that cannot be written (a full disk: `/dev/full`) is not
 /// acknowledged over: readiness goes 503, new data gets 503 with a retry
 /// hint, and the run ends with an error naming the rows it could not write.

@@ -271,6 +271,15 @@ impl Service<http::Request<Body>> for TraceReceiver {
         }
         let shared = Arc::clone(&self.shared);
         let max = self.max_message_size;
+        // The body is charged to the in-flight budget as its frames arrive,
+        // before tonic has the whole message: many clients each sending a
+        // large message cannot hold more than the budget.
+        let req = req.map(|body| {
+            Body::new(Charged {
+                inner: body,
+                charge: shared.inflight.charge(),
+            })
+        });
         Box::pin(async move {
             let mut gzip = EnabledCompressionEncodings::default();
             gzip.enable(CompressionEncoding::Gzip);
@@ -279,6 +288,46 @@ impl Service<http::Request<Body>> for TraceReceiver {
                 .apply_max_message_size_config(Some(max), None);
             Ok(grpc.unary(ExportCall(shared), req).await)
         })
+    }
+}
+
+/// A request body that charges its data frames to the in-flight budget
+/// (`--max-inflight`) as they arrive; over the budget it ends in the
+/// status a full budget always gets (RESOURCE_EXHAUSTED with RetryInfo),
+/// which tonic passes to the client as it is.
+struct Charged {
+    inner: Body,
+    charge: super::intake::Charge,
+}
+
+impl http_body::Body for Charged {
+    type Data = Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, tonic::Status>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    if let Err(e) = this.charge.add(data.len()) {
+                        return Poll::Ready(Some(Err(e.to_grpc())));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
