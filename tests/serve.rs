@@ -2052,6 +2052,58 @@ fn inflight_bytes_are_bounded() {
     assert_eq!(summary.stats.spans, 3, "only the accepted request's spans");
 }
 
+/// The gRPC port has the same connection cap as the HTTP port: past
+/// `--max-connections` a new connection is closed at once and counted, and
+/// when one ends a client gets in again.
+#[test]
+fn grpc_connections_are_capped() {
+    let srv = start("grpc-cap", |c, _| c.max_connections = 2);
+    let refused = || {
+        let (_, text) = get(srv.admin.unwrap(), "/metrics");
+        metric_value(&text, "traceval_connections_refused_total")
+    };
+    let mut idle: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(srv.grpc).unwrap())
+        .collect();
+    // Connections beyond the cap are closed without an answer; the first
+    // two may still be on their way to the server, so keep opening until
+    // one is refused.
+    let mut buf = [0u8; 64];
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut closed = false;
+    while !closed && Instant::now() < deadline {
+        let mut extra = TcpStream::connect(srv.grpc).unwrap();
+        extra
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        closed = matches!(extra.read(&mut buf), Ok(0));
+        if !closed {
+            idle.push(extra);
+        }
+    }
+    assert!(closed, "a connection past the cap is closed at once");
+    assert!(refused() >= 1.0, "and counted");
+    // Freed places take clients again (the server sees the ends first).
+    drop(idle);
+    let url = format!("http://{}", srv.grpc);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let accepted = loop {
+        let sent = srv.rt.block_on(async {
+            let mut client = TraceServiceClient::connect(url.clone()).await.ok()?;
+            client.export(weather(1)).await.ok()
+        });
+        if sent.is_some() {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(accepted, "a place freed takes a client again");
+    srv.stop();
+}
+
 /// A gRPC message is charged to the in-flight budget as its frames arrive,
 /// not once tonic has it whole: a client that sends part of a large message
 /// and stops holds its bytes against the budget, and another's export that

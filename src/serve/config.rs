@@ -161,7 +161,7 @@ settings! {
         max_inflight: usize = "128MiB" ("TRACEVAL_MAX_INFLIGHT", parse_size, "SIZE"),
             "Bytes of request bodies held at once, all receivers together, as received and as inflated; past it requests get 503 / RESOURCE_EXHAUSTED with a retry hint.";
         max_connections: usize = "1024" ("TRACEVAL_MAX_CONNECTIONS", count, "N"),
-            "Open HTTP connections on the OTLP/HTTP port; past it new ones are closed at once (counted and logged). The open-files limit is raised to fit where allowed.";
+            "Open connections on each OTLP port (HTTP, gRPC); past it new ones are closed at once (counted and logged). The open-files limit is raised to fit where allowed.";
         header_timeout: Duration = "10s" ("TRACEVAL_HEADER_TIMEOUT", parse_duration, "DURATION"),
             "Time an HTTP client has to send a request's head; also how long an idle keep-alive connection is kept.";
         request_timeout: Duration = "30s" ("TRACEVAL_REQUEST_TIMEOUT", parse_duration, "DURATION"),

@@ -13,13 +13,14 @@ use bytes::Bytes;
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tonic::body::Body;
 use tonic::codec::{CompressionEncoding, EnabledCompressionEncodings};
 use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::NamedService;
-use tonic::transport::server::{Connected, TcpConnectInfo, TcpIncoming};
+use tonic::transport::server::{Connected, TcpConnectInfo};
 use tracing::{debug, warn};
 
 use super::forward::RawCodec;
@@ -47,6 +48,7 @@ pub(crate) async fn serve(
     handshake_timeout: Duration,
     tls: Option<TlsAcceptor>,
     auth: Arc<Auth>,
+    max_connections: usize,
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
     let stats = Arc::clone(&shared.stats);
@@ -65,33 +67,29 @@ pub(crate) async fn serve(
             Arc::clone(&auth),
         ))
         .add_service(Authorized(results, auth));
-    match tls {
-        None => {
-            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-            router
-                .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-                .await
-        }
-        Some(acceptor) => {
-            let incoming = tls_incoming(listener, acceptor, handshake_timeout, stats);
-            router
-                .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-                .await
-        }
-    }
+    let incoming = incoming(listener, tls, handshake_timeout, max_connections, stats);
+    router
+        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+        .await
 }
 
-/// Connections of `listener` once their TLS handshake is done; each
+/// Connections of `listener`, at most `max_connections` open at once (as
+/// the HTTP receiver: a new one past the cap is closed, counted and logged
+/// once per episode), each after its TLS handshake when TLS is on. A
 /// handshake runs on its own task, bounded by `handshake_timeout`, so a
 /// stalled client holds up no one. Ends when the server drops the stream.
-fn tls_incoming(
+fn incoming(
     listener: TcpListener,
-    acceptor: TlsAcceptor,
+    tls: Option<TlsAcceptor>,
     handshake_timeout: Duration,
+    max_connections: usize,
     stats: Arc<ServeStats>,
-) -> impl futures_util::Stream<Item = Result<TlsConn, std::io::Error>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<TlsConn>(64);
+) -> impl futures_util::Stream<Item = Result<GrpcConn, std::io::Error>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<GrpcConn>(64);
+    let max = max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let permits = Arc::new(Semaphore::new(max));
     tokio::spawn(async move {
+        let mut refusing = false;
         loop {
             let accepted = tokio::select! {
                 r = listener.accept() => r,
@@ -100,17 +98,44 @@ fn tls_incoming(
             let (stream, peer) = match accepted {
                 Ok(c) => c,
                 Err(e) => {
+                    // Out of file descriptors: back off rather than spin.
                     warn!(error = %e, "Cannot accept a connection.");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             };
+            let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                ServeStats::add(&stats.connections_refused, 1);
+                if !std::mem::replace(&mut refusing, true) {
+                    warn!(
+                        max_connections,
+                        %peer,
+                        "Too many open gRPC connections; closing new ones until some end."
+                    );
+                }
+                continue;
+            };
+            refusing = false;
             let _ = stream.set_nodelay(true);
-            let (acceptor, tx, stats) = (acceptor.clone(), tx.clone(), Arc::clone(&stats));
+            let Some(acceptor) = tls.clone() else {
+                let conn = GrpcConn {
+                    io: Io::Plain(stream),
+                    _permit: permit,
+                };
+                if tx.send(conn).await.is_err() {
+                    break;
+                }
+                continue;
+            };
+            let (tx, stats) = (tx.clone(), Arc::clone(&stats));
             tokio::spawn(async move {
                 match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                     Ok(Ok(tls)) => {
-                        let _ = tx.send(TlsConn(tls)).await;
+                        let conn = GrpcConn {
+                            io: Io::Tls(Box::new(tls)),
+                            _permit: permit,
+                        };
+                        let _ = tx.send(conn).await;
                     }
                     Ok(Err(e)) => {
                         ServeStats::add(&stats.tls_handshake_failures, 1);
@@ -130,34 +155,51 @@ fn tls_incoming(
     )
 }
 
-/// A TLS connection, as tonic takes it.
-struct TlsConn(tokio_rustls::server::TlsStream<TcpStream>);
+/// A connection as tonic takes it, holding its place under the cap.
+struct GrpcConn {
+    io: Io,
+    _permit: OwnedSemaphorePermit,
+}
 
-impl Connected for TlsConn {
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl Connected for GrpcConn {
     type ConnectInfo = TcpConnectInfo;
 
     fn connect_info(&self) -> TcpConnectInfo {
-        self.0.get_ref().0.connect_info()
+        match &self.io {
+            Io::Plain(s) => s.connect_info(),
+            Io::Tls(s) => s.get_ref().0.connect_info(),
+        }
     }
 }
 
-impl AsyncRead for TlsConn {
+impl AsyncRead for GrpcConn {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
+        match &mut self.io {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
     }
 }
 
-impl AsyncWrite for TlsConn {
+impl AsyncWrite for GrpcConn {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, data)
+        match &mut self.io {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, data),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, data),
+        }
     }
 
     fn poll_write_vectored(
@@ -165,19 +207,31 @@ impl AsyncWrite for TlsConn {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+        match &mut self.io {
+            Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        match &self.io {
+            Io::Plain(s) => s.is_write_vectored(),
+            Io::Tls(s) => s.is_write_vectored(),
+        }
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
+        match &mut self.io {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
+        match &mut self.io {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
     }
 }
 

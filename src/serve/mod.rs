@@ -495,11 +495,21 @@ fn start_receivers(
         let results = hub.service();
         let tls = sec.tls.as_ref().map(|t| t.otlp.clone());
         let (auth, handshake) = (Arc::clone(&sec.auth), c.header_timeout);
+        let max_connections = c.max_connections;
         let task = spawn(
             "gRPC",
             Box::pin(async move {
                 grpc::serve(
-                    l, shared, results, max, timeout, handshake, tls, auth, token,
+                    l,
+                    shared,
+                    results,
+                    max,
+                    timeout,
+                    handshake,
+                    tls,
+                    auth,
+                    max_connections,
+                    token,
                 )
                 .await
                 .map_err(|e| e.to_string())
@@ -668,10 +678,14 @@ pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, Se
 /// process never runs out of file descriptors.
 fn fit_open_files(config: &mut ServeConfig) {
     const MARGIN: usize = 512;
-    let want = config.max_connections.saturating_add(MARGIN);
+    // The cap applies to each receiver (OTLP/HTTP and OTLP/gRPC).
+    let want = config
+        .max_connections
+        .saturating_mul(2)
+        .saturating_add(MARGIN);
     match rlimit::increase_nofile_limit(want as u64) {
         Ok(got) if (got as usize) < want => {
-            let fit = (got as usize).saturating_sub(MARGIN).max(16);
+            let fit = ((got as usize).saturating_sub(MARGIN) / 2).max(16);
             warn!(
                 open_files_limit = got,
                 max_connections = config.max_connections,
