@@ -12,5 +12,6 @@ mod judge;
 mod junit;
 mod presets;
 mod progress;
+mod properties;
 mod serve;
 mod treewalks;
