@@ -329,5 +329,8 @@ fn one_bad_mlflow_span_is_left_out_alone_and_its_trace_kept() {
         names("5e5e3251271865ab32c5c2f650a10a43"),
         ["get_weather", "get_weather"]
     );
-    assert_eq!(trace(&rows, "5e5e3251271865ab32c5c2f650a10a43")["spans"], 10);
+    assert_eq!(
+        trace(&rows, "5e5e3251271865ab32c5c2f650a10a43")["spans"],
+        10
+    );
 }

@@ -17,7 +17,12 @@ use serde_json::{json, Value};
 use crate::serve::{keyed, kv, post, replay_rows, request, start, Framing, PROTOBUF};
 use crate::util::{hex, traceval, TempDir};
 
-const TOOLS: &[&str] = &["get_weather", "search_flights", "book_hotel", "convert_currency"];
+const TOOLS: &[&str] = &[
+    "get_weather",
+    "search_flights",
+    "book_hotel",
+    "convert_currency",
+];
 
 /// One generated tool call: its parent is the agent root or an earlier call.
 #[derive(Debug, Clone)]
@@ -36,14 +41,18 @@ struct GenTrace {
 }
 
 fn call() -> impl Strategy<Value = Call> {
-    (select(TOOLS), 0u8..3, any::<Index>(), prop::bool::weighted(0.2)).prop_map(
-        |(tool, arg, parent, failed)| Call {
+    (
+        select(TOOLS),
+        0u8..3,
+        any::<Index>(),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(tool, arg, parent, failed)| Call {
             tool,
             arg,
             parent,
             failed,
-        },
-    )
+        })
 }
 
 fn gen_trace() -> impl Strategy<Value = GenTrace> {
@@ -111,7 +120,11 @@ fn spans(t: usize, g: &GenTrace) -> Vec<Span> {
 
 /// Every span of every trace, in generation order.
 fn all_spans(traces: &[GenTrace]) -> Vec<Span> {
-    traces.iter().enumerate().flat_map(|(t, g)| spans(t, g)).collect()
+    traces
+        .iter()
+        .enumerate()
+        .flat_map(|(t, g)| spans(t, g))
+        .collect()
 }
 
 /// `spans` in the order `order` gives, cut into requests at `cuts`.
@@ -122,7 +135,14 @@ fn requests(spans: &[Span], order: &[usize], cuts: &[Index]) -> Vec<ExportTraceS
     at.sort_unstable();
     at.dedup();
     at.windows(2)
-        .map(|w| request(order[w[0]..w[1]].iter().map(|&i| spans[i].clone()).collect()))
+        .map(|w| {
+            request(
+                order[w[0]..w[1]]
+                    .iter()
+                    .map(|&i| spans[i].clone())
+                    .collect(),
+            )
+        })
         .collect()
 }
 

@@ -181,7 +181,12 @@ pub(crate) enum Framing {
 }
 
 /// One POST on its own connection, with exact control of the framing.
-pub(crate) fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8], framing: Framing) -> Reply {
+pub(crate) fn post(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    framing: Framing,
+) -> Reply {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     let mut head = format!("POST /v1/traces HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");

@@ -8,6 +8,7 @@ mod corpus;
 mod explain;
 mod extraction;
 mod formats;
+mod fuzz_corpora;
 mod judge;
 mod junit;
 mod presets;

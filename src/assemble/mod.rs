@@ -632,14 +632,21 @@ mod tests {
         // A retry of span 2 (exact), and span 1 again with another name.
         let mut other = span(1, 1, None, 10);
         other.name = "renamed".into();
-        let st = a.add(req(vec![span(1, 2, Some(1), 20), other, span(1, 1, None, 10)]));
+        let st = a.add(req(vec![
+            span(1, 2, Some(1), 20),
+            other,
+            span(1, 1, None, 10),
+        ]));
         assert_eq!((st.spans, st.duplicates, st.conflicting), (0, 3, 1));
         let t = &a.finish()[0];
         assert_eq!(t.duplicates, 3);
         assert_eq!(t.conflicting, vec![SpanId([1; 8])]);
         assert_eq!(t.spans[0].span.name, "s1", "the first copy is kept");
         let w = t.conflict_warning().unwrap();
-        assert!(w.contains("1 span(s)") && w.contains("0101010101010101"), "{w}");
+        assert!(
+            w.contains("1 span(s)") && w.contains("0101010101010101"),
+            "{w}"
+        );
     }
 
     #[test]

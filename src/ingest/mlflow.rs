@@ -141,21 +141,24 @@ fn trace(t: &Value) -> Result<(ResourceSpans, Vec<String>), String> {
             }
         }
     }
-    Ok((ResourceSpans {
-        resource: Some(Resource {
-            attributes: resource,
-            ..Default::default()
-        }),
-        scope_spans: vec![ScopeSpans {
-            scope: Some(InstrumentationScope {
-                name: "mlflow.tracing".to_string(),
+    Ok((
+        ResourceSpans {
+            resource: Some(Resource {
+                attributes: resource,
                 ..Default::default()
             }),
-            spans: out,
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: "mlflow.tracing".to_string(),
+                    ..Default::default()
+                }),
+                spans: out,
+                ..Default::default()
+            }],
             ..Default::default()
-        }],
-        ..Default::default()
-    }, bad))
+        },
+        bad,
+    ))
 }
 
 fn span_of(s: &Value, info_tid: Option<&[u8]>) -> Result<Span, String> {
