@@ -159,6 +159,10 @@ pub fn stream_traces(
         for warning in traces.iter().filter_map(Trace::cycle_warning) {
             eprintln!("traceval: warning: {warning}");
         }
+        // First copy wins; a span id reused with other content is named.
+        for warning in traces.iter().filter_map(Trace::conflict_warning) {
+            eprintln!("traceval: warning: {warning}");
+        }
         if !traces.is_empty() {
             each(traces);
         }

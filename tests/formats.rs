@@ -279,3 +279,58 @@ fn empty_or_unreadable_downloads_are_never_silently_empty() {
         "{stderr}"
     );
 }
+
+#[test]
+fn one_bad_mlflow_span_is_left_out_alone_and_its_trace_kept() {
+    let native = |id: &str| -> Value {
+        let p = data(&format!("corpus/mlflow/mlflow-native/{id}.json"));
+        serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let first = native("3db4b55a476481ac5b47aa94caea582a");
+    let mut second = native("5e5e3251271865ab32c5c2f650a10a43");
+    let mut third = native("f568a804e2b40611c4e3d2fb7598ecf3");
+    // Trace 2: span #10 (the `format_answer` tool call) gets an id that is
+    // neither base64 nor hex; trace 3 loses its `data` (not a trace).
+    let spans = second["data"]["spans"].as_array_mut().unwrap();
+    assert_eq!(spans[9]["name"], "format_answer");
+    spans[9]["span_id"] = json!("!!bad!!");
+    third.as_object_mut().unwrap().remove("data");
+    let dir = TempDir::new("mlflow-bad-span");
+    let file = dir.path().join("traces.json");
+    fs::write(&file, json!([first, second, third]).to_string()).unwrap();
+
+    let out = traceval(&["inspect", "--format", "jsonl", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "traces.json: MLflow trace JSON: trace #2 (tr-5e5e3251271865ab32c5c2f650a10a43): \
+             span #10 `!!bad!!` left out: bad span id `!!bad!!`"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("trace #3 (tr-f568a804e2b40611c4e3d2fb7598ecf3): no `data.spans` list"),
+        "{stderr}"
+    );
+    let rows = rows(&out.stdout);
+    let names = |id: &str| -> Vec<String> {
+        trace(&rows, id)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(names("3db4b55a476481ac5b47aa94caea582a"), ["get_weather"]);
+    // The good spans of the trace with the bad one are all kept.
+    assert_eq!(
+        names("5e5e3251271865ab32c5c2f650a10a43"),
+        ["get_weather", "get_weather"]
+    );
+    assert_eq!(
+        trace(&rows, "5e5e3251271865ab32c5c2f650a10a43")["spans"],
+        10
+    );
+}

@@ -32,10 +32,10 @@ const WAIT: Duration = Duration::from_millis(200);
 
 // ---------------------------------------------------------------- harness
 
-struct TestServer {
+pub(crate) struct TestServer {
     rt: tokio::runtime::Runtime,
     grpc: SocketAddr,
-    http: SocketAddr,
+    pub(crate) http: SocketAddr,
     admin: Option<SocketAddr>,
     token: CancellationToken,
     handle: tokio::task::JoinHandle<Result<ServeSummary, ServeError>>,
@@ -45,7 +45,7 @@ struct TestServer {
 }
 
 /// A server on 127.0.0.1:0 writing JSONL to a temp file; `tweak` edits the config.
-fn start(tag: &str, tweak: impl FnOnce(&mut ServeConfig, &Path)) -> TestServer {
+pub(crate) fn start(tag: &str, tweak: impl FnOnce(&mut ServeConfig, &Path)) -> TestServer {
     let dir = TempDir::new(tag);
     let out = dir.path().join("results.jsonl");
     let mut config = ServeConfig {
@@ -110,7 +110,7 @@ impl TestServer {
     }
 
     /// Graceful shutdown: returns the summary and every JSONL row.
-    fn stop(self) -> (ServeSummary, Vec<Value>) {
+    pub(crate) fn stop(self) -> (ServeSummary, Vec<Value>) {
         self.token.cancel();
         let summary = self
             .rt
@@ -154,8 +154,8 @@ fn of_type<'a>(rows: &'a [Value], t: &str) -> Vec<&'a Value> {
 
 // ------------------------------------------------------------ raw HTTP/1.1
 
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
@@ -169,7 +169,7 @@ impl Reply {
     }
 }
 
-enum Framing {
+pub(crate) enum Framing {
     Length,
     Chunked,
     /// Declares `n` bytes more than sent, then half-closes.
@@ -181,7 +181,12 @@ enum Framing {
 }
 
 /// One POST on its own connection, with exact control of the framing.
-fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &[u8], framing: Framing) -> Reply {
+pub(crate) fn post(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    framing: Framing,
+) -> Reply {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     let mut head = format!("POST /v1/traces HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -265,7 +270,7 @@ fn parse_reply(raw: &[u8]) -> Reply {
     }
 }
 
-const PROTOBUF: (&str, &str) = ("Content-Type", "application/x-protobuf");
+pub(crate) const PROTOBUF: (&str, &str) = ("Content-Type", "application/x-protobuf");
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -276,7 +281,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 // ------------------------------------------------------------- payloads
 
-fn kv(key: &str, value: &str) -> KeyValue {
+pub(crate) fn kv(key: &str, value: &str) -> KeyValue {
     KeyValue {
         key: key.into(),
         value: Some(AnyValue {
@@ -330,7 +335,7 @@ fn agent_spans(t: u8, conversation: &str, tools: &[(&str, Value)]) -> Vec<Span> 
     spans
 }
 
-fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+pub(crate) fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Default::default()),
@@ -531,7 +536,7 @@ fn truth_fixture(dir: &Path) -> PathBuf {
 }
 
 /// Per-trace rows with the serve-only fields removed, keyed for comparison.
-fn keyed(rows: &[Value]) -> BTreeMap<String, Value> {
+pub(crate) fn keyed(rows: &[Value]) -> BTreeMap<String, Value> {
     rows.iter()
         .filter(|r| r["type"] == "evaluation" || r["type"] == "unmatched_trace")
         .map(|r| {
@@ -548,7 +553,7 @@ fn keyed(rows: &[Value]) -> BTreeMap<String, Value> {
         .collect()
 }
 
-fn replay_rows(files: &[PathBuf], fixture: &Path) -> Vec<Value> {
+pub(crate) fn replay_rows(files: &[PathBuf], fixture: &Path) -> Vec<Value> {
     let mut args: Vec<String> = vec![
         "replay".into(),
         "--format".into(),

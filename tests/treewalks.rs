@@ -595,3 +595,40 @@ fn tool_spans_beside_their_agent_run_are_attributed_to_it() {
         run.stdout
     );
 }
+
+#[test]
+fn a_span_id_reused_with_other_content_is_warned_about_and_the_first_kept() {
+    let dir = TempDir::new("dup-ids");
+    let mut doc = open_doc();
+    agent(&mut doc, 0, None, (100, 10_000), "root");
+    // An exporter's retry: the same span twice, silently dropped.
+    tool(&mut doc, 1, Some(0), (200, 300), "lookup");
+    tool(&mut doc, 1, Some(0), (200, 300), "lookup");
+    // One id, two different spans: the first is read, with a warning.
+    tool(&mut doc, 2, Some(0), (400, 500), "first");
+    tool(&mut doc, 2, Some(0), (400, 500), "second");
+    tool(&mut doc, 3, Some(0), (600, 700), "third");
+    let file = write_doc(&dir, "dups.json", doc);
+    let run = run_bounded(
+        &dir,
+        &["inspect", &file, "--format", "jsonl"],
+        Duration::from_secs(10),
+    );
+    assert!(run.status.success(), "{}", run.stderr);
+    let rows = jsonl(&run.stdout);
+    let names: Vec<&str> = rows[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lookup", "first", "third"]);
+    let want = format!(
+        "traceval: warning: trace {TRACE}: 1 span(s) came again with the same id and other \
+         content; the first copy is kept: {}",
+        span_id(2)
+    );
+    assert!(run.stderr.contains(&want), "{want} in {}", run.stderr);
+    // The exact re-send is not named.
+    assert!(!run.stderr.contains(&span_id(1)), "{}", run.stderr);
+}

@@ -1,7 +1,8 @@
 //! Assemble: spans from any number of requests -> whole traces.
 //!
-//! Spans are grouped by trace id, exact duplicates (same trace id and span
-//! id, as re-sent by retrying exporters) are dropped, the parent/child tree
+//! Spans are grouped by trace id, duplicates (same trace id and span id, as
+//! re-sent by retrying exporters) are dropped (the first copy is kept; one
+//! whose content differs is named in a warning), the parent/child tree
 //! is rebuilt and spans whose parent never arrived are kept as orphans.
 //! `session` groups whole traces into conversations.
 
@@ -126,8 +127,11 @@ pub struct Trace {
     pub parent: Vec<Option<usize>>,
     /// Spans that name a parent that never arrived (e.g. mlflow's dropped roots).
     pub orphans: Vec<usize>,
-    /// Exact duplicates dropped while assembling.
+    /// Duplicates dropped while assembling (exact or not).
     pub duplicates: usize,
+    /// Span ids that came again with other content (the first copy is
+    /// kept): malformed input, or two spans given one id.
+    pub conflicting: Vec<SpanId>,
     /// Parent links dropped to break parent cycles (malformed input).
     pub broken_links: Vec<BrokenLink>,
 }
@@ -204,6 +208,7 @@ impl Trace {
             parent,
             orphans,
             duplicates,
+            conflicting: Vec::new(),
             broken_links,
         }
     }
@@ -275,6 +280,31 @@ impl Trace {
             "trace {}: parent cycle(s) broken: {}",
             self.id,
             links.join("; ")
+        ))
+    }
+
+    /// A one-line warning naming the span ids that came twice with
+    /// different content (the first copy is the one read).
+    pub fn conflict_warning(&self) -> Option<String> {
+        if self.conflicting.is_empty() {
+            return None;
+        }
+        const SHOWN: usize = 10;
+        let mut ids: Vec<String> = self
+            .conflicting
+            .iter()
+            .take(SHOWN)
+            .map(ToString::to_string)
+            .collect();
+        if self.conflicting.len() > SHOWN {
+            ids.push(format!("and {} more", self.conflicting.len() - SHOWN));
+        }
+        Some(format!(
+            "trace {}: {} span(s) came again with the same id and other content; \
+             the first copy is kept: {}",
+            self.id,
+            self.conflicting.len(),
+            ids.join(", ")
         ))
     }
 
@@ -391,8 +421,10 @@ struct Pending {
     /// spare, and a spare slot of a boxed span is 8 bytes, not ~330.
     #[allow(clippy::vec_box)]
     spans: Vec<Box<SpanRecord>>,
-    seen: HashSet<SpanId>,
+    /// Each span id's index in `spans`, to compare a duplicate with it.
+    seen: HashMap<SpanId, u32>,
     duplicates: usize,
+    conflicting: Vec<SpanId>,
     /// Stream position when a span of it last arrived (early release).
     last_seen: u64,
     /// Whether a span without a parent (a root) has arrived.
@@ -402,7 +434,9 @@ struct Pending {
 impl Pending {
     fn into_trace(self, id: TraceId) -> Trace {
         let spans = self.spans.into_iter().map(|b| *b).collect();
-        Trace::new(id, spans, self.duplicates)
+        let mut trace = Trace::new(id, spans, self.duplicates);
+        trace.conflicting = self.conflicting;
+        trace
     }
 }
 
@@ -424,7 +458,10 @@ pub struct Assembler {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct AddStats {
     pub spans: usize,
+    /// Duplicates dropped, exact or not.
     pub duplicates: usize,
+    /// Of those, the ones whose content differed from the kept copy.
+    pub conflicting: usize,
     /// Spans with ids of the wrong length (normally removed by `ingest`).
     pub invalid: usize,
     /// Spans of traces already released, by trace (kept out).
@@ -476,10 +513,29 @@ impl Assembler {
                     };
                     pending.last_seen = self.clock;
                     pending.rooted |= parent.is_none();
-                    if !pending.seen.insert(SpanId(sid)) {
-                        pending.duplicates += 1;
-                        stats.duplicates += 1;
-                        continue;
+                    let at = u32::try_from(pending.spans.len()).unwrap_or(u32::MAX);
+                    match pending.seen.entry(SpanId(sid)) {
+                        Entry::Occupied(e) => {
+                            pending.duplicates += 1;
+                            stats.duplicates += 1;
+                            // A retry re-sends the same span: silent. Other
+                            // content under the same id is worth a warning.
+                            let same = pending.spans.get(*e.get() as usize).is_none_or(|kept| {
+                                kept.parent == parent
+                                    && kept.span == span
+                                    && (Arc::ptr_eq(&kept.resource, &resource)
+                                        || *kept.resource == *resource)
+                                    && (Arc::ptr_eq(&kept.scope, &scope) || *kept.scope == *scope)
+                            });
+                            if !same {
+                                pending.conflicting.push(SpanId(sid));
+                                stats.conflicting += 1;
+                            }
+                            continue;
+                        }
+                        Entry::Vacant(e) => {
+                            e.insert(at);
+                        }
                     }
                     pending.spans.push(Box::new(SpanRecord {
                         span_id: SpanId(sid),
@@ -620,6 +676,30 @@ mod tests {
         assert!(t.orphans.is_empty());
         assert_eq!(traces[1].orphans, vec![0]);
         assert_eq!(t.ancestors(2).collect::<Vec<_>>(), vec![1, 0]);
+    }
+
+    #[test]
+    fn duplicates_with_other_content_are_counted_apart() {
+        let mut a = Assembler::new();
+        a.add(req(vec![span(1, 1, None, 10), span(1, 2, Some(1), 20)]));
+        // A retry of span 2 (exact), and span 1 again with another name.
+        let mut other = span(1, 1, None, 10);
+        other.name = "renamed".into();
+        let st = a.add(req(vec![
+            span(1, 2, Some(1), 20),
+            other,
+            span(1, 1, None, 10),
+        ]));
+        assert_eq!((st.spans, st.duplicates, st.conflicting), (0, 3, 1));
+        let t = &a.finish()[0];
+        assert_eq!(t.duplicates, 3);
+        assert_eq!(t.conflicting, vec![SpanId([1; 8])]);
+        assert_eq!(t.spans[0].span.name, "s1", "the first copy is kept");
+        let w = t.conflict_warning().unwrap();
+        assert!(
+            w.contains("1 span(s)") && w.contains("0101010101010101"),
+            "{w}"
+        );
     }
 
     #[test]

@@ -35,29 +35,57 @@ pub fn looks_like(doc: &[u8]) -> bool {
     has(b"\"spans\"") && has(b"\"data\"") && has(b"\"info\"")
 }
 
-/// Converts one document: a trace object or a JSON array of them. Errors
-/// name the first problem.
-pub fn decode(doc: &[u8]) -> Result<ExportTraceServiceRequest, String> {
-    let v: Value = serde_json::from_slice(doc).map_err(|e| format!("not JSON: {e}"))?;
-    let traces: Vec<&Value> = match &v {
-        Value::Array(items) => items.iter().collect(),
-        obj => vec![obj],
-    };
-    let mut req = ExportTraceServiceRequest::default();
-    for (n, t) in traces.into_iter().enumerate() {
-        let rs = trace(t).map_err(|e| {
-            if n == 0 {
-                e
-            } else {
-                format!("trace #{}: {e}", n + 1)
-            }
-        })?;
-        req.resource_spans.push(rs);
-    }
-    Ok(req)
+/// A converted document, and what was left out of it.
+#[derive(Debug, Default)]
+pub struct Converted {
+    pub request: ExportTraceServiceRequest,
+    /// Spans, or whole traces, that could not be read, each with the reason
+    /// (naming the trace and the span) and the number of spans lost.
+    pub rejected: Vec<(String, usize)>,
 }
 
-fn trace(t: &Value) -> Result<ResourceSpans, String> {
+/// Converts one document: a trace object or a JSON array of them. A bad
+/// span is left out alone and a trace that is not one (no `data.spans`
+/// list) alone; the rest is kept. Errors only when nothing of the document
+/// can be read (not JSON, or a lone object that is not a trace).
+pub fn decode(doc: &[u8]) -> Result<Converted, String> {
+    let v: Value = serde_json::from_slice(doc).map_err(|e| format!("not JSON: {e}"))?;
+    let (traces, array): (Vec<&Value>, bool) = match &v {
+        Value::Array(items) => (items.iter().collect(), true),
+        obj => (vec![obj], false),
+    };
+    let mut out = Converted::default();
+    for (n, t) in traces.into_iter().enumerate() {
+        // Which trace, for people: its place in the array and its id.
+        let id = t
+            .pointer("/info/trace_id")
+            .or_else(|| t.pointer("/info/request_id"))
+            .and_then(Value::as_str);
+        let label = match (array, id) {
+            (true, Some(id)) => format!("trace #{} ({id}): ", n + 1),
+            (true, None) => format!("trace #{}: ", n + 1),
+            (false, Some(id)) => format!("trace {id}: "),
+            (false, None) => String::new(),
+        };
+        match trace(t) {
+            Ok((rs, bad)) => {
+                out.rejected
+                    .extend(bad.into_iter().map(|e| (format!("{label}{e}"), 1)));
+                out.request.resource_spans.push(rs);
+            }
+            Err(e) if !array => return Err(e),
+            Err(e) => {
+                let spans = t.pointer("/data/spans").and_then(Value::as_array);
+                out.rejected
+                    .push((format!("{label}{e}"), spans.map_or(0, Vec::len)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One trace, and the reasons for the spans of it that were left out.
+fn trace(t: &Value) -> Result<(ResourceSpans, Vec<String>), String> {
     let spans = t
         .pointer("/data/spans")
         .and_then(Value::as_array)
@@ -94,24 +122,43 @@ fn trace(t: &Value) -> Result<ResourceSpans, String> {
         }
     }
     let mut out = Vec::with_capacity(spans.len());
+    let mut bad = Vec::new();
     for (i, s) in spans.iter().enumerate() {
-        out.push(span_of(s, info_tid.as_deref()).map_err(|e| format!("span #{}: {e}", i + 1))?);
+        match span_of(s, info_tid.as_deref()) {
+            Ok(span) => out.push(span),
+            Err(e) => {
+                // Name the span by its id as written, else its name.
+                let what = s
+                    .get("span_id")
+                    .or_else(|| s.pointer("/context/span_id"))
+                    .or_else(|| s.get("name"))
+                    .and_then(Value::as_str)
+                    .map(|v| format!("`{v}`"));
+                bad.push(match what {
+                    Some(w) => format!("span #{} {w} left out: {e}", i + 1),
+                    None => format!("span #{} left out: {e}", i + 1),
+                });
+            }
+        }
     }
-    Ok(ResourceSpans {
-        resource: Some(Resource {
-            attributes: resource,
-            ..Default::default()
-        }),
-        scope_spans: vec![ScopeSpans {
-            scope: Some(InstrumentationScope {
-                name: "mlflow.tracing".to_string(),
+    Ok((
+        ResourceSpans {
+            resource: Some(Resource {
+                attributes: resource,
                 ..Default::default()
             }),
-            spans: out,
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: "mlflow.tracing".to_string(),
+                    ..Default::default()
+                }),
+                spans: out,
+                ..Default::default()
+            }],
             ..Default::default()
-        }],
-        ..Default::default()
-    })
+        },
+        bad,
+    ))
 }
 
 fn span_of(s: &Value, info_tid: Option<&[u8]>) -> Result<Span, String> {
@@ -324,7 +371,7 @@ mod tests {
             "parent_id": null, "start_time": 5, "end_time": 9, "status_code": "ERROR",
             "status_message": "boom", "attributes": {"mlflow.spanType": "\"TOOL\""}, "events": []}]}}"#;
         assert!(looks_like(doc));
-        let req = decode(doc).unwrap();
+        let req = decode(doc).unwrap().request;
         let s = &req.resource_spans[0].scope_spans[0].spans[0];
         assert_eq!(s.trace_id.len(), 16);
         assert_eq!(s.span_id[7], 0xaa);

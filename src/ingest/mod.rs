@@ -480,9 +480,19 @@ fn decode_json_document(
     };
     if maybe_mlflow && mlflow::looks_like(doc) {
         match mlflow::decode(doc) {
-            Ok(req) => {
+            Ok(converted) => {
                 out.format = Some(Format::MlflowTraceJson);
-                out.requests.push(req);
+                for (reason, spans) in converted.rejected {
+                    out.rejected.push(Rejected {
+                        source: source.to_string(),
+                        position: pos.clone(),
+                        reason: format!("MLflow trace JSON: {reason}"),
+                        spans,
+                    });
+                }
+                if !converted.request.resource_spans.is_empty() {
+                    out.requests.push(converted.request);
+                }
             }
             Err(e) => out.reject(source, pos, format!("not valid MLflow trace JSON: {e}")),
         }

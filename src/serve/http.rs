@@ -124,6 +124,46 @@ async fn receive(
     }
 }
 
+/// The request path after the body is read, without a socket: what
+/// `export` does with `headers` and a whole `body`, on a buffer of its own.
+/// For fuzzing and tests; returns the HTTP status.
+pub(crate) fn exchange(headers: &HeaderMap, body: Bytes, max_size: usize) -> u16 {
+    use super::buffer::{BufferLimits, TraceBuffer};
+    let shared = Shared::new(
+        TraceBuffer::new(BufferLimits {
+            decision_wait: Duration::from_secs(60),
+            max_spans: 100_000,
+            max_traces: 10_000,
+            remember_completed: 1_000,
+        }),
+        Duration::from_secs(1),
+        max_size.saturating_mul(2),
+        Default::default(),
+    );
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let Some(encoding) = Encoding::from_content_type(&content_type) else {
+        let e = ExportError::UnsupportedMediaType(content_type);
+        return http_response(Encoding::Json, Err(e)).status().as_u16();
+    };
+    let outcome = (|| {
+        let gzip = is_gzip_encoded(headers)?;
+        if body.len() > max_size {
+            return Err(ExportError::TooLarge {
+                what: "the request body",
+                cap: max_size,
+            });
+        }
+        let mut charge = shared.inflight.charge();
+        charge.add(body.len())?;
+        let body = inflate(gzip, &body, max_size, &mut charge)?;
+        shared.accept_body(encoding, body)
+    })();
+    http_response(encoding, outcome).status().as_u16()
+}
+
 /// `Content-Encoding`: gzip, identity or none.
 fn is_gzip_encoded(headers: &HeaderMap) -> Result<bool, ExportError> {
     let mut gzip = false;

@@ -47,6 +47,14 @@ use tracing::{error, info, warn};
 pub use buffer::{Admitted, BufferLimits, Completed, Refused, TraceBuffer, Usage};
 pub use config::{parse_duration, parse_size, ServeConfig, ServeFlags, OFF};
 pub use http::TRACES_PATH;
+
+/// The OTLP/HTTP receiver's request path without a socket: `headers` and a
+/// whole `body` in (capped at `max_size`, before and after inflating), the
+/// HTTP status out, on a buffer of its own. Fuzzing and tests use it.
+#[doc(hidden)]
+pub fn http_exchange(headers: &::http::HeaderMap, body: bytes::Bytes, max_size: usize) -> u16 {
+    http::exchange(headers, body, max_size)
+}
 pub use scoring::Scoring;
 pub use sinks::results_api;
 pub use sinks::{MetricSummary, ServeSummary};

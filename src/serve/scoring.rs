@@ -124,6 +124,9 @@ impl BatchScorer {
             if let Some(w) = trace.cycle_warning() {
                 warn!(warning = %crate::report::printable(&w), "Parent cycle in a trace.");
             }
+            if let Some(w) = trace.conflict_warning() {
+                warn!(warning = %crate::report::printable(&w), "Span id reused with other content.");
+            }
             let (calls, runs) = self.extractor.extract_with_runs(trace);
             let result = self.evaluator.evaluate_trace_with_runs(trace, calls, &runs);
             if !result.sessions.is_empty() {
