@@ -92,8 +92,8 @@ code=$?
 set -e
 [[ $code -eq 1 ]] || die "replay exited $code, want 1 (some sample cases fail by design); see $OUT and $WORK/replay.err"
 head -1 "$OUT" | grep -Eq '^CASE +TRACE +JOINED BY +tool_correctness +PASS +DETAILS' || die "no table header in $OUT"
-grep -Eq '^mlflow-weather-must-format +5e5e3251271865ab32c5c2f650a10a43 +1\.000 +pass' "$OUT" || die "mlflow-weather-must-format does not pass in $OUT"
-grep -Eq '^mlflow-trip-wrong-city +e50f3f7064a97fff4b026dd0c3a9e4cc +0\.500 +FAIL' "$OUT" || die "mlflow-trip-wrong-city does not fail in $OUT"
+grep -Eq '^mlflow-weather-must-format +5e5e3251271865ab32c5c2f650a10a43 +trace_id +1\.000 +pass' "$OUT" || die "mlflow-weather-must-format does not pass in $OUT"
+grep -Eq '^mlflow-trip-wrong-city +e50f3f7064a97fff4b026dd0c3a9e4cc +trace_id +0\.500 +FAIL' "$OUT" || die "mlflow-trip-wrong-city does not fail in $OUT"
 
 "${PIP[@]}" uninstall --yes traceval
 [[ ! -e "$VENV/bin/traceval" ]] || die "pip uninstall left $VENV/bin/traceval"
