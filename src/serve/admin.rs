@@ -53,7 +53,10 @@ pub(crate) async fn serve(
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
         shared.stats.render(),
     )
 }

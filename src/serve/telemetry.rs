@@ -1,5 +1,5 @@
 //! The live service's counters: one set, read by the run's summary, the
-//! status log and `/metrics` (Prometheus text exposition).
+//! status log and `/metrics` (OpenMetrics text, encoded by prometheus-client).
 //!
 //! Counters are atomics so the hot path never takes a lock; per-metric
 //! evaluation counts and score histograms sit behind one mutex that is taken
@@ -7,16 +7,21 @@
 //! only the metric name (a small, configured set) and a fixed outcome label.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 use serde::Serialize;
 
 /// Upper bounds of the score histogram buckets (scores are in 0..=1).
 pub const SCORE_BUCKETS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct PerMetric {
     passed: u64,
     failed: u64,
@@ -182,15 +187,19 @@ impl ServeStats {
         }
     }
 
-    /// The Prometheus text format (version 0.0.4).
+    /// The OpenMetrics text exposition of every counter (prometheus-client
+    /// encodes it; the numbers come from this one counter system).
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(4096);
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut single = |name: &str, kind: &str, help: &str, v: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
-            );
+        let mut scalars: Vec<Scalar> = Vec::with_capacity(32);
+        let mut single = |name: &'static str, kind: &str, help: &'static str, v: u64| {
+            scalars.push(Scalar {
+                // The encoder appends `_total` to a counter's name.
+                name: name.strip_suffix("_total").unwrap_or(name),
+                help,
+                counter: kind == "counter",
+                value: v,
+            });
         };
         single(
             "traceval_spans_received_total",
@@ -361,50 +370,83 @@ impl ServeStats {
             g(&self.forward_queue_bytes_capacity),
         );
 
-        let map = match self.per_metric.lock() {
-            Ok(m) => m,
-            Err(poisoned) => poisoned.into_inner(),
+        let per_metric = match self.per_metric.lock() {
+            Ok(m) => m.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         };
-        let _ = writeln!(
-            out,
-            "# HELP traceval_evaluations_total Metric verdicts by outcome."
-        );
-        let _ = writeln!(out, "# TYPE traceval_evaluations_total counter");
-        for (name, m) in map.iter() {
-            let name = escape_label(name);
-            for (outcome, v) in [("pass", m.passed), ("fail", m.failed), ("error", m.errors)] {
-                let _ = writeln!(
-                    out,
-                    "traceval_evaluations_total{{metric=\"{name}\",outcome=\"{outcome}\"}} {v}"
-                );
-            }
-        }
-        let _ = writeln!(out, "# HELP traceval_score Scores by metric.");
-        let _ = writeln!(out, "# TYPE traceval_score histogram");
-        for (name, m) in map.iter() {
-            let name = escape_label(name);
-            for (le, v) in SCORE_BUCKETS.iter().zip(m.buckets) {
-                let _ = writeln!(
-                    out,
-                    "traceval_score_bucket{{metric=\"{name}\",le=\"{le}\"}} {v}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "traceval_score_bucket{{metric=\"{name}\",le=\"+Inf\"}} {}",
-                m.count
-            );
-            let _ = writeln!(out, "traceval_score_sum{{metric=\"{name}\"}} {}", m.sum);
-            let _ = writeln!(out, "traceval_score_count{{metric=\"{name}\"}} {}", m.count);
-        }
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Snapshot {
+            scalars,
+            per_metric,
+        }));
+        let mut out = String::with_capacity(4096);
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
         out
     }
 }
 
-fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// One counter or gauge at scrape time.
+#[derive(Debug)]
+struct Scalar {
+    name: &'static str,
+    help: &'static str,
+    counter: bool,
+    value: u64,
+}
+
+/// The counters as read at one scrape, encoded by prometheus-client.
+#[derive(Debug)]
+struct Snapshot {
+    scalars: Vec<Scalar>,
+    per_metric: BTreeMap<String, PerMetric>,
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for s in &self.scalars {
+            if s.counter {
+                let c = ConstCounter::new(s.value);
+                c.encode(encoder.encode_descriptor(s.name, s.help, None, c.metric_type())?)?;
+            } else {
+                let g = ConstGauge::new(s.value as i64);
+                g.encode(encoder.encode_descriptor(s.name, s.help, None, g.metric_type())?)?;
+            }
+        }
+        let mut verdicts = encoder.encode_descriptor(
+            "traceval_evaluations",
+            "Metric verdicts by outcome.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (name, m) in &self.per_metric {
+            for (outcome, v) in [("pass", m.passed), ("fail", m.failed), ("error", m.errors)] {
+                let labels = [("metric", name.as_str()), ("outcome", outcome)];
+                ConstCounter::new(v).encode(verdicts.encode_family(&labels)?)?;
+            }
+        }
+        let mut scores = encoder.encode_descriptor(
+            "traceval_score",
+            "Scores by metric.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (name, m) in &self.per_metric {
+            // Ours are cumulative; the encoder takes per-bucket counts.
+            let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(SCORE_BUCKETS.len() + 1);
+            let mut below = 0;
+            for (le, cumulative) in SCORE_BUCKETS.iter().zip(m.buckets) {
+                buckets.push((*le, cumulative - below));
+                below = cumulative;
+            }
+            buckets.push((f64::INFINITY, m.count.saturating_sub(below)));
+            let labels = [("metric", name.as_str())];
+            scores
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(m.sum, m.count, &buckets, None)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -419,17 +461,73 @@ mod tests {
         m.record("tool_correctness", Verdict::Fail(Some(0.3)));
         m.record("tool_correctness", Verdict::Error);
         let text = m.render();
-        assert!(text.contains("traceval_spans_received_total 42"));
-        assert!(text.contains(
-            "traceval_evaluations_total{metric=\"tool_correctness\",outcome=\"pass\"} 1"
-        ));
-        assert!(text.contains("traceval_score_bucket{metric=\"tool_correctness\",le=\"0.3\"} 1"));
-        assert!(text.contains("traceval_score_bucket{metric=\"tool_correctness\",le=\"1\"} 2"));
-        assert!(text.contains("traceval_score_count{metric=\"tool_correctness\"} 2"));
-        // Every sample line is `name{labels} value` with a numeric value.
+        let samples = parse(&text);
+        let get = |name: &str, labels: &[(&str, &str)]| {
+            let mut l: Vec<(String, String)> = labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            l.sort();
+            samples.get(&(name.to_string(), l)).copied()
+        };
+        let tc = ("metric", "tool_correctness");
+        assert_eq!(
+            get("traceval_spans_received_total", &[]),
+            Some(42.0),
+            "{text}"
+        );
+        assert_eq!(
+            get("traceval_evaluations_total", &[tc, ("outcome", "pass")]),
+            Some(1.0)
+        );
+        assert_eq!(
+            get("traceval_evaluations_total", &[tc, ("outcome", "error")]),
+            Some(1.0)
+        );
+        assert_eq!(
+            get("traceval_score_bucket", &[tc, ("le", "0.3")]),
+            Some(1.0)
+        );
+        assert_eq!(
+            get("traceval_score_bucket", &[tc, ("le", "1.0")]),
+            Some(2.0)
+        );
+        assert_eq!(
+            get("traceval_score_bucket", &[tc, ("le", "+Inf")]),
+            Some(2.0)
+        );
+        assert_eq!(get("traceval_score_count", &[tc]), Some(2.0));
+        assert_eq!(get("traceval_score_sum", &[tc]), Some(1.25));
+        assert!(
+            text.ends_with("# EOF\n"),
+            "an OpenMetrics exposition ends with EOF"
+        );
+    }
+
+    type Labels = Vec<(String, String)>;
+
+    /// Sample lines `name{k="v",...} value` by (name, sorted labels); every
+    /// line is a comment or such a sample, with a numeric value.
+    fn parse(text: &str) -> std::collections::HashMap<(String, Labels), f64> {
+        let mut out = std::collections::HashMap::new();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let value = line.rsplit(' ').next().unwrap();
-            assert!(value.parse::<f64>().is_ok(), "{line}");
+            let (series, value) = line.rsplit_once(' ').expect(line);
+            let value: f64 = value.parse().expect(line);
+            let (name, labels) = match series.split_once('{') {
+                Some((n, rest)) => (n, rest.strip_suffix('}').expect(line)),
+                None => (series, ""),
+            };
+            let mut l: Labels = labels
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    let (k, v) = p.split_once('=').expect(line);
+                    (k.to_string(), v.trim_matches('"').to_string())
+                })
+                .collect();
+            l.sort();
+            out.insert((name.to_string(), l), value);
         }
+        out
     }
 }
