@@ -131,6 +131,7 @@ fn run_measured(args: &[&str]) -> (Option<i32>, String, u64) {
     });
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let status = loop {
         if let Ok(text) = std::fs::read_to_string(&status_file) {
             let hwm = text
@@ -142,6 +143,11 @@ fn run_measured(args: &[&str]) -> (Option<i32>, String, u64) {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("traceval {args:?} still running after 60 s");
+        }
+        // The poll interval of the peak reading, not a wait for an event.
         std::thread::sleep(std::time::Duration::from_millis(2));
     };
     (status.code(), reader.join().unwrap(), peak)

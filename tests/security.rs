@@ -17,7 +17,7 @@ use prost::Message;
 use serde_json::Value;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
-use crate::util::{hex, traceval, TempDir};
+use crate::util::{hex, poll_until, traceval, TempDir};
 
 const TOKEN: &str = "tok-3f9a1c";
 
@@ -352,18 +352,6 @@ fn metric(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} not in /metrics"))
 }
 
-/// Waits (at most 15 s) for `done`.
-fn poll_until(mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(15) {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("condition not met within 15 s");
-}
-
 // ------------------------------------------------------------ tests
 
 /// With a certificate and key every port takes TLS only: an export over
@@ -401,12 +389,16 @@ fn tls_exports_over_https_and_grpc_are_scored_and_plaintext_is_refused() {
         (r.status().as_u16(), r.text().unwrap())
     };
     assert_eq!(admin("/healthz").0, 200);
-    poll_until(|| {
+    let failures = || {
         metric(
             &admin("/metrics").1,
             "traceval_tls_handshake_failures_total",
-        ) >= 2.0
-    });
+        )
+    };
+    assert!(
+        poll_until(Duration::from_secs(15), || failures() >= 2.0),
+        "handshake failures not counted within 15 s"
+    );
 
     let (status, log, rows) = srv.stop();
     assert!(status.success(), "{log}");

@@ -26,7 +26,7 @@ use traceval::serve::{
     ServeSummary, Server, StatsSnapshot,
 };
 
-use crate::util::{data, traceval, TempDir};
+use crate::util::{data, poll_until, traceval, TempDir};
 
 const WAIT: Duration = Duration::from_millis(200);
 
@@ -1619,15 +1619,6 @@ fn splitting_by_trace_id_across_two_instances_matches_one() {
     }
     let want = keyed(&replay_rows(&all_files, &fixture));
     assert_eq!(got, want);
-}
-
-/// Polls `done` every 20 ms until it holds or `limit` passes (the caller
-/// asserts what it expected afterwards).
-fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() && start.elapsed() < limit {
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Every span of `reqs`, protobuf-encoded, in order.

@@ -20,6 +20,21 @@ pub fn traceval(args: &[&str]) -> Output {
         .expect("run traceval")
 }
 
+/// Polls `done` every 20 ms until it holds or `limit` passes; whether it
+/// held (callers assert what they expected).
+pub fn poll_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A fresh temporary directory, removed on drop.
 pub struct TempDir(pub PathBuf);
 

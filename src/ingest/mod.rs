@@ -617,9 +617,7 @@ fn decode_protobuf(
         }
         whole => {
             // The Collector's `format: proto` file: length-prefixed records.
-            if let Some(reqs) = decode_records(bytes, source, out, filter) {
-                out.format = Some(Format::OtlpProtobufRecords);
-                out.requests.extend(reqs);
+            if decode_records(bytes, source, out, filter) {
                 return;
             }
             let reason = match whole {
@@ -633,40 +631,35 @@ fn decode_protobuf(
     }
 }
 
-/// Length-prefixed records; `None` unless the framing is consistent throughout.
+/// Length-prefixed records, decoded as a stream's chunk is
+/// ([`decode_records_chunk`]); `false` (and nothing kept) unless the framing
+/// is consistent throughout and some record holds spans.
 fn decode_records(
     bytes: &[u8],
     source: &str,
     out: &mut Decoded,
     filter: &dyn otlp_json::KeyFilter,
-) -> Option<Vec<ExportTraceServiceRequest>> {
+) -> bool {
     let mut offset = 0usize;
-    let mut frames = Vec::new();
     while offset < bytes.len() {
-        let header: [u8; 4] = bytes.get(offset..offset + 4)?.try_into().ok()?;
-        let len = u32::from_be_bytes(header) as usize;
-        let body = bytes.get(offset + 4..offset + 4 + len)?;
-        frames.push((offset, body));
+        let Some(header) = bytes.get(offset..offset + 4) else {
+            return false;
+        };
+        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        if bytes.len() - offset - 4 < len {
+            return false;
+        }
         offset += 4 + len;
     }
-    if frames.is_empty() {
-        return None;
+    let mut records = Decoded::default();
+    decode_records_chunk(bytes, 1, 0, source, filter, &mut records);
+    if records.requests.iter().all(|r| r.resource_spans.is_empty()) {
+        return false;
     }
-    let mut reqs = Vec::with_capacity(frames.len());
-    for (n, (at, body)) in frames.into_iter().enumerate() {
-        match otlp_proto::decode_with(body, filter) {
-            Ok(r) => reqs.push(r),
-            Err(e) => out.reject(
-                source,
-                Position::Record(n + 1),
-                format!("bad protobuf record at byte {at}: {e}"),
-            ),
-        }
-    }
-    if reqs.iter().all(|r| r.resource_spans.is_empty()) {
-        return None;
-    }
-    Some(reqs)
+    out.format = records.format;
+    out.requests.extend(records.requests);
+    out.rejected.extend(records.rejected);
+    true
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
