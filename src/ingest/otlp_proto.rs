@@ -358,12 +358,13 @@ impl Dec<'_> {
             match tag {
                 1 => {
                     let m = self.message(wt, &mut b, depth)?;
-                    if let Some(kv) = self
-                        .key_value(m, depth - 1, Some(AttrsOf::Resource))
-                        .map_err(|e| e.within("Resource.attributes"))?
-                    {
-                        out.attributes.push(kv);
-                    }
+                    self.attribute(
+                        &mut out.attributes,
+                        m,
+                        depth,
+                        AttrsOf::Resource,
+                        "Resource.attributes",
+                    )?;
                 }
                 2 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
                 3 => {
@@ -425,12 +426,13 @@ impl Dec<'_> {
                 2 => out.version = self.string(wt, &mut b)?,
                 3 => {
                     let m = self.message(wt, &mut b, depth)?;
-                    if let Some(kv) = self
-                        .key_value(m, depth - 1, Some(AttrsOf::Scope))
-                        .map_err(|e| e.within("InstrumentationScope.attributes"))?
-                    {
-                        out.attributes.push(kv);
-                    }
+                    self.attribute(
+                        &mut out.attributes,
+                        m,
+                        depth,
+                        AttrsOf::Scope,
+                        "InstrumentationScope.attributes",
+                    )?;
                 }
                 4 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
                 _ => self.skip(wt, tag, &mut b, depth)?,
@@ -453,12 +455,13 @@ impl Dec<'_> {
                 8 => out.end_time_unix_nano = self.fixed64(wt, &mut b)?,
                 9 => {
                     let m = self.message(wt, &mut b, depth)?;
-                    if let Some(kv) = self
-                        .key_value(m, depth - 1, Some(AttrsOf::Span))
-                        .map_err(|e| e.within("Span.attributes"))?
-                    {
-                        out.attributes.push(kv);
-                    }
+                    self.attribute(
+                        &mut out.attributes,
+                        m,
+                        depth,
+                        AttrsOf::Span,
+                        "Span.attributes",
+                    )?;
                 }
                 10 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
                 11 => {
@@ -498,12 +501,13 @@ impl Dec<'_> {
                 2 => out.name = self.string(wt, &mut b)?,
                 3 => {
                     let m = self.message(wt, &mut b, depth)?;
-                    if let Some(kv) = self
-                        .key_value(m, depth - 1, Some(AttrsOf::Event))
-                        .map_err(|e| e.within("Event.attributes"))?
-                    {
-                        out.attributes.push(kv);
-                    }
+                    self.attribute(
+                        &mut out.attributes,
+                        m,
+                        depth,
+                        AttrsOf::Event,
+                        "Event.attributes",
+                    )?;
                 }
                 4 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
                 _ => self.skip(wt, tag, &mut b, depth)?,
@@ -521,12 +525,13 @@ impl Dec<'_> {
                 3 => out.trace_state = self.string(wt, &mut b)?,
                 4 => {
                     let m = self.message(wt, &mut b, depth)?;
-                    if let Some(kv) = self
-                        .key_value(m, depth - 1, Some(AttrsOf::Link))
-                        .map_err(|e| e.within("Link.attributes"))?
-                    {
-                        out.attributes.push(kv);
-                    }
+                    self.attribute(
+                        &mut out.attributes,
+                        m,
+                        depth,
+                        AttrsOf::Link,
+                        "Link.attributes",
+                    )?;
                 }
                 5 => out.dropped_attributes_count = self.uvarint(wt, &mut b)? as u32,
                 6 => out.flags = self.fixed32(wt, &mut b)?,
@@ -593,6 +598,25 @@ impl Dec<'_> {
             dropped = at.is_some_and(|a| !self.filter.keep(a, ""));
         }
         Ok((!dropped).then_some(kv))
+    }
+
+    /// One attribute of a list at `at` (`within` names the field in errors),
+    /// pushed unless the filter drops it.
+    fn attribute(
+        &self,
+        out: &mut Vec<KeyValue>,
+        bytes: &[u8],
+        depth: u32,
+        at: AttrsOf,
+        within: &'static str,
+    ) -> R<()> {
+        if let Some(kv) = self
+            .key_value(bytes, depth - 1, Some(at))
+            .map_err(|e| e.within(within))?
+        {
+            out.push(kv);
+        }
+        Ok(())
     }
 
     /// [`Dec::key_value`] decoding everything, the filter asked at the end.
