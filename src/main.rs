@@ -621,9 +621,11 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         None => (None, Vec::new()),
     };
     let mut out = open_output(args.output.as_ref())?;
-    let (mut calls, mut spans) = (0, 0);
-    let mut written: std::io::Result<()> = Ok(());
-    let mut write_batch = |traces: Vec<Trace>| -> std::io::Result<()> {
+    // Each batch of traces is turned into its output text on a worker;
+    // this thread writes the texts in input order.
+    let render = |traces: Vec<Trace>| -> std::io::Result<(Vec<u8>, usize, usize)> {
+        let mut out = Vec::new();
+        let (mut calls, mut spans) = (0, 0);
         for t in &traces {
             spans += t.spans.len();
             if args.explain {
@@ -648,10 +650,7 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
             let joins = joiner.as_ref().map(|e| e.joins(t));
             match args.format {
                 InspectFormat::Jsonl => {
-                    let mut row = report::inspect_row(t, &analysis, session.as_ref());
-                    if let Some(j) = &joins {
-                        row["cases"] = report::joins_json(j);
-                    }
+                    let row = report::inspect_row(t, &analysis, session.as_ref(), joins.as_deref());
                     writeln!(out, "{row}")?
                 }
                 InspectFormat::Table => {
@@ -662,8 +661,10 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Ok(())
+        Ok((out, calls, spans))
     };
+    let (mut calls, mut spans) = (0, 0);
+    let mut written: std::io::Result<()> = Ok(());
     // An explanation shows near misses, which may name any attribute.
     let join_keys = joiner
         .as_ref()
@@ -678,10 +679,15 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         &args.input.read_options(),
         filter,
         progress_printer(args.input.quiet),
-        |traces| {
+        render,
+        |rendered| {
             // After a write error, the rest is read but not written.
             if written.is_ok() {
-                written = write_batch(traces);
+                written = rendered.and_then(|(text, c, s)| {
+                    calls += c;
+                    spans += s;
+                    out.write_all(&text)
+                });
             }
         },
     );

@@ -10,6 +10,7 @@ use crate::extract::Extractor;
 use crate::ingest::otlp_json::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, files, Limits, Position, Rejected};
+use crate::ordered::ordered_map;
 use crate::report::{Report, Stats, Timeline, ToolStatsBuilder, UnmatchedTrace};
 
 /// Extracts and evaluates every trace; sessions are scored once all their
@@ -27,40 +28,40 @@ pub fn score_traces(
 }
 
 /// Scores traces as they are handed out (a batch at a time, as a stream
-/// releases them), keeping only per-trace results.
+/// releases them), keeping only per-trace results. The per-trace work
+/// ([`TraceScorer`]) can run on other threads; the results are folded in
+/// here, in order.
 pub struct Scorer<'a> {
-    evaluator: &'a Evaluator,
-    extractor: &'a Extractor,
+    per_trace: TraceScorer<'a>,
     hit: Vec<bool>,
     sessions: Sessions,
     tools: ToolStatsBuilder,
-    threads: usize,
 }
 
-impl<'a> Scorer<'a> {
-    pub fn new(evaluator: &'a Evaluator, extractor: &'a Extractor, report: &mut Report) -> Self {
-        report.metrics = evaluator.labels().to_vec();
-        report.has_cases = evaluator.has_cases();
-        Scorer {
-            evaluator,
-            extractor,
-            hit: vec![false; evaluator.cases().len()],
-            sessions: Sessions::default(),
-            tools: ToolStatsBuilder::default(),
-            // A judged metric waits on HTTP: traces go in parallel, up to
-            // the judge's concurrency, so a run does not take N x latency.
-            threads: evaluator.judge().map_or(1, |j| j.concurrency()),
-        }
-    }
+/// The per-trace part of a [`Scorer`]: extraction and evaluation of each
+/// trace, shareable between threads.
+#[derive(Clone, Copy)]
+pub struct TraceScorer<'a> {
+    evaluator: &'a Evaluator,
+    extractor: &'a Extractor,
+    threads: usize,
+    timelines: bool,
+}
 
+/// A batch of traces, scored.
+pub struct Scored(Vec<ScoredTrace>);
+
+/// A trace's result, its (input, output) tokens and its timeline.
+type ScoredTrace = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
+
+impl TraceScorer<'_> {
     /// Extracts and evaluates a batch of traces.
-    pub fn add(&mut self, traces: &[Trace], report: &mut Report) {
-        report.stats.traces += traces.len();
-        let (evaluator, extractor) = (self.evaluator, self.extractor);
-        let timelines = report.timelines.is_some();
-        type Scored = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
-        let results: Vec<Scored> =
-            in_parallel(traces.iter().collect(), self.threads, |t: &Trace| {
+    pub fn score(&self, traces: &[Trace]) -> Scored {
+        let (evaluator, extractor, timelines) = (self.evaluator, self.extractor, self.timelines);
+        Scored(in_parallel(
+            traces.iter().collect(),
+            self.threads,
+            |t: &Trace| {
                 let (calls, runs) = extractor.extract_with_runs(t);
                 let timeline = timelines.then(|| Timeline::of(t, &calls, &runs));
                 let result = evaluator.evaluate_trace_with_runs(t, calls, &runs);
@@ -69,8 +70,46 @@ impl<'a> Scorer<'a> {
                     None => token_usage(t),
                 };
                 (result, tokens, timeline)
-            });
-        for (result, tokens, timeline) in results {
+            },
+        ))
+    }
+}
+
+impl<'a> Scorer<'a> {
+    pub fn new(evaluator: &'a Evaluator, extractor: &'a Extractor, report: &mut Report) -> Self {
+        report.metrics = evaluator.labels().to_vec();
+        report.has_cases = evaluator.has_cases();
+        Scorer {
+            per_trace: TraceScorer {
+                evaluator,
+                extractor,
+                // A judged metric waits on HTTP: traces go in parallel, up
+                // to the judge's concurrency, so a run does not take N x
+                // latency.
+                threads: evaluator.judge().map_or(1, |j| j.concurrency()),
+                timelines: report.timelines.is_some(),
+            },
+            hit: vec![false; evaluator.cases().len()],
+            sessions: Sessions::default(),
+            tools: ToolStatsBuilder::default(),
+        }
+    }
+
+    /// The per-trace work, to run on any thread.
+    pub fn per_trace(&self) -> TraceScorer<'a> {
+        self.per_trace
+    }
+
+    /// Extracts and evaluates a batch of traces.
+    pub fn add(&mut self, traces: &[Trace], report: &mut Report) {
+        let scored = self.per_trace.score(traces);
+        self.add_scored(scored, report);
+    }
+
+    /// Folds in a batch scored by [`TraceScorer::score`].
+    pub fn add_scored(&mut self, scored: Scored, report: &mut Report) {
+        report.stats.traces += scored.0.len();
+        for (result, tokens, timeline) in scored.0 {
             if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
                 map.insert(result.trace_id, t);
             }
@@ -97,7 +136,7 @@ impl<'a> Scorer<'a> {
 
     /// Scores the sessions and names the cases no trace matched.
     pub fn finish(self, report: &mut Report) {
-        let evaluator = self.evaluator;
+        let evaluator = self.per_trace.evaluator;
         report.evaluations.extend(self.sessions.evaluate(evaluator));
         (report.tools, report.tokens) = self.tools.finish();
         let hit = self.hit;
@@ -138,12 +177,13 @@ pub struct ReadOptions {
 /// `each` in batches, as soon as they are complete (see
 /// [`Assembler::release`]) or at the end. Returns the run's rejections and
 /// counters.
-pub fn stream_traces(
+pub fn stream_traces<R: Send>(
     paths: &[PathBuf],
     options: &ReadOptions,
     filter: &(dyn KeyFilter + Sync),
     mut progress: impl FnMut(Progress),
-    mut each: impl FnMut(Vec<Trace>),
+    map: impl Fn(Vec<Trace>) -> R + Sync,
+    mut each: impl FnMut(R),
 ) -> (Vec<Rejected>, Stats) {
     let (inputs, mut rejected) = files::expand(paths);
     let mut stats = Stats {
@@ -154,59 +194,76 @@ pub fn stream_traces(
     let total_bytes = sizes.iter().sum();
     let (mut done, mut done_bytes) = (0usize, 0u64);
     let mut assembler = Assembler::new();
-    let mut hand_out = |traces: Vec<Trace>| {
-        // The calls of a parent cycle are kept; say which links were dropped.
-        for warning in traces.iter().filter_map(Trace::cycle_warning) {
-            eprintln!("traceval: warning: {warning}");
-        }
-        // First copy wins; a span id reused with other content is named.
-        for warning in traces.iter().filter_map(Trace::conflict_warning) {
-            eprintln!("traceval: warning: {warning}");
-        }
-        if !traces.is_empty() {
-            each(traces);
-        }
+    // The per-trace stage runs on its own workers while this thread
+    // assembles; warnings are printed here, in input order.
+    let per_batch = |traces: Vec<Trace>| {
+        // The calls of a parent cycle are kept; say which links were
+        // dropped. First copy wins; a span id reused with other content is
+        // named.
+        let warnings: Vec<String> = traces
+            .iter()
+            .flat_map(|t| t.cycle_warning().into_iter().chain(t.conflict_warning()))
+            .collect();
+        (warnings, map(traces))
     };
-    stream::decode_inputs(&inputs, &options.limits, filter, &options.stream, |piece| {
-        let source = inputs[piece.input].label();
-        rejected.extend(piece.decoded.rejected);
-        for req in piece.decoded.requests {
-            stats.requests += 1;
-            let added = assembler.add_at(req, piece.position);
-            stats.spans += added.spans;
-            stats.duplicate_spans += added.duplicates;
-            for (trace, spans) in added.late {
-                rejected.push(Rejected {
-                    source: source.clone(),
-                    position: Position::Whole,
-                    reason: format!(
-                        "{spans} span(s) of trace {trace} came after the trace was scored \
-                         (more than --hold-window-mib of input after its root): \
-                         raise --hold-window-mib, or `all` to hold every trace"
-                    ),
-                    spans,
+    let hand_out = |(warnings, r): (Vec<String>, R)| {
+        for warning in warnings {
+            eprintln!("traceval: warning: {warning}");
+        }
+        each(r);
+    };
+    ordered_map(
+        options.stream.threads,
+        per_batch,
+        |submit| {
+            let mut submit = |traces: Vec<Trace>| {
+                if !traces.is_empty() {
+                    submit(traces);
+                }
+            };
+            stream::decode_inputs(&inputs, &options.limits, filter, &options.stream, |piece| {
+                let source = inputs[piece.input].label();
+                rejected.extend(piece.decoded.rejected);
+                for req in piece.decoded.requests {
+                    stats.requests += 1;
+                    let added = assembler.add_at(req, piece.position);
+                    stats.spans += added.spans;
+                    stats.duplicate_spans += added.duplicates;
+                    for (trace, spans) in added.late {
+                        rejected.push(Rejected {
+                            source: source.clone(),
+                            position: Position::Whole,
+                            reason: format!(
+                                "{spans} span(s) of trace {trace} came after the trace was scored \
+                             (more than --hold-window-mib of input after its root): \
+                             raise --hold-window-mib, or `all` to hold every trace"
+                            ),
+                            spans,
+                        });
+                    }
+                }
+                if let Some(window) = options.hold_window {
+                    submit(assembler.release(piece.position, window));
+                }
+                let current = if piece.last {
+                    done += 1;
+                    done_bytes += sizes[piece.input];
+                    0
+                } else {
+                    piece.disk_bytes.min(sizes[piece.input])
+                };
+                progress(Progress {
+                    done,
+                    total: inputs.len(),
+                    spans: stats.spans,
+                    bytes: done_bytes + current,
+                    total_bytes,
                 });
-            }
-        }
-        if let Some(window) = options.hold_window {
-            hand_out(assembler.release(piece.position, window));
-        }
-        let current = if piece.last {
-            done += 1;
-            done_bytes += sizes[piece.input];
-            0
-        } else {
-            piece.disk_bytes.min(sizes[piece.input])
-        };
-        progress(Progress {
-            done,
-            total: inputs.len(),
-            spans: stats.spans,
-            bytes: done_bytes + current,
-            total_bytes,
-        });
-    });
-    hand_out(assembler.finish());
+            });
+            submit(assembler.finish());
+        },
+        hand_out,
+    );
     (rejected, stats)
 }
 
@@ -222,9 +279,14 @@ pub fn read_traces(
         ..ReadOptions::default()
     };
     let mut traces = Vec::new();
-    let (rejected, stats) = stream_traces(paths, &options, &KeepAll, progress, |batch| {
-        traces.extend(batch)
-    });
+    let (rejected, stats) = stream_traces(
+        paths,
+        &options,
+        &KeepAll,
+        progress,
+        |batch| batch,
+        |batch| traces.extend(batch),
+    );
     (traces, rejected, stats)
 }
 
@@ -278,9 +340,15 @@ pub fn replay_into(
             extractor
         };
     let mut scorer = Scorer::new(evaluator, extractor, &mut report);
-    let (rejected, stats) = stream_traces(paths, options, filter, progress, |batch| {
-        scorer.add(&batch, &mut report)
-    });
+    let per_trace = scorer.per_trace();
+    let (rejected, stats) = stream_traces(
+        paths,
+        options,
+        filter,
+        progress,
+        |batch| per_trace.score(&batch),
+        |scored| scorer.add_scored(scored, &mut report),
+    );
     scorer.finish(&mut report);
     report.stats = Stats {
         traces: report.stats.traces,

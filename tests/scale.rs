@@ -203,12 +203,16 @@ fn projection_keeps_everything_inspect_shows() {
             filter,
             |_| {},
             |traces| {
-                for t in &traces {
-                    let a = extractor.analyze(t);
-                    let s = session::session_of(t, &keys);
-                    rows.push(traceval::report::inspect_row(t, &a, s.as_ref()).to_string());
-                }
+                traces
+                    .iter()
+                    .map(|t| {
+                        let a = extractor.analyze(t);
+                        let s = session::session_of(t, &keys);
+                        traceval::report::inspect_row(t, &a, s.as_ref(), None)
+                    })
+                    .collect::<Vec<_>>()
             },
+            |batch| rows.extend(batch),
         );
         assert!(rejected.is_empty(), "{rejected:?}");
         rows

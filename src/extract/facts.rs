@@ -261,7 +261,7 @@ fn request_in(trace: &Trace, last: bool) -> Option<String> {
     let from_attr = order.iter().find_map(|s| {
         REQUEST_KEYS
             .iter()
-            .find_map(|k| s.attr(k).map(any_to_json).and_then(|v| text_in(&v, last)))
+            .find_map(|k| s.attr(k).and_then(|v| text_in_attr(v, last)))
     });
     let text = from_attr.or_else(|| {
         order.iter().find_map(|s| {
@@ -271,8 +271,7 @@ fn request_in(trace: &Trace, last: bool) -> Option<String> {
                 .filter(|e| REQUEST_EVENTS.contains(&e.name.as_str()))
                 .find_map(|e| {
                     crate::assemble::find_attr(&e.attributes, EVENT_KEYS[0])
-                        .map(any_to_json)
-                        .and_then(|v| text_in(&v, last))
+                        .and_then(|v| text_in_attr(v, last))
                 })
         })
     })?;
@@ -291,18 +290,7 @@ pub(crate) fn turn_text(v: &Value) -> Option<String> {
 fn text_in(v: &Value, last: bool) -> Option<String> {
     match v {
         Value::Null => None,
-        Value::String(s) => {
-            let t = s.trim();
-            if t.is_empty() {
-                return None;
-            }
-            if t.starts_with('{') || t.starts_with('[') {
-                if let Ok(inner) = serde_json::from_str::<Value>(t) {
-                    return text_in(&inner, last);
-                }
-            }
-            Some(t.to_string())
-        }
+        Value::String(s) => text_in_str(s, last),
         Value::Array(items) => {
             let is_msg = |m: &&Value| m.get("role").is_some() || m.get("parts").is_some();
             if items.iter().any(|m| is_msg(&m)) {
@@ -341,6 +329,28 @@ fn text_in(v: &Value, last: bool) -> Option<String> {
     }
 }
 
+/// [`text_in`] of an attribute value; a string is not copied first.
+fn text_in_attr(v: &AnyValue, last: bool) -> Option<String> {
+    match &v.value {
+        Some(any_value::Value::StringValue(s)) => text_in_str(s, last),
+        _ => text_in(&any_to_json(v), last),
+    }
+}
+
+/// [`text_in`] of a string: JSON text is decoded.
+fn text_in_str(s: &str, last: bool) -> Option<String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return None;
+    }
+    if t.starts_with('{') || t.starts_with('[') {
+        if let Ok(inner) = serde_json::from_str::<Value>(t) {
+            return text_in(&inner, last);
+        }
+    }
+    Some(t.to_string())
+}
+
 /// A chat message's text: `content` as a string or a list of parts, or
 /// OpenTelemetry GenAI `parts`.
 fn message_text(m: &Value) -> Option<String> {
@@ -375,27 +385,74 @@ fn cut(s: String) -> String {
 
 /// Adds the tools `s` declares to `out` (by name, first definition kept).
 fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
-    let mut push = |t: ToolDef| {
-        if !out.iter().any(|x| x.name == t.name) {
-            out.push(t);
+    let mut push = |defs: &[ToolDef]| {
+        for t in defs {
+            if !out.iter().any(|x| x.name == t.name) {
+                out.push(t.clone());
+            }
         }
+    };
+    let mut add = |v: &AnyValue| match &v.value {
+        Some(any_value::Value::StringValue(text)) => push(&cached_tool_defs(text)),
+        _ => push(&tool_defs(&any_to_json(v))),
     };
     for k in TOOL_KEYS {
         if let Some(v) = s.attr(k) {
-            for t in tool_defs(&any_to_json(v)) {
-                push(t);
-            }
+            add(v);
         }
     }
     let (prefix, suffix) = TOOL_KEY_PREFIX;
     for kv in &s.span.attributes {
         if kv.key.starts_with(prefix) && kv.key.ends_with(suffix) {
             if let Some(v) = &kv.value {
-                for t in tool_defs(&any_to_json(v)) {
-                    push(t);
-                }
+                add(v);
             }
         }
+    }
+}
+
+/// Tool definitions parsed from JSON text, remembered per thread: an agent
+/// offers the same list on every LLM call of every trace, and parsing it
+/// again each time was most of the cost of a trace's facts.
+fn cached_tool_defs(text: &str) -> std::rc::Rc<[ToolDef]> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::rc::Rc;
+    /// Bounds of the cache: entries and bytes of text held.
+    const MAX_ENTRIES: usize = 64;
+    const MAX_BYTES: usize = 4 << 20;
+    /// Parsed lists by their text, and the bytes of text held.
+    type Cache = (HashMap<Box<str>, Rc<[ToolDef]>>, usize);
+    thread_local! {
+        static CACHE: RefCell<Cache> = RefCell::new((HashMap::new(), 0));
+    }
+    if let Some(hit) = CACHE.with_borrow(|(map, _)| map.get(text).cloned()) {
+        return hit;
+    }
+    let defs: Rc<[ToolDef]> = tool_defs_in_text(text).into();
+    CACHE.with_borrow_mut(|(map, bytes)| {
+        if map.len() >= MAX_ENTRIES || *bytes + text.len() > MAX_BYTES {
+            map.clear();
+            *bytes = 0;
+        }
+        if text.len() <= MAX_BYTES {
+            *bytes += text.len();
+            map.insert(text.into(), Rc::clone(&defs));
+        }
+    });
+    defs
+}
+
+/// [`tool_defs`] of a string value, without copying it first.
+fn tool_defs_in_text(s: &str) -> Vec<ToolDef> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(inner @ (Value::Array(_) | Value::Object(_))) => tool_defs(&inner),
+        _ if !s.trim().is_empty() && !s.contains(char::is_whitespace) => vec![ToolDef {
+            name: s.to_string(),
+            description: None,
+            parameters: None,
+        }],
+        _ => Vec::new(),
     }
 }
 
@@ -403,15 +460,7 @@ fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
 /// definition.
 fn tool_defs(v: &Value) -> Vec<ToolDef> {
     match v {
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(inner @ (Value::Array(_) | Value::Object(_))) => tool_defs(&inner),
-            _ if !s.trim().is_empty() && !s.contains(char::is_whitespace) => vec![ToolDef {
-                name: s.clone(),
-                description: None,
-                parameters: None,
-            }],
-            _ => Vec::new(),
-        },
+        Value::String(s) => tool_defs_in_text(s),
         Value::Array(items) => items.iter().flat_map(tool_defs).collect(),
         Value::Object(o) => {
             // `{"type": "function", "function": {...}}` or the flat form.

@@ -6,34 +6,56 @@ use std::io::{self, Write};
 
 use super::printable;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::assemble::{SpanId, Trace};
-use crate::extract::facts::TraceFacts;
-use crate::extract::{Analysis, CallStatus, ToolCall};
+use crate::extract::facts::{ToolDef, TraceFacts};
+use crate::extract::{AgentRun, Analysis, CallStatus, ToolCall};
 
-/// The JSONL row of one trace: its calls, skipped retrievers, agent runs and
-/// session.
-pub fn inspect_row(trace: &Trace, a: &Analysis, session: Option<&(String, String)>) -> Value {
-    let mut row = json!({
-        "trace_id": trace.id.to_string(),
-        "spans": trace.spans.len(),
-        "orphans": trace.orphans.len(),
-        "tools": a.calls,
-    });
-    let obj = row.as_object_mut().expect("object literal");
-    if !a.retrievers.is_empty() {
-        obj.insert("retrievers".into(), json!(a.retrievers));
-    }
-    obj.insert("agent_runs".into(), json!(a.runs));
-    if let Some((key, id)) = session {
-        obj.insert("session".into(), json!({"key": key, "id": id}));
-    }
+/// The JSONL row of one trace: its calls, skipped retrievers, agent runs,
+/// session and, with `inspect --expected`, the cases it joins.
+pub fn inspect_row(
+    trace: &Trace,
+    a: &Analysis,
+    session: Option<&(String, String)>,
+    joins: Option<&[(String, &'static str)]>,
+) -> String {
     // What an LLM judge is shown besides the calls.
     let facts = TraceFacts::of(trace);
-    obj.insert("request".into(), json!(facts.requests.first()));
-    obj.insert("available_tools".into(), json!(facts.tools));
-    row
+    // Serialized straight from the calls: their arguments and results are
+    // often kilobytes of JSON, which a `Value` tree would copy (and a raw
+    // result would be parsed). Keys in alphabetical order, as always.
+    #[derive(Serialize)]
+    struct Row<'a> {
+        agent_runs: &'a [AgentRun],
+        available_tools: &'a [ToolDef],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cases: Option<Value>,
+        orphans: usize,
+        request: Option<&'a String>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        retrievers: &'a [ToolCall],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<Value>,
+        spans: usize,
+        tools: &'a [ToolCall],
+        trace_id: String,
+    }
+    let row = Row {
+        agent_runs: &a.runs,
+        available_tools: &facts.tools,
+        cases: joins.map(joins_json),
+        orphans: trace.orphans.len(),
+        request: facts.requests.first(),
+        retrievers: &a.retrievers,
+        session: session.map(|(key, id)| json!({"key": key, "id": id})),
+        spans: trace.spans.len(),
+        tools: &a.calls,
+        trace_id: trace.id.to_string(),
+    };
+    // Serializing these types cannot fail (string keys only).
+    serde_json::to_string(&row).unwrap_or_default()
 }
 
 /// The cases a trace joins, as `inspect --expected` writes them in JSONL:
