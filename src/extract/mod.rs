@@ -471,7 +471,7 @@ impl Extractor {
             if rule.spec.args_from_request {
                 if let Some(a) = args.as_ref().filter(|a| unnamed(a)) {
                     let named = requests
-                        .get_or_insert_with(|| requested::Requests::build(trace))
+                        .get_or_insert_with(|| requested::Requests::new(trace))
                         .name_args(i, name, a);
                     if named.is_some() {
                         args = named;

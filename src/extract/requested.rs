@@ -24,6 +24,8 @@
 //!   `{"toolName", "input"}`. Arguments given as JSON strings are decoded
 //!   (docs/conventions.md, "Values encoded twice").
 
+use std::cell::OnceCell;
+
 use serde_json::{Map, Value};
 
 use opentelemetry_proto::tonic::common::v1::any_value;
@@ -36,17 +38,25 @@ const OI_ARGS: &str = ".tool_call.function.arguments";
 /// Deep enough for LangChain's `generations[[{message: {kwargs: {tool_calls}}}]]`.
 const MAX_DEPTH: usize = 10;
 
-/// The requested calls of each span of a trace, read once when first needed.
-#[derive(Debug, Default)]
-pub struct Requests {
-    per_span: Vec<Vec<(String, Value)>>,
+/// The requested calls of each span of a trace, each span's read once when
+/// first needed: the search goes back from the call and usually stops at
+/// the model step just before it, so most spans are never parsed.
+#[derive(Debug)]
+pub struct Requests<'t> {
+    trace: &'t Trace,
+    per_span: Vec<OnceCell<Vec<(String, Value)>>>,
 }
 
-impl Requests {
-    pub fn build(trace: &Trace) -> Requests {
+impl<'t> Requests<'t> {
+    pub fn new(trace: &'t Trace) -> Requests<'t> {
         Requests {
-            per_span: trace.spans.iter().map(calls_of_span).collect(),
+            trace,
+            per_span: trace.spans.iter().map(|_| OnceCell::new()).collect(),
         }
+    }
+
+    fn of_span(&self, i: usize) -> &[(String, Value)] {
+        self.per_span[i].get_or_init(|| calls_of_span(&self.trace.spans[i]))
     }
 
     /// Named arguments for the call of `tool` at span `at` whose recorded
@@ -65,10 +75,9 @@ impl Requests {
             bare => (vec![bare], Map::new()),
         };
         // Nearest first: the model step that asked for this call.
-        self.per_span[..at.min(self.per_span.len())]
-            .iter()
+        (0..at.min(self.per_span.len()))
             .rev()
-            .flatten()
+            .flat_map(|i| self.of_span(i))
             .filter(|(name, _)| name == tool)
             .find_map(|(_, req)| match_request(req, &positional, &known))
     }
