@@ -637,17 +637,31 @@ async fn stop_within(
     }
 }
 
-/// Logs to stderr; `TRACEVAL_LOG` (or `RUST_LOG`) filters, default `info`.
+/// Logs to stderr; `TRACEVAL_LOG` (or `RUST_LOG`) filters, default `info`:
+/// a level, or `target=level` pairs separated by commas (a `Targets`
+/// filter: `EnvFilter` would bring a regex DFA builder that makes every
+/// rule regex slower to compile, at every start).
 pub fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("TRACEVAL_LOG")
-        .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let spec = std::env::var("TRACEVAL_LOG").or_else(|_| std::env::var("RUST_LOG"));
+    let filter = match spec.as_deref().map(str::parse::<Targets>) {
+        Ok(Ok(targets)) => targets,
+        Ok(Err(e)) => {
+            eprintln!(
+                "traceval: warning: TRACEVAL_LOG/RUST_LOG not understood ({e}); logging at info"
+            );
+            Targets::new().with_default(tracing::Level::INFO)
+        }
+        Err(_) => Targets::new().with_default(tracing::Level::INFO),
+    };
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_target(false)
+        .finish()
+        .with(filter)
         .try_init();
 }
 
