@@ -27,10 +27,16 @@ pub struct TraceId(pub [u8; 16]);
 pub struct SpanId(pub [u8; 8]);
 
 fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
-    for b in bytes {
-        write!(f, "{b:02x}")?;
+    // One write of the whole id: a `{:02x}` per byte was a visible part of
+    // writing report rows.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 32];
+    for (pair, b) in buf.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX[usize::from(b >> 4)];
+        pair[1] = HEX[usize::from(b & 15)];
     }
-    Ok(())
+    let len = 2 * bytes.len().min(16);
+    f.write_str(std::str::from_utf8(&buf[..len]).unwrap_or_default())
 }
 
 impl fmt::Display for TraceId {
@@ -630,6 +636,19 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_print_as_lowercase_hex() {
+        let mut t = [0u8; 16];
+        t[0] = 0x0f;
+        t[15] = 0xa0;
+        assert_eq!(TraceId(t).to_string(), "0f0000000000000000000000000000a0");
+        assert_eq!(
+            SpanId([0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 0xff]).to_string(),
+            "deadbeef000102ff"
+        );
+        assert_eq!(format!("{:?}", SpanId([0xab; 8])), "abababababababab");
+    }
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
 
     fn span(t: u8, s: u8, parent: Option<u8>, start: u64) -> Span {
