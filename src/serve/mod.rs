@@ -275,10 +275,14 @@ impl Server {
         )?;
         // Extraction does what the metrics and outputs need, no more.
         let ordered = evaluator.needs().ordered_args || scoring.extractor.ordered_args;
+        // Arguments are parsed into values only for a reader: without
+        // cases no metric runs, and the JSONL rows take them as text.
+        let args_read = evaluator.cases().len() > 0 || outputs.reads_call_args();
         let extractor = scoring
             .extractor
             .with_ordered_args(ordered)
-            .with_results(outputs.shows_call_results());
+            .with_results(outputs.shows_call_results())
+            .with_args_text(!args_read);
         // Projection at decode (docs/architecture.md): only when nothing
         // passes the spans on, since a forwarded JSON request is encoded
         // anew from what was decoded.
