@@ -19,17 +19,34 @@ const MAX_DEPTH: usize = 100;
 /// would write it, or `None` when that is not certain (invalid JSON, deep
 /// nesting): the caller then parses the text as usual.
 pub(crate) fn canonical(text: &str) -> Option<String> {
-    let raw: &RawValue = serde_json::from_str(text).ok()?;
-    let mut out = String::with_capacity(raw.get().len());
-    write(&mut out, raw.get(), 0)?;
+    let mut out = String::with_capacity(text.len());
+    match text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .as_bytes()
+        .first()?
+    {
+        // Objects and arrays are read whole (and checked to the end) by
+        // `write`: no need to find where they end first.
+        b'{' | b'[' => write(&mut out, text, 0)?,
+        _ => {
+            let raw: &RawValue = serde_json::from_str(text).ok()?;
+            write(&mut out, raw.get(), 0)?;
+        }
+    }
     Some(out)
 }
 
+/// Writes the JSON text `raw`: one value, with whitespace around it only
+/// if it is an object or an array.
 fn write(out: &mut String, raw: &str, depth: usize) -> Option<()> {
     if depth > MAX_DEPTH {
         return None;
     }
-    match raw.as_bytes().first()? {
+    match raw
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .as_bytes()
+        .first()?
+    {
         b'{' => {
             let Entries(mut entries) = serde_json::from_str(raw).ok()?;
             // Stable: of equal keys, the last written wins, as in a Map.

@@ -338,38 +338,46 @@ fn push_calls(out: &mut Vec<u8>, calls: &[ToolCall]) {
         let _ = serde_json::to_writer(&mut *out, calls);
         return;
     }
-    out.push(b'[');
-    for (i, c) in calls.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let start = out.len();
-        let _ = serde_json::to_writer(&mut *out, c);
-        let Some(json) = c.args_json.as_deref().filter(|_| c.args.is_none()) else {
-            continue;
-        };
-        match args_null_at(out, start, &c.name) {
-            Some(at) => {
-                out.splice(at..at + 4, json.bytes());
-            }
-            None => {
-                // Not the layout expected (fields reordered?): the slow way.
-                out.truncate(start);
-                let mut c = c.clone();
-                c.args = Some(crate::extract::parse_json_or_string(json));
-                let _ = serde_json::to_writer(&mut *out, &c);
-            }
-        }
+    thread_local! {
+        /// One call as serialized, before its arguments go in.
+        static CALL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    out.push(b']');
+    CALL.with_borrow_mut(|call| {
+        out.push(b'[');
+        for (i, c) in calls.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let Some(json) = c.args_json.as_deref().filter(|_| c.args.is_none()) else {
+                let _ = serde_json::to_writer(&mut *out, c);
+                continue;
+            };
+            call.clear();
+            let _ = serde_json::to_writer(&mut *call, c);
+            match args_null_at(call, &c.name) {
+                Some(at) => {
+                    out.extend_from_slice(&call[..at]);
+                    out.extend_from_slice(json.as_bytes());
+                    out.extend_from_slice(&call[at + 4..]);
+                }
+                None => {
+                    // Not the layout expected (fields reordered?): the slow way.
+                    let mut c = c.clone();
+                    c.args = Some(crate::extract::parse_json_or_string(json));
+                    let _ = serde_json::to_writer(&mut *out, &c);
+                }
+            }
+        }
+        out.push(b']');
+    });
 }
 
-/// Where the `null` of `"args":null` is in the call serialized at
-/// `out[start..]`: right after its name, the first field.
-fn args_null_at(out: &[u8], start: usize, name: &str) -> Option<usize> {
-    let mut at = start;
+/// Where the `null` of `"args":null` is in the serialized `call`: right
+/// after its name, the first field.
+fn args_null_at(call: &[u8], name: &str) -> Option<usize> {
+    let mut at = 0;
     let mut expect = |part: &[u8]| {
-        let ok = out.get(at..at + part.len()) == Some(part);
+        let ok = call.get(at..at + part.len()) == Some(part);
         at += part.len();
         ok
     };
