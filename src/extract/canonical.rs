@@ -232,6 +232,109 @@ mod tests {
         }
     }
 
+    /// Random JSON text in many spellings: whitespace, duplicate and
+    /// escaped keys, every number form, escapes serde_json writes and
+    /// ones it does not.
+    fn random_json(rng: &mut crate::fake::Rng, depth: u32, out: &mut String) {
+        const WS: [&str; 4] = ["", " ", "\n\t", "\r "];
+        let ws = |rng: &mut crate::fake::Rng| WS[rng.below(4) as usize];
+        const ATOMS: [&str; 22] = [
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "1.0",
+            "1.50",
+            "-0.0",
+            "1e3",
+            "1E+2",
+            "2.5e-3",
+            "-1e0",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "123456789012345678901234567890",
+            "0.1",
+            "true",
+            "false",
+            "null",
+            "3.141592653589793238",
+            "1e308",
+        ];
+        const STRINGS: [&str; 12] = [
+            r#""""#,
+            r#""plain""#,
+            r#""Zürich 東京""#,
+            r#""tab\tnl\n""#,
+            r#""q\"b\\""#,
+            r#""\u00e9""#,
+            r#""\u0041\/""#,
+            r#""\u001f\u0008""#,
+            r#""\u001F""#,
+            r#""\ud83d\ude00""#,
+            r#""\b\f\r""#,
+            r#""x\u2028y""#,
+        ];
+        const KEYS: [&str; 8] = [
+            r#""a""#,
+            r#""b""#,
+            r#""\u0061""#,
+            r#""k10""#,
+            r#""k2""#,
+            r#""é""#,
+            r#""a\"""#,
+            r#""""#,
+        ];
+        out.push_str(ws(rng));
+        match rng.below(if depth > 3 { 2 } else { 4 }) {
+            0 => out.push_str(ATOMS[rng.below(ATOMS.len() as u64) as usize]),
+            1 => out.push_str(STRINGS[rng.below(STRINGS.len() as u64) as usize]),
+            2 => {
+                out.push('[');
+                for i in 0..rng.below(4) {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    random_json(rng, depth + 1, out);
+                }
+                out.push_str(ws(rng));
+                out.push(']');
+            }
+            _ => {
+                out.push('{');
+                for i in 0..rng.below(6) {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(ws(rng));
+                    out.push_str(KEYS[rng.below(KEYS.len() as u64) as usize]);
+                    out.push_str(ws(rng));
+                    out.push(':');
+                    random_json(rng, depth + 1, out);
+                }
+                out.push_str(ws(rng));
+                out.push('}');
+            }
+        }
+        out.push_str(ws(rng));
+    }
+
+    #[test]
+    fn random_json_is_written_as_serde_json_writes_its_value() {
+        let mut rng = crate::fake::Rng::new(11);
+        let (mut taken, mut text) = (0, String::new());
+        for _ in 0..20_000 {
+            text.clear();
+            random_json(&mut rng, 0, &mut text);
+            let expected = via_value(&text);
+            assert_eq!(canonical(&text), expected, "{text}");
+            taken += usize::from(expected.is_some());
+        }
+        // Every spelling is valid JSON: none was declined.
+        assert_eq!(taken, 20_000);
+    }
+
     #[test]
     fn declines_what_a_value_would_not_parse_or_nests_deeply() {
         for text in [
