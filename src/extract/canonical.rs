@@ -20,11 +20,7 @@ const MAX_DEPTH: usize = 100;
 /// nesting): the caller then parses the text as usual.
 pub(crate) fn canonical(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
-    match text
-        .trim_start_matches([' ', '\t', '\n', '\r'])
-        .as_bytes()
-        .first()?
-    {
+    match first_byte(text)? {
         // Objects and arrays are read whole (and checked to the end) by
         // `write`: no need to find where they end first.
         b'{' | b'[' => write(&mut out, text, 0)?,
@@ -42,11 +38,7 @@ fn write(out: &mut String, raw: &str, depth: usize) -> Option<()> {
     if depth > MAX_DEPTH {
         return None;
     }
-    match raw
-        .trim_start_matches([' ', '\t', '\n', '\r'])
-        .as_bytes()
-        .first()?
-    {
+    match first_byte(raw)? {
         b'{' => {
             let Entries(mut entries) = serde_json::from_str(raw).ok()?;
             // Stable: of equal keys, the last written wins, as in a Map.
@@ -106,6 +98,12 @@ fn write(out: &mut String, raw: &str, depth: usize) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// The first byte of `text` after JSON whitespace.
+fn first_byte(text: &str) -> Option<u8> {
+    text.bytes()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
 fn push_json<T: serde::Serialize + ?Sized>(out: &mut String, v: &T) -> Option<()> {
