@@ -5,7 +5,7 @@
 //! server assembles, completes (decision wait 100 ms) and scores every trace.
 //!
 //! The allocator is mimalloc, as in the `traceval` binary, wrapped in a
-//! counter. Printed before criterion runs:
+//! counter, with the options `traceval serve` sets. Printed before criterion runs:
 //! * memory per buffered span: bytes held after admitting decoded requests
 //!   into the trace buffer, per span, next to the span's protobuf size
 //!   (bytes asked of the allocator; the same with glibc-style per-chunk
@@ -1011,6 +1011,8 @@ fn sustained(b: &mut Bench) {
 }
 
 fn bench(c: &mut Criterion) {
+    // As `traceval serve` sets it at start.
+    traceval::serve::keep_freed_memory();
     if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("sustained") {
         let mut b = start(DECISION_WAIT);
         sustained(&mut b);

@@ -827,6 +827,7 @@ fn cmd_serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Precedence: flags > environment > the config file's [serve] > defaults.
     let mut serve_config = config.serve.clone().unwrap_or_default();
     args.serve.apply(&mut serve_config);
+    traceval::serve::keep_freed_memory();
     traceval::serve::run(serve_config, scoring)?;
     Ok(ExitCode::SUCCESS)
 }

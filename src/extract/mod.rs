@@ -6,6 +6,7 @@
 //! through a key table, so each span's attributes are read once whatever the
 //! number of rules.
 
+mod canonical;
 pub mod explain;
 pub mod facts;
 pub mod requested;
@@ -110,6 +111,11 @@ pub struct ToolCall {
     /// JSON stays as it was).
     #[serde(skip)]
     pub end_time_unix_nano: u64,
+    /// With [`Extractor::with_args_text`], instead of `args`: the
+    /// arguments as the JSON text serde_json writes of their value (rows
+    /// write it in `args`' place, see `report::push_row_with_calls`).
+    #[serde(skip)]
+    pub args_json: Option<Box<str>>,
 }
 
 /// One agent (or workflow, invocation) run.
@@ -239,6 +245,9 @@ pub struct Extractor {
     pub results: bool,
     /// Keep each call's argument key order too ([`ToolCall::ordered_args`]).
     pub ordered_args: bool,
+    /// Arguments that are JSON text go to [`ToolCall::args_json`], not
+    /// parsed into `args`: for callers that only write them out.
+    pub args_text: bool,
 }
 
 impl Default for Extractor {
@@ -270,6 +279,7 @@ impl Extractor {
             scope: Scope::All,
             results: true,
             ordered_args: false,
+            args_text: false,
         })
     }
 
@@ -285,6 +295,11 @@ impl Extractor {
 
     pub fn with_ordered_args(mut self, on: bool) -> Self {
         self.ordered_args = on;
+        self
+    }
+
+    pub fn with_args_text(mut self, on: bool) -> Self {
+        self.args_text = on;
         self
     }
 
@@ -461,7 +476,14 @@ impl Extractor {
             }
             let mut args = None;
             let mut args_text = None;
+            let mut args_json = None;
             for src in &rule.args {
+                if self.args_text && !self.ordered_args {
+                    if let Some(j) = args_as_json(src, s, rule.spec.args_from_request) {
+                        args_json = Some(j);
+                        break;
+                    }
+                }
                 if let Some(v) = value_of(src, s) {
                     args = Some(v);
                     args_text = raw_string(&src.field, s);
@@ -504,6 +526,7 @@ impl Extractor {
                 convention: rule.name().to_string(),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
+                args_json,
             };
             if role[i] == Role::Retriever {
                 out.retrievers.push(call);
@@ -680,6 +703,25 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
         }
     }
     value_of(src, s).map(CallResult::Value)
+}
+
+/// The arguments at `src` as [`ToolCall::args_json`], when they are JSON
+/// text that [`value_of`] would take as is (no pattern or unwrapping, and
+/// with `named` not a value that [`unnamed`] would have named).
+fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
+    if src.decode != Decode::Json || src.pattern.is_some() {
+        return None;
+    }
+    let text = raw_string(&src.field, s)?;
+    if unwrap_may_apply(src, text.trim()) {
+        return None;
+    }
+    let json = canonical::canonical(text)?;
+    // Arguments that could be named from the request are parsed as usual.
+    if named && (!json.starts_with('{') || json.contains("\"args\":")) {
+        return None;
+    }
+    Some(json.into_boxed_str())
 }
 
 /// Whether one of `src`'s unwrappings could change the JSON `text` (a

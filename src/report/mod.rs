@@ -326,8 +326,64 @@ pub fn push_row_with_calls(out: &mut Vec<u8>, row: &Value, calls: &[ToolCall]) {
     }
     let _ = serde_json::to_writer(&mut *out, TOOLS_CALLED);
     out.push(b':');
-    let _ = serde_json::to_writer(&mut *out, calls);
+    push_calls(out, calls);
     out.extend_from_slice(b"}\n");
+}
+
+/// Appends `calls` as a JSON array. A call whose arguments came as JSON
+/// text ([`ToolCall::args_json`]) gets that text in its `args`, as if they
+/// had been parsed into `args` and serialized with the call.
+fn push_calls(out: &mut Vec<u8>, calls: &[ToolCall]) {
+    if calls.iter().all(|c| c.args_json.is_none()) {
+        let _ = serde_json::to_writer(&mut *out, calls);
+        return;
+    }
+    thread_local! {
+        /// One call as serialized, before its arguments go in.
+        static CALL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    CALL.with_borrow_mut(|call| {
+        out.push(b'[');
+        for (i, c) in calls.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let Some(json) = c.args_json.as_deref().filter(|_| c.args.is_none()) else {
+                let _ = serde_json::to_writer(&mut *out, c);
+                continue;
+            };
+            call.clear();
+            let _ = serde_json::to_writer(&mut *call, c);
+            match args_null_at(call, &c.name) {
+                Some(at) => {
+                    out.extend_from_slice(&call[..at]);
+                    out.extend_from_slice(json.as_bytes());
+                    out.extend_from_slice(&call[at + 4..]);
+                }
+                None => {
+                    // Not the layout expected (fields reordered?): the slow way.
+                    let mut c = c.clone();
+                    c.args = Some(crate::extract::parse_json_or_string(json));
+                    let _ = serde_json::to_writer(&mut *out, &c);
+                }
+            }
+        }
+        out.push(b']');
+    });
+}
+
+/// Where the `null` of `"args":null` is in the serialized `call`: right
+/// after its name, the first field.
+fn args_null_at(call: &[u8], name: &str) -> Option<usize> {
+    let mut at = 0;
+    let mut expect = |part: &[u8]| {
+        let ok = call.get(at..at + part.len()) == Some(part);
+        at += part.len();
+        ok
+    };
+    let name = serde_json::to_string(name).ok()?;
+    (expect(b"{\"name\":") && expect(name.as_bytes()) && expect(b",\"args\":null"))
+        .then_some(at - 4)
 }
 
 /// Appends one JSONL line.
@@ -429,6 +485,93 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows of the traces of `requests`, extracted with arguments as
+    /// values or as JSON text.
+    fn rows_of(
+        requests: Vec<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest>,
+        args_text: bool,
+    ) -> (Vec<u8>, usize) {
+        let mut asm = crate::assemble::Assembler::new();
+        for r in requests {
+            asm.add(r);
+        }
+        let x = crate::extract::Extractor::default().with_args_text(args_text);
+        let (mut out, mut as_text) = (Vec::new(), 0);
+        for t in asm.finish() {
+            let calls: Arc<[ToolCall]> = x.extract(&t).into();
+            as_text += calls.iter().filter(|c| c.args_json.is_some()).count();
+            let trace = UnmatchedTrace {
+                trace_id: t.id,
+                spans: t.spans.len(),
+                tools_called: calls,
+            };
+            push_row_with_calls(&mut out, &unmatched_trace_row(&trace), &trace.tools_called);
+        }
+        (out, as_text)
+    }
+
+    #[test]
+    fn arguments_kept_as_text_write_the_same_rows() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+        let mut requests = crate::fake::agent_traces(20, 4, 2, 5).requests;
+        let kv = |k: &str, v: &str| KeyValue {
+            key: k.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(v.into())),
+            }),
+            ..Default::default()
+        };
+        // Arguments that are not in serde_json's form, or not JSON, or
+        // positional (named from the request), or nested deep.
+        let args = [
+            r#" { "b" : 1.50, "a" : "\u00e9\/", "a" : [1e3, -0] } "#.to_string(),
+            r#"{"args": [1, 2]}"#.into(),
+            r#"["positional"]"#.into(),
+            "not json {".into(),
+            r#""just a string""#.into(),
+            format!("{}{}", "[".repeat(110), "]".repeat(110)),
+            format!("{{\"k\":{}{}}}", "[".repeat(130), "]".repeat(130)),
+        ];
+        let spans = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Span {
+                trace_id: vec![9; 16],
+                span_id: vec![1, 2, 3, 4, 5, 6, 7, i as u8 + 1],
+                name: "execute_tool t".into(),
+                start_time_unix_nano: 1000 + i as u64,
+                end_time_unix_nano: 2000,
+                attributes: vec![
+                    kv("gen_ai.operation.name", "execute_tool"),
+                    kv("gen_ai.tool.name", "t"),
+                    kv("gen_ai.tool.call.arguments", a),
+                ],
+                ..Default::default()
+            })
+            .collect();
+        requests.push(ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        });
+        let (parsed, none) = rows_of(requests.clone(), false);
+        let (text, as_text) = rows_of(requests, true);
+        assert!(parsed.len() > 10_000);
+        // The fake traces' 80 calls and the first above (the others may
+        // be named from the request, or are not JSON, or nest deep).
+        assert_eq!((none, as_text), (0, 81));
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            String::from_utf8(parsed).unwrap()
+        );
+    }
 
     #[test]
     fn names_cannot_forge_terminal_lines() {

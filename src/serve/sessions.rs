@@ -206,6 +206,7 @@ mod tests {
             within: None,
             ordered_args: None,
             end_time_unix_nano: at,
+            args_json: None,
         }
     }
 

@@ -187,6 +187,10 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
         true
     }
 
+    fn reads_call_args(&self) -> bool {
+        false
+    }
+
     fn record(&self, batch: &Batch) -> io::Result<()> {
         // Rows are built here, on the scoring thread, outside the lock, in
         // the thread's buffer (its capacity kept from batch to batch).

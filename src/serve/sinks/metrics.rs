@@ -17,6 +17,10 @@ impl MetricsSink {
 }
 
 impl Sink for MetricsSink {
+    fn reads_call_args(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "metrics"
     }

@@ -91,6 +91,14 @@ pub trait Sink: Send + Sync {
         false
     }
 
+    /// Whether this sink reads calls' arguments as values (else, when no
+    /// metric reads them either, extraction keeps them as JSON text:
+    /// `ToolCall::args_json`, which the JSONL rows write as is). Asked of
+    /// the sinks built with [`Outputs::build`].
+    fn reads_call_args(&self) -> bool {
+        true
+    }
+
     /// Called now and then while outputs are failing: retry what is owed.
     fn retry(&self) {}
 }
@@ -222,6 +230,10 @@ impl Outputs {
     /// Whether any sink shows call results.
     pub fn shows_call_results(&self) -> bool {
         self.sinks.iter().any(|s| s.shows_call_results())
+    }
+
+    pub fn reads_call_args(&self) -> bool {
+        self.sinks.iter().any(|s| s.reads_call_args())
     }
 
     /// Counts `batch` and hands it to every sink. A sink that fails is

@@ -318,6 +318,10 @@ impl OtlpSink {
 }
 
 impl Sink for OtlpSink {
+    fn reads_call_args(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "otlp-results"
     }

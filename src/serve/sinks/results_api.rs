@@ -134,6 +134,10 @@ impl ResultsApiSink {
 }
 
 impl Sink for ResultsApiSink {
+    fn reads_call_args(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "results-api"
     }

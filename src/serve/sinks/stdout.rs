@@ -9,6 +9,10 @@ use crate::report::{ellipsize, Evaluation};
 pub struct StdoutSink;
 
 impl Sink for StdoutSink {
+    fn reads_call_args(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "stdout"
     }
