@@ -329,7 +329,13 @@ pub(crate) fn decode_lines(
     out: &mut Decoded,
 ) {
     out.format = Some(Format::OtlpJsonLines);
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+    // memchr finds the line ends many bytes at a time (a byte-by-byte split
+    // was a visible share of the decode workers' time).
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    let mut start = 0;
+    for (i, end) in ends.enumerate() {
+        let line = &bytes[start..end];
+        start = end + 1;
         if first_non_ws(line).is_none() {
             continue;
         }
@@ -673,7 +679,7 @@ fn contains_any(hay: &[u8], needles: &[&[u8]]) -> bool {
         return false;
     };
     let mut i = 0;
-    while let Some(off) = hay[i..].iter().position(|&b| b == first) {
+    while let Some(off) = memchr::memchr(first, &hay[i..]) {
         let rest = &hay[i + off..];
         if needles.iter().any(|n| rest.starts_with(n)) {
             return true;

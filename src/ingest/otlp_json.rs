@@ -1571,10 +1571,13 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
         while let Some(Key(k)) = map.next_key()? {
             match &*k {
                 "key" => {
-                    let v: Scalar = map.next_value()?;
-                    let s = string_field(v, "key", &mut inner);
+                    // Tested borrowed: a dropped key is never copied.
+                    let s = match map.next_value()? {
+                        Scalar::Str(s) => s,
+                        v => Cow::Owned(string_field(v, "key", &mut inner)),
+                    };
                     dropped = !self.keeps(&s);
-                    key = Some(s);
+                    key = (!dropped).then(|| s.into_owned());
                 }
                 "value" if dropped => {
                     map.next_value::<IgnoredAny>()?;
