@@ -1526,16 +1526,33 @@ impl<'de> Visitor<'de> for Attrs<'_, '_> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(kv) = seq.next_element_seed(KeyValueSeed {
-            fault: &mut *self.fault,
-            filter: self.filter,
-        })? {
-            if let Some(kv) = kv {
-                self.out.push(kv);
+        // Gathered in a reused buffer, then moved into a list of exactly
+        // their number: growing each list push by push cost a reallocation
+        // and a copy per span. A nested list (a kvlistValue) finds the
+        // buffer taken and uses its own.
+        let mut kept = ATTR_SCRATCH.take();
+        kept.clear();
+        let filled = (|| {
+            while let Some(kv) = seq.next_element_seed(KeyValueSeed {
+                fault: &mut *self.fault,
+                filter: self.filter,
+            })? {
+                if let Some(kv) = kv {
+                    kept.push(kv);
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })();
+        self.out.reserve_exact(kept.len());
+        self.out.append(&mut kept);
+        ATTR_SCRATCH.set(kept);
+        filled
     }
+}
+
+thread_local! {
+    /// [`Attrs`]' reused buffer.
+    static ATTR_SCRATCH: std::cell::Cell<Vec<KeyValue>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// One KeyValue; `None` if the filter drops it.
@@ -1571,10 +1588,13 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
         while let Some(Key(k)) = map.next_key()? {
             match &*k {
                 "key" => {
-                    let v: Scalar = map.next_value()?;
-                    let s = string_field(v, "key", &mut inner);
+                    // Tested borrowed: a dropped key is never copied.
+                    let s = match map.next_value()? {
+                        Scalar::Str(s) => s,
+                        v => Cow::Owned(string_field(v, "key", &mut inner)),
+                    };
                     dropped = !self.keeps(&s);
-                    key = Some(s);
+                    key = (!dropped).then(|| s.into_owned());
                 }
                 "value" if dropped => {
                     map.next_value::<IgnoredAny>()?;

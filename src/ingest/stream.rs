@@ -473,7 +473,12 @@ fn cut_json(
             }
             continue;
         };
-        let rest = buf.split_off(cut_at);
+        // The tail starts the next chunk in a buffer of the chunk's size, so
+        // reading the rest of the chunk into it does not grow it step by
+        // step (each step a copy).
+        let mut rest = Vec::with_capacity(chunk.max(buf.len() - cut_at) + 4096);
+        rest.extend_from_slice(&buf[cut_at..]);
+        buf.truncate(cut_at);
         let bytes = std::mem::replace(&mut buf, rest);
         at += bytes.len() as u64;
         let lines_in = memchr::memchr_iter(b'\n', &bytes).count();
@@ -556,7 +561,8 @@ fn cut_records(
                 let work = Work::Records {
                     first_record,
                     offset,
-                    bytes: std::mem::take(&mut bytes),
+                    // A full-size buffer for the next chunk (see cut_json).
+                    bytes: std::mem::replace(&mut bytes, Vec::with_capacity(chunk + 4096)),
                 };
                 if !cutter.send(input, work, at, disk_now, last) {
                     return Err(Stop::Consumer);
