@@ -216,9 +216,20 @@ pub fn stream_traces<R: Send>(
         options.stream.threads,
         per_batch,
         |submit| {
-            let mut submit = |traces: Vec<Trace>| {
-                if !traces.is_empty() {
-                    submit(traces);
+            // A big release (the end of the input lets every held trace go
+            // at once) is cut in batches, so that every worker takes part.
+            let mut submit = |mut traces: Vec<Trace>| {
+                while !traces.is_empty() {
+                    let mut spans = 0;
+                    let cut = traces
+                        .iter()
+                        .position(|t| {
+                            spans += t.spans.len();
+                            spans > BATCH_SPANS
+                        })
+                        .map_or(traces.len(), |i| i.max(1));
+                    let rest = traces.split_off(cut);
+                    submit(std::mem::replace(&mut traces, rest));
                 }
             };
             stream::decode_inputs(&inputs, &options.limits, filter, &options.stream, |piece| {
@@ -266,6 +277,9 @@ pub fn stream_traces<R: Send>(
     );
     (rejected, stats)
 }
+
+/// Spans in one batch of the per-trace stage, about (a trace is never cut).
+const BATCH_SPANS: usize = 512;
 
 /// Reads every input and returns all its traces at once, with the run's
 /// rejections and counters.
