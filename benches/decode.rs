@@ -19,30 +19,12 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use prost::Message;
 
-use traceval::ingest::otlp_json::{AttrsOf, KeepAll, KeyFilter};
+use traceval::ingest::otlp_json::KeepAll;
 use traceval::ingest::otlp_proto;
 
-/// Keeps resource attributes and the span keys extraction reads.
-struct Projection;
-
-const KEPT: [&str; 10] = [
-    "gen_ai.operation.name",
-    "gen_ai.tool.name",
-    "gen_ai.tool.call.id",
-    "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result",
-    "gen_ai.agent.name",
-    "gen_ai.conversation.id",
-    "session.id",
-    "gen_ai.request.model",
-    "gen_ai.system",
-];
-
-impl KeyFilter for Projection {
-    fn keep(&self, at: AttrsOf, key: &str) -> bool {
-        at == AttrsOf::Resource || KEPT.contains(&key)
-    }
-}
+#[path = "support/ten_keys.rs"]
+mod ten_keys;
+use ten_keys::{TenKeys, KEPT};
 
 fn prompt(n: usize) -> String {
     let mut s = String::from("[");
@@ -110,8 +92,7 @@ fn bench(c: &mut Criterion) {
     let bytes: usize = bodies.iter().map(Vec::len).sum();
     let prost = |b: &[u8]| spans_in(&ExportTraceServiceRequest::decode(b).expect("prost"));
     let ours = |b: &[u8]| spans_in(&otlp_proto::decode_with(b, &KeepAll).expect("ours"));
-    let projected =
-        |b: &[u8]| spans_in(&otlp_proto::decode_with(b, &Projection).expect("projected"));
+    let projected = |b: &[u8]| spans_in(&otlp_proto::decode_with(b, &TenKeys).expect("projected"));
     // Same result with everything kept.
     for b in &bodies {
         assert!(
@@ -122,7 +103,7 @@ fn bench(c: &mut Criterion) {
     let kept_bytes: usize = bodies
         .iter()
         .map(|b| {
-            otlp_proto::decode_with(b, &Projection)
+            otlp_proto::decode_with(b, &TenKeys)
                 .expect("projected")
                 .encoded_len()
         })

@@ -119,6 +119,11 @@ fn run(args: &[&str]) -> (Duration, u64) {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
+        if start.elapsed() > Duration::from_secs(600) {
+            let _ = child.kill();
+            panic!("traceval {args:?} still running after 600 s");
+        }
+        // The poll interval while the child runs (sampling its peak).
         std::thread::sleep(Duration::from_millis(2));
     };
     assert!(status.success(), "traceval {args:?} failed");

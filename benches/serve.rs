@@ -36,6 +36,9 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 use tonic::transport::Channel;
 
+#[path = "support/ten_keys.rs"]
+mod ten_keys;
+use ten_keys::{TenKeys, KEPT};
 use traceval::serve::{
     BufferLimits, CancellationToken, Listeners, Scoring, ServeConfig, ServeStats, Server,
     TraceBuffer,
@@ -676,29 +679,6 @@ fn forwarding(scoring: bool) {
 
 // ------------------------------------ side by side with a decode-only receiver
 
-/// A projection as the extraction rules would ask for: resource attributes
-/// and 10 span keys (what `benches/decode.rs` uses).
-struct Projection;
-
-const KEPT: [&str; 10] = [
-    "gen_ai.operation.name",
-    "gen_ai.tool.name",
-    "gen_ai.tool.call.id",
-    "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result",
-    "gen_ai.agent.name",
-    "gen_ai.conversation.id",
-    "session.id",
-    "gen_ai.request.model",
-    "gen_ai.system",
-];
-
-impl traceval::ingest::otlp_json::KeyFilter for Projection {
-    fn keep(&self, at: traceval::ingest::otlp_json::AttrsOf, key: &str) -> bool {
-        at == traceval::ingest::otlp_json::AttrsOf::Resource || KEPT.contains(&key)
-    }
-}
-
 /// Whole traces per request of the side-by-side load.
 const SBS_TRACES_PER_REQUEST: usize = 50;
 
@@ -809,7 +789,7 @@ struct Run {
 /// `traceval serve` (scoring on, `--output` written, decision wait 100 ms,
 /// subtracted) against a tonic receiver that only decodes (tonic's prost
 /// codec, spans counted), driven by the same load generator: the ratio is
-/// the measure. Also serve decoding with [`Projection`], to show
+/// the measure. Also serve decoding with [`TenKeys`], to show
 /// what projection at decode gains. `TRACEVAL_BENCH_SPANS` sets the spans
 /// per run (default 600,000; smaller for a quick run); two interleaved runs
 /// of each set-up, means reported. On a loaded machine the spans per
@@ -885,7 +865,7 @@ fn side_by_side() {
         };
         let mut server = Server::new(config.clone(), Scoring::default()).expect("server");
         if projected {
-            server = server.with_filter(Box::new(Projection));
+            server = server.with_filter(Box::new(TenKeys));
         }
         let stats = server.stats();
         let listeners = rt.block_on(Listeners::bind(&config)).expect("bind");

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tonic::body::Body;
@@ -21,10 +21,11 @@ use tonic::codec::{CompressionEncoding, EnabledCompressionEncodings};
 use tonic::codegen::{http, BoxFuture, Service};
 use tonic::server::NamedService;
 use tonic::transport::server::{Connected, TcpConnectInfo};
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::forward::RawCodec;
 use super::intake::Shared;
+use super::listen::Capped;
 use super::security::Auth;
 use super::sinks::results_api::pb::results_service_server::ResultsServiceServer;
 use super::sinks::results_api::ResultsHub;
@@ -73,9 +74,9 @@ pub(crate) async fn serve(
         .await
 }
 
-/// Connections of `listener`, at most `max_connections` open at once (as
-/// the HTTP receiver: a new one past the cap is closed, counted and logged
-/// once per episode), each after its TLS handshake when TLS is on. A
+/// Connections of `listener`, at most `max_connections` open at once (the
+/// HTTP ports' [`Capped`]: a new one past the cap is closed, counted and
+/// logged once per episode), each after its TLS handshake when TLS is on. A
 /// handshake runs on its own task, bounded by `handshake_timeout`, so a
 /// stalled client holds up no one. Ends when the server drops the stream.
 fn incoming(
@@ -86,37 +87,13 @@ fn incoming(
     stats: Arc<ServeStats>,
 ) -> impl futures_util::Stream<Item = Result<GrpcConn, std::io::Error>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<GrpcConn>(64);
-    let max = max_connections.clamp(1, Semaphore::MAX_PERMITS);
-    let permits = Arc::new(Semaphore::new(max));
+    let cap = Capped::new(max_connections, true, "gRPC");
     tokio::spawn(async move {
-        let mut refusing = false;
         loop {
-            let accepted = tokio::select! {
-                r = listener.accept() => r,
+            let (stream, peer, permit) = tokio::select! {
+                c = cap.accept(&listener, &stats) => c,
                 () = tx.closed() => break,
             };
-            let (stream, peer) = match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of file descriptors: back off rather than spin.
-                    warn!(error = %e, "Cannot accept a connection.");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-                ServeStats::add(&stats.connections_refused, 1);
-                if !std::mem::replace(&mut refusing, true) {
-                    warn!(
-                        max_connections,
-                        %peer,
-                        "Too many open gRPC connections; closing new ones until some end."
-                    );
-                }
-                continue;
-            };
-            refusing = false;
-            let _ = stream.set_nodelay(true);
             let Some(acceptor) = tls.clone() else {
                 let conn = GrpcConn {
                     io: Io::Plain(stream),

@@ -8,6 +8,7 @@
 //! must finish within the header deadline, so a stalled one cannot hold a
 //! connection).
 
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,8 +20,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -29,6 +30,77 @@ use super::telemetry::ServeStats;
 
 /// Most bytes hyper buffers per HTTP/1 connection (request head included).
 const READ_BUFFER: usize = 64 * 1024;
+
+/// A connection cap: at most `max` open connections, each holding a permit.
+/// Past it a new connection is closed at once, counted (when `counted`) and
+/// logged at the start and the end of each episode of refusing. Shared by
+/// the HTTP ports and the gRPC receiver.
+pub(crate) struct Capped {
+    permits: Arc<Semaphore>,
+    max: usize,
+    counted: bool,
+    /// What the log lines call these connections ("HTTP", "gRPC").
+    what: &'static str,
+    refusing: AtomicBool,
+}
+
+impl Capped {
+    pub(crate) fn new(max: usize, counted: bool, what: &'static str) -> Capped {
+        Capped {
+            permits: Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS))),
+            max,
+            counted,
+            what,
+            refusing: AtomicBool::new(false),
+        }
+    }
+
+    /// The next connection under the cap, with its permit. Accept errors
+    /// (out of file descriptors, a connection reset before it was taken)
+    /// back off briefly rather than spin. Cancel-safe.
+    pub(crate) async fn accept(
+        &self,
+        listener: &TcpListener,
+        stats: &ServeStats,
+    ) -> (TcpStream, SocketAddr, OwnedSemaphorePermit) {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    warn!(error = %e, "Cannot accept a connection.");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() else {
+                if self.counted {
+                    ServeStats::add(&stats.connections_refused, 1);
+                }
+                if !self.refusing.swap(true, Ordering::Relaxed) {
+                    warn!(
+                        max_connections = self.max,
+                        %peer,
+                        "Too many open {} connections; closing new ones until some end.",
+                        self.what
+                    );
+                }
+                drop(stream);
+                continue;
+            };
+            if self.refusing.swap(false, Ordering::Relaxed) {
+                info!("Accepting {} connections again.", self.what);
+            }
+            let _ = stream.set_nodelay(true);
+            return (stream, peer, permit);
+        }
+    }
+
+    /// Waits until every connection has given its permit back.
+    pub(crate) async fn all_closed(&self) {
+        let all = self.max.clamp(1, Semaphore::MAX_PERMITS);
+        let _ = self.permits.acquire_many(all as u32).await;
+    }
+}
 
 /// Connection limits of one HTTP port.
 #[derive(Debug, Clone, Copy)]
@@ -54,8 +126,7 @@ pub(crate) async fn serve(
     stats: Arc<ServeStats>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
-    let permits = Arc::new(Semaphore::new(max));
+    let cap = Capped::new(limits.max_connections, limits.counted, "HTTP");
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -72,42 +143,11 @@ pub(crate) async fn serve(
         .keep_alive_interval(limits.header_timeout)
         .keep_alive_timeout(limits.header_timeout);
     let builder = Arc::new(builder);
-    // Logs the transitions into and out of refusing, not every refusal.
-    let refusing = AtomicBool::new(false);
     loop {
-        let accepted = tokio::select! {
-            r = listener.accept() => r,
+        let (stream, peer, permit) = tokio::select! {
+            c = cap.accept(&listener, &stats) => c,
             () = shutdown.cancelled() => break,
         };
-        let (stream, peer) = match accepted {
-            Ok(c) => c,
-            Err(e) => {
-                // Out of file descriptors (or a connection reset before it
-                // was taken): back off briefly rather than spin; the
-                // connection cap is meant to keep this from happening.
-                warn!(error = %e, "Cannot accept a connection.");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            if limits.counted {
-                ServeStats::add(&stats.connections_refused, 1);
-            }
-            if !refusing.swap(true, Ordering::Relaxed) {
-                warn!(
-                    max_connections = limits.max_connections,
-                    %peer,
-                    "Too many open connections; closing new ones until some end."
-                );
-            }
-            drop(stream);
-            continue;
-        };
-        if refusing.swap(false, Ordering::Relaxed) {
-            info!("Accepting connections again.");
-        }
-        let _ = stream.set_nodelay(true);
         let open = limits.counted.then(|| Arc::clone(&stats));
         if let Some(s) = &open {
             ServeStats::add(&s.connections_open, 1);
@@ -146,8 +186,7 @@ pub(crate) async fn serve(
         });
     }
     drop(listener);
-    // Every connection task holds a permit: all back means all ended.
-    let _ = permits.acquire_many(max as u32).await;
+    cap.all_closed().await;
     Ok(())
 }
 
