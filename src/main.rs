@@ -16,7 +16,6 @@ use traceval::config::{self, Config, TableFormat};
 use traceval::evaluate::{Evaluator, MetricSet, MetricSpec, ScoreSettings};
 use traceval::extract::{Extractor, Scope};
 use traceval::ingest::otlp_json::{KeepAll, KeyFilter};
-use traceval::ingest::project::Projection;
 use traceval::ingest::stream::StreamOptions;
 use traceval::ingest::Limits;
 use traceval::judge::{Judge, JudgeConfig};
@@ -511,9 +510,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         fixture_rejected,
         &extractor,
         &args.input.read_options(),
-        &Projection::default()
-            .resource_keys(evaluator.join_keys())
-            .event_keys(extractor.event_keys()),
+        &extractor.projection(evaluator.join_keys()),
         progress_printer(args.input.quiet),
     );
     report.hint = extractor.no_calls_hint(report.stats.spans, report.stats.tool_calls);
@@ -670,9 +667,7 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(Evaluator::join_keys)
         .unwrap_or_default();
-    let projection = Projection::default()
-        .resource_keys(session_keys.iter().cloned().chain(join_keys))
-        .event_keys(extractor.event_keys());
+    let projection = extractor.projection(session_keys.iter().cloned().chain(join_keys));
     let filter: &(dyn KeyFilter + Sync) = if args.explain { &KeepAll } else { &projection };
     let (mut rejected, _stats) = replay::stream_traces(
         &args.input.paths,

@@ -187,14 +187,11 @@ fn projection_keeps_everything_inspect_shows() {
     use traceval::assemble::session;
     use traceval::extract::Extractor;
     use traceval::ingest::otlp_json::{KeepAll, KeyFilter};
-    use traceval::ingest::project::Projection;
     use traceval::replay::{stream_traces, ReadOptions};
 
     let extractor = Extractor::default();
     let keys = session::default_keys();
-    let projection = Projection::default()
-        .resource_keys(keys.iter().cloned())
-        .event_keys(extractor.event_keys());
+    let projection = extractor.projection(keys.iter().cloned());
     let rows = |path: &std::path::Path, filter: &(dyn KeyFilter + Sync)| {
         let mut rows = Vec::new();
         let (rejected, _) = stream_traces(
@@ -208,28 +205,44 @@ fn projection_keeps_everything_inspect_shows() {
                     .map(|t| {
                         let a = extractor.analyze(t);
                         let s = session::session_of(t, &keys);
-                        traceval::report::inspect_row(t, &a, s.as_ref(), None)
+                        let attrs: usize = t.spans.iter().map(|s| s.span.attributes.len()).sum();
+                        // What inspect shows, and the token counts the
+                        // JSONL report adds.
+                        let row = format!(
+                            "{} {:?}",
+                            traceval::report::inspect_row(t, &a, s.as_ref(), None),
+                            traceval::extract::facts::token_usage(t)
+                        );
+                        (row, attrs)
                     })
                     .collect::<Vec<_>>()
             },
             |batch| rows.extend(batch),
         );
         assert!(rejected.is_empty(), "{rejected:?}");
-        rows
+        rows.into_iter().unzip::<_, _, Vec<_>, Vec<_>>()
     };
     let corpus = crate::util::data("corpus");
-    let mut compared = 0;
+    let (mut compared, mut kept, mut decoded) = (0, 0, 0);
     for entry in std::fs::read_dir(&corpus).unwrap() {
         let dir = entry.unwrap().path();
         for input in [dir.join("traces.jsonl"), dir.join("otlp")] {
             if !input.exists() {
                 continue;
             }
-            let all = rows(&input, &KeepAll);
+            let (all, attrs_all) = rows(&input, &KeepAll);
             assert!(!all.is_empty(), "{}", input.display());
-            assert_eq!(rows(&input, &projection), all, "{}", input.display());
+            let (projected, attrs_projected) = rows(&input, &projection);
+            assert_eq!(projected, all, "{}", input.display());
             compared += all.len();
+            kept += attrs_projected.iter().sum::<usize>();
+            decoded += attrs_all.iter().sum::<usize>();
         }
     }
     assert!(compared > 100, "{compared} rows compared");
+    // The projection does leave attributes out.
+    assert!(
+        kept < decoded * 3 / 4,
+        "{kept} of {decoded} span attributes kept"
+    );
 }

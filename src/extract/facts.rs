@@ -46,6 +46,11 @@ const TOOL_KEYS: &[&str] = &[
 /// OpenInference flattens its tool list: `llm.tools.<i>.tool.json_schema`.
 const TOOL_KEY_PREFIX: (&str, &str) = ("llm.tools.", ".tool.json_schema");
 
+/// The span attributes read here, and the prefix of the flattened tool
+/// lists (projection at decode).
+pub(crate) const SPAN_KEYS: [&[&str]; 4] = [REQUEST_KEYS, TOOL_KEYS, INPUT_KEYS, OUTPUT_KEYS];
+pub(crate) const SPAN_KEY_PREFIX: &str = TOOL_KEY_PREFIX.0;
+
 /// A request longer than this is cut (a judge prompt should stay small).
 const MAX_REQUEST_CHARS: usize = 4000;
 

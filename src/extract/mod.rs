@@ -16,6 +16,7 @@ mod variants;
 #[cfg(test)]
 mod versions;
 
+use crate::ingest::project::Projection;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
@@ -325,6 +326,45 @@ impl Extractor {
         keys
     }
 
+    /// The span attribute keys extraction and the trace facts read, and the
+    /// key prefixes they read (projection at decode): the rules' conditions
+    /// and sources, the user request, tools offered, token counts, the
+    /// exception type, and the calls a model requested.
+    pub fn span_keys(&self) -> (Vec<String>, Vec<String>) {
+        let mut keys = self.keys.keys.clone();
+        keys.push(ERROR_TYPE_KEY.to_string());
+        keys.extend(
+            facts::SPAN_KEYS
+                .iter()
+                .flat_map(|k| k.iter())
+                .map(|k| k.to_string()),
+        );
+        for r in &self.rules {
+            let sources = [&r.name_from, &r.args, &r.result, &r.error_message];
+            for src in sources.into_iter().flatten() {
+                if let Field::Attr(k) = &src.field {
+                    keys.push(k.clone());
+                }
+                keys.extend(src.mime_attr.iter().chain(&src.schema_attr).cloned());
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX];
+        (keys, prefixes.iter().map(|p| p.to_string()).collect())
+    }
+
+    /// What decoding keeps for this extractor, with `join_keys` (the
+    /// session and case join keys, read on spans and resources).
+    pub fn projection(&self, join_keys: impl IntoIterator<Item = String>) -> Projection {
+        let join: Vec<String> = join_keys.into_iter().collect();
+        let (keys, prefixes) = self.span_keys();
+        Projection::default()
+            .resource_keys(join.iter().cloned())
+            .span_keys(keys.into_iter().chain(join), prefixes)
+            .event_keys(self.event_keys())
+    }
+
     /// The active rules, in the order they are tried.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
@@ -617,6 +657,8 @@ const STATUS_ERROR: i32 = 2;
 /// Attributes of an `exception` event that an error's message and type
 /// come from.
 const EXCEPTION_KEYS: [&str; 2] = ["exception.message", "exception.type"];
+/// The span attribute naming an error's type, when no exception event does.
+const ERROR_TYPE_KEY: &str = "error.type";
 
 fn error_of(
     rule: &Rule,
@@ -650,7 +692,7 @@ fn error_of(
         })
         .or_else(|| event_str(EXCEPTION_KEYS[0]));
     let kind =
-        event_str(EXCEPTION_KEYS[1]).or_else(|| s.attr_str("error.type").map(str::to_string));
+        event_str(EXCEPTION_KEYS[1]).or_else(|| s.attr_str(ERROR_TYPE_KEY).map(str::to_string));
     (CallStatus::Error, message, kind)
 }
 
@@ -691,7 +733,8 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
         // split a JSONL row, so such text is parsed instead.
         let text = raw_string(&src.field, s)
             .map(str::trim)
-            .filter(|t| !t.contains(['\n', '\r']) && !unwrap_may_apply(src, t));
+            .filter(|t| memchr::memchr2(b'\n', b'\r', t.as_bytes()).is_none())
+            .filter(|t| !unwrap_may_apply(src, t));
         if let Some(text) = text {
             return Some(
                 match serde_json::value::RawValue::from_string(text.to_string()) {
@@ -727,16 +770,14 @@ fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
 /// Whether one of `src`'s unwrappings could change the JSON `text` (a
 /// cheap look at its text; `false` means it surely would not).
 fn unwrap_may_apply(src: &Source, text: &str) -> bool {
+    let has = |needle: &str| memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
     let object = text.starts_with('{');
     let blocks = || text.starts_with('[');
-    let message = || object && text.contains("\"type\"") && text.contains("\"data\"");
+    let message = || object && has("\"type\"") && has("\"data\"");
     src.unwrap.iter().any(|u| match u {
         Unwrap::ContentBlocks => blocks(),
         Unwrap::ToolMessage => message(),
-    }) || src
-        .unwrap_key
-        .as_ref()
-        .is_some_and(|k| object && text.contains(k.as_str()))
+    }) || src.unwrap_key.as_ref().is_some_and(|k| object && has(k))
 }
 
 /// The text of a string attribute source.

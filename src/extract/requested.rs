@@ -33,6 +33,9 @@ use opentelemetry_proto::tonic::common::v1::any_value;
 use crate::assemble::{SpanRecord, Trace};
 
 const OI_PREFIX: &str = "llm.output_messages.";
+/// The keys read here by name (projection at decode; JSON values are read
+/// whatever their key).
+pub(crate) const SPAN_KEY_PREFIX: &str = OI_PREFIX;
 const OI_NAME: &str = ".tool_call.function.name";
 const OI_ARGS: &str = ".tool_call.function.arguments";
 /// Deep enough for LangChain's `generations[[{message: {kwargs: {tool_calls}}}]]`.

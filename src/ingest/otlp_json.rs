@@ -50,6 +50,21 @@ pub enum AttrsOf {
 /// first (as every exporter writes it).
 pub trait KeyFilter {
     fn keep(&self, at: AttrsOf, key: &str) -> bool;
+
+    /// Whether an attribute at `at` that [`KeyFilter::keep`] drops is kept
+    /// after all when its value is a string holding JSON (an object or an
+    /// array): readers that search every attribute for JSON (the calls a
+    /// model requested) still find it. Its value is looked at, and copied
+    /// only when kept.
+    fn keep_json(&self, _at: AttrsOf) -> bool {
+        false
+    }
+}
+
+/// Whether `text` holds a JSON object or array (as far as its first
+/// character tells), for [`KeyFilter::keep_json`].
+pub fn holds_json(text: &str) -> bool {
+    text.trim_start().starts_with(['{', '['])
 }
 
 /// Keeps every attribute.
@@ -1572,6 +1587,10 @@ impl KeyValueSeed<'_, '_> {
     fn keeps(&self, key: &str) -> bool {
         self.filter.is_none_or(|(f, at)| f.keep(at, key))
     }
+
+    fn keeps_json(&self) -> bool {
+        self.filter.is_some_and(|(f, at)| f.keep_json(at))
+    }
 }
 
 impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
@@ -1580,11 +1599,13 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
         f.write_str("a key-value object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut key: Option<String> = None;
+        let mut key: Option<Cow<'de, str>> = None;
         let mut value: Option<AnyValue> = None;
         let mut inner = Fault::default();
-        // Known to be dropped once the key is read (key usually comes first).
+        // Known to be dropped once the key is read (key usually comes first),
+        // unless its value holds JSON (`json_only`).
         let mut dropped = false;
+        let mut json_only = false;
         while let Some(Key(k)) = map.next_key()? {
             match &*k {
                 "key" => {
@@ -1594,8 +1615,10 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
                         v => Cow::Owned(string_field(v, "key", &mut inner)),
                     };
                     dropped = !self.keeps(&s);
-                    key = (!dropped).then(|| s.into_owned());
+                    json_only = dropped && self.keeps_json();
+                    key = (!dropped || json_only).then_some(s);
                 }
+                "value" if json_only => value = map.next_value_seed(JsonText)?,
                 "value" if dropped => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -1606,9 +1629,15 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
             }
         }
         let key = key.unwrap_or_default();
-        if dropped || !self.keeps(&key) {
+        let kept = !dropped && self.keeps(&key)
+            || self.keeps_json()
+                && value.as_ref().is_some_and(
+                    |v| matches!(&v.value, Some(any_value::Value::StringValue(t)) if holds_json(t)),
+                );
+        if !kept {
             return Ok(None);
         }
+        let key = key.into_owned();
         if let Some(why) = inner.0 {
             self.fault
                 .note(|| format!("attribute `{}`: {why}", clip(&key)));
@@ -1618,6 +1647,69 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
             value,
             ..Default::default()
         }))
+    }
+}
+
+/// The value of an attribute [`KeyFilter::keep_json`] may keep: a string
+/// value holding JSON, or `None` (anything else is skipped undecoded, and
+/// a string is copied only when it holds JSON).
+struct JsonText;
+
+impl<'de> DeserializeSeed<'de> for JsonText {
+    type Value = Option<AnyValue>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for JsonText {
+    type Value = Option<AnyValue>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an AnyValue object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut value = None;
+        while let Some(Key(k)) = map.next_key()? {
+            match (&*k, map.next_value()?) {
+                ("stringValue", Scalar::Str(s)) if holds_json(&s) => {
+                    value = Some(AnyValue {
+                        value: Some(any_value::Value::StringValue(s.into_owned())),
+                    })
+                }
+                // A null member is "not set"; another member set last wins,
+                // as in the full decode.
+                (_, Scalar::Null) => {}
+                (
+                    "stringValue" | "boolValue" | "intValue" | "doubleValue" | "bytesValue"
+                    | "arrayValue" | "kvlistValue",
+                    _,
+                ) => value = None,
+                _ => {}
+            }
+        }
+        Ok(value)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
     }
 }
 
@@ -2275,6 +2367,42 @@ mod tests {
         assert_eq!(keys, ["gen_ai.tool.name"]);
         let rs = &d.requests[0].resource_spans[0];
         assert_eq!(rs.resource.as_ref().unwrap().attributes.len(), 1);
+
+        // With `keep_json`, a dropped key's string value holding JSON is
+        // kept; other values (plain text, a JSON-looking number, an array
+        // value, a string replaced by a later member) are not.
+        struct OrJson;
+        impl KeyFilter for OrJson {
+            fn keep(&self, at: AttrsOf, key: &str) -> bool {
+                OnlyGenAi.keep(at, key)
+            }
+            fn keep_json(&self, at: AttrsOf) -> bool {
+                at == AttrsOf::Span
+            }
+        }
+        let json = request(&[span(
+            "a",
+            r#","attributes":[{"key":"m","value":{"stringValue":" [{\"role\":\"user\"}]"}},{"key":"plain","value":{"stringValue":"hi {"}},{"key":"n","value":{"intValue":"7"}},{"key":"arr","value":{"arrayValue":{"values":[{"stringValue":"{}"}]}}},{"key":"later","value":{"stringValue":"{}","boolValue":true}},{"value":{"stringValue":"{\"a\":1}"},"key":"value.first"},{"key":"nul","value":{"stringValue":"{}","intValue":null}},{"key":"gen_ai.x","value":{"stringValue":"kept"}}]"#,
+        )]);
+        let d = decode_with(json.as_bytes(), &OrJson).unwrap();
+        assert!(d.rejected.is_empty(), "{:?}", d.rejected);
+        let kept: Vec<(&str, &AnyValue)> = spans_of(&d)[0]
+            .attributes
+            .iter()
+            .map(|kv| (kv.key.as_str(), kv.value.as_ref().unwrap()))
+            .collect();
+        let text = |t: &str| AnyValue {
+            value: Some(any_value::Value::StringValue(t.into())),
+        };
+        assert_eq!(
+            kept,
+            [
+                ("m", &text(" [{\"role\":\"user\"}]")),
+                ("value.first", &text("{\"a\":1}")),
+                ("nul", &text("{}")),
+                ("gen_ai.x", &text("kept")),
+            ]
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use opentelemetry_proto::tonic::common::v1::{
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
 
-use super::otlp_json::{AttrsOf, KeepAll, KeyFilter};
+use super::otlp_json::{holds_json, AttrsOf, KeepAll, KeyFilter};
 use super::Request;
 
 /// How deep messages may nest (the request itself is level 0): prost's
@@ -564,6 +564,9 @@ impl Dec<'_> {
         let mut dropped = false;
         let mut key_seen = false;
         let mut skipped_value = false;
+        let keep_json = at.is_some_and(|a| self.filter.keep_json(a));
+        // A dropped key, copied only if its value holds JSON after all.
+        let mut json_key = "";
         while !b.is_empty() {
             let (tag, wt) = self.key(&mut b)?;
             match tag {
@@ -578,9 +581,13 @@ impl Dec<'_> {
                             return self.key_value_whole(bytes, depth, at);
                         }
                         kv.key = key.to_owned();
+                    } else if keep_json {
+                        json_key = key;
                     }
                 }
-                2 if dropped => {
+                // A dropped key's value is decoded only if it holds JSON
+                // (`KeyFilter::keep_json`).
+                2 if dropped && !(keep_json && self.holds_json(wt, b)) => {
                     self.slice(wt, &mut b)?;
                     skipped_value = true;
                 }
@@ -597,7 +604,45 @@ impl Dec<'_> {
         if !key_seen {
             dropped = at.is_some_and(|a| !self.filter.keep(a, ""));
         }
-        Ok((!dropped).then_some(kv))
+        if !dropped {
+            return Ok(Some(kv));
+        }
+        let json = keep_json
+            && matches!(&kv.value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t));
+        if json {
+            kv.key = json_key.to_owned();
+        }
+        Ok(json.then_some(kv))
+    }
+
+    /// Whether the length-delimited AnyValue at the front of `b` is a
+    /// string holding JSON, read without decoding it (its last member
+    /// decides, as in the full decode; a malformed one says no, and is
+    /// skipped as a dropped value is).
+    fn holds_json(&self, wt: u8, b: &[u8]) -> bool {
+        let mut b = b;
+        let Ok(mut m) = self.slice(wt, &mut b) else {
+            return false;
+        };
+        let mut json = false;
+        while !m.is_empty() {
+            let Ok((tag, wt)) = self.key(&mut m) else {
+                return false;
+            };
+            match tag {
+                1 => match self.str(wt, &mut m) {
+                    Ok(t) => json = holds_json(t),
+                    Err(_) => return false,
+                },
+                _ => {
+                    json = false;
+                    if self.skip(wt, tag, &mut m, 1).is_err() {
+                        return false;
+                    }
+                }
+            }
+        }
+        json
     }
 
     /// One attribute of a list at `at` (`within` names the field in errors),
@@ -627,7 +672,11 @@ impl Dec<'_> {
         at: Option<AttrsOf>,
     ) -> R<Option<KeyValue>> {
         let kv = self.key_value(bytes, depth, None)?.unwrap_or_default();
-        let keep = at.is_none_or(|a| self.filter.keep(a, &kv.key));
+        let json = || {
+            at.is_some_and(|a| self.filter.keep_json(a))
+                && matches!(&kv.value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t))
+        };
+        let keep = at.is_none_or(|a| self.filter.keep(a, &kv.key)) || json();
         Ok(keep.then_some(kv))
     }
 
@@ -780,9 +829,18 @@ mod tests {
                 .collect()
         }
         fn string(&mut self) -> String {
-            const WORDS: [&str; 6] = ["gen_ai.tool.name", "http.url", "é", "x", "", "λ→"];
+            const WORDS: [&str; 8] = [
+                "gen_ai.tool.name",
+                "http.url",
+                "é",
+                "x",
+                "",
+                "λ→",
+                "{",
+                " [",
+            ];
             (0..self.below(3))
-                .map(|_| WORDS[self.below(6) as usize])
+                .map(|_| WORDS[self.below(8) as usize])
                 .collect()
         }
         fn any(&mut self, depth: u32) -> AnyValue {
@@ -1024,16 +1082,33 @@ mod tests {
         }
     }
 
+    /// [`Only`], and span attributes whose string value holds JSON.
+    struct OnlyOrJson(Only);
+    impl KeyFilter for OnlyOrJson {
+        fn keep(&self, at: AttrsOf, key: &str) -> bool {
+            self.0.keep(at, key)
+        }
+        fn keep_json(&self, at: AttrsOf) -> bool {
+            at == AttrsOf::Span
+        }
+    }
+
     #[test]
     fn a_filter_drops_attributes_without_decoding_their_values() {
         let mut rng = Rng(7);
         let filter = Only(&["x", "é", "http.url"]);
-        for _ in 0..500 {
+        let or_json = OnlyOrJson(Only(&["x", "é", "http.url"]));
+        for n in 0..1000 {
+            let filter: &dyn KeyFilter = if n % 2 == 0 { &filter } else { &or_json };
             let req = rng.request();
             let body = req.encode_to_vec();
-            let got = decode_with(&body, &filter).unwrap();
+            let got = decode_with(&body, filter).unwrap();
             // What prost gives, with the filter applied afterwards.
             let mut want = req.clone();
+            let json = |kv: &KeyValue| {
+                filter.keep_json(AttrsOf::Span)
+                    && matches!(&kv.value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t))
+            };
             for rs in &mut want.resource_spans {
                 for ss in &mut rs.scope_spans {
                     if let Some(s) = &mut ss.scope {
@@ -1042,7 +1117,7 @@ mod tests {
                     }
                     for s in &mut ss.spans {
                         s.attributes
-                            .retain(|kv| filter.keep(AttrsOf::Span, &kv.key));
+                            .retain(|kv| filter.keep(AttrsOf::Span, &kv.key) || json(kv));
                         for e in &mut s.events {
                             e.attributes
                                 .retain(|kv| filter.keep(AttrsOf::Event, &kv.key));
@@ -1070,6 +1145,10 @@ mod tests {
             .attributes
             .is_empty());
         assert!(decode_with(&span(b"x"), &filter).is_err());
+        let dropped = decode_with(&span(b"llm.input_messages"), &or_json).unwrap();
+        assert!(dropped.resource_spans[0].scope_spans[0].spans[0]
+            .attributes
+            .is_empty());
         // Value before key, and a key given twice: decided by the last key.
         let kv = b"\x12\x03\x0a\x01v\x0a\x01x\x0a\x01y\x0a\x01x";
         let span = [&[0x4a, kv.len() as u8][..], kv].concat();

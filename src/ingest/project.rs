@@ -11,20 +11,33 @@ use super::otlp_json::{AttrsOf, KeyFilter};
 /// Which attributes to keep, by where they sit. Ids, names, kinds, times,
 /// status and event names are always kept.
 ///
-/// Span attributes are kept whole: the lookup of the calls a model
-/// requested reads any attribute that holds JSON (docs/conventions.md).
-/// Resource attributes are read only by joins and sessions, event
-/// attributes only by the rules that name them, the user-message and
-/// exception readers; scope and link attributes by nothing.
+/// Span attributes are kept whole unless [`Projection::span_keys`] names
+/// them; then a span keeps those keys, the keys that start with one of its
+/// prefixes, and any attribute whose string value holds JSON: the lookup of
+/// the calls a model requested reads every such attribute
+/// (docs/conventions.md). Resource attributes are read only by joins and
+/// sessions, event attributes only by the rules that name them, the
+/// user-message and exception readers; scope and link attributes by nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Projection {
+    /// `None`: every span attribute is kept.
+    span: Option<Keys>,
+    span_prefixes: Vec<String>,
     resource: Keys,
     event: Keys,
 }
 
-/// A set of exact keys.
+/// A set of exact keys. Every attribute of every span is looked up here:
+/// foldhash is several times cheaper than SipHash on such short keys, and
+/// the set itself is ours, not the input's.
 #[derive(Debug, Clone, Default)]
-struct Keys(HashSet<String>);
+struct Keys(HashSet<String, foldhash::fast::RandomState>);
+
+impl Keys {
+    fn contains(&self, key: &str) -> bool {
+        self.0.contains(key)
+    }
+}
 
 impl Projection {
     /// Keeps `keys` on resources (join and session keys).
@@ -38,16 +51,42 @@ impl Projection {
         self.event.0.extend(keys.into_iter().map(Into::into));
         self
     }
+
+    /// Keeps `keys` on spans, with the keys that start with `prefixes` and
+    /// the attributes holding JSON; the first call turns span projection on.
+    pub fn span_keys<S: Into<String>, P: Into<String>>(
+        mut self,
+        keys: impl IntoIterator<Item = S>,
+        prefixes: impl IntoIterator<Item = P>,
+    ) -> Self {
+        self.span
+            .get_or_insert_with(Keys::default)
+            .0
+            .extend(keys.into_iter().map(Into::into));
+        self.span_prefixes
+            .extend(prefixes.into_iter().map(Into::into));
+        self
+    }
 }
 
 impl KeyFilter for Projection {
     fn keep(&self, at: AttrsOf, key: &str) -> bool {
         match at {
-            AttrsOf::Span => true,
-            AttrsOf::Resource => self.resource.0.contains(key),
-            AttrsOf::Event => self.event.0.contains(key),
+            AttrsOf::Span => self.span.as_ref().is_none_or(|keys| {
+                keys.contains(key)
+                    || self
+                        .span_prefixes
+                        .iter()
+                        .any(|p| key.starts_with(p.as_str()))
+            }),
+            AttrsOf::Resource => self.resource.contains(key),
+            AttrsOf::Event => self.event.contains(key),
             AttrsOf::Scope | AttrsOf::Link => false,
         }
+    }
+
+    fn keep_json(&self, at: AttrsOf) -> bool {
+        at == AttrsOf::Span && self.span.is_some()
     }
 }
 
@@ -66,5 +105,13 @@ mod tests {
         assert!(p.keep(AttrsOf::Event, "content"));
         assert!(!p.keep(AttrsOf::Event, "exception.stacktrace"));
         assert!(!p.keep(AttrsOf::Scope, "content"));
+        assert!(!p.keep_json(AttrsOf::Span));
+
+        let p = p.span_keys(["gen_ai.tool.name"], ["llm.tools."]);
+        assert!(p.keep(AttrsOf::Span, "gen_ai.tool.name"));
+        assert!(p.keep(AttrsOf::Span, "llm.tools.0.tool.json_schema"));
+        assert!(!p.keep(AttrsOf::Span, "gen_ai.system_instructions"));
+        assert!(p.keep_json(AttrsOf::Span));
+        assert!(!p.keep_json(AttrsOf::Resource));
     }
 }

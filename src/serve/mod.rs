@@ -62,7 +62,6 @@ pub use status::{Accepted, Encoding, ExportError, RpcStatus};
 pub use telemetry::{ServeStats, StatsSnapshot};
 
 use crate::evaluate::Evaluator;
-use crate::ingest::project::Projection;
 use intake::Shared;
 use scoring::BatchScorer;
 use sinks::results_api::ResultsHub;
@@ -287,10 +286,7 @@ impl Server {
         // passes the spans on, since a forwarded JSON request is encoded
         // anew from what was decoded.
         if config.forward.is_none() {
-            let projection = Projection::default()
-                .resource_keys(evaluator.join_keys())
-                .event_keys(extractor.event_keys());
-            shared.set_filter(Box::new(projection));
+            shared.set_filter(Box::new(extractor.projection(evaluator.join_keys())));
         }
         let shared = Arc::new(shared);
         let scorer = BatchScorer::new(evaluator, extractor, config.session_wait, stats);
