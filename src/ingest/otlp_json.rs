@@ -162,18 +162,50 @@ pub fn decode(doc: &[u8]) -> Result<Document, serde_json::Error> {
 }
 
 /// [`decode`] keeping only the attributes `filter` keeps.
+///
+/// A document up to [`SIMD_MAX_BYTES`] is parsed by simd-json first: it
+/// finds the structure many bytes at a time and unescapes strings in place,
+/// so the attributes the filter drops cost almost nothing. If simd-json
+/// fails, serde_json decodes the document again, so a bad document gets
+/// serde_json's error and position, as it always did.
 pub fn decode_with(doc: &[u8], filter: &dyn KeyFilter) -> Result<Document, serde_json::Error> {
-    let mut ctx = Ctx {
-        filter,
-        prefix: String::new(),
-        rs_key: "resourceSpans",
-        r: 0,
-        ss_key: "scopeSpans",
-        s: 0,
-        rejected: Vec::new(),
-        unknown: Vec::new(),
-        containers: false,
-    };
+    if doc.len() <= SIMD_MAX_BYTES {
+        if let Some(d) = decode_simd(doc, filter) {
+            return Ok(d);
+        }
+    }
+    decode_serde(doc, filter)
+}
+
+/// Larger documents (a whole file that cannot be cut into lines) go to
+/// serde_json: simd-json's buffers grow to the largest document and are
+/// kept per thread.
+const SIMD_MAX_BYTES: usize = 4 << 20;
+
+/// The document decoded with simd-json, or `None` if it fails.
+fn decode_simd(doc: &[u8], filter: &dyn KeyFilter) -> Option<Document> {
+    thread_local! {
+        /// The copy simd-json unescapes in place, and its own buffers,
+        /// reused from document to document.
+        static SIMD: std::cell::RefCell<(Vec<u8>, Option<simd_json::Buffers>)> =
+            const { std::cell::RefCell::new((Vec::new(), None)) };
+    }
+    SIMD.with(|cell| {
+        let mut guard = cell.try_borrow_mut().ok()?;
+        let (copy, buffers) = &mut *guard;
+        copy.clear();
+        copy.extend_from_slice(doc);
+        let buffers = buffers.get_or_insert_with(|| simd_json::Buffers::new(doc.len()));
+        let mut de = simd_json::Deserializer::from_slice_with_buffers(copy, buffers).ok()?;
+        let mut ctx = Ctx::new(filter);
+        let requests = DocSeed { ctx: &mut ctx }.deserialize(&mut de).ok()?;
+        Some(ctx.into_document(requests))
+    })
+}
+
+/// The document decoded with serde_json.
+fn decode_serde(doc: &[u8], filter: &dyn KeyFilter) -> Result<Document, serde_json::Error> {
+    let mut ctx = Ctx::new(filter);
     // Validating UTF-8 once for the whole document is cheaper than serde_json
     // doing it string by string; invalid UTF-8 goes the slice way, which
     // says where.
@@ -191,12 +223,7 @@ pub fn decode_with(doc: &[u8], filter: &dyn KeyFilter) -> Result<Document, serde
             requests
         }
     };
-    Ok(Document {
-        requests,
-        rejected: ctx.rejected,
-        unknown: ctx.unknown,
-        containers: ctx.containers,
-    })
+    Ok(ctx.into_document(requests))
 }
 
 // ------------------------------------------------------------ context
@@ -214,6 +241,31 @@ struct Ctx<'f> {
     rejected: Vec<SpanRejected>,
     unknown: Vec<String>,
     containers: bool,
+}
+
+impl<'f> Ctx<'f> {
+    fn new(filter: &'f dyn KeyFilter) -> Self {
+        Ctx {
+            filter,
+            prefix: String::new(),
+            rs_key: "resourceSpans",
+            r: 0,
+            ss_key: "scopeSpans",
+            s: 0,
+            rejected: Vec::new(),
+            unknown: Vec::new(),
+            containers: false,
+        }
+    }
+
+    fn into_document(self, requests: Vec<Request>) -> Document {
+        Document {
+            requests,
+            rejected: self.rejected,
+            unknown: self.unknown,
+            containers: self.containers,
+        }
+    }
 }
 
 const MAX_UNKNOWN: usize = 8;
@@ -2440,5 +2492,121 @@ mod tests {
         )]);
         let old: Request = serde_json::from_str(&nulls).unwrap();
         assert_eq!(decode(nulls.as_bytes()).unwrap().into_request().0, old);
+    }
+
+    /// simd-json and serde_json decode every document alike: the corpus
+    /// lines as they are and mutated (bad escapes, control characters,
+    /// odd numbers, cuts, stray bytes). When serde_json rejects a document
+    /// simd-json must fail too (so serde_json's error is the one given);
+    /// when both decode it, the results are the same.
+    #[test]
+    fn simd_json_decodes_as_serde_json_does() {
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus");
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for dir in std::fs::read_dir(&corpus).unwrap() {
+            let path = dir.unwrap().path().join("traces.jsonl");
+            if let Ok(text) = std::fs::read(&path) {
+                lines.extend(
+                    text.split(|&b| b == b'\n')
+                        .filter(|l| !l.is_empty())
+                        .map(<[u8]>::to_vec),
+                );
+            }
+        }
+        assert!(lines.len() > 50, "{} corpus lines", lines.len());
+        const PIECES: &[&[u8]] = &[
+            b"\\ud800",
+            b"\\udc00x",
+            b"\\ud83d\\ude00",
+            b"\\u0000",
+            b"\\x",
+            b"\x01",
+            b"\x7f",
+            b"\xff",
+            b"\xc3",
+            b"\"",
+            b"\\",
+            b"1e400",
+            b"-0",
+            b"18446744073709551616",
+            b"-9223372036854775809",
+            b"1.0e-7",
+            b"0.1",
+            b"01",
+            b" ",
+            b"\t\n",
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b",",
+            b":",
+            b"null",
+            b"\"k\":1,",
+            b"true",
+            b"NaN",
+            b"\xe2\x80\xa8",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let filter = KeepOnlyGenAi;
+        let (mut same, mut both_failed) = (0, 0);
+        for round in 0..4000 {
+            let mut doc = lines[next(lines.len())].clone();
+            if round % 4 != 0 {
+                for _ in 0..1 + next(3) {
+                    let at = next(doc.len() + 1);
+                    let piece = PIECES[next(PIECES.len())];
+                    let (end, with): (usize, &[u8]) = match next(3) {
+                        0 => (at, piece),
+                        1 => ((at + 1 + next(8)).min(doc.len()), b""),
+                        _ => ((at + 1).min(doc.len()), piece),
+                    };
+                    doc.splice(at..end, with.iter().copied());
+                }
+            }
+            let filters: [&dyn KeyFilter; 2] = [&KeepAll, &filter];
+            for f in filters {
+                let serde = decode_serde(&doc, f);
+                let simd = decode_simd(&doc, f);
+                match (&serde, &simd) {
+                    (Ok(a), Some(b)) => {
+                        assert_eq!(
+                            format!("{a:?}"),
+                            format!("{b:?}"),
+                            "{}",
+                            String::from_utf8_lossy(&doc)
+                        );
+                        same += 1;
+                    }
+                    (Err(_), None) => both_failed += 1,
+                    (Ok(_), None) => assert!(round % 4 != 0, "simd-json failed on a corpus line"),
+                    (Err(e), Some(_)) => panic!(
+                        "serde_json rejects ({e}) what simd-json takes: {}",
+                        String::from_utf8_lossy(&doc)
+                    ),
+                }
+            }
+        }
+        assert!(
+            same > 1000 && both_failed > 1000,
+            "{same} same, {both_failed} rejected by both"
+        );
+    }
+
+    /// Keeps span attributes under `gen_ai.` and those holding JSON.
+    struct KeepOnlyGenAi;
+    impl KeyFilter for KeepOnlyGenAi {
+        fn keep(&self, at: AttrsOf, key: &str) -> bool {
+            at != AttrsOf::Span || key.starts_with("gen_ai.")
+        }
+        fn keep_json(&self, at: AttrsOf) -> bool {
+            at == AttrsOf::Span
+        }
     }
 }
