@@ -182,6 +182,9 @@ pub fn decode_with(doc: &[u8], filter: &dyn KeyFilter) -> Result<Document, serde
 /// kept per thread.
 const SIMD_MAX_BYTES: usize = 4 << 20;
 
+/// Nesting simd-json takes (serde_json's limit is 128).
+const SIMD_MAX_DEPTH: usize = 100;
+
 /// The document decoded with simd-json, or `None` if it fails.
 fn decode_simd(doc: &[u8], filter: &dyn KeyFilter) -> Option<Document> {
     thread_local! {
@@ -195,7 +198,10 @@ fn decode_simd(doc: &[u8], filter: &dyn KeyFilter) -> Option<Document> {
         let (copy, buffers) = &mut *guard;
         copy.clear();
         copy.extend_from_slice(doc);
-        let buffers = buffers.get_or_insert_with(|| simd_json::Buffers::new(doc.len()));
+        // Deeper nesting goes to serde_json, which stops at 128 levels: both
+        // parsers then take the same documents.
+        let buffers = buffers
+            .get_or_insert_with(|| simd_json::Buffers::with_max_depth(doc.len(), SIMD_MAX_DEPTH));
         let mut de = simd_json::Deserializer::from_slice_with_buffers(copy, buffers).ok()?;
         let mut ctx = Ctx::new(filter);
         let requests = DocSeed { ctx: &mut ctx }.deserialize(&mut de).ok()?;
@@ -2596,6 +2602,36 @@ mod tests {
         assert!(
             same > 1000 && both_failed > 1000,
             "{same} same, {both_failed} rejected by both"
+        );
+        // Nesting around both parsers' limits: taken by both, by serde_json
+        // alone, by neither.
+        let mut kinds = std::collections::BTreeSet::new();
+        // Each level is three containers deep, under about eight of the request.
+        for depth in [1, 10, 29, 30, 31, 32, 38, 39, 40, 41, 42, 500, 5000] {
+            let value = format!(
+                "{}{{\"stringValue\":\"x\"}}{}",
+                r#"{"arrayValue":{"values":["#.repeat(depth),
+                "]}}".repeat(depth)
+            );
+            let doc = request(&[span(
+                "deep",
+                &format!(r#","attributes":[{{"key":"k","value":{value}}}]"#),
+            )]);
+            let serde = decode_serde(doc.as_bytes(), &KeepAll);
+            let simd = decode_simd(doc.as_bytes(), &KeepAll);
+            kinds.insert((serde.is_ok(), simd.is_some()));
+            match (&serde, simd) {
+                (Ok(a), Some(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}")),
+                (_, None) => {}
+                (Err(e), Some(_)) => {
+                    panic!("depth {depth}: serde_json rejects ({e}), simd-json takes it")
+                }
+            }
+            assert_eq!(serde.is_ok(), decode_with(doc.as_bytes(), &KeepAll).is_ok());
+        }
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            [(false, false), (true, false), (true, true)]
         );
     }
 
