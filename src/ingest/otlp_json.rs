@@ -202,12 +202,24 @@ fn decode_simd(doc: &[u8], filter: &dyn KeyFilter) -> Option<Document> {
         // parsers then take the same documents.
         let buffers = buffers
             .get_or_insert_with(|| simd_json::Buffers::with_max_depth(doc.len(), SIMD_MAX_DEPTH));
-        let mut de = simd_json::Deserializer::from_slice_with_buffers(copy, buffers).ok()?;
-        let mut ctx = Ctx::new(filter);
-        let requests = DocSeed { ctx: &mut ctx }.deserialize(&mut de).ok()?;
-        Some(ctx.into_document(requests))
+        let decoded = simd_json::Deserializer::from_slice_with_buffers(copy, buffers)
+            .ok()
+            .and_then(|mut de| {
+                let mut ctx = Ctx::new(filter);
+                let requests = DocSeed { ctx: &mut ctx }.deserialize(&mut de).ok()?;
+                Some(ctx.into_document(requests))
+            });
+        // The buffers grow to the document (about three times its size):
+        // kept for the next one only when it was small.
+        if doc.len() > SIMD_KEEP_BYTES {
+            *guard = (Vec::new(), None);
+        }
+        decoded
     })
 }
+
+/// The largest document whose buffers a thread keeps for the next.
+const SIMD_KEEP_BYTES: usize = 256 << 10;
 
 /// The document decoded with serde_json.
 fn decode_serde(doc: &[u8], filter: &dyn KeyFilter) -> Result<Document, serde_json::Error> {
