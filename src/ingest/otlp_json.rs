@@ -187,32 +187,53 @@ const SIMD_MAX_DEPTH: usize = 100;
 
 /// The document decoded with simd-json, or `None` if it fails.
 fn decode_simd(doc: &[u8], filter: &dyn KeyFilter) -> Option<Document> {
+    /// What a thread reuses from document to document: the padded copy
+    /// simd-json unescapes in place (the input stays as it was, for the
+    /// fallback), simd-json's buffers, and its tape.
+    struct Reused {
+        copy: Vec<u8>,
+        buffers: Option<simd_json::Buffers>,
+        tape: Option<simd_json::Tape<'static>>,
+    }
     thread_local! {
-        /// The copy simd-json unescapes in place, and its own buffers,
-        /// reused from document to document.
-        static SIMD: std::cell::RefCell<(Vec<u8>, Option<simd_json::Buffers>)> =
-            const { std::cell::RefCell::new((Vec::new(), None)) };
+        static SIMD: std::cell::RefCell<Reused> = const {
+            std::cell::RefCell::new(Reused { copy: Vec::new(), buffers: None, tape: None })
+        };
     }
     SIMD.with(|cell| {
         let mut guard = cell.try_borrow_mut().ok()?;
-        let (copy, buffers) = &mut *guard;
+        let Reused {
+            copy,
+            buffers,
+            tape,
+        } = &mut *guard;
         copy.clear();
         copy.extend_from_slice(doc);
+        copy.resize(doc.len() + simd_json::INPUT_PADDING, b' ');
         // Deeper nesting goes to serde_json, which stops at 128 levels: both
         // parsers then take the same documents.
         let buffers = buffers
             .get_or_insert_with(|| simd_json::Buffers::with_max_depth(doc.len(), SIMD_MAX_DEPTH));
-        let decoded = simd_json::Deserializer::from_slice_with_buffers(copy, buffers)
-            .ok()
-            .and_then(|mut de| {
+        let mut taped = tape.take().unwrap_or_else(simd_json::Tape::null).reset();
+        let decoded = match simd_json::fill_tape_padded(copy, doc.len(), buffers, &mut taped) {
+            Ok(()) => {
+                let mut de = simd_json::Deserializer::from_tape(taped);
                 let mut ctx = Ctx::new(filter);
-                let requests = DocSeed { ctx: &mut ctx }.deserialize(&mut de).ok()?;
-                Some(ctx.into_document(requests))
-            });
-        // The buffers grow to the document (about three times its size):
+                let requests = DocSeed { ctx: &mut ctx }.deserialize(&mut de);
+                taped = de.into_tape();
+                requests.ok().map(|r| ctx.into_document(r))
+            }
+            Err(_) => None,
+        };
+        *tape = Some(taped.reset());
+        // The buffers grow to the document (about four times its size):
         // kept for the next one only when it was small.
         if doc.len() > SIMD_KEEP_BYTES {
-            *guard = (Vec::new(), None);
+            *guard = Reused {
+                copy: Vec::new(),
+                buffers: None,
+                tape: None,
+            };
         }
         decoded
     })
