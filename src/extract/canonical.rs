@@ -8,9 +8,6 @@
 
 use std::borrow::Cow;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
-
 /// Nesting beyond this is left to `serde_json::Value` (whose parser stops
 /// at 128 levels): the caller parses such text the usual way.
 const MAX_DEPTH: usize = 100;
@@ -18,97 +15,247 @@ const MAX_DEPTH: usize = 100;
 /// `text` as `serde_json::to_string(&serde_json::from_str::<Value>(text)?)`
 /// would write it, or `None` when that is not certain (invalid JSON, deep
 /// nesting): the caller then parses the text as usual.
+///
+/// One pass over the bytes: each value is written as it is read; an
+/// object's entries are sorted (and duplicate keys dropped) only when their
+/// keys are not already in order, by moving the entries' written bytes.
 pub(crate) fn canonical(text: &str) -> Option<String> {
+    let mut r = Reader {
+        text,
+        at: 0,
+        entries: Vec::new(),
+        scratch: String::new(),
+    };
     let mut out = String::with_capacity(text.len());
-    match first_byte(text)? {
-        // Objects and arrays are read whole (and checked to the end) by
-        // `write`: no need to find where they end first.
-        b'{' | b'[' => write(&mut out, text, 0)?,
-        _ => {
-            let raw: &RawValue = serde_json::from_str(text).ok()?;
-            write(&mut out, raw.get(), 0)?;
-        }
-    }
-    Some(out)
+    r.ws();
+    r.value(&mut out, 0)?;
+    r.ws();
+    (r.at == text.len()).then_some(out)
 }
 
-/// Writes the JSON text `raw`: one value, with whitespace around it only
-/// if it is an object or an array.
-fn write(out: &mut String, raw: &str, depth: usize) -> Option<()> {
-    if depth > MAX_DEPTH {
-        return None;
+/// An object entry written to the output: its key (decoded) and where the
+/// whole `"key":value` sits in the output.
+struct Entry<'a> {
+    key: Cow<'a, str>,
+    start: usize,
+    end: usize,
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    at: usize,
+    /// The entries of the objects being read, innermost last (one buffer
+    /// for every level, so an object costs no allocation of its own).
+    entries: Vec<Entry<'a>>,
+    /// Where an object's entries wait while they are put in order.
+    scratch: String,
+}
+
+impl<'a> Reader<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
     }
-    match first_byte(raw)? {
-        b'{' => {
-            let Entries(mut entries) = serde_json::from_str(raw).ok()?;
-            // Stable: of equal keys, the last written wins, as in a Map.
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            out.push('{');
-            let mut first = true;
-            for (i, (k, v)) in entries.iter().enumerate() {
-                if entries.get(i + 1).is_some_and(|next| next.0 == *k) {
-                    continue;
-                }
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                match k {
-                    // Borrowed: the key had no escapes, so it needs none.
-                    Cow::Borrowed(k) => {
-                        out.push('"');
-                        out.push_str(k);
-                        out.push('"');
-                    }
-                    Cow::Owned(k) => push_json(out, k)?,
-                }
-                out.push(':');
-                write(out, v.get(), depth + 1)?;
-            }
-            out.push('}');
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
         }
-        b'[' => {
-            let items: Vec<&RawValue> = serde_json::from_str(raw).ok()?;
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write(out, v.get(), depth + 1)?;
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.peek()? == b).then(|| self.at += 1)
+    }
+
+    fn value(&mut self, out: &mut String, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' => self.object(out, depth + 1),
+            b'[' => self.array(out, depth + 1),
+            b'"' => {
+                let (raw, escaped) = self.string()?;
+                push_string(out, raw, escaped)
             }
+            b't' => self.literal(out, "true"),
+            b'f' => self.literal(out, "false"),
+            b'n' => self.literal(out, "null"),
+            _ => self.number(out),
+        }
+    }
+
+    fn literal(&mut self, out: &mut String, word: &str) -> Option<()> {
+        self.text[self.at..].starts_with(word).then(|| {
+            self.at += word.len();
+            out.push_str(word);
+        })
+    }
+
+    fn array(&mut self, out: &mut String, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.eat(b'[')?;
+        out.push('[');
+        self.ws();
+        if self.eat(b']').is_some() {
             out.push(']');
+            return Some(());
         }
-        b'"' => {
-            if escapes_as_serde_json(raw) {
-                out.push_str(raw);
+        loop {
+            self.ws();
+            self.value(out, depth)?;
+            self.ws();
+            match self.peek()? {
+                b',' => out.push(','),
+                b']' => break,
+                _ => return None,
+            }
+            self.at += 1;
+        }
+        self.at += 1;
+        out.push(']');
+        Some(())
+    }
+
+    fn object(&mut self, out: &mut String, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.eat(b'{')?;
+        out.push('{');
+        let open = out.len();
+        let base = self.entries.len();
+        self.ws();
+        if self.eat(b'}').is_some() {
+            out.push('}');
+            return Some(());
+        }
+        // Keys in strictly increasing order so far: the entries need no move.
+        let mut sorted = true;
+        loop {
+            self.ws();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let (raw, escaped) = self.string()?;
+            let key: Cow<'a, str> = if escaped {
+                Cow::Owned(serde_json::from_str::<String>(raw).ok()?)
             } else {
-                let s: String = serde_json::from_str(raw).ok()?;
-                push_json(out, &s)?;
+                Cow::Borrowed(&raw[1..raw.len() - 1])
+            };
+            if let Some(last) = self.entries[base..].last() {
+                sorted &= last.key < key;
+                out.push(',');
+            }
+            let start = out.len();
+            push_string(out, raw, escaped)?;
+            self.ws();
+            self.eat(b':')?;
+            out.push(':');
+            self.ws();
+            self.value(out, depth)?;
+            self.entries.push(Entry {
+                key,
+                start,
+                end: out.len(),
+            });
+            self.ws();
+            match self.peek()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+            self.at += 1;
+        }
+        self.at += 1;
+        if !sorted {
+            reorder(out, open, &mut self.entries[base..], &mut self.scratch);
+        }
+        self.entries.truncate(base);
+        out.push('}');
+        Some(())
+    }
+
+    /// A string literal, quotes included, and whether it has escapes; its
+    /// escapes are checked only as far as finding its end needs (the
+    /// writer checks or decodes them).
+    fn string(&mut self) -> Option<(&'a str, bool)> {
+        let b = self.text.as_bytes();
+        let start = self.at;
+        let mut i = start + 1;
+        let mut escaped = false;
+        // Byte by byte: most strings here are a few words, shorter than
+        // what a vectorised search pays to set up.
+        loop {
+            match *b.get(i)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    i += 2;
+                }
+                // Control characters are not allowed raw in a JSON string.
+                c if c < 0x20 => return None,
+                _ => i += 1,
             }
         }
-        b't' | b'f' | b'n' => out.push_str(raw),
-        _ => {
-            // Digits only: a u64 (JSON has no leading zeros), printed as is.
-            if raw.len() <= 19 && raw.bytes().all(|b| b.is_ascii_digit()) {
-                out.push_str(raw);
-            } else {
-                let n: serde_json::Number = serde_json::from_str(raw).ok()?;
-                push_json(out, &n)?;
-            }
+        self.at = i + 1;
+        Some((&self.text[start..=i], escaped))
+    }
+
+    fn number(&mut self, out: &mut String) -> Option<()> {
+        let b = self.text.as_bytes();
+        let start = self.at;
+        let mut i = start;
+        while i < b.len() && matches!(b[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+            i += 1;
         }
+        let raw = &self.text[start..i];
+        self.at = i;
+        // Digits only, no leading zero, under 20 of them: a u64, which
+        // serde_json prints as written.
+        let plain = !raw.is_empty()
+            && raw.len() <= 19
+            && raw.bytes().all(|c| c.is_ascii_digit())
+            && (raw.len() == 1 || !raw.starts_with('0'));
+        if plain {
+            out.push_str(raw);
+        } else {
+            let n: serde_json::Number = serde_json::from_str(raw).ok()?;
+            out.push_str(&n.to_string());
+        }
+        Some(())
+    }
+}
+
+/// Writes the string literal `raw` (quotes included, `escaped` if it has
+/// escapes) as serde_json writes its value: as is when its escapes are
+/// serde_json's, else decoded and escaped again.
+fn push_string(out: &mut String, raw: &str, escaped: bool) -> Option<()> {
+    if !escaped || escapes_as_serde_json(raw) {
+        out.push_str(raw);
+    } else {
+        let s: String = serde_json::from_str(raw).ok()?;
+        out.push_str(&serde_json::to_string(&s).ok()?);
     }
     Some(())
 }
 
-/// The first byte of `text` after JSON whitespace.
-fn first_byte(text: &str) -> Option<u8> {
-    text.bytes()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-}
-
-fn push_json<T: serde::Serialize + ?Sized>(out: &mut String, v: &T) -> Option<()> {
-    out.push_str(&serde_json::to_string(v).ok()?);
-    Some(())
+/// Puts the object entries written after `open` in key order, the last of
+/// equal keys kept (as a map does), comma-separated; `scratch` holds the
+/// entries' bytes meanwhile.
+fn reorder(out: &mut String, open: usize, entries: &mut [Entry], scratch: &mut String) {
+    scratch.clear();
+    scratch.push_str(&out[open..]);
+    // Ties in written order, so of equal keys the last written stays last.
+    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key).then(a.start.cmp(&b.start)));
+    out.truncate(open);
+    for (i, e) in entries.iter().enumerate() {
+        if entries.get(i + 1).is_some_and(|next| next.key == e.key) {
+            continue;
+        }
+        if out.len() > open {
+            out.push(',');
+        }
+        out.push_str(&scratch[e.start - open..e.end - open]);
+    }
 }
 
 /// Whether the escapes of the JSON string literal `raw` are the ones
@@ -148,53 +295,6 @@ fn escapes_as_serde_json(raw: &str) -> bool {
         }
     }
     true
-}
-
-/// An object's entries in written order, keys borrowed when unescaped.
-struct Entries<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Entries<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Entries<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
-                let mut v = Vec::with_capacity(m.size_hint().unwrap_or(8));
-                while let Some((Key(k), val)) = m.next_entry::<Key<'de>, &'de RawValue>()? {
-                    v.push((k, val));
-                }
-                Ok(Entries(v))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(s)))
-            }
-        }
-        d.deserialize_str(V)
-    }
 }
 
 #[cfg(test)]
@@ -331,6 +431,45 @@ mod tests {
         }
         // Every spelling is valid JSON: none was declined.
         assert_eq!(taken, 20_000);
+    }
+
+    /// Broken spellings (bytes cut, doubled or replaced): when serde_json
+    /// parses the text, the same text comes out or `None` (not sure); when it
+    /// does not, `None`.
+    #[test]
+    fn broken_json_is_declined_or_written_as_serde_json_writes_it() {
+        const BYTES: &[u8] = b"{}[]\",:\\ \t\n\x01e.-+0129ntfxu";
+        let mut rng = crate::fake::Rng::new(5);
+        let (mut text, mut same) = (String::new(), 0);
+        for _ in 0..20_000 {
+            text.clear();
+            random_json(&mut rng, 0, &mut text);
+            let mut bytes = text.clone().into_bytes();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(bytes.len() as u64 + 1) as usize;
+                let b = BYTES[rng.below(BYTES.len() as u64) as usize];
+                match rng.below(3) {
+                    0 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    1 if at < bytes.len() => bytes[at] = b,
+                    _ => bytes.insert(at, b),
+                }
+            }
+            // Only ASCII was put in, but a cut may split a character.
+            let Ok(broken) = String::from_utf8(bytes) else {
+                continue;
+            };
+            match (canonical(&broken), via_value(&broken)) {
+                (Some(ours), Some(theirs)) => {
+                    assert_eq!(ours, theirs, "{broken}");
+                    same += 1;
+                }
+                (Some(ours), None) => panic!("{broken:?} is not JSON, yet gave {ours}"),
+                (None, _) => {}
+            }
+        }
+        assert!(same > 1000, "{same}");
     }
 
     #[test]
