@@ -67,6 +67,11 @@ pub fn holds_json(text: &str) -> bool {
     text.trim_start().starts_with(['{', '['])
 }
 
+/// Whether an attribute's value is a string holding JSON ([`holds_json`]).
+pub fn value_holds_json(value: Option<&AnyValue>) -> bool {
+    matches!(value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t))
+}
+
 /// Keeps every attribute.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KeepAll;
@@ -1720,11 +1725,8 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
             }
         }
         let key = key.unwrap_or_default();
-        let kept = !dropped && self.keeps(&key)
-            || self.keeps_json()
-                && value.as_ref().is_some_and(
-                    |v| matches!(&v.value, Some(any_value::Value::StringValue(t)) if holds_json(t)),
-                );
+        let kept =
+            !dropped && self.keeps(&key) || self.keeps_json() && value_holds_json(value.as_ref());
         if !kept {
             return Ok(None);
         }

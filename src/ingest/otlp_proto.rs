@@ -25,7 +25,7 @@ use opentelemetry_proto::tonic::common::v1::{
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
 
-use super::otlp_json::{holds_json, AttrsOf, KeepAll, KeyFilter};
+use super::otlp_json::{holds_json, value_holds_json, AttrsOf, KeepAll, KeyFilter};
 use super::Request;
 
 /// How deep messages may nest (the request itself is level 0): prost's
@@ -607,8 +607,7 @@ impl Dec<'_> {
         if !dropped {
             return Ok(Some(kv));
         }
-        let json = keep_json
-            && matches!(&kv.value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t));
+        let json = keep_json && value_holds_json(kv.value.as_ref());
         if json {
             kv.key = json_key.to_owned();
         }
@@ -672,11 +671,8 @@ impl Dec<'_> {
         at: Option<AttrsOf>,
     ) -> R<Option<KeyValue>> {
         let kv = self.key_value(bytes, depth, None)?.unwrap_or_default();
-        let json = || {
-            at.is_some_and(|a| self.filter.keep_json(a))
-                && matches!(&kv.value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t))
-        };
-        let keep = at.is_none_or(|a| self.filter.keep(a, &kv.key)) || json();
+        let keep = at.is_none_or(|a| self.filter.keep(a, &kv.key))
+            || at.is_some_and(|a| self.filter.keep_json(a)) && value_holds_json(kv.value.as_ref());
         Ok(keep.then_some(kv))
     }
 
@@ -1106,8 +1102,7 @@ mod tests {
             // What prost gives, with the filter applied afterwards.
             let mut want = req.clone();
             let json = |kv: &KeyValue| {
-                filter.keep_json(AttrsOf::Span)
-                    && matches!(&kv.value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t))
+                filter.keep_json(AttrsOf::Span) && value_holds_json(kv.value.as_ref())
             };
             for rs in &mut want.resource_spans {
                 for ss in &mut rs.scope_spans {
