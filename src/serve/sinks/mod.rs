@@ -243,9 +243,6 @@ impl Outputs {
             return;
         }
         let s = &self.stats;
-        ServeStats::add(&s.traces_scored, batch.traces);
-        ServeStats::add(&s.traces_rescored, batch.rescored);
-        ServeStats::add(&s.sessions_scored, batch.sessions);
         let mut evaluations = 0;
         let mut unmatched = 0;
         {
@@ -260,8 +257,6 @@ impl Outputs {
                 }
             }
         }
-        ServeStats::add(&s.evaluations, evaluations);
-        ServeStats::add(&s.unmatched_traces, unmatched);
         let mut failed = false;
         for sink in &self.sinks {
             if let Err(e) = sink.record(batch) {
@@ -270,6 +265,13 @@ impl Outputs {
                 error!(sink = sink.name(), error = %e, traces = batch.traces, "Cannot write results; this batch is lost for that output.");
             }
         }
+        // Counted once the sinks have the batch: whoever sees a trace
+        // counted as scored (tests, /metrics) finds its rows written.
+        ServeStats::add(&s.traces_scored, batch.traces);
+        ServeStats::add(&s.traces_rescored, batch.rescored);
+        ServeStats::add(&s.sessions_scored, batch.sessions);
+        ServeStats::add(&s.evaluations, evaluations);
+        ServeStats::add(&s.unmatched_traces, unmatched);
         if failed {
             self.tally
                 .lock()
