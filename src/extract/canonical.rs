@@ -16,34 +16,72 @@ const MAX_DEPTH: usize = 100;
 /// would write it, or `None` when that is not certain (invalid JSON, deep
 /// nesting): the caller then parses the text as usual.
 ///
-/// One pass over the bytes: each value is written as it is read; an
-/// object's entries are sorted (and duplicate keys dropped) only when their
-/// keys are not already in order, by moving the entries' written bytes.
+/// One pass over the bytes. The output is the input copied in runs: only
+/// where the two differ (whitespace, escapes or numbers spelt otherwise, an
+/// object whose keys are out of order) is the run cut and something else
+/// written, so text that is already canonical is copied once, whole. An
+/// object's entries are sorted (and duplicate keys dropped) by moving their
+/// written bytes.
 pub(crate) fn canonical(text: &str) -> Option<String> {
     let mut r = Reader {
         text,
         at: 0,
+        synced: 0,
+        out: String::with_capacity(text.len()),
         entries: Vec::new(),
         scratch: String::new(),
     };
-    let mut out = String::with_capacity(text.len());
     r.ws();
-    r.value(&mut out, 0)?;
+    r.value(0)?;
     r.ws();
-    (r.at == text.len()).then_some(out)
+    if r.at != text.len() {
+        return None;
+    }
+    r.sync();
+    Some(r.out)
 }
 
 /// An object entry written to the output: its key (decoded) and where the
 /// whole `"key":value` sits in the output.
 struct Entry<'a> {
+    /// The key's first 8 bytes, big-endian, zero-padded: most keys of an
+    /// object differ there, so ordering them needs no string comparison.
+    prefix: u64,
     key: Cow<'a, str>,
     start: usize,
     end: usize,
 }
 
+impl Entry<'_> {
+    /// Byte order of the keys, as a `BTreeMap<String, _>` orders them.
+    fn cmp_key(&self, other: &Entry) -> std::cmp::Ordering {
+        // Equal prefixes say nothing (a shorter key is zero-padded).
+        self.prefix
+            .cmp(&other.prefix)
+            .then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+fn prefix(key: &str) -> u64 {
+    match key.as_bytes().first_chunk::<8>() {
+        Some(p) => u64::from_be_bytes(*p),
+        // Byte by byte: a short copy into an array, read back as one word,
+        // stalls the load.
+        None => {
+            let p = key.bytes().fold(0u64, |p, b| p << 8 | u64::from(b));
+            // In two shifts: an empty key would shift by 64 in one.
+            p << (8 * (7 - key.len())) << 8
+        }
+    }
+}
+
 struct Reader<'a> {
     text: &'a str,
     at: usize,
+    /// The output so far is `out` followed by `text[synced..at]`, not yet
+    /// copied: the run of input that goes out as it is.
+    synced: usize,
+    out: String,
     /// The entries of the objects being read, innermost last (one buffer
     /// for every level, so an object costs no allocation of its own).
     entries: Vec<Entry<'a>>,
@@ -56,9 +94,32 @@ impl<'a> Reader<'a> {
         self.text.as_bytes().get(self.at).copied()
     }
 
+    /// Where the output stands (the pending run included).
+    fn written(&self) -> usize {
+        self.out.len() + (self.at - self.synced)
+    }
+
+    /// Copies the pending run of input to the output.
+    fn sync(&mut self) {
+        self.out.push_str(&self.text[self.synced..self.at]);
+        self.synced = self.at;
+    }
+
+    /// Writes `with` in place of the input from `from` (where the run must
+    /// be cut) to `at`.
+    fn replace(&mut self, from: usize, with: &str) {
+        self.out.push_str(&self.text[self.synced..from]);
+        self.out.push_str(with);
+        self.synced = self.at;
+    }
+
     fn ws(&mut self) {
+        let from = self.at;
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
+        }
+        if self.at > from {
+            self.replace(from, "");
         }
     }
 
@@ -66,66 +127,63 @@ impl<'a> Reader<'a> {
         (self.peek()? == b).then(|| self.at += 1)
     }
 
-    fn value(&mut self, out: &mut String, depth: usize) -> Option<()> {
+    fn value(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
-            b'{' => self.object(out, depth + 1),
-            b'[' => self.array(out, depth + 1),
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
             b'"' => {
-                let (raw, escaped) = self.string()?;
-                push_string(out, raw, escaped)
+                let (from, escapes) = self.string()?;
+                if escapes == Escapes::Other {
+                    self.escaped_out(from)?;
+                }
+                Some(())
             }
-            b't' => self.literal(out, "true"),
-            b'f' => self.literal(out, "false"),
-            b'n' => self.literal(out, "null"),
-            _ => self.number(out),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            _ => self.number(),
         }
     }
 
-    fn literal(&mut self, out: &mut String, word: &str) -> Option<()> {
-        self.text[self.at..].starts_with(word).then(|| {
-            self.at += word.len();
-            out.push_str(word);
-        })
+    fn literal(&mut self, word: &str) -> Option<()> {
+        self.text[self.at..]
+            .starts_with(word)
+            .then(|| self.at += word.len())
     }
 
-    fn array(&mut self, out: &mut String, depth: usize) -> Option<()> {
+    fn array(&mut self, depth: usize) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.eat(b'[')?;
-        out.push('[');
         self.ws();
         if self.eat(b']').is_some() {
-            out.push(']');
             return Some(());
         }
         loop {
             self.ws();
-            self.value(out, depth)?;
+            self.value(depth)?;
             self.ws();
             match self.peek()? {
-                b',' => out.push(','),
+                b',' => {}
                 b']' => break,
                 _ => return None,
             }
             self.at += 1;
         }
         self.at += 1;
-        out.push(']');
         Some(())
     }
 
-    fn object(&mut self, out: &mut String, depth: usize) -> Option<()> {
+    fn object(&mut self, depth: usize) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.eat(b'{')?;
-        out.push('{');
-        let open = out.len();
+        let open = self.written();
         let base = self.entries.len();
         self.ws();
         if self.eat(b'}').is_some() {
-            out.push('}');
             return Some(());
         }
         // Keys in strictly increasing order so far: the entries need no move.
@@ -135,29 +193,37 @@ impl<'a> Reader<'a> {
             if self.peek()? != b'"' {
                 return None;
             }
-            let (raw, escaped) = self.string()?;
-            let key: Cow<'a, str> = if escaped {
+            let start = self.written();
+            let (from, escapes) = self.string()?;
+            let raw = &self.text[from..self.at];
+            let key: Cow<'a, str> = if escapes != Escapes::None {
                 Cow::Owned(serde_json::from_str::<String>(raw).ok()?)
             } else {
                 Cow::Borrowed(&raw[1..raw.len() - 1])
             };
-            if let Some(last) = self.entries[base..].last() {
-                sorted &= last.key < key;
-                out.push(',');
-            }
-            let start = out.len();
-            push_string(out, raw, escaped)?;
-            self.ws();
-            self.eat(b':')?;
-            out.push(':');
-            self.ws();
-            self.value(out, depth)?;
-            self.entries.push(Entry {
+            let entry = Entry {
+                prefix: prefix(&key),
                 key,
                 start,
-                end: out.len(),
-            });
+                end: 0,
+            };
+            if let Some(last) = self.entries[base..].last() {
+                sorted &= last.cmp_key(&entry).is_lt();
+            }
+            // Pushed now, its end set in place once known (nested objects
+            // push theirs after it and take them off again).
+            let mine = self.entries.len();
+            self.entries.push(entry);
+            if escapes == Escapes::Other {
+                self.escaped_out(from)?;
+            }
             self.ws();
+            self.eat(b':')?;
+            self.ws();
+            self.value(depth)?;
+            self.ws();
+            let end = self.written();
+            self.entries[mine].end = end;
             match self.peek()? {
                 b',' => {}
                 b'}' => break,
@@ -165,31 +231,54 @@ impl<'a> Reader<'a> {
             }
             self.at += 1;
         }
-        self.at += 1;
         if !sorted {
-            reorder(out, open, &mut self.entries[base..], &mut self.scratch);
+            self.sync();
+            reorder(
+                &mut self.out,
+                open,
+                &mut self.entries[base..],
+                &mut self.scratch,
+            );
         }
+        self.at += 1;
         self.entries.truncate(base);
-        out.push('}');
         Some(())
     }
 
-    /// A string literal, quotes included, and whether it has escapes; its
-    /// escapes are checked only as far as finding its end needs (the
-    /// writer checks or decodes them).
-    fn string(&mut self) -> Option<(&'a str, bool)> {
+    /// Reads a string literal: where it starts (its opening quote) and
+    /// what escapes it has.
+    fn string(&mut self) -> Option<(usize, Escapes)> {
         let b = self.text.as_bytes();
         let start = self.at;
         let mut i = start + 1;
-        let mut escaped = false;
-        // Byte by byte: most strings here are a few words, shorter than
-        // what a vectorised search pays to set up.
+        let mut escapes = Escapes::None;
         loop {
+            // Eight bytes at a time up to the first that needs a look.
+            while let Some(chunk) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+                let hits = needs_a_look(u64::from_le_bytes(*chunk));
+                if hits != 0 {
+                    i += (hits.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                i += 8;
+            }
             match *b.get(i)? {
                 b'"' => break,
                 b'\\' => {
-                    escaped = true;
-                    i += 2;
+                    if escapes == Escapes::None {
+                        escapes = Escapes::SerdeJson;
+                    }
+                    match b.get(i + 1) {
+                        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u') if b.get(i + 2..i + 6).is_some_and(serde_json_u_escape) => {
+                            i += 6
+                        }
+                        // Checked when decoded (`escaped_out`).
+                        _ => {
+                            escapes = Escapes::Other;
+                            i += 2;
+                        }
+                    }
                 }
                 // Control characters are not allowed raw in a JSON string.
                 c if c < 0x20 => return None,
@@ -197,10 +286,19 @@ impl<'a> Reader<'a> {
             }
         }
         self.at = i + 1;
-        Some((&self.text[start..=i], escaped))
+        Some((start, escapes))
     }
 
-    fn number(&mut self, out: &mut String) -> Option<()> {
+    /// The string literal just read (from `from`), whose escapes are not
+    /// all serde_json's, decoded and escaped again as serde_json writes it.
+    fn escaped_out(&mut self, from: usize) -> Option<()> {
+        let raw = &self.text[from..self.at];
+        let s: String = serde_json::from_str(raw).ok()?;
+        self.replace(from, &serde_json::to_string(&s).ok()?);
+        Some(())
+    }
+
+    fn number(&mut self) -> Option<()> {
         let b = self.text.as_bytes();
         let start = self.at;
         let mut i = start;
@@ -215,27 +313,28 @@ impl<'a> Reader<'a> {
             && raw.len() <= 19
             && raw.bytes().all(|c| c.is_ascii_digit())
             && (raw.len() == 1 || !raw.starts_with('0'));
-        if plain {
-            out.push_str(raw);
-        } else {
+        if !plain {
             let n: serde_json::Number = serde_json::from_str(raw).ok()?;
-            out.push_str(&n.to_string());
+            self.replace(start, &n.to_string());
         }
         Some(())
     }
 }
 
-/// Writes the string literal `raw` (quotes included, `escaped` if it has
-/// escapes) as serde_json writes its value: as is when its escapes are
-/// serde_json's, else decoded and escaped again.
-fn push_string(out: &mut String, raw: &str, escaped: bool) -> Option<()> {
-    if !escaped || escapes_as_serde_json(raw) {
-        out.push_str(raw);
-    } else {
-        let s: String = serde_json::from_str(raw).ok()?;
-        out.push_str(&serde_json::to_string(&s).ok()?);
-    }
-    Some(())
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit set in the bytes of `x` (little-endian) that end or escape
+/// a string or are control characters (`"`, `\`, below 0x20). Exact up
+/// to the first such byte; later ones may be flagged wrongly (borrows),
+/// which the byte-wise step after it sorts out.
+fn needs_a_look(x: u64) -> u64 {
+    let quote = x ^ (ONES * u64::from(b'"'));
+    let backslash = x ^ (ONES * u64::from(b'\\'));
+    (quote.wrapping_sub(ONES) & !quote
+        | backslash.wrapping_sub(ONES) & !backslash
+        | x.wrapping_sub(ONES * 0x20) & !x)
+        & HIGHS
 }
 
 /// Puts the object entries written after `open` in key order, the last of
@@ -244,11 +343,15 @@ fn push_string(out: &mut String, raw: &str, escaped: bool) -> Option<()> {
 fn reorder(out: &mut String, open: usize, entries: &mut [Entry], scratch: &mut String) {
     scratch.clear();
     scratch.push_str(&out[open..]);
-    // Ties in written order, so of equal keys the last written stays last.
-    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key).then(a.start.cmp(&b.start)));
+    // Stable, so of equal keys the last written stays last; and it finds
+    // the runs already in order (`k1`, `k2`, ... `k9` before `k10`, ...).
+    entries.sort_by(Entry::cmp_key);
     out.truncate(open);
     for (i, e) in entries.iter().enumerate() {
-        if entries.get(i + 1).is_some_and(|next| next.key == e.key) {
+        if entries
+            .get(i + 1)
+            .is_some_and(|next| next.cmp_key(e).is_eq())
+        {
             continue;
         }
         if out.len() > open {
@@ -258,43 +361,25 @@ fn reorder(out: &mut String, open: usize, entries: &mut [Entry], scratch: &mut S
     }
 }
 
-/// Whether the escapes of the JSON string literal `raw` are the ones
-/// serde_json writes: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and
-/// `\u00xx` (lowercase) for the other control characters. (Other bytes
-/// serde_json writes as they are, and valid JSON has no raw control
-/// characters in strings.)
-fn escapes_as_serde_json(raw: &str) -> bool {
-    let b = raw.as_bytes();
-    let mut i = match memchr::memchr(b'\\', b) {
-        None => return true,
-        Some(i) => i,
-    };
-    while i < b.len() {
-        if b[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        match b.get(i + 1) {
-            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-            Some(b'u') => {
-                let hex = b.get(i + 2..i + 6);
-                let ok = hex.is_some_and(|h| {
-                    h[0] == b'0'
-                        && h[1] == b'0'
-                        && matches!(h[2], b'0' | b'1')
-                        && matches!(h[3], b'0'..=b'9' | b'a'..=b'f')
-                        // These five have their short escapes.
-                        && !matches!((h[2], h[3]), (b'0', b'8' | b'9' | b'a' | b'c' | b'd'))
-                });
-                if !ok {
-                    return false;
-                }
-                i += 6;
-            }
-            _ => return false,
-        }
-    }
-    true
+/// The escapes of a string literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escapes {
+    None,
+    /// Only the ones serde_json writes: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`,
+    /// `\t`, and `\u00xx` (lowercase) for the other control characters
+    /// (other characters it writes as they are, and valid JSON has no raw
+    /// control characters in strings).
+    SerdeJson,
+    /// Others (or invalid ones): the string is decoded and written again.
+    Other,
+}
+
+/// Whether the four hex digits of a `\u` escape are one serde_json
+/// writes: a control character without a short escape, in lowercase.
+fn serde_json_u_escape(hex: &[u8]) -> bool {
+    matches!(hex, [b'0', b'0', b'0' | b'1', d] if matches!(d, b'0'..=b'9' | b'a'..=b'f'))
+        // These five have their short escapes.
+        && !matches!(hex, [_, _, b'0', b'8' | b'9' | b'a' | b'c' | b'd'])
 }
 
 #[cfg(test)]

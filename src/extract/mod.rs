@@ -186,11 +186,20 @@ impl std::str::FromStr for Scope {
 
 /// Attribute keys used by rule conditions, bucketed by length so that
 /// finding the interesting attributes of a span costs about one length check
-/// per attribute.
+/// per attribute; within a bucket, keys are told apart by their last bytes
+/// (namespaced keys share their first ones) before any string comparison.
 #[derive(Debug, Clone, Default)]
 struct KeyTable {
     keys: Vec<String>,
-    by_len: Vec<Vec<(usize, usize)>>, // len -> [(key index, slot)]
+    by_len: Vec<Vec<(u64, usize)>>, // len -> [(tail of the key, slot)]
+}
+
+/// The last (up to) 8 bytes of `key`, as one word.
+fn tail(key: &str) -> u64 {
+    match key.as_bytes().last_chunk::<8>() {
+        Some(t) => u64::from_le_bytes(*t),
+        None => key.bytes().fold(0, |t, b| t << 8 | u64::from(b)),
+    }
 }
 
 impl rules::Slots for KeyTable {
@@ -203,7 +212,7 @@ impl rules::Slots for KeyTable {
         if self.by_len.len() <= key.len() {
             self.by_len.resize(key.len() + 1, Vec::new());
         }
-        self.by_len[key.len()].push((slot, slot));
+        self.by_len[key.len()].push((tail(key), slot));
         slot
     }
 }
@@ -215,11 +224,12 @@ impl KeyTable {
         slots.iter_mut().for_each(|s| *s = None);
         let mut present = 0u64;
         for kv in attrs {
-            let Some(bucket) = self.by_len.get(kv.key.len()) else {
+            let Some(bucket) = self.by_len.get(kv.key.len()).filter(|b| !b.is_empty()) else {
                 continue;
             };
-            for &(k, slot) in bucket {
-                if self.keys[k] == kv.key && slots[slot].is_none() {
+            let t = tail(&kv.key);
+            for &(key_tail, slot) in bucket {
+                if key_tail == t && slots[slot].is_none() && self.keys[slot] == kv.key {
                     slots[slot] = kv.value.as_ref();
                     if slot < 64 {
                         present |= 1 << slot;
