@@ -212,18 +212,17 @@ impl Dec<'_> {
 
     #[inline]
     fn string(&self, wt: u8, b: &mut &[u8]) -> R<String> {
-        let at = *b;
-        let s = self.slice(wt, b)?;
-        std::str::from_utf8(s)
-            .map(str::to_owned)
-            .map_err(|_| self.err(at, "invalid string value: data is not UTF-8 encoded"))
+        self.str(wt, b).map(str::to_owned)
     }
 
     #[inline]
     fn str<'a>(&self, wt: u8, b: &mut &'a [u8]) -> R<&'a str> {
         let at = *b;
         let s = self.slice(wt, b)?;
-        std::str::from_utf8(s)
+        // SIMD validation (CPU features picked at run time): tool arguments
+        // and results mix ASCII with other scripts, where std's check goes
+        // byte by byte.
+        simdutf8::basic::from_utf8(s)
             .map_err(|_| self.err(at, "invalid string value: data is not UTF-8 encoded"))
     }
 
