@@ -22,8 +22,9 @@
 //!   the spans per run): both spans/s and their ratio.
 //!
 //! Run: `cargo bench --bench serve` (add `-- --quick` for a shorter run);
-//! `TRACEVAL_BENCH_SERVE=side_by_side` (or `sustained`, `memory`,
-//! `forwarding`) runs that part alone.
+//! `TRACEVAL_BENCH_SERVE=side_by_side` (or `stages`, `sustained`, `memory`,
+//! `forwarding`) runs that part alone; `serve_alone` runs only serve's side
+//! of the side-by-side load (for a profiler).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -794,7 +795,7 @@ struct Run {
 /// per run (default 600,000; smaller for a quick run); two interleaved runs
 /// of each set-up, means reported. On a loaded machine the spans per
 /// process CPU-second (load generator included) are the steadier figure.
-fn side_by_side() {
+fn side_by_side(serve_alone: bool) {
     let total: usize = std::env::var("TRACEVAL_BENCH_SPANS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -910,6 +911,17 @@ fn side_by_side() {
         load.spans_per_request,
         bytes / load.spans_per_request
     );
+    if serve_alone {
+        // For a profiler: serve's runs only, nothing else in the process.
+        for _ in 0..2 {
+            let r = serve(&mut round, false);
+            eprintln!(
+                "  traceval serve alone: {:.0} spans/s; {:.0} spans per process CPU-second",
+                r.rate, r.per_cpu
+            );
+        }
+        return;
+    }
     let (mut d, mut s, mut p) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..2 {
         let r = decode_only(&mut round);
@@ -950,6 +962,107 @@ fn side_by_side() {
         pr / dr,
         pc / dc
     );
+}
+
+// ------------------------------------------- serve's stages, one at a time
+
+/// Nanoseconds per span of each stage serve runs on the side-by-side load,
+/// one thread, no sockets: the decode-only receiver's work (prost into
+/// `opentelemetry_proto`, then dropped) next to serve's decode (with its
+/// projection), admission into the buffer and taking whole traces,
+/// extraction and evaluation, the JSONL rows, and freeing the traces. Tells
+/// where a side-by-side ratio goes.
+fn stages() {
+    use traceval::evaluate::Evaluator;
+    use traceval::ingest::{self, Wire};
+    let load = load();
+    let n = 100u64;
+    let spans = (n as usize * load.spans_per_request) as f64;
+    let scoring = Scoring::default();
+    let evaluator = Evaluator::new(scoring.settings.clone(), None, None).expect("metrics");
+    let extractor = scoring
+        .extractor
+        .clone()
+        .with_results(true)
+        .with_args_text(true);
+    let projection = extractor.projection(evaluator.join_keys());
+    let per = |d: Duration| d.as_nanos() as f64 / spans;
+    let mut buffer = TraceBuffer::new(BufferLimits {
+        decision_wait: Duration::ZERO,
+        max_spans: usize::MAX,
+        max_traces: usize::MAX,
+        remember_completed: 10_000,
+    });
+    let mut rows = Vec::new();
+    for round in 0..3 {
+        let bodies: Vec<bytes::Bytes> = (0..n).map(|i| load.body(1 + round * n + i)).collect();
+        // Request by request, as serve streams them (memory stays flat).
+        let mut t = [Duration::ZERO; 7];
+        let mut row_bytes = 0;
+        let mut lap = |i: usize, since: &mut Instant| {
+            let now = Instant::now();
+            t[i] += now - *since;
+            *since = now;
+        };
+        for b in &bodies {
+            let mut at = Instant::now();
+            let r = ExportTraceServiceRequest::decode(b.as_ref()).expect("decode");
+            drop(std::hint::black_box(r));
+            lap(0, &mut at);
+            let mut req = ingest::decode_request_with(b, Wire::Protobuf, &projection)
+                .expect("decode")
+                .0;
+            lap(1, &mut at);
+            ingest::validate_ids(&mut req);
+            buffer.admit(req, Instant::now()).expect("admit");
+            lap(2, &mut at);
+            let traces = buffer.take_any(usize::MAX);
+            buffer.scored(traces.iter().map(|c| c.trace.spans.len()).sum());
+            lap(3, &mut at);
+            let results: Vec<_> = traces
+                .iter()
+                .map(|c| {
+                    let (calls, runs) = extractor.extract_with_runs(&c.trace);
+                    evaluator.evaluate_trace_with_runs(&c.trace, calls, &runs)
+                })
+                .collect();
+            lap(4, &mut at);
+            rows.clear();
+            for r in &results {
+                let u = traceval::report::UnmatchedTrace {
+                    trace_id: r.trace_id,
+                    spans: r.spans,
+                    tools_called: Arc::clone(&r.calls),
+                };
+                traceval::report::push_row_with_calls(
+                    &mut rows,
+                    &traceval::report::unmatched_trace_row(&u),
+                    &u.tools_called,
+                );
+            }
+            row_bytes += rows.len();
+            lap(5, &mut at);
+            drop(traces);
+            drop(results);
+            lap(6, &mut at);
+        }
+        let serve: Duration = t[1..].iter().sum();
+        eprintln!(
+            "stages {round}: ns/span: decode-only receiver (prost, dropped) {:.0} | serve: \
+             decode {:.0}, admit {:.0}, take {:.0}, extract+evaluate {:.0}, rows {:.0} \
+             ({:.0} B/span), free {:.0}; serve total {:.0} = {:.2}x prost",
+            per(t[0]),
+            per(t[1]),
+            per(t[2]),
+            per(t[3]),
+            per(t[4]),
+            per(t[5]),
+            row_bytes as f64 / spans,
+            per(t[6]),
+            per(serve),
+            serve.as_secs_f64() / t[0].as_secs_f64(),
+        );
+    }
 }
 
 fn sustained(b: &mut Bench) {
@@ -1000,7 +1113,15 @@ fn bench(c: &mut Criterion) {
         return;
     }
     if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("side_by_side") {
-        side_by_side();
+        side_by_side(false);
+        return;
+    }
+    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("serve_alone") {
+        side_by_side(true);
+        return;
+    }
+    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("stages") {
+        stages();
         return;
     }
     if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("memory") {
@@ -1014,7 +1135,7 @@ fn bench(c: &mut Criterion) {
     }
     // Memory first: RSS growth only means something in a fresh process.
     memory_per_span();
-    side_by_side();
+    side_by_side(false);
     forwarding(true);
     forwarding(false);
     scoring_cost();
