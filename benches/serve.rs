@@ -19,7 +19,10 @@
 //! * side by side: `traceval serve` against a tonic receiver that only
 //!   decodes, the same load generator driving both (whole traces, 50 per
 //!   request, 4 in flight; `TRACEVAL_BENCH_SPANS`, default 600,000, sets
-//!   the spans per run): both spans/s and their ratio.
+//!   the spans per run): both spans/s and their ratio;
+//! * stages: on the same load, one thread, the nanoseconds per span of each
+//!   stage serve runs (decode, admit, take, extract and evaluate, rows,
+//!   free) next to the decode-only receiver's prost decode.
 //!
 //! Run: `cargo bench --bench serve` (add `-- --quick` for a shorter run);
 //! `TRACEVAL_BENCH_SERVE=side_by_side` (or `stages`, `sustained`, `memory`,
@@ -1136,6 +1139,7 @@ fn bench(c: &mut Criterion) {
     // Memory first: RSS growth only means something in a fresh process.
     memory_per_span();
     side_by_side(false);
+    stages();
     forwarding(true);
     forwarding(false);
     scoring_cost();

@@ -142,6 +142,14 @@ pub struct Trace {
     pub broken_links: Vec<BrokenLink>,
 }
 
+/// The order of a trace's spans: by start time, ties by span id.
+fn start_order(a: &SpanRecord, b: &SpanRecord) -> std::cmp::Ordering {
+    a.span
+        .start_time_unix_nano
+        .cmp(&b.span.start_time_unix_nano)
+        .then(a.span_id.cmp(&b.span_id))
+}
+
 /// A parent link dropped because it closed a parent cycle (A's parent B,
 /// B's parent A, or longer). The span that starts first in the cycle
 /// (lowest span id on ties) becomes a root, so the choice does not depend
@@ -176,12 +184,7 @@ impl Children {
 impl Trace {
     /// Builds a trace from its spans (any order).
     pub fn new(id: TraceId, mut spans: Vec<SpanRecord>, duplicates: usize) -> Trace {
-        spans.sort_by(|a, b| {
-            a.span
-                .start_time_unix_nano
-                .cmp(&b.span.start_time_unix_nano)
-                .then(a.span_id.cmp(&b.span_id))
-        });
+        spans.sort_by(start_order);
         let index: HashMap<SpanId, usize> = spans
             .iter()
             .enumerate()
@@ -438,7 +441,10 @@ struct Pending {
 }
 
 impl Pending {
-    fn into_trace(self, id: TraceId) -> Trace {
+    fn into_trace(mut self, id: TraceId) -> Trace {
+        // Put in order while boxed (pointers move, not ~330-byte spans);
+        // `Trace::new` then finds them sorted.
+        self.spans.sort_by(|a, b| start_order(a, b));
         let spans = self.spans.into_iter().map(|b| *b).collect();
         let mut trace = Trace::new(id, spans, self.duplicates);
         trace.conflicting = self.conflicting;
