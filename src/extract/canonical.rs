@@ -63,14 +63,20 @@ impl Entry<'_> {
 }
 
 fn prefix(key: &str) -> u64 {
-    match key.as_bytes().first_chunk::<8>() {
+    word(key.as_bytes())
+}
+
+/// The first (up to) 8 bytes of `b` as one big-endian word, zero-padded:
+/// words order as the bytes do, as far as they go.
+pub(crate) fn word(b: &[u8]) -> u64 {
+    match b.first_chunk::<8>() {
         Some(p) => u64::from_be_bytes(*p),
         // Byte by byte: a short copy into an array, read back as one word,
         // stalls the load.
         None => {
-            let p = key.bytes().fold(0u64, |p, b| p << 8 | u64::from(b));
-            // In two shifts: an empty key would shift by 64 in one.
-            p << (8 * (7 - key.len())) << 8
+            let p = b.iter().fold(0u64, |p, &b| p << 8 | u64::from(b));
+            // In two shifts: an empty slice would shift by 64 in one.
+            p << (8 * (7 - b.len())) << 8
         }
     }
 }

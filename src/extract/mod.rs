@@ -196,10 +196,8 @@ struct KeyTable {
 
 /// The last (up to) 8 bytes of `key`, as one word.
 fn tail(key: &str) -> u64 {
-    match key.as_bytes().last_chunk::<8>() {
-        Some(t) => u64::from_le_bytes(*t),
-        None => key.bytes().fold(0, |t, b| t << 8 | u64::from(b)),
-    }
+    let b = key.as_bytes();
+    canonical::word(&b[b.len().saturating_sub(8)..])
 }
 
 impl rules::Slots for KeyTable {
