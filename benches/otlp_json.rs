@@ -102,12 +102,13 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|l| {
             let r: ExportTraceServiceRequest = serde_json::from_slice(l).expect("corpus line");
-            ingest::span_count(&r)
+            ingest::span_count(&r.into())
         })
         .sum();
     // Same requests either way, before anything is timed.
     for (l, g) in lines.iter().zip(&go_lines).take(base.len()) {
         let old: ExportTraceServiceRequest = serde_json::from_slice(l).expect("old");
+        let old = ingest::Request::from(old);
         assert_eq!(otlp_json::decode(l).expect("new").into_request().0, old);
         assert_eq!(otlp_json::decode(g).expect("go").into_request().0, old);
     }

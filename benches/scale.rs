@@ -74,7 +74,7 @@ fn generate(mb: usize, dir: &Path) -> (PathBuf, PathBuf, usize) {
             let d = ingest::decode(&fresh, "bench", &Limits::default());
             for r in d.requests {
                 spans += ingest::span_count(&r);
-                let body = r.encode_to_vec();
+                let body = r.to_proto().encode_to_vec();
                 pb.write_all(&(body.len() as u32).to_be_bytes())
                     .expect("write");
                 pb.write_all(&body).expect("write");

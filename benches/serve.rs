@@ -185,7 +185,7 @@ fn memory_per_span() {
         LIVE_GLIBC.load(Ordering::Relaxed),
     );
     for b in &bodies {
-        let req = ExportTraceServiceRequest::decode(b.as_slice()).expect("decode");
+        let req = traceval::ingest::otlp_proto::decode(b).expect("decode");
         buffer.admit(req, now).expect("admit");
     }
     let (live1, glibc1) = (

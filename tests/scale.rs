@@ -205,7 +205,7 @@ fn projection_keeps_everything_inspect_shows() {
                     .map(|t| {
                         let a = extractor.analyze(t);
                         let s = session::session_of(t, &keys);
-                        let attrs: usize = t.spans.iter().map(|s| s.span.attributes.len()).sum();
+                        let attrs: usize = t.spans.iter().map(|s| s.span.attr_count()).sum();
                         // What inspect shows, and the token counts the
                         // JSONL report adds.
                         let row = format!(

@@ -13,10 +13,11 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::Span;
+
+pub use crate::ingest::span::{find_attr, Val};
+use crate::ingest::{Request, Span};
 
 /// A 16-byte trace id, shown as lower-case hex.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -102,25 +103,14 @@ pub struct SpanRecord {
 }
 
 impl SpanRecord {
-    pub fn attr(&self, key: &str) -> Option<&AnyValue> {
-        find_attr(&self.span.attributes, key)
+    pub fn attr(&self, key: &str) -> Option<Val<'_>> {
+        self.span.attr(key)
     }
 
     /// A string attribute (other scalar types are not converted).
     pub fn attr_str(&self, key: &str) -> Option<&str> {
-        match self.attr(key)?.value.as_ref()? {
-            any_value::Value::StringValue(s) => Some(s),
-            _ => None,
-        }
+        self.span.attr_str(key)
     }
-}
-
-/// The value of `key` in an attribute list.
-pub fn find_attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a AnyValue> {
-    attrs
-        .iter()
-        .find(|kv| kv.key == key)
-        .and_then(|kv| kv.value.as_ref())
 }
 
 /// A reassembled trace.
@@ -345,7 +335,7 @@ impl Trace {
     pub fn has_attr(&self, key: &str, value: &str) -> bool {
         let mut seen_resources: Vec<*const Resource> = Vec::new();
         for s in &self.spans {
-            if find_attr(&s.span.attributes, key).is_some_and(|v| value_matches(v, value)) {
+            if s.span.attr(key).is_some_and(|v| value_matches(v, value)) {
                 return true;
             }
             let r = Arc::as_ptr(&s.resource);
@@ -412,14 +402,12 @@ fn break_cycles(parent: &mut [Option<usize>]) -> Vec<(usize, usize, usize)> {
 
 /// Compares an attribute with a fixture's string form. JSON-encoded strings
 /// (MLflow writes `"\"value\""`) match their decoded text too.
-fn value_matches(v: &AnyValue, want: &str) -> bool {
-    match v.value.as_ref() {
-        Some(any_value::Value::StringValue(s)) => {
-            s == want || serde_json::from_str::<String>(s).is_ok_and(|d| d == want)
-        }
-        Some(any_value::Value::IntValue(i)) => want.parse::<i64>().is_ok_and(|w| w == *i),
-        Some(any_value::Value::DoubleValue(d)) => want.parse::<f64>().is_ok_and(|w| w == *d),
-        Some(any_value::Value::BoolValue(b)) => want.parse::<bool>().is_ok_and(|w| w == *b),
+fn value_matches(v: Val<'_>, want: &str) -> bool {
+    match v {
+        Val::Str(s) => s == want || serde_json::from_str::<String>(s).is_ok_and(|d| d == want),
+        Val::Int(i) => want.parse::<i64>().is_ok_and(|w| w == i),
+        Val::Double(d) => want.parse::<f64>().is_ok_and(|w| w == d),
+        Val::Bool(b) => want.parse::<bool>().is_ok_and(|w| w == b),
         _ => false,
     }
 }
@@ -486,28 +474,18 @@ impl Assembler {
     }
 
     /// Moves the spans of `req` into their traces.
-    pub fn add(&mut self, req: ExportTraceServiceRequest) -> AddStats {
+    pub fn add(&mut self, req: Request) -> AddStats {
         let mut stats = AddStats::default();
         for rs in req.resource_spans {
             let resource = Arc::new(rs.resource.unwrap_or_default());
             for ss in rs.scope_spans {
                 let scope = Arc::new(ss.scope.unwrap_or_default());
                 for span in ss.spans {
-                    let (Ok(tid), Ok(sid)) = (
-                        <[u8; 16]>::try_from(span.trace_id.as_slice()),
-                        <[u8; 8]>::try_from(span.span_id.as_slice()),
-                    ) else {
+                    let (Some(tid), Some(sid)) = (span.trace_id.get(), span.span_id.get()) else {
                         stats.invalid += 1;
                         continue;
                     };
-                    let parent = <[u8; 8]>::try_from(span.parent_span_id.as_slice())
-                        .ok()
-                        .map(SpanId);
-                    // The record keeps the ids; the vectors are freed.
-                    let mut span = span;
-                    span.trace_id = Vec::new();
-                    span.span_id = Vec::new();
-                    span.parent_span_id = Vec::new();
+                    let parent = span.parent_span_id.get().map(SpanId);
                     let tid = TraceId(tid);
                     // Only replay releases traces early; serve never pays the lookup.
                     if !self.released.is_empty() && self.released.contains(&tid) {
@@ -568,7 +546,7 @@ impl Assembler {
 
     /// [`Assembler::add`] for spans read at `position` of an input stream
     /// (decoded bytes so far), the clock of [`Assembler::release`].
-    pub fn add_at(&mut self, req: ExportTraceServiceRequest, position: u64) -> AddStats {
+    pub fn add_at(&mut self, req: Request, position: u64) -> AddStats {
         self.clock = position;
         self.add(req)
     }
@@ -655,7 +633,8 @@ mod tests {
         );
         assert_eq!(format!("{:?}", SpanId([0xab; 8])), "abababababababab");
     }
-    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
     fn span(t: u8, s: u8, parent: Option<u8>, start: u64) -> Span {
         Span {
@@ -668,7 +647,7 @@ mod tests {
         }
     }
 
-    fn req(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    fn req(spans: Vec<Span>) -> Request {
         ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {
                 scope_spans: vec![ScopeSpans {
@@ -678,6 +657,7 @@ mod tests {
                 ..Default::default()
             }],
         }
+        .into()
     }
 
     #[test]
@@ -720,7 +700,7 @@ mod tests {
         let t = &a.finish()[0];
         assert_eq!(t.duplicates, 3);
         assert_eq!(t.conflicting, vec![SpanId([1; 8])]);
-        assert_eq!(t.spans[0].span.name, "s1", "the first copy is kept");
+        assert_eq!(t.spans[0].span.name(), "s1", "the first copy is kept");
         let w = t.conflict_warning().unwrap();
         assert!(
             w.contains("1 span(s)") && w.contains("0101010101010101"),

@@ -7,9 +7,9 @@
 
 use std::collections::HashMap;
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 
-use super::Trace;
+use super::{Trace, Val};
 
 /// The session keys of the libraries (docs/conventions.md, "Sessions"), in
 /// the order they are tried.
@@ -31,25 +31,35 @@ pub fn default_keys() -> Vec<String> {
 }
 
 /// A session attribute value as text; MLflow's JSON-encoded strings decode.
-fn session_text(v: &AnyValue) -> Option<String> {
-    match v.value.as_ref()? {
-        any_value::Value::StringValue(s) if s.starts_with('"') => {
-            Some(serde_json::from_str::<String>(s).unwrap_or_else(|_| s.clone()))
+fn session_text(v: Val<'_>) -> Option<String> {
+    match v {
+        Val::Str(s) if s.starts_with('"') => {
+            Some(serde_json::from_str::<String>(s).unwrap_or_else(|_| s.to_string()))
         }
-        any_value::Value::StringValue(s) => Some(s.clone()),
-        any_value::Value::IntValue(i) => Some(i.to_string()),
+        Val::Str(s) => Some(s.to_string()),
+        Val::Int(i) => Some(i.to_string()),
         _ => None,
     }
     .filter(|s| !s.is_empty())
 }
 
-fn each_attr_list(trace: &Trace) -> impl Iterator<Item = &[KeyValue]> {
+/// Every attribute of every span, each span followed by its resource's
+/// (once per run of spans sharing a resource).
+fn each_attr(trace: &Trace) -> impl Iterator<Item = (&str, Option<Val<'_>>)> {
     let mut last_resource: *const _ = std::ptr::null();
     trace.spans.iter().flat_map(move |s| {
         let r = std::sync::Arc::as_ptr(&s.resource);
-        let resource = (r != last_resource).then_some(s.resource.attributes.as_slice());
+        let resource: &[KeyValue] = if r != last_resource {
+            &s.resource.attributes
+        } else {
+            &[]
+        };
         last_resource = r;
-        std::iter::once(s.span.attributes.as_slice()).chain(resource)
+        s.span.attributes().chain(
+            resource
+                .iter()
+                .map(|kv| (kv.key.as_str(), kv.value.as_ref().map(Val::of))),
+        )
     })
 }
 
@@ -57,19 +67,17 @@ fn each_attr_list(trace: &Trace) -> impl Iterator<Item = &[KeyValue]> {
 /// order, or on the resource), with its value.
 pub fn session_of(trace: &Trace, keys: &[String]) -> Option<(String, String)> {
     let mut best: Option<(usize, String)> = None;
-    for attrs in each_attr_list(trace) {
-        for kv in attrs {
-            let Some(k) = keys.iter().position(|k| *k == kv.key) else {
-                continue;
-            };
-            if best.as_ref().is_some_and(|(b, _)| *b <= k) {
-                continue;
-            }
-            if let Some(v) = kv.value.as_ref().and_then(session_text) {
-                best = Some((k, v));
-                if k == 0 {
-                    return best.map(|(k, v)| (keys[k].clone(), v));
-                }
+    for (key, value) in each_attr(trace) {
+        let Some(k) = keys.iter().position(|k| k == key) else {
+            continue;
+        };
+        if best.as_ref().is_some_and(|(b, _)| *b <= k) {
+            continue;
+        }
+        if let Some(v) = value.and_then(session_text) {
+            best = Some((k, v));
+            if k == 0 {
+                return best.map(|(k, v)| (keys[k].clone(), v));
             }
         }
     }
@@ -116,15 +124,13 @@ pub fn group(traces: &[Trace], keys: &[String]) -> Vec<Session> {
 /// trace's spans or resources, in first-seen order (for joins).
 pub fn values_of(trace: &Trace, keys: &[String]) -> Vec<(usize, String)> {
     let mut out: Vec<(usize, String)> = Vec::new();
-    for attrs in each_attr_list(trace) {
-        for kv in attrs {
-            let Some(k) = keys.iter().position(|k| *k == kv.key) else {
-                continue;
-            };
-            if let Some(v) = kv.value.as_ref().and_then(session_text) {
-                if !out.iter().any(|(ok, ov)| *ok == k && *ov == v) {
-                    out.push((k, v));
-                }
+    for (key, value) in each_attr(trace) {
+        let Some(k) = keys.iter().position(|k| k == key) else {
+            continue;
+        };
+        if let Some(v) = value.and_then(session_text) {
+            if !out.iter().any(|(ok, ov)| *ok == k && *ov == v) {
+                out.push((k, v));
             }
         }
     }
@@ -135,7 +141,7 @@ pub fn values_of(trace: &Trace, keys: &[String]) -> Vec<(usize, String)> {
 mod tests {
     use std::sync::Arc;
 
-    use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope};
     use opentelemetry_proto::tonic::resource::v1::Resource;
     use opentelemetry_proto::tonic::trace::v1::Span;
 
@@ -160,7 +166,8 @@ mod tests {
                 start_time_unix_nano: start,
                 attributes: attrs,
                 ..Default::default()
-            },
+            }
+            .into(),
             resource: Arc::new(Resource {
                 attributes: resource,
                 ..Default::default()

@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use opentelemetry_proto::tonic::common::v1::AnyValue;
+use crate::assemble::Val;
 use serde::Serialize;
 
 use super::rules::{Cond, CondSpec, Kind, Rule};
@@ -129,7 +129,7 @@ fn outcome(
     cond: &Cond,
     spec: &CondSpec,
     s: &SpanRecord,
-    slots: &[Option<&AnyValue>],
+    slots: &[Option<Val<'_>>],
 ) -> Outcome {
     let held = holds(cond, s, slots);
     let wrong = |what: String, found: &str| Reason::WrongValue {
@@ -162,7 +162,7 @@ fn outcome(
         }
         // A span always has a name and a scope: a different one is no closer
         // to matching than a missing attribute.
-        Cond::SpanName(_) => reason(false, wrong("span name".into(), &s.span.name)),
+        Cond::SpanName(_) => reason(false, wrong("span name".into(), s.span.name())),
         Cond::Scope(_) => reason(false, wrong("scope".into(), &s.scope.name)),
         Cond::Any(list) => {
             let inner: Vec<Outcome> = list
@@ -182,10 +182,10 @@ impl Extractor {
     /// classified it, or, when none did, the few rules closest to matching
     /// and what each missed.
     pub fn explain(&self, trace: &Trace) -> Vec<SpanExplanation> {
-        let mut slots: Vec<Option<&AnyValue>> = vec![None; self.keys.keys.len()];
+        let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
         let mut out = Vec::with_capacity(trace.spans.len());
         for s in &trace.spans {
-            let present = self.keys.fill(&s.span.attributes, &mut slots);
+            let present = self.keys.fill(&s.span, &mut slots);
             let matched = self.classify(s, &slots, present).map(|i| {
                 let rule = &self.rules[i];
                 let name = rule
@@ -213,7 +213,7 @@ impl Extractor {
             };
             out.push(SpanExplanation {
                 span_id: s.span_id,
-                span_name: s.span.name.clone(),
+                span_name: s.span.name().to_string(),
                 matched,
                 near_misses,
             });
@@ -221,7 +221,7 @@ impl Extractor {
         out
     }
 
-    fn near_misses(&self, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> Vec<NearMiss> {
+    fn near_misses(&self, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> Vec<NearMiss> {
         // (conditions touched: held, or an attribute there with another
         // value; rule index; the miss)
         let mut found: Vec<(usize, usize, NearMiss)> = Vec::new();
@@ -305,7 +305,7 @@ impl Extractor {
 }
 
 /// The `unless` conditions of `rule` that hold on `s`.
-fn excluded(rule: &Rule, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> Vec<Reason> {
+fn excluded(rule: &Rule, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> Vec<Reason> {
     rule.unless
         .iter()
         .zip(&rule.spec.unless)

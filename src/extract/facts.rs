@@ -8,10 +8,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-
-use crate::assemble::{SpanRecord, Trace};
+use crate::assemble::{SpanRecord, Trace, Val};
 use crate::extract::any_to_json;
+use crate::ingest::Span;
 
 /// Attributes holding the user's request, most specific first. Looked up on
 /// the root span, then on every span in start order.
@@ -172,11 +171,8 @@ const OUTPUT_KEYS: &[&str] = &[
 /// (docs/conventions.md, token usage).
 pub fn token_usage(trace: &Trace) -> (Option<u64>, Option<u64>) {
     let n = trace.spans.len();
-    let counts: Vec<(Option<u64>, Option<u64>)> = trace
-        .spans
-        .iter()
-        .map(|s| span_tokens(&s.span.attributes))
-        .collect();
+    let counts: Vec<(Option<u64>, Option<u64>)> =
+        trace.spans.iter().map(|s| span_tokens(&s.span)).collect();
     if counts.iter().all(|c| *c == (None, None)) {
         return (None, None);
     }
@@ -204,16 +200,15 @@ pub fn token_usage(trace: &Trace) -> (Option<u64>, Option<u64>) {
 
 /// One span's (input, output) tokens: one pass over its attributes, the
 /// first spelling in key order winning.
-fn span_tokens(attrs: &[KeyValue]) -> (Option<u64>, Option<u64>) {
+fn span_tokens(span: &Span) -> (Option<u64>, Option<u64>) {
     // (rank, count) of the best spelling seen so far.
     let mut input: Option<(usize, u64)> = None;
     let mut output: Option<(usize, u64)> = None;
-    for kv in attrs {
-        let k = kv.key.as_str();
+    for (k, v) in span.attributes() {
         if !(k.starts_with("gen_ai.usage.") || k.starts_with("llm.token_count.")) {
             continue;
         }
-        let Some(count) = kv.value.as_ref().and_then(any_count) else {
+        let Some(count) = v.and_then(any_count) else {
             continue;
         };
         for (keys, best) in [(INPUT_KEYS, &mut input), (OUTPUT_KEYS, &mut output)] {
@@ -228,11 +223,11 @@ fn span_tokens(attrs: &[KeyValue]) -> (Option<u64>, Option<u64>) {
 }
 
 /// A token count: a non-negative integer, or its text.
-fn any_count(v: &AnyValue) -> Option<u64> {
-    match v.value.as_ref()? {
-        any_value::Value::IntValue(i) => u64::try_from(*i).ok(),
-        any_value::Value::DoubleValue(d) if *d >= 0.0 && d.fract() == 0.0 => Some(*d as u64),
-        any_value::Value::StringValue(s) => s.trim().parse().ok(),
+fn any_count(v: Val<'_>) -> Option<u64> {
+    match v {
+        Val::Int(i) => u64::try_from(i).ok(),
+        Val::Double(d) if d >= 0.0 && d.fract() == 0.0 => Some(d as u64),
+        Val::Str(s) => s.trim().parse().ok(),
         _ => None,
     }
 }
@@ -335,9 +330,9 @@ fn text_in(v: &Value, last: bool) -> Option<String> {
 }
 
 /// [`text_in`] of an attribute value; a string is not copied first.
-fn text_in_attr(v: &AnyValue, last: bool) -> Option<String> {
-    match &v.value {
-        Some(any_value::Value::StringValue(s)) => text_in_str(s, last),
+fn text_in_attr(v: Val<'_>, last: bool) -> Option<String> {
+    match v {
+        Val::Str(s) => text_in_str(s, last),
         _ => text_in(&any_to_json(v), last),
     }
 }
@@ -397,8 +392,8 @@ fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
             }
         }
     };
-    let mut add = |v: &AnyValue| match &v.value {
-        Some(any_value::Value::StringValue(text)) => push(&cached_tool_defs(text)),
+    let mut add = |v: Val<'_>| match v {
+        Val::Str(text) => push(&cached_tool_defs(text)),
         _ => push(&tool_defs(&any_to_json(v))),
     };
     for k in TOOL_KEYS {
@@ -407,9 +402,9 @@ fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
         }
     }
     let (prefix, suffix) = TOOL_KEY_PREFIX;
-    for kv in &s.span.attributes {
-        if kv.key.starts_with(prefix) && kv.key.ends_with(suffix) {
-            if let Some(v) = &kv.value {
+    for (key, value) in s.span.attributes() {
+        if key.starts_with(prefix) && key.ends_with(suffix) {
+            if let Some(v) = value {
                 add(v);
             }
         }
@@ -550,12 +545,21 @@ mod tests {
         assert_eq!(tool_defs(&schema)[0].name, "c");
     }
 
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+
     fn kv(key: &str, v: any_value::Value) -> KeyValue {
         KeyValue {
             key: key.into(),
             value: Some(AnyValue { value: Some(v) }),
             ..Default::default()
         }
+    }
+
+    fn span_tokens(attrs: &[KeyValue]) -> (Option<u64>, Option<u64>) {
+        super::span_tokens(&Span::from(opentelemetry_proto::tonic::trace::v1::Span {
+            attributes: attrs.to_vec(),
+            ..Default::default()
+        }))
     }
 
     #[test]

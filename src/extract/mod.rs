@@ -23,9 +23,8 @@ use std::sync::OnceLock;
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-
-use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace};
+use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace, Val};
+use crate::ingest::Span;
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
 
 /// Success or failure of one call.
@@ -218,17 +217,17 @@ impl rules::Slots for KeyTable {
 impl KeyTable {
     /// Fills `slots` with the span's values of the table's keys; returns the
     /// bit set of the first 64 slots present.
-    fn fill<'a>(&self, attrs: &'a [KeyValue], slots: &mut [Option<&'a AnyValue>]) -> u64 {
+    fn fill<'a>(&self, span: &'a Span, slots: &mut [Option<Val<'a>>]) -> u64 {
         slots.iter_mut().for_each(|s| *s = None);
         let mut present = 0u64;
-        for kv in attrs {
-            let Some(bucket) = self.by_len.get(kv.key.len()).filter(|b| !b.is_empty()) else {
+        for (key, value) in span.attributes() {
+            let Some(bucket) = self.by_len.get(key.len()).filter(|b| !b.is_empty()) else {
                 continue;
             };
-            let t = tail(&kv.key);
+            let t = tail(key);
             for &(key_tail, slot) in bucket {
-                if key_tail == t && slots[slot].is_none() && self.keys[slot] == kv.key {
-                    slots[slot] = kv.value.as_ref();
+                if key_tail == t && slots[slot].is_none() && self.keys[slot] == key {
+                    slots[slot] = value;
                     if slot < 64 {
                         present |= 1 << slot;
                     }
@@ -381,11 +380,11 @@ impl Extractor {
     /// The rule that classifies span `s`, if any.
     pub fn rule_for(&self, s: &SpanRecord) -> Option<&Rule> {
         let mut slots = vec![None; self.keys.keys.len()];
-        let present = self.keys.fill(&s.span.attributes, &mut slots);
+        let present = self.keys.fill(&s.span, &mut slots);
         self.classify(s, &slots, present).map(|i| &self.rules[i])
     }
 
-    fn classify(&self, s: &SpanRecord, slots: &[Option<&AnyValue>], present: u64) -> Option<usize> {
+    fn classify(&self, s: &SpanRecord, slots: &[Option<Val<'_>>], present: u64) -> Option<usize> {
         self.rules.iter().position(|r| {
             // Most rules need an attribute the span does not have: one AND.
             r.needs & !present == 0
@@ -423,10 +422,10 @@ impl Extractor {
             Agent,
         }
         let n = trace.spans.len();
-        let mut slots: Vec<Option<&AnyValue>> = vec![None; self.keys.keys.len()];
+        let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
         let mut rule_of: Vec<Option<usize>> = Vec::with_capacity(n);
         for s in &trace.spans {
-            let present = self.keys.fill(&s.span.attributes, &mut slots);
+            let present = self.keys.fill(&s.span, &mut slots);
             rule_of.push(self.classify(s, &slots, present));
         }
         if rule_of.iter().all(Option::is_none) {
@@ -548,7 +547,7 @@ impl Extractor {
                     }
                 }
             }
-            self.keys.fill(&s.span.attributes, &mut slots);
+            self.keys.fill(&s.span, &mut slots);
             let (status, error_message, error_type) = error_of(rule, s, &slots);
             let ordered_args = self
                 .ordered_args
@@ -671,7 +670,7 @@ const ERROR_TYPE_KEY: &str = "error.type";
 fn error_of(
     rule: &Rule,
     s: &SpanRecord,
-    slots: &[Option<&AnyValue>],
+    slots: &[Option<Val<'_>>],
 ) -> (CallStatus, Option<String>, Option<String>) {
     let status = s.span.status.as_ref();
     let failed = status.is_some_and(|st| st.code == STATUS_ERROR)
@@ -719,14 +718,14 @@ fn test(t: &Test, text: &str) -> bool {
     }
 }
 
-fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<&AnyValue>]) -> bool {
+fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> bool {
     match c {
         Cond::Attr { slot, test: t } => match slots.get(*slot).copied().flatten() {
             None => false,
             Some(_) if matches!(t, Test::Present) => true,
             Some(v) => any_text(v).is_some_and(|text| test(t, &text)),
         },
-        Cond::SpanName(t) => test(t, &s.span.name),
+        Cond::SpanName(t) => test(t, s.span.name()),
         Cond::Scope(t) => test(t, &s.scope.name),
         Cond::Any(list) => list.iter().any(|c| holds(c, s, slots)),
     }
@@ -790,10 +789,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
 
 /// The text of a string attribute source.
 fn raw_string<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a str> {
-    match raw(field, s)?.value.as_ref()? {
-        any_value::Value::StringValue(t) => Some(t),
-        _ => None,
-    }
+    raw(field, s)?.as_str()
 }
 
 /// `args` in the key order of `text`, when `text` is exactly that JSON
@@ -810,7 +806,7 @@ fn ordered(
     (parsed.to_json() == *args).then(|| std::sync::Arc::new(parsed))
 }
 
-fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a AnyValue> {
+fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<Val<'a>> {
     match field {
         Field::Attr(k) => s.attr(k),
         Field::Event { event, attr } => s
@@ -839,7 +835,7 @@ fn apply_pattern<'a>(src: &Source, text: Cow<'a, str>) -> Option<Cow<'a, str>> {
 /// A source read as text (names, error messages).
 fn text_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
     let text = match &src.field {
-        Field::SpanName => Cow::Borrowed(s.span.name.as_str()),
+        Field::SpanName => Cow::Borrowed(s.span.name()),
         f => raw(f, s).and_then(any_text)?,
     };
     apply_pattern(src, text)
@@ -880,15 +876,13 @@ fn json_object(text: &str) -> Option<Value> {
 /// A source read as a JSON value (arguments, results).
 fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
     let text = match &src.field {
-        Field::SpanName => Cow::Borrowed(s.span.name.as_str()),
+        Field::SpanName => Cow::Borrowed(s.span.name()),
         f => {
             let v = raw(f, s)?;
-            match v.value.as_ref()? {
-                any_value::Value::StringValue(t) => Cow::Borrowed(t.as_str()),
+            match v {
+                Val::Str(t) => Cow::Borrowed(t),
                 // Structured attributes (kvlist/array) are already values.
-                any_value::Value::ArrayValue(_) | any_value::Value::KvlistValue(_)
-                    if src.pattern.is_none() =>
-                {
+                Val::Array(_) | Val::Kvlist(_) if src.pattern.is_none() => {
                     return Some(unwrap(src, any_to_json(v)));
                 }
                 _ => any_text(v)?,
@@ -1038,44 +1032,39 @@ fn args_kwargs(v: Value) -> Value {
 }
 
 /// An attribute value as text (strings as-is, scalars formatted).
-pub fn any_text(v: &AnyValue) -> Option<Cow<'_, str>> {
-    Some(match v.value.as_ref()? {
-        any_value::Value::StringValue(s) => Cow::Borrowed(s.as_str()),
-        any_value::Value::IntValue(i) => Cow::Owned(i.to_string()),
-        any_value::Value::DoubleValue(d) => Cow::Owned(d.to_string()),
-        any_value::Value::BoolValue(b) => Cow::Owned(b.to_string()),
+pub fn any_text(v: Val<'_>) -> Option<Cow<'_, str>> {
+    Some(match v {
+        Val::Empty => return None,
+        Val::Str(s) => Cow::Borrowed(s),
+        Val::Int(i) => Cow::Owned(i.to_string()),
+        Val::Double(d) => Cow::Owned(d.to_string()),
+        Val::Bool(b) => Cow::Owned(b.to_string()),
         _ => Cow::Owned(any_to_json(v).to_string()),
     })
 }
 
-/// An OTLP `AnyValue` as JSON.
-pub fn any_to_json(v: &AnyValue) -> Value {
-    match v.value.as_ref() {
-        None => Value::Null,
-        Some(any_value::Value::StringValue(s)) => Value::String(s.clone()),
-        Some(any_value::Value::BoolValue(b)) => Value::Bool(*b),
-        Some(any_value::Value::IntValue(i)) => Value::Number((*i).into()),
-        Some(any_value::Value::DoubleValue(d)) => {
-            Number::from_f64(*d).map_or(Value::Null, Value::Number)
-        }
-        Some(any_value::Value::ArrayValue(a)) => {
-            Value::Array(a.values.iter().map(any_to_json).collect())
-        }
-        Some(any_value::Value::KvlistValue(kv)) => Value::Object(
-            kv.values
-                .iter()
+/// An OTLP attribute value as JSON.
+pub fn any_to_json(v: Val<'_>) -> Value {
+    match v {
+        Val::Empty | Val::Other(_) => Value::Null,
+        Val::Str(s) => Value::String(s.to_string()),
+        Val::Bool(b) => Value::Bool(b),
+        Val::Int(i) => Value::Number(i.into()),
+        Val::Double(d) => Number::from_f64(d).map_or(Value::Null, Value::Number),
+        Val::Array(a) => Value::Array(a.iter().map(|x| any_to_json(Val::of(x))).collect()),
+        Val::Kvlist(kv) => Value::Object(
+            kv.iter()
                 .map(|p| {
                     (
                         p.key.clone(),
-                        p.value.as_ref().map_or(Value::Null, any_to_json),
+                        p.value
+                            .as_ref()
+                            .map_or(Value::Null, |v| any_to_json(Val::of(v))),
                     )
                 })
                 .collect(),
         ),
-        Some(any_value::Value::BytesValue(b)) => {
-            Value::String(b.iter().map(|x| format!("{x:02x}")).collect())
-        }
-        Some(_) => Value::Null,
+        Val::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
     }
 }
 
@@ -1085,6 +1074,7 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use opentelemetry_proto::tonic::trace::v1::Span;
 
     use crate::assemble::TraceId;
@@ -1114,7 +1104,8 @@ mod tests {
                     })
                     .collect(),
                 ..Default::default()
-            },
+            }
+            .into(),
             resource: Arc::default(),
             scope: Arc::default(),
         }

@@ -28,9 +28,7 @@ use std::cell::OnceCell;
 
 use serde_json::{Map, Value};
 
-use opentelemetry_proto::tonic::common::v1::any_value;
-
-use crate::assemble::{SpanRecord, Trace};
+use crate::assemble::{SpanRecord, Trace, Val};
 
 const OI_PREFIX: &str = "llm.output_messages.";
 /// The keys read here by name (projection at decode; JSON values are read
@@ -126,11 +124,9 @@ fn same_value(requested: &Value, recorded: &Value) -> bool {
 
 fn calls_of_span(s: &SpanRecord) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    for kv in &s.span.attributes {
-        let key = kv.key.as_str();
-        let text = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-            Some(any_value::Value::StringValue(t)) => t.as_str(),
-            _ => continue,
+    for (key, value) in s.span.attributes() {
+        let Some(text) = value.and_then(Val::as_str) else {
+            continue;
         };
         if key.starts_with(OI_PREFIX) {
             if let Some(stem) = key.strip_suffix(OI_NAME) {

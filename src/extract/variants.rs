@@ -39,7 +39,8 @@ fn span(id: u8, parent: Option<u8>, name: &str, start: u64, attrs: &[(&str, &str
                 end_time_unix_nano: start + 10,
                 attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
                 ..Default::default()
-            },
+            }
+            .into(),
             resource: Arc::new(Resource::default()),
             scope: Arc::new(InstrumentationScope::default()),
         },

@@ -36,7 +36,8 @@ fn span(id: u8, parent: Option<u8>, name: &str, attrs: &[(&str, &str)]) -> SpanR
             end_time_unix_nano: u64::from(id) * 100 + 50,
             attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
             ..Default::default()
-        },
+        }
+        .into(),
         resource: Arc::new(Resource::default()),
         scope: Arc::new(InstrumentationScope::default()),
     }

@@ -315,7 +315,7 @@ mod tests {
         let v = json!([root, bad, bad_time]);
         assert!(looks_like(&v));
         let (req, problems) = to_request(&v).unwrap();
-        assert_eq!(super::super::span_count(&req), 1);
+        assert_eq!(super::super::span_count(&req.clone().into()), 1);
         let s = &req.resource_spans[0].scope_spans[0].spans[0];
         assert!(s.parent_span_id.is_empty());
         assert_eq!(s.kind, span::SpanKind::Internal as i32);

@@ -355,7 +355,11 @@ pub(super) fn test_attr<'a>(
     attrs: &'a [opentelemetry_proto::tonic::common::v1::KeyValue],
     k: &str,
 ) -> Option<&'a opentelemetry_proto::tonic::common::v1::any_value::Value> {
-    crate::assemble::find_attr(attrs, k).and_then(|v| v.value.as_ref())
+    attrs
+        .iter()
+        .find(|kv| kv.key == k)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| v.value.as_ref())
 }
 
 #[cfg(test)]

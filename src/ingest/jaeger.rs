@@ -617,7 +617,7 @@ mod tests {
             {"spanID": "eee19b7ec3c1b174", "operationName": "ok", "startTime": 1, "duration": 1}],
             "processes": {}}]});
         let (req, problems) = to_request(&v).unwrap();
-        assert_eq!(super::super::span_count(&req), 1);
+        assert_eq!(super::super::span_count(&req.clone().into()), 1);
         assert_eq!(problems.len(), 1);
         let p = problems[0].to_string();
         assert!(p.contains("data[0].spans[0]"), "{p}");
@@ -646,7 +646,10 @@ mod tests {
         // A bare trace object and an array of them.
         let bare = json!({"traceID": "ab", "spans": [{"spanID": "1", "startTime": 1, "duration": 1}], "processes": {}});
         assert!(looks_like(&bare));
-        assert_eq!(super::super::span_count(&to_request(&bare).unwrap().0), 1);
+        assert_eq!(
+            super::super::span_count(&to_request(&bare).unwrap().0.into()),
+            1
+        );
         assert!(looks_like(&json!([bare])));
         // Not Jaeger: MLflow's `data` is an object; Zipkin is a span list.
         assert!(!looks_like(&json!({"info": {}, "data": {"spans": []}})));

@@ -1,4 +1,5 @@
-//! Ingest: bytes -> OTLP `ExportTraceServiceRequest`s. Decode only.
+//! Ingest: bytes -> OTLP export requests, their spans in [`span::Span`]'s
+//! compact form. Decode only.
 //!
 //! The format is detected from content (gzip magic, JSON vs protobuf), never
 //! from the file extension alone. A bad item (line, file, record) becomes a
@@ -12,6 +13,7 @@ pub mod mlflow;
 pub mod otlp_json;
 pub mod otlp_proto;
 pub mod project;
+pub mod span;
 pub mod stream;
 pub mod zipkin;
 
@@ -21,7 +23,7 @@ use std::io::Read;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
-pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as Request;
+pub use span::{Request, Span};
 
 /// Size caps applied while decoding.
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +102,7 @@ pub enum Format {
 /// The result of decoding one input.
 #[derive(Debug, Default)]
 pub struct Decoded {
-    pub requests: Vec<ExportTraceServiceRequest>,
+    pub requests: Vec<Request>,
     pub rejected: Vec<Rejected>,
     pub format: Option<Format>,
 }
@@ -263,7 +265,12 @@ pub fn decode_with(
 /// length varint that may happen to be `{` or `[`; decide by decoding.
 fn looks_like_protobuf(bytes: &[u8]) -> bool {
     bytes.first() == Some(&0x0a)
-        && ExportTraceServiceRequest::decode(bytes).is_ok_and(|r| span_count(&r) > 0)
+        && ExportTraceServiceRequest::decode(bytes).is_ok_and(|r| {
+            r.resource_spans
+                .iter()
+                .flat_map(|rs| &rs.scope_spans)
+                .any(|ss| !ss.spans.is_empty())
+        })
 }
 
 fn first_non_ws(bytes: &[u8]) -> Option<u8> {
@@ -506,7 +513,7 @@ fn decode_json_document(
                     });
                 }
                 if !converted.request.resource_spans.is_empty() {
-                    out.requests.push(converted.request);
+                    out.requests.push(converted.request.into());
                 }
             }
             Err(e) => out.reject(source, pos, format!("not valid MLflow trace JSON: {e}")),
@@ -595,6 +602,7 @@ fn decode_other_format(doc: &[u8], source: &str, pos: &Position, out: &mut Decod
     out.format = Some(format);
     match to_request(&v) {
         Ok((req, problems)) => {
+            let req = Request::from(req);
             let explained = !problems.is_empty();
             for p in problems {
                 out.rejected.push(Rejected {
@@ -699,7 +707,7 @@ fn contains_any(hay: &[u8], needles: &[&[u8]]) -> bool {
 }
 
 /// Number of spans in a request.
-pub fn span_count(req: &ExportTraceServiceRequest) -> usize {
+pub fn span_count(req: &Request) -> usize {
     req.resource_spans
         .iter()
         .flat_map(|rs| &rs.scope_spans)
@@ -711,17 +719,17 @@ pub fn span_count(req: &ExportTraceServiceRequest) -> usize {
 ///
 /// OTLP/JSON decoders accept hex of any even length, so `"traceId": "abcd"`
 /// would otherwise become a 2-byte id.
-pub fn validate_ids(req: &mut ExportTraceServiceRequest) -> Vec<String> {
+pub fn validate_ids(req: &mut Request) -> Vec<String> {
     let mut problems = Vec::new();
     for rs in &mut req.resource_spans {
         for ss in &mut rs.scope_spans {
             ss.spans.retain(|s| {
-                let problem = if s.trace_id.len() != 16 || s.trace_id.iter().all(|&b| b == 0) {
+                let problem = if s.trace_id.len() != 16 || s.trace_id.is_zero() {
                     Some(format!(
                         "trace id of {} bytes (must be 16, not all zero)",
                         s.trace_id.len()
                     ))
-                } else if s.span_id.len() != 8 || s.span_id.iter().all(|&b| b == 0) {
+                } else if s.span_id.len() != 8 || s.span_id.is_zero() {
                     Some(format!(
                         "span id of {} bytes (must be 8, not all zero)",
                         s.span_id.len()
@@ -736,7 +744,7 @@ pub fn validate_ids(req: &mut ExportTraceServiceRequest) -> Vec<String> {
                 };
                 match problem {
                     Some(p) => {
-                        problems.push(format!("span `{}` rejected: {p}", s.name));
+                        problems.push(format!("span `{}` rejected: {p}", s.name()));
                         false
                     }
                     None => true,

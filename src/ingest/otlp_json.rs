@@ -30,6 +30,7 @@ use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Spa
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::Request;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as PbRequest;
 
 // ------------------------------------------------------------------ API
 
@@ -302,9 +303,9 @@ impl<'f> Ctx<'f> {
         }
     }
 
-    fn into_document(self, requests: Vec<Request>) -> Document {
+    fn into_document(self, requests: Vec<PbRequest>) -> Document {
         Document {
-            requests,
+            requests: requests.into_iter().map(Request::from).collect(),
             rejected: self.rejected,
             unknown: self.unknown,
             containers: self.containers,
@@ -774,19 +775,19 @@ struct DocSeed<'c, 'f> {
 }
 
 impl<'de> DeserializeSeed<'de> for DocSeed<'_, '_> {
-    type Value = Vec<Request>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Request>, D::Error> {
+    type Value = Vec<PbRequest>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<PbRequest>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for DocSeed<'_, '_> {
-    type Value = Vec<Request>;
+    type Value = Vec<PbRequest>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an OTLP/JSON request object or an array of them")
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<Request>, A::Error> {
-        let mut req = Request::default();
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<PbRequest>, A::Error> {
+        let mut req = PbRequest::default();
         RequestVisitor {
             ctx: self.ctx,
             out: &mut req,
@@ -794,11 +795,11 @@ impl<'de> Visitor<'de> for DocSeed<'_, '_> {
         .visit_map(map)?;
         Ok(vec![req])
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Request>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<PbRequest>, A::Error> {
         let mut out = Vec::new();
         loop {
             self.ctx.prefix = format!("[{}].", out.len());
-            let mut req = Request::default();
+            let mut req = PbRequest::default();
             let seed = RequestVisitor {
                 ctx: &mut *self.ctx,
                 out: &mut req,
@@ -817,7 +818,7 @@ impl<'de> Visitor<'de> for DocSeed<'_, '_> {
 /// wrapper), appended to `out`.
 struct RequestVisitor<'c, 'f, 'o> {
     ctx: &'c mut Ctx<'f>,
-    out: &'o mut Request,
+    out: &'o mut PbRequest,
 }
 
 impl<'de> DeserializeSeed<'de> for RequestVisitor<'_, '_, '_> {
@@ -1984,12 +1985,14 @@ mod tests {
         format!(r#"{{"traceId":"{TRACE_HEX}","spanId":"{SPAN_HEX}","name":"{name}"{extra}}}"#)
     }
 
-    fn spans_of(d: &Document) -> Vec<&Span> {
+    /// The document's spans as prost's.
+    fn spans_of(d: &Document) -> Vec<Span> {
         d.requests
             .iter()
             .flat_map(|r| &r.resource_spans)
             .flat_map(|rs| &rs.scope_spans)
             .flat_map(|ss| &ss.spans)
+            .map(super::super::Span::to_proto)
             .collect()
     }
 
@@ -2455,7 +2458,7 @@ mod tests {
         )]);
         let d = decode_with(json.as_bytes(), &OnlyGenAi).unwrap();
         assert!(d.rejected.is_empty(), "{:?}", d.rejected);
-        let s = spans_of(&d)[0];
+        let s = &spans_of(&d)[0];
         let keys: Vec<&str> = s.attributes.iter().map(|kv| kv.key.as_str()).collect();
         assert_eq!(keys, ["gen_ai.tool.name"]);
         let rs = &d.requests[0].resource_spans[0];
@@ -2479,7 +2482,8 @@ mod tests {
         )]);
         let d = decode_with(json.as_bytes(), &OrJson).unwrap();
         assert!(d.rejected.is_empty(), "{:?}", d.rejected);
-        let kept: Vec<(&str, &AnyValue)> = spans_of(&d)[0]
+        let spans = spans_of(&d);
+        let kept: Vec<(&str, &AnyValue)> = spans[0]
             .attributes
             .iter()
             .map(|kv| (kv.key.as_str(), kv.value.as_ref().unwrap()))
@@ -2507,10 +2511,17 @@ mod tests {
             r#","parentSpanId":"0102030405060708","kind":3,"startTimeUnixNano":"5","endTimeUnixNano":"9","attributes":[{"key":"x","value":{"arrayValue":{"values":[{"stringValue":"a"}]}}}],"events":[{"timeUnixNano":"6","name":"e","attributes":[],"droppedAttributesCount":0}],"links":[],"status":{"code":2,"message":"m"},"flags":257"#,
         )]);
         let ours = decode(json.as_bytes()).unwrap().into_request().0;
-        let derive: Request = serde_json::from_str(&json).unwrap();
-        assert_eq!(ours, derive);
+        let derive: PbRequest = serde_json::from_str(&json).unwrap();
+        assert_eq!(ours.to_proto(), derive);
         let again = serde_json::to_string(&derive).unwrap();
-        assert_eq!(decode(again.as_bytes()).unwrap().into_request().0, derive);
+        assert_eq!(
+            decode(again.as_bytes())
+                .unwrap()
+                .into_request()
+                .0
+                .to_proto(),
+            derive
+        );
         // Unset messages are written as `null` and read back as unset.
         let mut req = derive.clone();
         req.resource_spans[0].resource = None;
@@ -2524,15 +2535,25 @@ mod tests {
         });
         let text = serde_json::to_string(&req).unwrap();
         assert!(text.contains(r#""status":null"#), "{text}");
-        let old: Request = serde_json::from_str(&text).unwrap();
+        let old: PbRequest = serde_json::from_str(&text).unwrap();
         assert_eq!(old, req);
-        assert_eq!(decode(text.as_bytes()).unwrap().into_request().0, req);
+        assert_eq!(
+            decode(text.as_bytes()).unwrap().into_request().0.to_proto(),
+            req
+        );
         let nulls = request(&[span(
             "n",
             r#","attributes":[{"key":"a","value":{"arrayValue":null,"kvlistValue":null}}]"#,
         )]);
-        let old: Request = serde_json::from_str(&nulls).unwrap();
-        assert_eq!(decode(nulls.as_bytes()).unwrap().into_request().0, old);
+        let old: PbRequest = serde_json::from_str(&nulls).unwrap();
+        assert_eq!(
+            decode(nulls.as_bytes())
+                .unwrap()
+                .into_request()
+                .0
+                .to_proto(),
+            old
+        );
     }
 
     /// simd-json and serde_json decode every document alike: the corpus

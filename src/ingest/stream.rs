@@ -625,7 +625,7 @@ mod tests {
             .flat_map(|r| &r.resource_spans)
             .flat_map(|rs| &rs.scope_spans)
             .flat_map(|ss| &ss.spans)
-            .map(|s| s.span_id.clone())
+            .map(|s| s.span_id.as_bytes().to_vec())
             .collect()
     }
 
@@ -744,7 +744,9 @@ mod tests {
             let pb = std::fs::read(corpus(&format!("strands/otlp/req-{n:04}.pb"))).unwrap();
             file.extend_from_slice(&(pb.len() as u32).to_be_bytes());
             file.extend_from_slice(&pb);
-            whole.push(<Request as prost::Message>::decode(pb.as_slice()).unwrap());
+            whole.push(Request::from(
+                <opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as prost::Message>::decode(pb.as_slice()).unwrap(),
+            ));
         }
         let path = temp("records.pb", &file);
         let (reqs, rejected) = stream(&path, 2000, Limits::default());

@@ -85,7 +85,7 @@ impl Timeline {
                 }
                 let span = &s.span;
                 TimelineSpan {
-                    name: span.name.clone(),
+                    name: span.name().to_string(),
                     start_unix_nano: span.start_time_unix_nano,
                     end_unix_nano: span.end_time_unix_nano.max(span.start_time_unix_nano),
                     depth,

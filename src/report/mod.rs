@@ -494,7 +494,7 @@ mod tests {
     ) -> (Vec<u8>, usize) {
         let mut asm = crate::assemble::Assembler::new();
         for r in requests {
-            asm.add(r);
+            asm.add(r.into());
         }
         let x = crate::extract::Extractor::default().with_args_text(args_text);
         let (mut out, mut as_text) = (Vec::new(), 0);

@@ -180,11 +180,8 @@ impl TraceBuffer {
         let mut touched: HashSet<TraceId> = HashSet::new();
         for rs in &mut req.resource_spans {
             for ss in &mut rs.scope_spans {
-                ss.spans.retain_mut(|s| {
-                    let (Ok(t), Ok(id)) = (
-                        <[u8; 16]>::try_from(s.trace_id.as_slice()),
-                        <[u8; 8]>::try_from(s.span_id.as_slice()),
-                    ) else {
+                ss.spans.retain(|s| {
+                    let (Some(t), Some(id)) = (s.trace_id.get(), s.span_id.get()) else {
                         return false; // the assembler would drop it too
                     };
                     let (t, id) = (TraceId(t), SpanId(id));
@@ -194,9 +191,6 @@ impl TraceBuffer {
                     }
                     touched.insert(t);
                     out.spans += 1;
-                    // Decoding grows vectors by doubling; a held span keeps
-                    // only what it uses (about a quarter of its size back).
-                    s.attributes.shrink_to_fit();
                     true
                 });
             }
@@ -297,10 +291,11 @@ impl TraceBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
     fn req(spans: &[(u8, u8)]) -> Request {
-        Request {
+        ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {
                 scope_spans: vec![ScopeSpans {
                     spans: spans
@@ -317,6 +312,7 @@ mod tests {
                 ..Default::default()
             }],
         }
+        .into()
     }
 
     fn limits(max_spans: usize, max_traces: usize) -> BufferLimits {

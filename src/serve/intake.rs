@@ -215,7 +215,7 @@ impl Shared {
             Some(f) => {
                 let body = match raw {
                     Some(raw) if problems.is_empty() => raw,
-                    _ => Bytes::from(prost::Message::encode_to_vec(&req)),
+                    _ => Bytes::from(prost::Message::encode_to_vec(&req.to_proto())),
                 };
                 match f.reserve(body.len()) {
                     Ok(slot) => Some((slot, body)),
@@ -331,8 +331,12 @@ mod tests {
                 .take_any(100)
                 .iter()
                 .flat_map(|c| &c.trace.spans)
-                .flat_map(|s| &s.span.attributes)
-                .map(|kv| kv.key.clone())
+                .flat_map(|s| {
+                    s.span
+                        .attributes()
+                        .map(|(k, _)| k.to_string())
+                        .collect::<Vec<_>>()
+                })
                 .collect();
             keys.sort();
             keys.dedup();

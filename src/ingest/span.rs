@@ -1,0 +1,644 @@
+//! The span form every stage after decoding reads: OTLP's `Span` with its
+//! name and attributes packed into two allocations (docs/architecture.md,
+//! "The span form"). Decoders build it with a reused [`SpanBuilder`]; a
+//! prost `Span` converts to it ([`Span::from`]) and back
+//! ([`Span::to_proto`], for forwarding and tests).
+//!
+//! prost's `Span` costs one allocation per string (name, every key, every
+//! string value) and per id, about 21 per agent span; they are allocated on
+//! the decoding thread and freed on the scoring thread, where they were
+//! most of serve's cost beyond the decode itself. Here a span's strings sit
+//! in one buffer and its attributes in one list of fixed-size entries:
+//! scalars inline, strings as ranges of the buffer. Events, links and the
+//! status keep prost's types (rare, and read only where they occur).
+
+use std::fmt;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1 as proto;
+use opentelemetry_proto::tonic::trace::v1::span::{Event, Link};
+use opentelemetry_proto::tonic::trace::v1::Status;
+
+/// A trace, span or parent id as it came: its first 16 bytes and its
+/// length. Ids of any other length than OTLP's are rejected before a span
+/// is kept (`ingest::validate_ids`), with the length they had.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Id {
+    len: u32,
+    bytes: [u8; 16],
+}
+
+impl Id {
+    pub fn new(b: &[u8]) -> Id {
+        let mut bytes = [0u8; 16];
+        let kept = b.len().min(16);
+        bytes[..kept].copy_from_slice(&b[..kept]);
+        Id {
+            len: u32::try_from(b.len()).unwrap_or(u32::MAX),
+            bytes,
+        }
+    }
+
+    /// The length the id came with.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes kept (all of them for an id of up to 16 bytes).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len().min(16)]
+    }
+
+    /// The id as `N` bytes, if it has exactly that many.
+    pub fn get<const N: usize>(&self) -> Option<[u8; N]> {
+        <[u8; N]>::try_from(self.as_bytes())
+            .ok()
+            .filter(|_| self.len() == N)
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.as_bytes().iter().all(|&b| b == 0)
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        if self.len() > 16 {
+            write!(f, "..({} bytes)", self.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// An attribute's value, borrowed from its span: what prost's `AnyValue`
+/// holds, with `Empty` for an `AnyValue` that holds nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val<'a> {
+    Empty,
+    Str(&'a str),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Bytes(&'a [u8]),
+    Array(&'a [AnyValue]),
+    Kvlist(&'a [KeyValue]),
+    /// A kind of value nothing here reads (a profiles string-table index).
+    Other(&'a AnyValue),
+}
+
+impl<'a> Val<'a> {
+    /// A prost value, borrowed.
+    pub fn of(v: &'a AnyValue) -> Val<'a> {
+        match &v.value {
+            None => Val::Empty,
+            Some(any_value::Value::StringValue(s)) => Val::Str(s),
+            Some(any_value::Value::BoolValue(b)) => Val::Bool(*b),
+            Some(any_value::Value::IntValue(i)) => Val::Int(*i),
+            Some(any_value::Value::DoubleValue(d)) => Val::Double(*d),
+            Some(any_value::Value::BytesValue(b)) => Val::Bytes(b),
+            Some(any_value::Value::ArrayValue(a)) => Val::Array(&a.values),
+            Some(any_value::Value::KvlistValue(kv)) => Val::Kvlist(&kv.values),
+            Some(any_value::Value::StringValueStrindex(_)) => Val::Other(v),
+        }
+    }
+
+    /// The text of a string value.
+    pub fn as_str(self) -> Option<&'a str> {
+        match self {
+            Val::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value as prost's `AnyValue`.
+    pub fn to_any(self) -> AnyValue {
+        use any_value::Value;
+        let value = match self {
+            Val::Empty => None,
+            Val::Str(s) => Some(Value::StringValue(s.to_string())),
+            Val::Bool(b) => Some(Value::BoolValue(b)),
+            Val::Int(i) => Some(Value::IntValue(i)),
+            Val::Double(d) => Some(Value::DoubleValue(d)),
+            Val::Bytes(b) => Some(Value::BytesValue(b.to_vec())),
+            Val::Array(a) => Some(Value::ArrayValue(
+                opentelemetry_proto::tonic::common::v1::ArrayValue { values: a.to_vec() },
+            )),
+            Val::Kvlist(kv) => Some(Value::KvlistValue(
+                opentelemetry_proto::tonic::common::v1::KeyValueList {
+                    values: kv.to_vec(),
+                },
+            )),
+            Val::Other(v) => return v.clone(),
+        };
+        AnyValue { value }
+    }
+}
+
+/// The value of `key` in a prost attribute list (the first, if the key
+/// comes twice); `None` when the key is missing or has no value at all.
+pub fn find_attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<Val<'a>> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .map(Val::of)
+}
+
+/// A range of a span's text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Range {
+    start: u32,
+    end: u32,
+}
+
+/// An attribute value as stored: scalars inline, strings as ranges of the
+/// span's text, everything else (bytes, arrays, key-value lists) as prost
+/// values, boxed.
+#[derive(Debug, Clone, PartialEq)]
+enum Stored {
+    /// The `KeyValue` had no value field.
+    Absent,
+    Empty,
+    Str(Range),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Nested(Box<AnyValue>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Attr {
+    key: Range,
+    value: Stored,
+}
+
+/// An attribute value handed to a [`SpanBuilder`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input<'a> {
+    /// No value field (prost: `value: None`).
+    Absent,
+    Empty,
+    Str(&'a str),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    /// Bytes, arrays and key-value lists, as decoded.
+    Nested(AnyValue),
+}
+
+impl<'a> Input<'a> {
+    /// A prost value, borrowed where it can be.
+    pub fn of(v: Option<&'a AnyValue>) -> Input<'a> {
+        let Some(v) = v else {
+            return Input::Absent;
+        };
+        match &v.value {
+            None => Input::Empty,
+            Some(any_value::Value::StringValue(s)) => Input::Str(s),
+            Some(any_value::Value::BoolValue(b)) => Input::Bool(*b),
+            Some(any_value::Value::IntValue(i)) => Input::Int(*i),
+            Some(any_value::Value::DoubleValue(d)) => Input::Double(*d),
+            Some(_) => Input::Nested(v.clone()),
+        }
+    }
+}
+
+/// One span. Its fields are prost's, but for the name and attributes
+/// ([`Span::name`], [`Span::attr`], [`Span::attributes`]) and the ids
+/// ([`Id`]).
+#[derive(Clone, Default)]
+pub struct Span {
+    pub trace_id: Id,
+    pub span_id: Id,
+    pub parent_span_id: Id,
+    pub trace_state: String,
+    pub flags: u32,
+    pub kind: i32,
+    pub start_time_unix_nano: u64,
+    pub end_time_unix_nano: u64,
+    pub dropped_attributes_count: u32,
+    pub events: Vec<Event>,
+    pub dropped_events_count: u32,
+    pub links: Vec<Link>,
+    pub dropped_links_count: u32,
+    pub status: Option<Status>,
+    /// The name and every attribute key and string value.
+    text: Box<str>,
+    name: Range,
+    attrs: Box<[Attr]>,
+}
+
+impl Span {
+    fn text(&self, r: Range) -> &str {
+        self.text
+            .get(r.start as usize..r.end as usize)
+            .unwrap_or("")
+    }
+
+    pub fn name(&self) -> &str {
+        self.text(self.name)
+    }
+
+    fn val<'a>(&'a self, v: &'a Stored) -> Option<Val<'a>> {
+        Some(match v {
+            Stored::Absent => return None,
+            Stored::Empty => Val::Empty,
+            Stored::Str(r) => Val::Str(self.text(*r)),
+            Stored::Bool(b) => Val::Bool(*b),
+            Stored::Int(i) => Val::Int(*i),
+            Stored::Double(d) => Val::Double(*d),
+            Stored::Nested(v) => Val::of(v),
+        })
+    }
+
+    /// The value of attribute `key` (the first, if the key comes twice);
+    /// `None` when the key is missing or has no value at all.
+    pub fn attr(&self, key: &str) -> Option<Val<'_>> {
+        self.attrs
+            .iter()
+            .find(|a| self.text(a.key) == key)
+            .and_then(|a| self.val(&a.value))
+    }
+
+    /// A string attribute (other types are not converted).
+    pub fn attr_str(&self, key: &str) -> Option<&str> {
+        self.attr(key).and_then(Val::as_str)
+    }
+
+    /// Every attribute in order: its key and value (`None`: no value field).
+    pub fn attributes(&self) -> impl ExactSizeIterator<Item = (&str, Option<Val<'_>>)> + '_ {
+        self.attrs
+            .iter()
+            .map(|a| (self.text(a.key), self.val(&a.value)))
+    }
+
+    /// The number of attributes.
+    pub fn attr_count(&self) -> usize {
+        self.attrs.len()
+    }
+
+    /// The span as prost's `Span` (ids of more than 16 bytes cut to 16).
+    pub fn to_proto(&self) -> proto::Span {
+        proto::Span {
+            trace_id: self.trace_id.as_bytes().to_vec(),
+            span_id: self.span_id.as_bytes().to_vec(),
+            trace_state: self.trace_state.clone(),
+            parent_span_id: self.parent_span_id.as_bytes().to_vec(),
+            flags: self.flags,
+            name: self.name().to_string(),
+            kind: self.kind,
+            start_time_unix_nano: self.start_time_unix_nano,
+            end_time_unix_nano: self.end_time_unix_nano,
+            attributes: self
+                .attributes()
+                .map(|(k, v)| KeyValue {
+                    key: k.to_string(),
+                    value: v.map(Val::to_any),
+                    ..Default::default()
+                })
+                .collect(),
+            dropped_attributes_count: self.dropped_attributes_count,
+            events: self.events.clone(),
+            dropped_events_count: self.dropped_events_count,
+            links: self.links.clone(),
+            dropped_links_count: self.dropped_links_count,
+            status: self.status.clone(),
+        }
+    }
+}
+
+impl From<proto::Span> for Span {
+    fn from(s: proto::Span) -> Span {
+        let mut b = SpanBuilder::default();
+        b.name(&s.name);
+        for kv in &s.attributes {
+            b.attr(&kv.key, Input::of(kv.value.as_ref()));
+        }
+        let mut out = Span {
+            trace_id: Id::new(&s.trace_id),
+            span_id: Id::new(&s.span_id),
+            parent_span_id: Id::new(&s.parent_span_id),
+            trace_state: s.trace_state,
+            flags: s.flags,
+            kind: s.kind,
+            start_time_unix_nano: s.start_time_unix_nano,
+            end_time_unix_nano: s.end_time_unix_nano,
+            dropped_attributes_count: s.dropped_attributes_count,
+            events: s.events,
+            dropped_events_count: s.dropped_events_count,
+            links: s.links,
+            dropped_links_count: s.dropped_links_count,
+            status: s.status,
+            ..Span::default()
+        };
+        b.finish(&mut out);
+        out
+    }
+}
+
+/// Spans are equal when what they hold is, however their text is laid out.
+impl PartialEq for Span {
+    fn eq(&self, o: &Span) -> bool {
+        self.trace_id == o.trace_id
+            && self.span_id == o.span_id
+            && self.parent_span_id == o.parent_span_id
+            && self.trace_state == o.trace_state
+            && self.flags == o.flags
+            && self.kind == o.kind
+            && self.start_time_unix_nano == o.start_time_unix_nano
+            && self.end_time_unix_nano == o.end_time_unix_nano
+            && self.dropped_attributes_count == o.dropped_attributes_count
+            && self.dropped_events_count == o.dropped_events_count
+            && self.dropped_links_count == o.dropped_links_count
+            && self.status == o.status
+            && self.events == o.events
+            && self.links == o.links
+            && self.name() == o.name()
+            && self.attrs.len() == o.attrs.len()
+            && self.attributes().eq(o.attributes())
+    }
+}
+
+impl fmt::Debug for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Attrs<'a>(&'a Span);
+        impl fmt::Debug for Attrs<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_map().entries(self.0.attributes()).finish()
+            }
+        }
+        let mut d = f.debug_struct("Span");
+        d.field("trace_id", &self.trace_id)
+            .field("span_id", &self.span_id)
+            .field("parent_span_id", &self.parent_span_id)
+            .field("name", &self.name())
+            .field("kind", &self.kind)
+            .field("start_time_unix_nano", &self.start_time_unix_nano)
+            .field("end_time_unix_nano", &self.end_time_unix_nano)
+            .field("attributes", &Attrs(self));
+        if !self.events.is_empty() {
+            d.field("events", &self.events);
+        }
+        if !self.links.is_empty() {
+            d.field("links", &self.links);
+        }
+        if let Some(s) = &self.status {
+            d.field("status", s);
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+/// Gathers a span's name and attributes in reused buffers, then gives them
+/// to the span at their exact size ([`SpanBuilder::finish`]): one
+/// allocation for the text, one for the attribute list.
+#[derive(Debug, Default)]
+pub struct SpanBuilder {
+    text: String,
+    name: Range,
+    attrs: Vec<Attr>,
+    /// Attributes left out because the span's text would pass 4 GiB.
+    overflow: u32,
+}
+
+impl SpanBuilder {
+    /// Appends `s` to the text; `None` past the 4 GiB an offset can name.
+    fn push_text(&mut self, s: &str) -> Option<Range> {
+        let start = u32::try_from(self.text.len()).ok()?;
+        let end = u32::try_from(self.text.len() + s.len()).ok()?;
+        self.text.push_str(s);
+        Some(Range { start, end })
+    }
+
+    /// Sets the span's name (the last call wins, as in protobuf).
+    pub fn name(&mut self, name: &str) {
+        // The range of an earlier name stays in the text, unused: a name
+        // given twice is malformed input, and the text is bounded by it.
+        self.name = self.push_text(name).unwrap_or_default();
+    }
+
+    /// Appends one attribute.
+    pub fn attr(&mut self, key: &str, value: Input<'_>) {
+        let Some(key) = self.push_text(key) else {
+            self.overflow += 1;
+            return;
+        };
+        let value = match value {
+            Input::Absent => Stored::Absent,
+            Input::Empty => Stored::Empty,
+            Input::Str(s) => match self.push_text(s) {
+                Some(r) => Stored::Str(r),
+                None => {
+                    self.text.truncate(key.start as usize);
+                    self.overflow += 1;
+                    return;
+                }
+            },
+            Input::Bool(b) => Stored::Bool(b),
+            Input::Int(i) => Stored::Int(i),
+            Input::Double(d) => Stored::Double(d),
+            Input::Nested(v) => Stored::Nested(Box::new(v)),
+        };
+        self.attrs.push(Attr { key, value });
+    }
+
+    /// Attributes appended so far.
+    pub fn attr_count(&self) -> usize {
+        self.attrs.len()
+    }
+
+    /// Moves the name and attributes gathered into `span` and starts anew.
+    pub fn finish(&mut self, span: &mut Span) {
+        span.text = Box::from(self.text.as_str());
+        span.name = self.name;
+        span.attrs = self.attrs.drain(..).collect();
+        span.dropped_attributes_count = span.dropped_attributes_count.saturating_add(self.overflow);
+        self.text.clear();
+        self.name = Range::default();
+        self.overflow = 0;
+    }
+}
+
+/// An OTLP export request with spans in [`Span`]'s form: what every decoder
+/// gives.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Request {
+    pub resource_spans: Vec<ResourceSpans>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResourceSpans {
+    pub resource: Option<Resource>,
+    pub scope_spans: Vec<ScopeSpans>,
+    pub schema_url: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScopeSpans {
+    pub scope: Option<InstrumentationScope>,
+    pub spans: Vec<Span>,
+    pub schema_url: String,
+}
+
+impl From<ExportTraceServiceRequest> for Request {
+    fn from(r: ExportTraceServiceRequest) -> Request {
+        Request {
+            resource_spans: r
+                .resource_spans
+                .into_iter()
+                .map(|rs| ResourceSpans {
+                    resource: rs.resource,
+                    schema_url: rs.schema_url,
+                    scope_spans: rs
+                        .scope_spans
+                        .into_iter()
+                        .map(|ss| ScopeSpans {
+                            scope: ss.scope,
+                            schema_url: ss.schema_url,
+                            spans: ss.spans.into_iter().map(Span::from).collect(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Request {
+    /// The request as prost's (to encode it again, for forwarding).
+    pub fn to_proto(&self) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: self
+                .resource_spans
+                .iter()
+                .map(|rs| proto::ResourceSpans {
+                    resource: rs.resource.clone(),
+                    schema_url: rs.schema_url.clone(),
+                    scope_spans: rs
+                        .scope_spans
+                        .iter()
+                        .map(|ss| proto::ScopeSpans {
+                            scope: ss.scope.clone(),
+                            schema_url: ss.schema_url.clone(),
+                            spans: ss.spans.iter().map(Span::to_proto).collect(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &str, v: Option<any_value::Value>) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: v.map(|v| AnyValue { value: Some(v) }),
+            ..Default::default()
+        }
+    }
+
+    fn sample() -> proto::Span {
+        use any_value::Value;
+        proto::Span {
+            trace_id: vec![1; 16],
+            span_id: vec![2; 8],
+            parent_span_id: vec![3; 8],
+            name: "execute_tool get_weather".into(),
+            kind: 1,
+            start_time_unix_nano: 5,
+            end_time_unix_nano: 9,
+            attributes: vec![
+                kv(
+                    "gen_ai.tool.name",
+                    Some(Value::StringValue("get_weather".into())),
+                ),
+                kv("n", Some(Value::IntValue(-3))),
+                kv("x", Some(Value::DoubleValue(0.5))),
+                kv("b", Some(Value::BoolValue(true))),
+                kv("none", None),
+                KeyValue {
+                    key: "empty".into(),
+                    value: Some(AnyValue { value: None }),
+                    ..Default::default()
+                },
+                kv("raw", Some(Value::BytesValue(vec![0, 255]))),
+                kv(
+                    "gen_ai.tool.name",
+                    Some(Value::StringValue("second".into())),
+                ),
+                kv("", Some(Value::StringValue(String::new()))),
+            ],
+            status: Some(Status {
+                message: "boom".into(),
+                code: 2,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn converts_from_prost_and_back_unchanged() {
+        let p = sample();
+        let s = Span::from(p.clone());
+        assert_eq!(s.to_proto(), p);
+        assert_eq!(s.name(), "execute_tool get_weather");
+        assert_eq!(s.attr_count(), 9);
+        assert_eq!(
+            s.attr_str("gen_ai.tool.name"),
+            Some("get_weather"),
+            "the first wins"
+        );
+        assert_eq!(s.attr("n"), Some(Val::Int(-3)));
+        assert_eq!(s.attr("none"), None, "no value field reads as missing");
+        assert_eq!(s.attr("empty"), Some(Val::Empty));
+        assert_eq!(s.attr("raw"), Some(Val::Bytes(&[0, 255])));
+        assert_eq!(s.attr("missing"), None);
+        assert_eq!(s.trace_id.get::<16>(), Some([1; 16]));
+        assert_eq!(s.span_id.get::<16>(), None);
+    }
+
+    #[test]
+    fn equality_ignores_the_layout_of_the_text() {
+        let p = sample();
+        let a = Span::from(p.clone());
+        // The same span built with the name given twice: other offsets.
+        let mut b = SpanBuilder::default();
+        b.name("first");
+        for kv in &p.attributes {
+            b.attr(&kv.key, Input::of(kv.value.as_ref()));
+        }
+        b.name(&p.name);
+        let mut other = Span::from(proto::Span {
+            attributes: Vec::new(),
+            ..p.clone()
+        });
+        b.finish(&mut other);
+        assert_eq!(a, other);
+        let mut changed = p;
+        changed.attributes[1] = kv("n", Some(any_value::Value::IntValue(4)));
+        assert_ne!(a, Span::from(changed));
+    }
+
+    #[test]
+    fn ids_keep_their_length() {
+        let long = Id::new(&[7; 20]);
+        assert_eq!(long.len(), 20);
+        assert_eq!(long.as_bytes(), &[7; 16]);
+        assert_eq!(long.get::<16>(), None);
+        assert!(Id::new(&[0; 8]).is_zero());
+        assert!(Id::default().is_empty());
+    }
+}
