@@ -28,7 +28,9 @@ pub(crate) fn canonical(text: &str) -> Option<String> {
         at: 0,
         synced: 0,
         out: String::with_capacity(text.len()),
-        entries: Vec::new(),
+        // Room for an entry per ~16 bytes: grown push by push, this list
+        // was reallocated several times per object.
+        entries: Vec::with_capacity((text.len() / 16).clamp(4, 256)),
         scratch: String::new(),
     };
     r.ws();
@@ -388,6 +390,190 @@ fn serde_json_u_escape(hex: &[u8]) -> bool {
         && !matches!(hex, [_, _, b'0', b'8' | b'9' | b'a' | b'c' | b'd'])
 }
 
+/// Whether `text` is certainly one JSON value (with whitespace around it
+/// or not) that serde_json takes as a `RawValue`: its grammar, as serde_json
+/// checks it when it skips a value (any escape `\u` with four hex digits,
+/// numbers by their digits alone). `false` means "not sure": serde_json then
+/// decides (text that is not JSON, nesting past 100 levels). One pass,
+/// strings scanned 8 bytes at a time: a call's result is checked, not
+/// parsed, and serde_json's check cost three times as much.
+pub(crate) fn is_json(text: &str) -> bool {
+    let mut v = Validator {
+        b: text.as_bytes(),
+        at: 0,
+    };
+    v.ws();
+    v.value(0).is_some() && {
+        v.ws();
+        v.at == v.b.len()
+    }
+}
+
+struct Validator<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Validator<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.at).copied()
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b'"' => self.string(),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' => {
+                self.at += 1;
+                self.number()
+            }
+            _ => self.number(),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.b[self.at..]
+            .starts_with(word)
+            .then(|| self.at += word.len())
+    }
+
+    fn digits(&mut self) -> usize {
+        let from = self.at;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.at += 1;
+        }
+        self.at - from
+    }
+
+    /// A number after its sign: `0` or digits without a leading zero, then
+    /// a fraction and an exponent, each with at least one digit.
+    fn number(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'0' => {
+                self.at += 1;
+                if matches!(self.peek(), Some(b'0'..=b'9')) {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    fn string(&mut self) -> Option<()> {
+        let b = self.b;
+        let mut i = self.at + 1;
+        loop {
+            while let Some(chunk) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+                let hits = needs_a_look(u64::from_le_bytes(*chunk));
+                if hits != 0 {
+                    i += (hits.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                i += 8;
+            }
+            match *b.get(i)? {
+                b'"' => break,
+                b'\\' => match b.get(i + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' if b.get(i + 2..i + 6)?.iter().all(u8::is_ascii_hexdigit) => i += 6,
+                    _ => return None,
+                },
+                c if c < 0x20 => return None,
+                _ => i += 1,
+            }
+        }
+        self.at = i + 1;
+        Some(())
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.at += 1;
+        self.ws();
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            self.value(depth)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => break,
+                _ => return None,
+            }
+        }
+        self.at += 1;
+        Some(())
+    }
+
+    fn object(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.at += 1;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            self.string()?;
+            self.ws();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.at += 1;
+            self.ws();
+            self.value(depth)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        self.at += 1;
+        Some(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -578,5 +764,86 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
         assert_eq!(canonical(&deep), None);
+    }
+
+    fn raw_value_takes(text: &str) -> bool {
+        serde_json::value::RawValue::from_string(text.to_string()).is_ok()
+    }
+
+    /// `is_json` says yes only where serde_json takes the text as a
+    /// `RawValue`, and says yes to every valid spelling the generator makes.
+    #[test]
+    fn is_json_agrees_with_serde_json() {
+        let mut rng = crate::fake::Rng::new(23);
+        let mut text = String::new();
+        for _ in 0..20_000 {
+            text.clear();
+            random_json(&mut rng, 0, &mut text);
+            assert!(is_json(&text), "{text}");
+            assert!(raw_value_takes(&text), "{text}");
+        }
+        const BYTES: &[u8] = b"{}[]\",:\\ \t\n\x01e.-+0129ntfxuE/";
+        let (mut yes, mut no) = (0, 0);
+        for _ in 0..40_000 {
+            text.clear();
+            random_json(&mut rng, 0, &mut text);
+            let mut bytes = text.clone().into_bytes();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(bytes.len() as u64 + 1) as usize;
+                let b = BYTES[rng.below(BYTES.len() as u64) as usize];
+                match rng.below(3) {
+                    0 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    1 if at < bytes.len() => bytes[at] = b,
+                    _ => bytes.insert(at, b),
+                }
+            }
+            let Ok(broken) = String::from_utf8(bytes) else {
+                continue;
+            };
+            let theirs = raw_value_takes(&broken);
+            if is_json(&broken) {
+                assert!(theirs, "{broken:?} is not JSON to serde_json");
+                yes += 1;
+            } else {
+                assert!(!theirs, "{broken:?} was declined");
+                no += 1;
+            }
+        }
+        assert!(yes > 1000 && no > 1000, "{yes} {no}");
+        for text in [
+            "",
+            " ",
+            "{",
+            "[1,]",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            "1e",
+            "-",
+            "+1",
+            ".5",
+            "tru",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"a\u{1}\"",
+            "{\"a\" 1}",
+            "[1 2]",
+            "1 2",
+        ] {
+            assert!(!is_json(text), "{text:?}");
+            assert!(!raw_value_takes(text), "{text:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+        assert!(!is_json(&deep));
+        for text in [
+            "\"\\ud800\"",
+            "1e400",
+            "-0.0e-0",
+            " {\"a\":[true,false,null]} ",
+        ] {
+            assert!(is_json(text) && raw_value_takes(text), "{text:?}");
+        }
     }
 }

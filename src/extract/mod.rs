@@ -46,10 +46,11 @@ pub struct AgentRef {
 /// A call's result. Results are shown, never scored: a JSON text is kept
 /// as it came (checked, not parsed into a tree), which is the main cost of
 /// extraction otherwise.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum CallResult {
-    Json(Box<serde_json::value::RawValue>),
+    /// JSON text as the span carried it, checked to be one JSON value
+    /// (`canonical::is_json`, or serde_json where that is not sure).
+    Json(Box<str>),
     Value(Value),
 }
 
@@ -57,10 +58,27 @@ impl CallResult {
     /// The result as a JSON value.
     pub fn to_value(&self) -> Value {
         match self {
-            CallResult::Json(raw) => {
-                serde_json::from_str(raw.get()).unwrap_or_else(|_| Value::String(raw.get().into()))
+            CallResult::Json(text) => {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
             }
             CallResult::Value(v) => v.clone(),
+        }
+    }
+}
+
+/// JSON text goes out as it is (rows write it straight, see
+/// `report::push_row_with_calls`; through serde it is a `RawValue`).
+impl Serialize for CallResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CallResult::Json(text) => {
+                match serde_json::value::RawValue::from_string(text.to_string()) {
+                    Ok(raw) => raw.serialize(s),
+                    // Never: the text was checked when the call was read.
+                    Err(_) => s.serialize_str(text),
+                }
+            }
+            CallResult::Value(v) => v.serialize(s),
         }
     }
 }
@@ -194,9 +212,8 @@ struct KeyTable {
 }
 
 /// The last (up to) 8 bytes of `key`, as one word.
-fn tail(key: &str) -> u64 {
-    let b = key.as_bytes();
-    canonical::word(&b[b.len().saturating_sub(8)..])
+fn tail(key: &[u8]) -> u64 {
+    canonical::word(&key[key.len().saturating_sub(8)..])
 }
 
 impl rules::Slots for KeyTable {
@@ -209,7 +226,7 @@ impl rules::Slots for KeyTable {
         if self.by_len.len() <= key.len() {
             self.by_len.resize(key.len() + 1, Vec::new());
         }
-        self.by_len[key.len()].push((tail(key), slot));
+        self.by_len[key.len()].push((tail(key.as_bytes()), slot));
         slot
     }
 }
@@ -220,14 +237,14 @@ impl KeyTable {
     fn fill<'a>(&self, span: &'a Span, slots: &mut [Option<Val<'a>>]) -> u64 {
         slots.iter_mut().for_each(|s| *s = None);
         let mut present = 0u64;
-        for (key, value) in span.attributes() {
+        for (i, key) in span.attr_keys().enumerate() {
             let Some(bucket) = self.by_len.get(key.len()).filter(|b| !b.is_empty()) else {
                 continue;
             };
             let t = tail(key);
             for &(key_tail, slot) in bucket {
-                if key_tail == t && slots[slot].is_none() && self.keys[slot] == key {
-                    slots[slot] = value;
+                if key_tail == t && slots[slot].is_none() && self.keys[slot].as_bytes() == key {
+                    slots[slot] = span.attr_value(i);
                     if slot < 64 {
                         present |= 1 << slot;
                     }
@@ -743,13 +760,14 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             .filter(|t| memchr::memchr2(b'\n', b'\r', t.as_bytes()).is_none())
             .filter(|t| !unwrap_may_apply(src, t));
         if let Some(text) = text {
-            return Some(
-                match serde_json::value::RawValue::from_string(text.to_string()) {
-                    Ok(raw) => CallResult::Json(raw),
-                    // Not JSON: the text itself, as `parse_json_or_string` does.
-                    Err(_) => CallResult::Value(Value::String(text.to_string())),
-                },
-            );
+            let json = canonical::is_json(text)
+                || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+            return Some(if json {
+                CallResult::Json(text.into())
+            } else {
+                // Not JSON: the text itself, as `parse_json_or_string` does.
+                CallResult::Value(Value::String(text.to_string()))
+            });
         }
     }
     value_of(src, s).map(CallResult::Value)
@@ -768,7 +786,9 @@ fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
     }
     let json = canonical::canonical(text)?;
     // Arguments that could be named from the request are parsed as usual.
-    if named && (!json.starts_with('{') || json.contains("\"args\":")) {
+    if named
+        && (!json.starts_with('{') || memchr::memmem::find(json.as_bytes(), b"\"args\":").is_some())
+    {
         return None;
     }
     Some(json.into_boxed_str())

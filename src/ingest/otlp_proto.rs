@@ -141,15 +141,26 @@ impl Dec<'_> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&self, b: &mut &[u8]) -> R<u64> {
-        // Fast path: one byte (tags, small lengths).
-        if let Some(&first) = b.first() {
-            if first < 0x80 {
-                *b = &b[1..];
-                return Ok(u64::from(first));
+        // Fast path, inlined: one byte (tags, small lengths) or two (the
+        // lengths of most attribute values); the rest out of line.
+        let s: &[u8] = b;
+        match *s {
+            [first, ref rest @ ..] if first < 0x80 => {
+                *b = rest;
+                Ok(u64::from(first))
             }
+            [first, second, ref rest @ ..] if second < 0x80 => {
+                *b = rest;
+                Ok(u64::from(first & 0x7f) | u64::from(second) << 7)
+            }
+            _ => self.long_varint(b),
         }
+    }
+
+    #[inline(never)]
+    fn long_varint(&self, b: &mut &[u8]) -> R<u64> {
         let at = *b;
         prost::encoding::decode_varint(b).map_err(|_| self.err(at, "invalid varint"))
     }

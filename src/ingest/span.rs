@@ -286,6 +286,21 @@ impl Span {
         self.attrs.len()
     }
 
+    /// Every attribute's key, as bytes, in order (for lookups that compare
+    /// many keys: no UTF-8 boundary checks).
+    pub fn attr_keys(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        let text = self.text.as_bytes();
+        self.attrs.iter().map(move |a| {
+            text.get(a.key.start as usize..a.key.end as usize)
+                .unwrap_or(&[])
+        })
+    }
+
+    /// The value of attribute `i` (in [`Span::attributes`]' order).
+    pub fn attr_value(&self, i: usize) -> Option<Val<'_>> {
+        self.attrs.get(i).and_then(|a| self.val(&a.value))
+    }
+
     /// The span as prost's `Span` (ids of more than 16 bytes cut to 16).
     pub fn to_proto(&self) -> proto::Span {
         proto::Span {
@@ -400,45 +415,47 @@ impl fmt::Debug for Span {
 
 /// Gathers a span's name and attributes in reused buffers, then gives them
 /// to the span at their exact size ([`SpanBuilder::finish`]): one
-/// allocation for the text, one for the attribute list.
+/// allocation for the text, one for the attribute list. The name and the
+/// keys come first in the text, the string values after them, so the keys
+/// that every rule looks at share a few cache lines.
 #[derive(Debug, Default)]
 pub struct SpanBuilder {
-    text: String,
+    /// The name and the keys.
+    keys: String,
+    /// String values; their ranges count from the end of `keys`.
+    values: String,
     name: Range,
     attrs: Vec<Attr>,
     /// Attributes left out because the span's text would pass 4 GiB.
     overflow: u32,
 }
 
-impl SpanBuilder {
-    /// Appends `s` to the text; `None` past the 4 GiB an offset can name.
-    fn push_text(&mut self, s: &str) -> Option<Range> {
-        let start = u32::try_from(self.text.len()).ok()?;
-        let end = u32::try_from(self.text.len() + s.len()).ok()?;
-        self.text.push_str(s);
-        Some(Range { start, end })
-    }
+/// Appends `s` to `to`; `None` (and nothing appended) when the text of
+/// the span would pass the 4 GiB that an offset can name.
+fn push_text(to: &mut String, other: usize, s: &str) -> Option<Range> {
+    let start = u32::try_from(to.len()).ok()?;
+    let end = u32::try_from(to.len() + s.len()).ok()?;
+    u32::try_from(end as usize + other).ok()?;
+    to.push_str(s);
+    Some(Range { start, end })
+}
 
+impl SpanBuilder {
     /// Sets the span's name (the last call wins, as in protobuf).
     pub fn name(&mut self, name: &str) {
         // The range of an earlier name stays in the text, unused: a name
         // given twice is malformed input, and the text is bounded by it.
-        self.name = self.push_text(name).unwrap_or_default();
+        self.name = push_text(&mut self.keys, self.values.len(), name).unwrap_or_default();
     }
 
     /// Appends one attribute.
     pub fn attr(&mut self, key: &str, value: Input<'_>) {
-        let Some(key) = self.push_text(key) else {
-            self.overflow += 1;
-            return;
-        };
         let value = match value {
             Input::Absent => Stored::Absent,
             Input::Empty => Stored::Empty,
-            Input::Str(s) => match self.push_text(s) {
+            Input::Str(s) => match push_text(&mut self.values, self.keys.len() + key.len(), s) {
                 Some(r) => Stored::Str(r),
                 None => {
-                    self.text.truncate(key.start as usize);
                     self.overflow += 1;
                     return;
                 }
@@ -447,6 +464,13 @@ impl SpanBuilder {
             Input::Int(i) => Stored::Int(i),
             Input::Double(d) => Stored::Double(d),
             Input::Nested(v) => Stored::Nested(Box::new(v)),
+        };
+        let Some(key) = push_text(&mut self.keys, self.values.len(), key) else {
+            if let Stored::Str(r) = value {
+                self.values.truncate(r.start as usize);
+            }
+            self.overflow += 1;
+            return;
         };
         self.attrs.push(Attr { key, value });
     }
@@ -458,11 +482,28 @@ impl SpanBuilder {
 
     /// Moves the name and attributes gathered into `span` and starts anew.
     pub fn finish(&mut self, span: &mut Span) {
-        span.text = Box::from(self.text.as_str());
+        // Values move behind the keys (the checks in `push_text` keep the
+        // sum within u32).
+        let base = self.keys.len() as u32;
+        let mut text = String::with_capacity(self.keys.len() + self.values.len());
+        text.push_str(&self.keys);
+        text.push_str(&self.values);
+        span.text = text.into_boxed_str();
         span.name = self.name;
-        span.attrs = self.attrs.drain(..).collect();
+        span.attrs = self
+            .attrs
+            .drain(..)
+            .map(|mut a| {
+                if let Stored::Str(r) = &mut a.value {
+                    r.start += base;
+                    r.end += base;
+                }
+                a
+            })
+            .collect();
         span.dropped_attributes_count = span.dropped_attributes_count.saturating_add(self.overflow);
-        self.text.clear();
+        self.keys.clear();
+        self.values.clear();
         self.name = Range::default();
         self.overflow = 0;
     }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::assemble::TraceId;
-use crate::extract::ToolCall;
+use crate::extract::{CallResult, ToolCall};
 use crate::ingest::Rejected;
 use crate::score::{Call, Outcome};
 
@@ -330,60 +330,94 @@ pub fn push_row_with_calls(out: &mut Vec<u8>, row: &Value, calls: &[ToolCall]) {
     out.extend_from_slice(b"}\n");
 }
 
-/// Appends `calls` as a JSON array. A call whose arguments came as JSON
-/// text ([`ToolCall::args_json`]) gets that text in its `args`, as if they
-/// had been parsed into `args` and serialized with the call.
+/// Appends `calls` as a JSON array, each as serde_json writes a
+/// [`ToolCall`] ([`write_call`]).
 fn push_calls(out: &mut Vec<u8>, calls: &[ToolCall]) {
-    if calls.iter().all(|c| c.args_json.is_none()) {
-        let _ = serde_json::to_writer(&mut *out, calls);
-        return;
-    }
-    thread_local! {
-        /// One call as serialized, before its arguments go in.
-        static CALL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    CALL.with_borrow_mut(|call| {
-        out.push(b'[');
-        for (i, c) in calls.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            let Some(json) = c.args_json.as_deref().filter(|_| c.args.is_none()) else {
-                let _ = serde_json::to_writer(&mut *out, c);
-                continue;
-            };
-            call.clear();
-            let _ = serde_json::to_writer(&mut *call, c);
-            match args_null_at(call, &c.name) {
-                Some(at) => {
-                    out.extend_from_slice(&call[..at]);
-                    out.extend_from_slice(json.as_bytes());
-                    out.extend_from_slice(&call[at + 4..]);
-                }
-                None => {
-                    // Not the layout expected (fields reordered?): the slow way.
-                    let mut c = c.clone();
-                    c.args = Some(crate::extract::parse_json_or_string(json));
-                    let _ = serde_json::to_writer(&mut *out, &c);
-                }
-            }
+    out.push(b'[');
+    for (i, c) in calls.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
-        out.push(b']');
-    });
+        write_call(out, c);
+    }
+    out.push(b']');
 }
 
-/// Where the `null` of `"args":null` is in the serialized `call`: right
-/// after its name, the first field.
-fn args_null_at(call: &[u8], name: &str) -> Option<usize> {
-    let mut at = 0;
-    let mut expect = |part: &[u8]| {
-        let ok = call.get(at..at + part.len()) == Some(part);
-        at += part.len();
-        ok
-    };
-    let name = serde_json::to_string(name).ok()?;
-    (expect(b"{\"name\":") && expect(name.as_bytes()) && expect(b",\"args\":null"))
-        .then_some(at - 4)
+/// Writes `c` as serde_json writes it, but for its JSON text: arguments
+/// kept as text ([`ToolCall::args_json`]) go in `args`' place, as if they
+/// had been parsed into `args`, and a result's JSON text is copied in as
+/// it is, with no second check (serde_json would check it again).
+pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
+    // Every field named: a field added to `ToolCall` does not compile here
+    // until it is written (or said to be skipped, as serde skips it).
+    let ToolCall {
+        name,
+        args,
+        result,
+        status,
+        error_message,
+        error_type,
+        span_id,
+        start_time_unix_nano,
+        depth,
+        agent,
+        retriever,
+        convention,
+        within: _,
+        ordered_args: _,
+        end_time_unix_nano: _,
+        args_json,
+    } = c;
+    out.extend_from_slice(b"{\"name\":");
+    json(out, name);
+    out.extend_from_slice(b",\"args\":");
+    match (args, args_json) {
+        (Some(v), _) => json(out, v),
+        (None, Some(text)) => out.extend_from_slice(text.as_bytes()),
+        (None, None) => out.extend_from_slice(b"null"),
+    }
+    match result {
+        Some(CallResult::Json(text)) => {
+            out.extend_from_slice(b",\"result\":");
+            out.extend_from_slice(text.as_bytes());
+        }
+        Some(CallResult::Value(v)) => {
+            out.extend_from_slice(b",\"result\":");
+            json(out, v);
+        }
+        None => {}
+    }
+    out.extend_from_slice(b",\"status\":");
+    json(out, status);
+    if let Some(m) = error_message {
+        out.extend_from_slice(b",\"error_message\":");
+        json(out, m);
+    }
+    if let Some(t) = error_type {
+        out.extend_from_slice(b",\"error_type\":");
+        json(out, t);
+    }
+    // Writing to a Vec cannot fail.
+    let _ = write!(
+        out,
+        ",\"span_id\":\"{span_id}\",\"start_time_unix_nano\":{start_time_unix_nano},\"depth\":{depth}"
+    );
+    if let Some(a) = agent {
+        out.extend_from_slice(b",\"agent\":");
+        json(out, a);
+    }
+    if *retriever {
+        out.extend_from_slice(b",\"retriever\":true");
+    }
+    out.extend_from_slice(b",\"convention\":");
+    json(out, convention);
+    out.push(b'}');
+}
+
+/// `v` as serde_json writes it.
+fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(out, v);
 }
 
 /// Appends one JSONL line.
@@ -571,6 +605,59 @@ mod tests {
             String::from_utf8(text).unwrap(),
             String::from_utf8(parsed).unwrap()
         );
+    }
+
+    #[test]
+    fn calls_are_written_as_serde_json_writes_them() {
+        use crate::assemble::SpanId;
+        use crate::extract::{AgentRef, CallStatus};
+        let base = ToolCall {
+            name: "get \"weather\"\u{1}".into(),
+            args: Some(json!({"b": 1, "a": [1.5, "é\n"]})),
+            result: None,
+            status: CallStatus::Ok,
+            error_message: None,
+            error_type: None,
+            span_id: SpanId([0xab, 0, 1, 2, 3, 4, 5, 0xff]),
+            start_time_unix_nano: 1_700_000_000_000_000_001,
+            depth: 2,
+            agent: None,
+            retriever: false,
+            convention: "otel-genai".into(),
+            within: Some(SpanId([1; 8])),
+            ordered_args: None,
+            end_time_unix_nano: 5,
+            args_json: None,
+        };
+        let mut calls = vec![base.clone()];
+        let mut c = base.clone();
+        c.args = None;
+        c.result = Some(CallResult::Json(r#"{"z": [1, 2.50], "a":"\u00e9"}"#.into()));
+        c.status = CallStatus::Error;
+        c.error_message = Some("boom".into());
+        c.error_type = Some("ValueError".into());
+        c.agent = Some(AgentRef {
+            span_id: SpanId([2; 8]),
+            name: "planner".into(),
+        });
+        c.retriever = true;
+        calls.push(c);
+        let mut c = base.clone();
+        c.result = Some(CallResult::Value(json!("plain text")));
+        calls.push(c);
+        for c in &calls {
+            let mut ours = Vec::new();
+            write_call(&mut ours, c);
+            let theirs = serde_json::to_vec(c).unwrap();
+            assert_eq!(String::from_utf8(ours), String::from_utf8(theirs));
+        }
+        // Arguments kept as text: as if parsed into `args`.
+        let mut text = base.clone();
+        text.args = None;
+        text.args_json = Some(r#"{"a":[1.5,"é\n"],"b":1}"#.into());
+        let (mut ours, theirs) = (Vec::new(), serde_json::to_vec(&base).unwrap());
+        write_call(&mut ours, &text);
+        assert_eq!(String::from_utf8(ours), String::from_utf8(theirs));
     }
 
     #[test]
