@@ -6,8 +6,6 @@
 //! are only written out, never read (serve without cases), where parsing
 //! them into a `Value` and writing it back was most of the cost of a row.
 
-use std::borrow::Cow;
-
 /// Nesting beyond this is left to `serde_json::Value` (whose parser stops
 /// at 128 levels): the caller parses such text the usual way.
 const MAX_DEPTH: usize = 100;
@@ -23,6 +21,10 @@ const MAX_DEPTH: usize = 100;
 /// object's entries are sorted (and duplicate keys dropped) by moving their
 /// written bytes.
 pub(crate) fn canonical(text: &str) -> Option<String> {
+    // Entries hold 31-bit offsets.
+    if text.len() > (DECODED as usize) / 2 {
+        return None;
+    }
     let mut r = Reader {
         text,
         at: 0,
@@ -31,6 +33,7 @@ pub(crate) fn canonical(text: &str) -> Option<String> {
         // Room for an entry per ~16 bytes: grown push by push, this list
         // was reallocated several times per object.
         entries: Vec::with_capacity((text.len() / 16).clamp(4, 256)),
+        keys: String::new(),
         scratch: String::new(),
     };
     r.ws();
@@ -43,29 +46,62 @@ pub(crate) fn canonical(text: &str) -> Option<String> {
     Some(r.out)
 }
 
-/// An object entry written to the output: its key (decoded) and where the
-/// whole `"key":value` sits in the output.
-struct Entry<'a> {
+/// An object entry written to the output: where its key is and where the
+/// whole `"key":value` sits in the output. Small and `Copy`: sorting moves
+/// entries, not strings.
+#[derive(Clone, Copy)]
+struct Entry {
     /// The key's first 8 bytes, big-endian, zero-padded: most keys of an
     /// object differ there, so ordering them needs no string comparison.
     prefix: u64,
-    key: Cow<'a, str>,
-    start: usize,
-    end: usize,
+    /// The key: `text[key..key + key_len]`, or, for a key with escapes
+    /// (`DECODED` set in `key_len`), decoded in [`Reader::keys`].
+    key: u32,
+    key_len: u32,
+    start: u32,
+    end: u32,
 }
 
-impl Entry<'_> {
+/// Set in [`Entry::key_len`]: the key is in [`Reader::keys`].
+const DECODED: u32 = 1 << 31;
+
+/// Where an entry's key bytes are.
+#[derive(Clone, Copy)]
+struct Keys<'a> {
+    text: &'a [u8],
+    decoded: &'a [u8],
+}
+
+impl Keys<'_> {
+    fn of(&self, e: &Entry) -> &[u8] {
+        let (from, len) = (e.key as usize, (e.key_len & !DECODED) as usize);
+        let bytes = if e.key_len & DECODED != 0 {
+            self.decoded
+        } else {
+            self.text
+        };
+        bytes.get(from..from + len).unwrap_or_default()
+    }
+
     /// Byte order of the keys, as a `BTreeMap<String, _>` orders them.
-    fn cmp_key(&self, other: &Entry) -> std::cmp::Ordering {
+    fn cmp(&self, a: &Entry, b: &Entry) -> std::cmp::Ordering {
         // Equal prefixes say nothing (a shorter key is zero-padded).
-        self.prefix
-            .cmp(&other.prefix)
-            .then_with(|| self.key.cmp(&other.key))
+        a.prefix
+            .cmp(&b.prefix)
+            .then_with(|| self.of(a).cmp(self.of(b)))
     }
 }
 
-fn prefix(key: &str) -> u64 {
-    word(key.as_bytes())
+/// The first 8 bytes of the `len`-byte key at `text[at..]`, as [`word`]
+/// makes them: one load where 8 bytes can be read there (past the key's
+/// end, masked off).
+fn key_prefix(text: &[u8], at: usize, len: usize) -> u64 {
+    match text.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        Some(p) if len >= 8 => u64::from_be_bytes(*p),
+        // In two shifts: a zero length would shift by 64 in one.
+        Some(p) => u64::from_be_bytes(*p) >> (8 * (7 - len)) >> 8 << (8 * (7 - len)) << 8,
+        None => word(text.get(at..at + len).unwrap_or_default()),
+    }
 }
 
 /// The first (up to) 8 bytes of `b` as one big-endian word, zero-padded:
@@ -92,7 +128,9 @@ struct Reader<'a> {
     out: String,
     /// The entries of the objects being read, innermost last (one buffer
     /// for every level, so an object costs no allocation of its own).
-    entries: Vec<Entry<'a>>,
+    entries: Vec<Entry>,
+    /// Keys with escapes, decoded (rare).
+    keys: String,
     /// Where an object's entries wait while they are put in order.
     scratch: String,
 }
@@ -201,22 +239,32 @@ impl<'a> Reader<'a> {
             if self.peek()? != b'"' {
                 return None;
             }
-            let start = self.written();
+            let start = self.written() as u32;
             let (from, escapes) = self.string()?;
-            let raw = &self.text[from..self.at];
-            let key: Cow<'a, str> = if escapes != Escapes::None {
-                Cow::Owned(serde_json::from_str::<String>(raw).ok()?)
+            let (key, key_len, prefix) = if escapes != Escapes::None {
+                let decoded: String = serde_json::from_str(&self.text[from..self.at]).ok()?;
+                let at = self.keys.len();
+                self.keys.push_str(&decoded);
+                let len = u32::try_from(decoded.len()).ok()?;
+                (at as u32, len | DECODED, word(decoded.as_bytes()))
             } else {
-                Cow::Borrowed(&raw[1..raw.len() - 1])
+                let len = self.at - from - 2;
+                let prefix = key_prefix(self.text.as_bytes(), from + 1, len);
+                ((from + 1) as u32, len as u32, prefix)
             };
             let entry = Entry {
-                prefix: prefix(&key),
+                prefix,
                 key,
+                key_len,
                 start,
                 end: 0,
             };
             if let Some(last) = self.entries[base..].last() {
-                sorted &= last.cmp_key(&entry).is_lt();
+                let keys = Keys {
+                    text: self.text.as_bytes(),
+                    decoded: self.keys.as_bytes(),
+                };
+                sorted &= keys.cmp(last, &entry).is_lt();
             }
             // Pushed now, its end set in place once known (nested objects
             // push theirs after it and take them off again).
@@ -230,7 +278,7 @@ impl<'a> Reader<'a> {
             self.ws();
             self.value(depth)?;
             self.ws();
-            let end = self.written();
+            let end = self.written() as u32;
             self.entries[mine].end = end;
             match self.peek()? {
                 b',' => {}
@@ -241,10 +289,15 @@ impl<'a> Reader<'a> {
         }
         if !sorted {
             self.sync();
+            let keys = Keys {
+                text: self.text.as_bytes(),
+                decoded: self.keys.as_bytes(),
+            };
             reorder(
                 &mut self.out,
                 open,
                 &mut self.entries[base..],
+                keys,
                 &mut self.scratch,
             );
         }
@@ -254,7 +307,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a string literal: where it starts (its opening quote) and
-    /// what escapes it has.
+    /// what escapes it has. Inlined: most strings are a few bytes, and a
+    /// call cost as much as reading them.
+    #[inline(always)]
     fn string(&mut self) -> Option<(usize, Escapes)> {
         let b = self.text.as_bytes();
         let start = self.at;
@@ -348,24 +403,30 @@ fn needs_a_look(x: u64) -> u64 {
 /// Puts the object entries written after `open` in key order, the last of
 /// equal keys kept (as a map does), comma-separated; `scratch` holds the
 /// entries' bytes meanwhile.
-fn reorder(out: &mut String, open: usize, entries: &mut [Entry], scratch: &mut String) {
+fn reorder(
+    out: &mut String,
+    open: usize,
+    entries: &mut [Entry],
+    keys: Keys<'_>,
+    scratch: &mut String,
+) {
     scratch.clear();
     scratch.push_str(&out[open..]);
     // Stable, so of equal keys the last written stays last; and it finds
     // the runs already in order (`k1`, `k2`, ... `k9` before `k10`, ...).
-    entries.sort_by(Entry::cmp_key);
+    entries.sort_by(|a, b| keys.cmp(a, b));
     out.truncate(open);
     for (i, e) in entries.iter().enumerate() {
         if entries
             .get(i + 1)
-            .is_some_and(|next| next.cmp_key(e).is_eq())
+            .is_some_and(|next| keys.cmp(next, e).is_eq())
         {
             continue;
         }
         if out.len() > open {
             out.push(',');
         }
-        out.push_str(&scratch[e.start - open..e.end - open]);
+        out.push_str(&scratch[e.start as usize - open..e.end as usize - open]);
     }
 }
 
@@ -488,6 +549,7 @@ impl Validator<'_> {
         Some(())
     }
 
+    #[inline(always)]
     fn string(&mut self) -> Option<()> {
         let b = self.b;
         let mut i = self.at + 1;
@@ -845,5 +907,41 @@ mod tests {
         ] {
             assert!(is_json(text) && raw_value_takes(text), "{text:?}");
         }
+    }
+
+    /// Not a test: the arguments and results of the serve bench's agent
+    /// traces, rewritten and checked many times, for a profiler
+    /// (`cargo test --release --lib canonical::tests::work -- --ignored`).
+    #[test]
+    #[ignore]
+    fn work() {
+        let g = crate::fake::agent_traces(50, 8, 1, 11);
+        let texts: Vec<String> = g.requests[0]
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| &s.spans)
+            .flat_map(|s| &s.attributes)
+            .filter(|kv| kv.key.starts_with("gen_ai.tool.call.a") || kv.key.ends_with(".result"))
+            .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(t) => {
+                    Some(t.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let n: usize = std::env::var("ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50);
+        let (mut bytes, mut ok) = (0, 0);
+        for _ in 0..n {
+            for t in &texts {
+                bytes += canonical(t).map_or(0, |c| c.len());
+                ok += usize::from(is_json(t));
+            }
+        }
+        assert_eq!(ok, n * texts.len());
+        assert!(bytes > 0);
     }
 }

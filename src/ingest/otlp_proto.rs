@@ -656,10 +656,27 @@ impl Dec<'_> {
                 return false;
             };
             match tag {
-                1 => match self.str(wt, &mut m) {
-                    Ok(t) => json = holds_json(t),
-                    Err(_) => return false,
-                },
+                1 => {
+                    let mut rest = m;
+                    let Ok(t) = self.slice(wt, &mut rest) else {
+                        return false;
+                    };
+                    // The last member, with an ASCII byte other than `{` or
+                    // `[` after the spaces `trim_start` takes: not JSON,
+                    // whatever its other bytes, so they are not checked as
+                    // UTF-8 (the common dropped value).
+                    let first = t
+                        .iter()
+                        .find(|&&c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'));
+                    if rest.is_empty() && first.is_some_and(|&c| c < 0x80 && c != b'{' && c != b'[')
+                    {
+                        return false;
+                    }
+                    match self.str(wt, &mut m) {
+                        Ok(t) => json = holds_json(t),
+                        Err(_) => return false,
+                    }
+                }
                 _ => {
                     json = false;
                     if self.skip(wt, tag, &mut m, 1).is_err() {
