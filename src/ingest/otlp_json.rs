@@ -1,5 +1,5 @@
-//! A tolerant OTLP/JSON decoder: JSON text -> the prost
-//! `ExportTraceServiceRequest`, accepting what the proto3 JSON mapping lets
+//! A tolerant OTLP/JSON decoder: JSON text -> [`Request`] (spans in their
+//! compact form, built directly), accepting what the proto3 JSON mapping lets
 //! parsers accept and what real exporters and backends write (see
 //! docs/formats.md, "OTLP/JSON as accepted"):
 //!
@@ -12,6 +12,8 @@
 //!
 //! It is written as serde visitors over the borrowed input (no intermediate
 //! `serde_json::Value`); values nobody reads are skipped with `IgnoredAny`.
+//! A span's name and attributes go to a reused [`SpanBuilder`] with their
+//! strings borrowed from the input (no prost `Span` in between).
 //!
 //! Errors are kept to the smallest unit: a bad id, enum name or number
 //! rejects the span that holds it (a resource's or scope's bad attribute
@@ -26,11 +28,11 @@ use opentelemetry_proto::tonic::common::v1::{
     any_value, AnyValue, ArrayValue, EntityRef, InstrumentationScope, KeyValue, KeyValueList,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
+use opentelemetry_proto::tonic::trace::v1::{span, Status};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::span::{Id, Input, ResourceSpans, ScopeSpans, Span, SpanBuilder};
 use super::Request;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as PbRequest;
 
 // ------------------------------------------------------------------ API
 
@@ -286,6 +288,17 @@ struct Ctx<'f> {
     rejected: Vec<SpanRejected>,
     unknown: Vec<String>,
     containers: bool,
+    /// Gathers each span's name and attributes; every span finishes it
+    /// (kept or rejected), so it is empty between spans.
+    sb: SpanBuilder,
+}
+
+thread_local! {
+    /// A thread's [`SpanBuilder`], its buffers reused from document to
+    /// document (a JSON-lines file is one document per line). Given back
+    /// only by a decode that succeeded: one that failed may have stopped
+    /// mid-span, and its builder is dropped.
+    static SPAN_BUILDER: std::cell::Cell<SpanBuilder> = std::cell::Cell::new(SpanBuilder::default());
 }
 
 impl<'f> Ctx<'f> {
@@ -300,12 +313,14 @@ impl<'f> Ctx<'f> {
             rejected: Vec::new(),
             unknown: Vec::new(),
             containers: false,
+            sb: SPAN_BUILDER.take(),
         }
     }
 
-    fn into_document(self, requests: Vec<PbRequest>) -> Document {
+    fn into_document(self, requests: Vec<Request>) -> Document {
+        SPAN_BUILDER.set(self.sb);
         Document {
-            requests: requests.into_iter().map(Request::from).collect(),
+            requests,
             rejected: self.rejected,
             unknown: self.unknown,
             containers: self.containers,
@@ -532,12 +547,17 @@ fn u32_field(v: Scalar, field: &str, fault: &mut Fault) -> u32 {
 }
 
 fn string_field(v: Scalar, field: &str, fault: &mut Fault) -> String {
+    str_field(v, field, fault).into_owned()
+}
+
+/// [`string_field`], borrowed from the input where it can be.
+fn str_field<'de>(v: Scalar<'de>, field: &str, fault: &mut Fault) -> Cow<'de, str> {
     match v {
-        Scalar::Str(s) => s.into_owned(),
-        Scalar::Null => String::new(),
+        Scalar::Str(s) => s,
+        Scalar::Null => Cow::Borrowed(""),
         other => {
             fault.note(|| format!("{field} {other} is not a string"));
-            String::new()
+            Cow::Borrowed("")
         }
     }
 }
@@ -639,6 +659,22 @@ fn id_field(v: Scalar, kind: IdKind, fault: &mut Fault) -> Vec<u8> {
     }
 }
 
+/// [`id_field`] as a span's [`Id`]. Hex of the right length, what nearly
+/// every exporter writes, is decoded in place (no `Vec` per id).
+fn span_id_field(v: Scalar, kind: IdKind, fault: &mut Fault) -> Id {
+    if let Scalar::Str(s) = &v {
+        // As `decode_id` reads hex (anything else goes the full way).
+        let h = s.strip_prefix("0x").unwrap_or(s).as_bytes();
+        let mut bytes = [0u8; 16];
+        if let Some(out) = bytes.get_mut(..kind.len()) {
+            if h.len() == 2 * out.len() && hex_into(h, out) {
+                return Id::new(out);
+            }
+        }
+    }
+    Id::new(&id_field(v, kind, fault))
+}
+
 fn decode_id(s: &str, kind: IdKind) -> Result<Vec<u8>, String> {
     let want = kind.len();
     if s.is_empty() {
@@ -708,15 +744,21 @@ fn hex(s: &[u8]) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }
-    let mut out = Vec::with_capacity(s.len() / 2);
-    for p in s.chunks_exact(2) {
+    let mut out = vec![0; s.len() / 2];
+    hex_into(s, &mut out).then_some(out)
+}
+
+/// `s` (hex of twice `out`'s length) decoded into `out`; false if it is
+/// not hex.
+fn hex_into(s: &[u8], out: &mut [u8]) -> bool {
+    for (o, p) in out.iter_mut().zip(s.chunks_exact(2)) {
         let (hi, lo) = (HEX[usize::from(p[0])], HEX[usize::from(p[1])]);
         if (hi | lo) & 0xf0 != 0 {
-            return None;
+            return false;
         }
-        out.push((hi << 4) | lo);
+        *o = (hi << 4) | lo;
     }
-    Some(out)
+    true
 }
 
 /// Base64, standard (`+/`) or URL-safe (`-_`) alphabet but not a mix, with
@@ -775,19 +817,19 @@ struct DocSeed<'c, 'f> {
 }
 
 impl<'de> DeserializeSeed<'de> for DocSeed<'_, '_> {
-    type Value = Vec<PbRequest>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<PbRequest>, D::Error> {
+    type Value = Vec<Request>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Request>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for DocSeed<'_, '_> {
-    type Value = Vec<PbRequest>;
+    type Value = Vec<Request>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an OTLP/JSON request object or an array of them")
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<PbRequest>, A::Error> {
-        let mut req = PbRequest::default();
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<Request>, A::Error> {
+        let mut req = Request::default();
         RequestVisitor {
             ctx: self.ctx,
             out: &mut req,
@@ -795,11 +837,11 @@ impl<'de> Visitor<'de> for DocSeed<'_, '_> {
         .visit_map(map)?;
         Ok(vec![req])
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<PbRequest>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Request>, A::Error> {
         let mut out = Vec::new();
         loop {
             self.ctx.prefix = format!("[{}].", out.len());
-            let mut req = PbRequest::default();
+            let mut req = Request::default();
             let seed = RequestVisitor {
                 ctx: &mut *self.ctx,
                 out: &mut req,
@@ -818,7 +860,7 @@ impl<'de> Visitor<'de> for DocSeed<'_, '_> {
 /// wrapper), appended to `out`.
 struct RequestVisitor<'c, 'f, 'o> {
     ctx: &'c mut Ctx<'f>,
-    out: &'o mut PbRequest,
+    out: &'o mut Request,
 }
 
 impl<'de> DeserializeSeed<'de> for RequestVisitor<'_, '_, '_> {
@@ -1328,19 +1370,25 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
         f.write_str("a span object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let filter = self.ctx.filter;
+        let ctx = self.ctx;
+        let filter = ctx.filter;
+        // The name and attributes go to the builder; a document that fails
+        // here is dropped whole, builder and all (see `SPAN_BUILDER`).
+        let sb = &mut ctx.sb;
         let mut s = Span::default();
         let mut fault = Fault::default();
         let mut unknown: Vec<String> = Vec::new();
         while let Some(Key(key)) = map.next_key()? {
             let f = &mut fault;
             match &*key {
-                "traceId" => s.trace_id = id_field(map.next_value()?, IdKind::Trace, f),
-                "spanId" => s.span_id = id_field(map.next_value()?, IdKind::Span, f),
-                "parentSpanId" => s.parent_span_id = id_field(map.next_value()?, IdKind::Parent, f),
+                "traceId" => s.trace_id = span_id_field(map.next_value()?, IdKind::Trace, f),
+                "spanId" => s.span_id = span_id_field(map.next_value()?, IdKind::Span, f),
+                "parentSpanId" => {
+                    s.parent_span_id = span_id_field(map.next_value()?, IdKind::Parent, f)
+                }
                 "traceState" => s.trace_state = string_field(map.next_value()?, "traceState", f),
                 "flags" => s.flags = u32_field(map.next_value()?, "flags", f),
-                "name" => s.name = string_field(map.next_value()?, "name", f),
+                "name" => sb.name(&str_field(map.next_value()?, "name", f)),
                 "kind" => s.kind = enum_field(map.next_value()?, "kind", SPAN_KINDS, f),
                 "startTimeUnixNano" => {
                     s.start_time_unix_nano = u64_field(map.next_value()?, "startTimeUnixNano", f)
@@ -1348,10 +1396,10 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
                 "endTimeUnixNano" => {
                     s.end_time_unix_nano = u64_field(map.next_value()?, "endTimeUnixNano", f)
                 }
-                "attributes" => map.next_value_seed(Attrs {
-                    out: &mut s.attributes,
+                "attributes" => map.next_value_seed(SpanAttrs {
+                    sb: &mut *sb,
                     fault: f,
-                    filter: Some((filter, AttrsOf::Span)),
+                    filter,
                 })?,
                 "droppedAttributesCount" => {
                     s.dropped_attributes_count =
@@ -1394,6 +1442,9 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
         } else if s.span_id.is_empty() {
             fault.note(|| "no span id".to_string());
         }
+        // Finished either way: a rejected span's name is read from it, and
+        // the builder starts the next span empty.
+        sb.finish(&mut s);
         let Some(why) = fault.0 else {
             return Ok(Some(s));
         };
@@ -1405,11 +1456,10 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
             ),
             false => format!(" (unknown keys {})", unknown.join(", ")),
         };
-        let ctx = self.ctx;
         ctx.rejected.push(SpanRejected {
             reason: format!(
                 "span `{}` ({}.spans[{}]) rejected: {why}{hint}",
-                s.name,
+                s.name(),
                 ctx.ss_path(),
                 self.index
             ),
@@ -1649,8 +1699,12 @@ impl<'de> Visitor<'de> for Attrs<'_, '_> {
                 fault: &mut *self.fault,
                 filter: self.filter,
             })? {
-                if let Some(kv) = kv {
-                    kept.push(kv);
+                if let Some((key, value)) = kv {
+                    kept.push(KeyValue {
+                        key: key.into_owned(),
+                        value: value.map(AnyIn::into_any),
+                        ..Default::default()
+                    });
                 }
             }
             Ok(())
@@ -1667,14 +1721,59 @@ thread_local! {
     static ATTR_SCRATCH: std::cell::Cell<Vec<KeyValue>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// One KeyValue; `None` if the filter drops it.
+/// A span's attributes, into its builder: a key or string value is copied
+/// once, from the input into the span's text.
+struct SpanAttrs<'a, 'f> {
+    sb: &'a mut SpanBuilder,
+    fault: &'a mut Fault,
+    filter: &'f dyn KeyFilter,
+}
+list_seed!(SpanAttrs, "attributes");
+
+impl<'de> Visitor<'de> for SpanAttrs<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        Self::describe(f)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(kv) = seq.next_element_seed(KeyValueSeed {
+            fault: &mut *self.fault,
+            filter: Some((self.filter, AttrsOf::Span)),
+        })? {
+            if let Some((key, value)) = kv {
+                let sb = &mut *self.sb;
+                match value {
+                    None => sb.attr(&key, Input::Absent),
+                    Some(AnyIn::Empty) => sb.attr(&key, Input::Empty),
+                    Some(AnyIn::Str(s)) => sb.attr(&key, Input::Str(&s)),
+                    Some(AnyIn::Bool(b)) => sb.attr(&key, Input::Bool(b)),
+                    Some(AnyIn::Int(i)) => sb.attr(&key, Input::Int(i)),
+                    Some(AnyIn::Double(d)) => sb.attr(&key, Input::Double(d)),
+                    Some(AnyIn::Nested(v)) => sb.attr(&key, Input::Nested(v)),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One KeyValue: its key and its value (`None`: no value field), strings
+/// borrowed from the input where the deserializer lends them; `None` if
+/// the filter drops it. [`Attrs`] makes prost's `KeyValue` of it,
+/// [`SpanAttrs`] hands it to the span's builder.
 struct KeyValueSeed<'a, 'f> {
     fault: &'a mut Fault,
     filter: Option<(&'f dyn KeyFilter, AttrsOf)>,
 }
 
+/// What [`KeyValueSeed`] yields for a kept attribute.
+type KeyValueIn<'de> = (Cow<'de, str>, Option<AnyIn<'de>>);
+
 impl<'de> DeserializeSeed<'de> for KeyValueSeed<'_, '_> {
-    type Value = Option<KeyValue>;
+    type Value = Option<KeyValueIn<'de>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
@@ -1691,13 +1790,13 @@ impl KeyValueSeed<'_, '_> {
 }
 
 impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
-    type Value = Option<KeyValue>;
+    type Value = Option<KeyValueIn<'de>>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a key-value object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut key: Option<Cow<'de, str>> = None;
-        let mut value: Option<AnyValue> = None;
+        let mut value: Option<AnyIn<'de>> = None;
         let mut inner = Fault::default();
         // Known to be dropped once the key is read (key usually comes first),
         // unless its value holds JSON (`json_only`).
@@ -1707,15 +1806,12 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
             match &*k {
                 "key" => {
                     // Tested borrowed: a dropped key is never copied.
-                    let s = match map.next_value()? {
-                        Scalar::Str(s) => s,
-                        v => Cow::Owned(string_field(v, "key", &mut inner)),
-                    };
+                    let s = str_field(map.next_value()?, "key", &mut inner);
                     dropped = !self.keeps(&s);
                     json_only = dropped && self.keeps_json();
                     key = (!dropped || json_only).then_some(s);
                 }
-                "value" if json_only => value = map.next_value_seed(JsonText)?,
+                "value" if json_only => value = map.next_value_seed(JsonText)?.map(AnyIn::Str),
                 "value" if dropped => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -1726,38 +1822,33 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
             }
         }
         let key = key.unwrap_or_default();
-        let kept =
-            !dropped && self.keeps(&key) || self.keeps_json() && value_holds_json(value.as_ref());
+        let json = matches!(&value, Some(AnyIn::Str(t)) if holds_json(t));
+        let kept = !dropped && self.keeps(&key) || self.keeps_json() && json;
         if !kept {
             return Ok(None);
         }
-        let key = key.into_owned();
         if let Some(why) = inner.0 {
             self.fault
                 .note(|| format!("attribute `{}`: {why}", clip(&key)));
         }
-        Ok(Some(KeyValue {
-            key,
-            value,
-            ..Default::default()
-        }))
+        Ok(Some((key, value)))
     }
 }
 
-/// The value of an attribute [`KeyFilter::keep_json`] may keep: a string
-/// value holding JSON, or `None` (anything else is skipped undecoded, and
-/// a string is copied only when it holds JSON).
+/// The value of an attribute [`KeyFilter::keep_json`] may keep: the text
+/// of a string value holding JSON, or `None` (anything else is skipped
+/// undecoded).
 struct JsonText;
 
 impl<'de> DeserializeSeed<'de> for JsonText {
-    type Value = Option<AnyValue>;
+    type Value = Option<Cow<'de, str>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for JsonText {
-    type Value = Option<AnyValue>;
+    type Value = Option<Cow<'de, str>>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an AnyValue object")
     }
@@ -1765,11 +1856,7 @@ impl<'de> Visitor<'de> for JsonText {
         let mut value = None;
         while let Some(Key(k)) = map.next_key()? {
             match (&*k, map.next_value()?) {
-                ("stringValue", Scalar::Str(s)) if holds_json(&s) => {
-                    value = Some(AnyValue {
-                        value: Some(any_value::Value::StringValue(s.into_owned())),
-                    })
-                }
+                ("stringValue", Scalar::Str(s)) if holds_json(&s) => value = Some(s),
                 // A null member is "not set"; another member set last wins,
                 // as in the full decode.
                 (_, Scalar::Null) => {}
@@ -1807,20 +1894,54 @@ impl<'de> Visitor<'de> for JsonText {
     }
 }
 
-/// An AnyValue object: `Some(AnyValue)` (possibly empty), `None` for null.
+/// An AnyValue as decoded, its string borrowed from the input where the
+/// deserializer lends it: a span attribute's value goes to the builder as
+/// it is, any other becomes prost's ([`AnyIn::into_any`]).
+enum AnyIn<'de> {
+    /// No member set.
+    Empty,
+    Str(Cow<'de, str>),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    /// Bytes, arrays and key-value lists, as prost's.
+    Nested(AnyValue),
+}
+
+impl AnyIn<'_> {
+    fn nested(v: any_value::Value) -> Self {
+        AnyIn::Nested(AnyValue { value: Some(v) })
+    }
+
+    fn into_any(self) -> AnyValue {
+        use any_value::Value as V;
+        let value = match self {
+            AnyIn::Empty => None,
+            AnyIn::Str(s) => Some(V::StringValue(s.into_owned())),
+            AnyIn::Bool(b) => Some(V::BoolValue(b)),
+            AnyIn::Int(i) => Some(V::IntValue(i)),
+            AnyIn::Double(d) => Some(V::DoubleValue(d)),
+            AnyIn::Nested(v) => return v,
+        };
+        AnyValue { value }
+    }
+}
+
+/// An AnyValue object: `Some` (possibly empty), `None` for null. A member
+/// set later replaces one set before.
 struct AnyValueSeed<'a> {
     fault: &'a mut Fault,
 }
 
 impl<'de> DeserializeSeed<'de> for AnyValueSeed<'_> {
-    type Value = Option<AnyValue>;
+    type Value = Option<AnyIn<'de>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for AnyValueSeed<'_> {
-    type Value = Option<AnyValue>;
+    type Value = Option<AnyIn<'de>>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an AnyValue object (`{\"stringValue\": ...}` etc.) or null")
     }
@@ -1830,42 +1951,44 @@ impl<'de> Visitor<'de> for AnyValueSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         use any_value::Value as V;
         let f = self.fault;
-        let mut value = None;
+        let mut value = AnyIn::Empty;
         while let Some(Key(k)) = map.next_key()? {
             // A null member is "not set" (as the serde derive reads it).
             match &*k {
                 "stringValue" => match map.next_value()? {
                     Scalar::Null => {}
-                    v => value = Some(V::StringValue(string_field(v, "stringValue", f))),
+                    v => value = AnyIn::Str(str_field(v, "stringValue", f)),
                 },
                 "boolValue" => match map.next_value()? {
                     Scalar::Null => {}
-                    Scalar::Bool(b) => value = Some(V::BoolValue(b)),
+                    Scalar::Bool(b) => value = AnyIn::Bool(b),
                     Scalar::Str(s) if s == "true" || s == "false" => {
-                        value = Some(V::BoolValue(s == "true"))
+                        value = AnyIn::Bool(s == "true")
                     }
                     v => f.note(|| format!("boolValue {v} is not a boolean")),
                 },
                 "intValue" => match map.next_value()? {
                     Scalar::Null => {}
                     v => match to_i64(&v) {
-                        Some(n) => value = Some(V::IntValue(n)),
+                        Some(n) => value = AnyIn::Int(n),
                         None => f.note(|| format!("intValue {v} is not a 64-bit integer")),
                     },
                 },
                 "doubleValue" => match map.next_value()? {
                     Scalar::Null => {}
                     v => match to_f64(&v) {
-                        Some(n) => value = Some(V::DoubleValue(n)),
+                        Some(n) => value = AnyIn::Double(n),
                         None => f.note(|| format!("doubleValue {v} is not a number")),
                     },
                 },
                 "bytesValue" => match map.next_value()? {
                     Scalar::Null => {}
-                    Scalar::Str(s) if s.is_empty() => value = Some(V::BytesValue(Vec::new())),
+                    Scalar::Str(s) if s.is_empty() => {
+                        value = AnyIn::nested(V::BytesValue(Vec::new()))
+                    }
                     v => match &v {
                         Scalar::Str(s) => match base64(s.as_bytes()) {
-                            Some(b) => value = Some(V::BytesValue(b)),
+                            Some(b) => value = AnyIn::nested(V::BytesValue(b)),
                             None => f.note(|| format!("bytesValue {v} is not base64")),
                         },
                         _ => f.note(|| format!("bytesValue {v} is not a base64 string")),
@@ -1878,7 +2001,7 @@ impl<'de> Visitor<'de> for AnyValueSeed<'_> {
                         out: &mut values,
                         fault: &mut *f,
                     })))? {
-                        value = Some(V::ArrayValue(ArrayValue { values }));
+                        value = AnyIn::nested(V::ArrayValue(ArrayValue { values }));
                     }
                 }
                 "kvlistValue" => {
@@ -1888,7 +2011,7 @@ impl<'de> Visitor<'de> for AnyValueSeed<'_> {
                         fault: &mut *f,
                         filter: None,
                     })))? {
-                        value = Some(V::KvlistValue(KeyValueList { values }));
+                        value = AnyIn::nested(V::KvlistValue(KeyValueList { values }));
                     }
                 }
                 _ => {
@@ -1896,7 +2019,7 @@ impl<'de> Visitor<'de> for AnyValueSeed<'_> {
                 }
             }
         }
-        Ok(Some(AnyValue { value }))
+        Ok(Some(value))
     }
 }
 
@@ -1949,7 +2072,8 @@ impl<'de> Visitor<'de> for ArrayValues<'_, '_> {
         while let Some(v) = seq.next_element_seed(AnyValueSeed {
             fault: &mut *self.fault,
         })? {
-            self.out.push(v.unwrap_or_default());
+            self.out
+                .push(v.map_or_else(AnyValue::default, AnyIn::into_any));
         }
         Ok(())
     }
@@ -1958,7 +2082,10 @@ impl<'de> Visitor<'de> for ArrayValues<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as PbRequest;
     use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+    // The tests read spans as prost's (`to_proto`).
+    use opentelemetry_proto::tonic::trace::v1::Span;
 
     const TRACE_HEX: &str = "5b8efff798038103d269b633813fc60c";
     const SPAN_HEX: &str = "eee19b7ec3c1b174";
