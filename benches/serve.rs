@@ -788,6 +788,8 @@ struct Run {
     rate: f64,
     per_cpu: f64,
     retries: u64,
+    /// Most spans held at once (waiting or being scored), sampled every ms.
+    peak_held: u64,
 }
 
 /// `traceval serve` (scoring on, `--output` written, decision wait 100 ms,
@@ -847,6 +849,7 @@ fn side_by_side(serve_alone: bool) {
             rate: spans as f64 / elapsed.as_secs_f64(),
             per_cpu: spans as f64 / cpu.as_secs_f64(),
             retries,
+            peak_held: 0,
         }
     };
     let serve = |round: &mut u64, projected: bool| -> Run {
@@ -891,11 +894,25 @@ fn side_by_side(serve_alone: bool) {
         wait_scored(warm * SBS_TRACES_PER_REQUEST as u64);
         let start = Instant::now();
         let cpu0 = process_cpu();
+        let sampling = Arc::new(AtomicBool::new(true));
+        let sampler = {
+            let (stats, sampling) = (stats.clone(), Arc::clone(&sampling));
+            std::thread::spawn(move || {
+                let mut peak = 0;
+                while sampling.load(Ordering::Relaxed) {
+                    peak = peak.max(stats.snapshot().buffered_spans);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                peak
+            })
+        };
         let retries = client.block_on(drive(addr, Arc::clone(&load), *round, requests));
         *round += requests;
         wait_scored((warm * SBS_TRACES_PER_REQUEST as u64) + traces);
         let elapsed = start.elapsed().saturating_sub(DECISION_WAIT);
         let cpu = process_cpu().saturating_sub(cpu0);
+        sampling.store(false, Ordering::Relaxed);
+        let peak_held = sampler.join().expect("sampler");
         token.cancel();
         rt.block_on(handle).expect("serve task").expect("serve");
         if let Some(p) = &config.output {
@@ -905,6 +922,7 @@ fn side_by_side(serve_alone: bool) {
             rate: spans as f64 / elapsed.as_secs_f64(),
             per_cpu: spans as f64 / cpu.as_secs_f64(),
             retries,
+            peak_held,
         }
     };
     let bytes = load.base.len();
@@ -919,8 +937,9 @@ fn side_by_side(serve_alone: bool) {
         for _ in 0..2 {
             let r = serve(&mut round, false);
             eprintln!(
-                "  traceval serve alone: {:.0} spans/s; {:.0} spans per process CPU-second",
-                r.rate, r.per_cpu
+                "  traceval serve alone: {:.0} spans/s; {:.0} spans per process CPU-second; \
+                 at most {} spans held",
+                r.rate, r.per_cpu, r.peak_held
             );
         }
         return;
@@ -937,8 +956,8 @@ fn side_by_side(serve_alone: bool) {
         eprintln!(
             "  traceval serve (scoring on, --output written, until every trace is scored, \
              decision wait subtracted): {:.0} spans/s; {:.0} spans per process CPU-second; \
-             UNAVAILABLE retries: {}",
-            r.rate, r.per_cpu, r.retries
+             UNAVAILABLE retries: {}; at most {} spans held",
+            r.rate, r.per_cpu, r.retries, r.peak_held
         );
         s.push(r);
         let r = serve(&mut round, true);

@@ -441,7 +441,17 @@ impl Extractor {
         let n = trace.spans.len();
         let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
         let mut rule_of: Vec<Option<usize>> = Vec::with_capacity(n);
-        for s in &trace.spans {
+        // Spans are cold by now: start loading a few ahead.
+        const AHEAD: usize = 3;
+        trace
+            .spans
+            .iter()
+            .take(AHEAD)
+            .for_each(|s| s.span.prefetch());
+        for (i, s) in trace.spans.iter().enumerate() {
+            if let Some(next) = trace.spans.get(i + AHEAD) {
+                next.span.prefetch();
+            }
             let present = self.keys.fill(&s.span, &mut slots);
             rule_of.push(self.classify(s, &slots, present));
         }

@@ -301,6 +301,33 @@ impl Span {
         self.attrs.get(i).and_then(|a| self.val(&a.value))
     }
 
+    /// Asks the processor to start loading the span's attribute list and
+    /// keys: a trace is read a decision wait after it was decoded, on
+    /// another core, and the first look at each span's attributes missed
+    /// the cache twice (most of the rule table's time). A hint only.
+    #[inline]
+    pub fn prefetch(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let attrs = self.attrs.as_ptr().cast::<i8>();
+            let text = self.text.as_ptr().cast::<i8>();
+            // The list (24 bytes an attribute) and the keys (first in the text).
+            let lines = (self.attrs.len() * std::mem::size_of::<Attr>())
+                .div_ceil(64)
+                .min(4);
+            for i in 0..lines {
+                // SAFETY: a prefetch only hints the cache; it reads nothing
+                // the program sees and never faults, whatever the address
+                // (SSE, which it needs, is part of every x86_64 processor).
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(attrs.wrapping_add(64 * i));
+                    _mm_prefetch::<_MM_HINT_T0>(text.wrapping_add(64 * i));
+                }
+            }
+        }
+    }
+
     /// The span as prost's `Span` (ids of more than 16 bytes cut to 16).
     pub fn to_proto(&self) -> proto::Span {
         proto::Span {

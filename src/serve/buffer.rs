@@ -11,10 +11,10 @@
 //!   while: a re-sent span of a scored trace is a duplicate and is dropped, a
 //!   new span of a scored trace starts the next revision of that trace.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::assemble::{Assembler, SpanId, Trace, TraceId};
+use crate::assemble::{Assembler, IdMap, IdSet, SpanId, Trace, TraceId};
 use crate::ingest::Request;
 
 /// Caps and timing of a [`TraceBuffer`].
@@ -76,7 +76,7 @@ struct Remembered {
 /// Recently completed traces, oldest first out.
 #[derive(Debug, Default)]
 struct CompletedMemory {
-    by_id: HashMap<TraceId, Remembered>,
+    by_id: IdMap<TraceId, Remembered>,
     order: VecDeque<TraceId>,
     /// Span ids held in total; bounded at 64 per remembered trace on average.
     span_ids: usize,
@@ -133,7 +133,7 @@ impl CompletedMemory {
 pub struct TraceBuffer {
     limits: BufferLimits,
     assembler: Assembler,
-    last_seen: HashMap<TraceId, Instant>,
+    last_seen: IdMap<TraceId, Instant>,
     /// `(last arrival, trace)`, oldest first: the next trace to complete.
     idle_since: BTreeSet<(Instant, TraceId)>,
     completed: CompletedMemory,
@@ -146,7 +146,7 @@ impl TraceBuffer {
         TraceBuffer {
             limits,
             assembler: Assembler::new(),
-            last_seen: HashMap::new(),
+            last_seen: IdMap::default(),
             idle_since: BTreeSet::new(),
             completed: CompletedMemory::default(),
             scoring_spans: 0,
@@ -177,7 +177,7 @@ impl TraceBuffer {
             return Err(Refused::Closed);
         }
         let mut out = Admitted::default();
-        let mut touched: HashSet<TraceId> = HashSet::new();
+        let mut touched: IdSet<TraceId> = IdSet::default();
         for rs in &mut req.resource_spans {
             for ss in &mut rs.scope_spans {
                 ss.spans.retain(|s| {
