@@ -25,6 +25,9 @@ pub(crate) fn canonical(text: &str) -> Option<String> {
     if text.len() > (DECODED as usize) / 2 {
         return None;
     }
+    if let Some(out) = flat(text) {
+        return Some(out);
+    }
     let mut r = Reader {
         text,
         at: 0,
@@ -307,48 +310,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a string literal: where it starts (its opening quote) and
-    /// what escapes it has. Inlined: most strings are a few bytes, and a
-    /// call cost as much as reading them.
+    /// what escapes it has.
     #[inline(always)]
     fn string(&mut self) -> Option<(usize, Escapes)> {
-        let b = self.text.as_bytes();
         let start = self.at;
-        let mut i = start + 1;
-        let mut escapes = Escapes::None;
-        loop {
-            // Eight bytes at a time up to the first that needs a look.
-            while let Some(chunk) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
-                let hits = needs_a_look(u64::from_le_bytes(*chunk));
-                if hits != 0 {
-                    i += (hits.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                i += 8;
-            }
-            match *b.get(i)? {
-                b'"' => break,
-                b'\\' => {
-                    if escapes == Escapes::None {
-                        escapes = Escapes::SerdeJson;
-                    }
-                    match b.get(i + 1) {
-                        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                        Some(b'u') if b.get(i + 2..i + 6).is_some_and(serde_json_u_escape) => {
-                            i += 6
-                        }
-                        // Checked when decoded (`escaped_out`).
-                        _ => {
-                            escapes = Escapes::Other;
-                            i += 2;
-                        }
-                    }
-                }
-                // Control characters are not allowed raw in a JSON string.
-                c if c < 0x20 => return None,
-                _ => i += 1,
-            }
-        }
-        self.at = i + 1;
+        let (end, escapes) = scan_string(self.text.as_bytes(), start)?;
+        self.at = end;
         Some((start, escapes))
     }
 
@@ -398,6 +365,148 @@ fn needs_a_look(x: u64) -> u64 {
         | backslash.wrapping_sub(ONES) & !backslash
         | x.wrapping_sub(ONES * 0x20) & !x)
         & HIGHS
+}
+
+/// The string literal whose opening quote is at `b[start]`: where it ends
+/// (past its closing quote) and what escapes it has; `None` if it is not
+/// one. Inlined: most strings are a few bytes, and a call cost as much as
+/// reading them.
+#[inline(always)]
+fn scan_string(b: &[u8], start: usize) -> Option<(usize, Escapes)> {
+    let mut i = start + 1;
+    let mut escapes = Escapes::None;
+    loop {
+        // Eight bytes at a time up to the first that needs a look.
+        while let Some(chunk) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+            let hits = needs_a_look(u64::from_le_bytes(*chunk));
+            if hits != 0 {
+                i += (hits.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
+        match *b.get(i)? {
+            b'"' => break,
+            b'\\' => {
+                if escapes == Escapes::None {
+                    escapes = Escapes::SerdeJson;
+                }
+                match b.get(i + 1) {
+                    Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                    Some(b'u') if b.get(i + 2..i + 6).is_some_and(serde_json_u_escape) => i += 6,
+                    // Checked when decoded (`escaped_out`).
+                    _ => {
+                        escapes = Escapes::Other;
+                        i += 2;
+                    }
+                }
+            }
+            // Control characters are not allowed raw in a JSON string.
+            c if c < 0x20 => return None,
+            _ => i += 1,
+        }
+    }
+    Some((i + 1, escapes))
+}
+
+/// The common case, quickly: one object of strings, plain numbers and
+/// literals, written without whitespace, its keys without escapes and all
+/// different. The entries are read as the general reader reads them, and
+/// written from the input in key order (each exactly as the general reader
+/// would leave it). `None` hands anything else to the general reader.
+fn flat(text: &str) -> Option<String> {
+    thread_local! {
+        static ENTRIES: std::cell::RefCell<Vec<Entry>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let b = text.as_bytes();
+    if b.len() < 2 || b[0] != b'{' || b[b.len() - 1] != b'}' {
+        return None;
+    }
+    if b.len() == 2 {
+        return Some(text.to_string());
+    }
+    let keys = Keys {
+        text: b,
+        decoded: &[],
+    };
+    ENTRIES.with(|cell| {
+        let mut entries = cell.try_borrow_mut().ok()?;
+        entries.clear();
+        let mut sorted = true;
+        let mut i = 1;
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let start = i;
+            let (end, escapes) = scan_string(b, i)?;
+            if escapes != Escapes::None {
+                return None;
+            }
+            let (key, key_len) = (i + 1, end - i - 2);
+            i = end;
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            i += 1;
+            i = match *b.get(i)? {
+                b'"' => match scan_string(b, i)? {
+                    (_, Escapes::Other) => return None,
+                    (end, _) => end,
+                },
+                // As `Reader::number` writes them as they are: digits
+                // only, no leading zero, at most 19.
+                b'0'..=b'9' => {
+                    let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    let next = b.get(i + digits);
+                    if digits > 19
+                        || digits > 1 && b[i] == b'0'
+                        || matches!(next, Some(b'.' | b'e' | b'E' | b'+' | b'-'))
+                    {
+                        return None;
+                    }
+                    i + digits
+                }
+                b't' if b[i..].starts_with(b"true") => i + 4,
+                b'f' if b[i..].starts_with(b"false") => i + 5,
+                b'n' if b[i..].starts_with(b"null") => i + 4,
+                _ => return None,
+            };
+            let entry = Entry {
+                prefix: key_prefix(b, key, key_len),
+                key: key as u32,
+                key_len: key_len as u32,
+                start: start as u32,
+                end: i as u32,
+            };
+            if let Some(last) = entries.last() {
+                sorted &= keys.cmp(last, &entry).is_lt();
+            }
+            entries.push(entry);
+            match b.get(i)? {
+                b',' => i += 1,
+                b'}' if i + 1 == b.len() => break,
+                _ => return None,
+            }
+        }
+        if sorted {
+            return Some(text.to_string());
+        }
+        entries.sort_by(|x, y| keys.cmp(x, y));
+        if entries.windows(2).any(|w| keys.cmp(&w[0], &w[1]).is_eq()) {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        out.push('{');
+        for (n, e) in entries.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            out.push_str(text.get(e.start as usize..e.end as usize)?);
+        }
+        out.push('}');
+        Some(out)
+    })
 }
 
 /// Puts the object entries written after `open` in key order, the last of
@@ -826,6 +935,38 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
         assert_eq!(canonical(&deep), None);
+    }
+
+    #[test]
+    fn flat_objects_take_the_quick_way() {
+        for text in [
+            "{}",
+            r#"{"b":1,"a":"x"}"#,
+            r#"{"k1":"v","k10":true,"k2":null,"k20":false,"k3":0}"#,
+            r#"{"z":"t\tq\"\\ \u001f é 東京","y":1234567890123456789}"#,
+            r#"{"gen_ai.tool.b":"2","gen_ai.tool.a":"1","gen_ai.tool":"0","":"e"}"#,
+            r#"{"a":"1","b":"2"}"#,
+        ] {
+            assert_eq!(flat(text), via_value(text), "{text}");
+            assert!(flat(text).is_some(), "{text}");
+        }
+        // Left to the general reader, which gets them right.
+        for text in [
+            r#"{"a":1,"a":2}"#,
+            r#"{"a": 1}"#,
+            r#"{"a":-1,"b":1.5}"#,
+            r#"{"a":{"c":1,"b":2}}"#,
+            r#"{"a":[2,1]}"#,
+            r#"{"\u0061":1}"#,
+            r#"{"a":"\u00e9"}"#,
+            r#"{"a":12345678901234567890}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1}x"#,
+            " {}",
+        ] {
+            assert_eq!(flat(text), None, "{text}");
+            assert_eq!(canonical(text), via_value(text), "{text}");
+        }
     }
 
     fn raw_value_takes(text: &str) -> bool {
