@@ -796,9 +796,7 @@ fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
     }
     let json = canonical::canonical(text)?;
     // Arguments that could be named from the request are parsed as usual.
-    if named
-        && (!json.starts_with('{') || memchr::memmem::find(json.as_bytes(), b"\"args\":").is_some())
-    {
+    if named && (!json.starts_with('{') || contains(&json, Needle::Args)) {
         return None;
     }
     Some(json.into_boxed_str())
@@ -807,14 +805,39 @@ fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
 /// Whether one of `src`'s unwrappings could change the JSON `text` (a
 /// cheap look at its text; `false` means it surely would not).
 fn unwrap_may_apply(src: &Source, text: &str) -> bool {
-    let has = |needle: &str| memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
     let object = text.starts_with('{');
     let blocks = || text.starts_with('[');
-    let message = || object && has("\"type\"") && has("\"data\"");
+    let message = || object && contains(text, Needle::Type) && contains(text, Needle::Data);
     src.unwrap.iter().any(|u| match u {
         Unwrap::ContentBlocks => blocks(),
         Unwrap::ToolMessage => message(),
-    }) || src.unwrap_key.as_ref().is_some_and(|k| object && has(k))
+    }) || src
+        .unwrap_key
+        .as_ref()
+        .is_some_and(|k| object && memchr::memmem::find(text.as_bytes(), k.as_bytes()).is_some())
+}
+
+/// The keys looked for in every call's JSON text.
+#[derive(Clone, Copy)]
+enum Needle {
+    Args,
+    Type,
+    Data,
+}
+
+/// Whether `text` holds `needle`, with searchers built once (building one
+/// per search cost more than searching a kilobyte).
+fn contains(text: &str, needle: Needle) -> bool {
+    use memchr::memmem::Finder;
+    static FINDERS: OnceLock<[Finder<'static>; 3]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        [
+            Finder::new(b"\"args\":"),
+            Finder::new(b"\"type\""),
+            Finder::new(b"\"data\""),
+        ]
+    });
+    finders[needle as usize].find(text.as_bytes()).is_some()
 }
 
 /// The text of a string attribute source.

@@ -1375,6 +1375,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
         // The name and attributes go to the builder; a document that fails
         // here is dropped whole, builder and all (see `SPAN_BUILDER`).
         let sb = &mut ctx.sb;
+        sb.start(None);
         let mut s = Span::default();
         let mut fault = Fault::default();
         let mut unknown: Vec<String> = Vec::new();

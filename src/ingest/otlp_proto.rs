@@ -460,6 +460,7 @@ impl Dec<'_> {
                 2 => {
                     let m = self.message(wt, &mut b, depth)?;
                     let mut sp = Span::default();
+                    sb.start(Some(m.len()));
                     self.span(&mut sp, sb, m, depth - 1)
                         .map_err(|e| e.within("ScopeSpans.spans"))?;
                     sb.finish(&mut sp);
@@ -1361,6 +1362,31 @@ mod tests {
             dropped.resource_spans[0].scope_spans[0].spans[0].attr_count(),
             0
         );
+        // A dropped key's string value is kept when `trim_start` leaves
+        // JSON: after a vertical tab or a non-ASCII space too, and only
+        // its last member counts.
+        let with_value = |value: &[u8]| {
+            let mut kv = b"\x0a\x01m\x12".to_vec();
+            kv.push(value.len() as u8);
+            kv.extend_from_slice(value);
+            let span = [&[0x4a, kv.len() as u8][..], &kv].concat();
+            let ss = [&[0x12, span.len() as u8][..], &span].concat();
+            let rs = [&[0x12, ss.len() as u8][..], &ss].concat();
+            [&[0x0a, rs.len() as u8][..], &rs].concat()
+        };
+        let string = |t: &str| [&[0x0a, t.len() as u8][..], t.as_bytes()].concat();
+        for (value, kept) in [
+            (string("\x0b{}"), true),
+            (string("\u{a0}[1]"), true),
+            (string(" x{}"), false),
+            (string("\u{a0}x"), false),
+            ([string("no"), string("{}")].concat(), true),
+            ([string("{}"), string("no")].concat(), false),
+        ] {
+            let got = decode_with(&with_value(&value), &or_json).unwrap();
+            let n = got.resource_spans[0].scope_spans[0].spans[0].attr_count();
+            assert_eq!(n == 1, kept, "{value:?}");
+        }
         // Value before key, and a key given twice: decided by the last key.
         let kv = b"\x12\x03\x0a\x01v\x0a\x01x\x0a\x01y\x0a\x01x";
         let span = [&[0x4a, kv.len() as u8][..], kv].concat();

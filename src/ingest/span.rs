@@ -231,8 +231,10 @@ pub struct Span {
     pub links: Vec<Link>,
     pub dropped_links_count: u32,
     pub status: Option<Status>,
-    /// The name and every attribute key and string value.
+    /// Every string value, then the name and every attribute key.
     text: Box<str>,
+    /// Where the name and keys start in `text`.
+    keys_at: u32,
     name: Range,
     attrs: Box<[Attr]>,
 }
@@ -311,8 +313,12 @@ impl Span {
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let attrs = self.attrs.as_ptr().cast::<i8>();
-            let text = self.text.as_ptr().cast::<i8>();
-            // The list (24 bytes an attribute) and the keys (first in the text).
+            let text = self
+                .text
+                .as_ptr()
+                .cast::<i8>()
+                .wrapping_add(self.keys_at as usize);
+            // The list (24 bytes an attribute) and the keys (after the values).
             let lines = (self.attrs.len() * std::mem::size_of::<Attr>())
                 .div_ceil(64)
                 .min(4);
@@ -440,21 +446,25 @@ impl fmt::Debug for Span {
     }
 }
 
-/// Gathers a span's name and attributes in reused buffers, then gives them
-/// to the span at their exact size ([`SpanBuilder::finish`]): one
-/// allocation for the text, one for the attribute list. The name and the
-/// keys come first in the text, the string values after them, so the keys
-/// that every rule looks at share a few cache lines.
+/// Gathers a span's name and attributes, then gives them to the span
+/// ([`SpanBuilder::finish`]): one allocation for the text, one for the
+/// attribute list. String values are written once, into what becomes the
+/// span's text ([`SpanBuilder::start`] sizes it); the name and the keys
+/// follow them, so the keys that every rule looks at share a few cache
+/// lines.
 #[derive(Debug, Default)]
 pub struct SpanBuilder {
-    /// The name and the keys.
-    keys: String,
-    /// String values; their ranges count from the end of `keys`.
+    /// String values: the start of the span's text.
     values: String,
+    /// The name and the keys (reused); their ranges count from the end of
+    /// `values`.
+    keys: String,
     name: Range,
     attrs: Vec<Attr>,
     /// Attributes left out because the span's text would pass 4 GiB.
     overflow: u32,
+    /// The text of the last span, to size the next.
+    last: usize,
 }
 
 /// Appends `s` to `to`; `None` (and nothing appended) when the text of
@@ -468,6 +478,16 @@ fn push_text(to: &mut String, other: usize, s: &str) -> Option<Range> {
 }
 
 impl SpanBuilder {
+    /// Starts a span whose text (name, keys, string values) takes at most
+    /// about `bytes` (a protobuf span's length bounds it; `None`: about
+    /// as much as the last span's).
+    pub fn start(&mut self, bytes: Option<usize>) {
+        if self.values.capacity() == 0 {
+            self.values
+                .reserve_exact(bytes.unwrap_or(self.last).max(64));
+        }
+    }
+
     /// Sets the span's name (the last call wins, as in protobuf).
     pub fn name(&mut self, name: &str) {
         // The range of an earlier name stays in the text, unused: a name
@@ -509,28 +529,36 @@ impl SpanBuilder {
 
     /// Moves the name and attributes gathered into `span` and starts anew.
     pub fn finish(&mut self, span: &mut Span) {
-        // Values move behind the keys (the checks in `push_text` keep the
-        // sum within u32).
-        let base = self.keys.len() as u32;
-        let mut text = String::with_capacity(self.keys.len() + self.values.len());
+        // The keys go behind the values (the checks in `push_text` keep
+        // the sum within u32).
+        let base = self.values.len() as u32;
+        let mut text = std::mem::take(&mut self.values);
         text.push_str(&self.keys);
-        text.push_str(&self.values);
-        span.text = text.into_boxed_str();
+        self.last = text.len();
+        // Given back as it is where little of it is spare (the allocator
+        // shrinks such a block in place); copied where much is.
+        span.text = if text.capacity() - text.len() > text.len() / 4 {
+            Box::from(text.as_str())
+        } else {
+            text.into_boxed_str()
+        };
+        let shift = |r: &mut Range| {
+            r.start += base;
+            r.end += base;
+        };
         span.name = self.name;
+        shift(&mut span.name);
+        span.keys_at = base;
         span.attrs = self
             .attrs
             .drain(..)
             .map(|mut a| {
-                if let Stored::Str(r) = &mut a.value {
-                    r.start += base;
-                    r.end += base;
-                }
+                shift(&mut a.key);
                 a
             })
             .collect();
         span.dropped_attributes_count = span.dropped_attributes_count.saturating_add(self.overflow);
         self.keys.clear();
-        self.values.clear();
         self.name = Range::default();
         self.overflow = 0;
     }
