@@ -367,6 +367,21 @@ fn needs_a_look(x: u64) -> u64 {
         & HIGHS
 }
 
+/// Where the run of string bytes from `b[i]` that need no look ends (the
+/// first quote, backslash or control character, or near the end of `b`):
+/// eight bytes at a time.
+#[inline(always)]
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let hits = needs_a_look(u64::from_le_bytes(*chunk));
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i
+}
+
 /// The string literal whose opening quote is at `b[start]`: where it ends
 /// (past its closing quote) and what escapes it has; `None` if it is not
 /// one. Inlined: most strings are a few bytes, and a call cost as much as
@@ -376,15 +391,7 @@ fn scan_string(b: &[u8], start: usize) -> Option<(usize, Escapes)> {
     let mut i = start + 1;
     let mut escapes = Escapes::None;
     loop {
-        // Eight bytes at a time up to the first that needs a look.
-        while let Some(chunk) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
-            let hits = needs_a_look(u64::from_le_bytes(*chunk));
-            if hits != 0 {
-                i += (hits.trailing_zeros() / 8) as usize;
-                break;
-            }
-            i += 8;
-        }
+        i = plain_run(b, i);
         match *b.get(i)? {
             b'"' => break,
             b'\\' => {
@@ -597,8 +604,8 @@ impl Validator<'_> {
 
     fn value(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
-            b'{' => self.object(depth + 1),
-            b'[' => self.array(depth + 1),
+            b'{' => self.container(depth + 1, b'}'),
+            b'[' => self.container(depth + 1, b']'),
             b'"' => self.string(),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
@@ -663,14 +670,7 @@ impl Validator<'_> {
         let b = self.b;
         let mut i = self.at + 1;
         loop {
-            while let Some(chunk) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
-                let hits = needs_a_look(u64::from_le_bytes(*chunk));
-                if hits != 0 {
-                    i += (hits.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                i += 8;
-            }
+            i = plain_run(b, i);
             match *b.get(i)? {
                 b'"' => break,
                 b'\\' => match b.get(i + 1)? {
@@ -686,57 +686,36 @@ impl Validator<'_> {
         Some(())
     }
 
-    fn array(&mut self, depth: usize) -> Option<()> {
+    /// An array (`close` is `]`) or an object (`}`).
+    fn container(&mut self, depth: usize, close: u8) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.at += 1;
         self.ws();
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.at += 1;
             return Some(());
         }
         loop {
             self.ws();
+            if close == b'}' {
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                self.string()?;
+                self.ws();
+                if self.peek()? != b':' {
+                    return None;
+                }
+                self.at += 1;
+                self.ws();
+            }
             self.value(depth)?;
             self.ws();
             match self.peek()? {
                 b',' => self.at += 1,
-                b']' => break,
-                _ => return None,
-            }
-        }
-        self.at += 1;
-        Some(())
-    }
-
-    fn object(&mut self, depth: usize) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.at += 1;
-        self.ws();
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
-            self.ws();
-            if self.peek()? != b'"' {
-                return None;
-            }
-            self.string()?;
-            self.ws();
-            if self.peek()? != b':' {
-                return None;
-            }
-            self.at += 1;
-            self.ws();
-            self.value(depth)?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => break,
+                c if c == close => break,
                 _ => return None,
             }
         }
@@ -884,6 +863,24 @@ mod tests {
     /// Broken spellings (bytes cut, doubled or replaced): when serde_json
     /// parses the text, the same text comes out or `None` (not sure); when it
     /// does not, `None`.
+    /// `text` with one to three bytes cut, replaced or put in (from
+    /// `bytes`); `None` when a cut split a character.
+    fn broken(rng: &mut crate::fake::Rng, text: &str, bytes: &[u8]) -> Option<String> {
+        let mut out = text.as_bytes().to_vec();
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(out.len() as u64 + 1) as usize;
+            let b = bytes[rng.below(bytes.len() as u64) as usize];
+            match rng.below(3) {
+                0 if at < out.len() => {
+                    out.remove(at);
+                }
+                1 if at < out.len() => out[at] = b,
+                _ => out.insert(at, b),
+            }
+        }
+        String::from_utf8(out).ok()
+    }
+
     #[test]
     fn broken_json_is_declined_or_written_as_serde_json_writes_it() {
         const BYTES: &[u8] = b"{}[]\",:\\ \t\n\x01e.-+0129ntfxu";
@@ -892,20 +889,7 @@ mod tests {
         for _ in 0..20_000 {
             text.clear();
             random_json(&mut rng, 0, &mut text);
-            let mut bytes = text.clone().into_bytes();
-            for _ in 0..1 + rng.below(3) {
-                let at = rng.below(bytes.len() as u64 + 1) as usize;
-                let b = BYTES[rng.below(BYTES.len() as u64) as usize];
-                match rng.below(3) {
-                    0 if at < bytes.len() => {
-                        bytes.remove(at);
-                    }
-                    1 if at < bytes.len() => bytes[at] = b,
-                    _ => bytes.insert(at, b),
-                }
-            }
-            // Only ASCII was put in, but a cut may split a character.
-            let Ok(broken) = String::from_utf8(bytes) else {
+            let Some(broken) = broken(&mut rng, &text, BYTES) else {
                 continue;
             };
             match (canonical(&broken), via_value(&broken)) {
@@ -990,19 +974,7 @@ mod tests {
         for _ in 0..40_000 {
             text.clear();
             random_json(&mut rng, 0, &mut text);
-            let mut bytes = text.clone().into_bytes();
-            for _ in 0..1 + rng.below(3) {
-                let at = rng.below(bytes.len() as u64 + 1) as usize;
-                let b = BYTES[rng.below(BYTES.len() as u64) as usize];
-                match rng.below(3) {
-                    0 if at < bytes.len() => {
-                        bytes.remove(at);
-                    }
-                    1 if at < bytes.len() => bytes[at] = b,
-                    _ => bytes.insert(at, b),
-                }
-            }
-            let Ok(broken) = String::from_utf8(bytes) else {
+            let Some(broken) = broken(&mut rng, &text, BYTES) else {
                 continue;
             };
             let theirs = raw_value_takes(&broken);
