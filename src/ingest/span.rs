@@ -6,8 +6,8 @@
 //!
 //! prost's `Span` costs one allocation per string (name, every key, every
 //! string value) and per id, about 21 per agent span; they are allocated on
-//! the decoding thread and freed on the scoring thread, where they were
-//! most of serve's cost beyond the decode itself. Here a span's strings sit
+//! the decoding thread and freed on the scoring thread, a large share of
+//! serve's cost beyond the decode itself. Here a span's strings sit
 //! in one buffer and its attributes in one list of fixed-size entries:
 //! scalars inline, strings as ranges of the buffer. Events, links and the
 //! status keep prost's types (rare, and read only where they occur).

@@ -274,6 +274,7 @@ impl tonic::server::UnaryService<Bytes> for ExportCall {
             // it is held, with what it decodes to, until accepted.
             let mut charge = shared.inflight.charge();
             charge.add(raw.len()).map_err(|e| e.to_grpc())?;
+            shared.pace().await;
             shared
                 .accept_body(Encoding::Protobuf, raw)
                 .map(|a| tonic::Response::new(Bytes::from(a.response().encode_to_vec())))

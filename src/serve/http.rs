@@ -107,6 +107,7 @@ async fn receive(
         .map_err(|_| ExportError::Timeout(st.body_timeout))??;
     let max = st.max_size;
     let shared = Arc::clone(&st.shared);
+    shared.pace().await;
     let blocking =
         bytes.len() > BLOCKING_DECODE_BYTES || (gzip && bytes.len() > BLOCKING_DECODE_BYTES / 8);
     let accept = move || {

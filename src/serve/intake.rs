@@ -102,7 +102,17 @@ pub(crate) struct Shared {
     pub inflight: Arc<Inflight>,
     /// Which attributes decoding keeps (every one unless set).
     filter: Box<dyn KeyFilter + Send + Sync>,
+    /// Set while scoring lags: completed traces wait for a scoring thread
+    /// (see [`Shared::pace`]).
+    behind: AtomicBool,
+    caught_up: tokio::sync::Notify,
+    /// [`PACE_WAIT`] (shorter or longer in tests).
+    pace_wait: Duration,
 }
+
+/// The longest a request waits for scoring to catch up before it is taken
+/// anyway ([`Shared::pace`]).
+const PACE_WAIT: Duration = Duration::from_millis(50);
 
 impl std::fmt::Debug for dyn KeyFilter + Send + Sync {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -126,6 +136,35 @@ impl Shared {
             full: AtomicBool::new(false),
             forward: Mutex::new(None),
             filter: Box::new(KeepAll),
+            behind: AtomicBool::new(false),
+            caught_up: tokio::sync::Notify::new(),
+            pace_wait: PACE_WAIT,
+        }
+    }
+
+    /// Waits (at most [`PACE_WAIT`]) while scoring is behind, before a
+    /// receiver decodes and admits a request: the receivers, which decode
+    /// faster than traces are scored, would otherwise run ahead and the
+    /// traces waiting to be scored pile up (memory that is touched once
+    /// more for every span, on a machine whose cores are all busy). The
+    /// client sees a slower answer, its retries and the buffer's caps do
+    /// not come into it.
+    pub async fn pace(&self) {
+        if !self.behind.load(Ordering::Relaxed) {
+            return;
+        }
+        let caught_up = self.caught_up.notified();
+        tokio::pin!(caught_up);
+        caught_up.as_mut().enable();
+        if self.behind.load(Ordering::Acquire) {
+            let _ = tokio::time::timeout(self.pace_wait, caught_up).await;
+        }
+    }
+
+    /// Says whether scoring is behind (the completion thread's view).
+    pub fn set_behind(&self, behind: bool) {
+        if self.behind.swap(behind, Ordering::Release) && !behind {
+            self.caught_up.notify_waiters();
         }
     }
 
@@ -313,6 +352,48 @@ mod tests {
         fn keep(&self, _: AttrsOf, key: &str) -> bool {
             key == "gen_ai.tool.name"
         }
+    }
+
+    /// `pace` returns at once when scoring keeps up, as soon as it
+    /// catches up (not at the end of its wait), and at the end of its wait
+    /// when it does not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_wait_while_scoring_is_behind() {
+        let limits = BufferLimits {
+            decision_wait: Duration::from_secs(1),
+            max_spans: 10,
+            max_traces: 10,
+            remember_completed: 0,
+        };
+        let stats = Arc::new(ServeStats::default());
+        let mut shared = Shared::new(
+            TraceBuffer::new(limits),
+            Duration::from_secs(1),
+            1 << 20,
+            stats,
+        );
+        let deadline = Duration::from_secs(30);
+        shared.pace_wait = Duration::from_secs(600);
+        let shared = Arc::new(shared);
+        tokio::time::timeout(deadline, shared.pace())
+            .await
+            .expect("not behind: no wait");
+        shared.set_behind(true);
+        // Scoring catches up once the request waits (`yield_now` lets the
+        // request be polled first): it goes on.
+        let catch_up = async {
+            tokio::task::yield_now().await;
+            shared.set_behind(false);
+        };
+        tokio::time::timeout(deadline, async { tokio::join!(shared.pace(), catch_up) })
+            .await
+            .expect("woken when scoring caught up");
+        let mut shared = Arc::try_unwrap(shared).expect("one owner");
+        shared.pace_wait = Duration::from_millis(10);
+        shared.set_behind(true);
+        tokio::time::timeout(deadline, shared.pace())
+            .await
+            .expect("the wait is bounded");
     }
 
     #[test]

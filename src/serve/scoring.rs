@@ -294,9 +294,14 @@ pub(crate) fn completion_loop(
         let batch = loop {
             let now = Instant::now();
             if buf.is_closed() {
+                shared.set_behind(false);
                 break buf.take_any(MAX_BATCH);
             }
             let batch = buf.take_complete(now, MAX_BATCH);
+            if batch.len() < MAX_BATCH {
+                // Nothing more is due: scoring has caught up.
+                shared.set_behind(false);
+            }
             if !batch.is_empty() {
                 break batch;
             }
@@ -348,7 +353,16 @@ pub(crate) fn completion_loop(
         if batch.is_empty() {
             break; // closed and drained
         }
-        if tx.send(batch).is_err() {
+        let sent = match tx.try_send(batch) {
+            Ok(()) => Ok(()),
+            Err(std::sync::mpsc::TrySendError::Full(batch)) => {
+                // Every scoring thread is busy and a batch already waits.
+                shared.set_behind(true);
+                tx.send(batch).map_err(|_| ())
+            }
+            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => Err(()),
+        };
+        if sent.is_err() {
             error!("Every scoring thread has stopped; cannot score.");
             break;
         }
