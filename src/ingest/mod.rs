@@ -274,7 +274,24 @@ fn looks_like_protobuf(bytes: &[u8]) -> bool {
 }
 
 fn first_non_ws(bytes: &[u8]) -> Option<u8> {
-    bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
+    non_blank(bytes).map(|n| bytes[n])
+}
+
+/// Where the first byte that is not ASCII whitespace is. Blocks of 32 bytes
+/// are tested without branches, which the compiler turns into vector
+/// compares: a file of blanks (the gzip bomb) is read at memory speed, not
+/// a byte per cycle.
+pub(crate) fn non_blank(bytes: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 32;
+    let blank = |c: u8| (c == b' ') | (c == b'\n') | (c == b'\r') | (c == b'\t') | (c == 0x0c);
+    let mut at = 0;
+    for block in bytes.chunks_exact(BLOCK) {
+        if !block.iter().fold(true, |all, &c| all & blank(c)) {
+            break;
+        }
+        at += BLOCK;
+    }
+    bytes[at..].iter().position(|&c| !blank(c)).map(|n| at + n)
 }
 
 fn decode_json(bytes: &[u8], source: &str, filter: &dyn otlp_json::KeyFilter, out: &mut Decoded) {
@@ -449,7 +466,7 @@ fn split_documents(bytes: &[u8]) -> Vec<Piece> {
         line_at = offset;
         line
     };
-    while let Some(skip) = bytes[pos..].iter().position(|b| !b.is_ascii_whitespace()) {
+    while let Some(skip) = non_blank(&bytes[pos..]) {
         let start = pos + skip;
         let first_line = line_of(start);
         let mut stream = serde_json::Deserializer::from_slice(&bytes[start..])
@@ -765,6 +782,25 @@ mod tests {
             let b = text.as_bytes();
             let want: Vec<(usize, &[u8])> = b.split(|&c| c == b'\n').enumerate().collect();
             assert_eq!(numbered_lines(b).collect::<Vec<_>>(), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn non_blank_finds_what_is_ascii_whitespace_would() {
+        // Every position and every byte value, behind runs longer than a block.
+        for len in [0, 1, 31, 32, 33, 64, 100] {
+            for at in 0..=len {
+                for c in 0..=255u8 {
+                    let mut b = vec![b' '; len];
+                    b.extend_from_slice(b"\t\n\r\x0c");
+                    b.rotate_right(at.min(4));
+                    if at < b.len() {
+                        b[at] = c;
+                    }
+                    let want = b.iter().position(|c| !c.is_ascii_whitespace());
+                    assert_eq!(non_blank(&b), want, "len {len} at {at} byte {c:#x}");
+                }
+            }
         }
     }
 

@@ -352,7 +352,7 @@ fn skip_blank(r: &mut Reader, at: &mut u64) -> Result<Option<u8>, Stop> {
         if buf.is_empty() {
             return Ok(None);
         }
-        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+        match super::non_blank(buf) {
             Some(n) => {
                 let b = buf[n];
                 r.consume(n);
@@ -425,7 +425,7 @@ fn cut_json(
     let more = complete && {
         let n = first_end.unwrap_or(0);
         loop {
-            if !buf[n..].iter().all(u8::is_ascii_whitespace) {
+            if super::non_blank(&buf[n..]).is_some() {
                 break true;
             }
             if eof || buf.len() > max_line {
