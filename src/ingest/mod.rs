@@ -301,8 +301,8 @@ fn decode_json(bytes: &[u8], source: &str, filter: &dyn otlp_json::KeyFilter, ou
     // if it is not (a malformed first line must not lose the rest), by
     // whether a later line that starts a document at column 0 is one, as
     // long as the whole input is not one document.
-    let mut lines = bytes
-        .split(|&b| b == b'\n')
+    let mut lines = numbered_lines(bytes)
+        .map(|(_, l)| l)
         .filter(|l| first_non_ws(l).is_some());
     let first = lines.next();
     let multi = lines.next().is_some();
@@ -310,8 +310,8 @@ fn decode_json(bytes: &[u8], source: &str, filter: &dyn otlp_json::KeyFilter, ou
     let jsonl = multi
         && (first.is_some_and(whole_line)
             || (serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err()
-                && bytes
-                    .split(|&b| b == b'\n')
+                && numbered_lines(bytes)
+                    .map(|(_, l)| l)
                     .filter(|l| l.first() == Some(&b'{'))
                     .take(64)
                     .any(whole_line)));
@@ -432,18 +432,26 @@ pub(crate) fn decode_records_chunk(
 /// Whether `bytes` hold more than one JSON document on separate lines: a
 /// `}` followed by `{` with only whitespace (and a line break) between can
 /// only be two values, as JSON strings hold no raw line break.
+/// Walks the line breaks (none in a one-line document, so that costs one
+/// `memchr`): the last other byte before a break, carried over blank lines,
+/// and the first other byte on the line after it.
 fn concatenated(bytes: &[u8]) -> bool {
-    let mut i = 0;
-    while let Some(off) = bytes[i..].iter().position(|&b| b == b'}') {
-        let after = i + off + 1;
-        let gap = bytes[after..]
+    let mut last = None;
+    let mut from = 0;
+    for nl in memchr::memchr_iter(b'\n', bytes) {
+        if let Some(i) = bytes[from..nl]
             .iter()
-            .take_while(|b| b.is_ascii_whitespace())
-            .count();
-        if bytes.get(after + gap) == Some(&b'{') && bytes[after..after + gap].contains(&b'\n') {
+            .rposition(|b| !b.is_ascii_whitespace())
+        {
+            last = Some(bytes[from + i]);
+        }
+        from = nl + 1;
+        let next = bytes[from..]
+            .iter()
+            .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r' | 0x0c));
+        if last == Some(b'}') && next == Some(&b'{') {
             return true;
         }
-        i = after;
     }
     false
 }
@@ -802,6 +810,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn concatenated_means_a_close_then_an_open_across_a_line_break() {
+        // The definition, spelled out: `}`, blanks including a line break, `{`.
+        let slow = |b: &[u8]| {
+            (0..b.len()).any(|i| {
+                let gap = b[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_whitespace())
+                    .count();
+                b[i] == b'}'
+                    && b.get(i + 1 + gap) == Some(&b'{')
+                    && b[i + 1..i + 1 + gap].contains(&b'\n')
+            })
+        };
+        let alphabet = b"{}\n \t\ra";
+        let mut seed = 7u64;
+        for len in 0..400 {
+            let b: Vec<u8> = (0..len % 40)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    alphabet[(seed >> 33) as usize % alphabet.len()]
+                })
+                .collect();
+            assert_eq!(
+                concatenated(&b),
+                slow(&b),
+                "{:?}",
+                String::from_utf8_lossy(&b)
+            );
+        }
+        assert!(concatenated(b"{\"a\":1}\n\n  \n{\"b\":2}"));
+        assert!(!concatenated(b"{\"a\":{}}\n"));
     }
 
     fn one_span_json(trace: &str, span: &str) -> String {
