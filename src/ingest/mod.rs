@@ -283,7 +283,6 @@ fn first_non_ws(bytes: &[u8]) -> Option<u8> {
 /// a byte per cycle.
 pub(crate) fn non_blank(bytes: &[u8]) -> Option<usize> {
     const BLOCK: usize = 32;
-    let blank = |c: u8| (c == b' ') | (c == b'\n') | (c == b'\r') | (c == b'\t') | (c == 0x0c);
     let mut at = 0;
     for block in bytes.chunks_exact(BLOCK) {
         if !block.iter().fold(true, |all, &c| all & blank(c)) {
@@ -292,6 +291,12 @@ pub(crate) fn non_blank(bytes: &[u8]) -> Option<usize> {
         at += BLOCK;
     }
     bytes[at..].iter().position(|&c| !blank(c)).map(|n| at + n)
+}
+
+/// `u8::is_ascii_whitespace`, written with `|` so that a block of tests
+/// has no branches.
+fn blank(c: u8) -> bool {
+    (c == b' ') | (c == b'\n') | (c == b'\r') | (c == b'\t') | (c == 0x0c)
 }
 
 fn decode_json(bytes: &[u8], source: &str, filter: &dyn otlp_json::KeyFilter, out: &mut Decoded) {
@@ -432,6 +437,7 @@ pub(crate) fn decode_records_chunk(
 /// Whether `bytes` hold more than one JSON document on separate lines: a
 /// `}` followed by `{` with only whitespace (and a line break) between can
 /// only be two values, as JSON strings hold no raw line break.
+///
 /// Walks the line breaks (none in a one-line document, so that costs one
 /// `memchr`): the last other byte before a break, carried over blank lines,
 /// and the first other byte on the line after it.
@@ -439,16 +445,12 @@ fn concatenated(bytes: &[u8]) -> bool {
     let mut last = None;
     let mut from = 0;
     for nl in memchr::memchr_iter(b'\n', bytes) {
-        if let Some(i) = bytes[from..nl]
-            .iter()
-            .rposition(|b| !b.is_ascii_whitespace())
-        {
+        if let Some(i) = bytes[from..nl].iter().rposition(|&b| !blank(b)) {
             last = Some(bytes[from + i]);
         }
         from = nl + 1;
-        let next = bytes[from..]
-            .iter()
-            .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r' | 0x0c));
+        // Within the next line: a later break is looked at on its own.
+        let next = bytes[from..].iter().find(|&&b| b == b'\n' || !blank(b));
         if last == Some(b'}') && next == Some(&b'{') {
             return true;
         }
