@@ -3,7 +3,7 @@
 //! the same decoder with a projection keeping 10 span attribute keys (what
 //! the extraction rules read; resource attributes kept).
 //!
-//! Payload: `traceval::fake::agent_traces` (agent, chat, tool and HTTP
+//! Payload: `toolscore::fake::agent_traces` (agent, chat, tool and HTTP
 //! spans, JSON tool arguments and results) with a `llm.input_messages`
 //! prompt (~900 B) on every chat span, as OpenInference writes it: what a
 //! projection drops is the HTTP, network, usage and logfire attributes and
@@ -19,8 +19,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use prost::Message;
 
-use traceval::ingest::otlp_json::KeepAll;
-use traceval::ingest::otlp_proto;
+use toolscore::ingest::otlp_json::KeepAll;
+use toolscore::ingest::otlp_proto;
 
 #[path = "support/ten_keys.rs"]
 mod ten_keys;
@@ -43,7 +43,7 @@ fn prompt(n: usize) -> String {
 }
 
 fn payload() -> (Vec<Vec<u8>>, usize) {
-    let g = traceval::fake::agent_traces(200, 8, 40, 7);
+    let g = toolscore::fake::agent_traces(200, 8, 40, 7);
     let mut reqs: Vec<ExportTraceServiceRequest> = g.requests;
     let p = prompt(900);
     for r in &mut reqs {
@@ -74,8 +74,8 @@ fn pb_spans(r: &ExportTraceServiceRequest) -> usize {
         .sum()
 }
 
-fn spans_in(r: &traceval::ingest::Request) -> usize {
-    traceval::ingest::span_count(r)
+fn spans_in(r: &toolscore::ingest::Request) -> usize {
+    toolscore::ingest::span_count(r)
 }
 
 /// Median rate of `runs` passes over every body.

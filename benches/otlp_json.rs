@@ -1,5 +1,5 @@
 //! OTLP/JSON decoding alone, on the corpus's Collector JSON lines
-//! (tests/data/corpus/*/traces.jsonl) repeated `TRACEVAL_BENCH_COPIES`
+//! (tests/data/corpus/*/traces.jsonl) repeated `TOOLSCORE_BENCH_COPIES`
 //! times (default 20, ~16 MB): the tolerant decoder (`ingest::otlp_json`)
 //! against the serde derives of opentelemetry-proto it replaced, the whole
 //! `ingest::decode` of the file (format detection, JSON lines, id checks),
@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use serde_json::Value;
 
-use traceval::ingest::{self, otlp_json, Limits};
+use toolscore::ingest::{self, otlp_json, Limits};
 
 fn corpus_lines() -> Vec<Vec<u8>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus");
@@ -87,7 +87,7 @@ fn protojson(line: &[u8]) -> Vec<u8> {
 }
 
 fn bench(c: &mut Criterion) {
-    let copies: usize = std::env::var("TRACEVAL_BENCH_COPIES")
+    let copies: usize = std::env::var("TOOLSCORE_BENCH_COPIES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
@@ -161,7 +161,7 @@ fn bench(c: &mut Criterion) {
 
     // On a shared machine the load drifts between criterion's sequential
     // groups; alternate the two decoders pass by pass and compare per pass.
-    let rounds: usize = std::env::var("TRACEVAL_BENCH_ROUNDS")
+    let rounds: usize = std::env::var("TOOLSCORE_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(15);

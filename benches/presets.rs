@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use traceval::score::cases::{self, Case};
-use traceval::score::native::NativeConfig;
-use traceval::score::{registry, Call, Metric, MetricOptions};
+use toolscore::score::cases::{self, Case};
+use toolscore::score::native::NativeConfig;
+use toolscore::score::{registry, Call, Metric, MetricOptions};
 
 const ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/oracle");
 

@@ -5,11 +5,11 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message;
 
-use traceval::extract::Extractor;
-use traceval::ingest::Limits;
-use traceval::replay;
-use traceval::score::native::{NativeConfig, NativeMetric};
-use traceval::score::{Call, Metric};
+use toolscore::extract::Extractor;
+use toolscore::ingest::Limits;
+use toolscore::replay;
+use toolscore::score::native::{NativeConfig, NativeMetric};
+use toolscore::score::{Call, Metric};
 
 fn end_to_end(bodies: &[Vec<u8>], extractor: &Extractor, metric: &NativeMetric) -> usize {
     let (traces, rejected) =
@@ -35,7 +35,7 @@ fn end_to_end(bodies: &[Vec<u8>], extractor: &Extractor, metric: &NativeMetric) 
 }
 
 fn bench(c: &mut Criterion) {
-    let generated = traceval::fake::agent_traces(100, 8, 10, 7);
+    let generated = toolscore::fake::agent_traces(100, 8, 10, 7);
     let pb: Vec<Vec<u8>> = generated
         .requests
         .iter()

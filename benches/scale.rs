@@ -5,8 +5,8 @@
 //! else" on one and on two threads. Prints spans/s, the ratio to the floor
 //! and the binary's peak RSS.
 //!
-//! `TRACEVAL_BENCH_MB` sets the size of the JSON file (default 40; the
-//! issue's figures were taken at 300). `TRACEVAL_BIN` runs another build of
+//! `TOOLSCORE_BENCH_MB` sets the size of the JSON file (default 40; the
+//! issue's figures were taken at 300). `TOOLSCORE_BIN` runs another build of
 //! the binary (e.g. the shipped fat-LTO one) instead of the bench's own.
 
 use std::io::Write;
@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message;
 use regex::bytes::{Captures, Regex};
 
-use traceval::ingest::{self, Limits};
+use toolscore::ingest::{self, Limits};
 
 /// The corpus's Collector lines, copied until `mb` MB, each copy with its
 /// own ids (a keyed rewrite of every hex id, so links and parents agree).
@@ -99,13 +99,13 @@ fn splitmix(x: u64) -> u64 {
 fn run(args: &[&str]) -> (Duration, u64) {
     let start = Instant::now();
     let bin =
-        std::env::var("TRACEVAL_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_traceval").into());
+        std::env::var("TOOLSCORE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolscore").into());
     let mut child = Command::new(bin)
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn traceval");
+        .expect("spawn toolscore");
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak = 0;
     let status = loop {
@@ -121,12 +121,12 @@ fn run(args: &[&str]) -> (Duration, u64) {
         }
         if start.elapsed() > Duration::from_secs(600) {
             let _ = child.kill();
-            panic!("traceval {args:?} still running after 600 s");
+            panic!("toolscore {args:?} still running after 600 s");
         }
         // The poll interval while the child runs (sampling its peak).
         std::thread::sleep(Duration::from_millis(2));
     };
-    assert!(status.success(), "traceval {args:?} failed");
+    assert!(status.success(), "toolscore {args:?} failed");
     (start.elapsed(), peak)
 }
 
@@ -153,11 +153,11 @@ fn floor(bytes: &[u8], threads: usize) -> usize {
 }
 
 fn bench(c: &mut Criterion) {
-    let mb: usize = std::env::var("TRACEVAL_BENCH_MB")
+    let mb: usize = std::env::var("TOOLSCORE_BENCH_MB")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
-    let dir = std::env::temp_dir().join(format!("traceval-scale-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("toolscore-scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let (json, pb, spans) = generate(mb, &dir);
     let (json_s, pb_s) = (json.to_string_lossy(), pb.to_string_lossy());

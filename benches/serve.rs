@@ -1,11 +1,11 @@
-//! `traceval serve` ingest: sustained OTLP/gRPC Export on loopback with 4
+//! `toolscore serve` ingest: sustained OTLP/gRPC Export on loopback with 4
 //! requests in flight (one HTTP/2 channel), scoring on, using
-//! `traceval::fake::agent_traces` payloads (100 agent traces x 20 spans per
+//! `toolscore::fake::agent_traces` payloads (100 agent traces x 20 spans per
 //! round, 500 spans per request). Every round gets fresh trace ids, so the
 //! server assembles, completes (decision wait 100 ms) and scores every trace.
 //!
-//! The allocator is mimalloc, as in the `traceval` binary, wrapped in a
-//! counter, with the options `traceval serve` sets. Printed before criterion runs:
+//! The allocator is mimalloc, as in the `toolscore` binary, wrapped in a
+//! counter, with the options `toolscore serve` sets. Printed before criterion runs:
 //! * memory per buffered span: bytes held after admitting decoded requests
 //!   into the trace buffer, per span, next to the span's protobuf size
 //!   (bytes asked of the allocator; the same with glibc-style per-chunk
@@ -16,16 +16,16 @@
 //!   scored (decision wait subtracted), and spans per process CPU-second,
 //!   which stays meaningful when other processes load the machine.
 //!
-//! * side by side: `traceval serve` against a tonic receiver that only
+//! * side by side: `toolscore serve` against a tonic receiver that only
 //!   decodes, the same load generator driving both (whole traces, 50 per
-//!   request, 4 in flight; `TRACEVAL_BENCH_SPANS`, default 600,000, sets
+//!   request, 4 in flight; `TOOLSCORE_BENCH_SPANS`, default 600,000, sets
 //!   the spans per run): both spans/s and their ratio;
 //! * stages: on the same load, one thread, the nanoseconds per span of each
 //!   stage serve runs (decode, admit, take, extract and evaluate, rows,
 //!   free) next to the decode-only receiver's prost decode.
 //!
 //! Run: `cargo bench --bench serve` (add `-- --quick` for a shorter run);
-//! `TRACEVAL_BENCH_SERVE=side_by_side` (or `stages`, `sustained`, `memory`,
+//! `TOOLSCORE_BENCH_SERVE=side_by_side` (or `stages`, `sustained`, `memory`,
 //! `forwarding`) runs that part alone; `serve_alone` runs only serve's side
 //! of the side-by-side load (for a profiler).
 
@@ -43,7 +43,7 @@ use tonic::transport::Channel;
 #[path = "support/ten_keys.rs"]
 mod ten_keys;
 use ten_keys::{TenKeys, KEPT};
-use traceval::serve::{
+use toolscore::serve::{
     BufferLimits, CancellationToken, Listeners, Scoring, ServeConfig, ServeStats, Server,
     TraceBuffer,
 };
@@ -111,7 +111,7 @@ const REQUESTS_PER_ROUND: usize = 4; // 500 spans per request
 const IN_FLIGHT: usize = 4;
 
 fn base_round() -> (Vec<ExportTraceServiceRequest>, usize) {
-    let g = traceval::fake::agent_traces(TRACES_PER_ROUND, TOOLS, REQUESTS_PER_ROUND, 7);
+    let g = toolscore::fake::agent_traces(TRACES_PER_ROUND, TOOLS, REQUESTS_PER_ROUND, 7);
     (g.requests, g.spans)
 }
 
@@ -185,7 +185,7 @@ fn memory_per_span() {
         LIVE_GLIBC.load(Ordering::Relaxed),
     );
     for b in &bodies {
-        let req = traceval::ingest::otlp_proto::decode(b).expect("decode");
+        let req = toolscore::ingest::otlp_proto::decode(b).expect("decode");
         buffer.admit(req, now).expect("admit");
     }
     let (live1, glibc1) = (
@@ -216,7 +216,7 @@ fn memory_per_span() {
 /// The completion thread's work per trace, without the server: extract,
 /// join and score (`replay::score_traces`, the evaluation core), one thread.
 fn scoring_cost() {
-    use traceval::replay;
+    use toolscore::replay;
     let (base, spans) = base_round();
     let bodies: Vec<Vec<u8>> = (0..10)
         .flat_map(|n| round(&base, n + 1))
@@ -224,7 +224,7 @@ fn scoring_cost() {
         .collect();
     let (traces, rejected) = replay::traces_from_bodies(
         bodies.iter().map(Vec::as_slice),
-        &traceval::ingest::Limits::default(),
+        &toolscore::ingest::Limits::default(),
     );
     assert!(rejected.is_empty());
     let scoring = Scoring::default();
@@ -235,9 +235,9 @@ fn scoring_cost() {
     }
     let extract = start.elapsed();
     let start = Instant::now();
-    let mut report = traceval::report::Report::default();
+    let mut report = toolscore::report::Report::default();
     let evaluator =
-        traceval::evaluate::Evaluator::new(scoring.settings.clone(), None, None).expect("metrics");
+        toolscore::evaluate::Evaluator::new(scoring.settings.clone(), None, None).expect("metrics");
     replay::score_traces(&traces, &evaluator, &scoring.extractor, &mut report);
     let scored = start.elapsed();
     // JSONL rows: through a `Value` copy (report::unmatched_trace_row), and
@@ -245,7 +245,7 @@ fn scoring_cost() {
     let start = Instant::now();
     let mut bytes = 0;
     for u in &report.unmatched_traces {
-        let mut row = traceval::report::unmatched_trace_row(u);
+        let mut row = toolscore::report::unmatched_trace_row(u);
         row["tools_called"] = serde_json::to_value(&*u.tools_called).expect("value");
         bytes += row.to_string().len();
     }
@@ -254,9 +254,9 @@ fn scoring_cost() {
     let mut buf = Vec::new();
     for u in &report.unmatched_traces {
         buf.clear();
-        traceval::report::push_row_with_calls(
+        toolscore::report::push_row_with_calls(
             &mut buf,
-            &traceval::report::unmatched_trace_row(u),
+            &toolscore::report::unmatched_trace_row(u),
             &u.tools_called,
         );
         std::hint::black_box(&buf);
@@ -282,8 +282,9 @@ struct Bench {
     client: TraceServiceClient<Channel>,
     stats: Arc<ServeStats>,
     token: CancellationToken,
-    handle:
-        tokio::task::JoinHandle<Result<traceval::serve::ServeSummary, traceval::serve::ServeError>>,
+    handle: tokio::task::JoinHandle<
+        Result<toolscore::serve::ServeSummary, toolscore::serve::ServeError>,
+    >,
     output: Option<std::path::PathBuf>,
     base: Vec<ExportTraceServiceRequest>,
     spans_per_round: usize,
@@ -308,8 +309,8 @@ fn start_with(decision_wait: Duration, forward: Option<String>) -> Bench {
         admin_endpoint: "off".into(),
         decision_wait,
         forward,
-        // As the binary's flag: `TRACEVAL_FORWARD_CONCURRENCY=1` for strict order.
-        forward_concurrency: std::env::var("TRACEVAL_FORWARD_CONCURRENCY")
+        // As the binary's flag: `TOOLSCORE_FORWARD_CONCURRENCY=1` for strict order.
+        forward_concurrency: std::env::var("TOOLSCORE_FORWARD_CONCURRENCY")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(ServeConfig::default().forward_concurrency),
@@ -317,7 +318,7 @@ fn start_with(decision_wait: Duration, forward: Option<String>) -> Bench {
         status_interval: Duration::from_secs(3600),
         // Results are written as in real use (one JSONL row per trace).
         output: Some(std::env::temp_dir().join(format!(
-            "traceval-bench-serve-{}-{}.jsonl",
+            "toolscore-bench-serve-{}-{}.jsonl",
             std::process::id(),
             decision_wait.as_millis()
         ))),
@@ -513,7 +514,7 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
     fn call(&mut self, req: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
         let count = CountBytes(Arc::clone(&self.0));
         Box::pin(async move {
-            let mut grpc = tonic::server::Grpc::new(traceval::serve::forward::RawCodec)
+            let mut grpc = tonic::server::Grpc::new(toolscore::serve::forward::RawCodec)
                 .apply_max_message_size_config(Some(usize::MAX), None);
             Ok(grpc.unary(count, req).await)
         })
@@ -698,7 +699,7 @@ struct Load {
 }
 
 fn load() -> Load {
-    let g = traceval::fake::agent_traces(SBS_TRACES_PER_REQUEST, TOOLS, 1, 11);
+    let g = toolscore::fake::agent_traces(SBS_TRACES_PER_REQUEST, TOOLS, 1, 11);
     let req = &g.requests[0];
     let ids: std::collections::HashSet<Vec<u8>> = req
         .resource_spans
@@ -761,7 +762,7 @@ async fn drive(addr: std::net::SocketAddr, load: Arc<Load>, first: u64, count: u
                     grpc.ready().await.expect("ready");
                     let req = tonic::Request::new(body.clone());
                     match grpc
-                        .unary(req, path.clone(), traceval::serve::forward::RawCodec)
+                        .unary(req, path.clone(), toolscore::serve::forward::RawCodec)
                         .await
                     {
                         Ok(_) => break,
@@ -792,16 +793,16 @@ struct Run {
     peak_held: u64,
 }
 
-/// `traceval serve` (scoring on, `--output` written, decision wait 100 ms,
+/// `toolscore serve` (scoring on, `--output` written, decision wait 100 ms,
 /// subtracted) against a tonic receiver that only decodes (tonic's prost
 /// codec, spans counted), driven by the same load generator: the ratio is
 /// the issue's measure. Also serve decoding with [`TenKeys`], to show
-/// what projection at decode gains. `TRACEVAL_BENCH_SPANS` sets the spans
+/// what projection at decode gains. `TOOLSCORE_BENCH_SPANS` sets the spans
 /// per run (default 600,000; smaller for a quick run); two interleaved runs
 /// of each set-up, means reported. On a loaded machine the spans per
 /// process CPU-second (load generator included) are the steadier figure.
 fn side_by_side(serve_alone: bool) {
-    let total: usize = std::env::var("TRACEVAL_BENCH_SPANS")
+    let total: usize = std::env::var("TOOLSCORE_BENCH_SPANS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(600_000);
@@ -865,7 +866,7 @@ fn side_by_side(serve_alone: bool) {
             quiet: true,
             status_interval: Duration::from_secs(3600),
             output: Some(std::env::temp_dir().join(format!(
-                "traceval-bench-side-by-side-{}.jsonl",
+                "toolscore-bench-side-by-side-{}.jsonl",
                 std::process::id()
             ))),
             ..ServeConfig::default()
@@ -937,7 +938,7 @@ fn side_by_side(serve_alone: bool) {
         for _ in 0..2 {
             let r = serve(&mut round, false);
             eprintln!(
-                "  traceval serve alone: {:.0} spans/s; {:.0} spans per process CPU-second; \
+                "  toolscore serve alone: {:.0} spans/s; {:.0} spans per process CPU-second; \
                  at most {} spans held",
                 r.rate, r.per_cpu, r.peak_held
             );
@@ -954,7 +955,7 @@ fn side_by_side(serve_alone: bool) {
         d.push(r);
         let r = serve(&mut round, false);
         eprintln!(
-            "  traceval serve (scoring on, --output written, until every trace is scored, \
+            "  toolscore serve (scoring on, --output written, until every trace is scored, \
              decision wait subtracted): {:.0} spans/s; {:.0} spans per process CPU-second; \
              UNAVAILABLE retries: {}; at most {} spans held",
             r.rate, r.per_cpu, r.retries, r.peak_held
@@ -962,7 +963,7 @@ fn side_by_side(serve_alone: bool) {
         s.push(r);
         let r = serve(&mut round, true);
         eprintln!(
-            "  traceval serve, decoding with a projection of {} span keys: {:.0} spans/s; \
+            "  toolscore serve, decoding with a projection of {} span keys: {:.0} spans/s; \
              {:.0} spans per process CPU-second; UNAVAILABLE retries: {}",
             KEPT.len(),
             r.rate,
@@ -995,8 +996,8 @@ fn side_by_side(serve_alone: bool) {
 /// extraction and evaluation, the JSONL rows, and freeing the traces. Tells
 /// where a side-by-side ratio goes.
 fn stages() {
-    use traceval::evaluate::Evaluator;
-    use traceval::ingest::{self, Wire};
+    use toolscore::evaluate::Evaluator;
+    use toolscore::ingest::{self, Wire};
     let load = load();
     let n = 100u64;
     let spans = (n as usize * load.spans_per_request) as f64;
@@ -1051,14 +1052,14 @@ fn stages() {
             lap(4, &mut at);
             rows.clear();
             for r in &results {
-                let u = traceval::report::UnmatchedTrace {
+                let u = toolscore::report::UnmatchedTrace {
                     trace_id: r.trace_id,
                     spans: r.spans,
                     tools_called: Arc::clone(&r.calls),
                 };
-                traceval::report::push_row_with_calls(
+                toolscore::report::push_row_with_calls(
                     &mut rows,
-                    &traceval::report::unmatched_trace_row(&u),
+                    &toolscore::report::unmatched_trace_row(&u),
                     &u.tools_called,
                 );
             }
@@ -1126,31 +1127,31 @@ fn sustained(b: &mut Bench) {
 }
 
 fn bench(c: &mut Criterion) {
-    // As `traceval serve` sets it at start.
-    traceval::serve::keep_freed_memory();
-    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("sustained") {
+    // As `toolscore serve` sets it at start.
+    toolscore::serve::keep_freed_memory();
+    if std::env::var("TOOLSCORE_BENCH_SERVE").as_deref() == Ok("sustained") {
         let mut b = start(DECISION_WAIT);
         sustained(&mut b);
         b.stop();
         return;
     }
-    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("side_by_side") {
+    if std::env::var("TOOLSCORE_BENCH_SERVE").as_deref() == Ok("side_by_side") {
         side_by_side(false);
         return;
     }
-    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("serve_alone") {
+    if std::env::var("TOOLSCORE_BENCH_SERVE").as_deref() == Ok("serve_alone") {
         side_by_side(true);
         return;
     }
-    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("stages") {
+    if std::env::var("TOOLSCORE_BENCH_SERVE").as_deref() == Ok("stages") {
         stages();
         return;
     }
-    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("memory") {
+    if std::env::var("TOOLSCORE_BENCH_SERVE").as_deref() == Ok("memory") {
         memory_per_span();
         return;
     }
-    if std::env::var("TRACEVAL_BENCH_SERVE").as_deref() == Ok("forwarding") {
+    if std::env::var("TOOLSCORE_BENCH_SERVE").as_deref() == Ok("forwarding") {
         forwarding(true);
         forwarding(false);
         return;

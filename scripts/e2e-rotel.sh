@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # End to end behind a real collector: corpus requests -> rotel (OTLP/HTTP in)
-# -> rotel's OTLP exporter (gRPC, then HTTP; gzip) -> `traceval serve`, and
-# the per-trace results must equal `traceval replay` on the same files.
+# -> rotel's OTLP exporter (gRPC, then HTTP; gzip) -> `toolscore serve`, and
+# the per-trace results must equal `toolscore replay` on the same files.
 #
 # rotel (a Rust OpenTelemetry collector) comes from PyPI: `rotel==0.0.1a15`
 # ships the `rotel-agent` binary inside its wheel. It is installed into a venv
 # under target/ (reused when present). Everything listens on 127.0.0.1.
 #
-# Usage: scripts/e2e-rotel.sh            (from anywhere; builds traceval)
-# Env:   TRACEVAL_BIN   use this binary instead of building one
+# Usage: scripts/e2e-rotel.sh            (from anywhere; builds toolscore)
+# Env:   TOOLSCORE_BIN   use this binary instead of building one
 #        E2E_DIR        work folder (default: target/e2e-rotel)
 #        E2E_SOURCES    corpus sources (default: all under tests/data/corpus)
 set -euo pipefail
@@ -34,14 +34,14 @@ fi
 [[ -x "$AGENT" ]] || die "no rotel-agent binary in the rotel wheel"
 log "$("$AGENT" --version)"
 
-# ------------------------------------------------------------- traceval
-if [[ -n "${TRACEVAL_BIN:-}" ]]; then
-    BIN="$TRACEVAL_BIN"
+# ------------------------------------------------------------- toolscore
+if [[ -n "${TOOLSCORE_BIN:-}" ]]; then
+    BIN="$TOOLSCORE_BIN"
 else
-    (cd "$ROOT" && cargo build --quiet --bin traceval)
-    BIN="$ROOT/target/debug/traceval"
+    (cd "$ROOT" && cargo build --quiet --bin toolscore)
+    BIN="$ROOT/target/debug/toolscore"
 fi
-[[ -x "$BIN" ]] || die "no traceval binary at $BIN"
+[[ -x "$BIN" ]] || die "no toolscore binary at $BIN"
 
 # --------------------------------------------------------------- inputs
 if [[ -n "${E2E_SOURCES:-}" ]]; then
@@ -108,20 +108,20 @@ run() { # exporter protocol: grpc | http
     out="$WORK/serve-$proto.jsonl"
     down="$WORK/downstream-$proto.jsonl"
     rm -f "$out" "$down"
-    # A downstream backend: a second traceval that only lists what it gets.
+    # A downstream backend: a second toolscore that only lists what it gets.
     "$BIN" serve --grpc-endpoint off --http-endpoint "127.0.0.1:$dh" --admin-endpoint off \
         --decision-wait 1s --output "$down" --quiet 2>"$WORK/downstream-$proto.log" &
     local down_pid=$!
     PIDS+=("$down_pid")
-    wait_port "$dh" "downstream traceval (HTTP)"
+    wait_port "$dh" "downstream toolscore (HTTP)"
     "$BIN" serve --grpc-endpoint "127.0.0.1:$tg" --http-endpoint "127.0.0.1:$th" --admin-endpoint off \
         --decision-wait 2s --expected "$FIXTURE" --output "$out" --quiet \
         --forward "http://127.0.0.1:$dh" --results-otlp off \
         2>"$WORK/serve-$proto.log" &
     local serve_pid=$!
     PIDS+=("$serve_pid")
-    wait_port "$tg" "traceval serve (gRPC)"
-    wait_port "$th" "traceval serve (HTTP)"
+    wait_port "$tg" "toolscore serve (gRPC)"
+    wait_port "$th" "toolscore serve (HTTP)"
     local target=$tg
     [[ $proto == http ]] && target=$th
     "$AGENT" start --otlp-http-endpoint "127.0.0.1:$rh" --otlp-grpc-endpoint "127.0.0.1:$rg" \
@@ -145,11 +145,11 @@ run() { # exporter protocol: grpc | http
     sleep 1
     kill -TERM "$rotel_pid"
     wait_exit "$rotel_pid" rotel 20 || true
-    # traceval: stop accepting, score everything buffered, exit 0.
+    # toolscore: stop accepting, score everything buffered, exit 0.
     kill -TERM "$serve_pid"
-    wait_exit "$serve_pid" "traceval serve" 30 || die "traceval serve exited non-zero (see $WORK/serve-$proto.log)"
+    wait_exit "$serve_pid" "toolscore serve" 30 || die "toolscore serve exited non-zero (see $WORK/serve-$proto.log)"
     kill -TERM "$down_pid"
-    wait_exit "$down_pid" "downstream traceval" 30 || die "downstream traceval exited non-zero"
+    wait_exit "$down_pid" "downstream toolscore" 30 || die "downstream toolscore exited non-zero"
     python3 - "$WORK/replay.jsonl" "$down" <<'EOF' || die "downstream ($proto) did not get every trace"
 import json, sys
 ids = lambda p, t: {r["trace_id"] for r in map(json.loads, open(p)) if r.get("type") in t}

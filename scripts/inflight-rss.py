@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peak memory of `traceval serve` under slow, large uploads.
+"""Peak memory of `toolscore serve` under slow, large uploads.
 
 Starts the server, opens N real HTTP connections (default 200) that each
 declare a B MiB OTLP/HTTP body (default 15), send all of it but the last
@@ -11,7 +11,7 @@ client is either holding or refused, the server's peak resident memory
 Everything listens on 127.0.0.1; the run is bounded in time and stops the
 server itself. Exit 0 when the peak is within the target, 1 when not.
 
-Usage: scripts/inflight-rss.py [--bin target/release/traceval] [--clients 200]
+Usage: scripts/inflight-rss.py [--bin target/release/toolscore] [--clients 200]
        [--body-mib 15] [--max-inflight-mib 128] [--chunked]
 """
 
@@ -65,7 +65,7 @@ def metric(admin, name):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", default=os.path.join(ROOT, "target/debug/traceval"))
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target/debug/toolscore"))
     ap.add_argument("--clients", type=int, default=200)
     ap.add_argument("--body-mib", type=int, default=15)
     ap.add_argument("--max-inflight-mib", type=int, default=128)
@@ -169,7 +169,7 @@ def measure(args, pid, http, admin):
     held = len(socks) - len(refused)
     refused = len(refused)
     elapsed = time.monotonic() - start
-    inflight = metric(admin, "traceval_inflight_bytes") or 0
+    inflight = metric(admin, "toolscore_inflight_bytes") or 0
     peak = status_kib(pid, "VmHWM") * 1024
     rss = status_kib(pid, "VmRSS") * 1024
     budget = args.max_inflight_mib << 20

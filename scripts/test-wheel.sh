@@ -2,7 +2,7 @@
 # The Python install end to end: build the wheel the way `pip install .`
 # does (pip -> the maturin build backend pinned in pyproject.toml), install
 # it into a fresh virtualenv, and run the README's quick-start replay with
-# the `traceval` that pip put on the virtualenv's PATH.
+# the `toolscore` that pip put on the virtualenv's PATH.
 #
 # The wheel is built with Cargo's dev profile by default: packaging is what is
 # under test, and the dev build is the one `cargo test` already made (a
@@ -56,8 +56,8 @@ log "building the wheel (Cargo profile $PROFILE)"
     --no-index --find-links "$BACKEND" \
     --config-settings "build-args=--profile $PROFILE") ||
     die "pip could not build the wheel"
-WHEELS=("$DIST"/traceval-"$VERSION"-*.whl)
-[[ ${#WHEELS[@]} -eq 1 && -f "${WHEELS[0]}" ]] || die "expected one traceval-$VERSION wheel in $DIST: $(ls "$DIST")"
+WHEELS=("$DIST"/toolscore-"$VERSION"-*.whl)
+[[ ${#WHEELS[@]} -eq 1 && -f "${WHEELS[0]}" ]] || die "expected one toolscore-$VERSION wheel in $DIST: $(ls "$DIST")"
 WHEEL="${WHEELS[0]}"
 log "built $(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
 
@@ -66,28 +66,28 @@ log "built $(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
 import sys, zipfile
 wheel, version = sys.argv[1], sys.argv[2]
 names = zipfile.ZipFile(wheel).namelist()
-script = f"traceval-{version}.data/scripts/traceval"
+script = f"toolscore-{version}.data/scripts/toolscore"
 assert script in names, f"{script} not in {names}"
-meta = zipfile.ZipFile(wheel).read(f"traceval-{version}.dist-info/METADATA").decode()
-assert "Name: traceval" in meta and f"Version: {version}" in meta, meta[:300]
-extra = [n for n in names if not n.startswith((f"traceval-{version}.data/", f"traceval-{version}.dist-info/"))]
+meta = zipfile.ZipFile(wheel).read(f"toolscore-{version}.dist-info/METADATA").decode()
+assert "Name: toolscore" in meta and f"Version: {version}" in meta, meta[:300]
+extra = [n for n in names if not n.startswith((f"toolscore-{version}.data/", f"toolscore-{version}.dist-info/"))]
 assert not extra, f"unexpected files in the wheel: {extra}"
 EOF
 
 # ------------------------------------------------------------ install
-[[ ! -e "$VENV/bin/traceval" ]] || die "traceval is in the fresh virtualenv before the install"
+[[ ! -e "$VENV/bin/toolscore" ]] || die "toolscore is in the fresh virtualenv before the install"
 "${PIP[@]}" install --no-index --no-deps "$WHEEL"
 # Only the virtualenv and the system: no Cargo target dir on PATH.
 export PATH="$VENV/bin:/usr/local/bin:/usr/bin:/bin"
 hash -r
-[[ "$(command -v traceval)" == "$VENV/bin/traceval" ]] || die "traceval on PATH is $(command -v traceval || echo nothing)"
-got=$(traceval --version)
-[[ "$got" == "traceval $VERSION" ]] || die "traceval --version says '$got'"
+[[ "$(command -v toolscore)" == "$VENV/bin/toolscore" ]] || die "toolscore on PATH is $(command -v toolscore || echo nothing)"
+got=$(toolscore --version)
+[[ "$got" == "toolscore $VERSION" ]] || die "toolscore --version says '$got'"
 
 # ---------------------------------------- the README's quick start
 OUT="$WORK/replay.txt"
 set +e
-(cd "$ROOT" && traceval replay sample-traces --expected sample-traces/expected.jsonl) >"$OUT" 2>"$WORK/replay.err"
+(cd "$ROOT" && toolscore replay sample-traces --expected sample-traces/expected.jsonl) >"$OUT" 2>"$WORK/replay.err"
 code=$?
 set -e
 [[ $code -eq 1 ]] || die "replay exited $code, want 1 (some sample cases fail by design); see $OUT and $WORK/replay.err"
@@ -95,6 +95,6 @@ head -1 "$OUT" | grep -Eq '^CASE +TRACE +JOINED BY +tool_correctness +PASS +DETA
 grep -Eq '^mlflow-weather-must-format +5e5e3251271865ab32c5c2f650a10a43 +trace_id +1\.000 +pass' "$OUT" || die "mlflow-weather-must-format does not pass in $OUT"
 grep -Eq '^mlflow-trip-wrong-city +e50f3f7064a97fff4b026dd0c3a9e4cc +trace_id +0\.500 +FAIL' "$OUT" || die "mlflow-trip-wrong-city does not fail in $OUT"
 
-"${PIP[@]}" uninstall --yes traceval
-[[ ! -e "$VENV/bin/traceval" ]] || die "pip uninstall left $VENV/bin/traceval"
-log "ok: pip installed traceval $VERSION from its wheel; the README replay exits 1 with the expected table; $(( $(date +%s) - START )) s"
+"${PIP[@]}" uninstall --yes toolscore
+[[ ! -e "$VENV/bin/toolscore" ]] || die "pip uninstall left $VENV/bin/toolscore"
+log "ok: pip installed toolscore $VERSION from its wheel; the README replay exits 1 with the expected table; $(( $(date +%s) - START )) s"

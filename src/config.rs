@@ -1,4 +1,4 @@
-//! The config file (`--config traceval.toml`, or `.yaml`/`.yml`/`.json`):
+//! The config file (`--config toolscore.toml`, or `.yaml`/`.yml`/`.json`):
 //! user conventions, session keys and name normalization. Unknown keys are
 //! errors everywhere, so a typo never silently does nothing.
 //!
@@ -8,7 +8,7 @@
 //! disable = ["langsmith"]        # drop built-in rules by name
 //! retrievers_as_tools = false
 //!
-//! [[conventions.rule]]           # the form `traceval conventions --format toml` prints
+//! [[conventions.rule]]           # the form `toolscore conventions --format toml` prints
 //! name = "acme"
 //! priority = 5
 //! when = [{ attr = "acme.kind", equals = "tool" }]
@@ -58,7 +58,7 @@ pub struct Config {
     pub sessions: SessionsConfig,
     #[serde(default)]
     pub normalize: NormalizeConfig,
-    /// `[serve]`: the live service's settings (flags and `TRACEVAL_*`
+    /// `[serve]`: the live service's settings (flags and `TOOLSCORE_*`
     /// variables override them).
     #[serde(default, skip_serializing)]
     pub serve: Option<crate::serve::ServeConfig>,
@@ -249,7 +249,7 @@ impl Config {
     }
 }
 
-/// How `traceval conventions` prints the rule table.
+/// How `toolscore conventions` prints the rule table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableFormat {
     /// For people.

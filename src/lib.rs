@@ -1,4 +1,4 @@
-//! traceval: scores AI agents on tool correctness from OpenTelemetry traces.
+//! toolscore: scores AI agents on tool correctness from OpenTelemetry traces.
 //!
 //! Data flows `ingest` (bytes -> OTLP requests) -> `assemble` (spans -> traces)
 //! -> `extract` (traces -> tool calls) -> `expect` (fixtures, joined to traces)

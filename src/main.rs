@@ -1,4 +1,4 @@
-//! The `traceval` command line: parses flags, calls the library, maps errors to
+//! The `toolscore` command line: parses flags, calls the library, maps errors to
 //! exit codes (0 pass, 1 some case failed, 2 usage or input error).
 
 use std::fs::File;
@@ -11,18 +11,18 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use traceval::assemble::{session, Trace};
-use traceval::config::{self, Config, TableFormat};
-use traceval::evaluate::{Evaluator, MetricSet, MetricSpec, ScoreSettings};
-use traceval::extract::{Extractor, Scope};
-use traceval::ingest::otlp_json::{KeepAll, KeyFilter};
-use traceval::ingest::stream::StreamOptions;
-use traceval::ingest::Limits;
-use traceval::judge::{Judge, JudgeConfig};
-use traceval::replay::{self, Progress};
-use traceval::report::{self, baseline, exit};
-use traceval::score::native::{ArgPolicy, Headline, NativeConfig};
-use traceval::score::{registry, MetricOptions};
+use toolscore::assemble::{session, Trace};
+use toolscore::config::{self, Config, TableFormat};
+use toolscore::evaluate::{Evaluator, MetricSet, MetricSpec, ScoreSettings};
+use toolscore::extract::{Extractor, Scope};
+use toolscore::ingest::otlp_json::{KeepAll, KeyFilter};
+use toolscore::ingest::stream::StreamOptions;
+use toolscore::ingest::Limits;
+use toolscore::judge::{Judge, JudgeConfig};
+use toolscore::replay::{self, Progress};
+use toolscore::report::{self, baseline, exit};
+use toolscore::score::native::{ArgPolicy, Headline, NativeConfig};
+use toolscore::score::{registry, MetricOptions};
 
 /// Spans are decoded on the I/O threads and freed on the scoring threads;
 /// mimalloc handles that pattern with far less CPU than glibc malloc.
@@ -44,7 +44,7 @@ fn no_huge_pages() {
 
 #[derive(Parser)]
 #[command(
-    name = "traceval",
+    name = "toolscore",
     version,
     about = "Score AI agents on tool correctness from OpenTelemetry traces",
     after_help = "Exit codes: 0 all cases pass, 1 some case failed, 2 usage error or rejected input."
@@ -100,7 +100,7 @@ struct DiffArgs {
 struct ConfigArg {
     /// Config file (TOML, or YAML for .yaml/.yml): user conventions, session
     /// keys, name normalization. Unknown keys are errors.
-    #[arg(long, env = "TRACEVAL_CONFIG")]
+    #[arg(long, env = "TOOLSCORE_CONFIG")]
     config: Option<PathBuf>,
 }
 
@@ -152,21 +152,21 @@ struct InputArgs {
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Cap on the inflated size of a gzip input, in MiB.
-    #[arg(long, default_value_t = 512, env = "TRACEVAL_MAX_INFLATED_MIB")]
+    #[arg(long, default_value_t = 512, env = "TOOLSCORE_MAX_INFLATED_MIB")]
     max_inflated_mib: u64,
     /// Score a trace once it has a root span and none of its spans came in
     /// the last N MiB of input, so memory holds only recent traces; `all`
     /// holds every trace to the end of the input.
-    #[arg(long, default_value = "8", value_parser = parse_hold, env = "TRACEVAL_HOLD_WINDOW_MIB")]
+    #[arg(long, default_value = "8", value_parser = parse_hold, env = "TOOLSCORE_HOLD_WINDOW_MIB")]
     hold_window_mib: HoldWindow,
     /// Decoding threads [default: one per core].
-    #[arg(long, env = "TRACEVAL_THREADS")]
+    #[arg(long, env = "TOOLSCORE_THREADS")]
     threads: Option<usize>,
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
     /// Count retriever spans (MLflow RETRIEVER, Langfuse/LangSmith retriever) as tool calls.
-    #[arg(long, env = "TRACEVAL_RETRIEVERS_AS_TOOLS")]
+    #[arg(long, env = "TOOLSCORE_RETRIEVERS_AS_TOOLS")]
     retrievers_as_tools: bool,
     #[command(flatten)]
     config: ConfigArg,
@@ -222,7 +222,7 @@ struct ScoringArgs {
     metrics: Vec<String>,
     /// Pass threshold (cases may override). Default: 0.5 for tool_correctness,
     /// each preset's own otherwise.
-    #[arg(long, env = "TRACEVAL_THRESHOLD")]
+    #[arg(long, env = "TOOLSCORE_THRESHOLD")]
     threshold: Option<f64>,
     /// Strict mode for presets that have one.
     #[arg(long)]
@@ -235,33 +235,33 @@ struct ScoringArgs {
     #[arg(long = "score", default_value = "f1", value_parser = ["recall", "precision", "f1", "order", "exact"])]
     headline: String,
     /// Which calls are scored: `all`, or `top-level` (not those of sub-agents run inside tools).
-    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TRACEVAL_SCOPE")]
+    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TOOLSCORE_SCOPE")]
     scope: String,
     /// Compare tool names normalized (trim, case, `-`/`_`, known prefixes, the
     /// config's renames).
-    #[arg(long, env = "TRACEVAL_NORMALIZE")]
+    #[arg(long, env = "TOOLSCORE_NORMALIZE")]
     normalize: bool,
     #[command(flatten)]
     judge: JudgeArgs,
 }
 
 /// The LLM judge (for `mlflow.llm_*` and `cubeo`): any OpenAI-compatible
-/// chat completions API. The key is read from `TRACEVAL_JUDGE_API_KEY`, else
+/// chat completions API. The key is read from `TOOLSCORE_JUDGE_API_KEY`, else
 /// `OPENAI_API_KEY`. Flags override the config's `[judge]`.
 #[derive(Args)]
 struct JudgeArgs {
     /// Base URL of the API; `/chat/completions` is appended
     /// (e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1 for Ollama).
-    #[arg(long, env = "TRACEVAL_JUDGE_URL")]
+    #[arg(long, env = "TOOLSCORE_JUDGE_URL")]
     judge_url: Option<String>,
     /// Model name as the server knows it.
-    #[arg(long, env = "TRACEVAL_JUDGE_MODEL")]
+    #[arg(long, env = "TOOLSCORE_JUDGE_MODEL")]
     judge_model: Option<String>,
     /// Extra request header `K=V` (repeatable).
     #[arg(long = "judge-header", value_name = "K=V")]
     judge_headers: Vec<String>,
     /// Directory caching answers by (model, prompt): a rerun costs nothing.
-    #[arg(long, env = "TRACEVAL_JUDGE_CACHE")]
+    #[arg(long, env = "TOOLSCORE_JUDGE_CACHE")]
     judge_cache: Option<PathBuf>,
     /// Print the judge prompts on stderr instead of calling the judge.
     #[arg(long)]
@@ -309,7 +309,7 @@ impl JudgeArgs {
         if !c.is_set() {
             return Ok(None);
         }
-        let key = ["TRACEVAL_JUDGE_API_KEY", "OPENAI_API_KEY"]
+        let key = ["TOOLSCORE_JUDGE_API_KEY", "OPENAI_API_KEY"]
             .iter()
             .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
         Ok(Some(Arc::new(Judge::new(c, key)?)))
@@ -321,7 +321,7 @@ struct ReplayArgs {
     #[command(flatten)]
     input: InputArgs,
     /// Fixture file of expected tools (JSONL or a JSON array).
-    #[arg(long, short = 'e', env = "TRACEVAL_EXPECTED")]
+    #[arg(long, short = 'e', env = "TOOLSCORE_EXPECTED")]
     expected: Option<PathBuf>,
     #[command(flatten)]
     scoring: ScoringArgs,
@@ -376,7 +376,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("traceval: error: {err:#}");
+            eprintln!("toolscore: error: {err:#}");
             ExitCode::from(exit::INPUT)
         }
     }
@@ -445,7 +445,7 @@ impl ScoringArgs {
         }
         let settings = ScoreSettings {
             metrics: if self.metrics.is_empty() {
-                MetricSpec::parse_list(&[traceval::score::native::NATIVE_NAME])?
+                MetricSpec::parse_list(&[toolscore::score::native::NATIVE_NAME])?
             } else {
                 MetricSpec::parse_list(&self.metrics)?
             },
@@ -465,12 +465,12 @@ impl ScoringArgs {
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let config = args.input.config.load()?;
     let mut settings = args.scoring.settings(&config)?;
-    let fixture_opts = traceval::expect::FixtureOptions {
+    let fixture_opts = toolscore::expect::FixtureOptions {
         session_keys: settings.session_keys.clone(),
     };
     let (cases, fixture_rejected) = match &args.expected {
         Some(p) => {
-            let loaded = traceval::expect::load_file(p, &fixture_opts)?;
+            let loaded = toolscore::expect::load_file(p, &fixture_opts)?;
             // A format's natural metrics (ADK eval sets: `adk.*`) when the
             // user named none.
             if let (Some(defaults), false) =
@@ -532,7 +532,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out))
         }),
-        // One XML document: the comparison has its own (`traceval diff`).
+        // One XML document: the comparison has its own (`toolscore diff`).
         ReportFormat::Junit => report::write_junit(&report, &mut out),
         ReportFormat::Html => report::write_html(&report, &mut out),
     }
@@ -541,7 +541,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // Machine formats on stdout stay clean; people still see what was rejected.
     if !matches!(args.format, ReportFormat::Table) || args.output.is_some() {
         for r in &report.rejected {
-            eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
+            eprintln!("toolscore: rejected: {}", report::printable(&r.to_string()));
         }
         if !args.input.quiet {
             eprintln!("{}", report.summary_line());
@@ -602,10 +602,10 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let session_keys = config.session_keys();
     let (joiner, fixture_rejected) = match &args.expected {
         Some(p) => {
-            let opts = traceval::expect::FixtureOptions {
+            let opts = toolscore::expect::FixtureOptions {
                 session_keys: session_keys.clone(),
             };
-            let loaded = traceval::expect::load_file(p, &opts)?;
+            let loaded = toolscore::expect::load_file(p, &opts)?;
             let settings = ScoreSettings {
                 session_keys: session_keys.clone(),
                 ..ScoreSettings::default()
@@ -690,11 +690,11 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     rejected.extend(fixture_rejected);
     for r in &rejected {
-        eprintln!("traceval: rejected: {}", report::printable(&r.to_string()));
+        eprintln!("toolscore: rejected: {}", report::printable(&r.to_string()));
     }
     if !args.explain {
         if let Some(hint) = extractor.no_calls_hint(spans, calls) {
-            eprintln!("traceval: hint: {hint}");
+            eprintln!("toolscore: hint: {hint}");
         }
     }
     Ok(ExitCode::from(if rejected.is_empty() {
@@ -759,7 +759,7 @@ struct ScoreArgs {
 }
 
 fn cmd_score(args: ScoreArgs) -> anyhow::Result<ExitCode> {
-    use traceval::score::cases;
+    use toolscore::score::cases;
     if let Some(t) = args.threshold {
         anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
     }
@@ -782,7 +782,7 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<ExitCode> {
     };
     let mut out = open_output(args.output.as_ref())?;
     let summary = cases::score_lines(input, &metrics, &mut out, |bad| {
-        eprintln!("traceval: rejected: {label}: {bad}");
+        eprintln!("toolscore: rejected: {label}: {bad}");
     })
     .and_then(|s| out.flush().map(|()| s))
     .with_context(|| format!("scoring {label}"))?;
@@ -796,13 +796,13 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<ExitCode> {
 #[derive(Args)]
 struct ServeArgs {
     #[command(flatten)]
-    serve: traceval::serve::ServeFlags,
+    serve: toolscore::serve::ServeFlags,
     #[command(flatten)]
     config: ConfigArg,
     #[command(flatten)]
     scoring: ScoringArgs,
     /// Count retriever spans as tool calls.
-    #[arg(long, env = "TRACEVAL_RETRIEVERS_AS_TOOLS")]
+    #[arg(long, env = "TOOLSCORE_RETRIEVERS_AS_TOOLS")]
     retrievers_as_tools: bool,
 }
 
@@ -815,14 +815,14 @@ fn cmd_serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let x = config.extractor()?;
     let retrievers = x.retrievers_as_tools || args.retrievers_as_tools;
     let extractor = x.with_retrievers(retrievers).with_scope(scope);
-    let scoring = traceval::serve::Scoring {
+    let scoring = toolscore::serve::Scoring {
         settings,
         extractor,
     };
     // Precedence: flags > environment > the config file's [serve] > defaults.
     let mut serve_config = config.serve.clone().unwrap_or_default();
     args.serve.apply(&mut serve_config);
-    traceval::serve::keep_freed_memory();
-    traceval::serve::run(serve_config, scoring)?;
+    toolscore::serve::keep_freed_memory();
+    toolscore::serve::run(serve_config, scoring)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -208,7 +208,7 @@ pub fn stream_traces<R: Send>(
     };
     let hand_out = |(warnings, r): (Vec<String>, R)| {
         for warning in warnings {
-            eprintln!("traceval: warning: {warning}");
+            eprintln!("toolscore: warning: {warning}");
         }
         each(r);
     };

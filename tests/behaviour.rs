@@ -6,7 +6,7 @@ use std::fs;
 
 use serde_json::{json, Value};
 
-use crate::util::{data, traceval, TempDir};
+use crate::util::{data, toolscore, TempDir};
 
 const PYDANTIC_RETRY: &str = "902fd4daea843926bacbbb8f4602eafd";
 const PYDANTIC_WEATHER: &str = "31d90f5c8edb6ba92f3e6727a8ad96ea";
@@ -131,7 +131,7 @@ pub fn loop_run() -> String {
 fn replay_jsonl(args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
     let mut argv = vec!["replay", "-q", "-f", "jsonl"];
     argv.extend_from_slice(args);
-    let out = traceval(&argv);
+    let out = toolscore(&argv);
     (
         out.status.code(),
         jsonl(&out.stdout),
@@ -334,7 +334,7 @@ fn per_tool_statistics_in_the_summary_row_and_table() {
         summary["tokens"],
         json!({"traces": 1, "input_tokens": 110, "output_tokens": 55, "per_trace": 165.0})
     );
-    let out = traceval(&["replay", "-q", &gen]);
+    let out = toolscore(&["replay", "-q", &gen]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("TOOL    CALLS  ERRORS  P50 MS  P95 MS"),
@@ -362,7 +362,7 @@ fn baseline_flags_the_changed_case_as_a_regression() {
     let old_fx = write(&dir, "old.jsonl", &original);
     let new_fx = write(&dir, "new.jsonl", &changed);
     let old_report = path(&dir.path().join("old-report.jsonl"));
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         "-q",
         "-f",
@@ -432,7 +432,7 @@ fn baseline_flags_the_changed_case_as_a_regression() {
 
     // `diff` of the two saved reports says the same, in every format.
     let new_report = path(&dir.path().join("new-report.jsonl"));
-    traceval(&[
+    toolscore(&[
         "replay",
         "-q",
         "-f",
@@ -443,7 +443,7 @@ fn baseline_flags_the_changed_case_as_a_regression() {
         "-o",
         &new_report,
     ]);
-    let out = traceval(&["diff", &old_report, &new_report, "-f", "jsonl"]);
+    let out = toolscore(&["diff", &old_report, &new_report, "-f", "jsonl"]);
     assert_eq!(out.status.code(), Some(1));
     let rows = jsonl(&out.stdout);
     let diff_regressed: Vec<_> = of_type(&rows, "comparison")
@@ -452,7 +452,7 @@ fn baseline_flags_the_changed_case_as_a_regression() {
         .collect();
     assert_eq!(diff_regressed.len(), 1);
     assert_eq!(diff_regressed[0]["case"], "mlflow-weather-must-format");
-    let out = traceval(&["diff", &old_report, &new_report, "-f", "junit"]);
+    let out = toolscore(&["diff", &old_report, &new_report, "-f", "junit"]);
     let xml = String::from_utf8_lossy(&out.stdout);
     assert!(
         xml.contains(r#"<testsuite name="baseline" tests="10" failures="1">"#),
@@ -462,13 +462,13 @@ fn baseline_flags_the_changed_case_as_a_regression() {
         xml.contains("<failure message=\"regressed: 1.000 (pass) -&gt; 0.857 (pass)"),
         "{xml}"
     );
-    let out = traceval(&["diff", &old_report, &new_report]);
+    let out = toolscore(&["diff", &old_report, &new_report]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("1 regressed (1 beyond tolerance 0), 9 unchanged"),
         "{table}"
     );
-    let out = traceval(&["diff", &new_report, &old_report, "-f", "jsonl"]);
+    let out = toolscore(&["diff", &new_report, &old_report, "-f", "jsonl"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -481,15 +481,15 @@ fn bad_baselines_are_usage_errors() {
     let dir = TempDir::new("baseline-bad");
     let samples = path(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces"));
     let bad = write(&dir, "bad.jsonl", "{\"type\":\"summary\"}\nnot json\n");
-    let out = traceval(&["replay", "-q", &samples, "--baseline", &bad]);
+    let out = toolscore(&["replay", "-q", &samples, "--baseline", &bad]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.jsonl:2: not JSON"), "{err}");
     let empty = write(&dir, "empty.jsonl", "");
-    let out = traceval(&["diff", &empty, &empty]);
+    let out = toolscore(&["diff", &empty, &empty]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no summary row"));
-    let out = traceval(&["replay", "-q", &samples, "--fail-on", "regression"]);
+    let out = toolscore(&["replay", "-q", &samples, "--fail-on", "regression"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs --baseline"));
 }

@@ -1,10 +1,10 @@
-//! The `traceval` binary end to end: exit codes, report formats, bad input.
+//! The `toolscore` binary end to end: exit codes, report formats, bad input.
 
 use std::fs;
 
 use serde_json::Value;
 
-use crate::util::{data, traceval, TempDir};
+use crate::util::{data, toolscore, TempDir};
 
 const WEATHER_TRACE: &str = "31d90f5c8edb6ba92f3e6727a8ad96ea";
 
@@ -36,7 +36,7 @@ fn passing_case_exits_zero() {
             r#"{{"id":"w","trace_id":"{WEATHER_TRACE}","expected_tools":[{{"name":"get_weather","args":{{"city":"Paris"}}}},{{"name":"get_weather","args":{{"city":"London"}}}},"format_answer"]}}"#
         )],
     );
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         &pydantic(),
         "--expected",
@@ -94,7 +94,7 @@ fn failing_case_exits_one_and_junit_parses() {
             r#"{"id":"ghost","trace_id":"00000000000000000000000000000001","expected_tools":["x"]}"#,
         ],
     );
-    let out = traceval(&["replay", &pydantic(), "-e", &f, "--format", "junit", "-q"]);
+    let out = toolscore(&["replay", &pydantic(), "-e", &f, "--format", "junit", "-q"]);
     assert_eq!(out.status.code(), Some(1));
     let xml = String::from_utf8(out.stdout).unwrap();
     assert!(xml.starts_with("<?xml"));
@@ -116,9 +116,9 @@ fn threshold_and_score_flags() {
         )],
     );
     // F1 = 0.8 (one unexpected format_answer): passes at 0.5, fails at 0.9.
-    let ok = traceval(&["replay", &pydantic(), "-e", &f, "-q", "--format", "jsonl"]);
+    let ok = toolscore(&["replay", &pydantic(), "-e", &f, "-q", "--format", "jsonl"]);
     assert_eq!(ok.status.code(), Some(0));
-    let fail = traceval(&[
+    let fail = toolscore(&[
         "replay",
         &pydantic(),
         "-e",
@@ -130,7 +130,7 @@ fn threshold_and_score_flags() {
         "jsonl",
     ]);
     assert_eq!(fail.status.code(), Some(1));
-    let recall = traceval(&[
+    let recall = toolscore(&[
         "replay",
         &pydantic(),
         "-e",
@@ -169,7 +169,7 @@ fn bad_file_among_good_ones_is_reported_and_others_still_scored() {
             "this line is not JSON",
         ],
     );
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         bad.to_str().unwrap(),
         &pydantic(),
@@ -206,20 +206,20 @@ fn bad_file_among_good_ones_is_reported_and_others_still_scored() {
 
 #[test]
 fn usage_errors_exit_two() {
-    assert_eq!(traceval(&["replay"]).status.code(), Some(2));
+    assert_eq!(toolscore(&["replay"]).status.code(), Some(2));
     assert_eq!(
-        traceval(&["replay", &pydantic(), "--metric", "nope"])
+        toolscore(&["replay", &pydantic(), "--metric", "nope"])
             .status
             .code(),
         Some(2)
     );
     assert_eq!(
-        traceval(&["replay", &pydantic(), "--args", "fuzzy:7"])
+        toolscore(&["replay", &pydantic(), "--args", "fuzzy:7"])
             .status
             .code(),
         Some(2)
     );
-    let out = traceval(&["replay", &pydantic(), "-e", "/nonexistent/expected.jsonl"]);
+    let out = toolscore(&["replay", &pydantic(), "-e", "/nonexistent/expected.jsonl"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/expected.jsonl"));
 }
@@ -233,7 +233,7 @@ fn match_by_attribute_and_stdin_and_protobuf_dir() {
             r#"{"id":"strands-session","match":{"session.id":"sess-strands-42","gen_ai.tool.name":"convert_currency"},"expected_tools":[{"name":"convert_currency","args":{"amount":100,"src":"EUR"}}]}"#,
         ],
     );
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         data("corpus/strands/otlp").to_str().unwrap(),
         "-e",
@@ -259,7 +259,7 @@ fn match_by_attribute_and_stdin_and_protobuf_dir() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&raw).unwrap();
     let gz = gz.finish().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_traceval"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
         .args(["inspect", "--format", "jsonl", "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -273,7 +273,7 @@ fn match_by_attribute_and_stdin_and_protobuf_dir() {
 
 #[test]
 fn sample_traces_show_a_mix() {
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         "sample-traces",
         "--expected",
@@ -320,7 +320,7 @@ fn ragas_sees_argument_keys_in_the_order_written() {
                 r#"{{"id":"c","trace_id":"5b8efff798038103d269b633813fc60c","expected_tools":[{{"name":"search","args":{expected_args}}}]}}"#
             )],
         );
-        let out = traceval(&[
+        let out = toolscore(&[
             "replay",
             path.to_str().unwrap(),
             "--expected",
@@ -355,7 +355,7 @@ fn fixture_bom_repeats_and_unknown_case_metrics() {
         format!(r#"{{"id":"w","trace_id":"{WEATHER_TRACE}","expected_tools":["get_weather"]}}"#);
     let p = dir.path().join("expected.jsonl");
     fs::write(&p, format!("\u{feff}{case}\n{case}\n")).unwrap();
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         &pydantic(),
         "--expected",
@@ -380,7 +380,7 @@ fn fixture_bom_repeats_and_unknown_case_metrics() {
         &dir,
         &[r#"{"id":"odd","match":{"a":"b"},"expected_tools":[],"metrics":["nope"]}"#],
     );
-    let out = traceval(&["replay", &pydantic(), "--expected", &bad]);
+    let out = toolscore(&["replay", &pydantic(), "--expected", &bad]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -408,16 +408,16 @@ fn names_from_traces_are_escaped_in_the_table() {
     }]}]}]});
     let p = dir.path().join("t.json");
     fs::write(&p, doc.to_string()).unwrap();
-    let out = traceval(&["replay", p.to_str().unwrap()]);
+    let out = toolscore(&["replay", p.to_str().unwrap()]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(!table.lines().any(|l| l.starts_with("FORGED")), "{table}");
     assert!(!table.contains('\u{1b}'), "{table}");
     assert!(table.contains("evil\\nFORGED"), "{table}");
-    let out = traceval(&["inspect", p.to_str().unwrap()]);
+    let out = toolscore(&["inspect", p.to_str().unwrap()]);
     let tree = String::from_utf8_lossy(&out.stdout);
     assert!(!tree.lines().any(|l| l.starts_with("FORGED")), "{tree}");
     assert!(!tree.contains('\u{1b}'), "{tree}");
-    let out = traceval(&["replay", p.to_str().unwrap(), "--format", "jsonl"]);
+    let out = toolscore(&["replay", p.to_str().unwrap(), "--format", "jsonl"]);
     let rows = jsonl(&out.stdout);
     assert_eq!(rows[0]["tools_called"][0]["name"], name);
 }
@@ -497,7 +497,7 @@ fn protojson_and_tempo_files_with_enum_names_and_base64_ids() {
         args.extend(files.iter().map(|p| p.display().to_string()));
         args.extend(["-e", &f, "--format", "jsonl", "-q"].map(String::from));
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        traceval(&argv)
+        toolscore(&argv)
     };
 
     // The Tempo file alone is clean: its case passes, nothing is rejected
@@ -570,7 +570,7 @@ fn fifos_link_cycles_and_devices_are_not_read() {
     std::os::unix::fs::symlink(".", traces.join("loop-a")).unwrap();
     std::os::unix::fs::symlink(".", traces.join("loop-b")).unwrap();
     let started = std::time::Instant::now();
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         traces.to_str().unwrap(),
         fifo.to_str().unwrap(),
@@ -589,7 +589,7 @@ fn fifos_link_cycles_and_devices_are_not_read() {
     assert!(!rows.is_empty());
 
     for flag in ["--expected", "--config"] {
-        let out = traceval(&["replay", &pydantic(), flag, "/dev/zero"]);
+        let out = toolscore(&["replay", &pydantic(), flag, "/dev/zero"]);
         assert_eq!(out.status.code(), Some(2), "{flag}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("a device"), "{flag}: {err}");

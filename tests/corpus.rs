@@ -6,17 +6,17 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use traceval::value::json_eq;
+use toolscore::value::json_eq;
 
-use crate::util::{data, traceval};
+use crate::util::{data, toolscore};
 
-/// `trace_id -> [(name, args)]` from `traceval inspect --format jsonl`.
+/// `trace_id -> [(name, args)]` from `toolscore inspect --format jsonl`.
 fn inspect(paths: &[PathBuf], extra: &[&str]) -> HashMap<String, Vec<(String, Value)>> {
     let mut args: Vec<String> = vec!["inspect".into(), "--format".into(), "jsonl".into()];
     args.extend(extra.iter().map(|s| s.to_string()));
     args.extend(paths.iter().map(|p| p.display().to_string()));
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = traceval(&argv);
+    let out = toolscore(&argv);
     assert!(
         out.status.success(),
         "inspect failed: {}",
@@ -221,7 +221,7 @@ fn retrievers_are_off_by_default() {
 
 #[test]
 fn errors_carry_status_and_message() {
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         "--format",
         "jsonl",
@@ -253,7 +253,7 @@ fn errors_carry_status_and_message() {
 fn tolerant_json_decoder_matches_the_serde_derives_on_the_corpus() {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use prost::Message;
-    use traceval::ingest::otlp_json;
+    use toolscore::ingest::otlp_json;
 
     let decode_new = |bytes: &[u8], what: &str| {
         let doc = otlp_json::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -285,7 +285,7 @@ fn tolerant_json_decoder_matches_the_serde_derives_on_the_corpus() {
                 assert_eq!(new, from_pb.into(), "{what} vs .pb");
             }
             files += 1;
-            spans += traceval::ingest::span_count(&new);
+            spans += toolscore::ingest::span_count(&new);
         }
         let text = std::fs::read(data(&format!("corpus/{source}/traces.jsonl"))).unwrap();
         for (i, line) in text.split(|&b| b == b'\n').enumerate() {

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::util::{data, traceval};
+use crate::util::{data, toolscore};
 
 /// Runs `replay` on a corpus folder's traces with `expected` (under
 /// `tests/data/expect/`) and `extra` flags, JSONL out; gives the exit code,
@@ -26,7 +26,7 @@ fn replay(
         "jsonl",
     ];
     args.extend_from_slice(extra);
-    let out = traceval(&args);
+    let out = toolscore(&args);
     let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -179,7 +179,7 @@ fn ragas_samples_jsonl() {
 fn table_says_how_each_case_was_joined() {
     let traces = data("corpus/mlflow/traces.jsonl");
     let fixture = data("expect/mlflow-records.json");
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         traces.to_str().unwrap(),
         "--expected",
@@ -260,7 +260,7 @@ fn unknown_file_is_named_with_its_keys() {
 fn inspect_names_the_cases_each_trace_joins_and_how() {
     let traces = data("corpus/google-adk/traces.jsonl");
     let fixture = data("expect/weather.evalset.json");
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         traces.to_str().unwrap(),
         "--expected",
@@ -287,7 +287,7 @@ fn inspect_names_the_cases_each_trace_joins_and_how() {
         cases_of("a1c5af58646227bba879e3811e0e66d3"),
         serde_json::json!([])
     );
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         traces.to_str().unwrap(),
         "--expected",

@@ -1,9 +1,9 @@
-//! `traceval inspect --explain` and the hint for inputs with spans but no
+//! `toolscore inspect --explain` and the hint for inputs with spans but no
 //! tool call, through the real binary on OTLP/JSON files written here.
 
 use serde_json::{json, Value};
 
-use crate::util::{data, traceval, TempDir};
+use crate::util::{data, toolscore, TempDir};
 
 fn span(id: &str, parent: Option<&str>, name: &str, start: u64, attrs: &[(&str, &str)]) -> Value {
     let mut s = json!({
@@ -96,7 +96,7 @@ fn model_calls_only(dir: &TempDir) -> String {
 fn inspect_explain_shows_the_rule_or_the_near_misses_per_span() {
     let dir = TempDir::new("explain");
     let file = legacy_run(&dir);
-    let out = traceval(&["inspect", "--explain", "--format", "jsonl", &file]);
+    let out = toolscore(&["inspect", "--explain", "--format", "jsonl", &file]);
     assert!(
         out.status.success(),
         "{}",
@@ -123,7 +123,7 @@ fn inspect_explain_shows_the_rule_or_the_near_misses_per_span() {
         json!({"why": "wrong_value", "what": "attribute gen_ai.operation.name", "found": "chat", "wants": "`execute_tool`"})
     );
 
-    let out = traceval(&["inspect", "--explain", &file]);
+    let out = toolscore(&["inspect", "--explain", &file]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for needle in [
@@ -141,26 +141,26 @@ fn spans_without_any_tool_call_get_a_hint_never_a_silent_empty_result() {
     let dir = TempDir::new("hint");
     let empty = model_calls_only(&dir);
 
-    let out = traceval(&["inspect", &empty]);
+    let out = toolscore(&["inspect", &empty]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let hint = err
         .lines()
-        .find(|l| l.starts_with("traceval: hint: "))
+        .find(|l| l.starts_with("toolscore: hint: "))
         .unwrap_or_else(|| panic!("no hint on stderr: {err}"));
     for needle in [
         "no tool calls in 1 span(s)",
         "conventions tried: ",
         "otel-genai",
         "openinference",
-        "run `traceval inspect --explain` to see why",
+        "run `toolscore inspect --explain` to see why",
     ] {
         assert!(hint.contains(needle), "{needle}: {hint}");
     }
 
     // replay: the hint ends the summary line (stdout for the table,
     // stderr for machine formats).
-    let out = traceval(&["replay", &empty]);
+    let out = toolscore(&["replay", &empty]);
     let text = String::from_utf8_lossy(&out.stdout);
     let summary = text.lines().last().unwrap_or_default();
     assert!(
@@ -168,7 +168,7 @@ fn spans_without_any_tool_call_get_a_hint_never_a_silent_empty_result() {
         "{summary}"
     );
     assert!(summary.contains("inspect --explain"), "{summary}");
-    let out = traceval(&["replay", "--format", "jsonl", &empty]);
+    let out = toolscore(&["replay", "--format", "jsonl", &empty]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("inspect --explain"));
 
     // Inputs with calls get no hint.
@@ -177,13 +177,13 @@ fn spans_without_any_tool_call_get_a_hint_never_a_silent_empty_result() {
         vec!["inspect", found.as_str()],
         vec!["replay", "--format", "jsonl", found.as_str()],
     ] {
-        let out = traceval(&args);
+        let out = toolscore(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("inspect --explain"), "{args:?}: {err}");
     }
     let corpus = data("corpus/pydantic-ai/traces.jsonl")
         .display()
         .to_string();
-    let out = traceval(&["inspect", &corpus]);
+    let out = toolscore(&["inspect", &corpus]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("hint"));
 }

@@ -1,11 +1,11 @@
 //! Issue 3 end to end: MLflow native JSON, agent runs and scope, sessions,
-//! config files (user conventions, normalization), `traceval conventions`.
+//! config files (user conventions, normalization), `toolscore conventions`.
 
 use std::fs;
 
 use serde_json::{json, Value};
 
-use crate::util::{data, traceval, TempDir};
+use crate::util::{data, toolscore, TempDir};
 
 fn jsonl(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
@@ -17,7 +17,7 @@ fn jsonl(stdout: &[u8]) -> Vec<Value> {
 fn inspect_rows(args: &[&str]) -> Vec<Value> {
     let mut argv = vec!["inspect", "--format", "jsonl", "-q"];
     argv.extend_from_slice(args);
-    let out = traceval(&argv);
+    let out = toolscore(&argv);
     assert!(
         out.status.success(),
         "inspect {args:?}: {}",
@@ -125,7 +125,7 @@ fn nested_sub_agent_runs_and_depth_in_every_source() {
 
 #[test]
 fn inspect_table_prints_the_run_tree_and_retrievers() {
-    let out = traceval(&["inspect", "-q", &corpus("langfuse/traces.jsonl")]);
+    let out = toolscore(&["inspect", "-q", &corpus("langfuse/traces.jsonl")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("  agent demo_agent  [langfuse-agent;")
@@ -138,7 +138,7 @@ fn inspect_table_prints_the_run_tree_and_retrievers() {
         text.contains("search_knowledge_base") && text.contains("retriever, not counted"),
         "{text}"
     );
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         "-q",
         "--retrievers-as-tools",
@@ -160,7 +160,7 @@ fn scope_top_level_scores_only_the_outer_agent() {
         r#"{"id":"trip","trace_id":"66b31ef7b5c2881c468d97dc621e6051","expected_tools":["plan_trip"]}"#,
     );
     let run = |scope: &str| {
-        let out = traceval(&[
+        let out = toolscore(&[
             "replay",
             &corpus("langfuse/traces.jsonl"),
             "-e",
@@ -202,7 +202,7 @@ fn a_session_case_expects_the_calls_of_all_its_traces_in_order() {
         ]
         .join("\n"),
     );
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         &corpus("langfuse/traces.jsonl"),
         "-e",
@@ -248,7 +248,7 @@ fn a_session_case_expects_the_calls_of_all_its_traces_in_order() {
         .iter()
         .any(|r| r["type"] == "unmatched_trace"
             && (r["trace_id"] == "48d75dfdea2aa05f4cf785edd381ba1b")));
-    let table = traceval(&["replay", &corpus("langfuse/traces.jsonl"), "-e", &f, "-q"]);
+    let table = toolscore(&["replay", &corpus("langfuse/traces.jsonl"), "-e", &f, "-q"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("session sess-lf-42 (2 traces)"));
 }
 
@@ -265,7 +265,7 @@ fn session_keys_come_from_the_config() {
         "expected.jsonl",
         r#"{"id":"user","session_id":"user-7","expected_tools":["get_weather","convert_currency"]}"#,
     );
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         &corpus("vercel-ai/traces.jsonl"),
         "-e",
@@ -374,7 +374,7 @@ fn an_in_house_convention_defined_only_in_a_config_file_is_extracted() {
             "-q",
         ];
         argv.extend_from_slice(extra);
-        traceval(&argv).status.code()
+        toolscore(&argv).status.code()
     };
     assert_eq!(run(&[]), Some(1), "names differ without --normalize");
     assert_eq!(run(&["--normalize"]), Some(0));
@@ -399,7 +399,7 @@ fn config_errors_are_usage_errors() {
         ),
     ] {
         let cfg = write(&dir, name, text);
-        let out = traceval(&["inspect", "--config", &cfg, &trace]);
+        let out = toolscore(&["inspect", "--config", &cfg, &trace]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{name}: {err}");
         assert!(err.contains(needle) && err.contains(name), "{name}: {err}");
@@ -408,7 +408,7 @@ fn config_errors_are_usage_errors() {
 
 #[test]
 fn conventions_prints_the_active_rule_table() {
-    let out = traceval(&["conventions"]);
+    let out = toolscore(&["conventions"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for needle in [
@@ -428,7 +428,7 @@ fn conventions_prints_the_active_rule_table() {
     // A config's rules show up, in priority order, and replace built-ins by name.
     let dir = TempDir::new("conv");
     let cfg = write(&dir, "c.toml", ACME_TOML);
-    let out = traceval(&["conventions", "--config", &cfg, "--format", "json"]);
+    let out = toolscore(&["conventions", "--config", &cfg, "--format", "json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = v["conventions"]["rule"]
         .as_array()
@@ -449,12 +449,12 @@ fn conventions_prints_the_active_rule_table() {
         assert!(names.contains(&added), "{added} missing: {names:?}");
     }
     // The TOML form is a config file that changes nothing.
-    let out = traceval(&["conventions", "--format", "toml"]);
+    let out = toolscore(&["conventions", "--format", "toml"]);
     let printed = write(&dir, "printed.toml", &String::from_utf8_lossy(&out.stdout));
     let a = inspect_rows(&["--config", &printed, &corpus("strands/traces.jsonl")]);
     let b = inspect_rows(&[&corpus("strands/traces.jsonl")]);
     assert_eq!(a, b);
-    let out = traceval(&["conventions", "--format", "yaml"]);
+    let out = toolscore(&["conventions", "--format", "yaml"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("name: otel-genai"));
 }
 
@@ -466,7 +466,7 @@ fn the_readme_config_example_loads() {
     let end = start + section[start..].find("```").unwrap();
     let dir = TempDir::new("readme");
     let cfg = write(&dir, "readme.toml", &section[start..end]);
-    let out = traceval(&["conventions", "--config", &cfg]);
+    let out = toolscore(&["conventions", "--config", &cfg]);
     assert!(
         out.status.success(),
         "{}",

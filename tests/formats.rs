@@ -7,7 +7,7 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use crate::util::{data, traceval, TempDir};
+use crate::util::{data, toolscore, TempDir};
 
 fn path(name: &str) -> String {
     data(&format!("formats/{name}")).display().to_string()
@@ -20,9 +20,9 @@ fn rows(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// `traceval inspect --format jsonl FILE`, expecting success.
+/// `toolscore inspect --format jsonl FILE`, expecting success.
 fn inspect(file: &str) -> Vec<Value> {
-    let out = traceval(&["inspect", "--format", "jsonl", file]);
+    let out = toolscore(&["inspect", "--format", "jsonl", file]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -38,12 +38,12 @@ fn trace<'a>(rows: &'a [Value], id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no trace {id} in {rows:?}"))
 }
 
-/// `traceval replay FILE --expected <cases>`: the exit code and the rows.
+/// `toolscore replay FILE --expected <cases>`: the exit code and the rows.
 fn replay(dir: &TempDir, file: &str, cases: &[Value]) -> (Option<i32>, Vec<Value>) {
     let fixture = dir.path().join("expected.jsonl");
     let text: Vec<String> = cases.iter().map(Value::to_string).collect();
     fs::write(&fixture, text.join("\n")).unwrap();
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         file,
         "--expected",
@@ -228,7 +228,7 @@ fn a_broken_console_object_is_rejected_alone_with_its_line() {
     let dir = TempDir::new("console-broken");
     let file = dir.path().join("spans.json");
     fs::write(&file, broken).unwrap();
-    let out = traceval(&["inspect", "--format", "jsonl", file.to_str().unwrap()]);
+    let out = toolscore(&["inspect", "--format", "jsonl", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -258,7 +258,7 @@ fn empty_or_unreadable_downloads_are_never_silently_empty() {
         r#"[{"traceId":"e457b5a2e4d86bd1a3b2c5e0f9d81c47","id":"not-hex","name":"search_flights"}]"#,
     )
     .unwrap();
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         "--format",
         "jsonl",
@@ -299,7 +299,7 @@ fn one_bad_mlflow_span_is_left_out_alone_and_its_trace_kept() {
     let file = dir.path().join("traces.json");
     fs::write(&file, json!([first, second, third]).to_string()).unwrap();
 
-    let out = traceval(&["inspect", "--format", "jsonl", file.to_str().unwrap()]);
+    let out = toolscore(&["inspect", "--format", "jsonl", file.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(

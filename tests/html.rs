@@ -13,11 +13,11 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
-use crate::util::{hex, traceval, TempDir};
+use crate::util::{hex, toolscore, TempDir};
 
 /// `target/` of this build (the binary lives in `target/<profile>/`).
 fn target_dir() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_traceval"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_toolscore"));
     bin.parent()
         .and_then(Path::parent)
         .map(Path::to_path_buf)
@@ -338,7 +338,7 @@ fn html_report_in_a_real_browser() {
         if let Some(o) = out {
             args.extend(["--output", o]);
         }
-        traceval(&args)
+        toolscore(&args)
     };
     let html = run("html", Some(page_arg));
     let jsonl = run("jsonl", None);
@@ -539,7 +539,7 @@ fn write_report(dir: &TempDir, n: usize, tool: &str) -> (String, std::process::O
     let o = dir.path().join("report.html");
     std::fs::write(&t, traces).unwrap();
     std::fs::write(&e, cases).unwrap();
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         t.to_str().unwrap(),
         "-e",
@@ -623,7 +623,7 @@ fn html_timeline_is_bounded() {
         json!({"id": "big", "trace_id": trace, "expected_tools": ["step_1"]}).to_string() + "\n",
     )
     .unwrap();
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         t.to_str().unwrap(),
         "-e",

@@ -15,11 +15,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use traceval::evaluate::{MetricSpec, ScoreSettings};
-use traceval::judge::{Judge, JudgeConfig};
-use traceval::serve::{CancellationToken, Listeners, Scoring, ServeConfig, Server};
+use toolscore::evaluate::{MetricSpec, ScoreSettings};
+use toolscore::judge::{Judge, JudgeConfig};
+use toolscore::serve::{CancellationToken, Listeners, Scoring, ServeConfig, Server};
 
-use crate::util::{data, traceval, TempDir};
+use crate::util::{data, toolscore, TempDir};
 
 const WEATHER: &str = "31d90f5c8edb6ba92f3e6727a8ad96ea";
 const SUPPORT: &str = "8a7f18c6fa42f9918229342ebb4c78f8";
@@ -306,9 +306,9 @@ fn replay_scores_with_retries_errors_and_cache() {
     let f = fixture(dir.path());
     let trace = pydantic();
     let run = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_traceval"))
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
             .args(replay_args(&server.url, &cache, &f, &trace))
-            .env("TRACEVAL_JUDGE_API_KEY", "sk-test")
+            .env("TOOLSCORE_JUDGE_API_KEY", "sk-test")
             .output()
             .unwrap()
     };
@@ -444,7 +444,7 @@ fn replay_reports_rate_limit_and_timeout_per_metric() {
     let dir = TempDir::new("judge-errors");
     let f = fixture(dir.path());
     let started = Instant::now();
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         &pydantic(),
         "--expected",
@@ -495,7 +495,7 @@ fn replay_reports_rate_limit_and_timeout_per_metric() {
 fn dry_run_prints_prompts_and_calls_nothing() {
     let dir = TempDir::new("judge-dry");
     let f = fixture(dir.path());
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         &pydantic(),
         "--expected",
@@ -532,12 +532,12 @@ fn dry_run_prints_prompts_and_calls_nothing() {
 
 #[test]
 fn judged_metric_without_a_judge_is_a_usage_error_and_cubeo_is_labelled() {
-    let out = traceval(&["replay", &pydantic(), "-m", "mlflow.llm_efficiency", "-q"]);
+    let out = toolscore(&["replay", &pydantic(), "-m", "mlflow.llm_efficiency", "-q"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--judge-url"));
     let dir = TempDir::new("judge-none");
     let f = fixture(dir.path());
-    let out = traceval(&[
+    let out = toolscore(&[
         "replay",
         &pydantic(),
         "-e",
@@ -561,7 +561,7 @@ fn judged_metric_without_a_judge_is_a_usage_error_and_cubeo_is_labelled() {
 
 #[test]
 fn inspect_shows_request_and_available_tools() {
-    let out = traceval(&["inspect", &pydantic(), "--format", "jsonl", "-q"]);
+    let out = toolscore(&["inspect", &pydantic(), "--format", "jsonl", "-q"]);
     let r = rows(&out.stdout);
     let w = r.iter().find(|r| r["trace_id"] == WEATHER).unwrap();
     assert_eq!(w["request"], "What is the weather in Paris and London?");
@@ -575,7 +575,7 @@ fn inspect_shows_request_and_available_tools() {
         names.contains(&"get_weather") && names.contains(&"format_answer"),
         "{names:?}"
     );
-    let out = traceval(&["inspect", &pydantic(), "-q"]);
+    let out = toolscore(&["inspect", &pydantic(), "-q"]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("request: What is the weather in Paris and London?"),
@@ -705,13 +705,13 @@ fn refusing_scope_answers_overloaded_without_calling() {
         None,
     )
     .unwrap();
-    let prompt = traceval::judge::Prompt {
+    let prompt = toolscore::judge::Prompt {
         metric: "m".into(),
         system: "s".into(),
         user: "u".into(),
-        kind: traceval::judge::AnswerKind::YesNo,
+        kind: toolscore::judge::AnswerKind::YesNo,
     };
-    let err = traceval::judge::refusing(|| judge.ask(&prompt)).unwrap_err();
+    let err = toolscore::judge::refusing(|| judge.ask(&prompt)).unwrap_err();
     assert_eq!(err.to_string(), "judge overloaded: its queue is full");
     assert_eq!(judge.usage().requests, 0);
 }

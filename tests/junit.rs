@@ -7,7 +7,7 @@ use std::fs;
 use roxmltree::{Document, Node};
 use serde_json::Value;
 
-use crate::util::{traceval, TempDir};
+use crate::util::{toolscore, TempDir};
 
 /// What the schema allows for one element: its child elements, its
 /// attributes, which of them are required, and whether it may hold text.
@@ -255,7 +255,7 @@ fn the_check_rejects_what_strict_readers_reject() {
 </testsuites>"#;
     assert!(check_schema(ok).is_ok(), "{:?}", check_schema(ok).err());
     let bad = [
-        // Scores as testcase properties (what traceval wrote before quick-junit).
+        // Scores as testcase properties (what toolscore wrote before quick-junit).
         (
             ok.replace(
                 r#"<testcase name="a"/>"#,
@@ -302,7 +302,7 @@ fn junit_report_passes_the_schema_and_says_what_jsonl_says() {
     let broken = dir.path().join("broken.json");
     fs::write(&broken, "{\"resourceSpans\": [").unwrap();
     let run = |format: &str| {
-        traceval(&[
+        toolscore(&[
             "replay",
             "sample-traces",
             broken.to_str().unwrap(),
@@ -361,7 +361,7 @@ fn junit_report_passes_the_schema_and_says_what_jsonl_says() {
             .iter()
             .find(|c| c.attribute("name") == Some(name.as_str()))
             .unwrap_or_else(|| panic!("no testcase {name} in\n{xml}"));
-        assert_eq!(case.attribute("classname"), Some("traceval"));
+        assert_eq!(case.attribute("classname"), Some("toolscore"));
         let explanation = e["explanation"].as_str().unwrap();
         let (_, out) = child_text(*case, "system-out").expect("scores in system-out");
         assert!(out.contains("tool_correctness: "), "{out}");
@@ -388,7 +388,7 @@ fn junit_report_passes_the_schema_and_says_what_jsonl_says() {
     // The rejected input is an error, named after the file.
     let rejected = cases
         .iter()
-        .find(|c| c.attribute("classname") == Some("traceval.input"))
+        .find(|c| c.attribute("classname") == Some("toolscore.input"))
         .unwrap();
     assert_eq!(rejected.attribute("name"), broken.to_str());
     let (err, _) = child_text(*rejected, "error").unwrap();

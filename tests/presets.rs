@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::util::{data, traceval};
+use crate::util::{data, toolscore};
 
 fn read_jsonl(rel: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(data(rel)).expect("read oracle file");
@@ -33,7 +33,7 @@ fn oracle_modes() -> Vec<String> {
 
 fn score_all() -> HashMap<String, Value> {
     let cases = data("oracle/cases.jsonl");
-    let out = traceval(&[
+    let out = toolscore(&[
         "score",
         "--cases",
         cases.to_str().expect("path"),
@@ -42,7 +42,7 @@ fn score_all() -> HashMap<String, Value> {
     ]);
     assert!(
         out.status.success(),
-        "traceval score failed: {}",
+        "toolscore score failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout)
@@ -153,7 +153,7 @@ fn rejected_lines_give_exit_2_and_do_not_stop_the_rest() {
     )
     .expect("write");
     let out_path = dir.path().join("out.jsonl");
-    let out = traceval(&[
+    let out = toolscore(&[
         "score",
         "--cases",
         path.to_str().expect("path"),
@@ -205,7 +205,7 @@ fn threshold_and_strict_override_preset_defaults() {
             "deepeval.default",
         ];
         args.extend_from_slice(extra);
-        let out = traceval(&args);
+        let out = toolscore(&args);
         assert!(
             out.status.success(),
             "{}",
@@ -218,7 +218,7 @@ fn threshold_and_strict_override_preset_defaults() {
     assert_eq!(run(&["--threshold", "0.6"])["pass"], Value::Bool(false));
     // The per-metric spec syntax of `replay` and `serve` works here too; the
     // result is reported under the spec as written.
-    let out = traceval(&[
+    let out = toolscore(&[
         "score",
         "--cases",
         path.to_str().expect("path"),
@@ -252,7 +252,7 @@ fn threshold_and_strict_override_preset_defaults() {
 #[test]
 fn unknown_metric_is_a_usage_error() {
     let cases = data("oracle/cases.jsonl");
-    let out = traceval(&[
+    let out = toolscore(&[
         "score",
         "--cases",
         cases.to_str().expect("path"),
@@ -282,7 +282,7 @@ fn extra_edge_cases_match_the_libraries() {
     for m in &modes {
         args.extend(["--metric", m]);
     }
-    let out = traceval(&args);
+    let out = toolscore(&args);
     assert!(
         out.status.success(),
         "{}",

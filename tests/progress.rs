@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::util::{traceval, TempDir};
+use crate::util::{toolscore, TempDir};
 
 const REPLAY: &str = "replay sample-traces --expected sample-traces/expected.jsonl";
 
@@ -18,7 +18,7 @@ fn sh_quote(s: &str) -> String {
 }
 
 fn bin() -> String {
-    sh_quote(env!("CARGO_BIN_EXE_traceval"))
+    sh_quote(env!("CARGO_BIN_EXE_toolscore"))
 }
 
 /// Runs the shell command line `cmd` on a pseudo-terminal; returns its exit
@@ -45,7 +45,7 @@ fn expected_counts() -> (u64, u64) {
         .split(' ')
         .chain(["--format", "jsonl", "-q"])
         .collect();
-    let out = traceval(&args);
+    let out = toolscore(&args);
     let summary: Value = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -118,7 +118,7 @@ fn no_progress_under_quiet_or_when_stderr_is_not_a_terminal() {
 
     // No terminal at all: stderr is a pipe.
     let args: Vec<&str> = REPLAY.split(' ').collect();
-    let out = traceval(&args);
+    let out = toolscore(&args);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

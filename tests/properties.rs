@@ -15,7 +15,7 @@ use prost::Message;
 use serde_json::{json, Value};
 
 use crate::serve::{keyed, kv, post, replay_rows, request, start, Framing, PROTOBUF};
-use crate::util::{hex, traceval, TempDir};
+use crate::util::{hex, toolscore, TempDir};
 
 const TOOLS: &[&str] = &[
     "get_weather",
@@ -200,13 +200,13 @@ proptest! {
         let reqs = [request(all_spans(&traces))];
         let file = write_requests(dir.path(), "all", &reqs).remove(0);
         let file = file.to_str().unwrap();
-        let jsonl = traceval(&["inspect", "--format", "jsonl", file]);
+        let jsonl = toolscore(&["inspect", "--format", "jsonl", file]);
         prop_assert_eq!(jsonl.status.code(), Some(0));
         let rows: Vec<Value> = String::from_utf8_lossy(&jsonl.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        let table = traceval(&["inspect", file]);
+        let table = toolscore(&["inspect", file]);
         prop_assert_eq!(table.status.code(), Some(0));
         let table = String::from_utf8_lossy(&table.stdout).to_string();
         let reported: Vec<String> = rows

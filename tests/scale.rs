@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::util::{protojson_agent_span, protojson_tool_span, traceval, TempDir};
+use crate::util::{protojson_agent_span, protojson_tool_span, toolscore, TempDir};
 
 /// One Collector JSON line holding `spans`.
 fn line(spans: &[String]) -> String {
@@ -69,7 +69,7 @@ fn a_trace_is_held_while_its_spans_may_still_come_and_a_late_span_is_reported() 
     let path = path.to_str().unwrap();
 
     // The default window (8 MiB) covers the late span: one trace, two calls.
-    let out = traceval(&["inspect", path, "--format", "jsonl", "-q"]);
+    let out = toolscore(&["inspect", path, "--format", "jsonl", "-q"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -80,7 +80,7 @@ fn a_trace_is_held_while_its_spans_may_still_come_and_a_late_span_is_reported() 
 
     // A window of 0 releases trace 1 at once: its late span is rejected
     // with the trace id and what to do, never scored as a new trace.
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         path,
         "--format",
@@ -99,7 +99,7 @@ fn a_trace_is_held_while_its_spans_may_still_come_and_a_late_span_is_reported() 
     );
 
     // `all` holds every trace to the end, as replay did before streaming.
-    let out = traceval(&[
+    let out = toolscore(&[
         "inspect",
         path,
         "--format",
@@ -117,7 +117,7 @@ fn a_trace_is_held_while_its_spans_may_still_come_and_a_late_span_is_reported() 
 /// rusage of a child also counts this (large) test process's pages, shared
 /// with the child between its spawn and its exec.
 fn run_measured(args: &[&str]) -> (Option<i32>, String, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -145,7 +145,7 @@ fn run_measured(args: &[&str]) -> (Option<i32>, String, u64) {
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
-            panic!("traceval {args:?} still running after 60 s");
+            panic!("toolscore {args:?} still running after 60 s");
         }
         // The poll interval of the peak reading, not a wait for an event.
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -184,10 +184,10 @@ fn a_gzip_bomb_is_rejected_without_holding_what_it_inflates_to() {
 /// with the projection that `inspect` uses as with every attribute kept.
 #[test]
 fn projection_keeps_everything_inspect_shows() {
-    use traceval::assemble::session;
-    use traceval::extract::Extractor;
-    use traceval::ingest::otlp_json::{KeepAll, KeyFilter};
-    use traceval::replay::{stream_traces, ReadOptions};
+    use toolscore::assemble::session;
+    use toolscore::extract::Extractor;
+    use toolscore::ingest::otlp_json::{KeepAll, KeyFilter};
+    use toolscore::replay::{stream_traces, ReadOptions};
 
     let extractor = Extractor::default();
     let keys = session::default_keys();
@@ -210,8 +210,8 @@ fn projection_keeps_everything_inspect_shows() {
                         // JSONL report adds.
                         let row = format!(
                             "{} {:?}",
-                            traceval::report::inspect_row(t, &a, s.as_ref(), None),
-                            traceval::extract::facts::token_usage(t)
+                            toolscore::report::inspect_row(t, &a, s.as_ref(), None),
+                            toolscore::extract::facts::token_usage(t)
                         );
                         (row, attrs)
                     })

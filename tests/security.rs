@@ -1,4 +1,4 @@
-//! TLS, mutual TLS and bearer-token auth of `traceval serve`, on the real
+//! TLS, mutual TLS and bearer-token auth of `toolscore serve`, on the real
 //! binary and real sockets: certificates are made in the test (rcgen),
 //! exports go over HTTPS (reqwest) and gRPC over TLS (tonic), and the
 //! results are read back from the JSONL output.
@@ -17,7 +17,7 @@ use prost::Message;
 use serde_json::Value;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
-use crate::util::{hex, poll_until, traceval, TempDir};
+use crate::util::{hex, poll_until, toolscore, TempDir};
 
 const TOKEN: &str = "tok-3f9a1c";
 
@@ -94,7 +94,7 @@ impl Certs {
 
 // ------------------------------------------------------------ the server
 
-/// `traceval serve` as a child process; its ports come from `Listening.`.
+/// `toolscore serve` as a child process; its ports come from `Listening.`.
 struct Srv {
     child: Child,
     grpc: SocketAddr,
@@ -109,7 +109,7 @@ impl Srv {
     fn start(admin: &str, args: &[String]) -> Srv {
         let dir = TempDir::new("sec-srv");
         let out = dir.path().join("results.jsonl");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
             .args(["serve", "--grpc-endpoint", "127.0.0.1:0"])
             .args(["--http-endpoint", "127.0.0.1:0", "--admin-endpoint", admin])
             .args(["--decision-wait", "200ms", "--quiet"])
@@ -119,7 +119,7 @@ impl Srv {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start traceval serve");
+            .expect("start toolscore serve");
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let log = std::thread::spawn(move || {
@@ -392,7 +392,7 @@ fn tls_exports_over_https_and_grpc_are_scored_and_plaintext_is_refused() {
     let failures = || {
         metric(
             &admin("/metrics").1,
-            "traceval_tls_handshake_failures_total",
+            "toolscore_tls_handshake_failures_total",
         )
     };
     assert!(
@@ -517,8 +517,8 @@ fn bearer_token_is_required_except_for_probes() {
     grpc_export(&rt, srv.grpc, None, 6, Some(TOKEN)).expect("gRPC with the token");
 
     // The results API streams tool arguments: it needs the token too.
-    use traceval::serve::results_api::pb::results_service_client::ResultsServiceClient;
-    use traceval::serve::results_api::pb::SubscribeRequest;
+    use toolscore::serve::results_api::pb::results_service_client::ResultsServiceClient;
+    use toolscore::serve::results_api::pb::SubscribeRequest;
     let url = format!("http://{}", srv.grpc);
     let e = rt
         .block_on(async {
@@ -536,7 +536,7 @@ fn bearer_token_is_required_except_for_probes() {
     assert_eq!(status, 200);
     // Two HTTP, two gRPC, one results API, two /metrics.
     assert_eq!(
-        metric(&text, "traceval_requests_unauthenticated_total"),
+        metric(&text, "toolscore_requests_unauthenticated_total"),
         7.0
     );
 
@@ -603,7 +603,7 @@ fn bad_tls_and_token_files_are_refused_at_start() {
             "off",
         ];
         args.extend_from_slice(extra);
-        let out = traceval(&args);
+        let out = toolscore(&args);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -1,4 +1,4 @@
-//! `traceval serve` on real sockets (127.0.0.1:0): the opentelemetry-otlp
+//! `toolscore serve` on real sockets (127.0.0.1:0): the opentelemetry-otlp
 //! exporters, corpus replays over both transports compared with `replay`,
 //! the OTLP status rules, backpressure, late spans, and SIGTERM on the real
 //! binary. Decision waits are short; every wait is bounded.
@@ -21,12 +21,12 @@ use prost::Message;
 use serde_json::{json, Value};
 use tonic::codec::CompressionEncoding;
 
-use traceval::serve::{
+use toolscore::serve::{
     CancellationToken, Listeners, RpcStatus, Scoring, ServeConfig, ServeError, ServeStats,
     ServeSummary, Server, StatsSnapshot,
 };
 
-use crate::util::{data, poll_until, traceval, TempDir};
+use crate::util::{data, poll_until, toolscore, TempDir};
 
 const WAIT: Duration = Duration::from_millis(200);
 
@@ -564,7 +564,7 @@ pub(crate) fn replay_rows(files: &[PathBuf], fixture: &Path) -> Vec<Value> {
     ];
     args.extend(files.iter().map(|p| p.display().to_string()));
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = traceval(&argv);
+    let out = toolscore(&argv);
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
         "replay failed: {}",
@@ -1064,7 +1064,7 @@ fn results_exporter_down_never_blocks_scoring_or_shutdown() {
     }
     let dropped = || {
         let (_, text) = get(serve.admin, "/metrics");
-        metric_value(&text, "traceval_results_dropped_total")
+        metric_value(&text, "toolscore_results_dropped_total")
     };
     poll_until(Duration::from_secs(15), || dropped() > 0.0);
     assert!(dropped() > 0.0, "dropped records are counted");
@@ -1082,7 +1082,7 @@ fn results_exporter_down_never_blocks_scoring_or_shutdown() {
     assert_eq!(rows.last().unwrap()["type"], "summary", "{log}");
 }
 
-/// `traceval serve` as a child process on 127.0.0.1:0 ports, found in its
+/// `toolscore serve` as a child process on 127.0.0.1:0 ports, found in its
 /// `Listening.` log line.
 struct Spawned {
     child: std::process::Child,
@@ -1093,7 +1093,7 @@ struct Spawned {
 
 impl Spawned {
     fn start(args: &[&str], out: &Path) -> Spawned {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
             .args([
                 "serve",
                 "--grpc-endpoint",
@@ -1109,7 +1109,7 @@ impl Spawned {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start traceval serve");
+            .expect("start toolscore serve");
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let log = std::thread::spawn(move || {
@@ -1233,21 +1233,21 @@ impl TraceService for Capture {
 }
 
 impl Capture {
-    /// Every received span but traceval's own evaluation spans,
+    /// Every received span but toolscore's own evaluation spans,
     /// protobuf-encoded, sorted.
     fn span_bytes(&self) -> Vec<Vec<u8>> {
         let mut reqs = self.0.lock().unwrap().clone();
         for r in &mut reqs {
             for rs in &mut r.resource_spans {
                 for ss in &mut rs.scope_spans {
-                    ss.spans.retain(|s| s.name != "traceval.evaluation");
+                    ss.spans.retain(|s| s.name != "toolscore.evaluation");
                 }
             }
         }
         sorted_span_bytes(reqs.iter())
     }
 
-    /// traceval's `traceval.evaluation` spans.
+    /// toolscore's `toolscore.evaluation` spans.
     fn evaluation_spans(&self) -> Vec<Span> {
         self.0
             .lock()
@@ -1256,7 +1256,7 @@ impl Capture {
             .flat_map(|r| &r.resource_spans)
             .flat_map(|rs| &rs.scope_spans)
             .flat_map(|ss| &ss.spans)
-            .filter(|s| s.name == "traceval.evaluation")
+            .filter(|s| s.name == "toolscore.evaluation")
             .cloned()
             .collect()
     }
@@ -1355,12 +1355,12 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
     let (status, text) = get(server.admin.unwrap(), "/metrics");
     assert_eq!(status, 200);
     let m = parse_prometheus(&text);
-    assert_eq!(m["traceval_spans_received_total"], want.len() as f64);
-    assert_eq!(m["traceval_spans_forwarded_total"], want.len() as f64);
-    assert_eq!(m["traceval_traces_scored_total"], 6.0);
+    assert_eq!(m["toolscore_spans_received_total"], want.len() as f64);
+    assert_eq!(m["toolscore_spans_forwarded_total"], want.len() as f64);
+    assert_eq!(m["toolscore_traces_scored_total"], 6.0);
     let verdicts: f64 = m
         .iter()
-        .filter(|(k, _)| k.starts_with("traceval_evaluations_total{metric=\"tool_correctness\""))
+        .filter(|(k, _)| k.starts_with("toolscore_evaluations_total{metric=\"tool_correctness\""))
         .map(|(_, v)| v)
         .sum();
     assert_eq!(verdicts, 6.0, "{text}");
@@ -1412,11 +1412,11 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
             Some(any_value::Value::DoubleValue(1.0))
         );
         assert_eq!(
-            attr("traceval.revision"),
+            attr("toolscore.revision"),
             Some(any_value::Value::IntValue(1))
         );
     }
-    // And as `traceval.evaluation` spans inside the evaluated traces.
+    // And as `toolscore.evaluation` spans inside the evaluated traces.
     poll_until(Duration::from_secs(15), || {
         capture.evaluation_spans().len() >= 6
     });
@@ -1511,8 +1511,8 @@ fn downstream_outage_gives_503_then_everything_arrives() {
 
 #[test]
 fn results_api_streams_evaluations() {
-    use traceval::serve::results_api::pb::results_service_client::ResultsServiceClient;
-    use traceval::serve::results_api::pb::SubscribeRequest;
+    use toolscore::serve::results_api::pb::results_service_client::ResultsServiceClient;
+    use toolscore::serve::results_api::pb::SubscribeRequest;
     let server = start("results-api", |c, dir| {
         let default = dir.join("default.json");
         std::fs::write(&default, r#"["get_weather"]"#).unwrap();
@@ -1801,8 +1801,8 @@ fn sessions_are_scored_when_idle_and_rescored_by_later_turns() {
     assert_eq!(second["session"]["trace_ids"].as_array().unwrap().len(), 3);
     let (_, text) = get(server.admin.unwrap(), "/metrics");
     let m = parse_prometheus(&text);
-    assert_eq!(m["traceval_sessions_scored_total"], 2.0, "{text}");
-    assert_eq!(m["traceval_sessions_waiting"], 0.0, "{text}");
+    assert_eq!(m["toolscore_sessions_scored_total"], 2.0, "{text}");
+    assert_eq!(m["toolscore_sessions_waiting"], 0.0, "{text}");
 
     // A turn still waiting at shutdown is scored before the server exits.
     server
@@ -1845,7 +1845,7 @@ fn forward_queue_is_bounded_in_bytes_too() {
     let (_, text) = get(server.admin.unwrap(), "/metrics");
     let m = parse_prometheus(&text);
     assert_eq!(
-        m["traceval_forward_queue_bytes"],
+        m["toolscore_forward_queue_bytes"],
         weather(1).encoded_len() as f64,
         "{text}"
     );
@@ -1953,7 +1953,7 @@ fn idle_and_slow_clients_are_bounded() {
     // Wait until the server holds all four.
     let open = || {
         let (_, text) = get(srv.admin.unwrap(), "/metrics");
-        metric_value(&text, "traceval_connections_open")
+        metric_value(&text, "toolscore_connections_open")
     };
     poll_until(Duration::from_secs(15), || open() >= 4.0);
     assert_eq!(open(), 4.0);
@@ -1970,7 +1970,7 @@ fn idle_and_slow_clients_are_bounded() {
     let (status, _) = get(srv.admin.unwrap(), "/healthz");
     assert_eq!(status, 200, "the admin port still answers");
     let (_, text) = get(srv.admin.unwrap(), "/metrics");
-    assert!(metric_value(&text, "traceval_connections_refused_total") >= 1.0);
+    assert!(metric_value(&text, "toolscore_connections_refused_total") >= 1.0);
     // The idle ones are closed after the header timeout (well before the
     // read timeout: an error here is a connection still open).
     for mut s in idle {
@@ -2019,7 +2019,7 @@ fn inflight_bytes_are_bounded() {
     holder.write_all(&vec![0u8; 60 * 1024]).unwrap();
     let held = || {
         let (_, text) = get(srv.admin.unwrap(), "/metrics");
-        metric_value(&text, "traceval_inflight_bytes")
+        metric_value(&text, "toolscore_inflight_bytes")
     };
     poll_until(Duration::from_secs(15), || held() >= 60.0 * 1024.0);
     assert!(held() >= 60.0 * 1024.0, "the server holds what arrived");
@@ -2056,7 +2056,7 @@ fn grpc_connections_are_capped() {
     let srv = start("grpc-cap", |c, _| c.max_connections = 2);
     let refused = || {
         let (_, text) = get(srv.admin.unwrap(), "/metrics");
-        metric_value(&text, "traceval_connections_refused_total")
+        metric_value(&text, "toolscore_connections_refused_total")
     };
     let mut idle: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(srv.grpc).unwrap())
@@ -2140,7 +2140,7 @@ fn grpc_bodies_are_charged_as_they_arrive() {
     });
     let held = || {
         let (_, text) = get(srv.admin.unwrap(), "/metrics");
-        metric_value(&text, "traceval_inflight_bytes")
+        metric_value(&text, "toolscore_inflight_bytes")
     };
     poll_until(Duration::from_secs(15), || held() >= 60.0 * 1024.0);
     assert!(held() >= 60.0 * 1024.0, "the half-sent message is charged");
@@ -2194,7 +2194,7 @@ fn a_failing_results_file_refuses_new_data_and_fails_the_run() {
     poll_until(Duration::from_secs(15), || ready() == 503);
     assert_eq!(ready(), 503);
     let (_, text) = get(srv.admin.unwrap(), "/metrics");
-    assert_eq!(metric_value(&text, "traceval_output_failing"), 1.0);
+    assert_eq!(metric_value(&text, "toolscore_output_failing"), 1.0);
     let r = post(
         srv.http,
         &[PROTOBUF],

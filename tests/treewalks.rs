@@ -2,7 +2,7 @@
 //! whose tool spans are their siblings (issue 12 §1), through the binary.
 //!
 //! The big inputs are generated here. Time limits are on the CPU time of the
-//! `traceval` process (read from `/proc`), so a loaded machine does not make
+//! `toolscore` process (read from `/proc`), so a loaded machine does not make
 //! them flaky; each limit is several times what the linear code needs in a
 //! debug build and far below what the old quadratic or cubic code took.
 
@@ -35,19 +35,19 @@ fn cpu_time(pid: u32) -> Option<Duration> {
     Some(Duration::from_millis(ticks * 10))
 }
 
-/// Runs `traceval args` and fails the test if it uses more than `cpu` of CPU
+/// Runs `toolscore args` and fails the test if it uses more than `cpu` of CPU
 /// time (or, as a backstop, ten minutes of wall time).
 fn run_bounded(dir: &TempDir, args: &[&str], cpu: Duration) -> Run {
     let out_path = dir.path().join("stdout");
     let err_path = dir.path().join("stderr");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_traceval"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(Stdio::null())
         .stdout(File::create(&out_path).unwrap())
         .stderr(File::create(&err_path).unwrap())
         .spawn()
-        .expect("run traceval");
+        .expect("run toolscore");
     let wall = Instant::now() + Duration::from_secs(600);
     let mut used = Duration::ZERO;
     let status = loop {
@@ -59,7 +59,7 @@ fn run_bounded(dir: &TempDir, args: &[&str], cpu: Duration) -> Run {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "traceval {args:?} still running after {used:?} of CPU time \
+                "toolscore {args:?} still running after {used:?} of CPU time \
                  (limit {cpu:?}): not linear"
             );
         }
@@ -624,7 +624,7 @@ fn a_span_id_reused_with_other_content_is_warned_about_and_the_first_kept() {
         .collect();
     assert_eq!(names, ["lookup", "first", "third"]);
     let want = format!(
-        "traceval: warning: trace {TRACE}: 1 span(s) came again with the same id and other \
+        "toolscore: warning: trace {TRACE}: 1 span(s) came again with the same id and other \
          content; the first copy is kept: {}",
         span_id(2)
     );

@@ -11,13 +11,13 @@ pub fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// Runs the real `traceval` binary with `args`.
-pub fn traceval(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_traceval"))
+/// Runs the real `toolscore` binary with `args`.
+pub fn toolscore(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolscore"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
-        .expect("run traceval")
+        .expect("run toolscore")
 }
 
 /// Polls `done` every 20 ms until it holds or `limit` passes; whether it
@@ -44,7 +44,7 @@ impl TempDir {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!("traceval-{tag}-{}-{n}", std::process::id()));
+        let p = std::env::temp_dir().join(format!("toolscore-{tag}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&p).expect("mkdir");
         TempDir(p)
     }

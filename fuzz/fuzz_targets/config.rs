@@ -1,5 +1,5 @@
 #![no_main]
-//! See `traceval_fuzz::config`.
+//! See `toolscore_fuzz::config`.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| traceval_fuzz::config(data));
+fuzz_target!(|data: &[u8]| toolscore_fuzz::config(data));

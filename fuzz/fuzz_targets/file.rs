@@ -1,5 +1,5 @@
 #![no_main]
-//! See `traceval_fuzz::file`.
+//! See `toolscore_fuzz::file`.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| traceval_fuzz::file(data));
+fuzz_target!(|data: &[u8]| toolscore_fuzz::file(data));

@@ -1,5 +1,5 @@
 #![no_main]
-//! See `traceval_fuzz::fixtures`.
+//! See `toolscore_fuzz::fixtures`.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| traceval_fuzz::fixtures(data));
+fuzz_target!(|data: &[u8]| toolscore_fuzz::fixtures(data));

@@ -1,5 +1,5 @@
 #![no_main]
-//! See `traceval_fuzz::http_request`.
+//! See `toolscore_fuzz::http_request`.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| traceval_fuzz::http_request(data));
+fuzz_target!(|data: &[u8]| toolscore_fuzz::http_request(data));

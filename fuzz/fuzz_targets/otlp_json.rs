@@ -1,5 +1,5 @@
 #![no_main]
-//! See `traceval_fuzz::otlp_json`.
+//! See `toolscore_fuzz::otlp_json`.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| traceval_fuzz::otlp_json(data));
+fuzz_target!(|data: &[u8]| toolscore_fuzz::otlp_json(data));

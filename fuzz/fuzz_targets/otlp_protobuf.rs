@@ -1,5 +1,5 @@
 #![no_main]
-//! See `traceval_fuzz::otlp_protobuf`.
+//! See `toolscore_fuzz::otlp_protobuf`.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| traceval_fuzz::otlp_protobuf(data));
+fuzz_target!(|data: &[u8]| toolscore_fuzz::otlp_protobuf(data));

@@ -21,12 +21,12 @@ pub const TARGETS: &[Target] = &[
 
 /// One OTLP/HTTP protobuf export body, as a receiver decodes it.
 pub fn otlp_protobuf(data: &[u8]) {
-    let _ = traceval::ingest::decode_request(data, traceval::ingest::Wire::Protobuf);
+    let _ = toolscore::ingest::decode_request(data, toolscore::ingest::Wire::Protobuf);
 }
 
 /// One OTLP/HTTP JSON export body, as a receiver decodes it.
 pub fn otlp_json(data: &[u8]) {
-    let _ = traceval::ingest::decode_request(data, traceval::ingest::Wire::Json);
+    let _ = toolscore::ingest::decode_request(data, toolscore::ingest::Wire::Json);
 }
 
 /// A whole trace file or stdin: the format is found from the content
@@ -34,11 +34,11 @@ pub fn otlp_json(data: &[u8]) {
 /// Jaeger, Zipkin, console JSON); then the traces are assembled.
 pub fn file(data: &[u8]) {
     // A small inflate cap: a gzip bomb must stop at it, not exhaust memory.
-    let limits = traceval::ingest::Limits {
+    let limits = toolscore::ingest::Limits {
         max_inflated_bytes: 16 << 20,
     };
-    let decoded = traceval::ingest::decode(data, "fuzz", &limits);
-    let mut assembler = traceval::assemble::Assembler::new();
+    let decoded = toolscore::ingest::decode(data, "fuzz", &limits);
+    let mut assembler = toolscore::assemble::Assembler::new();
     for req in decoded.requests {
         assembler.add(req);
     }
@@ -52,13 +52,13 @@ pub fn file(data: &[u8]) {
 pub fn fixtures(data: &[u8]) {
     // The loader reads text; bytes that are not UTF-8 never reach the parser.
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = traceval::expect::parse(text, "fuzz");
+        let _ = toolscore::expect::parse(text, "fuzz");
     }
 }
 
 /// A config file, read as each syntax it may be written in.
 pub fn config(data: &[u8]) {
-    use traceval::config::{Config, Syntax};
+    use toolscore::config::{Config, Syntax};
     if let Ok(text) = std::str::from_utf8(data) {
         for syntax in [Syntax::Toml, Syntax::Yaml, Syntax::Json] {
             if let Ok(config) = Config::parse(text, syntax, "fuzz") {
@@ -74,7 +74,7 @@ pub fn config(data: &[u8]) {
 /// lines (`name: value`), an empty line, then the body.
 pub fn http_request(data: &[u8]) {
     let (headers, body) = split_request(data);
-    let status = traceval::serve::http_exchange(&headers, body, 1 << 20);
+    let status = toolscore::serve::http_exchange(&headers, body, 1 << 20);
     // A bad request is the client's fault (4xx), never a server error.
     assert!(status < 500 || status == 503, "status {status}");
 }

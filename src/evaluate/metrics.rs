@@ -168,7 +168,7 @@ impl MetricSet {
     }
 
     /// Every metric's verdict on one pair of call lists, in order (for
-    /// cases without traces: `traceval score`).
+    /// cases without traces: `toolscore score`).
     pub fn score(&self, called: &[Call], expected: &[Call]) -> Vec<MetricResult> {
         self.results(|m| m.score(called, expected))
     }

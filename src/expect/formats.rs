@@ -11,8 +11,8 @@ use crate::score::Call;
 /// The format of an expectations file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExpectFormat {
-    /// traceval's own cases (JSONL or a JSON array).
-    Traceval,
+    /// toolscore's own cases (JSONL or a JSON array).
+    Toolscore,
     /// Google ADK `EvalSet` (`*.evalset.json`).
     AdkEvalSet,
     /// Google ADK's older `*.test.json`: a list of turns with `query` and
@@ -30,7 +30,7 @@ impl ExpectFormat {
     /// The name used in messages.
     pub fn name(self) -> &'static str {
         match self {
-            ExpectFormat::Traceval => "traceval cases",
+            ExpectFormat::Toolscore => "toolscore cases",
             ExpectFormat::AdkEvalSet => "Google ADK eval set",
             ExpectFormat::AdkTestFile => "Google ADK test file",
             ExpectFormat::Mlflow => "MLflow evaluation dataset",
@@ -68,7 +68,7 @@ impl ExpectFormat {
             ExpectFormat::Mlflow => super::mlflow::record(record, ctx),
             ExpectFormat::Deepeval => super::deepeval::golden(record, ctx),
             ExpectFormat::Ragas => super::ragas::sample(record, ctx),
-            ExpectFormat::Traceval => Err("not a foreign format".into()),
+            ExpectFormat::Toolscore => Err("not a foreign format".into()),
         }
     }
 }
@@ -105,8 +105,8 @@ pub fn detect(text: &str) -> ExpectFormat {
         Some(Value::Array(items)) => items
             .iter()
             .find_map(Value::as_object)
-            .map_or(ExpectFormat::Traceval, of_record),
-        _ => ExpectFormat::Traceval,
+            .map_or(ExpectFormat::Toolscore, of_record),
+        _ => ExpectFormat::Toolscore,
     }
 }
 
@@ -121,13 +121,13 @@ pub fn unknown(text: &str) -> Option<String> {
     let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text) else {
         return None;
     };
-    if of_object(&o) != ExpectFormat::Traceval {
+    if of_object(&o) != ExpectFormat::Toolscore {
         return None;
     }
     let keys: Vec<String> = o.keys().take(8).map(|k| format!("`{k}`")).collect();
     Some(format!(
         "not an expectations file of a known format: one JSON object with the keys {} \
-         (accepted: traceval cases as JSONL or a JSON list, a Google ADK eval set with \
+         (accepted: toolscore cases as JSONL or a JSON list, a Google ADK eval set with \
          `eval_cases`, an ADK `*.test.json` list, MLflow dataset records, DeepEval goldens, \
          Ragas samples; see docs/formats.md)",
         keys.join(", ")
@@ -154,7 +154,7 @@ fn of_object(o: &Map<String, Value>) -> ExpectFormat {
 /// One record, by the keys only its format has.
 fn of_record(o: &Map<String, Value>) -> ExpectFormat {
     if has_any(o, &["trace_id", "match", "session_id"]) {
-        ExpectFormat::Traceval
+        ExpectFormat::Toolscore
     } else if has_any(o, &["query"]) && has_any(o, &["expected_tool_use"]) {
         ExpectFormat::AdkTestFile
     } else if has_any(o, &["inputs"]) && has_any(o, &["expectations", "dataset_record_id"]) {
@@ -164,7 +164,7 @@ fn of_record(o: &Map<String, Value>) -> ExpectFormat {
     } else if has_any(o, &["input"]) && has_any(o, &["expected_tools", "expectedTools"]) {
         ExpectFormat::Deepeval
     } else {
-        ExpectFormat::Traceval
+        ExpectFormat::Toolscore
     }
 }
 
@@ -427,9 +427,9 @@ mod tests {
             ),
             (
                 r#"{"id":"a","trace_id":"0123456789abcdef0123456789abcdef","expected_tools":[]}"#,
-                ExpectFormat::Traceval,
+                ExpectFormat::Toolscore,
             ),
-            ("not json at all", ExpectFormat::Traceval),
+            ("not json at all", ExpectFormat::Toolscore),
         ];
         for (text, want) in cases {
             assert_eq!(detect(text), want, "{text}");

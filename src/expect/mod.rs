@@ -242,16 +242,16 @@ pub fn parse_file(text: &str, source: &str, opts: &FixtureOptions) -> Loaded {
                 reason,
                 spans: 0,
             }],
-            format: ExpectFormat::Traceval,
+            format: ExpectFormat::Toolscore,
         };
     }
     match formats::detect(text) {
-        ExpectFormat::Traceval => {
+        ExpectFormat::Toolscore => {
             let (cases, rejected) = parse_with(text, source, opts);
             Loaded {
                 cases,
                 rejected,
-                format: ExpectFormat::Traceval,
+                format: ExpectFormat::Toolscore,
             }
         }
         format => {
@@ -271,7 +271,7 @@ pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
     parse_with(text, source, &FixtureOptions::default())
 }
 
-/// [`parse`] with options (configured session keys): traceval's own format
+/// [`parse`] with options (configured session keys): toolscore's own format
 /// only (see [`parse_file`] for the others).
 pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>, Vec<Rejected>) {
     // A UTF-8 byte order mark (Windows editors write one) is not content.

@@ -1,6 +1,6 @@
 //! Why each span of a trace is, or is not, a tool call: the rule that
 //! classified it, or the rules that almost matched and what they missed
-//! (`traceval inspect --explain`), and the one-line hint for an input that
+//! (`toolscore inspect --explain`), and the one-line hint for an input that
 //! gave no tool call at all.
 
 use std::cmp::Ordering;
@@ -298,7 +298,7 @@ impl Extractor {
             .map(Rule::name)
             .collect();
         Some(format!(
-            "no tool calls in {spans} span(s); conventions tried: {}; run `traceval inspect --explain` to see why",
+            "no tool calls in {spans} span(s); conventions tried: {}; run `toolscore inspect --explain` to see why",
             tried.join(", ")
         ))
     }

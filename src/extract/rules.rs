@@ -3,7 +3,7 @@
 //!
 //! A rule is written as a [`RuleSpec`] (the form of the `[[conventions.rule]]`
 //! entries of a config file). The built-in conventions are the same specs,
-//! kept in `builtin.toml` beside this file, so `traceval conventions` can print
+//! kept in `builtin.toml` beside this file, so `toolscore conventions` can print
 //! them and users can copy and override them. Specs are compiled into
 //! [`Rule`]s (regexes built, attribute keys resolved) by the extractor.
 
@@ -455,7 +455,7 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
 }
 
 // ---------------------------------------------------------------------------
-// Human-readable forms, for `traceval conventions`
+// Human-readable forms, for `toolscore conventions`
 
 impl std::fmt::Display for CondSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -613,7 +613,7 @@ mod tests {
     }
 
     fn temp(name: &str, bytes: &[u8]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("traceval-stream-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("toolscore-stream-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();

@@ -44,7 +44,7 @@ pub enum BaselineError {
         line: usize,
         reason: String,
     },
-    #[error("{0}: not a traceval JSONL report (no summary row)")]
+    #[error("{0}: not a toolscore JSONL report (no summary row)")]
     NotReport(String),
 }
 
@@ -352,7 +352,7 @@ pub fn write_junit(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         out,
-        r#"<testsuites name="traceval diff" tests="{}" failures="{}">"#,
+        r#"<testsuites name="toolscore diff" tests="{}" failures="{}">"#,
         c.rows.len(),
         c.regressions()
     )?;

@@ -1,4 +1,4 @@
-//! `traceval inspect --explain`: per span, the rule that classified it or the
+//! `toolscore inspect --explain`: per span, the rule that classified it or the
 //! rules that almost did, as a table or one JSON object per span.
 
 use std::io::{self, Write};

@@ -593,9 +593,9 @@ pub fn write_html(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     page.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     // Nothing is loaded from anywhere; inline style and script only.
     page.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">");
-    page.push_str("<title>traceval report</title><style>");
+    page.push_str("<title>toolscore report</title><style>");
     page.push_str(CSS);
-    page.push_str("</style></head><body><header><h1>traceval report</h1><p class=\"summary\">");
+    page.push_str("</style></head><body><header><h1>toolscore report</h1><p class=\"summary\">");
     page.push_str(&esc(&report.summary_line()));
     page.push_str("</p></header><main>");
     page.push_str(&cards(report));

@@ -1,4 +1,4 @@
-//! `traceval inspect`: what extraction found in each trace, as a run tree
+//! `toolscore inspect`: what extraction found in each trace, as a run tree
 //! (table) or one JSON object per trace.
 
 use std::collections::HashMap;

@@ -8,7 +8,7 @@ use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, Tes
 
 use super::{ellipsize, MetricResult, Report};
 
-const SUITE: &str = "traceval";
+const SUITE: &str = "toolscore";
 
 fn score_text(r: &MetricResult) -> String {
     r.outcome
@@ -103,7 +103,7 @@ fn suite(report: &Report) -> TestSuite {
         let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
         status.set_message(r.to_string());
         let mut case = TestCase::new(r.source.as_str(), status);
-        case.set_classname("traceval.input");
+        case.set_classname("toolscore.input");
         suite.add_test_case(case);
     }
     suite

@@ -1,4 +1,4 @@
-//! Tool-call cases scored without traces (`traceval score --cases`).
+//! Tool-call cases scored without traces (`toolscore score --cases`).
 //!
 //! Input is the oracle's case format (see tests/data/oracle), one JSON object
 //! per line: `{"id", "tools_called": [...], "expected_tools": [...]}` where a

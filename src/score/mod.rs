@@ -188,7 +188,7 @@ pub trait Metric: Send + Sync {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScoreError {
-    #[error("unknown metric `{0}` (run `traceval metrics` for the list)")]
+    #[error("unknown metric `{0}` (run `toolscore metrics` for the list)")]
     UnknownMetric(String),
     #[error("invalid option for metric `{metric}`: {reason}")]
     BadOption { metric: String, reason: String },

@@ -1,4 +1,4 @@
-//! `tool_correctness`: traceval's own metric.
+//! `tool_correctness`: toolscore's own metric.
 //!
 //! It avoids the peers' known mistakes (docs/scoring.md):
 //! calls are paired with expectations by an optimal one-to-one assignment

@@ -8,7 +8,7 @@ use super::presets;
 use super::{Metric, MetricOptions, ScoreError};
 use crate::judge::Judge;
 
-/// A row of `traceval metrics`.
+/// A row of `toolscore metrics`.
 #[derive(Debug, Clone, Copy)]
 pub struct MetricInfo {
     pub name: &'static str,
@@ -41,8 +41,8 @@ const JUDGED: &[(&str, &str)] = &[
     ),
 ];
 
-/// traceval's own metrics: each is declared once here (name, summary and
-/// how it is built), for both `traceval metrics` and the lookup.
+/// toolscore's own metrics: each is declared once here (name, summary and
+/// how it is built), for both `toolscore metrics` and the lookup.
 struct Own {
     name: &'static str,
     summary: &'static str,
@@ -95,7 +95,7 @@ pub fn catalog() -> Vec<MetricInfo> {
         .iter()
         .map(|m| MetricInfo {
             name: m.name,
-            library: "traceval",
+            library: "toolscore",
             version: env!("CARGO_PKG_VERSION"),
             summary: m.summary,
             judged: false,

@@ -1,8 +1,8 @@
-//! Settings of `traceval serve`, each declared once (in [`settings!`]
+//! Settings of `toolscore serve`, each declared once (in [`settings!`]
 //! below): its type, default, environment variable, parser and help. From
 //! that one list come [`ServeConfig`] (the `[serve]` section of a config
 //! file, with the defaults) and [`ServeFlags`] (the command-line flags and
-//! their `TRACEVAL_*` variables, applied on top; `--help` shows each default).
+//! their `TOOLSCORE_*` variables, applied on top; `--help` shows each default).
 //! Precedence: flags > environment > config file > defaults.
 
 use std::path::PathBuf;
@@ -88,7 +88,7 @@ macro_rules! settings {
             }
         }
 
-        /// Command-line flags of `traceval serve`; unset flags keep the config value.
+        /// Command-line flags of `toolscore serve`; unset flags keep the config value.
         #[derive(Debug, Clone, Default, clap::Args)]
         pub struct ServeFlags {
             $(
@@ -146,74 +146,74 @@ fn path(s: &str) -> Result<PathBuf, String> {
 
 settings! {
     values {
-        grpc_endpoint: String = "127.0.0.1:4317" ("TRACEVAL_GRPC_ENDPOINT", text, "ADDR"),
+        grpc_endpoint: String = "127.0.0.1:4317" ("TOOLSCORE_GRPC_ENDPOINT", text, "ADDR"),
             "OTLP/gRPC listen address; `off` disables the gRPC receiver.";
-        http_endpoint: String = "127.0.0.1:4318" ("TRACEVAL_HTTP_ENDPOINT", text, "ADDR"),
+        http_endpoint: String = "127.0.0.1:4318" ("TOOLSCORE_HTTP_ENDPOINT", text, "ADDR"),
             "OTLP/HTTP listen address; `off` disables the HTTP receiver.";
-        admin_endpoint: String = "127.0.0.1:9464" ("TRACEVAL_ADMIN_ENDPOINT", text, "ADDR"),
+        admin_endpoint: String = "127.0.0.1:9464" ("TOOLSCORE_ADMIN_ENDPOINT", text, "ADDR"),
             "Admin HTTP address for /metrics (Prometheus), /healthz, /readyz; `off` disables it.";
-        decision_wait: Duration = "5s" ("TRACEVAL_DECISION_WAIT", parse_duration, "DURATION"),
+        decision_wait: Duration = "5s" ("TOOLSCORE_DECISION_WAIT", parse_duration, "DURATION"),
             "Score a trace when no span of it arrived for this long (`5s`, `200ms`).";
-        session_wait: Duration = "30s" ("TRACEVAL_SESSION_WAIT", parse_duration, "DURATION"),
+        session_wait: Duration = "30s" ("TOOLSCORE_SESSION_WAIT", parse_duration, "DURATION"),
             "Score a session case when no trace of its session completed for this long; a later trace re-scores it.";
-        max_request_size: usize = "16MiB" ("TRACEVAL_MAX_REQUEST_SIZE", parse_size, "SIZE"),
+        max_request_size: usize = "16MiB" ("TOOLSCORE_MAX_REQUEST_SIZE", parse_size, "SIZE"),
             "Largest request: HTTP body before and after gzip, gRPC message (`16MiB`, `512KiB`, bytes).";
-        max_inflight: usize = "128MiB" ("TRACEVAL_MAX_INFLIGHT", parse_size, "SIZE"),
+        max_inflight: usize = "128MiB" ("TOOLSCORE_MAX_INFLIGHT", parse_size, "SIZE"),
             "Bytes of request bodies held at once, all receivers together, as received and as inflated; past it requests get 503 / RESOURCE_EXHAUSTED with a retry hint.";
-        max_connections: usize = "1024" ("TRACEVAL_MAX_CONNECTIONS", count, "N"),
+        max_connections: usize = "1024" ("TOOLSCORE_MAX_CONNECTIONS", count, "N"),
             "Open connections on each OTLP port (HTTP, gRPC); past it new ones are closed at once (counted and logged). The open-files limit is raised to fit where allowed.";
-        header_timeout: Duration = "10s" ("TRACEVAL_HEADER_TIMEOUT", parse_duration, "DURATION"),
+        header_timeout: Duration = "10s" ("TOOLSCORE_HEADER_TIMEOUT", parse_duration, "DURATION"),
             "Time an HTTP client has to send a request's head; also how long an idle keep-alive connection is kept.";
-        request_timeout: Duration = "30s" ("TRACEVAL_REQUEST_TIMEOUT", parse_duration, "DURATION"),
+        request_timeout: Duration = "30s" ("TOOLSCORE_REQUEST_TIMEOUT", parse_duration, "DURATION"),
             "Time an HTTP client has to send a request's body (408 after it).";
-        max_buffered_spans: usize = "500000" ("TRACEVAL_MAX_BUFFERED_SPANS", count, "N"),
+        max_buffered_spans: usize = "500000" ("TOOLSCORE_MAX_BUFFERED_SPANS", count, "N"),
             "Spans held (waiting for their trace to complete, or being scored) before new data is refused with 503 / UNAVAILABLE.";
-        max_buffered_traces: usize = "50000" ("TRACEVAL_MAX_BUFFERED_TRACES", count, "N"),
+        max_buffered_traces: usize = "50000" ("TOOLSCORE_MAX_BUFFERED_TRACES", count, "N"),
             "Traces held before new data is refused with 503 / UNAVAILABLE.";
-        remember_completed: usize = "10000" ("TRACEVAL_REMEMBER_COMPLETED", count, "N"),
+        remember_completed: usize = "10000" ("TOOLSCORE_REMEMBER_COMPLETED", count, "N"),
             "Completed trace ids remembered (with their span ids), so a late span is a re-score and a re-sent span a duplicate.";
-        retry_after: Duration = "1s" ("TRACEVAL_RETRY_AFTER", parse_duration, "DURATION"),
+        retry_after: Duration = "1s" ("TOOLSCORE_RETRY_AFTER", parse_duration, "DURATION"),
             "Retry delay announced (Retry-After, RetryInfo) when data is refused.";
-        status_interval: Duration = "10s" ("TRACEVAL_STATUS_INTERVAL", parse_duration, "DURATION"),
+        status_interval: Duration = "10s" ("TOOLSCORE_STATUS_INTERVAL", parse_duration, "DURATION"),
             "How often buffer use is logged while there is activity.";
-        shutdown_timeout: Duration = "30s" ("TRACEVAL_SHUTDOWN_TIMEOUT", parse_duration, "DURATION"),
+        shutdown_timeout: Duration = "30s" ("TOOLSCORE_SHUTDOWN_TIMEOUT", parse_duration, "DURATION"),
             "After SIGINT/SIGTERM, the most time to finish requests, score and write what is buffered and drain the forward queues; what is left then is abandoned (logged, non-zero exit).";
-        scoring_threads: usize = "0" ("TRACEVAL_SCORING_THREADS", count, "N"),
+        scoring_threads: usize = "0" ("TOOLSCORE_SCORING_THREADS", count, "N"),
             "Threads that extract and score completed traces; 0 = one per core.";
-        forward_queue: usize = "1024" ("TRACEVAL_FORWARD_QUEUE", count, "N"),
+        forward_queue: usize = "1024" ("TOOLSCORE_FORWARD_QUEUE", count, "N"),
             "Requests queued for the downstream before upstream gets 503 / UNAVAILABLE.";
-        forward_queue_bytes: usize = "256MiB" ("TRACEVAL_FORWARD_QUEUE_BYTES", parse_size, "SIZE"),
+        forward_queue_bytes: usize = "256MiB" ("TOOLSCORE_FORWARD_QUEUE_BYTES", parse_size, "SIZE"),
             "Bytes the forward queue holds (waiting or being sent) before upstream gets 503 / UNAVAILABLE.";
-        forward_batch_bytes: usize = "2MiB" ("TRACEVAL_FORWARD_BATCH_BYTES", parse_size, "SIZE"),
+        forward_batch_bytes: usize = "2MiB" ("TOOLSCORE_FORWARD_BATCH_BYTES", parse_size, "SIZE"),
             "Queued requests are joined into downstream requests of up to this size (spans unchanged and in order); 0 sends each alone.";
-        forward_concurrency: usize = "4" ("TRACEVAL_FORWARD_CONCURRENCY", count, "N"),
+        forward_concurrency: usize = "4" ("TOOLSCORE_FORWARD_CONCURRENCY", count, "N"),
             "Downstream requests in flight at once; 1 keeps arrival order even across retries.";
     }
     switches {
-        quiet ("TRACEVAL_QUIET", 'q'), "Nothing on stdout (results go to --output and the log only).";
-        forward_gzip ("TRACEVAL_FORWARD_GZIP"), "Gzip forwarded requests.";
-        results_spans ("TRACEVAL_RESULTS_SPANS"), "Also export each evaluation as a `traceval.evaluation` span (child of the trace's root span) to the results destination.";
+        quiet ("TOOLSCORE_QUIET", 'q'), "Nothing on stdout (results go to --output and the log only).";
+        forward_gzip ("TOOLSCORE_FORWARD_GZIP"), "Gzip forwarded requests.";
+        results_spans ("TOOLSCORE_RESULTS_SPANS"), "Also export each evaluation as a `toolscore.evaluation` span (child of the trace's root span) to the results destination.";
     }
     options {
-        output: PathBuf = none ("TRACEVAL_OUTPUT", path, "FILE", 'o'),
+        output: PathBuf = none ("TOOLSCORE_OUTPUT", path, "FILE", 'o'),
             "Append JSONL results to this file (flushed after every batch).";
-        html: PathBuf = none ("TRACEVAL_HTML", path, "FILE"),
+        html: PathBuf = none ("TOOLSCORE_HTML", path, "FILE"),
             "At shutdown, write the run's HTML report (as `replay --format html`) to this file: the latest result of each trace and case, at most 10000.";
-        expected: PathBuf = none ("TRACEVAL_EXPECTED", path, "FILE", 'e'),
+        expected: PathBuf = none ("TOOLSCORE_EXPECTED", path, "FILE", 'e'),
             "Fixture file of expected tools (JSONL or a JSON array), joined with traces as in `replay`.";
-        default_expected: PathBuf = none ("TRACEVAL_DEFAULT_EXPECTED", path, "FILE"),
+        default_expected: PathBuf = none ("TOOLSCORE_DEFAULT_EXPECTED", path, "FILE"),
             "Expectation for traces that match no case: a JSON array of expected tools, or one case object (its trace_id/match are ignored).";
-        forward: String = none ("TRACEVAL_FORWARD", text, "URL"),
+        forward: String = none ("TOOLSCORE_FORWARD", text, "URL"),
             "Forward every accepted span downstream: `http://host:4317` or `grpc://host:port` (OTLP/gRPC), `http://host:4318` (OTLP/HTTP).";
-        results_otlp: String = none ("TRACEVAL_RESULTS_OTLP", text, "URL"),
+        results_otlp: String = none ("TOOLSCORE_RESULTS_OTLP", text, "URL"),
             "Send evaluation results as OTLP logs here (same URL forms as --forward), `off` for nowhere. Default: the --forward downstream.";
-        tls_cert_file: PathBuf = none ("TRACEVAL_TLS_CERT_FILE", path, "FILE"),
+        tls_cert_file: PathBuf = none ("TOOLSCORE_TLS_CERT_FILE", path, "FILE"),
             "TLS certificate chain (PEM); with --tls-key-file the OTLP receivers and the admin port take TLS only (HTTPS, gRPC over TLS).";
-        tls_key_file: PathBuf = none ("TRACEVAL_TLS_KEY_FILE", path, "FILE"),
+        tls_key_file: PathBuf = none ("TOOLSCORE_TLS_KEY_FILE", path, "FILE"),
             "Private key (PEM) of --tls-cert-file.";
-        tls_client_ca_file: PathBuf = none ("TRACEVAL_TLS_CLIENT_CA_FILE", path, "FILE"),
+        tls_client_ca_file: PathBuf = none ("TOOLSCORE_TLS_CLIENT_CA_FILE", path, "FILE"),
             "CA certificates (PEM): the OTLP receivers then require a client certificate signed by one of them (mutual TLS); the admin port does not, so probes can reach it.";
-        auth_token_file: PathBuf = none ("TRACEVAL_AUTH_TOKEN_FILE", path, "FILE"),
+        auth_token_file: PathBuf = none ("TOOLSCORE_AUTH_TOKEN_FILE", path, "FILE"),
             "File holding a bearer token (surrounding whitespace trimmed): OTLP exports, the results API and /metrics then need `Authorization: Bearer <token>`; /healthz and /readyz stay open for probes.";
     }
 }

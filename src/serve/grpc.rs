@@ -53,7 +53,7 @@ pub(crate) async fn serve(
     shutdown: CancellationToken,
 ) -> Result<(), tonic::transport::Error> {
     let stats = Arc::clone(&shared.stats);
-    // The results API shares the OTLP port (`traceval.results.v1.ResultsService`).
+    // The results API shares the OTLP port (`toolscore.results.v1.ResultsService`).
     let service = TraceReceiver {
         shared,
         max_message_size,

@@ -37,7 +37,7 @@ impl JudgeQueue {
         for n in 0..threads.max(1) {
             let (rx, outputs) = (Arc::clone(&rx), Arc::clone(&outputs));
             let spawned = std::thread::Builder::new()
-                .name(format!("traceval-judge-{n}"))
+                .name(format!("toolscore-judge-{n}"))
                 .spawn(move || work(&rx, &outputs));
             match spawned {
                 Ok(h) => workers.push(h),

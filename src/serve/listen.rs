@@ -110,7 +110,7 @@ pub(crate) struct ConnLimits {
     /// Time a client has to send a request's head, and how long an idle
     /// keep-alive connection is kept.
     pub header_timeout: Duration,
-    /// Count this port's connections in the `traceval_connections_*`
+    /// Count this port's connections in the `toolscore_connections_*`
     /// metrics (the OTLP port does; the admin port, scraped through those
     /// metrics, does not count itself).
     pub counted: bool,

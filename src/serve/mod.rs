@@ -1,4 +1,4 @@
-//! `traceval serve`: a live OTLP receiver (gRPC and HTTP) that scores agent
+//! `toolscore serve`: a live OTLP receiver (gRPC and HTTP) that scores agent
 //! traces as they complete.
 //!
 //! ```text
@@ -12,7 +12,7 @@
 //! The receivers only decode; the buffer is the one bounded queue (a full
 //! buffer refuses whole requests with 503 / UNAVAILABLE, which clients
 //! retry); scoring runs on its own thread and reuses `replay`'s pure stages,
-//! so a trace scores the same here as in `traceval replay`. This module owns
+//! so a trace scores the same here as in `toolscore replay`. This module owns
 //! the tokio runtime; nothing below it is async.
 //!
 //! [`Server::serve`] takes bound listeners and a [`CancellationToken`], so
@@ -459,7 +459,7 @@ fn start_scoring(
     let status_every = c.status_interval.max(Duration::from_millis(100));
     let outputs = Arc::new(outputs);
     std::thread::Builder::new()
-        .name("traceval-complete".into())
+        .name("toolscore-complete".into())
         .spawn(move || scoring::completion_loop(shared, scorer, outputs, threads, status_every))
         .map_err(ServeError::Runtime)
 }
@@ -659,7 +659,7 @@ async fn stop_within(
     }
 }
 
-/// Logs to stderr; `TRACEVAL_LOG` (or `RUST_LOG`) filters, default `info`:
+/// Logs to stderr; `TOOLSCORE_LOG` (or `RUST_LOG`) filters, default `info`:
 /// a level, or `target=level` pairs separated by commas (a `Targets`
 /// filter: `EnvFilter` would bring a regex DFA builder that makes every
 /// rule regex slower to compile, at every start).
@@ -667,12 +667,12 @@ pub fn init_logging() {
     use tracing_subscriber::filter::Targets;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let spec = std::env::var("TRACEVAL_LOG").or_else(|_| std::env::var("RUST_LOG"));
+    let spec = std::env::var("TOOLSCORE_LOG").or_else(|_| std::env::var("RUST_LOG"));
     let filter = match spec.as_deref().map(str::parse::<Targets>) {
         Ok(Ok(targets)) => targets,
         Ok(Err(e)) => {
             eprintln!(
-                "traceval: warning: TRACEVAL_LOG/RUST_LOG not understood ({e}); logging at info"
+                "toolscore: warning: TOOLSCORE_LOG/RUST_LOG not understood ({e}); logging at info"
             );
             Targets::new().with_default(tracing::Level::INFO)
         }
@@ -693,7 +693,7 @@ pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, Se
     fit_open_files(&mut config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_name("traceval-io")
+        .thread_name("toolscore-io")
         .build()
         .map_err(ServeError::Runtime)?;
     runtime.block_on(async move {

@@ -1,6 +1,6 @@
 //! Scoring completed traces: the completion thread hands idle traces, in
 //! batches, to scoring threads that extract their calls and run the
-//! evaluation core (`evaluate`), exactly as `traceval replay` does; session
+//! evaluation core (`evaluate`), exactly as `toolscore replay` does; session
 //! cases collect their traces' calls until the session is idle
 //! (`sessions`). Every batch's results go to the sinks (`sinks`).
 
@@ -278,7 +278,7 @@ pub(crate) fn completion_loop(
             judging.clone(),
         );
         let spawned = std::thread::Builder::new()
-            .name(format!("traceval-score-{n}"))
+            .name(format!("toolscore-score-{n}"))
             .spawn(move || score_batches(&scorer, &outputs, &rx, &shared, judging.as_deref()));
         match spawned {
             Ok(h) => workers.push(h),
@@ -495,7 +495,7 @@ fn load_default_case(path: &Path, opts: &FixtureOptions) -> Result<Case, ServeEr
         _ => return Err(bad("expected a JSON array of tools or a case object".into())),
     };
     // The fixture parser wants a join; this one is never used.
-    case["match"] = json!({"traceval.default": "true"});
+    case["match"] = json!({"toolscore.default": "true"});
     let (cases, rejected) = expect::parse_with(&case.to_string(), &label, opts);
     match (cases.into_iter().next(), rejected.first()) {
         (Some(c), None) => Ok(c),
@@ -510,7 +510,7 @@ mod tests {
 
     #[test]
     fn default_case_from_array_or_object() {
-        let dir = std::env::temp_dir().join(format!("traceval-default-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("toolscore-default-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("d.json");
         std::fs::write(&p, r#"["a", {"name": "b", "args": {"x": 1}}]"#).unwrap();

@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(bearer_token(b"Basic abc"), None);
         assert_eq!(bearer_token(b"Bearer "), None);
         assert_eq!(bearer_token(b"Bearer"), None);
-        let dir = std::env::temp_dir().join(format!("traceval-auth-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("toolscore-auth-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("token");
         std::fs::write(&file, "s3cret\n").unwrap();

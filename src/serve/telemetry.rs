@@ -202,169 +202,169 @@ impl ServeStats {
             });
         };
         single(
-            "traceval_spans_received_total",
+            "toolscore_spans_received_total",
             "counter",
             "Spans accepted from OTLP requests.",
             g(&self.spans_received),
         );
         single(
-            "traceval_spans_rejected_total",
+            "toolscore_spans_rejected_total",
             "counter",
             "Spans rejected as invalid (partial success).",
             g(&self.spans_rejected),
         );
         single(
-            "traceval_duplicate_spans_total",
+            "toolscore_duplicate_spans_total",
             "counter",
             "Re-sent spans dropped as duplicates.",
             g(&self.duplicate_spans),
         );
         single(
-            "traceval_results_dropped_total",
+            "toolscore_results_dropped_total",
             "counter",
             "Evaluation records not exported because the results queue was full.",
             g(&self.results_dropped),
         );
         single(
-            "traceval_sink_errors_total",
+            "toolscore_sink_errors_total",
             "counter",
             "Result batches an output (file, stdout, exporter) failed to take.",
             g(&self.sink_errors),
         );
         single(
-            "traceval_output_failing",
+            "toolscore_output_failing",
             "gauge",
             "1 while the results file cannot be written; new data is refused (503 / UNAVAILABLE).",
             g(&self.output_failing),
         );
         single(
-            "traceval_results_lost_total",
+            "toolscore_results_lost_total",
             "counter",
             "Result rows that could not be written to the results file before the run ended.",
             g(&self.results_lost),
         );
         single(
-            "traceval_connections_refused_total",
+            "toolscore_connections_refused_total",
             "counter",
             "HTTP connections closed at once because the port had its maximum open.",
             g(&self.connections_refused),
         );
         single(
-            "traceval_requests_unauthenticated_total",
+            "toolscore_requests_unauthenticated_total",
             "counter",
             "Requests refused (401 / UNAUTHENTICATED) for a missing or wrong bearer token.",
             g(&self.requests_unauthenticated),
         );
         single(
-            "traceval_tls_handshake_failures_total",
+            "toolscore_tls_handshake_failures_total",
             "counter",
             "TLS connections closed because the handshake failed or did not finish within --header-timeout.",
             g(&self.tls_handshake_failures),
         );
         single(
-            "traceval_connections_open",
+            "toolscore_connections_open",
             "gauge",
             "HTTP connections open now.",
             g(&self.connections_open),
         );
         single(
-            "traceval_inflight_bytes",
+            "toolscore_inflight_bytes",
             "gauge",
             "Bytes of request bodies held now, as received and inflated.",
             g(&self.inflight_bytes),
         );
         single(
-            "traceval_inflight_bytes_capacity",
+            "toolscore_inflight_bytes_capacity",
             "gauge",
             "Most bytes of request bodies held at once (--max-inflight).",
             g(&self.inflight_bytes_capacity),
         );
         single(
-            "traceval_spans_forwarded_total",
+            "toolscore_spans_forwarded_total",
             "counter",
             "Spans delivered downstream.",
             g(&self.spans_forwarded),
         );
         single(
-            "traceval_requests_refused_total",
+            "toolscore_requests_refused_total",
             "counter",
             "Requests answered 503/UNAVAILABLE because a buffer or queue was full.",
             g(&self.requests_refused),
         );
         single(
-            "traceval_forward_retries_total",
+            "toolscore_forward_retries_total",
             "counter",
             "Downstream export attempts that were retried.",
             g(&self.forward_retries),
         );
         single(
-            "traceval_traces_scored_total",
+            "toolscore_traces_scored_total",
             "counter",
             "Trace evaluations produced (re-scores included).",
             g(&self.traces_scored),
         );
         single(
-            "traceval_traces_rescored_total",
+            "toolscore_traces_rescored_total",
             "counter",
             "Re-scores caused by late spans.",
             g(&self.traces_rescored),
         );
         single(
-            "traceval_sessions_scored_total",
+            "toolscore_sessions_scored_total",
             "counter",
             "Session evaluations produced (re-scores after later turns included).",
             g(&self.sessions_scored),
         );
         single(
-            "traceval_sessions_waiting",
+            "toolscore_sessions_waiting",
             "gauge",
             "Sessions with traces not yet scored, waiting for --session-wait.",
             g(&self.sessions_waiting),
         );
         single(
-            "traceval_buffer_spans",
+            "toolscore_buffer_spans",
             "gauge",
             "Spans buffered awaiting trace completion.",
             g(&self.buffer_spans),
         );
         single(
-            "traceval_buffer_spans_capacity",
+            "toolscore_buffer_spans_capacity",
             "gauge",
             "Most spans the buffer holds.",
             g(&self.buffer_spans_capacity),
         );
         single(
-            "traceval_buffer_traces",
+            "toolscore_buffer_traces",
             "gauge",
             "Traces buffered awaiting completion.",
             g(&self.buffer_traces),
         );
         single(
-            "traceval_buffer_traces_capacity",
+            "toolscore_buffer_traces_capacity",
             "gauge",
             "Most traces the buffer holds.",
             g(&self.buffer_traces_capacity),
         );
         single(
-            "traceval_forward_queue",
+            "toolscore_forward_queue",
             "gauge",
             "Requests queued for the downstream.",
             g(&self.forward_queue),
         );
         single(
-            "traceval_forward_queue_capacity",
+            "toolscore_forward_queue_capacity",
             "gauge",
             "Most requests the forward queue holds.",
             g(&self.forward_queue_capacity),
         );
         single(
-            "traceval_forward_queue_bytes",
+            "toolscore_forward_queue_bytes",
             "gauge",
             "Bytes queued for the downstream or being sent.",
             g(&self.forward_queue_bytes),
         );
         single(
-            "traceval_forward_queue_bytes_capacity",
+            "toolscore_forward_queue_bytes_capacity",
             "gauge",
             "Most bytes the forward queue holds.",
             g(&self.forward_queue_bytes_capacity),
@@ -414,7 +414,7 @@ impl Collector for Snapshot {
             }
         }
         let mut verdicts = encoder.encode_descriptor(
-            "traceval_evaluations",
+            "toolscore_evaluations",
             "Metric verdicts by outcome.",
             None,
             MetricType::Counter,
@@ -426,7 +426,7 @@ impl Collector for Snapshot {
             }
         }
         let mut scores = encoder.encode_descriptor(
-            "traceval_score",
+            "toolscore_score",
             "Scores by metric.",
             None,
             MetricType::Histogram,
@@ -472,32 +472,32 @@ mod tests {
         };
         let tc = ("metric", "tool_correctness");
         assert_eq!(
-            get("traceval_spans_received_total", &[]),
+            get("toolscore_spans_received_total", &[]),
             Some(42.0),
             "{text}"
         );
         assert_eq!(
-            get("traceval_evaluations_total", &[tc, ("outcome", "pass")]),
+            get("toolscore_evaluations_total", &[tc, ("outcome", "pass")]),
             Some(1.0)
         );
         assert_eq!(
-            get("traceval_evaluations_total", &[tc, ("outcome", "error")]),
+            get("toolscore_evaluations_total", &[tc, ("outcome", "error")]),
             Some(1.0)
         );
         assert_eq!(
-            get("traceval_score_bucket", &[tc, ("le", "0.3")]),
+            get("toolscore_score_bucket", &[tc, ("le", "0.3")]),
             Some(1.0)
         );
         assert_eq!(
-            get("traceval_score_bucket", &[tc, ("le", "1.0")]),
+            get("toolscore_score_bucket", &[tc, ("le", "1.0")]),
             Some(2.0)
         );
         assert_eq!(
-            get("traceval_score_bucket", &[tc, ("le", "+Inf")]),
+            get("toolscore_score_bucket", &[tc, ("le", "+Inf")]),
             Some(2.0)
         );
-        assert_eq!(get("traceval_score_count", &[tc]), Some(2.0));
-        assert_eq!(get("traceval_score_sum", &[tc]), Some(1.25));
+        assert_eq!(get("toolscore_score_count", &[tc]), Some(2.0));
+        assert_eq!(get("toolscore_score_sum", &[tc]), Some(1.25));
         assert!(
             text.ends_with("# EOF\n"),
             "an OpenMetrics exposition ends with EOF"

@@ -1,4 +1,4 @@
-// traceval HTML report: sorts the tool table, filters and expands the case
+// toolscore HTML report: sorts the tool table, filters and expands the case
 // list. All text from the data goes through textContent (never innerHTML).
 (function () {
   'use strict';

@@ -25,7 +25,7 @@ enum MatchType {
     AnyOrder,
 }
 
-/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// Every mode: (name, settings..., summary for `toolscore metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, MatchType, &str)] = &[
     (

@@ -39,7 +39,7 @@ enum ArgsMode {
     Superset,
 }
 
-/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// Every mode: (name, settings..., summary for `toolscore metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Trajectory, ArgsMode, &str)] = &[
     (

@@ -48,7 +48,7 @@ impl Scoring {
 }
 
 /// (name, parameter check, strict order, scoring)
-/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// Every mode: (name, settings..., summary for `toolscore metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Params, bool, Scoring, &str)] = &[
     (

@@ -26,7 +26,7 @@ use crate::score::{Call, Input, Metric, MetricOptions, Needs, Outcome, ScoreErro
 pub const LIBRARY: &str = "cubeo";
 pub const VERSION: &str = "docs (approx.)";
 
-/// The one mode: (name, summary for `traceval metrics`).
+/// The one mode: (name, summary for `toolscore metrics`).
 const MODES: &[(&str, &str)] = &[(
     "cubeo",
     "with --judge-url: an LLM scores the calls against expected_tools (0..1); without: \
@@ -144,7 +144,7 @@ impl Metric for CubeoJudged {
         judged::NEEDS
     }
 
-    /// Call lists alone (`traceval score`): the approximation.
+    /// Call lists alone (`toolscore score`): the approximation.
     fn score(&self, called: &[Call], expected: &[Call]) -> Outcome {
         self.approx.score(called, expected)
     }

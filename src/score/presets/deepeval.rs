@@ -42,7 +42,7 @@ const fn mode(exact: bool, ordering: bool, input_params: bool, strict: bool) -> 
     }
 }
 
-/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// Every mode: (name, settings..., summary for `toolscore metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Mode, &str)] = &[
     (

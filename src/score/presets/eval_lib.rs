@@ -22,7 +22,7 @@ enum Mode {
     Ordering,
 }
 
-/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// Every mode: (name, settings..., summary for `toolscore metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, Mode, &str)] = &[
     (

@@ -20,7 +20,7 @@ use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
 pub const LIBRARY: &str = "galtea";
 pub const VERSION: &str = "5.12.0 (approx.)";
 
-/// The one mode: (name, summary for `traceval metrics`).
+/// The one mode: (name, summary for `toolscore metrics`).
 const MODES: &[(&str, &str)] = &[(
     "galtea",
     "approximation: 1 if the normalized, de-duplicated name sets are equal, else 0",

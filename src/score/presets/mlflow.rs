@@ -29,7 +29,7 @@ const NO_EXPECTATIONS: &str = "MlflowException: should_exact_match=True requires
      to be provided. Cannot perform exact matching without ground truth.";
 
 /// (name, ordered, names only)
-/// Every mode: (name, settings..., summary for `traceval metrics`). This one
+/// Every mode: (name, settings..., summary for `toolscore metrics`). This one
 /// list is both the lookup table and the catalog.
 const MODES: &[(&str, bool, bool, &str)] = &[
     (

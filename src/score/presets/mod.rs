@@ -17,7 +17,7 @@ mod ragas;
 
 use super::{Metric, MetricOptions, ScoreError};
 
-/// Catalog entry for `traceval metrics` and the README table.
+/// Catalog entry for `toolscore metrics` and the README table.
 #[derive(Debug, Clone, Copy)]
 pub struct PresetInfo {
     pub name: &'static str,

@@ -78,8 +78,8 @@ impl HtmlSink {
         // Until shutdown, the file says when it will be written.
         std::fs::write(
             path,
-            "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><title>traceval report</title>\
-             <p>traceval serve writes this report when it shuts down.</p></html>\n",
+            "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><title>toolscore report</title>\
+             <p>toolscore serve writes this report when it shuts down.</p></html>\n",
         )
         .map_err(|source| ServeError::Output {
             path: path.display().to_string(),

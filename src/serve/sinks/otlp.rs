@@ -1,13 +1,13 @@
 //! Evaluations as OTLP, sent to `--results-otlp` (or the `--forward`
 //! downstream): `gen_ai.evaluation.result` log records (docs/otlp.md, GenAI
-//! semantic conventions), and with `--results-spans` a `traceval.evaluation`
+//! semantic conventions), and with `--results-spans` a `toolscore.evaluation`
 //! span in the evaluated trace.
 //!
 //! One record per metric, correlated with the evaluated trace through its
 //! trace id and agent root span id, so backends show it next to the trace.
 //! Records go through the exporter's bounded queue without waiting: when the
 //! downstream is slow or down and the queue is full, they are counted
-//! (`traceval_results_dropped_total`) and dropped, never blocking scoring.
+//! (`toolscore_results_dropped_total`) and dropped, never blocking scoring.
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -97,7 +97,7 @@ pub fn evaluation_records(
             match (&r.outcome.error, r.outcome.score) {
                 (Some(err), _) => {
                     // The evaluation itself failed: no score, no label (as agentevals).
-                    attrs.push(string("error.type", "traceval.metric_error"));
+                    attrs.push(string("error.type", "toolscore.metric_error"));
                     attrs.push(string("gen_ai.evaluation.explanation", cap(err)));
                 }
                 (None, score) => {
@@ -115,32 +115,32 @@ pub fn evaluation_records(
                     ));
                 }
             }
-            attrs.push(string("traceval.case.id", e.case_id.clone()));
+            attrs.push(string("toolscore.case.id", e.case_id.clone()));
             attrs.push(kv(
-                "traceval.revision",
+                "toolscore.revision",
                 any_value::Value::IntValue(i64::from(revision)),
             ));
             if let Some(t) = r.threshold {
-                attrs.push(kv("traceval.threshold", any_value::Value::DoubleValue(t)));
+                attrs.push(kv("toolscore.threshold", any_value::Value::DoubleValue(t)));
             }
             let details = r.outcome.details.as_ref();
             attrs.push(strings(
-                "traceval.tools.missing",
+                "toolscore.tools.missing",
                 names_at(details, "missing"),
             ));
             attrs.push(strings(
-                "traceval.tools.unexpected",
+                "toolscore.tools.unexpected",
                 names_at(details, "unexpected"),
             ));
             attrs.push(strings(
-                "traceval.tools.called",
+                "toolscore.tools.called",
                 e.tools_called.iter().map(|c| c.name.clone()),
             ));
             if let Some(s) = &e.session {
                 // A session case: the record carries the first trace's ids.
                 attrs.push(string("session.id", s.id.clone()));
                 attrs.push(strings(
-                    "traceval.session.trace_ids",
+                    "toolscore.session.trace_ids",
                     s.trace_ids.iter().map(ToString::to_string),
                 ));
             }
@@ -169,9 +169,9 @@ pub fn evaluation_records(
 }
 
 /// Name of the span that carries an evaluation inside the evaluated trace.
-pub const SPAN_NAME: &str = "traceval.evaluation";
+pub const SPAN_NAME: &str = "toolscore.evaluation";
 
-/// The evaluation as a `traceval.evaluation` span in the evaluated trace,
+/// The evaluation as a `toolscore.evaluation` span in the evaluated trace,
 /// child of its root span: the headline metric's `gen_ai.evaluation.*`
 /// attributes on the span, and every metric's `records` as
 /// `gen_ai.evaluation.result` events. Its span id is derived from the trace,
@@ -200,12 +200,15 @@ pub fn evaluation_span(
                 .collect::<Vec<_>>()
         })
         .unwrap_or_default();
-    attributes.push(string("traceval.case.id", e.case_id.clone()));
+    attributes.push(string("toolscore.case.id", e.case_id.clone()));
     attributes.push(kv(
-        "traceval.revision",
+        "toolscore.revision",
         any_value::Value::IntValue(i64::from(revision)),
     ));
-    attributes.push(kv("traceval.pass", any_value::Value::BoolValue(e.passed())));
+    attributes.push(kv(
+        "toolscore.pass",
+        any_value::Value::BoolValue(e.passed()),
+    ));
     if let Some(s) = &e.session {
         attributes.push(string("session.id", s.id.clone()));
     }
@@ -231,17 +234,17 @@ pub fn evaluation_span(
     }
 }
 
-/// Wraps evaluation spans in an export request from service `traceval`.
+/// Wraps evaluation spans in an export request from service `toolscore`.
 pub fn spans_request(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
-                attributes: vec![string("service.name", "traceval")],
+                attributes: vec![string("service.name", "toolscore")],
                 ..Default::default()
             }),
             scope_spans: vec![ScopeSpans {
                 scope: Some(InstrumentationScope {
-                    name: "traceval".to_string(),
+                    name: "toolscore".to_string(),
                     version: env!("CARGO_PKG_VERSION").to_string(),
                     ..Default::default()
                 }),
@@ -253,17 +256,17 @@ pub fn spans_request(spans: Vec<Span>) -> ExportTraceServiceRequest {
     }
 }
 
-/// Wraps records in an export request from service `traceval`.
+/// Wraps records in an export request from service `toolscore`.
 pub fn logs_request(records: Vec<LogRecord>) -> ExportLogsServiceRequest {
     ExportLogsServiceRequest {
         resource_logs: vec![ResourceLogs {
             resource: Some(Resource {
-                attributes: vec![string("service.name", "traceval")],
+                attributes: vec![string("service.name", "toolscore")],
                 ..Default::default()
             }),
             scope_logs: vec![ScopeLogs {
                 scope: Some(InstrumentationScope {
-                    name: "traceval".to_string(),
+                    name: "toolscore".to_string(),
                     version: env!("CARGO_PKG_VERSION").to_string(),
                     ..Default::default()
                 }),
@@ -278,7 +281,7 @@ pub fn logs_request(records: Vec<LogRecord>) -> ExportLogsServiceRequest {
 /// Exports evaluations as OTLP logs (and spans) without ever waiting.
 pub struct OtlpSink {
     exporter: ForwardHandle,
-    /// Also a `traceval.evaluation` span per evaluation.
+    /// Also a `toolscore.evaluation` span per evaluation.
     spans: bool,
     stats: std::sync::Arc<ServeStats>,
     /// Whether a drop was logged already (logged once per run of drops).
@@ -309,7 +312,7 @@ impl OtlpSink {
                     tracing::warn!(
                         records,
                         "The results exporter's queue is full (downstream slow or down); \
-                         evaluation records are dropped and counted in traceval_results_dropped_total."
+                         evaluation records are dropped and counted in toolscore_results_dropped_total."
                     );
                 }
             }
@@ -428,10 +431,10 @@ mod tests {
             matches!(attr(r, "gen_ai.evaluation.score.value"), Some(any_value::Value::DoubleValue(v)) if (*v - 2.0 / 3.0).abs() < 1e-9)
         );
         assert_eq!(
-            attr(r, "traceval.revision"),
+            attr(r, "toolscore.revision"),
             Some(&any_value::Value::IntValue(2))
         );
-        let missing = attr(r, "traceval.tools.missing");
+        let missing = attr(r, "toolscore.tools.missing");
         assert!(matches!(missing, Some(any_value::Value::ArrayValue(a)) if a.values.len() == 1));
         let err = &recs[1];
         assert!(attr(err, "gen_ai.evaluation.score.label").is_none());

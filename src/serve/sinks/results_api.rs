@@ -1,4 +1,4 @@
-//! The results API (`proto/traceval/results/v1/results.proto`): a gRPC
+//! The results API (`proto/toolscore/results/v1/results.proto`): a gRPC
 //! server stream of evaluations as they are produced, so a CI runner or a
 //! dashboard can follow a live run.
 //!
@@ -17,7 +17,7 @@ use crate::report::Evaluation;
 /// Generated from the .proto by build.rs.
 pub mod pb {
     #![allow(clippy::all, missing_docs)]
-    tonic::include_proto!("traceval.results.v1");
+    tonic::include_proto!("toolscore.results.v1");
 }
 
 use pb::results_service_server::{ResultsService, ResultsServiceServer};
