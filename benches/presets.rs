@@ -7,13 +7,14 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use toolscore::score::cases::{self, Case};
+use toolscore::cases::{self, CallCase};
+use toolscore::expect::Call;
 use toolscore::score::native::NativeConfig;
-use toolscore::score::{registry, Call, Metric, MetricOptions};
+use toolscore::score::{registry, Metric, MetricOptions};
 
 const ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/oracle");
 
-fn oracle_cases() -> Vec<Case> {
+fn oracle_cases() -> Vec<CallCase> {
     let text = std::fs::read_to_string(format!("{ORACLE}/cases.jsonl")).expect("read cases");
     text.lines()
         .map(|l| cases::parse_case(l).expect("oracle case"))
@@ -33,7 +34,7 @@ fn oracle_modes() -> Vec<String> {
 
 /// Round `r` of the cycle: the case as is, or with the called list rotated,
 /// truncated, or given an extra call, so that the inputs are not all repeats.
-fn perturb(case: &Case, round: usize) -> Case {
+fn perturb(case: &CallCase, round: usize) -> CallCase {
     let mut c = case.clone();
     c.id = format!("{}#{round}", case.id);
     match round % 4 {
@@ -49,14 +50,14 @@ fn perturb(case: &Case, round: usize) -> Case {
     c
 }
 
-fn thousand_cases() -> Vec<Case> {
+fn thousand_cases() -> Vec<CallCase> {
     let base = oracle_cases();
     (0..1000)
         .map(|i| perturb(&base[i % base.len()], i / base.len()))
         .collect()
 }
 
-fn score_all(metrics: &[Box<dyn Metric>], cases: &[Case]) -> usize {
+fn score_all(metrics: &[Box<dyn Metric>], cases: &[CallCase]) -> usize {
     let mut passed = 0;
     for case in cases {
         for m in metrics {

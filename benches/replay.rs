@@ -5,11 +5,12 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message;
 
+use toolscore::expect::Call;
 use toolscore::extract::Extractor;
 use toolscore::ingest::Limits;
 use toolscore::replay;
 use toolscore::score::native::{NativeConfig, NativeMetric};
-use toolscore::score::{Call, Metric};
+use toolscore::score::Metric;
 
 fn end_to_end(bodies: &[Vec<u8>], extractor: &Extractor, metric: &NativeMetric) -> usize {
     let (traces, rejected) =

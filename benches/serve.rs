@@ -238,7 +238,17 @@ fn scoring_cost() {
     let mut report = toolscore::report::Report::default();
     let evaluator =
         toolscore::evaluate::Evaluator::new(scoring.settings.clone(), None, None).expect("metrics");
-    replay::score_traces(&traces, &evaluator, &scoring.extractor, &mut report);
+    // As the extractor comes by default: results decoded, arguments parsed.
+    let outputs = toolscore::evaluate::OutputNeeds {
+        call_results: true,
+        call_args: true,
+    };
+    let pipeline = toolscore::evaluate::Pipeline::new(
+        std::sync::Arc::new(evaluator),
+        scoring.extractor.clone(),
+        outputs,
+    );
+    replay::score_traces(&traces, &pipeline, &mut report);
     let scored = start.elapsed();
     // JSONL rows: through a `Value` copy (report::unmatched_trace_row), and
     // with the calls serialized straight from the extracted data (what serve does).
@@ -1052,7 +1062,7 @@ fn stages() {
             lap(4, &mut at);
             rows.clear();
             for r in &results {
-                let u = toolscore::report::UnmatchedTrace {
+                let u = toolscore::evaluate::UnmatchedTrace {
                     trace_id: r.trace_id,
                     spans: r.spans,
                     tools_called: Arc::clone(&r.calls),

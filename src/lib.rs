@@ -2,10 +2,13 @@
 //!
 //! Data flows `ingest` (bytes -> OTLP requests) -> `assemble` (spans -> traces)
 //! -> `extract` (traces -> tool calls) -> `expect` (fixtures, joined to traces)
-//! -> `score` (metrics) -> `report` (table, JSONL, JUnit). `replay` wires the
-//! stages for trace files.
+//! -> `evaluate` (the core: one per-trace [`evaluate::Pipeline`], metrics from
+//! `score`) -> `report` (table, JSONL, JUnit, HTML). The drivers call the
+//! pipeline: `replay` and `inspect` for trace files, `serve` for OTLP
+//! receivers; `cases` scores tool-call cases given as data.
 
 pub mod assemble;
+pub mod cases;
 pub mod config;
 pub mod evaluate;
 pub mod expect;
@@ -13,6 +16,7 @@ pub mod extract;
 #[doc(hidden)]
 pub mod fake;
 pub mod ingest;
+pub mod inspect;
 pub mod judge;
 pub mod names;
 pub mod ordered;

@@ -1,28 +1,22 @@
 //! Replay: trace files -> a [`Report`]. Reads and assembles every input,
-//! then hands each trace to the evaluation core (`evaluate`).
+//! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
 use std::path::PathBuf;
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{in_parallel, Evaluator, Sessions, TraceResult};
+use crate::evaluate::{in_parallel, Pipeline, Sessions, TraceResult, UnmatchedTrace};
 use crate::extract::facts::token_usage;
-use crate::extract::Extractor;
 use crate::ingest::otlp_json::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, files, Limits, Position, Rejected};
 use crate::ordered::ordered_map;
-use crate::report::{Report, Stats, Timeline, ToolStatsBuilder, UnmatchedTrace};
+use crate::report::{Report, Stats, Timeline, ToolStatsBuilder};
 
-/// Extracts and evaluates every trace; sessions are scored once all their
+/// Runs the pipeline on every trace; sessions are scored once all their
 /// traces are in. Fills the report's evaluations, unmatched traces and
 /// cases, and counters.
-pub fn score_traces(
-    traces: &[Trace],
-    evaluator: &Evaluator,
-    extractor: &Extractor,
-    report: &mut Report,
-) {
-    let mut scorer = Scorer::new(evaluator, extractor, report);
+pub fn score_traces(traces: &[Trace], pipeline: &Pipeline, report: &mut Report) {
+    let mut scorer = Scorer::new(pipeline, report);
     scorer.add(traces, report);
     scorer.finish(report);
 }
@@ -38,12 +32,11 @@ pub struct Scorer<'a> {
     tools: ToolStatsBuilder,
 }
 
-/// The per-trace part of a [`Scorer`]: extraction and evaluation of each
-/// trace, shareable between threads.
+/// The per-trace part of a [`Scorer`]: the pipeline and what the report
+/// keeps of each trace besides its result, shareable between threads.
 #[derive(Clone, Copy)]
 pub struct TraceScorer<'a> {
-    evaluator: &'a Evaluator,
-    extractor: &'a Extractor,
+    pipeline: &'a Pipeline,
     threads: usize,
     timelines: bool,
 }
@@ -55,16 +48,15 @@ pub struct Scored(Vec<ScoredTrace>);
 type ScoredTrace = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
 
 impl TraceScorer<'_> {
-    /// Extracts and evaluates a batch of traces.
+    /// Runs the pipeline on a batch of traces.
     pub fn score(&self, traces: &[Trace]) -> Scored {
-        let (evaluator, extractor, timelines) = (self.evaluator, self.extractor, self.timelines);
+        let (pipeline, timelines) = (self.pipeline, self.timelines);
         Scored(in_parallel(
             traces.iter().collect(),
             self.threads,
             |t: &Trace| {
-                let (calls, runs) = extractor.extract_with_runs(t);
-                let timeline = timelines.then(|| Timeline::of(t, &calls, &runs));
-                let result = evaluator.evaluate_trace_with_runs(t, calls, &runs);
+                let (result, runs) = pipeline.run_with_runs(t);
+                let timeline = timelines.then(|| Timeline::of(t, &result.calls, &runs));
                 let tokens = match &result.facts {
                     Some(f) => (f.input_tokens, f.output_tokens),
                     None => token_usage(t),
@@ -76,13 +68,13 @@ impl TraceScorer<'_> {
 }
 
 impl<'a> Scorer<'a> {
-    pub fn new(evaluator: &'a Evaluator, extractor: &'a Extractor, report: &mut Report) -> Self {
+    pub fn new(pipeline: &'a Pipeline, report: &mut Report) -> Self {
+        let evaluator = pipeline.evaluator();
         report.metrics = evaluator.labels().to_vec();
         report.has_cases = evaluator.has_cases();
         Scorer {
             per_trace: TraceScorer {
-                evaluator,
-                extractor,
+                pipeline,
                 // A judged metric waits on HTTP: traces go in parallel, up
                 // to the judge's concurrency, so a run does not take N x
                 // latency.
@@ -94,7 +86,6 @@ impl<'a> Scorer<'a> {
             tools: ToolStatsBuilder::default(),
         }
     }
-
     /// The per-trace work, to run on any thread.
     pub fn per_trace(&self) -> TraceScorer<'a> {
         self.per_trace
@@ -136,7 +127,7 @@ impl<'a> Scorer<'a> {
 
     /// Scores the sessions and names the cases no trace matched.
     pub fn finish(self, report: &mut Report) {
-        let evaluator = self.per_trace.evaluator;
+        let evaluator = self.per_trace.pipeline.evaluator();
         report.evaluations.extend(self.sessions.evaluate(evaluator));
         (report.tools, report.tokens) = self.tools.finish();
         let hit = self.hit;
@@ -304,61 +295,24 @@ pub fn read_traces(
     (traces, rejected, stats)
 }
 
-/// The whole replay: files in, report out. Fixture problems found while
-/// loading (`fixture_rejected`) are reported with the input's.
+/// The whole replay: files in, report out. `report` may come prepared
+/// (e.g. `timelines: Some(..)` keeps span timing for the HTML report).
+/// Fixture problems found while loading (`fixture_rejected`) are reported
+/// with the input's.
 pub fn replay(
-    paths: &[PathBuf],
-    evaluator: &Evaluator,
-    fixture_rejected: Vec<Rejected>,
-    extractor: &Extractor,
-    options: &ReadOptions,
-    filter: &(dyn KeyFilter + Sync),
-    progress: impl FnMut(Progress),
-) -> Report {
-    replay_into(
-        Report::default(),
-        paths,
-        evaluator,
-        fixture_rejected,
-        extractor,
-        options,
-        filter,
-        progress,
-    )
-}
-
-/// [`replay`] into a report prepared by the caller (e.g. with
-/// `timelines: Some(..)` to keep span timing for the HTML report).
-#[allow(clippy::too_many_arguments)]
-pub fn replay_into(
     mut report: Report,
     paths: &[PathBuf],
-    evaluator: &Evaluator,
+    pipeline: &Pipeline,
     fixture_rejected: Vec<Rejected>,
-    extractor: &Extractor,
     options: &ReadOptions,
-    filter: &(dyn KeyFilter + Sync),
     progress: impl FnMut(Progress),
 ) -> Report {
-    let configured;
-    let needs = evaluator.needs();
-    let extractor =
-        if (needs.ordered_args && !extractor.ordered_args) || (needs.judge && !extractor.results) {
-            // A judge reads each call's result.
-            configured = extractor
-                .clone()
-                .with_ordered_args(needs.ordered_args || extractor.ordered_args)
-                .with_results(needs.judge || extractor.results);
-            &configured
-        } else {
-            extractor
-        };
-    let mut scorer = Scorer::new(evaluator, extractor, &mut report);
+    let mut scorer = Scorer::new(pipeline, &mut report);
     let per_trace = scorer.per_trace();
     let (rejected, stats) = stream_traces(
         paths,
         options,
-        filter,
+        &pipeline.projection(),
         progress,
         |batch| per_trace.score(&batch),
         |scored| scorer.add_scored(scored, &mut report),
@@ -371,6 +325,9 @@ pub fn replay_into(
     };
     report.rejected = rejected;
     report.rejected.extend(fixture_rejected);
+    report.hint = pipeline
+        .extractor()
+        .no_calls_hint(report.stats.spans, report.stats.tool_calls);
     report
 }
 

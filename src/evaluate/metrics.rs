@@ -5,10 +5,11 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
+use super::MetricResult;
+use crate::expect::Call;
 use crate::judge::Judge;
-use crate::report::MetricResult;
 use crate::score::native::NativeConfig;
-use crate::score::{registry, Call, Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
+use crate::score::{registry, Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
 
 /// One `--metric` value: a metric name with optional per-metric options.
 #[derive(Debug, Clone, PartialEq)]

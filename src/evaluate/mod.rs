@@ -10,21 +10,27 @@
 //! and scores with [`Evaluator::evaluate_session`].
 
 pub mod metrics;
+mod pipeline;
+mod result;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::assemble::{session, SpanId, Trace, TraceId};
+use crate::assemble::{session, Trace, TraceId};
+use crate::expect::Call;
 use crate::expect::{Case, Join};
 use crate::extract::facts::TraceFacts;
 use crate::extract::{AgentRun, ToolCall};
 use crate::judge::Judge;
 use crate::names::Normalizer;
-use crate::report::{Evaluation, SessionRef};
 use crate::score::native::NativeConfig;
-use crate::score::{agents, budget, handoffs, Call, Input, MetricOptions, Needs, ScoreError};
+use crate::score::{agents, budget, handoffs, Input, MetricOptions, Needs, ScoreError};
 
 pub use metrics::{MetricSet, MetricSpec};
+pub use pipeline::{OutputNeeds, Pipeline};
+pub use result::{
+    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedTrace,
+};
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
 /// `--score`, `--normalize` and the config's session keys say.
@@ -76,45 +82,6 @@ pub struct Route {
     pub cases: Vec<usize>,
     /// Session cases with the session id each names, in case order.
     pub sessions: Vec<(usize, String)>,
-}
-
-/// One trace's share of a session case.
-#[derive(Debug, Clone)]
-pub struct SessionMember {
-    /// The session case.
-    pub case: usize,
-    /// The session value the case names.
-    pub id: String,
-}
-
-/// What evaluating one trace gave.
-#[derive(Debug, Clone)]
-pub struct TraceResult {
-    pub trace_id: TraceId,
-    pub spans: usize,
-    /// Root span (the first span without a parent), for results sent back
-    /// into the trace.
-    pub root: Option<SpanId>,
-    /// Earliest span start.
-    pub start: u64,
-    /// The tool calls extracted (shared by every evaluation of the trace).
-    pub calls: Arc<[ToolCall]>,
-    /// One per trace case joined, in case order; or one against the
-    /// default case when the trace joined no case at all.
-    pub evaluations: Vec<Evaluation>,
-    /// Whether `evaluations` holds the default case's evaluation.
-    pub defaulted: bool,
-    /// Session cases this trace contributes its calls to.
-    pub sessions: Vec<SessionMember>,
-    /// The trace's facts, when a metric needs them.
-    pub facts: Option<TraceFacts>,
-}
-
-impl TraceResult {
-    /// No case, session case or default case took this trace.
-    pub fn unmatched(&self) -> bool {
-        self.evaluations.is_empty() && self.sessions.is_empty()
-    }
 }
 
 /// Case lookups by join kind, built once.
@@ -287,6 +254,11 @@ impl Evaluator {
     /// Whether case `i` is the default case (never "unmatched").
     pub fn is_default(&self, i: usize) -> bool {
         self.default == Some(i)
+    }
+
+    /// Keys a `session_id` case looks at.
+    pub fn session_keys(&self) -> &[String] {
+        &self.settings.session_keys
     }
 
     /// Attribute keys that joins read, on spans or resources: the session

@@ -7,9 +7,9 @@
 
 use serde_json::Value;
 
-use super::formats::{calls, case, field, kind, list, text, user_text_join, Ctx};
+use super::read::{calls, case, field, kind, list, text, user_text_join, Ctx};
 use super::Case;
-use crate::score::Call;
+use crate::expect::Call;
 
 /// One `EvalCase`: `eval_id`, `conversation: [Invocation]`.
 pub(super) fn eval_case(v: &Value) -> Result<Vec<Case>, String> {

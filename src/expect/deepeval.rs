@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::formats::{calls, case, kind, list, text, user_text_join, Ctx};
+use super::read::{calls, case, kind, list, text, user_text_join, Ctx};
 use super::Case;
 
 pub(super) fn golden(v: &Value, ctx: &Ctx) -> Result<Vec<Case>, String> {

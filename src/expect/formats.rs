@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{Case, Join};
+use super::read::{kind, Ctx};
+use super::Case;
 use crate::ingest::{Position, Rejected};
-use crate::score::Call;
 
 /// The format of an expectations file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,22 +70,6 @@ impl ExpectFormat {
             ExpectFormat::Ragas => super::ragas::sample(record, ctx),
             ExpectFormat::Toolscore => Err("not a foreign format".into()),
         }
-    }
-}
-
-/// What a converter knows about the record besides its content.
-pub(super) struct Ctx {
-    /// The file name without its extensions, for ids of records that have
-    /// none.
-    pub stem: String,
-    /// The record's ordinal (1-based).
-    pub n: usize,
-}
-
-impl Ctx {
-    /// `<file stem>#<n>`: the id of a record that carries none.
-    pub fn default_id(&self) -> String {
-        format!("{}#{}", self.stem, self.n)
     }
 }
 
@@ -286,108 +270,6 @@ fn stem_of(source: &str) -> String {
         Some((stem, _)) if !stem.is_empty() => stem.to_string(),
         _ => name,
     }
-}
-
-/// A JSON value's kind, for messages.
-pub(super) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a bool",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The first of `keys` present and not null in `v` (an object), with the
-/// key found.
-pub(super) fn field<'a>(v: &'a Value, keys: &[&'static str]) -> Option<(&'static str, &'a Value)> {
-    keys.iter()
-        .find_map(|k| v.get(*k).filter(|x| !x.is_null()).map(|x| (*k, x)))
-}
-
-/// A list field, named `path` in messages.
-pub(super) fn list<'a>(
-    v: &'a Value,
-    keys: &[&'static str],
-    path: &str,
-) -> Result<Option<&'a Vec<Value>>, String> {
-    match field(v, keys) {
-        None => Ok(None),
-        Some((_, Value::Array(items))) => Ok(Some(items)),
-        Some((k, other)) => Err(format!("`{path}{k}` must be a list, not {}", kind(other))),
-    }
-}
-
-/// A required text field.
-pub(super) fn text(v: &Value, keys: &[&'static str], path: &str) -> Result<String, String> {
-    match field(v, keys) {
-        Some((_, Value::String(s))) => Ok(s.clone()),
-        Some((k, other)) => Err(format!("`{path}{k}` must be a string, not {}", kind(other))),
-        None => Err(format!("`{path}{}` is missing", keys[0])),
-    }
-}
-
-/// Tool calls from a list of objects with a name key and an arguments key:
-/// `list_path` names the list in messages.
-pub(super) fn calls(
-    items: &[Value],
-    list_path: &str,
-    name_keys: &[&'static str],
-    args_keys: &[&'static str],
-) -> Result<Vec<Call>, String> {
-    let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let path = format!("{list_path}[{i}].");
-        if !item.is_object() {
-            return Err(format!(
-                "`{list_path}[{i}]` must be an object, not {}",
-                kind(item)
-            ));
-        }
-        let name = text(item, name_keys, &path)?;
-        if name.trim().is_empty() {
-            return Err(format!("`{path}{}` is empty", name_keys[0]));
-        }
-        let args = match field(item, args_keys) {
-            None => None,
-            Some((_, a @ Value::Object(_))) => Some(a.clone()),
-            Some((k, other)) => {
-                return Err(format!(
-                    "`{path}{k}` must be an object, not {}",
-                    kind(other)
-                ))
-            }
-        };
-        out.push(Call::new(name, args));
-    }
-    Ok(out)
-}
-
-/// A case with only an id, a join and expected calls.
-pub(super) fn case(id: String, join: Join, expected: Vec<Call>) -> Case {
-    Case {
-        id,
-        join,
-        expected,
-        threshold: None,
-        metrics: None,
-        budgets: Default::default(),
-        agents: Vec::new(),
-        handoffs: None,
-    }
-}
-
-/// The join on a user text; an empty text joins nothing, so it is refused.
-pub(super) fn user_text_join(text: &str, path: &str) -> Result<Join, String> {
-    let t = super::normalize_text(text);
-    if t.is_empty() {
-        return Err(format!(
-            "`{path}` holds no text to find the trace by (docs/formats.md)"
-        ));
-    }
-    Ok(Join::UserText(t))
 }
 
 #[cfg(test)]

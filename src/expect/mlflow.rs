@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::formats::{calls, case, field, kind, list, user_text_join, Ctx};
+use super::read::{calls, case, field, kind, list, user_text_join, Ctx};
 use super::{Case, Join};
 use crate::assemble::TraceId;
 

@@ -23,15 +23,17 @@ use serde_json::Value;
 use crate::assemble::session;
 use crate::assemble::TraceId;
 use crate::ingest::{Position, Rejected};
-use crate::score::Call;
 use crate::value::PyValue;
 
 mod adk;
+mod call;
 mod deepeval;
 mod formats;
 mod mlflow;
 mod ragas;
+mod read;
 
+pub use call::Call;
 pub use formats::ExpectFormat;
 
 /// The largest fixture file read (one case is a few hundred bytes).

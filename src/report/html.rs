@@ -10,8 +10,9 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::{Evaluation, MetricResult, Report};
+use super::Report;
 use crate::assemble::{SpanId, Trace, TraceId};
+use crate::evaluate::{Evaluation, MetricResult};
 use crate::extract::{AgentRun, CallStatus, ToolCall};
 
 /// Spans of one trace kept for its timeline: enough for an agent run with

@@ -6,7 +6,8 @@ use std::io::{self, Write};
 
 use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
-use super::{ellipsize, MetricResult, Report};
+use super::{ellipsize, Report};
+use crate::evaluate::MetricResult;
 
 const SUITE: &str = "toolscore";
 

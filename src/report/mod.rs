@@ -10,100 +10,20 @@ mod table;
 mod tools;
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::assemble::TraceId;
+use crate::evaluate::{Evaluation, MetricResult, UnmatchedTrace};
 use crate::extract::{CallResult, ToolCall};
 use crate::ingest::Rejected;
-use crate::score::{Call, Outcome};
 
 pub use explain::{explain_row, write_explain};
 pub use html::{write_html, Timeline, Timelines, TIMELINE_SPANS};
 pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
-pub use table::write_table;
+pub use table::{write_metrics, write_table};
 pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
-
-/// One metric's verdict on one (trace, case) pair.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricResult {
-    pub metric: String,
-    pub threshold: Option<f64>,
-    pub outcome: Outcome,
-}
-
-impl MetricResult {
-    /// Errors fail; a metric with no verdict of its own (ragas) passes
-    /// unless its score is under the threshold.
-    pub fn passed(&self) -> bool {
-        if self.outcome.error.is_some() {
-            return false;
-        }
-        match (self.outcome.pass, self.outcome.score, self.threshold) {
-            (Some(p), _, _) => p,
-            (None, Some(s), Some(t)) => s >= t,
-            _ => true,
-        }
-    }
-}
-
-/// The traces of a session, when a case targets one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionRef {
-    pub id: String,
-    /// By start time; `Evaluation::trace_id` is the first.
-    pub trace_ids: Vec<TraceId>,
-}
-
-/// A trace (or a session of traces) scored against a case.
-#[derive(Debug, Clone)]
-pub struct Evaluation {
-    /// The trace, or the first trace of the session.
-    pub trace_id: TraceId,
-    /// Set when the case targets a session: `tools_called` are the calls of
-    /// all its traces, in time order.
-    pub session: Option<SessionRef>,
-    pub case_id: String,
-    /// The case's index in the run's case list.
-    pub case_index: usize,
-    /// How the case found its trace: `trace_id`, `match`, `session`,
-    /// `user_text` or `default` ([`crate::expect::Join::label`]).
-    pub joined_by: &'static str,
-    /// Shared with the trace's other evaluations.
-    pub tools_called: Arc<[ToolCall]>,
-    pub expected: Vec<Call>,
-    /// In `--metric` order; the first is the headline.
-    pub results: Vec<MetricResult>,
-}
-
-impl Evaluation {
-    pub fn passed(&self) -> bool {
-        self.results.iter().all(MetricResult::passed)
-    }
-
-    pub fn headline(&self) -> Option<&MetricResult> {
-        self.results.first()
-    }
-
-    /// The trace id, or `session <id>` for a session case.
-    pub fn target_label(&self) -> String {
-        match &self.session {
-            Some(s) => format!("session {} ({} traces)", s.id, s.trace_ids.len()),
-            None => self.trace_id.to_string(),
-        }
-    }
-}
-
-/// A trace that no case matched.
-#[derive(Debug, Clone)]
-pub struct UnmatchedTrace {
-    pub trace_id: TraceId,
-    pub spans: usize,
-    pub tools_called: Arc<[ToolCall]>,
-}
 
 /// Counters for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -519,6 +439,7 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     /// Rows of the traces of `requests`, extracted with arguments as
     /// values or as JSON text.

@@ -135,3 +135,21 @@ pub(crate) fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Resul
     }
     Ok(())
 }
+
+/// The metric catalog (`toolscore metrics`): name, library and version, what it scores.
+pub fn write_metrics(
+    rows: &[crate::score::registry::MetricInfo],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let w = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let lw = rows
+        .iter()
+        .map(|r| r.library.len() + r.version.len() + 1)
+        .max()
+        .unwrap_or(0);
+    for r in rows {
+        let lib = format!("{} {}", r.library, r.version);
+        writeln!(out, "{:w$}  {:lw$}  {}", r.name, lib, r.summary)?;
+    }
+    Ok(())
+}

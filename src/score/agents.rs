@@ -10,7 +10,8 @@
 use serde_json::{json, Map, Value};
 
 use super::native::{NativeConfig, NativeMetric};
-use super::{Call, Input, Metric, Needs, Outcome};
+use super::{Input, Metric, Needs, Outcome};
+use crate::expect::Call;
 
 pub const NAME: &str = "agents";
 

@@ -9,7 +9,8 @@
 
 use serde_json::json;
 
-use super::{Call, Input, Metric, Needs, Outcome};
+use super::{Input, Metric, Needs, Outcome};
+use crate::expect::Call;
 
 pub const NAME: &str = "budget";
 

@@ -21,7 +21,8 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{Call, Input, Metric, Outcome};
+use super::{Input, Metric, Outcome};
+use crate::expect::Call;
 use crate::extract::{CallStatus, ToolCall};
 
 pub const NAME: &str = "tool_efficiency";

@@ -6,7 +6,6 @@
 
 pub mod agents;
 pub mod budget;
-pub mod cases;
 pub mod efficiency;
 pub mod handoffs;
 pub mod judged;
@@ -14,66 +13,12 @@ pub mod native;
 pub mod presets;
 pub mod registry;
 
-use std::sync::Arc;
-
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::expect::Case;
+use crate::expect::{Call, Case};
 use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
-use crate::value::PyValue;
-
-/// One tool call as the metrics see it: a name and optional arguments.
-///
-/// `args: None` (absent) is distinct from `Some({})` (present but empty):
-/// deepeval and mlflow treat them differently.
-#[derive(Debug, Clone, Serialize)]
-pub struct Call {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub args: Option<Value>,
-    /// The same arguments as Python's `json.loads` sees them: keys in the order
-    /// written, exact integers. `serde_json::Map` sorts keys, but ragas compares
-    /// `str()` of nested dicts, which follows insertion order. `None`: presets
-    /// derive it from `args` (keys sorted). Not part of equality.
-    #[serde(skip)]
-    pub ordered_args: Option<Arc<PyValue>>,
-}
-
-impl Call {
-    pub fn new(name: impl Into<String>, args: Option<Value>) -> Self {
-        Call {
-            name: name.into(),
-            args,
-            ordered_args: None,
-        }
-    }
-
-    /// A call whose arguments were parsed with their key order kept
-    /// (`PyValue::parse`); sets both `args` and `ordered_args`.
-    pub fn with_ordered_args(name: impl Into<String>, args: PyValue) -> Self {
-        Call {
-            name: name.into(),
-            args: Some(args.to_json()),
-            ordered_args: Some(Arc::new(args)),
-        }
-    }
-
-    /// A call whose arguments are the JSON text `args_json`, key order kept.
-    pub fn from_args_json(
-        name: impl Into<String>,
-        args_json: &str,
-    ) -> Result<Self, serde_json::Error> {
-        Ok(Call::with_ordered_args(name, PyValue::parse(args_json)?))
-    }
-}
-
-impl PartialEq for Call {
-    fn eq(&self, other: &Call) -> bool {
-        self.name == other.name && self.args == other.args
-    }
-}
 
 /// What one metric says about one case.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::{Call, Metric, Outcome, ScoreError};
+use super::{Metric, Outcome, ScoreError};
+use crate::expect::Call;
 use crate::value::json_eq;
 
 pub const NATIVE_NAME: &str = "tool_correctness";

@@ -3,16 +3,17 @@
 //!
 //! ```text
 //!  OTLP/gRPC (tonic) ─┐                         completion    scoring threads
-//!                     ├─> intake ─> TraceBuffer ─────────────> BatchScorer ─> ResultSink
-//!  OTLP/HTTP (axum) ──┘  (validate,  (by trace,  idle for the  (extract, join,  (JSONL,
-//!                         admit or    capped)    decision wait  score: replay's  stdout,
-//!                         refuse)                               functions)       summary)
+//!                     ├─> intake ─> TraceBuffer ─────────────> BatchScorer ─> Outputs
+//!  OTLP/HTTP (axum) ──┘  (validate,  (by trace,  idle for the  (the per-trace  (sinks: JSONL,
+//!                         admit or    capped)    decision wait  Pipeline, as    stdout, OTLP,
+//!                         refuse)                               in replay)      results API)
 //! ```
 //!
 //! The receivers only decode; the buffer is the one bounded queue (a full
 //! buffer refuses whole requests with 503 / UNAVAILABLE, which clients
-//! retry); scoring runs on its own thread and reuses `replay`'s pure stages,
-//! so a trace scores the same here as in `toolscore replay`. This module owns
+//! retry); scoring runs on its own threads through the same per-trace
+//! [`Pipeline`](crate::evaluate::Pipeline) as `replay`, so a trace scores the
+//! same here as in `toolscore replay`. This module owns
 //! the tokio runtime; nothing below it is async.
 //!
 //! [`Server::serve`] takes bound listeners and a [`CancellationToken`], so
@@ -61,7 +62,7 @@ pub use sinks::{MetricSummary, ServeSummary};
 pub use status::{Accepted, Encoding, ExportError, RpcStatus};
 pub use telemetry::{ServeStats, StatsSnapshot};
 
-use crate::evaluate::Evaluator;
+use crate::evaluate::{Evaluator, OutputNeeds, Pipeline};
 use intake::Shared;
 use scoring::BatchScorer;
 use sinks::results_api::ResultsHub;
@@ -273,23 +274,19 @@ impl Server {
             &fixtures.rejected,
         )?;
         // Extraction does what the metrics and outputs need, no more.
-        let ordered = evaluator.needs().ordered_args || scoring.extractor.ordered_args;
-        // Arguments are parsed into values only for a reader: without
-        // cases no metric runs, and the JSONL rows take them as text.
-        let args_read = evaluator.cases().len() > 0 || outputs.reads_call_args();
-        let extractor = scoring
-            .extractor
-            .with_ordered_args(ordered)
-            .with_results(outputs.shows_call_results())
-            .with_args_text(!args_read);
+        let needs = OutputNeeds {
+            call_results: outputs.shows_call_results(),
+            call_args: outputs.reads_call_args(),
+        };
+        let pipeline = Arc::new(Pipeline::new(evaluator, scoring.extractor, needs));
         // Projection at decode (docs/architecture.md): only when nothing
         // passes the spans on, since a forwarded JSON request is encoded
         // anew from what was decoded.
         if config.forward.is_none() {
-            shared.set_filter(Box::new(extractor.projection(evaluator.join_keys())));
+            shared.set_filter(Box::new(pipeline.projection()));
         }
         let shared = Arc::new(shared);
-        let scorer = BatchScorer::new(evaluator, extractor, config.session_wait, stats);
+        let scorer = BatchScorer::new(pipeline, config.session_wait, stats);
         Ok(Server {
             config,
             shared,

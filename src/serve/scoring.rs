@@ -18,11 +18,10 @@ use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
-use crate::evaluate::{Evaluator, ScoreSettings};
+use crate::evaluate::{Evaluator, Pipeline, ScoreSettings, SessionRef, UnmatchedTrace};
 use crate::expect::{self, Case, FixtureOptions};
 use crate::extract::Extractor;
 use crate::ingest::Rejected;
-use crate::report::{SessionRef, UnmatchedTrace};
 
 /// How often a failing results file is retried.
 const RETRY_OUTPUT: Duration = Duration::from_millis(500);
@@ -80,29 +79,17 @@ pub(crate) fn load_fixtures(
 /// Scores batches of completed traces: read-only but for the session
 /// tracker, shared by the scoring threads.
 pub(crate) struct BatchScorer {
+    pipeline: Arc<Pipeline>,
     evaluator: Arc<Evaluator>,
-    extractor: Extractor,
     sessions: Mutex<SessionTracker>,
     stats: Arc<ServeStats>,
 }
 
 impl BatchScorer {
-    pub fn new(
-        evaluator: Arc<Evaluator>,
-        extractor: Extractor,
-        session_wait: Duration,
-        stats: Arc<ServeStats>,
-    ) -> Self {
-        // A judge reads each call's result.
-        let judged = evaluator.needs().judge;
-        let extractor = if judged && !extractor.results {
-            extractor.with_results(true)
-        } else {
-            extractor
-        };
+    pub fn new(pipeline: Arc<Pipeline>, session_wait: Duration, stats: Arc<ServeStats>) -> Self {
         BatchScorer {
-            evaluator,
-            extractor,
+            evaluator: Arc::clone(pipeline.evaluator()),
+            pipeline,
             sessions: Mutex::new(SessionTracker::new(session_wait)),
             stats,
         }
@@ -127,8 +114,7 @@ impl BatchScorer {
             if let Some(w) = trace.conflict_warning() {
                 warn!(warning = %crate::report::printable(&w), "Span id reused with other content.");
             }
-            let (calls, runs) = self.extractor.extract_with_runs(trace);
-            let result = self.evaluator.evaluate_trace_with_runs(trace, calls, &runs);
+            let result = self.pipeline.run(trace);
             if !result.sessions.is_empty() {
                 let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
                 for m in &result.sessions {

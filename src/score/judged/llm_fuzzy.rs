@@ -11,8 +11,9 @@
 use std::sync::Arc;
 
 use super::{context, expected, llm_no_expectations, system, yes_no, NEEDS};
+use crate::expect::Call;
 use crate::judge::{AnswerKind, Judge};
-use crate::score::{Call, Input, Metric, Needs, Outcome};
+use crate::score::{Input, Metric, Needs, Outcome};
 
 pub const NAME: &str = "mlflow.llm_fuzzy";
 pub const NAME_ORDERED: &str = "mlflow.llm_fuzzy_ordered";

@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::expect::Call;
 use crate::judge::{AnswerKind, Judge, Prompt};
-use crate::score::{Call, Input, Needs, Outcome};
+use crate::score::{Input, Needs, Outcome};
 
 /// What every judged metric needs.
 pub const NEEDS: Needs = Needs {

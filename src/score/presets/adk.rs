@@ -12,7 +12,8 @@
 use std::borrow::Cow;
 
 use super::common::{names_list, py_args, threshold};
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::expect::Call;
+use crate::score::{Metric, MetricOptions, Outcome, ScoreError};
 use crate::value::{py_eq, PyValue};
 
 pub const LIBRARY: &str = "google-adk";

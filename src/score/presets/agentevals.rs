@@ -17,7 +17,8 @@
 use std::borrow::Cow;
 
 use super::common::dict_args;
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::expect::Call;
+use crate::score::{Metric, MetricOptions, Outcome, ScoreError};
 use crate::value::{py_eq, PyValue};
 
 pub const LIBRARY: &str = "agentevals";

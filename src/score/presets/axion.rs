@@ -14,7 +14,8 @@
 use std::collections::HashMap;
 
 use super::common::{dict_args, py_list, threshold};
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::expect::Call;
+use crate::score::{Metric, MetricOptions, Outcome, ScoreError};
 use crate::value::{py_eq, py_repr, PyValue};
 
 pub const LIBRARY: &str = "axion";

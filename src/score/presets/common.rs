@@ -3,7 +3,8 @@
 
 use std::borrow::Cow;
 
-use crate::score::{Call, MetricOptions, ScoreError};
+use crate::expect::Call;
+use crate::score::{MetricOptions, ScoreError};
 use crate::value::{push_str_repr, PyValue};
 
 /// The call's arguments as Python sees them (key order kept when known).

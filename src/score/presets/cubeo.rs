@@ -19,9 +19,10 @@
 use std::sync::Arc;
 
 use super::common::{names_list, threshold};
+use crate::expect::Call;
 use crate::judge::{AnswerKind, Judge, Prompt};
 use crate::score::judged::{self, signature};
-use crate::score::{Call, Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
+use crate::score::{Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "cubeo";
 pub const VERSION: &str = "docs (approx.)";

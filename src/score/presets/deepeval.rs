@@ -16,7 +16,8 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, names_list, optional_dict_args, py_list, threshold};
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::expect::Call;
+use crate::score::{Metric, MetricOptions, Outcome, ScoreError};
 use crate::value::{py_eq, py_json_dumps, DumpsOptions, PyValue};
 
 pub const LIBRARY: &str = "deepeval";

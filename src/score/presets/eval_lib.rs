@@ -10,7 +10,8 @@
 //! `pass` is `score >= threshold` (0.5).
 
 use super::common::{dedup_by, names_list, py_list, threshold};
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::expect::Call;
+use crate::score::{Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "eval-ai-library";
 pub const VERSION: &str = "0.8.2";

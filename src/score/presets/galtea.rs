@@ -14,8 +14,9 @@
 //! Pass: `score >= threshold`, default 1.0.
 
 use super::common::{names_list, py_list, threshold};
+use crate::expect::Call;
 use crate::names::normalize_tool_name;
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::score::{Metric, MetricOptions, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "galtea";
 pub const VERSION: &str = "5.12.0 (approx.)";

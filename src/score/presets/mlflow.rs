@@ -19,7 +19,8 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, py_args};
-use crate::score::{Call, Metric, MetricOptions, Outcome, ScoreError};
+use crate::expect::Call;
+use crate::score::{Metric, MetricOptions, Outcome, ScoreError};
 use crate::value::{py_eq, py_json_dumps, py_repr, py_str, py_str_repr, DumpsOptions, PyValue};
 
 pub const LIBRARY: &str = "mlflow";

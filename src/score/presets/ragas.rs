@@ -15,7 +15,8 @@
 use std::borrow::Cow;
 
 use super::common::{dedup_by, dict_args};
-use crate::score::{Call, Metric, MetricOptions, Needs, Outcome, ScoreError};
+use crate::expect::Call;
+use crate::score::{Metric, MetricOptions, Needs, Outcome, ScoreError};
 use crate::value::{py_eq, py_str, PyValue};
 
 pub const LIBRARY: &str = "ragas";

@@ -12,8 +12,9 @@ use std::sync::{Mutex, PoisonError};
 
 use super::{Batch, Output, ServeSummary, Sink};
 use crate::assemble::TraceId;
+use crate::evaluate::{Evaluation, UnmatchedTrace};
 use crate::ingest::Rejected;
-use crate::report::{self, Evaluation, Report, Stats, ToolStatsBuilder, UnmatchedTrace};
+use crate::report::{self, Report, Stats, ToolStatsBuilder};
 use crate::serve::ServeError;
 
 /// Results held for the page: bounded memory on a server that runs for days.

@@ -29,8 +29,8 @@ use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
 use crate::assemble::SpanId;
 use crate::evaluate::Evaluator;
+use crate::evaluate::{Evaluation, UnmatchedTrace};
 use crate::ingest::Rejected;
-use crate::report::{Evaluation, UnmatchedTrace};
 
 /// One scored result, as every sink sees it.
 #[derive(Debug)]

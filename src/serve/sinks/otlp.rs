@@ -20,7 +20,7 @@ use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Spa
 
 use super::{Batch, Output, Sink};
 use crate::assemble::SpanId;
-use crate::report::Evaluation;
+use crate::evaluate::Evaluation;
 use crate::serve::forward::{ForwardHandle, Signal};
 use crate::serve::telemetry::ServeStats;
 
@@ -375,9 +375,10 @@ impl Sink for OtlpSink {
 mod tests {
     use super::*;
     use crate::assemble::TraceId;
-    use crate::report::MetricResult;
+    use crate::evaluate::MetricResult;
+    use crate::expect::Call;
     use crate::score::native::{NativeConfig, NativeMetric};
-    use crate::score::{Call, Metric, Outcome};
+    use crate::score::{Metric, Outcome};
 
     fn attr<'a>(r: &'a LogRecord, key: &str) -> Option<&'a any_value::Value> {
         r.attributes

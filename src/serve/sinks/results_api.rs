@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::{Batch, Output, Sink};
-use crate::report::Evaluation;
+use crate::evaluate::Evaluation;
 
 /// Generated from the .proto by build.rs.
 pub mod pb {

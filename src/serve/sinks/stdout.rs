@@ -4,7 +4,8 @@
 use std::io::{self, Write};
 
 use super::{Batch, Output, ServeSummary, Sink};
-use crate::report::{ellipsize, Evaluation};
+use crate::evaluate::Evaluation;
+use crate::report::ellipsize;
 
 pub struct StdoutSink;
 

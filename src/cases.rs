@@ -1,4 +1,5 @@
-//! Tool-call cases scored without traces (`toolscore score --cases`).
+//! Tool-call cases scored without traces (`toolscore score --cases`): a
+//! driver beside `replay`, for calls that come as data rather than traces.
 //!
 //! Input is the oracle's case format (see tests/data/oracle), one JSON object
 //! per line: `{"id", "tools_called": [...], "expected_tools": [...]}` where a
@@ -12,13 +13,14 @@ use std::io::{self, BufRead, Write};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::{Call, Outcome};
 use crate::evaluate::MetricSet;
+use crate::expect::Call;
+use crate::score::Outcome;
 use crate::value::PyValue;
 
 /// One case: what was called and what was expected.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Case {
+pub struct CallCase {
     pub id: String,
     pub tools_called: Vec<Call>,
     pub expected_tools: Vec<Call>,
@@ -34,7 +36,7 @@ pub struct BadLine {
 }
 
 /// Parses one case line. The error says what is wrong, without the line number.
-pub fn parse_case(text: &str) -> Result<Case, String> {
+pub fn parse_case(text: &str) -> Result<CallCase, String> {
     // Parsed as Python would (key order, int vs float kept) for the presets.
     let value: PyValue = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let PyValue::Dict(_) = &value else {
@@ -67,7 +69,7 @@ pub fn parse_case(text: &str) -> Result<Case, String> {
     };
     let tools_called = tools("tools_called")?;
     let expected_tools = tools("expected_tools")?;
-    Ok(Case {
+    Ok(CallCase {
         id,
         tools_called,
         expected_tools,
@@ -147,7 +149,7 @@ impl Serialize for CaseResult {
 }
 
 /// Scores one case with every metric.
-pub fn score_case(case: &Case, metrics: &MetricSet) -> CaseResult {
+pub fn score_case(case: &CallCase, metrics: &MetricSet) -> CaseResult {
     let results = metrics
         .score(&case.tools_called, &case.expected_tools)
         .into_iter()

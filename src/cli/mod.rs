@@ -1,0 +1,487 @@
+//! The command line's flags (the binary's, not the library's): what each
+//! command takes, and how flags become the library's settings.
+
+pub(crate) mod progress;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use toolscore::config::{Config, TableFormat};
+use toolscore::evaluate::{MetricSet, MetricSpec, ScoreSettings};
+use toolscore::expect::{load_file, FixtureOptions, Loaded};
+use toolscore::extract::{Extractor, Scope};
+use toolscore::ingest::stream::StreamOptions;
+use toolscore::ingest::Limits;
+use toolscore::judge::{Judge, JudgeConfig};
+use toolscore::replay;
+use toolscore::score::native::{ArgPolicy, Headline, NativeConfig};
+use toolscore::score::MetricOptions;
+
+#[derive(Parser)]
+#[command(
+    name = "toolscore",
+    version,
+    about = "Score AI agents on tool correctness from OpenTelemetry traces",
+    after_help = "Exit codes: 0 all cases pass, 1 some case failed, 2 usage error or rejected input."
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Score exported trace files against expected tools.
+    Replay(Box<ReplayArgs>),
+    /// Show the tool calls found in trace files.
+    Inspect(InspectArgs),
+    /// List the available metrics.
+    Metrics,
+    /// Score tool-call cases (JSONL) without traces, with any metrics.
+    Score(ScoreArgs),
+    /// Print the active convention rules (built-in plus the config's).
+    Conventions(ConventionsArgs),
+    /// Receive OTLP (gRPC and HTTP) and score agent traces as they complete.
+    Serve(Box<ServeArgs>),
+    /// Compare two JSONL reports case by case: improved, regressed,
+    /// unchanged, new, gone. Exit 1 when a case regressed beyond --tolerance.
+    Diff(DiffArgs),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FailOn {
+    /// Exit 1 when a case fails its threshold (or matched no trace).
+    Threshold,
+    /// Exit 1 only when a case scored lower than in --baseline by more than --tolerance.
+    Regression,
+}
+
+#[derive(Args)]
+pub(crate) struct DiffArgs {
+    /// The earlier run's JSONL report.
+    pub(crate) old: PathBuf,
+    /// The later run's JSONL report.
+    pub(crate) new: PathBuf,
+    /// Drop in score a regression must exceed to fail.
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) tolerance: f64,
+    #[arg(long, short, value_enum, default_value = "table")]
+    pub(crate) format: ReportFormat,
+    #[arg(long, short)]
+    pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct ConfigArg {
+    /// Config file (TOML, or YAML for .yaml/.yml): user conventions, session
+    /// keys, name normalization. Unknown keys are errors.
+    #[arg(long, env = "TOOLSCORE_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    pub(crate) fn load(&self) -> anyhow::Result<Config> {
+        Ok(match &self.config {
+            Some(p) => Config::load(p)?,
+            None => Config::default(),
+        })
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ConventionsFormat {
+    Table,
+    Toml,
+    Yaml,
+    Json,
+}
+
+#[derive(Args)]
+pub(crate) struct ConventionsArgs {
+    #[command(flatten)]
+    pub(crate) config: ConfigArg,
+    /// `toml`/`yaml`/`json` print `[[conventions.rule]]` entries to paste into a config.
+    #[arg(long, short, value_enum, default_value = "table")]
+    pub(crate) format: ConventionsFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ReportFormat {
+    Table,
+    Jsonl,
+    Junit,
+    /// One self-contained page (replay only).
+    Html,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum InspectFormat {
+    Table,
+    Jsonl,
+}
+
+#[derive(Args)]
+pub(crate) struct InputArgs {
+    /// Trace files or directories (walked recursively); `-` reads stdin.
+    /// OTLP/JSON, JSON lines, OTLP protobuf, gzip of any of them.
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Cap on the inflated size of a gzip input, in MiB.
+    #[arg(long, default_value_t = 512, env = "TOOLSCORE_MAX_INFLATED_MIB")]
+    pub(crate) max_inflated_mib: u64,
+    /// Score a trace once it has a root span and none of its spans came in
+    /// the last N MiB of input, so memory holds only recent traces; `all`
+    /// holds every trace to the end of the input.
+    #[arg(long, default_value = "8", value_parser = parse_hold, env = "TOOLSCORE_HOLD_WINDOW_MIB")]
+    pub(crate) hold_window_mib: HoldWindow,
+    /// Decoding threads [default: one per core].
+    #[arg(long, env = "TOOLSCORE_THREADS")]
+    pub(crate) threads: Option<usize>,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    /// Count retriever spans (MLflow RETRIEVER, Langfuse/LangSmith retriever) as tool calls.
+    #[arg(long, env = "TOOLSCORE_RETRIEVERS_AS_TOOLS")]
+    pub(crate) retrievers_as_tools: bool,
+    #[command(flatten)]
+    pub(crate) config: ConfigArg,
+}
+
+/// `--hold-window-mib`: bytes, or `None` for `all`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HoldWindow(Option<u64>);
+
+pub(crate) fn parse_hold(s: &str) -> Result<HoldWindow, String> {
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(HoldWindow(None));
+    }
+    s.parse::<u64>()
+        .map(|mib| HoldWindow(Some(mib.saturating_mul(1024 * 1024))))
+        .map_err(|_| format!("`{s}` is not a number of MiB or `all`"))
+}
+
+impl InputArgs {
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            max_inflated_bytes: self.max_inflated_mib.saturating_mul(1024 * 1024),
+        }
+    }
+
+    pub(crate) fn read_options(&self) -> replay::ReadOptions {
+        let mut stream = StreamOptions::default();
+        if let Some(n) = self.threads {
+            stream.threads = n.max(1);
+        }
+        replay::ReadOptions {
+            limits: self.limits(),
+            stream,
+            hold_window: self.hold_window_mib.0,
+        }
+    }
+
+    pub(crate) fn extractor(&self, config: &Config) -> anyhow::Result<Extractor> {
+        let x = config.extractor()?;
+        let on = x.retrievers_as_tools || self.retrievers_as_tools;
+        Ok(x.with_retrievers(on))
+    }
+}
+
+/// The scoring flags `replay` and `serve` share, so a trace scores the same
+/// live as replayed.
+#[derive(Args)]
+pub(crate) struct ScoringArgs {
+    /// Metric to score with (repeatable; `all` for every one). The first is the headline.
+    /// Per-metric options: `NAME:threshold=0.7,strict=true`.
+    /// Default: tool_correctness (adk.exact for a Google ADK eval set).
+    #[arg(long = "metric", short = 'm')]
+    pub(crate) metrics: Vec<String>,
+    /// Pass threshold (cases may override). Default: 0.5 for tool_correctness,
+    /// each preset's own otherwise.
+    #[arg(long, env = "TOOLSCORE_THRESHOLD")]
+    pub(crate) threshold: Option<f64>,
+    /// Strict mode for presets that have one.
+    #[arg(long)]
+    pub(crate) strict: bool,
+    /// tool_correctness argument policy: ignore, exact, subset, superset, fuzzy:T.
+    /// Default: subset where an expectation has args.
+    #[arg(long = "args")]
+    pub(crate) args_policy: Option<String>,
+    /// tool_correctness headline score.
+    #[arg(long = "score", default_value = "f1", value_parser = ["recall", "precision", "f1", "order", "exact"])]
+    pub(crate) headline: String,
+    /// Which calls are scored: `all`, or `top-level` (not those of sub-agents run inside tools).
+    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TOOLSCORE_SCOPE")]
+    pub(crate) scope: String,
+    /// Compare tool names normalized (trim, case, `-`/`_`, known prefixes, the
+    /// config's renames).
+    #[arg(long, env = "TOOLSCORE_NORMALIZE")]
+    pub(crate) normalize: bool,
+    #[command(flatten)]
+    pub(crate) judge: JudgeArgs,
+}
+
+/// The LLM judge (for `mlflow.llm_*` and `cubeo`): any OpenAI-compatible
+/// chat completions API. The key is read from `TOOLSCORE_JUDGE_API_KEY`, else
+/// `OPENAI_API_KEY`. Flags override the config's `[judge]`.
+#[derive(Args)]
+pub(crate) struct JudgeArgs {
+    /// Base URL of the API; `/chat/completions` is appended
+    /// (e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1 for Ollama).
+    #[arg(long, env = "TOOLSCORE_JUDGE_URL")]
+    pub(crate) judge_url: Option<String>,
+    /// Model name as the server knows it.
+    #[arg(long, env = "TOOLSCORE_JUDGE_MODEL")]
+    pub(crate) judge_model: Option<String>,
+    /// Extra request header `K=V` (repeatable).
+    #[arg(long = "judge-header", value_name = "K=V")]
+    pub(crate) judge_headers: Vec<String>,
+    /// Directory caching answers by (model, prompt): a rerun costs nothing.
+    #[arg(long, env = "TOOLSCORE_JUDGE_CACHE")]
+    pub(crate) judge_cache: Option<PathBuf>,
+    /// Print the judge prompts on stderr instead of calling the judge.
+    #[arg(long)]
+    pub(crate) judge_dry_run: bool,
+    /// Judge requests in flight at once [default: 4].
+    #[arg(long)]
+    pub(crate) judge_concurrency: Option<usize>,
+    /// Per-request timeout in seconds [default: 60].
+    #[arg(long)]
+    pub(crate) judge_timeout: Option<f64>,
+    /// Retries after a 429, a 5xx or a timeout [default: 3].
+    #[arg(long)]
+    pub(crate) judge_retries: Option<u32>,
+}
+
+impl JudgeArgs {
+    /// The run's judge, if the flags or the config ask for one.
+    pub(crate) fn build(&self, config: &Config) -> anyhow::Result<Option<Arc<Judge>>> {
+        let mut c: JudgeConfig = config.judge.clone().unwrap_or_default();
+        if let Some(u) = &self.judge_url {
+            c.url = Some(u.clone());
+        }
+        if let Some(m) = &self.judge_model {
+            c.model = Some(m.clone());
+        }
+        for h in &self.judge_headers {
+            let (k, v) = h
+                .split_once('=')
+                .with_context(|| format!("--judge-header `{h}` is not K=V"))?;
+            c.headers.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        if let Some(d) = &self.judge_cache {
+            c.cache = Some(d.clone());
+        }
+        c.dry_run |= self.judge_dry_run;
+        if let Some(n) = self.judge_concurrency {
+            c.concurrency = n;
+        }
+        if let Some(t) = self.judge_timeout {
+            c.timeout_secs = t;
+        }
+        if let Some(r) = self.judge_retries {
+            c.retries = r;
+        }
+        if !c.is_set() {
+            return Ok(None);
+        }
+        let key = ["TOOLSCORE_JUDGE_API_KEY", "OPENAI_API_KEY"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+        Ok(Some(Arc::new(Judge::new(c, key)?)))
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct ReplayArgs {
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    /// Fixture file of expected tools (JSONL or a JSON array).
+    #[arg(long, short = 'e', env = "TOOLSCORE_EXPECTED")]
+    pub(crate) expected: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) scoring: ScoringArgs,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value = "table")]
+    pub(crate) format: ReportFormat,
+    /// Write the report here instead of stdout.
+    #[arg(long, short)]
+    pub(crate) output: Option<PathBuf>,
+    /// An earlier run's JSONL report: every case is marked improved,
+    /// regressed, unchanged, new or gone (table and JSONL output).
+    #[arg(long)]
+    pub(crate) baseline: Option<PathBuf>,
+    /// What exits 1: a failed case, or a regression against --baseline.
+    #[arg(long, value_enum, default_value = "threshold")]
+    pub(crate) fail_on: FailOn,
+    /// Drop in score a regression must exceed to fail (with --fail-on regression).
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) tolerance: f64,
+}
+
+#[derive(Args)]
+pub(crate) struct InspectArgs {
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    #[arg(long, short, value_enum, default_value = "table")]
+    pub(crate) format: InspectFormat,
+    #[arg(long, short)]
+    pub(crate) output: Option<PathBuf>,
+    /// Per span: the convention rule that classified it or, for a span no
+    /// rule matched, the rules that almost did and what they missed.
+    #[arg(long)]
+    pub(crate) explain: bool,
+    /// Expectations file (any accepted format): each trace also names the
+    /// cases it joins and how (`joined_by`).
+    #[arg(long, short = 'e')]
+    pub(crate) expected: Option<PathBuf>,
+}
+
+impl ScoringArgs {
+    pub(crate) fn scope(&self) -> anyhow::Result<Scope> {
+        self.scope.parse().map_err(anyhow::Error::msg)
+    }
+
+    pub(crate) fn settings(&self, config: &Config) -> anyhow::Result<ScoreSettings> {
+        let mut native = NativeConfig {
+            headline: self.headline.parse::<Headline>()?,
+            ..NativeConfig::default()
+        };
+        if let Some(p) = self.args_policy.as_deref() {
+            native.args = Some(p.parse::<ArgPolicy>()?);
+        }
+        if let Some(t) = self.threshold {
+            anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
+            native.threshold = t;
+        }
+        let settings = ScoreSettings {
+            metrics: if self.metrics.is_empty() {
+                MetricSpec::parse_list(&[toolscore::score::native::NATIVE_NAME])?
+            } else {
+                MetricSpec::parse_list(&self.metrics)?
+            },
+            options: MetricOptions {
+                threshold: self.threshold,
+                strict: self.strict.then_some(true),
+            },
+            native,
+            names: config.normalizer(self.normalize)?,
+            session_keys: config.session_keys(),
+            judge: self.judge.build(config)?,
+        };
+        Ok(settings)
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct ScoreArgs {
+    /// Cases file, one JSON object per line: `{"id", "tools_called": [{"name",
+    /// "args"?}], "expected_tools": [...]}` (`input_parameters` is accepted for
+    /// `args`, a bare string for a tool without args); `-` reads stdin.
+    #[arg(long)]
+    pub(crate) cases: PathBuf,
+    /// Metric to score with (repeatable; `all` for every one).
+    /// Per-metric options: `NAME:threshold=0.7,strict=true`.
+    #[arg(long = "metric", short = 'm', default_value = "tool_correctness")]
+    pub(crate) metrics: Vec<String>,
+    /// Pass threshold for metrics that have one (default: each metric's own).
+    #[arg(long)]
+    pub(crate) threshold: Option<f64>,
+    /// Strict mode for presets that have one (deepeval, cubeo).
+    #[arg(long)]
+    pub(crate) strict: bool,
+    /// Write the JSONL results here instead of stdout.
+    #[arg(long, short)]
+    pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub(crate) serve: toolscore::serve::ServeFlags,
+    #[command(flatten)]
+    pub(crate) config: ConfigArg,
+    #[command(flatten)]
+    pub(crate) scoring: ScoringArgs,
+    /// Count retriever spans as tool calls.
+    #[arg(long, env = "TOOLSCORE_RETRIEVERS_AS_TOOLS")]
+    pub(crate) retrievers_as_tools: bool,
+}
+
+impl ConventionsFormat {
+    pub(crate) fn table_format(self) -> TableFormat {
+        match self {
+            ConventionsFormat::Table => TableFormat::Text,
+            ConventionsFormat::Toml => TableFormat::Toml,
+            ConventionsFormat::Yaml => TableFormat::Yaml,
+            ConventionsFormat::Json => TableFormat::Json,
+        }
+    }
+}
+
+impl From<InspectFormat> for toolscore::inspect::InspectFormat {
+    fn from(f: InspectFormat) -> Self {
+        match f {
+            InspectFormat::Table => toolscore::inspect::InspectFormat::Table,
+            InspectFormat::Jsonl => toolscore::inspect::InspectFormat::Jsonl,
+        }
+    }
+}
+
+impl ScoreArgs {
+    /// The metrics `score --cases` runs.
+    pub(crate) fn metric_set(&self) -> anyhow::Result<MetricSet> {
+        if let Some(t) = self.threshold {
+            anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
+        }
+        let opts = MetricOptions {
+            threshold: self.threshold,
+            strict: self.strict.then_some(true),
+        };
+        let specs = MetricSpec::parse_list(&self.metrics)?;
+        Ok(MetricSet::build(
+            &specs,
+            &opts,
+            &NativeConfig::default(),
+            None,
+        )?)
+    }
+}
+
+impl ServeArgs {
+    /// The scoring flags mean what they mean for `replay` (same settings,
+    /// same extractor), so a trace scores the same live as replayed.
+    pub(crate) fn scoring(&self, config: &Config) -> anyhow::Result<toolscore::serve::Scoring> {
+        let settings = self.scoring.settings(config)?;
+        let x = config.extractor()?;
+        let retrievers = x.retrievers_as_tools || self.retrievers_as_tools;
+        let extractor = x
+            .with_retrievers(retrievers)
+            .with_scope(self.scoring.scope()?);
+        Ok(toolscore::serve::Scoring {
+            settings,
+            extractor,
+        })
+    }
+}
+
+/// The fixture at `path`, if one was given.
+pub(crate) fn load_fixture(
+    path: Option<&Path>,
+    session_keys: &[String],
+) -> anyhow::Result<Option<Loaded>> {
+    let opts = FixtureOptions {
+        session_keys: session_keys.to_vec(),
+    };
+    Ok(path.map(|p| load_file(p, &opts)).transpose()?)
+}
+
+pub(crate) fn check_tolerance(t: f64) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        t.is_finite() && t >= 0.0,
+        "--tolerance {t} must be a non-negative number"
+    );
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! What evaluation gives: a metric's verdict, a (trace, case) pair's
+//! evaluation, a trace's result. The reports (`report`) and the live sinks
+//! (`serve`) write these; nothing here formats them.
+
+use std::sync::Arc;
+
+use crate::assemble::{SpanId, TraceId};
+use crate::expect::Call;
+use crate::extract::facts::TraceFacts;
+use crate::extract::ToolCall;
+use crate::score::Outcome;
+
+/// One metric's verdict on one (trace, case) pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricResult {
+    pub metric: String,
+    pub threshold: Option<f64>,
+    pub outcome: Outcome,
+}
+
+impl MetricResult {
+    /// Errors fail; a metric with no verdict of its own (ragas) passes
+    /// unless its score is under the threshold.
+    pub fn passed(&self) -> bool {
+        if self.outcome.error.is_some() {
+            return false;
+        }
+        match (self.outcome.pass, self.outcome.score, self.threshold) {
+            (Some(p), _, _) => p,
+            (None, Some(s), Some(t)) => s >= t,
+            _ => true,
+        }
+    }
+}
+
+/// The traces of a session, when a case targets one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRef {
+    pub id: String,
+    /// By start time; `Evaluation::trace_id` is the first.
+    pub trace_ids: Vec<TraceId>,
+}
+
+/// A trace (or a session of traces) scored against a case.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// The trace, or the first trace of the session.
+    pub trace_id: TraceId,
+    /// Set when the case targets a session: `tools_called` are the calls of
+    /// all its traces, in time order.
+    pub session: Option<SessionRef>,
+    pub case_id: String,
+    /// The case's index in the run's case list.
+    pub case_index: usize,
+    /// How the case found its trace: `trace_id`, `match`, `session`,
+    /// `user_text` or `default` ([`crate::expect::Join::label`]).
+    pub joined_by: &'static str,
+    /// Shared with the trace's other evaluations.
+    pub tools_called: Arc<[ToolCall]>,
+    pub expected: Vec<Call>,
+    /// In `--metric` order; the first is the headline.
+    pub results: Vec<MetricResult>,
+}
+
+impl Evaluation {
+    pub fn passed(&self) -> bool {
+        self.results.iter().all(MetricResult::passed)
+    }
+
+    pub fn headline(&self) -> Option<&MetricResult> {
+        self.results.first()
+    }
+
+    /// The trace id, or `session <id>` for a session case.
+    pub fn target_label(&self) -> String {
+        match &self.session {
+            Some(s) => format!("session {} ({} traces)", s.id, s.trace_ids.len()),
+            None => self.trace_id.to_string(),
+        }
+    }
+}
+
+/// A trace that no case matched.
+#[derive(Debug, Clone)]
+pub struct UnmatchedTrace {
+    pub trace_id: TraceId,
+    pub spans: usize,
+    pub tools_called: Arc<[ToolCall]>,
+}
+
+/// One trace's share of a session case.
+#[derive(Debug, Clone)]
+pub struct SessionMember {
+    /// The session case.
+    pub case: usize,
+    /// The session value the case names.
+    pub id: String,
+}
+
+/// What evaluating one trace gave.
+#[derive(Debug, Clone)]
+pub struct TraceResult {
+    pub trace_id: TraceId,
+    pub spans: usize,
+    /// Root span (the first span without a parent), for results sent back
+    /// into the trace.
+    pub root: Option<SpanId>,
+    /// Earliest span start.
+    pub start: u64,
+    /// The tool calls extracted (shared by every evaluation of the trace).
+    pub calls: Arc<[ToolCall]>,
+    /// One per trace case joined, in case order; or one against the
+    /// default case when the trace joined no case at all.
+    pub evaluations: Vec<Evaluation>,
+    /// Whether `evaluations` holds the default case's evaluation.
+    pub defaulted: bool,
+    /// Session cases this trace contributes its calls to.
+    pub sessions: Vec<SessionMember>,
+    /// The trace's facts, when a metric needs them.
+    pub facts: Option<TraceFacts>,
+}
+
+impl TraceResult {
+    /// No case, session case or default case took this trace.
+    pub fn unmatched(&self) -> bool {
+        self.evaluations.is_empty() && self.sessions.is_empty()
+    }
+}

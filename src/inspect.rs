@@ -1,0 +1,127 @@
+//! Inspect: trace files -> the tool calls found in each trace, as a tree of
+//! agent runs or as JSONL rows; with `explain`, per span the rule that
+//! classified it or the rules that almost did.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::assemble::Trace;
+use crate::evaluate::Pipeline;
+use crate::ingest::otlp_json::{KeepAll, KeyFilter};
+use crate::ingest::Rejected;
+use crate::replay::{stream_traces, Progress, ReadOptions};
+use crate::report;
+
+/// How `inspect` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InspectFormat {
+    #[default]
+    Table,
+    Jsonl,
+}
+
+/// What an inspection read.
+#[derive(Debug, Default)]
+pub struct Inspection {
+    pub rejected: Vec<Rejected>,
+    /// Tool calls found (with `explain`, spans a rule classified as calls).
+    pub calls: usize,
+    pub spans: usize,
+}
+
+/// Reads every input and writes each trace to `out` as it completes, in
+/// input order. After a write error the rest is read but not written, and
+/// the error is returned.
+pub fn inspect(
+    paths: &[PathBuf],
+    pipeline: &Pipeline,
+    read: &ReadOptions,
+    format: InspectFormat,
+    explain: bool,
+    out: &mut dyn Write,
+    progress: impl FnMut(Progress),
+) -> std::io::Result<Inspection> {
+    // Each batch of traces is turned into its output text on a worker;
+    // this thread writes the texts in input order.
+    let render = |traces: Vec<Trace>| -> std::io::Result<(Vec<u8>, usize, usize)> {
+        let mut text = Vec::new();
+        let (mut calls, mut spans) = (0, 0);
+        for t in &traces {
+            spans += t.spans.len();
+            calls += if explain {
+                write_explained(&mut text, pipeline, t, format)?
+            } else {
+                write_inspected(&mut text, pipeline, t, format)?
+            };
+        }
+        Ok((text, calls, spans))
+    };
+    let mut found = Inspection::default();
+    let mut written: std::io::Result<()> = Ok(());
+    let projection = pipeline.projection();
+    // An explanation shows near misses, which may name any attribute.
+    let filter: &(dyn KeyFilter + Sync) = if explain { &KeepAll } else { &projection };
+    let (rejected, _stats) = stream_traces(paths, read, filter, progress, render, |rendered| {
+        if written.is_ok() {
+            written = rendered.and_then(|(text, c, s)| {
+                found.calls += c;
+                found.spans += s;
+                out.write_all(&text)
+            });
+        }
+    });
+    written?;
+    found.rejected = rejected;
+    Ok(found)
+}
+
+/// One trace's calls as a tree or a row; returns how many calls.
+fn write_inspected(
+    out: &mut Vec<u8>,
+    pipeline: &Pipeline,
+    t: &Trace,
+    format: InspectFormat,
+) -> std::io::Result<usize> {
+    let found = pipeline.inspect(t);
+    match format {
+        InspectFormat::Jsonl => {
+            let row = report::inspect_row(
+                t,
+                &found.analysis,
+                found.session.as_ref(),
+                found.joins.as_deref(),
+            );
+            writeln!(out, "{row}")?
+        }
+        InspectFormat::Table => {
+            report::write_inspect_tree(out, t, &found.analysis, found.session.as_ref())?;
+            if let Some(j) = &found.joins {
+                report::write_joins(out, j)?;
+            }
+        }
+    }
+    Ok(found.analysis.calls.len())
+}
+
+/// One trace's spans with the rule of each; returns how many are calls.
+fn write_explained(
+    out: &mut Vec<u8>,
+    pipeline: &Pipeline,
+    t: &Trace,
+    format: InspectFormat,
+) -> std::io::Result<usize> {
+    let rows = pipeline.extractor().explain(t);
+    let calls = rows
+        .iter()
+        .filter(|e| e.matched.as_ref().is_some_and(|m| m.call))
+        .count();
+    match format {
+        InspectFormat::Jsonl => {
+            for e in &rows {
+                writeln!(out, "{}", report::explain_row(t, e))?;
+            }
+        }
+        InspectFormat::Table => report::write_explain(out, t, &rows)?,
+    }
+    Ok(calls)
+}
