@@ -13,7 +13,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
-use crate::util::{hex, poll_until, toolscore, TempDir};
+use crate::util::{hex, poll_until, require, toolscore, TempDir};
 
 /// `target/` of this build (the binary lives in `target/<profile>/`).
 fn target_dir() -> PathBuf {
@@ -325,11 +325,11 @@ const VISIBLE_ROWS: &str = "[...document.querySelectorAll('#cases details.case')
 
 #[test]
 fn html_report_in_a_real_browser() {
-    let Some(chromium) = find_chromium() else {
-        eprintln!(
-            "SKIPPED html_report_in_a_real_browser: no chromium on PATH \
-             (`apt-get install chromium`; .ci/run installs it)"
-        );
+    let Some(chromium) = require(
+        "chromium on PATH",
+        "the report is checked in a real browser (`apt-get install chromium`; .ci/run installs it)",
+        find_chromium(),
+    ) else {
         return;
     };
     let target = target_dir();

@@ -128,6 +128,23 @@ impl Drop for ChildGuard {
     }
 }
 
+/// A tool or device a test needs, `found` if it is here. When it is
+/// missing the test fails if `CI` is `true` (a CI run must check
+/// everything); elsewhere it says why it skips and gets `None` (the caller
+/// returns).
+pub fn require<T>(tool: &str, why: &str, found: Option<T>) -> Option<T> {
+    if found.is_none() {
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or("this test");
+        let missing = format!("{test} needs {tool}, which is missing: {why}");
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{missing} (CI=true: a missing tool fails the run)");
+        }
+        eprintln!("SKIPPED {missing}");
+    }
+    found
+}
+
 /// A fresh temporary directory, removed on drop.
 pub struct TempDir(pub PathBuf);
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use toolscore::serve::ServeError;
 
 use super::{get, metric_value, of_type, post, start, trace_id, weather, Framing, PROTOBUF};
-use crate::util::{hex, poll_until, TempDir};
+use crate::util::{hex, poll_until, require, TempDir};
 
 #[test]
 fn results_api_streams_evaluations() {
@@ -73,11 +73,13 @@ fn results_api_streams_evaluations() {
 /// hint, and the run ends with an error naming the rows it could not write.
 #[test]
 fn a_failing_results_file_refuses_new_data_and_fails_the_run() {
-    let full = Path::new("/dev/full");
-    if !full.exists() {
-        eprintln!("skipped: no /dev/full on this system");
+    let Some(full) = require(
+        "/dev/full",
+        "a results file on a full disk",
+        Some(Path::new("/dev/full")).filter(|p| p.exists()),
+    ) else {
         return;
-    }
+    };
     let srv = start("dev-full", |c, _| c.output = Some(full.to_path_buf()));
     let r = post(
         srv.http,
