@@ -7,13 +7,13 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
-use crate::util::{hex, toolscore, TempDir};
+use crate::util::{hex, poll_until, require, toolscore, TempDir};
 
 /// `target/` of this build (the binary lives in `target/<profile>/`).
 fn target_dir() -> PathBuf {
@@ -78,9 +78,17 @@ impl Cdp {
         self.ws
             .send(Message::text(msg.to_string()))
             .expect("send to the browser");
-        let deadline = Instant::now() + DEADLINE;
+        let v = poll_until(&format!("an answer to {method}"), DEADLINE, || {
+            self.answer(id)
+        });
+        assert!(v.get("error").is_none(), "{method} failed: {v}");
+        v["result"].clone()
+    }
+
+    /// Reads what the browser has sent until the answer to request `id`
+    /// (`None`: not there yet); the events read on the way are kept.
+    fn answer(&mut self, id: u64) -> Option<Value> {
         loop {
-            assert!(Instant::now() < deadline, "no answer to {method}");
             let m = match self.ws.read() {
                 Ok(Message::Text(t)) => t,
                 Ok(_) => continue,
@@ -90,14 +98,13 @@ impl Cdp {
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) =>
                 {
-                    continue
+                    return None
                 }
                 Err(e) => panic!("reading from the browser: {e}"),
             };
             let v: Value = serde_json::from_str(m.as_str()).expect("CDP message is JSON");
             if v["id"] == json!(id) {
-                assert!(v.get("error").is_none(), "{method} failed: {v}");
-                return v["result"].clone();
+                return Some(v);
             }
             if v.get("method").is_some() {
                 self.events.push(v);
@@ -121,11 +128,14 @@ impl Cdp {
 
     /// Polls `expr` until it is true.
     fn wait_for(&mut self, expr: &str) {
-        let deadline = Instant::now() + DEADLINE;
-        while self.eval(expr) != json!(true) {
-            assert!(Instant::now() < deadline, "timed out waiting for `{expr}`");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        poll_until(&format!("`{expr}`"), DEADLINE, || {
+            let v = self.eval(expr);
+            if v == json!(true) {
+                Ok(())
+            } else {
+                Err(v)
+            }
+        })
     }
 
     /// A real mouse click at the middle of the element `selector` finds.
@@ -315,11 +325,11 @@ const VISIBLE_ROWS: &str = "[...document.querySelectorAll('#cases details.case')
 
 #[test]
 fn html_report_in_a_real_browser() {
-    let Some(chromium) = find_chromium() else {
-        eprintln!(
-            "SKIPPED html_report_in_a_real_browser: no chromium on PATH \
-             (`apt-get install chromium`; .ci/run installs it)"
-        );
+    let Some(chromium) = require(
+        "chromium on PATH",
+        "the report is checked in a real browser (`apt-get install chromium`; .ci/run installs it)",
+        find_chromium(),
+    ) else {
         return;
     };
     let target = target_dir();

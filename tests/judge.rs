@@ -19,7 +19,7 @@ use toolscore::evaluate::{MetricSpec, ScoreSettings};
 use toolscore::judge::{Judge, JudgeConfig};
 use toolscore::serve::{CancellationToken, Listeners, Scoring, ServeConfig, Server};
 
-use crate::util::{data, toolscore, TempDir};
+use crate::util::{data, poll_until, toolscore, TempDir};
 
 const WEATHER: &str = "31d90f5c8edb6ba92f3e6727a8ad96ea";
 const SUPPORT: &str = "8a7f18c6fa42f9918229342ebb4c78f8";
@@ -660,8 +660,7 @@ fn serve_judges_off_the_scoring_threads() {
         "{:?}",
         started.elapsed()
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let rows = loop {
+    let rows = poll_until("two judged results", Duration::from_secs(30), || {
         let rows: Vec<Value> = std::fs::read_to_string(&out)
             .unwrap_or_default()
             .lines()
@@ -669,11 +668,11 @@ fn serve_judges_off_the_scoring_threads() {
             .collect();
         let evals = rows.iter().filter(|r| r["type"] == "evaluation").count();
         if evals >= 2 {
-            break rows;
+            Ok(rows)
+        } else {
+            Err(rows)
         }
-        assert!(Instant::now() < deadline, "no judged results: {rows:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    });
     for case in ["weather", "support"] {
         let e = eval(&rows, case);
         assert_eq!(
@@ -810,28 +809,31 @@ fn serve_full_judge_queue_gives_overloaded_errors_not_waits() {
             .unwrap();
         assert_eq!(resp.status().as_u16(), 200);
         // One batch per trace: wait until this one has left the buffer.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while {
-            let s = stats.snapshot();
-            s.spans < 2 * n as u64 || s.buffered_traces > 0
-        } {
-            assert!(Instant::now() < deadline, "trace {n} never left the buffer");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        poll_until(
+            &format!("trace {n} to leave the buffer"),
+            Duration::from_secs(10),
+            || {
+                let s = stats.snapshot();
+                if s.spans >= 2 * n as u64 && s.buffered_traces == 0 {
+                    Ok(())
+                } else {
+                    Err(s)
+                }
+            },
+        );
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let rows = loop {
+    let rows = poll_until("every trace's result", Duration::from_secs(30), || {
         let rows: Vec<Value> = std::fs::read_to_string(&out)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect();
         if rows.iter().filter(|r| r["type"] == "evaluation").count() >= traces as usize {
-            break rows;
+            Ok(rows)
+        } else {
+            Err(rows)
         }
-        assert!(Instant::now() < deadline, "results missing: {rows:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    });
     let evals: Vec<&Value> = rows.iter().filter(|r| r["type"] == "evaluation").collect();
     let overloaded = evals
         .iter()

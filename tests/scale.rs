@@ -3,8 +3,11 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use crate::util::{protojson_agent_span, protojson_tool_span, toolscore, TempDir};
+use crate::util::{
+    poll_every, protojson_agent_span, protojson_tool_span, toolscore, ChildGuard, TempDir,
+};
 
 /// One Collector JSON line holding `spans`.
 fn line(spans: &[String]) -> String {
@@ -117,12 +120,14 @@ fn a_trace_is_held_while_its_spans_may_still_come_and_a_late_span_is_reported() 
 /// rusage of a child also counts this (large) test process's pages, shared
 /// with the child between its spawn and its exec.
 fn run_measured(args: &[&str]) -> (Option<i32>, String, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_toolscore"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut pipe = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -131,25 +136,22 @@ fn run_measured(args: &[&str]) -> (Option<i32>, String, u64) {
     });
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak = 0;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Ok(text) = std::fs::read_to_string(&status_file) {
-            let hwm = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
-            peak = peak.max(hwm.unwrap_or(0));
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("toolscore {args:?} still running after 60 s");
-        }
-        // The poll interval of the peak reading, not a wait for an event.
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    };
+    // Every 2 ms: the interval of the peak reading, not of a wait.
+    let status = poll_every(
+        Duration::from_millis(2),
+        &format!("toolscore {args:?} to exit"),
+        Duration::from_secs(60),
+        || {
+            if let Ok(text) = std::fs::read_to_string(&status_file) {
+                let hwm = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+                peak = peak.max(hwm.unwrap_or(0));
+            }
+            child.try_wait().unwrap()
+        },
+    );
     (status.code(), reader.join().unwrap(), peak)
 }
 

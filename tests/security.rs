@@ -6,8 +6,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -17,7 +17,7 @@ use prost::Message;
 use serde_json::Value;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
-use crate::util::{hex, poll_until, toolscore, TempDir};
+use crate::util::{hex, poll_until, toolscore, ChildGuard, TempDir};
 
 const TOKEN: &str = "tok-3f9a1c";
 
@@ -96,7 +96,7 @@ impl Certs {
 
 /// `toolscore serve` as a child process; its ports come from `Listening.`.
 struct Srv {
-    child: Child,
+    child: ChildGuard,
     grpc: SocketAddr,
     http: SocketAddr,
     admin: SocketAddr,
@@ -109,17 +109,19 @@ impl Srv {
     fn start(admin: &str, args: &[String]) -> Srv {
         let dir = TempDir::new("sec-srv");
         let out = dir.path().join("results.jsonl");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-            .args(["serve", "--grpc-endpoint", "127.0.0.1:0"])
-            .args(["--http-endpoint", "127.0.0.1:0", "--admin-endpoint", admin])
-            .args(["--decision-wait", "200ms", "--quiet"])
-            .args(args)
-            .arg("--output")
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start toolscore serve");
+        let mut child = ChildGuard(
+            Command::new(env!("CARGO_BIN_EXE_toolscore"))
+                .args(["serve", "--grpc-endpoint", "127.0.0.1:0"])
+                .args(["--http-endpoint", "127.0.0.1:0", "--admin-endpoint", admin])
+                .args(["--decision-wait", "200ms", "--quiet"])
+                .args(args)
+                .arg("--output")
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start toolscore serve"),
+        );
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let log = std::thread::spawn(move || {
@@ -159,23 +161,7 @@ impl Srv {
 
     /// SIGTERM, then the exit status, the log and the result rows.
     fn stop(mut self) -> (ExitStatus, String, Vec<Value>) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if start.elapsed() > Duration::from_secs(30) {
-                let _ = self.child.kill();
-                panic!("serve did not exit within 30 s of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = self.child.terminate(Duration::from_secs(30));
         let log = self.log.join().unwrap();
         let rows = std::fs::read_to_string(&self.out)
             .unwrap_or_default()
@@ -395,9 +381,10 @@ fn tls_exports_over_https_and_grpc_are_scored_and_plaintext_is_refused() {
             "toolscore_tls_handshake_failures_total",
         )
     };
-    assert!(
-        poll_until(Duration::from_secs(15), || failures() >= 2.0),
-        "handshake failures not counted within 15 s"
+    poll_until(
+        "the handshake failures to be counted",
+        Duration::from_secs(15),
+        || failures() >= 2.0,
     );
 
     let (status, log, rows) = srv.stop();

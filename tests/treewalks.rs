@@ -9,11 +9,11 @@
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::TempDir;
+use crate::util::{poll_until, ChildGuard, TempDir};
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
@@ -40,31 +40,35 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 fn run_bounded(dir: &TempDir, args: &[&str], cpu: Duration) -> Run {
     let out_path = dir.path().join("stdout");
     let err_path = dir.path().join("stderr");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::null())
-        .stdout(File::create(&out_path).unwrap())
-        .stderr(File::create(&err_path).unwrap())
-        .spawn()
-        .expect("run toolscore");
-    let wall = Instant::now() + Duration::from_secs(600);
+    let mut child = ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_toolscore"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::null())
+            .stdout(File::create(&out_path).unwrap())
+            .stderr(File::create(&err_path).unwrap())
+            .spawn()
+            .expect("run toolscore"),
+    );
     let mut used = Duration::ZERO;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        used = cpu_time(child.id()).unwrap_or(used);
-        if used > cpu || Instant::now() > wall {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "toolscore {args:?} still running after {used:?} of CPU time \
-                 (limit {cpu:?}): not linear"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    // `Err`: over the CPU limit (the child is killed when dropped).
+    let exit = poll_until(
+        &format!("toolscore {args:?} to exit"),
+        Duration::from_secs(600),
+        || {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(Ok(status));
+            }
+            used = cpu_time(child.id()).unwrap_or(used);
+            (used > cpu).then_some(Err(used))
+        },
+    );
+    let status = exit.unwrap_or_else(|used| {
+        panic!(
+            "toolscore {args:?} still running after {used:?} of CPU time \
+             (limit {cpu:?}): not linear"
+        )
+    });
     Run {
         status,
         stdout: fs::read_to_string(&out_path).unwrap(),

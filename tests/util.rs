@@ -1,8 +1,10 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output};
+use std::time::{Duration, Instant};
 
 /// Path of a file under `tests/data/`.
 pub fn data(rel: &str) -> PathBuf {
@@ -20,19 +22,127 @@ pub fn toolscore(args: &[&str]) -> Output {
         .expect("run toolscore")
 }
 
-/// Polls `done` every 20 ms until it holds or `limit` passes; whether it
-/// held (callers assert what they expected).
-pub fn poll_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = std::time::Instant::now();
-    loop {
-        if done() {
-            return true;
+/// What one look of [`poll_until`] gives: `true`, `Some(v)` or `Ok(v)` ends
+/// the wait with `()` or `v`; `false`, `None` or `Err(seen)` means not yet,
+/// and the last `seen` goes into the failure message.
+pub trait Polled {
+    type Found;
+    fn found(self) -> Result<Self::Found, Option<String>>;
+}
+
+impl Polled for bool {
+    type Found = ();
+    fn found(self) -> Result<(), Option<String>> {
+        if self {
+            Ok(())
+        } else {
+            Err(None)
         }
-        if start.elapsed() >= limit {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+impl<T> Polled for Option<T> {
+    type Found = T;
+    fn found(self) -> Result<T, Option<String>> {
+        self.ok_or(None)
+    }
+}
+
+impl<T, E: std::fmt::Debug> Polled for Result<T, E> {
+    type Found = T;
+    fn found(self) -> Result<T, Option<String>> {
+        self.map_err(|seen| Some(format!("{seen:?}")))
+    }
+}
+
+/// Looks every 20 ms until `look` finds what it waits for and returns that;
+/// panics naming `what` (and the last thing seen) once `limit` has passed.
+/// The one way the tests wait for something to happen.
+pub fn poll_until<P: Polled>(what: &str, limit: Duration, look: impl FnMut() -> P) -> P::Found {
+    poll_every(Duration::from_millis(20), what, limit, look)
+}
+
+/// [`poll_until`], looking every `every` (a sampler that must look more
+/// often than a wait needs to).
+pub fn poll_every<P: Polled>(
+    every: Duration,
+    what: &str,
+    limit: Duration,
+    mut look: impl FnMut() -> P,
+) -> P::Found {
+    let start = Instant::now();
+    loop {
+        let seen = match look().found() {
+            Ok(found) => return found,
+            Err(seen) => seen,
+        };
+        if start.elapsed() >= limit {
+            match seen {
+                Some(seen) => {
+                    panic!("timed out after {limit:?} waiting for {what}; last seen: {seen}")
+                }
+                None => panic!("timed out after {limit:?} waiting for {what}"),
+            }
+        }
+        std::thread::sleep(every);
+    }
+}
+
+/// A child process that is killed (and reaped) when dropped, so a test that
+/// fails while it runs leaves nothing behind.
+pub struct ChildGuard(pub Child);
+
+impl ChildGuard {
+    /// Sends SIGTERM and waits at most `limit` for the exit.
+    pub fn terminate(&mut self, limit: Duration) -> ExitStatus {
+        let pid = self.0.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM {pid}");
+        poll_until("the process to exit after SIGTERM", limit, || {
+            self.0.try_wait().expect("wait for the child")
+        })
+    }
+}
+
+impl Deref for ChildGuard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        // After an exit already reaped, both do nothing.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A tool or device a test needs, `found` if it is here. When it is
+/// missing the test fails if `CI` is `true` (a CI run must check
+/// everything); elsewhere it says why it skips and gets `None` (the caller
+/// returns).
+pub fn require<T>(tool: &str, why: &str, found: Option<T>) -> Option<T> {
+    if found.is_none() {
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or("this test");
+        let missing = format!("{test} needs {tool}, which is missing: {why}");
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{missing} (CI=true: a missing tool fails the run)");
+        }
+        eprintln!("SKIPPED {missing}");
+    }
+    found
 }
 
 /// A fresh temporary directory, removed on drop.
@@ -131,4 +241,24 @@ pub fn protojson_agent_span(trace: &[u8], span: &[u8], start: u64) -> String {
         "status": {}
     })
     .to_string()
+}
+
+#[test]
+fn poll_until_returns_what_it_found_and_names_what_timed_out() {
+    let mut looks = 0;
+    let found = poll_until("the third look", Duration::from_secs(15), || {
+        looks += 1;
+        (looks == 3).then_some(looks)
+    });
+    assert_eq!(found, 3);
+    let timed_out =
+        std::panic::catch_unwind(|| poll_until("a count of 2", Duration::ZERO, || Err::<(), _>(1)));
+    let message = timed_out.expect_err("a timeout panics");
+    let message = message
+        .downcast_ref::<String>()
+        .expect("a formatted message");
+    assert!(
+        message.ends_with("waiting for a count of 2; last seen: 1"),
+        "{message}"
+    );
 }
