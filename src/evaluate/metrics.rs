@@ -9,7 +9,7 @@ use super::MetricResult;
 use crate::expect::Call;
 use crate::judge::Judge;
 use crate::score::native::NativeConfig;
-use crate::score::{registry, Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
+use crate::score::{registry, Metric, MetricInput, MetricOptions, Needs, Outcome, ScoreError};
 
 /// One `--metric` value: a metric name with optional per-metric options.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,7 +175,7 @@ impl MetricSet {
     }
 
     /// Every metric's verdict on one evaluation's input, in order.
-    pub fn evaluate(&self, input: &Input<'_>) -> Vec<MetricResult> {
+    pub fn evaluate(&self, input: &MetricInput<'_>) -> Vec<MetricResult> {
         self.results(|m| m.evaluate(input))
     }
 

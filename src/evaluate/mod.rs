@@ -24,7 +24,7 @@ use crate::extract::{AgentRun, ToolCall};
 use crate::judge::Judge;
 use crate::names::Normalizer;
 use crate::score::native::NativeConfig;
-use crate::score::{agents, budget, handoffs, Input, MetricOptions, Needs, ScoreError};
+use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, ScoreError};
 
 pub use metrics::{MetricSet, MetricSpec};
 pub use pipeline::{OutputNeeds, Pipeline};
@@ -442,7 +442,7 @@ impl Evaluator {
     ) -> Evaluation {
         let p = &self.cases[case];
         let metrics = p.metrics.as_ref().unwrap_or(&self.run);
-        let results = metrics.evaluate(&Input {
+        let results = metrics.evaluate(&MetricInput {
             called,
             expected: &p.expected,
             calls: &calls,

@@ -11,10 +11,12 @@ pub mod explain;
 pub mod facts;
 pub mod requested;
 pub mod rules;
+// Extraction on hand-built spans of library versions and modes the copied
+// corpus does not cover.
 #[cfg(test)]
-mod variants;
+mod variants_tests;
 #[cfg(test)]
-mod versions;
+mod versions_tests;
 
 use crate::ingest::project::Projection;
 use std::borrow::Cow;

@@ -181,6 +181,10 @@ struct Attr {
     value: Stored,
 }
 
+// docs/architecture.md ("The span form") and the memory figures rely on
+// 24-byte entries: a change of `Range` or `Stored` must not grow them unseen.
+const _: () = assert!(std::mem::size_of::<Attr>() == 24);
+
 /// An attribute value handed to a [`SpanBuilder`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input<'a> {

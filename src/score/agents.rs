@@ -10,7 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use super::native::{NativeConfig, NativeMetric};
-use super::{Input, Metric, Needs, Outcome};
+use super::{Metric, MetricInput, Needs, Outcome};
 use crate::expect::Call;
 
 pub const NAME: &str = "agents";
@@ -43,7 +43,7 @@ impl Metric for Agents {
         Outcome::scored(1.0, Some(true), "no agents named")
     }
 
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         let want = &input.case.agents;
         if want.is_empty() {
             return Outcome::scored(1.0, Some(true), "no agents named");

@@ -9,7 +9,7 @@
 
 use serde_json::json;
 
-use super::{Input, Metric, Needs, Outcome};
+use super::{Metric, MetricInput, Needs, Outcome};
 use crate::expect::Call;
 
 pub const NAME: &str = "budget";
@@ -31,7 +31,7 @@ impl Metric for Budget {
         Outcome::scored(1.0, Some(true), "no budgets set")
     }
 
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         let b = &input.case.budgets;
         let mut checked = 0usize;
         let mut violated: Vec<String> = Vec::new();

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{Input, Metric, Outcome};
+use super::{Metric, MetricInput, Outcome};
 use crate::expect::Call;
 use crate::extract::{CallStatus, ToolCall};
 
@@ -182,7 +182,7 @@ impl Metric for Efficiency {
         self.outcome(called, &[])
     }
 
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         self.outcome(input.called, input.calls)
     }
 }

@@ -9,7 +9,7 @@
 
 use serde_json::json;
 
-use super::{Input, Metric, Needs, Outcome};
+use super::{Metric, MetricInput, Needs, Outcome};
 use crate::expect::Call;
 
 pub const NAME: &str = "handoffs";
@@ -45,7 +45,7 @@ impl Metric for Handoffs {
         Outcome::scored(1.0, Some(true), "no handoffs expected")
     }
 
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         let Some(want) = &input.case.handoffs else {
             return Outcome::scored(1.0, Some(true), "no handoffs expected");
         };

@@ -72,7 +72,7 @@ pub struct Needs {
     /// Arguments with their key order as written ([`Call::ordered_args`]):
     /// ragas compares Python `str()` of dicts, which follows insertion order.
     pub ordered_args: bool,
-    /// [`Input::facts`]: what the trace says beyond its calls.
+    /// [`MetricInput::facts`]: what the trace says beyond its calls.
     pub trace_facts: bool,
     /// An LLM judge: the metric blocks on HTTP, so drivers run it off their
     /// hot paths (replay in parallel, serve on the judge queue), and calls
@@ -94,7 +94,7 @@ impl std::ops::BitOr for Needs {
 /// Everything a metric may look at for one evaluation (of a trace, or of a
 /// session's traces together).
 #[derive(Debug, Clone, Copy)]
-pub struct Input<'a> {
+pub struct MetricInput<'a> {
     /// The calls as compared (names normalized when enabled), in time order.
     pub called: &'a [Call],
     /// The expected calls as compared.
@@ -122,7 +122,7 @@ pub trait Metric: Send + Sync {
     /// The score from everything in `input`. Metrics that read more than
     /// names and arguments (statuses, times, the trace's facts) override
     /// this; the rest score `called` against `expected`.
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         self.score(input.called, input.expected)
     }
     /// What this metric needs from the stages before it.

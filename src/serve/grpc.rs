@@ -25,7 +25,7 @@ use tracing::debug;
 
 use super::forward::RawCodec;
 use super::intake::Shared;
-use super::listen::Capped;
+use super::listen::ConnectionCap;
 use super::security::Auth;
 use super::sinks::results_api::pb::results_service_server::ResultsServiceServer;
 use super::sinks::results_api::ResultsHub;
@@ -75,7 +75,7 @@ pub(crate) async fn serve(
 }
 
 /// Connections of `listener`, at most `max_connections` open at once (the
-/// HTTP ports' [`Capped`]: a new one past the cap is closed, counted and
+/// HTTP ports' [`ConnectionCap`]: a new one past the cap is closed, counted and
 /// logged once per episode), each after its TLS handshake when TLS is on. A
 /// handshake runs on its own task, bounded by `handshake_timeout`, so a
 /// stalled client holds up no one. Ends when the server drops the stream.
@@ -87,7 +87,7 @@ fn incoming(
     stats: Arc<ServeStats>,
 ) -> impl futures_util::Stream<Item = Result<GrpcConn, std::io::Error>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<GrpcConn>(64);
-    let cap = Capped::new(max_connections, true, "gRPC");
+    let cap = ConnectionCap::new(max_connections, true, "gRPC");
     tokio::spawn(async move {
         loop {
             let (stream, peer, permit) = tokio::select! {

@@ -35,7 +35,7 @@ const READ_BUFFER: usize = 64 * 1024;
 /// Past it a new connection is closed at once, counted (when `counted`) and
 /// logged at the start and the end of each episode of refusing. Shared by
 /// the HTTP ports and the gRPC receiver.
-pub(crate) struct Capped {
+pub(crate) struct ConnectionCap {
     permits: Arc<Semaphore>,
     max: usize,
     counted: bool,
@@ -44,9 +44,9 @@ pub(crate) struct Capped {
     refusing: AtomicBool,
 }
 
-impl Capped {
-    pub(crate) fn new(max: usize, counted: bool, what: &'static str) -> Capped {
-        Capped {
+impl ConnectionCap {
+    pub(crate) fn new(max: usize, counted: bool, what: &'static str) -> ConnectionCap {
+        ConnectionCap {
             permits: Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS))),
             max,
             counted,
@@ -126,7 +126,7 @@ pub(crate) async fn serve(
     stats: Arc<ServeStats>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let cap = Capped::new(limits.max_connections, limits.counted, "HTTP");
+    let cap = ConnectionCap::new(limits.max_connections, limits.counted, "HTTP");
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()

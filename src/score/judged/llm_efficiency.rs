@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{context, system, yes_no, NEEDS};
 use crate::expect::Call;
 use crate::judge::{AnswerKind, Judge};
-use crate::score::{Input, Metric, Needs, Outcome};
+use crate::score::{Metric, MetricInput, Needs, Outcome};
 
 pub const NAME: &str = "mlflow.llm_efficiency";
 
@@ -38,7 +38,7 @@ impl Metric for LlmEfficiency {
         Outcome::error("needs the trace (request and tools); not scorable from call lists alone")
     }
 
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         yes_no(
             &self.judge,
             NAME,

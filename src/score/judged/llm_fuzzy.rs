@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::{context, expected, llm_no_expectations, system, yes_no, NEEDS};
 use crate::expect::Call;
 use crate::judge::{AnswerKind, Judge};
-use crate::score::{Input, Metric, Needs, Outcome};
+use crate::score::{Metric, MetricInput, Needs, Outcome};
 
 pub const NAME: &str = "mlflow.llm_fuzzy";
 pub const NAME_ORDERED: &str = "mlflow.llm_fuzzy_ordered";
@@ -43,7 +43,7 @@ pub struct LlmFuzzy {
 
 impl LlmFuzzy {
     /// The prompt's user message when there are expectations.
-    pub fn user(&self, input: &Input<'_>) -> String {
+    pub fn user(&self, input: &MetricInput<'_>) -> String {
         let mut s = context(input);
         s.push_str(&expected(input.expected, self.ordered));
         s
@@ -71,7 +71,7 @@ impl Metric for LlmFuzzy {
         Outcome::error("needs the trace (request and tools); not scorable from call lists alone")
     }
 
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         if input.expected.is_empty() {
             return yes_no(
                 &self.judge,

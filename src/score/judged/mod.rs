@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::expect::Call;
 use crate::judge::{AnswerKind, Judge, Prompt};
-use crate::score::{Input, Needs, Outcome};
+use crate::score::{MetricInput, Needs, Outcome};
 
 /// What every judged metric needs.
 pub const NEEDS: Needs = Needs {
@@ -49,7 +49,7 @@ pub fn system(task: &str, kind: AnswerKind) -> String {
 
 /// The request, the tools available and the calls made, as the judge reads
 /// them.
-pub fn context(input: &Input<'_>) -> String {
+pub fn context(input: &MetricInput<'_>) -> String {
     let mut s = String::new();
     s.push_str("## User request\n");
     match input

@@ -22,7 +22,7 @@ use super::common::{names_list, threshold};
 use crate::expect::Call;
 use crate::judge::{AnswerKind, Judge, Prompt};
 use crate::score::judged::{self, signature};
-use crate::score::{Input, Metric, MetricOptions, Needs, Outcome, ScoreError};
+use crate::score::{Metric, MetricInput, MetricOptions, Needs, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "cubeo";
 pub const VERSION: &str = "docs (approx.)";
@@ -150,7 +150,7 @@ impl Metric for CubeoJudged {
         self.approx.score(called, expected)
     }
 
-    fn evaluate(&self, input: &Input<'_>) -> Outcome {
+    fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         let mut user = judged::context(input);
         user.push_str("\n## Expected tools\n");
         if input.expected.is_empty() {
