@@ -75,6 +75,7 @@ fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
 }
 
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    args.input.check_paths()?;
     let config = args.input.config.load()?;
     let mut settings = args.scoring.settings(&config)?;
     let loaded = cli::load_fixture(args.expected.as_deref(), &settings.session_keys)?;
@@ -85,6 +86,9 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         args.scoring.metrics.is_empty(),
     ) {
         settings.metrics = MetricSpec::parse_list(defaults)?;
+    }
+    for note in loaded.iter().flat_map(|l| &l.notes) {
+        eprintln!("toolscore: note: {}", report::printable(note));
     }
     let (cases, fixture_rejected) = match loaded {
         Some(l) => (Some(l.cases), l.rejected),
@@ -136,6 +140,14 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("{}", c.summary_line());
             }
         }
+    }
+    // Without expectations nothing was scored: a CI job must not pass on it.
+    if !report.has_cases {
+        eprintln!(
+            "toolscore: nothing was scored: no expectations given (--expected FILE or \
+             TOOLSCORE_EXPECTED); listing the tool calls in traces is `toolscore inspect`'s job"
+        );
+        return Ok(ExitCode::from(exit::INPUT));
     }
     let code = match (&comparison, args.fail_on) {
         (Some(c), FailOn::Regression) if report.rejected.is_empty() => {
@@ -198,6 +210,7 @@ fn cmd_diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn cmd_inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    args.input.check_paths()?;
     let config = args.input.config.load()?;
     let settings = ScoreSettings {
         session_keys: config.session_keys(),

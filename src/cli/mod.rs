@@ -25,7 +25,8 @@ use toolscore::score::MetricOptions;
     name = "toolscore",
     version,
     about = "Score AI agents on tool correctness from OpenTelemetry traces",
-    after_help = "Exit codes: 0 all cases pass, 1 some case failed, 2 usage error or rejected input."
+    after_help = "Exit codes: 0 all cases pass, 1 some case failed, 2 usage error, rejected \
+                  input or nothing to score."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -35,8 +36,17 @@ pub(crate) struct Cli {
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Score exported trace files against expected tools.
+    #[command(after_help = "Examples:
+  toolscore replay traces/ -e expected.jsonl
+  toolscore replay traces.jsonl -e expected.jsonl -f junit -o report.xml
+  toolscore replay traces/ -e expected.jsonl --baseline last.jsonl --fail-on regression
+  toolscore replay traces/ -e goldens.json -m deepeval.tool_correctness -m tool_correctness")]
     Replay(Box<ReplayArgs>),
     /// Show the tool calls found in trace files.
+    #[command(after_help = "Examples:
+  toolscore inspect traces/
+  toolscore inspect traces.jsonl --format jsonl -o calls.jsonl
+  toolscore inspect trace.json --explain     (why each span is, or is not, a tool call)")]
     Inspect(InspectArgs),
     /// List the available metrics.
     Metrics,
@@ -45,6 +55,9 @@ pub(crate) enum Command {
     /// Print the active convention rules (built-in plus the config's).
     Conventions(ConventionsArgs),
     /// Receive OTLP (gRPC and HTTP) and score agent traces as they complete.
+    #[command(after_help = "Examples:
+  toolscore serve -e expected.jsonl --output results.jsonl
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py")]
     Serve(Box<ServeArgs>),
     /// Compare two JSONL reports case by case: improved, regressed,
     /// unchanged, new, gone. Exit 1 when a case regressed beyond --tolerance.
@@ -78,7 +91,7 @@ pub(crate) struct DiffArgs {
 pub(crate) struct ConfigArg {
     /// Config file (TOML, or YAML for .yaml/.yml): user conventions, session
     /// keys, name normalization. Unknown keys are errors.
-    #[arg(long, env = "TOOLSCORE_CONFIG")]
+    #[arg(long, env = "TOOLSCORE_CONFIG", help_heading = "Input")]
     pub(crate) config: Option<PathBuf>,
 }
 
@@ -126,25 +139,34 @@ pub(crate) enum InspectFormat {
 #[derive(Args)]
 pub(crate) struct InputArgs {
     /// Trace files or directories (walked recursively); `-` reads stdin.
-    /// OTLP/JSON, JSON lines, OTLP protobuf, gzip of any of them.
+    /// Formats, found from the content: OTLP/JSON (one request, a list, or one
+    /// per line as the Collector's file exporter writes), OTLP protobuf (one
+    /// request or the Collector's length-prefixed records), Grafana Tempo
+    /// JSON, MLflow trace JSON, Jaeger JSON, Zipkin v2 JSON, the OTel Python
+    /// SDK's console output, and gzip of any of them.
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,
     /// Cap on the inflated size of a gzip input, in MiB.
-    #[arg(long, default_value_t = 512, env = "TOOLSCORE_MAX_INFLATED_MIB")]
+    #[arg(
+        long,
+        default_value_t = 512,
+        env = "TOOLSCORE_MAX_INFLATED_MIB",
+        help_heading = "Tuning"
+    )]
     pub(crate) max_inflated_mib: u64,
     /// Score a trace once it has a root span and none of its spans came in
     /// the last N MiB of input, so memory holds only recent traces; `all`
     /// holds every trace to the end of the input.
-    #[arg(long, default_value = "8", value_parser = parse_hold, env = "TOOLSCORE_HOLD_WINDOW_MIB")]
+    #[arg(long, default_value = "8", value_parser = parse_hold, env = "TOOLSCORE_HOLD_WINDOW_MIB", help_heading = "Tuning")]
     pub(crate) hold_window_mib: HoldWindow,
     /// Decoding threads [default: one per core].
-    #[arg(long, env = "TOOLSCORE_THREADS")]
+    #[arg(long, env = "TOOLSCORE_THREADS", help_heading = "Tuning")]
     pub(crate) threads: Option<usize>,
     /// No progress on stderr.
-    #[arg(long, short)]
+    #[arg(long, short, help_heading = "Output")]
     pub(crate) quiet: bool,
     /// Count retriever spans (MLflow RETRIEVER, Langfuse/LangSmith retriever) as tool calls.
-    #[arg(long, env = "TOOLSCORE_RETRIEVERS_AS_TOOLS")]
+    #[arg(long, env = "TOOLSCORE_RETRIEVERS_AS_TOOLS", help_heading = "Scoring")]
     pub(crate) retrievers_as_tools: bool,
     #[command(flatten)]
     pub(crate) config: ConfigArg,
@@ -182,6 +204,22 @@ impl InputArgs {
         }
     }
 
+    /// A path that does not exist is a usage error, before any work.
+    pub(crate) fn check_paths(&self) -> anyhow::Result<()> {
+        let missing = toolscore::ingest::files::missing(&self.paths);
+        if let Some(first) = missing.first() {
+            anyhow::bail!(
+                "{}: no such file or directory{}",
+                first.display(),
+                match missing.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more missing paths)", n - 1),
+                }
+            );
+        }
+        Ok(())
+    }
+
     pub(crate) fn extractor(&self, config: &Config) -> anyhow::Result<Extractor> {
         let x = config.extractor()?;
         let on = x.retrievers_as_tools || self.retrievers_as_tools;
@@ -196,28 +234,28 @@ pub(crate) struct ScoringArgs {
     /// Metric to score with (repeatable; `all` for every one). The first is the headline.
     /// Per-metric options: `NAME:threshold=0.7,strict=true`.
     /// Default: tool_correctness (adk.exact for a Google ADK eval set).
-    #[arg(long = "metric", short = 'm')]
+    #[arg(long = "metric", short = 'm', help_heading = "Scoring")]
     pub(crate) metrics: Vec<String>,
     /// Pass threshold (cases may override). Default: 0.5 for tool_correctness,
     /// each preset's own otherwise.
-    #[arg(long, env = "TOOLSCORE_THRESHOLD")]
+    #[arg(long, env = "TOOLSCORE_THRESHOLD", help_heading = "Scoring")]
     pub(crate) threshold: Option<f64>,
     /// Strict mode for presets that have one.
-    #[arg(long)]
+    #[arg(long, help_heading = "Scoring")]
     pub(crate) strict: bool,
     /// tool_correctness argument policy: ignore, exact, subset, superset, fuzzy:T.
     /// Default: subset where an expectation has args.
-    #[arg(long = "args")]
+    #[arg(long = "args", help_heading = "Scoring")]
     pub(crate) args_policy: Option<String>,
     /// tool_correctness headline score.
-    #[arg(long = "score", default_value = "f1", value_parser = ["recall", "precision", "f1", "order", "exact"])]
+    #[arg(long = "score", default_value = "f1", value_parser = ["recall", "precision", "f1", "order", "exact"], help_heading = "Scoring")]
     pub(crate) headline: String,
     /// Which calls are scored: `all`, or `top-level` (not those of sub-agents run inside tools).
-    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TOOLSCORE_SCOPE")]
+    #[arg(long, default_value = "all", value_parser = ["all", "top-level"], env = "TOOLSCORE_SCOPE", help_heading = "Scoring")]
     pub(crate) scope: String,
     /// Compare tool names normalized (trim, case, `-`/`_`, known prefixes, the
     /// config's renames).
-    #[arg(long, env = "TOOLSCORE_NORMALIZE")]
+    #[arg(long, env = "TOOLSCORE_NORMALIZE", help_heading = "Scoring")]
     pub(crate) normalize: bool,
     #[command(flatten)]
     pub(crate) judge: JudgeArgs,
@@ -230,28 +268,28 @@ pub(crate) struct ScoringArgs {
 pub(crate) struct JudgeArgs {
     /// Base URL of the API; `/chat/completions` is appended
     /// (e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1 for Ollama).
-    #[arg(long, env = "TOOLSCORE_JUDGE_URL")]
+    #[arg(long, env = "TOOLSCORE_JUDGE_URL", help_heading = "Judge")]
     pub(crate) judge_url: Option<String>,
     /// Model name as the server knows it.
-    #[arg(long, env = "TOOLSCORE_JUDGE_MODEL")]
+    #[arg(long, env = "TOOLSCORE_JUDGE_MODEL", help_heading = "Judge")]
     pub(crate) judge_model: Option<String>,
     /// Extra request header `K=V` (repeatable).
-    #[arg(long = "judge-header", value_name = "K=V")]
+    #[arg(long = "judge-header", value_name = "K=V", help_heading = "Judge")]
     pub(crate) judge_headers: Vec<String>,
     /// Directory caching answers by (model, prompt): a rerun costs nothing.
-    #[arg(long, env = "TOOLSCORE_JUDGE_CACHE")]
+    #[arg(long, env = "TOOLSCORE_JUDGE_CACHE", help_heading = "Judge")]
     pub(crate) judge_cache: Option<PathBuf>,
     /// Print the judge prompts on stderr instead of calling the judge.
-    #[arg(long)]
+    #[arg(long, help_heading = "Judge")]
     pub(crate) judge_dry_run: bool,
     /// Judge requests in flight at once [default: 4].
-    #[arg(long)]
+    #[arg(long, help_heading = "Judge")]
     pub(crate) judge_concurrency: Option<usize>,
     /// Per-request timeout in seconds [default: 60].
-    #[arg(long)]
+    #[arg(long, help_heading = "Judge")]
     pub(crate) judge_timeout: Option<f64>,
     /// Retries after a 429, a 5xx or a timeout [default: 3].
-    #[arg(long)]
+    #[arg(long, help_heading = "Judge")]
     pub(crate) judge_retries: Option<u32>,
 }
 
@@ -296,47 +334,64 @@ impl JudgeArgs {
 
 #[derive(Args)]
 pub(crate) struct ReplayArgs {
-    #[command(flatten)]
-    pub(crate) input: InputArgs,
     /// Fixture file of expected tools (JSONL or a JSON array).
-    #[arg(long, short = 'e', env = "TOOLSCORE_EXPECTED")]
+    #[arg(
+        long,
+        short = 'e',
+        env = "TOOLSCORE_EXPECTED",
+        help_heading = "Expectations"
+    )]
     pub(crate) expected: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) scoring: ScoringArgs,
     /// Output format.
-    #[arg(long, short, value_enum, default_value = "table")]
+    #[arg(
+        long,
+        short,
+        value_enum,
+        default_value = "table",
+        help_heading = "Output"
+    )]
     pub(crate) format: ReportFormat,
     /// Write the report here instead of stdout.
-    #[arg(long, short)]
+    #[arg(long, short, help_heading = "Output")]
     pub(crate) output: Option<PathBuf>,
     /// An earlier run's JSONL report: every case is marked improved,
     /// regressed, unchanged, new or gone (table and JSONL output).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub(crate) baseline: Option<PathBuf>,
     /// What exits 1: a failed case, or a regression against --baseline.
-    #[arg(long, value_enum, default_value = "threshold")]
+    #[arg(long, value_enum, default_value = "threshold", help_heading = "Output")]
     pub(crate) fail_on: FailOn,
     /// Drop in score a regression must exceed to fail (with --fail-on regression).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, help_heading = "Output")]
     pub(crate) tolerance: f64,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
 }
 
 #[derive(Args)]
 pub(crate) struct InspectArgs {
-    #[command(flatten)]
-    pub(crate) input: InputArgs,
-    #[arg(long, short, value_enum, default_value = "table")]
+    #[arg(
+        long,
+        short,
+        value_enum,
+        default_value = "table",
+        help_heading = "Output"
+    )]
     pub(crate) format: InspectFormat,
-    #[arg(long, short)]
+    #[arg(long, short, help_heading = "Output")]
     pub(crate) output: Option<PathBuf>,
     /// Per span: the convention rule that classified it or, for a span no
     /// rule matched, the rules that almost did and what they missed.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub(crate) explain: bool,
     /// Expectations file (any accepted format): each trace also names the
     /// cases it joins and how (`joined_by`).
-    #[arg(long, short = 'e')]
+    #[arg(long, short = 'e', help_heading = "Expectations")]
     pub(crate) expected: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
 }
 
 impl ScoringArgs {

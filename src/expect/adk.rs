@@ -11,6 +11,18 @@ use super::read::{calls, case, field, kind, list, text, user_text_join, Ctx};
 use super::Case;
 use crate::expect::Call;
 
+/// Why an eval case is skipped: a `conversation_scenario` (and no
+/// `conversation`) is played live by ADK's user simulator and states no tool
+/// calls to compare.
+pub(super) fn skipped(v: &Value) -> Option<&'static str> {
+    let scenario = field(v, &["conversation_scenario", "conversationScenario"]).is_some();
+    let conversation = field(v, &["conversation"]).is_some();
+    (scenario && !conversation).then_some(
+        "a `conversation_scenario` is played live by ADK's user simulator and states no tool \
+         calls to compare",
+    )
+}
+
 /// One `EvalCase`: `eval_id`, `conversation: [Invocation]`.
 pub(super) fn eval_case(v: &Value) -> Result<Vec<Case>, String> {
     if !v.is_object() {

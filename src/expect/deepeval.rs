@@ -8,13 +8,22 @@ use serde_json::Value;
 use super::read::{calls, case, kind, list, text, user_text_join, Ctx};
 use super::Case;
 
+/// A golden whose `expected_tools` is null expects no tool.
+static NO_TOOLS: Vec<Value> = Vec::new();
+
 pub(super) fn golden(v: &Value, ctx: &Ctx) -> Result<Vec<Case>, String> {
     if !v.is_object() {
         return Err(format!("a golden must be an object, not {}", kind(v)));
     }
     let input = text(v, &["input"], "")?;
     let keys = &["expected_tools", "expectedTools"];
-    let tools = list(v, keys, "")?.ok_or_else(|| "`expected_tools` is missing".to_string())?;
+    // `save_as` writes `"expected_tools": null` for a golden with no tools.
+    let null = keys.iter().any(|k| v.get(*k).is_some_and(Value::is_null));
+    let tools = match list(v, keys, "")? {
+        Some(t) => t,
+        None if null => &NO_TOOLS,
+        None => return Err("`expected_tools` is missing".to_string()),
+    };
     let at = if v.get("expected_tools").is_some() {
         "expected_tools"
     } else {

@@ -61,6 +61,14 @@ impl ExpectFormat {
     }
 
     /// Converts one record into cases.
+    /// Why a record holds nothing to compare and is skipped (not an error).
+    fn skipped(self, record: &Value) -> Option<&'static str> {
+        match self {
+            ExpectFormat::AdkEvalSet => super::adk::skipped(record),
+            _ => None,
+        }
+    }
+
     fn convert(self, record: &Value, ctx: &Ctx) -> Result<Vec<Case>, String> {
         match self {
             ExpectFormat::AdkEvalSet => super::adk::eval_case(record),
@@ -77,6 +85,13 @@ impl ExpectFormat {
 pub fn detect(text: &str) -> ExpectFormat {
     let first = match serde_json::from_str::<Value>(text) {
         Ok(v) => Some(v),
+        // Pretty-printed records one after another: judged by the first.
+        Err(_) if super::read::documents(text).is_some() => {
+            super::read::documents(text).and_then(|d| {
+                d.first()
+                    .and_then(|(_, doc)| serde_json::from_str(doc).ok())
+            })
+        }
         // Not one JSON value: JSON Lines, judged by the first record.
         Err(_) => text
             .lines()
@@ -162,9 +177,10 @@ pub fn parse(
     format: ExpectFormat,
     text: &str,
     source: &str,
-) -> (Vec<(Case, Position)>, Vec<Rejected>) {
+) -> (Vec<(Case, Position)>, Vec<Rejected>, Vec<String>) {
     let mut cases = Vec::new();
     let mut rejected = Vec::new();
+    let mut notes = Vec::new();
     let mut reject = |position: Position, reason: String| {
         rejected.push(Rejected {
             source: source.to_string(),
@@ -183,12 +199,19 @@ pub fn parse(
             stem: stem.clone(),
             n: n + 1,
         };
+        if let Some(why) = format.skipped(&record) {
+            notes.push(format!(
+                "{source}: {label}{}: skipped: {why}",
+                id_note(&record)
+            ));
+            continue;
+        }
         match format.convert(&record, &ctx) {
             Ok(found) => cases.extend(found.into_iter().map(|c| (c, position.clone()))),
             Err(e) => reject(position, format!("{label}{}: {e}", id_note(&record))),
         }
     }
-    (cases, rejected)
+    (cases, rejected, notes)
 }
 
 /// ` (id `x`)` when the record names itself, for messages.
@@ -240,6 +263,14 @@ fn records(format: ExpectFormat, text: &str) -> (Vec<Record>, Vec<(Position, Str
             Position::Whole,
             format!("expected a JSON object or list, not {}", kind(&other)),
         )),
+        Err(_) if super::read::documents(text).is_some() => {
+            for (line, doc) in super::read::documents(text).unwrap_or_default() {
+                match serde_json::from_str::<Value>(doc) {
+                    Ok(v) => out.push((Position::Line(line), format!("line {line}"), v)),
+                    Err(e) => bad.push((Position::Line(line), format!("not JSON: {e}"))),
+                }
+            }
+        }
         Err(_) => {
             for (i, line) in text.lines().enumerate() {
                 let line = line.trim();

@@ -197,6 +197,9 @@ enum RawTool {
 pub struct Loaded {
     pub cases: Vec<Case>,
     pub rejected: Vec<Rejected>,
+    /// Records skipped on purpose, with why (not input errors): an ADK eval
+    /// case that is a `conversation_scenario`, say.
+    pub notes: Vec<String>,
     /// The format found in the file.
     pub format: ExpectFormat,
 }
@@ -244,6 +247,7 @@ pub fn parse_file(text: &str, source: &str, opts: &FixtureOptions) -> Loaded {
                 reason,
                 spans: 0,
             }],
+            notes: Vec::new(),
             format: ExpectFormat::Toolscore,
         };
     }
@@ -253,15 +257,17 @@ pub fn parse_file(text: &str, source: &str, opts: &FixtureOptions) -> Loaded {
             Loaded {
                 cases,
                 rejected,
+                notes: Vec::new(),
                 format: ExpectFormat::Toolscore,
             }
         }
         format => {
-            let (found, mut rejected) = formats::parse(format, text, source);
+            let (found, mut rejected, notes) = formats::parse(format, text, source);
             let cases = unique_ids(found, source, &mut rejected);
             Loaded {
                 cases,
                 rejected,
+                notes,
                 format,
             }
         }
@@ -310,6 +316,17 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
                 Position::Line(e.line()),
                 format!("not a JSON array of cases: {e}"),
             ),
+        }
+    } else if let Some(docs) = read::documents(text) {
+        for (line, doc) in docs {
+            let parsed = serde_json::from_str::<Value>(doc).map_err(|e| format!("not JSON: {e}"));
+            match parsed.and_then(|v| case_from(v, line, opts)) {
+                Ok(mut c) => {
+                    keep_key_order(&mut c, PyValue::parse(doc).ok().as_ref());
+                    cases.push((c, Position::Line(line)))
+                }
+                Err(e) => reject(Position::Line(line), e),
+            }
         }
     } else {
         for (i, line) in text.lines().enumerate() {
@@ -412,8 +429,18 @@ fn scalar_text(what: &str, v: Value) -> Result<String, String> {
     }
 }
 
+/// A 64-bit trace id (16 hex digits, as Jaeger and Zipkin may write it) as
+/// the 128-bit id the trace converters give it: 16 leading zeros.
+fn padded_trace_id(t: &str) -> std::borrow::Cow<'_, str> {
+    if t.len() == 16 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        format!("{:0>32}", t).into()
+    } else {
+        t.into()
+    }
+}
+
 fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, String> {
-    let raw: RawCase = serde_json::from_value(v).map_err(|e| format!("bad case: {e}"))?;
+    let mut raw: RawCase = serde_json::from_value(v).map_err(|e| format!("bad case: {e}"))?;
     let given = usize::from(raw.trace_id.is_some())
         + usize::from(raw.match_.is_some())
         + usize::from(raw.session_id.is_some());
@@ -421,7 +448,7 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
         return Err("give one of `trace_id`, `match` and `session_id`".into());
     }
     let join = match (raw.trace_id, raw.match_, raw.session_id) {
-        (Some(t), _, _) => Join::TraceId(t.parse()?),
+        (Some(t), _, _) => Join::TraceId(padded_trace_id(&t).parse()?),
         (_, _, Some(id)) => Join::Session {
             key: None,
             id: scalar_text("session_id", id)?,
@@ -453,7 +480,29 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
             return Err("give `expected_tools` or `expected_tool_calls`, not both".into())
         }
         (Some(t), None) | (None, Some(t)) => t,
-        (None, None) => return Err("a case needs `expected_tools` (a list, may be empty)".into()),
+        // A case about agents or handoffs alone is scored on those metrics.
+        (None, None) if raw.agents.is_some() || raw.handoffs.is_some() => {
+            if raw.metrics.is_none() {
+                let implied = [
+                    (raw.agents.is_some(), crate::score::agents::NAME),
+                    (raw.handoffs.is_some(), crate::score::handoffs::NAME),
+                ];
+                raw.metrics = Some(
+                    implied
+                        .iter()
+                        .filter(|(on, _)| *on)
+                        .map(|(_, name)| name.to_string())
+                        .collect(),
+                );
+            }
+            Vec::new()
+        }
+        (None, None) => {
+            return Err(
+                "a case needs `expected_tools` (a list, may be empty), `agents` or `handoffs`"
+                    .into(),
+            )
+        }
     };
     let expected = calls_of(tools);
     let mut agents = Vec::new();

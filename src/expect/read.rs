@@ -122,3 +122,30 @@ pub(super) fn user_text_join(text: &str, path: &str) -> Result<Join, String> {
     }
     Ok(Join::UserText(t))
 }
+
+/// Pretty-printed JSON documents one after another (as `json.dumps(...,
+/// indent=2)` per record writes them): each document's first line (1-based)
+/// and text. `None` when `text` is JSON lines (its first non-empty line is a
+/// document on its own) or not a stream of documents at all; the caller
+/// then reads it line by line, rejecting the bad lines alone.
+pub(super) fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    if serde_json::from_str::<serde::de::IgnoredAny>(first).is_ok() {
+        return None;
+    }
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    let mut docs = Vec::new();
+    let mut end = 0;
+    while let Some(next) = stream.next() {
+        next.ok()?;
+        let start = end + text[end..].len() - text[end..].trim_start().len();
+        end = stream.byte_offset();
+        let line = text.as_bytes()[..start]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        docs.push((line, &text[start..end]));
+    }
+    (docs.len() > 1).then_some(docs)
+}

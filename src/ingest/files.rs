@@ -44,8 +44,17 @@ pub fn expand(paths: &[PathBuf]) -> (Vec<Input>, Vec<Rejected>) {
             continue;
         }
         match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => walk(p, &mut inputs, &mut rejected, &mut walked),
-            Ok(m) if m.is_file() => inputs.push(Input::File(p.clone())),
+            Ok(m) if m.is_dir() => {
+                let before = inputs.len();
+                walk(p, &mut inputs, &mut rejected, &mut walked);
+                if inputs.len() == before {
+                    rejected.push(whole(p, no_trace_files()));
+                }
+            }
+            Ok(m) if m.is_file() => match not_traces(p) {
+                Some(reason) => rejected.push(whole(p, reason)),
+                None => inputs.push(Input::File(p.clone())),
+            },
             Ok(m) => rejected.push(not_regular(p, &m)),
             Err(e) => rejected.push(Rejected {
                 source: p.display().to_string(),
@@ -126,7 +135,10 @@ fn walk(
             walk(&p, inputs, rejected, walked);
         } else if is_trace_file(&p) {
             if m.is_file() {
-                inputs.push(Input::File(p));
+                match not_traces(&p) {
+                    Some(reason) => rejected.push(whole(&p, reason)),
+                    None => inputs.push(Input::File(p)),
+                }
             } else {
                 rejected.push(not_regular(&p, &m));
             }
@@ -159,22 +171,125 @@ pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
 /// Inside a walked directory, only files that may hold traces are read, so
 /// that a folder with READMEs and fixtures next to the exports just works.
 /// (Files named on the command line are always read, whatever their name.)
+/// Endings of the files a directory walk reads (and their `.gz`).
+const TRACE_ENDINGS: [&str; 7] = [
+    ".json", ".jsonl", ".ndjson", ".pb", ".proto", ".bin", ".otlp",
+];
+
+/// Names a directory walk skips: fixtures and the corpus' truth files.
+const SKIPPED_NAMES: [&str; 2] = ["truth.jsonl", "requests.index.jsonl"];
+const SKIPPED_PREFIXES: [&str; 2] = ["expected", "fixture"];
+
 fn is_trace_file(p: &Path) -> bool {
     let name = p
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
-    let skip = ["truth.jsonl", "requests.index.jsonl", "expected.jsonl"];
-    if skip.contains(&name) || name.starts_with("expected") || name.starts_with("fixture") {
+    if SKIPPED_NAMES.contains(&name) || SKIPPED_PREFIXES.iter().any(|s| name.starts_with(s)) {
         return false;
     }
-    [
-        ".json", ".jsonl", ".ndjson", ".pb", ".proto", ".bin", ".otlp",
-    ]
-    .iter()
-    .any(|ext| name.ends_with(ext))
+    TRACE_ENDINGS.iter().any(|ext| name.ends_with(ext))
 }
+
+/// Why a directory gave nothing to read: what the walk looks for.
+fn no_trace_files() -> String {
+    let endings: Vec<String> = TRACE_ENDINGS.iter().map(|e| format!("*{e}")).collect();
+    format!(
+        "no trace files in this directory: looked for {} and their .gz; skipped {} and {}*",
+        endings.join(", "),
+        SKIPPED_NAMES.join(", "),
+        SKIPPED_PREFIXES.join("*, "),
+    )
+}
+
+fn whole(p: &Path, reason: String) -> Rejected {
+    Rejected {
+        source: p.display().to_string(),
+        position: Position::Whole,
+        reason,
+        spans: 0,
+    }
+}
+
+/// Paths on the command line that do not exist: a usage error, found before
+/// any work (a typo must not give a table of cases that matched nothing).
+pub fn missing(paths: &[PathBuf]) -> Vec<&Path> {
+    paths
+        .iter()
+        .filter(|p| p.as_os_str() != "-" && std::fs::symlink_metadata(p).is_err())
+        .map(PathBuf::as_path)
+        .collect()
+}
+
+/// Bytes read from the start of a file to tell what it is.
+const SNIFF_BYTES: usize = 4096;
+
+/// Why a regular file is not trace data, when its first bytes say so:
+/// a fixture given as a trace file, or text that is neither JSON nor
+/// protobuf (a CSV, a log). `None` when it may be traces (gzip is not
+/// looked into).
+fn not_traces(p: &Path) -> Option<String> {
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    let file = std::fs::File::open(p).ok()?;
+    file.take(SNIFF_BYTES as u64).read_to_end(&mut head).ok()?;
+    sniff(&head)
+}
+
+/// [`not_traces`] on a file's first bytes.
+fn sniff(head: &[u8]) -> Option<String> {
+    let first = *head.get(super::non_blank(head)?)?;
+    if first == b'{' || first == b'[' {
+        // A fixture's keys, and none of a trace format's.
+        let has = |k: &str| memchr::memmem::find(head, k.as_bytes()).is_some();
+        let fixture = FIXTURE_KEYS.iter().any(|k| has(k));
+        let traces = TRACE_KEYS.iter().any(|k| has(k));
+        return (fixture && !traces).then(|| {
+            "this is a fixture of expected tools, not traces: pass it with --expected".to_string()
+        });
+    }
+    // Protobuf holds ids (random bytes) within its first bytes; text is
+    // printable throughout. A cut UTF-8 sequence at the end is allowed.
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    let printable = text
+        .chars()
+        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
+    printable.then(|| {
+        let line = text.lines().next().unwrap_or_default();
+        let kind = if line.contains(',') { " (CSV?)" } else { "" };
+        format!(
+            "not a trace file: text that is neither JSON nor OTLP protobuf{kind}; \
+             trace files are OTLP/JSON, JSON lines, OTLP protobuf, MLflow, Jaeger, Zipkin or \
+             the OTel SDK's console output"
+        )
+    })
+}
+
+/// Keys of the fixture formats (ours, DeepEval, ADK, MLflow, Ragas), as
+/// JSON text.
+const FIXTURE_KEYS: [&str; 6] = [
+    "\"expected_tools\"",
+    "\"expected_tool_calls\"",
+    "\"eval_cases\"",
+    "\"eval_set_id\"",
+    "\"expectations\"",
+    "\"reference_tool_calls\"",
+];
+
+/// Keys that only trace formats have.
+const TRACE_KEYS: [&str; 7] = [
+    "\"resourceSpans\"",
+    "\"resource_spans\"",
+    "\"spans\"",
+    "\"traceId\"",
+    "\"batches\"",
+    "\"traceID\"",
+    "\"context\"",
+];
 
 /// Reads and decodes one input. I/O errors become a rejection.
 pub fn read_input(input: &Input, limits: &Limits) -> Decoded {
@@ -197,5 +312,21 @@ pub fn read_input(input: &Input, limits: &Limits) -> Decoded {
             }],
             ..Decoded::default()
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniff_tells_fixtures_and_text_from_traces() {
+        let fixture = br#"{"id": "a", "trace_id": "00", "expected_tools": [{"name": "x"}]}"#;
+        assert!(sniff(fixture).is_some_and(|r| r.contains("--expected")));
+        let otlp = br#"{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}"#;
+        assert_eq!(sniff(otlp), None);
+        assert!(sniff(b"a,b\n1,2\n").is_some_and(|r| r.contains("CSV")));
+        assert_eq!(sniff(b"\x0a\x82\x01\x0a\x00\xff\xfe"), None);
+        assert_eq!(sniff(b"   "), None);
     }
 }

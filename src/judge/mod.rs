@@ -218,10 +218,12 @@ impl Judge {
     /// token when set.
     pub fn new(config: JudgeConfig, api_key: Option<String>) -> Result<Judge, JudgeSetupError> {
         let bad = |m: &str| JudgeSetupError::Invalid(m.to_string());
-        let model = config
-            .model
-            .clone()
-            .ok_or_else(|| bad("no model: set --judge-model or `model` in [judge]"))?;
+        // A dry run calls nothing: it needs neither a model nor a URL.
+        let model = match (&config.model, config.dry_run) {
+            (Some(m), _) => m.clone(),
+            (None, true) => "(dry run)".to_string(),
+            (None, false) => return Err(bad("no model: set --judge-model or `model` in [judge]")),
+        };
         let endpoint = match (&config.url, config.dry_run) {
             (Some(u), _) => {
                 if !(u.starts_with("http://") || u.starts_with("https://")) {

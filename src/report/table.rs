@@ -4,6 +4,21 @@ use std::io::{self, Write};
 
 use super::{ellipsize, Report};
 
+/// Widest case id shown whole in the table.
+const CASE_WIDTH: usize = 32;
+
+/// A case id for the table. A long one keeps its end, where ids that come
+/// from files tell cases apart (`…/order_query.test.json#3`).
+fn case_cell(id: &str) -> String {
+    let id = super::printable(id);
+    let n = id.chars().count();
+    if n <= CASE_WIDTH {
+        return id.into_owned();
+    }
+    let tail: String = id.chars().skip(n - (CASE_WIDTH - 1)).collect();
+    format!("…{tail}")
+}
+
 /// Writes one row per evaluation, then unmatched traces/cases, rejections
 /// and the summary line.
 pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -18,7 +33,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let mut rows = vec![header];
         for e in &report.evaluations {
             let mut row = vec![
-                ellipsize(&e.case_id, 32),
+                case_cell(&e.case_id),
                 ellipsize(&e.target_label(), 48),
                 e.joined_by.to_string(),
             ];
@@ -42,7 +57,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             rows.push(row);
         }
         for c in &report.unmatched_cases {
-            let mut row = vec![ellipsize(c, 32), "(no trace)".to_string(), "-".to_string()];
+            let mut row = vec![case_cell(c), "(no trace)".to_string(), "-".to_string()];
             row.extend(report.metrics.iter().map(|_| "-".to_string()));
             row.push("FAIL".to_string());
             row.push("no trace matched this case".to_string());
@@ -152,4 +167,21 @@ pub fn write_metrics(
         writeln!(out, "{:w$}  {:lw$}  {}", r.name, lib, r.summary)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_case_ids_keep_their_end() {
+        assert_eq!(case_cell("short"), "short");
+        let id = "tests/fixtures/agents/support/order_query.test.json#3";
+        let cell = case_cell(id);
+        assert_eq!(cell.chars().count(), CASE_WIDTH);
+        assert!(
+            cell.starts_with('…') && cell.ends_with("order_query.test.json#3"),
+            "{cell}"
+        );
+    }
 }

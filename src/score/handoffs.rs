@@ -2,10 +2,13 @@
 //!
 //! The observed order is the agent runs by start time, a run of the same
 //! agent right after itself counted once (frameworks nest spans of one
-//! agent). Score: the longest common subsequence of expected and observed,
-//! over the longer of the two (missing and extra agents both cost); it
-//! passes when the expected agents all ran in that order (LCS = expected).
-//! `exact` says whether the two sequences are equal.
+//! agent). Score: the longest common subsequence of expected and observed
+//! over the expected count, the share of the expected order that was
+//! followed, so the reason's "k/n in order" is the score's k/n. It passes
+//! when the expected agents all ran in that order (LCS = expected). Agents
+//! that ran beyond the expected order (a framework's root agent, say) do not
+//! lower the score: they are named in the reason (`also ran`), and `exact`
+//! says whether the two sequences are equal.
 
 use serde_json::json;
 
@@ -57,11 +60,10 @@ impl Metric for Handoffs {
             }
         }
         let common = lcs(&want, &seen);
-        let longest = want.len().max(seen.len());
-        let score = if longest == 0 {
+        let score = if want.is_empty() {
             1.0
         } else {
-            common as f64 / longest as f64
+            common as f64 / want.len() as f64
         };
         let exact = want == seen;
         let pass = common == want.len();
@@ -79,6 +81,11 @@ impl Metric for Handoffs {
         );
         if !missing.is_empty() {
             reason.push_str(&format!("; never ran: {}", missing.join(", ")));
+        }
+        let mut extra: Vec<&str> = seen.iter().copied().filter(|s| !want.contains(s)).collect();
+        extra.dedup();
+        if !extra.is_empty() {
+            reason.push_str(&format!("; also ran: {}", extra.join(", ")));
         }
         let mut out = Outcome::scored(score, Some(pass), reason);
         out.details = Some(json!({

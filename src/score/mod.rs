@@ -133,8 +133,15 @@ pub trait Metric: Send + Sync {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScoreError {
-    #[error("unknown metric `{0}` (run `toolscore metrics` for the list)")]
-    UnknownMetric(String),
+    #[error("unknown metric `{name}`{}", match suggestion {
+        Some(s) => format!(": did you mean `{s}`?"),
+        None => " (run `toolscore metrics` for the list)".to_string(),
+    })]
+    UnknownMetric {
+        name: String,
+        /// The closest known name, when one is close.
+        suggestion: Option<String>,
+    },
     #[error("invalid option for metric `{metric}`: {reason}")]
     BadOption { metric: String, reason: String },
     #[error("in fixture case `{case}`")]

@@ -153,5 +153,21 @@ pub fn lookup(
     if let Some(own) = OWN.iter().find(|m| m.name == name) {
         return Ok((own.build)(opts, native));
     }
-    presets::build(name, opts).unwrap_or_else(|| Err(ScoreError::UnknownMetric(name.to_string())))
+    presets::build(name, opts).unwrap_or_else(|| {
+        Err(ScoreError::UnknownMetric {
+            name: name.to_string(),
+            suggestion: closest(name),
+        })
+    })
+}
+
+/// The known metric name closest to `name`, if it is close enough to be a
+/// typo (Jaro-Winkler similarity, as clap's own suggestions).
+fn closest(name: &str) -> Option<String> {
+    catalog()
+        .into_iter()
+        .map(|m| (strsim::jaro_winkler(name, m.name), m.name))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n.to_string())
 }

@@ -57,8 +57,11 @@ pub(crate) fn load_fixtures(
     };
     let (cases, rejected) = match &config.expected {
         Some(p) => {
-            let (cases, bad) = expect::load_with(p, &opts)?;
-            (Some(cases), bad)
+            let loaded = expect::load_file(p, &opts)?;
+            for note in &loaded.notes {
+                info!(note = %crate::report::printable(note), "Fixture record skipped.");
+            }
+            (Some(loaded.cases), loaded.rejected)
         }
         None => (None, Vec::new()),
     };
