@@ -15,7 +15,7 @@ use toolscore::assemble::{session, Trace};
 use toolscore::config::{self, Config, TableFormat};
 use toolscore::evaluate::{Evaluator, MetricSet, MetricSpec, ScoreSettings};
 use toolscore::extract::{Extractor, Scope};
-use toolscore::ingest::otlp_json::{KeepAll, KeyFilter};
+use toolscore::ingest::projection::{KeepAll, KeyFilter};
 use toolscore::ingest::stream::StreamOptions;
 use toolscore::ingest::Limits;
 use toolscore::judge::{Judge, JudgeConfig};

@@ -7,7 +7,7 @@ use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{in_parallel, Evaluator, Sessions, TraceResult};
 use crate::extract::facts::token_usage;
 use crate::extract::Extractor;
-use crate::ingest::otlp_json::{KeepAll, KeyFilter};
+use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, files, Limits, Position, Rejected};
 use crate::ordered::ordered_map;

@@ -16,7 +16,7 @@ mod variants;
 #[cfg(test)]
 mod versions;
 
-use crate::ingest::project::Projection;
+use crate::ingest::projection::Projection;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 

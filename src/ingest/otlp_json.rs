@@ -31,59 +31,11 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, Status};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::projection::{holds_json, AttrsOf, KeepAll, KeyFilter};
 use super::span::{Id, Input, ResourceSpans, ScopeSpans, Span, SpanBuilder};
 use super::Request;
 
 // ------------------------------------------------------------------ API
-
-/// Where an attribute list sits, for a [`KeyFilter`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttrsOf {
-    Resource,
-    Scope,
-    Span,
-    Event,
-    Link,
-}
-
-/// Which attributes to keep, by where they are and their key. Decoding
-/// keeps every attribute today ([`KeepAll`]); projection at decode (keeping
-/// only the keys that something downstream reads) plugs in here. A dropped
-/// attribute's value is skipped without being decoded when its key comes
-/// first (as every exporter writes it).
-pub trait KeyFilter {
-    fn keep(&self, at: AttrsOf, key: &str) -> bool;
-
-    /// Whether an attribute at `at` that [`KeyFilter::keep`] drops is kept
-    /// after all when its value is a string holding JSON (an object or an
-    /// array): readers that search every attribute for JSON (the calls a
-    /// model requested) still find it. Its value is looked at, and copied
-    /// only when kept.
-    fn keep_json(&self, _at: AttrsOf) -> bool {
-        false
-    }
-}
-
-/// Whether `text` holds a JSON object or array (as far as its first
-/// character tells), for [`KeyFilter::keep_json`].
-pub fn holds_json(text: &str) -> bool {
-    text.trim_start().starts_with(['{', '['])
-}
-
-/// Whether an attribute's value is a string holding JSON ([`holds_json`]).
-pub fn value_holds_json(value: Option<&AnyValue>) -> bool {
-    matches!(value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t))
-}
-
-/// Keeps every attribute.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KeepAll;
-
-impl KeyFilter for KeepAll {
-    fn keep(&self, _: AttrsOf, _: &str) -> bool {
-        true
-    }
-}
 
 /// Spans left out of a document, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
