@@ -19,8 +19,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use prost::Message;
 
-use toolscore::ingest::otlp_json::KeepAll;
 use toolscore::ingest::otlp_proto;
+use toolscore::ingest::projection::KeepAll;
 
 #[path = "support/ten_keys.rs"]
 mod ten_keys;

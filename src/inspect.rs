@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::assemble::Trace;
 use crate::evaluate::Pipeline;
-use crate::ingest::otlp_json::{KeepAll, KeyFilter};
+use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::Rejected;
 use crate::replay::{stream_traces, Progress, ReadOptions};
 use crate::report;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{in_parallel, Pipeline, Sessions, TraceResult, UnmatchedTrace};
 use crate::extract::facts::token_usage;
-use crate::ingest::otlp_json::{KeepAll, KeyFilter};
+use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, files, Limits, Position, Rejected};
 use crate::ordered::ordered_map;

@@ -188,7 +188,7 @@ fn a_gzip_bomb_is_rejected_without_holding_what_it_inflates_to() {
 fn projection_keeps_everything_inspect_shows() {
     use toolscore::assemble::session;
     use toolscore::extract::Extractor;
-    use toolscore::ingest::otlp_json::{KeepAll, KeyFilter};
+    use toolscore::ingest::projection::{KeepAll, KeyFilter};
     use toolscore::replay::{stream_traces, ReadOptions};
 
     let extractor = Extractor::default();

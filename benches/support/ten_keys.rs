@@ -1,7 +1,7 @@
 //! A projection as extraction rules would ask for one: resource attributes
 //! and 10 span keys. Shared by the decode and serve benches.
 
-use toolscore::ingest::otlp_json::{AttrsOf, KeyFilter};
+use toolscore::ingest::projection::{AttrsOf, KeyFilter};
 
 pub struct TenKeys;
 

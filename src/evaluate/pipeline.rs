@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::assemble::{session, Trace};
 use crate::extract::{AgentRun, Analysis, Extractor};
-use crate::ingest::project::Projection;
+use crate::ingest::projection::Projection;
 
 use super::{Evaluator, TraceResult};
 

@@ -18,7 +18,7 @@ mod variants_tests;
 #[cfg(test)]
 mod versions_tests;
 
-use crate::ingest::project::Projection;
+use crate::ingest::projection::Projection;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 

@@ -12,7 +12,7 @@ pub mod jaeger;
 pub mod mlflow;
 pub mod otlp_json;
 pub mod otlp_proto;
-pub mod project;
+pub mod projection;
 pub mod span;
 pub mod stream;
 pub mod zipkin;
@@ -181,7 +181,7 @@ pub fn decode_request(
     body: &[u8],
     wire: Wire,
 ) -> Result<(Request, Vec<otlp_json::SpanRejected>), String> {
-    decode_request_with(body, wire, &otlp_json::KeepAll)
+    decode_request_with(body, wire, &projection::KeepAll)
 }
 
 /// [`decode_request`] keeping only the attributes `filter` keeps (the
@@ -189,7 +189,7 @@ pub fn decode_request(
 pub fn decode_request_with(
     body: &[u8],
     wire: Wire,
-    filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn projection::KeyFilter,
 ) -> Result<(Request, Vec<otlp_json::SpanRejected>), String> {
     match wire {
         Wire::Protobuf => otlp_proto::decode_with(body, filter)
@@ -218,7 +218,7 @@ pub fn decode_request_with(
 
 /// Decodes one whole input (a file's content or stdin).
 pub fn decode(bytes: &[u8], source: &str, limits: &Limits) -> Decoded {
-    decode_with(bytes, source, limits, &otlp_json::KeepAll)
+    decode_with(bytes, source, limits, &projection::KeepAll)
 }
 
 /// [`decode`], keeping only the attributes `filter` keeps.
@@ -226,7 +226,7 @@ pub fn decode_with(
     bytes: &[u8],
     source: &str,
     limits: &Limits,
-    filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn projection::KeyFilter,
 ) -> Decoded {
     let mut out = Decoded::default();
     let bytes = match gunzip_if_needed(bytes, limits) {
@@ -299,7 +299,7 @@ fn blank(c: u8) -> bool {
     (c == b' ') | (c == b'\n') | (c == b'\r') | (c == b'\t') | (c == 0x0c)
 }
 
-fn decode_json(bytes: &[u8], source: &str, filter: &dyn otlp_json::KeyFilter, out: &mut Decoded) {
+fn decode_json(bytes: &[u8], source: &str, filter: &dyn projection::KeyFilter, out: &mut Decoded) {
     // A Collector file has one complete JSON document per line; a pretty
     // printed export has one document over many lines. Tell them apart by
     // whether the first non-empty line is a complete document on its own;
@@ -354,7 +354,7 @@ pub(crate) fn decode_lines(
     bytes: &[u8],
     first_line: usize,
     source: &str,
-    filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn projection::KeyFilter,
     out: &mut Decoded,
 ) {
     out.format = Some(Format::OtlpJsonLines);
@@ -400,7 +400,7 @@ pub(crate) fn decode_records_chunk(
     first_record: usize,
     offset: u64,
     source: &str,
-    filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn projection::KeyFilter,
     out: &mut Decoded,
 ) {
     out.format = Some(Format::OtlpProtobufRecords);
@@ -510,7 +510,7 @@ fn decode_json_document(
     doc: &[u8],
     source: &str,
     pos: Position,
-    filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn projection::KeyFilter,
     out: &mut Decoded,
 ) {
     let at = |e: &serde_json::Error| match pos {
@@ -658,7 +658,7 @@ fn decode_protobuf(
     bytes: &[u8],
     source: &str,
     out: &mut Decoded,
-    filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn projection::KeyFilter,
 ) {
     match otlp_proto::decode_with(bytes, filter) {
         Ok(req) if !req.resource_spans.is_empty() || bytes.is_empty() => {
@@ -688,7 +688,7 @@ fn decode_records(
     bytes: &[u8],
     source: &str,
     out: &mut Decoded,
-    filter: &dyn otlp_json::KeyFilter,
+    filter: &dyn projection::KeyFilter,
 ) -> bool {
     let mut offset = 0usize;
     while offset < bytes.len() {

@@ -29,7 +29,7 @@ use opentelemetry_proto::tonic::common::v1::{
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, Status};
 
-use super::otlp_json::{holds_json, value_holds_json, AttrsOf, KeepAll, KeyFilter};
+use super::projection::{holds_json, value_holds_json, AttrsOf, KeepAll, KeyFilter};
 use super::span::{Id, Input, ResourceSpans, ScopeSpans, Span, SpanBuilder};
 use super::Request;
 

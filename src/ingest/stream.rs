@@ -16,7 +16,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::files::Input;
-use super::otlp_json::KeyFilter;
+use super::projection::KeyFilter;
 use super::{decode_lines, decode_records_chunk, decode_with, Decoded, Limits, Position};
 
 /// How inputs are cut and decoded.
@@ -603,7 +603,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::ingest::otlp_json::KeepAll;
+    use crate::ingest::projection::KeepAll;
     use crate::ingest::{decode, Request};
 
     fn corpus(rel: &str) -> PathBuf {

@@ -14,7 +14,8 @@ use super::buffer::{Refused, TraceBuffer};
 use super::forward::{ForwardHandle, Signal};
 use super::status::{Accepted, Encoding, ExportError};
 use super::telemetry::ServeStats;
-use crate::ingest::otlp_json::{KeepAll, KeyFilter, SpanRejected};
+use crate::ingest::otlp_json::SpanRejected;
+use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::{self, Request, Wire};
 
 /// The budget of request bytes held at once by every receiver together
@@ -343,7 +344,7 @@ fn summarize(spans: u64, problems: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::otlp_json::AttrsOf;
+    use crate::ingest::projection::AttrsOf;
     use crate::serve::buffer::BufferLimits;
     use prost::Message;
 

@@ -302,7 +302,7 @@ impl Server {
     /// (every one by default); set before [`Server::serve`].
     pub fn with_filter(
         mut self,
-        filter: Box<dyn crate::ingest::otlp_json::KeyFilter + Send + Sync>,
+        filter: Box<dyn crate::ingest::projection::KeyFilter + Send + Sync>,
     ) -> Server {
         // Nothing else holds `shared` until `serve` starts the receivers.
         if let Some(shared) = Arc::get_mut(&mut self.shared) {

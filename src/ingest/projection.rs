@@ -1,12 +1,62 @@
 //! Projection at decode: keep only the attributes something downstream
-//! reads (docs/architecture.md, "Replay at scale"). The set is data,
-//! computed once per run from the extraction rules, the trace facts, the
-//! session keys and the fixtures' join keys; everything else is skipped
-//! by the decoder without being allocated.
+//! reads (docs/architecture.md, "Replay at scale"). [`KeyFilter`] is what
+//! both decoders (OTLP/JSON and OTLP/protobuf) ask of each attribute key;
+//! [`Projection`] answers from a set that is data, computed once per run
+//! from the extraction rules, the trace facts, the session keys and the
+//! fixtures' join keys; everything else is skipped by the decoder without
+//! being allocated.
 
 use std::collections::HashSet;
 
-use super::otlp_json::{AttrsOf, KeyFilter};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+
+/// Where an attribute list sits, for a [`KeyFilter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttrsOf {
+    Resource,
+    Scope,
+    Span,
+    Event,
+    Link,
+}
+
+/// Which attributes to keep, by where they are and their key: [`KeepAll`]
+/// keeps every one, [`Projection`] only the keys that something downstream
+/// reads. A dropped attribute's value is skipped without being decoded when
+/// its key comes first (as every exporter writes it).
+pub trait KeyFilter {
+    fn keep(&self, at: AttrsOf, key: &str) -> bool;
+
+    /// Whether an attribute at `at` that [`KeyFilter::keep`] drops is kept
+    /// after all when its value is a string holding JSON (an object or an
+    /// array): readers that search every attribute for JSON (the calls a
+    /// model requested) still find it. Its value is looked at, and copied
+    /// only when kept.
+    fn keep_json(&self, _at: AttrsOf) -> bool {
+        false
+    }
+}
+
+/// Whether `text` holds a JSON object or array (as far as its first
+/// character tells), for [`KeyFilter::keep_json`].
+pub fn holds_json(text: &str) -> bool {
+    text.trim_start().starts_with(['{', '['])
+}
+
+/// Whether an attribute's value is a string holding JSON ([`holds_json`]).
+pub fn value_holds_json(value: Option<&AnyValue>) -> bool {
+    matches!(value, Some(AnyValue { value: Some(any_value::Value::StringValue(t)) }) if holds_json(t))
+}
+
+/// Keeps every attribute.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeepAll;
+
+impl KeyFilter for KeepAll {
+    fn keep(&self, _: AttrsOf, _: &str) -> bool {
+        true
+    }
+}
 
 /// Which attributes to keep, by where they sit. Ids, names, kinds, times,
 /// status and event names are always kept.
