@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# Reproduces the figures of docs/performance.md with the project's own
+# benches and the release binary, and keeps the raw output of every run
+# under benches/runs/<date>-<name>.txt (see benches/runs/README.md).
+#
+# Usage: scripts/bench.sh COMMAND [ARGS...]      (from anywhere)
+#
+#   replay          cargo bench --bench replay: replay end to end, and the
+#                   decode + assembly and extraction stages alone
+#   presets         cargo bench --bench presets: 43 presets x 1000 cases
+#   otlp-json       cargo bench --bench otlp_json: the OTLP/JSON decoder
+#                   (TOOLSCORE_BENCH_COPIES, default 20; TOOLSCORE_BENCH_ROUNDS)
+#   decode          cargo bench --bench decode: the protobuf decoder
+#   scale           cargo bench --bench scale on the release binary:
+#                   TOOLSCORE_BENCH_MB (here default 300) of Collector JSON
+#                   lines and the same spans as protobuf records
+#   serve [PART]    cargo bench --bench serve; PART is one of side_by_side,
+#                   stages, sustained, memory, forwarding, serve_alone
+#                   (TOOLSCORE_BENCH_SERVE); TOOLSCORE_BENCH_SPANS passes through
+#   memory          /usr/bin/time -v of `inspect --format jsonl` on 50, 100,
+#                   200 and 400 copies of the test corpus, 100 copies with
+#                   --hold-window-mib 0 and all, and a gzip bomb
+#   inspect100      /usr/bin/time -v of `inspect` on 100 copies, once
+#   inflight        scripts/inflight-rss.py: serve's peak RSS under 200 slow
+#                   uploads, with Content-Length and chunked bodies
+#   judge-prompts   counts the judge prompts of sample-traces (dry run, no
+#                   request is sent)
+#   all             every command above, one after another
+#
+# Anything after `--` goes to the criterion bench (e.g. `replay -- --quick`).
+#
+# Env:
+#   TOOLSCORE_BIN   the binary to measure (default: build the release one)
+#   BENCH_PROFILE   Cargo profile of that build (default: release)
+#   BENCH_REPEAT    runs per input for `memory` (default: 5)
+#   BENCH_TMP       folder for generated inputs (default: /tmp)
+#   BENCH_RUNS      where raw output goes (default: benches/runs)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+RUNS="${BENCH_RUNS:-$ROOT/benches/runs}"
+TMP="${BENCH_TMP:-/tmp}"
+REPEAT="${BENCH_REPEAT:-5}"
+PROFILE="${BENCH_PROFILE:-release}"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+
+log() { echo "bench: $*" >&2; }
+die() { log "$*"; exit 2; }
+
+usage() {
+    sed -n '/^# Usage/,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+}
+
+# The binary under test: TOOLSCORE_BIN, or the one built here.
+binary() {
+    if [[ -n "${TOOLSCORE_BIN:-}" ]]; then
+        [[ -x "$TOOLSCORE_BIN" ]] || die "TOOLSCORE_BIN=$TOOLSCORE_BIN is not an executable"
+        echo "$TOOLSCORE_BIN"
+        return
+    fi
+    local dir="$PROFILE"
+    [[ "$PROFILE" == dev ]] && dir=debug
+    log "building the $PROFILE binary"
+    cargo build --profile "$PROFILE" --bin toolscore >&2
+    echo "$TARGET/$dir/toolscore"
+}
+
+# A new file under $RUNS named <date>-<name>[-N].txt, headed with what was run where.
+new_run() {
+    local name="$1" day file n=1
+    day=$(date -u +%Y-%m-%d)
+    mkdir -p "$RUNS"
+    file="$RUNS/$day-$name.txt"
+    while [[ -e "$file" ]]; do
+        n=$((n + 1))
+        file="$RUNS/$day-$name-$n.txt"
+    done
+    {
+        echo "# scripts/bench.sh $name"
+        echo "# date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        echo "# commit:  $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')"
+        echo "# machine: $(uname -srm), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "# rustc:   $(rustc -V 2>/dev/null || echo unknown)"
+        echo "# profile: $PROFILE${TOOLSCORE_BIN:+ (binary: $TOOLSCORE_BIN)}"
+        echo
+    } >"$file"
+    echo "$file"
+}
+
+# Runs a criterion bench, its output shown and appended to a new run file.
+criterion() {
+    local name="$1" bench="$2"
+    shift 2
+    local file
+    file=$(new_run "$name")
+    echo "# cargo bench --bench $bench $*" >>"$file"
+    log "cargo bench --bench $bench (raw output: ${file#"$ROOT"/})"
+    cargo bench --bench "$bench" -- "$@" 2>&1 | tee -a "$file"
+}
+
+# Runs a command under /usr/bin/time -v, stdout discarded; the timing goes
+# to the run file and "label wall_s rss_kib exit" to the summary file.
+timed() {
+    local file="$1" summary="$2" label="$3"
+    shift 3
+    local out code wall rss
+    out=$(mktemp)
+    echo "## $label: $*" >>"$file"
+    set +e
+    /usr/bin/time -v "$@" >/dev/null 2>"$out"
+    code=$?
+    set -e
+    cat "$out" >>"$file"
+    echo >>"$file"
+    # "Elapsed (wall clock) time (h:mm:ss or m:ss): 0:00.15" -> seconds.
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {
+        n = split($2, p, ":"); s = 0
+        for (i = 1; i <= n; i++) s = s * 60 + p[i]
+        print s }' "$out")
+    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out")
+    rm -f "$out"
+    echo "$label ${wall:-?} ${rss:-?} $code" >>"$summary"
+}
+
+# Median wall time and largest peak RSS per label, appended to the run file.
+summarize() {
+    local file="$1" summary="$2"
+    {
+        echo "# summary: label, runs, median wall s, max peak RSS MiB, exit codes"
+        sort -k1,1V -k2,2n "$summary" | awk '
+            function flush() {
+                if (label == "") return
+                m = (n % 2) ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+                printf "%-28s %3d  %8.3f  %7.1f  %s\n", label, n, m, rss / 1024, codes
+            }
+            $1 != label { flush(); label = $1; n = 0; rss = 0; codes = "" }
+            { w[++n] = $2; if ($3 > rss) rss = $3; codes = codes (codes == "" ? "" : ",") $4 }
+            END { flush() }'
+    } | tee -a "$file"
+}
+
+copies() {
+    local n="$1"
+    local out="$TMP/c$n.jsonl"
+    [[ -s "$out" ]] || python3 scripts/make-copies.py "$n" "$out" >&2
+    echo "$out"
+}
+
+cmd_memory() {
+    local bin file summary input i bomb
+    bin=$(binary)
+    file=$(new_run memory)
+    summary=$(mktemp)
+    for n in 50 100 200 400; do
+        input=$(copies "$n")
+        echo "# input: $input, $(stat -c %s "$input") bytes" >>"$file"
+        for ((i = 0; i < REPEAT; i++)); do
+            timed "$file" "$summary" "copies-$n" "$bin" inspect "$input" --format jsonl -q
+        done
+    done
+    input=$(copies 100)
+    for hold in 0 all; do
+        for ((i = 0; i < REPEAT; i++)); do
+            timed "$file" "$summary" "copies-100-hold-$hold" \
+                "$bin" inspect "$input" --format jsonl -q --hold-window-mib "$hold"
+        done
+    done
+    # 1 GiB of spaces, gzipped to about 1 MB: rejected at the 512 MiB cap (exit 2).
+    bomb="$TMP/bomb.json.gz"
+    [[ -s "$bomb" ]] || head -c 1073741824 /dev/zero | tr '\0' ' ' | gzip -9 >"$bomb"
+    echo "# input: $bomb, $(stat -c %s "$bomb") bytes" >>"$file"
+    for ((i = 0; i < REPEAT; i++)); do
+        timed "$file" "$summary" "gzip-bomb" "$bin" inspect "$bomb" --format jsonl -q
+    done
+    summarize "$file" "$summary"
+    rm -f "$summary"
+    log "raw output: ${file#"$ROOT"/}"
+}
+
+cmd_inspect100() {
+    local bin file summary
+    bin=$(binary)
+    file=$(new_run inspect100)
+    summary=$(mktemp)
+    [[ -s /tmp/c100.jsonl ]] || python3 scripts/make-copies.py 100 /tmp/c100.jsonl >&2
+    timed "$file" "$summary" "copies-100" "$bin" inspect /tmp/c100.jsonl --format jsonl -q
+    summarize "$file" "$summary"
+    rm -f "$summary"
+    log "raw output: ${file#"$ROOT"/}"
+}
+
+cmd_scale() {
+    local bin
+    bin=$(binary)
+    TOOLSCORE_BIN="$bin" TOOLSCORE_BENCH_MB="${TOOLSCORE_BENCH_MB:-300}" \
+        criterion scale scale "$@"
+}
+
+cmd_serve() {
+    local part="" name=serve
+    if [[ $# -gt 0 && "$1" != -- ]]; then
+        part="$1"
+        shift
+        case "$part" in
+            side_by_side | stages | sustained | memory | forwarding | serve_alone) ;;
+            *) die "serve: unknown part '$part'" ;;
+        esac
+        name="serve-$part"
+    fi
+    [[ "${1:-}" == -- ]] && shift
+    if [[ -n "$part" ]]; then
+        TOOLSCORE_BENCH_SERVE="$part" criterion "$name" serve "$@"
+    else
+        criterion "$name" serve "$@"
+    fi
+}
+
+cmd_inflight() {
+    local bin file
+    bin=$(binary)
+    file=$(new_run inflight)
+    for mode in "" --chunked; do
+        echo "## python3 scripts/inflight-rss.py --bin $bin $mode" >>"$file"
+        # shellcheck disable=SC2086 # $mode is one flag or nothing
+        python3 scripts/inflight-rss.py --bin "$bin" $mode 2>&1 | tee -a "$file" ||
+            log "inflight-rss.py $mode: the peak was over its target (see above)"
+    done
+    log "raw output: ${file#"$ROOT"/}"
+}
+
+cmd_judge_prompts() {
+    local bin file prompts
+    bin=$(binary)
+    file=$(new_run judge-prompts)
+    prompts=$(mktemp)
+    set +e # sample cases fail by design: exit 1
+    "$bin" replay sample-traces --expected sample-traces/expected.jsonl \
+        --metric mlflow.llm_fuzzy --metric mlflow.llm_no_expectations \
+        --metric mlflow.llm_efficiency --metric cubeo \
+        --judge-model any --judge-dry-run >/dev/null 2>"$prompts"
+    set -e
+    python3 - "$prompts" <<'EOF' | tee -a "$file"
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+parts = re.split(r"(?m)^=== judge prompt: .*===\n", text)[1:]
+sizes = [len(p) for p in parts]
+if not sizes:
+    sys.exit("no judge prompt printed")
+print(f"prompts: {len(sizes)}, characters: {sum(sizes)}, "
+      f"each {min(sizes)} to {max(sizes)}, mean {sum(sizes) / len(sizes):.0f}")
+EOF
+    rm -f "$prompts"
+    log "raw output: ${file#"$ROOT"/}"
+}
+
+[[ $# -gt 0 ]] || usage
+command="$1"
+shift
+if [[ "$command" != serve ]]; then
+    [[ "${1:-}" == -- ]] && shift
+fi
+case "$command" in
+    replay) criterion replay replay "$@" ;;
+    presets) criterion presets presets "$@" ;;
+    otlp-json) criterion otlp-json otlp_json "$@" ;;
+    decode) criterion decode decode "$@" ;;
+    scale) cmd_scale "$@" ;;
+    serve) cmd_serve "$@" ;;
+    memory) cmd_memory ;;
+    inspect100) cmd_inspect100 ;;
+    inflight) cmd_inflight ;;
+    judge-prompts) cmd_judge_prompts ;;
+    all)
+        for c in replay presets otlp-json decode scale serve memory inspect100 inflight judge-prompts; do
+            "$0" "$c"
+        done
+        ;;
+    -h | --help | help) usage ;;
+    *) log "unknown command '$command'"; usage ;;
+esac
