@@ -180,7 +180,7 @@ fn write_report(
             .and_then(|()| comparison.map_or(Ok(()), |c| baseline::write_jsonl(c, out))),
         // One XML document: the comparison has its own (`toolscore diff`).
         ReportFormat::Junit => report::write_junit(report, out),
-        ReportFormat::Html => report::write_html(report, out),
+        ReportFormat::Html => report::write_html(report, comparison, out),
     }
 }
 

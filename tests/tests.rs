@@ -19,4 +19,5 @@ mod properties;
 mod scale;
 mod security;
 mod serve;
+mod traps;
 mod treewalks;

@@ -60,7 +60,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Status::Improved => "improved",
             Status::Regressed => "regressed",

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
+use super::baseline::Comparison;
 use super::Report;
 use crate::assemble::{SpanId, Trace, TraceId};
 use crate::evaluate::{Evaluation, MetricResult};
@@ -56,6 +57,8 @@ pub struct Timeline {
     pub spans: Vec<TimelineSpan>,
     /// Spans in the trace (more than `spans.len()` when cut).
     pub total: usize,
+    /// The user's request (this turn's words), shown with the trace's cases.
+    pub request: Option<String>,
 }
 
 impl Timeline {
@@ -99,6 +102,7 @@ impl Timeline {
         Timeline {
             spans,
             total: trace.spans.len(),
+            request: crate::extract::facts::turn_text_of(trace).map(|r| cut(&r, MAX_REASON_CHARS)),
         }
     }
 }
@@ -536,8 +540,19 @@ fn rejected_list(report: &Report) -> String {
 }
 
 /// The data the page's script renders the case list from.
-fn page_data(report: &Report, timelines: Option<&Timelines>) -> Value {
+fn page_data(
+    report: &Report,
+    timelines: Option<&Timelines>,
+    comparison: Option<&Comparison>,
+) -> Value {
     let mut cases: Vec<Value> = report.evaluations.iter().map(case_json).collect();
+    if let Some(t) = timelines {
+        for (c, e) in cases.iter_mut().zip(&report.evaluations) {
+            if let Some(r) = t.get(&e.trace_id).and_then(|t| t.request.as_deref()) {
+                c["request"] = json!(r);
+            }
+        }
+    }
     for c in &report.unmatched_cases {
         cases.push(json!({
             "case": c,
@@ -576,9 +591,25 @@ fn page_data(report: &Report, timelines: Option<&Timelines>) -> Value {
             ])
         })
         .collect();
+    // Failures first: they are what a reader opens the page for.
+    cases.sort_by_key(|c| c["pass"].as_bool().unwrap_or(false));
+    if let Some(c) = comparison {
+        let by_case: serde_json::Map<String, Value> = c
+            .rows
+            .iter()
+            .map(|r| (r.case.clone(), json!([r.status.as_str(), r.delta])))
+            .collect();
+        for case in &mut cases {
+            let id = case["case"].as_str().unwrap_or_default().to_string();
+            if let Some(b) = by_case.get(&id) {
+                case["baseline"] = b.clone();
+            }
+        }
+    }
     json!({
         "metrics": report.metrics,
         "cases": cases,
+        "baseline": comparison.map(Comparison::summary_line),
         "timelines": tl,
         "has_timelines": timelines.is_some(),
         "timeline_spans": TIMELINE_SPANS,
@@ -588,7 +619,11 @@ fn page_data(report: &Report, timelines: Option<&Timelines>) -> Value {
 
 /// Writes the whole page. Without `report.timelines` (span timing not
 /// kept), a case's timeline shows its tool calls alone.
-pub fn write_html(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+pub fn write_html(
+    report: &Report,
+    comparison: Option<&Comparison>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut page = String::with_capacity(64 * 1024);
     page.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
     page.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
@@ -598,6 +633,10 @@ pub fn write_html(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     page.push_str(CSS);
     page.push_str("</style></head><body><header><h1>toolscore report</h1><p class=\"summary\">");
     page.push_str(&esc(&report.summary_line()));
+    if let Some(c) = comparison {
+        page.push_str("</p><p class=\"summary baseline\">");
+        page.push_str(&esc(&c.summary_line()));
+    }
     page.push_str("</p></header><main>");
     page.push_str(&cards(report));
     page.push_str(&rejected_list(report));
@@ -619,7 +658,11 @@ pub fn write_html(report: &Report, out: &mut dyn Write) -> io::Result<()> {
          <div id=\"cases\"></div><div id=\"unmatched\"></div>",
     );
     page.push_str("</main><script type=\"application/json\" id=\"data\">");
-    page.push_str(&script_json(&page_data(report, report.timelines.as_ref())));
+    page.push_str(&script_json(&page_data(
+        report,
+        report.timelines.as_ref(),
+        comparison,
+    )));
     page.push_str("</script><script>");
     page.push_str(JS);
     page.push_str("</script></body></html>\n");

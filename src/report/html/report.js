@@ -95,6 +95,16 @@
       sc.appendChild(b);
     });
     s.appendChild(sc);
+    if (c.baseline) {
+      var bl = c.baseline[0] + (c.baseline[1] !== null && c.baseline[1] !== undefined && c.baseline[1] !== 0 ?
+        ' ' + (c.baseline[1] > 0 ? '+' : '') + fmt(c.baseline[1]) : '');
+      s.appendChild(el('span', 'vs ' + c.baseline[0], bl));
+    }
+    // A failure's reason is visible without opening it.
+    if (!c.pass) {
+      var why = c.reason || (c.results.filter(function (r) { return !r[2]; })[0] || [])[3] || '';
+      if (why) s.appendChild(el('span', 'why', why));
+    }
     d.appendChild(s);
     d.addEventListener('toggle', function () {
       if (d.open && !d.dataset.built) {
@@ -107,7 +117,7 @@
       c.called.map(function (x) { return x[0]; }),
       c.expected.map(function (x) { return x[0]; }),
       c.results.map(function (r) { return (r[3] || '') + ' ' + (r[4] || ''); }),
-      [c.reason || '']
+      [c.reason || '', c.request || '']
     ).join('\n').toLowerCase();
     list.appendChild(d);
     return d;
@@ -138,6 +148,10 @@
 
   function caseBody(c) {
     var b = el('div', 'body');
+    if (c.request) {
+      b.appendChild(el('h3', null, 'Request'));
+      b.appendChild(el('div', 'request', c.request));
+    }
     b.appendChild(el('h3', null, 'Explanation'));
     var ul = el('ul', 'explain');
     if (c.reason) ul.appendChild(el('li', 'err', c.reason));
@@ -248,7 +262,11 @@
       if (p.e) {
         te.appendChild(el('div', 'callname', p.e[0]));
         te.appendChild(argsView(p.e[1], p.c ? p.c[1] : undefined, 'e'));
+      } else {
+        te.appendChild(el('div', 'none', '-'));
       }
+      // A tool never called: a dash, not an empty cell.
+      if (!p.c) tc.appendChild(el('div', 'none', '-'));
       if (p.c) {
         var name = el('div', 'callname', p.c[0]);
         tc.appendChild(name);

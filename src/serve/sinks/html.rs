@@ -168,7 +168,7 @@ impl Sink for HtmlSink {
         // Written beside and renamed: a reader never sees half a page.
         let tmp = self.path.with_extension("html.tmp");
         let mut out = BufWriter::new(File::create(&tmp)?);
-        report::write_html(&report, &mut out)?;
+        report::write_html(&report, None, &mut out)?;
         out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(&tmp, &self.path)
     }
