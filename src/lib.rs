@@ -15,7 +15,7 @@ pub mod fake;
 pub mod ingest;
 pub mod judge;
 pub mod names;
-pub mod ordered;
+pub mod parallel;
 pub mod replay;
 pub mod report;
 pub mod score;

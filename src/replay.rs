@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{in_parallel, Evaluator, Sessions, TraceResult};
+use crate::evaluate::{Evaluator, Sessions, TraceResult};
 use crate::extract::facts::token_usage;
 use crate::extract::Extractor;
 use crate::ingest::otlp_json::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, files, Limits, Position, Rejected};
-use crate::ordered::ordered_map;
+use crate::parallel::{in_parallel, ordered_map};
 use crate::report::{Report, Stats, Timeline, ToolStatsBuilder, UnmatchedTrace};
 
 /// Extracts and evaluates every trace; sessions are scored once all their

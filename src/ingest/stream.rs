@@ -8,12 +8,10 @@
 //! one protobuf message, MLflow or Jaeger JSON) cannot be split: they are
 //! read whole, as before, and decoded on a worker.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::files::Input;
 use super::otlp_json::KeyFilter;
@@ -75,7 +73,6 @@ enum Work {
 }
 
 struct Job {
-    seq: u64,
     input: usize,
     work: Work,
     position: u64,
@@ -84,89 +81,69 @@ struct Job {
 }
 
 /// Decodes every input and calls `each` with the pieces in input order, on
-/// the calling thread, while later chunks are read and decoded.
+/// the calling thread, while later chunks are read (on a thread of their
+/// own) and decoded. Chunks in flight (queued, decoding, or decoded and
+/// waiting for their turn) are bounded, so a slow chunk cannot make the
+/// others pile up. A panic while decoding is raised here.
 pub fn decode_inputs(
     inputs: &[Input],
     limits: &Limits,
     filter: &(dyn KeyFilter + Sync),
     options: &StreamOptions,
-    mut each: impl FnMut(Piece),
+    each: impl FnMut(Piece),
 ) {
-    let threads = options.threads.max(1);
-    // Chunks in flight (queued, decoding, or decoded and waiting for their
-    // turn) are bounded by tokens, so a slow chunk cannot make the others
-    // pile up; two per thread keep every thread busy.
-    let in_flight = 2 * threads;
-    let (token_tx, token_rx) = sync_channel::<()>(in_flight);
-    for _ in 0..in_flight {
-        let _ = token_tx.send(());
-    }
-    let (job_tx, job_rx) = sync_channel::<Job>(threads);
-    let job_rx = Mutex::new(job_rx);
-    let (piece_tx, piece_rx) = channel::<(u64, Piece)>();
-    std::thread::scope(|s| {
-        s.spawn(move || read_all(inputs, limits, options, &token_rx, job_tx));
-        for _ in 0..threads {
-            let piece_tx = piece_tx.clone();
-            let job_rx = &job_rx;
-            s.spawn(move || work(job_rx, &piece_tx, inputs, limits, filter));
-        }
-        drop(piece_tx);
-        let mut waiting = BTreeMap::new();
-        let mut next = 0u64;
-        for (seq, piece) in piece_rx {
-            waiting.insert(seq, piece);
-            while let Some(piece) = waiting.remove(&next) {
-                next += 1;
-                each(piece);
-                let _ = token_tx.send(());
-            }
-        }
-    });
+    crate::parallel::ordered_map_ahead(
+        options.threads,
+        |job| decode_job(job, inputs, limits, filter),
+        |submit| read_all(inputs, limits, options, submit),
+        each,
+    );
 }
 
-fn work(
-    jobs: &Mutex<Receiver<Job>>,
-    out: &Sender<(u64, Piece)>,
+/// Tests make a decoder panic on inputs of this name (after their first
+/// chunk).
+#[cfg(test)]
+const PANIC_ON: &str = "panic-in-decoder.jsonl";
+
+fn decode_job(
+    job: Job,
     inputs: &[Input],
     limits: &Limits,
     filter: &(dyn KeyFilter + Sync),
-) {
-    loop {
-        let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok(job) = job else { return };
-        let source = inputs[job.input].label();
-        let mut decoded = Decoded::default();
-        match job.work {
-            Work::Lines { first_line, bytes } => {
-                decode_lines(&bytes, first_line, &source, filter, &mut decoded)
-            }
-            Work::Records {
-                first_record,
-                offset,
-                bytes,
-            } => decode_records_chunk(&bytes, first_record, offset, &source, filter, &mut decoded),
-            Work::Whole(bytes) => decoded = decode_with(&bytes, &source, limits, filter),
-            Work::Reject(position, reason) => decoded.reject(&source, position, reason),
+) -> Piece {
+    let source = inputs[job.input].label();
+    #[cfg(test)]
+    assert!(
+        !(source.ends_with(PANIC_ON)
+            && matches!(job.work, Work::Lines { first_line, .. } if first_line > 1)),
+        "decoder panic injected by a test"
+    );
+    let mut decoded = Decoded::default();
+    match job.work {
+        Work::Lines { first_line, bytes } => {
+            decode_lines(&bytes, first_line, &source, filter, &mut decoded)
         }
-        let piece = Piece {
-            input: job.input,
-            decoded,
-            position: job.position,
-            disk_bytes: job.disk_bytes,
-            last: job.last,
-        };
-        if out.send((job.seq, piece)).is_err() {
-            return;
-        }
+        Work::Records {
+            first_record,
+            offset,
+            bytes,
+        } => decode_records_chunk(&bytes, first_record, offset, &source, filter, &mut decoded),
+        Work::Whole(bytes) => decoded = decode_with(&bytes, &source, limits, filter),
+        Work::Reject(position, reason) => decoded.reject(&source, position, reason),
+    }
+    Piece {
+        input: job.input,
+        decoded,
+        position: job.position,
+        disk_bytes: job.disk_bytes,
+        last: job.last,
     }
 }
 
 /// The reading side: cuts each input into jobs, in order.
 struct Cutter<'a> {
-    tokens: &'a Receiver<()>,
-    jobs: SyncSender<Job>,
-    seq: u64,
+    /// Hands a job to the decoders; `false` when the consumer is gone.
+    submit: &'a mut dyn FnMut(Job) -> bool,
     /// Decoded bytes of the inputs before this one.
     base: u64,
     options: &'a StreamOptions,
@@ -175,19 +152,14 @@ struct Cutter<'a> {
 impl Cutter<'_> {
     /// Sends one job; `false` when the consumer is gone.
     fn send(&mut self, input: usize, work: Work, at: u64, disk: u64, last: bool) -> bool {
-        if self.tokens.recv().is_err() {
-            return false;
-        }
         let job = Job {
-            seq: self.seq,
             input,
             work,
             position: self.base + at,
             disk_bytes: disk,
             last,
         };
-        self.seq += 1;
-        self.jobs.send(job).is_ok()
+        (self.submit)(job)
     }
 }
 
@@ -195,13 +167,10 @@ fn read_all(
     inputs: &[Input],
     limits: &Limits,
     options: &StreamOptions,
-    tokens: &Receiver<()>,
-    jobs: SyncSender<Job>,
+    submit: &mut dyn FnMut(Job) -> bool,
 ) {
     let mut cutter = Cutter {
-        tokens,
-        jobs,
-        seq: 0,
+        submit,
         base: 0,
         options,
     };
@@ -734,6 +703,33 @@ mod tests {
             assert_eq!(rejected.len(), 1, "{name}: {rejected:?}");
             assert!(rejected[0].reason.contains("empty input"), "{rejected:?}");
         }
+    }
+
+    /// A decoder that panics (the test hook, from the second chunk on) must
+    /// not leave the reader waiting for its piece: the panic reaches the
+    /// caller, once the reader and the other decoders have stopped.
+    #[test]
+    fn a_panic_in_a_decoder_reaches_the_caller_instead_of_hanging() {
+        let lines = std::fs::read_to_string(corpus("galtea/traces.jsonl")).unwrap();
+        // Many more chunks than are ever in flight.
+        let path = temp(PANIC_ON, lines.repeat(20).as_bytes());
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        let run = std::thread::spawn(move || {
+            // Dropped when the call returns or unwinds: that ends the wait.
+            let _done = done_tx;
+            stream(&path, 1000, Limits::default())
+        });
+        let ended = done.recv_timeout(std::time::Duration::from_secs(30));
+        assert!(
+            !matches!(ended, Err(std::sync::mpsc::RecvTimeoutError::Timeout)),
+            "still running after 30 s: hung"
+        );
+        let panic = run
+            .join()
+            .expect_err("the decoder's panic reaches the caller");
+        let message = (panic.downcast_ref::<&str>().copied())
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+        assert_eq!(message, Some("decoder panic injected by a test"));
     }
 
     #[test]
