@@ -24,8 +24,9 @@ pub struct StreamOptions {
     pub threads: usize,
     /// Bytes of whole lines (or records) per chunk handed to a thread.
     pub chunk_bytes: usize,
-    /// Longest accepted line of a JSON-lines input; a longer one is
-    /// rejected (and skipped without being held).
+    /// Longest accepted line of a JSON-lines input, and record of a
+    /// protobuf-records input; a longer one is rejected (and skipped
+    /// without being held).
     pub max_line_bytes: usize,
 }
 
@@ -487,7 +488,9 @@ fn skip_line(r: &mut Reader) -> io::Result<(usize, bool)> {
 
 /// The Collector's `format: proto` file: 4-byte big-endian length, then
 /// the message; cut into chunks of whole records. Broken framing rejects
-/// the rest of the input from that byte, keeping the records before it.
+/// the rest of the input from that byte, keeping the records before it; a
+/// record longer than a JSON line may be is rejected and skipped, and the
+/// records after it are read.
 fn cut_records(
     cutter: &mut Cutter,
     input: usize,
@@ -496,60 +499,116 @@ fn cut_records(
     disk: &AtomicU64,
 ) -> Result<u64, Stop> {
     let chunk = cutter.options.chunk_bytes.max(1);
+    let max_record = cutter.options.max_line_bytes as u64;
     let mut bytes = Vec::with_capacity(chunk + 4096);
     let (mut record, mut first_record, mut offset) = (1usize, 1usize, at);
     loop {
-        let mut header = [0u8; 4];
-        let got = read_up_to(&mut r, &mut header).map_err(|e| Stop::Io(at, e))?;
-        let problem = if got == 0 {
-            None
-        } else if got < 4 {
-            Some(format!("truncated record header at byte {at}"))
-        } else {
-            let len = u32::from_be_bytes(header) as usize;
-            let start = bytes.len();
-            bytes.extend_from_slice(&header);
-            let read = (&mut r).take(len as u64).read_to_end(&mut bytes);
-            let n = read.map_err(|e| Stop::Io(at, e))?;
-            if n < len {
-                bytes.truncate(start);
-                Some(format!(
-                    "truncated record {record} at byte {at}: {n} of {len} bytes"
-                ))
-            } else {
-                at += 4 + len as u64;
+        let (end, problem) = match next_record(&mut r, &mut bytes, at, record, max_record)? {
+            Found::Record(n) => {
+                at += n;
                 record += 1;
-                None
+                (false, None)
             }
+            Found::End => (true, None),
+            Found::Rejected {
+                reason,
+                skipped,
+                ends,
+            } => (ends, Some((reason, skipped))),
         };
-        let end = got == 0 || problem.is_some();
-        if bytes.len() >= chunk || end {
-            let disk_now = disk.load(Ordering::Relaxed);
-            let last = end && problem.is_none();
-            if !bytes.is_empty() || last {
-                let work = Work::Records {
-                    first_record,
-                    offset,
-                    // A full-size buffer for the next chunk (see cut_json).
-                    bytes: std::mem::replace(&mut bytes, Vec::with_capacity(chunk + 4096)),
-                };
-                if !cutter.send(input, work, at, disk_now, last) {
-                    return Err(Stop::Consumer);
-                }
-            }
-            first_record = record;
-            offset = at;
-            if let Some(reason) = problem {
-                let work = Work::Reject(Position::Record(record), reason);
-                if !cutter.send(input, work, at, disk_now, true) {
-                    return Err(Stop::Consumer);
-                }
-            }
-            if end {
-                return Ok(at);
+        if bytes.len() < chunk && !end && problem.is_none() {
+            continue;
+        }
+        let disk_now = disk.load(Ordering::Relaxed);
+        let last = end && problem.is_none();
+        if !bytes.is_empty() || last {
+            let work = Work::Records {
+                first_record,
+                offset,
+                // A full-size buffer for the next chunk (see cut_json).
+                bytes: std::mem::replace(&mut bytes, Vec::with_capacity(chunk + 4096)),
+            };
+            if !cutter.send(input, work, at, disk_now, last) {
+                return Err(Stop::Consumer);
             }
         }
+        if let Some((reason, skipped)) = problem {
+            at += skipped;
+            let work = Work::Reject(Position::Record(record), reason);
+            if !cutter.send(input, work, at, disk_now, end) {
+                return Err(Stop::Consumer);
+            }
+            record += 1;
+        }
+        first_record = record;
+        offset = at;
+        if end {
+            return Ok(at);
+        }
     }
+}
+
+/// What [`next_record`] found.
+enum Found {
+    /// A whole record of `u64` bytes (with its header), added to the chunk.
+    Record(u64),
+    /// The end of the input, between records.
+    End,
+    /// A record that is rejected: `skipped` bytes of it were read (none when
+    /// its framing is broken); `ends` when nothing after it is read.
+    Rejected {
+        reason: String,
+        skipped: u64,
+        ends: bool,
+    },
+}
+
+/// Reads record `record`, at byte `at`, into `bytes`: whole, or skipped
+/// without being held when it is longer than `max_record`.
+fn next_record(
+    r: &mut Reader,
+    bytes: &mut Vec<u8>,
+    at: u64,
+    record: usize,
+    max_record: u64,
+) -> Result<Found, Stop> {
+    let mut header = [0u8; 4];
+    let got = read_up_to(r, &mut header).map_err(|e| Stop::Io(at, e))?;
+    let broken = |reason| Found::Rejected {
+        reason,
+        skipped: 0,
+        ends: true,
+    };
+    if got == 0 {
+        return Ok(Found::End);
+    }
+    if got < 4 {
+        return Ok(broken(format!("truncated record header at byte {at}")));
+    }
+    let len = u64::from(u32::from_be_bytes(header));
+    if len > max_record {
+        let skipped = io::copy(&mut r.take(len), &mut io::sink()).map_err(|e| Stop::Io(at, e))?;
+        return Ok(Found::Rejected {
+            reason: format!(
+                "record longer than {max_record} bytes at byte {at} ({len} bytes): skipped"
+            ),
+            skipped: 4 + skipped,
+            ends: skipped < len,
+        });
+    }
+    let start = bytes.len();
+    bytes.extend_from_slice(&header);
+    let n = r
+        .take(len)
+        .read_to_end(bytes)
+        .map_err(|e| Stop::Io(at, e))?;
+    if (n as u64) < len {
+        bytes.truncate(start);
+        return Ok(broken(format!(
+            "truncated record {record} at byte {at}: {n} of {len} bytes"
+        )));
+    }
+    Ok(Found::Record(4 + len))
 }
 
 fn read_up_to(r: &mut Reader, buf: &mut [u8]) -> io::Result<usize> {
