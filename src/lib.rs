@@ -19,7 +19,7 @@ pub mod ingest;
 pub mod inspect;
 pub mod judge;
 pub mod names;
-pub mod ordered;
+pub mod parallel;
 pub mod replay;
 pub mod report;
 pub mod score;

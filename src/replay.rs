@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{in_parallel, Pipeline, Sessions, TraceResult, UnmatchedTrace};
+use crate::evaluate::{Pipeline, Sessions, TraceResult, UnmatchedTrace};
 use crate::extract::facts::token_usage;
 use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, files, Limits, Position, Rejected};
-use crate::ordered::ordered_map;
+use crate::parallel::{in_parallel, ordered_map};
 use crate::report::{Report, Stats, Timeline, ToolStatsBuilder};
 
 /// Runs the pipeline on every trace; sessions are scored once all their

@@ -23,6 +23,7 @@ use crate::extract::facts::TraceFacts;
 use crate::extract::{AgentRun, ToolCall};
 use crate::judge::Judge;
 use crate::names::Normalizer;
+use crate::parallel::in_parallel;
 use crate::score::native::NativeConfig;
 use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, ScoreError};
 
@@ -539,43 +540,6 @@ impl Sessions {
             evaluator.evaluate_session(case, session, calls, facts.as_ref())
         })
     }
-}
-
-/// `f` over `items` on up to `threads` scoped threads, results in input
-/// order (so reports do not depend on timing). One thread: no spawning.
-pub fn in_parallel<T: Send, R: Send>(
-    items: Vec<T>,
-    threads: usize,
-    f: impl Fn(T) -> R + Sync,
-) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Mutex, PoisonError};
-    if threads <= 1 || items.len() <= 1 {
-        return items.into_iter().map(f).collect();
-    }
-    let n = items.len();
-    let items: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.min(n) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(cell) = items.get(i) else {
-                    break;
-                };
-                let item = cell.lock().unwrap_or_else(PoisonError::into_inner).take();
-                if let Some(item) = item {
-                    let r = f(item);
-                    *slots[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .filter_map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
-        .collect()
 }
 
 /// The facts of a session's traces together (`None` when not computed).

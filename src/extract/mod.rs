@@ -433,16 +433,42 @@ impl Extractor {
     /// Everything in `trace`: all tool calls (whatever the scope), retrievers,
     /// agent runs.
     pub fn analyze(&self, trace: &Trace) -> Analysis {
-        #[derive(Clone, Copy, PartialEq)]
-        enum Role {
-            None,
-            Call,
-            Retriever,
-            Agent,
-        }
-        let n = trace.spans.len();
         let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
-        let mut rule_of: Vec<Option<usize>> = Vec::with_capacity(n);
+        let rule_of = self.classify_spans(trace, &mut slots);
+        if rule_of.iter().all(Option::is_none) {
+            return Analysis::default();
+        }
+        let role: Vec<Role> = rule_of.iter().map(|&r| self.role_of(r)).collect();
+        // Names first: an agent run's name is needed by the calls below it.
+        let names: Vec<Option<String>> = rule_of
+            .iter()
+            .zip(&trace.spans)
+            .map(|(&r, s)| self.span_name(r?, s))
+            .collect();
+        let spans = Classified {
+            trace,
+            rule_of,
+            role,
+            names,
+        };
+        let seen = spans.contexts();
+        let mut out = self.collect(&spans, &seen, &mut slots);
+        // Spans are already in start order; keep it explicit for callers that
+        // build traces by hand.
+        out.calls.sort_by_key(|c| c.start_time_unix_nano);
+        out.retrievers.sort_by_key(|c| c.start_time_unix_nano);
+        out.runs.sort_by_key(|r| r.start_time_unix_nano);
+        out
+    }
+
+    /// The rule of each span of `trace` (`slots`: scratch space for the
+    /// key table).
+    fn classify_spans<'t>(
+        &self,
+        trace: &'t Trace,
+        slots: &mut [Option<Val<'t>>],
+    ) -> Vec<Option<usize>> {
+        let mut rule_of: Vec<Option<usize>> = Vec::with_capacity(trace.spans.len());
         // Spans are cold by now: start loading a few ahead.
         const AHEAD: usize = 3;
         trace
@@ -454,78 +480,51 @@ impl Extractor {
             if let Some(next) = trace.spans.get(i + AHEAD) {
                 next.span.prefetch();
             }
-            let present = self.keys.fill(&s.span, &mut slots);
-            rule_of.push(self.classify(s, &slots, present));
+            let present = self.keys.fill(&s.span, slots);
+            rule_of.push(self.classify(s, slots, present));
         }
-        if rule_of.iter().all(Option::is_none) {
-            return Analysis::default();
+        rule_of
+    }
+
+    /// What a span classified by rule `rule` is.
+    fn role_of(&self, rule: Option<usize>) -> Role {
+        match rule.map(|i| self.rules[i].kind()) {
+            None => Role::None,
+            Some(Kind::Tool) => Role::Call,
+            Some(Kind::Retriever) if self.retrievers_as_tools => Role::Call,
+            Some(Kind::Retriever) => Role::Retriever,
+            Some(Kind::Agent) => Role::Agent,
         }
-        let role: Vec<Role> = rule_of
+    }
+
+    /// The name rule `rule` gives span `s`, if not blank.
+    fn span_name(&self, rule: usize, s: &SpanRecord) -> Option<String> {
+        self.rules[rule]
+            .name_from
             .iter()
-            .map(|r| match r.map(|i| self.rules[i].kind()) {
-                None => Role::None,
-                Some(Kind::Tool) => Role::Call,
-                Some(Kind::Retriever) if self.retrievers_as_tools => Role::Call,
-                Some(Kind::Retriever) => Role::Retriever,
-                Some(Kind::Agent) => Role::Agent,
-            })
-            .collect();
-        // Names first: an agent run's name is needed by the calls below it.
-        let names: Vec<Option<String>> = rule_of
-            .iter()
-            .zip(&trace.spans)
-            .map(|(r, s)| {
-                let rule = &self.rules[(*r)?];
-                rule.name_from
-                    .iter()
-                    .find_map(|src| name_of(src, s))
-                    .filter(|t| !t.trim().is_empty())
-                    .map(Cow::into_owned)
-            })
-            .collect();
-        // What each span sees above it, computed once per span, parents
-        // first: a walk up the ancestors of every call is quadratic in the
-        // depth of the tree. Nesting is by parent links, never by time
-        // (children may end after their parents), except for a call that is
-        // a sibling of the agent run enclosing it in time (docs/conventions.md).
-        let named_call = |a: usize| role[a] == Role::Call && names[a].is_some();
-        let named_run = |a: usize| role[a] == Role::Agent && names[a].is_some();
-        let below = |mut c: Ctx, a: usize| {
-            if named_call(a) {
-                c.depth += 1;
-                c.within = Some(a);
-            } else if named_run(a) {
-                c.within = Some(a);
-                c.agent = Some(a);
-            }
-            c
-        };
-        let children = trace.children();
-        let sibling_run = enclosing_sibling_runs(trace, &children, named_run, |i| {
-            matches!(role[i], Role::Call | Role::Retriever) && names[i].is_some()
-        });
-        let mut seen = vec![Ctx::default(); n];
-        for i in trace.top_down(&children) {
-            let inherited = seen[i];
-            let mine = match sibling_run[i] {
-                // The run sits between the call and their common parent.
-                Some(run) => below(inherited, run),
-                None => inherited,
-            };
-            seen[i] = mine;
-            let passed = below(mine, i);
-            for &c in children.of(i) {
-                seen[c] = passed;
-            }
-        }
+            .find_map(|src| name_of(src, s))
+            .filter(|t| !t.trim().is_empty())
+            .map(Cow::into_owned)
+    }
+
+    /// The runs, calls and retrievers of classified spans, in span order
+    /// (`seen`: what each span sees above it).
+    fn collect<'t>(
+        &self,
+        spans: &Classified<'t>,
+        seen: &[Ctx],
+        slots: &mut [Option<Val<'t>>],
+    ) -> Analysis {
+        let trace = spans.trace;
         let mut out = Analysis::default();
         // Built on first need: only calls with unnamed arguments read it.
         let mut requests: Option<requested::Requests> = None;
         for (i, s) in trace.spans.iter().enumerate() {
-            let (Some(r), Some(name)) = (rule_of[i], &names[i]) else {
+            let (Some(r), Some(name)) = (spans.rule_of[i], &spans.names[i]) else {
                 continue;
             };
-            if role[i] == Role::None {
+            let role = spans.role[i];
+            if role == Role::None {
                 continue;
             }
             let rule = &self.rules[r];
@@ -537,9 +536,9 @@ impl Extractor {
             let within = within.map(|a| trace.spans[a].span_id);
             let agent = agent.map(|a| AgentRef {
                 span_id: trace.spans[a].span_id,
-                name: names[a].clone().unwrap_or_default(),
+                name: spans.names[a].clone().unwrap_or_default(),
             });
-            if role[i] == Role::Agent {
+            if role == Role::Agent {
                 out.runs.push(AgentRun {
                     name: name.clone(),
                     span_id: s.span_id,
@@ -550,34 +549,9 @@ impl Extractor {
                 });
                 continue;
             }
-            let mut args = None;
-            let mut args_text = None;
-            let mut args_json = None;
-            for src in &rule.args {
-                if self.args_text && !self.ordered_args {
-                    if let Some(j) = args_as_json(src, s, rule.spec.args_from_request) {
-                        args_json = Some(j);
-                        break;
-                    }
-                }
-                if let Some(v) = value_of(src, s) {
-                    args = Some(v);
-                    args_text = raw_string(&src.field, s);
-                    break;
-                }
-            }
-            if rule.spec.args_from_request {
-                if let Some(a) = args.as_ref().filter(|a| unnamed(a)) {
-                    let named = requests
-                        .get_or_insert_with(|| requested::Requests::new(trace))
-                        .name_args(i, name, a);
-                    if named.is_some() {
-                        args = named;
-                    }
-                }
-            }
-            self.keys.fill(&s.span, &mut slots);
-            let (status, error_message, error_type) = error_of(rule, s, &slots);
+            let (args, args_text, args_json) = self.args_of(rule, trace, i, name, &mut requests);
+            self.keys.fill(&s.span, slots);
+            let (status, error_message, error_type) = error_of(rule, s, slots);
             let ordered_args = self
                 .ordered_args
                 .then(|| ordered(args_text, args.as_ref()))
@@ -604,18 +578,126 @@ impl Extractor {
                 end_time_unix_nano: s.span.end_time_unix_nano,
                 args_json,
             };
-            if role[i] == Role::Retriever {
+            if role == Role::Retriever {
                 out.retrievers.push(call);
             } else {
                 out.calls.push(call);
             }
         }
-        // Spans are already in start order; keep it explicit for callers that
-        // build traces by hand.
-        out.calls.sort_by_key(|c| c.start_time_unix_nano);
-        out.retrievers.sort_by_key(|c| c.start_time_unix_nano);
-        out.runs.sort_by_key(|r| r.start_time_unix_nano);
         out
+    }
+
+    /// The arguments of call span `i` (named `name`, classified by `rule`):
+    /// their value, the JSON text it was read from, or (with `args_text`)
+    /// that text alone. `requests`: the trace's requested calls, built on
+    /// first need.
+    fn args_of<'t>(
+        &self,
+        rule: &Rule,
+        trace: &'t Trace,
+        i: usize,
+        name: &str,
+        requests: &mut Option<requested::Requests<'t>>,
+    ) -> (Option<Value>, Option<&'t str>, Option<Box<str>>) {
+        let s = &trace.spans[i];
+        let mut args = None;
+        let mut args_text = None;
+        let mut args_json = None;
+        for src in &rule.args {
+            if self.args_text && !self.ordered_args {
+                if let Some(j) = args_as_json(src, s, rule.spec.args_from_request) {
+                    args_json = Some(j);
+                    break;
+                }
+            }
+            if let Some(v) = value_of(src, s) {
+                args = Some(v);
+                args_text = raw_string(&src.field, s);
+                break;
+            }
+        }
+        if rule.spec.args_from_request {
+            if let Some(a) = args.as_ref().filter(|a| unnamed(a)) {
+                let named = requests
+                    .get_or_insert_with(|| requested::Requests::new(trace))
+                    .name_args(i, name, a);
+                if named.is_some() {
+                    args = named;
+                }
+            }
+        }
+        (args, args_text, args_json)
+    }
+}
+
+/// What a span is to extraction, by the kind of its rule.
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    None,
+    Call,
+    Retriever,
+    Agent,
+}
+
+/// A trace's spans with their rule, role and name: what the phases of
+/// [`Extractor::analyze`] after classification share.
+struct Classified<'t> {
+    trace: &'t Trace,
+    rule_of: Vec<Option<usize>>,
+    role: Vec<Role>,
+    names: Vec<Option<String>>,
+}
+
+impl Classified<'_> {
+    fn named_call(&self, a: usize) -> bool {
+        self.role[a] == Role::Call && self.names[a].is_some()
+    }
+
+    fn named_run(&self, a: usize) -> bool {
+        self.role[a] == Role::Agent && self.names[a].is_some()
+    }
+
+    /// What a span below span `a` sees, when `a` sees `c`.
+    fn below(&self, mut c: Ctx, a: usize) -> Ctx {
+        if self.named_call(a) {
+            c.depth += 1;
+            c.within = Some(a);
+        } else if self.named_run(a) {
+            c.within = Some(a);
+            c.agent = Some(a);
+        }
+        c
+    }
+
+    /// What each span sees above it, computed once per span, parents
+    /// first: a walk up the ancestors of every call is quadratic in the
+    /// depth of the tree. Nesting is by parent links, never by time
+    /// (children may end after their parents), except for a call that is
+    /// a sibling of the agent run enclosing it in time (docs/conventions.md).
+    fn contexts(&self) -> Vec<Ctx> {
+        let trace = self.trace;
+        let children = trace.children();
+        let sibling_run = enclosing_sibling_runs(
+            trace,
+            &children,
+            |i| self.named_run(i),
+            |i| matches!(self.role[i], Role::Call | Role::Retriever) && self.names[i].is_some(),
+        );
+        let mut seen = vec![Ctx::default(); trace.spans.len()];
+        for i in trace.top_down(&children) {
+            let inherited = seen[i];
+            let mine = match sibling_run[i] {
+                // The run sits between the call and their common parent.
+                Some(run) => self.below(inherited, run),
+                None => inherited,
+            };
+            seen[i] = mine;
+            let passed = self.below(mine, i);
+            for &c in children.of(i) {
+                seen[c] = passed;
+            }
+        }
+        seen
     }
 }
 

@@ -8,12 +8,10 @@
 //! one protobuf message, MLflow or Jaeger JSON) cannot be split: they are
 //! read whole, as before, and decoded on a worker.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::files::Input;
 use super::projection::KeyFilter;
@@ -26,8 +24,9 @@ pub struct StreamOptions {
     pub threads: usize,
     /// Bytes of whole lines (or records) per chunk handed to a thread.
     pub chunk_bytes: usize,
-    /// Longest accepted line of a JSON-lines input; a longer one is
-    /// rejected (and skipped without being held).
+    /// Longest accepted line of a JSON-lines input, and record of a
+    /// protobuf-records input; a longer one is rejected (and skipped
+    /// without being held).
     pub max_line_bytes: usize,
 }
 
@@ -75,7 +74,6 @@ enum Work {
 }
 
 struct Job {
-    seq: u64,
     input: usize,
     work: Work,
     position: u64,
@@ -84,89 +82,69 @@ struct Job {
 }
 
 /// Decodes every input and calls `each` with the pieces in input order, on
-/// the calling thread, while later chunks are read and decoded.
+/// the calling thread, while later chunks are read (on a thread of their
+/// own) and decoded. Chunks in flight (queued, decoding, or decoded and
+/// waiting for their turn) are bounded, so a slow chunk cannot make the
+/// others pile up. A panic while decoding is raised here.
 pub fn decode_inputs(
     inputs: &[Input],
     limits: &Limits,
     filter: &(dyn KeyFilter + Sync),
     options: &StreamOptions,
-    mut each: impl FnMut(Piece),
+    each: impl FnMut(Piece),
 ) {
-    let threads = options.threads.max(1);
-    // Chunks in flight (queued, decoding, or decoded and waiting for their
-    // turn) are bounded by tokens, so a slow chunk cannot make the others
-    // pile up; two per thread keep every thread busy.
-    let in_flight = 2 * threads;
-    let (token_tx, token_rx) = sync_channel::<()>(in_flight);
-    for _ in 0..in_flight {
-        let _ = token_tx.send(());
-    }
-    let (job_tx, job_rx) = sync_channel::<Job>(threads);
-    let job_rx = Mutex::new(job_rx);
-    let (piece_tx, piece_rx) = channel::<(u64, Piece)>();
-    std::thread::scope(|s| {
-        s.spawn(move || read_all(inputs, limits, options, &token_rx, job_tx));
-        for _ in 0..threads {
-            let piece_tx = piece_tx.clone();
-            let job_rx = &job_rx;
-            s.spawn(move || work(job_rx, &piece_tx, inputs, limits, filter));
-        }
-        drop(piece_tx);
-        let mut waiting = BTreeMap::new();
-        let mut next = 0u64;
-        for (seq, piece) in piece_rx {
-            waiting.insert(seq, piece);
-            while let Some(piece) = waiting.remove(&next) {
-                next += 1;
-                each(piece);
-                let _ = token_tx.send(());
-            }
-        }
-    });
+    crate::parallel::ordered_map_ahead(
+        options.threads,
+        |job| decode_job(job, inputs, limits, filter),
+        |submit| read_all(inputs, limits, options, submit),
+        each,
+    );
 }
 
-fn work(
-    jobs: &Mutex<Receiver<Job>>,
-    out: &Sender<(u64, Piece)>,
+/// Tests make a decoder panic on inputs of this name (after their first
+/// chunk).
+#[cfg(test)]
+const PANIC_ON: &str = "panic-in-decoder.jsonl";
+
+fn decode_job(
+    job: Job,
     inputs: &[Input],
     limits: &Limits,
     filter: &(dyn KeyFilter + Sync),
-) {
-    loop {
-        let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok(job) = job else { return };
-        let source = inputs[job.input].label();
-        let mut decoded = Decoded::default();
-        match job.work {
-            Work::Lines { first_line, bytes } => {
-                decode_lines(&bytes, first_line, &source, filter, &mut decoded)
-            }
-            Work::Records {
-                first_record,
-                offset,
-                bytes,
-            } => decode_records_chunk(&bytes, first_record, offset, &source, filter, &mut decoded),
-            Work::Whole(bytes) => decoded = decode_with(&bytes, &source, limits, filter),
-            Work::Reject(position, reason) => decoded.reject(&source, position, reason),
+) -> Piece {
+    let source = inputs[job.input].label();
+    #[cfg(test)]
+    assert!(
+        !(source.ends_with(PANIC_ON)
+            && matches!(job.work, Work::Lines { first_line, .. } if first_line > 1)),
+        "decoder panic injected by a test"
+    );
+    let mut decoded = Decoded::default();
+    match job.work {
+        Work::Lines { first_line, bytes } => {
+            decode_lines(&bytes, first_line, &source, filter, &mut decoded)
         }
-        let piece = Piece {
-            input: job.input,
-            decoded,
-            position: job.position,
-            disk_bytes: job.disk_bytes,
-            last: job.last,
-        };
-        if out.send((job.seq, piece)).is_err() {
-            return;
-        }
+        Work::Records {
+            first_record,
+            offset,
+            bytes,
+        } => decode_records_chunk(&bytes, first_record, offset, &source, filter, &mut decoded),
+        Work::Whole(bytes) => decoded = decode_with(&bytes, &source, limits, filter),
+        Work::Reject(position, reason) => decoded.reject(&source, position, reason),
+    }
+    Piece {
+        input: job.input,
+        decoded,
+        position: job.position,
+        disk_bytes: job.disk_bytes,
+        last: job.last,
     }
 }
 
 /// The reading side: cuts each input into jobs, in order.
 struct Cutter<'a> {
-    tokens: &'a Receiver<()>,
-    jobs: SyncSender<Job>,
-    seq: u64,
+    /// Hands a job to the decoders; `false` when the consumer is gone.
+    submit: &'a mut dyn FnMut(Job) -> bool,
     /// Decoded bytes of the inputs before this one.
     base: u64,
     options: &'a StreamOptions,
@@ -175,19 +153,14 @@ struct Cutter<'a> {
 impl Cutter<'_> {
     /// Sends one job; `false` when the consumer is gone.
     fn send(&mut self, input: usize, work: Work, at: u64, disk: u64, last: bool) -> bool {
-        if self.tokens.recv().is_err() {
-            return false;
-        }
         let job = Job {
-            seq: self.seq,
             input,
             work,
             position: self.base + at,
             disk_bytes: disk,
             last,
         };
-        self.seq += 1;
-        self.jobs.send(job).is_ok()
+        (self.submit)(job)
     }
 }
 
@@ -195,13 +168,10 @@ fn read_all(
     inputs: &[Input],
     limits: &Limits,
     options: &StreamOptions,
-    tokens: &Receiver<()>,
-    jobs: SyncSender<Job>,
+    submit: &mut dyn FnMut(Job) -> bool,
 ) {
     let mut cutter = Cutter {
-        tokens,
-        jobs,
-        seq: 0,
+        submit,
         base: 0,
         options,
     };
@@ -518,7 +488,9 @@ fn skip_line(r: &mut Reader) -> io::Result<(usize, bool)> {
 
 /// The Collector's `format: proto` file: 4-byte big-endian length, then
 /// the message; cut into chunks of whole records. Broken framing rejects
-/// the rest of the input from that byte, keeping the records before it.
+/// the rest of the input from that byte, keeping the records before it; a
+/// record longer than a JSON line may be is rejected and skipped, and the
+/// records after it are read.
 fn cut_records(
     cutter: &mut Cutter,
     input: usize,
@@ -527,60 +499,116 @@ fn cut_records(
     disk: &AtomicU64,
 ) -> Result<u64, Stop> {
     let chunk = cutter.options.chunk_bytes.max(1);
+    let max_record = cutter.options.max_line_bytes as u64;
     let mut bytes = Vec::with_capacity(chunk + 4096);
     let (mut record, mut first_record, mut offset) = (1usize, 1usize, at);
     loop {
-        let mut header = [0u8; 4];
-        let got = read_up_to(&mut r, &mut header).map_err(|e| Stop::Io(at, e))?;
-        let problem = if got == 0 {
-            None
-        } else if got < 4 {
-            Some(format!("truncated record header at byte {at}"))
-        } else {
-            let len = u32::from_be_bytes(header) as usize;
-            let start = bytes.len();
-            bytes.extend_from_slice(&header);
-            let read = (&mut r).take(len as u64).read_to_end(&mut bytes);
-            let n = read.map_err(|e| Stop::Io(at, e))?;
-            if n < len {
-                bytes.truncate(start);
-                Some(format!(
-                    "truncated record {record} at byte {at}: {n} of {len} bytes"
-                ))
-            } else {
-                at += 4 + len as u64;
+        let (end, problem) = match next_record(&mut r, &mut bytes, at, record, max_record)? {
+            Found::Record(n) => {
+                at += n;
                 record += 1;
-                None
+                (false, None)
             }
+            Found::End => (true, None),
+            Found::Rejected {
+                reason,
+                skipped,
+                ends,
+            } => (ends, Some((reason, skipped))),
         };
-        let end = got == 0 || problem.is_some();
-        if bytes.len() >= chunk || end {
-            let disk_now = disk.load(Ordering::Relaxed);
-            let last = end && problem.is_none();
-            if !bytes.is_empty() || last {
-                let work = Work::Records {
-                    first_record,
-                    offset,
-                    // A full-size buffer for the next chunk (see cut_json).
-                    bytes: std::mem::replace(&mut bytes, Vec::with_capacity(chunk + 4096)),
-                };
-                if !cutter.send(input, work, at, disk_now, last) {
-                    return Err(Stop::Consumer);
-                }
-            }
-            first_record = record;
-            offset = at;
-            if let Some(reason) = problem {
-                let work = Work::Reject(Position::Record(record), reason);
-                if !cutter.send(input, work, at, disk_now, true) {
-                    return Err(Stop::Consumer);
-                }
-            }
-            if end {
-                return Ok(at);
+        if bytes.len() < chunk && !end && problem.is_none() {
+            continue;
+        }
+        let disk_now = disk.load(Ordering::Relaxed);
+        let last = end && problem.is_none();
+        if !bytes.is_empty() || last {
+            let work = Work::Records {
+                first_record,
+                offset,
+                // A full-size buffer for the next chunk (see cut_json).
+                bytes: std::mem::replace(&mut bytes, Vec::with_capacity(chunk + 4096)),
+            };
+            if !cutter.send(input, work, at, disk_now, last) {
+                return Err(Stop::Consumer);
             }
         }
+        if let Some((reason, skipped)) = problem {
+            at += skipped;
+            let work = Work::Reject(Position::Record(record), reason);
+            if !cutter.send(input, work, at, disk_now, end) {
+                return Err(Stop::Consumer);
+            }
+            record += 1;
+        }
+        first_record = record;
+        offset = at;
+        if end {
+            return Ok(at);
+        }
     }
+}
+
+/// What [`next_record`] found.
+enum Found {
+    /// A whole record of `u64` bytes (with its header), added to the chunk.
+    Record(u64),
+    /// The end of the input, between records.
+    End,
+    /// A record that is rejected: `skipped` bytes of it were read (none when
+    /// its framing is broken); `ends` when nothing after it is read.
+    Rejected {
+        reason: String,
+        skipped: u64,
+        ends: bool,
+    },
+}
+
+/// Reads record `record`, at byte `at`, into `bytes`: whole, or skipped
+/// without being held when it is longer than `max_record`.
+fn next_record(
+    r: &mut Reader,
+    bytes: &mut Vec<u8>,
+    at: u64,
+    record: usize,
+    max_record: u64,
+) -> Result<Found, Stop> {
+    let mut header = [0u8; 4];
+    let got = read_up_to(r, &mut header).map_err(|e| Stop::Io(at, e))?;
+    let broken = |reason| Found::Rejected {
+        reason,
+        skipped: 0,
+        ends: true,
+    };
+    if got == 0 {
+        return Ok(Found::End);
+    }
+    if got < 4 {
+        return Ok(broken(format!("truncated record header at byte {at}")));
+    }
+    let len = u64::from(u32::from_be_bytes(header));
+    if len > max_record {
+        let skipped = io::copy(&mut r.take(len), &mut io::sink()).map_err(|e| Stop::Io(at, e))?;
+        return Ok(Found::Rejected {
+            reason: format!(
+                "record longer than {max_record} bytes at byte {at} ({len} bytes): skipped"
+            ),
+            skipped: 4 + skipped,
+            ends: skipped < len,
+        });
+    }
+    let start = bytes.len();
+    bytes.extend_from_slice(&header);
+    let n = r
+        .take(len)
+        .read_to_end(bytes)
+        .map_err(|e| Stop::Io(at, e))?;
+    if (n as u64) < len {
+        bytes.truncate(start);
+        return Ok(broken(format!(
+            "truncated record {record} at byte {at}: {n} of {len} bytes"
+        )));
+    }
+    Ok(Found::Record(4 + len))
 }
 
 fn read_up_to(r: &mut Reader, buf: &mut [u8]) -> io::Result<usize> {
@@ -734,6 +762,33 @@ mod tests {
             assert_eq!(rejected.len(), 1, "{name}: {rejected:?}");
             assert!(rejected[0].reason.contains("empty input"), "{rejected:?}");
         }
+    }
+
+    /// A decoder that panics (the test hook, from the second chunk on) must
+    /// not leave the reader waiting for its piece: the panic reaches the
+    /// caller, once the reader and the other decoders have stopped.
+    #[test]
+    fn a_panic_in_a_decoder_reaches_the_caller_instead_of_hanging() {
+        let lines = std::fs::read_to_string(corpus("galtea/traces.jsonl")).unwrap();
+        // Many more chunks than are ever in flight.
+        let path = temp(PANIC_ON, lines.repeat(20).as_bytes());
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        let run = std::thread::spawn(move || {
+            // Dropped when the call returns or unwinds: that ends the wait.
+            let _done = done_tx;
+            stream(&path, 1000, Limits::default())
+        });
+        let ended = done.recv_timeout(std::time::Duration::from_secs(30));
+        assert!(
+            !matches!(ended, Err(std::sync::mpsc::RecvTimeoutError::Timeout)),
+            "still running after 30 s: hung"
+        );
+        let panic = run
+            .join()
+            .expect_err("the decoder's panic reaches the caller");
+        let message = (panic.downcast_ref::<&str>().copied())
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+        assert_eq!(message, Some("decoder panic injected by a test"));
     }
 
     #[test]

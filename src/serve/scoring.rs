@@ -5,7 +5,9 @@
 //! (`sessions`). Every batch's results go to the sinks (`sinks`).
 
 use std::path::Path;
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -240,19 +242,70 @@ pub(crate) fn completion_loop(
     status_every: Duration,
 ) -> Result<ServeSummary, ServeError> {
     let scorer = Arc::new(scorer);
-    // Judged metrics wait on HTTP: their scoring runs on the judge queue's
-    // threads, never on the scoring threads or this one.
-    let judging = match scorer.evaluator.judge() {
-        Some(judge) => Some(Arc::new(
-            JudgeQueue::start(
-                judge.concurrency(),
-                judge.concurrency() * 2,
-                Arc::clone(&outputs),
-            )
-            .map_err(ServeError::Runtime)?,
-        )),
-        None => None,
+    let judging = start_judging(&scorer, &outputs)?;
+    let ScoringThreads {
+        batches: tx,
+        workers,
+    } = start_scoring_threads(threads, &scorer, &outputs, &shared, judging.as_ref())?;
+    let mut schedule = Schedule {
+        shared: &shared,
+        scorer: &scorer,
+        outputs: &outputs,
+        judging: judging.as_deref(),
+        status_every,
+        last_status: Instant::now(),
+        last_snapshot: StatsSnapshot::default(),
     };
+    loop {
+        let batch = schedule.next_batch();
+        if batch.is_empty() {
+            break; // closed and drained
+        }
+        let sent = match tx.try_send(batch) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(batch)) => {
+                // Every scoring thread is busy and a batch already waits.
+                shared.set_behind(true);
+                tx.send(batch).map_err(|_| ())
+            }
+            Err(TrySendError::Disconnected(_)) => Err(()),
+        };
+        if sent.is_err() {
+            error!("Every scoring thread has stopped; cannot score.");
+            break;
+        }
+    }
+    drop(tx);
+    stop(workers, scorer, outputs, judging)
+}
+
+/// The judge queue, when metrics ask a judge: judged metrics wait on
+/// HTTP, so their scoring runs on the queue's threads, never on the
+/// scoring threads or the completion thread.
+fn start_judging(
+    scorer: &BatchScorer,
+    outputs: &Arc<Outputs>,
+) -> Result<Option<Arc<JudgeQueue>>, ServeError> {
+    let Some(judge) = scorer.evaluator.judge() else {
+        return Ok(None);
+    };
+    let queue = JudgeQueue::start(
+        judge.concurrency(),
+        judge.concurrency() * 2,
+        Arc::clone(outputs),
+    )
+    .map_err(ServeError::Runtime)?;
+    Ok(Some(Arc::new(queue)))
+}
+
+/// Starts the scoring threads (at least one, or an error).
+fn start_scoring_threads(
+    threads: usize,
+    scorer: &Arc<BatchScorer>,
+    outputs: &Arc<Outputs>,
+    shared: &Arc<Shared>,
+    judging: Option<&Arc<JudgeQueue>>,
+) -> Result<ScoringThreads, ServeError> {
     // Bounded: when scoring lags, batches wait in the buffer (where they count
     // against its caps), not in a queue.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Completed>>(threads);
@@ -260,11 +313,11 @@ pub(crate) fn completion_loop(
     let mut workers = Vec::with_capacity(threads);
     for n in 0..threads.max(1) {
         let (scorer, outputs, rx, shared, judging) = (
-            Arc::clone(&scorer),
-            Arc::clone(&outputs),
+            Arc::clone(scorer),
+            Arc::clone(outputs),
             Arc::clone(&rx),
-            Arc::clone(&shared),
-            judging.clone(),
+            Arc::clone(shared),
+            judging.cloned(),
         );
         let spawned = std::thread::Builder::new()
             .name(format!("toolscore-score-{n}"))
@@ -275,88 +328,26 @@ pub(crate) fn completion_loop(
             Err(e) => warn!(error = %e, "Cannot start another scoring thread."),
         }
     }
+    Ok(ScoringThreads {
+        batches: tx,
+        workers,
+    })
+}
 
-    let mut last_status = Instant::now();
-    let mut last_snapshot = StatsSnapshot::default();
-    loop {
-        let mut buf = shared.lock();
-        let batch = loop {
-            let now = Instant::now();
-            if buf.is_closed() {
-                shared.set_behind(false);
-                break buf.take_any(MAX_BATCH);
-            }
-            let batch = buf.take_complete(now, MAX_BATCH);
-            if batch.len() < MAX_BATCH {
-                // Nothing more is due: scoring has caught up.
-                shared.set_behind(false);
-            }
-            if !batch.is_empty() {
-                break batch;
-            }
-            let session_due = scorer.next_session_due();
-            if session_due.is_some_and(|t| t <= now) {
-                // Sessions hold extracted calls only: scoring them is cheap,
-                // so this thread does it, without the buffer's lock.
-                drop(buf);
-                score_sessions(&scorer, &outputs, judging.as_deref(), now, false);
-                buf = shared.lock();
-                continue;
-            }
-            if now >= last_status + status_every {
-                let snap = shared.stats.snapshot();
-                if snap != last_snapshot {
-                    log_status(&buf, &snap);
-                    last_snapshot = snap;
-                }
-                last_status = now;
-            }
-            if outputs.failing() {
-                // Rows are owed: retry (without the buffer's lock) at
-                // least every RETRY_OUTPUT.
-                drop(buf);
-                outputs.retry();
-                buf = shared.lock();
-            }
-            let wake_at = buf
-                .next_completion()
-                .unwrap_or(now + buf.limits().decision_wait)
-                .min(last_status + status_every)
-                .min(session_due.unwrap_or(now + status_every));
-            let wake_at = if outputs.failing() {
-                wake_at.min(now + RETRY_OUTPUT)
-            } else {
-                wake_at
-            };
-            let timeout = wake_at
-                .saturating_duration_since(now)
-                .max(Duration::from_millis(1));
-            buf = shared
-                .wake
-                .wait_timeout(buf, timeout)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        };
-        shared.stats.set_buffered(&buf.usage());
-        drop(buf);
-        if batch.is_empty() {
-            break; // closed and drained
-        }
-        let sent = match tx.try_send(batch) {
-            Ok(()) => Ok(()),
-            Err(std::sync::mpsc::TrySendError::Full(batch)) => {
-                // Every scoring thread is busy and a batch already waits.
-                shared.set_behind(true);
-                tx.send(batch).map_err(|_| ())
-            }
-            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => Err(()),
-        };
-        if sent.is_err() {
-            error!("Every scoring thread has stopped; cannot score.");
-            break;
-        }
-    }
-    drop(tx);
+/// The scoring threads and the channel that hands them batches.
+struct ScoringThreads {
+    batches: SyncSender<Vec<Completed>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+/// Once every batch is handed out: waits for the scoring threads, scores
+/// the sessions still waiting, finishes the judge queue and the sink.
+fn stop(
+    workers: Vec<JoinHandle<()>>,
+    scorer: Arc<BatchScorer>,
+    outputs: Arc<Outputs>,
+    judging: Option<Arc<JudgeQueue>>,
+) -> Result<ServeSummary, ServeError> {
     for w in workers {
         if w.join().is_err() {
             error!("A scoring thread panicked.");
@@ -386,6 +377,86 @@ pub(crate) fn completion_loop(
     match Arc::try_unwrap(outputs) {
         Ok(outputs) => Ok(outputs.finish()),
         Err(_) => Err(ServeError::Scorer("results still shared".into())),
+    }
+}
+
+/// The completion thread's scheduler: decides what is scored when.
+struct Schedule<'a> {
+    shared: &'a Shared,
+    scorer: &'a Arc<BatchScorer>,
+    outputs: &'a Outputs,
+    judging: Option<&'a JudgeQueue>,
+    status_every: Duration,
+    last_status: Instant,
+    last_snapshot: StatsSnapshot,
+}
+
+impl Schedule<'_> {
+    /// Waits for the next batch of completed traces; meanwhile scores the
+    /// sessions that are due, logs buffer use and retries a failing
+    /// results file. Empty once the buffer is closed and drained.
+    fn next_batch(&mut self) -> Vec<Completed> {
+        let (shared, outputs) = (self.shared, self.outputs);
+        let mut buf = shared.lock();
+        let batch = loop {
+            let now = Instant::now();
+            if buf.is_closed() {
+                shared.set_behind(false);
+                break buf.take_any(MAX_BATCH);
+            }
+            let batch = buf.take_complete(now, MAX_BATCH);
+            if batch.len() < MAX_BATCH {
+                // Nothing more is due: scoring has caught up.
+                shared.set_behind(false);
+            }
+            if !batch.is_empty() {
+                break batch;
+            }
+            let session_due = self.scorer.next_session_due();
+            if session_due.is_some_and(|t| t <= now) {
+                // Sessions hold extracted calls only: scoring them is cheap,
+                // so this thread does it, without the buffer's lock.
+                drop(buf);
+                score_sessions(self.scorer, outputs, self.judging, now, false);
+                buf = shared.lock();
+                continue;
+            }
+            if now >= self.last_status + self.status_every {
+                let snap = shared.stats.snapshot();
+                if snap != self.last_snapshot {
+                    log_status(&buf, &snap);
+                    self.last_snapshot = snap;
+                }
+                self.last_status = now;
+            }
+            if outputs.failing() {
+                // Rows are owed: retry (without the buffer's lock) at
+                // least every RETRY_OUTPUT.
+                drop(buf);
+                outputs.retry();
+                buf = shared.lock();
+            }
+            let wake_at = buf
+                .next_completion()
+                .unwrap_or(now + buf.limits().decision_wait)
+                .min(self.last_status + self.status_every)
+                .min(session_due.unwrap_or(now + self.status_every));
+            let wake_at = if outputs.failing() {
+                wake_at.min(now + RETRY_OUTPUT)
+            } else {
+                wake_at
+            };
+            let timeout = wake_at
+                .saturating_duration_since(now)
+                .max(Duration::from_millis(1));
+            buf = shared
+                .wake
+                .wait_timeout(buf, timeout)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        };
+        shared.stats.set_buffered(&buf.usage());
+        batch
     }
 }
 
