@@ -16,26 +16,26 @@ use crate::report::{Report, Stats, Timeline, ToolStatsBuilder};
 /// traces are in. Fills the report's evaluations, unmatched traces and
 /// cases, and counters.
 pub fn score_traces(traces: &[Trace], pipeline: &Pipeline, report: &mut Report) {
-    let mut scorer = Scorer::new(pipeline, report);
+    let mut scorer = Collector::new(pipeline, report);
     scorer.add(traces, report);
     scorer.finish(report);
 }
 
-/// Scores traces as they are handed out (a batch at a time, as a stream
-/// releases them), keeping only per-trace results. The per-trace work
-/// ([`TraceScorer`]) can run on other threads; the results are folded in
-/// here, in order.
-pub struct Scorer<'a> {
-    per_trace: TraceScorer<'a>,
+/// Collects the results of traces as they are handed out (a batch at a
+/// time, as a stream releases them), keeping only per-trace results. The
+/// per-trace work ([`BatchRun`]) can run on other threads; the results are
+/// folded in here, in order.
+pub struct Collector<'a> {
+    per_trace: BatchRun<'a>,
     hit: Vec<bool>,
     sessions: Sessions,
     tools: ToolStatsBuilder,
 }
 
-/// The per-trace part of a [`Scorer`]: the pipeline and what the report
+/// The per-trace part of a [`Collector`]: the pipeline and what the report
 /// keeps of each trace besides its result, shareable between threads.
 #[derive(Clone, Copy)]
-pub struct TraceScorer<'a> {
+pub struct BatchRun<'a> {
     pipeline: &'a Pipeline,
     threads: usize,
     timelines: bool,
@@ -47,7 +47,7 @@ pub struct Scored(Vec<ScoredTrace>);
 /// A trace's result, its (input, output) tokens and its timeline.
 type ScoredTrace = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
 
-impl TraceScorer<'_> {
+impl BatchRun<'_> {
     /// Runs the pipeline on a batch of traces.
     pub fn score(&self, traces: &[Trace]) -> Scored {
         let (pipeline, timelines) = (self.pipeline, self.timelines);
@@ -67,13 +67,13 @@ impl TraceScorer<'_> {
     }
 }
 
-impl<'a> Scorer<'a> {
+impl<'a> Collector<'a> {
     pub fn new(pipeline: &'a Pipeline, report: &mut Report) -> Self {
         let evaluator = pipeline.evaluator();
         report.metrics = evaluator.labels().to_vec();
         report.has_cases = evaluator.has_cases();
-        Scorer {
-            per_trace: TraceScorer {
+        Collector {
+            per_trace: BatchRun {
                 pipeline,
                 // A judged metric waits on HTTP: traces go in parallel, up
                 // to the judge's concurrency, so a run does not take N x
@@ -87,7 +87,7 @@ impl<'a> Scorer<'a> {
         }
     }
     /// The per-trace work, to run on any thread.
-    pub fn per_trace(&self) -> TraceScorer<'a> {
+    pub fn per_trace(&self) -> BatchRun<'a> {
         self.per_trace
     }
 
@@ -97,7 +97,7 @@ impl<'a> Scorer<'a> {
         self.add_scored(scored, report);
     }
 
-    /// Folds in a batch scored by [`TraceScorer::score`].
+    /// Folds in a batch scored by [`BatchRun::score`].
     pub fn add_scored(&mut self, scored: Scored, report: &mut Report) {
         report.stats.traces += scored.0.len();
         for (result, tokens, timeline) in scored.0 {
@@ -181,7 +181,7 @@ pub fn stream_traces<R: Send>(
         inputs: inputs.len(),
         ..Stats::default()
     };
-    let sizes: Vec<u64> = inputs.iter().map(files::Input::size).collect();
+    let sizes: Vec<u64> = inputs.iter().map(files::TraceInput::size).collect();
     let total_bytes = sizes.iter().sum();
     let (mut done, mut done_bytes) = (0usize, 0u64);
     let mut assembler = Assembler::new();
@@ -307,7 +307,7 @@ pub fn replay(
     options: &ReadOptions,
     progress: impl FnMut(Progress),
 ) -> Report {
-    let mut scorer = Scorer::new(pipeline, &mut report);
+    let mut scorer = Collector::new(pipeline, &mut report);
     let per_trace = scorer.per_trace();
     let (rejected, stats) = stream_traces(
         paths,

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::Value;
-use toolscore::ingest::files::Input;
+use toolscore::ingest::files::TraceInput;
 use toolscore::ingest::stream::{decode_inputs, StreamOptions};
 use toolscore::ingest::{Limits, Position, Rejected, Request};
 
@@ -91,7 +91,7 @@ fn the_records_after_an_oversized_one_are_read() {
         max_line_bytes: cap,
     };
     let (mut requests, mut rejected) = (Vec::<Request>::new(), Vec::<Rejected>::new());
-    let inputs = [Input::File(path.clone())];
+    let inputs = [TraceInput::File(path.clone())];
     let filter = toolscore::ingest::projection::KeepAll;
     decode_inputs(&inputs, &Limits::default(), &filter, &options, |piece| {
         requests.extend(piece.decoded.requests);

@@ -7,24 +7,24 @@ use super::{decode, Decoded, Limits, Position, Rejected};
 
 /// One input to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
+pub enum TraceInput {
     Stdin,
     File(PathBuf),
 }
 
-impl Input {
+impl TraceInput {
     pub fn label(&self) -> String {
         match self {
-            Input::Stdin => "-".to_string(),
-            Input::File(p) => p.display().to_string(),
+            TraceInput::Stdin => "-".to_string(),
+            TraceInput::File(p) => p.display().to_string(),
         }
     }
 
     /// Size on disk, for progress; 0 for stdin or when unknown.
     pub fn size(&self) -> u64 {
         match self {
-            Input::Stdin => 0,
-            Input::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+            TraceInput::Stdin => 0,
+            TraceInput::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
         }
     }
 }
@@ -34,13 +34,13 @@ impl Input {
 /// are read: a FIFO would block the run and a device (`/dev/zero`) never
 /// ends, so anything else is skipped with the reason. A directory reached
 /// again through a symbolic link (a cycle) is walked once.
-pub fn expand(paths: &[PathBuf]) -> (Vec<Input>, Vec<Rejected>) {
+pub fn expand(paths: &[PathBuf]) -> (Vec<TraceInput>, Vec<Rejected>) {
     let mut inputs = Vec::new();
     let mut rejected = Vec::new();
     let mut walked = std::collections::HashSet::new();
     for p in paths {
         if p.as_os_str() == "-" {
-            inputs.push(Input::Stdin);
+            inputs.push(TraceInput::Stdin);
             continue;
         }
         match std::fs::metadata(p) {
@@ -53,7 +53,7 @@ pub fn expand(paths: &[PathBuf]) -> (Vec<Input>, Vec<Rejected>) {
             }
             Ok(m) if m.is_file() => match not_traces(p) {
                 Some(reason) => rejected.push(whole(p, reason)),
-                None => inputs.push(Input::File(p.clone())),
+                None => inputs.push(TraceInput::File(p.clone())),
             },
             Ok(m) => rejected.push(not_regular(p, &m)),
             Err(e) => rejected.push(Rejected {
@@ -98,7 +98,7 @@ fn dir_key(m: &std::fs::Metadata) -> (u64, u64) {
 
 fn walk(
     dir: &Path,
-    inputs: &mut Vec<Input>,
+    inputs: &mut Vec<TraceInput>,
     rejected: &mut Vec<Rejected>,
     walked: &mut std::collections::HashSet<(u64, u64)>,
 ) {
@@ -137,7 +137,7 @@ fn walk(
             if m.is_file() {
                 match not_traces(&p) {
                     Some(reason) => rejected.push(whole(&p, reason)),
-                    None => inputs.push(Input::File(p)),
+                    None => inputs.push(TraceInput::File(p)),
                 }
             } else {
                 rejected.push(not_regular(&p, &m));
@@ -292,14 +292,14 @@ const TRACE_KEYS: [&str; 7] = [
 ];
 
 /// Reads and decodes one input. I/O errors become a rejection.
-pub fn read_input(input: &Input, limits: &Limits) -> Decoded {
+pub fn read_input(input: &TraceInput, limits: &Limits) -> Decoded {
     let label = input.label();
     let bytes = match input {
-        Input::Stdin => {
+        TraceInput::Stdin => {
             let mut buf = Vec::new();
             std::io::stdin().read_to_end(&mut buf).map(|_| buf)
         }
-        Input::File(p) => std::fs::read(p),
+        TraceInput::File(p) => std::fs::read(p),
     };
     match bytes {
         Ok(b) => decode(&b, &label, limits),

@@ -460,12 +460,12 @@ fn concatenated(bytes: &[u8]) -> bool {
 
 /// A document's byte range and first line, or the line and error of a
 /// piece that is not JSON.
-type Piece = Result<(std::ops::Range<usize>, usize), (usize, serde_json::Error)>;
+type DocPiece = Result<(std::ops::Range<usize>, usize), (usize, serde_json::Error)>;
 
 /// Splits concatenated JSON documents with serde_json's stream reader.
 /// After a piece that is not JSON, reading resumes at the next line that starts
 /// with `{`, so one broken document costs only itself.
-fn split_documents(bytes: &[u8]) -> Vec<Piece> {
+fn split_documents(bytes: &[u8]) -> Vec<DocPiece> {
     let mut out = Vec::new();
     let (mut pos, mut line, mut line_at) = (0usize, 1usize, 0usize);
     let mut line_of = |offset: usize| {

@@ -30,7 +30,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, Status};
 
 use super::projection::{holds_json, value_holds_json, AttrsOf, KeepAll, KeyFilter};
-use super::span::{Id, Input, ResourceSpans, ScopeSpans, Span, SpanBuilder};
+use super::span::{Id, NewValue, ResourceSpans, ScopeSpans, Span, SpanBuilder};
 use super::Request;
 
 /// How deep messages may nest (the request itself is level 0): prost's
@@ -750,7 +750,7 @@ impl Dec<'_> {
     fn span_attribute(&self, sb: &mut SpanBuilder, bytes: &[u8], depth: u32) -> R<()> {
         const AT: AttrsOf = AttrsOf::Span;
         let mut key = "";
-        let mut value = Input::Absent;
+        let mut value = NewValue::Absent;
         let mut b = bytes;
         let mut dropped = false;
         let mut key_seen = false;
@@ -770,7 +770,7 @@ impl Dec<'_> {
                             // twice): decode it all again, then decide.
                             let (k, v) = self.span_key_value(bytes, depth)?;
                             let keep = self.filter.keep(AT, k)
-                                || keep_json && matches!(v, Input::Str(t) if holds_json(t));
+                                || keep_json && matches!(v, NewValue::Str(t) if holds_json(t));
                             if keep {
                                 sb.attr(k, v);
                             }
@@ -802,16 +802,16 @@ impl Dec<'_> {
         }
         if !dropped {
             sb.attr(key, value);
-        } else if keep_json && matches!(value, Input::Str(t) if holds_json(t)) {
+        } else if keep_json && matches!(value, NewValue::Str(t) if holds_json(t)) {
             sb.attr(json_key, value);
         }
         Ok(())
     }
 
     /// A whole span attribute, nothing skipped: its (last) key and value.
-    fn span_key_value<'b>(&self, mut b: &'b [u8], depth: u32) -> R<(&'b str, Input<'b>)> {
+    fn span_key_value<'b>(&self, mut b: &'b [u8], depth: u32) -> R<(&'b str, NewValue<'b>)> {
         let mut key = "";
-        let mut value = Input::Absent;
+        let mut value = NewValue::Absent;
         while !b.is_empty() {
             let (tag, wt) = self.key(&mut b)?;
             match tag {
@@ -833,26 +833,26 @@ impl Dec<'_> {
     /// An `AnyValue` merged into `out` as prost merges it (a member
     /// replaces the one before, an array or list merges into one of its
     /// kind), strings borrowed from the body.
-    fn any_input<'b>(&self, out: &mut Input<'b>, mut b: &'b [u8], depth: u32) -> R<()> {
-        if matches!(out, Input::Absent) {
-            *out = Input::Empty;
+    fn any_input<'b>(&self, out: &mut NewValue<'b>, mut b: &'b [u8], depth: u32) -> R<()> {
+        if matches!(out, NewValue::Absent) {
+            *out = NewValue::Empty;
         }
         while !b.is_empty() {
             let (tag, wt) = self.key(&mut b)?;
             match tag {
-                1 => *out = Input::Str(self.str(wt, &mut b)?),
-                2 => *out = Input::Bool(self.uvarint(wt, &mut b)? != 0),
-                3 => *out = Input::Int(self.uvarint(wt, &mut b)? as i64),
-                4 => *out = Input::Double(f64::from_bits(self.fixed64(wt, &mut b)?)),
+                1 => *out = NewValue::Str(self.str(wt, &mut b)?),
+                2 => *out = NewValue::Bool(self.uvarint(wt, &mut b)? != 0),
+                3 => *out = NewValue::Int(self.uvarint(wt, &mut b)? as i64),
+                4 => *out = NewValue::Double(f64::from_bits(self.fixed64(wt, &mut b)?)),
                 5..=8 => {
                     // Rare kinds: decoded into prost's value, merged into
                     // what came before as prost would.
-                    let mut v = match std::mem::replace(out, Input::Empty) {
-                        Input::Nested(v) => v,
+                    let mut v = match std::mem::replace(out, NewValue::Empty) {
+                        NewValue::Nested(v) => v,
                         _ => AnyValue::default(),
                     };
                     self.any_value_field(&mut v, tag, wt, &mut b, depth)?;
-                    *out = Input::Nested(v);
+                    *out = NewValue::Nested(v);
                 }
                 _ => self.skip(wt, tag, &mut b, depth)?,
             }

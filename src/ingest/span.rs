@@ -187,7 +187,7 @@ const _: () = assert!(std::mem::size_of::<Attr>() == 24);
 
 /// An attribute value handed to a [`SpanBuilder`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Input<'a> {
+pub enum NewValue<'a> {
     /// No value field (prost: `value: None`).
     Absent,
     Empty,
@@ -199,19 +199,19 @@ pub enum Input<'a> {
     Nested(AnyValue),
 }
 
-impl<'a> Input<'a> {
+impl<'a> NewValue<'a> {
     /// A prost value, borrowed where it can be.
-    pub fn of(v: Option<&'a AnyValue>) -> Input<'a> {
+    pub fn of(v: Option<&'a AnyValue>) -> NewValue<'a> {
         let Some(v) = v else {
-            return Input::Absent;
+            return NewValue::Absent;
         };
         match &v.value {
-            None => Input::Empty,
-            Some(any_value::Value::StringValue(s)) => Input::Str(s),
-            Some(any_value::Value::BoolValue(b)) => Input::Bool(*b),
-            Some(any_value::Value::IntValue(i)) => Input::Int(*i),
-            Some(any_value::Value::DoubleValue(d)) => Input::Double(*d),
-            Some(_) => Input::Nested(v.clone()),
+            None => NewValue::Empty,
+            Some(any_value::Value::StringValue(s)) => NewValue::Str(s),
+            Some(any_value::Value::BoolValue(b)) => NewValue::Bool(*b),
+            Some(any_value::Value::IntValue(i)) => NewValue::Int(*i),
+            Some(any_value::Value::DoubleValue(d)) => NewValue::Double(*d),
+            Some(_) => NewValue::Nested(v.clone()),
         }
     }
 }
@@ -373,7 +373,7 @@ impl From<proto::Span> for Span {
         let mut b = SpanBuilder::default();
         b.name(&s.name);
         for kv in &s.attributes {
-            b.attr(&kv.key, Input::of(kv.value.as_ref()));
+            b.attr(&kv.key, NewValue::of(kv.value.as_ref()));
         }
         let mut out = Span {
             trace_id: Id::new(&s.trace_id),
@@ -500,21 +500,21 @@ impl SpanBuilder {
     }
 
     /// Appends one attribute.
-    pub fn attr(&mut self, key: &str, value: Input<'_>) {
+    pub fn attr(&mut self, key: &str, value: NewValue<'_>) {
         let value = match value {
-            Input::Absent => Stored::Absent,
-            Input::Empty => Stored::Empty,
-            Input::Str(s) => match push_text(&mut self.values, self.keys.len() + key.len(), s) {
+            NewValue::Absent => Stored::Absent,
+            NewValue::Empty => Stored::Empty,
+            NewValue::Str(s) => match push_text(&mut self.values, self.keys.len() + key.len(), s) {
                 Some(r) => Stored::Str(r),
                 None => {
                     self.overflow += 1;
                     return;
                 }
             },
-            Input::Bool(b) => Stored::Bool(b),
-            Input::Int(i) => Stored::Int(i),
-            Input::Double(d) => Stored::Double(d),
-            Input::Nested(v) => Stored::Nested(Box::new(v)),
+            NewValue::Bool(b) => Stored::Bool(b),
+            NewValue::Int(i) => Stored::Int(i),
+            NewValue::Double(d) => Stored::Double(d),
+            NewValue::Nested(v) => Stored::Nested(Box::new(v)),
         };
         let Some(key) = push_text(&mut self.keys, self.values.len(), key) else {
             if let Stored::Str(r) = value {
@@ -718,7 +718,7 @@ mod tests {
         let mut b = SpanBuilder::default();
         b.name("first");
         for kv in &p.attributes {
-            b.attr(&kv.key, Input::of(kv.value.as_ref()));
+            b.attr(&kv.key, NewValue::of(kv.value.as_ref()));
         }
         b.name(&p.name);
         let mut other = Span::from(proto::Span {

@@ -13,7 +13,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::files::Input;
+use super::files::TraceInput;
 use super::projection::KeyFilter;
 use super::{decode_lines, decode_records_chunk, decode_with, Decoded, Limits, Position};
 
@@ -44,7 +44,7 @@ impl Default for StreamOptions {
 
 /// One decoded chunk, handed out in input order.
 #[derive(Debug)]
-pub struct Piece {
+pub struct DecodedPiece {
     /// Index of the input it came from.
     pub input: usize,
     pub decoded: Decoded,
@@ -87,11 +87,11 @@ struct Job {
 /// waiting for their turn) are bounded, so a slow chunk cannot make the
 /// others pile up. A panic while decoding is raised here.
 pub fn decode_inputs(
-    inputs: &[Input],
+    inputs: &[TraceInput],
     limits: &Limits,
     filter: &(dyn KeyFilter + Sync),
     options: &StreamOptions,
-    each: impl FnMut(Piece),
+    each: impl FnMut(DecodedPiece),
 ) {
     crate::parallel::ordered_map_ahead(
         options.threads,
@@ -108,10 +108,10 @@ const PANIC_ON: &str = "panic-in-decoder.jsonl";
 
 fn decode_job(
     job: Job,
-    inputs: &[Input],
+    inputs: &[TraceInput],
     limits: &Limits,
     filter: &(dyn KeyFilter + Sync),
-) -> Piece {
+) -> DecodedPiece {
     let source = inputs[job.input].label();
     #[cfg(test)]
     assert!(
@@ -132,7 +132,7 @@ fn decode_job(
         Work::Whole(bytes) => decoded = decode_with(&bytes, &source, limits, filter),
         Work::Reject(position, reason) => decoded.reject(&source, position, reason),
     }
-    Piece {
+    DecodedPiece {
         input: job.input,
         decoded,
         position: job.position,
@@ -165,7 +165,7 @@ impl Cutter<'_> {
 }
 
 fn read_all(
-    inputs: &[Input],
+    inputs: &[TraceInput],
     limits: &Limits,
     options: &StreamOptions,
     submit: &mut dyn FnMut(Job) -> bool,
@@ -217,10 +217,10 @@ type Reader = Box<dyn BufRead + Send>;
 
 /// Opens an input, inflating gzip as it is read (by magic), with the
 /// inflated size capped so a gzip bomb costs work up to the cap, not memory.
-fn open(input: &Input, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Reader, Stop> {
+fn open(input: &TraceInput, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Reader, Stop> {
     let raw: Box<dyn Read + Send> = match input {
-        Input::Stdin => Box::new(io::stdin()),
-        Input::File(p) => Box::new(File::open(p).map_err(|e| Stop::Io(0, e))?),
+        TraceInput::Stdin => Box::new(io::stdin()),
+        TraceInput::File(p) => Box::new(File::open(p).map_err(|e| Stop::Io(0, e))?),
     };
     let counted = Counted {
         inner: raw,
@@ -230,7 +230,7 @@ fn open(input: &Input, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Reader,
     let head = reader.fill_buf().map_err(|e| Stop::Io(0, e))?;
     if super::is_gzip(head) {
         let inflate = flate2::bufread::MultiGzDecoder::new(reader);
-        let capped = Capped {
+        let capped = CappedReader {
             inner: inflate,
             left: limits.max_inflated_bytes,
             cap: limits.max_inflated_bytes,
@@ -256,13 +256,13 @@ impl Read for Counted {
 }
 
 /// Fails once more than `cap` bytes have been read.
-struct Capped<R> {
+struct CappedReader<R> {
     inner: R,
     left: u64,
     cap: u64,
 }
 
-impl<R: Read> Read for Capped<R> {
+impl<R: Read> Read for CappedReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self
             .inner
@@ -670,7 +670,7 @@ mod tests {
             max_line_bytes: 1 << 20,
         };
         let (mut reqs, mut rejected, mut last_pos) = (Vec::new(), Vec::new(), 0);
-        let inputs = [Input::File(path.to_path_buf())];
+        let inputs = [TraceInput::File(path.to_path_buf())];
         decode_inputs(&inputs, &limits, &KeepAll, &options, |p| {
             assert!(p.position >= last_pos);
             last_pos = p.position;

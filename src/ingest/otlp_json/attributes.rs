@@ -14,7 +14,7 @@ use super::document::{list_seed, Nullable};
 use super::ids::base64;
 use super::scalars::{clip, str_field, to_f64, to_i64, Key, Scalar};
 use crate::ingest::projection::{holds_json, AttrsOf, KeyFilter};
-use crate::ingest::span::{Input, SpanBuilder};
+use crate::ingest::span::{NewValue, SpanBuilder};
 
 /// A list of KeyValue. `filter`: which keys to keep (`None` inside a
 /// kvlistValue, whose keys are data, not attribute names).
@@ -92,13 +92,13 @@ impl<'de> Visitor<'de> for SpanAttrs<'_, '_> {
             if let Some((key, value)) = kv {
                 let sb = &mut *self.sb;
                 match value {
-                    None => sb.attr(&key, Input::Absent),
-                    Some(AnyIn::Empty) => sb.attr(&key, Input::Empty),
-                    Some(AnyIn::Str(s)) => sb.attr(&key, Input::Str(&s)),
-                    Some(AnyIn::Bool(b)) => sb.attr(&key, Input::Bool(b)),
-                    Some(AnyIn::Int(i)) => sb.attr(&key, Input::Int(i)),
-                    Some(AnyIn::Double(d)) => sb.attr(&key, Input::Double(d)),
-                    Some(AnyIn::Nested(v)) => sb.attr(&key, Input::Nested(v)),
+                    None => sb.attr(&key, NewValue::Absent),
+                    Some(AnyIn::Empty) => sb.attr(&key, NewValue::Empty),
+                    Some(AnyIn::Str(s)) => sb.attr(&key, NewValue::Str(&s)),
+                    Some(AnyIn::Bool(b)) => sb.attr(&key, NewValue::Bool(b)),
+                    Some(AnyIn::Int(i)) => sb.attr(&key, NewValue::Int(i)),
+                    Some(AnyIn::Double(d)) => sb.attr(&key, NewValue::Double(d)),
+                    Some(AnyIn::Nested(v)) => sb.attr(&key, NewValue::Nested(v)),
                 }
             }
         }
