@@ -397,6 +397,34 @@ fn html_report_in_a_real_browser() {
     cdp.click("#f-failed");
     assert_eq!(rows_of(&cdp.eval(VISIBLE_ROWS)), failing);
 
+    // Failures come first, each with its reason on the row, closed.
+    let order = cdp.eval(
+        "[...document.querySelectorAll('#cases details.case')].map(d => \
+           [d.dataset.pass, (d.querySelector('summary .why') || {}).textContent || ''])",
+    );
+    let order = order.as_array().unwrap();
+    let first_pass = order
+        .iter()
+        .position(|r| r[0] == "1")
+        .unwrap_or(order.len());
+    assert!(first_pass > 0, "{order:?}");
+    assert!(
+        order[first_pass..].iter().all(|r| r[0] == "1"),
+        "failures first: {order:?}"
+    );
+    for r in &order[..first_pass] {
+        assert!(!r[1].as_str().unwrap().is_empty(), "reason shown: {r:?}");
+    }
+    // A tool never called: a dash in the tool table's latency columns.
+    let never = cdp.eval(
+        "[...document.querySelectorAll('#tools tbody tr')].filter(tr => \
+           tr.children[1].dataset.v === '0').map(tr => tr.children[7].textContent)",
+    );
+    assert!(
+        never.as_array().unwrap().iter().all(|t| t == "-"),
+        "{never}"
+    );
+
     // Open the first failing case that has calls: its comparison and timeline.
     cdp.click("#cases details.case.fail:not([hidden]) > summary");
     cdp.wait_for("!!document.querySelector('#cases details.case[open] .body')");
@@ -407,6 +435,13 @@ fn html_report_in_a_real_browser() {
                    b.querySelectorAll('svg.timeline rect').length]; })()",
     );
     assert!(drawn[0].as_u64().unwrap() > 0, "calls compared: {drawn}");
+    let request = cdp.eval(
+        "(document.querySelector('#cases details.case[open] .body .request') || {}).textContent || ''",
+    );
+    assert!(
+        !request.as_str().unwrap().is_empty(),
+        "the trace's request is shown"
+    );
     assert!(
         drawn[1].as_u64().unwrap() > 0,
         "tool calls on the timeline: {drawn}"
@@ -656,4 +691,37 @@ fn html_timeline_is_bounded() {
     // Nested under the first span, tool calls marked.
     assert_eq!(tl["spans"][1][3], 1);
     assert_eq!(tl["spans"][1][4], "t");
+}
+
+#[test]
+fn html_report_shows_the_baseline_comparison() {
+    let dir = TempDir::new("html-baseline");
+    let base = dir.path().join("base.jsonl");
+    let page = dir.path().join("page.html");
+    let args = [
+        "replay",
+        "sample-traces",
+        "--expected",
+        "sample-traces/expected.jsonl",
+        "-q",
+    ];
+    let mut first = args.to_vec();
+    first.extend(["-f", "jsonl", "-o", base.to_str().unwrap()]);
+    assert_eq!(toolscore(&first).status.code(), Some(1));
+    let mut second = args.to_vec();
+    second.extend([
+        "-f",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(toolscore(&second).status.code(), Some(1));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<p class=\"summary baseline\">baseline: 0 improved, 0 regressed"),
+        "the comparison's summary is on the page"
+    );
+    assert!(html.contains("\"baseline\":[\"unchanged\""), "per case");
 }

@@ -505,9 +505,14 @@ fn tools_table(report: &Report) -> String {
             let class = if bad && n > 0 { " class=\"bad\"" } else { "" };
             format!("<td data-v=\"{n}\"{class}>{n}</td>")
         };
+        // A tool never called has no latency: a dash, sorted first.
+        let ms = |v: f64| match c.called {
+            0 => "<td data-v=\"-1\">-</td>".to_string(),
+            _ => format!("<td data-v=\"{v}\">{v:.1}</td>"),
+        };
         let _ = write!(
             out,
-            "<tr><td data-v=\"{0}\" class=\"name\">{0}</td>{1}{2}{3}{4}{5}{6}<td data-v=\"{p50}\">{p50:.1}</td><td data-v=\"{p95}\">{p95:.1}</td></tr>",
+            "<tr><td data-v=\"{0}\" class=\"name\">{0}</td>{1}{2}{3}{4}{5}{6}{7}{8}</tr>",
             esc(name),
             num(c.called, false),
             num(c.expected, false),
@@ -515,6 +520,8 @@ fn tools_table(report: &Report) -> String {
             num(c.unexpected, true),
             num(c.wrong_args, true),
             num(errors, true),
+            ms(p50),
+            ms(p95),
         );
     }
     out.push_str("</tbody></table>");
