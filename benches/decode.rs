@@ -138,7 +138,11 @@ fn bench(c: &mut Criterion) {
         j / o
     );
     let mut group = c.benchmark_group("decode_protobuf");
-    group.throughput(Throughput::Elements(spans as u64));
+    // Spans/s and bytes/s of protobuf read.
+    group.throughput(Throughput::ElementsAndBytes {
+        elements: spans as u64,
+        bytes: bytes as u64,
+    });
     group.bench_function("prost", |b| {
         b.iter(|| bodies.iter().map(|x| prost(x)).sum::<usize>())
     });

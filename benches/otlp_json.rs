@@ -122,7 +122,13 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("otlp_json");
     g.sample_size(10);
-    g.throughput(Throughput::Elements(spans as u64));
+    let json_bytes = lines.iter().map(|l| l.len() + 1).sum::<usize>() as u64;
+    let go_bytes = go_lines.iter().map(|l| l.len() + 1).sum::<usize>() as u64;
+    let per_line = |bytes| Throughput::ElementsAndBytes {
+        elements: spans as u64,
+        bytes,
+    };
+    g.throughput(per_line(json_bytes));
     g.bench_function("serde_derive", |b| {
         b.iter(|| {
             lines
@@ -142,6 +148,7 @@ fn bench(c: &mut Criterion) {
                 .sum::<usize>()
         })
     });
+    g.throughput(per_line(go_bytes));
     g.bench_function("tolerant_protojson_input", |b| {
         b.iter(|| {
             go_lines
@@ -150,6 +157,7 @@ fn bench(c: &mut Criterion) {
                 .sum::<usize>()
         })
     });
+    g.throughput(per_line(json_bytes));
     g.bench_function("ingest_decode_file", |b| {
         b.iter(|| {
             let d = ingest::decode(&file, "bench.jsonl", &Limits::default());

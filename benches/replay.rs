@@ -61,14 +61,21 @@ fn bench(c: &mut Criterion) {
         json.iter().map(Vec::len).sum::<usize>()
     );
 
+    let json_bytes = json.iter().map(Vec::len).sum::<usize>() as u64;
+    let of = |bytes: u64| Throughput::ElementsAndBytes {
+        elements: generated.spans as u64,
+        bytes,
+    };
     let mut group = c.benchmark_group("replay");
-    group.throughput(Throughput::Elements(generated.spans as u64));
+    group.throughput(of(pb_bytes as u64));
     group.bench_function("protobuf_spans", |b| {
         b.iter(|| std::hint::black_box(end_to_end(&pb, &extractor, &metric)))
     });
+    group.throughput(of(json_bytes));
     group.bench_function("json_spans", |b| {
         b.iter(|| std::hint::black_box(end_to_end(&json, &extractor, &metric)))
     });
+    group.throughput(of(pb_bytes as u64));
     group.bench_function("protobuf_spans_jsonl_report", |b| {
         b.iter(|| std::hint::black_box(end_to_end(&pb, &with_results, &metric)))
     });
@@ -78,7 +85,7 @@ fn bench(c: &mut Criterion) {
     // same payload: the tool scan must stay a small fraction of decoding.
     let (traces, _) = replay::traces_from_bodies(pb.iter().map(Vec::as_slice), &Limits::default());
     let mut stages = c.benchmark_group("stages");
-    stages.throughput(Throughput::Elements(generated.spans as u64));
+    stages.throughput(of(pb_bytes as u64));
     stages.bench_function("decode_assemble_protobuf", |b| {
         b.iter(|| {
             std::hint::black_box(

@@ -164,8 +164,12 @@ fn bench(c: &mut Criterion) {
     let bytes = std::fs::read(&json).expect("read");
 
     let mut g = c.benchmark_group("scale");
-    g.sample_size(10)
-        .throughput(Throughput::Elements(spans as u64));
+    let file_bytes = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let of = |bytes: u64| Throughput::ElementsAndBytes {
+        elements: spans as u64,
+        bytes,
+    };
+    g.sample_size(10).throughput(of(file_bytes(&json)));
     let mut peak = [0u64; 2];
     g.bench_function("inspect_jsonl", |b| {
         b.iter_custom(|n| {
@@ -178,6 +182,7 @@ fn bench(c: &mut Criterion) {
                 .sum()
         })
     });
+    g.throughput(of(file_bytes(&pb)));
     g.bench_function("inspect_protobuf_records", |b| {
         b.iter_custom(|n| {
             (0..n)
@@ -189,6 +194,7 @@ fn bench(c: &mut Criterion) {
                 .sum()
         })
     });
+    g.throughput(of(file_bytes(&json)));
     g.bench_function("floor_serde_json_1_thread", |b| b.iter(|| floor(&bytes, 1)));
     g.bench_function("floor_serde_json_2_threads", |b| {
         b.iter(|| floor(&bytes, 2))

@@ -1177,7 +1177,12 @@ fn bench(c: &mut Criterion) {
     let mut b = start(DECISION_WAIT);
     sustained(&mut b);
     let mut group = c.benchmark_group("serve");
-    group.throughput(Throughput::Elements(b.spans_per_round as u64));
+    // Protobuf bytes of one round: the requests as sent.
+    let round_bytes: usize = b.base.iter().map(|r| r.encoded_len()).sum();
+    group.throughput(Throughput::ElementsAndBytes {
+        elements: b.spans_per_round as u64,
+        bytes: round_bytes as u64,
+    });
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(10));
     group.bench_function("grpc_ingest_scored_spans", |bch| {
