@@ -16,6 +16,7 @@ mod junit;
 mod presets;
 mod progress;
 mod properties;
+mod reports;
 mod scale;
 mod security;
 mod serve;
