@@ -214,7 +214,7 @@ settings! {
         tls_client_ca_file: PathBuf = none ("TOOLSCORE_TLS_CLIENT_CA_FILE", path, "FILE"),
             "CA certificates (PEM): the OTLP receivers then require a client certificate signed by one of them (mutual TLS); the admin port does not, so probes can reach it.";
         auth_token_file: PathBuf = none ("TOOLSCORE_AUTH_TOKEN_FILE", path, "FILE"),
-            "File holding a bearer token (surrounding whitespace trimmed): OTLP exports, the results API and /metrics then need `Authorization: Bearer <token>`; /healthz and /readyz stay open for probes.";
+            "File holding a bearer token (a leading UTF-8 byte order mark and surrounding whitespace are stripped): OTLP exports, the results API and /metrics then need `Authorization: Bearer <token>`; /healthz and /readyz stay open for probes.";
     }
 }
 
