@@ -196,7 +196,7 @@ settings! {
     }
     options {
         output: PathBuf = none ("TOOLSCORE_OUTPUT", path, "FILE", 'o'),
-            "Append JSONL results to this file (flushed after every batch).";
+            "Append JSONL results to this file (flushed after every batch; SIGHUP reopens it, for log rotation).";
         html: PathBuf = none ("TOOLSCORE_HTML", path, "FILE"),
             "At shutdown, write the run's HTML report (as `replay --format html`) to this file: the latest result of each trace and case, at most 10000.";
         expected: PathBuf = none ("TOOLSCORE_EXPECTED", path, "FILE", 'e'),
