@@ -252,8 +252,9 @@ fn xml_text(xml: &str) -> String {
 }
 
 /// Issue 28, item 7: names, case ids, arguments and file names with
-/// characters XML 1.0 forbids still make a well-formed report (they are
-/// replaced with U+FFFD), in `replay -f junit` and `diff -f junit`.
+/// characters XML 1.0 forbids still make a well-formed report (U+FFFE and
+/// U+FFFF replaced with U+FFFD, controls dropped or shown as `?`), in
+/// `replay -f junit` and `diff -f junit`.
 #[test]
 fn junit_is_well_formed_xml_whatever_names_hold() {
     let dir = TempDir::new("junit-chars");
@@ -304,13 +305,15 @@ fn junit_is_well_formed_xml_whatever_names_hold() {
     assert_eq!(out.status.code(), Some(2), "rejected input: exit 2");
     let xml = String::from_utf8(out.stdout).unwrap();
     let all = xml_text(&xml);
-    // The text is still there, each forbidden character replaced.
-    assert!(all.contains("get_weather\u{fffd}x"), "{xml}");
-    assert!(all.contains("case\u{fffd}x"), "{xml}");
-    // Arguments are quoted as JSON, which escapes the controls.
+    // The text is still there: U+FFFE and U+FFFF replaced, the controls
+    // dropped (quoted arguments are JSON, whose escapes stay).
+    for name in ["get_weather", "case", "nothing", "bad"] {
+        let kept = format!("{name}x");
+        assert!(all.contains(&kept), "{kept} in {xml}");
+    }
+    assert!(all.contains("x\u{fffd}x\u{fffd}x ("), "{xml}");
     assert!(all.contains("London\\u0001x"), "{xml}");
     assert!(all.contains("\\u001fx\u{fffd}x\u{fffd}x"), "{xml}");
-    assert!(all.contains("bad\u{fffd}x"), "{xml}");
 
     // `diff -f junit`, from reports whose case ids and targets hold them.
     let report = |score: f64| {
@@ -337,8 +340,8 @@ fn junit_is_well_formed_xml_whatever_names_hold() {
     assert_eq!(out.status.code(), Some(1), "a regression: exit 1");
     let xml = String::from_utf8(out.stdout).unwrap();
     let all = xml_text(&xml);
-    assert!(all.contains("c1\u{fffd}x"), "{xml}");
-    assert!(all.contains("t1\u{fffd}x"), "{xml}");
+    assert!(all.contains("c1?x?x?x?x\u{fffd}x\u{fffd}x"), "{xml}");
+    assert!(all.contains("t1?x?x?x?x\u{fffd}x\u{fffd}x"), "{xml}");
 }
 
 /// What must never reach a terminal from a trace: ESC (and with it CSI),

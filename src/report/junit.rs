@@ -18,29 +18,21 @@ fn score_text(r: &MetricResult) -> String {
         .map_or_else(|| "error".to_string(), |s| format!("{s:.3}"))
 }
 
-/// Whether XML 1.0 allows `c` in a document, escaped or not: all but the
-/// C0 controls other than tab, LF and CR, and U+FFFE, U+FFFF (surrogates,
-/// the other exclusion, cannot be in a Rust string).
-fn xml_char(c: char) -> bool {
-    !matches!(c, '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
-}
-
-/// `s` with each character XML 1.0 forbids replaced with U+FFFD: one
-/// such character in a name from a trace would make the whole report
-/// not well-formed, and CI systems reject it.
+/// `s` without U+FFFE and U+FFFF, which XML 1.0 forbids even escaped
+/// (one in a name from a trace makes the whole report not well-formed, and
+/// CI systems reject it): each is replaced with U+FFFD. The other
+/// characters it forbids are the C0 controls but tab, LF and CR (no
+/// surrogate can be in a Rust string): quick-junit drops those itself.
 fn xml_text(s: &str) -> Cow<'_, str> {
-    if s.chars().all(xml_char) {
+    if !s.contains(['\u{fffe}', '\u{ffff}']) {
         return Cow::Borrowed(s);
     }
-    Cow::Owned(
-        s.chars()
-            .map(|c| if xml_char(c) { c } else { '\u{fffd}' })
-            .collect(),
-    )
+    Cow::Owned(s.replace(['\u{fffe}', '\u{ffff}'], "\u{fffd}"))
 }
 
 /// Text for XML made by hand (the baseline comparison): escaped, and the
-/// characters XML 1.0 forbids even escaped replaced ([`xml_text`]).
+/// characters XML 1.0 forbids even escaped replaced: the C0 controls with
+/// `?`, U+FFFE and U+FFFF with U+FFFD ([`xml_text`]).
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in xml_text(s).chars() {
@@ -50,6 +42,7 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
             c => out.push(c),
         }
     }
