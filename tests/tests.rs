@@ -17,6 +17,7 @@ mod presets;
 mod progress;
 mod properties;
 mod records;
+mod reports;
 mod scale;
 mod security;
 mod serve;

@@ -7,8 +7,27 @@
 //! them into a `Value` and writing it back was most of the cost of a row.
 
 /// Nesting beyond this is left to `serde_json::Value` (whose parser stops
-/// at 128 levels): the caller parses such text the usual way.
+/// at 128 levels): the caller parses such text the usual way. Also the
+/// most a call's arguments or result may nest to be written as JSON: a
+/// report row adds 3 levels, and serde_json reads no more than 128.
 const MAX_DEPTH: usize = 100;
+
+/// Whether `v`, parsed from `text`, nests deeper than [`MAX_DEPTH`]: kept
+/// as text instead, so that every row stays readable by serde_json. The
+/// text's brackets are counted first: most values have too few to nest
+/// that deep, and need no walk.
+pub(crate) fn too_deep(text: &str, v: &serde_json::Value) -> bool {
+    fn deeper(v: &serde_json::Value, levels: usize) -> bool {
+        use serde_json::Value::{Array, Object};
+        match v {
+            Array(_) | Object(_) if levels == 0 => true,
+            Array(a) => a.iter().any(|v| deeper(v, levels - 1)),
+            Object(o) => o.values().any(|v| deeper(v, levels - 1)),
+            _ => false,
+        }
+    }
+    memchr::memchr2_iter(b'[', b'{', text.as_bytes()).count() > MAX_DEPTH && deeper(v, MAX_DEPTH)
+}
 
 /// `text` as `serde_json::to_string(&serde_json::from_str::<Value>(text)?)`
 /// would write it, or `None` when that is not certain (invalid JSON, deep
@@ -568,12 +587,13 @@ fn serde_json_u_escape(hex: &[u8]) -> bool {
 }
 
 /// Whether `text` is certainly one JSON value (with whitespace around it
-/// or not) that serde_json takes as a `RawValue`: its grammar, as serde_json
-/// checks it when it skips a value (any escape `\u` with four hex digits,
-/// numbers by their digits alone). `false` means "not sure": serde_json then
-/// decides (text that is not JSON, nesting past 100 levels). One pass,
-/// strings scanned 8 bytes at a time: a call's result is checked, not
-/// parsed, and serde_json's check cost three times as much.
+/// or not) that serde_json reads into a `Value`, so that a report holding
+/// it as it is parses again: its grammar, `\u` escapes of surrogates only
+/// in pairs, numbers within f64's range, and nesting to 100 levels (a
+/// row adds 3, and serde_json reads 128). `false` otherwise: the caller
+/// writes such text as a string. One pass, strings scanned 8 bytes at a
+/// time: a call's result is checked, not parsed, and serde_json's check
+/// cost three times as much.
 pub(crate) fn is_json(text: &str) -> bool {
     let mut v = Validator {
         b: text.as_bytes(),
@@ -589,6 +609,28 @@ pub(crate) fn is_json(text: &str) -> bool {
 struct Validator<'a> {
     b: &'a [u8],
     at: usize,
+}
+
+/// The length of the `\\u` escape at `b[i]` (6, or 12 for a surrogate
+/// pair); `None` if its digits are not hex or a surrogate is alone, which
+/// serde_json refuses in a string.
+fn unicode_escape(b: &[u8], i: usize) -> Option<usize> {
+    let hex = |at: usize| {
+        b.get(at..at + 4)?.iter().try_fold(0u32, |n, &d| {
+            let d = char::from(d).to_digit(16)?;
+            Some(n << 4 | d)
+        })
+    };
+    match hex(i + 2)? {
+        0xd800..=0xdbff => {
+            let low = (b.get(i + 6..i + 8) == Some(&b"\\u"[..]))
+                .then(|| hex(i + 8))
+                .flatten()?;
+            (0xdc00..=0xdfff).contains(&low).then_some(12)
+        }
+        0xdc00..=0xdfff => None,
+        _ => Some(6),
+    }
 }
 
 impl Validator<'_> {
@@ -610,10 +652,6 @@ impl Validator<'_> {
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
-            b'-' => {
-                self.at += 1;
-                self.number()
-            }
             _ => self.number(),
         }
     }
@@ -632,35 +670,53 @@ impl Validator<'_> {
         self.at - from
     }
 
-    /// A number after its sign: `0` or digits without a leading zero, then
-    /// a fraction and an exponent, each with at least one digit.
+    /// A number: a sign, `0` or digits without a leading zero, then a
+    /// fraction and an exponent, each with at least one digit. One that may
+    /// be past 10^300 (by its integer digits and exponent) is left to
+    /// serde_json's own parser, which refuses what does not fit an f64.
     fn number(&mut self) -> Option<()> {
-        match self.peek()? {
+        let start = self.at;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        let int_digits = match self.peek()? {
             b'0' => {
                 self.at += 1;
                 if matches!(self.peek(), Some(b'0'..=b'9')) {
                     return None;
                 }
+                1
             }
-            b'1'..=b'9' => {
-                self.digits();
-            }
+            b'1'..=b'9' => self.digits(),
             _ => return None,
-        }
+        };
         if self.peek() == Some(b'.') {
             self.at += 1;
             if self.digits() == 0 {
                 return None;
             }
         }
+        let mut exponent: i64 = 0;
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.at += 1;
+            let negative = self.peek() == Some(b'-');
             if matches!(self.peek(), Some(b'+' | b'-')) {
                 self.at += 1;
             }
+            let from = self.at;
             if self.digits() == 0 {
                 return None;
             }
+            // Capped: only whether it passes ~300 matters.
+            exponent = self.b[from..self.at]
+                .iter()
+                .fold(0i64, |e, d| (e * 10 + i64::from(d - b'0')).min(1 << 20));
+            if negative {
+                exponent = -exponent;
+            }
+        }
+        if int_digits as i64 + exponent > 300 {
+            serde_json::from_slice::<serde_json::Number>(&self.b[start..self.at]).ok()?;
         }
         Some(())
     }
@@ -675,7 +731,7 @@ impl Validator<'_> {
                 b'"' => break,
                 b'\\' => match b.get(i + 1)? {
                     b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                    b'u' if b.get(i + 2..i + 6)?.iter().all(u8::is_ascii_hexdigit) => i += 6,
+                    b'u' => i += unicode_escape(b, i)?,
                     _ => return None,
                 },
                 c if c < 0x20 => return None,
@@ -921,6 +977,22 @@ mod tests {
         assert_eq!(canonical(&deep), None);
     }
 
+    /// As deep as `is_json` takes, and no deeper, whatever the brackets.
+    #[test]
+    fn too_deep_is_past_100_levels() {
+        let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        for (text, deep) in [
+            (nest(100), false),
+            (nest(101), true),
+            (format!("[{}]", vec!["{}"; 500].join(",")), false),
+            (format!("{{\"a\":{}}}", nest(100)), true),
+        ] {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(too_deep(&text, &v), deep, "{text}");
+            assert_eq!(is_json(&text), !deep, "{text}");
+        }
+    }
+
     #[test]
     fn flat_objects_take_the_quick_way() {
         for text in [
@@ -953,12 +1025,12 @@ mod tests {
         }
     }
 
-    fn raw_value_takes(text: &str) -> bool {
-        serde_json::value::RawValue::from_string(text.to_string()).is_ok()
+    fn value_takes(text: &str) -> bool {
+        via_value(text).is_some()
     }
 
-    /// `is_json` says yes only where serde_json takes the text as a
-    /// `RawValue`, and says yes to every valid spelling the generator makes.
+    /// `is_json` says yes only where serde_json reads the text into a
+    /// `Value`, and says yes to every valid spelling the generator makes.
     #[test]
     fn is_json_agrees_with_serde_json() {
         let mut rng = crate::fake::Rng::new(23);
@@ -967,9 +1039,9 @@ mod tests {
             text.clear();
             random_json(&mut rng, 0, &mut text);
             assert!(is_json(&text), "{text}");
-            assert!(raw_value_takes(&text), "{text}");
+            assert!(value_takes(&text), "{text}");
         }
-        const BYTES: &[u8] = b"{}[]\",:\\ \t\n\x01e.-+0129ntfxuE/";
+        const BYTES: &[u8] = b"{}[]\",:\\ \t\n\x01e.-+0129ntfxuE/d8c";
         let (mut yes, mut no) = (0, 0);
         for _ in 0..40_000 {
             text.clear();
@@ -977,7 +1049,7 @@ mod tests {
             let Some(broken) = broken(&mut rng, &text, BYTES) else {
                 continue;
             };
-            let theirs = raw_value_takes(&broken);
+            let theirs = value_takes(&broken);
             if is_json(&broken) {
                 assert!(theirs, "{broken:?} is not JSON to serde_json");
                 yes += 1;
@@ -1006,19 +1078,36 @@ mod tests {
             "{\"a\" 1}",
             "[1 2]",
             "1 2",
+            // What serde_json's grammar check takes but its parser refuses.
+            "\"\\ud800\"",
+            "\"\\udbff\\u0041\"",
+            "\"\\udc00\"",
+            "\"\\ud800\\n\"",
+            "1e400",
+            "-1e999",
+            "1.8e308",
+            "[1e309]",
+            &format!("1{}", "0".repeat(400)),
+            &format!("0.{}1e500", "0".repeat(150)),
         ] {
             assert!(!is_json(text), "{text:?}");
-            assert!(!raw_value_takes(text), "{text:?}");
+            assert!(!value_takes(text), "{text:?}");
         }
         let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
         assert!(!is_json(&deep));
         for text in [
-            "\"\\ud800\"",
-            "1e400",
             "-0.0e-0",
             " {\"a\":[true,false,null]} ",
+            "\"\\uD83D\\uDE00 \\udbff\\udfff\"",
+            "1e-400",
+            "1e-99999999999999999999999",
+            "0e99999999999",
+            "1.7976931348623157e308",
+            "-1e300",
+            &format!("1{}e-300", "0".repeat(400)),
+            &format!("0.{}1e450", "0".repeat(150)),
         ] {
-            assert!(is_json(text) && raw_value_takes(text), "{text:?}");
+            assert!(is_json(text) && value_takes(text), "{text:?}");
         }
     }
 

@@ -51,7 +51,7 @@ pub struct AgentRef {
 #[derive(Debug, Clone)]
 pub enum CallResult {
     /// JSON text as the span carried it, checked to be one JSON value
-    /// (`canonical::is_json`, or serde_json where that is not sure).
+    /// that serde_json reads back (`canonical::is_json`).
     Json(Box<str>),
     Value(Value),
 }
@@ -854,9 +854,10 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             .filter(|t| memchr::memchr2(b'\n', b'\r', t.as_bytes()).is_none())
             .filter(|t| !unwrap_may_apply(src, t));
         if let Some(text) = text {
-            let json = canonical::is_json(text)
-                || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
-            return Some(if json {
+            // Text serde_json would not read back (a lone surrogate, a
+            // number past f64) goes out as a string, as text that is not
+            // JSON does: every report row stays JSON to any reader.
+            return Some(if canonical::is_json(text) {
                 CallResult::Json(text.into())
             } else {
                 // Not JSON: the text itself, as `parse_json_or_string` does.
@@ -1141,8 +1142,13 @@ fn single_property(schema: &str) -> Option<String> {
         .flatten()
 }
 
+/// JSON text as a value, or the text itself: also when it nests too deep
+/// for a report row to be read back (`canonical::too_deep`).
 pub(crate) fn parse_json_or_string(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    match serde_json::from_str(text) {
+        Ok(v) if !canonical::too_deep(text, &v) => v,
+        _ => Value::String(text.to_string()),
+    }
 }
 
 /// `{"args": [...], "kwargs": {...}}` -> keyword arguments by name, with

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
+use super::printable;
 use crate::assemble::Trace;
 use crate::extract::explain::SpanExplanation;
 use crate::extract::rules::Kind;
@@ -40,7 +41,8 @@ fn verdict(e: &SpanExplanation) -> String {
 }
 
 /// One trace: a line per span, and under a span no rule matched, a line
-/// per near miss.
+/// per near miss. Names and quoted values come from the trace: escaped
+/// for the terminal ([`printable`]).
 pub fn write_explain(
     out: &mut dyn Write,
     trace: &Trace,
@@ -57,17 +59,28 @@ pub fn write_explain(
         rows.len(),
         calls
     )?;
-    let width = rows
+    let names: Vec<String> = rows
         .iter()
-        .map(|e| e.span_name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(48);
-    for e in rows {
-        let name: String = e.span_name.chars().take(48).collect();
-        writeln!(out, "  span {}  {name:width$}  {}", e.span_id, verdict(e))?;
+        .map(|e| printable(&e.span_name).chars().take(48).collect())
+        .collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for (e, name) in rows.iter().zip(&names) {
+        let verdict = verdict(e);
+        writeln!(
+            out,
+            "  span {}  {name:width$}  {}",
+            e.span_id,
+            printable(&verdict)
+        )?;
         for m in &e.near_misses {
-            writeln!(out, "      almost {m}  ({} of {} conditions)", m.held, m.of)?;
+            let miss = m.to_string();
+            writeln!(
+                out,
+                "      almost {}  ({} of {} conditions)",
+                printable(&miss),
+                m.held,
+                m.of
+            )?;
         }
     }
     Ok(())

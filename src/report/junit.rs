@@ -2,6 +2,7 @@
 //! quick-junit. The output keeps to the JUnit schema CI systems validate
 //! against (docs/formats.md, "JUnit XML").
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
@@ -17,18 +18,30 @@ fn score_text(r: &MetricResult) -> String {
         .map_or_else(|| "error".to_string(), |s| format!("{s:.3}"))
 }
 
-/// Text for XML made by hand (the baseline comparison): escaped, and
-/// the control characters XML 1.0 forbids even escaped replaced.
+/// `s` without U+FFFE and U+FFFF, which XML 1.0 forbids even escaped
+/// (one in a name from a trace makes the whole report not well-formed, and
+/// CI systems reject it): each is replaced with U+FFFD. The other
+/// characters it forbids are the C0 controls but tab, LF and CR (no
+/// surrogate can be in a Rust string): quick-junit drops those itself.
+fn xml_text(s: &str) -> Cow<'_, str> {
+    if !s.contains(['\u{fffe}', '\u{ffff}']) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.replace(['\u{fffe}', '\u{ffff}'], "\u{fffd}"))
+}
+
+/// Text for XML made by hand (the baseline comparison): escaped, and the
+/// characters XML 1.0 forbids even escaped replaced: the C0 controls with
+/// `?`, U+FFFE and U+FFFF with U+FFFD ([`xml_text`]).
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
+    for ch in xml_text(s).chars() {
         match ch {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even escaped.
             c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
             c => out.push(c),
         }
@@ -68,9 +81,9 @@ fn scores_text(results: &[MetricResult]) -> String {
 
 fn failure(message: &str, description: Option<String>) -> TestCaseStatus {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-    status.set_message(ellipsize(message, 200));
+    status.set_message(xml_text(&ellipsize(message, 200)));
     if let Some(d) = description {
-        status.set_description(d);
+        status.set_description(xml_text(&d));
     }
     status
 }
@@ -90,20 +103,21 @@ fn suite(report: &Report) -> TestSuite {
             let message = failing.first().cloned().unwrap_or_default();
             failure(&message, Some(failing.join("\n")))
         };
-        let mut case = TestCase::new(format!("{} ({})", e.case_id, e.target_label()), status);
+        let name = format!("{} ({})", e.case_id, e.target_label());
+        let mut case = TestCase::new(xml_text(&name), status);
         case.set_classname(SUITE);
-        case.set_system_out(scores_text(&e.results));
+        case.set_system_out(xml_text(&scores_text(&e.results)));
         suite.add_test_case(case);
     }
     for c in &report.unmatched_cases {
-        let mut case = TestCase::new(c.as_str(), failure("no trace matched this case", None));
+        let mut case = TestCase::new(xml_text(c), failure("no trace matched this case", None));
         case.set_classname(SUITE);
         suite.add_test_case(case);
     }
     for r in &report.rejected {
         let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-        status.set_message(r.to_string());
-        let mut case = TestCase::new(r.source.as_str(), status);
+        status.set_message(xml_text(&r.to_string()));
+        let mut case = TestCase::new(xml_text(&r.source), status);
         case.set_classname("toolscore.input");
         suite.add_test_case(case);
     }

@@ -409,11 +409,11 @@ pub(crate) fn ellipsize(s: &str, max: usize) -> String {
 }
 
 /// Whether `c` must not reach a terminal as is: control characters (escape
-/// sequences, line breaks that would forge table lines) and the Unicode
-/// marks that reorder text on screen.
+/// sequences, line breaks that would forge table lines), the Unicode line
+/// and paragraph separators, and the marks that reorder text on screen.
 fn unprintable(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Text from a trace or a fixture (tool, agent, case names...), made safe
@@ -589,5 +589,6 @@ mod tests {
             "x\\n\\u{1b}[32mFORGED  pass\\u{202e}"
         );
         assert_eq!(ellipsize("a\tb", 10), "a\\tb");
+        assert_eq!(printable("a\u{2028}b\u{2029}"), "a\\u{2028}b\\u{2029}");
     }
 }

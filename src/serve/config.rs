@@ -196,7 +196,7 @@ settings! {
     }
     options {
         output: PathBuf = none ("TOOLSCORE_OUTPUT", path, "FILE", 'o'),
-            "Append JSONL results to this file (flushed after every batch).";
+            "Append JSONL results to this file (flushed after every batch; SIGHUP reopens it, for log rotation).";
         html: PathBuf = none ("TOOLSCORE_HTML", path, "FILE"),
             "At shutdown, write the run's HTML report (as `replay --format html`) to this file: the latest result of each trace and case, at most 10000.";
         expected: PathBuf = none ("TOOLSCORE_EXPECTED", path, "FILE", 'e'),
@@ -214,7 +214,7 @@ settings! {
         tls_client_ca_file: PathBuf = none ("TOOLSCORE_TLS_CLIENT_CA_FILE", path, "FILE"),
             "CA certificates (PEM): the OTLP receivers then require a client certificate signed by one of them (mutual TLS); the admin port does not, so probes can reach it.";
         auth_token_file: PathBuf = none ("TOOLSCORE_AUTH_TOKEN_FILE", path, "FILE"),
-            "File holding a bearer token (surrounding whitespace trimmed): OTLP exports, the results API and /metrics then need `Authorization: Bearer <token>`; /healthz and /readyz stay open for probes.";
+            "File holding a bearer token (a leading UTF-8 byte order mark and surrounding whitespace are stripped): OTLP exports, the results API and /metrics then need `Authorization: Bearer <token>`; /healthz and /readyz stay open for probes.";
     }
 }
 

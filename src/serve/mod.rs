@@ -17,9 +17,10 @@
 //! the tokio runtime; nothing below it is async.
 //!
 //! [`Server::serve`] takes bound listeners and a [`CancellationToken`], so
-//! tests bind `127.0.0.1:0`; [`run`] binds the configured endpoints and
-//! cancels on SIGINT/SIGTERM. Shutdown: stop accepting, finish open
-//! requests, score everything still buffered, flush, return the summary.
+//! tests bind `127.0.0.1:0`; [`run`] binds the configured endpoints,
+//! cancels on SIGINT/SIGTERM and reopens the results file on SIGHUP.
+//! Shutdown: stop accepting, finish open requests, score everything still
+//! buffered, flush, return the summary.
 
 mod admin;
 mod buffer;
@@ -309,6 +310,11 @@ impl Server {
             shared.set_filter(filter);
         }
         self
+    }
+
+    /// What SIGHUP calls to reopen the results file (see [`run`]).
+    pub fn reopen(&self) -> Option<sinks::jsonl::Reopen> {
+        self.outputs.reopen()
     }
 
     /// Live counters.
@@ -698,6 +704,7 @@ pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, Se
         let listeners = Listeners::bind(&config).await?;
         let token = CancellationToken::new();
         let on_signal = cancel_on_signal(token.clone());
+        let on_hangup = reopen_on_hangup(server.reopen(), token.clone());
         let show = |a: Option<SocketAddr>| a.map_or_else(|| OFF.to_string(), |a| a.to_string());
         info!(
             grpc = %show(listeners.grpc_addr()),
@@ -709,6 +716,7 @@ pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, Se
             "Listening."
         );
         tokio::spawn(on_signal);
+        tokio::spawn(on_hangup);
         server.serve(listeners, token).await
     })
 }
@@ -782,6 +790,45 @@ fn cancel_on_signal(
             () = token.cancelled() => return,
         }
         token.cancel();
+    }
+}
+
+/// Installs the SIGHUP handler now (a HUP would otherwise end the process,
+/// losing what is buffered) and returns the task that, on each HUP until
+/// shutdown, reopens the results file at its path, as log rotation
+/// expects: logrotate moves the file, then sends SIGHUP.
+fn reopen_on_hangup(
+    reopen: Option<sinks::jsonl::Reopen>,
+    token: CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+    async move {
+        #[cfg(unix)]
+        {
+            let mut hangups = match hangups {
+                Ok(h) => h,
+                Err(e) => {
+                    warn!(error = %e, "Cannot install the SIGHUP handler: a SIGHUP ends the process.");
+                    return;
+                }
+            };
+            loop {
+                tokio::select! {
+                    got = hangups.recv() => if got.is_none() { return },
+                    () = token.cancelled() => return,
+                }
+                let Some(reopen) = reopen.clone() else {
+                    info!(signal = "SIGHUP", "No results file to reopen.");
+                    continue;
+                };
+                info!(signal = "SIGHUP", "Reopening the results file.");
+                // Opening a file blocks; so may the sink's lock, during a write.
+                let _ = tokio::task::spawn_blocking(move || reopen.reopen()).await;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = (reopen, token);
     }
 }
 

@@ -154,7 +154,8 @@ pub(crate) struct Auth {
 }
 
 impl Auth {
-    /// Reads the token file (its content, trimmed); no file: auth is off.
+    /// Reads the token file (its content without a leading UTF-8 byte order
+    /// mark, which some editors write, and trimmed); no file: auth is off.
     pub fn load(path: Option<&Path>, stats: Arc<ServeStats>) -> Result<Auth, ServeError> {
         let digest = match path {
             None => None,
@@ -164,7 +165,7 @@ impl Auth {
                     reason,
                 };
                 let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-                let token = text.trim();
+                let token = text.strip_prefix('\u{feff}').unwrap_or(&text).trim();
                 if token.is_empty() {
                     return Err(bad("the file is empty".into()));
                 }
@@ -320,6 +321,9 @@ mod tests {
         assert!(auth.check(Some(b"Bearer s3cret2"), "test").is_err());
         assert!(auth.check(None, "test").is_err());
         assert_eq!(stats.requests_unauthenticated.load(Ordering::Relaxed), 3);
+        std::fs::write(&file, "\u{feff}s3cret\r\n").unwrap();
+        let auth = Auth::load(Some(&file), Arc::clone(&stats)).unwrap();
+        assert!(auth.check(Some(b"Bearer s3cret"), "test").is_ok());
         std::fs::write(&file, " \n").unwrap();
         let e = Auth::load(Some(&file), Arc::clone(&stats)).err().unwrap();
         assert!(e.to_string().contains("empty"), "{e}");

@@ -6,6 +6,7 @@
 
 mod corpus;
 mod exporters;
+mod files;
 mod forward;
 mod lifecycle;
 mod limits;

@@ -1,13 +1,19 @@
 //! The JSONL results file (`--output`): one row per evaluation or unmatched
 //! trace, appended and flushed after every batch; rejected fixture lines
 //! first, unmatched cases and a summary row last.
+//!
+//! Across crashes and rotation: each batch is one `write` to a file opened
+//! with O_APPEND, so a reader sees whole rows, but a process killed in the
+//! middle of that write (SIGKILL, the OOM killer) can leave the last row cut
+//! short; the next start ends such a fragment with a newline and logs it.
+//! SIGHUP reopens the file at its path ([`Reopen`]), as logrotate expects.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::path::Path;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use serde_json::{json, Value};
 
@@ -27,10 +33,37 @@ pub trait RowsFile: Send {
     fn size(&mut self) -> io::Result<u64>;
 }
 
+/// The most bytes given to one `write`: Linux writes at most 0x7ffff000
+/// per call, so a larger batch is cut, after a row.
+const MAX_WRITE: usize = 1 << 30;
+
 impl RowsFile for File {
+    /// One `write` per batch: a batch is never split across calls (unless
+    /// over [`MAX_WRITE`]), and a short write is a failure, whose part the
+    /// sink cuts off, not a reason to write the rest in a second call.
     fn append(&mut self, rows: &[u8]) -> io::Result<()> {
-        self.write_all(rows)?;
-        self.flush()
+        let mut rest = rows;
+        while !rest.is_empty() {
+            let chunk = match rest.get(..MAX_WRITE) {
+                None => rest,
+                Some(head) => match memchr::memrchr(b'\n', head) {
+                    Some(end) => &head[..=end],
+                    None => head,
+                },
+            };
+            match self.write(chunk) {
+                Ok(n) if n == chunk.len() => rest = &rest[n..],
+                Ok(n) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        format!("wrote {n} of {} bytes", chunk.len()),
+                    ))
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     fn truncate(&mut self, len: u64) -> io::Result<()> {
@@ -42,18 +75,33 @@ impl RowsFile for File {
     }
 }
 
+/// Appends `rows`; when that fails, cuts off what part of them was written,
+/// so the file keeps whole lines. The length to cut back to is taken just
+/// before the write: the file may have been cut under us (copytruncate),
+/// and going back to an older, longer length would pad it with NUL bytes.
+/// The error says whether a partial line may remain (the cut failed).
+fn append_whole<F: RowsFile>(file: &mut F, rows: &[u8]) -> Result<(), (io::Error, bool)> {
+    let before = file.size();
+    let Err(e) = file.append(rows) else {
+        return Ok(());
+    };
+    let partial = match (before, file.size()) {
+        (Ok(before), Ok(now)) if now > before => file.truncate(before).is_err(),
+        (Ok(_), Ok(_)) => false,
+        _ => true,
+    };
+    Err((e, partial))
+}
+
 /// The file and the rows it still owes.
 struct State<F> {
     file: F,
-    /// Length of the file after its last complete write: the file never
-    /// keeps a partial line past it.
-    committed: u64,
     /// Rows not yet written (kept while the file fails; acknowledged data
     /// is never dropped while the server runs).
     pending: Vec<u8>,
     /// Why the last write failed, while it fails.
     failing: Option<String>,
-    /// A partial line could not be cut off: start the next write on a new
+    /// The file may end in a partial line: start the next write on a new
     /// line so it is not merged into it.
     newline_first: bool,
 }
@@ -63,8 +111,91 @@ struct State<F> {
 /// and retried, and `ServeStats::output_failing` makes the receivers refuse
 /// new data (503 / UNAVAILABLE, retryable) until the file takes them again.
 pub struct JsonlSink<F: RowsFile = File> {
-    state: Mutex<State<F>>,
+    state: Arc<Mutex<State<F>>>,
     stats: Arc<ServeStats>,
+}
+
+/// Reopens the results file at its path (SIGHUP, after log rotation moved
+/// it): rows written so far stay in the old file, the next ones (and any
+/// still owed) go to the file now at the path, created if need be.
+#[derive(Clone)]
+pub struct Reopen {
+    path: PathBuf,
+    state: Arc<Mutex<State<File>>>,
+}
+
+impl Reopen {
+    /// On failure (the directory is gone, no permission) the file open
+    /// stays in use, and the failure is logged.
+    pub fn reopen(&self) {
+        match open_rows_file(&self.path) {
+            Ok((file, newline_owed)) => {
+                let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                st.file = file;
+                st.newline_first = newline_owed;
+                info!(file = %self.path.display(), "Reopened the results file.");
+            }
+            Err(e) => {
+                error!(file = %self.path.display(), error = %e, "Cannot reopen the results file; still writing to the one open.");
+            }
+        }
+    }
+}
+
+/// Opens the results file for appending: O_APPEND, so every write lands at
+/// the end, also after the file was cut under us (copytruncate). A file
+/// that ends in part of a line (a crash mid-write) is continued on a new
+/// line, so the next row is not joined to the fragment, which is logged
+/// and kept. Returns the file and whether that newline is still owed (its
+/// write failed).
+fn open_rows_file(path: &Path) -> io::Result<(File, bool)> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    // Read too, to look at the end; a file we may only write is taken as is.
+    let mut file = match options.clone().read(true).open(path) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return Ok((options.open(path)?, false))
+        }
+        opened => opened?,
+    };
+    let Some(fragment) = fragment_len(&mut file)? else {
+        return Ok((file, false));
+    };
+    warn!(
+        file = %path.display(),
+        fragment_bytes = fragment,
+        "The results file ends in a partial line (a crash mid-write?); it is kept, and new rows start on the next line."
+    );
+    let owed = file.write_all(b"\n").is_err();
+    Ok((file, owed))
+}
+
+/// The length of the part of a line at the end of `file`; `None` when it
+/// ends with a newline, is empty or is not a regular file.
+fn fragment_len(file: &mut File) -> io::Result<Option<u64>> {
+    let meta = file.metadata()?;
+    let end = meta.len();
+    if !meta.is_file() || end == 0 {
+        return Ok(None);
+    }
+    let mut buf = vec![0u8; (64 << 10).min(end as usize)];
+    let mut upto = end;
+    loop {
+        let from = upto.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(upto - from) as usize];
+        file.seek(SeekFrom::Start(from))?;
+        file.read_exact(chunk)?;
+        if upto == end && chunk.last() == Some(&b'\n') {
+            return Ok(None);
+        }
+        if let Some(at) = memchr::memrchr(b'\n', chunk) {
+            return Ok(Some(end - (from + at as u64 + 1)));
+        }
+        if from == 0 {
+            return Ok(Some(end));
+        }
+        upto = from;
+    }
 }
 
 impl JsonlSink<File> {
@@ -73,58 +204,60 @@ impl JsonlSink<File> {
         path: &Path,
         rejected: &[Rejected],
         stats: Arc<ServeStats>,
-    ) -> Result<JsonlSink<File>, ServeError> {
-        let bad = |source| ServeError::Output {
+    ) -> Result<(JsonlSink<File>, Reopen), ServeError> {
+        let (file, newline_owed) = open_rows_file(path).map_err(|source| ServeError::Output {
             path: path.display().to_string(),
             source,
-        };
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(bad)?;
-        let sink = JsonlSink::new(file, stats).map_err(bad)?;
+        })?;
+        let sink = JsonlSink::new(file, stats);
+        sink.lock().newline_first = newline_owed;
         let mut rows = Vec::new();
         for r in rejected {
             push_row(&mut rows, &report::rejected_row(r));
         }
         sink.write(&rows)
             .map_err(|source| ServeError::Write { source })?;
-        Ok(sink)
+        let reopen = Reopen {
+            path: path.to_path_buf(),
+            state: Arc::clone(&sink.state),
+        };
+        Ok((sink, reopen))
     }
 }
 
 impl<F: RowsFile> JsonlSink<F> {
-    pub fn new(mut file: F, stats: Arc<ServeStats>) -> io::Result<Self> {
-        let committed = file.size()?;
-        Ok(JsonlSink {
-            state: Mutex::new(State {
+    pub fn new(file: F, stats: Arc<ServeStats>) -> Self {
+        JsonlSink {
+            state: Arc::new(Mutex::new(State {
                 file,
-                committed,
                 pending: Vec::new(),
                 failing: None,
                 newline_first: false,
-            }),
+            })),
             stats,
-        })
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<F>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Writes `rows` after any still pending (kept, copied, if they cannot
     /// be written now).
     fn write(&self, rows: &[u8]) -> io::Result<()> {
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.lock();
         if st.pending.is_empty() && !st.newline_first {
             // Nothing owed: written straight from the caller's buffer, which
             // the scoring threads reuse (a fresh multi-megabyte buffer per
             // batch cost page faults and regrowth copies).
-            return match st.file.append(rows) {
+            return match append_whole(&mut st.file, rows) {
                 Ok(()) => {
-                    self.appended(&mut st, rows.len());
+                    self.appended(&mut st);
                     Ok(())
                 }
-                Err(e) => {
+                Err((e, partial)) => {
                     st.pending.extend_from_slice(rows);
-                    Err(self.failed(&mut st, e))
+                    Err(self.failed(&mut st, e, partial))
                 }
             };
         }
@@ -132,8 +265,7 @@ impl<F: RowsFile> JsonlSink<F> {
         self.flush(&mut st)
     }
 
-    fn appended(&self, st: &mut State<F>, bytes: usize) {
-        st.committed += bytes as u64;
+    fn appended(&self, st: &mut State<F>) {
         st.newline_first = false;
         if st.failing.take().is_some() {
             ServeStats::set(&self.stats.output_failing, 0);
@@ -141,11 +273,10 @@ impl<F: RowsFile> JsonlSink<F> {
         }
     }
 
-    /// After a failed append: cuts off what part of the rows was written,
-    /// so the file holds whole lines only, and refuses data until it works.
-    fn failed(&self, st: &mut State<F>, e: io::Error) -> io::Error {
-        let committed = st.committed;
-        st.newline_first = st.file.truncate(committed).is_err();
+    /// After a failed append (its part already cut off, unless `partial`):
+    /// refuses data until the file takes the rows.
+    fn failed(&self, st: &mut State<F>, e: io::Error, partial: bool) -> io::Error {
+        st.newline_first |= partial;
         if st.failing.replace(e.to_string()).is_none() {
             ServeStats::set(&self.stats.output_failing, 1);
             error!(error = %e, pending_bytes = st.pending.len(), "Cannot write the results file; refusing new data (503 / UNAVAILABLE) and retrying until it takes the rows.");
@@ -161,18 +292,17 @@ impl<F: RowsFile> JsonlSink<F> {
             st.pending.insert(0, b'\n');
         }
         let State { file, pending, .. } = &mut *st;
-        match file.append(pending) {
+        match append_whole(file, pending) {
             Ok(()) => {
-                let n = st.pending.len();
                 st.pending.clear();
-                self.appended(st, n);
+                self.appended(st);
                 Ok(())
             }
-            Err(e) => {
+            Err((e, partial)) => {
                 if st.newline_first {
                     st.pending.remove(0);
                 }
-                Err(self.failed(st, e))
+                Err(self.failed(st, e, partial))
             }
         }
     }
@@ -238,7 +368,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
     }
 
     fn retry(&self) {
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.lock();
         if st.failing.is_some() {
             let _ = self.flush(&mut st);
         }
@@ -271,7 +401,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
         );
         self.write(&rows).inspect_err(|_| {
             // The last try: what is still pending is lost, and counted.
-            let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let st = self.lock();
             let lost = st.pending.iter().filter(|&&b| b == b'\n').count() as u64;
             ServeStats::add(&self.stats.results_lost, lost);
         })
@@ -302,8 +432,9 @@ mod tests {
             Ok(())
         }
 
+        /// As `set_len` does: longer pads with NUL bytes.
         fn truncate(&mut self, len: u64) -> io::Result<()> {
-            self.data.lock().unwrap().truncate(len as usize);
+            self.data.lock().unwrap().resize(len as usize, 0);
             Ok(())
         }
 
@@ -318,7 +449,7 @@ mod tests {
         let file = Flaky::default();
         let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
         let stats = Arc::new(ServeStats::default());
-        let sink = JsonlSink::new(file, Arc::clone(&stats)).unwrap();
+        let sink = JsonlSink::new(file, Arc::clone(&stats));
         sink.write(b"{\"n\":1}\n").unwrap();
         fail.store(2, Ordering::Relaxed);
         assert!(sink.write(b"{\"n\":2}\n{\"n\":3}\n").is_err());
@@ -334,5 +465,59 @@ mod tests {
             String::from_utf8(data.lock().unwrap().clone()).unwrap(),
             "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n"
         );
+    }
+
+    /// copytruncate: the file is cut to 0 under the sink, then a write
+    /// fails part way. The part is cut off back to the length before that
+    /// write, not to the length the sink had written before the cut (which
+    /// would pad the file with NUL bytes).
+    #[test]
+    fn a_file_cut_under_the_sink_is_never_padded() {
+        use std::sync::atomic::Ordering;
+        let file = Flaky::default();
+        let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
+        let sink = JsonlSink::new(file, Arc::new(ServeStats::default()));
+        sink.write(&b"{\"n\":1}\n".repeat(100)).unwrap();
+        data.lock().unwrap().clear();
+        sink.write(b"{\"n\":2}\n").unwrap();
+        fail.store(1, Ordering::Relaxed);
+        assert!(sink.write(b"{\"n\":3}\n{\"n\":4}\n").is_err());
+        assert_eq!(&*data.lock().unwrap(), b"{\"n\":2}\n");
+        sink.retry();
+        assert_eq!(
+            String::from_utf8(data.lock().unwrap().clone()).unwrap(),
+            "{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n"
+        );
+    }
+
+    /// What a crash left at the end of a file: the part after the last
+    /// newline, found however far back that is.
+    #[test]
+    fn a_partial_last_line_is_measured() {
+        let dir = std::env::temp_dir().join(format!("toolscore-frag-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.jsonl");
+        let long = "x".repeat(200_000);
+        for (text, want) in [
+            (String::new(), None),
+            ("{}\n".to_string(), None),
+            ("{}\n{\"a\"".to_string(), Some(4)),
+            (format!("{{}}\n{long}"), Some(200_000)),
+            (long.clone(), Some(200_000)),
+        ] {
+            std::fs::write(&path, &text).unwrap();
+            let mut file = File::open(&path).unwrap();
+            assert_eq!(fragment_len(&mut file).unwrap(), want, "{}", text.len());
+            let (_, owed) = open_rows_file(&path).unwrap();
+            assert!(!owed);
+            let after = std::fs::read_to_string(&path).unwrap();
+            let want_after = if want.is_some() {
+                format!("{text}\n")
+            } else {
+                text
+            };
+            assert!(after == want_after, "{}", after.len());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

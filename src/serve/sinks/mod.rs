@@ -156,6 +156,8 @@ pub struct Outputs {
     tally: Mutex<Tally>,
     stats: Arc<ServeStats>,
     evaluator: Arc<Evaluator>,
+    /// The results file's, on SIGHUP.
+    reopen: Option<jsonl::Reopen>,
 }
 
 impl Outputs {
@@ -169,12 +171,11 @@ impl Outputs {
         rejected: &[Rejected],
     ) -> Result<Outputs, ServeError> {
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+        let mut reopen = None;
         if let Some(path) = &config.output {
-            sinks.push(Box::new(jsonl::JsonlSink::open(
-                path,
-                rejected,
-                Arc::clone(&stats),
-            )?));
+            let (sink, handle) = jsonl::JsonlSink::open(path, rejected, Arc::clone(&stats))?;
+            sinks.push(Box::new(sink));
+            reopen = Some(handle);
         }
         if let Some(path) = &config.html {
             sinks.push(Box::new(html::HtmlSink::open(path, rejected)?));
@@ -204,7 +205,15 @@ impl Outputs {
             tally: Mutex::new(tally),
             stats,
             evaluator,
+            reopen,
         })
+    }
+
+    /// What reopens the output files at their paths (log rotation), if
+    /// there are any: the results file (`--output`; the HTML page is
+    /// written whole at shutdown, and logs go to stderr).
+    pub fn reopen(&self) -> Option<jsonl::Reopen> {
+        self.reopen.clone()
     }
 
     /// Adds a sink (one that needs the runtime, e.g. an exporter).
