@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{Pipeline, Sessions, TraceResult, UnmatchedTrace};
+use crate::evaluate::{Pipeline, Sessions, TraceResult, UnmatchedCase, UnmatchedTrace};
 use crate::extract::facts::token_usage;
 use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
@@ -136,7 +136,7 @@ impl<'a> Collector<'a> {
                 .cases()
                 .enumerate()
                 .filter(|&(i, _)| !hit[i] && !evaluator.is_default(i))
-                .map(|(_, c)| c.id.clone()),
+                .map(|(_, c)| UnmatchedCase::of(c)),
         );
         report.judge = evaluator.judge().map(|j| j.usage());
     }

@@ -272,3 +272,55 @@ fn long_case_ids_keep_the_end_that_tells_them_apart() {
     assert!(table.contains("…"), "{table}");
     assert!(table.contains("order_query.test.json#3"), "{table}");
 }
+
+#[test]
+fn a_case_that_joins_nothing_says_what_it_looked_for_and_expected() {
+    let dir = TempDir::new("unjoined");
+    let fx = dir.path().join("f.jsonl");
+    fs::write(
+        &fx,
+        concat!(
+            r#"{"id": "by-id", "trace_id": "0123456789abcdef0123456789abcdef", "expected_tools": ["get_weather", "format_answer"]}"#,
+            "\n",
+            r#"{"id": "by-match", "match": {"app.user": "nobody"}, "expected_tools": []}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let f = fx.to_str().unwrap();
+    let out = toolscore(&["replay", &sample(), "-e", f, "-f", "jsonl", "-q"]);
+    let unjoined: Vec<Value> = rows(&out.stdout)
+        .into_iter()
+        .filter(|r| r["type"] == "unmatched_case")
+        .collect();
+    assert_eq!(unjoined.len(), 2);
+    assert_eq!(
+        unjoined[0]["looked_for"],
+        "trace_id 0123456789abcdef0123456789abcdef"
+    );
+    assert_eq!(unjoined[0]["expected_tools"][1]["name"], "format_answer");
+    let why = unjoined[0]["explanation"].as_str().unwrap();
+    assert!(why.contains("expected get_weather, format_answer"), "{why}");
+    assert_eq!(unjoined[1]["looked_for"], "match app.user=nobody");
+    let table = text(&toolscore(&["replay", &sample(), "-e", f, "-q"]).stdout);
+    assert!(
+        table.contains("looked for trace_id 0123456789abcdef"),
+        "{table}"
+    );
+    let page = dir.path().join("r.html");
+    toolscore(&[
+        "replay",
+        &sample(),
+        "-e",
+        f,
+        "-f",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    let html = fs::read_to_string(page).unwrap();
+    assert!(
+        html.contains("looked for match app.user=nobody"),
+        "in the page"
+    );
+}

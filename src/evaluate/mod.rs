@@ -30,7 +30,7 @@ use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, 
 pub use metrics::{MetricSet, MetricSpec};
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
-    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedTrace,
+    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase, UnmatchedTrace,
 };
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,

@@ -80,6 +80,42 @@ impl Evaluation {
     }
 }
 
+/// A case that no trace joined: what it looked for and what it expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnmatchedCase {
+    pub id: String,
+    /// How it joins (`trace_id`, `match`, `session`, `user_text`).
+    pub joined_by: &'static str,
+    /// What it looked for ([`crate::expect::Join::describe`]).
+    pub looked_for: String,
+    pub expected: Vec<Call>,
+}
+
+impl UnmatchedCase {
+    pub fn of(case: &crate::expect::Case) -> UnmatchedCase {
+        UnmatchedCase {
+            id: case.id.clone(),
+            joined_by: case.join.label(),
+            looked_for: case.join.describe(),
+            expected: case.expected.clone(),
+        }
+    }
+
+    /// Why it fails, for people: what it looked for and what it expected.
+    pub fn explanation(&self) -> String {
+        let names: Vec<&str> = self.expected.iter().map(|c| c.name.as_str()).collect();
+        format!(
+            "no trace matched this case: looked for {}; expected {}",
+            self.looked_for,
+            if names.is_empty() {
+                "no tool calls".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
+    }
+}
+
 /// A trace that no case matched.
 #[derive(Debug, Clone)]
 pub struct UnmatchedTrace {

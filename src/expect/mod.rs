@@ -67,6 +67,21 @@ impl Join {
             Join::UserText(_) => "user_text",
         }
     }
+
+    /// What the case looks for, for a report on a case that found nothing:
+    /// `trace_id 31d9...`, `match k=v, k2=v2`, `session id`, `user_text "..."`.
+    pub fn describe(&self) -> String {
+        match self {
+            Join::TraceId(id) => format!("trace_id {id}"),
+            Join::Match(kv) => {
+                let pairs: Vec<String> = kv.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("match {}", pairs.join(", "))
+            }
+            Join::Session { key: Some(k), id } => format!("session {k}={id}"),
+            Join::Session { key: None, id } => format!("session {id} (any session key)"),
+            Join::UserText(t) => format!("user_text {t:?}"),
+        }
+    }
 }
 
 /// A user text as joins compare it: whitespace runs collapsed to one space,

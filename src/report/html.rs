@@ -561,14 +561,19 @@ fn page_data(
         }
     }
     for c in &report.unmatched_cases {
+        let expected: Vec<Value> = c
+            .expected
+            .iter()
+            .map(|x| json!([x.name, args_json(x.args.as_ref())]))
+            .collect();
         cases.push(json!({
-            "case": c,
+            "case": c.id,
             "target": "no trace",
             "traces": [],
             "pass": false,
             "results": [],
-            "reason": "no trace matched this case",
-            "expected": [],
+            "reason": c.explanation(),
+            "expected": expected,
             "called": [],
         }));
     }

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::evaluate::{Evaluation, MetricResult, UnmatchedTrace};
+use crate::evaluate::{Evaluation, MetricResult, UnmatchedCase, UnmatchedTrace};
 use crate::extract::{CallResult, ToolCall};
 use crate::ingest::Rejected;
 
@@ -41,7 +41,7 @@ pub struct Stats {
 pub struct Report {
     pub evaluations: Vec<Evaluation>,
     pub unmatched_traces: Vec<UnmatchedTrace>,
-    pub unmatched_cases: Vec<String>,
+    pub unmatched_cases: Vec<UnmatchedCase>,
     pub rejected: Vec<Rejected>,
     pub stats: Stats,
     /// Metric names in column order.
@@ -204,13 +204,16 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
 }
 
 /// The JSONL row of a case that matched no trace (it fails).
-pub fn unmatched_case_row(case: &str) -> Value {
+pub fn unmatched_case_row(case: &UnmatchedCase) -> Value {
     json!({
         "type": "unmatched_case",
         "trace_id": null,
-        "case": case,
+        "case": case.id,
         "pass": false,
-        "explanation": "no trace matched this case",
+        "joined_by": case.joined_by,
+        "looked_for": case.looked_for,
+        "expected_tools": case.expected,
+        "explanation": case.explanation(),
     })
 }
 

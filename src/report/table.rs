@@ -57,10 +57,14 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             rows.push(row);
         }
         for c in &report.unmatched_cases {
-            let mut row = vec![case_cell(c), "(no trace)".to_string(), "-".to_string()];
+            let mut row = vec![
+                case_cell(&c.id),
+                "(no trace)".to_string(),
+                c.joined_by.to_string(),
+            ];
             row.extend(report.metrics.iter().map(|_| "-".to_string()));
             row.push("FAIL".to_string());
-            row.push("no trace matched this case".to_string());
+            row.push(ellipsize(&c.explanation(), 100));
             rows.push(row);
         }
         print_rows(&rows, out)?;

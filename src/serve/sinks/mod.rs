@@ -29,7 +29,7 @@ use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
 use crate::assemble::SpanId;
 use crate::evaluate::Evaluator;
-use crate::evaluate::{Evaluation, UnmatchedTrace};
+use crate::evaluate::{Evaluation, UnmatchedCase, UnmatchedTrace};
 use crate::ingest::Rejected;
 
 /// One scored result, as every sink sees it.
@@ -103,6 +103,11 @@ pub trait Sink: Send + Sync {
     fn retry(&self) {}
 }
 
+/// Unmatched cases by id, as the summary has always listed them.
+fn case_ids<S: serde::Serializer>(cases: &[UnmatchedCase], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(cases.iter().map(|c| &c.id))
+}
+
 /// Totals of one metric over the run.
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct MetricSummary {
@@ -126,7 +131,8 @@ pub struct ServeSummary {
     pub passed: u64,
     pub failed: u64,
     /// Cases of `--expected` that no trace matched during the run.
-    pub unmatched_cases: Vec<String>,
+    #[serde(serialize_with = "case_ids")]
+    pub unmatched_cases: Vec<UnmatchedCase>,
     pub metrics: Vec<MetricSummary>,
     /// Batches some output failed to take.
     pub write_errors: u64,
@@ -301,7 +307,7 @@ impl Outputs {
             .cases()
             .enumerate()
             .filter(|&(i, _)| !t.cases_hit[i] && !evaluator.is_default(i))
-            .map(|(_, c)| c.id.clone())
+            .map(|(_, c)| UnmatchedCase::of(c))
             .collect();
         let metrics = t
             .metrics
