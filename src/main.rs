@@ -14,7 +14,7 @@ use anyhow::Context;
 use clap::Parser;
 
 use toolscore::config;
-use toolscore::evaluate::{Evaluator, MetricSpec, OutputNeeds, Pipeline, ScoreSettings};
+use toolscore::evaluate::{Evaluator, OutputNeeds, Pipeline, ScoreSettings};
 use toolscore::inspect;
 use toolscore::replay;
 use toolscore::report::{self, baseline, exit};
@@ -78,22 +78,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     args.input.check_paths()?;
     let config = args.input.config.load()?;
     let mut settings = args.scoring.settings(&config)?;
-    let loaded = cli::load_fixture(args.expected.as_deref(), &settings.session_keys)?;
-    // A format's natural metrics (ADK eval sets: `adk.*`) when the user
-    // named none.
-    if let (Some(defaults), true) = (
-        loaded.as_ref().and_then(|l| l.default_metrics()),
-        args.scoring.metrics.is_empty(),
-    ) {
-        settings.metrics = MetricSpec::parse_list(defaults)?;
-    }
-    for note in loaded.iter().flat_map(|l| &l.notes) {
-        eprintln!("toolscore: note: {}", report::printable(note));
-    }
-    let (cases, fixture_rejected) = match loaded {
-        Some(l) => (Some(l.cases), l.rejected),
-        None => (None, Vec::new()),
-    };
+    let (cases, fixture_rejected) = cli::fixture_cases(&args, &mut settings)?;
     let evaluator = Evaluator::new(settings, cases, None)?;
     let scope = args.scoring.scope()?;
     anyhow::ensure!(

@@ -11,10 +11,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use toolscore::config::{Config, TableFormat};
 use toolscore::evaluate::{MetricSet, MetricSpec, ScoreSettings};
-use toolscore::expect::{load_file, FixtureOptions, Loaded};
+use toolscore::expect::{load_file, Case, FixtureOptions, Loaded};
 use toolscore::extract::{Extractor, Scope};
 use toolscore::ingest::stream::StreamOptions;
 use toolscore::ingest::Limits;
+use toolscore::ingest::Rejected;
 use toolscore::judge::{Judge, JudgeConfig};
 use toolscore::replay;
 use toolscore::score::native::{ArgPolicy, Headline, NativeConfig};
@@ -520,6 +521,25 @@ impl ServeArgs {
             extractor,
         })
     }
+}
+
+/// `replay`'s cases and the fixture's rejections; a format's natural
+/// metrics (ADK eval sets: `adk.*`) when the user named none. Records
+/// skipped on purpose are noted on stderr.
+pub(crate) fn fixture_cases(
+    args: &ReplayArgs,
+    settings: &mut ScoreSettings,
+) -> anyhow::Result<(Option<Vec<Case>>, Vec<Rejected>)> {
+    let Some(loaded) = load_fixture(args.expected.as_deref(), &settings.session_keys)? else {
+        return Ok((None, Vec::new()));
+    };
+    if let (Some(defaults), true) = (loaded.default_metrics(), args.scoring.metrics.is_empty()) {
+        settings.metrics = MetricSpec::parse_list(defaults)?;
+    }
+    for note in &loaded.notes {
+        eprintln!("toolscore: note: {}", toolscore::report::printable(note));
+    }
+    Ok((Some(loaded.cases), loaded.rejected))
 }
 
 /// The fixture at `path`, if one was given.
