@@ -635,7 +635,7 @@ fn a_json_type_error_loses_only_the_scope_or_resource_holding_it() {
         "{reasons:?}"
     );
     // In an array of requests, and under Tempo's wrapper.
-    let one_req = request(&[good.clone()]);
+    let one_req = request(std::slice::from_ref(&good));
     let doc =
         format!(r#"[{one_req},{{"trace":{{"batches":[{{"scopeSpans":[{{"spans":"x"}}]}}]}}}}]"#);
     let d = super::salvage(doc.as_bytes(), &KeepAll).unwrap();
