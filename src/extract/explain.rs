@@ -10,6 +10,7 @@ use crate::assemble::Val;
 use serde::Serialize;
 
 use super::rules::{Cond, CondSpec, Kind, Rule};
+use super::wrappers::{value_noting, Notes};
 use super::{any_text, holds, name_of, ser_display, Extractor};
 use crate::assemble::{SpanId, SpanRecord, Trace};
 
@@ -43,6 +44,10 @@ pub struct RuleMatch {
     /// Whether the span counts as a tool call (a tool, or a retriever with
     /// `--retrievers-as-tools`, given a name).
     pub call: bool,
+    /// The wrappers taken off the arguments to give what the tool received
+    /// (`langchain_callback`, `args_kwargs`, ...), in the order applied.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args_unwrapped: Vec<&'static str>,
 }
 
 /// A rule that did not match a span, and why.
@@ -204,6 +209,7 @@ impl Extractor {
                     kind: rule.kind(),
                     call: counted && name.is_some(),
                     name,
+                    args_unwrapped: args_unwrapped(rule, s),
                 }
             });
             let near_misses = if matched.is_some() {
@@ -314,4 +320,16 @@ fn excluded(rule: &Rule, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> Vec<Reaso
             condition: sp.to_string(),
         })
         .collect()
+}
+
+/// The wrappers taken off the arguments `rule` reads from `s`.
+fn args_unwrapped(rule: &Rule, s: &SpanRecord) -> Notes {
+    let mut notes = Notes::new();
+    for src in &rule.args {
+        notes.clear();
+        if value_noting(src, s, Some(&mut notes)).is_some() {
+            break;
+        }
+    }
+    notes
 }

@@ -11,6 +11,9 @@ pub mod explain;
 pub mod facts;
 pub mod requested;
 pub mod rules;
+#[cfg(test)]
+mod unwrap_tests;
+mod wrappers;
 // Extraction on hand-built spans of library versions and modes the copied
 // corpus does not cover.
 #[cfg(test)]
@@ -23,11 +26,12 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use serde::Serialize;
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace, Val};
 use crate::ingest::Span;
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
+use wrappers::value_of;
 
 /// Success or failure of one call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -896,6 +900,10 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
     src.unwrap.iter().any(|u| match u {
         Unwrap::ContentBlocks => blocks(),
         Unwrap::ToolMessage => message(),
+        Unwrap::LangchainCallback => {
+            object && (contains(text, Needle::InputStr) || contains(text, Needle::Output))
+        }
+        Unwrap::ArgsKwargs => object && contains(text, Needle::Args),
     }) || src
         .unwrap_key
         .as_ref()
@@ -908,18 +916,22 @@ enum Needle {
     Args,
     Type,
     Data,
+    InputStr,
+    Output,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 3]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
             Finder::new(b"\"type\""),
             Finder::new(b"\"data\""),
+            Finder::new(b"\"input_str\""),
+            Finder::new(b"\"output\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()
@@ -991,157 +1003,6 @@ fn name_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
     Some(text)
 }
 
-fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
-    key.and_then(|k| s.attr_str(k))
-        .is_some_and(|m| m.trim().starts_with("application/json"))
-}
-
-/// The span has no attribute `key` at all (not even an empty one).
-fn no_mime(s: &SpanRecord, key: Option<&String>) -> bool {
-    key.is_some_and(|k| s.attr(k).is_none())
-}
-
-/// `text` as a JSON object, if it is one.
-fn json_object(text: &str) -> Option<Value> {
-    if !text.trim_start().starts_with('{') {
-        return None;
-    }
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .filter(Value::is_object)
-}
-
-/// A source read as a JSON value (arguments, results).
-fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
-    let text = match &src.field {
-        Field::SpanName => Cow::Borrowed(s.span.name()),
-        f => {
-            let v = raw(f, s)?;
-            match v {
-                Val::Str(t) => Cow::Borrowed(t),
-                // Structured attributes (kvlist/array) are already values.
-                Val::Array(_) | Val::Kvlist(_) if src.pattern.is_none() => {
-                    return Some(unwrap(src, any_to_json(v)));
-                }
-                _ => any_text(v)?,
-            }
-        }
-    };
-    let text = apply_pattern(src, text)?;
-    let value = match src.decode {
-        Decode::Plain => Value::String(text.into_owned()),
-        Decode::Json => parse_json_or_string(&text),
-        Decode::ArgsKwargs => args_kwargs(parse_json_or_string(&text)),
-        Decode::JsonIfMime if is_json_mime(s, src.mime_attr.as_ref()) => {
-            parse_json_or_string(&text)
-        }
-        Decode::JsonIfMime => {
-            let object = if no_mime(s, src.mime_attr.as_ref()) {
-                json_object(&text)
-            } else {
-                None
-            };
-            match object {
-                Some(o) => o,
-                None => match src
-                    .schema_attr
-                    .as_ref()
-                    .and_then(|k| s.attr_str(k))
-                    .and_then(single_property)
-                {
-                    Some(name) => {
-                        Value::Object(Map::from_iter([(name, Value::String(text.into_owned()))]))
-                    }
-                    None => Value::String(text.into_owned()),
-                },
-            }
-        }
-    };
-    Some(unwrap(src, value))
-}
-
-fn unwrap(src: &Source, mut v: Value) -> Value {
-    for u in &src.unwrap {
-        v = match u {
-            Unwrap::ContentBlocks => content_blocks(v),
-            Unwrap::ToolMessage => tool_message(v),
-        };
-    }
-    if let Some(key) = &src.unwrap_key {
-        if let Value::Object(o) = &mut v {
-            if o.len() == 1 {
-                if let Some(inner) = o.remove(key.as_str()) {
-                    return inner;
-                }
-            }
-        }
-    }
-    v
-}
-
-/// A string that holds JSON becomes that JSON; other values stay.
-fn json_in_string(v: Value) -> Value {
-    match v {
-        Value::String(s) => parse_json_or_string(&s),
-        other => other,
-    }
-}
-
-/// `[{"text": "..."}]` -> the text (JSON-decoded); several blocks -> a list.
-fn content_blocks(v: Value) -> Value {
-    let Value::Array(items) = &v else { return v };
-    let is_text_block = |x: &Value| {
-        x.as_object()
-            .is_some_and(|o| o.len() == 1 && o.get("text").is_some_and(Value::is_string))
-    };
-    if items.is_empty() || !items.iter().all(is_text_block) {
-        return v;
-    }
-    let Value::Array(items) = v else {
-        return Value::Null;
-    };
-    let mut texts: Vec<Value> = items
-        .into_iter()
-        .filter_map(|x| match x {
-            Value::Object(mut o) => o.remove("text"),
-            _ => None,
-        })
-        .map(json_in_string)
-        .collect();
-    if texts.len() == 1 {
-        texts.pop().unwrap_or(Value::Null)
-    } else {
-        Value::Array(texts)
-    }
-}
-
-/// LangChain `ToolMessage` envelope -> its content (JSON-decoded).
-fn tool_message(v: Value) -> Value {
-    // `{"type", "data"}` only: a cheap test before any key lookup.
-    let shaped = v.as_object().is_some_and(|o| o.len() == 2)
-        && v.get("type").and_then(Value::as_str) == Some("tool")
-        && v.get("data").and_then(|d| d.get("content")).is_some();
-    if !shaped {
-        return v;
-    }
-    match v {
-        Value::Object(mut o) => match o.remove("data") {
-            Some(Value::Object(mut d)) => d.remove("content").map_or(Value::Null, json_in_string),
-            _ => Value::Null,
-        },
-        other => other,
-    }
-}
-
-/// The name of the only property of a JSON Schema, if it has exactly one.
-fn single_property(schema: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(schema).ok()?;
-    let props = v.get("properties")?.as_object()?;
-    (props.len() == 1)
-        .then(|| props.keys().next().cloned())
-        .flatten()
-}
-
 /// JSON text as a value, or the text itself: also when it nests too deep
 /// for a report row to be read back (`canonical::too_deep`).
 pub(crate) fn parse_json_or_string(text: &str) -> Value {
@@ -1149,29 +1010,6 @@ pub(crate) fn parse_json_or_string(text: &str) -> Value {
         Ok(v) if !canonical::too_deep(text, &v) => v,
         _ => Value::String(text.to_string()),
     }
-}
-
-/// `{"args": [...], "kwargs": {...}}` -> keyword arguments by name, with
-/// positional ones kept under `"args"` (they cannot be named without the
-/// tool's signature, and must not be dropped).
-fn args_kwargs(v: Value) -> Value {
-    let Value::Object(mut o) = v else { return v };
-    let looks_like_call = o.keys().all(|k| k == "args" || k == "kwargs") && !o.is_empty();
-    if !looks_like_call {
-        return Value::Object(o);
-    }
-    let mut out = match o.remove("kwargs") {
-        Some(Value::Object(kw)) => kw,
-        _ => Map::new(),
-    };
-    match o.remove("args") {
-        Some(Value::Array(a)) if a.is_empty() => {}
-        Some(positional) => {
-            out.insert("args".to_string(), positional);
-        }
-        None => {}
-    }
-    Value::Object(out)
 }
 
 /// An attribute value as text (strings as-is, scalars formatted).
@@ -1214,7 +1052,6 @@ pub fn any_to_json(v: Val<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use std::sync::Arc;
 
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
@@ -1425,38 +1262,6 @@ mod tests {
                 own("innermost", Some("a"), 2, Some(2)),
                 own("outer", Some("a"), 0, Some(9)),
             ]
-        );
-    }
-
-    #[test]
-    fn args_kwargs_keeps_positional() {
-        assert_eq!(
-            args_kwargs(json!({"args": [], "kwargs": {"a": 1}})),
-            json!({"a": 1})
-        );
-        assert_eq!(
-            args_kwargs(json!({"args": ["Tokyo"], "kwargs": {}})),
-            json!({"args": ["Tokyo"]})
-        );
-        assert_eq!(args_kwargs(json!({"city": "x"})), json!({"city": "x"}));
-    }
-
-    #[test]
-    fn unwraps_content_blocks_and_tool_messages() {
-        assert_eq!(
-            content_blocks(json!([{"text": "{\"city\": \"Paris\"}"}])),
-            json!({"city": "Paris"})
-        );
-        assert_eq!(
-            content_blocks(json!([{"text": "a"}, {"text": "b"}])),
-            json!(["a", "b"])
-        );
-        assert_eq!(content_blocks(json!([1, 2])), json!([1, 2]));
-        let env = json!({"type": "tool", "data": {"content": "{\"x\": 1}", "tool_call_id": "c"}});
-        assert_eq!(tool_message(env), json!({"x": 1}));
-        assert_eq!(
-            tool_message(json!({"type": "other"})),
-            json!({"type": "other"})
         );
     }
 }

@@ -113,6 +113,27 @@ pub enum Unwrap {
     /// A LangChain `ToolMessage` envelope `{"type": "tool", "data":
     /// {"content": ...}}` becomes its content, JSON-decoded when it is JSON.
     ToolMessage,
+    /// OpenLLMetry's record of LangChain's tool callbacks: `{"input_str",
+    /// "tags", "metadata", "inputs", "kwargs"}` becomes `inputs`, `{"output",
+    /// "kwargs"}` the output (a serialized `ToolMessage`: its content).
+    LangchainCallback,
+    /// A Python call record `{"args": [...], "kwargs": {...}}` (smolagents
+    /// adds `sanitize_inputs_outputs`) becomes the keyword arguments plus the
+    /// positional ones named from the source's `schema_attr`; positional
+    /// ones that cannot be named stay under `"args"`.
+    ArgsKwargs,
+}
+
+impl Unwrap {
+    /// The name written in a rule (and shown by `inspect --explain`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unwrap::ContentBlocks => "content_blocks",
+            Unwrap::ToolMessage => "tool_message",
+            Unwrap::LangchainCallback => "langchain_callback",
+            Unwrap::ArgsKwargs => "args_kwargs",
+        }
+    }
 }
 
 /// Where a value comes from. Exactly one of `attr` and `span_name`; with

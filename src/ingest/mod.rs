@@ -5,6 +5,7 @@
 //! from the file extension alone. A bad item (line, file, record) becomes a
 //! [`Rejected`] record and decoding goes on with the rest.
 
+pub mod aws_spans;
 pub mod console;
 pub mod convert;
 pub mod files;
@@ -97,6 +98,8 @@ pub enum Format {
     ZipkinJson,
     /// The OTel Python SDK's span JSON (`ConsoleSpanExporter`), concatenated objects.
     OtelConsoleJson,
+    /// CloudWatch `aws/spans` records (AWS Bedrock AgentCore): one span per JSON record.
+    AwsSpansJson,
 }
 
 /// The result of decoding one input.
@@ -550,26 +553,11 @@ fn decode_json_document(
     let d = match decoded {
         Ok(d) => d,
         Err(e) => {
-            // An array of requests with one bad element: reject that
-            // element alone and keep the others.
-            if first_non_ws(doc) == Some(b'[') {
-                if let Ok(items) = serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(doc)
-                {
-                    if items.len() > 1 {
-                        for (n, item) in items.iter().enumerate() {
-                            let one = item.get().as_bytes();
-                            match otlp_json::decode_with(one, filter) {
-                                Ok(d) => keep_document(d, source, &pos, out),
-                                Err(e) => out.reject(
-                                    source,
-                                    pos.clone(),
-                                    format!("request #{} of the array: {}", n + 1, json_reason(&e)),
-                                ),
-                            }
-                        }
-                        return;
-                    }
-                }
+            // Valid JSON with a wrong type somewhere: only the smallest
+            // unit holding it is lost.
+            if let Some(d) = otlp_json::salvage(doc, filter) {
+                keep_document(d, source, &pos, out);
+                return;
             }
             out.reject(source, at(&e), json_reason(&e));
             return;
@@ -615,6 +603,12 @@ fn decode_other_format(doc: &[u8], source: &str, pos: &Position, out: &mut Decod
     type Convert = fn(&serde_json::Value) -> convert::Converted;
     let (format, label, to_request): (Format, &str, Convert) = if jaeger::looks_like(&v) {
         (Format::JaegerJson, "Jaeger JSON", jaeger::to_request)
+    } else if aws_spans::looks_like(&v) {
+        (
+            Format::AwsSpansJson,
+            "CloudWatch aws/spans record",
+            aws_spans::to_request,
+        )
     } else if zipkin::looks_like(&v) {
         (Format::ZipkinJson, "Zipkin v2 JSON", zipkin::to_request)
     } else if console::looks_like(&v) {

@@ -31,7 +31,11 @@ fn verdict(e: &SpanExplanation) -> String {
         ),
         (Kind::Agent, _, _) => format!("agent run `{name}`  [{}]", m.rule),
         (Kind::Tool, _, _) | (Kind::Retriever, _, true) => {
-            format!("tool call `{name}`  [{}]", m.rule)
+            let unwrapped = match m.args_unwrapped.as_slice() {
+                [] => String::new(),
+                kinds => format!(", arguments unwrapped: {}", kinds.join(", ")),
+            };
+            format!("tool call `{name}`  [{}]{unwrapped}", m.rule)
         }
         (Kind::Retriever, _, false) => format!(
             "retriever `{name}`, not counted (--retrievers-as-tools)  [{}]",

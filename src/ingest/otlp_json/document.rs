@@ -56,7 +56,7 @@ impl<'de> Visitor<'de> for DocSeed<'_, '_> {
 }
 
 /// A request object (`resourceSpans`, Tempo's `batches` or its `trace`
-/// wrapper), appended to `out`.
+/// wrapper, Jaeger v3's `result` wrapper), appended to `out`.
 struct RequestVisitor<'c, 'f, 'o> {
     ctx: &'c mut Ctx<'f>,
     out: &'o mut Request,
@@ -89,10 +89,13 @@ impl<'de> Visitor<'de> for RequestVisitor<'_, '_, '_> {
                         out: &mut self.out.resource_spans,
                     })?;
                 }
-                "trace" => {
-                    // Tempo's v2 API: {"trace": {"resourceSpans": [...]}, "status": ...}.
+                "trace" | "result" => {
+                    // Tempo's v2 API: {"trace": {"resourceSpans": [...]}, "status": ...};
+                    // Jaeger's v3 API (its HTTP gateway): {"result": {"resourceSpans": [...]}}.
                     let saved = self.ctx.prefix.len();
-                    self.ctx.prefix.push_str("trace.");
+                    self.ctx
+                        .prefix
+                        .push_str(if key == "trace" { "trace." } else { "result." });
                     map.next_value_seed(Nullable(RequestVisitor {
                         ctx: &mut *self.ctx,
                         out: &mut *self.out,

@@ -18,15 +18,17 @@
 //!
 //! Errors are kept to the smallest unit: a bad id, enum name or number
 //! rejects the span that holds it (a resource's or scope's bad attribute
-//! value, the spans under it) and decoding goes on. Only malformed JSON, or
-//! a JSON type where a message or list belongs (`"spans": 5`), fails the
-//! whole document.
+//! value, the spans under it) and decoding goes on. Malformed JSON fails
+//! the whole document; a JSON type where a message or list belongs
+//! (`"spans": 5`) fails the decoding, which [`salvage`] then does again unit
+//! by unit, losing only the scope (or resource, or request) that holds it.
 
 mod attributes;
 mod context;
 mod document;
 mod ids;
 mod resource;
+mod salvage;
 mod scalars;
 mod spans;
 #[cfg(test)]
@@ -36,6 +38,7 @@ use serde::de::DeserializeSeed;
 
 use self::context::Ctx;
 use self::document::DocSeed;
+pub use self::salvage::salvage;
 use super::projection::{KeepAll, KeyFilter};
 use super::Request;
 

@@ -9,7 +9,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 
 use super::ids::hex;
 use super::{decode, decode_with, Document};
-use crate::ingest::projection::{AttrsOf, KeyFilter};
+use crate::ingest::projection::{AttrsOf, KeepAll, KeyFilter};
 
 mod simd;
 
@@ -590,4 +590,63 @@ fn matches_the_serde_derive_on_its_own_output() {
             .to_proto(),
         old
     );
+}
+
+// 5. Issue 30: Jaeger v3's wrapper, and a type error losing its unit only.
+#[test]
+fn jaeger_v3_result_wrapper() {
+    let inner = request(&[span("GET /", "")]);
+    // One message of the v3 API's HTTP stream (GetTrace / FindTraces).
+    let d = decode(format!(r#"{{"result":{inner}}}"#).as_bytes()).unwrap();
+    assert_eq!(spans_of(&d).len(), 1);
+    assert!(d.empty_reason(true).is_none());
+    let bad = format!(
+        r#"{{"result":{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{}]}}]}}]}}}}"#,
+        span("w", r#","kind":7.5"#)
+    );
+    let d = decode(bad.as_bytes()).unwrap();
+    assert!(
+        d.rejected[0].reason.contains("(result.resourceSpans[0]"),
+        "{:?}",
+        d.rejected
+    );
+}
+
+#[test]
+fn a_json_type_error_loses_only_the_scope_or_resource_holding_it() {
+    let good = span("kept", "");
+    let doc = format!(
+        r#"{{"resourceSpans":[
+            {{"resource":{{}},"scopeSpans":[{{"scope":{{"name":"a"}},"spans":[{good}]}},{{"scope":{{"name":"b"}},"spans":5}}]}},
+            {{"resource":{{}},"scopeSpans":7}},
+            {{"resource":{{}},"scopeSpans":[{{"spans":[{good}]}}]}}]}}"#
+    );
+    assert!(decode(doc.as_bytes()).is_err());
+    let d = super::salvage(doc.as_bytes(), &KeepAll).unwrap();
+    assert_eq!(spans_of(&d).len(), 2, "{:?}", d.rejected);
+    let reasons: Vec<&str> = d.rejected.iter().map(|r| r.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("resourceSpans[0].scopeSpans[1] rejected"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].starts_with("resourceSpans[1] rejected"),
+        "{reasons:?}"
+    );
+    // In an array of requests, and under Tempo's wrapper.
+    let one_req = request(std::slice::from_ref(&good));
+    let doc =
+        format!(r#"[{one_req},{{"trace":{{"batches":[{{"scopeSpans":[{{"spans":"x"}}]}}]}}}}]"#);
+    let d = super::salvage(doc.as_bytes(), &KeepAll).unwrap();
+    assert_eq!(spans_of(&d).len(), 1);
+    assert!(
+        d.rejected[0]
+            .reason
+            .starts_with("request #2 of the array: trace.batches[0].scopeSpans[0] rejected"),
+        "{:?}",
+        d.rejected
+    );
+    // Not JSON: nothing to salvage.
+    assert!(super::salvage(br#"{"resourceSpans":[{"#, &KeepAll).is_none());
 }

@@ -1,0 +1,193 @@
+//! Argument wrappers of issue 30 on hand-built spans shaped as each
+//! instrumentation writes them (docs/conventions.md, "Coverage"): the
+//! expected arguments are what the tool received.
+
+use std::sync::Arc;
+
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use serde_json::json;
+
+use super::*;
+use crate::assemble::{SpanRecord, Trace, TraceId};
+
+fn kv(key: &str, v: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.to_string())),
+        }),
+        ..Default::default()
+    }
+}
+
+/// One span (id `id`, child of `parent`) with string attributes.
+pub(crate) fn span(id: u8, parent: Option<u8>, name: &str, attrs: &[(&str, &str)]) -> SpanRecord {
+    SpanRecord {
+        span_id: SpanId([id; 8]),
+        parent: parent.map(|p| SpanId([p; 8])),
+        span: Span {
+            span_id: vec![id; 8],
+            name: name.to_string(),
+            start_time_unix_nano: u64::from(id) * 100,
+            end_time_unix_nano: u64::from(id) * 100 + 50,
+            attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
+            ..Default::default()
+        }
+        .into(),
+        resource: Arc::new(Resource::default()),
+        scope: Arc::new(InstrumentationScope::default()),
+    }
+}
+
+pub(crate) fn trace(spans: Vec<SpanRecord>) -> Trace {
+    Trace::new(TraceId([7; 16]), spans, 0)
+}
+
+/// `(name, args, result, convention)` of every call.
+pub(crate) fn calls(t: &Trace) -> Vec<(String, Value, Value, String)> {
+    Extractor::default()
+        .extract(t)
+        .into_iter()
+        .map(|c| {
+            (
+                c.name,
+                c.args.unwrap_or(Value::Null),
+                c.result.map_or(Value::Null, |r| r.to_value()),
+                c.convention,
+            )
+        })
+        .collect()
+}
+
+/// The single call of a one-span trace.
+pub(crate) fn one(name: &str, attrs: &[(&str, &str)]) -> (String, Value, Value, String) {
+    let mut found = calls(&trace(vec![span(1, None, name, attrs)]));
+    assert_eq!(found.len(), 1, "{name}: {found:?}");
+    found.remove(0)
+}
+
+/// The wrappers `inspect --explain` names for span 1 of `t`.
+fn explained(t: &Trace) -> Vec<&'static str> {
+    Extractor::default().explain(t)[0]
+        .matched
+        .as_ref()
+        .map(|m| m.args_unwrapped.clone())
+        .unwrap_or_default()
+}
+
+const LC_INPUT: &str = r#"{"input_str": "{'device_name': 'R1'}", "tags": ["seq:step:1"], "metadata": {"langgraph_node": "tools", "langgraph_step": 2}, "inputs": {"device_name": "R1"}, "kwargs": {"color": "green", "name": "show_interfaces"}}"#;
+const LC_OUTPUT: &str = r#"{"output": {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "ToolMessage"], "kwargs": {"content": "{\"Gi0/1\": \"up\"}", "type": "tool", "name": "show_interfaces", "tool_call_id": "call_1", "status": "success"}}, "kwargs": {"color": "green", "name": "show_interfaces"}}"#;
+
+#[test]
+fn openllmetry_langchain_payload_unwraps_to_inputs() {
+    // opentelemetry-instrumentation-langchain before the GenAI attributes:
+    // `{name}.tool`, the payload in `traceloop.entity.input` only.
+    let old = [
+        ("traceloop.span.kind", "tool"),
+        ("traceloop.entity.name", "show_interfaces"),
+        ("traceloop.workflow.name", "LangGraph"),
+        ("traceloop.entity.input", LC_INPUT),
+        ("traceloop.entity.output", LC_OUTPUT),
+    ];
+    let (name, args, result, rule) = one("show_interfaces.tool", &old);
+    assert_eq!(
+        (name.as_str(), rule.as_str()),
+        ("show_interfaces", "traceloop")
+    );
+    assert_eq!(args, json!({"device_name": "R1"}));
+    assert_eq!(result, json!({"Gi0/1": "up"}));
+    assert_eq!(
+        explained(&trace(vec![span(1, None, "show_interfaces.tool", &old)])),
+        ["langchain_callback"]
+    );
+
+    // Later versions: `execute_tool {name}` with the GenAI attributes, the
+    // same payload in both keys.
+    let new = [
+        ("traceloop.span.kind", "tool"),
+        ("traceloop.entity.name", "show_interfaces"),
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", "show_interfaces"),
+        ("gen_ai.provider.name", "langgraph"),
+        ("traceloop.entity.input", LC_INPUT),
+        ("gen_ai.tool.call.arguments", LC_INPUT),
+        ("traceloop.entity.output", LC_OUTPUT),
+        ("gen_ai.tool.call.result", LC_OUTPUT),
+    ];
+    let (name, args, result, rule) = one("execute_tool show_interfaces", &new);
+    assert_eq!(
+        (name.as_str(), rule.as_str()),
+        ("show_interfaces", "otel-genai")
+    );
+    assert_eq!(args, json!({"device_name": "R1"}));
+    assert_eq!(result, json!({"Gi0/1": "up"}));
+
+    // A single-string tool: `inputs` is the string itself.
+    let bare = r#"{"input_str": "Paris", "tags": null, "metadata": null, "inputs": "Paris", "kwargs": {}}"#;
+    let out = r#"{"output": "sunny", "kwargs": {}}"#;
+    let (_, args, result, _) = one(
+        "weather.tool",
+        &[
+            ("traceloop.span.kind", "tool"),
+            ("traceloop.entity.name", "weather"),
+            ("traceloop.entity.input", bare),
+            ("traceloop.entity.output", out),
+        ],
+    );
+    assert_eq!((args, result), (json!("Paris"), json!("sunny")));
+}
+
+/// `tool.parameters` as smolagents' instrumentor writes it: the tool's
+/// `inputs` map, in declared order.
+const SMOL_INPUTS: &str = r#"{"zone": {"type": "string", "description": "IANA zone"}, "fmt": {"type": "string", "description": "strftime format", "nullable": true}}"#;
+
+fn smol(input: &str) -> [(&'static str, String); 6] {
+    [
+        ("openinference.span.kind", "TOOL".into()),
+        ("input.value", input.into()),
+        ("tool.name", "local_time".into()),
+        ("tool.description", "Current time in a zone".into()),
+        ("tool.parameters", SMOL_INPUTS.into()),
+        ("output.value", "12:00".into()),
+    ]
+}
+
+fn smol_call(input: &str) -> (Value, Vec<&'static str>) {
+    let attrs = smol(input);
+    let borrowed: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let t = trace(vec![span(1, None, "SimpleTool", &borrowed)]);
+    let mut found = calls(&t);
+    assert_eq!(found.len(), 1);
+    let (name, args, result, rule) = found.remove(0);
+    assert_eq!(
+        (name.as_str(), rule.as_str()),
+        ("local_time", "openinference")
+    );
+    assert_eq!(result, json!("12:00"));
+    (args, explained(&t))
+}
+
+#[test]
+fn smolagents_call_record_unwraps_with_positional_names_from_the_schema() {
+    // The agent calls `tool(**arguments)`: keyword arguments only.
+    let (args, notes) = smol_call(
+        r#"{"args": [], "sanitize_inputs_outputs": true, "kwargs": {"zone": "Europe/Paris", "fmt": "%H:%M"}}"#,
+    );
+    assert_eq!(args, json!({"zone": "Europe/Paris", "fmt": "%H:%M"}));
+    assert_eq!(notes, ["args_kwargs"]);
+    // A string answer is passed positionally: named from `tool.parameters`.
+    let (args, _) =
+        smol_call(r#"{"args": ["Europe/Paris"], "sanitize_inputs_outputs": true, "kwargs": {}}"#);
+    assert_eq!(args, json!({"zone": "Europe/Paris"}));
+    // One dict of parameters passed positionally is the keyword arguments.
+    let (args, _) = smol_call(
+        r#"{"args": [{"zone": "Asia/Tokyo"}], "sanitize_inputs_outputs": false, "kwargs": {}}"#,
+    );
+    assert_eq!(args, json!({"zone": "Asia/Tokyo"}));
+    // More values than parameters: kept as a list.
+    let (args, _) =
+        smol_call(r#"{"args": ["a", "b", "c"], "sanitize_inputs_outputs": true, "kwargs": {}}"#);
+    assert_eq!(args, json!({"args": ["a", "b", "c"]}));
+}

@@ -1,0 +1,421 @@
+//! Reading a rule source as a JSON value, and taking off the wrappers that
+//! instrumentations put around what a tool received or returned
+//! (docs/conventions.md, "Argument wrappers"): each `unwrap` kind of a source
+//! applies only to a value of exactly its shape, and says when it applied so
+//! that `inspect --explain` can name it.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use super::rules::{Decode, Field, Source, Unwrap};
+use super::{any_text, any_to_json, apply_pattern, parse_json_or_string, raw};
+use crate::assemble::{SpanRecord, Val};
+use crate::value::PyValue;
+
+/// The wrappers taken off one value, by name, in the order applied.
+pub type Notes = Vec<&'static str>;
+
+fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
+    key.and_then(|k| s.attr_str(k))
+        .is_some_and(|m| m.trim().starts_with("application/json"))
+}
+
+/// The span has no attribute `key` at all (not even an empty one).
+fn no_mime(s: &SpanRecord, key: Option<&String>) -> bool {
+    key.is_some_and(|k| s.attr(k).is_none())
+}
+
+/// `text` as a JSON object, if it is one.
+fn json_object(text: &str) -> Option<Value> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object)
+}
+
+/// A source read as a JSON value (arguments, results).
+pub(crate) fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
+    value_noting(src, s, None)
+}
+
+/// [`value_of`], noting in `notes` the wrappers it took off.
+pub(crate) fn value_noting(
+    src: &Source,
+    s: &SpanRecord,
+    mut notes: Option<&mut Notes>,
+) -> Option<Value> {
+    let mut note = |n: &'static str| {
+        if let Some(list) = notes.as_deref_mut() {
+            list.push(n);
+        }
+    };
+    let text = match &src.field {
+        Field::SpanName => Cow::Borrowed(s.span.name()),
+        f => {
+            let v = raw(f, s)?;
+            match v {
+                Val::Str(t) => Cow::Borrowed(t),
+                // Structured attributes (kvlist/array) are already values.
+                Val::Array(_) | Val::Kvlist(_) if src.pattern.is_none() => {
+                    return Some(unwrap(src, s, any_to_json(v), &mut note));
+                }
+                _ => any_text(v)?,
+            }
+        }
+    };
+    let text = apply_pattern(src, text)?;
+    let value = match src.decode {
+        Decode::Plain => Value::String(text.into_owned()),
+        Decode::Json => parse_json_or_string(&text),
+        Decode::ArgsKwargs => match call_record(parse_json_or_string(&text), &[], None) {
+            Ok(v) => {
+                note("args_kwargs");
+                v
+            }
+            Err(v) => v,
+        },
+        Decode::JsonIfMime if is_json_mime(s, src.mime_attr.as_ref()) => {
+            parse_json_or_string(&text)
+        }
+        Decode::JsonIfMime => {
+            let object = if no_mime(s, src.mime_attr.as_ref()) {
+                json_object(&text)
+            } else {
+                None
+            };
+            match object {
+                Some(o) => o,
+                None => match schema_text(src, s).and_then(single_property) {
+                    Some(name) => {
+                        note("bare value named from the schema");
+                        Value::Object(Map::from_iter([(name, Value::String(text.into_owned()))]))
+                    }
+                    None => Value::String(text.into_owned()),
+                },
+            }
+        }
+    };
+    Some(unwrap(src, s, value, &mut note))
+}
+
+/// The tool's schema text on the span, when the source names one.
+fn schema_text<'a>(src: &Source, s: &'a SpanRecord) -> Option<&'a str> {
+    src.schema_attr.as_ref().and_then(|k| s.attr_str(k))
+}
+
+fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'static str)) -> Value {
+    for u in &src.unwrap {
+        let step = match u {
+            Unwrap::ContentBlocks => content_blocks(v),
+            Unwrap::ToolMessage => tool_message(v),
+            Unwrap::LangchainCallback => langchain_callback(v),
+            Unwrap::ArgsKwargs => {
+                let names = schema_text(src, s)
+                    .and_then(parameter_names)
+                    .unwrap_or_default();
+                call_record(v, &["sanitize_inputs_outputs"], Some(&names))
+            }
+        };
+        v = match step {
+            Ok(x) => {
+                note(u.as_str());
+                x
+            }
+            Err(x) => x,
+        };
+    }
+    if let Some(key) = &src.unwrap_key {
+        if let Value::Object(o) = &mut v {
+            if o.len() == 1 {
+                if let Some(inner) = o.remove(key.as_str()) {
+                    note("unwrap_key");
+                    return inner;
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A string that holds JSON becomes that JSON; other values stay.
+fn json_in_string(v: Value) -> Value {
+    match v {
+        Value::String(s) => parse_json_or_string(&s),
+        other => other,
+    }
+}
+
+/// `[{"text": "..."}]` -> the text (JSON-decoded); several blocks -> a list.
+/// `Err` gives back a value of another shape.
+pub(crate) fn content_blocks(v: Value) -> Result<Value, Value> {
+    let Value::Array(items) = v else {
+        return Err(v);
+    };
+    let is_text_block = |x: &Value| {
+        x.as_object()
+            .is_some_and(|o| o.len() == 1 && o.get("text").is_some_and(Value::is_string))
+    };
+    if items.is_empty() || !items.iter().all(is_text_block) {
+        return Err(Value::Array(items));
+    }
+    let mut texts: Vec<Value> = items
+        .into_iter()
+        .filter_map(|x| match x {
+            Value::Object(mut o) => o.remove("text"),
+            _ => None,
+        })
+        .map(json_in_string)
+        .collect();
+    Ok(if texts.len() == 1 {
+        texts.pop().unwrap_or(Value::Null)
+    } else {
+        Value::Array(texts)
+    })
+}
+
+/// LangChain `ToolMessage` envelope `{"type": "tool", "data": {"content"}}`
+/// -> its content (JSON-decoded).
+pub(crate) fn tool_message(v: Value) -> Result<Value, Value> {
+    // `{"type", "data"}` only: a cheap test before any key lookup.
+    let shaped = v.as_object().is_some_and(|o| o.len() == 2)
+        && v.get("type").and_then(Value::as_str) == Some("tool")
+        && v.get("data").and_then(|d| d.get("content")).is_some();
+    if !shaped {
+        return Err(v);
+    }
+    match v {
+        Value::Object(mut o) => Ok(match o.remove("data") {
+            Some(Value::Object(mut d)) => d.remove("content").map_or(Value::Null, json_in_string),
+            _ => Value::Null,
+        }),
+        other => Err(other),
+    }
+}
+
+/// The keys of LangChain's `on_tool_start` callback payload as OpenLLMetry
+/// records it.
+const CALLBACK_KEYS: [&str; 5] = ["input_str", "tags", "metadata", "inputs", "kwargs"];
+
+/// OpenLLMetry's LangChain callback payloads: `{"input_str", "tags",
+/// "metadata", "inputs", "kwargs"}` -> `inputs` (what the tool was invoked
+/// with; `input_str` when there is none), and `{"output", "kwargs"}` -> the
+/// output, a serialized `ToolMessage` becoming its content.
+pub(crate) fn langchain_callback(v: Value) -> Result<Value, Value> {
+    let Value::Object(mut o) = v else {
+        return Err(v);
+    };
+    let input =
+        o.contains_key("input_str") && o.keys().all(|k| CALLBACK_KEYS.contains(&k.as_str()));
+    if input {
+        return Ok(match o.remove("inputs") {
+            Some(Value::Null) | None => o.remove("input_str").map_or(Value::Null, json_in_string),
+            Some(inputs) => inputs,
+        });
+    }
+    let output = o.len() == 2 && o.contains_key("output") && o.contains_key("kwargs");
+    if output {
+        let out = o.remove("output").unwrap_or(Value::Null);
+        return Ok(serialized_tool_message(out).unwrap_or_else(|v| v));
+    }
+    Err(Value::Object(o))
+}
+
+/// LangChain's serialized form of a message (`to_json()`): `{"lc": 1, "type":
+/// "constructor", "id": [..., "ToolMessage"], "kwargs": {"content", ...}}`
+/// -> its content (JSON-decoded).
+fn serialized_tool_message(v: Value) -> Result<Value, Value> {
+    let shaped = v.get("type").and_then(Value::as_str) == Some("constructor")
+        && v.get("id")
+            .and_then(Value::as_array)
+            .and_then(|id| id.last())
+            .and_then(Value::as_str)
+            == Some("ToolMessage")
+        && v.get("kwargs").and_then(|k| k.get("content")).is_some();
+    if !shaped {
+        return Err(v);
+    }
+    match v {
+        Value::Object(mut o) => Ok(match o.remove("kwargs") {
+            Some(Value::Object(mut k)) => k.remove("content").map_or(Value::Null, json_in_string),
+            _ => Value::Null,
+        }),
+        other => Err(other),
+    }
+}
+
+/// The name of the only property of a JSON Schema, if it has exactly one.
+fn single_property(schema: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(schema).ok()?;
+    let props = v.get("properties")?.as_object()?;
+    (props.len() == 1)
+        .then(|| props.keys().next().cloned())
+        .flatten()
+}
+
+/// A tool's parameter names in declared order, from the schema a span
+/// carries: a JSON Schema's `properties`, or smolagents' `inputs` map
+/// (`{"name": {"type", "description"}, ...}`).
+pub(crate) fn parameter_names(schema: &str) -> Option<Vec<String>> {
+    let v = PyValue::parse(schema).ok()?;
+    let map = match v.get("properties") {
+        Some(PyValue::Dict(props)) => props,
+        _ => {
+            let top = v.as_dict()?;
+            if top.is_empty() || !top.iter().all(|(_, x)| matches!(x, PyValue::Dict(_))) {
+                return None;
+            }
+            top
+        }
+    };
+    Some(map.iter().map(|(k, _)| k.clone()).collect())
+}
+
+/// A Python call record `{"args": [...], "kwargs": {...}}` (plus any of
+/// `extra` keys, dropped) -> keyword arguments by name. With parameter
+/// `names` (the tool's schema): positional arguments take the first names,
+/// as Python binds them, and a lone positional object whose keys are all
+/// parameters is the keyword arguments (smolagents calls a tool so). Without
+/// names, or when they do not fit, positional ones stay under `"args"`.
+/// `names = None`: the loose form (Langfuse, Traceloop), where either key
+/// may be missing.
+fn call_record(v: Value, extra: &[&str], names: Option<&[String]>) -> Result<Value, Value> {
+    let Value::Object(mut o) = v else {
+        return Err(v);
+    };
+    let keys_fit = !o.is_empty()
+        && o.keys()
+            .all(|k| k == "args" || k == "kwargs" || extra.contains(&k.as_str()));
+    let strict = names.is_some();
+    let shaped = keys_fit
+        && (!strict
+            || (matches!(o.get("args"), Some(Value::Array(_)))
+                && matches!(o.get("kwargs"), Some(Value::Object(_)))));
+    if !shaped {
+        return Err(Value::Object(o));
+    }
+    let mut kwargs = match o.remove("kwargs") {
+        Some(Value::Object(kw)) => kw,
+        _ => Map::new(),
+    };
+    let positional = match o.remove("args") {
+        Some(Value::Array(a)) => a,
+        None => Vec::new(),
+        Some(other) => {
+            kwargs.insert("args".to_string(), other);
+            return Ok(Value::Object(kwargs));
+        }
+    };
+    if positional.is_empty() {
+        return Ok(Value::Object(kwargs));
+    }
+    let names = names.unwrap_or_default();
+    if let [Value::Object(lone)] = positional.as_slice() {
+        if kwargs.is_empty() && !lone.is_empty() && lone.keys().all(|k| names.contains(k)) {
+            return Ok(Value::Object(lone.clone()));
+        }
+    }
+    let fits = positional.len() <= names.len()
+        && names[..positional.len()]
+            .iter()
+            .all(|n| !kwargs.contains_key(n));
+    if fits {
+        for (n, a) in names.iter().zip(positional) {
+            kwargs.insert(n.clone(), a);
+        }
+    } else {
+        kwargs.insert("args".to_string(), Value::Array(positional));
+    }
+    Ok(Value::Object(kwargs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn loose(v: Value) -> Value {
+        call_record(v, &[], None).unwrap_or_else(|v| v)
+    }
+
+    fn named(v: Value, schema: &str) -> Result<Value, Value> {
+        let names = parameter_names(schema).unwrap_or_default();
+        call_record(v, &["sanitize_inputs_outputs"], Some(&names))
+    }
+
+    #[test]
+    fn args_kwargs_keeps_positional() {
+        assert_eq!(
+            loose(json!({"args": [], "kwargs": {"a": 1}})),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            loose(json!({"args": ["Tokyo"], "kwargs": {}})),
+            json!({"args": ["Tokyo"]})
+        );
+        assert_eq!(loose(json!({"city": "x"})), json!({"city": "x"}));
+    }
+
+    #[test]
+    fn positional_arguments_are_named_from_the_schema_in_declared_order() {
+        let inputs = r#"{"zone": {"type": "string"}, "at": {"type": "string"}}"#;
+        let rec = json!({"args": ["Paris", "noon"], "sanitize_inputs_outputs": true, "kwargs": {}});
+        assert_eq!(
+            named(rec, inputs),
+            Ok(json!({"zone": "Paris", "at": "noon"}))
+        );
+        let schema = r#"{"type": "object", "properties": {"zone": {}, "at": {}}}"#;
+        let rec = json!({"args": ["Paris"], "kwargs": {"at": "noon"}});
+        assert_eq!(
+            named(rec, schema),
+            Ok(json!({"zone": "Paris", "at": "noon"}))
+        );
+        // smolagents: one dict of parameters is the keyword arguments.
+        let rec =
+            json!({"args": [{"zone": "Rome"}], "sanitize_inputs_outputs": false, "kwargs": {}});
+        assert_eq!(named(rec, inputs), Ok(json!({"zone": "Rome"})));
+        // More positional values than names: kept as a list.
+        let rec = json!({"args": [1, 2, 3], "kwargs": {}});
+        assert_eq!(named(rec, inputs), Ok(json!({"args": [1, 2, 3]})));
+        // Not a call record: left alone.
+        assert!(named(json!({"args": [1]}), inputs).is_err());
+        assert!(named(json!({"zone": "x"}), inputs).is_err());
+    }
+
+    #[test]
+    fn langchain_callback_payloads() {
+        let start = json!({"input_str": "{'device_name': 'R1'}", "tags": [], "metadata": {},
+            "inputs": {"device_name": "R1"}, "kwargs": {"name": "show"}});
+        assert_eq!(langchain_callback(start), Ok(json!({"device_name": "R1"})));
+        let bare = json!({"input_str": "Paris", "tags": null, "metadata": null, "inputs": null, "kwargs": {}});
+        assert_eq!(langchain_callback(bare), Ok(json!("Paris")));
+        let end = json!({"output": {"lc": 1, "type": "constructor",
+            "id": ["langchain", "schema", "messages", "ToolMessage"],
+            "kwargs": {"content": "{\"up\": true}", "tool_call_id": "c1"}}, "kwargs": {}});
+        assert_eq!(langchain_callback(end), Ok(json!({"up": true})));
+        let plain = json!({"output": "ok", "kwargs": {"color": "green"}});
+        assert_eq!(langchain_callback(plain), Ok(json!("ok")));
+        assert!(langchain_callback(json!({"input_str": "x", "other": 1})).is_err());
+    }
+
+    #[test]
+    fn unwraps_content_blocks_and_tool_messages() {
+        assert_eq!(
+            content_blocks(json!([{"text": "{\"city\": \"Paris\"}"}])),
+            Ok(json!({"city": "Paris"}))
+        );
+        assert_eq!(
+            content_blocks(json!([{"text": "a"}, {"text": "b"}])),
+            Ok(json!(["a", "b"]))
+        );
+        assert_eq!(content_blocks(json!([1, 2])), Err(json!([1, 2])));
+        let env = json!({"type": "tool", "data": {"content": "{\"x\": 1}", "tool_call_id": "c"}});
+        assert_eq!(tool_message(env), Ok(json!({"x": 1})));
+        assert_eq!(
+            tool_message(json!({"type": "other"})),
+            Err(json!({"type": "other"}))
+        );
+    }
+}
