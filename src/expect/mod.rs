@@ -454,6 +454,43 @@ fn padded_trace_id(t: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The case's expected tools (`expected_tools` or `expected_tool_calls`);
+/// none for a case about agents or handoffs alone, which is then scored on
+/// those metrics unless it names its own.
+fn expected_tools(raw: &mut RawCase) -> Result<Vec<RawTool>, String> {
+    Ok(
+        match (raw.expected_tools.take(), raw.expected_tool_calls.take()) {
+            (Some(_), Some(_)) => {
+                return Err("give `expected_tools` or `expected_tool_calls`, not both".into())
+            }
+            (Some(t), None) | (None, Some(t)) => t,
+            // A case about agents or handoffs alone is scored on those metrics.
+            (None, None) if raw.agents.is_some() || raw.handoffs.is_some() => {
+                if raw.metrics.is_none() {
+                    let implied = [
+                        (raw.agents.is_some(), crate::score::agents::NAME),
+                        (raw.handoffs.is_some(), crate::score::handoffs::NAME),
+                    ];
+                    raw.metrics = Some(
+                        implied
+                            .iter()
+                            .filter(|(on, _)| *on)
+                            .map(|(_, name)| name.to_string())
+                            .collect(),
+                    );
+                }
+                Vec::new()
+            }
+            (None, None) => {
+                return Err(
+                    "a case needs `expected_tools` (a list, may be empty), `agents` or `handoffs`"
+                        .into(),
+                )
+            }
+        },
+    )
+}
+
 fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, String> {
     let mut raw: RawCase = serde_json::from_value(v).map_err(|e| format!("bad case: {e}"))?;
     let given = usize::from(raw.trace_id.is_some())
@@ -462,7 +499,11 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
     if given > 1 {
         return Err("give one of `trace_id`, `match` and `session_id`".into());
     }
-    let join = match (raw.trace_id, raw.match_, raw.session_id) {
+    let join = match (
+        raw.trace_id.take(),
+        raw.match_.take(),
+        raw.session_id.take(),
+    ) {
         (Some(t), _, _) => Join::TraceId(padded_trace_id(&t).parse()?),
         (_, _, Some(id)) => Join::Session {
             key: None,
@@ -490,35 +531,7 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
                 .into(),
         ),
     };
-    let tools = match (raw.expected_tools, raw.expected_tool_calls) {
-        (Some(_), Some(_)) => {
-            return Err("give `expected_tools` or `expected_tool_calls`, not both".into())
-        }
-        (Some(t), None) | (None, Some(t)) => t,
-        // A case about agents or handoffs alone is scored on those metrics.
-        (None, None) if raw.agents.is_some() || raw.handoffs.is_some() => {
-            if raw.metrics.is_none() {
-                let implied = [
-                    (raw.agents.is_some(), crate::score::agents::NAME),
-                    (raw.handoffs.is_some(), crate::score::handoffs::NAME),
-                ];
-                raw.metrics = Some(
-                    implied
-                        .iter()
-                        .filter(|(on, _)| *on)
-                        .map(|(_, name)| name.to_string())
-                        .collect(),
-                );
-            }
-            Vec::new()
-        }
-        (None, None) => {
-            return Err(
-                "a case needs `expected_tools` (a list, may be empty), `agents` or `handoffs`"
-                    .into(),
-            )
-        }
-    };
+    let tools = expected_tools(&mut raw)?;
     let expected = calls_of(tools);
     let mut agents = Vec::new();
     for (name, a) in raw.agents.unwrap_or_default() {

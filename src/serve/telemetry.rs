@@ -190,185 +190,16 @@ impl ServeStats {
     /// The OpenMetrics text exposition of every counter (prometheus-client
     /// encodes it; the numbers come from this one counter system).
     pub fn render(&self) -> String {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut scalars: Vec<Scalar> = Vec::with_capacity(32);
-        let mut single = |name: &'static str, kind: &str, help: &'static str, v: u64| {
-            scalars.push(Scalar {
+        let scalars: Vec<Scalar> = SCALARS
+            .iter()
+            .map(|&(name, counter, help, field)| Scalar {
                 // The encoder appends `_total` to a counter's name.
                 name: name.strip_suffix("_total").unwrap_or(name),
                 help,
-                counter: kind == "counter",
-                value: v,
-            });
-        };
-        single(
-            "toolscore_spans_received_total",
-            "counter",
-            "Spans accepted from OTLP requests.",
-            g(&self.spans_received),
-        );
-        single(
-            "toolscore_spans_rejected_total",
-            "counter",
-            "Spans rejected as invalid (partial success).",
-            g(&self.spans_rejected),
-        );
-        single(
-            "toolscore_duplicate_spans_total",
-            "counter",
-            "Re-sent spans dropped as duplicates.",
-            g(&self.duplicate_spans),
-        );
-        single(
-            "toolscore_results_dropped_total",
-            "counter",
-            "Evaluation records not exported because the results queue was full.",
-            g(&self.results_dropped),
-        );
-        single(
-            "toolscore_sink_errors_total",
-            "counter",
-            "Result batches an output (file, stdout, exporter) failed to take.",
-            g(&self.sink_errors),
-        );
-        single(
-            "toolscore_output_failing",
-            "gauge",
-            "1 while the results file cannot be written; new data is refused (503 / UNAVAILABLE).",
-            g(&self.output_failing),
-        );
-        single(
-            "toolscore_results_lost_total",
-            "counter",
-            "Result rows that could not be written to the results file before the run ended.",
-            g(&self.results_lost),
-        );
-        single(
-            "toolscore_connections_refused_total",
-            "counter",
-            "HTTP connections closed at once because the port had its maximum open.",
-            g(&self.connections_refused),
-        );
-        single(
-            "toolscore_requests_unauthenticated_total",
-            "counter",
-            "Requests refused (401 / UNAUTHENTICATED) for a missing or wrong bearer token.",
-            g(&self.requests_unauthenticated),
-        );
-        single(
-            "toolscore_tls_handshake_failures_total",
-            "counter",
-            "TLS connections closed because the handshake failed or did not finish within --header-timeout.",
-            g(&self.tls_handshake_failures),
-        );
-        single(
-            "toolscore_connections_open",
-            "gauge",
-            "HTTP connections open now.",
-            g(&self.connections_open),
-        );
-        single(
-            "toolscore_inflight_bytes",
-            "gauge",
-            "Bytes of request bodies held now, as received and inflated.",
-            g(&self.inflight_bytes),
-        );
-        single(
-            "toolscore_inflight_bytes_capacity",
-            "gauge",
-            "Most bytes of request bodies held at once (--max-inflight).",
-            g(&self.inflight_bytes_capacity),
-        );
-        single(
-            "toolscore_spans_forwarded_total",
-            "counter",
-            "Spans delivered downstream.",
-            g(&self.spans_forwarded),
-        );
-        single(
-            "toolscore_requests_refused_total",
-            "counter",
-            "Requests answered 503/UNAVAILABLE because a buffer or queue was full.",
-            g(&self.requests_refused),
-        );
-        single(
-            "toolscore_forward_retries_total",
-            "counter",
-            "Downstream export attempts that were retried.",
-            g(&self.forward_retries),
-        );
-        single(
-            "toolscore_traces_scored_total",
-            "counter",
-            "Trace evaluations produced (re-scores included).",
-            g(&self.traces_scored),
-        );
-        single(
-            "toolscore_traces_rescored_total",
-            "counter",
-            "Re-scores caused by late spans.",
-            g(&self.traces_rescored),
-        );
-        single(
-            "toolscore_sessions_scored_total",
-            "counter",
-            "Session evaluations produced (re-scores after later turns included).",
-            g(&self.sessions_scored),
-        );
-        single(
-            "toolscore_sessions_waiting",
-            "gauge",
-            "Sessions with traces not yet scored, waiting for --session-wait.",
-            g(&self.sessions_waiting),
-        );
-        single(
-            "toolscore_buffer_spans",
-            "gauge",
-            "Spans buffered awaiting trace completion.",
-            g(&self.buffer_spans),
-        );
-        single(
-            "toolscore_buffer_spans_capacity",
-            "gauge",
-            "Most spans the buffer holds.",
-            g(&self.buffer_spans_capacity),
-        );
-        single(
-            "toolscore_buffer_traces",
-            "gauge",
-            "Traces buffered awaiting completion.",
-            g(&self.buffer_traces),
-        );
-        single(
-            "toolscore_buffer_traces_capacity",
-            "gauge",
-            "Most traces the buffer holds.",
-            g(&self.buffer_traces_capacity),
-        );
-        single(
-            "toolscore_forward_queue",
-            "gauge",
-            "Requests queued for the downstream.",
-            g(&self.forward_queue),
-        );
-        single(
-            "toolscore_forward_queue_capacity",
-            "gauge",
-            "Most requests the forward queue holds.",
-            g(&self.forward_queue_capacity),
-        );
-        single(
-            "toolscore_forward_queue_bytes",
-            "gauge",
-            "Bytes queued for the downstream or being sent.",
-            g(&self.forward_queue_bytes),
-        );
-        single(
-            "toolscore_forward_queue_bytes_capacity",
-            "gauge",
-            "Most bytes the forward queue holds.",
-            g(&self.forward_queue_bytes_capacity),
-        );
+                counter,
+                value: field(self).load(Ordering::Relaxed),
+            })
+            .collect();
 
         let per_metric = match self.per_metric.lock() {
             Ok(m) => m.clone(),
@@ -385,6 +216,186 @@ impl ServeStats {
         out
     }
 }
+
+/// Every counter and gauge of [`ServeStats::render`]: its name, whether it
+/// is a counter (else a gauge), its help text and its field.
+type ScalarSpec = (
+    &'static str,
+    bool,
+    &'static str,
+    fn(&ServeStats) -> &AtomicU64,
+);
+
+const SCALARS: &[ScalarSpec] = &[
+    (
+        "toolscore_spans_received_total",
+        true,
+        "Spans accepted from OTLP requests.",
+        |s| &s.spans_received,
+    ),
+    (
+        "toolscore_spans_rejected_total",
+        true,
+        "Spans rejected as invalid (partial success).",
+        |s| &s.spans_rejected,
+    ),
+    (
+        "toolscore_duplicate_spans_total",
+        true,
+        "Re-sent spans dropped as duplicates.",
+        |s| &s.duplicate_spans,
+    ),
+    (
+        "toolscore_results_dropped_total",
+        true,
+        "Evaluation records not exported because the results queue was full.",
+        |s| &s.results_dropped,
+    ),
+    (
+        "toolscore_sink_errors_total",
+        true,
+        "Result batches an output (file, stdout, exporter) failed to take.",
+        |s| &s.sink_errors,
+    ),
+    (
+        "toolscore_output_failing",
+        false,
+        "1 while the results file cannot be written; new data is refused (503 / UNAVAILABLE).",
+        |s| &s.output_failing,
+    ),
+    (
+        "toolscore_results_lost_total",
+        true,
+        "Result rows that could not be written to the results file before the run ended.",
+        |s| &s.results_lost,
+    ),
+    (
+        "toolscore_connections_refused_total",
+        true,
+        "HTTP connections closed at once because the port had its maximum open.",
+        |s| &s.connections_refused,
+    ),
+    (
+        "toolscore_requests_unauthenticated_total",
+        true,
+        "Requests refused (401 / UNAUTHENTICATED) for a missing or wrong bearer token.",
+        |s| &s.requests_unauthenticated,
+    ),
+    (
+        "toolscore_tls_handshake_failures_total",
+        true,
+        "TLS connections closed because the handshake failed or did not finish within --header-timeout.",
+        |s| &s.tls_handshake_failures,
+    ),
+    (
+        "toolscore_connections_open",
+        false,
+        "HTTP connections open now.",
+        |s| &s.connections_open,
+    ),
+    (
+        "toolscore_inflight_bytes",
+        false,
+        "Bytes of request bodies held now, as received and inflated.",
+        |s| &s.inflight_bytes,
+    ),
+    (
+        "toolscore_inflight_bytes_capacity",
+        false,
+        "Most bytes of request bodies held at once (--max-inflight).",
+        |s| &s.inflight_bytes_capacity,
+    ),
+    (
+        "toolscore_spans_forwarded_total",
+        true,
+        "Spans delivered downstream.",
+        |s| &s.spans_forwarded,
+    ),
+    (
+        "toolscore_requests_refused_total",
+        true,
+        "Requests answered 503/UNAVAILABLE because a buffer or queue was full.",
+        |s| &s.requests_refused,
+    ),
+    (
+        "toolscore_forward_retries_total",
+        true,
+        "Downstream export attempts that were retried.",
+        |s| &s.forward_retries,
+    ),
+    (
+        "toolscore_traces_scored_total",
+        true,
+        "Trace evaluations produced (re-scores included).",
+        |s| &s.traces_scored,
+    ),
+    (
+        "toolscore_traces_rescored_total",
+        true,
+        "Re-scores caused by late spans.",
+        |s| &s.traces_rescored,
+    ),
+    (
+        "toolscore_sessions_scored_total",
+        true,
+        "Session evaluations produced (re-scores after later turns included).",
+        |s| &s.sessions_scored,
+    ),
+    (
+        "toolscore_sessions_waiting",
+        false,
+        "Sessions with traces not yet scored, waiting for --session-wait.",
+        |s| &s.sessions_waiting,
+    ),
+    (
+        "toolscore_buffer_spans",
+        false,
+        "Spans buffered awaiting trace completion.",
+        |s| &s.buffer_spans,
+    ),
+    (
+        "toolscore_buffer_spans_capacity",
+        false,
+        "Most spans the buffer holds.",
+        |s| &s.buffer_spans_capacity,
+    ),
+    (
+        "toolscore_buffer_traces",
+        false,
+        "Traces buffered awaiting completion.",
+        |s| &s.buffer_traces,
+    ),
+    (
+        "toolscore_buffer_traces_capacity",
+        false,
+        "Most traces the buffer holds.",
+        |s| &s.buffer_traces_capacity,
+    ),
+    (
+        "toolscore_forward_queue",
+        false,
+        "Requests queued for the downstream.",
+        |s| &s.forward_queue,
+    ),
+    (
+        "toolscore_forward_queue_capacity",
+        false,
+        "Most requests the forward queue holds.",
+        |s| &s.forward_queue_capacity,
+    ),
+    (
+        "toolscore_forward_queue_bytes",
+        false,
+        "Bytes queued for the downstream or being sent.",
+        |s| &s.forward_queue_bytes,
+    ),
+    (
+        "toolscore_forward_queue_bytes_capacity",
+        false,
+        "Most bytes the forward queue holds.",
+        |s| &s.forward_queue_bytes_capacity,
+    ),
+];
 
 /// One counter or gauge at scrape time.
 #[derive(Debug)]
