@@ -138,7 +138,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let code = match (&comparison, args.fail_on) {
-        (Some(c), FailOn::Regression) if report.rejected.is_empty() => {
+        (Some(c), FailOn::Regression) if !report.could_not_evaluate() => {
             if c.regressions() > 0 {
                 exit::FAIL
             } else {

@@ -29,7 +29,7 @@ use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, 
 pub use metrics::{MetricSet, MetricSpec};
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
-    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedTrace,
+    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedTrace, Verdict,
 };
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
@@ -351,6 +351,11 @@ impl Evaluator {
         let calls: Arc<[ToolCall]> = calls.into();
         let facts = self.needs.trace_facts.then(|| {
             let mut f = TraceFacts::of(trace);
+            if self.needs.judge {
+                f.inputs = crate::extract::facts::judge_input_of(trace)
+                    .into_iter()
+                    .collect();
+            }
             f.runs = runs
                 .iter()
                 .map(|r| (r.start_time_unix_nano, r.name.clone()))
