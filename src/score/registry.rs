@@ -27,7 +27,8 @@ const JUDGED: &[(&str, &str)] = &[
         "ToolCallCorrectness(should_exact_match=False), LLM judge, our prompt: made vs expected \
          calls compared semantically, names only (arguments judged reasonable) when an \
          expectation lacks arguments; yes=1/no=0. Differs: no tools recorded -> null (MLflow \
-         asks the LLM to extract them); a token cap is sent",
+         asks the LLM to extract them); the request ends at this turn's user message; a token \
+         cap is sent (docs/scoring.md)",
     ),
     (
         llm_fuzzy::NAME_ORDERED,
@@ -36,12 +37,13 @@ const JUDGED: &[(&str, &str)] = &[
     (
         llm_no_expectations::NAME,
         "ToolCallCorrectness without expectations, LLM judge, our prompt: tools and arguments \
-         reasonable for the request and the tools' parameters; yes=1/no=0",
+         reasonable for the request and the tools' parameters; yes=1/no=0; differs as \
+         mlflow.llm_fuzzy",
     ),
     (
         llm_efficiency::NAME,
         "ToolCallEfficiency, LLM judge, our prompt: no redundant or unneeded call; a retry \
-         after a temporary failure is no waste; yes=1/no=0",
+         after a temporary failure is no waste; yes=1/no=0; differs as mlflow.llm_fuzzy",
     ),
 ];
 

@@ -206,8 +206,17 @@ fn what_is_retried() {
     let retries = ["--judge-retries", "1", "--format", "jsonl", "-q"];
     let r = rows(&replay(&f, &["mlflow.llm_efficiency"], &url, &retries).stdout);
     let err = eval(&r, "weather")["metrics"]["mlflow.llm_efficiency"]["error"].clone();
-    assert!(err.as_str().unwrap_or_default().contains("unreachable after 2 attempt(s)"), "{err}");
-    assert_eq!(summary(&r)["judge"]["requests"], 4, "two prompts, each sent twice");
+    assert!(
+        err.as_str()
+            .unwrap_or_default()
+            .contains("unreachable after 2 attempt(s)"),
+        "{err}"
+    );
+    assert_eq!(
+        summary(&r)["judge"]["requests"],
+        4,
+        "two prompts, each sent twice"
+    );
 
     let server = FakeServer::start(false, |seen, n| {
         match (seen.prompt().contains("Paris and London"), n) {
@@ -223,7 +232,10 @@ fn what_is_retried() {
     let r = rows(&replay(&f, &["mlflow.llm_efficiency"], &server.url, &retries).stdout);
     let m = |case: &str| eval(&r, case)["metrics"]["mlflow.llm_efficiency"].clone();
     assert_eq!(m("weather")["score"], 1.0, "{}", m("weather"));
-    assert_eq!(m("support")["error"], "judge server error (HTTP 501) after 1 attempt(s)");
+    assert_eq!(
+        m("support")["error"],
+        "judge server error (HTTP 501) after 1 attempt(s)"
+    );
     assert_eq!(server.seen().len(), 3);
 }
 
@@ -292,7 +304,10 @@ fn answers_are_parsed_strictly() {
         "",
     ] {
         let r = parse_answer(text, AnswerKind::YesNo);
-        assert!(matches!(r, Err(JudgeError::Unparseable(_))), "{text}: {r:?}");
+        assert!(
+            matches!(r, Err(JudgeError::Unparseable(_))),
+            "{text}: {r:?}"
+        );
     }
     let server = FakeServer::start(false, |_, _| {
         Reply::Envelope(json!({"choices": [{"finish_reason": "length",
@@ -300,11 +315,22 @@ fn answers_are_parsed_strictly() {
     });
     let dir = TempDir::new("judge-strict");
     let f = fixture(dir.path());
-    let out = replay(&f, &["mlflow.llm_efficiency"], &server.url, &["--format", "jsonl", "-q"]);
+    let out = replay(
+        &f,
+        &["mlflow.llm_efficiency"],
+        &server.url,
+        &["--format", "jsonl", "-q"],
+    );
     let r = rows(&out.stdout);
     let m = &eval(&r, "weather")["metrics"]["mlflow.llm_efficiency"];
     assert_eq!(m["score"], Value::Null, "no verdict: {m}");
-    assert!(m["error"].as_str().unwrap_or_default().contains("truncated"), "{m}");
+    assert!(
+        m["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("truncated"),
+        "{m}"
+    );
 }
 
 /// The request is the root span's input: the conversation up to this turn
