@@ -265,19 +265,26 @@ impl Judge {
                 })
             }
         };
+        // Redacted before any of it is cut into a message, so that no cut
+        // can leave half a secret.
+        let text = self.secrets.redact(&read.text);
         match status {
             200..=299 if read.over_cap => Err(JudgeError::ReplyTooLarge {
                 kib: self.config.max_reply_kib,
             }),
-            200..=299 => parse::completion(&read.text, &self.max_tokens_label()).map(Step::Done),
+            200..=299 => parse::completion(&text, &self.max_tokens_label()).map(Step::Done),
             300..=399 => Err(JudgeError::Redirected {
                 status,
-                location: parse::snippet(location.as_deref().unwrap_or("nowhere")),
+                location: parse::snippet(
+                    &self
+                        .secrets
+                        .redact(location.as_deref().unwrap_or("nowhere")),
+                ),
             }),
             // Only a complaint about structured output drops it, and only
             // for this endpoint and model: a context-length or temperature
             // 400 is that prompt's error.
-            400 | 422 if format < FORMAT_NONE && parse::about_format(&read.text) => {
+            400 | 422 if format < FORMAT_NONE && parse::about_format(&text) => {
                 let _ = self.format.compare_exchange(
                     format,
                     format + 1,
@@ -294,7 +301,7 @@ impl Judge {
             500..=599 => Err(JudgeError::Server { status, attempts }),
             _ => Err(JudgeError::Refused {
                 status,
-                body: parse::snippet(&read.text),
+                body: parse::snippet(&text),
             }),
         }
     }

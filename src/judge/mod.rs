@@ -11,7 +11,7 @@
 //! The judge is a remote party and is treated as untrusted: its reply is read
 //! up to a cap, no redirect is followed (the key and `headers` never reach
 //! another origin), its rationale is capped, and every text it or its
-//! server sends back passes through [`Secrets::redact`] before it reaches a
+//! server sends back passes through `Secrets::redact` before it reaches a
 //! report. A failure is a [`JudgeError`] for the one metric that asked; it
 //! never stops a run.
 
@@ -33,7 +33,7 @@ pub use parse::parse_answer;
 
 /// Output tokens a verdict may take unless configured: room for a reasoning
 /// model's thinking before a one-sentence rationale.
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// `[judge]` in the config file; the `--judge-*` flags override it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -277,10 +277,10 @@ struct Counters {
 /// The texts that must never reach a report or a log: the API key and the
 /// extra headers' values.
 #[derive(Debug, Default)]
-pub struct Secrets(Vec<String>);
+struct Secrets(Vec<String>);
 
 /// What a secret is replaced with.
-pub const REDACTED: &str = "[redacted]";
+const REDACTED: &str = "[redacted]";
 
 impl Secrets {
     /// Secrets shorter than this are not redacted: a value like `1` or
@@ -301,7 +301,7 @@ impl Secrets {
     }
 
     /// `text` with every secret replaced by [`REDACTED`].
-    pub fn redact(&self, text: &str) -> String {
+    fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in &self.0 {
             if out.contains(s.as_str()) {
@@ -429,11 +429,6 @@ impl Judge {
     /// The longest prompt sent, in bytes of text (prompts are cut to fit).
     pub fn max_prompt_bytes(&self) -> usize {
         usize::try_from(self.config.max_prompt_kib.saturating_mul(1024)).unwrap_or(usize::MAX)
-    }
-
-    /// The redaction every judge-derived text passes through.
-    pub fn secrets(&self) -> &Secrets {
-        &self.secrets
     }
 
     pub fn usage(&self) -> JudgeUsage {
