@@ -135,7 +135,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::INPUT));
     }
     let code = match (&comparison, args.fail_on) {
-        (Some(c), FailOn::Regression) if report.rejected.is_empty() => {
+        (Some(c), FailOn::Regression) if !report.could_not_evaluate() => {
             if c.regressions() > 0 {
                 exit::FAIL
             } else {

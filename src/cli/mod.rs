@@ -16,7 +16,7 @@ use toolscore::extract::{Extractor, Scope};
 use toolscore::ingest::stream::StreamOptions;
 use toolscore::ingest::Limits;
 use toolscore::ingest::Rejected;
-use toolscore::judge::{Judge, JudgeConfig};
+use toolscore::judge::{Judge, JudgeConfig, TokenField};
 use toolscore::replay;
 use toolscore::score::native::{ArgPolicy, Headline, NativeConfig};
 use toolscore::score::MetricOptions;
@@ -27,7 +27,7 @@ use toolscore::score::MetricOptions;
     version,
     about = "Score AI agents on tool correctness from OpenTelemetry traces",
     after_help = "Exit codes: 0 all cases pass, 1 some case failed, 2 usage error, rejected \
-                  input or nothing to score."
+                  input, nothing to score or a judge error (could not evaluate)."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -277,10 +277,12 @@ pub(crate) struct JudgeArgs {
     /// Extra request header `K=V` (repeatable).
     #[arg(long = "judge-header", value_name = "K=V", help_heading = "Judge")]
     pub(crate) judge_headers: Vec<String>,
-    /// Directory caching answers by (model, prompt): a rerun costs nothing.
+    /// Directory caching answers by everything that shapes them (endpoint, model, header
+    /// names, format, temperature, token cap, prompt): a rerun costs nothing.
     #[arg(long, env = "TOOLSCORE_JUDGE_CACHE", help_heading = "Judge")]
     pub(crate) judge_cache: Option<PathBuf>,
-    /// Print the judge prompts on stderr instead of calling the judge.
+    /// Print the judge prompts on stderr instead of calling the judge; judged metrics
+    /// are "not judged" (exit 0).
     #[arg(long, help_heading = "Judge")]
     pub(crate) judge_dry_run: bool,
     /// Judge requests in flight at once [default: 4].
@@ -289,9 +291,28 @@ pub(crate) struct JudgeArgs {
     /// Per-request timeout in seconds [default: 60].
     #[arg(long, help_heading = "Judge")]
     pub(crate) judge_timeout: Option<f64>,
-    /// Retries after a 429, a 5xx or a timeout [default: 3].
+    /// Retries after a 429, a 5xx (not 501), a timeout or a refused connection [default: 3].
     #[arg(long, help_heading = "Judge")]
     pub(crate) judge_retries: Option<u32>,
+    /// Sampling temperature sent to the judge [default: none sent, the server's own].
+    #[arg(long, help_heading = "Judge")]
+    pub(crate) judge_temperature: Option<f64>,
+    /// Output-token cap of each judge request; 0 sends none [default: 4096].
+    #[arg(long, help_heading = "Judge")]
+    pub(crate) judge_max_tokens: Option<u32>,
+    /// How the token cap is sent: max_tokens or max_completion_tokens
+    /// [default: max_completion_tokens to OpenAI and Azure OpenAI, else max_tokens].
+    #[arg(long, help_heading = "Judge")]
+    pub(crate) judge_token_field: Option<TokenField>,
+    /// A judge reply longer than this (KiB) is not read: that metric is an error [default: 256].
+    #[arg(long, help_heading = "Judge")]
+    pub(crate) judge_max_reply_kib: Option<u64>,
+    /// Prompts are cut to fit this many KiB, the reason saying what was cut [default: 64].
+    #[arg(long, help_heading = "Judge")]
+    pub(crate) judge_max_prompt_kib: Option<u64>,
+    /// A judge's rationale is cut to this many characters in reports [default: 2000].
+    #[arg(long, help_heading = "Judge")]
+    pub(crate) judge_max_rationale_chars: Option<usize>,
 }
 
 impl JudgeArgs {
@@ -322,6 +343,24 @@ impl JudgeArgs {
         }
         if let Some(r) = self.judge_retries {
             c.retries = r;
+        }
+        if let Some(t) = self.judge_temperature {
+            c.temperature = Some(t);
+        }
+        if let Some(n) = self.judge_max_tokens {
+            c.max_tokens = n;
+        }
+        if let Some(f) = self.judge_token_field {
+            c.token_field = Some(f);
+        }
+        if let Some(n) = self.judge_max_reply_kib {
+            c.max_reply_kib = n;
+        }
+        if let Some(n) = self.judge_max_prompt_kib {
+            c.max_prompt_kib = n;
+        }
+        if let Some(n) = self.judge_max_rationale_chars {
+            c.max_rationale_chars = n;
         }
         if !c.is_set() {
             return Ok(None);

@@ -30,7 +30,8 @@ use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, 
 pub use metrics::{MetricSet, MetricSpec};
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
-    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase, UnmatchedTrace,
+    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase,
+    UnmatchedTrace, Verdict,
 };
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
@@ -352,6 +353,11 @@ impl Evaluator {
         let calls: Arc<[ToolCall]> = calls.into();
         let facts = self.needs.trace_facts.then(|| {
             let mut f = TraceFacts::of(trace);
+            if self.needs.judge {
+                f.inputs = crate::extract::facts::judge_input_of(trace)
+                    .into_iter()
+                    .collect();
+            }
             f.runs = runs
                 .iter()
                 .map(|r| (r.start_time_unix_nano, r.name.clone()))

@@ -8,7 +8,7 @@ use crate::assemble::{SpanId, TraceId};
 use crate::expect::Call;
 use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
-use crate::score::Outcome;
+use crate::score::{Outcome, Unjudged};
 
 /// One metric's verdict on one (trace, case) pair.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,18 +18,57 @@ pub struct MetricResult {
     pub outcome: Outcome,
 }
 
-impl MetricResult {
-    /// Errors fail; a metric with no verdict of its own (ragas) passes
-    /// unless its score is under the threshold.
-    pub fn passed(&self) -> bool {
-        if self.outcome.error.is_some() {
-            return false;
+/// A verdict as counted: a judge that could not (or was not asked to)
+/// judge is neither a pass nor a failure of the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The judge gave no verdict: the run could not evaluate.
+    JudgeError,
+    /// `--judge-dry-run`.
+    NotJudged,
+}
+
+impl Verdict {
+    /// As the tables and JUnit show it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::JudgeError => "judge error",
+            Verdict::NotJudged => "not judged",
         }
-        match (self.outcome.pass, self.outcome.score, self.threshold) {
+    }
+}
+
+impl MetricResult {
+    /// Errors fail, but a judge's (see [`Verdict`]); a metric with no
+    /// verdict of its own (ragas) passes unless its score is under the
+    /// threshold.
+    pub fn verdict(&self) -> Verdict {
+        match self.outcome.unjudged {
+            Some(Unjudged::JudgeError) => return Verdict::JudgeError,
+            Some(Unjudged::NotJudged) => return Verdict::NotJudged,
+            None => {}
+        }
+        if self.outcome.error.is_some() {
+            return Verdict::Fail;
+        }
+        let pass = match (self.outcome.pass, self.outcome.score, self.threshold) {
             (Some(p), _, _) => p,
             (None, Some(s), Some(t)) => s >= t,
             _ => true,
+        };
+        if pass {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
         }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.verdict() == Verdict::Pass
     }
 }
 
@@ -64,7 +103,22 @@ pub struct Evaluation {
 
 impl Evaluation {
     pub fn passed(&self) -> bool {
-        self.results.iter().all(MetricResult::passed)
+        self.verdict() == Verdict::Pass
+    }
+
+    /// A failure if any metric failed; else a judge error if the judge
+    /// failed any; else not judged if a dry run skipped any; else a pass.
+    pub fn verdict(&self) -> Verdict {
+        let mut v = Verdict::Pass;
+        for r in &self.results {
+            v = match (v, r.verdict()) {
+                (_, Verdict::Fail) => return Verdict::Fail,
+                (Verdict::JudgeError, _) | (_, Verdict::JudgeError) => Verdict::JudgeError,
+                (Verdict::NotJudged, _) | (_, Verdict::NotJudged) => Verdict::NotJudged,
+                _ => Verdict::Pass,
+            };
+        }
+        v
     }
 
     pub fn headline(&self) -> Option<&MetricResult> {

@@ -73,6 +73,9 @@ pub struct TraceFacts {
     pub end_unix_nano: u64,
     /// The user's request, one per trace (a session's turns in order).
     pub requests: Vec<String>,
+    /// The request as the judge is shown it, one per trace
+    /// ([`judge_input_of`]); filled only when a metric asks a judge.
+    pub inputs: Vec<Value>,
     /// The tools offered to the agent's LLM, by name, first definition kept.
     pub tools: Vec<ToolDef>,
     /// Tokens the trace's LLM spans report (`None`: no span carries a
@@ -103,6 +106,7 @@ impl TraceFacts {
             start_unix_nano: trace.start_time(),
             end_unix_nano: end,
             requests: request_of(trace).into_iter().collect(),
+            inputs: Vec::new(),
             tools,
             input_tokens,
             output_tokens,
@@ -125,6 +129,7 @@ impl TraceFacts {
         self.start_unix_nano = self.start_unix_nano.min(other.start_unix_nano);
         self.end_unix_nano = self.end_unix_nano.max(other.end_unix_nano);
         self.requests.extend(other.requests.iter().cloned());
+        self.inputs.extend(other.inputs.iter().cloned());
         for t in &other.tools {
             if !self.tools.iter().any(|x| x.name == t.name) {
                 self.tools.push(t.clone());
@@ -235,6 +240,61 @@ fn any_count(v: Val<'_>) -> Option<u64> {
 /// The user's request, shortened for reports.
 fn request_of(trace: &Trace) -> Option<String> {
     request_text_of(trace).map(cut)
+}
+
+/// The request as a judge is shown it: the root span's input (the span
+/// [`request_text_of`] reads) in full, i.e. the whole conversation up to
+/// this turn's request, its messages as recorded, when that is more than
+/// one message; else the request's text. [`TraceFacts::requests`] is the
+/// first user message only, which misreads a conversation's later turn.
+pub fn judge_input_of(trace: &Trace) -> Option<Value> {
+    let spans = trace
+        .roots()
+        .map(|i| &trace.spans[i])
+        .chain(trace.spans.iter());
+    for s in spans {
+        for k in REQUEST_KEYS {
+            let Some(attr) = s.attr(k) else {
+                continue;
+            };
+            let value = match attr {
+                Val::Str(text) => {
+                    let t = text.trim();
+                    let json = (t.starts_with('[') || t.starts_with('{'))
+                        .then(|| serde_json::from_str::<Value>(t).ok())
+                        .flatten();
+                    json.unwrap_or_else(|| Value::String(t.to_string()))
+                }
+                other => any_to_json(other),
+            };
+            // The same attribute as the request's text: the first with text.
+            let Some(text) = text_in(&value, false) else {
+                continue;
+            };
+            return Some(match conversation(&value) {
+                Some(messages) if messages.len() > 1 => Value::Array(messages),
+                _ => Value::String(text),
+            });
+        }
+    }
+    request_text_of(trace).map(Value::String)
+}
+
+/// The conversation of an input (a list of messages, or an inputs
+/// object's `messages`) up to its last user message with text: what the
+/// agent was asked. Frameworks that record the conversation at the end of
+/// the run (pydantic-ai's `all_messages`) also hold the agent's own work
+/// after it: its calls, their results, its answer.
+fn conversation(v: &Value) -> Option<Vec<Value>> {
+    let list = match v {
+        Value::Object(o) => o.get("messages")?.as_array()?,
+        Value::Array(a) => a,
+        _ => return None,
+    };
+    let asked = list.iter().rposition(|m| {
+        m.get("role").and_then(Value::as_str) == Some("user") && message_text(m).is_some()
+    })?;
+    Some(list[..=asked].to_vec())
 }
 
 /// The user's request in full: the root span's first request attribute, else

@@ -2,15 +2,23 @@
 //! Azure OpenAI, vLLM, llama.cpp server, Ollama, LiteLLM all speak it).
 //!
 //! One [`Judge`] per run, shared by every judged metric: it limits concurrent
-//! requests, retries rate limits and server errors with backoff (honouring
-//! `Retry-After`), caches answers on disk by a hash of (model, prompt), sums
-//! token usage, and in dry-run mode prints prompts instead of calling. A
-//! failure is a [`JudgeError`] for the one metric that asked; it never stops
-//! a run.
+//! requests, retries what a retry can fix (rate limits, server errors but
+//! 501, timeouts, refused connections) with backoff (honouring
+//! `Retry-After`), caches answers on disk by a hash of everything that
+//! shapes them, sends identical prompts in flight at once only once, sums
+//! token usage, and in dry-run mode prints prompts instead of calling.
+//!
+//! The judge is a remote party and is treated as untrusted: its reply is read
+//! up to a cap, no redirect is followed (the key and `headers` never reach
+//! another origin), its rationale is capped, and every text it or its
+//! server sends back passes through `Secrets::redact` before it reaches a
+//! report. A failure is a [`JudgeError`] for the one metric that asked; it
+//! never stops a run.
 
+mod cache;
+mod http;
 mod parse;
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,9 +28,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 pub use parse::parse_answer;
+
+/// Output tokens a verdict may take unless configured: room for a reasoning
+/// model's thinking before a one-sentence rationale.
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// `[judge]` in the config file; the `--judge-*` flags override it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,19 +44,37 @@ pub struct JudgeConfig {
     pub url: Option<String>,
     pub model: Option<String>,
     /// Extra request headers (e.g. `api-key` for Azure, an org header).
+    /// Their values are secrets: redacted from everything reported.
     pub headers: BTreeMap<String, String>,
     /// Requests in flight at once, at most.
     pub concurrency: usize,
     /// Per-request timeout, in seconds.
     pub timeout_secs: f64,
-    /// Retries of a request after a 429, a 5xx or a timeout.
+    /// Retries of a request after a 429, a 5xx but 501, a timeout or a
+    /// refused connection.
     pub retries: u32,
-    /// Directory of cached answers (by hash of model and prompt).
+    /// Directory of cached answers.
     pub cache: Option<PathBuf>,
     /// Print the prompts; call nothing.
     pub dry_run: bool,
-    /// `max_tokens` of each request.
-    pub max_tokens: Option<u32>,
+    /// Output-token cap of each request; 0 sends none.
+    pub max_tokens: u32,
+    /// How the cap is sent; by default `max_completion_tokens` to OpenAI
+    /// and Azure OpenAI (their newer models reject `max_tokens`),
+    /// `max_tokens` elsewhere.
+    pub token_field: Option<TokenField>,
+    /// Sampling temperature; none is sent unless set (OpenAI's reasoning
+    /// models reject any but their default).
+    pub temperature: Option<f64>,
+    /// A reply longer than this (KiB) is not read further: that metric is
+    /// an error.
+    pub max_reply_kib: u64,
+    /// A prompt is cut to fit this many KiB of text.
+    pub max_prompt_kib: u64,
+    /// A rationale longer than this (characters) is cut in reports.
+    pub max_rationale_chars: usize,
+    /// Prices per model (by the model name sent), for a cost figure.
+    pub prices: BTreeMap<String, Price>,
 }
 
 impl Default for JudgeConfig {
@@ -59,7 +88,13 @@ impl Default for JudgeConfig {
             retries: 3,
             cache: None,
             dry_run: false,
-            max_tokens: None,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            token_field: None,
+            temperature: None,
+            max_reply_kib: 256,
+            max_prompt_kib: 64,
+            max_rationale_chars: 2000,
+            prices: BTreeMap::new(),
         }
     }
 }
@@ -69,6 +104,33 @@ impl JudgeConfig {
     pub fn is_set(&self) -> bool {
         self.url.is_some() || self.model.is_some() || self.dry_run
     }
+}
+
+/// The request field carrying the output-token cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl std::str::FromStr for TokenField {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "max_tokens" => Ok(TokenField::MaxTokens),
+            "max_completion_tokens" => Ok(TokenField::MaxCompletionTokens),
+            _ => Err(format!("`{s}` is not max_tokens or max_completion_tokens")),
+        }
+    }
+}
+
+/// What a model's tokens cost, per million (in any one currency).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub prompt_per_million: f64,
+    pub completion_per_million: f64,
 }
 
 /// Why the judge gave no verdict.
@@ -82,14 +144,49 @@ pub enum JudgeError {
     Server { status: u16, attempts: u32 },
     #[error("judge refused the request (HTTP {status}): {body}")]
     Refused { status: u16, body: String },
+    #[error(
+        "judge answered with a redirect (HTTP {status} to {location}); redirects are not \
+         followed, so the key and headers stay with the configured origin: set --judge-url \
+         to the final address"
+    )]
+    Redirected { status: u16, location: String },
+    #[error("judge reply larger than {kib} KiB (--judge-max-reply-kib): not read further")]
+    ReplyTooLarge { kib: u64 },
+    #[error(
+        "judge answer truncated (finish_reason `length`) at the output-token cap \
+         ({max_tokens}); raise --judge-max-tokens"
+    )]
+    Truncated { max_tokens: String },
     #[error("judge answer unparseable: {0}")]
     Unparseable(String),
-    #[error("judge unreachable: {0}")]
-    Transport(String),
-    #[error("judge overloaded: its queue is full")]
-    Overloaded,
+    #[error("judge prompt larger than {kib} KiB (--judge-max-prompt-kib) even cut: not sent")]
+    PromptTooLarge { kib: u64 },
+    #[error("judge unreachable after {attempts} attempt(s): {reason}")]
+    Transport { reason: String, attempts: u32 },
     #[error("judge dry run: not called")]
     DryRun,
+}
+
+impl JudgeError {
+    /// The error with every secret in its texts redacted.
+    fn redacted(self, secrets: &Secrets) -> JudgeError {
+        match self {
+            JudgeError::Refused { status, body } => JudgeError::Refused {
+                status,
+                body: secrets.redact(&body),
+            },
+            JudgeError::Redirected { status, location } => JudgeError::Redirected {
+                status,
+                location: secrets.redact(&location),
+            },
+            JudgeError::Unparseable(s) => JudgeError::Unparseable(secrets.redact(&s)),
+            JudgeError::Transport { reason, attempts } => JudgeError::Transport {
+                reason: secrets.redact(&reason),
+                attempts,
+            },
+            other => other,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,22 +199,21 @@ pub enum JudgeSetupError {
     Cache { path: String, reason: String },
 }
 
-/// What kind of answer a prompt asks for.
+/// What kind of answer a prompt asks for, as its `result`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerKind {
-    /// `verdict`: yes or no.
+    /// `"yes"` or `"no"`.
     YesNo,
-    /// `score`: a number in 0..=1.
+    /// A number in 0..=1.
     Score,
 }
 
-/// One question to the judge.
+/// One question to the judge: one user message holding the whole prompt.
 #[derive(Debug, Clone)]
 pub struct Prompt {
     /// The metric asking (for dry-run output and logs).
     pub metric: String,
-    pub system: String,
-    pub user: String,
+    pub text: String,
     pub kind: AnswerKind,
 }
 
@@ -135,21 +231,36 @@ pub struct Answer {
     pub score: Option<f64>,
     pub rationale: String,
     pub tokens: Tokens,
-    /// Served from the disk cache (no request made, no tokens spent).
+    /// No request was made for it (served from the disk cache, or by an
+    /// identical request in flight): no tokens spent.
     pub cached: bool,
 }
 
-/// Totals over a run.
+/// Tokens and cost of one model over a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ModelUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// From `[judge.prices]`, when the model has a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+/// Totals over a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct JudgeUsage {
     /// HTTP requests sent (retries included).
     pub requests: u64,
     pub retries: u64,
     pub cache_hits: u64,
-    /// Prompts that ended without a verdict.
+    /// Prompts answered by an identical request already in flight.
+    pub deduplicated: u64,
+    /// Prompts that ended without a verdict (dry runs not counted).
     pub errors: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The same tokens by model.
+    pub models: BTreeMap<String, ModelUsage>,
 }
 
 #[derive(Default)]
@@ -157,12 +268,52 @@ struct Counters {
     requests: AtomicU64,
     retries: AtomicU64,
     cache_hits: AtomicU64,
+    deduplicated: AtomicU64,
     errors: AtomicU64,
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
 }
 
-/// How `response_format` is asked for; servers that reject one get the next.
+/// The texts that must never reach a report or a log: the API key and the
+/// extra headers' values.
+#[derive(Debug, Default)]
+struct Secrets(Vec<String>);
+
+/// What a secret is replaced with.
+const REDACTED: &str = "[redacted]";
+
+impl Secrets {
+    /// Secrets shorter than this are not redacted: a value like `1` or
+    /// `on` is no secret, and replacing it would garble every text.
+    const MIN_CHARS: usize = 4;
+
+    fn new<'a>(values: impl IntoIterator<Item = &'a str>) -> Secrets {
+        let mut v: Vec<String> = values
+            .into_iter()
+            .map(str::trim)
+            .filter(|s| s.chars().count() >= Self::MIN_CHARS)
+            .map(str::to_string)
+            .collect();
+        // Longest first, so a secret containing another goes whole.
+        v.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        v.dedup();
+        Secrets(v)
+    }
+
+    /// `text` with every secret replaced by [`REDACTED`].
+    fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in &self.0 {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), REDACTED);
+            }
+        }
+        out
+    }
+}
+
+/// How `response_format` is asked for; a server that says it cannot do one
+/// gets the next.
 const FORMAT_SCHEMA: u8 = 0;
 const FORMAT_OBJECT: u8 = 1;
 const FORMAT_NONE: u8 = 2;
@@ -170,36 +321,21 @@ const FORMAT_NONE: u8 = 2;
 /// Cap on a `Retry-After` wait, so a server cannot park a run.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
-thread_local! {
-    /// Set while judged metrics must not call (serve's judge queue is full).
-    static REFUSING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f` with every judge call on this thread answered
-/// [`JudgeError::Overloaded`] at once (serve: the judge queue is full, so
-/// the scoring thread scores without waiting on the judge).
-pub fn refusing<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            REFUSING.with(|r| r.set(self.0));
-        }
-    }
-    let _reset = Reset(REFUSING.with(|r| r.replace(true)));
-    f()
-}
-
-/// The judge client of a run.
+/// The judge client of a run (one endpoint, one model).
 pub struct Judge {
     config: JudgeConfig,
     model: String,
     endpoint: String,
     api_key: Option<String>,
     client: Option<reqwest::blocking::Client>,
+    token_field: TokenField,
+    secrets: Secrets,
     slots: Mutex<usize>,
     freed: Condvar,
+    /// The response format in effect for this endpoint and model.
     format: AtomicU8,
     counters: Counters,
+    in_flight: cache::InFlight,
     /// Where dry-run prompts go (stderr unless a test captures them).
     dry_out: Mutex<Box<dyn Write + Send>>,
 }
@@ -234,47 +370,44 @@ impl Judge {
             (None, true) => String::new(),
             (None, false) => return Err(bad("no URL: set --judge-url or `url` in [judge]")),
         };
-        if config.concurrency == 0 {
-            return Err(bad("concurrency must be at least 1"));
-        }
-        if !(config.timeout_secs.is_finite() && config.timeout_secs > 0.0) {
-            return Err(bad("timeout must be a positive number of seconds"));
-        }
+        check(&config).map_err(|m| bad(&m))?;
         if let Some(dir) = &config.cache {
             std::fs::create_dir_all(dir).map_err(|e| JudgeSetupError::Cache {
                 path: dir.display().to_string(),
                 reason: e.to_string(),
             })?;
         }
+        let api_key = api_key.filter(|k| !k.is_empty());
         let client = if config.dry_run {
             None
         } else {
-            let mut headers = reqwest::header::HeaderMap::new();
-            for (k, v) in &config.headers {
-                let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                    .map_err(|_| bad(&format!("bad header name `{k}`")))?;
-                let value = reqwest::header::HeaderValue::from_str(v)
-                    .map_err(|_| bad(&format!("bad value for header `{k}`")))?;
-                headers.insert(name, value);
-            }
-            Some(
-                reqwest::blocking::Client::builder()
-                    .timeout(Duration::from_secs_f64(config.timeout_secs))
-                    .default_headers(headers)
-                    .build()
-                    .map_err(|e| JudgeSetupError::Client(e.to_string()))?,
-            )
+            Some(http::client(&config).map_err(|e| match e {
+                http::ClientError::Header(m) => bad(&m),
+                http::ClientError::Build(m) => JudgeSetupError::Client(m),
+            })?)
         };
+        let secrets = Secrets::new(
+            api_key
+                .as_deref()
+                .into_iter()
+                .chain(config.headers.values().map(String::as_str)),
+        );
+        let token_field = config
+            .token_field
+            .unwrap_or_else(|| http::default_token_field(&endpoint));
         Ok(Judge {
             slots: Mutex::new(config.concurrency),
             config,
             model,
             endpoint,
-            api_key: api_key.filter(|k| !k.is_empty()),
+            api_key,
             client,
+            token_field,
+            secrets,
             freed: Condvar::new(),
             format: AtomicU8::new(FORMAT_SCHEMA),
             counters: Counters::default(),
+            in_flight: cache::InFlight::default(),
             dry_out: Mutex::new(Box::new(std::io::stderr())),
         })
     }
@@ -295,56 +428,117 @@ impl Judge {
         self.config.concurrency
     }
 
+    /// The longest prompt sent, in bytes of text (prompts are cut to fit).
+    pub fn max_prompt_bytes(&self) -> usize {
+        usize::try_from(self.config.max_prompt_kib.saturating_mul(1024)).unwrap_or(usize::MAX)
+    }
+
     pub fn usage(&self) -> JudgeUsage {
         let c = &self.counters;
+        let (prompt_tokens, completion_tokens) = (
+            c.prompt_tokens.load(Ordering::Relaxed),
+            c.completion_tokens.load(Ordering::Relaxed),
+        );
+        let price = self.config.prices.get(&self.model);
+        let model = ModelUsage {
+            prompt_tokens,
+            completion_tokens,
+            cost: price.map(|p| {
+                (prompt_tokens as f64 * p.prompt_per_million
+                    + completion_tokens as f64 * p.completion_per_million)
+                    / 1e6
+            }),
+        };
         JudgeUsage {
             requests: c.requests.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             cache_hits: c.cache_hits.load(Ordering::Relaxed),
+            deduplicated: c.deduplicated.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
-            prompt_tokens: c.prompt_tokens.load(Ordering::Relaxed),
-            completion_tokens: c.completion_tokens.load(Ordering::Relaxed),
+            prompt_tokens,
+            completion_tokens,
+            models: BTreeMap::from([(self.model.clone(), model)]),
         }
     }
 
-    /// Asks one question; blocks until answered, failed, or refused.
+    /// Asks one question; blocks until answered or failed. Every text of
+    /// the answer or the error is redacted, the rationale capped.
     pub fn ask(&self, prompt: &Prompt) -> Result<Answer, JudgeError> {
-        let result = self.ask_inner(prompt);
-        if result.is_err() {
-            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        match self.ask_inner(prompt) {
+            Ok(mut a) => {
+                a.rationale = cap_chars(
+                    &self.secrets.redact(&a.rationale),
+                    self.config.max_rationale_chars,
+                );
+                Ok(a)
+            }
+            Err(e) => {
+                if e != JudgeError::DryRun {
+                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e.redacted(&self.secrets))
+            }
         }
-        result
     }
 
     fn ask_inner(&self, prompt: &Prompt) -> Result<Answer, JudgeError> {
-        if REFUSING.with(Cell::get) {
-            return Err(JudgeError::Overloaded);
-        }
         if self.config.dry_run {
             let mut out = self.dry_out.lock().unwrap_or_else(PoisonError::into_inner);
             // A failed write of a dry-run listing loses nothing but the listing.
             let _ = writeln!(
                 out,
-                "=== judge prompt: {} (model {}) ===\n--- system ---\n{}\n--- user ---\n{}\n",
-                prompt.metric, self.model, prompt.system, prompt.user
+                "=== judge prompt: {} (model {}) ===\n{}\n",
+                prompt.metric, self.model, prompt.text
             );
             return Err(JudgeError::DryRun);
         }
-        let key = self.cache_key(prompt);
-        if let Some(answer) = self.cached(&key, prompt.kind) {
+        if prompt.text.len() > self.max_prompt_bytes() {
+            return Err(JudgeError::PromptTooLarge {
+                kib: self.config.max_prompt_kib,
+            });
+        }
+        let format = self.format.load(Ordering::Relaxed);
+        // An answer given in a simpler format is this server's too: one
+        // that cannot do structured output answered in the next format,
+        // and a new run starts from the first.
+        let hit = (format..=FORMAT_NONE)
+            .find_map(|f| self.cached(&self.cache_key(prompt, f), prompt.kind));
+        if let Some(answer) = hit {
             self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(answer);
         }
+        let key = self.cache_key(prompt, format);
+        match self.in_flight.join(&key) {
+            cache::Turn::Follow(follower) => {
+                self.counters.deduplicated.fetch_add(1, Ordering::Relaxed);
+                follower.wait().map(|mut a| {
+                    a.cached = true;
+                    a.tokens = Tokens::default();
+                    a
+                })
+            }
+            cache::Turn::Lead(leader) => {
+                let result = self.asked(prompt);
+                leader.finish(&result);
+                result
+            }
+        }
+    }
+
+    /// Sends the prompt (in its turn for a slot), reads the verdict, and
+    /// caches a readable answer under the format it was given in.
+    fn asked(&self, prompt: &Prompt) -> Result<Answer, JudgeError> {
         let _slot = self.acquire();
-        let (content, tokens) = self.call(prompt)?;
+        let (completion, format) = self.call(prompt)?;
+        let tokens = completion.tokens;
         let c = &self.counters;
         c.prompt_tokens
             .fetch_add(tokens.prompt_tokens, Ordering::Relaxed);
         c.completion_tokens
             .fetch_add(tokens.completion_tokens, Ordering::Relaxed);
-        let mut answer = parse_answer(&content, prompt.kind)?;
+        let mut answer = parse_answer(&completion.content, prompt.kind)?;
         answer.tokens = tokens;
-        self.store(&key, &content, tokens);
+        self.store(&self.cache_key(prompt, format), &completion.content, tokens);
         Ok(answer)
     }
 
@@ -360,152 +554,51 @@ impl Judge {
         Slot(self)
     }
 
-    /// The cache key: model and everything sent that shapes the answer.
-    fn cache_key(&self, prompt: &Prompt) -> String {
-        let mut h = Sha256::new();
-        for part in [
-            self.model.as_str(),
-            prompt.system.as_str(),
-            prompt.user.as_str(),
-            match prompt.kind {
-                AnswerKind::YesNo => "yes/no",
-                AnswerKind::Score => "score",
-            },
-        ] {
-            h.update(part.as_bytes());
-            h.update([0u8]);
-        }
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    fn cached(&self, key: &str, kind: AnswerKind) -> Option<Answer> {
-        let path = self.config.cache.as_ref()?.join(format!("{key}.json"));
-        let text = std::fs::read_to_string(path).ok()?;
-        let entry: CacheEntry = serde_json::from_str(&text).ok()?;
-        let mut answer = parse_answer(&entry.content, kind).ok()?;
-        answer.cached = true;
-        Some(answer)
-    }
-
-    fn store(&self, key: &str, content: &str, tokens: Tokens) {
-        let Some(dir) = &self.config.cache else {
-            return;
-        };
-        let entry = CacheEntry {
-            model: self.model.clone(),
-            content: content.to_string(),
-            tokens,
-        };
-        // Write then rename, so a concurrent reader never sees half a file.
-        let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
-        let done = serde_json::to_vec(&entry)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| std::fs::rename(&tmp, dir.join(format!("{key}.json"))));
-        if let Err(e) = done {
-            tracing::warn!(error = %e, dir = %dir.display(), "Cannot write the judge cache.");
+    /// The output-token cap as sent, for messages.
+    fn max_tokens_label(&self) -> String {
+        match self.config.max_tokens {
+            0 => "none sent: the server's own".to_string(),
+            n => n.to_string(),
         }
     }
+}
 
-    fn body(&self, prompt: &Prompt, format: u8) -> Value {
-        let mut body = json!({
-            "model": self.model,
-            "temperature": 0,
-            "messages": [
-                {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
-            ],
-        });
-        if let Some(m) = self.config.max_tokens {
-            body["max_tokens"] = json!(m);
-        }
-        match format {
-            FORMAT_SCHEMA => body["response_format"] = parse::response_schema(prompt.kind),
-            FORMAT_OBJECT => body["response_format"] = json!({"type": "json_object"}),
-            _ => {}
-        }
-        body
+/// The checks of a configuration's numbers.
+fn check(config: &JudgeConfig) -> Result<(), String> {
+    if config.concurrency == 0 {
+        return Err("concurrency must be at least 1".into());
     }
-
-    /// Sends `prompt` until an answer, a final error, or retries run out.
-    fn call(&self, prompt: &Prompt) -> Result<(String, Tokens), JudgeError> {
-        let client = self.client.as_ref().ok_or(JudgeError::DryRun)?;
-        let mut attempts = 0u32;
-        loop {
-            let format = self.format.load(Ordering::Relaxed);
-            let mut req = client
-                .post(&self.endpoint)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(self.body(prompt, format).to_string());
-            if let Some(k) = &self.api_key {
-                req = req.bearer_auth(k);
-            }
-            attempts += 1;
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let retry_in = match req.send() {
-                Err(e) if e.is_timeout() => {
-                    if attempts > self.config.retries {
-                        return Err(JudgeError::Timeout(attempts));
-                    }
-                    backoff(attempts)
-                }
-                Err(e) => return Err(JudgeError::Transport(error_chain(&e))),
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let retry_after = resp
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                        .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
-                    let text = match resp.bytes() {
-                        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-                        Err(e) if e.is_timeout() => {
-                            if attempts > self.config.retries {
-                                return Err(JudgeError::Timeout(attempts));
-                            }
-                            std::thread::sleep(backoff(attempts));
-                            self.counters.retries.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        Err(e) => return Err(JudgeError::Transport(error_chain(&e))),
-                    };
-                    match status {
-                        200..=299 => return parse::completion(&text),
-                        // A server without structured output: ask more simply.
-                        400 | 422 if format < FORMAT_NONE => {
-                            let _ = self.format.compare_exchange(
-                                format,
-                                format + 1,
-                                Ordering::Relaxed,
-                                Ordering::Relaxed,
-                            );
-                            attempts -= 1;
-                            continue;
-                        }
-                        429 | 500..=599 => {
-                            if attempts > self.config.retries {
-                                return Err(if status == 429 {
-                                    JudgeError::RateLimited(attempts)
-                                } else {
-                                    JudgeError::Server { status, attempts }
-                                });
-                            }
-                            retry_after.unwrap_or_else(|| backoff(attempts))
-                        }
-                        _ => {
-                            return Err(JudgeError::Refused {
-                                status,
-                                body: parse::snippet(&text),
-                            })
-                        }
-                    }
-                }
-            };
-            self.counters.retries.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(retry_in);
+    if !(config.timeout_secs.is_finite() && config.timeout_secs > 0.0) {
+        return Err("timeout must be a positive number of seconds".into());
+    }
+    if let Some(t) = config.temperature {
+        if !(t.is_finite() && (0.0..=2.0).contains(&t)) {
+            return Err(format!("temperature {t} is outside 0..=2"));
         }
+    }
+    if config.max_reply_kib == 0 || config.max_prompt_kib == 0 {
+        return Err("the reply and prompt caps must be at least 1 KiB".into());
+    }
+    for (model, p) in &config.prices {
+        let ok = |x: f64| x.is_finite() && x >= 0.0;
+        if !(ok(p.prompt_per_million) && ok(p.completion_per_million)) {
+            return Err(format!(
+                "the price of `{model}` must be non-negative numbers"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `text` cut to `max` characters, saying so.
+fn cap_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!(
+            "{}... [cut at {max} of {} characters]",
+            &text[..i],
+            text.chars().count()
+        ),
+        None => text.to_string(),
     }
 }
 
@@ -535,14 +628,6 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// One cached answer: the answer text as the server gave it.
-#[derive(Serialize, Deserialize)]
-struct CacheEntry {
-    model: String,
-    content: String,
-    tokens: Tokens,
-}
-
 impl Answer {
     /// The answer's cost and origin, for a metric's `details`.
     pub fn details(&self, model: &str) -> Value {
@@ -552,5 +637,25 @@ impl Answer {
             "completion_tokens": self.tokens.completion_tokens,
             "cached": self.cached,
         }})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_longest_first_and_short_values_kept() {
+        let s = Secrets::new(["sk-abc", "sk-abcdef", "1", " evals "]);
+        assert_eq!(
+            s.redact("key sk-abcdef and sk-abc, team evals, page 1"),
+            "key [redacted] and [redacted], team [redacted], page 1"
+        );
+    }
+
+    #[test]
+    fn rationale_cap_says_how_long_it_was() {
+        assert_eq!(cap_chars("héllo", 10), "héllo");
+        assert_eq!(cap_chars("héllo", 2), "hé... [cut at 2 of 5 characters]");
     }
 }

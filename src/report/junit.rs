@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
 use super::{ellipsize, Report};
-use crate::evaluate::MetricResult;
+use crate::evaluate::{MetricResult, Verdict};
 
 const SUITE: &str = "toolscore";
 
@@ -67,7 +67,7 @@ fn scores_text(results: &[MetricResult]) -> String {
     let lines: Vec<String> = results
         .iter()
         .map(|r| {
-            let verdict = if r.passed() { "pass" } else { "FAIL" };
+            let verdict = r.verdict().label();
             let thr = r
                 .threshold
                 .map(|t| format!(", threshold {t}"))
@@ -91,17 +91,35 @@ fn failure(message: &str, description: Option<String>) -> TestCaseStatus {
 fn suite(report: &Report) -> TestSuite {
     let mut suite = TestSuite::new(SUITE);
     for e in &report.evaluations {
-        let status = if e.passed() {
-            TestCaseStatus::success()
-        } else {
-            let failing: Vec<String> = e
-                .results
+        let lines = |v: Verdict| -> Vec<String> {
+            e.results
                 .iter()
-                .filter(|r| !r.passed())
+                .filter(|r| r.verdict() == v)
                 .map(failure_line)
-                .collect();
-            let message = failing.first().cloned().unwrap_or_default();
-            failure(&message, Some(failing.join("\n")))
+                .collect()
+        };
+        let status = match e.verdict() {
+            Verdict::Pass => TestCaseStatus::success(),
+            Verdict::Fail => {
+                let failing = lines(Verdict::Fail);
+                let message = failing.first().cloned().unwrap_or_default();
+                failure(&message, Some(failing.join("\n")))
+            }
+            // Not the agent's failure: the judge could not evaluate, which
+            // CI systems show apart from failures.
+            Verdict::JudgeError => {
+                let errors = lines(Verdict::JudgeError);
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status.set_type("judge error");
+                status.set_message(ellipsize(errors.first().map_or("", String::as_str), 200));
+                status.set_description(errors.join("\n"));
+                status
+            }
+            Verdict::NotJudged => {
+                let mut status = TestCaseStatus::skipped();
+                status.set_message("not judged (--judge-dry-run)");
+                status
+            }
         };
         let name = format!("{} ({})", e.case_id, e.target_label());
         let mut case = TestCase::new(xml_text(&name), status);
@@ -134,18 +152,21 @@ pub fn write_junit(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 
 /// quick-junit always writes a `skipped` count on `<testsuites>`, which the
 /// schema does not define (only `<testsuite>` has one) and which Jenkins'
-/// xUnit plugin rejects. Nothing is ever skipped here, so the root's
-/// `skipped="0"` is dropped; the suite keeps its own.
+/// xUnit plugin rejects. The root's count (judged metrics a dry run
+/// skipped, or `0`) is dropped; the suite keeps its own.
 fn drop_root_skipped(xml: Vec<u8>) -> Vec<u8> {
-    const ATTR: &[u8] = b" skipped=\"0\"";
+    const ATTR: &[u8] = b" skipped=\"";
     let Some(root) = find(&xml, b"<testsuites") else {
         return xml;
     };
     let Some(end) = find(&xml[root..], b">").map(|e| root + e) else {
         return xml;
     };
-    match find(&xml[root..end], ATTR).map(|a| root + a) {
-        Some(at) => [&xml[..at], &xml[at + ATTR.len()..]].concat(),
+    let Some(at) = find(&xml[root..end], ATTR).map(|a| root + a) else {
+        return xml;
+    };
+    match find(&xml[at + ATTR.len()..end], b"\"") {
+        Some(close) => [&xml[..at], &xml[at + ATTR.len() + close + 1..]].concat(),
         None => xml,
     }
 }

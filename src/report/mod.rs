@@ -14,9 +14,10 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::evaluate::{Evaluation, MetricResult, UnmatchedCase, UnmatchedTrace};
+use crate::evaluate::{Evaluation, MetricResult, UnmatchedCase, UnmatchedTrace, Verdict};
 use crate::extract::{CallResult, ToolCall};
 use crate::ingest::Rejected;
+use crate::score::Unjudged;
 
 pub use explain::{explain_row, write_explain};
 pub use html::{write_html, Timeline, Timelines, TIMELINE_SPANS};
@@ -70,16 +71,42 @@ pub mod exit {
 
 impl Report {
     pub fn passed(&self) -> usize {
-        self.evaluations.iter().filter(|e| e.passed()).count()
+        self.count(Verdict::Pass)
     }
 
+    /// Failed evaluations and cases that matched no trace.
     pub fn failed(&self) -> usize {
-        self.evaluations.len() - self.passed() + self.unmatched_cases.len()
+        self.count(Verdict::Fail) + self.unmatched_cases.len()
     }
 
-    /// 2 if input was rejected, 1 if a case failed (or matched no trace), else 0.
+    /// Evaluations with a metric the judge could not evaluate (some of
+    /// them may have failed on another metric).
+    pub fn judge_errors(&self) -> usize {
+        self.evaluations
+            .iter()
+            .filter(|e| e.results.iter().any(|r| r.verdict() == Verdict::JudgeError))
+            .count()
+    }
+
+    /// Evaluations with a metric a dry run did not judge.
+    pub fn not_judged(&self) -> usize {
+        self.count(Verdict::NotJudged)
+    }
+
+    fn count(&self, v: Verdict) -> usize {
+        self.evaluations.iter().filter(|e| e.verdict() == v).count()
+    }
+
+    /// Whether the run could not evaluate everything: input was rejected,
+    /// or the judge failed.
+    pub fn could_not_evaluate(&self) -> bool {
+        !self.rejected.is_empty() || self.judge_errors() > 0
+    }
+
+    /// 2 if input was rejected or the judge failed (could not evaluate), 1
+    /// if a case failed (or matched no trace), else 0.
     pub fn exit_code(&self) -> u8 {
-        if !self.rejected.is_empty() {
+        if self.could_not_evaluate() {
             exit::INPUT
         } else if self.failed() > 0 {
             exit::FAIL
@@ -100,8 +127,17 @@ impl Report {
                 "; {} evaluation(s): {} passed, {} failed",
                 self.evaluations.len(),
                 self.passed(),
-                self.evaluations.len() - self.passed()
+                self.count(Verdict::Fail)
             ));
+            if self.judge_errors() > 0 {
+                out.push_str(&format!(
+                    ", {} with judge errors (not evaluated, exit 2)",
+                    self.judge_errors()
+                ));
+            }
+            if self.not_judged() > 0 {
+                out.push_str(&format!(", {} not judged (dry run)", self.not_judged()));
+            }
             if !self.unmatched_cases.is_empty() {
                 out.push_str(&format!(
                     "; {} case(s) matched no trace",
@@ -132,9 +168,14 @@ impl Report {
         }
         if let Some(j) = &self.judge {
             out.push_str(&format!(
-                "; judge: {} request(s), {} retried, {} cached, {} failed, {} prompt + {} completion tokens",
-                j.requests, j.retries, j.cache_hits, j.errors, j.prompt_tokens, j.completion_tokens
+                "; judge: {} request(s), {} retried, {} cached, {} deduplicated, {} failed, {} prompt + {} completion tokens",
+                j.requests, j.retries, j.cache_hits, j.deduplicated, j.errors, j.prompt_tokens, j.completion_tokens
             ));
+            for (model, m) in &j.models {
+                if let Some(cost) = m.cost {
+                    out.push_str(&format!(" ({model}: cost {cost:.4})"));
+                }
+            }
         }
         out
     }
@@ -148,6 +189,11 @@ fn outcome_json(r: &MetricResult) -> Value {
         "reason": r.outcome.reason,
         "error": r.outcome.error,
     });
+    // No verdict: neither a pass nor a failure.
+    if let Some(u) = r.outcome.unjudged {
+        v["pass"] = Value::Null;
+        v["unjudged"] = json!(u);
+    }
     // A judged metric's tokens and cache use.
     if let Some(j) = r.outcome.details.as_ref().and_then(|d| d.get("judge")) {
         v["judge"] = j.clone();
@@ -166,6 +212,17 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
         "pass": e.passed(),
     });
     let obj = row.as_object_mut().expect("object literal");
+    match e.verdict() {
+        Verdict::JudgeError => {
+            obj.insert("pass".into(), Value::Null);
+            obj.insert("unjudged".into(), json!(Unjudged::JudgeError));
+        }
+        Verdict::NotJudged => {
+            obj.insert("pass".into(), Value::Null);
+            obj.insert("unjudged".into(), json!(Unjudged::NotJudged));
+        }
+        Verdict::Pass | Verdict::Fail => {}
+    }
     if let Some(s) = &e.session {
         obj.insert(
             "session".into(),
@@ -396,6 +453,8 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let mut row = row;
     if let Some(j) = &report.judge {
         row["judge"] = json!(j);
+        row["judge_errors"] = json!(report.judge_errors());
+        row["not_judged"] = json!(report.not_judged());
     }
     writeln!(out, "{row}")
 }

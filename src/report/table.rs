@@ -41,6 +41,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 let cell = e.results.iter().find(|r| &r.metric == m).map_or_else(
                     || "-".to_string(),
                     |r| match (r.outcome.score, &r.outcome.error) {
+                        _ if r.outcome.unjudged.is_some() => r.verdict().label().to_string(),
                         (_, Some(_)) => "error".to_string(),
                         (Some(s), None) => format!("{s:.3}"),
                         (None, None) => "-".to_string(),
@@ -48,7 +49,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 );
                 row.push(cell);
             }
-            row.push(if e.passed() { "pass" } else { "FAIL" }.to_string());
+            row.push(e.verdict().label().to_string());
             let detail = e
                 .headline()
                 .map(|h| h.outcome.reason.clone())

@@ -33,6 +33,32 @@ pub struct Outcome {
     /// Extra components (native metric: recall, precision, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// Set when no verdict was reached for a reason outside the agent (the
+    /// judge failed, or was not called): such an outcome neither passes nor
+    /// fails, and is left out of means and pass rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<Unjudged>,
+}
+
+/// Why a judged metric has no verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unjudged {
+    /// The judge was asked and gave no verdict (HTTP error, timeout,
+    /// unparseable or truncated answer): the run could not evaluate.
+    JudgeError,
+    /// `--judge-dry-run`: the prompt was printed, not sent.
+    NotJudged,
+}
+
+impl Unjudged {
+    /// As reports show it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unjudged::JudgeError => "judge error",
+            Unjudged::NotJudged => "not judged",
+        }
+    }
 }
 
 impl Outcome {
@@ -43,6 +69,7 @@ impl Outcome {
             reason: reason.into(),
             error: None,
             details: None,
+            unjudged: None,
         }
     }
 
@@ -54,7 +81,20 @@ impl Outcome {
             reason: message.clone(),
             error: Some(message),
             details: None,
+            unjudged: None,
         }
+    }
+
+    /// No verdict, for `why` (not the agent's doing); `message` says what
+    /// happened. A judge error is the outcome's `error`; a dry run's is
+    /// none (nothing went wrong).
+    pub fn unjudged(why: Unjudged, message: impl Into<String>) -> Self {
+        let mut o = Outcome::error(message);
+        o.unjudged = Some(why);
+        if why == Unjudged::NotJudged {
+            o.error = None;
+        }
+        o
     }
 }
 

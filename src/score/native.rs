@@ -373,6 +373,7 @@ impl Metric for NativeMetric {
             reason: c.explain(called, expected),
             error: None,
             details: Some(c.to_json(called, expected)),
+            unjudged: None,
         }
     }
 }

@@ -19,12 +19,16 @@ pub struct MetricInfo {
     pub judged: bool,
 }
 
-/// The metrics that only an LLM judge scores: (name, summary).
+/// The metrics that only an LLM judge scores: (name, summary). Each says
+/// where it still differs from MLflow (docs/scoring.md has the table).
 const JUDGED: &[(&str, &str)] = &[
     (
         llm_fuzzy::NAME,
-        "ToolCallCorrectness(should_exact_match=False), LLM judge: expected vs made calls \
-         compared semantically; yes=1/no=0; no expectations -> judged against request and tools",
+        "ToolCallCorrectness(should_exact_match=False), LLM judge, our prompt: made vs expected \
+         calls compared semantically, names only (arguments judged reasonable) when an \
+         expectation lacks arguments; yes=1/no=0. Differs: no tools recorded -> null (MLflow \
+         asks the LLM to extract them); the request ends at this turn's user message; a token \
+         cap is sent (docs/scoring.md)",
     ),
     (
         llm_fuzzy::NAME_ORDERED,
@@ -32,12 +36,14 @@ const JUDGED: &[(&str, &str)] = &[
     ),
     (
         llm_no_expectations::NAME,
-        "ToolCallCorrectness without expectations, LLM judge: calls reasonable and correct for \
-         the request with the tools available; yes=1/no=0",
+        "ToolCallCorrectness without expectations, LLM judge, our prompt: tools and arguments \
+         reasonable for the request and the tools' parameters; yes=1/no=0; differs as \
+         mlflow.llm_fuzzy",
     ),
     (
         llm_efficiency::NAME,
-        "ToolCallEfficiency, LLM judge: no redundant or unnecessary calls; yes=1/no=0",
+        "ToolCallEfficiency, LLM judge, our prompt: no redundant or unneeded call; a retry \
+         after a temporary failure is no waste; yes=1/no=0; differs as mlflow.llm_fuzzy",
     ),
 ];
 

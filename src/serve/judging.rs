@@ -2,18 +2,18 @@
 //! so scoring threads hand their work here and go back to the buffer. Its
 //! own worker threads (as many as the judge's concurrency) score and record
 //! each job through the sinks. The queue is bounded: when it is full, the
-//! job is scored on the caller's thread with the judge refusing, so judged
-//! metrics get a "judge overloaded" error and every other result is kept;
-//! ingest never waits on the judge.
+//! scoring thread waits for room, its batch still counted in the buffer, so
+//! a judge slower than the traces come fills the buffer and the receivers
+//! push back (503 / RESOURCE_EXHAUSTED with a retry hint) as for any other
+//! backlog. Every result is judged: none depends on the load.
 
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use tracing::{error, warn};
 
 use super::sinks::{Batch, Outputs};
-use crate::judge;
 
 /// Work that produces one batch of results (scoring traces or sessions).
 pub(crate) type Job = Box<dyn FnOnce() -> Batch + Send>;
@@ -52,18 +52,14 @@ impl JudgeQueue {
         })
     }
 
-    /// Queues `job`; when the queue is full, scores it here without the
-    /// judge (its metrics say "judge overloaded") and records the results.
+    /// Queues `job`, waiting for room while the queue is full.
     pub fn submit(&self, job: Job) {
-        match self.tx.try_send(job) {
-            Ok(()) => {}
-            Err(TrySendError::Full(job)) | Err(TrySendError::Disconnected(job)) => {
-                warn!("Judge queue full: judged metrics of this batch are errors.");
-                let run = std::panic::AssertUnwindSafe(|| judge::refusing(job));
-                match std::panic::catch_unwind(run) {
-                    Ok(batch) => self.outputs.record(&batch),
-                    Err(_) => error!("Scoring panicked; this batch is lost."),
-                }
+        if let Err(failed) = self.tx.send(job) {
+            // Every worker is gone (each one panicked): score it here.
+            warn!("No judge thread left: scoring this batch on the scoring thread.");
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(failed.0)) {
+                Ok(batch) => self.outputs.record(&batch),
+                Err(_) => error!("Scoring panicked; this batch is lost."),
             }
         }
     }

@@ -1,21 +1,23 @@
 //! `mlflow.llm_efficiency`: MLflow's `ToolCallEfficiency`, LLM-only: were
-//! any calls redundant or unnecessary for the request? "yes" (efficient)
-//! scores 1, "no" 0; no threshold.
+//! any calls redundant or unnecessary for the request? A call retried after
+//! a temporary failure is not (the judge is shown which calls failed).
+//! "yes" (efficient) scores 1, "no" 0; no threshold.
 
 use std::sync::Arc;
 
-use super::{context, system, yes_no, NEEDS};
+use super::{data, yes_no, Shown, NEEDS};
 use crate::expect::Call;
-use crate::judge::{AnswerKind, Judge};
+use crate::judge::Judge;
 use crate::score::{Metric, MetricInput, Needs, Outcome};
 
 pub const NAME: &str = "mlflow.llm_efficiency";
 
-const TASK: &str = "Decide whether the agent used its tools efficiently. Look for redundant \
-     calls (the same tool with the same or equivalent arguments when nothing changed), calls \
-     whose results were never needed for the request, and several calls where one available \
-     tool would have done. Answer \"yes\" if the calls were efficient, \"no\" if any call was \
-     redundant or unnecessary (name it in the rationale).";
+const TASK: &str = "Decide whether the agent used its tools without waste. A call is wasted \
+     when it repeats an earlier call with the same or equivalent arguments while nothing had \
+     changed, or when the request did not need it. Calling a tool again after its earlier call \
+     failed with a temporary error (a timeout, a rate limit, a service unavailable) is a \
+     reasonable retry, not waste. Answer \"yes\" if no call was wasted, \"no\" otherwise, naming \
+     the wasted call.";
 
 pub struct LlmEfficiency {
     pub judge: Arc<Judge>,
@@ -42,8 +44,8 @@ impl Metric for LlmEfficiency {
         yes_no(
             &self.judge,
             NAME,
-            system(TASK, AnswerKind::YesNo),
-            context(input),
+            TASK,
+            data(input, Shown::ArgumentsAndFailures),
         )
     }
 }

@@ -4,50 +4,49 @@
 //! semantically (equivalent tools and arguments count), in order when
 //! `should_consider_ordering`. Yes scores 1, no 0; no threshold.
 //!
-//! As in MLflow, empty expectations are no expectations: the calls are
-//! judged against the request and the tools instead
+//! As in MLflow, when any expected call lacks arguments the whole
+//! comparison is by names, and the judge is asked instead whether the
+//! arguments are reasonable for the request and the tools' parameters; and
+//! empty expectations are no expectations: the one ground-truth-free prompt
 //! (`mlflow.llm_no_expectations`).
 
 use std::sync::Arc;
 
-use super::{context, expected, llm_no_expectations, system, yes_no, NEEDS};
+use super::{data, expected, llm_no_expectations, yes_no, Shown, NEEDS};
 use crate::expect::Call;
-use crate::judge::{AnswerKind, Judge};
+use crate::judge::Judge;
 use crate::score::{Metric, MetricInput, Needs, Outcome};
 
 pub const NAME: &str = "mlflow.llm_fuzzy";
 pub const NAME_ORDERED: &str = "mlflow.llm_fuzzy_ordered";
 
-const TASK_UNORDERED: &str = "Compare the calls the agent made with the expected calls. They \
-     match when every expected call has a made call of the same tool (or one that clearly does \
-     the same job) with arguments that mean the same (different spelling, formatting, units or \
-     extra optional arguments are fine), and no made call is missing from the expectations. \
-     Order does not matter. Where an expected call does not specify arguments, compare the tool \
-     only. Answer \"yes\" if they match, \"no\" otherwise, naming what differs.";
+const TASK_UNORDERED: &str = "Compare `tool_calls` with `expected_calls`. Answer \"yes\" when \
+     every expected call has a made call of the same tool, or of a tool that clearly does the \
+     same job, with arguments of the same meaning (spelling, formatting, units and extra \
+     optional arguments may differ), and no made call is left without an expected one. Order \
+     does not matter. Otherwise answer \"no\" and say what differs.";
 
-const TASK_ORDERED: &str = "Compare the calls the agent made with the expected calls. They \
-     match when the made calls correspond one to one, in the same order, to the expected ones: \
-     the same tool (or one that clearly does the same job) with arguments that mean the same \
-     (different spelling, formatting, units or extra optional arguments are fine). Where an \
-     expected call does not specify arguments, compare the tool only. Answer \"yes\" if they \
-     match, \"no\" otherwise, naming the first position that differs.";
+const TASK_ORDERED: &str = "Compare `tool_calls` with `expected_calls`. Answer \"yes\" when the \
+     made calls correspond one to one, in the same order, to the expected ones: the same tool, \
+     or a tool that clearly does the same job, with arguments of the same meaning (spelling, \
+     formatting, units and extra optional arguments may differ). Otherwise answer \"no\" and \
+     name the first position that differs.";
 
-const NO_EXPECTATIONS_TASK: &str = "No expected calls were given. Decide whether the agent's \
-     tool calls were appropriate and correct for the request with the tools available. Answer \
-     \"yes\" if they were, \"no\" otherwise.";
+const TASK_NAMES_UNORDERED: &str = "Some expected calls do not give arguments, so compare tools \
+     only: answer \"yes\" when the agent called the tools in `expected_calls` (or tools that \
+     clearly do the same jobs), none missing and none extra, in any order, and each call's \
+     arguments are reasonable for the request and for the tool's parameters in \
+     `available_tools`. Otherwise answer \"no\" and say what is wrong.";
+
+const TASK_NAMES_ORDERED: &str = "Some expected calls do not give arguments, so compare tools \
+     only: answer \"yes\" when the agent called the tools in `expected_calls` (or tools that \
+     clearly do the same jobs) one to one and in the same order, and each call's arguments are \
+     reasonable for the request and for the tool's parameters in `available_tools`. Otherwise \
+     answer \"no\" and name the first position that differs.";
 
 pub struct LlmFuzzy {
     pub judge: Arc<Judge>,
     pub ordered: bool,
-}
-
-impl LlmFuzzy {
-    /// The prompt's user message when there are expectations.
-    pub fn user(&self, input: &MetricInput<'_>) -> String {
-        let mut s = context(input);
-        s.push_str(&expected(input.expected, self.ordered));
-        s
-    }
 }
 
 impl Metric for LlmFuzzy {
@@ -73,23 +72,21 @@ impl Metric for LlmFuzzy {
 
     fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
         if input.expected.is_empty() {
-            return yes_no(
+            return llm_no_expectations::judge_without_expectations(
                 &self.judge,
                 self.name(),
-                system(NO_EXPECTATIONS_TASK, AnswerKind::YesNo),
-                llm_no_expectations::user(input),
+                input,
             );
         }
-        let task = if self.ordered {
-            TASK_ORDERED
-        } else {
-            TASK_UNORDERED
+        let names_only = input.expected.iter().any(|c| c.args.is_none());
+        let task = match (names_only, self.ordered) {
+            (false, false) => TASK_UNORDERED,
+            (false, true) => TASK_ORDERED,
+            (true, false) => TASK_NAMES_UNORDERED,
+            (true, true) => TASK_NAMES_ORDERED,
         };
-        yes_no(
-            &self.judge,
-            self.name(),
-            system(task, AnswerKind::YesNo),
-            self.user(input),
-        )
+        let mut d = data(input, Shown::Arguments);
+        d.expected_calls = Some(expected(input.expected, names_only));
+        yes_no(&self.judge, self.name(), task, d)
     }
 }

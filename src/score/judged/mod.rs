@@ -3,22 +3,28 @@
 //! Correctness (in `presets/cubeo.rs`). Each declares `Needs { trace_facts,
 //! judge }`; the judge comes with its construction (`registry::lookup`).
 //!
-//! The prompts are ours. What they show is what MLflow's judges are given:
-//! the user request, the tools available, the calls made (with arguments and
-//! results) and, where there are any, the expected calls.
+//! The prompts are ours, in our words; what they follow is MLflow's rules
+//! (docs/scoring.md, "Judged metrics side by side"): one user message, the
+//! choice of tools and arguments judged (not the tools' outputs), names
+//! only when an expectation lacks arguments, retries after temporary
+//! failures not counted as waste, the request as the root span's whole
+//! input. Everything from the trace sits in one untrusted data block
+//! (`prompt`).
 
 pub mod llm_efficiency;
 pub mod llm_fuzzy;
 pub mod llm_no_expectations;
+pub mod prompt;
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::expect::Call;
-use crate::judge::{AnswerKind, Judge, Prompt};
-use crate::score::{MetricInput, Needs, Outcome};
+use crate::extract::CallStatus;
+use crate::judge::{Answer, AnswerKind, Judge, JudgeError, Prompt};
+use crate::score::{MetricInput, Needs, Outcome, Unjudged};
+use prompt::{CallView, Data, ExpectedView, ToolView};
 
 /// What every judged metric needs.
 pub const NEEDS: Needs = Needs {
@@ -27,132 +33,138 @@ pub const NEEDS: Needs = Needs {
     judge: true,
 };
 
-/// A call's result longer than this is cut in the prompt.
-const MAX_RESULT_CHARS: usize = 600;
+/// What the data block shows of the calls made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// Names and arguments.
+    Arguments,
+    /// Names, arguments, and the errors of failed calls (efficiency: a
+    /// retry after a failure is no waste).
+    ArgumentsAndFailures,
+    /// Names only (Cubeo compares names).
+    Names,
+}
 
-/// The shared system message: the judge's role and the answer's shape.
-pub fn system(task: &str, kind: AnswerKind) -> String {
-    let answer = match kind {
-        AnswerKind::YesNo => {
-            r#"Answer with one JSON object and nothing else: {"rationale": "<one or two sentences>", "verdict": "yes" or "no"}."#
-        }
-        AnswerKind::Score => {
-            r#"Answer with one JSON object and nothing else: {"rationale": "<one or two sentences>", "score": <a number from 0 to 1>}."#
-        }
+/// The data block of `input`: the request, the tools offered, the calls.
+pub fn data(input: &MetricInput<'_>, shown: Shown) -> Data {
+    let facts = input.facts;
+    let request = match facts.map(|f| f.inputs.as_slice()).unwrap_or_default() {
+        [] => facts
+            .and_then(|f| f.requests.first())
+            .map_or(Value::Null, |r| Value::String(r.clone())),
+        [one] => one.clone(),
+        several => Value::Array(several.to_vec()),
     };
-    format!(
-        "You review the tool calls an AI agent made while handling a user's request. {task}\n\
-         Judge only from what is shown; do not assume calls or results that are not listed.\n\
-         {answer}"
+    let tools = facts.map(|f| f.tools.as_slice()).unwrap_or_default();
+    let available_tools = (shown != Shown::Names).then(|| {
+        (!tools.is_empty()).then(|| {
+            tools
+                .iter()
+                .map(|t| ToolView {
+                    name: t.name.clone(),
+                    description: t.description.as_ref().map(|d| d.trim().to_string()),
+                    parameters: t.parameters.clone(),
+                })
+                .collect()
+        })
+    });
+    let tool_calls = input
+        .called
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let failed = (shown == Shown::ArgumentsAndFailures)
+                .then(|| input.calls.get(i))
+                .flatten()
+                .filter(|x| x.status == CallStatus::Error || x.error_message.is_some())
+                .map(|x| x.error_message.clone().unwrap_or_else(|| "error".into()));
+            CallView {
+                name: c.name.clone(),
+                arguments: (shown != Shown::Names).then(|| c.args.clone().unwrap_or(Value::Null)),
+                failed,
+            }
+        })
+        .collect();
+    Data {
+        request,
+        available_tools,
+        tool_calls,
+        expected_calls: None,
+    }
+}
+
+/// The expected calls as shown: names, and arguments unless `names_only`.
+pub fn expected(calls: &[Call], names_only: bool) -> Vec<ExpectedView> {
+    calls
+        .iter()
+        .map(|c| ExpectedView {
+            name: c.name.clone(),
+            arguments: if names_only { None } else { c.args.clone() },
+        })
+        .collect()
+}
+
+/// The prompt of `task` over `data`, cut to the judge's cap; and what was
+/// cut, if anything.
+pub fn build(
+    judge: &Judge,
+    metric: &str,
+    task: &str,
+    kind: AnswerKind,
+    mut data: Data,
+) -> (Prompt, Option<String>) {
+    let max = judge.max_prompt_bytes();
+    let cut = prompt::fit(&mut data, |d| prompt::render(task, kind, d).len() <= max);
+    let text = prompt::render(task, kind, &data);
+    (
+        Prompt {
+            metric: metric.to_string(),
+            text,
+            kind,
+        },
+        cut.map(|c| format!("prompt cut to fit {} KiB: {c}", max / 1024)),
     )
 }
 
-/// The request, the tools available and the calls made, as the judge reads
-/// them.
-pub fn context(input: &MetricInput<'_>) -> String {
-    let mut s = String::new();
-    s.push_str("## User request\n");
-    match input
-        .facts
-        .map(|f| f.requests.as_slice())
-        .unwrap_or_default()
-    {
-        [] => s.push_str("(not recorded in the trace)\n"),
-        [one] => {
-            s.push_str(one);
-            s.push('\n');
-        }
-        turns => {
-            for (i, t) in turns.iter().enumerate() {
-                let _ = writeln!(s, "Turn {}: {t}", i + 1);
-            }
-        }
-    }
-    s.push_str("\n## Tools available to the agent\n");
-    match input.facts.map(|f| f.tools.as_slice()).unwrap_or_default() {
-        [] => s.push_str("(not recorded in the trace)\n"),
-        tools => {
-            for t in tools {
-                let _ = write!(s, "- {}", t.name);
-                if let Some(d) = &t.description {
-                    let _ = write!(s, ": {}", d.trim());
-                }
-                if let Some(p) = &t.parameters {
-                    // Schemas can be long; the judge needs their gist.
-                    let _ = write!(s, " Parameters: {}", cut(&p.to_string()));
-                }
-                s.push('\n');
-            }
-        }
-    }
-    s.push_str("\n## Tool calls the agent made, in order\n");
-    if input.called.is_empty() {
-        s.push_str("(none)\n");
-    }
-    for (i, c) in input.called.iter().enumerate() {
-        let _ = write!(s, "{}. {}", i + 1, signature(c));
-        if let Some(x) = input.calls.get(i) {
-            if let Some(r) = &x.result {
-                let _ = write!(s, " -> {}", cut(&r.to_value().to_string()));
-            }
-            if let Some(e) = &x.error_message {
-                let _ = write!(s, " [failed: {}]", cut(e));
-            }
-        }
-        s.push('\n');
-    }
-    s
-}
-
-/// The expected calls (names, and arguments where given).
-pub fn expected(calls: &[Call], ordered: bool) -> String {
-    let mut s = String::from(if ordered {
-        "\n## Expected tool calls, in this order\n"
-    } else {
-        "\n## Expected tool calls (order does not matter)\n"
-    });
-    for (i, c) in calls.iter().enumerate() {
-        let _ = writeln!(s, "{}. {}", i + 1, signature(c));
-    }
-    s
-}
-
-/// `name({"k": v})`, or `name (arguments not specified)`.
-pub fn signature(c: &Call) -> String {
-    match &c.args {
-        Some(Value::Object(m)) if m.is_empty() => format!("{}({{}})", c.name),
-        Some(a) => format!("{}({a})", c.name),
-        None => format!("{} (arguments not specified)", c.name),
+/// A judge's failure as the metric's outcome: no verdict, not the agent's
+/// doing.
+pub fn judge_failed(e: &JudgeError) -> Outcome {
+    match e {
+        JudgeError::DryRun => Outcome::unjudged(
+            Unjudged::NotJudged,
+            "not judged (--judge-dry-run: the prompt was printed, not sent)",
+        ),
+        e => Outcome::unjudged(Unjudged::JudgeError, e.to_string()),
     }
 }
 
-fn cut(s: &str) -> String {
-    match s.char_indices().nth(MAX_RESULT_CHARS) {
-        Some((i, _)) => format!("{}...", &s[..i]),
-        None => s.to_string(),
+/// The rationale, and what was cut from the prompt.
+pub fn reason(a: &Answer, cut: Option<&str>) -> String {
+    match cut {
+        Some(c) => format!("{} [{c}]", a.rationale),
+        None => a.rationale.clone(),
     }
 }
 
 /// Asks a yes/no question: yes scores 1 and passes, no scores 0; the
-/// rationale is the reason; a judge failure is the outcome's error.
-pub fn yes_no(judge: &Arc<Judge>, metric: &str, system: String, user: String) -> Outcome {
-    let prompt = Prompt {
-        metric: metric.to_string(),
-        system,
-        user,
-        kind: AnswerKind::YesNo,
-    };
+/// rationale is the reason; a judge failure is no verdict.
+pub fn yes_no(judge: &Arc<Judge>, metric: &str, task: &str, data: Data) -> Outcome {
+    let (prompt, cut) = build(judge, metric, task, AnswerKind::YesNo, data);
     match judge.ask(&prompt) {
         Ok(a) => {
             let yes = a.verdict.unwrap_or(false);
             let mut o = Outcome::scored(
                 if yes { 1.0 } else { 0.0 },
                 Some(yes),
-                format!("{}: {}", if yes { "yes" } else { "no" }, a.rationale),
+                format!(
+                    "{}: {}",
+                    if yes { "yes" } else { "no" },
+                    reason(&a, cut.as_deref())
+                ),
             );
             o.details = Some(a.details(judge.model()));
             o
         }
-        Err(e) => Outcome::error(e.to_string()),
+        Err(e) => judge_failed(&e),
     }
 }

@@ -1,27 +1,29 @@
 //! Cubeo AI "Tool Correctness - Generic Metric" (docs.cubeo.ai,
 //! `evaluations/metrics/generic/tool-correctness`). An approximation: Cubeo's
 //! platform asks an LLM to compare the called tools with `expected_tools`, so
-//! there is no algorithm to copy.
+//! there is no algorithm to copy, and its prompt is not published.
 //!
-//! Kept from the documentation: names only (`expected_tools` is a list of
-//! strings), `threshold` 0.8, pass if `score >= threshold`, and `strict_mode`
-//! rounds the score to 1.0 or 0.0 at the threshold (unlike deepeval's, which
-//! only zeroes low scores).
+//! Kept from the documentation: the inputs (the user's input, the agent's
+//! response, the names of the tools called, `expected_tools` as a list of
+//! exact names), `threshold` 0.8, pass if `score >= threshold`, and
+//! `strict_mode` rounds the score to 1.0 or 0.0 at the threshold (unlike
+//! deepeval's, which only zeroes low scores).
 //!
-//! With a judge configured (`crate::judge`), an LLM compares the calls made
-//! with the expected tools and gives a score in 0..=1, as Cubeo's platform
-//! does. Without one, our deterministic score, which penalizes both missing
-//! and unexpected tools: the F1 of the name multisets,
-//! `2 * matched / (expected + called)`, where `matched` pairs equal names one
-//! to one; 1.0 when both lists are empty. Its reason says it is the
-//! approximation.
+//! With a judge configured (`crate::judge`), an LLM scores in 0..=1 how well
+//! the names of the tools called agree with the expected names, given the
+//! request. The agent's response is not shown: traces do not record it in a
+//! form we extract. Without a judge, our deterministic score, which
+//! penalizes both missing and unexpected tools: the F1 of the name
+//! multisets, `2 * matched / (expected + called)`, where `matched` pairs
+//! equal names one to one; 1.0 when both lists are empty. Its reason says it
+//! is the approximation.
 
 use std::sync::Arc;
 
 use super::common::{names_list, threshold};
 use crate::expect::Call;
-use crate::judge::{AnswerKind, Judge, Prompt};
-use crate::score::judged::{self, signature};
+use crate::judge::{AnswerKind, Judge};
+use crate::score::judged::{self, Shown};
 use crate::score::{Metric, MetricInput, MetricOptions, Needs, Outcome, ScoreError};
 
 pub const LIBRARY: &str = "cubeo";
@@ -30,8 +32,10 @@ pub const VERSION: &str = "docs (approx.)";
 /// The one mode: (name, summary for `toolscore metrics`).
 const MODES: &[(&str, &str)] = &[(
     "cubeo",
-    "with --judge-url: an LLM scores the calls against expected_tools (0..1); without: \
-         approximation, F1 of name multisets; threshold 0.8; strict rounds to 1/0 at the threshold",
+    "approximation (Cubeo's prompt is not published). With --judge-url: an LLM scores 0..1 \
+         how the tool names called agree with expected_tools (exact names), given the request; \
+         the agent's response is not shown. Without: F1 of name multisets. Threshold 0.8; \
+         strict rounds to 1/0 at the threshold",
 )];
 
 /// (name, summary) of every mode.
@@ -105,11 +109,11 @@ impl Cubeo {
     }
 }
 
-const JUDGE_TASK: &str = "Compare the tools the agent called with the list of expected tools \
-     and score how well they agree, from 0 (none of the expected tools called, or only wrong \
-     ones) to 1 (exactly the expected tools, none missing and none unneeded). Lower the score \
-     for each expected tool that was not called and for each call of a tool that was not \
-     expected. A tool with a different name that clearly does the same job counts as called.";
+const JUDGE_TASK: &str = "Score from 0 to 1 how well the names of the tools the agent called \
+     (`tool_calls`) agree with the expected tool names (`expected_calls`), given the request: 1 \
+     when exactly the expected tools were called, none missing and none extra; lower for each \
+     expected tool not called and for each call of a tool not expected. Names must match \
+     exactly; arguments are not compared.";
 
 /// Builds `cubeo` scored by `judge`: threshold 0.8 unless overridden,
 /// `strict` rounding to 1/0 at the threshold.
@@ -151,22 +155,10 @@ impl Metric for CubeoJudged {
     }
 
     fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
-        let mut user = judged::context(input);
-        user.push_str("\n## Expected tools\n");
-        if input.expected.is_empty() {
-            user.push_str("(none: the agent was expected to call no tool)\n");
-        }
-        for e in input.expected {
-            user.push_str("- ");
-            user.push_str(&signature(e));
-            user.push('\n');
-        }
-        let prompt = Prompt {
-            metric: "cubeo".into(),
-            system: judged::system(JUDGE_TASK, AnswerKind::Score),
-            user,
-            kind: AnswerKind::Score,
-        };
+        let mut data = judged::data(input, Shown::Names);
+        data.expected_calls = Some(judged::expected(input.expected, true));
+        let (prompt, cut) =
+            judged::build(&self.judge, "cubeo", JUDGE_TASK, AnswerKind::Score, data);
         match self.judge.ask(&prompt) {
             Ok(a) => {
                 let raw = a.score.unwrap_or(0.0);
@@ -174,12 +166,15 @@ impl Metric for CubeoJudged {
                 let mut o = Outcome::scored(
                     score,
                     Some(score >= self.approx.threshold),
-                    format!("judge score {raw}: {}", a.rationale),
+                    format!(
+                        "approximation, judge score {raw}: {}",
+                        judged::reason(&a, cut.as_deref())
+                    ),
                 );
                 o.details = Some(a.details(self.judge.model()));
                 o
             }
-            Err(e) => Outcome::error(e.to_string()),
+            Err(e) => judged::judge_failed(&e),
         }
     }
 }

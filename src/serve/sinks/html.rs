@@ -100,7 +100,7 @@ impl HtmlSink {
             rejected: self.rejected.clone(),
             metrics: summary.metrics.iter().map(|m| m.metric.clone()).collect(),
             has_cases: summary.has_cases,
-            judge: summary.judge,
+            judge: summary.judge.clone(),
             stats: Stats {
                 requests: summary.stats.requests as usize,
                 spans: summary.stats.spans as usize,

@@ -148,6 +148,8 @@ pub struct ServeSummary {
 struct Tally {
     evaluations: u64,
     passed: u64,
+    /// Failed evaluations (a judge error is no failure).
+    failed: u64,
     /// One per label of the evaluator, in its order.
     metrics: Vec<MetricSummary>,
     /// How many of `metrics` are the run's own (always listed).
@@ -195,6 +197,7 @@ impl Outputs {
         let tally = Tally {
             evaluations: 0,
             passed: 0,
+            failed: 0,
             metrics: labels
                 .iter()
                 .map(|l| MetricSummary {
@@ -323,7 +326,7 @@ impl Outputs {
             stats: self.stats.snapshot(),
             evaluations: t.evaluations,
             passed: t.passed,
-            failed: t.evaluations - t.passed,
+            failed: t.failed,
             unmatched_cases,
             metrics,
             write_errors: t.write_errors,
@@ -348,6 +351,7 @@ impl Tally {
     fn add(&mut self, e: &Evaluation, labels: &[String]) {
         self.evaluations += 1;
         self.passed += u64::from(e.passed());
+        self.failed += u64::from(e.verdict() == crate::evaluate::Verdict::Fail);
         if let Some(hit) = self.cases_hit.get_mut(e.case_index) {
             *hit = true;
         }

@@ -85,7 +85,7 @@ fn evaluation_line(e: &Evaluation, revision: u32) -> String {
     };
     format!(
         "{}  {}  r{}  {}  {}  {}\n",
-        if e.passed() { "pass" } else { "FAIL" },
+        e.verdict().label(),
         subject,
         revision,
         ellipsize(&e.case_id, 32),
