@@ -9,6 +9,7 @@ mod expectformats;
 mod explain;
 mod extraction;
 mod formats;
+mod hostile;
 mod fuzz_corpora;
 mod html;
 mod judge;
