@@ -48,3 +48,33 @@ fn deeply_nested_yaml_config_is_refused_with_the_line() {
         stderr(&out)
     );
 }
+
+/// A key written twice in a fixture object was "last one wins": now the
+/// record is rejected naming the key, in toolscore's format and others'.
+#[test]
+fn duplicate_keys_in_a_fixture_record_are_rejected_naming_the_key() {
+    let dir = TempDir::new("dup-keys");
+    let fixture = dir.path().join("cases.jsonl");
+    std::fs::write(
+        &fixture,
+        "{\"id\": \"a\", \"trace_id\": \"t1\", \"expected_tools\": [\"x\"]}\n\
+         {\"id\": \"b\", \"trace_id\": \"t2\", \"expected_tools\": [\"x\"], \"expected_tools\": [\"y\"]}\n\
+         {\"id\": \"c\", \"trace_id\": \"t3\", \"expected_tools\": [{\"name\": \"x\", \"args\": {\"q\": 1, \"q\": 2}}]}\n",
+    )
+    .unwrap();
+    let out = toolscore(&[
+        "replay",
+        "sample-traces",
+        "--expected",
+        fixture.to_str().unwrap(),
+    ]);
+    let err = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(
+        err.contains("cases.jsonl:2: key `expected_tools` appears twice"),
+        "{err}"
+    );
+    assert!(
+        err.contains("cases.jsonl:3: key `q` appears twice"),
+        "{err}"
+    );
+}
