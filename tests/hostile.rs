@@ -78,3 +78,58 @@ fn duplicate_keys_in_a_fixture_record_are_rejected_naming_the_key() {
         "{err}"
     );
 }
+
+/// The peak resident memory of a running process so far, in KiB (Linux).
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `{` then 1 GiB of spaces, gzipped (1 MB): read whole, the document grew
+/// to the inflate cap (808 MB, 97 s). Long runs of blanks are no longer
+/// held, so it is rejected at the cap in bounded memory.
+#[test]
+fn a_json_document_padded_with_blanks_costs_no_memory() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let gz = |bytes: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    };
+    // Concatenated gzip members are one stream: 1 MiB of spaces, 1024 times.
+    let mut file = gz(b"{");
+    let spaces = gz(&vec![b' '; 1 << 20]);
+    for _ in 0..1024 {
+        file.extend_from_slice(&spaces);
+    }
+    let dir = TempDir::new("blank-document");
+    let path = dir.path().join("padded.json.gz");
+    std::fs::write(&path, file).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .args(["inspect", path.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = crate::util::ChildGuard(child);
+    let pid = child.0.id();
+    let mut peak = 0;
+    let status = crate::util::poll_every(
+        Duration::from_millis(20),
+        "the padded document to be rejected",
+        Duration::from_secs(300),
+        || {
+            peak = peak.max(peak_rss_kib(pid).unwrap_or(0));
+            assert!(peak < 256 << 10, "peak RSS {peak} KiB while reading");
+            child.0.try_wait().unwrap()
+        },
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("inflates to more than"), "{err}");
+}
