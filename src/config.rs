@@ -189,6 +189,7 @@ impl Config {
                 if text.trim().is_empty() {
                     Config::default()
                 } else {
+                    check_yaml_nesting(text).map_err(err)?;
                     serde_norway::from_str(text).map_err(|e| err(e.to_string()))?
                 }
             }
@@ -219,7 +220,10 @@ impl Config {
         {
             Extractor::default() // the cached built-in table
         } else {
-            Extractor::new(&self.rule_specs())?
+            let specs = self.rule_specs();
+            // Before compiling for real: an oversized table is refused fast.
+            rules::check_regex_budget(&specs)?;
+            Extractor::new(&specs)?
         };
         Ok(x.with_retrievers(self.conventions.retrievers_as_tools))
     }
@@ -247,6 +251,69 @@ impl Config {
             Ok(Normalizer::off())
         }
     }
+}
+
+/// The deepest YAML nesting accepted. The YAML parser's cost grows with the
+/// square of the depth (40k levels took 6.5 s), and TOML's parser refuses
+/// past a similar depth.
+pub const YAML_MAX_NESTING: usize = 64;
+
+/// Refuses YAML nested deeper than [`YAML_MAX_NESTING`] before it is
+/// parsed, naming the line. An estimate from above: open block indents,
+/// `- ` entries starting on the line and unclosed `[`/`{` outside quotes
+/// and comments, so a document it accepts is never deeper than the limit.
+fn check_yaml_nesting(text: &str) -> Result<(), String> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    let mut quote: Option<char> = None;
+    for (n, line) in text.lines().enumerate() {
+        let body = line.trim_start_matches(' ');
+        let indent = line.len() - body.len();
+        if flow == 0 && quote.is_none() && !body.is_empty() && !body.starts_with('#') {
+            while indents.last().is_some_and(|&i| i > indent) {
+                indents.pop();
+            }
+            if indents.last() != Some(&indent) {
+                indents.push(indent);
+            }
+        }
+        let mut dashes = 0;
+        let mut rest = body;
+        while let Some(r) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("? ")) {
+            dashes += 1;
+            rest = r.trim_start_matches(' ');
+        }
+        let mut prev = ' ';
+        for c in body.chars() {
+            match (quote, c) {
+                (Some('"'), '"') if prev != '\\' => quote = None,
+                (Some('\''), '\'') => quote = None,
+                (Some(_), _) => {}
+                // Only at a scalar's start: `don't` is plain text.
+                (None, '"' | '\'') if matches!(prev, ' ' | '[' | '{' | ',' | ':') => {
+                    quote = Some(c)
+                }
+                (None, '#') if prev == ' ' => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            if indents.len() + dashes + flow > YAML_MAX_NESTING {
+                return Err(format!(
+                    "line {}: nested deeper than {YAML_MAX_NESTING} levels",
+                    n + 1
+                ));
+            }
+            prev = if prev == '\\' && c == '\\' { ' ' } else { c };
+        }
+        if indents.len() + dashes > YAML_MAX_NESTING {
+            return Err(format!(
+                "line {}: nested deeper than {YAML_MAX_NESTING} levels",
+                n + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How `toolscore conventions` prints the rule table.
@@ -498,6 +565,49 @@ normalize:
         let text = "[[conventions.rule]]\nname = \"x\"\nwhen = [{ span_name = true, matches = \"(\" }]\nname_from = [{ span_name = true }]";
         let e = Config::parse(text, Syntax::Toml, "t").unwrap_err();
         assert!(e.to_string().contains("bad regex"), "{e}");
+    }
+
+    #[test]
+    fn deep_yaml_is_refused_before_parsing() {
+        let deep = |n: usize| format!("sessions:\n  keys: {}{}\n", "[".repeat(n), "]".repeat(n));
+        assert!(Config::parse(&deep(1), Syntax::Yaml, "t.yaml").is_ok());
+        let e = Config::parse(&deep(100), Syntax::Yaml, "t.yaml").unwrap_err();
+        assert!(
+            e.to_string().contains("line 2: nested deeper than 64"),
+            "{e}"
+        );
+        let dashes = format!("a:\n{}x\n", "- ".repeat(70));
+        let e = Config::parse(&dashes, Syntax::Yaml, "t.yaml").unwrap_err();
+        assert!(e.to_string().contains("line 2: nested deeper"), "{e}");
+        // Brackets in quotes and comments do not count.
+        let quoted = format!(
+            "sessions:\n  keys: ['{}', \"{}\"] # {}\n",
+            "[".repeat(70),
+            "{".repeat(70),
+            "[".repeat(70)
+        );
+        assert!(Config::parse(&quoted, Syntax::Yaml, "t.yaml").is_ok());
+    }
+
+    #[test]
+    fn rule_regexes_share_one_budget() {
+        let mut text = String::new();
+        for i in 0..80 {
+            text.push_str(&format!(
+                "[[conventions.rule]]\nname = \"r{i}\"\nwhen = [{{ span_name = true, matches = '\\w{{200}}' }}]\nname_from = [{{ span_name = true }}]\n"
+            ));
+        }
+        let e = Config::parse(&text, Syntax::Toml, "t").unwrap_err();
+        assert!(
+            e.to_string().contains("does not fit in what is left"),
+            "{e}"
+        );
+        let small = text
+            .split("[[conventions.rule]]")
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("[[conventions.rule]]");
+        assert!(Config::parse(&small, Syntax::Toml, "t").is_ok());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod explain;
 mod extraction;
 mod formats;
 mod fuzz_corpora;
+mod hostile;
 mod html;
 mod judge;
 mod junit;

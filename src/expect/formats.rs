@@ -232,7 +232,7 @@ type Record = (Position, String, Value);
 fn records(format: ExpectFormat, text: &str) -> (Vec<Record>, Vec<(Position, String)>) {
     let mut out = Vec::new();
     let mut bad = Vec::new();
-    match serde_json::from_str::<Value>(text) {
+    match super::read::record(text) {
         Ok(Value::Array(items)) => {
             for (i, v) in items.into_iter().enumerate() {
                 out.push((Position::Record(i + 1), format!("[{i}]"), v));
@@ -263,11 +263,13 @@ fn records(format: ExpectFormat, text: &str) -> (Vec<Record>, Vec<(Position, Str
             Position::Whole,
             format!("expected a JSON object or list, not {}", kind(&other)),
         )),
+        // JSON, but a key repeats: not a stream of records either.
+        Err(e) if !e.starts_with(super::read::NOT_JSON) => bad.push((Position::Whole, e)),
         Err(_) if super::read::documents(text).is_some() => {
             for (line, doc) in super::read::documents(text).unwrap_or_default() {
-                match serde_json::from_str::<Value>(doc) {
+                match super::read::record(doc) {
                     Ok(v) => out.push((Position::Line(line), format!("line {line}"), v)),
-                    Err(e) => bad.push((Position::Line(line), format!("not JSON: {e}"))),
+                    Err(e) => bad.push((Position::Line(line), e)),
                 }
             }
         }
@@ -277,9 +279,9 @@ fn records(format: ExpectFormat, text: &str) -> (Vec<Record>, Vec<(Position, Str
                 if line.is_empty() || line.starts_with("//") {
                     continue;
                 }
-                match serde_json::from_str::<Value>(line) {
+                match super::read::record(line) {
                     Ok(v) => out.push((Position::Line(i + 1), format!("line {}", i + 1), v)),
-                    Err(e) => bad.push((Position::Line(i + 1), format!("not JSON: {e}"))),
+                    Err(e) => bad.push((Position::Line(i + 1), e)),
                 }
             }
         }

@@ -311,7 +311,7 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
         })
     };
     if text.trim_start().starts_with('[') {
-        match serde_json::from_str::<Vec<Value>>(text) {
+        match read::records(text) {
             Ok(items) => {
                 let ordered = match PyValue::parse(text) {
                     Ok(PyValue::List(l)) => l,
@@ -334,7 +334,7 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
         }
     } else if let Some(docs) = read::documents(text) {
         for (line, doc) in docs {
-            let parsed = serde_json::from_str::<Value>(doc).map_err(|e| format!("not JSON: {e}"));
+            let parsed = read::record(doc);
             match parsed.and_then(|v| case_from(v, line, opts)) {
                 Ok(mut c) => {
                     keep_key_order(&mut c, PyValue::parse(doc).ok().as_ref());
@@ -349,7 +349,7 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
             if line.is_empty() || line.starts_with("//") {
                 continue;
             }
-            let parsed = serde_json::from_str::<Value>(line).map_err(|e| format!("not JSON: {e}"));
+            let parsed = read::record(line);
             match parsed.and_then(|v| case_from(v, i + 1, opts)) {
                 Ok(mut c) => {
                     keep_key_order(&mut c, PyValue::parse(line).ok().as_ref());

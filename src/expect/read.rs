@@ -149,3 +149,102 @@ pub(super) fn documents(text: &str) -> Option<Vec<(usize, &str)>> {
     }
     (docs.len() > 1).then_some(docs)
 }
+
+/// How [`record`]'s message for text that is not JSON starts.
+pub(super) const NOT_JSON: &str = "not JSON: ";
+
+/// Parses one fixture record. A key written twice in one object is an error
+/// naming it (`serde_json::Value` would keep the last silently); checked
+/// while the record is read, so it costs no second pass.
+pub(super) fn record(text: &str) -> Result<Value, String> {
+    serde_json::from_str::<Checked>(text)
+        .map(|c| c.0)
+        .map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => e.to_string(),
+            _ => format!("{NOT_JSON}{e}"),
+        })
+}
+
+/// Records of a JSON array, each checked as [`record`] is.
+pub(super) fn records(text: &str) -> Result<Vec<Value>, serde_json::Error> {
+    serde_json::from_str::<Vec<Checked>>(text).map(|v| v.into_iter().map(|c| c.0).collect())
+}
+
+/// A JSON value built as `serde_json::Value` builds it, with duplicate keys
+/// refused.
+struct Checked(Value);
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CheckedVisitor).map(Checked)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(Checked(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "key `{key}` appears twice in one object"
+                )));
+            }
+            let Checked(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_values_and_repeated_keys_are_errors() {
+        let text = r#"{"a": [1, -2, 1.5, "s", null, true], "b": {"c": {}}}"#;
+        assert_eq!(
+            record(text).unwrap(),
+            serde_json::from_str::<Value>(text).unwrap()
+        );
+        let e = record(r#"{"a": {"b": 1, "b": 2}}"#).unwrap_err();
+        assert!(e.starts_with("key `b` appears twice"), "{e}");
+        assert!(record("{").unwrap_err().starts_with(NOT_JSON));
+        assert!(records(r#"[{"x": 1}, {"x": 1, "x": 1}]"#).is_err());
+    }
+}

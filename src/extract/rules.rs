@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 
 /// What a matching span is.
@@ -229,6 +229,15 @@ pub enum RuleError {
         regex: String,
         error: Box<regex::Error>,
     },
+    #[error(
+        "rule `{rule}`: regex `{regex}` does not fit in what is left ({left} KiB) of the \
+         {} MiB all rule regexes may take compiled", REGEX_BUDGET >> 20
+    )]
+    Budget {
+        rule: String,
+        regex: String,
+        left: usize,
+    },
 }
 
 /// The built-in rule table, as text (TOML, the config file's form).
@@ -346,12 +355,104 @@ pub(crate) trait Slots {
     fn slot(&mut self, key: &str) -> usize;
 }
 
+/// What all the regexes of a rule table may take together, in regex's
+/// `size_limit` measure (compiled program size; resident memory is about
+/// 1.5 times it). A Unicode `\w{200}` takes 9.5 MiB, so a table of them is
+/// refused at the fourth rule instead of taking a gigabyte.
+pub const REGEX_BUDGET: usize = 32 << 20;
+
+/// One pattern's limit: regex's default, as before the budget.
+const REGEX_LIMIT: usize = 10 << 20;
+
+/// The first limit tried when charging a pattern to the budget.
+const REGEX_FIRST_LIMIT: usize = 64 << 10;
+
 fn regex(rule: &str, re: &str) -> Result<Regex, RuleError> {
-    Regex::new(re).map_err(|e| RuleError::Regex {
-        rule: rule.to_string(),
-        regex: re.to_string(),
-        error: Box::new(e),
-    })
+    regex_within(rule, re, REGEX_LIMIT)
+}
+
+fn regex_within(rule: &str, re: &str, limit: usize) -> Result<Regex, RuleError> {
+    RegexBuilder::new(re)
+        .size_limit(limit)
+        .build()
+        .map_err(|e| RuleError::Regex {
+            rule: rule.to_string(),
+            regex: re.to_string(),
+            error: Box::new(e),
+        })
+}
+
+fn cond_patterns<'a>(c: &'a CondSpec, out: &mut Vec<&'a str>) {
+    out.extend(c.matches.as_deref());
+    for x in &c.any {
+        cond_patterns(x, out);
+    }
+}
+
+/// Every regex of a spec, conditions first.
+fn patterns(spec: &RuleSpec) -> Vec<&str> {
+    let mut out = Vec::new();
+    for c in spec.when.iter().chain(&spec.unless).chain(&spec.error_when) {
+        cond_patterns(c, &mut out);
+    }
+    let sources = spec
+        .name_from
+        .iter()
+        .chain(&spec.args)
+        .chain(&spec.result)
+        .chain(&spec.error_message);
+    out.extend(sources.filter_map(|s| s.pattern.as_deref()));
+    out
+}
+
+/// Refuses a table whose regexes together exceed [`REGEX_BUDGET`], naming
+/// the first rule over it. regex's `size_limit` bounds one pattern, so each
+/// is compiled with a growing limit up to what is left, and the limit it
+/// first fits in is charged. A failed try stops as soon as the program
+/// outgrows its limit, so the check costs a few compiles of the budget
+/// however long the table is.
+pub fn check_regex_budget(specs: &[RuleSpec]) -> Result<(), RuleError> {
+    let mut left = REGEX_BUDGET;
+    for spec in specs {
+        for re in patterns(spec) {
+            left -= charge(&spec.name, re, left)?;
+        }
+    }
+    Ok(())
+}
+
+/// The limit `re` first compiles within, growing by half from 64 KiB: at
+/// most 1.5 times its size, and the failed tries cost about two compiles.
+fn charge(rule: &str, re: &str, left: usize) -> Result<usize, RuleError> {
+    let most = left.min(REGEX_LIMIT);
+    let mut limit = REGEX_FIRST_LIMIT.min(most);
+    loop {
+        let too_big = match regex_within(rule, re, limit) {
+            Ok(_) => return Ok(limit),
+            Err(RuleError::Regex { error, .. })
+                if matches!(*error, regex::Error::CompiledTooBig(_)) =>
+            {
+                error
+            }
+            Err(e) => return Err(e),
+        };
+        if limit < most {
+            limit = (limit + limit / 2).min(most);
+        } else if most < REGEX_LIMIT {
+            return Err(RuleError::Budget {
+                rule: rule.to_string(),
+                regex: re.to_string(),
+                left: left >> 10,
+            });
+        } else {
+            // Over one pattern's own limit: regex's error, as without a budget.
+            return Err(RuleError::Regex {
+                rule: rule.to_string(),
+                regex: re.to_string(),
+                error: too_big,
+            });
+        }
+    }
 }
 
 fn invalid(rule: &str, reason: impl Into<String>) -> RuleError {

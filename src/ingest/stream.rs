@@ -357,6 +357,126 @@ fn whole(
     Ok(at)
 }
 
+/// Blanks kept of a run outside strings in one JSON document; the rest are
+/// dropped as they are read, so a document padded with a gigabyte of spaces
+/// costs no more memory than JSON lines of it (whose blank lines are
+/// skipped). JSON's meaning does not change; only positions in the error
+/// of such a document do.
+const KEPT_BLANKS: usize = 4096;
+
+/// Where the reading of a JSON document is, for [`compact`].
+#[derive(Default)]
+struct Blanks {
+    in_string: bool,
+    escaped: bool,
+    /// Length of the current run of blanks outside strings.
+    run: usize,
+    /// Bytes dropped so far (positions count the bytes read).
+    dropped: u64,
+}
+
+fn json_blank(c: u8) -> bool {
+    (c == b' ') | (c == b'\n') | (c == b'\r') | (c == b'\t')
+}
+
+/// The length of the run of JSON blanks starting `bytes`, a block at a time.
+fn blank_run(bytes: &[u8]) -> usize {
+    const BLOCK: usize = 32;
+    let mut at = 0;
+    for block in bytes.chunks_exact(BLOCK) {
+        if !block.iter().fold(true, |all, &c| all & json_blank(c)) {
+            break;
+        }
+        at += BLOCK;
+    }
+    at + bytes[at..].iter().take_while(|&&c| json_blank(c)).count()
+}
+
+/// Appends `src` to `dst` without the blanks beyond [`KEPT_BLANKS`] of a
+/// run outside strings.
+fn compact(dst: &mut Vec<u8>, src: &[u8], st: &mut Blanks) {
+    let mut i = 0;
+    while i < src.len() {
+        if st.in_string {
+            if st.escaped {
+                st.escaped = false;
+                dst.push(src[i]);
+                i += 1;
+                continue;
+            }
+            match memchr::memchr2(b'"', b'\\', &src[i..]) {
+                None => {
+                    dst.extend_from_slice(&src[i..]);
+                    i = src.len();
+                }
+                Some(n) => {
+                    let j = i + n;
+                    dst.extend_from_slice(&src[i..=j]);
+                    st.in_string = src[j] != b'"';
+                    st.escaped = src[j] == b'\\';
+                    i = j + 1;
+                }
+            }
+            continue;
+        }
+        let n = blank_run(&src[i..]);
+        if n > 0 {
+            let keep = n.min(KEPT_BLANKS.saturating_sub(st.run));
+            dst.extend_from_slice(&src[i..i + keep]);
+            st.dropped += (n - keep) as u64;
+            st.run = st.run.saturating_add(n);
+            i += n;
+            continue;
+        }
+        st.run = 0;
+        st.in_string = src[i] == b'"';
+        dst.push(src[i]);
+        i += 1;
+    }
+}
+
+/// [`fill`] through [`compact`]: `true` when the input ended.
+fn fill_json(r: &mut Reader, buf: &mut Vec<u8>, want: usize, st: &mut Blanks) -> io::Result<bool> {
+    let mut raw = Vec::with_capacity(want.min(1 << 20));
+    let mut left = want;
+    while left > 0 {
+        raw.clear();
+        let step = left.min(1 << 20);
+        let ended = fill(r, &mut raw, step)?;
+        compact(buf, &raw, st);
+        left -= step;
+        if ended {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// [`whole`] for one JSON document: long runs of blanks are not held.
+fn whole_json(
+    cutter: &mut Cutter,
+    input: usize,
+    mut r: Reader,
+    mut bytes: Vec<u8>,
+    mut blanks: Blanks,
+    mut at: u64,
+    disk: &AtomicU64,
+) -> Result<u64, Stop> {
+    loop {
+        let ended = fill_json(&mut r, &mut bytes, 1 << 20, &mut blanks)
+            .map_err(|e| Stop::Io(at + bytes.len() as u64 + blanks.dropped, e))?;
+        if ended {
+            break;
+        }
+    }
+    at += bytes.len() as u64 + blanks.dropped;
+    let disk = disk.load(Ordering::Relaxed);
+    if !cutter.send(input, Work::Whole(bytes), at, disk, true) {
+        return Err(Stop::Consumer);
+    }
+    Ok(at)
+}
+
 /// Reads into `buf` until it holds `want` more bytes or the input ends
 /// (`true` when it ended).
 fn fill(r: &mut Reader, buf: &mut Vec<u8>, want: usize) -> io::Result<bool> {
@@ -380,24 +500,30 @@ fn cut_json(
     let max_line = cutter.options.max_line_bytes;
     let mut buf = Vec::with_capacity(chunk + 4096);
     let mut eof = false;
+    let mut blanks = Blanks::default();
+    let mut scanned = 0;
+    // Only new bytes are searched: rescanning made a long first line
+    // quadratic.
     let first_end = loop {
-        if let Some(n) = memchr::memchr(b'\n', &buf) {
-            break Some(n);
+        if let Some(n) = memchr::memchr(b'\n', &buf[scanned..]) {
+            break Some(scanned + n);
         }
+        scanned = buf.len();
         if eof || buf.len() > max_line {
             break None;
         }
-        eof = fill(&mut r, &mut buf, chunk).map_err(|e| Stop::Io(at, e))?;
+        eof = fill_json(&mut r, &mut buf, chunk, &mut blanks).map_err(|e| Stop::Io(at, e))?;
     };
     let complete = first_end
         .is_some_and(|n| serde_json::from_slice::<serde::de::IgnoredAny>(&buf[..n]).is_ok());
     // Lines only if something other than blanks follows the first line.
     let more = complete && {
-        let n = first_end.unwrap_or(0);
+        let mut n = first_end.unwrap_or(0);
         loop {
             if super::non_blank(&buf[n..]).is_some() {
                 break true;
             }
+            n = buf.len();
             if eof || buf.len() > max_line {
                 break false;
             }
@@ -405,8 +531,9 @@ fn cut_json(
         }
     };
     if !more {
-        return whole(cutter, input, r, buf, at, disk);
+        return whole_json(cutter, input, r, buf, blanks, at, disk);
     }
+    at += blanks.dropped;
     let mut line = 1usize;
     loop {
         if !eof && buf.len() < chunk {
