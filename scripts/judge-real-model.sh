@@ -8,7 +8,10 @@
 #   scripts/judge-real-model.sh [WORK_DIR]
 #
 # JOBS (default 2) caps the build's parallel jobs; TOOLSCORE names the binary
-# (default: target/debug/toolscore, built here when missing).
+# (default: target/debug/toolscore, built here when missing); METRICS the
+# judged metrics (default: all four); JUDGE_ARGS more judge flags (default: a
+# 256-token cap, for a small model that rambles on a slow CPU, and no retry).
+# The sample traces hold 9 evaluations: one prompt per metric each.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,12 +62,16 @@ until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
     sleep 1
 done
 
+metrics=()
+for m in ${METRICS:-mlflow.llm_fuzzy mlflow.llm_no_expectations mlflow.llm_efficiency cubeo}; do
+    metrics+=(-m "$m")
+done
+read -r -a judge_args <<<"${JUDGE_ARGS:---judge-max-tokens 256 --judge-retries 0 --judge-timeout 180}"
 started=$(date +%s.%N)
 set +e
-"$bin" replay "$root/sample-traces" --expected "$root/sample-traces/expected.jsonl" \
-    -m mlflow.llm_fuzzy -m mlflow.llm_no_expectations -m mlflow.llm_efficiency -m cubeo \
-    --judge-url "http://127.0.0.1:$port/v1" --judge-model local \
-    --judge-timeout 120 --judge-concurrency 1 -f jsonl -q >report.jsonl
+"$bin" replay "$root/sample-traces" --expected "$root/sample-traces/expected.jsonl" "${metrics[@]}" \
+    --judge-url "http://127.0.0.1:$port/v1" --judge-model local --judge-concurrency 1 \
+    "${judge_args[@]}" -f jsonl -q >report.jsonl
 code=$?
 set -e
 ended=$(date +%s.%N)
