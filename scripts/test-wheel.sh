@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# The Python install end to end: build the wheel the way `pip install .`
-# does (pip -> the maturin build backend pinned in pyproject.toml), install
-# it into a fresh virtualenv, and run the README's quick-start replay with
-# the `toolscore` that pip put on the virtualenv's PATH.
+# The Python install end to end: build an x86_64 manylinux wheel the way
+# `pip install .` does (pip -> the maturin build backend pinned in
+# pyproject.toml), check it with `auditwheel show`, install it into a fresh
+# virtualenv with no Rust toolchain on PATH, and run the README's quick-start
+# replay with the `toolscore` that pip put there, and `python -m toolscore`.
 #
-# The wheel is built with Cargo's dev profile by default: packaging is what is
-# under test, and the dev build is the one `cargo test` already made (a
-# release build takes minutes here). WHEEL_PROFILE=release builds what
-# `pip install .` ships.
+# The wheel is built for this machine with Cargo's dev profile by default:
+# packaging is what is under test, and the dev build is the one `cargo test`
+# already made (a dist build takes many minutes here). maturin tags it with
+# the manylinux level the binary's glibc symbols allow, which auditwheel
+# confirms. WHEEL_PROFILE=dist builds the binary that releases ship;
+# scripts/release.sh builds the published, cross-compiled wheels.
 #
-# Idempotent: the virtualenv is recreated and the wheel rebuilt on every run;
-# the maturin wheel is kept under $WHEEL_DIR/backend and Cargo keeps the build,
-# so a second run takes seconds and needs no network.
+# Idempotent: the virtualenvs are recreated and the wheel rebuilt on every
+# run; the Python packages are downloaded once into $WHEEL_DIR/backend and
+# Cargo keeps the build, so a second run takes seconds and needs no network.
+# The wheel stays at the path printed last (also in $WHEEL_DIR/WHEEL) for
+# later stages to reuse.
 #
 # Usage: scripts/test-wheel.sh            (from anywhere)
 # Env:   WHEEL_PROFILE  Cargo profile of the wheel's binary (default: dev)
@@ -21,6 +26,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${WHEEL_DIR:-$ROOT/target/wheel-test}"
 PROFILE="${WHEEL_PROFILE:-dev}"
+AUDITWHEEL=6.8.2
 START=$(date +%s)
 
 log() { echo "test-wheel: $*" >&2; }
@@ -28,16 +34,16 @@ die() { log "FAIL: $*"; exit 1; }
 
 VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1)
 [[ -n "$VERSION" ]] || die "no version in Cargo.toml"
+[[ "$(uname -m)" == x86_64 ]] || die "this test builds an x86_64 wheel for the machine it runs on; this is $(uname -m)"
 
-# ------------------------------------------------- a fresh virtualenv
-VENV="$WORK/venv"
+# ----------------------------------------------- the tools' virtualenv
+TOOLS="$WORK/tools"
 mkdir -p "$WORK"
-python3 -m venv --clear "$VENV"
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --quiet)
+python3 -m venv --clear "$TOOLS"
+PIP=("$TOOLS/bin/python" -m pip --disable-pip-version-check --quiet)
 
-# ------------------------------------------------- the build backend
-# The pinned maturin, downloaded once: pip's own cache does not keep it
-# behind every index, and the build then needs no network.
+# The pinned maturin and auditwheel, downloaded once: pip's own cache does not
+# keep them behind every index, and later runs then need no network.
 MATURIN=$(sed -n 's/.*"maturin==\([0-9][0-9.]*\)".*/\1/p' "$ROOT/pyproject.toml")
 [[ -n "$MATURIN" ]] || die "no maturin==X pin in pyproject.toml"
 BACKEND="$WORK/backend"
@@ -45,6 +51,11 @@ if ! ls "$BACKEND"/maturin-"$MATURIN"-*.whl >/dev/null 2>&1; then
     log "downloading maturin==$MATURIN into $BACKEND"
     "${PIP[@]}" download --no-deps --only-binary=:all: --dest "$BACKEND" "maturin==$MATURIN"
 fi
+if ! ls "$BACKEND"/auditwheel-"$AUDITWHEEL"-*.whl >/dev/null 2>&1; then
+    log "downloading auditwheel==$AUDITWHEEL and its dependencies into $BACKEND"
+    "${PIP[@]}" download --only-binary=:all: --dest "$BACKEND" "auditwheel==$AUDITWHEEL"
+fi
+"${PIP[@]}" install --no-index --find-links "$BACKEND" "auditwheel==$AUDITWHEEL"
 
 # -------------------------------------------------------------- wheel
 DIST="$WORK/dist"
@@ -52,37 +63,62 @@ rm -rf "$DIST"
 log "building the wheel (Cargo profile $PROFILE)"
 # pip runs the build backend pyproject.toml names in an isolated
 # environment, as `pip install .` does; --no-index: from $BACKEND only.
+# `--compatibility pypi`: a tag an index accepts (the lowest manylinux one the
+# binary allows) where the backend would otherwise tag it plain `linux`.
 (cd "$ROOT" && "${PIP[@]}" wheel . --no-deps --wheel-dir "$DIST" \
     --no-index --find-links "$BACKEND" \
-    --config-settings "build-args=--profile $PROFILE") ||
+    --config-settings "build-args=--profile $PROFILE --compatibility pypi") ||
     die "pip could not build the wheel"
 WHEELS=("$DIST"/toolscore-"$VERSION"-*.whl)
 [[ ${#WHEELS[@]} -eq 1 && -f "${WHEELS[0]}" ]] || die "expected one toolscore-$VERSION wheel in $DIST: $(ls "$DIST")"
 WHEEL="${WHEELS[0]}"
 log "built $(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
 
-# The wheel carries the binary as a script and no Python package.
-"$VENV/bin/python" - "$WHEEL" "$VERSION" <<'EOF' || die "unexpected wheel contents"
+# The binary as a script, the package that finds it, the licence; nothing else.
+"$TOOLS/bin/python" - "$WHEEL" "$VERSION" <<'EOF' || die "unexpected wheel contents"
 import sys, zipfile
 wheel, version = sys.argv[1], sys.argv[2]
-names = zipfile.ZipFile(wheel).namelist()
-script = f"toolscore-{version}.data/scripts/toolscore"
-assert script in names, f"{script} not in {names}"
-meta = zipfile.ZipFile(wheel).read(f"toolscore-{version}.dist-info/METADATA").decode()
-assert "Name: toolscore" in meta and f"Version: {version}" in meta, meta[:300]
-extra = [n for n in names if not n.startswith((f"toolscore-{version}.data/", f"toolscore-{version}.dist-info/"))]
+archive = zipfile.ZipFile(wheel)
+names = archive.namelist()
+want = [f"toolscore-{version}.data/scripts/toolscore", "toolscore/__init__.py",
+        "toolscore/__main__.py", f"toolscore-{version}.dist-info/licenses/LICENSE"]
+missing = [n for n in want if n not in names]
+assert not missing, f"{missing} not in {names}"
+meta = archive.read(f"toolscore-{version}.dist-info/METADATA").decode()
+for line in ("Name: toolscore", f"Version: {version}", "License-Expression: Apache-2.0"):
+    assert line in meta.splitlines(), f"no '{line}' in METADATA:\n{meta[:600]}"
+extra = [n for n in names if n not in want and not n.startswith(f"toolscore-{version}.dist-info/")]
 assert not extra, f"unexpected files in the wheel: {extra}"
 EOF
 
+# What a package index checks: auditwheel, not the file name, decides.
+AUDIT=$("$TOOLS/bin/auditwheel" show "$WHEEL" 2>&1) || die "auditwheel show failed on $WHEEL:"$'\n'"$AUDIT"
+TAG=$(grep -Eo 'consistent with the following platform tag: "manylinux_[0-9]+_[0-9]+_x86_64"' <<<"${AUDIT//$'\n'/ }" |
+    grep -Eo 'manylinux_[0-9]+_[0-9]+_x86_64') || die "auditwheel reports no manylinux tag:"$'\n'"$AUDIT"
+# The file name must carry it too: an index reads the tag from there.
+[[ "$(basename "$WHEEL")" == *"-$TAG.whl" || "$(basename "$WHEEL")" == *".$TAG.whl" ]] ||
+    die "$(basename "$WHEEL") is not tagged $TAG, which auditwheel reports"
+log "auditwheel: $TAG"
+
 # ------------------------------------------------------------ install
+# A fresh virtualenv, with only it and the system on PATH: no Cargo, no
+# rustc, no Cargo target dir, so nothing can be built or found elsewhere.
+VENV="$WORK/venv"
+python3 -m venv --clear "$VENV"
+export PATH="$VENV/bin:/usr/bin:/bin"
+hash -r
+! command -v cargo >/dev/null || die "cargo is on PATH: $(command -v cargo)"
+! command -v rustc >/dev/null || die "rustc is on PATH: $(command -v rustc)"
 [[ ! -e "$VENV/bin/toolscore" ]] || die "toolscore is in the fresh virtualenv before the install"
-"${PIP[@]}" install --no-index --no-deps "$WHEEL"
-# Only the virtualenv and the system: no Cargo target dir on PATH.
-export PATH="$VENV/bin:/usr/local/bin:/usr/bin:/bin"
+t0=$(date +%s%N)
+python -m pip --disable-pip-version-check --quiet install --no-index --no-deps "$WHEEL"
+log "pip install took $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 hash -r
 [[ "$(command -v toolscore)" == "$VENV/bin/toolscore" ]] || die "toolscore on PATH is $(command -v toolscore || echo nothing)"
 got=$(toolscore --version)
 [[ "$got" == "toolscore $VERSION" ]] || die "toolscore --version says '$got'"
+got=$(cd "$WORK" && python -m toolscore --version)
+[[ "$got" == "toolscore $VERSION" ]] || die "python -m toolscore --version says '$got'"
 
 # ---------------------------------------- the README's quick start
 OUT="$WORK/replay.txt"
@@ -95,6 +131,8 @@ head -1 "$OUT" | grep -Eq '^CASE +TRACE +JOINED BY +tool_correctness +PASS +DETA
 grep -Eq '^mlflow-weather-must-format +5e5e3251271865ab32c5c2f650a10a43 +trace_id +1\.000 +pass' "$OUT" || die "mlflow-weather-must-format does not pass in $OUT"
 grep -Eq '^mlflow-trip-wrong-city +e50f3f7064a97fff4b026dd0c3a9e4cc +trace_id +0\.500 +FAIL' "$OUT" || die "mlflow-trip-wrong-city does not fail in $OUT"
 
-"${PIP[@]}" uninstall --yes toolscore
+python -m pip --disable-pip-version-check --quiet uninstall --yes toolscore
 [[ ! -e "$VENV/bin/toolscore" ]] || die "pip uninstall left $VENV/bin/toolscore"
-log "ok: pip installed toolscore $VERSION from its wheel; the README replay exits 1 with the expected table; $(( $(date +%s) - START )) s"
+echo "$WHEEL" >"$WORK/WHEEL"
+log "ok: auditwheel passed, pip installed toolscore $VERSION from its wheel with no Rust toolchain on PATH; the README replay exits 1 with the expected table; $(( $(date +%s) - START )) s"
+echo "$WHEEL"
