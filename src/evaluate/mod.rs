@@ -144,8 +144,10 @@ impl Evaluator {
         let mut prepared = Vec::with_capacity(all.len());
         for case in all {
             // A case with budgets, agents or handoffs and no metrics of its
-            // own gets `budget`, `agents`, `handoffs` added to the run's
+            // own gets `budget`, `agents`, `handoffs` added to the run's;
+            // one that states no expected tools is scored on them alone
             // (docs/scoring.md).
+            let alone = !case.states_tools && case.metrics.is_none();
             let implied: Vec<&str> = [
                 (case.budgets.is_set(), budget::NAME),
                 (!case.agents.is_empty(), agents::NAME),
@@ -153,7 +155,8 @@ impl Evaluator {
             ]
             .into_iter()
             .filter(|&(set, name)| {
-                set && case.metrics.is_none() && !settings.metrics.iter().any(|m| m.name == name)
+                set && case.metrics.is_none()
+                    && (alone || !settings.metrics.iter().any(|m| m.name == name))
             })
             .map(|(_, name)| name)
             .collect();
@@ -168,7 +171,11 @@ impl Evaluator {
                     let specs = match list {
                         Some(l) => MetricSpec::parse_list(l).map_err(in_case)?,
                         None if add_implied => {
-                            let mut s = settings.metrics.clone();
+                            let mut s = if alone {
+                                Vec::new()
+                            } else {
+                                settings.metrics.clone()
+                            };
                             for name in &implied {
                                 s.push(name.parse().map_err(in_case)?);
                             }

@@ -124,6 +124,9 @@ pub struct Case {
     pub agents: Vec<AgentExpectation>,
     /// The order agents should run in (`handoffs` metric).
     pub handoffs: Option<Vec<String>>,
+    /// Whether the case states expected tools; a case of `agents` or
+    /// `handoffs` alone does not, and is scored on those metrics alone.
+    pub states_tools: bool,
 }
 
 /// One agent's expected calls in a multi-agent trace.
@@ -457,38 +460,18 @@ fn padded_trace_id(t: &str) -> std::borrow::Cow<'_, str> {
 /// The case's expected tools (`expected_tools` or `expected_tool_calls`);
 /// none for a case about agents or handoffs alone, which is then scored on
 /// those metrics unless it names its own.
-fn expected_tools(raw: &mut RawCase) -> Result<Vec<RawTool>, String> {
-    Ok(
-        match (raw.expected_tools.take(), raw.expected_tool_calls.take()) {
-            (Some(_), Some(_)) => {
-                return Err("give `expected_tools` or `expected_tool_calls`, not both".into())
-            }
-            (Some(t), None) | (None, Some(t)) => t,
-            // A case about agents or handoffs alone is scored on those metrics.
-            (None, None) if raw.agents.is_some() || raw.handoffs.is_some() => {
-                if raw.metrics.is_none() {
-                    let implied = [
-                        (raw.agents.is_some(), crate::score::agents::NAME),
-                        (raw.handoffs.is_some(), crate::score::handoffs::NAME),
-                    ];
-                    raw.metrics = Some(
-                        implied
-                            .iter()
-                            .filter(|(on, _)| *on)
-                            .map(|(_, name)| name.to_string())
-                            .collect(),
-                    );
-                }
-                Vec::new()
-            }
-            (None, None) => {
-                return Err(
-                    "a case needs `expected_tools` (a list, may be empty), `agents` or `handoffs`"
-                        .into(),
-                )
-            }
-        },
-    )
+fn expected_tools(raw: &mut RawCase) -> Result<Option<Vec<RawTool>>, String> {
+    match (raw.expected_tools.take(), raw.expected_tool_calls.take()) {
+        (Some(_), Some(_)) => {
+            Err("give `expected_tools` or `expected_tool_calls`, not both".into())
+        }
+        (Some(t), None) | (None, Some(t)) => Ok(Some(t)),
+        // A case about agents or handoffs alone.
+        (None, None) if raw.agents.is_some() || raw.handoffs.is_some() => Ok(None),
+        (None, None) => Err(
+            "a case needs `expected_tools` (a list, may be empty), `agents` or `handoffs`".into(),
+        ),
+    }
 }
 
 fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, String> {
@@ -532,7 +515,8 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
         ),
     };
     let tools = expected_tools(&mut raw)?;
-    let expected = calls_of(tools);
+    let states_tools = tools.is_some();
+    let expected = calls_of(tools.unwrap_or_default());
     let mut agents = Vec::new();
     for (name, a) in raw.agents.unwrap_or_default() {
         if let Some(t) = a.threshold.filter(|t| !(0.0..=1.0).contains(t)) {
@@ -588,6 +572,7 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
         },
         agents,
         handoffs: raw.handoffs,
+        states_tools,
     })
 }
 

@@ -109,6 +109,7 @@ pub(super) fn case(id: String, join: Join, expected: Vec<Call>) -> Case {
         budgets: Default::default(),
         agents: Vec::new(),
         handoffs: None,
+        states_tools: true,
     }
 }
 

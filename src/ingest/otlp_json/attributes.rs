@@ -10,9 +10,9 @@ use opentelemetry_proto::tonic::common::v1::{
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::context::Fault;
-use super::document::{list_seed, Nullable};
 use super::ids::base64;
 use super::scalars::{clip, str_field, to_f64, to_i64, Key, Scalar};
+use super::seeds::{list_seed, Nullable};
 use crate::ingest::projection::{holds_json, AttrsOf, KeyFilter};
 use crate::ingest::span::{NewValue, SpanBuilder};
 

@@ -30,6 +30,7 @@ mod ids;
 mod resource;
 mod salvage;
 mod scalars;
+mod seeds;
 mod spans;
 #[cfg(test)]
 mod tests;

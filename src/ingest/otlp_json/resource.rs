@@ -9,8 +9,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 
 use super::attributes::Attrs;
 use super::context::{Ctx, Fault};
-use super::document::{list_seed, Nullable};
 use super::scalars::{string_field, u32_field, Key, Scalar};
+use super::seeds::{list_seed, Nullable};
 use super::spans::SpanList;
 use super::SpanRejected;
 use crate::ingest::projection::{AttrsOf, KeyFilter};

@@ -8,11 +8,11 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 
 use super::attributes::{Attrs, SpanAttrs};
 use super::context::{Ctx, Fault, MAX_UNKNOWN};
-use super::document::{list_seed, Nullable};
 use super::ids::{id_field, span_id_field, IdKind};
 use super::scalars::{
     clip, enum_field, str_field, string_field, u32_field, u64_field, Key, SPAN_KINDS, STATUS_CODES,
 };
+use super::seeds::{list_seed, Nullable};
 use super::SpanRejected;
 use crate::ingest::projection::{AttrsOf, KeyFilter};
 use crate::ingest::span::Span;
