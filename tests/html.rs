@@ -725,3 +725,40 @@ fn html_report_shows_the_baseline_comparison() {
     );
     assert!(html.contains("\"baseline\":[\"unchanged\""), "per case");
 }
+
+#[test]
+fn html_report_shows_a_judge_error_apart_from_a_failure() {
+    // A port nothing listens on: every judge request is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let dir = TempDir::new("html-judge-error");
+    let page = dir.path().join("page.html");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = toolscore(&[
+        "replay",
+        "sample-traces",
+        "--expected",
+        "sample-traces/expected.jsonl",
+        "-m",
+        "mlflow.llm_efficiency",
+        "--judge-url",
+        &url,
+        "--judge-model",
+        "m",
+        "--judge-retries",
+        "0",
+        "-f",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "could not evaluate: exit 2");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("\"verdict\":\"judge_error\""),
+        "judge errors apart"
+    );
+}

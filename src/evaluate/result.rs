@@ -31,6 +31,16 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// As machines read it (results API, OTLP records, the HTML page).
+    pub fn code(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::JudgeError => "judge_error",
+            Verdict::NotJudged => "not_judged",
+        }
+    }
+
     /// As the tables and JUnit show it.
     pub fn label(self) -> &'static str {
         match self {

@@ -207,6 +207,8 @@ fn case_json(e: &Evaluation) -> Value {
     let mut v = json!({
         "case": e.case_id,
         "pass": e.passed(),
+        // A judge error or a dry run is not a failure of the agent.
+        "verdict": e.verdict().code(),
         "results": e.results.iter().map(result_json).collect::<Vec<_>>(),
         "expected": expected,
         "called": called,

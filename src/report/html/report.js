@@ -80,12 +80,15 @@
     // A trace's case carries its id only; a session's, its label and traces.
     if (!c.traces) c.traces = c.trace ? [c.trace] : [];
     if (!c.target) c.target = c.trace || '';
-    var d = el('details', 'case ' + (c.pass ? 'pass' : 'fail'));
+    // A judge error or a dry run is shown as such, not as the agent failing.
+    var verdict = c.verdict || (c.pass ? 'pass' : 'fail');
+    var vclass = verdict === 'pass' ? 'pass' : verdict === 'fail' ? 'fail' : 'unjudged';
+    var d = el('details', 'case ' + vclass);
     d.dataset.case = c.case;
     if (c.trace) d.dataset.trace = c.trace;
     d.dataset.pass = c.pass ? '1' : '0';
     var s = el('summary');
-    s.appendChild(el('span', 'badge ' + (c.pass ? 'pass' : 'fail'), c.pass ? 'pass' : 'fail'));
+    s.appendChild(el('span', 'badge ' + vclass, verdict.replace('_', ' ')));
     s.appendChild(el('span', 'cid', c.case));
     s.appendChild(el('span', 'target', c.target));
     var sc = el('span', 'scores');

@@ -107,8 +107,8 @@ pub fn evaluation_records(
                             any_value::Value::DoubleValue(s),
                         ));
                     }
-                    let label = if r.passed() { "pass" } else { "fail" };
-                    attrs.push(string("gen_ai.evaluation.score.label", label));
+                    // A judge error or a dry run is not a failure of the agent.
+                    attrs.push(string("gen_ai.evaluation.score.label", r.verdict().code()));
                     attrs.push(string(
                         "gen_ai.evaluation.explanation",
                         cap(&r.outcome.reason),
@@ -209,6 +209,7 @@ pub fn evaluation_span(
         "toolscore.pass",
         any_value::Value::BoolValue(e.passed()),
     ));
+    attributes.push(string("toolscore.verdict", e.verdict().code()));
     if let Some(s) = &e.session {
         attributes.push(string("session.id", s.id.clone()));
     }

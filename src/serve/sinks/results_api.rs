@@ -61,6 +61,7 @@ pub fn to_message(e: &Evaluation, revision: u32) -> EvaluationResult {
         case_id: e.case_id.clone(),
         revision,
         pass: e.passed(),
+        verdict: e.verdict().code().to_string(),
         scores: e
             .results
             .iter()
@@ -71,6 +72,7 @@ pub fn to_message(e: &Evaluation, revision: u32) -> EvaluationResult {
                 threshold: r.threshold,
                 reason: r.outcome.reason.clone(),
                 error: r.outcome.error.clone().unwrap_or_default(),
+                verdict: r.verdict().code().to_string(),
             })
             .collect(),
         tools_called: e.tools_called.iter().map(|c| c.name.clone()).collect(),
