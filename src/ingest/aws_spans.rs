@@ -17,7 +17,7 @@ use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
 use serde_json::{Map, Value};
 
 use super::convert::{
-    object_attrs, optional_id, required_id, span_problem, ConvertError, Converted, Grouper,
+    object_attrs, optional_id, required_id, span_items, span_problem, Converted, Grouper,
 };
 
 /// Whether a parsed JSON document is one `aws/spans` record (or a list of
@@ -47,17 +47,7 @@ fn is_record(v: &Value) -> bool {
 /// Converts one record, or a list of them (a bad record is left out with a
 /// [`Problem`](super::convert::Problem)).
 pub fn to_request(v: &Value) -> Converted {
-    let items: Vec<(String, &Value)> = match v {
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (format!("[{i}]"), s))
-            .collect(),
-        other => vec![(String::new(), other)],
-    };
-    if items.is_empty() {
-        return Err(ConvertError("the list holds no spans".to_string()));
-    }
+    let items = span_items(v)?;
     let mut grouper = Grouper::default();
     let mut problems = Vec::new();
     for (at, s) in items {

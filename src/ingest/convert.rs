@@ -47,6 +47,25 @@ pub struct ConvertError(pub String);
 /// and a problem for each unit it had to leave out.
 pub type Converted = Result<(ExportTraceServiceRequest, Vec<Problem>), ConvertError>;
 
+/// The span objects of a document that is one span object or a list of
+/// them, each with its JSON path (`[3]`, or empty for a lone object).
+pub(crate) fn span_items(
+    v: &serde_json::Value,
+) -> Result<Vec<(String, &serde_json::Value)>, ConvertError> {
+    let items: Vec<(String, &serde_json::Value)> = match v {
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("[{i}]"), s))
+            .collect(),
+        other => vec![(String::new(), other)],
+    };
+    if items.is_empty() {
+        return Err(ConvertError("the list holds no spans".to_string()));
+    }
+    Ok(items)
+}
+
 /// A span-level rejection: `span `name` rejected: why`.
 pub(crate) fn span_problem(at: String, name: &str, why: impl fmt::Display) -> Problem {
     let reason = if name.is_empty() {
