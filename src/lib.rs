@@ -9,6 +9,7 @@
 
 pub mod assemble;
 pub mod cases;
+pub mod cli;
 pub mod config;
 pub mod evaluate;
 pub mod expect;

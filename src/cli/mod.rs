@@ -1,7 +1,12 @@
-//! The command line's flags (the binary's, not the library's): what each
-//! command takes, and how flags become the library's settings.
+//! The command line: its flags (what each command takes, and how flags
+//! become the library's settings) and [`run`], which the `toolscore` binary
+//! and the Python wheel's `toolscore` command both call, so both are one
+//! program.
 
+mod commands;
 pub(crate) mod progress;
+
+pub use commands::run;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,17 +14,17 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use toolscore::config::{Config, TableFormat};
-use toolscore::evaluate::{MetricSet, MetricSpec, ScoreSettings};
-use toolscore::expect::{load_file, Case, FixtureOptions, Loaded};
-use toolscore::extract::{Extractor, Scope};
-use toolscore::ingest::stream::StreamOptions;
-use toolscore::ingest::Limits;
-use toolscore::ingest::Rejected;
-use toolscore::judge::{Judge, JudgeConfig, TokenField};
-use toolscore::replay;
-use toolscore::score::native::{ArgPolicy, Headline, NativeConfig};
-use toolscore::score::MetricOptions;
+use crate::config::{Config, TableFormat};
+use crate::evaluate::{MetricSet, MetricSpec, ScoreSettings};
+use crate::expect::{load_file, Case, FixtureOptions, Loaded};
+use crate::extract::{Extractor, Scope};
+use crate::ingest::stream::StreamOptions;
+use crate::ingest::Limits;
+use crate::ingest::Rejected;
+use crate::judge::{Judge, JudgeConfig, TokenField};
+use crate::replay;
+use crate::score::native::{ArgPolicy, Headline, NativeConfig};
+use crate::score::MetricOptions;
 
 #[derive(Parser)]
 #[command(
@@ -207,7 +212,7 @@ impl InputArgs {
 
     /// A path that does not exist is a usage error, before any work.
     pub(crate) fn check_paths(&self) -> anyhow::Result<()> {
-        let missing = toolscore::ingest::files::missing(&self.paths);
+        let missing = crate::ingest::files::missing(&self.paths);
         if let Some(first) = missing.first() {
             anyhow::bail!(
                 "{}: no such file or directory{}",
@@ -453,7 +458,7 @@ impl ScoringArgs {
         }
         let settings = ScoreSettings {
             metrics: if self.metrics.is_empty() {
-                MetricSpec::parse_list(&[toolscore::score::native::NATIVE_NAME])?
+                MetricSpec::parse_list(&[crate::score::native::NATIVE_NAME])?
             } else {
                 MetricSpec::parse_list(&self.metrics)?
             },
@@ -495,7 +500,7 @@ pub(crate) struct ScoreArgs {
 #[derive(Args)]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
-    pub(crate) serve: toolscore::serve::ServeFlags,
+    pub(crate) serve: crate::serve::ServeFlags,
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -516,11 +521,11 @@ impl ConventionsFormat {
     }
 }
 
-impl From<InspectFormat> for toolscore::inspect::InspectFormat {
+impl From<InspectFormat> for crate::inspect::InspectFormat {
     fn from(f: InspectFormat) -> Self {
         match f {
-            InspectFormat::Table => toolscore::inspect::InspectFormat::Table,
-            InspectFormat::Jsonl => toolscore::inspect::InspectFormat::Jsonl,
+            InspectFormat::Table => crate::inspect::InspectFormat::Table,
+            InspectFormat::Jsonl => crate::inspect::InspectFormat::Jsonl,
         }
     }
 }
@@ -548,14 +553,14 @@ impl ScoreArgs {
 impl ServeArgs {
     /// The scoring flags mean what they mean for `replay` (same settings,
     /// same extractor), so a trace scores the same live as replayed.
-    pub(crate) fn scoring(&self, config: &Config) -> anyhow::Result<toolscore::serve::Scoring> {
+    pub(crate) fn scoring(&self, config: &Config) -> anyhow::Result<crate::serve::Scoring> {
         let settings = self.scoring.settings(config)?;
         let x = config.extractor()?;
         let retrievers = x.retrievers_as_tools || self.retrievers_as_tools;
         let extractor = x
             .with_retrievers(retrievers)
             .with_scope(self.scoring.scope()?);
-        Ok(toolscore::serve::Scoring {
+        Ok(crate::serve::Scoring {
             settings,
             extractor,
         })
@@ -576,7 +581,7 @@ pub(crate) fn fixture_cases(
         settings.metrics = MetricSpec::parse_list(defaults)?;
     }
     for note in &loaded.notes {
-        eprintln!("toolscore: note: {}", toolscore::report::printable(note));
+        eprintln!("toolscore: note: {}", crate::report::printable(note));
     }
     Ok((Some(loaded.cases), loaded.rejected))
 }

@@ -1,0 +1,279 @@
+//! What each command does: wires the library's drivers from the parsed
+//! flags, writes the output and picks the exit code (0 pass, 1 some case
+//! failed, 2 usage or input error).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+
+use crate::config;
+use crate::evaluate::{Evaluator, OutputNeeds, Pipeline, ScoreSettings};
+use crate::inspect;
+use crate::replay;
+use crate::report::{self, baseline, exit};
+use crate::score::registry;
+
+use super::progress::progress_printer;
+use super::{
+    Cli, Command, ConventionsArgs, DiffArgs, FailOn, InspectArgs, ReplayArgs, ReportFormat,
+    ScoreArgs, ServeArgs,
+};
+
+/// Runs the command line `args` (the program name first, as
+/// `std::env::args_os` gives it) and returns the exit code. Usage errors
+/// print clap's message and exit the process, as a command line does.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
+    let result = match cli.command {
+        Command::Replay(args) => cmd_replay(*args),
+        Command::Inspect(args) => cmd_inspect(args),
+        Command::Metrics => cmd_metrics(),
+        Command::Score(args) => cmd_score(args),
+        Command::Conventions(args) => cmd_conventions(args),
+        Command::Serve(args) => cmd_serve(*args),
+        Command::Diff(args) => cmd_diff(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("toolscore: error: {err:#}");
+            exit::INPUT
+        }
+    }
+}
+
+fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(p) => Box::new(BufWriter::new(
+            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout().lock())),
+    })
+}
+
+fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
+    args.input.check_paths()?;
+    let config = args.input.config.load()?;
+    let mut settings = args.scoring.settings(&config)?;
+    let (cases, fixture_rejected) = super::fixture_cases(&args, &mut settings)?;
+    let evaluator = Evaluator::new(settings, cases, None)?;
+    let scope = args.scoring.scope()?;
+    anyhow::ensure!(
+        args.fail_on == FailOn::Threshold || args.baseline.is_some(),
+        "--fail-on regression needs --baseline"
+    );
+    super::check_tolerance(args.tolerance)?;
+    // Read before the run: a bad baseline is a usage error, found early.
+    let old = args.baseline.as_deref().map(baseline::load).transpose()?;
+    let outputs = OutputNeeds {
+        // Only JSONL shows each call's result.
+        call_results: matches!(args.format, ReportFormat::Jsonl),
+        call_args: true,
+    };
+    let extractor = args.input.extractor(&config)?.with_scope(scope);
+    let pipeline = Pipeline::new(Arc::new(evaluator), extractor, outputs);
+    // The HTML page draws each trace's spans on a timeline.
+    let prepared = report::Report {
+        timelines: matches!(args.format, ReportFormat::Html).then(Default::default),
+        ..Default::default()
+    };
+    let report = replay::replay(
+        prepared,
+        &args.input.paths,
+        &pipeline,
+        fixture_rejected,
+        &args.input.read_options(),
+        progress_printer(args.input.quiet),
+    );
+    let comparison =
+        old.map(|old| baseline::compare(&old, &baseline::entries_of(&report), args.tolerance));
+    let mut out = open_output(args.output.as_ref())?;
+    write_report(&report, comparison.as_ref(), args.format, &mut out)
+        .and_then(|()| out.flush())
+        .context("cannot write the report")?;
+    // Machine formats on stdout stay clean; people still see what was rejected.
+    if !matches!(args.format, ReportFormat::Table) || args.output.is_some() {
+        for r in &report.rejected {
+            eprintln!("toolscore: rejected: {}", report::printable(&r.to_string()));
+        }
+        if !args.input.quiet {
+            eprintln!("{}", report.summary_line());
+            if let Some(c) = &comparison {
+                eprintln!("{}", c.summary_line());
+            }
+        }
+    }
+    // Without expectations nothing was scored: a CI job must not pass on it.
+    if !report.has_cases {
+        eprintln!(
+            "toolscore: nothing was scored: no expectations given (--expected FILE or \
+             TOOLSCORE_EXPECTED); listing the tool calls in traces is `toolscore inspect`'s job"
+        );
+        return Ok(exit::INPUT);
+    }
+    let code = match (&comparison, args.fail_on) {
+        (Some(c), FailOn::Regression) if !report.could_not_evaluate() => {
+            if c.regressions() > 0 {
+                exit::FAIL
+            } else {
+                exit::PASS
+            }
+        }
+        _ => report.exit_code(),
+    };
+    Ok(code)
+}
+
+fn write_report(
+    report: &report::Report,
+    comparison: Option<&baseline::Comparison>,
+    format: ReportFormat,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        ReportFormat::Table => report::write_table(report, out).and_then(|()| match comparison {
+            Some(c) => {
+                writeln!(out, "\nAgainst the baseline:")?;
+                baseline::write_table(c, out)
+            }
+            None => Ok(()),
+        }),
+        ReportFormat::Jsonl => report::write_jsonl(report, out)
+            .and_then(|()| comparison.map_or(Ok(()), |c| baseline::write_jsonl(c, out))),
+        // One XML document: the comparison has its own (`toolscore diff`).
+        ReportFormat::Junit => report::write_junit(report, out),
+        ReportFormat::Html => report::write_html(report, comparison, out),
+    }
+}
+
+fn cmd_diff(args: DiffArgs) -> anyhow::Result<u8> {
+    super::check_tolerance(args.tolerance)?;
+    anyhow::ensure!(
+        !matches!(args.format, ReportFormat::Html),
+        "--format html is for `replay`; `diff` writes table, jsonl or junit"
+    );
+    let old = baseline::load(&args.old)?;
+    let new = baseline::load(&args.new)?;
+    let c = baseline::compare(&old, &new, args.tolerance);
+    let mut out = open_output(args.output.as_ref())?;
+    match args.format {
+        ReportFormat::Table => baseline::write_table(&c, &mut out),
+        ReportFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
+        ReportFormat::Junit => baseline::write_junit(&c, &mut out),
+        ReportFormat::Html => Ok(()),
+    }
+    .and_then(|()| out.flush())
+    .context("cannot write the comparison")?;
+    Ok(if c.regressions() > 0 {
+        exit::FAIL
+    } else {
+        exit::PASS
+    })
+}
+
+fn cmd_inspect(args: InspectArgs) -> anyhow::Result<u8> {
+    args.input.check_paths()?;
+    let config = args.input.config.load()?;
+    let settings = ScoreSettings {
+        session_keys: config.session_keys(),
+        ..ScoreSettings::default()
+    };
+    let (cases, fixture_rejected) =
+        match super::load_fixture(args.expected.as_deref(), &settings.session_keys)? {
+            Some(l) => (Some(l.cases), l.rejected),
+            None => (None, Vec::new()),
+        };
+    // Inspect shows each call's arguments and result.
+    let outputs = OutputNeeds {
+        call_results: true,
+        call_args: true,
+    };
+    let evaluator = Arc::new(Evaluator::new(settings, cases, None)?);
+    let pipeline = Pipeline::new(evaluator, args.input.extractor(&config)?, outputs);
+    let format = args.format.into();
+    let mut out = open_output(args.output.as_ref())?;
+    let mut found = inspect::inspect(
+        &args.input.paths,
+        &pipeline,
+        &args.input.read_options(),
+        format,
+        args.explain,
+        &mut out,
+        progress_printer(args.input.quiet),
+    )?;
+    out.flush()?;
+    found.rejected.extend(fixture_rejected);
+    for r in &found.rejected {
+        eprintln!("toolscore: rejected: {}", report::printable(&r.to_string()));
+    }
+    if !args.explain {
+        if let Some(hint) = pipeline.extractor().no_calls_hint(found.spans, found.calls) {
+            eprintln!("toolscore: hint: {hint}");
+        }
+    }
+    Ok(if found.rejected.is_empty() {
+        exit::PASS
+    } else {
+        exit::INPUT
+    })
+}
+
+fn cmd_conventions(args: ConventionsArgs) -> anyhow::Result<u8> {
+    let config = args.config.load()?;
+    let text = config::render_rules(&config.rule_specs(), args.format.table_format())?;
+    let mut out = open_output(None)?;
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(exit::PASS)
+}
+
+fn cmd_metrics() -> anyhow::Result<u8> {
+    let mut out = open_output(None)?;
+    report::write_metrics(&registry::catalog(), &mut out)?;
+    out.flush()?;
+    Ok(exit::PASS)
+}
+
+fn cmd_score(args: ScoreArgs) -> anyhow::Result<u8> {
+    let metrics = args.metric_set()?;
+    let label = args.cases.display().to_string();
+    let input: Box<dyn io::BufRead> = if label == "-" {
+        Box::new(io::stdin().lock())
+    } else {
+        let file = File::open(&args.cases).with_context(|| format!("cannot open {label}"))?;
+        Box::new(io::BufReader::new(file))
+    };
+    let mut out = open_output(args.output.as_ref())?;
+    let summary = crate::cases::score_lines(input, &metrics, &mut out, |bad| {
+        eprintln!("toolscore: rejected: {label}: {bad}");
+    })
+    .and_then(|s| out.flush().map(|()| s))
+    .with_context(|| format!("scoring {label}"))?;
+    Ok(if summary.rejected.is_empty() {
+        exit::PASS
+    } else {
+        exit::INPUT
+    })
+}
+
+/// The scoring flags mean what they mean for `replay` (same settings, same
+/// extractor), so a trace scores the same live as replayed.
+fn cmd_serve(args: ServeArgs) -> anyhow::Result<u8> {
+    let config = args.config.load()?;
+    let scoring = args.scoring(&config)?;
+    // Precedence: flags > environment > the config file's [serve] > defaults.
+    let mut serve_config = config.serve.clone().unwrap_or_default();
+    args.serve.apply(&mut serve_config);
+    crate::serve::keep_freed_memory();
+    crate::serve::run(serve_config, scoring)?;
+    Ok(exit::PASS)
+}
