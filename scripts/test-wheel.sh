@@ -2,18 +2,21 @@
 # The Python install end to end: build an x86_64 manylinux wheel the way
 # `pip install .` does (pip -> the maturin build backend pinned in
 # pyproject.toml), check it with `auditwheel show`, install it into a fresh
-# virtualenv with no Rust toolchain on PATH, and run the README's quick-start
-# replay with the `toolscore` that pip put there, and `python -m toolscore`.
+# virtualenv with no Rust toolchain on PATH, run the README's quick-start
+# replay with the `toolscore` that pip put there, and `python -m toolscore`;
+# then the Python module's own tests (python/tests, pytest) against that
+# installed wheel, with opentelemetry-sdk and pytest beside it.
 #
 # The wheel is built for this machine with Cargo's dev profile by default:
-# packaging is what is under test, and the dev build is the one `cargo test`
-# already made (a dist build takes many minutes here). maturin tags it with
-# the manylinux level the binary's glibc symbols allow, which auditwheel
-# confirms. WHEEL_PROFILE=dist builds the binary that releases ship;
+# packaging is what is under test, and the dev build shares the
+# dependencies `cargo test` already built (a dist build takes many minutes
+# here). maturin tags it with the manylinux level the module's glibc symbols
+# allow, which auditwheel confirms. WHEEL_PROFILE=dist builds the binary that releases ship;
 # scripts/release.sh builds the published, cross-compiled wheels.
 #
 # Idempotent: the virtualenvs are recreated and the wheel rebuilt on every
-# run; the Python packages are downloaded once into $WHEEL_DIR/backend and
+# run; the Python packages (the build backend, auditwheel, and the tests'
+# pytest and opentelemetry-sdk) are downloaded once into $WHEEL_DIR/backend and
 # Cargo keeps the build, so a second run takes seconds and needs no network.
 # The wheel stays at the path printed last (also in $WHEEL_DIR/WHEEL) for
 # later stages to reuse.
@@ -27,6 +30,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${WHEEL_DIR:-$ROOT/target/wheel-test}"
 PROFILE="${WHEEL_PROFILE:-dev}"
 AUDITWHEEL=6.8.2
+PYTEST=9.2.0
+OTEL_SDK=1.45.2
 START=$(date +%s)
 
 log() { echo "test-wheel: $*" >&2; }
@@ -55,6 +60,13 @@ if ! ls "$BACKEND"/auditwheel-"$AUDITWHEEL"-*.whl >/dev/null 2>&1; then
     log "downloading auditwheel==$AUDITWHEEL and its dependencies into $BACKEND"
     "${PIP[@]}" download --only-binary=:all: --dest "$BACKEND" "auditwheel==$AUDITWHEEL"
 fi
+# What python/tests runs with, pinned: the fixture's span capture is tested
+# against one known SDK.
+TEST_DEPS=("pytest==$PYTEST" "opentelemetry-sdk==$OTEL_SDK")
+if ! ls "$BACKEND"/pytest-"$PYTEST"-*.whl "$BACKEND"/opentelemetry_sdk-"$OTEL_SDK"-*.whl >/dev/null 2>&1; then
+    log "downloading ${TEST_DEPS[*]} and their dependencies into $BACKEND"
+    "${PIP[@]}" download --only-binary=:all: --dest "$BACKEND" "${TEST_DEPS[@]}"
+fi
 "${PIP[@]}" install --no-index --find-links "$BACKEND" "auditwheel==$AUDITWHEEL"
 
 # -------------------------------------------------------------- wheel
@@ -74,20 +86,26 @@ WHEELS=("$DIST"/toolscore-"$VERSION"-*.whl)
 WHEEL="${WHEELS[0]}"
 log "built $(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
 
-# The binary as a script, the package that finds it, the licence; nothing else.
-"$TOOLS/bin/python" - "$WHEEL" "$VERSION" <<'EOF' || die "unexpected wheel contents"
-import sys, zipfile
-wheel, version = sys.argv[1], sys.argv[2]
+# The native module, the Python package (typed), the licence, the command
+# and the pytest plugin as entry points; nothing else.
+"$TOOLS/bin/python" - "$WHEEL" "$VERSION" "$ROOT/python/toolscore" <<'EOF' || die "unexpected wheel contents"
+import os, sys, zipfile
+wheel, version, package = sys.argv[1], sys.argv[2], sys.argv[3]
 archive = zipfile.ZipFile(wheel)
 names = archive.namelist()
-want = [f"toolscore-{version}.data/scripts/toolscore", "toolscore/__init__.py",
-        "toolscore/__main__.py", f"toolscore-{version}.dist-info/licenses/LICENSE"]
+info = f"toolscore-{version}.dist-info/"
+want = ["toolscore/_native.abi3.so", f"{info}licenses/LICENSE"]
+want += [f"toolscore/{f}" for f in sorted(os.listdir(package)) if not f.startswith((".", "__pycache__"))]
 missing = [n for n in want if n not in names]
 assert not missing, f"{missing} not in {names}"
-meta = archive.read(f"toolscore-{version}.dist-info/METADATA").decode()
+assert "toolscore/py.typed" in names and "toolscore/_native.pyi" in names
+meta = archive.read(f"{info}METADATA").decode()
 for line in ("Name: toolscore", f"Version: {version}", "License-Expression: Apache-2.0"):
     assert line in meta.splitlines(), f"no '{line}' in METADATA:\n{meta[:600]}"
-extra = [n for n in names if n not in want and not n.startswith(f"toolscore-{version}.dist-info/")]
+points = archive.read(f"{info}entry_points.txt").decode()
+for line in ("toolscore=toolscore._cli:main", "toolscore=toolscore.pytest_plugin"):
+    assert line in points.splitlines(), f"no '{line}' in entry_points.txt:\n{points}"
+extra = [n for n in names if n not in want and not n.startswith(info)]
 assert not extra, f"unexpected files in the wheel: {extra}"
 EOF
 
@@ -131,8 +149,20 @@ head -1 "$OUT" | grep -Eq '^CASE +TRACE +JOINED BY +tool_correctness +PASS +DETA
 grep -Eq '^mlflow-weather-must-format +5e5e3251271865ab32c5c2f650a10a43 +trace_id +1\.000 +pass' "$OUT" || die "mlflow-weather-must-format does not pass in $OUT"
 grep -Eq '^mlflow-trip-wrong-city +e50f3f7064a97fff4b026dd0c3a9e4cc +trace_id +0\.500 +FAIL' "$OUT" || die "mlflow-trip-wrong-city does not fail in $OUT"
 
+# ------------------------------------------- the Python module's tests
+# From the installed wheel, never the source tree: the tests run from a copy
+# outside it, and `toolscore` must be imported from the virtualenv.
+python -m pip --disable-pip-version-check --quiet install --no-index --find-links "$BACKEND" "${TEST_DEPS[@]}"
+where=$(cd "$WORK" && python -c 'import toolscore, os; print(os.path.dirname(toolscore.__file__))')
+[[ "$where" == "$VENV"/lib/python*/site-packages/toolscore ]] || die "toolscore imported from $where"
+rm -rf "$WORK/pytests" && cp -r "$ROOT/python/tests" "$WORK/pytests"
+t0=$(date +%s)
+(cd "$WORK/pytests" && TOOLSCORE_REPO="$ROOT" python -m pytest -q -p no:cacheprovider .) ||
+    die "the Python tests failed against the installed wheel"
+log "python/tests passed against the installed wheel in $(( $(date +%s) - t0 )) s"
+
 python -m pip --disable-pip-version-check --quiet uninstall --yes toolscore
 [[ ! -e "$VENV/bin/toolscore" ]] || die "pip uninstall left $VENV/bin/toolscore"
 echo "$WHEEL" >"$WORK/WHEEL"
-log "ok: auditwheel passed, pip installed toolscore $VERSION from its wheel with no Rust toolchain on PATH; the README replay exits 1 with the expected table; $(( $(date +%s) - START )) s"
+log "ok: auditwheel passed, pip installed toolscore $VERSION from its wheel with no Rust toolchain on PATH; the README replay exits 1 with the expected table; python/tests passed; $(( $(date +%s) - START )) s"
 echo "$WHEEL"

@@ -3,10 +3,10 @@
 //! classified it or the rules that almost did.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::assemble::Trace;
 use crate::evaluate::Pipeline;
+use crate::ingest::files::Source;
 use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::Rejected;
 use crate::replay::{stream_traces, Progress, ReadOptions};
@@ -33,7 +33,7 @@ pub struct Inspection {
 /// input order. After a write error the rest is read but not written, and
 /// the error is returned.
 pub fn inspect(
-    paths: &[PathBuf],
+    sources: &[Source],
     pipeline: &Pipeline,
     read: &ReadOptions,
     format: InspectFormat,
@@ -61,7 +61,7 @@ pub fn inspect(
     let projection = pipeline.projection();
     // An explanation shows near misses, which may name any attribute.
     let filter: &(dyn KeyFilter + Sync) = if explain { &KeepAll } else { &projection };
-    let (rejected, _stats) = stream_traces(paths, read, filter, progress, render, |rendered| {
+    let (rejected, _stats) = stream_traces(sources, read, filter, progress, render, |rendered| {
         if written.is_ok() {
             written = rendered.and_then(|(text, c, s)| {
                 found.calls += c;

@@ -1,14 +1,13 @@
 //! Replay: trace files -> a [`Report`]. Reads and assembles every input,
 //! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
-use std::path::PathBuf;
-
 use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{Pipeline, Sessions, TraceResult, UnmatchedCase, UnmatchedTrace};
 use crate::extract::facts::token_usage;
+use crate::ingest::files::{self, Source};
 use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::stream::{self, StreamOptions};
-use crate::ingest::{self, files, Limits, Position, Rejected};
+use crate::ingest::{self, Limits, Position, Rejected};
 use crate::parallel::{in_parallel, ordered_map};
 use crate::report::{Report, Stats, Timeline, ToolStatsBuilder};
 
@@ -169,14 +168,14 @@ pub struct ReadOptions {
 /// [`Assembler::release`]) or at the end. Returns the run's rejections and
 /// counters.
 pub fn stream_traces<R: Send>(
-    paths: &[PathBuf],
+    sources: &[Source],
     options: &ReadOptions,
     filter: &(dyn KeyFilter + Sync),
     mut progress: impl FnMut(Progress),
     map: impl Fn(Vec<Trace>) -> R + Sync,
     mut each: impl FnMut(R),
 ) -> (Vec<Rejected>, Stats) {
-    let (inputs, mut rejected) = files::expand(paths);
+    let (inputs, mut rejected) = files::expand(sources);
     let mut stats = Stats {
         inputs: inputs.len(),
         ..Stats::default()
@@ -275,7 +274,7 @@ const BATCH_SPANS: usize = 512;
 /// Reads every input and returns all its traces at once, with the run's
 /// rejections and counters.
 pub fn read_traces(
-    paths: &[PathBuf],
+    sources: &[Source],
     limits: &Limits,
     progress: impl FnMut(Progress),
 ) -> (Vec<Trace>, Vec<Rejected>, Stats) {
@@ -285,7 +284,7 @@ pub fn read_traces(
     };
     let mut traces = Vec::new();
     let (rejected, stats) = stream_traces(
-        paths,
+        sources,
         &options,
         &KeepAll,
         progress,
@@ -301,7 +300,7 @@ pub fn read_traces(
 /// with the input's.
 pub fn replay(
     mut report: Report,
-    paths: &[PathBuf],
+    sources: &[Source],
     pipeline: &Pipeline,
     fixture_rejected: Vec<Rejected>,
     options: &ReadOptions,
@@ -310,7 +309,7 @@ pub fn replay(
     let mut scorer = Collector::new(pipeline, &mut report);
     let per_trace = scorer.per_trace();
     let (rejected, stats) = stream_traces(
-        paths,
+        sources,
         options,
         &pipeline.projection(),
         progress,

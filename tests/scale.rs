@@ -197,7 +197,7 @@ fn projection_keeps_everything_inspect_shows() {
     let rows = |path: &std::path::Path, filter: &(dyn KeyFilter + Sync)| {
         let mut rows = Vec::new();
         let (rejected, _) = stream_traces(
-            &[path.to_path_buf()],
+            &[toolscore::ingest::files::Source::Path(path.to_path_buf())],
             &ReadOptions::default(),
             filter,
             |_| {},

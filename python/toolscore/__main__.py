@@ -1,16 +1,6 @@
-"""`python -m toolscore ARGS`: runs the installed `toolscore` binary with ARGS."""
+"""`python -m toolscore ARGS`: the `toolscore` command line."""
 
-import os
-import sys
-
-from toolscore import find_toolscore_bin
-
-
-def _run() -> None:
-    binary = find_toolscore_bin()
-    # exec, not a child process: signals, exit code and the terminal are the binary's own.
-    os.execv(binary, [binary, *sys.argv[1:]])
-
+from toolscore._cli import main
 
 if __name__ == "__main__":
-    _run()
+    main()

@@ -13,6 +13,7 @@ use clap::Parser;
 
 use crate::config;
 use crate::evaluate::{Evaluator, OutputNeeds, Pipeline, ScoreSettings};
+use crate::ingest::files::Source;
 use crate::inspect;
 use crate::replay;
 use crate::report::{self, baseline, exit};
@@ -88,7 +89,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
     };
     let report = replay::replay(
         prepared,
-        &args.input.paths,
+        &Source::paths(&args.input.paths),
         &pipeline,
         fixture_rejected,
         &args.input.read_options(),
@@ -202,7 +203,7 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<u8> {
     let format = args.format.into();
     let mut out = open_output(args.output.as_ref())?;
     let mut found = inspect::inspect(
-        &args.input.paths,
+        &Source::paths(&args.input.paths),
         &pipeline,
         &args.input.read_options(),
         format,

@@ -4,6 +4,7 @@
 //! program.
 
 mod commands;
+pub mod embed;
 pub(crate) mod progress;
 
 pub use commands::run;
@@ -470,6 +471,7 @@ impl ScoringArgs {
             names: config.normalizer(self.normalize)?,
             session_keys: config.session_keys(),
             judge: self.judge.build(config)?,
+            custom: Vec::new(),
         };
         Ok(settings)
     }

@@ -97,6 +97,31 @@ struct Bound {
     metric: Box<dyn Metric>,
 }
 
+/// Builds a custom metric with a spec's options (threshold, strict).
+pub type BuildMetric = dyn Fn(&MetricOptions) -> Box<dyn Metric> + Send + Sync;
+
+/// A metric the embedding program defines (the Python module's callables),
+/// used by name like the registry's and built per spec the same way.
+#[derive(Clone)]
+pub struct CustomMetric {
+    pub name: String,
+    pub build: Arc<BuildMetric>,
+}
+
+impl std::fmt::Debug for CustomMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CustomMetric").field(&self.name).finish()
+    }
+}
+
+/// What a metric set may be built from besides the registry: the run's LLM
+/// judge, for the metrics that ask one, and the run's custom metrics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extras<'a> {
+    pub judge: Option<&'a Arc<Judge>>,
+    pub custom: &'a [CustomMetric],
+}
+
 /// Metrics ready to score: built once, used for every evaluation.
 pub struct MetricSet {
     metrics: Vec<Bound>,
@@ -120,17 +145,16 @@ impl MetricSet {
         native: &NativeConfig,
         case_threshold: Option<f64>,
     ) -> Result<MetricSet, ScoreError> {
-        MetricSet::build_with_judge(specs, run, native, case_threshold, None)
+        MetricSet::build_with(specs, run, native, case_threshold, Extras::default())
     }
 
-    /// [`MetricSet::build`] with the run's LLM judge for the metrics that
-    /// ask one.
-    pub fn build_with_judge(
+    /// [`MetricSet::build`] with the run's LLM judge and custom metrics.
+    pub fn build_with(
         specs: &[MetricSpec],
         run: &MetricOptions,
         native: &NativeConfig,
         case_threshold: Option<f64>,
-        judge: Option<&Arc<Judge>>,
+        extras: Extras<'_>,
     ) -> Result<MetricSet, ScoreError> {
         let metrics = specs
             .iter()
@@ -139,9 +163,13 @@ impl MetricSet {
                     threshold: case_threshold.or(spec.threshold).or(run.threshold),
                     strict: spec.strict.or(run.strict),
                 };
+                let metric = match extras.custom.iter().find(|c| c.name == spec.name) {
+                    Some(custom) => (custom.build)(&opts),
+                    None => registry::lookup(&spec.name, &opts, native, extras.judge)?,
+                };
                 Ok(Bound {
                     label: spec.label.clone(),
-                    metric: registry::lookup(&spec.name, &opts, native, judge)?,
+                    metric,
                 })
             })
             .collect::<Result<_, ScoreError>>()?;

@@ -27,7 +27,7 @@ use crate::parallel::in_parallel;
 use crate::score::native::NativeConfig;
 use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, ScoreError};
 
-pub use metrics::{MetricSet, MetricSpec};
+pub use metrics::{CustomMetric, Extras, MetricSet, MetricSpec};
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
     Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase,
@@ -50,6 +50,8 @@ pub struct ScoreSettings {
     pub session_keys: Vec<String>,
     /// The run's LLM judge (`--judge-url`/`--judge-model`), if any.
     pub judge: Option<Arc<Judge>>,
+    /// Metrics the embedding program defines, named in `metrics` like any.
+    pub custom: Vec<CustomMetric>,
 }
 
 impl Default for ScoreSettings {
@@ -62,6 +64,7 @@ impl Default for ScoreSettings {
             names: Normalizer::off(),
             session_keys: session::default_keys(),
             judge: None,
+            custom: Vec::new(),
         }
     }
 }
@@ -125,13 +128,16 @@ impl Evaluator {
         cases: Option<Vec<Case>>,
         default: Option<Case>,
     ) -> Result<Evaluator, ScoreError> {
-        let judge = settings.judge.as_ref();
-        let run = MetricSet::build_with_judge(
+        let extras = Extras {
+            judge: settings.judge.as_ref(),
+            custom: &settings.custom,
+        };
+        let run = MetricSet::build_with(
             &settings.metrics,
             &settings.options,
             &settings.native,
             None,
-            judge,
+            extras,
         )?;
         let mut labels: Vec<String> = run.labels().map(String::from).collect();
         let mut needs = run.needs();
@@ -183,12 +189,12 @@ impl Evaluator {
                         }
                         None => settings.metrics.clone(),
                     };
-                    let set = MetricSet::build_with_judge(
+                    let set = MetricSet::build_with(
                         &specs,
                         &settings.options,
                         &settings.native,
                         threshold,
-                        judge,
+                        extras,
                     )
                     .map_err(in_case)?;
                     for l in set.labels() {

@@ -28,12 +28,14 @@ use crate::value::PyValue;
 mod adk;
 mod call;
 mod deepeval;
+mod default_case;
 mod formats;
 mod mlflow;
 mod ragas;
 mod read;
 
 pub use call::Call;
+pub use default_case::parse_default;
 pub use formats::ExpectFormat;
 
 /// The largest fixture file read (one case is a few hundred bytes).

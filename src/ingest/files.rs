@@ -1,15 +1,34 @@
-//! Reading trace files from disk or stdin: paths, directories, `-`.
+//! Reading trace files from disk or stdin: paths, directories, `-`; and
+//! bytes already in memory (the Python module's OTLP bodies and SDK spans).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{decode, Decoded, Limits, Position, Rejected};
+
+/// What traces are read from, as a caller names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A file, a directory (walked) or `-` (stdin).
+    Path(PathBuf),
+    /// Bytes in any input format; `label` names them in rejections.
+    Memory { label: String, data: Arc<[u8]> },
+}
+
+impl Source {
+    /// Command-line paths as sources.
+    pub fn paths(paths: &[PathBuf]) -> Vec<Source> {
+        paths.iter().cloned().map(Source::Path).collect()
+    }
+}
 
 /// One input to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceInput {
     Stdin,
     File(PathBuf),
+    Memory { label: String, data: Arc<[u8]> },
 }
 
 impl TraceInput {
@@ -17,6 +36,7 @@ impl TraceInput {
         match self {
             TraceInput::Stdin => "-".to_string(),
             TraceInput::File(p) => p.display().to_string(),
+            TraceInput::Memory { label, .. } => label.clone(),
         }
     }
 
@@ -25,20 +45,31 @@ impl TraceInput {
         match self {
             TraceInput::Stdin => 0,
             TraceInput::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+            TraceInput::Memory { data, .. } => data.len() as u64,
         }
     }
 }
 
-/// Expands the command-line paths: directories are walked recursively (in
-/// sorted order, hidden entries skipped), `-` is stdin. Only regular files
-/// are read: a FIFO would block the run and a device (`/dev/zero`) never
-/// ends, so anything else is skipped with the reason. A directory reached
-/// again through a symbolic link (a cycle) is walked once.
-pub fn expand(paths: &[PathBuf]) -> (Vec<TraceInput>, Vec<Rejected>) {
+/// Expands the sources: directories are walked recursively (in sorted
+/// order, hidden entries skipped), `-` is stdin. Only regular files are
+/// read: a FIFO would block the run and a device (`/dev/zero`) never ends,
+/// so anything else is skipped with the reason. A directory reached again
+/// through a symbolic link (a cycle) is walked once.
+pub fn expand(sources: &[Source]) -> (Vec<TraceInput>, Vec<Rejected>) {
     let mut inputs = Vec::new();
     let mut rejected = Vec::new();
     let mut walked = std::collections::HashSet::new();
-    for p in paths {
+    for source in sources {
+        let p = match source {
+            Source::Path(p) => p,
+            Source::Memory { label, data } => {
+                inputs.push(TraceInput::Memory {
+                    label: label.clone(),
+                    data: Arc::clone(data),
+                });
+                continue;
+            }
+        };
         if p.as_os_str() == "-" {
             inputs.push(TraceInput::Stdin);
             continue;
@@ -300,6 +331,7 @@ pub fn read_input(input: &TraceInput, limits: &Limits) -> Decoded {
             std::io::stdin().read_to_end(&mut buf).map(|_| buf)
         }
         TraceInput::File(p) => std::fs::read(p),
+        TraceInput::Memory { data, .. } => return decode(data, &label, limits),
     };
     match bytes {
         Ok(b) => decode(&b, &label, limits),

@@ -221,6 +221,7 @@ fn open(input: &TraceInput, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Re
     let raw: Box<dyn Read + Send> = match input {
         TraceInput::Stdin => Box::new(io::stdin()),
         TraceInput::File(p) => Box::new(File::open(p).map_err(|e| Stop::Io(0, e))?),
+        TraceInput::Memory { data, .. } => Box::new(io::Cursor::new(Arc::clone(data))),
     };
     let counted = Counted {
         inner: raw,

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
 use tracing::{debug, error, info, warn};
 
 use super::buffer::{Completed, TraceBuffer};
@@ -533,8 +532,8 @@ fn log_status(buf: &TraceBuffer, snap: &StatsSnapshot) {
     );
 }
 
-/// The expectation for traces no case matches: a JSON array of expected
-/// tools, or one case object whose `trace_id`/`match` are ignored.
+/// The expectation for traces no case matches (see
+/// [`expect::parse_default`]).
 fn load_default_case(path: &Path, opts: &FixtureOptions) -> Result<Case, ServeError> {
     let label = path.display().to_string();
     let bad = |reason: String| ServeError::DefaultExpected {
@@ -543,25 +542,7 @@ fn load_default_case(path: &Path, opts: &FixtureOptions) -> Result<Case, ServeEr
     };
     let text = crate::ingest::files::read_text_capped(path, expect::MAX_FIXTURE_BYTES)
         .map_err(|e| bad(e.to_string()))?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let mut case = match value {
-        Value::Array(tools) => json!({"id": "default", "expected_tools": tools}),
-        Value::Object(mut m) => {
-            m.remove("trace_id");
-            m.remove("match");
-            m.entry("id").or_insert_with(|| json!("default"));
-            Value::Object(m)
-        }
-        _ => return Err(bad("expected a JSON array of tools or a case object".into())),
-    };
-    // The fixture parser wants a join; this one is never used.
-    case["match"] = json!({"toolscore.default": "true"});
-    let (cases, rejected) = expect::parse_with(&case.to_string(), &label, opts);
-    match (cases.into_iter().next(), rejected.first()) {
-        (Some(c), None) => Ok(c),
-        (_, Some(r)) => Err(bad(r.reason.clone())),
-        (None, None) => Err(bad("no case found".into())),
-    }
+    expect::parse_default(&text, &label, opts).map_err(bad)
 }
 
 #[cfg(test)]

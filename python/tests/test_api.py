@@ -1,0 +1,137 @@
+"""toolscore.evaluate / inspect against the command line, on files, bytes
+and SDK spans."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any, Dict, List
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import agent
+import toolscore
+
+
+def cli_rows(cli: str, *args: str, cwd: str) -> List[Dict[str, Any]]:
+    done = subprocess.run([cli, *args, "--format", "jsonl", "-q"], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def evaluations(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [r for r in rows if r["type"] == "evaluation"]
+
+
+def test_files_give_the_cli_rows(cli: str, repo: str) -> None:
+    rows = cli_rows(cli, "replay", "sample-traces", "--expected", "sample-traces/expected.jsonl", cwd=repo)
+    report = toolscore.evaluate(os.path.join(repo, "sample-traces"), os.path.join(repo, "sample-traces/expected.jsonl"))
+    assert report.evaluations == evaluations(rows)
+    assert [r for r in rows if r["type"] == "unmatched_case"] == report.unmatched_cases
+    assert report.summary["passed"] == sum(1 for r in report.evaluations if r["pass"])
+    assert not report.passed and report.exit_code == 1
+    assert "mlflow-trip-wrong-city" in report.explain()
+
+
+def test_bytes_give_the_rows_of_their_file(repo: str) -> None:
+    files = sorted(
+        os.path.join(d, f)
+        for d, _, names in os.walk(os.path.join(repo, "sample-traces"))
+        for f in names
+        if not f.startswith("expected")
+    )
+    assert len(files) > 3
+    for path in files:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        rows = toolscore.inspect(path)
+        assert rows and all(r.get("type") != "rejected" for r in rows), path
+        assert toolscore.inspect(data) == rows, path
+
+
+def test_sdk_spans_give_the_rows_of_their_console_export(cli: str, tmp_path: Any) -> None:
+    # The same spans two ways: in memory to evaluate(), and through the SDK's
+    # own console exporter to a file the command line reads.
+    memory = InMemorySpanExporter()
+    console = tmp_path / "console.txt"
+    with open(console, "w") as out:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))
+        from opentelemetry import trace
+
+        tracer = provider.get_tracer("t")
+        original = trace.get_tracer
+        trace.get_tracer = lambda *a, **k: tracer  # the toy agent asks for a tracer by name
+        try:
+            agent.run("weather in Paris and Rome?", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})])
+        finally:
+            trace.get_tracer = original
+        provider.shutdown()
+    spans = memory.get_finished_spans()
+    expected = [{"name": "get_weather", "args": {"city": "Paris"}}, "get_weather"]
+    report = toolscore.evaluate(list(spans), expected)
+    assert report.passed, report.explain()
+    fixture = tmp_path / "expected.json"
+    fixture.write_text(json.dumps(expected))
+    rows = cli_rows(cli, "inspect", str(console), cwd=str(tmp_path))
+    # The console exporter writes times in microseconds: compare the rest.
+    def calls(rows: List[Dict[str, Any]]) -> List[Any]:
+        return [[{k: v for k, v in c.items() if k != "start_time_unix_nano"} for c in r["tools"]] for r in rows]
+
+    assert calls(rows) == calls(toolscore.inspect(list(spans)))
+    assert [c["args"] for c in rows[0]["tools"]] == [{"city": "Paris"}, {"city": "Rome"}]
+
+
+def test_custom_metric_is_reported_like_the_built_in_ones(repo: str) -> None:
+    seen: List[Any] = []
+
+    @toolscore.metric(threshold=1.0)
+    def few_calls(calls: List[Dict[str, Any]], case: Dict[str, Any]) -> Any:
+        seen.append((len(calls), case["id"]))
+        return (1.0 if len(calls) <= 2 else 0.0, f"{len(calls)} calls")
+
+    fixture = os.path.join(repo, "sample-traces/expected.jsonl")
+    report = toolscore.evaluate(os.path.join(repo, "sample-traces"), fixture, metrics=["tool_correctness", few_calls])
+    assert seen
+    with open(fixture) as fh:
+        # A case's own threshold overrides the metric's, as for every metric.
+        own = {c["id"]: c.get("threshold") for c in map(json.loads, fh)}
+    for e in report.evaluations:
+        m = e["metrics"]["few_calls"]
+        assert m["threshold"] == (own[e["case"]] or 1.0)
+        assert m["pass"] == (len(e["tools_called"]) <= 2), e
+        assert m["reason"] == f"{len(e['tools_called'])} calls"
+    assert "few_calls" in report.explain()
+
+
+def test_a_failing_custom_metric_is_an_error_not_a_pass(repo: str) -> None:
+    def broken(calls: Any, case: Any) -> Any:
+        raise RuntimeError("metric bug")
+
+    report = toolscore.evaluate(
+        os.path.join(repo, "sample-traces"), os.path.join(repo, "sample-traces/expected.jsonl"), metrics=[broken]
+    )
+    assert not report.passed
+    assert all("metric bug" in (e["metrics"]["broken"]["error"] or "") for e in report.evaluations)
+
+
+def test_bad_input_raises_the_cli_message(repo: str, tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match="no such file or directory"):
+        toolscore.evaluate(str(tmp_path / "missing.jsonl"), ["get_weather"])
+    with pytest.raises(ValueError, match="unknown metric `tool_corectness`: did you mean `tool_correctness`"):
+        toolscore.evaluate(os.path.join(repo, "sample-traces"), ["get_weather"], metrics=["tool_corectness"])
+    with pytest.raises(ValueError, match="nothing would be scored"):
+        toolscore.evaluate(os.path.join(repo, "sample-traces"))
+    with pytest.raises(ValueError, match="needs a name"):
+        toolscore.evaluate(os.path.join(repo, "sample-traces"), ["x"], metrics=[lambda c, k: 1.0])
+
+
+def test_rejected_input_is_reported_and_fails(tmp_path: Any) -> None:
+    report = toolscore.evaluate(b'{"resourceSpans": [', ["get_weather"])
+    assert report.rejected and report.rejected[0]["source"] == "bytes"
+    assert not report.passed and report.exit_code == 2

@@ -1,0 +1,201 @@
+"""`evaluate` and `inspect`: arguments shaped for the native module, rows
+parsed back into Python values."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from toolscore import _native
+from toolscore._spans import is_span, otlp_json
+
+Row = Dict[str, Any]
+Traces = Union[str, "os.PathLike[str]", bytes, Sequence[Any]]
+MetricFn = Callable[[List[Row], Row], Union[float, Tuple[float, str]]]
+
+#: Keys that make a dict a fixture case rather than an expected tool.
+_CASE_KEYS = {"id", "expected_tools", "expected_tool_calls", "trace_id", "match", "session_id", "user_text"}
+
+
+class Report:
+    """The result of `evaluate`: the rows `toolscore replay --format jsonl`
+    writes, by type, and the table it prints."""
+
+    def __init__(self, jsonl: str, table: str, exit_code: int, notes: List[str]) -> None:
+        rows = [json.loads(line) for line in jsonl.splitlines() if line.strip()]
+        by_type: Dict[str, List[Row]] = {}
+        for row in rows:
+            by_type.setdefault(row.get("type", ""), []).append(row)
+        #: One dict per (case, trace) scored: the JSONL `evaluation` rows.
+        self.evaluations: List[Row] = by_type.get("evaluation", [])
+        #: Cases no trace joined (they fail the run).
+        self.unmatched_cases: List[Row] = by_type.get("unmatched_case", [])
+        #: Traces no case joined (not scored).
+        self.unmatched_traces: List[Row] = by_type.get("unmatched_trace", [])
+        #: Input that could not be read, with where and why.
+        self.rejected: List[Row] = by_type.get("rejected", [])
+        summary = by_type.get("summary", [{}])
+        #: Counts of the run.
+        self.summary: Row = summary[-1]
+        #: The command line's exit code: 0 pass, 1 a case failed, 2 could not evaluate.
+        self.exit_code: int = exit_code
+        #: What the command line would note on stderr (fixture records skipped, hints).
+        self.notes: List[str] = notes
+        self._table = table
+
+    @property
+    def passed(self) -> bool:
+        """Every case passed, every case found its trace, nothing was rejected."""
+        return self.exit_code == 0
+
+    def explain(self) -> str:
+        """The report as `toolscore replay` prints it."""
+        return self._table
+
+    def __repr__(self) -> str:
+        return (
+            f"<toolscore.Report passed={self.passed} evaluations={len(self.evaluations)} "
+            f"unmatched_cases={len(self.unmatched_cases)} rejected={len(self.rejected)}>"
+        )
+
+
+def metric(name: Optional[str] = None, *, threshold: Optional[float] = None) -> Callable[[MetricFn], MetricFn]:
+    """Names a custom metric and sets its pass threshold (default 0.5):
+
+        @toolscore.metric(threshold=1.0)
+        def no_retries(calls, case): ...
+    """
+
+    def mark(fn: MetricFn) -> MetricFn:
+        fn.__toolscore_name__ = name or fn.__name__  # type: ignore[attr-defined]
+        fn.__toolscore_threshold__ = threshold  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def evaluate(
+    traces: Traces,
+    expected: Any = None,
+    *,
+    metrics: Optional[Sequence[Union[str, MetricFn]]] = None,
+    config: Union[None, str, "os.PathLike[str]"] = None,
+) -> Report:
+    """Scores the traces against what they should have called.
+
+    traces: a path or list of paths (anything `toolscore replay` reads),
+        bytes of an OTLP request (protobuf or JSON), or a list of OpenTelemetry
+        SDK spans (`ReadableSpan`).
+    expected: a fixture path, a list of case dicts (the fixture format), or
+        a list of tools every trace should call (names or {"name", "args"}).
+    metrics: metric names or specs as on the command line
+        ("deepeval.tool_correctness:threshold=0.8"), and functions
+        fn(calls, case) -> score or (score, reason) as custom metrics.
+    config: a config file, as `--config`.
+
+    Raises ValueError with the command line's message for bad input.
+    """
+    paths, sources = _traces(traces)
+    flags = _flags(config)
+    custom: List[Tuple[str, Optional[float], Callable[[str, str], Tuple[float, str]]]] = []
+    for m in metrics or []:
+        if isinstance(m, str):
+            flags += ["--metric", m]
+        elif callable(m):
+            name = _custom_name(m)
+            threshold = getattr(m, "__toolscore_threshold__", None)
+            custom.append((name, threshold, _adapter(name, m)))
+            flags += ["--metric", name]
+        else:
+            raise ValueError(f"metrics: {m!r} is neither a metric name nor a function")
+    jsonl, table, code, notes = _native.evaluate(flags + ["--", *paths], sources, _expected(expected), custom)
+    return Report(jsonl, table, code, notes)
+
+
+def inspect(traces: Traces, *, config: Union[None, str, "os.PathLike[str]"] = None) -> List[Row]:
+    """The tool calls found in each trace: `toolscore inspect --format jsonl`'s
+    rows (rejected input as rows of type `rejected`)."""
+    paths, sources = _traces(traces)
+    text = _native.inspect(_flags(config) + ["--", *paths], sources)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _flags(config: Union[None, str, "os.PathLike[str]"]) -> List[str]:
+    return ["--quiet"] + (["--config", os.fspath(config)] if config is not None else [])
+
+
+def _traces(traces: Traces) -> Tuple[List[str], List[Tuple[str, bytes]]]:
+    """(paths, in-memory sources) of `traces`."""
+    if isinstance(traces, (str, os.PathLike)):
+        return [os.fspath(traces)], []
+    if isinstance(traces, (bytes, bytearray, memoryview)):
+        return [], [("bytes", bytes(traces))]
+    items = list(traces)
+    if not items:
+        raise ValueError("traces: an empty list (no paths, bytes or spans)")
+    paths: List[str] = []
+    sources: List[Tuple[str, bytes]] = []
+    spans = [x for x in items if is_span(x)]
+    for i, x in enumerate(items):
+        if isinstance(x, (str, os.PathLike)):
+            paths.append(os.fspath(x))
+        elif isinstance(x, (bytes, bytearray, memoryview)):
+            sources.append((f"bytes[{i}]", bytes(x)))
+        elif not is_span(x):
+            raise ValueError(f"traces[{i}]: {type(x).__name__} is not a path, bytes or an OpenTelemetry SDK span")
+    if spans:
+        sources.append(("spans", otlp_json(spans)))
+    return paths, sources
+
+
+def _expected(expected: Any) -> Tuple[str, str, str]:
+    """(kind, label, text) for the native module."""
+    if expected is None:
+        return ("none", "", "")
+    if isinstance(expected, (str, os.PathLike)):
+        return ("path", "", os.fspath(expected))
+    if isinstance(expected, dict):
+        expected = [expected]
+    if not isinstance(expected, (list, tuple)):
+        raise ValueError(f"expected: {type(expected).__name__} is not a path, a list of cases or a list of tools")
+    items = list(expected)
+    cases = [isinstance(x, dict) and bool(_CASE_KEYS & set(x)) for x in items]
+    if items and all(cases):
+        if len(items) == 1 and not _joins(items[0]):
+            # One case with no join: the expectation for every trace.
+            return ("every", "expected", json.dumps(items[0]))
+        return ("text", "expected", "\n".join(json.dumps(c) for c in items))
+    if any(cases):
+        raise ValueError("expected: a list mixing cases (with `id`/`expected_tools`) and tools")
+    return ("every", "expected", json.dumps(items))
+
+
+def _joins(case: Row) -> bool:
+    return any(k in case for k in ("trace_id", "match", "session_id", "user_text"))
+
+
+def _custom_name(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__toolscore_name__", None) or getattr(fn, "__name__", "")
+    if not name or name == "<lambda>" or not all(c.isalnum() or c in "_.-" for c in name):
+        raise ValueError(
+            f"metrics: {fn!r} needs a name of letters, digits, `_`, `.` or `-`: "
+            "use a def, or @toolscore.metric(name=...)"
+        )
+    return name
+
+
+def _adapter(name: str, fn: MetricFn) -> Callable[[str, str], Tuple[float, str]]:
+    """What the native module calls: JSON in, (score, reason) out."""
+
+    def call(calls_json: str, case_json: str) -> Tuple[float, str]:
+        got = fn(json.loads(calls_json), json.loads(case_json))
+        score, reason = got if isinstance(got, tuple) and len(got) == 2 else (got, "")
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise TypeError(f"returned {got!r}; a metric returns a number or (number, reason)")
+        score = float(score)
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"returned {score}, outside 0..1")
+        return score, str(reason)
+
+    return call
