@@ -8,7 +8,6 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from toolscore import _native
-from toolscore._spans import is_span, otlp_json
 
 Row = Dict[str, Any]
 Traces = Union[str, "os.PathLike[str]", bytes, Sequence[Any]]
@@ -121,6 +120,12 @@ def inspect(traces: Traces, *, config: Union[None, str, "os.PathLike[str]"] = No
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def is_span(x: Any) -> bool:
+    """Whether `x` looks like an SDK `ReadableSpan` (duck-typed: the SDK is
+    not a dependency of this package)."""
+    return hasattr(x, "get_span_context") and hasattr(x, "attributes") and hasattr(x, "start_time")
+
+
 def _flags(config: Union[None, str, "os.PathLike[str]"]) -> List[str]:
     return ["--quiet"] + (["--config", os.fspath(config)] if config is not None else [])
 
@@ -145,7 +150,8 @@ def _traces(traces: Traces) -> Tuple[List[str], List[Tuple[str, bytes]]]:
         elif not is_span(x):
             raise ValueError(f"traces[{i}]: {type(x).__name__} is not a path, bytes or an OpenTelemetry SDK span")
     if spans:
-        sources.append(("spans", otlp_json(spans)))
+        # Read straight from the span objects into one OTLP request.
+        sources.append(("spans", _native.spans_to_otlp(spans)))
     return paths, sources
 
 

@@ -1,5 +1,5 @@
 # The native module's functions; the package's public API wraps them (_api.py).
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 __version__: str
 
@@ -11,3 +11,4 @@ def evaluate(
     custom: Sequence[Tuple[str, Optional[float], Callable[[str, str], Tuple[float, str]]]],
 ) -> Tuple[str, str, int, List[str]]: ...
 def inspect(flags: Sequence[str], sources: Sequence[Tuple[str, bytes]]) -> str: ...
+def spans_to_otlp(spans: List[Any]) -> bytes: ...

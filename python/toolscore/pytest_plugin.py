@@ -164,15 +164,17 @@ def failure_message(report: "Report") -> str:
 
 
 def _call_text(x: Any) -> str:
-    if isinstance(x, dict):
-        import json
+    """`name(args)` of a call, or of a wrong-argument entry `name: expected
+    {...}, got {...}`."""
+    import json
 
-        name = x.get("name") or x.get("tool") or "?"
-        args = x.get("args")
-        text = name if args is None else f"{name}({json.dumps(args, sort_keys=True)})"
-        rest = {k: v for k, v in x.items() if k in ("expected", "got", "reason")}
-        return text + (f" {json.dumps(rest, sort_keys=True)}" if rest else "")
-    return str(x)
+    if not isinstance(x, dict):
+        return str(x)
+    name = x.get("name") or "?"
+    if "expected" in x or "called" in x:
+        return f"{name}: expected {json.dumps(x.get('expected'), sort_keys=True)}, got {json.dumps(x.get('called'), sort_keys=True)}"
+    args = x.get("args")
+    return name if args is None else f"{name}({json.dumps(args, sort_keys=True)})"
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@
 //! with the GIL released, and calls back into Python only for the user's
 //! own metrics.
 
+mod spans;
+
 use std::ffi::OsString;
 use std::sync::Arc;
 
@@ -76,6 +78,16 @@ fn inspect(
     let sources = memory(sources);
     py.detach(|| embed::inspect(sources, &flags))
         .map_err(value_error)
+}
+
+/// SDK spans (`ReadableSpan`s) as the bytes of one OTLP protobuf request.
+#[pyfunction]
+fn spans_to_otlp<'py>(
+    py: Python<'py>,
+    spans: &Bound<'py, pyo3::types::PyList>,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let bytes = spans::to_otlp(spans)?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
 
 fn memory(sources: Vec<(String, Vec<u8>)>) -> Vec<Source> {
@@ -167,5 +179,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
+    m.add_function(wrap_pyfunction!(spans_to_otlp, m)?)?;
     Ok(())
 }
