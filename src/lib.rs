@@ -21,6 +21,7 @@ pub mod inspect;
 pub mod judge;
 pub mod names;
 pub mod parallel;
+pub mod record;
 pub mod replay;
 pub mod report;
 pub mod score;

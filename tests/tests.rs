@@ -17,6 +17,7 @@ mod junit;
 mod presets;
 mod progress;
 mod properties;
+mod record;
 mod records;
 mod reports;
 mod scale;

@@ -15,14 +15,15 @@ use crate::config;
 use crate::evaluate::{Evaluator, OutputNeeds, Pipeline, ScoreSettings};
 use crate::ingest::files::Source;
 use crate::inspect;
+use crate::record::{self, RecordJoin, Recording};
 use crate::replay;
 use crate::report::{self, baseline, exit};
 use crate::score::registry;
 
 use super::progress::progress_printer;
 use super::{
-    Cli, Command, ConventionsArgs, DiffArgs, FailOn, InspectArgs, ReplayArgs, ReportFormat,
-    ScoreArgs, ServeArgs,
+    Cli, Command, ConventionsArgs, DiffArgs, FailOn, InspectArgs, RecordArgs, ReplayArgs,
+    ReportFormat, ScoreArgs, ServeArgs,
 };
 
 /// Runs the command line `args` (the program name first, as
@@ -37,6 +38,7 @@ where
     let result = match cli.command {
         Command::Replay(args) => cmd_replay(*args),
         Command::Inspect(args) => cmd_inspect(args),
+        Command::Record(args) => cmd_record(args),
         Command::Metrics => cmd_metrics(),
         Command::Score(args) => cmd_score(args),
         Command::Conventions(args) => cmd_conventions(args),
@@ -226,6 +228,87 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<u8> {
     } else {
         exit::INPUT
     })
+}
+
+/// Records the calls of the traces as fixture cases. Nothing is written
+/// when nothing was recorded: an empty fixture would pass every run.
+fn cmd_record(args: RecordArgs) -> anyhow::Result<u8> {
+    args.input.check_paths()?;
+    let to_stdout = args.output.as_os_str() == "-";
+    // Refused before the read, not after it.
+    if !to_stdout && !args.force {
+        record::check_new(&args.output)?;
+    }
+    let config = args.input.config.load()?;
+    let settings = ScoreSettings {
+        session_keys: config.session_keys(),
+        ..ScoreSettings::default()
+    };
+    // Cases hold arguments as values; results are not recorded.
+    let outputs = OutputNeeds {
+        call_results: false,
+        call_args: true,
+    };
+    let evaluator = Arc::new(Evaluator::new(settings, None, None)?);
+    let pipeline = Pipeline::new(evaluator, args.input.extractor(&config)?, outputs);
+    let recording = record::record(
+        &args.input.paths,
+        &pipeline,
+        &args.input.read_options(),
+        &args.join,
+        progress_printer(args.input.quiet),
+    );
+    for r in &recording.rejected {
+        eprintln!("toolscore: rejected: {}", report::printable(&r.to_string()));
+    }
+    for note in &recording.notes {
+        eprintln!("toolscore: note: {}", report::printable(note));
+    }
+    let target = if to_stdout {
+        "stdout".to_string()
+    } else {
+        args.output.display().to_string()
+    };
+    if recording.cases.is_empty() {
+        eprintln!(
+            "toolscore: nothing recorded: {}; {target} was not written",
+            nothing_recorded(&recording, &args.join)
+        );
+        return Ok(exit::INPUT);
+    }
+    if to_stdout {
+        let mut out = BufWriter::new(io::stdout().lock());
+        record::write_jsonl(&recording.cases, &mut out)
+            .and_then(|()| out.flush())
+            .context("cannot write the cases")?;
+    } else {
+        record::write_file(&args.output, &recording.cases, args.force)?;
+    }
+    if !args.input.quiet {
+        eprintln!(
+            "recorded {} cases ({} calls) from {} traces to {target}",
+            recording.cases.len(),
+            recording.calls(),
+            recording.traces
+        );
+    }
+    Ok(if recording.rejected.is_empty() {
+        exit::PASS
+    } else {
+        exit::INPUT
+    })
+}
+
+/// Why a recording holds no case.
+fn nothing_recorded(r: &Recording, join: &RecordJoin) -> String {
+    match join {
+        _ if r.traces == 0 => "no trace was read".to_string(),
+        RecordJoin::UserText => {
+            format!("none of the {} traces has a user text to join on", r.traces)
+        }
+        RecordJoin::Match(k) => format!("none of the {} traces has attribute `{k}`", r.traces),
+        RecordJoin::TraceId => "no trace was recorded".to_string(),
+    }
 }
 
 fn cmd_conventions(args: ConventionsArgs) -> anyhow::Result<u8> {

@@ -10,6 +10,7 @@ pub(crate) mod progress;
 pub use commands::run;
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -23,6 +24,7 @@ use crate::ingest::stream::StreamOptions;
 use crate::ingest::Limits;
 use crate::ingest::Rejected;
 use crate::judge::{Judge, JudgeConfig, TokenField};
+use crate::record::RecordJoin;
 use crate::replay;
 use crate::score::native::{ArgPolicy, Headline, NativeConfig};
 use crate::score::MetricOptions;
@@ -55,6 +57,15 @@ pub(crate) enum Command {
   toolscore inspect traces.jsonl --format jsonl -o calls.jsonl
   toolscore inspect trace.json --explain     (why each span is, or is not, a tool call)")]
     Inspect(InspectArgs),
+    /// Write a fixture from the tool calls of good runs: one case per trace,
+    /// ready to edit.
+    #[command(after_help = "Examples:
+  toolscore record traces/ -o expected.jsonl
+  toolscore record traces.jsonl -o expected.jsonl --join user_text
+  toolscore record traces/ -o expected.jsonl --join match:session.id --force
+  toolscore record trace.json -o -     (the cases on stdout)
+Then: toolscore replay traces/ -e expected.jsonl")]
+    Record(RecordArgs),
     /// List the available metrics.
     Metrics,
     /// Score tool-call cases (JSONL) without traces, with any metrics.
@@ -436,6 +447,29 @@ pub(crate) struct InspectArgs {
     /// cases it joins and how (`joined_by`).
     #[arg(long, short = 'e', help_heading = "Expectations")]
     pub(crate) expected: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct RecordArgs {
+    /// Where the cases go (JSONL); `-` writes them to stdout. An existing
+    /// file is not replaced without --force.
+    #[arg(long, short, required = true, help_heading = "Output")]
+    pub(crate) output: PathBuf,
+    /// Replace the output file if it exists.
+    #[arg(long, help_heading = "Output")]
+    pub(crate) force: bool,
+    /// How each case finds its trace: `trace_id` (a case per trace),
+    /// `user_text` (a case per distinct user request) or `match:KEY` (a case
+    /// per value of attribute KEY; a session key's case covers the session).
+    #[arg(
+        long,
+        default_value = "trace_id",
+        value_parser = RecordJoin::from_str,
+        help_heading = "Expectations"
+    )]
+    pub(crate) join: RecordJoin,
     #[command(flatten)]
     pub(crate) input: InputArgs,
 }

@@ -2,9 +2,9 @@
 //! with traces.
 //!
 //! One case per JSONL line, or a JSON array of cases:
-//! `{"id", "trace_id" | "match": {key: value} | "session_id", "expected_tools": [...],
-//! "threshold"?, "metrics"?, budgets?}` with the budgets `max_calls`,
-//! `max_calls_per_tool` ({tool: n}), `forbidden_tools`, `max_duration_ms`,
+//! `{"id", "trace_id" | "match": {key: value} | "session_id" | "user_text",
+//! "expected_tools": [...], "threshold"?, "metrics"?, budgets?}` with the
+//! budgets `max_calls`, `max_calls_per_tool` ({tool: n}), `forbidden_tools`, `max_duration_ms`,
 //! `max_tokens`; and for multi-agent traces `agents` ({name: {expected_tools,
 //! threshold?}}) and `handoffs` (agent names in the order they should run). MLflow's spelling (`expected_tool_calls` with
 //! `arguments`) is accepted too.
@@ -177,6 +177,9 @@ struct RawCase {
     #[serde(rename = "match")]
     match_: Option<serde_json::Map<String, Value>>,
     session_id: Option<Value>,
+    /// Joins the trace whose user request has this text (normalized), as
+    /// other tools' formats join.
+    user_text: Option<String>,
     expected_tools: Option<Vec<RawTool>>,
     expected_tool_calls: Option<Vec<RawTool>>,
     threshold: Option<f64>,
@@ -480,21 +483,24 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
     let mut raw: RawCase = serde_json::from_value(v).map_err(|e| format!("bad case: {e}"))?;
     let given = usize::from(raw.trace_id.is_some())
         + usize::from(raw.match_.is_some())
-        + usize::from(raw.session_id.is_some());
+        + usize::from(raw.session_id.is_some())
+        + usize::from(raw.user_text.is_some());
     if given > 1 {
-        return Err("give one of `trace_id`, `match` and `session_id`".into());
+        return Err("give one of `trace_id`, `match`, `session_id` and `user_text`".into());
     }
     let join = match (
         raw.trace_id.take(),
         raw.match_.take(),
         raw.session_id.take(),
+        raw.user_text.take(),
     ) {
-        (Some(t), _, _) => Join::TraceId(padded_trace_id(&t).parse()?),
-        (_, _, Some(id)) => Join::Session {
+        (Some(t), _, _, _) => Join::TraceId(padded_trace_id(&t).parse()?),
+        (_, _, Some(id), _) => Join::Session {
             key: None,
             id: scalar_text("session_id", id)?,
         },
-        (_, Some(m), _) if !m.is_empty() => {
+        (_, _, _, Some(text)) => read::user_text_join(&text, "user_text")?,
+        (_, Some(m), _, _) if !m.is_empty() => {
             let mut pairs = Vec::with_capacity(m.len());
             for (k, v) in m {
                 let text = scalar_text(&format!("match.{k}"), v)?;
@@ -512,7 +518,8 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
             }
         }
         _ => return Err(
-            "a case needs `trace_id` (32 hex digits), a non-empty `match` object or `session_id`"
+            "a case needs `trace_id` (32 hex digits), a non-empty `match` object, `session_id` \
+             or `user_text`"
                 .into(),
         ),
     };
@@ -677,6 +684,19 @@ not json
             "{}",
             rejected[0].reason
         );
+    }
+
+    #[test]
+    fn user_text_cases() {
+        let text = r#"{"id":"a","user_text":"  Weather in\tPARIS? ","expected_tools":["w"]}
+{"id":"b","user_text":"   ","expected_tools":[]}
+{"id":"c","user_text":"x","session_id":"s","expected_tools":[]}
+"#;
+        let (cases, rejected) = parse(text, "f");
+        assert_eq!(cases.len(), 1);
+        assert_eq!(cases[0].join, Join::UserText("weather in paris?".into()));
+        let lines: Vec<_> = rejected.iter().map(|r| r.position.clone()).collect();
+        assert_eq!(lines, vec![Position::Line(2), Position::Line(3)]);
     }
 
     #[test]
