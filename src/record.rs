@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -21,6 +21,7 @@ use crate::assemble::{find_attr, Trace, TraceId, Val};
 use crate::evaluate::Pipeline;
 use crate::expect::normalize_text;
 use crate::extract::facts::turn_text_of;
+use crate::ingest::files::Source;
 use crate::ingest::Rejected;
 use crate::replay::{stream_traces, Progress, ReadOptions};
 
@@ -118,7 +119,7 @@ pub enum RecordError {
 /// text or attribute value (`join`). `pipeline` finds the calls; it needs
 /// no cases.
 pub fn record(
-    paths: &[PathBuf],
+    sources: &[Source],
     pipeline: &Pipeline,
     read: &ReadOptions,
     join: &RecordJoin,
@@ -133,7 +134,7 @@ pub fn record(
     let session = matches!(join, RecordJoin::Match(k) if evaluator.session_keys().contains(k));
     let mut builder = Builder::new(join, session);
     let (rejected, _stats) = stream_traces(
-        paths,
+        sources,
         read,
         &projection,
         progress,

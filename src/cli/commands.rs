@@ -252,7 +252,7 @@ fn cmd_record(args: RecordArgs) -> anyhow::Result<u8> {
     let evaluator = Arc::new(Evaluator::new(settings, None, None)?);
     let pipeline = Pipeline::new(evaluator, args.input.extractor(&config)?, outputs);
     let recording = record::record(
-        &args.input.paths,
+        &Source::paths(&args.input.paths),
         &pipeline,
         &args.input.read_options(),
         &args.join,
