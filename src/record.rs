@@ -83,6 +83,8 @@ pub struct RecordedCase {
     pub expected: Vec<RecordedCall>,
     /// The traces the calls come from (several only for a session).
     pub traces: Vec<TraceId>,
+    /// Written into the case when set (`record --threshold`).
+    pub threshold: Option<f64>,
 }
 
 /// What a recording read and made.
@@ -365,6 +367,7 @@ impl<'a> Builder<'a> {
                 key: p.key,
                 expected: calls.into_iter().map(|(_, c)| c).collect(),
                 traces,
+                threshold: None,
             });
         }
         (cases, self.notes)
@@ -413,6 +416,8 @@ struct Line<'a> {
     #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
     match_: Option<BTreeMap<&'a str, &'a str>>,
     expected_tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threshold: Option<f64>,
 }
 
 /// An expected call: a name alone when the call had no arguments.
@@ -442,6 +447,7 @@ pub fn write_jsonl(cases: &[RecordedCase], out: &mut dyn Write) -> io::Result<()
                     None => Tool::Name(&t.name),
                 })
                 .collect(),
+            threshold: c.threshold,
         };
         match &c.key {
             RecordedKey::TraceId(id) => line.trace_id = Some(id.to_string()),
@@ -662,6 +668,7 @@ mod tests {
                 },
             ],
             traces: vec![trace_id(1)],
+            threshold: None,
         }];
         let mut out = Vec::new();
         write_jsonl(&cases, &mut out).unwrap();

@@ -178,8 +178,10 @@ fn a_changed_argument_or_a_dropped_call_fails_the_changed_case() {
     let traces = [galtea.as_path()];
     let (fixture, cases, at) = galtea_recording(&tmp);
     let id = cases[at]["id"].clone();
-    // Any change fails: a recording is exact, so replay it at threshold 1.
-    let strict = ["--threshold", "1"];
+    // Any change fails: each recorded case carries threshold 1, which
+    // overrides the run's default of 0.5.
+    assert!(cases.iter().all(|c| c["threshold"] == 1.0), "{cases:?}");
+    let strict: [&str; 0] = [];
     let (code, _) = replay(&traces, &fixture, &strict);
     assert_eq!(code, Some(0), "unchanged, it passes");
 
@@ -264,7 +266,7 @@ fn a_call_the_agent_no_longer_makes_is_missing() {
         &traces,
         last["span_id"].as_str().unwrap(),
     );
-    let (code, rows) = replay(&[&traces], &fixture, &["--threshold", "1"]);
+    let (code, rows) = replay(&[&traces], &fixture, &[]);
     assert_eq!(code, Some(1));
     let failure = the_failure(&rows, &cases[at]["id"]);
     assert_eq!(failure["missing"], serde_json::json!([last["name"]]));

@@ -135,3 +135,41 @@ def test_rejected_input_is_reported_and_fails(tmp_path: Any) -> None:
     report = toolscore.evaluate(b'{"resourceSpans": [', ["get_weather"])
     assert report.rejected and report.rejected[0]["source"] == "bytes"
     assert not report.passed and report.exit_code == 2
+
+
+def test_record_round_trip(cli: str, tmp_path: Any) -> None:
+    # A good run's spans -> `toolscore record` -> a fixture the same spans
+    # pass, and a changed argument fails.
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("t")
+    from opentelemetry import trace
+
+    original = trace.get_tracer
+    trace.get_tracer = lambda *a, **k: tracer
+    try:
+        agent.run("weather?", [("get_weather", {"city": "Paris"}), ("format_answer", {"lines": ["18C"]})])
+        agent.run("convert", [("convert_currency", {"amount": 10, "to": "EUR"})])
+    finally:
+        trace.get_tracer = original
+    spans = list(memory.get_finished_spans())
+    traces = tmp_path / "spans.pb"
+    traces.write_bytes(toolscore._native.spans_to_otlp(spans))
+    fixture = tmp_path / "recorded.jsonl"
+    done = subprocess.run([cli, "record", str(traces), "-o", str(fixture)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "recorded 2 cases (3 calls) from 2 traces" in done.stderr, done.stderr
+    cases = [json.loads(line) for line in fixture.read_text().splitlines()]
+    assert [[t if isinstance(t, str) else t["name"] for t in c["expected_tools"]] for c in cases] == [
+        ["get_weather", "format_answer"],
+        ["convert_currency"],
+    ]
+    assert all(c["threshold"] == 1.0 for c in cases)
+    report = toolscore.evaluate(spans, str(fixture))
+    assert report.passed and len(report.evaluations) == 2, report.explain()
+    cases[0]["expected_tools"][0]["args"]["city"] = "Rome"
+    report = toolscore.evaluate(spans, cases)
+    assert not report.passed
+    (failed,) = [e for e in report.evaluations if not e["pass"]]
+    assert failed["wrong_args"] == [{"name": "get_weather", "expected": {"city": "Rome"}, "called": {"city": "Paris"}}]

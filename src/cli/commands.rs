@@ -251,13 +251,21 @@ fn cmd_record(args: RecordArgs) -> anyhow::Result<u8> {
     };
     let evaluator = Arc::new(Evaluator::new(settings, None, None)?);
     let pipeline = Pipeline::new(evaluator, args.input.extractor(&config)?, outputs);
-    let recording = record::record(
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.threshold),
+        "--threshold {} is outside 0..=1",
+        args.threshold
+    );
+    let mut recording = record::record(
         &Source::paths(&args.input.paths),
         &pipeline,
         &args.input.read_options(),
         &args.join,
         progress_printer(args.input.quiet),
     );
+    for case in &mut recording.cases {
+        case.threshold = Some(args.threshold);
+    }
     for r in &recording.rejected {
         eprintln!("toolscore: rejected: {}", report::printable(&r.to_string()));
     }

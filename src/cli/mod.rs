@@ -470,6 +470,10 @@ pub(crate) struct RecordArgs {
         help_heading = "Expectations"
     )]
     pub(crate) join: RecordJoin,
+    /// The pass threshold written into each case: at 1 (the default) any
+    /// change to a recorded call fails its case; lower it to allow some.
+    #[arg(long, default_value_t = 1.0, help_heading = "Expectations")]
+    pub(crate) threshold: f64,
     #[command(flatten)]
     pub(crate) input: InputArgs,
 }
