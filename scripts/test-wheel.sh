@@ -32,6 +32,7 @@ PROFILE="${WHEEL_PROFILE:-dev}"
 AUDITWHEEL=6.8.2
 PYTEST=9.2.0
 OTEL_SDK=1.45.2
+MYPY=2.4.1
 START=$(date +%s)
 
 log() { echo "test-wheel: $*" >&2; }
@@ -61,9 +62,10 @@ if ! ls "$BACKEND"/auditwheel-"$AUDITWHEEL"-*.whl >/dev/null 2>&1; then
     "${PIP[@]}" download --only-binary=:all: --dest "$BACKEND" "auditwheel==$AUDITWHEEL"
 fi
 # What python/tests runs with, pinned: the fixture's span capture is tested
-# against one known SDK.
-TEST_DEPS=("pytest==$PYTEST" "opentelemetry-sdk==$OTEL_SDK")
-if ! ls "$BACKEND"/pytest-"$PYTEST"-*.whl "$BACKEND"/opentelemetry_sdk-"$OTEL_SDK"-*.whl >/dev/null 2>&1; then
+# against one known SDK; mypy checks the installed package's types.
+TEST_DEPS=("pytest==$PYTEST" "opentelemetry-sdk==$OTEL_SDK" "mypy==$MYPY")
+if ! ls "$BACKEND"/pytest-"$PYTEST"-*.whl "$BACKEND"/opentelemetry_sdk-"$OTEL_SDK"-*.whl \
+    "$BACKEND"/mypy-"$MYPY"-*.whl >/dev/null 2>&1; then
     log "downloading ${TEST_DEPS[*]} and their dependencies into $BACKEND"
     "${PIP[@]}" download --only-binary=:all: --dest "$BACKEND" "${TEST_DEPS[@]}"
 fi
@@ -155,6 +157,10 @@ grep -Eq '^mlflow-trip-wrong-city +e50f3f7064a97fff4b026dd0c3a9e4cc +trace_id +0
 python -m pip --disable-pip-version-check --quiet install --no-index --find-links "$BACKEND" "${TEST_DEPS[@]}"
 where=$(cd "$WORK" && python -c 'import toolscore, os; print(os.path.dirname(toolscore.__file__))')
 [[ "$where" == "$VENV"/lib/python*/site-packages/toolscore ]] || die "toolscore imported from $where"
+# The package is typed (py.typed, the native module's stub): its own
+# annotations must hold as installed.
+(cd "$WORK" && python -m mypy --strict --no-incremental --package toolscore) ||
+    die "mypy --strict fails on the installed package"
 rm -rf "$WORK/pytests" && cp -r "$ROOT/python/tests" "$WORK/pytests"
 t0=$(date +%s)
 (cd "$WORK/pytests" && TOOLSCORE_REPO="$ROOT" python -m pytest -q -p no:cacheprovider .) ||

@@ -182,7 +182,7 @@ def _joins(case: Row) -> bool:
 
 
 def _custom_name(fn: Callable[..., Any]) -> str:
-    name = getattr(fn, "__toolscore_name__", None) or getattr(fn, "__name__", "")
+    name = str(getattr(fn, "__toolscore_name__", None) or getattr(fn, "__name__", ""))
     if not name or name == "<lambda>" or not all(c.isalnum() or c in "_.-" for c in name):
         raise ValueError(
             f"metrics: {fn!r} needs a name of letters, digits, `_`, `.` or `-`: "

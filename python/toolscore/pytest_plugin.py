@@ -12,7 +12,7 @@ nothing is exported anywhere else.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import pytest
 
@@ -98,7 +98,7 @@ class SpanCapture:
         """Forgets the spans captured so far."""
         self.spans.clear()
 
-    def inspect(self) -> List[dict]:
+    def inspect(self) -> List[Dict[str, Any]]:
         """The tool calls found per trace (`toolscore.inspect` rows)."""
         from toolscore import inspect
 
