@@ -25,6 +25,11 @@
 #                   uploads, with Content-Length and chunked bodies
 #   judge-prompts   counts the judge prompts of sample-traces (dry run, no
 #                   request is sent)
+#   python          benches/python/overhead.py: toolscore.evaluate against the
+#                   binary's replay on 100 copies of the test corpus, and
+#                   10,000 OpenTelemetry SDK spans converted and scored
+#                   (BENCH_PYTHON: a Python with the wheel built in the same
+#                   profile and opentelemetry-sdk installed; default python3)
 #   all             every command above, one after another
 #
 # Anything after `--` goes to the criterion bench (e.g. `replay -- --quick`).
@@ -35,6 +40,7 @@
 #   BENCH_REPEAT    runs per input for `memory` (default: 5)
 #   BENCH_TMP       folder for generated inputs (default: /tmp)
 #   BENCH_RUNS      where raw output goes (default: benches/runs)
+#   BENCH_PYTHON    the Python of `python` (default: python3)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -191,6 +197,17 @@ cmd_inspect100() {
     log "raw output: ${file#"$ROOT"/}"
 }
 
+cmd_python() {
+    local bin file py="${BENCH_PYTHON:-python3}"
+    bin=$(binary)
+    "$py" -c 'import toolscore, opentelemetry.sdk' ||
+        die "$py cannot import toolscore and opentelemetry.sdk: install the wheel (maturin build --profile $PROFILE) and opentelemetry-sdk, or set BENCH_PYTHON"
+    [[ -s /tmp/c100.jsonl ]] || python3 scripts/make-copies.py 100 /tmp/c100.jsonl >&2
+    file=$(new_run python)
+    "$py" benches/python/overhead.py --binary "$bin" --copies /tmp/c100.jsonl --runs "$REPEAT" 2>&1 | tee -a "$file"
+    log "raw output: ${file#"$ROOT"/}"
+}
+
 cmd_scale() {
     local bin
     bin=$(binary)
@@ -272,8 +289,9 @@ case "$command" in
     inspect100) cmd_inspect100 ;;
     inflight) cmd_inflight ;;
     judge-prompts) cmd_judge_prompts ;;
+    python) cmd_python ;;
     all)
-        for c in replay presets otlp-json decode scale serve memory inspect100 inflight judge-prompts; do
+        for c in replay presets otlp-json decode scale serve memory inspect100 inflight judge-prompts python; do
             "$0" "$c"
         done
         ;;

@@ -3,6 +3,7 @@ parsed back into Python values."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -19,29 +20,49 @@ _CASE_KEYS = {"id", "expected_tools", "expected_tool_calls", "trace_id", "match"
 
 class Report:
     """The result of `evaluate`: the rows `toolscore replay --format jsonl`
-    writes, by type, and the table it prints."""
+    writes, by type, and the table it prints. Rows are parsed on first use."""
 
     def __init__(self, jsonl: str, table: str, exit_code: int, notes: List[str]) -> None:
-        rows = [json.loads(line) for line in jsonl.splitlines() if line.strip()]
-        by_type: Dict[str, List[Row]] = {}
-        for row in rows:
-            by_type.setdefault(row.get("type", ""), []).append(row)
-        #: One dict per (case, trace) scored: the JSONL `evaluation` rows.
-        self.evaluations: List[Row] = by_type.get("evaluation", [])
-        #: Cases no trace joined (they fail the run).
-        self.unmatched_cases: List[Row] = by_type.get("unmatched_case", [])
-        #: Traces no case joined (not scored).
-        self.unmatched_traces: List[Row] = by_type.get("unmatched_trace", [])
-        #: Input that could not be read, with where and why.
-        self.rejected: List[Row] = by_type.get("rejected", [])
-        summary = by_type.get("summary", [{}])
-        #: Counts of the run.
-        self.summary: Row = summary[-1]
+        self._jsonl = jsonl
+        self._table = table
         #: The command line's exit code: 0 pass, 1 a case failed, 2 could not evaluate.
         self.exit_code: int = exit_code
         #: What the command line would note on stderr (fixture records skipped, hints).
         self.notes: List[str] = notes
-        self._table = table
+
+    @functools.cached_property
+    def _by_type(self) -> Dict[str, List[Row]]:
+        by_type: Dict[str, List[Row]] = {}
+        for line in self._jsonl.splitlines():
+            if line.strip():
+                row = json.loads(line)
+                by_type.setdefault(row.get("type", ""), []).append(row)
+        return by_type
+
+    @property
+    def evaluations(self) -> List[Row]:
+        """One dict per (case, trace) scored: the JSONL `evaluation` rows."""
+        return self._by_type.get("evaluation", [])
+
+    @property
+    def unmatched_cases(self) -> List[Row]:
+        """Cases no trace joined (they fail the run)."""
+        return self._by_type.get("unmatched_case", [])
+
+    @property
+    def unmatched_traces(self) -> List[Row]:
+        """Traces no case joined (not scored)."""
+        return self._by_type.get("unmatched_trace", [])
+
+    @property
+    def rejected(self) -> List[Row]:
+        """Input that could not be read, with where and why."""
+        return self._by_type.get("rejected", [])
+
+    @property
+    def summary(self) -> Row:
+        """The run's counts: the JSONL `summary` row."""
+        return self._by_type.get("summary", [{}])[-1]
 
     @property
     def passed(self) -> bool:
