@@ -364,31 +364,45 @@ fn baseline_flags_the_changed_case_as_a_regression() {
     let old_fx = write(&dir, "old.jsonl", &original);
     let new_fx = write(&dir, "new.jsonl", &changed);
     let old_report = path(&dir.path().join("old-report.jsonl"));
-    let out = toolscore(&[
-        "replay",
-        "-q",
-        "-f",
-        "jsonl",
-        &samples,
-        "-e",
-        &old_fx,
-        "-o",
-        &old_report,
-    ]);
+    let out = save_report(&samples, &old_fx, &old_report);
     assert_eq!(
         out.status.code(),
         Some(1),
         "the samples include failing cases"
     );
 
+    baseline_gate_fails_on_the_regression(&samples, &old_fx, &new_fx, &old_report);
+
+    // `diff` of the two saved reports says the same, in every format.
+    let new_report = path(&dir.path().join("new-report.jsonl"));
+    save_report(&samples, &new_fx, &new_report);
+    diff_finds_the_regression(&old_report, &new_report);
+}
+
+/// `replay` of `samples` against `fixture`, its JSONL report saved to `report`.
+fn save_report(samples: &str, fixture: &str, report: &str) -> std::process::Output {
+    toolscore(&[
+        "replay", "-q", "-f", "jsonl", samples, "-e", fixture, "-o", report,
+    ])
+}
+
+/// `--baseline old_report --fail-on regression`: passes against the
+/// fixture the baseline was made with, fails on the one case `new_fx`
+/// changed, and passes again under a tolerance above its drop.
+fn baseline_gate_fails_on_the_regression(
+    samples: &str,
+    old_fx: &str,
+    new_fx: &str,
+    old_report: &str,
+) {
     // Same fixture: nothing regressed, so --fail-on regression passes
     // although some cases fail their thresholds.
     let (code, rows, err) = replay_jsonl(&[
-        &samples,
+        samples,
         "-e",
-        &old_fx,
+        old_fx,
         "--baseline",
-        &old_report,
+        old_report,
         "--fail-on",
         "regression",
     ]);
@@ -398,11 +412,11 @@ fn baseline_flags_the_changed_case_as_a_regression() {
     assert_eq!(summary["unchanged"], 10);
 
     let (code, rows, err) = replay_jsonl(&[
-        &samples,
+        samples,
         "-e",
-        &new_fx,
+        new_fx,
         "--baseline",
-        &old_report,
+        old_report,
         "--fail-on",
         "regression",
     ]);
@@ -420,32 +434,23 @@ fn baseline_flags_the_changed_case_as_a_regression() {
 
     // A tolerance above the drop lets it through.
     let (code, _, _) = replay_jsonl(&[
-        &samples,
+        samples,
         "-e",
-        &new_fx,
+        new_fx,
         "--baseline",
-        &old_report,
+        old_report,
         "--fail-on",
         "regression",
         "--tolerance",
         "0.2",
     ]);
     assert_eq!(code, Some(0));
+}
 
-    // `diff` of the two saved reports says the same, in every format.
-    let new_report = path(&dir.path().join("new-report.jsonl"));
-    toolscore(&[
-        "replay",
-        "-q",
-        "-f",
-        "jsonl",
-        &samples,
-        "-e",
-        &new_fx,
-        "-o",
-        &new_report,
-    ]);
-    let out = toolscore(&["diff", &old_report, &new_report, "-f", "jsonl"]);
+/// `diff` of the saved reports finds the one regression in JSONL, JUnit and
+/// the table, and an improvement the other way round.
+fn diff_finds_the_regression(old_report: &str, new_report: &str) {
+    let out = toolscore(&["diff", old_report, new_report, "-f", "jsonl"]);
     assert_eq!(out.status.code(), Some(1));
     let rows = jsonl(&out.stdout);
     let diff_regressed: Vec<_> = of_type(&rows, "comparison")
@@ -454,7 +459,7 @@ fn baseline_flags_the_changed_case_as_a_regression() {
         .collect();
     assert_eq!(diff_regressed.len(), 1);
     assert_eq!(diff_regressed[0]["case"], "mlflow-weather-must-format");
-    let out = toolscore(&["diff", &old_report, &new_report, "-f", "junit"]);
+    let out = toolscore(&["diff", old_report, new_report, "-f", "junit"]);
     let xml = String::from_utf8_lossy(&out.stdout);
     assert!(
         xml.contains(r#"<testsuite name="baseline" tests="10" failures="1">"#),
@@ -464,13 +469,13 @@ fn baseline_flags_the_changed_case_as_a_regression() {
         xml.contains("<failure message=\"regressed: 1.000 (pass) -&gt; 0.857 (pass)"),
         "{xml}"
     );
-    let out = toolscore(&["diff", &old_report, &new_report]);
+    let out = toolscore(&["diff", old_report, new_report]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("1 regressed (1 beyond tolerance 0), 9 unchanged"),
         "{table}"
     );
-    let out = toolscore(&["diff", &new_report, &old_report, "-f", "jsonl"]);
+    let out = toolscore(&["diff", new_report, old_report, "-f", "jsonl"]);
     assert_eq!(
         out.status.code(),
         Some(0),

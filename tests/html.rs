@@ -323,6 +323,23 @@ const VISIBLE_ROWS: &str = "[...document.querySelectorAll('#cases details.case')
     .filter(d => !d.hidden && d.getClientRects().length > 0)
     .map(d => [d.dataset.case, d.dataset.trace || null])";
 
+/// `replay` of the sample traces in `format`, to `out` or stdout.
+fn replay_sample(format: &str, out: Option<&str>) -> std::process::Output {
+    let mut args = vec![
+        "replay",
+        "sample-traces",
+        "--expected",
+        "sample-traces/expected.jsonl",
+        "--format",
+        format,
+        "--quiet",
+    ];
+    if let Some(o) = out {
+        args.extend(["--output", o]);
+    }
+    toolscore(&args)
+}
+
 #[test]
 fn html_report_in_a_real_browser() {
     let Some(chromium) = require(
@@ -334,24 +351,8 @@ fn html_report_in_a_real_browser() {
     };
     let target = target_dir();
     let page = target.join("html-report.html");
-    let page_arg = page.to_str().unwrap();
-    let run = |format: &str, out: Option<&str>| {
-        let mut args = vec![
-            "replay",
-            "sample-traces",
-            "--expected",
-            "sample-traces/expected.jsonl",
-            "--format",
-            format,
-            "--quiet",
-        ];
-        if let Some(o) = out {
-            args.extend(["--output", o]);
-        }
-        toolscore(&args)
-    };
-    let html = run("html", Some(page_arg));
-    let jsonl = run("jsonl", None);
+    let html = replay_sample("html", Some(page.to_str().unwrap()));
+    let jsonl = replay_sample("jsonl", None);
     // The sample has failing cases: exit 1 for both formats alike.
     assert_eq!(html.status.code(), Some(1), "{html:?}");
     assert_eq!(jsonl.status.code(), html.status.code());
@@ -373,11 +374,29 @@ fn html_report_in_a_real_browser() {
     );
     assert!(failing.is_subset(&all), "{failing:?} not in {all:?}");
 
+    filters_match_the_jsonl(&mut cdp, &jsonl_text, &failing, &all);
+    failures_first_and_unused_tools_dashed(&mut cdp);
+    failing_case_opens(&mut cdp);
+    tool_table_sorts_by_number(&mut cdp);
+    assert_no_console_errors(&mut cdp);
+    save_screenshot(&mut cdp, &target.join("html-report.png"));
+    every_case_expands(&mut cdp, all.len());
+    assert_no_console_errors(&mut cdp);
+}
+
+/// "Failed only" and the search box show the rows the JSONL report names.
+/// Leaves "failed only" on.
+fn filters_match_the_jsonl(
+    cdp: &mut Cdp,
+    jsonl_text: &str,
+    failing: &BTreeSet<(String, Option<String>)>,
+    all: &BTreeSet<(String, Option<String>)>,
+) {
     cdp.click("#f-failed");
     cdp.wait_for("document.getElementById('f-failed').checked");
     let shown = rows_of(&cdp.eval(VISIBLE_ROWS));
     assert_eq!(
-        shown, failing,
+        &shown, failing,
         "\"failed only\" shows exactly the JSONL report's failing cases"
     );
 
@@ -388,16 +407,19 @@ fn html_report_in_a_real_browser() {
     cdp.send("Input.insertText", json!({"text": "Get_Stock_Price"}));
     cdp.wait_for("document.getElementById('f-text').value === 'Get_Stock_Price'");
     let named = rows_of(&cdp.eval(VISIBLE_ROWS));
-    assert_eq!(named, naming_in_jsonl(&jsonl_text, "get_stock_price"));
+    assert_eq!(named, naming_in_jsonl(jsonl_text, "get_stock_price"));
     assert!(!named.is_empty() && named.len() < all.len(), "{named:?}");
     cdp.eval(
         "(() => { const t = document.getElementById('f-text'); t.value = '';
                t.dispatchEvent(new Event('input')); })()",
     );
     cdp.click("#f-failed");
-    assert_eq!(rows_of(&cdp.eval(VISIBLE_ROWS)), failing);
+    assert_eq!(&rows_of(&cdp.eval(VISIBLE_ROWS)), failing);
+}
 
-    // Failures come first, each with its reason on the row, closed.
+/// Failures come first, each with its reason on the row, closed; a tool
+/// never called has a dash in the tool table's latency columns.
+fn failures_first_and_unused_tools_dashed(cdp: &mut Cdp) {
     let order = cdp.eval(
         "[...document.querySelectorAll('#cases details.case')].map(d => \
            [d.dataset.pass, (d.querySelector('summary .why') || {}).textContent || ''])",
@@ -415,7 +437,6 @@ fn html_report_in_a_real_browser() {
     for r in &order[..first_pass] {
         assert!(!r[1].as_str().unwrap().is_empty(), "reason shown: {r:?}");
     }
-    // A tool never called: a dash in the tool table's latency columns.
     let never = cdp.eval(
         "[...document.querySelectorAll('#tools tbody tr')].filter(tr => \
            tr.children[1].dataset.v === '0').map(tr => tr.children[7].textContent)",
@@ -424,8 +445,11 @@ fn html_report_in_a_real_browser() {
         never.as_array().unwrap().iter().all(|t| t == "-"),
         "{never}"
     );
+}
 
-    // Open the first failing case that has calls: its comparison and timeline.
+/// Opens the first failing case that has calls: its comparison, request
+/// and timeline are drawn.
+fn failing_case_opens(cdp: &mut Cdp) {
     cdp.click("#cases details.case.fail:not([hidden]) > summary");
     cdp.wait_for("!!document.querySelector('#cases details.case[open] .body')");
     let drawn = cdp.eval(
@@ -446,7 +470,10 @@ fn html_report_in_a_real_browser() {
         drawn[1].as_u64().unwrap() > 0,
         "tool calls on the timeline: {drawn}"
     );
-    // Sorting the tool table by a number column: largest first.
+}
+
+/// Sorting the tool table by a number column: largest first.
+fn tool_table_sorts_by_number(cdp: &mut Cdp) {
     cdp.click("#tools th:nth-child(2)");
     let called = cdp.eval(
         "[...document.querySelectorAll('#tools tbody tr td:nth-child(2)')].map(td => +td.dataset.v)",
@@ -458,12 +485,17 @@ fn html_report_in_a_real_browser() {
         .map(|v| v.as_u64().unwrap())
         .collect();
     assert!(called.windows(2).all(|w| w[0] >= w[1]), "{called:?}");
+}
 
-    // Settle so late errors would be seen, then look at what was logged.
+/// Settles so late errors would be seen, then looks at what was logged.
+fn assert_no_console_errors(cdp: &mut Cdp) {
     cdp.eval("new Promise(r => requestAnimationFrame(() => setTimeout(r, 50)))");
     let errors = cdp.errors();
     assert!(errors.is_empty(), "console errors: {errors:#?}");
+}
 
+/// A PNG of the whole page (up to 8000 px high) at `path`, to look at.
+fn save_screenshot(cdp: &mut Cdp, path: &Path) {
     let metrics = cdp.send("Page.getLayoutMetrics", json!({}));
     let height = metrics["cssContentSize"]["height"]
         .as_f64()
@@ -478,11 +510,13 @@ fn html_report_in_a_real_browser() {
         .decode(shot["data"].as_str().unwrap())
         .unwrap();
     assert!(png.starts_with(b"\x89PNG"));
-    let shot_path = target.join("html-report.png");
-    std::fs::write(&shot_path, png).unwrap();
-    eprintln!("screenshot: {}", shot_path.display());
+    std::fs::write(path, png).unwrap();
+    eprintln!("screenshot: {}", path.display());
+}
 
-    // Every case expands without an error (sessions, a case with no trace).
+/// Every case expands without an error (sessions, a case with no trace):
+/// all but at most one of the `cases` draw a timeline.
+fn every_case_expands(cdp: &mut Cdp, cases: usize) {
     cdp.click("#f-failed");
     cdp.eval("document.querySelectorAll('#cases details.case').forEach(d => { d.open = true; })");
     cdp.wait_for(
@@ -490,12 +524,9 @@ fn html_report_in_a_real_browser() {
     );
     let timelines = cdp.eval("document.querySelectorAll('#cases svg.timeline').length");
     assert!(
-        timelines.as_u64().unwrap() >= all.len() as u64 - 1,
+        timelines.as_u64().unwrap() >= cases as u64 - 1,
         "{timelines}"
     );
-    cdp.eval("new Promise(r => requestAnimationFrame(() => setTimeout(r, 50)))");
-    let errors = cdp.errors();
-    assert!(errors.is_empty(), "console errors: {errors:#?}");
 }
 
 /// An OTLP/JSON request of `n` traces, each an agent run with two model

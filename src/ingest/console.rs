@@ -85,21 +85,66 @@ fn span_of(s: &Value) -> Result<Span, String> {
     let start = time("start_time")?;
     let end = time("end_time")?;
 
+    let events = o
+        .get("events")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, e)| event_of(i, e))
+        .collect::<Result<Vec<_>, String>>()?;
+
+    let links = o
+        .get("links")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, l)| link_of(i, l))
+        .collect::<Result<Vec<_>, String>>()?;
+
+    Ok(Span {
+        trace_id,
+        span_id,
+        parent_span_id: parent,
+        name: o
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        kind: kind_of(o) as i32,
+        start_time_unix_nano: start,
+        end_time_unix_nano: end,
+        attributes: object_attrs(o.get("attributes")),
+        events,
+        links,
+        status: status_of(o),
+        ..Default::default()
+    })
+}
+
+/// `kind`: the Python enum's text (`SpanKind.CLIENT`), or the OTLP name
+/// (`SPAN_KIND_CLIENT`) that other dumps write.
+fn kind_of(o: &Map<String, Value>) -> span::SpanKind {
     let kind_text = o.get("kind").and_then(Value::as_str).unwrap_or("");
     let kind_text = kind_text.to_ascii_uppercase();
     let kind_text = kind_text
         .trim_start_matches("SPANKIND.")
         .trim_start_matches("SPAN_KIND_");
-    let kind = match kind_text {
+    match kind_text {
         "INTERNAL" => span::SpanKind::Internal,
         "SERVER" => span::SpanKind::Server,
         "CLIENT" => span::SpanKind::Client,
         "PRODUCER" => span::SpanKind::Producer,
         "CONSUMER" => span::SpanKind::Consumer,
         _ => span::SpanKind::Unspecified,
-    };
+    }
+}
 
-    let status = o.get("status").and_then(Value::as_object).map(|st| {
+/// `status`: `{"status_code", "description"}`, the code as the Python
+/// enum's text or the OTLP name.
+fn status_of(o: &Map<String, Value>) -> Option<Status> {
+    o.get("status").and_then(Value::as_object).map(|st| {
         let code = st.get("status_code").and_then(Value::as_str).unwrap_or("");
         let code = match code
             .to_ascii_uppercase()
@@ -118,69 +163,38 @@ fn span_of(s: &Value) -> Result<Span, String> {
                 .unwrap_or("")
                 .to_string(),
         }
-    });
+    })
+}
 
-    let events = o
-        .get("events")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, e)| -> Result<span::Event, String> {
-            let time = match e.get("timestamp") {
-                Some(Value::String(t)) => iso_to_nanos(t).ok_or_else(|| {
-                    format!("events[{i}].timestamp `{t}` is not an ISO-8601 time")
-                })?,
-                Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
-                _ => 0,
-            };
-            Ok(span::Event {
-                time_unix_nano: time,
-                name: e
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                attributes: object_attrs(e.get("attributes")),
-                ..Default::default()
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-
-    let links = o
-        .get("links")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, l)| -> Result<span::Link, String> {
-            let c = l.get("context");
-            let what = |f: &str| format!("links[{i}].context.{f}");
-            Ok(span::Link {
-                trace_id: required_id(c.and_then(|c| c.get("trace_id")), 16, &what("trace_id"))?,
-                span_id: required_id(c.and_then(|c| c.get("span_id")), 8, &what("span_id"))?,
-                attributes: object_attrs(l.get("attributes")),
-                ..Default::default()
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-
-    Ok(Span {
-        trace_id,
-        span_id,
-        parent_span_id: parent,
-        name: o
+/// The `i`th event. A timestamp that cannot be read rejects the span,
+/// as a span's own times do.
+fn event_of(i: usize, e: &Value) -> Result<span::Event, String> {
+    let time = match e.get("timestamp") {
+        Some(Value::String(t)) => iso_to_nanos(t)
+            .ok_or_else(|| format!("events[{i}].timestamp `{t}` is not an ISO-8601 time"))?,
+        Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
+        _ => 0,
+    };
+    Ok(span::Event {
+        time_unix_nano: time,
+        name: e
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        kind: kind as i32,
-        start_time_unix_nano: start,
-        end_time_unix_nano: end,
-        attributes: object_attrs(o.get("attributes")),
-        events,
-        links,
-        status,
+        attributes: object_attrs(e.get("attributes")),
+        ..Default::default()
+    })
+}
+
+/// The `i`th link: its `context` ids are required.
+fn link_of(i: usize, l: &Value) -> Result<span::Link, String> {
+    let c = l.get("context");
+    let what = |f: &str| format!("links[{i}].context.{f}");
+    Ok(span::Link {
+        trace_id: required_id(c.and_then(|c| c.get("trace_id")), 16, &what("trace_id"))?,
+        span_id: required_id(c.and_then(|c| c.get("span_id")), 8, &what("span_id"))?,
+        attributes: object_attrs(l.get("attributes")),
         ..Default::default()
     })
 }

@@ -170,9 +170,68 @@ fn span_of(s: &Value, trace_tid: Option<&Value>) -> Result<(Span, (String, Strin
     let o = s.as_object().ok_or("not an object")?;
     let trace_id = required_id(o.get("traceID").or(trace_tid), 16, "traceID")?;
     let span_id = required_id(o.get("spanID"), 8, "spanID")?;
+    let (parent, links) = parent_and_links(o, &trace_id)?;
 
-    // Parent: the first CHILD_OF reference within the trace, else the first
-    // FOLLOWS_FROM one (as Jaeger's own model does), else `parentSpanID`.
+    let start = match o.get("startTime") {
+        None | Some(Value::Null) => 0,
+        Some(t) => micros_to_nanos(t, "startTime")?,
+    };
+    let duration = match o.get("duration") {
+        None | Some(Value::Null) => 0,
+        Some(d) => micros_to_nanos(d, "duration")?,
+    };
+    let end = start
+        .checked_add(duration)
+        .ok_or("startTime + duration is out of range")?;
+
+    let mut attrs = tags(o.get("tags"));
+    let scope = take_scope(&mut attrs);
+    let kind = take_kind(&mut attrs);
+    let status = take_status(&mut attrs, kind);
+    let trace_state = take_attr(&mut attrs, "w3c.tracestate")
+        .map(|v| any_text(&v))
+        .unwrap_or_default();
+
+    let events = o
+        .get("logs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(event_of)
+        .collect::<Result<Vec<_>, String>>()?;
+
+    Ok((
+        Span {
+            trace_id,
+            span_id,
+            trace_state,
+            parent_span_id: parent,
+            name: o
+                .get("operationName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            kind: kind as i32,
+            start_time_unix_nano: start,
+            end_time_unix_nano: end,
+            attributes: attrs,
+            events,
+            links,
+            status,
+            ..Default::default()
+        },
+        scope,
+    ))
+}
+
+/// The parent span id and the links, from the `references`.
+/// Parent: the first CHILD_OF reference within the trace, else the first
+/// FOLLOWS_FROM one (as Jaeger's own model does), else `parentSpanID`.
+/// Every other reference is a link.
+fn parent_and_links(
+    o: &Map<String, Value>,
+    trace_id: &[u8],
+) -> Result<(Vec<u8>, Vec<span::Link>), String> {
     let mut refs = Vec::new();
     for (i, r) in o
         .get("references")
@@ -187,7 +246,7 @@ fn span_of(s: &Value, trace_tid: Option<&Value>) -> Result<(Span, (String, Strin
             .and_then(Value::as_str)
             .unwrap_or("CHILD_OF");
         let rt = match r.get("traceID") {
-            None | Some(Value::Null) => trace_id.clone(),
+            None | Some(Value::Null) => trace_id.to_vec(),
             t => required_id(t, 16, &what("traceID"))?,
         };
         let rs = required_id(r.get("spanID"), 8, &what("spanID"))?;
@@ -217,22 +276,13 @@ fn span_of(s: &Value, trace_tid: Option<&Value>) -> Result<(Span, (String, Strin
             ..Default::default()
         })
         .collect();
+    Ok((parent, links))
+}
 
-    let start = match o.get("startTime") {
-        None | Some(Value::Null) => 0,
-        Some(t) => micros_to_nanos(t, "startTime")?,
-    };
-    let duration = match o.get("duration") {
-        None | Some(Value::Null) => 0,
-        Some(d) => micros_to_nanos(d, "duration")?,
-    };
-    let end = start
-        .checked_add(duration)
-        .ok_or("startTime + duration is out of range")?;
-
-    let mut attrs = tags(o.get("tags"));
-    let scope = take_scope(&mut attrs);
-    let kind = match take_attr(&mut attrs, "span.kind").map(|v| any_text(&v)) {
+/// Jaeger has no kind field: OpenTracing writers tag `span.kind`, which
+/// is the kind, not an attribute.
+fn take_kind(attrs: &mut Vec<KeyValue>) -> span::SpanKind {
+    match take_attr(attrs, "span.kind").map(|v| any_text(&v)) {
         None => span::SpanKind::Unspecified,
         Some(k) => match k.as_str() {
             "client" => span::SpanKind::Client,
@@ -242,57 +292,26 @@ fn span_of(s: &Value, trace_tid: Option<&Value>) -> Result<(Span, (String, Strin
             "internal" => span::SpanKind::Internal,
             _ => span::SpanKind::Unspecified,
         },
+    }
+}
+
+/// A log -> an event, named by its `event` field (OpenTracing's
+/// convention), the other fields its attributes.
+fn event_of(l: &Value) -> Result<span::Event, String> {
+    let time = match l.get("timestamp") {
+        None | Some(Value::Null) => 0,
+        Some(t) => micros_to_nanos(t, "log timestamp")?,
     };
-    let status = take_status(&mut attrs, kind);
-    let trace_state = take_attr(&mut attrs, "w3c.tracestate")
+    let mut attributes = tags(l.get("fields"));
+    let name = take_attr(&mut attributes, "event")
         .map(|v| any_text(&v))
         .unwrap_or_default();
-
-    let events = o
-        .get("logs")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|l| -> Result<span::Event, String> {
-            let time = match l.get("timestamp") {
-                None | Some(Value::Null) => 0,
-                Some(t) => micros_to_nanos(t, "log timestamp")?,
-            };
-            let mut attributes = tags(l.get("fields"));
-            let name = take_attr(&mut attributes, "event")
-                .map(|v| any_text(&v))
-                .unwrap_or_default();
-            Ok(span::Event {
-                time_unix_nano: time,
-                name,
-                attributes,
-                ..Default::default()
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-
-    Ok((
-        Span {
-            trace_id,
-            span_id,
-            trace_state,
-            parent_span_id: parent,
-            name: o
-                .get("operationName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            kind: kind as i32,
-            start_time_unix_nano: start,
-            end_time_unix_nano: end,
-            attributes: attrs,
-            events,
-            links,
-            status,
-            ..Default::default()
-        },
-        scope,
-    ))
+    Ok(span::Event {
+        time_unix_nano: time,
+        name,
+        attributes,
+        ..Default::default()
+    })
 }
 
 /// Typed tags `[{"key", "type", "value"}]` -> attributes. `binary` values

@@ -119,121 +119,18 @@ fn span_of(s: &Value) -> Result<(Span, Resource, (String, String)), String> {
         .filter(|p| *p != span_id)
         .unwrap_or_default();
 
-    let mut tags: Vec<(String, String)> = match o.get("tags") {
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    Value::String(s) => s.clone(),
-                    // Zipkin tags are strings; a sloppy writer's number stays readable.
-                    other => other.to_string(),
-                };
-                (k.clone(), text)
-            })
-            .collect(),
-        None | Some(Value::Null) => Vec::new(),
-        Some(other) => return Err(format!("tags {other} is not an object")),
-    };
-    let mut take = |k: &str| {
-        let i = tags.iter().position(|(key, _)| key == k)?;
-        Some(tags.remove(i).1)
-    };
-
-    let kind = match o
-        .get("kind")
-        .and_then(Value::as_str)
-        .map(str::to_ascii_uppercase)
-    {
-        Some(k) if k == "CLIENT" => span::SpanKind::Client,
-        Some(k) if k == "SERVER" => span::SpanKind::Server,
-        Some(k) if k == "PRODUCER" => span::SpanKind::Producer,
-        Some(k) if k == "CONSUMER" => span::SpanKind::Consumer,
-        _ => match take("span.kind") {
-            Some(k) if k == "internal" => span::SpanKind::Internal,
-            _ => span::SpanKind::Unspecified,
-        },
-    };
-
-    let trace_state = take("w3c.tracestate").unwrap_or_default();
-
-    // Status: `otel.status_code` (+ `otel.status_description`), then any
-    // `error` tag makes it an error (Zipkin's own convention); the tag is
-    // dropped only when it is the bare `true`.
-    let mut st: Option<Status> = None;
-    if let Some(code) = take("otel.status_code") {
-        let code = match code.to_ascii_uppercase().trim_start_matches("STATUS_CODE_") {
-            "OK" => status::StatusCode::Ok,
-            "ERROR" => status::StatusCode::Error,
-            _ => status::StatusCode::Unset,
-        };
-        st = Some(Status {
-            code: code as i32,
-            message: take("otel.status_description").unwrap_or_default(),
-        });
-    }
-    let kept_error = take("error").and_then(|e| {
-        st.get_or_insert_with(Status::default).code = status::StatusCode::Error as i32;
-        (e != "true").then_some(e)
-    });
-
-    // Scope: `otel.scope.*`, else the older `otel.library.*`; both are
-    // written by OTel SDKs, neither stays an attribute.
-    let scope_name = take("otel.scope.name");
-    let scope_version = take("otel.scope.version");
-    let lib_name = take("otel.library.name");
-    let lib_version = take("otel.library.version");
-    let scope = match (scope_name, lib_name) {
-        (Some(n), _) => (n, scope_version.unwrap_or_default()),
-        (None, Some(n)) => (n, lib_version.unwrap_or_default()),
-        (None, None) => (String::new(), String::new()),
-    };
-
-    if let Some(e) = kept_error {
-        tags.push(("error".to_string(), e));
-    }
+    let mut tags = Tags::of(o)?;
+    let kind = kind_of(o, &mut tags);
+    let trace_state = tags.take("w3c.tracestate").unwrap_or_default();
+    let status = status_of(&mut tags);
+    let scope = scope_of(&mut tags);
 
     let local = o.get("localEndpoint").and_then(Value::as_object);
     let remote = o.get("remoteEndpoint").and_then(Value::as_object);
-    let mut resource_attrs = Vec::new();
-    if let Some(svc) = local
-        .and_then(|l| l.get("serviceName"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
-        resource_attrs.push(str_kv("service.name", svc));
-    }
-    let mut attrs = Vec::with_capacity(tags.len() + 4);
-    for (k, v) in tags {
-        if k == "service.name" && !resource_attrs.is_empty() {
-            continue;
-        }
-        if RESOURCE_PREFIXES.iter().any(|p| k.starts_with(p)) {
-            resource_attrs.push(str_kv(&k, &v));
-        } else {
-            attrs.push(str_kv(&k, &v));
-        }
-    }
+    let (resource_attrs, mut attrs) = split_resource(local, tags);
     endpoint_attrs(local, "net.host", None, &mut attrs);
     endpoint_attrs(remote, "net.peer", Some("peer.service"), &mut attrs);
-
-    let duration = match o.get("duration") {
-        None | Some(Value::Null) => 0,
-        Some(d) => micros_to_nanos(d, "duration")?,
-    };
-    let start = match o.get("timestamp") {
-        None | Some(Value::Null) => {
-            // The Collector's marker for a span written without a start.
-            attrs.push(kv(
-                "otel.zipkin.absentField.startTime",
-                any_value::Value::BoolValue(true),
-            ));
-            0
-        }
-        Some(t) => micros_to_nanos(t, "timestamp")?,
-    };
-    let end = start
-        .checked_add(duration)
-        .ok_or("timestamp + duration is out of range")?;
+    let (start, end) = times(o, &mut attrs)?;
 
     let events = o
         .get("annotations")
@@ -259,7 +156,7 @@ fn span_of(s: &Value) -> Result<(Span, Resource, (String, String)), String> {
             end_time_unix_nano: end,
             attributes: attrs,
             events,
-            status: st,
+            status,
             ..Default::default()
         },
         Resource {
@@ -268,6 +165,150 @@ fn span_of(s: &Value) -> Result<(Span, Resource, (String, String)), String> {
         },
         scope,
     ))
+}
+
+/// A span's tags in document order. OTel writers encode span fields
+/// (kind, status, scope) as tags: those are taken out as they are read,
+/// so that what is left becomes attributes.
+struct Tags(Vec<(String, String)>);
+
+impl Tags {
+    fn of(o: &Map<String, Value>) -> Result<Self, String> {
+        match o.get("tags") {
+            Some(Value::Object(m)) => Ok(Tags(
+                m.iter()
+                    .map(|(k, v)| {
+                        let text = match v {
+                            Value::String(s) => s.clone(),
+                            // Zipkin tags are strings; a sloppy writer's number stays readable.
+                            other => other.to_string(),
+                        };
+                        (k.clone(), text)
+                    })
+                    .collect(),
+            )),
+            None | Some(Value::Null) => Ok(Tags(Vec::new())),
+            Some(other) => Err(format!("tags {other} is not an object")),
+        }
+    }
+
+    /// Removes the tag `k` and returns its value.
+    fn take(&mut self, k: &str) -> Option<String> {
+        let i = self.0.iter().position(|(key, _)| key == k)?;
+        Some(self.0.remove(i).1)
+    }
+}
+
+/// Zipkin's `kind` has no INTERNAL: OTel writers leave it out and tag
+/// `span.kind` instead.
+fn kind_of(o: &Map<String, Value>, tags: &mut Tags) -> span::SpanKind {
+    match o
+        .get("kind")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_uppercase)
+    {
+        Some(k) if k == "CLIENT" => span::SpanKind::Client,
+        Some(k) if k == "SERVER" => span::SpanKind::Server,
+        Some(k) if k == "PRODUCER" => span::SpanKind::Producer,
+        Some(k) if k == "CONSUMER" => span::SpanKind::Consumer,
+        _ => match tags.take("span.kind") {
+            Some(k) if k == "internal" => span::SpanKind::Internal,
+            _ => span::SpanKind::Unspecified,
+        },
+    }
+}
+
+/// Status: `otel.status_code` (+ `otel.status_description`), then any
+/// `error` tag makes it an error (Zipkin's own convention); the tag is
+/// dropped only when it is the bare `true`, else it moves to the end of
+/// the tags.
+fn status_of(tags: &mut Tags) -> Option<Status> {
+    let mut st: Option<Status> = None;
+    if let Some(code) = tags.take("otel.status_code") {
+        let code = match code.to_ascii_uppercase().trim_start_matches("STATUS_CODE_") {
+            "OK" => status::StatusCode::Ok,
+            "ERROR" => status::StatusCode::Error,
+            _ => status::StatusCode::Unset,
+        };
+        st = Some(Status {
+            code: code as i32,
+            message: tags.take("otel.status_description").unwrap_or_default(),
+        });
+    }
+    let kept_error = tags.take("error").and_then(|e| {
+        st.get_or_insert_with(Status::default).code = status::StatusCode::Error as i32;
+        (e != "true").then_some(e)
+    });
+    if let Some(e) = kept_error {
+        tags.0.push(("error".to_string(), e));
+    }
+    st
+}
+
+/// Scope: `otel.scope.*`, else the older `otel.library.*`; both are
+/// written by OTel SDKs, neither stays an attribute.
+fn scope_of(tags: &mut Tags) -> (String, String) {
+    let scope_name = tags.take("otel.scope.name");
+    let scope_version = tags.take("otel.scope.version");
+    let lib_name = tags.take("otel.library.name");
+    let lib_version = tags.take("otel.library.version");
+    match (scope_name, lib_name) {
+        (Some(n), _) => (n, scope_version.unwrap_or_default()),
+        (None, Some(n)) => (n, lib_version.unwrap_or_default()),
+        (None, None) => (String::new(), String::new()),
+    }
+}
+
+/// The remaining tags -> `(resource attributes, span attributes)`: the
+/// local endpoint's service name and the tags under [`RESOURCE_PREFIXES`]
+/// describe the resource.
+fn split_resource(
+    local: Option<&Map<String, Value>>,
+    tags: Tags,
+) -> (Vec<KeyValue>, Vec<KeyValue>) {
+    let mut resource_attrs = Vec::new();
+    if let Some(svc) = local
+        .and_then(|l| l.get("serviceName"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        resource_attrs.push(str_kv("service.name", svc));
+    }
+    let mut attrs = Vec::with_capacity(tags.0.len() + 4);
+    for (k, v) in tags.0 {
+        if k == "service.name" && !resource_attrs.is_empty() {
+            continue;
+        }
+        if RESOURCE_PREFIXES.iter().any(|p| k.starts_with(p)) {
+            resource_attrs.push(str_kv(&k, &v));
+        } else {
+            attrs.push(str_kv(&k, &v));
+        }
+    }
+    (resource_attrs, attrs)
+}
+
+/// `(start, end)` in nanoseconds from the µs `timestamp` and `duration`.
+fn times(o: &Map<String, Value>, attrs: &mut Vec<KeyValue>) -> Result<(u64, u64), String> {
+    let duration = match o.get("duration") {
+        None | Some(Value::Null) => 0,
+        Some(d) => micros_to_nanos(d, "duration")?,
+    };
+    let start = match o.get("timestamp") {
+        None | Some(Value::Null) => {
+            // The Collector's marker for a span written without a start.
+            attrs.push(kv(
+                "otel.zipkin.absentField.startTime",
+                any_value::Value::BoolValue(true),
+            ));
+            0
+        }
+        Some(t) => micros_to_nanos(t, "timestamp")?,
+    };
+    let end = start
+        .checked_add(duration)
+        .ok_or("timestamp + duration is out of range")?;
+    Ok((start, end))
 }
 
 fn endpoint_attrs(

@@ -121,8 +121,32 @@ fn replay_scores_with_retries_errors_and_cache() {
     // no verdict: the run could not evaluate everything, exit 2.
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let r = rows(&out.stdout);
+    weather_is_judged_right(eval(&r, "weather"));
+    support_fails_with_a_judge_error(eval(&r, "support"));
 
-    let w = eval(&r, "weather");
+    let seen = server.seen();
+    requests_are_well_formed(&seen);
+    fuzzy_prompt_shows_the_calls(&seen);
+    let requests = seen.len() as u64;
+    judge_summary_counts(&r, &seen);
+
+    // A rerun answers from the cache (under the format the answers came
+    // in): only the unparseable prompt is asked again.
+    let out2 = run();
+    assert_eq!(out2.status.code(), Some(2));
+    let r2 = rows(&out2.stdout);
+    let judge2 = &summary(&r2)["judge"];
+    assert_eq!(judge2["cache_hits"], 5, "{judge2}");
+    // The one prompt asked again: its 400 for the schema, then the answer.
+    assert_eq!(judge2["requests"], 2, "{judge2}");
+    assert_eq!(server.seen().len() as u64, requests + 2);
+    let w2 = eval(&r2, "weather");
+    assert_eq!(w2["metrics"]["mlflow.llm_fuzzy"]["score"], 1.0);
+    assert_eq!(w2["metrics"]["mlflow.llm_fuzzy"]["judge"]["cached"], true);
+}
+
+/// The weather case `w`: every judge said yes after the retries.
+fn weather_is_judged_right(w: &Value) {
     assert_eq!(w["metrics"]["mlflow.llm_fuzzy"]["score"], 1.0, "{w}");
     assert_eq!(
         w["metrics"]["mlflow.llm_fuzzy"]["reason"],
@@ -139,8 +163,11 @@ fn replay_scores_with_retries_errors_and_cache() {
             .unwrap()
             > 50
     );
+}
 
-    let s = eval(&r, "support");
+/// The support case `s`: fuzzy says no, efficiency has no verdict (an
+/// error, not a failure), the other metrics are kept.
+fn support_fails_with_a_judge_error(s: &Value) {
     let fuzzy = &s["metrics"]["mlflow.llm_fuzzy"];
     assert_eq!(
         (fuzzy["score"].as_f64(), fuzzy["pass"].as_bool()),
@@ -169,11 +196,13 @@ fn replay_scores_with_retries_errors_and_cache() {
         s["metrics"]["tool_correctness"]["score"].is_number(),
         "other metrics kept"
     );
+}
 
-    // Request shape: model, one user message holding the whole prompt, no
-    // temperature, the token cap, auth and the extra header.
-    let seen = server.seen();
-    for q in &seen {
+/// Request shape: model, one user message holding the whole prompt, no
+/// temperature, the token cap, auth and the extra header; a JSON schema
+/// asked first (result before rationale), then json_object.
+fn requests_are_well_formed(seen: &[Seen]) {
+    for q in seen {
         assert_eq!(q.path, "/v1/chat/completions");
         assert_eq!(q.body["model"], MODEL);
         assert_eq!(q.body["messages"].as_array().unwrap().len(), 1, "{}", q.raw);
@@ -205,6 +234,11 @@ fn replay_scores_with_retries_errors_and_cache() {
         answered.iter().all(|q| q.format() == "json_object"),
         "fell back to json_object"
     );
+}
+
+/// The fuzzy prompt of the weather trace holds the request, the tool
+/// definitions and both sides' calls, but not the tools' outputs.
+fn fuzzy_prompt_shows_the_calls(seen: &[Seen]) {
     let fuzzy_weather = seen
         .iter()
         .find(|q| is_fuzzy(q) && q.prompt().contains("Paris and London"))
@@ -222,10 +256,13 @@ fn replay_scores_with_retries_errors_and_cache() {
     }
     // The tools' outputs are not judged, so not shown.
     assert!(!u.contains(r#""weather":"18C cloudy""#), "{u}");
+}
 
-    // Counted: 2 traces x 3 judged metrics = 6 prompts; + 1 for the 429,
-    // + 1 for the 500, + the 400s that switched the format.
-    let sum = summary(&r);
+/// The summary's judge counts match the requests the server saw: 2 traces
+/// x 3 judged metrics = 6 prompts; + 1 for the 429, + 1 for the 500, + the
+/// 400s that switched the format.
+fn judge_summary_counts(r: &[Value], seen: &[Seen]) {
+    let sum = summary(r);
     let judge = &sum["judge"];
     let requests = seen.len() as u64;
     assert_eq!(judge["requests"].as_u64(), Some(requests), "{judge}");
@@ -243,20 +280,6 @@ fn replay_scores_with_retries_errors_and_cache() {
     );
     let schema_400s = seen.iter().filter(|q| q.format() == "json_schema").count() as u64;
     assert_eq!(requests, 6 + 2 + schema_400s);
-
-    // A rerun answers from the cache (under the format the answers came
-    // in): only the unparseable prompt is asked again.
-    let out2 = run();
-    assert_eq!(out2.status.code(), Some(2));
-    let r2 = rows(&out2.stdout);
-    let judge2 = &summary(&r2)["judge"];
-    assert_eq!(judge2["cache_hits"], 5, "{judge2}");
-    // The one prompt asked again: its 400 for the schema, then the answer.
-    assert_eq!(judge2["requests"], 2, "{judge2}");
-    assert_eq!(server.seen().len() as u64, requests + 2);
-    let w2 = eval(&r2, "weather");
-    assert_eq!(w2["metrics"]["mlflow.llm_fuzzy"]["score"], 1.0);
-    assert_eq!(w2["metrics"]["mlflow.llm_fuzzy"]["judge"]["cached"], true);
 }
 
 #[test]
