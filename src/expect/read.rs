@@ -83,9 +83,9 @@ pub(super) fn calls(
         if name.trim().is_empty() {
             return Err(format!("`{path}{}` is empty", name_keys[0]));
         }
-        let args = match field(item, args_keys) {
-            None => None,
-            Some((_, a @ Value::Object(_))) => Some(a.clone()),
+        let (key, args) = match field(item, args_keys) {
+            None => (args_keys[0], None),
+            Some((k, a @ Value::Object(_))) => (k, Some(a.clone())),
             Some((k, other)) => {
                 return Err(format!(
                     "`{path}{k}` must be an object, not {}",
@@ -93,7 +93,7 @@ pub(super) fn calls(
                 ))
             }
         };
-        out.push(Call::new(name, args));
+        out.push(Call::expected(name, args, || format!("{path}{key}"))?);
     }
     Ok(out)
 }
