@@ -94,11 +94,24 @@ fn is_matcher(o: &serde_json::Map<String, Value>) -> bool {
     !o.is_empty() && o.keys().all(|k| k.starts_with('$'))
 }
 
-/// Whether `v` holds a matcher anywhere.
+/// Whether `v` holds a matcher anywhere. Every fixture's expected arguments
+/// go through this at load, so it visits each object once and never
+/// descends into scalars.
 pub fn any(v: &Value) -> bool {
     match v {
-        Value::Object(o) => is_matcher(o) || o.values().any(any),
-        Value::Array(a) => a.iter().any(any),
+        Value::Object(o) => {
+            let mut all_dollar = !o.is_empty();
+            for (k, item) in o {
+                all_dollar = all_dollar && k.starts_with('$');
+                if (item.is_object() || item.is_array()) && any(item) {
+                    return true;
+                }
+            }
+            all_dollar
+        }
+        Value::Array(a) => a
+            .iter()
+            .any(|item| (item.is_object() || item.is_array()) && any(item)),
         _ => false,
     }
 }

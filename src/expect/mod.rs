@@ -207,7 +207,7 @@ enum RawTool {
     Call {
         name: String,
         #[serde(alias = "arguments", alias = "input_parameters")]
-        args: Option<Value>,
+        args: Option<read::Flagged>,
     },
 }
 
@@ -591,8 +591,12 @@ fn calls_of(tools: Vec<RawTool>, list: &str) -> Result<Vec<Call>, String> {
         .enumerate()
         .map(|(i, t)| match t {
             RawTool::Name(name) => Ok(Call::new(name, None)),
+            // No key starting with `$`: no matcher to look for.
+            RawTool::Call { name, args } if !args.as_ref().is_some_and(|a| a.dollar) => {
+                Ok(Call::new(name, args.map(|a| a.value)))
+            }
             RawTool::Call { name, args } => {
-                Call::expected(name, args, || format!("{list}[{i}].args"))
+                Call::expected(name, args.map(|a| a.value), || format!("{list}[{i}].args"))
             }
         })
         .collect()
