@@ -14,6 +14,7 @@ mod hostile;
 mod html;
 mod judge;
 mod junit;
+mod matchers;
 mod presets;
 mod progress;
 mod properties;

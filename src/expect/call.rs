@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::matchers::{self, Pattern};
 use crate::value::PyValue;
 
 /// One tool call as the metrics see it: a name and optional arguments.
@@ -22,6 +23,11 @@ pub struct Call {
     /// derive it from `args` (keys sorted). Not part of equality.
     #[serde(skip)]
     pub ordered_args: Option<Arc<PyValue>>,
+    /// The argument matchers of an expected call, compiled when the fixture
+    /// was read ([`Call::expected`]); `None` when its arguments hold none.
+    /// `args` keeps them as written, for output, equality and the presets.
+    #[serde(skip)]
+    pub matchers: Option<Arc<Pattern>>,
 }
 
 impl Call {
@@ -30,7 +36,24 @@ impl Call {
             name: name.into(),
             args,
             ordered_args: None,
+            matchers: None,
         }
+    }
+
+    /// An expected call as a fixture states it: argument matchers in `args`
+    /// are compiled, and a bad one is an error naming its key path under
+    /// `at()` (only called when there is a matcher, so plain fixtures build
+    /// no path).
+    pub fn expected(
+        name: impl Into<String>,
+        args: Option<Value>,
+        at: impl FnOnce() -> String,
+    ) -> Result<Self, String> {
+        let mut call = Call::new(name, args);
+        if let Some(a) = call.args.as_ref().filter(|a| matchers::any(a)) {
+            call.matchers = Some(Arc::new(matchers::compile(a, &at())?));
+        }
+        Ok(call)
     }
 
     /// A call whose arguments were parsed with their key order kept
@@ -40,6 +63,7 @@ impl Call {
             name: name.into(),
             args: Some(args.to_json()),
             ordered_args: Some(Arc::new(args)),
+            matchers: None,
         }
     }
 

@@ -30,6 +30,7 @@ mod call;
 mod deepeval;
 mod default_case;
 mod formats;
+pub mod matchers;
 mod mlflow;
 mod ragas;
 mod read;
@@ -211,7 +212,7 @@ enum RawTool {
     Call {
         name: String,
         #[serde(alias = "arguments", alias = "input_parameters")]
-        args: Option<Value>,
+        args: Option<read::Flagged>,
     },
 }
 
@@ -523,17 +524,23 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
                 .into(),
         ),
     };
+    let list = if raw.expected_tool_calls.is_some() {
+        "expected_tool_calls"
+    } else {
+        "expected_tools"
+    };
     let tools = expected_tools(&mut raw)?;
     let states_tools = tools.is_some();
-    let expected = calls_of(tools.unwrap_or_default());
+    let expected = calls_of(tools.unwrap_or_default(), list)?;
     let mut agents = Vec::new();
     for (name, a) in raw.agents.unwrap_or_default() {
         if let Some(t) = a.threshold.filter(|t| !(0.0..=1.0).contains(t)) {
             return Err(format!("agents.{name}.threshold {t} is outside 0..=1"));
         }
+        let expected = calls_of(a.expected_tools, &format!("agents.{name}.expected_tools"))?;
         agents.push(AgentExpectation {
             name,
-            expected: calls_of(a.expected_tools),
+            expected,
             threshold: a.threshold,
         });
     }
@@ -585,12 +592,21 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
     })
 }
 
-fn calls_of(tools: Vec<RawTool>) -> Vec<Call> {
+/// The calls of the list `list`; a bad argument matcher is an error naming
+/// its key path (`args` stands for any spelling of the arguments key).
+fn calls_of(tools: Vec<RawTool>, list: &str) -> Result<Vec<Call>, String> {
     tools
         .into_iter()
-        .map(|t| match t {
-            RawTool::Name(name) => Call::new(name, None),
-            RawTool::Call { name, args } => Call::new(name, args),
+        .enumerate()
+        .map(|(i, t)| match t {
+            RawTool::Name(name) => Ok(Call::new(name, None)),
+            // No key starting with `$`: no matcher to look for.
+            RawTool::Call { name, args } if !args.as_ref().is_some_and(|a| a.dollar) => {
+                Ok(Call::new(name, args.map(|a| a.value)))
+            }
+            RawTool::Call { name, args } => {
+                Call::expected(name, args.map(|a| a.value), || format!("{list}[{i}].args"))
+            }
         })
         .collect()
 }

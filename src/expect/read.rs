@@ -1,6 +1,7 @@
 //! What the readers of foreign fixture formats share: the record's context,
 //! field lookups with messages that name the path, and the case they build.
 
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::{Call, Case, Join};
@@ -83,9 +84,9 @@ pub(super) fn calls(
         if name.trim().is_empty() {
             return Err(format!("`{path}{}` is empty", name_keys[0]));
         }
-        let args = match field(item, args_keys) {
-            None => None,
-            Some((_, a @ Value::Object(_))) => Some(a.clone()),
+        let (key, args) = match field(item, args_keys) {
+            None => (args_keys[0], None),
+            Some((k, a @ Value::Object(_))) => (k, Some(a.clone())),
             Some((k, other)) => {
                 return Err(format!(
                     "`{path}{k}` must be an object, not {}",
@@ -93,7 +94,7 @@ pub(super) fn calls(
                 ))
             }
         };
-        out.push(Call::new(name, args));
+        out.push(Call::expected(name, args, || format!("{path}{key}"))?);
     }
     Ok(out)
 }
@@ -177,58 +178,103 @@ struct Checked(Value);
 
 impl<'de> serde::Deserialize<'de> for Checked {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(CheckedVisitor).map(Checked)
+        Flagged::deserialize(d).map(|f| Checked(f.value))
+    }
+}
+
+/// A [`Checked`] value, and whether a key in it starts with `$` (so an
+/// argument matcher may be inside, `expect::matchers`): found while the value
+/// is built, so fixtures without matchers pay no second pass over their
+/// arguments.
+pub(super) struct Flagged {
+    pub value: Value,
+    pub dollar: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Flagged {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+/// A leaf: no key in it.
+fn leaf(value: Value) -> Flagged {
+    Flagged {
+        value,
+        dollar: false,
     }
 }
 
 struct CheckedVisitor;
 
 impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
-    type Value = Value;
+    type Value = Flagged;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Bool(b))
+    fn visit_bool<E>(self, b: bool) -> Result<Flagged, E> {
+        Ok(leaf(Value::Bool(b)))
     }
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_i64<E>(self, n: i64) -> Result<Flagged, E> {
+        Ok(leaf(Value::from(n)))
     }
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_u64<E>(self, n: u64) -> Result<Flagged, E> {
+        Ok(leaf(Value::from(n)))
     }
-    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_f64<E>(self, n: f64) -> Result<Flagged, E> {
+        Ok(leaf(Value::from(n)))
     }
-    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_string()))
+    fn visit_str<E>(self, s: &str) -> Result<Flagged, E> {
+        Ok(leaf(Value::String(s.to_string())))
     }
-    fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
+    fn visit_string<E>(self, s: String) -> Result<Flagged, E> {
+        Ok(leaf(Value::String(s)))
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E>(self) -> Result<Flagged, E> {
+        Ok(leaf(Value::Null))
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_none<E>(self) -> Result<Flagged, E> {
+        Ok(leaf(Value::Null))
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Flagged, D::Error> {
+        Flagged::deserialize(d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Flagged, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(Checked(v)) = seq.next_element()? {
-            items.push(v);
+        let mut dollar = false;
+        while let Some(f) = seq.next_element::<Flagged>()? {
+            dollar |= f.dollar;
+            items.push(f.value);
         }
-        Ok(Value::Array(items))
+        Ok(Flagged {
+            value: Value::Array(items),
+            dollar,
+        })
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Flagged, A::Error> {
         let mut out = serde_json::Map::new();
+        let mut dollar = false;
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(serde::de::Error::custom(format!(
-                    "key `{key}` appears twice in one object"
-                )));
+            dollar |= key.starts_with('$');
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(e) => {
+                    return Err(serde::de::Error::custom(format!(
+                        "key `{}` appears twice in one object",
+                        e.key()
+                    )))
+                }
+                serde_json::map::Entry::Vacant(e) => {
+                    let f: Flagged = map.next_value()?;
+                    dollar |= f.dollar;
+                    e.insert(f.value);
+                }
             }
-            let Checked(v) = map.next_value()?;
-            out.insert(key, v);
         }
-        Ok(Value::Object(out))
+        Ok(Flagged {
+            value: Value::Object(out),
+            dollar,
+        })
     }
 }
 
@@ -247,5 +293,15 @@ mod tests {
         assert!(e.starts_with("key `b` appears twice"), "{e}");
         assert!(record("{").unwrap_err().starts_with(NOT_JSON));
         assert!(records(r#"[{"x": 1}, {"x": 1, "x": 1}]"#).is_err());
+    }
+
+    #[test]
+    fn flagged_values_say_whether_a_key_starts_with_a_dollar() {
+        let flag = |text: &str| serde_json::from_str::<Flagged>(text).unwrap().dollar;
+        assert!(!flag(r#"{"a": ["$x", {"b": "$"}], "c": null}"#));
+        assert!(flag(r#"{"a": [1, {"b": {"$any": true}}]}"#));
+        assert!(flag(r#"{"\u0024regex": "x"}"#));
+        let v = serde_json::from_str::<Flagged>(r#"{"a": [1, 2.5, "s", null, true]}"#).unwrap();
+        assert_eq!(v.value, serde_json::json!({"a": [1, 2.5, "s", null, true]}));
     }
 }

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use super::{Metric, Outcome, ScoreError};
+use crate::expect::matchers::{contains, Compare, Pattern};
 use crate::expect::Call;
 use crate::value::json_eq;
 
@@ -18,7 +19,9 @@ pub const NATIVE_NAME: &str = "tool_correctness";
 
 /// How a called tool's arguments are compared with an expectation's.
 ///
-/// An expectation without `args` is always matched by name only.
+/// An expectation without `args` is always matched by name only. Argument
+/// matchers in an expectation (`$regex`, ...) hold or not under every
+/// policy; the policy says which keys must be there (docs/scoring.md).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ArgPolicy {
     /// Names only.
@@ -31,6 +34,18 @@ pub enum ArgPolicy {
     Superset,
     /// Mean per-key similarity (strings by edit distance) of at least `T`.
     Fuzzy(f64),
+}
+
+impl ArgPolicy {
+    /// How objects compare under this policy; fuzzy reasons name every
+    /// value that is not identical, as `exact` does.
+    fn compare(self) -> Compare {
+        match self {
+            ArgPolicy::Subset | ArgPolicy::Ignore => Compare::Subset,
+            ArgPolicy::Superset => Compare::Superset,
+            ArgPolicy::Exact | ArgPolicy::Fuzzy(_) => Compare::Exact,
+        }
+    }
 }
 
 impl std::str::FromStr for ArgPolicy {
@@ -129,6 +144,9 @@ pub struct Components {
     /// Set when some calls were paired greedily (too many of one name for
     /// the exact assignment): the pairing may not be the best one.
     pub note: Option<String>,
+    /// The policy the arguments were compared under, for the reasons of
+    /// expectations with matchers.
+    pub policy: ArgPolicy,
 }
 
 pub struct NativeMetric {
@@ -154,6 +172,9 @@ impl NativeMetric {
         };
         let policy = self.config.args.unwrap_or(ArgPolicy::Subset);
         let got = called.args.as_ref();
+        if let Some(p) = &expected.matchers {
+            return matches_pattern(policy, got, p);
+        }
         match policy {
             ArgPolicy::Ignore => true,
             ArgPolicy::Exact => got.is_some_and(|g| json_eq(g, want)),
@@ -252,7 +273,23 @@ impl NativeMetric {
             unexpected,
             wrong_args,
             note,
+            policy: self.config.args.unwrap_or(ArgPolicy::Subset),
         }
+    }
+}
+
+/// [`NativeMetric::matches`] for expected arguments with matchers. Kept out
+/// of line so that the comparison of plain arguments stays as small as
+/// before.
+#[inline(never)]
+fn matches_pattern(policy: ArgPolicy, got: Option<&Value>, want: &Pattern) -> bool {
+    match policy {
+        ArgPolicy::Ignore => true,
+        ArgPolicy::Exact | ArgPolicy::Subset => {
+            got.is_some_and(|g| want.holds(g, policy.compare()))
+        }
+        ArgPolicy::Superset => got.is_none_or(|g| want.holds(g, Compare::Superset)),
+        ArgPolicy::Fuzzy(t) => pattern_similarity(got.unwrap_or(&Value::Null), want) >= t,
     }
 }
 
@@ -296,13 +333,26 @@ impl Components {
             );
         }
         for &(i, j) in &self.wrong_args {
-            let _ = write!(
-                out,
-                "; wrong arguments for {}: expected {}, got {}",
-                expected[j].name,
-                args_text(expected[j].args.as_ref()),
-                args_text(called[i].args.as_ref())
-            );
+            let reasons = match (&expected[j].matchers, &called[i].args) {
+                (Some(p), Some(got)) => p.mismatches(got, self.policy.compare()),
+                _ => Vec::new(),
+            };
+            if reasons.is_empty() {
+                let _ = write!(
+                    out,
+                    "; wrong arguments for {}: expected {}, got {}",
+                    expected[j].name,
+                    args_text(expected[j].args.as_ref()),
+                    args_text(called[i].args.as_ref())
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "; wrong arguments for {}: {}",
+                    expected[j].name,
+                    reasons.join("; ")
+                );
+            }
         }
         if !self.exact
             && self.missing.is_empty()
@@ -378,17 +428,6 @@ impl Metric for NativeMetric {
     }
 }
 
-/// `want` is contained in `got`: for objects every key of `want` is in `got`
-/// with an equal value (recursively); other values compare with `json_eq`.
-fn contains(got: &Value, want: &Value) -> bool {
-    match (got, want) {
-        (Value::Object(g), Value::Object(w)) => w
-            .iter()
-            .all(|(k, wv)| g.get(k).is_some_and(|gv| contains(gv, wv))),
-        _ => json_eq(got, want),
-    }
-}
-
 /// Argument similarity in 0..=1: the mean over the union of keys of a per-key
 /// similarity (1 for equal values, edit-distance ratio for two strings, else 0).
 fn similarity(got: &Value, want: &Value) -> f64 {
@@ -409,6 +448,23 @@ fn similarity(got: &Value, want: &Value) -> f64 {
         }
         (Value::String(a), Value::String(b)) => string_similarity(a, b),
         _ => f64::from(u8::from(json_eq(got, want))),
+    }
+}
+
+/// [`similarity`] against expected arguments with matchers: a key whose
+/// matcher holds counts as identical (1), one whose matcher fails as 0.
+fn pattern_similarity(got: &Value, want: &Pattern) -> f64 {
+    match (want, got) {
+        (Pattern::Plain(w), _) => similarity(got, w),
+        (Pattern::Object(w), Value::Object(g)) => {
+            let only_called = g.keys().filter(|k| !w.contains_key(*k)).count();
+            let total: f64 = w
+                .iter()
+                .map(|(k, p)| g.get(k).map_or(0.0, |v| pattern_similarity(v, p)))
+                .sum();
+            total / (w.len() + only_called) as f64
+        }
+        _ => f64::from(u8::from(want.holds(got, Compare::Exact))),
     }
 }
 
@@ -570,9 +626,11 @@ fn args_key(c: &Call) -> String {
         .map_or_else(String::new, |a| format!("={}", canonical(a)))
 }
 
-/// Same name and equal arguments (or neither has any).
+/// Same name and equal arguments (or neither has any). Arguments with
+/// matchers are never identical to a call's: they are compared, not equal.
 fn identical(c: &Call, e: &Call) -> bool {
     c.name == e.name
+        && e.matchers.is_none()
         && match (&c.args, &e.args) {
             (None, None) => true,
             (Some(a), Some(b)) => json_eq(a, b),
@@ -824,6 +882,118 @@ mod tests {
         // A name under the limit beside it stays exact and unnoted.
         let c = m.components(&called[..3], &expected[..3]);
         assert_eq!(c.note, None);
+    }
+
+    /// An expected call whose arguments may hold matchers.
+    fn m(name: &str, args: Value) -> Call {
+        Call::expected(name, Some(args), || "args".into()).unwrap()
+    }
+
+    fn under(p: ArgPolicy) -> NativeMetric {
+        NativeMetric::new(NativeConfig {
+            args: Some(p),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn matchers_under_each_policy() {
+        let want = [m(
+            "f",
+            json!({"city": {"$regex": "^Par"}, "id": {"$any": true}, "n": {"$approx": 3.1, "$tol": 0.01}}),
+        )];
+        let f1 = |p, got: Value| under(p).components(&[a("f", got)], &want).f1;
+        let same = json!({"city": "Paris", "id": "x-1", "n": 3.105});
+        let more = json!({"city": "Paris", "id": 2, "n": 3.1, "extra": true});
+        let less = json!({"city": "Paris", "n": 3.1});
+        let wrong = json!({"city": "London", "id": 2, "n": 3.1});
+        assert_eq!(f1(ArgPolicy::Exact, same.clone()), 1.0);
+        assert_eq!(f1(ArgPolicy::Exact, more.clone()), 0.0);
+        assert_eq!(f1(ArgPolicy::Subset, more.clone()), 1.0);
+        assert_eq!(
+            f1(ArgPolicy::Subset, less.clone()),
+            0.0,
+            "$any wants its key"
+        );
+        assert_eq!(f1(ArgPolicy::Superset, less.clone()), 1.0);
+        assert_eq!(f1(ArgPolicy::Superset, more.clone()), 0.0);
+        assert_eq!(f1(ArgPolicy::Ignore, wrong.clone()), 1.0);
+        for p in [ArgPolicy::Exact, ArgPolicy::Subset, ArgPolicy::Superset] {
+            assert_eq!(f1(p, wrong.clone()), 0.0, "{p:?}");
+        }
+        // Fuzzy: a key whose matcher holds is identical; 2 of 3 here, 3 of 4
+        // with an extra called key.
+        assert_eq!(f1(ArgPolicy::Fuzzy(0.66), wrong.clone()), 1.0);
+        assert_eq!(f1(ArgPolicy::Fuzzy(0.67), wrong), 0.0);
+        assert_eq!(f1(ArgPolicy::Fuzzy(0.75), more.clone()), 1.0);
+        assert_eq!(f1(ArgPolicy::Fuzzy(0.76), more), 0.0);
+        // Plain values beside matchers keep their edit-distance similarity.
+        let want = [m("f", json!({"q": "Paris", "id": {"$type": "string"}}))];
+        let c = under(ArgPolicy::Fuzzy(0.9))
+            .components(&[a("f", json!({"q": "Pari", "id": "7"}))], &want);
+        assert_eq!(c.f1, 1.0);
+        // A call without arguments: only superset and ignore take it.
+        let none = |p| under(p).components(&[n("f")], &want).f1;
+        assert_eq!(none(ArgPolicy::Subset), 0.0);
+        assert_eq!(none(ArgPolicy::Superset), 1.0);
+    }
+
+    #[test]
+    fn wrong_arguments_with_matchers_say_which_value_and_why() {
+        let want = [m(
+            "get_weather",
+            json!({"city": {"$regex": "^Par"}, "units": "metric"}),
+        )];
+        let called = [a(
+            "get_weather",
+            json!({"city": "London", "units": "metric"}),
+        )];
+        let out = metric().score(&called, &want);
+        assert!(
+            out.reason.ends_with(
+                "; wrong arguments for get_weather: city: expected a match of /^Par/, got \"London\""
+            ),
+            "{}",
+            out.reason
+        );
+        let out = under(ArgPolicy::Exact).score(
+            &[a(
+                "get_weather",
+                json!({"city": "Paris", "units": "si", "x": 1}),
+            )],
+            &want,
+        );
+        assert!(
+            out.reason.ends_with(
+                "wrong arguments for get_weather: units: expected \"metric\", got \"si\"; \
+                 x: not expected"
+            ),
+            "{}",
+            out.reason
+        );
+        // Without matchers, or against a call without arguments: as before.
+        let out = metric().score(&[n("get_weather")], &want);
+        assert!(
+            out.reason.ends_with(
+                "wrong arguments for get_weather: expected {\"city\":{\"$regex\":\"^Par\"},\
+                 \"units\":\"metric\"}, got no arguments"
+            ),
+            "{}",
+            out.reason
+        );
+    }
+
+    #[test]
+    fn matchers_are_never_paired_as_identical_over_the_limit() {
+        // A call whose arguments are the matcher object as written is no
+        // twin of the expectation: over the limit it stays unmatched.
+        let mut called = padding();
+        called.push(a("f", json!({"k": {"$regex": "^x"}})));
+        let mut expected = padding();
+        expected.push(m("f", json!({"k": {"$regex": "^x"}})));
+        let c = metric().components(&called, &expected);
+        assert_eq!(c.matched.len(), EXACT_LIMIT);
+        assert_eq!(c.wrong_args, vec![(EXACT_LIMIT, EXACT_LIMIT)]);
     }
 
     #[test]

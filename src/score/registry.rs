@@ -60,7 +60,8 @@ const OWN: &[Own] = &[
         name: NATIVE_NAME,
         summary: "optimal one-to-one matching of calls to expectations; recall, precision, F1 \
                   (default score), order (LCS), exact; argument policies ignore/exact/subset/\
-                  superset/fuzzy",
+                  superset/fuzzy; argument matchers in expectations ($regex, $type, $approx, \
+                  $contains, $any), which the presets compare as literal values",
         build: |opts, native| {
             let mut config = native.clone();
             if let Some(t) = opts.threshold {
