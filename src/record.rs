@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::assemble::{find_attr, Trace, TraceId, Val};
 use crate::evaluate::Pipeline;
-use crate::expect::normalize_text;
+use crate::expect::{matchers, normalize_text};
 use crate::extract::facts::turn_text_of;
 use crate::ingest::files::Source;
 use crate::ingest::Rejected;
@@ -183,8 +183,13 @@ fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
         .map(|c| {
             let call = RecordedCall {
                 name: c.name.clone(),
-                // `null` reads back as no arguments; say so plainly.
-                args: c.args.clone().filter(|a| !a.is_null()),
+                // `null` reads back as no arguments; say so plainly. Real
+                // `$` keys must not read back as argument matchers.
+                args: c
+                    .args
+                    .clone()
+                    .filter(|a| !a.is_null())
+                    .map(matchers::escape_literals),
             };
             (c.start_time_unix_nano, call)
         })

@@ -116,6 +116,27 @@ pub fn any(v: &Value) -> bool {
     }
 }
 
+/// `v` with every object that would read as a matcher (all keys starting
+/// with `$`, as real data may have: query languages) wrapped in
+/// `{"$literal": ...}`, so that a fixture written from real arguments
+/// (`toolscore record`) compares them as the values they are.
+pub fn escape_literals(v: Value) -> Value {
+    match v {
+        Value::Object(o) if is_matcher(&o) => {
+            let mut wrapped = serde_json::Map::new();
+            wrapped.insert("$literal".into(), Value::Object(o));
+            Value::Object(wrapped)
+        }
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, item)| (k, escape_literals(item)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(escape_literals).collect()),
+        other => other,
+    }
+}
+
 /// Compiles expected arguments `v`, written at `path` (named in errors:
 /// `expected_tools[0].args.city: $regex "(": unclosed group`).
 pub fn compile(v: &Value, path: &str) -> Result<Pattern, String> {
@@ -415,6 +436,19 @@ fn push_key(at: &mut String, k: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn real_dollar_keys_are_escaped_and_compare_literally() {
+        let real = json!({"filter": {"$gt": 5}, "ops": [{"$set": {"a": 1}}], "n": 1});
+        let escaped = escape_literals(real.clone());
+        assert_eq!(
+            escaped,
+            json!({"filter": {"$literal": {"$gt": 5}}, "ops": [{"$literal": {"$set": {"a": 1}}}], "n": 1})
+        );
+        let pattern = compile(&escaped, "args").unwrap();
+        assert!(pattern.holds(&real, Compare::Exact));
+        assert_eq!(escape_literals(json!({"a": 1})), json!({"a": 1}));
+    }
     use serde_json::json;
 
     fn p(v: Value) -> Pattern {
