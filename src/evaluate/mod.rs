@@ -73,11 +73,12 @@ impl Default for ScoreSettings {
 #[derive(Debug)]
 struct Prepared {
     case: Case,
-    /// `case.expected` with names as compared (normalized when enabled).
-    expected: Vec<Call>,
+    /// `case.expected` with names as compared (normalized when enabled; the
+    /// case's own, shared, otherwise).
+    expected: Arc<[Call]>,
     /// The case's own metrics (its `metrics` list or `threshold`), if it
-    /// overrides the run's.
-    metrics: Option<MetricSet>,
+    /// overrides the run's; shared by cases that set the same.
+    metrics: Option<Arc<MetricSet>>,
 }
 
 /// Where a trace belongs.
@@ -120,6 +121,47 @@ pub struct Evaluator {
     needs: Needs,
 }
 
+/// A case's error, naming the case.
+fn in_case(case: &Case, e: ScoreError) -> ScoreError {
+    ScoreError::InCase {
+        case: case.id.clone(),
+        source: Box::new(e),
+    }
+}
+
+/// The metric specs a case is scored with when they are not the run's
+/// (`None`): its own `metrics` list, or the run's with a `threshold` of its
+/// own. A case with budgets, agents or handoffs and no metrics of its own
+/// gets `budget`, `agents`, `handoffs` added to the run's; one that states
+/// no expected tools is scored on them alone (docs/scoring.md).
+fn case_specs(case: &Case, run: &[MetricSpec]) -> Result<Option<Vec<MetricSpec>>, ScoreError> {
+    let alone = !case.states_tools && case.metrics.is_none();
+    let implied: Vec<&str> = [
+        (case.budgets.is_set(), budget::NAME),
+        (!case.agents.is_empty(), agents::NAME),
+        (case.handoffs.is_some(), handoffs::NAME),
+    ]
+    .into_iter()
+    .filter(|&(set, name)| {
+        set && case.metrics.is_none() && (alone || !run.iter().any(|m| m.name == name))
+    })
+    .map(|(_, name)| name)
+    .collect();
+    let add_implied = !implied.is_empty();
+    Ok(match (&case.metrics, case.threshold) {
+        (None, None) if !add_implied => None,
+        (Some(l), _) => Some(MetricSpec::parse_list(l)?),
+        (None, _) if add_implied => {
+            let mut s = if alone { Vec::new() } else { run.to_vec() };
+            for name in &implied {
+                s.push(name.parse()?);
+            }
+            Some(s)
+        }
+        (None, _) => Some(run.to_vec()),
+    })
+}
+
 impl Evaluator {
     /// Builds every metric set and the case lookups. `cases` is `None`
     /// without a fixture; `default` scores traces that join no case.
@@ -148,61 +190,40 @@ impl Evaluator {
             all.len() - 1
         });
         let mut prepared = Vec::with_capacity(all.len());
+        // Cases with the same metrics and threshold share one set: a big
+        // fixture where every case sets `threshold` builds it once.
+        let mut shared: HashMap<(Vec<String>, Option<u64>), Arc<MetricSet>> = HashMap::new();
         for case in all {
-            // A case with budgets, agents or handoffs and no metrics of its
-            // own gets `budget`, `agents`, `handoffs` added to the run's;
-            // one that states no expected tools is scored on them alone
-            // (docs/scoring.md).
-            let alone = !case.states_tools && case.metrics.is_none();
-            let implied: Vec<&str> = [
-                (case.budgets.is_set(), budget::NAME),
-                (!case.agents.is_empty(), agents::NAME),
-                (case.handoffs.is_some(), handoffs::NAME),
-            ]
-            .into_iter()
-            .filter(|&(set, name)| {
-                set && case.metrics.is_none()
-                    && (alone || !settings.metrics.iter().any(|m| m.name == name))
-            })
-            .map(|(_, name)| name)
-            .collect();
-            let add_implied = !implied.is_empty();
-            let metrics = match (&case.metrics, case.threshold) {
-                (None, None) if !add_implied => None,
-                (list, threshold) => {
-                    let in_case = |e: ScoreError| ScoreError::InCase {
-                        case: case.id.clone(),
-                        source: Box::new(e),
-                    };
-                    let specs = match list {
-                        Some(l) => MetricSpec::parse_list(l).map_err(in_case)?,
-                        None if add_implied => {
-                            let mut s = if alone {
-                                Vec::new()
-                            } else {
-                                settings.metrics.clone()
-                            };
-                            for name in &implied {
-                                s.push(name.parse().map_err(in_case)?);
+            let metrics = match case_specs(&case, &settings.metrics) {
+                Err(e) => return Err(in_case(&case, e)),
+                Ok(None) => None,
+                Ok(Some(specs)) => {
+                    let key = (
+                        specs.iter().map(|s| s.label.clone()).collect(),
+                        case.threshold.map(f64::to_bits),
+                    );
+                    let set = match shared.get(&key) {
+                        Some(set) => Arc::clone(set),
+                        None => {
+                            let set = MetricSet::build_with(
+                                &specs,
+                                &settings.options,
+                                &settings.native,
+                                case.threshold,
+                                extras,
+                            )
+                            .map_err(|e| in_case(&case, e))?;
+                            for l in set.labels() {
+                                if !labels.iter().any(|x| x == l) {
+                                    labels.push(l.to_string());
+                                }
                             }
-                            s
+                            needs = needs | set.needs();
+                            let set = Arc::new(set);
+                            shared.insert(key, Arc::clone(&set));
+                            set
                         }
-                        None => settings.metrics.clone(),
                     };
-                    let set = MetricSet::build_with(
-                        &specs,
-                        &settings.options,
-                        &settings.native,
-                        threshold,
-                        extras,
-                    )
-                    .map_err(in_case)?;
-                    for l in set.labels() {
-                        if !labels.iter().any(|x| x == l) {
-                            labels.push(l.to_string());
-                        }
-                    }
-                    needs = needs | set.needs();
                     Some(set)
                 }
             };
@@ -216,7 +237,7 @@ impl Evaluator {
                     })
                     .collect()
             } else {
-                case.expected.clone()
+                Arc::clone(&case.expected)
             };
             prepared.push(Prepared {
                 case,
@@ -461,7 +482,7 @@ impl Evaluator {
         facts: Option<&TraceFacts>,
     ) -> Evaluation {
         let p = &self.cases[case];
-        let metrics = p.metrics.as_ref().unwrap_or(&self.run);
+        let metrics = p.metrics.as_deref().unwrap_or(&self.run);
         let results = metrics.evaluate(&MetricInput {
             called,
             expected: &p.expected,
@@ -480,7 +501,7 @@ impl Evaluator {
                 p.case.join.label()
             },
             tools_called: calls,
-            expected: p.case.expected.clone(),
+            expected: Arc::clone(&p.case.expected),
             results,
         }
     }

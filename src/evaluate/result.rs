@@ -106,7 +106,8 @@ pub struct Evaluation {
     pub joined_by: &'static str,
     /// Shared with the trace's other evaluations.
     pub tools_called: Arc<[ToolCall]>,
-    pub expected: Vec<Call>,
+    /// The case's, shared.
+    pub expected: Arc<[Call]>,
     /// In `--metric` order; the first is the headline.
     pub results: Vec<MetricResult>,
 }
@@ -152,7 +153,7 @@ pub struct UnmatchedCase {
     pub joined_by: &'static str,
     /// What it looked for ([`crate::expect::Join::describe`]).
     pub looked_for: String,
-    pub expected: Vec<Call>,
+    pub expected: Arc<[Call]>,
 }
 
 impl UnmatchedCase {
@@ -161,7 +162,7 @@ impl UnmatchedCase {
             id: case.id.clone(),
             joined_by: case.join.label(),
             looked_for: case.join.describe(),
-            expected: case.expected.clone(),
+            expected: Arc::clone(&case.expected),
         }
     }
 

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -116,7 +117,9 @@ impl Default for FixtureOptions {
 pub struct Case {
     pub id: String,
     pub join: Join,
-    pub expected: Vec<Call>,
+    /// Shared with the evaluations and reports that show it: a big
+    /// fixture's calls are held once.
+    pub expected: Arc<[Call]>,
     pub threshold: Option<f64>,
     /// Metrics for this case instead of the run's `--metric` list.
     pub metrics: Option<Vec<String>>,
@@ -353,6 +356,9 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
             }
         }
     } else {
+        // One case a line, about: a big fixture's cases are not moved
+        // as the list grows.
+        cases.reserve(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with("//") {
@@ -428,7 +434,11 @@ fn keep_key_order(case: &mut Case, ordered: Option<&PyValue>) {
     else {
         return;
     };
-    for (call, tool) in case.expected.iter_mut().zip(tools) {
+    // The case was just parsed: nothing shares its calls yet.
+    let Some(expected) = Arc::get_mut(&mut case.expected) else {
+        return;
+    };
+    for (call, tool) in expected.iter_mut().zip(tools) {
         let PyValue::Dict(tool) = tool else { continue };
         let args = tool
             .iter()
@@ -576,7 +586,7 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
     Ok(Case {
         id,
         join,
-        expected,
+        expected: expected.into(),
         threshold: raw.threshold,
         metrics: raw.metrics,
         budgets: Budgets {

@@ -104,7 +104,7 @@ pub(super) fn case(id: String, join: Join, expected: Vec<Call>) -> Case {
     Case {
         id,
         join,
-        expected,
+        expected: expected.into(),
         threshold: None,
         metrics: None,
         budgets: Default::default(),

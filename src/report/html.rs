@@ -280,7 +280,7 @@ fn tool_counts(report: &Report) -> BTreeMap<String, ToolCounts> {
         out.entry(t.name.clone()).or_default().called = t.calls;
     }
     for e in &report.evaluations {
-        for c in &e.expected {
+        for c in e.expected.iter() {
             out.entry(c.name.clone()).or_default().expected += 1;
         }
         // The native metric names its missing, unexpected and wrong-argument
@@ -303,7 +303,7 @@ fn tool_counts(report: &Report) -> BTreeMap<String, ToolCounts> {
             }
         } else {
             let mut diff: HashMap<&str, i64> = HashMap::new();
-            for c in &e.expected {
+            for c in e.expected.iter() {
                 *diff.entry(&c.name).or_default() += 1;
             }
             for c in e.tools_called.iter() {

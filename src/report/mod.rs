@@ -249,7 +249,7 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
     }
     obj.insert(
         "expected_tools".into(),
-        serde_json::to_value(&e.expected).unwrap_or(Value::Null),
+        serde_json::to_value(&e.expected[..]).unwrap_or(Value::Null),
     );
     let metrics: serde_json::Map<String, Value> = e
         .results
@@ -269,7 +269,7 @@ pub fn unmatched_case_row(case: &UnmatchedCase) -> Value {
         "pass": false,
         "joined_by": case.joined_by,
         "looked_for": case.looked_for,
-        "expected_tools": case.expected,
+        "expected_tools": &case.expected[..],
         "explanation": case.explanation(),
     })
 }

@@ -405,7 +405,7 @@ mod tests {
             case_index: 0,
             joined_by: "trace_id",
             tools_called: Vec::new().into(),
-            expected: vec![],
+            expected: Vec::new().into(),
             results: vec![
                 MetricResult {
                     metric: "tool_correctness".into(),
