@@ -904,6 +904,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
             object && (contains(text, Needle::InputStr) || contains(text, Needle::Output))
         }
         Unwrap::ArgsKwargs => object && contains(text, Needle::Args),
+        Unwrap::McpToolCall => (object && contains(text, Needle::ToolName)) || blocks(),
     }) || src
         .unwrap_key
         .as_ref()
@@ -918,13 +919,14 @@ enum Needle {
     Data,
     InputStr,
     Output,
+    ToolName,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 6]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -932,6 +934,7 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"data\""),
             Finder::new(b"\"input_str\""),
             Finder::new(b"\"output\""),
+            Finder::new(b"\"tool_name\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

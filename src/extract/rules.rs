@@ -122,6 +122,10 @@ pub enum Unwrap {
     /// positional ones named from the source's `schema_attr`; positional
     /// ones that cannot be named stay under `"args"`.
     ArgsKwargs,
+    /// OpenLLMetry's record of a FastMCP server tool call: `{"tool_name",
+    /// "arguments"}` becomes the arguments, its output `[{"type": "text",
+    /// "content": ...}]` the text, JSON-decoded when it is JSON.
+    McpToolCall,
 }
 
 impl Unwrap {
@@ -132,6 +136,7 @@ impl Unwrap {
             Unwrap::ToolMessage => "tool_message",
             Unwrap::LangchainCallback => "langchain_callback",
             Unwrap::ArgsKwargs => "args_kwargs",
+            Unwrap::McpToolCall => "mcp_tool_call",
         }
     }
 }

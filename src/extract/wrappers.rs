@@ -118,6 +118,7 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
                     .unwrap_or_default();
                 call_record(v, &["sanitize_inputs_outputs"], Some(&names))
             }
+            Unwrap::McpToolCall => mcp_tool_call(v),
         };
         v = match step {
             Ok(x) => {
@@ -161,19 +162,25 @@ pub(crate) fn content_blocks(v: Value) -> Result<Value, Value> {
     if items.is_empty() || !items.iter().all(is_text_block) {
         return Err(Value::Array(items));
     }
+    Ok(texts_at(items, "text"))
+}
+
+/// The string at `key` of every block (JSON-decoded): one block gives its
+/// text, several a list.
+fn texts_at(items: Vec<Value>, key: &str) -> Value {
     let mut texts: Vec<Value> = items
         .into_iter()
         .filter_map(|x| match x {
-            Value::Object(mut o) => o.remove("text"),
+            Value::Object(mut o) => o.remove(key),
             _ => None,
         })
         .map(json_in_string)
         .collect();
-    Ok(if texts.len() == 1 {
+    if texts.len() == 1 {
         texts.pop().unwrap_or(Value::Null)
     } else {
         Value::Array(texts)
-    })
+    }
 }
 
 /// LangChain `ToolMessage` envelope `{"type": "tool", "data": {"content"}}`
@@ -221,6 +228,34 @@ pub(crate) fn langchain_callback(v: Value) -> Result<Value, Value> {
         return Ok(serialized_tool_message(out).unwrap_or_else(|v| v));
     }
     Err(Value::Object(o))
+}
+
+/// OpenLLMetry's FastMCP tool span: the input `{"tool_name", "arguments"}`
+/// -> the arguments; the output, one `{"type": "text", "content"}` item per
+/// content block of the tool's result -> the text (JSON-decoded; several
+/// blocks -> a list).
+pub(crate) fn mcp_tool_call(v: Value) -> Result<Value, Value> {
+    match v {
+        Value::Object(mut o)
+            if o.len() == 2 && o.contains_key("tool_name") && o.contains_key("arguments") =>
+        {
+            Ok(o.remove("arguments").unwrap_or(Value::Null))
+        }
+        Value::Array(items) => {
+            let is_text = |x: &Value| {
+                x.as_object().is_some_and(|o| {
+                    o.len() == 2
+                        && o.get("type").and_then(Value::as_str) == Some("text")
+                        && o.get("content").is_some_and(Value::is_string)
+                })
+            };
+            if items.is_empty() || !items.iter().all(is_text) {
+                return Err(Value::Array(items));
+            }
+            Ok(texts_at(items, "content"))
+        }
+        other => Err(other),
+    }
 }
 
 /// LangChain's serialized form of a message (`to_json()`): `{"lc": 1, "type":
