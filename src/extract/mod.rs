@@ -903,7 +903,10 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::LangchainCallback => {
             object && (contains(text, Needle::InputStr) || contains(text, Needle::Output))
         }
-        Unwrap::ArgsKwargs => object && contains(text, Needle::Args),
+        Unwrap::ArgsKwargs => {
+            object && (contains(text, Needle::Args) || contains(text, Needle::Kwargs))
+        }
+        Unwrap::LlamaIndexOutput => object && contains(text, Needle::RawOutput),
         Unwrap::McpToolCall => (object && contains(text, Needle::ToolName)) || blocks(),
     }) || src
         .unwrap_key
@@ -920,13 +923,15 @@ enum Needle {
     InputStr,
     Output,
     ToolName,
+    Kwargs,
+    RawOutput,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 6]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 8]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -935,6 +940,8 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"input_str\""),
             Finder::new(b"\"output\""),
             Finder::new(b"\"tool_name\""),
+            Finder::new(b"\"kwargs\":"),
+            Finder::new(b"\"raw_output\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

@@ -126,6 +126,10 @@ pub enum Unwrap {
     /// "arguments"}` becomes the arguments, its output `[{"type": "text",
     /// "content": ...}]` the text, JSON-decoded when it is JSON.
     McpToolCall,
+    /// LlamaIndex's `ToolOutput` (`{"blocks", "tool_name", "raw_input",
+    /// "raw_output", "is_error"}`) becomes its `raw_output`, JSON-decoded
+    /// when it is JSON.
+    LlamaIndexOutput,
 }
 
 impl Unwrap {
@@ -137,6 +141,7 @@ impl Unwrap {
             Unwrap::LangchainCallback => "langchain_callback",
             Unwrap::ArgsKwargs => "args_kwargs",
             Unwrap::McpToolCall => "mcp_tool_call",
+            Unwrap::LlamaIndexOutput => "llama_index_output",
         }
     }
 }

@@ -119,6 +119,7 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
                 call_record(v, &["sanitize_inputs_outputs"], Some(&names))
             }
             Unwrap::McpToolCall => mcp_tool_call(v),
+            Unwrap::LlamaIndexOutput => llama_index_output(v),
         };
         v = match step {
             Ok(x) => {
@@ -258,6 +259,31 @@ pub(crate) fn mcp_tool_call(v: Value) -> Result<Value, Value> {
     }
 }
 
+/// The keys of LlamaIndex's `ToolOutput` (`content` in older releases,
+/// `blocks` in newer ones).
+const TOOL_OUTPUT_KEYS: [&str; 6] = [
+    "blocks",
+    "content",
+    "tool_name",
+    "raw_input",
+    "raw_output",
+    "is_error",
+];
+
+/// LlamaIndex's `ToolOutput` -> its `raw_output` (what the tool returned).
+pub(crate) fn llama_index_output(v: Value) -> Result<Value, Value> {
+    let Value::Object(mut o) = v else {
+        return Err(v);
+    };
+    let shaped = o.contains_key("raw_output")
+        && o.contains_key("tool_name")
+        && o.keys().all(|k| TOOL_OUTPUT_KEYS.contains(&k.as_str()));
+    if !shaped {
+        return Err(Value::Object(o));
+    }
+    Ok(o.remove("raw_output").map_or(Value::Null, json_in_string))
+}
+
 /// LangChain's serialized form of a message (`to_json()`): `{"lc": 1, "type":
 /// "constructor", "id": [..., "ToolMessage"], "kwargs": {"content", ...}}`
 /// -> its content (JSON-decoded).
@@ -323,11 +349,19 @@ fn call_record(v: Value, extra: &[&str], names: Option<&[String]>) -> Result<Val
     let keys_fit = !o.is_empty()
         && o.keys()
             .all(|k| k == "args" || k == "kwargs" || extra.contains(&k.as_str()));
-    let strict = names.is_some();
+    // Strict: both keys, or `kwargs` alone (LlamaIndex and DSPy record a
+    // tool called by keyword so) unless the tool has a parameter `kwargs`.
     let shaped = keys_fit
-        && (!strict
-            || (matches!(o.get("args"), Some(Value::Array(_)))
-                && matches!(o.get("kwargs"), Some(Value::Object(_)))));
+        && match names {
+            None => true,
+            Some(names) => {
+                matches!(o.get("kwargs"), Some(Value::Object(_)))
+                    && match o.get("args") {
+                        Some(a) => a.is_array(),
+                        None => !names.iter().any(|n| n == "kwargs"),
+                    }
+            }
+        };
     if !shaped {
         return Err(Value::Object(o));
     }
@@ -414,6 +448,11 @@ mod tests {
         // More positional values than names: kept as a list.
         let rec = json!({"args": [1, 2, 3], "kwargs": {}});
         assert_eq!(named(rec, inputs), Ok(json!({"args": [1, 2, 3]})));
+        // `kwargs` alone (LlamaIndex, DSPy), unless it is a parameter.
+        let rec = json!({"kwargs": {"zone": "Oslo"}});
+        assert_eq!(named(rec.clone(), inputs), Ok(json!({"zone": "Oslo"})));
+        let own = r#"{"properties": {"kwargs": {"type": "object"}}}"#;
+        assert!(named(rec, own).is_err());
         // Not a call record: left alone.
         assert!(named(json!({"args": [1]}), inputs).is_err());
         assert!(named(json!({"zone": "x"}), inputs).is_err());
