@@ -79,6 +79,45 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
             vec![],
         ),
         (
+            // BeeAI 0.1.7+: `{"input", "options"}`, one TOOL span per run
+            // (the agent's `final_answer` event span is no call). The output
+            // is typed text/plain even when it is JSON: it stays text.
+            "openinference-beeai.jsonl",
+            vec![
+                oi(
+                    "Wikipedia",
+                    json!({"query": "Lyon", "full_text": false}),
+                    json!(r#"[{"title": "Lyon", "description": "City in France", "url": "https://example.org/Lyon"}]"#),
+                ),
+                oi(
+                    "OpenMeteoTool",
+                    json!({"location_name": "Lyon", "country": null, "start_date": null,
+                        "end_date": null, "temperature_unit": "celsius"}),
+                    json!(r#"{"temperature_2m": 9.5}"#),
+                ),
+                oi(
+                    "final_answer",
+                    json!({"response": "Lyon, 9.5 C."}),
+                    json!("Message has been sent"),
+                ),
+            ],
+        ),
+        (
+            // ADK's own execute_tool attributes and OpenInference's on one
+            // span; the output a `FunctionResponse`, ADK's `{"result"}`
+            // around a value that is no dict kept (the model saw it so).
+            "openinference-google-adk.jsonl",
+            vec![
+                call(
+                    "find_hotel",
+                    hotel(),
+                    json!({"result": r#"{"hotel": "Le Phare", "stars": 3}"#}),
+                    "otel-genai",
+                ),
+                call("rent_bike", bike(), json!({"status": "rented"}), "otel-genai"),
+            ],
+        ),
+        (
             "semantic-kernel.jsonl",
             vec![
                 call("Travel-find_hotel", hotel(), hotel_out(), "otel-genai"),

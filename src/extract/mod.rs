@@ -907,6 +907,8 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
             object && (contains(text, Needle::Args) || contains(text, Needle::Kwargs))
         }
         Unwrap::LlamaIndexOutput => object && contains(text, Needle::RawOutput),
+        Unwrap::BeeaiRun => object && contains(text, Needle::Options),
+        Unwrap::AdkFunctionResponse => object && contains(text, Needle::Response),
         Unwrap::McpToolCall => (object && contains(text, Needle::ToolName)) || blocks(),
     }) || src
         .unwrap_key
@@ -925,13 +927,15 @@ enum Needle {
     ToolName,
     Kwargs,
     RawOutput,
+    Options,
+    Response,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 8]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 10]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -942,6 +946,8 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"tool_name\""),
             Finder::new(b"\"kwargs\":"),
             Finder::new(b"\"raw_output\""),
+            Finder::new(b"\"options\""),
+            Finder::new(b"\"response\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

@@ -130,6 +130,12 @@ pub enum Unwrap {
     /// "raw_output", "is_error"}`) becomes its `raw_output`, JSON-decoded
     /// when it is JSON.
     LlamaIndexOutput,
+    /// BeeAI's tool run `{"input": {...}, "options": ...}` (openinference-
+    /// instrumentation-beeai 0.1.7+) becomes the input.
+    BeeaiRun,
+    /// Google ADK's function response `{"id", "name", "response"}` (as
+    /// OpenInference records it) becomes the response.
+    AdkFunctionResponse,
 }
 
 impl Unwrap {
@@ -142,6 +148,8 @@ impl Unwrap {
             Unwrap::ArgsKwargs => "args_kwargs",
             Unwrap::McpToolCall => "mcp_tool_call",
             Unwrap::LlamaIndexOutput => "llama_index_output",
+            Unwrap::BeeaiRun => "beeai_run",
+            Unwrap::AdkFunctionResponse => "adk_function_response",
         }
     }
 }

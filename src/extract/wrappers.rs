@@ -120,6 +120,8 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
             }
             Unwrap::McpToolCall => mcp_tool_call(v),
             Unwrap::LlamaIndexOutput => llama_index_output(v),
+            Unwrap::BeeaiRun => beeai_run(v),
+            Unwrap::AdkFunctionResponse => adk_function_response(v),
         };
         v = match step {
             Ok(x) => {
@@ -282,6 +284,35 @@ pub(crate) fn llama_index_output(v: Value) -> Result<Value, Value> {
         return Err(Value::Object(o));
     }
     Ok(o.remove("raw_output").map_or(Value::Null, json_in_string))
+}
+
+/// BeeAI's record of `Tool.run(input, options)`: `{"input": {...},
+/// "options": null or {...}}` -> the input object.
+pub(crate) fn beeai_run(v: Value) -> Result<Value, Value> {
+    let shaped = v.as_object().is_some_and(|o| {
+        o.len() == 2
+            && o.get("input").is_some_and(Value::is_object)
+            && o.get("options").is_some_and(|x| x.is_null() || x.is_object())
+    });
+    match v {
+        Value::Object(mut o) if shaped => Ok(o.remove("input").unwrap_or(Value::Null)),
+        other => Err(other),
+    }
+}
+
+/// Google ADK's `FunctionResponse` `{"id", "name", "response"}` -> the
+/// response (ADK's `{"result": ...}` around a value that is no dict stays:
+/// it is what the model was given).
+pub(crate) fn adk_function_response(v: Value) -> Result<Value, Value> {
+    let shaped = v.as_object().is_some_and(|o| {
+        o.get("name").is_some_and(Value::is_string)
+            && o.contains_key("response")
+            && o.keys().all(|k| matches!(k.as_str(), "id" | "name" | "response"))
+    });
+    match v {
+        Value::Object(mut o) if shaped => Ok(o.remove("response").unwrap_or(Value::Null)),
+        other => Err(other),
+    }
 }
 
 /// LangChain's serialized form of a message (`to_json()`): `{"lc": 1, "type":
