@@ -124,6 +124,14 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
                 call("Travel-rent_bike", bike(), json!("rented"), "otel-genai"),
             ],
         ),
+        (
+            // The `chat` spans name the requested call too: not calls.
+            "openlit.jsonl",
+            vec![
+                call("find_hotel", hotel(), hotel_out(), "otel-genai"),
+                call("rent_bike", bike(), json!("rented"), "otel-genai"),
+            ],
+        ),
     ];
     for (file, want) in cases {
         assert_eq!(calls(file), want, "{file}");
