@@ -55,6 +55,14 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
             ],
         ),
         (
+            // The output is typed text/plain even when it is JSON.
+            "openinference-crewai.jsonl",
+            vec![
+                oi("find_hotel", hotel(), json!(r#"{"hotel": "Le Phare", "stars": 3}"#)),
+                oi("rent_bike", bike(), json!("rented")),
+            ],
+        ),
+        (
             // `{"kwargs"}` input, a `ToolOutput` object as the output.
             "openinference-llama-index.jsonl",
             vec![
