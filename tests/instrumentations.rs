@@ -126,6 +126,33 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
             ],
         ),
         (
+            // BeeAI 0.1.0-0.1.6: one span per event, each tool run its own
+            // call, named as the model called it (`metadata` holds the call)
+            // rather than by the emitter's namespace (`search.wikipedia`).
+            "openinference-beeai-0.1.6.jsonl",
+            vec![
+                call(
+                    "Wikipedia",
+                    json!({"query": "Lyon", "full_text": false, "section_titles": false, "language": null}),
+                    json!([{"title": "Lyon", "url": "https://example.org/Lyon"}]),
+                    "beeai-events",
+                ),
+                call(
+                    "OpenMeteoTool",
+                    json!({"location_name": "Lyon", "country": null, "start_date": null,
+                        "end_date": null, "temperature_unit": "celsius"}),
+                    json!({"temperature_2m": 9.5}),
+                    "beeai-events",
+                ),
+                call(
+                    "final_answer",
+                    json!({"response": "Lyon, 9.5 C."}),
+                    json!("Message has been sent"),
+                    "beeai-events",
+                ),
+            ],
+        ),
+        (
             "semantic-kernel.jsonl",
             vec![
                 call("Travel-find_hotel", hotel(), hotel_out(), "otel-genai"),
