@@ -633,6 +633,13 @@ impl std::fmt::Display for SourceSpec {
             Decode::JsonIfMime => write!(f, " (json if mime)")?,
             Decode::ArgsKwargs => write!(f, " (args/kwargs)")?,
         }
+        if !self.unwrap.is_empty() {
+            let names: Vec<&str> = self.unwrap.iter().map(|u| u.as_str()).collect();
+            write!(f, " unwrap {}", names.join(", "))?;
+        }
+        if let Some(k) = &self.unwrap_key {
+            write!(f, " unwrap_key {k}")?;
+        }
         Ok(())
     }
 }
