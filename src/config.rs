@@ -628,7 +628,9 @@ normalize:
         assert!(text.contains("gen_ai.operation.name = \"execute_tool\""));
         // A source's argument unwraps are shown, in every form.
         assert!(
-            text.contains("traceloop.entity.input (args/kwargs) unwrap langchain_callback, mcp_tool_call"),
+            text.contains(
+                "traceloop.entity.input (args/kwargs) unwrap langchain_callback, mcp_tool_call"
+            ),
             "{text}"
         );
         for fmt in [TableFormat::Toml, TableFormat::Yaml, TableFormat::Json] {

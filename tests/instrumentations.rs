@@ -10,7 +10,13 @@ use crate::util::{data, toolscore};
 /// `(name, args, result, convention)` of every call `inspect` reports.
 fn calls(file: &str) -> Vec<(Value, Value, Value, Value)> {
     let path = data(&format!("instrumentations/{file}"));
-    let out = toolscore(&["inspect", "--format", "jsonl", "-q", &path.display().to_string()]);
+    let out = toolscore(&[
+        "inspect",
+        "--format",
+        "jsonl",
+        "-q",
+        &path.display().to_string(),
+    ]);
     assert!(
         out.status.success(),
         "inspect {file}: {}",
@@ -22,7 +28,12 @@ fn calls(file: &str) -> Vec<(Value, Value, Value, Value)> {
         .flat_map(|row| row["tools"].as_array().cloned().unwrap_or_default())
         .map(|t| {
             let field = |k: &str| t.get(k).cloned().unwrap_or(Value::Null);
-            (field("name"), field("args"), field("result"), field("convention"))
+            (
+                field("name"),
+                field("args"),
+                field("result"),
+                field("convention"),
+            )
         })
         .collect()
 }
@@ -58,7 +69,11 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
             // The output is typed text/plain even when it is JSON.
             "openinference-crewai.jsonl",
             vec![
-                oi("find_hotel", hotel(), json!(r#"{"hotel": "Le Phare", "stars": 3}"#)),
+                oi(
+                    "find_hotel",
+                    hotel(),
+                    json!(r#"{"hotel": "Le Phare", "stars": 3}"#),
+                ),
                 oi("rent_bike", bike(), json!("rented")),
             ],
         ),
@@ -76,7 +91,11 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
             // a JSON string, which stays a string.
             "openinference-dspy.jsonl",
             vec![
-                oi("find_hotel", hotel(), json!(r#"{"hotel": "Le Phare", "stars": 3}"#)),
+                oi(
+                    "find_hotel",
+                    hotel(),
+                    json!(r#"{"hotel": "Le Phare", "stars": 3}"#),
+                ),
                 oi("rent_bike", bike(), json!("rented")),
                 oi("finish", json!({}), json!("Completed.")),
             ],
@@ -95,7 +114,9 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
                 oi(
                     "Wikipedia",
                     json!({"query": "Lyon", "full_text": false}),
-                    json!(r#"[{"title": "Lyon", "description": "City in France", "url": "https://example.org/Lyon"}]"#),
+                    json!(
+                        r#"[{"title": "Lyon", "description": "City in France", "url": "https://example.org/Lyon"}]"#
+                    ),
                 ),
                 oi(
                     "OpenMeteoTool",
@@ -122,7 +143,12 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
                     json!({"result": r#"{"hotel": "Le Phare", "stars": 3}"#}),
                     "otel-genai",
                 ),
-                call("rent_bike", bike(), json!({"status": "rented"}), "otel-genai"),
+                call(
+                    "rent_bike",
+                    bike(),
+                    json!({"status": "rented"}),
+                    "otel-genai",
+                ),
             ],
         ),
         (

@@ -221,7 +221,10 @@ fn openllmetry_fastmcp_tool_call_unwraps_to_its_arguments() {
     let found = calls(&t);
     assert_eq!(found.len(), 1, "{found:?}");
     let (name, args, result, rule) = &found[0];
-    assert_eq!((name.as_str(), rule.as_str()), ("lookup_flight", "traceloop"));
+    assert_eq!(
+        (name.as_str(), rule.as_str()),
+        ("lookup_flight", "traceloop")
+    );
     assert_eq!(args, &json!({"code": "AF12", "day": "2026-03-04"}));
     assert_eq!(result, &json!({"gate": "K41"}));
     assert_eq!(explained(&t), ["mcp_tool_call"]);
@@ -232,7 +235,10 @@ fn openllmetry_fastmcp_tool_call_unwraps_to_its_arguments() {
         &[
             ("traceloop.span.kind", "tool"),
             ("traceloop.entity.name", "ping"),
-            ("traceloop.entity.input", r#"{"tool_name": "ping", "arguments": {}}"#),
+            (
+                "traceloop.entity.input",
+                r#"{"tool_name": "ping", "arguments": {}}"#,
+            ),
             (
                 "traceloop.entity.output",
                 r#"[{"type": "text", "content": "a"}, {"type": "text", "content": "b"}]"#,

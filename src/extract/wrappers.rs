@@ -292,7 +292,8 @@ pub(crate) fn beeai_run(v: Value) -> Result<Value, Value> {
     let shaped = v.as_object().is_some_and(|o| {
         o.len() == 2
             && o.get("input").is_some_and(Value::is_object)
-            && o.get("options").is_some_and(|x| x.is_null() || x.is_object())
+            && o.get("options")
+                .is_some_and(|x| x.is_null() || x.is_object())
     });
     match v {
         Value::Object(mut o) if shaped => Ok(o.remove("input").unwrap_or(Value::Null)),
@@ -307,7 +308,8 @@ pub(crate) fn adk_function_response(v: Value) -> Result<Value, Value> {
     let shaped = v.as_object().is_some_and(|o| {
         o.get("name").is_some_and(Value::is_string)
             && o.contains_key("response")
-            && o.keys().all(|k| matches!(k.as_str(), "id" | "name" | "response"))
+            && o.keys()
+                .all(|k| matches!(k.as_str(), "id" | "name" | "response"))
     });
     match v {
         Value::Object(mut o) if shaped => Ok(o.remove("response").unwrap_or(Value::Null)),
