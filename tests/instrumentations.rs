@@ -132,6 +132,15 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
             ],
         ),
         (
+            // AG2: the function call `{"name", "arguments": "<JSON>"}` in,
+            // `[success, message]` out.
+            "openinference-ag2.jsonl",
+            vec![
+                oi("find_hotel", hotel(), hotel_out()),
+                oi("rent_bike", bike(), json!("rented")),
+            ],
+        ),
+        (
             // ADK's own execute_tool attributes and OpenInference's on one
             // span; the output a `FunctionResponse`, ADK's `{"result"}`
             // around a value that is no dict kept (the model saw it so).

@@ -909,6 +909,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::LlamaIndexOutput => object && contains(text, Needle::RawOutput),
         Unwrap::BeeaiRun => object && contains(text, Needle::Options),
         Unwrap::AdkFunctionResponse => object && contains(text, Needle::Response),
+        Unwrap::Ag2Function => (object && contains(text, Needle::Arguments)) || blocks(),
         Unwrap::McpToolCall => (object && contains(text, Needle::ToolName)) || blocks(),
     }) || src
         .unwrap_key
@@ -929,13 +930,14 @@ enum Needle {
     RawOutput,
     Options,
     Response,
+    Arguments,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 10]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 11]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -948,6 +950,7 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"raw_output\""),
             Finder::new(b"\"options\""),
             Finder::new(b"\"response\""),
+            Finder::new(b"\"arguments\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

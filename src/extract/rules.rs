@@ -136,6 +136,11 @@ pub enum Unwrap {
     /// Google ADK's function response `{"id", "name", "response"}` (as
     /// OpenInference records it) becomes the response.
     AdkFunctionResponse,
+    /// AG2's function call as openinference-instrumentation-ag2 records it:
+    /// the input `{"name", "arguments": "<JSON>"}` becomes the decoded
+    /// arguments, the output `[success, {"name", "role", "content"}]` the
+    /// content, JSON-decoded when it is JSON.
+    Ag2Function,
 }
 
 impl Unwrap {
@@ -150,6 +155,7 @@ impl Unwrap {
             Unwrap::LlamaIndexOutput => "llama_index_output",
             Unwrap::BeeaiRun => "beeai_run",
             Unwrap::AdkFunctionResponse => "adk_function_response",
+            Unwrap::Ag2Function => "ag2_function",
         }
     }
 }

@@ -122,6 +122,7 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
             Unwrap::LlamaIndexOutput => llama_index_output(v),
             Unwrap::BeeaiRun => beeai_run(v),
             Unwrap::AdkFunctionResponse => adk_function_response(v),
+            Unwrap::Ag2Function => ag2_function(v),
         };
         v = match step {
             Ok(x) => {
@@ -313,6 +314,39 @@ pub(crate) fn adk_function_response(v: Value) -> Result<Value, Value> {
     });
     match v {
         Value::Object(mut o) if shaped => Ok(o.remove("response").unwrap_or(Value::Null)),
+        other => Err(other),
+    }
+}
+
+/// AG2's function call: `{"name", "arguments": "<JSON object>"}` -> the
+/// arguments; its result `[success, {"name", "role", "content"}]` -> the
+/// content (JSON-decoded).
+pub(crate) fn ag2_function(v: Value) -> Result<Value, Value> {
+    match v {
+        Value::Object(o) if o.len() == 2 && o.get("name").is_some_and(Value::is_string) => {
+            let args = match o.get("arguments") {
+                Some(Value::String(text)) => json_object(text),
+                _ => None,
+            };
+            match args {
+                Some(args) => Ok(args),
+                None => Err(Value::Object(o)),
+            }
+        }
+        Value::Array(mut items)
+            if items.len() == 2
+                && items[0].is_boolean()
+                && items[1]
+                    .as_object()
+                    .is_some_and(|m| m.contains_key("name") && m.contains_key("content")) =>
+        {
+            match items.pop() {
+                Some(Value::Object(mut m)) => {
+                    Ok(m.remove("content").map_or(Value::Null, json_in_string))
+                }
+                _ => Err(Value::Array(items)),
+            }
+        }
         other => Err(other),
     }
 }
