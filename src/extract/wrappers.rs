@@ -542,6 +542,31 @@ mod tests {
     }
 
     #[test]
+    fn instrumentation_wrappers_unwrap_only_their_exact_shape() {
+        let mcp = json!({"tool_name": "t", "arguments": {"a": 1}});
+        assert_eq!(mcp_tool_call(mcp), Ok(json!({"a": 1})));
+        assert!(mcp_tool_call(json!({"tool_name": "t", "arguments": {}, "x": 1})).is_err());
+        assert!(mcp_tool_call(json!([{"type": "image", "content": "x"}])).is_err());
+        let out = json!({"blocks": [], "tool_name": "t", "raw_input": {}, "raw_output": "{\"k\": 2}", "is_error": false});
+        assert_eq!(llama_index_output(out), Ok(json!({"k": 2})));
+        assert!(
+            llama_index_output(json!({"raw_output": 1, "tool_name": "t", "extra": 0})).is_err()
+        );
+        let run = json!({"input": {"q": "x"}, "options": null});
+        assert_eq!(beeai_run(run), Ok(json!({"q": "x"})));
+        assert!(beeai_run(json!({"input": "x", "options": null})).is_err());
+        let resp = json!({"id": "c1", "name": "t", "response": {"ok": true}});
+        assert_eq!(adk_function_response(resp), Ok(json!({"ok": true})));
+        assert!(adk_function_response(json!({"name": "t", "response": 1, "other": 2})).is_err());
+        let call = json!({"name": "t", "arguments": "{\"a\": [1]}"});
+        assert_eq!(ag2_function(call), Ok(json!({"a": [1]})));
+        assert!(ag2_function(json!({"name": "t", "arguments": "not json"})).is_err());
+        let result = json!([true, {"name": "t", "role": "function", "content": "7"}]);
+        assert_eq!(ag2_function(result), Ok(json!(7)));
+        assert!(ag2_function(json!([1, {"name": "t", "content": "7"}])).is_err());
+    }
+
+    #[test]
     fn unwraps_content_blocks_and_tool_messages() {
         assert_eq!(
             content_blocks(json!([{"text": "{\"city\": \"Paris\"}"}])),
