@@ -7,8 +7,11 @@ use serde_json::{json, Value};
 
 use crate::util::{data, toolscore};
 
-/// `(name, args, result, convention)` of every call `inspect` reports.
-fn calls(file: &str) -> Vec<(Value, Value, Value, Value)> {
+/// `(name, args, result, convention)` of one call.
+type Call = (Value, Value, Value, Value);
+
+/// Every call `inspect` reports.
+fn calls(file: &str) -> Vec<Call> {
     let path = data(&format!("instrumentations/{file}"));
     let out = toolscore(&[
         "inspect",
@@ -38,7 +41,7 @@ fn calls(file: &str) -> Vec<(Value, Value, Value, Value)> {
         .collect()
 }
 
-fn call(name: &str, args: Value, result: Value, rule: &str) -> (Value, Value, Value, Value) {
+fn call(name: &str, args: Value, result: Value, rule: &str) -> Call {
     (json!(name), args, result, json!(rule))
 }
 
@@ -57,7 +60,7 @@ fn hotel_out() -> Value {
 #[test]
 fn each_instrumentation_reports_the_arguments_the_tools_received() {
     let oi = |name: &str, args: Value, result: Value| call(name, args, result, "openinference");
-    let cases: Vec<(&str, Vec<(Value, Value, Value, Value)>)> = vec![
+    let cases: Vec<(&str, Vec<Call>)> = vec![
         (
             "openinference-openai-agents.jsonl",
             vec![
