@@ -626,5 +626,16 @@ normalize:
         let text = render_rules(&specs, TableFormat::Text).unwrap();
         assert!(text.contains("otel-genai"));
         assert!(text.contains("gen_ai.operation.name = \"execute_tool\""));
+        // A source's argument unwraps are shown, in every form.
+        assert!(
+            text.contains(
+                "traceloop.entity.input (args/kwargs) unwrap langchain_callback, mcp_tool_call"
+            ),
+            "{text}"
+        );
+        for fmt in [TableFormat::Toml, TableFormat::Yaml, TableFormat::Json] {
+            let text = render_rules(&specs, fmt).unwrap();
+            assert!(text.contains("mcp_tool_call"), "{fmt:?}");
+        }
     }
 }

@@ -12,6 +12,7 @@ mod formats;
 mod fuzz_corpora;
 mod hostile;
 mod html;
+mod instrumentations;
 mod judge;
 mod junit;
 mod matchers;

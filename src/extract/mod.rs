@@ -903,7 +903,14 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::LangchainCallback => {
             object && (contains(text, Needle::InputStr) || contains(text, Needle::Output))
         }
-        Unwrap::ArgsKwargs => object && contains(text, Needle::Args),
+        Unwrap::ArgsKwargs => {
+            object && (contains(text, Needle::Args) || contains(text, Needle::Kwargs))
+        }
+        Unwrap::LlamaIndexOutput => object && contains(text, Needle::RawOutput),
+        Unwrap::BeeaiRun => object && contains(text, Needle::Options),
+        Unwrap::AdkFunctionResponse => object && contains(text, Needle::Response),
+        Unwrap::Ag2Function => (object && contains(text, Needle::Arguments)) || blocks(),
+        Unwrap::McpToolCall => (object && contains(text, Needle::ToolName)) || blocks(),
     }) || src
         .unwrap_key
         .as_ref()
@@ -918,13 +925,19 @@ enum Needle {
     Data,
     InputStr,
     Output,
+    ToolName,
+    Kwargs,
+    RawOutput,
+    Options,
+    Response,
+    Arguments,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 11]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -932,6 +945,12 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"data\""),
             Finder::new(b"\"input_str\""),
             Finder::new(b"\"output\""),
+            Finder::new(b"\"tool_name\""),
+            Finder::new(b"\"kwargs\":"),
+            Finder::new(b"\"raw_output\""),
+            Finder::new(b"\"options\""),
+            Finder::new(b"\"response\""),
+            Finder::new(b"\"arguments\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

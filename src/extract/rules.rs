@@ -122,6 +122,25 @@ pub enum Unwrap {
     /// positional ones named from the source's `schema_attr`; positional
     /// ones that cannot be named stay under `"args"`.
     ArgsKwargs,
+    /// OpenLLMetry's record of a FastMCP server tool call: `{"tool_name",
+    /// "arguments"}` becomes the arguments, its output `[{"type": "text",
+    /// "content": ...}]` the text, JSON-decoded when it is JSON.
+    McpToolCall,
+    /// LlamaIndex's `ToolOutput` (`{"blocks", "tool_name", "raw_input",
+    /// "raw_output", "is_error"}`) becomes its `raw_output`, JSON-decoded
+    /// when it is JSON.
+    LlamaIndexOutput,
+    /// BeeAI's tool run `{"input": {...}, "options": ...}` (openinference-
+    /// instrumentation-beeai 0.1.7+) becomes the input.
+    BeeaiRun,
+    /// Google ADK's function response `{"id", "name", "response"}` (as
+    /// OpenInference records it) becomes the response.
+    AdkFunctionResponse,
+    /// AG2's function call as openinference-instrumentation-ag2 records it:
+    /// the input `{"name", "arguments": "<JSON>"}` becomes the decoded
+    /// arguments, the output `[success, {"name", "role", "content"}]` the
+    /// content, JSON-decoded when it is JSON.
+    Ag2Function,
 }
 
 impl Unwrap {
@@ -132,6 +151,11 @@ impl Unwrap {
             Unwrap::ToolMessage => "tool_message",
             Unwrap::LangchainCallback => "langchain_callback",
             Unwrap::ArgsKwargs => "args_kwargs",
+            Unwrap::McpToolCall => "mcp_tool_call",
+            Unwrap::LlamaIndexOutput => "llama_index_output",
+            Unwrap::BeeaiRun => "beeai_run",
+            Unwrap::AdkFunctionResponse => "adk_function_response",
+            Unwrap::Ag2Function => "ag2_function",
         }
     }
 }
@@ -614,6 +638,13 @@ impl std::fmt::Display for SourceSpec {
             Decode::Json => write!(f, " (json)")?,
             Decode::JsonIfMime => write!(f, " (json if mime)")?,
             Decode::ArgsKwargs => write!(f, " (args/kwargs)")?,
+        }
+        if !self.unwrap.is_empty() {
+            let names: Vec<&str> = self.unwrap.iter().map(|u| u.as_str()).collect();
+            write!(f, " unwrap {}", names.join(", "))?;
+        }
+        if let Some(k) = &self.unwrap_key {
+            write!(f, " unwrap_key {k}")?;
         }
         Ok(())
     }

@@ -191,3 +191,59 @@ fn smolagents_call_record_unwraps_with_positional_names_from_the_schema() {
         smol_call(r#"{"args": ["a", "b", "c"], "sanitize_inputs_outputs": true, "kwargs": {}}"#);
     assert_eq!(args, json!({"args": ["a", "b", "c"]}));
 }
+
+#[test]
+fn openllmetry_fastmcp_tool_call_unwraps_to_its_arguments() {
+    // opentelemetry-instrumentation-mcp, FastMCP server: `{tool}.tool` under
+    // `mcp.server`, input `{"tool_name", "arguments"}`, output one
+    // `{"type": "text", "content"}` item per content block.
+    let attrs = [
+        ("traceloop.span.kind", "tool"),
+        ("traceloop.entity.name", "lookup_flight"),
+        ("traceloop.workflow.name", "airline.mcp"),
+        (
+            "traceloop.entity.input",
+            r#"{"tool_name": "lookup_flight", "arguments": {"code": "AF12", "day": "2026-03-04"}}"#,
+        ),
+        (
+            "traceloop.entity.output",
+            r#"[{"type": "text", "content": "{\"gate\": \"K41\"}"}]"#,
+        ),
+    ];
+    let server = [
+        ("traceloop.span.kind", "server"),
+        ("traceloop.entity.name", "mcp.server"),
+    ];
+    let t = trace(vec![
+        span(1, Some(2), "lookup_flight.tool", &attrs),
+        span(2, None, "mcp.server", &server),
+    ]);
+    let found = calls(&t);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (name, args, result, rule) = &found[0];
+    assert_eq!(
+        (name.as_str(), rule.as_str()),
+        ("lookup_flight", "traceloop")
+    );
+    assert_eq!(args, &json!({"code": "AF12", "day": "2026-03-04"}));
+    assert_eq!(result, &json!({"gate": "K41"}));
+    assert_eq!(explained(&t), ["mcp_tool_call"]);
+
+    // A tool without parameters, several blocks: a list of texts.
+    let (_, args, result, _) = one(
+        "ping.tool",
+        &[
+            ("traceloop.span.kind", "tool"),
+            ("traceloop.entity.name", "ping"),
+            (
+                "traceloop.entity.input",
+                r#"{"tool_name": "ping", "arguments": {}}"#,
+            ),
+            (
+                "traceloop.entity.output",
+                r#"[{"type": "text", "content": "a"}, {"type": "text", "content": "b"}]"#,
+            ),
+        ],
+    );
+    assert_eq!((args, result), (json!({}), json!(["a", "b"])));
+}

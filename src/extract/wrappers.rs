@@ -118,6 +118,11 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
                     .unwrap_or_default();
                 call_record(v, &["sanitize_inputs_outputs"], Some(&names))
             }
+            Unwrap::McpToolCall => mcp_tool_call(v),
+            Unwrap::LlamaIndexOutput => llama_index_output(v),
+            Unwrap::BeeaiRun => beeai_run(v),
+            Unwrap::AdkFunctionResponse => adk_function_response(v),
+            Unwrap::Ag2Function => ag2_function(v),
         };
         v = match step {
             Ok(x) => {
@@ -161,19 +166,25 @@ pub(crate) fn content_blocks(v: Value) -> Result<Value, Value> {
     if items.is_empty() || !items.iter().all(is_text_block) {
         return Err(Value::Array(items));
     }
+    Ok(texts_at(items, "text"))
+}
+
+/// The string at `key` of every block (JSON-decoded): one block gives its
+/// text, several a list.
+fn texts_at(items: Vec<Value>, key: &str) -> Value {
     let mut texts: Vec<Value> = items
         .into_iter()
         .filter_map(|x| match x {
-            Value::Object(mut o) => o.remove("text"),
+            Value::Object(mut o) => o.remove(key),
             _ => None,
         })
         .map(json_in_string)
         .collect();
-    Ok(if texts.len() == 1 {
+    if texts.len() == 1 {
         texts.pop().unwrap_or(Value::Null)
     } else {
         Value::Array(texts)
-    })
+    }
 }
 
 /// LangChain `ToolMessage` envelope `{"type": "tool", "data": {"content"}}`
@@ -221,6 +232,123 @@ pub(crate) fn langchain_callback(v: Value) -> Result<Value, Value> {
         return Ok(serialized_tool_message(out).unwrap_or_else(|v| v));
     }
     Err(Value::Object(o))
+}
+
+/// OpenLLMetry's FastMCP tool span: the input `{"tool_name", "arguments"}`
+/// -> the arguments; the output, one `{"type": "text", "content"}` item per
+/// content block of the tool's result -> the text (JSON-decoded; several
+/// blocks -> a list).
+pub(crate) fn mcp_tool_call(v: Value) -> Result<Value, Value> {
+    match v {
+        Value::Object(mut o)
+            if o.len() == 2 && o.contains_key("tool_name") && o.contains_key("arguments") =>
+        {
+            Ok(o.remove("arguments").unwrap_or(Value::Null))
+        }
+        Value::Array(items) => {
+            let is_text = |x: &Value| {
+                x.as_object().is_some_and(|o| {
+                    o.len() == 2
+                        && o.get("type").and_then(Value::as_str) == Some("text")
+                        && o.get("content").is_some_and(Value::is_string)
+                })
+            };
+            if items.is_empty() || !items.iter().all(is_text) {
+                return Err(Value::Array(items));
+            }
+            Ok(texts_at(items, "content"))
+        }
+        other => Err(other),
+    }
+}
+
+/// The keys of LlamaIndex's `ToolOutput` (`content` in older releases,
+/// `blocks` in newer ones).
+const TOOL_OUTPUT_KEYS: [&str; 6] = [
+    "blocks",
+    "content",
+    "tool_name",
+    "raw_input",
+    "raw_output",
+    "is_error",
+];
+
+/// LlamaIndex's `ToolOutput` -> its `raw_output` (what the tool returned).
+pub(crate) fn llama_index_output(v: Value) -> Result<Value, Value> {
+    let Value::Object(mut o) = v else {
+        return Err(v);
+    };
+    let shaped = o.contains_key("raw_output")
+        && o.contains_key("tool_name")
+        && o.keys().all(|k| TOOL_OUTPUT_KEYS.contains(&k.as_str()));
+    if !shaped {
+        return Err(Value::Object(o));
+    }
+    Ok(o.remove("raw_output").map_or(Value::Null, json_in_string))
+}
+
+/// BeeAI's record of `Tool.run(input, options)`: `{"input": {...},
+/// "options": null or {...}}` -> the input object.
+pub(crate) fn beeai_run(v: Value) -> Result<Value, Value> {
+    let shaped = v.as_object().is_some_and(|o| {
+        o.len() == 2
+            && o.get("input").is_some_and(Value::is_object)
+            && o.get("options")
+                .is_some_and(|x| x.is_null() || x.is_object())
+    });
+    match v {
+        Value::Object(mut o) if shaped => Ok(o.remove("input").unwrap_or(Value::Null)),
+        other => Err(other),
+    }
+}
+
+/// Google ADK's `FunctionResponse` `{"id", "name", "response"}` -> the
+/// response (ADK's `{"result": ...}` around a value that is no dict stays:
+/// it is what the model was given).
+pub(crate) fn adk_function_response(v: Value) -> Result<Value, Value> {
+    let shaped = v.as_object().is_some_and(|o| {
+        o.get("name").is_some_and(Value::is_string)
+            && o.contains_key("response")
+            && o.keys()
+                .all(|k| matches!(k.as_str(), "id" | "name" | "response"))
+    });
+    match v {
+        Value::Object(mut o) if shaped => Ok(o.remove("response").unwrap_or(Value::Null)),
+        other => Err(other),
+    }
+}
+
+/// AG2's function call: `{"name", "arguments": "<JSON object>"}` -> the
+/// arguments; its result `[success, {"name", "role", "content"}]` -> the
+/// content (JSON-decoded).
+pub(crate) fn ag2_function(v: Value) -> Result<Value, Value> {
+    match v {
+        Value::Object(o) if o.len() == 2 && o.get("name").is_some_and(Value::is_string) => {
+            let args = match o.get("arguments") {
+                Some(Value::String(text)) => json_object(text),
+                _ => None,
+            };
+            match args {
+                Some(args) => Ok(args),
+                None => Err(Value::Object(o)),
+            }
+        }
+        Value::Array(mut items)
+            if items.len() == 2
+                && items[0].is_boolean()
+                && items[1]
+                    .as_object()
+                    .is_some_and(|m| m.contains_key("name") && m.contains_key("content")) =>
+        {
+            match items.pop() {
+                Some(Value::Object(mut m)) => {
+                    Ok(m.remove("content").map_or(Value::Null, json_in_string))
+                }
+                _ => Err(Value::Array(items)),
+            }
+        }
+        other => Err(other),
+    }
 }
 
 /// LangChain's serialized form of a message (`to_json()`): `{"lc": 1, "type":
@@ -288,11 +416,19 @@ fn call_record(v: Value, extra: &[&str], names: Option<&[String]>) -> Result<Val
     let keys_fit = !o.is_empty()
         && o.keys()
             .all(|k| k == "args" || k == "kwargs" || extra.contains(&k.as_str()));
-    let strict = names.is_some();
+    // Strict: both keys, or `kwargs` alone (LlamaIndex and DSPy record a
+    // tool called by keyword so) unless the tool has a parameter `kwargs`.
     let shaped = keys_fit
-        && (!strict
-            || (matches!(o.get("args"), Some(Value::Array(_)))
-                && matches!(o.get("kwargs"), Some(Value::Object(_)))));
+        && match names {
+            None => true,
+            Some(names) => {
+                matches!(o.get("kwargs"), Some(Value::Object(_)))
+                    && match o.get("args") {
+                        Some(a) => a.is_array(),
+                        None => !names.iter().any(|n| n == "kwargs"),
+                    }
+            }
+        };
     if !shaped {
         return Err(Value::Object(o));
     }
@@ -379,6 +515,11 @@ mod tests {
         // More positional values than names: kept as a list.
         let rec = json!({"args": [1, 2, 3], "kwargs": {}});
         assert_eq!(named(rec, inputs), Ok(json!({"args": [1, 2, 3]})));
+        // `kwargs` alone (LlamaIndex, DSPy), unless it is a parameter.
+        let rec = json!({"kwargs": {"zone": "Oslo"}});
+        assert_eq!(named(rec.clone(), inputs), Ok(json!({"zone": "Oslo"})));
+        let own = r#"{"properties": {"kwargs": {"type": "object"}}}"#;
+        assert!(named(rec, own).is_err());
         // Not a call record: left alone.
         assert!(named(json!({"args": [1]}), inputs).is_err());
         assert!(named(json!({"zone": "x"}), inputs).is_err());
@@ -398,6 +539,31 @@ mod tests {
         let plain = json!({"output": "ok", "kwargs": {"color": "green"}});
         assert_eq!(langchain_callback(plain), Ok(json!("ok")));
         assert!(langchain_callback(json!({"input_str": "x", "other": 1})).is_err());
+    }
+
+    #[test]
+    fn instrumentation_wrappers_unwrap_only_their_exact_shape() {
+        let mcp = json!({"tool_name": "t", "arguments": {"a": 1}});
+        assert_eq!(mcp_tool_call(mcp), Ok(json!({"a": 1})));
+        assert!(mcp_tool_call(json!({"tool_name": "t", "arguments": {}, "x": 1})).is_err());
+        assert!(mcp_tool_call(json!([{"type": "image", "content": "x"}])).is_err());
+        let out = json!({"blocks": [], "tool_name": "t", "raw_input": {}, "raw_output": "{\"k\": 2}", "is_error": false});
+        assert_eq!(llama_index_output(out), Ok(json!({"k": 2})));
+        assert!(
+            llama_index_output(json!({"raw_output": 1, "tool_name": "t", "extra": 0})).is_err()
+        );
+        let run = json!({"input": {"q": "x"}, "options": null});
+        assert_eq!(beeai_run(run), Ok(json!({"q": "x"})));
+        assert!(beeai_run(json!({"input": "x", "options": null})).is_err());
+        let resp = json!({"id": "c1", "name": "t", "response": {"ok": true}});
+        assert_eq!(adk_function_response(resp), Ok(json!({"ok": true})));
+        assert!(adk_function_response(json!({"name": "t", "response": 1, "other": 2})).is_err());
+        let call = json!({"name": "t", "arguments": "{\"a\": [1]}"});
+        assert_eq!(ag2_function(call), Ok(json!({"a": [1]})));
+        assert!(ag2_function(json!({"name": "t", "arguments": "not json"})).is_err());
+        let result = json!([true, {"name": "t", "role": "function", "content": "7"}]);
+        assert_eq!(ag2_function(result), Ok(json!(7)));
+        assert!(ag2_function(json!([1, {"name": "t", "content": "7"}])).is_err());
     }
 
     #[test]
