@@ -21,14 +21,15 @@ mod variants_tests;
 #[cfg(test)]
 mod versions_tests;
 
-use crate::ingest::projection::Projection;
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::{Number, Value};
 
 use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace, Val};
+use crate::ingest::projection::Projection;
 use crate::ingest::Span;
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
 use wrappers::value_of;
@@ -457,6 +458,7 @@ impl Extractor {
         };
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
+        drop_echoes(&mut out.calls);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -641,6 +643,30 @@ enum Role {
     Call,
     Retriever,
     Agent,
+}
+
+/// Drops a call without arguments directly inside a call of the same tool:
+/// one call recorded twice, by the framework and by an instrumentation
+/// around it (AutoGen: autogen-core's `execute_tool {tool}` span inside
+/// OpenInference's TOOL span, docs/conventions.md). The outer call, which
+/// has the arguments, stays.
+fn drop_echoes(calls: &mut Vec<ToolCall>) {
+    let bare = |c: &ToolCall| c.args.is_none() && c.args_json.is_none() && c.within.is_some();
+    if !calls.iter().any(bare) {
+        return;
+    }
+    let named: HashSet<(SpanId, &str)> =
+        calls.iter().map(|c| (c.span_id, c.name.as_str())).collect();
+    let echoes: HashSet<SpanId> = calls
+        .iter()
+        .filter(|c| {
+            bare(c)
+                && c.within
+                    .is_some_and(|w| named.contains(&(w, c.name.as_str())))
+        })
+        .map(|c| c.span_id)
+        .collect();
+    calls.retain(|c| !echoes.contains(&c.span_id));
 }
 
 /// A trace's spans with their rule, role and name: what the phases of
@@ -909,8 +935,17 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::LlamaIndexOutput => object && contains(text, Needle::RawOutput),
         Unwrap::BeeaiRun => object && contains(text, Needle::Options),
         Unwrap::AdkFunctionResponse => object && contains(text, Needle::Response),
-        Unwrap::Ag2Function => (object && contains(text, Needle::Arguments)) || blocks(),
-        Unwrap::McpToolCall => (object && contains(text, Needle::ToolName)) || blocks(),
+        // AG2's result is `[success, {...}]`.
+        Unwrap::Ag2Function => {
+            (object && contains(text, Needle::Arguments))
+                || (blocks()
+                    && matches!(text[1..].trim_start().as_bytes().first(), Some(b't' | b'f')))
+        }
+        // MCP's result is `[{"type": "text", ...}]`.
+        Unwrap::McpToolCall => {
+            (object && contains(text, Needle::ToolName))
+                || (blocks() && contains(text, Needle::Type))
+        }
     }) || src
         .unwrap_key
         .as_ref()
