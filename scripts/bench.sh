@@ -36,7 +36,7 @@
 #
 # Env:
 #   TOOLSCORE_BIN   the binary to measure (default: build the release one)
-#   BENCH_PROFILE   Cargo profile of that build (default: release)
+#   BENCH_PROFILE   Cargo profile of that build (default: dist, what ships)
 #   BENCH_REPEAT    runs per input for `memory` (default: 5)
 #   BENCH_TMP       folder for generated inputs (default: /tmp)
 #   BENCH_RUNS      where raw output goes (default: benches/runs)
@@ -48,7 +48,7 @@ cd "$ROOT"
 RUNS="${BENCH_RUNS:-$ROOT/benches/runs}"
 TMP="${BENCH_TMP:-/tmp}"
 REPEAT="${BENCH_REPEAT:-5}"
-PROFILE="${BENCH_PROFILE:-release}"
+PROFILE="${BENCH_PROFILE:-dist}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 log() { echo "bench: $*" >&2; }

@@ -76,6 +76,12 @@ def test_sdk_spans_give_the_rows_of_their_console_export(cli: str, tmp_path: Any
     expected = [{"name": "get_weather", "args": {"city": "Paris"}}, "get_weather"]
     report = toolscore.evaluate(list(spans), expected)
     assert report.passed, report.explain()
+    # Argument matchers, for values that change from run to run.
+    loose = [{"name": "get_weather", "args": {"city": {"$regex": "^Pa"}}}, {"name": "get_weather", "args": {"city": {"$type": "string"}}}]
+    assert toolscore.evaluate(list(spans), loose).passed
+    wrong = [{"name": "get_weather", "args": {"city": {"$regex": "^Lo"}}}, "get_weather"]
+    failed = toolscore.evaluate(list(spans), wrong)
+    assert not failed.passed and "expected a match of /^Lo/" in failed.evaluations[0]["explanation"], failed.explain()
     fixture = tmp_path / "expected.json"
     fixture.write_text(json.dumps(expected))
     rows = cli_rows(cli, "inspect", str(console), cwd=str(tmp_path))
@@ -155,7 +161,7 @@ def test_record_round_trip(cli: str, tmp_path: Any) -> None:
         trace.get_tracer = original
     spans = list(memory.get_finished_spans())
     traces = tmp_path / "spans.pb"
-    traces.write_bytes(toolscore._native.spans_to_otlp(spans))
+    traces.write_bytes(toolscore.spans_to_otlp(spans))
     fixture = tmp_path / "recorded.jsonl"
     done = subprocess.run([cli, "record", str(traces), "-o", str(fixture)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -12,7 +12,7 @@ fixture captures the spans a test makes (docs/python.md).
 
 from __future__ import annotations
 
-from toolscore._api import Report, evaluate, inspect, metric
+from toolscore._api import Report, evaluate, inspect, metric, spans_to_otlp
 from toolscore._native import __version__
 
-__all__ = ["Report", "__version__", "evaluate", "inspect", "metric"]
+__all__ = ["Report", "__version__", "evaluate", "inspect", "metric", "spans_to_otlp"]

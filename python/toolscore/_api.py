@@ -141,6 +141,17 @@ def inspect(traces: Traces, *, config: Union[None, str, "os.PathLike[str]"] = No
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def spans_to_otlp(spans: Sequence[Any]) -> bytes:
+    """OpenTelemetry SDK spans (`ReadableSpan`) as the bytes of one OTLP
+    protobuf request: what `evaluate` reads them as, and a file that
+    `toolscore replay` and `toolscore record` read."""
+    items = list(spans)
+    bad = next((i for i, x in enumerate(items) if not is_span(x)), None)
+    if bad is not None:
+        raise ValueError(f"spans[{bad}]: {type(items[bad]).__name__} is not an OpenTelemetry SDK span")
+    return _native.spans_to_otlp(items)
+
+
 def is_span(x: Any) -> bool:
     """Whether `x` looks like an SDK `ReadableSpan` (duck-typed: the SDK is
     not a dependency of this package)."""
@@ -172,7 +183,7 @@ def _traces(traces: Traces) -> Tuple[List[str], List[Tuple[str, bytes]]]:
             raise ValueError(f"traces[{i}]: {type(x).__name__} is not a path, bytes or an OpenTelemetry SDK span")
     if spans:
         # Read straight from the span objects into one OTLP request.
-        sources.append(("spans", _native.spans_to_otlp(spans)))
+        sources.append(("spans", spans_to_otlp(spans)))
     return paths, sources
 
 
