@@ -22,7 +22,7 @@ mod variants_tests;
 mod versions_tests;
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -645,25 +645,30 @@ enum Role {
     Agent,
 }
 
-/// Drops a call without arguments directly inside a call of the same tool:
-/// one call recorded twice, by the framework and by an instrumentation
-/// around it (AutoGen: autogen-core's `execute_tool {tool}` span inside
-/// OpenInference's TOOL span, docs/conventions.md). The outer call, which
-/// has the arguments, stays.
+/// Drops a call without arguments directly inside a call of the same tool
+/// found by another convention: one call recorded twice, by the framework
+/// and by an instrumentation around it (AutoGen: autogen-core's
+/// `execute_tool {tool}` span inside OpenInference's TOOL span,
+/// docs/conventions.md). The outer call, which has the arguments, stays; a
+/// tool that calls itself (one convention) keeps every call.
 fn drop_echoes(calls: &mut Vec<ToolCall>) {
     let bare = |c: &ToolCall| c.args.is_none() && c.args_json.is_none() && c.within.is_some();
     if !calls.iter().any(bare) {
         return;
     }
-    let named: HashSet<(SpanId, &str)> =
-        calls.iter().map(|c| (c.span_id, c.name.as_str())).collect();
+    let outer: HashMap<SpanId, (&str, &str)> = calls
+        .iter()
+        .map(|c| (c.span_id, (c.name.as_str(), c.convention.as_str())))
+        .collect();
+    let echo = |c: &ToolCall| {
+        bare(c)
+            && c.within
+                .and_then(|w| outer.get(&w))
+                .is_some_and(|&(name, conv)| name == c.name && conv != c.convention)
+    };
     let echoes: HashSet<SpanId> = calls
         .iter()
-        .filter(|c| {
-            bare(c)
-                && c.within
-                    .is_some_and(|w| named.contains(&(w, c.name.as_str())))
-        })
+        .filter(|c| echo(c))
         .map(|c| c.span_id)
         .collect();
     calls.retain(|c| !echoes.contains(&c.span_id));
