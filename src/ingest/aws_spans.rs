@@ -17,7 +17,8 @@ use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
 use serde_json::{Map, Value};
 
 use super::convert::{
-    object_attrs, optional_id, required_id, span_items, span_problem, Converted, Grouper,
+    items, object_attrs, optional_id, required_id, span_items, span_problem, text_of, Converted,
+    Grouper,
 };
 
 /// Whether a parsed JSON document is one `aws/spans` record (or a list of
@@ -144,18 +145,10 @@ fn span_of(s: &Value) -> Result<Span, String> {
         };
         Status {
             code: code as i32,
-            message: st
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            message: text_of(st, "message"),
         }
     });
-    let events = o
-        .get("events")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let events = items(o, "events")
         .enumerate()
         .map(|(i, e)| -> Result<span::Event, String> {
             let e = e
@@ -163,11 +156,7 @@ fn span_of(s: &Value) -> Result<Span, String> {
                 .ok_or_else(|| format!("events[{i}] is not an object"))?;
             Ok(span::Event {
                 time_unix_nano: nanos(e, "timeUnixNano")?,
-                name: e
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
+                name: text_of(e, "name"),
                 attributes: object_attrs(e.get("attributes")),
                 ..Default::default()
             })
@@ -177,11 +166,7 @@ fn span_of(s: &Value) -> Result<Span, String> {
         trace_id,
         span_id,
         parent_span_id: parent,
-        name: o
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        name: text_of(o, "name"),
         kind: kind as i32,
         start_time_unix_nano: start,
         end_time_unix_nano: end,

@@ -17,8 +17,8 @@ use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
 use serde_json::{Map, Value};
 
 use super::convert::{
-    iso_to_nanos, object_attrs, optional_id, required_id, span_items, span_problem, Converted,
-    Grouper,
+    iso_to_nanos, items, object_attrs, optional_id, required_id, span_items, span_problem, text_of,
+    Converted, Grouper,
 };
 
 /// Whether a parsed JSON document is one span object of the Python SDK (a
@@ -85,20 +85,12 @@ fn span_of(s: &Value) -> Result<Span, String> {
     let start = time("start_time")?;
     let end = time("end_time")?;
 
-    let events = o
-        .get("events")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let events = items(o, "events")
         .enumerate()
         .map(|(i, e)| event_of(i, e))
         .collect::<Result<Vec<_>, String>>()?;
 
-    let links = o
-        .get("links")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let links = items(o, "links")
         .enumerate()
         .map(|(i, l)| link_of(i, l))
         .collect::<Result<Vec<_>, String>>()?;
@@ -107,11 +99,7 @@ fn span_of(s: &Value) -> Result<Span, String> {
         trace_id,
         span_id,
         parent_span_id: parent,
-        name: o
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        name: text_of(o, "name"),
         kind: kind_of(o) as i32,
         start_time_unix_nano: start,
         end_time_unix_nano: end,
@@ -157,11 +145,7 @@ fn status_of(o: &Map<String, Value>) -> Option<Status> {
         };
         Status {
             code: code as i32,
-            message: st
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            message: text_of(st, "description"),
         }
     })
 }
@@ -177,11 +161,7 @@ fn event_of(i: usize, e: &Value) -> Result<span::Event, String> {
     };
     Ok(span::Event {
         time_unix_nano: time,
-        name: e
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        name: text_of(e, "name"),
         attributes: object_attrs(e.get("attributes")),
         ..Default::default()
     })
@@ -208,13 +188,7 @@ fn resource_of(v: Option<&Value>) -> (Resource, String) {
     let wrapped = matches!(m.get("attributes"), Some(Value::Object(_)))
         && m.keys().all(|k| k == "attributes" || k == "schema_url");
     let (attrs, schema): (Vec<KeyValue>, String) = if wrapped {
-        (
-            object_attrs(m.get("attributes")),
-            m.get("schema_url")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        )
+        (object_attrs(m.get("attributes")), text_of(m, "schema_url"))
     } else {
         (
             object_attrs(Some(&Value::Object(Map::clone(m)))),

@@ -14,7 +14,7 @@ use opentelemetry_proto::tonic::common::v1::{
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One unit (a span, a trace) a converter left out, and why; the rest of
 /// the document is kept.
@@ -272,6 +272,34 @@ pub(crate) fn json_to_any(v: &Value) -> AnyValue {
         Value::Null => None,
     };
     AnyValue { value }
+}
+
+/// A JSON object, as a value or as its map: what the converters read
+/// fields of.
+pub(crate) trait Fields {
+    fn field(&self, key: &str) -> Option<&Value>;
+}
+
+impl Fields for Value {
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+}
+
+impl Fields for Map<String, Value> {
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+}
+
+/// `o[key]` as text; empty when absent or not a string.
+pub(crate) fn text_of(o: &impl Fields, key: &str) -> String {
+    o.field(key).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// The items of the list `o[key]`; none when absent or not a list.
+pub(crate) fn items<'a>(o: &'a impl Fields, key: &str) -> impl Iterator<Item = &'a Value> {
+    o.field(key).and_then(Value::as_array).into_iter().flatten()
 }
 
 /// A JSON object's members as attributes (anything else: none).

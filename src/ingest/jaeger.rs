@@ -16,8 +16,8 @@ use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
 use serde_json::{Map, Value};
 
 use super::convert::{
-    any_text, json_to_any, kv, micros_to_nanos, optional_id, required_id, span_problem, str_kv,
-    take_attr, ConvertError, Converted, Grouper, Problem,
+    any_text, items, json_to_any, kv, micros_to_nanos, optional_id, required_id, span_problem,
+    str_kv, take_attr, text_of, ConvertError, Converted, Grouper, Problem,
 };
 
 /// Whether a parsed JSON document is Jaeger JSON: a `data` list of traces
@@ -137,11 +137,7 @@ pub fn to_request(v: &Value) -> Converted {
 
 /// The message of a query API error response.
 fn query_errors(o: &Map<String, Value>) -> String {
-    let msgs: Vec<String> = o
-        .get("errors")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let msgs: Vec<String> = items(o, "errors")
         .map(|e| match e.get("msg").and_then(Value::as_str) {
             Some(m) => m.to_string(),
             None => e.to_string(),
@@ -192,11 +188,7 @@ fn span_of(s: &Value, trace_tid: Option<&Value>) -> Result<(Span, (String, Strin
         .map(|v| any_text(&v))
         .unwrap_or_default();
 
-    let events = o
-        .get("logs")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let events = items(o, "logs")
         .map(event_of)
         .collect::<Result<Vec<_>, String>>()?;
 
@@ -206,11 +198,7 @@ fn span_of(s: &Value, trace_tid: Option<&Value>) -> Result<(Span, (String, Strin
             span_id,
             trace_state,
             parent_span_id: parent,
-            name: o
-                .get("operationName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            name: text_of(o, "operationName"),
             kind: kind as i32,
             start_time_unix_nano: start,
             end_time_unix_nano: end,
@@ -233,13 +221,7 @@ fn parent_and_links(
     trace_id: &[u8],
 ) -> Result<(Vec<u8>, Vec<span::Link>), String> {
     let mut refs = Vec::new();
-    for (i, r) in o
-        .get("references")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, r) in items(o, "references").enumerate() {
         let what = |f: &str| format!("references[{i}].{f}");
         let ref_type = r
             .get("refType")

@@ -18,6 +18,7 @@
 //! sessions are grouped by, and MLflow's OTLP export loses them
 //! (docs/conventions.md, "Dropped roots").
 
+use super::convert::text_of;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     any_value, AnyValue, ArrayValue, InstrumentationScope, KeyValue, KeyValueList,
@@ -205,11 +206,7 @@ fn span_of(s: &Value, info_tid: Option<&[u8]>) -> Result<Span, String> {
         Some(Value::Array(evs)) => evs
             .iter()
             .map(|e| span::Event {
-                name: e
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
+                name: text_of(e, "name"),
                 time_unix_nano: e
                     .get("time_unix_nano")
                     .or_else(|| e.get("timestamp"))
@@ -225,11 +222,7 @@ fn span_of(s: &Value, info_tid: Option<&[u8]>) -> Result<Span, String> {
         trace_id,
         span_id,
         parent_span_id: parent,
-        name: o
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        name: text_of(o, "name"),
         kind: span::SpanKind::Internal as i32,
         start_time_unix_nano: time("start_time_unix_nano", "start_time")?,
         end_time_unix_nano: time("end_time_unix_nano", "end_time")?,

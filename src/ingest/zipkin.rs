@@ -14,8 +14,8 @@ use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
 use serde_json::{Map, Value};
 
 use super::convert::{
-    json_to_any, kv, micros_to_nanos, optional_id, required_id, span_problem, str_kv, ConvertError,
-    Converted, Grouper,
+    items, json_to_any, kv, micros_to_nanos, optional_id, required_id, span_problem, str_kv,
+    text_of, ConvertError, Converted, Grouper,
 };
 
 /// Whether a parsed JSON document is Zipkin v2 JSON: a non-empty list of
@@ -132,11 +132,7 @@ fn span_of(s: &Value) -> Result<(Span, Resource, (String, String)), String> {
     endpoint_attrs(remote, "net.peer", Some("peer.service"), &mut attrs);
     let (start, end) = times(o, &mut attrs)?;
 
-    let events = o
-        .get("annotations")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let events = items(o, "annotations")
         .map(annotation)
         .collect::<Result<Vec<_>, String>>()?;
 
@@ -146,11 +142,7 @@ fn span_of(s: &Value) -> Result<(Span, Resource, (String, String)), String> {
             span_id,
             trace_state,
             parent_span_id: parent,
-            name: o
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            name: text_of(o, "name"),
             kind: kind as i32,
             start_time_unix_nano: start,
             end_time_unix_nano: end,
