@@ -21,7 +21,7 @@ fn end_to_end(bodies: &[Vec<u8>], extractor: &Extractor, metric: &NativeMetric) 
         let calls: Vec<Call> = extractor
             .extract(t)
             .into_iter()
-            .map(|c| Call::new(c.name, c.args))
+            .map(|c| Call::new(c.name, c.args.into_value()))
             .collect();
         // Expect the names in order: a realistic fixture without args.
         let expected: Vec<Call> = calls

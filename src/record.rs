@@ -187,7 +187,8 @@ fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
                 // `$` keys must not read back as argument matchers.
                 args: c
                     .args
-                    .clone()
+                    .value()
+                    .cloned()
                     .filter(|a| !a.is_null())
                     .map(matchers::escape_literals),
             };

@@ -465,8 +465,8 @@ impl Evaluator {
         calls
             .iter()
             .map(|c| {
-                let mut call = Call::new(norm.apply(&c.name).into_owned(), c.args.clone());
-                call.ordered_args = c.ordered_args.clone();
+                let mut call = Call::new(norm.apply(&c.name).into_owned(), c.args.value().cloned());
+                call.ordered_args = c.args.ordered().cloned();
                 call
             })
             .collect()

@@ -6,6 +6,7 @@
 //! through a key table, so each span's attributes are read once whatever the
 //! number of rules.
 
+mod args;
 mod canonical;
 pub mod explain;
 pub mod facts;
@@ -30,7 +31,9 @@ use serde_json::{Number, Value};
 
 use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace, Val};
 use crate::ingest::projection::Projection;
+
 use crate::ingest::Span;
+pub use args::CallArgs;
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
 use wrappers::value_of;
 
@@ -100,8 +103,7 @@ impl PartialEq for CallResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolCall {
     pub name: String,
-    /// `None` when the span carries no arguments (not the same as `{}`).
-    pub args: Option<Value>,
+    pub args: CallArgs,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<CallResult>,
     pub status: CallStatus,
@@ -126,21 +128,10 @@ pub struct ToolCall {
     /// The nearest enclosing agent run or tool call (for the run tree).
     #[serde(skip)]
     pub within: Option<SpanId>,
-    /// `args` with the key order of the span's JSON text, for presets that
-    /// compare Python `str()` of dicts (ragas); only with
-    /// [`Extractor::with_ordered_args`], and only when the arguments are
-    /// that JSON as is.
-    #[serde(skip)]
-    pub ordered_args: Option<std::sync::Arc<crate::value::PyValue>>,
     /// The span's end, for latency statistics (not in reports: a call's
     /// JSON stays as it was).
     #[serde(skip)]
     pub end_time_unix_nano: u64,
-    /// With [`Extractor::with_args_text`], instead of `args`: the
-    /// arguments as the JSON text serde_json writes of their value (rows
-    /// write it in `args`' place, see `report::push_row_with_calls`).
-    #[serde(skip)]
-    pub args_json: Option<Box<str>>,
 }
 
 /// One agent (or workflow, invocation) run.
@@ -562,6 +553,12 @@ impl Extractor {
                 .ordered_args
                 .then(|| ordered(args_text, args.as_ref()))
                 .flatten();
+            let args = match (args, ordered_args, args_json) {
+                (Some(value), Some(ordered), _) => CallArgs::Ordered { value, ordered },
+                (Some(value), None, _) => CallArgs::Value(value),
+                (None, _, Some(text)) => CallArgs::Text(text),
+                (None, _, None) => CallArgs::None,
+            };
             let call = ToolCall {
                 name: name.clone(),
                 args,
@@ -573,7 +570,6 @@ impl Extractor {
                 status,
                 error_message,
                 error_type,
-                ordered_args,
                 span_id: s.span_id,
                 start_time_unix_nano: s.span.start_time_unix_nano,
                 depth,
@@ -582,7 +578,6 @@ impl Extractor {
                 convention: rule.name().to_string(),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
-                args_json,
             };
             if role == Role::Retriever {
                 out.retrievers.push(call);
@@ -652,7 +647,7 @@ enum Role {
 /// docs/conventions.md). The outer call, which has the arguments, stays; a
 /// tool that calls itself (one convention) keeps every call.
 fn drop_echoes(calls: &mut Vec<ToolCall>) {
-    let bare = |c: &ToolCall| c.args.is_none() && c.args_json.is_none() && c.within.is_some();
+    let bare = |c: &ToolCall| c.args.is_none() && c.within.is_some();
     if !calls.iter().any(bare) {
         return;
     }

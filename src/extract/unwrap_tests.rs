@@ -53,7 +53,7 @@ pub(crate) fn calls(t: &Trace) -> Vec<(String, Value, Value, String)> {
         .map(|c| {
             (
                 c.name,
-                c.args.unwrap_or(Value::Null),
+                c.args.value().cloned().unwrap_or(Value::Null),
                 c.result.map_or(Value::Null, |r| r.to_value()),
                 c.convention,
             )

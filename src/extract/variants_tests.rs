@@ -87,7 +87,7 @@ fn trace(spans: Vec<S>) -> Trace {
 fn names_args(calls: &[ToolCall]) -> Vec<(String, Option<Value>)> {
     calls
         .iter()
-        .map(|c| (c.name.clone(), c.args.clone()))
+        .map(|c| (c.name.clone(), c.args.value().cloned()))
         .collect()
 }
 
@@ -833,7 +833,7 @@ fn user_rule_overrides_a_builtin_and_adds_a_convention() {
     assert_eq!(calls[0].convention, "mlflow");
     assert_eq!(calls[0].name, "real_fn");
     assert_eq!(calls[1].name, "lookup");
-    assert_eq!(calls[1].args, Some(json!({"id": 3})));
+    assert_eq!(calls[1].args.value(), Some(&json!({"id": 3})));
     assert_eq!(x.rules()[0].name(), "acme");
 }
 

@@ -294,7 +294,10 @@ impl Fields for Map<String, Value> {
 
 /// `o[key]` as text; empty when absent or not a string.
 pub(crate) fn text_of(o: &impl Fields, key: &str) -> String {
-    o.field(key).and_then(Value::as_str).unwrap_or("").to_string()
+    o.field(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The items of the list `o[key]`; none when absent or not a list.

@@ -186,7 +186,7 @@ fn case_json(e: &Evaluation) -> Value {
         .map(|c| {
             json!([
                 c.name,
-                args_json(c.args.as_ref()),
+                args_json(c.args.value()),
                 c.status == CallStatus::Error,
                 c.error_message,
                 ms(c.start_time_unix_nano.saturating_sub(base)),

@@ -114,7 +114,7 @@ impl Node<'_> {
 fn call_line(c: &ToolCall, counted: bool) -> String {
     let args = c
         .args
-        .as_ref()
+        .value()
         .map_or_else(|| "-".to_string(), |a| a.to_string());
     let status = match (&c.status, &c.error_message) {
         (CallStatus::Error, Some(m)) => format!("error: {}", first_line(m)),

@@ -344,18 +344,12 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
         retriever,
         convention,
         within: _,
-        ordered_args: _,
         end_time_unix_nano: _,
-        args_json,
     } = c;
     out.extend_from_slice(b"{\"name\":");
     json(out, name);
     out.extend_from_slice(b",\"args\":");
-    match (args, args_json) {
-        (Some(v), _) => json(out, v),
-        (None, Some(text)) => out.extend_from_slice(text.as_bytes()),
-        (None, None) => out.extend_from_slice(b"null"),
-    }
+    args.write_json(out);
     match result {
         Some(CallResult::Json(text)) => {
             out.extend_from_slice(b",\"result\":");
@@ -515,6 +509,7 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extract::CallArgs;
     use std::sync::Arc;
 
     /// Rows of the traces of `requests`, extracted with arguments as
@@ -531,7 +526,10 @@ mod tests {
         let (mut out, mut as_text) = (Vec::new(), 0);
         for t in asm.finish() {
             let calls: Arc<[ToolCall]> = x.extract(&t).into();
-            as_text += calls.iter().filter(|c| c.args_json.is_some()).count();
+            as_text += calls
+                .iter()
+                .filter(|c| matches!(c.args, CallArgs::Text(_)))
+                .count();
             let trace = UnmatchedTrace {
                 trace_id: t.id,
                 spans: t.spans.len(),
@@ -610,7 +608,7 @@ mod tests {
         use crate::extract::{AgentRef, CallStatus};
         let base = ToolCall {
             name: "get \"weather\"\u{1}".into(),
-            args: Some(json!({"b": 1, "a": [1.5, "é\n"]})),
+            args: CallArgs::Value(json!({"b": 1, "a": [1.5, "é\n"]})),
             result: None,
             status: CallStatus::Ok,
             error_message: None,
@@ -622,13 +620,11 @@ mod tests {
             retriever: false,
             convention: "otel-genai".into(),
             within: Some(SpanId([1; 8])),
-            ordered_args: None,
             end_time_unix_nano: 5,
-            args_json: None,
         };
         let mut calls = vec![base.clone()];
         let mut c = base.clone();
-        c.args = None;
+        c.args = CallArgs::None;
         c.result = Some(CallResult::Json(r#"{"z": [1, 2.50], "a":"\u00e9"}"#.into()));
         c.status = CallStatus::Error;
         c.error_message = Some("boom".into());
@@ -650,11 +646,12 @@ mod tests {
         }
         // Arguments kept as text: as if parsed into `args`.
         let mut text = base.clone();
-        text.args = None;
-        text.args_json = Some(r#"{"a":[1.5,"é\n"],"b":1}"#.into());
+        text.args = CallArgs::Text(r#"{"a":[1.5,"é\n"],"b":1}"#.into());
         let (mut ours, theirs) = (Vec::new(), serde_json::to_vec(&base).unwrap());
         write_call(&mut ours, &text);
-        assert_eq!(String::from_utf8(ours), String::from_utf8(theirs));
+        assert_eq!(String::from_utf8(ours), String::from_utf8(theirs.clone()));
+        // The derived form writes them the same way.
+        assert_eq!(serde_json::to_vec(&text).unwrap(), theirs);
     }
 
     #[test]

@@ -192,7 +192,7 @@ mod tests {
     fn call(name: &str, at: u64) -> ToolCall {
         ToolCall {
             name: name.into(),
-            args: None,
+            args: crate::extract::CallArgs::None,
             result: None,
             status: crate::extract::CallStatus::Ok,
             error_message: None,
@@ -204,9 +204,7 @@ mod tests {
             retriever: false,
             convention: "test".into(),
             within: None,
-            ordered_args: None,
             end_time_unix_nano: at,
-            args_json: None,
         }
     }
 
