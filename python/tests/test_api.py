@@ -80,7 +80,7 @@ def test_sdk_spans_give_the_rows_of_their_console_export(cli: str, tmp_path: Any
     loose = [{"name": "get_weather", "args": {"city": {"$regex": "^Pa"}}}, {"name": "get_weather", "args": {"city": {"$type": "string"}}}]
     assert toolscore.evaluate(list(spans), loose).passed
     wrong = [{"name": "get_weather", "args": {"city": {"$regex": "^Lo"}}}, "get_weather"]
-    failed = toolscore.evaluate(list(spans), wrong)
+    failed = toolscore.evaluate(list(spans), wrong, metrics=["tool_correctness:threshold=1"])
     assert not failed.passed and "expected a match of /^Lo/" in failed.evaluations[0]["explanation"], failed.explain()
     fixture = tmp_path / "expected.json"
     fixture.write_text(json.dumps(expected))
