@@ -5,6 +5,9 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message;
 
+use serde_json::json;
+
+use toolscore::assemble::Trace;
 use toolscore::expect::Call;
 use toolscore::extract::Extractor;
 use toolscore::ingest::Limits;
@@ -33,6 +36,18 @@ fn end_to_end(bodies: &[Vec<u8>], extractor: &Extractor, metric: &NativeMetric) 
         }
     }
     passed
+}
+
+/// Every trace's calls extracted and written as JSONL rows; returns the
+/// bytes written.
+fn jsonl_rows(traces: &[Trace], extractor: &Extractor) -> usize {
+    let row = json!({"type": "unmatched_trace"});
+    let mut out = Vec::new();
+    for t in traces {
+        let calls = extractor.extract(t);
+        toolscore::report::push_row_with_calls(&mut out, &row, &calls);
+    }
+    out.len()
 }
 
 fn bench(c: &mut Criterion) {
@@ -102,6 +117,23 @@ fn bench(c: &mut Criterion) {
         })
     });
     stages.finish();
+
+    // What extract/canonical.rs buys: when nothing reads arguments (serve
+    // listing traces without a fixture), they are kept as JSON text in the
+    // form serde_json writes, instead of parsed into a value and written
+    // back. Same rows either way (report tests).
+    let as_text = Extractor::default()
+        .with_results(false)
+        .with_args_text(true);
+    let mut rows = c.benchmark_group("args_rows");
+    rows.throughput(of(pb_bytes as u64));
+    rows.bench_function("parsed", |b| {
+        b.iter(|| std::hint::black_box(jsonl_rows(&traces, &extractor)))
+    });
+    rows.bench_function("kept_as_text", |b| {
+        b.iter(|| std::hint::black_box(jsonl_rows(&traces, &as_text)))
+    });
+    rows.finish();
 }
 
 criterion_group!(benches, bench);
