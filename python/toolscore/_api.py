@@ -173,17 +173,19 @@ def _traces(traces: Traces) -> Tuple[List[str], List[Tuple[str, bytes]]]:
         raise ValueError("traces: an empty list (no paths, bytes or spans)")
     paths: List[str] = []
     sources: List[Tuple[str, bytes]] = []
-    spans = [x for x in items if is_span(x)]
+    spans: List[Any] = []
     for i, x in enumerate(items):
         if isinstance(x, (str, os.PathLike)):
             paths.append(os.fspath(x))
         elif isinstance(x, (bytes, bytearray, memoryview)):
             sources.append((f"bytes[{i}]", bytes(x)))
-        elif not is_span(x):
+        elif is_span(x):
+            spans.append(x)
+        else:
             raise ValueError(f"traces[{i}]: {type(x).__name__} is not a path, bytes or an OpenTelemetry SDK span")
     if spans:
         # Read straight from the span objects into one OTLP request.
-        sources.append(("spans", spans_to_otlp(spans)))
+        sources.append(("spans", _native.spans_to_otlp(spans)))
     return paths, sources
 
 

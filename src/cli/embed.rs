@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 use super::{InputArgs, ScoringArgs};
-use crate::evaluate::{CustomMetric, Evaluator, MetricSpec, OutputNeeds, Pipeline};
+use crate::evaluate::{CustomMetric, Evaluator, MetricSpec, OutputNeeds, Pipeline, ScoreSettings};
 use crate::expect::{self, parse_file, Case, FixtureOptions, Loaded};
 use crate::ingest::files::Source;
 use crate::inspect::{self, InspectFormat};
@@ -177,7 +177,12 @@ pub fn inspect(sources: Vec<Source>, flags: &[String]) -> anyhow::Result<String>
     let flags = Flags::parse(flags)?;
     flags.input.check_paths()?;
     let config = flags.input.config.load()?;
-    let settings = flags.scoring.settings(&config)?;
+    // As `toolscore inspect`: nothing is scored, so no metric or judge is
+    // built; the session keys say which session each trace is in.
+    let settings = ScoreSettings {
+        session_keys: config.session_keys(),
+        ..ScoreSettings::default()
+    };
     let evaluator = Arc::new(Evaluator::new(settings, None, None)?);
     let outputs = OutputNeeds {
         call_results: true,
