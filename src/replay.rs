@@ -2,7 +2,7 @@
 //! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{Pipeline, Sessions, TraceResult, UnmatchedCase, UnmatchedTrace};
+use crate::evaluate::{Pipeline, Sessions, TraceResult, UnmatchedTrace};
 use crate::extract::facts::token_usage;
 use crate::ingest::files::{self, Source};
 use crate::ingest::projection::{KeepAll, KeyFilter};
@@ -129,14 +129,9 @@ impl<'a> Collector<'a> {
         let evaluator = self.per_trace.pipeline.evaluator();
         report.evaluations.extend(self.sessions.evaluate(evaluator));
         (report.tools, report.tokens) = self.tools.finish();
-        let hit = self.hit;
-        report.unmatched_cases.extend(
-            evaluator
-                .cases()
-                .enumerate()
-                .filter(|&(i, _)| !hit[i] && !evaluator.is_default(i))
-                .map(|(_, c)| UnmatchedCase::of(c)),
-        );
+        report
+            .unmatched_cases
+            .extend(evaluator.unmatched(&self.hit));
         report.judge = evaluator.judge().map(|j| j.usage());
     }
 }

@@ -181,6 +181,63 @@ fn a_gzip_bomb_is_rejected_without_holding_what_it_inflates_to() {
     );
 }
 
+/// A fixture costs at most 4x its size in memory (docs/formats.md, fixture
+/// memory): 200,000 small cases (about 16 MB, as short as cases get, so the
+/// per-case cost weighs most), none joined, every one reported. Measured as
+/// what the run adds over the same run with a one-case fixture; it was 13x.
+#[test]
+fn a_big_fixture_costs_at_most_four_times_its_size() {
+    let dir = TempDir::new("bigfixture");
+    let traces = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/pydantic-ai");
+    let tools = ["search", "get_weather", "lookup_order", "send_email"];
+    let mut text = String::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..200_000usize {
+        // xorshift: distinct trace ids, no two cases alike.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let tool = tools[i % tools.len()];
+        text += &format!(
+            "{{\"trace_id\":\"{x:016x}{:016x}\",\"expected_tools\":[\"{tool}\"]}}\n",
+            x.rotate_left(29)
+        );
+    }
+    let big = dir.path().join("big.jsonl");
+    std::fs::write(&big, &text).unwrap();
+    let one = dir.path().join("one.jsonl");
+    std::fs::write(&one, text.lines().next().unwrap()).unwrap();
+    let out = dir.path().join("out.jsonl");
+    let run = |fixture: &std::path::Path| {
+        let (code, stderr, rss_kib) = run_measured(&[
+            "replay",
+            traces,
+            "-e",
+            fixture.to_str().unwrap(),
+            "-q",
+            "-f",
+            "jsonl",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(1), "unmatched cases fail: {stderr}");
+        assert!(rss_kib > 0, "no VmHWM read");
+        rss_kib * 1024
+    };
+    let base = run(&one);
+    let peak = run(&big);
+    let rows = std::fs::read_to_string(&out).unwrap();
+    let unmatched = rows.matches(r#""type":"unmatched_case""#).count();
+    assert_eq!(unmatched, 200_000, "every case reported");
+    let added = peak.saturating_sub(base);
+    let size = text.len() as u64;
+    assert!(
+        added <= 4 * size,
+        "a {size}-byte fixture added {added} bytes of memory ({:.1}x)",
+        added as f64 / size as f64
+    );
+}
+
 /// Projection at decode changes nothing that is shown: every corpus file,
 /// as JSON lines and as protobuf requests, gives the same inspect rows
 /// with the projection that `inspect` uses as with every attribute kept.

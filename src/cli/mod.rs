@@ -635,17 +635,18 @@ pub(crate) fn fixture_cases(
 /// value it is. `run`: the run's metrics, for cases without their own.
 fn literal_matchers_note(cases: &[Case], run: &[MetricSpec]) -> Option<String> {
     let with_matchers = |c: &&Case| {
-        c.expected
-            .iter()
-            .chain(c.agents.iter().flat_map(|a| &a.expected))
-            .any(|call| call.matchers.is_some())
+        c.expected.has_matchers()
+            || c.agents()
+                .iter()
+                .flat_map(|a| &a.expected)
+                .any(|call| call.matchers.is_some())
     };
     let mut literal: Vec<&'static str> = Vec::new();
     let mut count = 0;
     let catalog = crate::score::registry::catalog();
     for case in cases.iter().filter(with_matchers) {
         // A case's bad metric list is reported when its metrics are built.
-        let own = case.metrics.as_deref().map(MetricSpec::parse_list);
+        let own = case.metrics().map(MetricSpec::parse_list);
         let specs = match &own {
             Some(Ok(specs)) => specs.as_slice(),
             Some(Err(_)) => continue,

@@ -13,6 +13,7 @@ pub mod metrics;
 mod pipeline;
 mod result;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -69,18 +70,6 @@ impl Default for ScoreSettings {
     }
 }
 
-/// A case with what scoring it needs, prepared once.
-#[derive(Debug)]
-struct Prepared {
-    case: Case,
-    /// `case.expected` with names as compared (normalized when enabled; the
-    /// case's own, shared, otherwise).
-    expected: Arc<[Call]>,
-    /// The case's own metrics (its `metrics` list or `threshold`), if it
-    /// overrides the run's; shared by cases that set the same.
-    metrics: Option<Arc<MetricSet>>,
-}
-
 /// Where a trace belongs.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Route {
@@ -93,7 +82,10 @@ pub struct Route {
 /// Case lookups by join kind, built once.
 #[derive(Debug, Default)]
 struct Routes {
-    by_trace_id: HashMap<TraceId, Vec<usize>>,
+    /// Trace-id cases as (trace id, case), sorted: 24 bytes a case, where
+    /// a map of lists took about 70 (docs/formats.md, fixture memory). A
+    /// fixture holds far fewer than 2^32 cases (`MAX_FIXTURE_BYTES`).
+    by_trace_id: Vec<(TraceId, u32)>,
     /// `match` cases: every pair must be present on the trace.
     matches: Vec<usize>,
     /// Session cases by (session key index or `None` for any key, value).
@@ -110,7 +102,13 @@ struct Routes {
 pub struct Evaluator {
     settings: ScoreSettings,
     run: MetricSet,
-    cases: Vec<Prepared>,
+    /// The fixture's cases as loaded (never copied: a big fixture is held
+    /// once; unmatched-case rows point into it).
+    cases: Arc<Vec<Case>>,
+    /// Per case, its own metrics (its `metrics` list or `threshold`), if it
+    /// overrides the run's; shared by cases that set the same. Empty when
+    /// no case has its own.
+    own: Vec<Option<Arc<MetricSet>>>,
     /// Index of the default case in `cases`, if any (it joins nothing).
     default: Option<usize>,
     /// Whether a fixture was given (else traces are listed, not judged).
@@ -135,20 +133,20 @@ fn in_case(case: &Case, e: ScoreError) -> ScoreError {
 /// gets `budget`, `agents`, `handoffs` added to the run's; one that states
 /// no expected tools is scored on them alone (docs/scoring.md).
 fn case_specs(case: &Case, run: &[MetricSpec]) -> Result<Option<Vec<MetricSpec>>, ScoreError> {
-    let alone = !case.states_tools && case.metrics.is_none();
+    let alone = !case.states_tools && case.metrics().is_none();
     let implied: Vec<&str> = [
-        (case.budgets.is_set(), budget::NAME),
-        (!case.agents.is_empty(), agents::NAME),
-        (case.handoffs.is_some(), handoffs::NAME),
+        (case.budgets().is_set(), budget::NAME),
+        (!case.agents().is_empty(), agents::NAME),
+        (case.handoffs().is_some(), handoffs::NAME),
     ]
     .into_iter()
     .filter(|&(set, name)| {
-        set && case.metrics.is_none() && (alone || !run.iter().any(|m| m.name == name))
+        set && case.metrics().is_none() && (alone || !run.iter().any(|m| m.name == name))
     })
     .map(|(_, name)| name)
     .collect();
     let add_implied = !implied.is_empty();
-    Ok(match (&case.metrics, case.threshold) {
+    Ok(match (case.metrics(), case.threshold) {
         (None, None) if !add_implied => None,
         (Some(l), _) => Some(MetricSpec::parse_list(l)?),
         (None, _) if add_implied => {
@@ -189,13 +187,13 @@ impl Evaluator {
             all.push(d);
             all.len() - 1
         });
-        let mut prepared = Vec::with_capacity(all.len());
+        let mut own = Vec::with_capacity(all.len());
         // Cases with the same metrics and threshold share one set: a big
         // fixture where every case sets `threshold` builds it once.
         let mut shared: HashMap<(Vec<String>, Option<u64>), Arc<MetricSet>> = HashMap::new();
-        for case in all {
-            let metrics = match case_specs(&case, &settings.metrics) {
-                Err(e) => return Err(in_case(&case, e)),
+        for case in &all {
+            let metrics = match case_specs(case, &settings.metrics) {
+                Err(e) => return Err(in_case(case, e)),
                 Ok(None) => None,
                 Ok(Some(specs)) => {
                     let key = (
@@ -212,7 +210,7 @@ impl Evaluator {
                                 case.threshold,
                                 extras,
                             )
-                            .map_err(|e| in_case(&case, e))?;
+                            .map_err(|e| in_case(case, e))?;
                             for l in set.labels() {
                                 if !labels.iter().any(|x| x == l) {
                                     labels.push(l.to_string());
@@ -227,29 +225,17 @@ impl Evaluator {
                     Some(set)
                 }
             };
-            let expected = if settings.names.is_enabled() {
-                case.expected
-                    .iter()
-                    .map(|c| {
-                        let mut c = c.clone();
-                        c.name = settings.names.apply(&c.name).into_owned();
-                        c
-                    })
-                    .collect()
-            } else {
-                Arc::clone(&case.expected)
-            };
-            prepared.push(Prepared {
-                case,
-                expected,
-                metrics,
-            });
+            own.push(metrics);
         }
-        let routes = Routes::build(&prepared, default_index, &settings.session_keys);
+        if own.iter().all(Option::is_none) {
+            own = Vec::new();
+        }
+        let routes = Routes::build(&all, default_index, &settings.session_keys);
         Ok(Evaluator {
             settings,
             run,
-            cases: prepared,
+            cases: Arc::new(all),
+            own,
             default: default_index,
             has_cases,
             routes,
@@ -284,7 +270,21 @@ impl Evaluator {
 
     /// Every case (the default case last, if any).
     pub fn cases(&self) -> impl ExactSizeIterator<Item = &Case> {
-        self.cases.iter().map(|p| &p.case)
+        self.cases.iter()
+    }
+
+    /// The cases no trace joined (`hit[i]`: case `i` was scored), the
+    /// default case aside.
+    pub fn unmatched(&self, hit: &[bool]) -> Vec<UnmatchedCase> {
+        let unmatched = |i: &usize| !hit.get(*i).copied().unwrap_or(false) && !self.is_default(*i);
+        // Sized first: a big fixture's list is not grown by doubling.
+        let mut out = Vec::with_capacity((0..self.cases.len()).filter(unmatched).count());
+        out.extend(
+            (0..self.cases.len())
+                .filter(unmatched)
+                .filter_map(|i| UnmatchedCase::new(Arc::clone(&self.cases), i)),
+        );
+        out
     }
 
     /// Whether case `i` is the default case (never "unmatched").
@@ -301,8 +301,8 @@ impl Evaluator {
     /// keys and the cases' `match` and session keys (projection at decode).
     pub fn join_keys(&self) -> Vec<String> {
         let mut keys = self.settings.session_keys.clone();
-        for p in &self.cases {
-            match &p.case.join {
+        for case in self.cases.iter() {
+            match &case.join {
                 Join::Match(kv) => keys.extend(kv.iter().map(|(k, _)| k.clone())),
                 Join::Session { key: Some(k), .. } => keys.push(k.clone()),
                 _ => {}
@@ -314,9 +314,14 @@ impl Evaluator {
     /// The cases `trace` joins.
     pub fn route(&self, trace: &Trace) -> Route {
         let r = &self.routes;
-        let mut cases: Vec<usize> = r.by_trace_id.get(&trace.id).cloned().unwrap_or_default();
+        let from = r.by_trace_id.partition_point(|(id, _)| *id < trace.id);
+        let mut cases: Vec<usize> = r.by_trace_id[from..]
+            .iter()
+            .take_while(|(id, _)| *id == trace.id)
+            .map(|&(_, ci)| ci as usize)
+            .collect();
         for &ci in &r.matches {
-            if let Join::Match(kv) = &self.cases[ci].case.join {
+            if let Join::Match(kv) = &self.cases[ci].join {
                 if kv.iter().all(|(k, v)| trace.has_attr(k, v)) {
                     cases.push(ci);
                 }
@@ -342,7 +347,7 @@ impl Evaluator {
                 }
             }
             for &ci in &r.other_sessions {
-                if let Join::Session { key: Some(k), id } = &self.cases[ci].case.join {
+                if let Join::Session { key: Some(k), id } = &self.cases[ci].join {
                     if trace.has_attr(k, id) {
                         sessions.push((ci, id.clone()));
                     }
@@ -363,7 +368,7 @@ impl Evaluator {
             .iter()
             .chain(route.sessions.iter().map(|(c, _)| c))
             .map(|&ci| {
-                let case = &self.cases[ci].case;
+                let case = &self.cases[ci];
                 (case.id.clone(), case.join.label())
             })
             .collect()
@@ -472,6 +477,23 @@ impl Evaluator {
             .collect()
     }
 
+    /// A case's expected calls with names as compared (normalized when
+    /// enabled).
+    fn compared<'a>(&self, expected: &'a [Call]) -> Cow<'a, [Call]> {
+        let norm = &self.settings.names;
+        if !norm.is_enabled() {
+            return Cow::Borrowed(expected);
+        }
+        expected
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                c.name = norm.apply(&c.name).into_owned();
+                c
+            })
+            .collect()
+    }
+
     fn score(
         &self,
         case: usize,
@@ -481,41 +503,55 @@ impl Evaluator {
         called: &[Call],
         facts: Option<&TraceFacts>,
     ) -> Evaluation {
-        let p = &self.cases[case];
-        let metrics = p.metrics.as_deref().unwrap_or(&self.run);
+        let c = &self.cases[case];
+        let metrics = self
+            .own
+            .get(case)
+            .and_then(Option::as_deref)
+            .unwrap_or(&self.run);
+        let expected = c.expected.calls();
         let results = metrics.evaluate(&MetricInput {
             called,
-            expected: &p.expected,
+            expected: &self.compared(&expected),
             calls: &calls,
-            case: &p.case,
+            case: c,
             facts,
         });
         Evaluation {
             trace_id,
             session,
-            case_id: p.case.id.clone(),
+            case_id: c.id.clone(),
             case_index: case,
             joined_by: if self.is_default(case) {
                 "default"
             } else {
-                p.case.join.label()
+                c.join.label()
             },
             tools_called: calls,
-            expected: Arc::clone(&p.case.expected),
+            expected,
             results,
         }
     }
 }
 
 impl Routes {
-    fn build(cases: &[Prepared], default: Option<usize>, keys: &[String]) -> Routes {
+    fn build(cases: &[Case], default: Option<usize>, keys: &[String]) -> Routes {
         let mut r = Routes::default();
-        for (ci, p) in cases.iter().enumerate() {
+        let by_id = cases
+            .iter()
+            .filter(|c| matches!(c.join, Join::TraceId(_)))
+            .count();
+        r.by_trace_id.reserve_exact(by_id);
+        for (ci, case) in cases.iter().enumerate() {
             if Some(ci) == default {
                 continue;
             }
-            match &p.case.join {
-                Join::TraceId(id) => r.by_trace_id.entry(*id).or_default().push(ci),
+            match &case.join {
+                Join::TraceId(id) => {
+                    if let Ok(ci) = u32::try_from(ci) {
+                        r.by_trace_id.push((*id, ci));
+                    }
+                }
                 Join::Match(_) => r.matches.push(ci),
                 Join::UserText(t) => r.by_text.entry(t.clone()).or_default().push(ci),
                 Join::Session { key: None, id } => {
@@ -531,6 +567,7 @@ impl Routes {
                 },
             }
         }
+        r.by_trace_id.sort_unstable();
         r
     }
 }

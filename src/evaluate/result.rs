@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::assemble::{SpanId, TraceId};
-use crate::expect::Call;
+use crate::expect::{Call, Case};
 use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
 use crate::score::{Outcome, Unjudged};
@@ -146,38 +146,74 @@ impl Evaluation {
 }
 
 /// A case that no trace joined: what it looked for and what it expected.
-#[derive(Debug, Clone, PartialEq)]
+/// It points into the evaluator's case list, so a big fixture's unmatched
+/// cases cost a pointer each; reports make their text as they write it.
+#[derive(Clone)]
 pub struct UnmatchedCase {
-    pub id: String,
-    /// How it joins (`trace_id`, `match`, `session`, `user_text`).
-    pub joined_by: &'static str,
-    /// What it looked for ([`crate::expect::Join::describe`]).
-    pub looked_for: String,
-    pub expected: Arc<[Call]>,
+    cases: Arc<Vec<Case>>,
+    index: usize,
 }
 
 impl UnmatchedCase {
-    pub fn of(case: &crate::expect::Case) -> UnmatchedCase {
-        UnmatchedCase {
-            id: case.id.clone(),
-            joined_by: case.join.label(),
-            looked_for: case.join.describe(),
-            expected: Arc::clone(&case.expected),
-        }
+    /// Case `index` of `cases`.
+    pub fn new(cases: Arc<Vec<Case>>, index: usize) -> Option<UnmatchedCase> {
+        (index < cases.len()).then_some(UnmatchedCase { cases, index })
+    }
+
+    pub fn case(&self) -> &Case {
+        &self.cases[self.index]
+    }
+
+    pub fn id(&self) -> &str {
+        &self.case().id
+    }
+
+    /// How it joins (`trace_id`, `match`, `session`, `user_text`).
+    pub fn joined_by(&self) -> &'static str {
+        self.case().join.label()
+    }
+
+    /// What it looked for ([`crate::expect::Join::describe`]).
+    pub fn looked_for(&self) -> String {
+        self.case().join.describe()
+    }
+
+    pub fn expected(&self) -> Arc<[Call]> {
+        self.case().expected.calls()
     }
 
     /// Why it fails, for people: what it looked for and what it expected.
     pub fn explanation(&self) -> String {
-        let names: Vec<&str> = self.expected.iter().map(|c| c.name.as_str()).collect();
+        self.explanation_of(&self.expected())
+    }
+
+    /// [`UnmatchedCase::explanation`] with its calls already parsed.
+    pub fn explanation_of(&self, calls: &[Call]) -> String {
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
         format!(
             "no trace matched this case: looked for {}; expected {}",
-            self.looked_for,
+            self.looked_for(),
             if names.is_empty() {
                 "no tool calls".to_string()
             } else {
                 names.join(", ")
             }
         )
+    }
+}
+
+impl PartialEq for UnmatchedCase {
+    fn eq(&self, other: &Self) -> bool {
+        self.case() == other.case()
+    }
+}
+
+impl std::fmt::Debug for UnmatchedCase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnmatchedCase")
+            .field("id", &self.id())
+            .field("looked_for", &self.looked_for())
+            .finish()
     }
 }
 

@@ -155,7 +155,10 @@ mod tests {
         assert_eq!(cases.len(), 2);
         assert_eq!(cases[0].id, "trip#1");
         assert_eq!(cases[0].join, Join::UserText("plan a trip".into()));
-        assert_eq!(cases[0].expected[0].args, Some(json!({"city": "Tokyo"})));
+        assert_eq!(
+            cases[0].expected.calls()[0].args,
+            Some(json!({"city": "Tokyo"}))
+        );
         assert!(cases[1].expected.is_empty());
     }
 
@@ -167,7 +170,7 @@ mod tests {
                 {"author": "agent", "content": {"parts": [{"function_call": {"name": "f", "args": {}}}]}}]}}]});
         let cases = eval_case(&v).unwrap();
         assert_eq!(cases[0].id, "x");
-        assert_eq!(cases[0].expected[0].name, "f");
+        assert_eq!(cases[0].expected.calls()[0].name, "f");
         let bad = json!({"eval_id": "x", "conversation": [
             {"user_content": {"parts": [{"text": "hi"}]},
              "intermediate_data": {"tool_uses": [{"args": {}}]}}]});

@@ -58,7 +58,7 @@ mod tests {
             {"name": "get_stock_price", "inputParameters": {"ticker": "ACME"}}]});
         let c = &golden(&v, &ctx).unwrap()[0];
         assert_eq!(c.id, "goldens#1");
-        assert_eq!(c.expected[0].args, Some(json!({"ticker": "ACME"})));
+        assert_eq!(c.expected.calls()[0].args, Some(json!({"ticker": "ACME"})));
         let e = golden(
             &json!({"input": "x", "expected_tools": [{"name": 3}]}),
             &ctx,

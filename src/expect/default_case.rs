@@ -25,7 +25,11 @@ pub fn parse_default(text: &str, label: &str, opts: &FixtureOptions) -> Result<C
     case["match"] = json!({"toolscore.default": "true"});
     let (cases, rejected) = parse_with(&case.to_string(), label, opts);
     match (cases.into_iter().next(), rejected.into_iter().next()) {
-        (Some(c), None) => Ok(c),
+        // Scored against every trace that joins no case: parsed once.
+        (Some(mut c), None) => {
+            c.expected = c.expected.into_parsed();
+            Ok(c)
+        }
         (_, Some(r)) => Err(r.reason),
         (None, None) => Err("no case found".into()),
     }

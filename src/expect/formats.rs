@@ -134,7 +134,7 @@ pub fn unknown(text: &str) -> Option<String> {
 }
 
 /// A whole-file object: a wrapper around records, or one record.
-fn of_object(o: &Map<String, Value>) -> ExpectFormat {
+pub(super) fn of_object(o: &Map<String, Value>) -> ExpectFormat {
     if has_any(o, &["eval_cases", "evalCases"]) {
         return ExpectFormat::AdkEvalSet;
     }

@@ -597,7 +597,7 @@ mod tests {
         let loaded = parse_file(text, "f.jsonl", &FixtureOptions::default());
         let ids: Vec<&str> = loaded.cases.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["a"]);
-        let calls = &loaded.cases[0].expected;
+        let calls = loaded.cases[0].expected.calls();
         assert!(calls[0].matchers.is_none() && calls[1].matchers.is_none());
         assert!(calls[2].matchers.is_some());
         // The arguments stay as written: output and presets see the object.
@@ -626,7 +626,7 @@ mod tests {
             {"user_input": "b", "reference_tool_calls": [{"name": "f", "args": {"k": {"$any": true}}}]}]"#;
         let loaded = parse_file(ragas, "r.json", &FixtureOptions::default());
         assert_eq!(loaded.cases.len(), 1);
-        assert!(loaded.cases[0].expected[0].matchers.is_some());
+        assert!(loaded.cases[0].expected.calls()[0].matchers.is_some());
         assert_eq!(
             loaded.rejected[0].reason,
             "Ragas samples: [0]: reference_tool_calls[0].args.k: $any must be true, not 1"

@@ -92,7 +92,7 @@ mod tests {
         let c = &record(&v, &ctx()).unwrap()[0];
         assert_eq!(c.id, "ds#2");
         assert_eq!(c.join, Join::UserText("weather in paris?".into()));
-        assert_eq!(c.expected[0].args, None);
+        assert_eq!(c.expected.calls()[0].args, None);
         let e = record(
             &json!({"inputs": {}, "expectations": {"expected_facts": []}}),
             &ctx(),

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -30,7 +29,9 @@ mod adk;
 mod call;
 mod deepeval;
 mod default_case;
+mod expected;
 mod formats;
+mod lines;
 pub mod matchers;
 mod mlflow;
 mod ragas;
@@ -38,6 +39,7 @@ mod read;
 
 pub use call::Call;
 pub use default_case::parse_default;
+pub use expected::ExpectedCalls;
 pub use formats::ExpectFormat;
 
 /// The largest fixture file read (one case is a few hundred bytes).
@@ -113,14 +115,25 @@ impl Default for FixtureOptions {
 }
 
 /// One expectation.
+///
+/// Kept small: a big fixture holds hundreds of thousands (docs/formats.md,
+/// fixture memory). What few cases set is boxed in [`CaseMore`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
     pub id: String,
     pub join: Join,
-    /// Shared with the evaluations and reports that show it: a big
-    /// fixture's calls are held once.
-    pub expected: Arc<[Call]>,
+    /// Shared with the evaluations and reports that show it.
+    pub expected: ExpectedCalls,
     pub threshold: Option<f64>,
+    /// Whether the case states expected tools; a case of `agents` or
+    /// `handoffs` alone does not, and is scored on those metrics alone.
+    pub states_tools: bool,
+    pub more: Option<Box<CaseMore>>,
+}
+
+/// The parts of a case that few cases set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaseMore {
     /// Metrics for this case instead of the run's `--metric` list.
     pub metrics: Option<Vec<String>>,
     /// Limits the `budget` metric checks.
@@ -130,9 +143,34 @@ pub struct Case {
     pub agents: Vec<AgentExpectation>,
     /// The order agents should run in (`handoffs` metric).
     pub handoffs: Option<Vec<String>>,
-    /// Whether the case states expected tools; a case of `agents` or
-    /// `handoffs` alone does not, and is scored on those metrics alone.
-    pub states_tools: bool,
+}
+
+/// No budget set.
+static NO_BUDGETS: Budgets = Budgets {
+    max_calls: None,
+    max_calls_per_tool: Vec::new(),
+    forbidden_tools: Vec::new(),
+    max_duration_ms: None,
+    max_tokens: None,
+};
+
+impl Case {
+    /// The case's own metrics list, if any.
+    pub fn metrics(&self) -> Option<&[String]> {
+        self.more.as_ref()?.metrics.as_deref()
+    }
+
+    pub fn budgets(&self) -> &Budgets {
+        self.more.as_ref().map_or(&NO_BUDGETS, |m| &m.budgets)
+    }
+
+    pub fn agents(&self) -> &[AgentExpectation] {
+        self.more.as_ref().map_or(&[], |m| &m.agents)
+    }
+
+    pub fn handoffs(&self) -> Option<&[String]> {
+        self.more.as_ref()?.handoffs.as_deref()
+    }
 }
 
 /// One agent's expected calls in a multi-agent trace.
@@ -251,13 +289,14 @@ pub fn load_with(
 
 /// [`load_with`], also saying which format the file was in.
 pub fn load_file(path: &Path, opts: &FixtureOptions) -> Result<Loaded, ExpectError> {
-    let text =
-        crate::ingest::files::read_text_capped(path, MAX_FIXTURE_BYTES).map_err(|source| {
-            ExpectError::Read {
-                path: path.display().to_string(),
-                source,
-            }
-        })?;
+    let err = |source| ExpectError::Read {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(loaded) = lines::load(path, opts).map_err(err)? {
+        return Ok(loaded);
+    }
+    let text = crate::ingest::files::read_text_capped(path, MAX_FIXTURE_BYTES).map_err(err)?;
     Ok(parse_file(&text, &path.display().to_string(), opts))
 }
 
@@ -290,7 +329,8 @@ pub fn parse_file(text: &str, source: &str, opts: &FixtureOptions) -> Loaded {
         }
         format => {
             let (found, mut rejected, notes) = formats::parse(format, text, source);
-            let cases = unique_ids(found, source, &mut rejected);
+            let (mut cases, at): (Vec<Case>, Vec<Position>) = found.into_iter().unzip();
+            unique_ids(&mut cases, &at, source, &mut rejected);
             Loaded {
                 cases,
                 rejected,
@@ -311,118 +351,154 @@ pub fn parse(text: &str, source: &str) -> (Vec<Case>, Vec<Rejected>) {
 pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>, Vec<Rejected>) {
     // A UTF-8 byte order mark (Windows editors write one) is not content.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    // Each case with where it was written, to name it if its id repeats.
-    let mut cases: Vec<(Case, Position)> = Vec::new();
-    let mut rejected = Vec::new();
-    let mut reject = |position: Position, reason: String| {
-        rejected.push(Rejected {
-            source: source.to_string(),
-            position,
-            reason,
-            spans: 0,
-        })
-    };
+    let mut r = Reading::new(source, opts);
     if text.trim_start().starts_with('[') {
-        match read::records(text) {
+        // Each case's own text: one bad case is rejected alone, and no
+        // tree of the whole array is built.
+        match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(text) {
             Ok(items) => {
-                let ordered = match PyValue::parse(text) {
-                    Ok(PyValue::List(l)) => l,
-                    _ => Vec::new(),
-                };
+                r.cases.reserve(items.len());
                 for (i, item) in items.into_iter().enumerate() {
-                    match case_from(item, i + 1, opts) {
-                        Ok(mut c) => {
-                            keep_key_order(&mut c, ordered.get(i));
-                            cases.push((c, Position::Record(i + 1)))
-                        }
-                        Err(e) => reject(Position::Whole, format!("case #{}: {e}", i + 1)),
+                    match case_of_record(item.get(), i + 1, opts) {
+                        Ok(c) => r.keep(c, Position::Record(i + 1)),
+                        Err(e) => r.reject(Position::Whole, format!("case #{}: {e}", i + 1)),
                     }
                 }
             }
-            Err(e) => reject(
+            Err(e) => r.reject(
                 Position::Line(e.line()),
                 format!("not a JSON array of cases: {e}"),
             ),
         }
     } else if let Some(docs) = read::documents(text) {
         for (line, doc) in docs {
-            let parsed = read::record(doc);
-            match parsed.and_then(|v| case_from(v, line, opts)) {
-                Ok(mut c) => {
-                    keep_key_order(&mut c, PyValue::parse(doc).ok().as_ref());
-                    cases.push((c, Position::Line(line)))
-                }
-                Err(e) => reject(Position::Line(line), e),
+            match case_of_record(doc, line, opts) {
+                Ok(c) => r.keep(c, Position::Line(line)),
+                Err(e) => r.reject(Position::Line(line), e),
             }
         }
     } else {
         // One case a line, about: a big fixture's cases are not moved
         // as the list grows.
-        cases.reserve(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
+        r.cases
+            .reserve(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
         for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with("//") {
-                continue;
-            }
-            let parsed = read::record(line);
-            match parsed.and_then(|v| case_from(v, i + 1, opts)) {
-                Ok(mut c) => {
-                    keep_key_order(&mut c, PyValue::parse(line).ok().as_ref());
-                    cases.push((c, Position::Line(i + 1)))
-                }
-                Err(e) => reject(Position::Line(i + 1), e),
-            }
+            r.line(i + 1, line);
         }
     }
-    let unique = unique_ids(cases, source, &mut rejected);
-    (unique, rejected)
+    r.finish()
 }
 
-/// Ids must be unique: reports, JUnit and baselines key on them. A repeat is
-/// rejected (the first is kept), never silently renamed.
-fn unique_ids(
-    cases: Vec<(Case, Position)>,
-    source: &str,
-    rejected: &mut Vec<Rejected>,
-) -> Vec<Case> {
-    let mut reject = |position: Position, reason: String| {
-        rejected.push(Rejected {
-            source: source.to_string(),
+/// Cases as they are read: each with where it was written (apart, so the
+/// cases stay one list, never copied), and the records rejected.
+struct Reading<'a> {
+    cases: Vec<Case>,
+    at: Vec<Position>,
+    rejected: Vec<Rejected>,
+    source: &'a str,
+    opts: &'a FixtureOptions,
+}
+
+impl<'a> Reading<'a> {
+    fn new(source: &'a str, opts: &'a FixtureOptions) -> Self {
+        Reading {
+            cases: Vec::new(),
+            at: Vec::new(),
+            rejected: Vec::new(),
+            source,
+            opts,
+        }
+    }
+
+    fn keep(&mut self, case: Case, at: Position) {
+        self.cases.push(case);
+        self.at.push(at);
+    }
+
+    fn reject(&mut self, position: Position, reason: String) {
+        self.rejected.push(Rejected {
+            source: self.source.to_string(),
             position,
             reason,
             spans: 0,
         })
-    };
-    let mut seen: HashMap<String, Position> = HashMap::new();
-    let mut unique = Vec::with_capacity(cases.len());
-    for (c, at) in cases {
-        match seen.get(&c.id) {
-            Some(first) => {
-                let first = match first {
+    }
+
+    /// Line `n` of a JSON Lines fixture (blank lines and `//` comments are
+    /// skipped).
+    fn line(&mut self, n: usize, line: &str) {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("//") {
+            return;
+        }
+        match case_of_record(line, n, self.opts) {
+            Ok(c) => self.keep(c, Position::Line(n)),
+            Err(e) => self.reject(Position::Line(n), e),
+        }
+    }
+
+    fn finish(mut self) -> (Vec<Case>, Vec<Rejected>) {
+        unique_ids(&mut self.cases, &self.at, self.source, &mut self.rejected);
+        (self.cases, self.rejected)
+    }
+}
+
+/// One record's case. Its calls are held as the text they were written in
+/// when they can be ([`ExpectedCalls::as_written`]), else parsed with their
+/// arguments in the order written.
+fn case_of_record(text: &str, ordinal: usize, opts: &FixtureOptions) -> Result<Case, String> {
+    let mut case = case_from(read::record(text)?, ordinal, opts)?;
+    match ExpectedCalls::as_written(text, &case.expected.calls()) {
+        Some(held) => case.expected = held,
+        None => keep_key_order(&mut case, PyValue::parse(text).ok().as_ref()),
+    }
+    Ok(case)
+}
+
+/// Ids must be unique: reports, JUnit and baselines key on them. A repeat is
+/// rejected (the first is kept), never silently renamed. `at[i]` is where
+/// `cases[i]` was written.
+fn unique_ids(cases: &mut Vec<Case>, at: &[Position], source: &str, rejected: &mut Vec<Rejected>) {
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(cases.len());
+    let mut repeats = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        match first.get(c.id.as_str()) {
+            Some(&f) => {
+                let first = match &at[f] {
                     Position::Line(n) => format!("line {n}"),
                     Position::Record(n) => format!("case #{n}"),
                     other => format!("{other}"),
                 };
-                reject(
-                    at,
-                    format!(
+                rejected.push(Rejected {
+                    source: source.to_string(),
+                    position: at[i].clone(),
+                    reason: format!(
                         "case id `{}` repeats the case at {first}; ids must be unique",
                         c.id
                     ),
-                );
+                    spans: 0,
+                });
+                repeats.push(i);
             }
             None => {
-                seen.insert(c.id.clone(), at);
-                unique.push(c);
+                first.insert(&c.id, i);
             }
         }
     }
-    unique
+    drop(first);
+    if !repeats.is_empty() {
+        let mut i = 0;
+        let mut next = repeats.iter().peekable();
+        cases.retain(|_| {
+            let repeat = next.next_if_eq(&&i).is_some();
+            i += 1;
+            !repeat
+        });
+    }
 }
 
 /// Gives the expected calls of `case` their arguments in the order written
-/// (`ordered`: the same case parsed with key order kept), for presets that
-/// compare Python `str()` of dicts (ragas).
+/// (`ordered`: the same case parsed with key order kept).
 fn keep_key_order(case: &mut Case, ordered: Option<&PyValue>) {
     let Some(PyValue::Dict(fields)) = ordered else {
         return;
@@ -434,22 +510,9 @@ fn keep_key_order(case: &mut Case, ordered: Option<&PyValue>) {
     else {
         return;
     };
-    // The case was just parsed: nothing shares its calls yet.
-    let Some(expected) = Arc::get_mut(&mut case.expected) else {
-        return;
-    };
-    for (call, tool) in expected.iter_mut().zip(tools) {
-        let PyValue::Dict(tool) = tool else { continue };
-        let args = tool
-            .iter()
-            .find(|(k, _)| matches!(k.as_str(), "args" | "arguments" | "input_parameters"))
-            .map(|(_, v)| v);
-        if let (Some(args), Some(want)) = (args, &call.args) {
-            if matches!(args, PyValue::Dict(_) | PyValue::List(_)) && args.to_json() == *want {
-                call.ordered_args = Some(std::sync::Arc::new(args.clone()));
-            }
-        }
-    }
+    let mut calls = case.expected.calls().to_vec();
+    expected::order_args(&mut calls, tools);
+    case.expected = calls.into();
 }
 
 fn scalar_text(what: &str, v: Value) -> Result<String, String> {
@@ -562,7 +625,12 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
     let id = match raw.id {
         Some(Value::String(s)) => s,
         Some(Value::Number(n)) => n.to_string(),
-        None => format!("case-{ordinal}"),
+        None => {
+            // Sized to its text: a big fixture holds many.
+            let mut id = format!("case-{ordinal}");
+            id.shrink_to_fit();
+            id
+        }
         Some(other) => return Err(format!("`id` must be a string, not {other}")),
     };
     let mut per_tool = Vec::new();
@@ -583,22 +651,26 @@ fn case_from(v: Value, ordinal: usize, opts: &FixtureOptions) -> Result<Case, St
             ));
         }
     }
+    let budgets = Budgets {
+        max_calls: raw.max_calls,
+        max_calls_per_tool: per_tool,
+        forbidden_tools: raw.forbidden_tools.unwrap_or_default(),
+        max_duration_ms: raw.max_duration_ms,
+        max_tokens: raw.max_tokens,
+    };
+    let more = CaseMore {
+        metrics: raw.metrics,
+        budgets,
+        agents,
+        handoffs: raw.handoffs,
+    };
     Ok(Case {
         id,
         join,
         expected: expected.into(),
         threshold: raw.threshold,
-        metrics: raw.metrics,
-        budgets: Budgets {
-            max_calls: raw.max_calls,
-            max_calls_per_tool: per_tool,
-            forbidden_tools: raw.forbidden_tools.unwrap_or_default(),
-            max_duration_ms: raw.max_duration_ms,
-            max_tokens: raw.max_tokens,
-        },
-        agents,
-        handoffs: raw.handoffs,
         states_tools,
+        more: (more != CaseMore::default()).then(|| Box::new(more)),
     })
 }
 
@@ -635,8 +707,14 @@ not json
 "#;
         let (cases, rejected) = parse(text, "f.jsonl");
         assert_eq!(cases.len(), 2);
-        assert_eq!(cases[0].expected[1].args, Some(serde_json::json!({"q": 1})));
-        assert_eq!(cases[1].expected[0].args, Some(serde_json::json!({})));
+        assert_eq!(
+            cases[0].expected.calls()[1].args,
+            Some(serde_json::json!({"q": 1}))
+        );
+        assert_eq!(
+            cases[1].expected.calls()[0].args,
+            Some(serde_json::json!({}))
+        );
         assert_eq!(
             cases[1].join,
             Join::Match(vec![

@@ -186,7 +186,8 @@ pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
         let why = not_regular(path, &m).reason;
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
     }
-    let mut text = String::new();
+    // Sized from the file: growing by doubling would hold up to twice it.
+    let mut text = String::with_capacity(usize::try_from(m.len().min(cap)).unwrap_or(0));
     std::fs::File::open(path)?
         .take(cap + 1)
         .read_to_string(&mut text)?;

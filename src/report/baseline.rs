@@ -107,7 +107,7 @@ pub fn entries_of(report: &Report) -> Vec<Entry> {
         })
         .collect();
     out.extend(report.unmatched_cases.iter().map(|c| Entry {
-        case: c.id.clone(),
+        case: c.id().to_string(),
         target: NO_TRACE.into(),
         score: None,
         pass: false,

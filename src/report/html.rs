@@ -564,12 +564,12 @@ fn page_data(
     }
     for c in &report.unmatched_cases {
         let expected: Vec<Value> = c
-            .expected
+            .expected()
             .iter()
             .map(|x| json!([x.name, args_json(x.args.as_ref())]))
             .collect();
         cases.push(json!({
-            "case": c.id,
+            "case": c.id(),
             "target": "no trace",
             "traces": [],
             "pass": false,

@@ -128,7 +128,7 @@ fn suite(report: &Report) -> TestSuite {
         suite.add_test_case(case);
     }
     for c in &report.unmatched_cases {
-        let mut case = TestCase::new(xml_text(&c.id), failure(&c.explanation(), None));
+        let mut case = TestCase::new(xml_text(c.id()), failure(&c.explanation(), None));
         case.set_classname(SUITE);
         suite.add_test_case(case);
     }

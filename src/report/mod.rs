@@ -262,15 +262,16 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
 
 /// The JSONL row of a case that matched no trace (it fails).
 pub fn unmatched_case_row(case: &UnmatchedCase) -> Value {
+    let expected = case.expected();
     json!({
         "type": "unmatched_case",
         "trace_id": null,
-        "case": case.id,
+        "case": case.id(),
         "pass": false,
-        "joined_by": case.joined_by,
-        "looked_for": case.looked_for,
-        "expected_tools": &case.expected[..],
-        "explanation": case.explanation(),
+        "joined_by": case.joined_by(),
+        "looked_for": case.looked_for(),
+        "expected_tools": &expected[..],
+        "explanation": case.explanation_of(&expected),
     })
 }
 

@@ -59,9 +59,9 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         for c in &report.unmatched_cases {
             let mut row = vec![
-                case_cell(&c.id),
+                case_cell(c.id()),
                 "(no trace)".to_string(),
-                c.joined_by.to_string(),
+                c.joined_by().to_string(),
             ];
             row.extend(report.metrics.iter().map(|_| "-".to_string()));
             row.push("FAIL".to_string());

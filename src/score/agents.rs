@@ -44,7 +44,7 @@ impl Metric for Agents {
     }
 
     fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
-        let want = &input.case.agents;
+        let want = input.case.agents();
         if want.is_empty() {
             return Outcome::scored(1.0, Some(true), "no agents named");
         }

@@ -32,7 +32,7 @@ impl Metric for Budget {
     }
 
     fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
-        let b = &input.case.budgets;
+        let b = input.case.budgets();
         let mut checked = 0usize;
         let mut violated: Vec<String> = Vec::new();
         let n = input.called.len() as u64;

@@ -49,7 +49,7 @@ impl Metric for Handoffs {
     }
 
     fn evaluate(&self, input: &MetricInput<'_>) -> Outcome {
-        let Some(want) = &input.case.handoffs else {
+        let Some(want) = input.case.handoffs() else {
             return Outcome::scored(1.0, Some(true), "no handoffs expected");
         };
         let want: Vec<&str> = want.iter().map(String::as_str).collect();

@@ -109,11 +109,7 @@ fn corpus_matches_replay(over_grpc: bool) {
         assert_eq!(&got[k], w, "trace/case {k}");
     }
     assert!(want.len() >= 55, "{} rows", want.len());
-    let ids: Vec<&str> = summary
-        .unmatched_cases
-        .iter()
-        .map(|c| c.id.as_str())
-        .collect();
+    let ids: Vec<&str> = summary.unmatched_cases.iter().map(|c| c.id()).collect();
     assert_eq!(ids, ["ghost"]);
     assert!(of_type(&rows, "evaluation")
         .iter()

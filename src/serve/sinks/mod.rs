@@ -105,7 +105,7 @@ pub trait Sink: Send + Sync {
 
 /// Unmatched cases by id, as the summary has always listed them.
 fn case_ids<S: serde::Serializer>(cases: &[UnmatchedCase], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(cases.iter().map(|c| &c.id))
+    s.collect_seq(cases.iter().map(UnmatchedCase::id))
 }
 
 /// Totals of one metric over the run.
@@ -306,12 +306,7 @@ impl Outputs {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
         let evaluator = &self.evaluator;
-        let unmatched_cases = evaluator
-            .cases()
-            .enumerate()
-            .filter(|&(i, _)| !t.cases_hit[i] && !evaluator.is_default(i))
-            .map(|(_, c)| UnmatchedCase::of(c))
-            .collect();
+        let unmatched_cases = evaluator.unmatched(&t.cases_hit);
         let metrics = t
             .metrics
             .into_iter()
