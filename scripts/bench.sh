@@ -21,6 +21,9 @@
 #                   200 and 400 copies of the test corpus, 100 copies with
 #                   --hold-window-mib 0 and all, and a gzip bomb
 #   inspect100      /usr/bin/time -v of `inspect` on 100 copies, once
+#   fixtures        /usr/bin/time -v of `replay` with a big fixture (3.2M
+#                   small cases, 500k fuller ones; scripts/make-fixture.py)
+#                   in each report format: peak RSS against the file's size
 #   inflight        scripts/inflight-rss.py: serve's peak RSS under 200 slow
 #                   uploads, with Content-Length and chunked bodies
 #   judge-prompts   counts the judge prompts of sample-traces (dry run, no
@@ -197,6 +200,29 @@ cmd_inspect100() {
     log "raw output: ${file#"$ROOT"/}"
 }
 
+cmd_fixtures() {
+    local bin file summary input shape cases format i
+    bin=$(binary)
+    file=$(new_run fixtures)
+    summary=$(mktemp)
+    for spec in small:3200000 full:500000; do
+        shape=${spec%%:*}
+        cases=${spec##*:}
+        input="$TMP/fixture-$shape-$cases.jsonl"
+        [[ -s "$input" ]] || python3 scripts/make-fixture.py "$shape" "$cases" "$input"
+        echo "# input: $input, $(stat -c %s "$input") bytes" >>"$file"
+        for format in jsonl table junit html; do
+            for ((i = 0; i < REPEAT; i++)); do
+                timed "$file" "$summary" "$shape-$format" "$bin" replay \
+                    sample-traces/pydantic-ai -e "$input" -q -f "$format" -o /dev/null
+            done
+        done
+    done
+    summarize "$file" "$summary"
+    rm -f "$summary"
+    log "raw output: ${file#"$ROOT"/}"
+}
+
 cmd_python() {
     local bin file py="${BENCH_PYTHON:-python3}"
     bin=$(binary)
@@ -287,11 +313,12 @@ case "$command" in
     serve) cmd_serve "$@" ;;
     memory) cmd_memory ;;
     inspect100) cmd_inspect100 ;;
+    fixtures) cmd_fixtures ;;
     inflight) cmd_inflight ;;
     judge-prompts) cmd_judge_prompts ;;
     python) cmd_python ;;
     all)
-        for c in replay presets otlp-json decode scale serve memory inspect100 inflight judge-prompts python; do
+        for c in replay presets otlp-json decode scale serve memory inspect100 fixtures inflight judge-prompts python; do
             "$0" "$c"
         done
         ;;

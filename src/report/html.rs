@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::baseline::Comparison;
 use super::Report;
 use crate::assemble::{SpanId, Trace, TraceId};
-use crate::evaluate::{Evaluation, MetricResult};
+use crate::evaluate::{Evaluation, MetricResult, UnmatchedCase};
 use crate::extract::{AgentRun, CallStatus, ToolCall};
 
 /// Spans of one trace kept for its timeline: enough for an agent run with
@@ -548,36 +548,81 @@ fn rejected_list(report: &Report) -> String {
     out
 }
 
-/// The data the page's script renders the case list from.
-fn page_data(
+/// A case that no trace matched, as the page's script reads it.
+fn unmatched_case_json(c: &UnmatchedCase) -> Value {
+    let calls = c.expected();
+    let expected: Vec<Value> = calls
+        .iter()
+        .map(|x| json!([x.name, args_json(x.args.as_ref())]))
+        .collect();
+    json!({
+        "case": c.id(),
+        "target": "no trace",
+        "traces": [],
+        "pass": false,
+        "results": [],
+        "reason": c.explanation_of(&calls),
+        "expected": expected,
+        "called": [],
+    })
+}
+
+/// Writes the data the page's script renders the case list from: one JSON
+/// object (keys in order, as `serde_json` writes a map), its case list
+/// written a case at a time so that a report of a million cases is never
+/// held whole. Failures come first (what a reader opens the page for), in
+/// report order, then passes.
+fn write_page_data(
     report: &Report,
     timelines: Option<&Timelines>,
     comparison: Option<&Comparison>,
-) -> Value {
-    let mut cases: Vec<Value> = report.evaluations.iter().map(case_json).collect();
-    if let Some(t) = timelines {
-        for (c, e) in cases.iter_mut().zip(&report.evaluations) {
-            if let Some(r) = t.get(&e.trace_id).and_then(|t| t.request.as_deref()) {
-                c["request"] = json!(r);
-            }
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let by_case: HashMap<&str, Value> = comparison.map_or_else(HashMap::new, |c| {
+        c.rows
+            .iter()
+            .map(|r| (r.case.as_str(), json!([r.status.as_str(), r.delta])))
+            .collect()
+    });
+    let finish = |mut v: Value| {
+        let id = v["case"].as_str().unwrap_or_default().to_string();
+        if let Some(b) = by_case.get(id.as_str()) {
+            v["baseline"] = b.clone();
+        }
+        v
+    };
+    let evaluation = |e: &Evaluation| {
+        let mut v = case_json(e);
+        if let Some(r) = timelines
+            .and_then(|t| t.get(&e.trace_id))
+            .and_then(|t| t.request.as_deref())
+        {
+            v["request"] = json!(r);
+        }
+        finish(v)
+    };
+    let passes = |v: &Value| v["pass"].as_bool().unwrap_or(false);
+    let baseline = json!(comparison.map(Comparison::summary_line));
+    write!(out, "{{\"baseline\":{},\"cases\":[", script_json(&baseline))?;
+    let mut first = true;
+    let mut item = |v: &Value, out: &mut dyn Write| -> io::Result<()> {
+        let sep = if std::mem::take(&mut first) { "" } else { "," };
+        write!(out, "{sep}{}", script_json(v))
+    };
+    for e in &report.evaluations {
+        let v = evaluation(e);
+        if !passes(&v) {
+            item(&v, out)?;
         }
     }
     for c in &report.unmatched_cases {
-        let expected: Vec<Value> = c
-            .expected()
-            .iter()
-            .map(|x| json!([x.name, args_json(x.args.as_ref())]))
-            .collect();
-        cases.push(json!({
-            "case": c.id(),
-            "target": "no trace",
-            "traces": [],
-            "pass": false,
-            "results": [],
-            "reason": c.explanation(),
-            "expected": expected,
-            "called": [],
-        }));
+        item(&finish(unmatched_case_json(c)), out)?;
+    }
+    for e in &report.evaluations {
+        let v = evaluation(e);
+        if passes(&v) {
+            item(&v, out)?;
+        }
     }
     let mut tl = serde_json::Map::new();
     if let Some(timelines) = timelines {
@@ -605,30 +650,16 @@ fn page_data(
             ])
         })
         .collect();
-    // Failures first: they are what a reader opens the page for.
-    cases.sort_by_key(|c| c["pass"].as_bool().unwrap_or(false));
-    if let Some(c) = comparison {
-        let by_case: serde_json::Map<String, Value> = c
-            .rows
-            .iter()
-            .map(|r| (r.case.clone(), json!([r.status.as_str(), r.delta])))
-            .collect();
-        for case in &mut cases {
-            let id = case["case"].as_str().unwrap_or_default().to_string();
-            if let Some(b) = by_case.get(&id) {
-                case["baseline"] = b.clone();
-            }
-        }
-    }
-    json!({
-        "metrics": report.metrics,
-        "cases": cases,
-        "baseline": comparison.map(Comparison::summary_line),
-        "timelines": tl,
+    let rest = json!({
         "has_timelines": timelines.is_some(),
+        "metrics": report.metrics,
         "timeline_spans": TIMELINE_SPANS,
+        "timelines": tl,
         "unmatched_traces": unmatched,
-    })
+    });
+    // The rest of the object, after the case list: `{` becomes `,`.
+    let rest = script_json(&rest);
+    write!(out, "],{}", rest.strip_prefix('{').unwrap_or(&rest))
 }
 
 /// Writes the whole page. Without `report.timelines` (span timing not
@@ -672,15 +703,11 @@ pub fn write_html(
          <div id=\"cases\"></div><div id=\"unmatched\"></div>",
     );
     page.push_str("</main><script type=\"application/json\" id=\"data\">");
-    page.push_str(&script_json(&page_data(
-        report,
-        report.timelines.as_ref(),
-        comparison,
-    )));
-    page.push_str("</script><script>");
-    page.push_str(JS);
-    page.push_str("</script></body></html>\n");
-    out.write_all(page.as_bytes())
+    out.write_all(page.as_bytes())?;
+    write_page_data(report, report.timelines.as_ref(), comparison, out)?;
+    out.write_all(b"</script><script>")?;
+    out.write_all(JS.as_bytes())?;
+    out.write_all(b"</script></body></html>\n")
 }
 
 #[cfg(test)]

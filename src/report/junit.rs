@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
 use super::{ellipsize, Report};
-use crate::evaluate::{MetricResult, Verdict};
+use crate::evaluate::{Evaluation, MetricResult, Verdict};
 
 const SUITE: &str = "toolscore";
 
@@ -88,66 +88,130 @@ fn failure(message: &str, description: Option<String>) -> TestCaseStatus {
     status
 }
 
-fn suite(report: &Report) -> TestSuite {
-    let mut suite = TestSuite::new(SUITE);
-    for e in &report.evaluations {
-        let lines = |v: Verdict| -> Vec<String> {
-            e.results
-                .iter()
-                .filter(|r| r.verdict() == v)
-                .map(failure_line)
-                .collect()
-        };
-        let status = match e.verdict() {
-            Verdict::Pass => TestCaseStatus::success(),
-            Verdict::Fail => {
-                let failing = lines(Verdict::Fail);
-                let message = failing.first().cloned().unwrap_or_default();
-                failure(&message, Some(failing.join("\n")))
-            }
-            // Not the agent's failure: the judge could not evaluate, which
-            // CI systems show apart from failures.
-            Verdict::JudgeError => {
-                let errors = lines(Verdict::JudgeError);
-                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-                status.set_type("judge error");
-                status.set_message(ellipsize(errors.first().map_or("", String::as_str), 200));
-                status.set_description(errors.join("\n"));
-                status
-            }
-            Verdict::NotJudged => {
-                let mut status = TestCaseStatus::skipped();
-                status.set_message("not judged (--judge-dry-run)");
-                status
-            }
-        };
-        let name = format!("{} ({})", e.case_id, e.target_label());
-        let mut case = TestCase::new(xml_text(&name), status);
-        case.set_classname(SUITE);
-        case.set_system_out(xml_text(&scores_text(&e.results)));
-        suite.add_test_case(case);
-    }
-    for c in &report.unmatched_cases {
-        let mut case = TestCase::new(xml_text(c.id()), failure(&c.explanation(), None));
-        case.set_classname(SUITE);
-        suite.add_test_case(case);
-    }
-    for r in &report.rejected {
-        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-        status.set_message(xml_text(&r.to_string()));
-        let mut case = TestCase::new(xml_text(&r.source), status);
-        case.set_classname("toolscore.input");
-        suite.add_test_case(case);
-    }
-    suite
+/// Test cases in report order: evaluations, cases no trace matched, then
+/// rejected inputs.
+fn test_cases(report: &Report) -> usize {
+    report.evaluations.len() + report.unmatched_cases.len() + report.rejected.len()
 }
 
+/// Test case `i` (in [`test_cases`] order).
+fn test_case(report: &Report, i: usize) -> Option<TestCase> {
+    let (evaluations, unmatched) = (report.evaluations.len(), report.unmatched_cases.len());
+    if let Some(e) = report.evaluations.get(i) {
+        return Some(evaluation_case(e));
+    }
+    if let Some(c) = report.unmatched_cases.get(i - evaluations) {
+        let mut case = TestCase::new(xml_text(c.id()), failure(&c.explanation(), None));
+        case.set_classname(SUITE);
+        return Some(case);
+    }
+    let r = report.rejected.get(i - evaluations - unmatched)?;
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_message(xml_text(&r.to_string()));
+    let mut case = TestCase::new(xml_text(&r.source), status);
+    case.set_classname("toolscore.input");
+    Some(case)
+}
+
+fn evaluation_case(e: &Evaluation) -> TestCase {
+    let lines = |v: Verdict| -> Vec<String> {
+        e.results
+            .iter()
+            .filter(|r| r.verdict() == v)
+            .map(failure_line)
+            .collect()
+    };
+    let status = match e.verdict() {
+        Verdict::Pass => TestCaseStatus::success(),
+        Verdict::Fail => {
+            let failing = lines(Verdict::Fail);
+            let message = failing.first().cloned().unwrap_or_default();
+            failure(&message, Some(failing.join("\n")))
+        }
+        // Not the agent's failure: the judge could not evaluate, which
+        // CI systems show apart from failures.
+        Verdict::JudgeError => {
+            let errors = lines(Verdict::JudgeError);
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status.set_type("judge error");
+            status.set_message(ellipsize(errors.first().map_or("", String::as_str), 200));
+            status.set_description(errors.join("\n"));
+            status
+        }
+        Verdict::NotJudged => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message("not judged (--judge-dry-run)");
+            status
+        }
+    };
+    let name = format!("{} ({})", e.case_id, e.target_label());
+    let mut case = TestCase::new(xml_text(&name), status);
+    case.set_classname(SUITE);
+    case.set_system_out(xml_text(&scores_text(&e.results)));
+    case
+}
+
+/// Test cases serialized at a time: a report of a million cases is written
+/// in parts, never held whole.
+const PART: usize = 1024;
+
 pub fn write_junit(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    write_in_parts(report, out, PART)
+}
+
+/// quick-junit serializes a whole report. Here the first `part` test cases
+/// are serialized in a report that carries the counts of them all, and each
+/// further `part` in a report of its own, of which only the test cases are
+/// written: the same bytes as one report of every case.
+fn write_in_parts(report: &Report, out: &mut dyn Write, part: usize) -> io::Result<()> {
+    let total = test_cases(report);
+    let part = part.max(1);
+    let cases = |from: usize| (from..total.min(from + part)).filter_map(|i| test_case(report, i));
+    let mut suite = TestSuite::new(SUITE);
+    suite.add_test_cases(cases(0));
+    // The counts of the cases after the first part, from what decides their
+    // status ([`test_case`]), without building them.
+    for e in report.evaluations.iter().skip(part) {
+        match e.verdict() {
+            Verdict::Pass => {}
+            Verdict::Fail => suite.failures += 1,
+            Verdict::JudgeError => suite.errors += 1,
+            Verdict::NotJudged => suite.skipped += 1,
+        }
+    }
+    let rest = part.saturating_sub(report.evaluations.len());
+    let unmatched = report.unmatched_cases.len().saturating_sub(rest);
+    suite.failures += unmatched;
+    let rest = rest.saturating_sub(report.unmatched_cases.len());
+    suite.errors += report.rejected.len().saturating_sub(rest);
+    suite.tests = total;
+    let first = drop_root_skipped(serialize(suite)?);
+    let Some(close) = (total > part).then(|| rfind(&first, SUITE_END)).flatten() else {
+        return out.write_all(&first);
+    };
+    out.write_all(&first[..close])?;
+    for from in (part..total).step_by(part) {
+        let mut suite = TestSuite::new(SUITE);
+        suite.add_test_cases(cases(from));
+        let xml = serialize(suite)?;
+        let start =
+            find(&xml, b"<testsuite ").and_then(|s| find(&xml[s..], b">").map(|e| s + e + 1));
+        if let (Some(start), Some(end)) = (start, rfind(&xml, SUITE_END)) {
+            out.write_all(&xml[start..end])?;
+        }
+    }
+    out.write_all(&first[close..])
+}
+
+/// Where the suite's end tag starts, as quick-junit indents it.
+const SUITE_END: &[u8] = b"\n    </testsuite>";
+
+fn serialize(suite: TestSuite) -> io::Result<Vec<u8>> {
     let mut junit = Junit::new(SUITE);
-    junit.add_test_suite(suite(report));
+    junit.add_test_suite(suite);
     let mut xml = Vec::new();
     junit.serialize(&mut xml).map_err(io::Error::other)?;
-    out.write_all(&drop_root_skipped(xml))
+    Ok(xml)
 }
 
 /// quick-junit always writes a `skipped` count on `<testsuites>`, which the
@@ -175,9 +239,61 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_in_parts_as_in_one() {
+        let text: String = (0..7)
+            .map(|i| {
+                format!(
+                    "{{\"id\":\"c{i}\",\"trace_id\":\"{i:032x}\",\"expected_tools\":[\"t{i}\"]}}\n"
+                )
+            })
+            .collect();
+        let (cases, _) = crate::expect::parse(&text, "f");
+        let cases = std::sync::Arc::new(cases);
+        let report = Report {
+            unmatched_cases: (0..7)
+                .filter_map(|i| crate::evaluate::UnmatchedCase::new(cases.clone(), i))
+                .collect(),
+            rejected: (1..4)
+                .map(|n| crate::ingest::Rejected {
+                    source: "in.json".into(),
+                    position: crate::ingest::Position::Line(n),
+                    reason: "bad <x> & \u{fffe}".into(),
+                    spans: 0,
+                })
+                .collect(),
+            ..Report::default()
+        };
+        let write = |part| {
+            let mut out = Vec::new();
+            write_in_parts(&report, &mut out, part).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let whole = write(usize::MAX);
+        let mut counted = TestSuite::new(SUITE);
+        counted.add_test_cases((0..test_cases(&report)).filter_map(|i| test_case(&report, i)));
+        let counts = format!(
+            r#"tests="{}" skipped="{}" errors="{}" failures="{}""#,
+            counted.tests, counted.skipped, counted.errors, counted.failures
+        );
+        assert!(whole.contains(&counts), "{counts}\n{whole}");
+        assert_eq!(whole.matches("<testcase ").count(), 10, "{whole}");
+        assert!(
+            whole.contains(r#"tests="10" failures="7" errors="3""#),
+            "{whole}"
+        );
+        for part in [1, 2, 3, 9, 10] {
+            assert_eq!(write(part), whole, "in parts of {part}");
+        }
+    }
 
     #[test]
     fn root_skipped_is_dropped_and_the_suites_kept() {

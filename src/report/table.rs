@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use super::{ellipsize, Report};
+use crate::evaluate::{Evaluation, UnmatchedCase};
 
 /// Widest case id shown whole in the table.
 const CASE_WIDTH: usize = 32;
@@ -30,64 +31,41 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         ];
         header.extend(report.metrics.iter().cloned());
         header.extend(["PASS".to_string(), "DETAILS".to_string()]);
-        let mut rows = vec![header];
-        for e in &report.evaluations {
-            let mut row = vec![
-                case_cell(&e.case_id),
-                ellipsize(&e.target_label(), 48),
-                e.joined_by.to_string(),
-            ];
-            for m in &report.metrics {
-                let cell = e.results.iter().find(|r| &r.metric == m).map_or_else(
-                    || "-".to_string(),
-                    |r| match (r.outcome.score, &r.outcome.error) {
-                        _ if r.outcome.unjudged.is_some() => r.verdict().label().to_string(),
-                        (_, Some(_)) => "error".to_string(),
-                        (Some(s), None) => format!("{s:.3}"),
-                        (None, None) => "-".to_string(),
-                    },
-                );
-                row.push(cell);
-            }
-            row.push(e.verdict().label().to_string());
-            let detail = e
-                .headline()
-                .map(|h| h.outcome.reason.clone())
-                .unwrap_or_default();
-            row.push(ellipsize(&detail, 100));
-            rows.push(row);
-        }
-        for c in &report.unmatched_cases {
-            let mut row = vec![
-                case_cell(c.id()),
-                "(no trace)".to_string(),
-                c.joined_by().to_string(),
-            ];
-            row.extend(report.metrics.iter().map(|_| "-".to_string()));
-            row.push("FAIL".to_string());
-            row.push(ellipsize(&c.explanation(), 100));
-            rows.push(row);
-        }
-        print_rows(&rows, out)?;
+        let evaluations = report.evaluations.len();
+        // A big fixture's rows are made one at a time (twice: to size the
+        // columns, then to print), never held together.
+        let row = |i: usize| match i.checked_sub(1) {
+            None => header.clone(),
+            Some(i) if i < evaluations => evaluation_row(report, &report.evaluations[i]),
+            Some(i) => report
+                .unmatched_cases
+                .get(i - evaluations)
+                .map(|c| unmatched_case_row(report, c))
+                .unwrap_or_default(),
+        };
+        print_rows_with(1 + evaluations + report.unmatched_cases.len(), row, out)?;
     }
     if !report.unmatched_traces.is_empty() {
         if report.has_cases {
             writeln!(out, "\nTraces that matched no case:")?;
         }
-        let mut rows = vec![vec![
-            "TRACE".to_string(),
-            "SPANS".to_string(),
-            "TOOLS CALLED".to_string(),
-        ]];
-        for t in &report.unmatched_traces {
-            let tools: Vec<&str> = t.tools_called.iter().map(|c| c.name.as_str()).collect();
-            rows.push(vec![
-                t.trace_id.to_string(),
-                t.spans.to_string(),
-                ellipsize(&tools.join(", "), 100),
-            ]);
-        }
-        print_rows(&rows, out)?;
+        let row = |i: usize| match i
+            .checked_sub(1)
+            .and_then(|i| report.unmatched_traces.get(i))
+        {
+            None => ["TRACE", "SPANS", "TOOLS CALLED"]
+                .map(String::from)
+                .to_vec(),
+            Some(t) => {
+                let tools: Vec<&str> = t.tools_called.iter().map(|c| c.name.as_str()).collect();
+                vec![
+                    t.trace_id.to_string(),
+                    t.spans.to_string(),
+                    ellipsize(&tools.join(", "), 100),
+                ]
+            }
+        };
+        print_rows_with(1 + report.unmatched_traces.len(), row, out)?;
     }
     if !report.rejected.is_empty() {
         writeln!(out, "\nRejected input:")?;
@@ -121,30 +99,76 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "\n{}", report.summary_line())
 }
 
+fn evaluation_row(report: &Report, e: &Evaluation) -> Vec<String> {
+    let mut row = vec![
+        case_cell(&e.case_id),
+        ellipsize(&e.target_label(), 48),
+        e.joined_by.to_string(),
+    ];
+    for m in &report.metrics {
+        let cell = e.results.iter().find(|r| &r.metric == m).map_or_else(
+            || "-".to_string(),
+            |r| match (r.outcome.score, &r.outcome.error) {
+                _ if r.outcome.unjudged.is_some() => r.verdict().label().to_string(),
+                (_, Some(_)) => "error".to_string(),
+                (Some(s), None) => format!("{s:.3}"),
+                (None, None) => "-".to_string(),
+            },
+        );
+        row.push(cell);
+    }
+    row.push(e.verdict().label().to_string());
+    let detail = e
+        .headline()
+        .map(|h| h.outcome.reason.clone())
+        .unwrap_or_default();
+    row.push(ellipsize(&detail, 100));
+    row
+}
+
+fn unmatched_case_row(report: &Report, c: &UnmatchedCase) -> Vec<String> {
+    let mut row = vec![
+        case_cell(c.id()),
+        "(no trace)".to_string(),
+        c.joined_by().to_string(),
+    ];
+    row.extend(report.metrics.iter().map(|_| "-".to_string()));
+    row.push("FAIL".to_string());
+    row.push(ellipsize(&c.explanation(), 100));
+    row
+}
+
 pub(crate) fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    // Every cell is escaped (a no-op for ordinary text), so a name from a
-    // trace can never forge a table line.
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| r.iter().map(|c| super::printable(c).into_owned()).collect())
-        .collect();
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for r in &rows {
-        let mut line = String::new();
+    print_rows_with(rows.len(), |i| rows[i].clone(), out)
+}
+
+/// Prints rows `0..n`, each made by `row(i)`, with columns as wide as their
+/// widest cell. Rows are made twice (to size the columns, then to print)
+/// and held one at a time. Every cell is escaped (a no-op for ordinary
+/// text), so a name from a trace can never forge a table line.
+fn print_rows_with(
+    n: usize,
+    row: impl Fn(usize) -> Vec<String>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut widths: Vec<usize> = Vec::new();
+    for i in 0..n {
+        for (c, cell) in row(i).iter().enumerate() {
+            let w = super::printable(cell).chars().count();
+            if c == widths.len() {
+                widths.push(0);
+            }
+            widths[c] = widths[c].max(w);
+        }
+    }
+    let mut line = String::new();
+    for i in 0..n {
+        let r = row(i);
+        line.clear();
         for (c, cell) in r.iter().enumerate() {
-            if c + 1 == r.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
+            let cell = super::printable(cell);
+            line.push_str(&cell);
+            if c + 1 < r.len() {
                 line.extend(std::iter::repeat_n(
                     ' ',
                     widths[c] - cell.chars().count() + 2,
