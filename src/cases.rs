@@ -10,11 +10,12 @@
 
 use std::fmt;
 use std::io::{self, BufRead, Write};
+use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::evaluate::MetricSet;
-use crate::expect::Call;
+use crate::expect::{matchers, Call};
 use crate::score::Outcome;
 use crate::value::PyValue;
 
@@ -68,7 +69,15 @@ pub fn parse_case(text: &str) -> Result<CallCase, String> {
         }
     };
     let tools_called = tools("tools_called")?;
-    let expected_tools = tools("expected_tools")?;
+    let mut expected_tools = tools("expected_tools")?;
+    // Argument matchers, compiled as a fixture's are (docs/scoring.md).
+    for (i, call) in expected_tools.iter_mut().enumerate() {
+        if let Some(args) = call.args.as_ref().filter(|a| matchers::any(a)) {
+            let pattern = matchers::compile(args, &format!("expected_tools[{i}].args"))
+                .map_err(|m| format!("case `{id}`: {m}"))?;
+            call.matchers = Some(Arc::new(pattern));
+        }
+    }
     Ok(CallCase {
         id,
         tools_called,
@@ -166,6 +175,8 @@ pub fn score_case(case: &CallCase, metrics: &MetricSet) -> CaseResult {
 pub struct Summary {
     pub scored: usize,
     pub rejected: Vec<BadLine>,
+    /// Cases scored whose expected calls hold an argument matcher.
+    pub with_matchers: usize,
 }
 
 impl fmt::Display for Summary {
@@ -210,6 +221,8 @@ pub fn score_lines<R: BufRead, W: Write>(
         match parsed {
             Ok(case) => {
                 let result = score_case(&case, metrics);
+                summary.with_matchers +=
+                    usize::from(case.expected_tools.iter().any(|c| c.matchers.is_some()));
                 serde_json::to_writer(&mut *out, &result)?;
                 out.write_all(b"\n")?;
                 summary.scored += 1;

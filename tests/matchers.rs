@@ -327,3 +327,61 @@ fn matchers_in_other_tools_formats() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.case("trip#1")["score"], 1.0);
 }
+
+/// `score --cases` (calls as data, the oracle's case format) reads matchers
+/// as fixtures do: honoured by `tool_correctness`, a bad one rejecting its
+/// line alone, and the note when a preset scores a matcher case.
+#[test]
+fn score_cases_read_matchers() {
+    let dir = TempDir::new("score-matchers");
+    let cases = write(
+        &dir,
+        "cases.jsonl",
+        concat!(
+            r#"{"id":"re","tools_called":[{"name":"get_weather","args":{"city":"Paris"}}],"expected_tools":[{"name":"get_weather","args":{"city":{"$regex":"^Par"}}}]}"#,
+            "\n",
+            r#"{"id":"miss","tools_called":[{"name":"get_weather","args":{"city":"Lyon"}}],"expected_tools":[{"name":"get_weather","args":{"city":{"$regex":"^Par"}}}]}"#,
+            "\n",
+            r#"{"id":"bad","tools_called":[],"expected_tools":[{"name":"x","args":{"q":{"$regex":"("}}}]}"#,
+            "\n",
+        ),
+    );
+    let path = cases.display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["score", "--cases", path.as_str()];
+        args.extend_from_slice(extra);
+        let out = toolscore(&args);
+        let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (
+            out.status.code(),
+            rows,
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, rows, stderr) = run(&[]);
+    assert_eq!(code, Some(2), "a bad matcher is a rejected line: {stderr}");
+    let score = |rows: &[Value], id: &str, metric: &str| {
+        rows.iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["results"][metric]["score"].clone())
+    };
+    assert_eq!(score(&rows, "re", "tool_correctness"), Some(1.0.into()));
+    assert_eq!(score(&rows, "miss", "tool_correctness"), Some(0.0.into()));
+    assert_eq!(score(&rows, "bad", "tool_correctness"), None);
+    assert!(
+        stderr.contains("line 3: case `bad`: expected_tools[0].args.q: $regex"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("note:"), "no preset, no note: {stderr}");
+    let (_, _, stderr) = run(&["-m", "tool_correctness", "-m", "mlflow.exact"]);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("note:")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(
+        notes[0].contains("2 case(s) with argument matchers"),
+        "{stderr}"
+    );
+    assert!(notes[0].contains("mlflow.exact"), "{stderr}");
+}

@@ -350,6 +350,10 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<u8> {
     })
     .and_then(|s| out.flush().map(|()| s))
     .with_context(|| format!("scoring {label}"))?;
+    let specs = crate::evaluate::MetricSpec::parse_list(&args.metrics)?;
+    if let Some(note) = crate::evaluate::literal_matchers_note_for(summary.with_matchers, &specs) {
+        eprintln!("toolscore: note: {note}");
+    }
     Ok(if summary.rejected.is_empty() {
         exit::PASS
     } else {

@@ -623,62 +623,10 @@ pub(crate) fn fixture_cases(
     for note in &loaded.notes {
         eprintln!("toolscore: note: {}", crate::report::printable(note));
     }
-    if let Some(note) = literal_matchers_note(&loaded.cases, &settings.metrics) {
+    if let Some(note) = crate::evaluate::literal_matchers_note(&loaded.cases, &settings.metrics) {
         eprintln!("toolscore: note: {}", crate::report::printable(&note));
     }
     Ok((Some(loaded.cases), loaded.rejected))
-}
-
-/// One note for the run when cases with argument matchers are scored by
-/// metrics other than toolscore's own (presets, judged metrics): those keep
-/// their libraries' semantics and compare a matcher object as the literal
-/// value it is. `run`: the run's metrics, for cases without their own.
-fn literal_matchers_note(cases: &[Case], run: &[MetricSpec]) -> Option<String> {
-    let with_matchers = |c: &&Case| {
-        c.expected.has_matchers()
-            || c.agents()
-                .iter()
-                .flat_map(|a| &a.expected)
-                .any(|call| call.matchers.is_some())
-    };
-    let mut literal: Vec<&'static str> = Vec::new();
-    let mut count = 0;
-    let catalog = crate::score::registry::catalog();
-    for case in cases.iter().filter(with_matchers) {
-        // A case's bad metric list is reported when its metrics are built.
-        let own = case.metrics().map(MetricSpec::parse_list);
-        let specs = match &own {
-            Some(Ok(specs)) => specs.as_slice(),
-            Some(Err(_)) => continue,
-            // Scored on `agents` / `handoffs` alone (evaluate::Evaluator).
-            None if !case.states_tools => continue,
-            None => run,
-        };
-        let mut any = false;
-        for m in catalog.iter().filter(|m| m.library != "toolscore") {
-            if specs.iter().any(|s| s.name == m.name) {
-                any = true;
-                if !literal.contains(&m.name) {
-                    literal.push(m.name);
-                }
-            }
-        }
-        count += usize::from(any);
-    }
-    if count == 0 {
-        return None;
-    }
-    const NAMED: usize = 3;
-    let mut names = literal[..literal.len().min(NAMED)].join(", ");
-    if literal.len() > NAMED {
-        names.push_str(&format!(" and {} more", literal.len() - NAMED));
-    }
-    Some(format!(
-        "{count} case(s) with argument matchers ($regex, $type, ...) are scored by {names}: \
-         other libraries' metrics keep their semantics and compare a matcher as the literal \
-         value it is; only toolscore's own metrics honour matchers (docs/scoring.md, \
-         \"Argument matchers\")"
-    ))
 }
 
 /// The fixture at `path`, if one was given.

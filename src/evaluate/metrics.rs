@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use super::MetricResult;
-use crate::expect::Call;
+use crate::expect::{Call, Case};
 use crate::judge::Judge;
 use crate::score::native::NativeConfig;
 use crate::score::{registry, Metric, MetricInput, MetricOptions, Needs, Outcome, ScoreError};
@@ -217,6 +217,80 @@ impl MetricSet {
             })
             .collect()
     }
+}
+
+/// One note for the run when cases with argument matchers are scored by
+/// metrics other than toolscore's own (presets, judged metrics): those keep
+/// their libraries' semantics and compare a matcher object as the literal
+/// value it is. `run`: the run's metrics, for cases without their own.
+pub fn literal_matchers_note(cases: &[Case], run: &[MetricSpec]) -> Option<String> {
+    let with_matchers = |c: &&Case| {
+        c.expected.has_matchers()
+            || c.agents()
+                .iter()
+                .flat_map(|a| &a.expected)
+                .any(|call| call.matchers.is_some())
+    };
+    let mut literal: Vec<&'static str> = Vec::new();
+    let mut count = 0;
+    for case in cases.iter().filter(with_matchers) {
+        // A case's bad metric list is reported when its metrics are built.
+        let own = case.metrics().map(MetricSpec::parse_list);
+        let specs = match &own {
+            Some(Ok(specs)) => specs.as_slice(),
+            Some(Err(_)) => continue,
+            // Scored on `agents` / `handoffs` alone (evaluate::Evaluator).
+            None if !case.states_tools => continue,
+            None => run,
+        };
+        count += usize::from(add_literal(specs, &mut literal));
+    }
+    matchers_note(count, &literal)
+}
+
+/// [`literal_matchers_note`] for `count` call lists with matchers, all
+/// scored by `metrics` (`toolscore score --cases`).
+pub fn literal_matchers_note_for(count: usize, metrics: &[MetricSpec]) -> Option<String> {
+    let mut literal = Vec::new();
+    if !add_literal(metrics, &mut literal) {
+        return None;
+    }
+    matchers_note(count, &literal)
+}
+
+/// Adds the metrics of `specs` that compare matchers literally (those of
+/// other libraries) to `literal`; whether there was one.
+fn add_literal(specs: &[MetricSpec], literal: &mut Vec<&'static str>) -> bool {
+    let mut any = false;
+    for m in registry::catalog()
+        .iter()
+        .filter(|m| m.library != "toolscore")
+    {
+        if specs.iter().any(|s| s.name == m.name) {
+            any = true;
+            if !literal.contains(&m.name) {
+                literal.push(m.name);
+            }
+        }
+    }
+    any
+}
+
+fn matchers_note(count: usize, literal: &[&str]) -> Option<String> {
+    if count == 0 {
+        return None;
+    }
+    const NAMED: usize = 3;
+    let mut names = literal[..literal.len().min(NAMED)].join(", ");
+    if literal.len() > NAMED {
+        names.push_str(&format!(" and {} more", literal.len() - NAMED));
+    }
+    Some(format!(
+        "{count} case(s) with argument matchers ($regex, $type, ...) are scored by {names}: \
+         other libraries' metrics keep their semantics and compare a matcher as the literal \
+         value it is; only toolscore's own metrics honour matchers (docs/scoring.md, \
+         \"Argument matchers\")"
+    ))
 }
 
 #[cfg(test)]

@@ -28,7 +28,9 @@ use crate::parallel::in_parallel;
 use crate::score::native::NativeConfig;
 use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, ScoreError};
 
-pub use metrics::{CustomMetric, Extras, MetricSet, MetricSpec};
+pub use metrics::{
+    literal_matchers_note, literal_matchers_note_for, CustomMetric, Extras, MetricSet, MetricSpec,
+};
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
     Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase,

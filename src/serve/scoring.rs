@@ -69,6 +69,12 @@ pub(crate) fn load_fixtures(
     for r in &rejected {
         warn!(source = %r.source, position = %r.position, reason = %r.reason, "Fixture rejected.");
     }
+    let note = cases
+        .as_deref()
+        .and_then(|c| crate::evaluate::literal_matchers_note(c, &settings.metrics));
+    if let Some(note) = note {
+        info!(note = %crate::report::printable(&note), "Argument matchers compared literally.");
+    }
     let default = match &config.default_expected {
         Some(p) => Some(load_default_case(p, &opts)?),
         None => None,

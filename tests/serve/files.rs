@@ -532,3 +532,41 @@ fn a_token_file_with_a_byte_order_mark_is_read_without_it() {
     assert_eq!(with("s3cre"), 401);
     server.stop();
 }
+
+/// A fixture's argument matchers scored by a preset (which compares them
+/// literally) are named once in serve's log, as `replay` notes them.
+#[test]
+fn matchers_scored_by_a_preset_are_noted_in_the_log() {
+    let dir = TempDir::new("matcher-note");
+    let out = dir.path().join("results.jsonl");
+    let fixture = dir.path().join("cases.jsonl");
+    std::fs::write(
+        &fixture,
+        r#"{"id":"re","trace_id":"31d90f5c8edb6ba92f3e6727a8ad96ea","expected_tools":[{"name":"get_weather","args":{"city":{"$regex":"^Par"}}}]}"#,
+    )
+    .unwrap();
+    let fixture = fixture.display().to_string();
+    let serve = Serve::start(
+        &[
+            "--expected",
+            &fixture,
+            "-m",
+            "tool_correctness",
+            "-m",
+            "mlflow.exact",
+        ],
+        &out,
+    );
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    let notes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("Argument matchers compared literally."))
+        .collect();
+    assert_eq!(notes.len(), 1, "{log}");
+    assert!(
+        notes[0].contains("1 case(s) with argument matchers"),
+        "{log}"
+    );
+    assert!(notes[0].contains("mlflow.exact"), "{log}");
+}
