@@ -122,7 +122,8 @@ impl Default for FixtureOptions {
 pub struct Case {
     pub id: String,
     pub join: Join,
-    /// Shared with the evaluations and reports that show it.
+    /// What the case expects called: parsed when a trace is scored against it
+    /// ([`ExpectedCalls`]).
     pub expected: ExpectedCalls,
     pub threshold: Option<f64>,
     /// Whether the case states expected tools; a case of `agents` or
