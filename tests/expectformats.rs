@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::util::{data, toolscore};
+use crate::util::{data, json_rows, toolscore};
 
 /// Runs `replay` on a corpus folder's traces with `expected` (under
 /// `tests/data/expect/`) and `extra` flags, JSONL out; gives the exit code,
@@ -27,10 +27,7 @@ fn replay(
     ];
     args.extend_from_slice(extra);
     let out = toolscore(&args);
-    let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_rows(&out.stdout);
     let evaluations = rows
         .iter()
         .filter(|r| r["type"] == "evaluation")
@@ -269,10 +266,7 @@ fn inspect_names_the_cases_each_trace_joins_and_how() {
         "jsonl",
     ]);
     assert_eq!(out.status.code(), Some(0));
-    let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = json_rows(&out.stdout);
     let cases_of = |trace: &str| {
         rows.iter()
             .find(|r| r["trace_id"] == trace)

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{toolscore, TempDir};
+use crate::util::{json_rows, toolscore, TempDir};
 
 /// `sample-traces/<rel>`.
 fn sample(rel: &str) -> String {
@@ -68,10 +68,7 @@ fn replay(traces: &str, fixture: &Path, extra: &[&str]) -> Run {
     let out = toolscore(&args);
     Run {
         code: out.status.code().expect("an exit code"),
-        rows: String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON row"))
-            .collect(),
+        rows: json_rows(&out.stdout),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
@@ -351,10 +348,7 @@ fn score_cases_read_matchers() {
         let mut args = vec!["score", "--cases", path.as_str()];
         args.extend_from_slice(extra);
         let out = toolscore(&args);
-        let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let rows = json_rows(&out.stdout);
         (
             out.status.code(),
             rows,
