@@ -23,7 +23,8 @@
 #   inspect100      /usr/bin/time -v of `inspect` on 100 copies, once
 #   fixtures        /usr/bin/time -v of `replay` with a big fixture (3.2M
 #                   small cases, 500k fuller ones; scripts/make-fixture.py)
-#                   in each report format: peak RSS against the file's size
+#                   in each report format, and of `serve` started with it and
+#                   stopped: peak RSS against the file's size
 #   inflight        scripts/inflight-rss.py: serve's peak RSS under 200 slow
 #                   uploads, with Content-Length and chunked bodies
 #   judge-prompts   counts the judge prompts of sample-traces (dry run, no
@@ -201,7 +202,7 @@ cmd_inspect100() {
 }
 
 cmd_fixtures() {
-    local bin file summary input shape cases format i
+    local bin file summary input shape cases format i results log
     bin=$(binary)
     file=$(new_run fixtures)
     summary=$(mktemp)
@@ -217,6 +218,23 @@ cmd_fixtures() {
                     sample-traces/pydantic-ai -e "$input" -q -f "$format" -o /dev/null
             done
         done
+        # serve with the fixture, stopped with SIGINT once it listens: it
+        # writes every unmatched case to its results file as it shuts down.
+        results=$(mktemp)
+        log=$(mktemp)
+        for ((i = 0; i < REPEAT; i++)); do
+            timed "$file" "$summary" "$shape-serve" sh -c '
+                : >"$3"
+                "$0" serve --expected "$1" --grpc-endpoint off --admin-endpoint off \
+                    --http-endpoint 127.0.0.1:0 --output "$2" >/dev/null 2>"$3" &
+                pid=$!
+                n=0
+                until grep -q "Listening\." "$3" || [ $n -ge 6000 ]; do n=$((n + 1)); sleep 0.05; done
+                kill -INT $pid
+                wait $pid' "$bin" "$input" "$results" "$log"
+            rm -f "$results"
+        done
+        rm -f "$log"
     done
     summarize "$file" "$summary"
     rm -f "$summary"

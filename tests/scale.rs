@@ -6,7 +6,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::util::{
-    poll_every, protojson_agent_span, protojson_tool_span, toolscore, ChildGuard, TempDir,
+    poll_every, protojson_agent_span, protojson_tool_span, small_cases, toolscore, ChildGuard,
+    TempDir,
 };
 
 /// One Collector JSON line holding `spans`.
@@ -191,20 +192,7 @@ fn a_gzip_bomb_is_rejected_without_holding_what_it_inflates_to() {
 fn a_big_fixture_costs_at_most_four_times_its_size() {
     let dir = TempDir::new("bigfixture");
     let traces = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-traces/pydantic-ai");
-    let tools = ["search", "get_weather", "lookup_order", "send_email"];
-    let mut text = String::new();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for i in 0..200_000usize {
-        // xorshift: distinct trace ids, no two cases alike.
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let tool = tools[i % tools.len()];
-        text += &format!(
-            "{{\"trace_id\":\"{x:016x}{:016x}\",\"expected_tools\":[\"{tool}\"]}}\n",
-            x.rotate_left(29)
-        );
-    }
+    let text = small_cases(200_000);
     let big = dir.path().join("big.jsonl");
     std::fs::write(&big, &text).unwrap();
     let one = dir.path().join("one.jsonl");

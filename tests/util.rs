@@ -6,6 +6,41 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output};
 use std::time::{Duration, Instant};
 
+/// A fixture of `n` cases as small as cases get (`{"trace_id",
+/// "expected_tools": ["name"]}`), with distinct trace ids that join no
+/// trace of sample-traces.
+pub fn small_cases(n: usize) -> String {
+    let tools = ["search", "get_weather", "lookup_order", "send_email"];
+    let mut text = String::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..n {
+        // xorshift: distinct trace ids, no two cases alike.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let tool = tools[i % tools.len()];
+        text += &format!(
+            "{{\"trace_id\":\"{x:016x}{:016x}\",\"expected_tools\":[\"{tool}\"]}}\n",
+            x.rotate_left(29)
+        );
+    }
+    text
+}
+
+/// The peak RSS (`VmHWM`) of process `pid` so far, in bytes.
+pub fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
 /// The rows of a JSONL output (each line must be JSON).
 pub fn json_rows(stdout: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(stdout)

@@ -18,7 +18,9 @@ use serde_json::Value;
 
 use super::{kv, of_type, post, read_rows, request, start, weather, Framing, JSON, PROTOBUF};
 use crate::reports::{all_results, check_results, python_reads, results_trace, serde_rows};
-use crate::util::{hex, poll_every, poll_until, require, ChildGuard, TempDir};
+use crate::util::{
+    hex, peak_rss, poll_every, poll_until, require, small_cases, ChildGuard, TempDir,
+};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -569,4 +571,53 @@ fn matchers_scored_by_a_preset_are_noted_in_the_log() {
         "{log}"
     );
     assert!(notes[0].contains("mlflow.exact"), "{log}");
+}
+
+/// `serve` with a big fixture (200,000 small cases, none joined) writes
+/// every case as unmatched when it stops, without holding them all: the
+/// memory it adds over a one-case run stays within 4x the fixture
+/// (docs/formats.md, "Fixture memory"); it was 18x.
+#[test]
+fn a_big_fixture_in_serve_costs_at_most_four_times_its_size() {
+    let dir = TempDir::new("serve-bigfixture");
+    let text = small_cases(200_000);
+    let big = dir.path().join("big.jsonl");
+    std::fs::write(&big, &text).unwrap();
+    let one = dir.path().join("one.jsonl");
+    std::fs::write(&one, text.lines().next().unwrap()).unwrap();
+    let run = |fixture: &Path| {
+        let out = dir
+            .path()
+            .join(format!("results-{}", fixture.display().to_string().len()));
+        let _ = std::fs::remove_file(&out);
+        let fixture = fixture.display().to_string();
+        let mut serve = Serve::start(&["--expected", &fixture], &out);
+        serve.signal("INT");
+        let pid = serve.child.id();
+        let mut peak = 0;
+        // Every 2 ms: the interval of the peak reading, not of a wait.
+        let status = poll_every(
+            Duration::from_millis(2),
+            "serve to write its rows and exit",
+            Duration::from_secs(120),
+            || {
+                peak = peak.max(peak_rss(pid).unwrap_or(0));
+                serve.child.try_wait().expect("wait for serve")
+            },
+        );
+        serve.join_log();
+        assert_eq!(status.code(), Some(0), "{}", serve.log());
+        let rows = std::fs::read_to_string(&out).unwrap();
+        (peak, rows.matches(r#""type":"unmatched_case""#).count())
+    };
+    let (base, _) = run(&one);
+    let (peak, unmatched) = run(&big);
+    assert_eq!(unmatched, 200_000, "every case written");
+    let (added, size) = (peak.saturating_sub(base), text.len() as u64);
+    assert!(base > 0 && peak > 0, "no VmHWM read");
+    assert!(
+        added <= 4 * size,
+        "a {size}-byte fixture added {added} bytes of memory ({:.1}x)",
+        added as f64 / size as f64
+    );
 }

@@ -375,9 +375,17 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
     }
 
     fn finish(&self, summary: &ServeSummary) -> io::Result<()> {
+        // Whole rows, a megabyte at a time: a big fixture's unmatched cases
+        // are not held as one buffer.
+        const PART: usize = 1 << 20;
         let mut rows = Vec::new();
         for c in &summary.unmatched_cases {
             push_row(&mut rows, &report::unmatched_case_row(c));
+            if rows.len() >= PART {
+                // A failure keeps them pending for the next write.
+                let _ = self.write(&rows);
+                rows.clear();
+            }
         }
         let metrics: serde_json::Map<String, Value> = summary
             .metrics
