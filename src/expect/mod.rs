@@ -359,10 +359,22 @@ pub fn parse_with(text: &str, source: &str, opts: &FixtureOptions) -> (Vec<Case>
         match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(text) {
             Ok(items) => {
                 r.cases.reserve(items.len());
+                // The line each case starts on, counted as the cases go.
+                let (mut line, mut counted) = (1, 0);
                 for (i, item) in items.into_iter().enumerate() {
+                    let start = (item.get().as_ptr() as usize)
+                        .saturating_sub(text.as_ptr() as usize)
+                        .min(text.len());
+                    line += memchr::memchr_iter(b'\n', &text.as_bytes()[counted..start]).count();
+                    counted = start.max(counted);
                     match case_of_record(item.get(), i + 1, opts) {
                         Ok(c) => r.keep(c, Position::Record(i + 1)),
-                        Err(e) => r.reject(Position::Whole, format!("case #{}: {e}", i + 1)),
+                        // The case's own position in a message counts
+                        // within the case: its first line is named.
+                        Err(e) => r.reject(
+                            Position::Line(line),
+                            format!("case #{} (starting on this line): {e}", i + 1),
+                        ),
                     }
                 }
             }
@@ -802,6 +814,25 @@ not json
         assert_eq!(cases[0].join, Join::UserText("weather in paris?".into()));
         let lines: Vec<_> = rejected.iter().map(|r| r.position.clone()).collect();
         assert_eq!(lines, vec![Position::Line(2), Position::Line(3)]);
+    }
+
+    #[test]
+    fn a_bad_case_in_a_list_is_rejected_alone_at_its_line() {
+        let text = "[\n  {\"trace_id\": \"0123456789abcdef0123456789abcdef\", \"expected_tools\": []},\n\n  {\n    \"id\": \"b\", \"x\": 1, \"expected_tools\": []\n  },\n  {\"id\": \"c\", \"trace_id\": \"0123456789abcdef0123456789abcdef\", \"expected_tools\": [], \"threshold\": 2}\n]";
+        let (cases, rejected) = parse(text, "f");
+        assert_eq!(cases.len(), 1);
+        let at: Vec<_> = rejected.iter().map(|r| r.position.clone()).collect();
+        assert_eq!(at, [Position::Line(4), Position::Line(7)]);
+        assert!(
+            rejected[0].reason.starts_with("case #2 "),
+            "{}",
+            rejected[0].reason
+        );
+        assert!(
+            rejected[1].reason.contains("threshold 2"),
+            "{}",
+            rejected[1].reason
+        );
     }
 
     #[test]
