@@ -58,6 +58,15 @@ impl ExpectedCalls {
         }
     }
 
+    /// The calls, to change, when held parsed and not shared (a case just
+    /// read).
+    pub(super) fn calls_mut(&mut self) -> Option<&mut [Call]> {
+        match &mut self.0 {
+            Repr::Parsed(calls) => Arc::get_mut(calls),
+            Repr::Text(_) => None,
+        }
+    }
+
     /// The same calls held parsed (a case scored against many traces, as
     /// the default case is, parses once).
     pub fn into_parsed(self) -> ExpectedCalls {
@@ -164,9 +173,17 @@ mod tests {
 
     #[test]
     fn lists_with_matchers_stay_parsed() {
-        let line = r#"{"id":"a","trace_id":"0123456789abcdef0123456789abcdef","expected_tools":[{"name":"w","args":{"q":{"$regex":"^x"}}}]}"#;
+        let line = r#"{"id":"a","trace_id":"0123456789abcdef0123456789abcdef","expected_tools":[{"name":"w","args":{"z":1,"q":{"$regex":"^x"}}}]}"#;
         let (cases, _) = parse(line, "f");
         assert!(matches!(cases[0].expected.0, Repr::Parsed(_)));
-        assert!(cases[0].expected.calls()[0].matchers.is_some());
+        let calls = cases[0].expected.calls();
+        assert!(calls[0].matchers.is_some());
+        let ordered = calls[0].ordered_args.as_deref().and_then(PyValue::as_dict);
+        let keys: Vec<&str> = ordered
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(keys, ["z", "q"], "key order as written");
     }
 }

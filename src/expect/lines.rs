@@ -94,8 +94,8 @@ fn case_lines(head: &[u8], whole: bool) -> bool {
     }
 }
 
-/// Lines in the rest of `file` (from where it is): the case list is sized
-/// once, not grown by doubling.
+/// Lines in `file` (read from its start): the case list is sized once, not
+/// grown by doubling.
 fn count_lines(file: &mut File) -> io::Result<usize> {
     let mut buf = vec![0u8; 256 * 1024];
     let mut lines = 1;

@@ -461,7 +461,10 @@ impl<'a> Reading<'a> {
 /// arguments in the order written.
 fn case_of_record(text: &str, ordinal: usize, opts: &FixtureOptions) -> Result<Case, String> {
     let mut case = case_from(read::record(text)?, ordinal, opts)?;
-    match ExpectedCalls::as_written(text, &case.expected.calls()) {
+    // A statement of its own: the calls' shared copy is dropped before
+    // `keep_key_order` changes them in place.
+    let held = ExpectedCalls::as_written(text, &case.expected.calls());
+    match held {
         Some(held) => case.expected = held,
         None => keep_key_order(&mut case, PyValue::parse(text).ok().as_ref()),
     }
@@ -523,9 +526,9 @@ fn keep_key_order(case: &mut Case, ordered: Option<&PyValue>) {
     else {
         return;
     };
-    let mut calls = case.expected.calls().to_vec();
-    expected::order_args(&mut calls, tools);
-    case.expected = calls.into();
+    if let Some(calls) = case.expected.calls_mut() {
+        expected::order_args(calls, tools);
+    }
 }
 
 fn scalar_text(what: &str, v: Value) -> Result<String, String> {

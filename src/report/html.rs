@@ -601,7 +601,6 @@ fn write_page_data(
         }
         finish(v)
     };
-    let passes = |v: &Value| v["pass"].as_bool().unwrap_or(false);
     let baseline = json!(comparison.map(Comparison::summary_line));
     write!(out, "{{\"baseline\":{},\"cases\":[", script_json(&baseline))?;
     let mut first = true;
@@ -609,20 +608,15 @@ fn write_page_data(
         let sep = if std::mem::take(&mut first) { "" } else { "," };
         write!(out, "{sep}{}", script_json(v))
     };
-    for e in &report.evaluations {
-        let v = evaluation(e);
-        if !passes(&v) {
-            item(&v, out)?;
-        }
+    // `pass` of a case's data is `Evaluation::passed`.
+    for e in report.evaluations.iter().filter(|e| !e.passed()) {
+        item(&evaluation(e), out)?;
     }
     for c in &report.unmatched_cases {
         item(&finish(unmatched_case_json(c)), out)?;
     }
-    for e in &report.evaluations {
-        let v = evaluation(e);
-        if passes(&v) {
-            item(&v, out)?;
-        }
+    for e in report.evaluations.iter().filter(|e| e.passed()) {
+        item(&evaluation(e), out)?;
     }
     let mut tl = serde_json::Map::new();
     if let Some(timelines) = timelines {
