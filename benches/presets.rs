@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use toolscore::cases::{self, CallCase};
 use toolscore::expect::Call;
+use toolscore::run::cases::{self, CallCase};
 use toolscore::score::native::NativeConfig;
 use toolscore::score::{registry, Metric, MetricOptions};
 

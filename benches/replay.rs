@@ -11,7 +11,7 @@ use toolscore::assemble::Trace;
 use toolscore::expect::Call;
 use toolscore::extract::Extractor;
 use toolscore::ingest::Limits;
-use toolscore::replay;
+use toolscore::run::replay;
 use toolscore::score::native::{NativeConfig, NativeMetric};
 use toolscore::score::Metric;
 

@@ -216,7 +216,7 @@ fn memory_per_span() {
 /// The completion thread's work per trace, without the server: extract,
 /// join and score (`replay::score_traces`, the evaluation core), one thread.
 fn scoring_cost() {
-    use toolscore::replay;
+    use toolscore::run::replay;
     let (base, spans) = base_round();
     let bodies: Vec<Vec<u8>> = (0..10)
         .flat_map(|n| round(&base, n + 1))

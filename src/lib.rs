@@ -3,12 +3,11 @@
 //! Data flows `ingest` (bytes -> OTLP requests) -> `assemble` (spans -> traces)
 //! -> `extract` (traces -> tool calls) -> `expect` (fixtures, joined to traces)
 //! -> `evaluate` (the core: one per-trace [`evaluate::Pipeline`], metrics from
-//! `score`) -> `report` (table, JSONL, JUnit, HTML). The drivers call the
-//! pipeline: `replay` and `inspect` for trace files, `serve` for OTLP
-//! receivers; `cases` scores tool-call cases given as data.
+//! `score`) -> `report` (table, JSONL, JUnit, HTML). The drivers (`run`:
+//! `replay`, `inspect`, `record`, `cases`; and `serve` for OTLP receivers)
+//! build their run through one setup ([`run::Setup`]) and call the pipeline.
 
 pub mod assemble;
-pub mod cases;
 pub mod cli;
 pub mod config;
 pub mod evaluate;
@@ -17,13 +16,11 @@ pub mod extract;
 #[doc(hidden)]
 pub mod fake;
 pub mod ingest;
-pub mod inspect;
 pub mod judge;
 pub mod names;
 pub mod parallel;
-pub mod record;
-pub mod replay;
 pub mod report;
+pub mod run;
 pub mod score;
 pub mod serve;
 pub mod value;

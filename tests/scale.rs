@@ -240,7 +240,7 @@ fn projection_keeps_everything_inspect_shows() {
     use toolscore::assemble::session;
     use toolscore::extract::Extractor;
     use toolscore::ingest::projection::{KeepAll, KeyFilter};
-    use toolscore::replay::{stream_traces, ReadOptions};
+    use toolscore::run::replay::{stream_traces, ReadOptions};
 
     let extractor = Extractor::default();
     let keys = session::default_keys();

@@ -6,18 +6,18 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
 
 use crate::config;
-use crate::evaluate::{Evaluator, OutputNeeds, Pipeline, ScoreSettings};
+use crate::evaluate::{OutputNeeds, ScoreSettings};
 use crate::ingest::files::Source;
-use crate::inspect;
-use crate::record::{self, RecordJoin, Recording};
-use crate::replay;
 use crate::report::{self, baseline, exit};
+use crate::run::inspect;
+use crate::run::record::{self, RecordJoin, Recording};
+use crate::run::replay;
+use crate::run::{Options, Scoring, Setup};
 use crate::score::registry;
 
 use super::progress::progress_printer;
@@ -66,10 +66,13 @@ fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
 fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
     args.input.check_paths()?;
     let config = args.input.config.load()?;
-    let mut settings = args.scoring.settings(&config)?;
-    let (cases, fixture_rejected) = super::fixture_cases(&args, &mut settings)?;
-    let evaluator = Evaluator::new(settings, cases, None)?;
-    let scope = args.scoring.scope()?;
+    let extractor = args.input.extractor(&config)?;
+    let mut setup = Setup::new(Options {
+        scoring: args.scoring.scoring(&config, extractor)?,
+        fixture: super::fixture(args.expected.as_deref()),
+        ..Options::default()
+    })?;
+    super::print_notes(&setup);
     anyhow::ensure!(
         args.fail_on == FailOn::Threshold || args.baseline.is_some(),
         "--fail-on regression needs --baseline"
@@ -82,8 +85,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         call_results: matches!(args.format, ReportFormat::Jsonl),
         call_args: true,
     };
-    let extractor = args.input.extractor(&config)?.with_scope(scope);
-    let pipeline = Pipeline::new(Arc::new(evaluator), extractor, outputs);
+    let pipeline = setup.pipeline(outputs);
     // The HTML page draws each trace's spans on a timeline.
     let prepared = report::Report {
         timelines: matches!(args.format, ReportFormat::Html).then(Default::default),
@@ -93,7 +95,7 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         prepared,
         &Source::paths(&args.input.paths),
         &pipeline,
-        fixture_rejected,
+        setup.take_rejected(),
         &args.input.read_options(),
         progress_printer(args.input.quiet),
     );
@@ -186,22 +188,13 @@ fn cmd_diff(args: DiffArgs) -> anyhow::Result<u8> {
 fn cmd_inspect(args: InspectArgs) -> anyhow::Result<u8> {
     args.input.check_paths()?;
     let config = args.input.config.load()?;
-    let settings = ScoreSettings {
-        session_keys: config.session_keys(),
-        ..ScoreSettings::default()
-    };
-    let (cases, fixture_rejected) =
-        match super::load_fixture(args.expected.as_deref(), &settings.session_keys)? {
-            Some(l) => (Some(l.cases), l.rejected),
-            None => (None, Vec::new()),
-        };
     // Inspect shows each call's arguments and result.
     let outputs = OutputNeeds {
         call_results: true,
         call_args: true,
     };
-    let evaluator = Arc::new(Evaluator::new(settings, cases, None)?);
-    let pipeline = Pipeline::new(evaluator, args.input.extractor(&config)?, outputs);
+    let mut setup = listing(&config, args.input.extractor(&config)?, &args.expected)?;
+    let pipeline = setup.pipeline(outputs);
     let format = args.format.into();
     let mut out = open_output(args.output.as_ref())?;
     let mut found = inspect::inspect(
@@ -214,7 +207,7 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<u8> {
         progress_printer(args.input.quiet),
     )?;
     out.flush()?;
-    found.rejected.extend(fixture_rejected);
+    found.rejected.extend(setup.take_rejected());
     for r in &found.rejected {
         eprintln!("toolscore: rejected: {}", report::printable(&r.to_string()));
     }
@@ -230,6 +223,30 @@ fn cmd_inspect(args: InspectArgs) -> anyhow::Result<u8> {
     })
 }
 
+/// The run of a command that scores nothing (`inspect`, `record`): no
+/// metric or judge is built; the session keys say which session each trace
+/// is in, and a fixture which cases each trace joins.
+pub(crate) fn listing(
+    config: &crate::config::Config,
+    extractor: crate::extract::Extractor,
+    expected: &Option<PathBuf>,
+) -> anyhow::Result<Setup> {
+    let settings = ScoreSettings {
+        session_keys: config.session_keys(),
+        ..ScoreSettings::default()
+    };
+    Ok(Setup::new(Options {
+        scoring: Scoring {
+            settings,
+            metrics_named: false,
+            extractor,
+        },
+        fixture: super::fixture(expected.as_deref()),
+        default_case: None,
+        listing: true,
+    })?)
+}
+
 /// Records the calls of the traces as fixture cases. Nothing is written
 /// when nothing was recorded: an empty fixture would pass every run.
 fn cmd_record(args: RecordArgs) -> anyhow::Result<u8> {
@@ -240,17 +257,12 @@ fn cmd_record(args: RecordArgs) -> anyhow::Result<u8> {
         record::check_new(&args.output)?;
     }
     let config = args.input.config.load()?;
-    let settings = ScoreSettings {
-        session_keys: config.session_keys(),
-        ..ScoreSettings::default()
-    };
     // Cases hold arguments as values; results are not recorded.
     let outputs = OutputNeeds {
         call_results: false,
         call_args: true,
     };
-    let evaluator = Arc::new(Evaluator::new(settings, None, None)?);
-    let pipeline = Pipeline::new(evaluator, args.input.extractor(&config)?, outputs);
+    let pipeline = listing(&config, args.input.extractor(&config)?, &None)?.pipeline(outputs);
     anyhow::ensure!(
         (0.0..=1.0).contains(&args.threshold),
         "--threshold {} is outside 0..=1",
@@ -345,7 +357,7 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<u8> {
         Box::new(io::BufReader::new(file))
     };
     let mut out = open_output(args.output.as_ref())?;
-    let summary = crate::cases::score_lines(input, &metrics, &mut out, |bad| {
+    let summary = crate::run::cases::score_lines(input, &metrics, &mut out, |bad| {
         eprintln!("toolscore: rejected: {label}: {bad}");
     })
     .and_then(|s| out.flush().map(|()| s))

@@ -3,18 +3,17 @@
 //! messages, handing back the rows and the table the command line writes.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 use super::{InputArgs, ScoringArgs};
-use crate::evaluate::{CustomMetric, Evaluator, MetricSpec, OutputNeeds, Pipeline, ScoreSettings};
-use crate::expect::{self, parse_file, Case, FixtureOptions, Loaded};
+use crate::evaluate::{CustomMetric, OutputNeeds};
 use crate::ingest::files::Source;
-use crate::inspect::{self, InspectFormat};
-use crate::replay;
 use crate::report;
+use crate::run::inspect::{self, InspectFormat};
+use crate::run::replay;
+use crate::run::{DefaultCase, Fixture, Options, Setup};
 
 /// The flags an embedded run takes: `replay`'s scoring and input flags
 /// (`--metric`, `--threshold`, `--config`, the judge's, ...), with paths
@@ -88,52 +87,39 @@ pub fn evaluate(request: Request) -> anyhow::Result<Evaluated> {
     let flags = Flags::parse(&request.flags)?;
     flags.input.check_paths()?;
     let config = flags.input.config.load()?;
-    let mut settings = flags.scoring.settings(&config)?;
-    for custom in &request.custom {
-        anyhow::ensure!(
-            crate::score::registry::catalog()
-                .iter()
-                .all(|m| m.name != custom.name),
-            "custom metric `{}` has the name of a built-in metric",
-            custom.name
-        );
-    }
-    settings.custom = request.custom;
-    let opts = FixtureOptions {
-        session_keys: settings.session_keys.clone(),
+    let mut scoring = flags
+        .scoring
+        .scoring(&config, flags.input.extractor(&config)?)?;
+    scoring.settings.custom = request.custom;
+    let (fixture, default_case) = match request.expected {
+        Expected::None => anyhow::bail!(
+            "nothing would be scored: no expectations given (a fixture, cases or the expected \
+             tools); listing the tool calls in traces is `inspect`'s job"
+        ),
+        Expected::Path(p) => (Fixture::Path(p), None),
+        Expected::Text { label, text } => (Fixture::Text { label, text }, None),
+        Expected::Every { label, text } => (Fixture::None, Some(DefaultCase::Text { label, text })),
     };
-    let mut notes = Vec::new();
-    let (loaded, default) = load(request.expected, &opts)?;
-    let (cases, fixture_rejected) = match loaded {
-        Some(loaded) => {
-            if let (Some(defaults), true) =
-                (loaded.default_metrics(), flags.scoring.metrics.is_empty())
-            {
-                settings.metrics = MetricSpec::parse_list(defaults)?;
-            }
-            notes.extend(loaded.notes);
-            (Some(loaded.cases), loaded.rejected)
-        }
-        None => (None, Vec::new()),
-    };
-    let every = default.is_some();
-    let evaluator = Evaluator::new(settings, cases, default)?;
-    let extractor = flags
-        .input
-        .extractor(&config)?
-        .with_scope(flags.scoring.scope()?);
+    let every = default_case.is_some();
+    let mut setup = Setup::new(Options {
+        scoring,
+        fixture,
+        default_case,
+        listing: false,
+    })?;
+    let mut notes: Vec<String> = setup.notes().iter().map(|n| n.text().to_string()).collect();
     let outputs = OutputNeeds {
         call_results: true,
         call_args: true,
     };
-    let pipeline = Pipeline::new(Arc::new(evaluator), extractor, outputs);
+    let pipeline = setup.pipeline(outputs);
     let mut sources = Source::paths(&flags.input.paths);
     sources.extend(request.sources);
     let mut report = replay::replay(
         report::Report::default(),
         &sources,
         &pipeline,
-        fixture_rejected,
+        setup.take_rejected(),
         &flags.input.read_options(),
         |_| {},
     );
@@ -151,44 +137,19 @@ pub fn evaluate(request: Request) -> anyhow::Result<Evaluated> {
     })
 }
 
-/// The fixture, or the case for every trace.
-fn load(
-    expected: Expected,
-    opts: &FixtureOptions,
-) -> anyhow::Result<(Option<Loaded>, Option<Case>)> {
-    Ok(match expected {
-        Expected::None => anyhow::bail!(
-            "nothing would be scored: no expectations given (a fixture, cases or the expected \
-             tools); listing the tool calls in traces is `inspect`'s job"
-        ),
-        Expected::Path(p) => (Some(expect::load_file(&p, opts)?), None),
-        Expected::Text { label, text } => (Some(parse_file(&text, &label, opts)), None),
-        Expected::Every { label, text } => {
-            let case = expect::parse_default(&text, &label, opts)
-                .map_err(|reason| anyhow::anyhow!("{label}: {reason}"))?;
-            (None, Some(case))
-        }
-    })
-}
-
 /// `toolscore inspect --format jsonl`'s rows for the traces of `sources`
 /// and the paths among `flags`, and the rejections as rows of their own.
 pub fn inspect(sources: Vec<Source>, flags: &[String]) -> anyhow::Result<String> {
     let flags = Flags::parse(flags)?;
     flags.input.check_paths()?;
     let config = flags.input.config.load()?;
-    // As `toolscore inspect`: nothing is scored, so no metric or judge is
-    // built; the session keys say which session each trace is in.
-    let settings = ScoreSettings {
-        session_keys: config.session_keys(),
-        ..ScoreSettings::default()
-    };
-    let evaluator = Arc::new(Evaluator::new(settings, None, None)?);
     let outputs = OutputNeeds {
         call_results: true,
         call_args: true,
     };
-    let pipeline = Pipeline::new(evaluator, flags.input.extractor(&config)?, outputs);
+    // As `toolscore inspect`.
+    let pipeline = super::commands::listing(&config, flags.input.extractor(&config)?, &None)?
+        .pipeline(outputs);
     let mut all = Source::paths(&flags.input.paths);
     all.extend(sources);
     let mut out = Vec::new();

@@ -18,14 +18,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Config, TableFormat};
 use crate::evaluate::{MetricSet, MetricSpec, ScoreSettings};
-use crate::expect::{load_file, Case, FixtureOptions, Loaded};
 use crate::extract::{Extractor, Scope};
 use crate::ingest::stream::StreamOptions;
 use crate::ingest::Limits;
-use crate::ingest::Rejected;
 use crate::judge::{Judge, JudgeConfig, TokenField};
-use crate::record::RecordJoin;
-use crate::replay;
+use crate::run::record::RecordJoin;
+use crate::run::replay;
+use crate::run::{Fixture, Scoring, Setup};
 use crate::score::native::{ArgPolicy, Headline, NativeConfig};
 use crate::score::MetricOptions;
 
@@ -561,11 +560,11 @@ impl ConventionsFormat {
     }
 }
 
-impl From<InspectFormat> for crate::inspect::InspectFormat {
+impl From<InspectFormat> for crate::run::inspect::InspectFormat {
     fn from(f: InspectFormat) -> Self {
         match f {
-            InspectFormat::Table => crate::inspect::InspectFormat::Table,
-            InspectFormat::Jsonl => crate::inspect::InspectFormat::Jsonl,
+            InspectFormat::Table => crate::run::inspect::InspectFormat::Table,
+            InspectFormat::Jsonl => crate::run::inspect::InspectFormat::Jsonl,
         }
     }
 }
@@ -593,51 +592,35 @@ impl ScoreArgs {
 impl ServeArgs {
     /// The scoring flags mean what they mean for `replay` (same settings,
     /// same extractor), so a trace scores the same live as replayed.
-    pub(crate) fn scoring(&self, config: &Config) -> anyhow::Result<crate::serve::Scoring> {
-        let settings = self.scoring.settings(config)?;
+    pub(crate) fn scoring(&self, config: &Config) -> anyhow::Result<Scoring> {
         let x = config.extractor()?;
         let retrievers = x.retrievers_as_tools || self.retrievers_as_tools;
-        let extractor = x
-            .with_retrievers(retrievers)
-            .with_scope(self.scoring.scope()?);
-        Ok(crate::serve::Scoring {
-            settings,
-            extractor,
+        self.scoring.scoring(config, x.with_retrievers(retrievers))
+    }
+}
+
+impl ScoringArgs {
+    /// The run's typed scoring options, with the user's `extractor`
+    /// narrowed to `--scope`.
+    pub(crate) fn scoring(&self, config: &Config, extractor: Extractor) -> anyhow::Result<Scoring> {
+        Ok(Scoring {
+            settings: self.settings(config)?,
+            metrics_named: !self.metrics.is_empty(),
+            extractor: extractor.with_scope(self.scope()?),
         })
     }
 }
 
-/// `replay`'s cases and the fixture's rejections; a format's natural
-/// metrics (ADK eval sets: `adk.*`) when the user named none. Records
-/// skipped on purpose are noted on stderr.
-pub(crate) fn fixture_cases(
-    args: &ReplayArgs,
-    settings: &mut ScoreSettings,
-) -> anyhow::Result<(Option<Vec<Case>>, Vec<Rejected>)> {
-    let Some(loaded) = load_fixture(args.expected.as_deref(), &settings.session_keys)? else {
-        return Ok((None, Vec::new()));
-    };
-    if let (Some(defaults), true) = (loaded.default_metrics(), args.scoring.metrics.is_empty()) {
-        settings.metrics = MetricSpec::parse_list(defaults)?;
-    }
-    for note in &loaded.notes {
-        eprintln!("toolscore: note: {}", crate::report::printable(note));
-    }
-    if let Some(note) = crate::evaluate::literal_matchers_note(&loaded.cases, &settings.metrics) {
-        eprintln!("toolscore: note: {}", crate::report::printable(&note));
-    }
-    Ok((Some(loaded.cases), loaded.rejected))
+/// The fixture at `path`, if one was given.
+pub(crate) fn fixture(path: Option<&Path>) -> Fixture {
+    path.map_or(Fixture::None, |p| Fixture::Path(p.to_path_buf()))
 }
 
-/// The fixture at `path`, if one was given.
-pub(crate) fn load_fixture(
-    path: Option<&Path>,
-    session_keys: &[String],
-) -> anyhow::Result<Option<Loaded>> {
-    let opts = FixtureOptions {
-        session_keys: session_keys.to_vec(),
-    };
-    Ok(path.map(|p| load_file(p, &opts)).transpose()?)
+/// Prints the setup's notes on stderr, as the command line does.
+pub(crate) fn print_notes(setup: &Setup) {
+    for note in setup.notes() {
+        eprintln!("toolscore: note: {}", crate::report::printable(note.text()));
+    }
 }
 
 pub(crate) fn check_tolerance(t: f64) -> anyhow::Result<()> {

@@ -4,7 +4,7 @@ use std::io::{self, IsTerminal};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::replay::Progress;
+use crate::run::replay::Progress;
 
 /// Progress on stderr when a person is watching (a terminal) and not
 /// `--quiet`: files, bytes and spans read so far, with a bar over the bytes.

@@ -63,7 +63,7 @@ pub use sinks::{MetricSummary, ServeSummary};
 pub use status::{Accepted, Encoding, ExportError, RpcStatus};
 pub use telemetry::{ServeStats, StatsSnapshot};
 
-use crate::evaluate::{Evaluator, OutputNeeds, Pipeline};
+use crate::evaluate::OutputNeeds;
 use intake::Shared;
 use scoring::BatchScorer;
 use sinks::results_api::ResultsHub;
@@ -115,9 +115,7 @@ pub enum ServeError {
     #[error("both receivers are off: nothing to serve")]
     NoReceiver,
     #[error(transparent)]
-    Fixtures(#[from] crate::expect::ExpectError),
-    #[error("bad default expectation {path}: {reason}")]
-    DefaultExpected { path: String, reason: String },
+    Fixtures(crate::run::SetupError),
     #[error("cannot open the results file {path}")]
     Output {
         path: String,
@@ -125,8 +123,8 @@ pub enum ServeError {
     },
     #[error("cannot write results")]
     Write { source: std::io::Error },
-    #[error("invalid scoring settings: {0}")]
-    Scoring(String),
+    #[error("invalid scoring settings")]
+    Scoring(#[source] crate::run::SetupError),
     #[error("cannot start: {0}")]
     Runtime(std::io::Error),
     #[error("{0} failed")]
@@ -262,24 +260,22 @@ impl Server {
             config.max_inflight,
             Arc::clone(&stats),
         );
-        let fixtures = scoring::load_fixtures(&config, &scoring.settings)?;
-        let evaluator = Evaluator::new(scoring.settings, fixtures.cases, fixtures.default)
-            .map_err(|e| ServeError::Scoring(e.to_string()))?;
-        let evaluator = Arc::new(evaluator);
+        let setup = scoring::setup(&config, scoring)?;
+        let evaluator = Arc::clone(setup.evaluator());
         let hub = ResultsHub::default();
         let outputs = Outputs::build(
             &config,
             Arc::clone(&evaluator),
             Arc::clone(&stats),
             &hub,
-            &fixtures.rejected,
+            setup.rejected(),
         )?;
         // Extraction does what the metrics and outputs need, no more.
         let needs = OutputNeeds {
             call_results: outputs.shows_call_results(),
             call_args: outputs.reads_call_args(),
         };
-        let pipeline = Arc::new(Pipeline::new(evaluator, scoring.extractor, needs));
+        let pipeline = Arc::new(setup.pipeline(needs));
         // Projection at decode (docs/architecture.md): only when nothing
         // passes the spans on, since a forwarded JSON request is encoded
         // anew from what was decoded.

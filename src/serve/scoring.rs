@@ -4,7 +4,6 @@
 //! cases collect their traces' calls until the session is idle
 //! (`sessions`). Every batch's results go to the sinks (`sinks`).
 
-use std::path::Path;
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -19,10 +18,8 @@ use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
-use crate::evaluate::{Evaluator, Pipeline, ScoreSettings, SessionRef, UnmatchedTrace};
-use crate::expect::{self, Case, FixtureOptions};
-use crate::extract::Extractor;
-use crate::ingest::Rejected;
+use crate::evaluate::{Evaluator, Pipeline, SessionRef, UnmatchedTrace};
+use crate::run::{DefaultCase, Fixture, Note, Options, Setup, SetupError};
 
 /// How often a failing results file is retried.
 const RETRY_OUTPUT: Duration = Duration::from_millis(500);
@@ -31,59 +28,36 @@ const RETRY_OUTPUT: Duration = Duration::from_millis(500);
 /// threads share a burst of completions).
 const MAX_BATCH: usize = 256;
 
-/// How traces are scored: the same settings as `replay`.
-#[derive(Debug, Clone, Default)]
-pub struct Scoring {
-    pub settings: ScoreSettings,
-    pub extractor: Extractor,
-}
+pub use crate::run::Scoring;
 
-/// The fixture of a run: its cases, the default case and the fixture lines
-/// that were rejected.
-pub(crate) struct Fixtures {
-    pub cases: Option<Vec<Case>>,
-    pub default: Option<Case>,
-    pub rejected: Vec<Rejected>,
-}
-
-/// Loads `--expected` and `--default-expected`. Bad fixture lines are logged
-/// (and written as `rejected` rows by the results file); the run goes on
-/// without them.
-pub(crate) fn load_fixtures(
-    config: &ServeConfig,
-    settings: &ScoreSettings,
-) -> Result<Fixtures, ServeError> {
-    let opts = FixtureOptions {
-        session_keys: settings.session_keys.clone(),
-    };
-    let (cases, rejected) = match &config.expected {
-        Some(p) => {
-            let loaded = expect::load_file(p, &opts)?;
-            for note in &loaded.notes {
-                info!(note = %crate::report::printable(note), "Fixture record skipped.");
-            }
-            (Some(loaded.cases), loaded.rejected)
+/// The run's setup from `--expected` and `--default-expected`, as every
+/// driver builds it. Bad fixture lines are logged (and written as
+/// `rejected` rows by the results file); the run goes on without them.
+pub(crate) fn setup(config: &ServeConfig, scoring: Scoring) -> Result<Setup, ServeError> {
+    let setup = Setup::new(Options {
+        scoring,
+        fixture: config.expected.clone().map_or(Fixture::None, Fixture::Path),
+        default_case: config.default_expected.clone().map(DefaultCase::Path),
+        listing: false,
+    })
+    .map_err(|e| match e {
+        SetupError::Scoring(_) | SetupError::CustomName(_) => ServeError::Scoring(e),
+        _ => ServeError::Fixtures(e),
+    })?;
+    for note in setup.notes() {
+        if let Note::Skipped(n) = note {
+            info!(note = %crate::report::printable(n), "Fixture record skipped.");
         }
-        None => (None, Vec::new()),
-    };
-    for r in &rejected {
+    }
+    for r in setup.rejected() {
         warn!(source = %r.source, position = %r.position, reason = %r.reason, "Fixture rejected.");
     }
-    let note = cases
-        .as_deref()
-        .and_then(|c| crate::evaluate::literal_matchers_note(c, &settings.metrics));
-    if let Some(note) = note {
-        info!(note = %crate::report::printable(&note), "Argument matchers compared literally.");
+    for note in setup.notes() {
+        if let Note::LiteralMatchers(n) = note {
+            info!(note = %crate::report::printable(n), "Argument matchers compared literally.");
+        }
     }
-    let default = match &config.default_expected {
-        Some(p) => Some(load_default_case(p, &opts)?),
-        None => None,
-    };
-    Ok(Fixtures {
-        cases,
-        default,
-        rejected,
-    })
+    Ok(setup)
 }
 
 /// Scores batches of completed traces: read-only but for the session
@@ -536,42 +510,4 @@ fn log_status(buf: &TraceBuffer, snap: &StatsSnapshot) {
         refused_requests = snap.refused_requests,
         "Buffer use."
     );
-}
-
-/// The expectation for traces no case matches (see
-/// [`expect::parse_default`]).
-fn load_default_case(path: &Path, opts: &FixtureOptions) -> Result<Case, ServeError> {
-    let label = path.display().to_string();
-    let bad = |reason: String| ServeError::DefaultExpected {
-        path: label.clone(),
-        reason,
-    };
-    let text = crate::ingest::files::read_text_capped(path, expect::MAX_FIXTURE_BYTES)
-        .map_err(|e| bad(e.to_string()))?;
-    expect::parse_default(&text, &label, opts).map_err(bad)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_case_from_array_or_object() {
-        let dir = std::env::temp_dir().join(format!("toolscore-default-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("d.json");
-        std::fs::write(&p, r#"["a", {"name": "b", "args": {"x": 1}}]"#).unwrap();
-        let c = load_default_case(&p, &FixtureOptions::default()).unwrap();
-        assert_eq!((c.id.as_str(), c.expected.len()), ("default", 2));
-        std::fs::write(
-            &p,
-            r#"{"id": "fallback", "trace_id": "00", "expected_tools": ["a"], "threshold": 0.9}"#,
-        )
-        .unwrap();
-        let c = load_default_case(&p, &FixtureOptions::default()).unwrap();
-        assert_eq!((c.id.as_str(), c.threshold), ("fallback", Some(0.9)));
-        std::fs::write(&p, r#"{"expected_tools": 3}"#).unwrap();
-        assert!(load_default_case(&p, &FixtureOptions::default()).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

@@ -9,8 +9,8 @@ use crate::evaluate::Pipeline;
 use crate::ingest::files::Source;
 use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::Rejected;
-use crate::replay::{stream_traces, Progress, ReadOptions};
 use crate::report;
+use crate::run::replay::{stream_traces, Progress, ReadOptions};
 
 /// How `inspect` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

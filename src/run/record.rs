@@ -23,7 +23,7 @@ use crate::expect::{matchers, normalize_text};
 use crate::extract::facts::turn_text_of;
 use crate::ingest::files::Source;
 use crate::ingest::Rejected;
-use crate::replay::{stream_traces, Progress, ReadOptions};
+use crate::run::replay::{stream_traces, Progress, ReadOptions};
 
 /// How recorded cases find their traces (`--join`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,0 +1,13 @@
+//! The drivers: what runs the stages over a whole input. `replay` and
+//! `inspect` read trace files, `record` writes a fixture from them, `cases`
+//! scores tool calls given as data; `serve` (its own folder) scores what
+//! OTLP receivers get. Each builds its run through [`setup`], the one place
+//! that turns typed options into an evaluator and a per-trace pipeline.
+
+pub mod cases;
+pub mod inspect;
+pub mod record;
+pub mod replay;
+pub mod setup;
+
+pub use setup::{DefaultCase, Fixture, Note, Options, Scoring, Setup, SetupError};
