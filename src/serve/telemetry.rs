@@ -18,6 +18,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use serde::Serialize;
 
+use crate::evaluate::{MetricResult, Verdict};
+
 /// Upper bounds of the score histogram buckets (scores are in 0..=1).
 pub const SCORE_BUCKETS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 
@@ -26,6 +28,8 @@ struct PerMetric {
     passed: u64,
     failed: u64,
     errors: u64,
+    /// `--judge-dry-run`: neither a pass nor a failure.
+    not_judged: u64,
     /// Cumulative counts per bucket of `SCORE_BUCKETS`.
     buckets: [u64; SCORE_BUCKETS.len()],
     count: u64,
@@ -80,14 +84,6 @@ pub struct ServeStats {
     pub forward_queue_bytes: AtomicU64,
     pub forward_queue_bytes_capacity: AtomicU64,
     per_metric: Mutex<BTreeMap<String, PerMetric>>,
-}
-
-/// Outcome of one metric on one trace, for counting.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Verdict {
-    Pass(Option<f64>),
-    Fail(Option<f64>),
-    Error,
 }
 
 /// A copy of the counters at one moment.
@@ -155,24 +151,31 @@ impl ServeStats {
         gauge.store(v, Ordering::Relaxed);
     }
 
-    /// Counts one metric's verdict.
-    pub fn record(&self, metric: &str, verdict: Verdict) {
+    /// Counts one metric's result by the core's verdict: a metric that
+    /// errs (a judge error too) counts as an error, a dry run's as not
+    /// judged; only scored results go into the histogram.
+    pub fn record(&self, result: &MetricResult) {
         let mut map = match self.per_metric.lock() {
             Ok(m) => m,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let m = map.entry(metric.to_string()).or_default();
-        let score = match verdict {
-            Verdict::Pass(s) => {
+        let m = map.entry(result.metric.clone()).or_default();
+        let error = result.outcome.error.is_some();
+        let score = match result.verdict() {
+            Verdict::Pass => {
                 m.passed += 1;
-                s
+                result.outcome.score
             }
-            Verdict::Fail(s) => {
+            Verdict::Fail if !error => {
                 m.failed += 1;
-                s
+                result.outcome.score
             }
-            Verdict::Error => {
+            Verdict::Fail | Verdict::JudgeError => {
                 m.errors += 1;
+                None
+            }
+            Verdict::NotJudged => {
+                m.not_judged += 1;
                 None
             }
         };
@@ -431,7 +434,13 @@ impl Collector for Snapshot {
             MetricType::Counter,
         )?;
         for (name, m) in &self.per_metric {
-            for (outcome, v) in [("pass", m.passed), ("fail", m.failed), ("error", m.errors)] {
+            let outcomes = [
+                ("pass", m.passed),
+                ("fail", m.failed),
+                ("error", m.errors),
+                ("not_judged", m.not_judged),
+            ];
+            for (outcome, v) in outcomes {
                 let labels = [("metric", name.as_str()), ("outcome", outcome)];
                 ConstCounter::new(v).encode(verdicts.encode_family(&labels)?)?;
             }
@@ -463,14 +472,21 @@ impl Collector for Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::score::{Outcome, Unjudged};
 
     #[test]
     fn renders_counters_and_histograms() {
         let m = ServeStats::default();
         ServeStats::add(&m.spans_received, 42);
-        m.record("tool_correctness", Verdict::Pass(Some(0.95)));
-        m.record("tool_correctness", Verdict::Fail(Some(0.3)));
-        m.record("tool_correctness", Verdict::Error);
+        let result = |outcome| MetricResult {
+            metric: "tool_correctness".into(),
+            threshold: Some(0.5),
+            outcome,
+        };
+        m.record(&result(Outcome::scored(0.95, Some(true), "")));
+        m.record(&result(Outcome::scored(0.3, Some(false), "")));
+        m.record(&result(Outcome::error("boom")));
+        m.record(&result(Outcome::unjudged(Unjudged::NotJudged, "dry run")));
         let text = m.render();
         let samples = parse(&text);
         let get = |name: &str, labels: &[(&str, &str)]| {
@@ -491,10 +507,13 @@ mod tests {
             get("toolscore_evaluations_total", &[tc, ("outcome", "pass")]),
             Some(1.0)
         );
-        assert_eq!(
-            get("toolscore_evaluations_total", &[tc, ("outcome", "error")]),
-            Some(1.0)
-        );
+        for outcome in ["fail", "error", "not_judged"] {
+            assert_eq!(
+                get("toolscore_evaluations_total", &[tc, ("outcome", outcome)]),
+                Some(1.0),
+                "{outcome}"
+            );
+        }
         assert_eq!(
             get("toolscore_score_bucket", &[tc, ("le", "0.3")]),
             Some(1.0)

@@ -12,6 +12,7 @@ mod lifecycle;
 mod limits;
 mod outputs;
 mod scoring;
+mod setup;
 mod status;
 
 use std::collections::BTreeMap;
@@ -55,6 +56,15 @@ pub(crate) struct TestServer {
 
 /// A server on 127.0.0.1:0 writing JSONL to a temp file; `tweak` edits the config.
 pub(crate) fn start(tag: &str, tweak: impl FnOnce(&mut ServeConfig, &Path)) -> TestServer {
+    start_scoring(tag, Scoring::default(), tweak)
+}
+
+/// [`start`] with the scoring settings of `scoring`.
+pub(crate) fn start_scoring(
+    tag: &str,
+    scoring: Scoring,
+    tweak: impl FnOnce(&mut ServeConfig, &Path),
+) -> TestServer {
     let dir = TempDir::new(tag);
     let out = dir.path().join("results.jsonl");
     let mut config = ServeConfig {
@@ -73,7 +83,7 @@ pub(crate) fn start(tag: &str, tweak: impl FnOnce(&mut ServeConfig, &Path)) -> T
         .enable_all()
         .build()
         .unwrap();
-    let server = Server::new(config.clone(), Scoring::default()).unwrap();
+    let server = Server::new(config.clone(), scoring).unwrap();
     let stats = server.stats();
     let listeners = rt.block_on(Listeners::bind(&config)).unwrap();
     let (grpc, http) = (

@@ -4,7 +4,7 @@ use std::io;
 use std::sync::Arc;
 
 use super::{Batch, Output, Sink};
-use crate::serve::telemetry::{ServeStats, Verdict};
+use crate::serve::telemetry::ServeStats;
 
 pub struct MetricsSink {
     stats: Arc<ServeStats>,
@@ -31,12 +31,7 @@ impl Sink for MetricsSink {
                 continue;
             };
             for r in &eval.results {
-                let verdict = match (r.outcome.error.is_some(), r.passed()) {
-                    (true, _) => Verdict::Error,
-                    (false, true) => Verdict::Pass(r.outcome.score),
-                    (false, false) => Verdict::Fail(r.outcome.score),
-                };
-                self.stats.record(&r.metric, verdict);
+                self.stats.record(r);
             }
         }
         Ok(())

@@ -108,6 +108,10 @@ fn case_ids<S: serde::Serializer>(cases: &[UnmatchedCase], s: S) -> Result<S::Ok
     s.collect_seq(cases.iter().map(UnmatchedCase::id))
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Totals of one metric over the run.
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct MetricSummary {
@@ -115,6 +119,9 @@ pub struct MetricSummary {
     pub evaluations: u64,
     pub passed: u64,
     pub errors: u64,
+    /// `--judge-dry-run`: neither passed nor failed (written when some are).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_judged: u64,
     /// Mean over the evaluations that produced a score.
     pub mean_score: Option<f64>,
     #[serde(skip)]
@@ -358,6 +365,7 @@ impl Tally {
             m.evaluations += 1;
             m.passed += u64::from(r.passed());
             m.errors += u64::from(r.outcome.error.is_some());
+            m.not_judged += u64::from(r.verdict() == crate::evaluate::Verdict::NotJudged);
             if let Some(s) = r.outcome.score {
                 m.score_sum += s;
                 m.scored += 1;

@@ -126,7 +126,7 @@ fn summary_text(s: &ServeSummary) -> String {
                 m.metric,
                 m.evaluations,
                 m.passed,
-                m.evaluations - m.passed,
+                m.evaluations.saturating_sub(m.passed + m.not_judged),
                 m.errors,
                 mean
             ));
