@@ -379,3 +379,33 @@ fn score_cases_read_matchers() {
     );
     assert!(notes[0].contains("mlflow.exact"), "{stderr}");
 }
+
+/// The Python module's runs get the note the command line prints (as
+/// `Report.notes`), from the same setup.
+#[test]
+fn the_matchers_note_reaches_an_embedded_run() {
+    use toolscore::cli::embed::{evaluate, Expected, Request};
+    let dir = TempDir::new("matchers-embedded");
+    let fixture = write(
+        &dir,
+        "cases.jsonl",
+        r#"{"id": "stock", "trace_id": "9d3d86b5eed352d10a377c77a4f5d12b", "expected_tools": [{"name": "get_stock_price", "args": {"ticker": {"$regex": "^X+$"}}}]}
+"#,
+    );
+    let traces = sample("pydantic-ai/traces.jsonl");
+    let cli = replay(&traces, &fixture, &["-m", "mlflow.exact"]);
+    let want: Vec<&str> = cli
+        .notes()
+        .iter()
+        .map(|l| l.trim_start_matches("toolscore: note: "))
+        .collect();
+    assert_eq!(want.len(), 1, "{}", cli.stderr);
+    let done = evaluate(Request {
+        sources: Vec::new(),
+        flags: vec!["-q".into(), "-m".into(), "mlflow.exact".into(), traces],
+        expected: Expected::Path(fixture),
+        custom: Vec::new(),
+    })
+    .unwrap();
+    assert_eq!(done.notes, want, "the embedded run's notes");
+}

@@ -126,6 +126,18 @@ def test_a_failing_custom_metric_is_an_error_not_a_pass(repo: str) -> None:
     assert all("metric bug" in (e["metrics"]["broken"]["error"] or "") for e in report.evaluations)
 
 
+def test_the_matchers_note_reaches_the_report(cli: str, repo: str) -> None:
+    """A preset compares an argument matcher literally: the command line
+    notes it on stderr, and the report carries the same note."""
+    traces = os.path.join(repo, "sample-traces/pydantic-ai/traces.jsonl")
+    case = {"id": "stock", "trace_id": "9d3d86b5eed352d10a377c77a4f5d12b",
+            "expected_tools": [{"name": "get_stock_price", "args": {"ticker": {"$regex": "^X+$"}}}]}
+    report = toolscore.evaluate(traces, [case], metrics=["mlflow.exact"])
+    matcher_notes = [n for n in report.notes if "argument matchers" in n]
+    assert len(matcher_notes) == 1, report.notes
+    assert "scored by mlflow.exact" in matcher_notes[0]
+
+
 def test_bad_input_raises_the_cli_message(repo: str, tmp_path: Any) -> None:
     with pytest.raises(ValueError, match="no such file or directory"):
         toolscore.evaluate(str(tmp_path / "missing.jsonl"), ["get_weather"])

@@ -45,6 +45,58 @@ def test_plugin_passes_and_fails_with_the_explanation(pytester: Any) -> None:
     assert "called: get_weather" in out, out
 
 
+EXACT = '''
+import sys
+sys.path.insert(0, {agent_dir!r})
+import agent
+
+
+def test_a_listed_tool_missing_fails(toolscore_spans):
+    agent.run("weather in Paris?", [("get_weather", {{"city": "Paris"}})])
+    toolscore_spans.assert_tools(["get_weather", "format_answer"])
+
+
+def test_an_unexpected_call_fails(toolscore_spans):
+    agent.run("weather in Paris?", [("get_weather", {{"city": "Paris"}}), ("convert_currency", {{"amount": 1, "to": "EUR"}})])
+    toolscore_spans.assert_tools(["get_weather"])
+
+
+def test_wrong_arguments_fail(toolscore_spans):
+    agent.run("weather in Paris?", [("get_weather", {{"city": "London"}})])
+    toolscore_spans.assert_tools([{{"name": "get_weather", "args": {{"city": "Paris"}}}}])
+
+
+def test_the_exact_calls_pass(toolscore_spans):
+    agent.run("weather in Paris?", [("get_weather", {{"city": "Paris", "unit": "C"}}), ("format_answer", {{"lines": ["x"]}})])
+    report = toolscore_spans.assert_tools([{{"name": "get_weather", "args": {{"city": "Paris"}}}}, "format_answer"])
+    assert report.evaluations[0]["score"] == 1.0
+
+
+def test_a_threshold_loosens(toolscore_spans):
+    agent.run("weather in Paris?", [("get_weather", {{"city": "Paris"}})])
+    toolscore_spans.assert_tools(["get_weather", "format_answer"], threshold=0.5)
+
+
+def test_a_metric_loosens(toolscore_spans):
+    agent.run("weather in Paris?", [("get_weather", {{"city": "Paris"}})])
+    toolscore_spans.assert_tools(["get_weather", "format_answer"], metric="tool_correctness")
+'''
+
+
+def test_assert_tools_is_exact_by_default(pytester: Any) -> None:
+    pytester.makepyfile(test_exact=EXACT.format(agent_dir=AGENT_DIR))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    result.assert_outcomes(passed=3, failed=3)
+    for name in ("a_listed_tool_missing_fails", "an_unexpected_call_fails", "wrong_arguments_fail"):
+        assert f"FAILED test_exact.py::test_{name}" in out, out
+    assert "missing: format_answer" in out, out
+    assert 'unexpected: convert_currency({"amount": 1, "to": "EUR"})' in out, out
+    assert 'wrong arguments: get_weather: expected {"city": "Paris"}, got {"city": "London"}' in out, out
+    assert "0.667 < threshold 1.0" in out, out
+
+
 def test_no_spans_is_a_clear_failure(pytester: Any) -> None:
     pytester.makepyfile(test_empty="def test_nothing(toolscore_spans):\n    toolscore_spans.assert_tools(['x'])\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")

@@ -87,6 +87,10 @@ def _install() -> _Collector:
         return collector
 
 
+#: `assert_tools`'s default threshold: the listed calls, exactly.
+_EXACT = 1.0
+
+
 class SpanCapture:
     """The spans finished during one test, and how to score them."""
 
@@ -113,15 +117,24 @@ class SpanCapture:
     def assert_tools(
         self,
         expected: Any,
-        metric: Union[str, Any] = "tool_correctness",
+        metric: Union[str, Any, None] = None,
         threshold: Optional[float] = None,
     ) -> "Report":
-        """Fails the test unless every captured trace made the expected calls
-        (`expected`: tools every trace should call, cases, or a fixture path),
-        with what was missing, unexpected or had wrong arguments as the message."""
+        """Fails the test unless every captured trace made exactly the expected
+        calls (`expected`: tools every trace should call, cases, or a fixture
+        path): each listed call made, no other call, arguments as listed (a
+        subset, with the fixture format's matchers). `threshold=` or `metric=`
+        loosen it. The failure message names what was missing, unexpected or
+        had wrong arguments."""
         if not self.spans:
             pytest.fail("toolscore: no spans were captured during this test: is the agent instrumented "
                         "with OpenTelemetry, and does it use the global TracerProvider?", pytrace=False)
+        if metric is None:
+            # Exact: tool_correctness's F1 is 1 only when every expected call
+            # matched a made call and no made call was left over.
+            metric = "tool_correctness"
+            if threshold is None:
+                threshold = _EXACT
         spec = metric
         if threshold is not None and isinstance(metric, str):
             spec = f"{metric}:threshold={threshold}"
