@@ -12,6 +12,7 @@
 pub mod metrics;
 mod pipeline;
 mod result;
+mod sessions;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -24,7 +25,6 @@ use crate::extract::facts::TraceFacts;
 use crate::extract::{AgentRun, ToolCall};
 use crate::judge::Judge;
 use crate::names::Normalizer;
-use crate::parallel::in_parallel;
 use crate::score::native::NativeConfig;
 use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, ScoreError};
 
@@ -36,6 +36,9 @@ pub use result::{
     Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase,
     UnmatchedTrace, Verdict,
 };
+#[cfg(test)]
+pub(crate) use sessions::test_call as sessions_test_call;
+pub use sessions::{Collected, SessionCalls, Sessions, MAX_SESSION_CALLS};
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
 /// `--score`, `--normalize` and the config's session keys say.
@@ -571,53 +574,6 @@ impl Routes {
         }
         r.by_trace_id.sort_unstable();
         r
-    }
-}
-
-/// One trace of a session: its start, id, calls and facts.
-type Member = (u64, TraceId, Arc<[ToolCall]>, Option<TraceFacts>);
-
-/// Collects the calls of the traces of each session case, then scores them:
-/// what `replay` does once every trace is read.
-#[derive(Debug, Default)]
-pub struct Sessions {
-    /// Per session case: the session id and its traces.
-    members: HashMap<usize, (String, Vec<Member>)>,
-}
-
-impl Sessions {
-    /// Adds the calls of an evaluated trace to the sessions it belongs to.
-    pub fn add(&mut self, t: &TraceResult) {
-        for m in &t.sessions {
-            self.members
-                .entry(m.case)
-                .or_insert_with(|| (m.id.clone(), Vec::new()))
-                .1
-                .push((t.start, t.trace_id, Arc::clone(&t.calls), t.facts.clone()));
-        }
-    }
-
-    /// Scores every session case that has traces, in case order (in
-    /// parallel, up to the judge's concurrency, when a metric asks one).
-    pub fn evaluate(self, evaluator: &Evaluator) -> Vec<Evaluation> {
-        let mut cases: Vec<_> = self.members.into_iter().collect();
-        cases.sort_by_key(|(c, _)| *c);
-        let threads = evaluator.judge().map_or(1, |j| j.concurrency());
-        in_parallel(cases, threads, |(case, (id, mut members))| {
-            // Turns are sequential: traces by start, calls by start too.
-            members.sort_by_key(|(start, id, _, _)| (*start, *id));
-            let mut calls: Vec<ToolCall> = members
-                .iter()
-                .flat_map(|(_, _, calls, _)| calls.iter().cloned())
-                .collect();
-            calls.sort_by_key(|c| c.start_time_unix_nano);
-            let facts = merged_facts(members.iter().map(|m| m.3.as_ref()));
-            let session = SessionRef {
-                id,
-                trace_ids: members.iter().map(|(_, t, _, _)| *t).collect(),
-            };
-            evaluator.evaluate_session(case, session, calls, facts.as_ref())
-        })
     }
 }
 

@@ -18,7 +18,7 @@ use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
-use crate::evaluate::{Evaluator, Pipeline, SessionRef, UnmatchedTrace};
+use crate::evaluate::{Evaluator, Pipeline, UnmatchedTrace};
 use crate::run::{DefaultCase, Fixture, Note, Options, Setup, SetupError};
 
 /// How often a failing results file is retried.
@@ -108,7 +108,7 @@ impl BatchScorer {
                         result.trace_id,
                         result.start,
                         result.root,
-                        result.calls.to_vec(),
+                        &result.calls,
                         result.facts.as_ref(),
                         arrived,
                     );
@@ -189,14 +189,10 @@ impl BatchScorer {
             ..Batch::default()
         };
         for d in due {
-            let session = SessionRef {
-                id: d.id,
-                trace_ids: d.trace_ids,
-            };
             out.outputs.push(Output::Evaluation {
                 eval: self
                     .evaluator
-                    .evaluate_session(d.case, session, d.calls, d.facts.as_ref()),
+                    .evaluate_session(d.case, d.session, d.calls, d.facts.as_ref()),
                 revision: d.revision,
                 spans: None,
                 root: d.root,
