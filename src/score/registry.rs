@@ -19,32 +19,55 @@ pub struct MetricInfo {
     pub judged: bool,
 }
 
-/// The metrics that only an LLM judge scores: (name, summary). Each says
-/// where it still differs from MLflow (docs/scoring.md has the table).
-const JUDGED: &[(&str, &str)] = &[
-    (
-        llm_fuzzy::NAME,
-        "ToolCallCorrectness(should_exact_match=False), LLM judge, our prompt: made vs expected \
-         calls compared semantically, names only (arguments judged reasonable) when an \
-         expectation lacks arguments; yes=1/no=0. Differs: no tools recorded -> null (MLflow \
-         asks the LLM to extract them); the request ends at this turn's user message; a token \
-         cap is sent (docs/scoring.md)",
-    ),
-    (
-        llm_fuzzy::NAME_ORDERED,
-        "mlflow.llm_fuzzy + should_consider_ordering",
-    ),
-    (
-        llm_no_expectations::NAME,
-        "ToolCallCorrectness without expectations, LLM judge, our prompt: tools and arguments \
-         reasonable for the request and the tools' parameters; yes=1/no=0; differs as \
-         mlflow.llm_fuzzy",
-    ),
-    (
-        llm_efficiency::NAME,
-        "ToolCallEfficiency, LLM judge, our prompt: no redundant or unneeded call; a retry \
-         after a temporary failure is no waste; yes=1/no=0; differs as mlflow.llm_fuzzy",
-    ),
+/// The metrics that only an LLM judge scores, each declared once here
+/// (name, summary and how it is built with the run's judge), so a judged
+/// name cannot be listed without being built. Each says where it still
+/// differs from MLflow (docs/scoring.md has the table).
+struct Judged {
+    name: &'static str,
+    summary: &'static str,
+    build: fn(Arc<Judge>) -> Box<dyn Metric>,
+}
+
+const JUDGED: &[Judged] = &[
+    Judged {
+        name: llm_fuzzy::NAME,
+        summary: "ToolCallCorrectness(should_exact_match=False), LLM judge, our prompt: made vs \
+                  expected calls compared semantically, names only (arguments judged \
+                  reasonable) when an expectation lacks arguments; yes=1/no=0. Differs: no \
+                  tools recorded -> null (MLflow asks the LLM to extract them); the request \
+                  ends at this turn's user message; a token cap is sent (docs/scoring.md)",
+        build: |judge| {
+            Box::new(llm_fuzzy::LlmFuzzy {
+                judge,
+                ordered: false,
+            })
+        },
+    },
+    Judged {
+        name: llm_fuzzy::NAME_ORDERED,
+        summary: "mlflow.llm_fuzzy + should_consider_ordering",
+        build: |judge| {
+            Box::new(llm_fuzzy::LlmFuzzy {
+                judge,
+                ordered: true,
+            })
+        },
+    },
+    Judged {
+        name: llm_no_expectations::NAME,
+        summary: "ToolCallCorrectness without expectations, LLM judge, our prompt: tools and \
+                  arguments reasonable for the request and the tools' parameters; yes=1/no=0; \
+                  differs as mlflow.llm_fuzzy",
+        build: |judge| Box::new(llm_no_expectations::LlmNoExpectations { judge }),
+    },
+    Judged {
+        name: llm_efficiency::NAME,
+        summary: "ToolCallEfficiency, LLM judge, our prompt: no redundant or unneeded call; a \
+                  retry after a temporary failure is no waste; yes=1/no=0; differs as \
+                  mlflow.llm_fuzzy",
+        build: |judge| Box::new(llm_efficiency::LlmEfficiency { judge }),
+    },
 ];
 
 /// toolscore's own metrics: each is declared once here (name, summary and
@@ -115,11 +138,11 @@ pub fn catalog() -> Vec<MetricInfo> {
         summary: p.summary,
         judged: false,
     }));
-    rows.extend(JUDGED.iter().map(|&(name, summary)| MetricInfo {
-        name,
+    rows.extend(JUDGED.iter().map(|j| MetricInfo {
+        name: j.name,
         library: "mlflow",
         version: "3.17.2 (LLM judge)",
-        summary,
+        summary: j.summary,
         judged: true,
     }));
     rows
@@ -143,16 +166,9 @@ pub fn lookup(
     native: &NativeConfig,
     judge: Option<&Arc<Judge>>,
 ) -> Result<Box<dyn Metric>, ScoreError> {
-    if JUDGED.iter().any(|j| j.0 == name) {
+    if let Some(j) = JUDGED.iter().find(|j| j.name == name) {
         let judge = Arc::clone(judge.ok_or_else(|| ScoreError::NeedsJudge(name.to_string()))?);
-        return Ok(match name {
-            llm_no_expectations::NAME => Box::new(llm_no_expectations::LlmNoExpectations { judge }),
-            llm_efficiency::NAME => Box::new(llm_efficiency::LlmEfficiency { judge }),
-            _ => Box::new(llm_fuzzy::LlmFuzzy {
-                judge,
-                ordered: name == llm_fuzzy::NAME_ORDERED,
-            }),
-        });
+        return Ok((j.build)(judge));
     }
     if let (Some(judge), "cubeo") = (judge, name) {
         return presets::cubeo_judged(opts, Arc::clone(judge));
@@ -177,4 +193,42 @@ fn closest(name: &str) -> Option<String> {
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, n)| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::JudgeConfig;
+
+    /// Every judged name builds the metric of that name (none falls back
+    /// to another), and asks for a judge when the run has none.
+    #[test]
+    fn every_judged_name_builds_its_own_metric() {
+        let judge = Arc::new(
+            Judge::new(
+                JudgeConfig {
+                    dry_run: true,
+                    ..JudgeConfig::default()
+                },
+                None,
+            )
+            .unwrap(),
+        );
+        let judged: Vec<&str> = catalog()
+            .into_iter()
+            .filter(|m| m.judged)
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(judged.len(), JUDGED.len());
+        let (opts, native) = (MetricOptions::default(), NativeConfig::default());
+        for name in judged {
+            let m = lookup(name, &opts, &native, Some(&judge)).unwrap();
+            assert_eq!(m.name(), name);
+            assert!(m.needs().judge, "{name} asks the judge");
+            assert!(matches!(
+                lookup(name, &opts, &native, None),
+                Err(ScoreError::NeedsJudge(n)) if n == name
+            ));
+        }
+    }
 }
