@@ -348,7 +348,7 @@ fn cmd_metrics() -> anyhow::Result<u8> {
 }
 
 fn cmd_score(args: ScoreArgs) -> anyhow::Result<u8> {
-    let metrics = args.metric_set()?;
+    let run = args.case_run()?;
     let label = args.cases.display().to_string();
     let input: Box<dyn io::BufRead> = if label == "-" {
         Box::new(io::stdin().lock())
@@ -357,13 +357,12 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<u8> {
         Box::new(io::BufReader::new(file))
     };
     let mut out = open_output(args.output.as_ref())?;
-    let summary = crate::run::cases::score_lines(input, &metrics, &mut out, |bad| {
+    let summary = crate::run::cases::score_lines(input, run.metrics(), &mut out, |bad| {
         eprintln!("toolscore: rejected: {label}: {bad}");
     })
     .and_then(|s| out.flush().map(|()| s))
     .with_context(|| format!("scoring {label}"))?;
-    let specs = crate::evaluate::MetricSpec::parse_list(&args.metrics)?;
-    if let Some(note) = crate::evaluate::literal_matchers_note_for(summary.with_matchers, &specs) {
+    if let Some(note) = run.note(summary.with_matchers) {
         eprintln!("toolscore: note: {note}");
     }
     Ok(if summary.rejected.is_empty() {

@@ -17,7 +17,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Config, TableFormat};
-use crate::evaluate::{MetricSet, MetricSpec, ScoreSettings};
+use crate::evaluate::{MetricSpec, ScoreSettings};
 use crate::extract::{Extractor, Scope};
 use crate::ingest::stream::StreamOptions;
 use crate::ingest::Limits;
@@ -570,8 +570,8 @@ impl From<InspectFormat> for crate::run::inspect::InspectFormat {
 }
 
 impl ScoreArgs {
-    /// The metrics `score --cases` runs.
-    pub(crate) fn metric_set(&self) -> anyhow::Result<MetricSet> {
+    /// The run of `score --cases`.
+    pub(crate) fn case_run(&self) -> anyhow::Result<crate::run::CaseRun> {
         if let Some(t) = self.threshold {
             anyhow::ensure!((0.0..=1.0).contains(&t), "--threshold {t} is outside 0..=1");
         }
@@ -579,12 +579,9 @@ impl ScoreArgs {
             threshold: self.threshold,
             strict: self.strict.then_some(true),
         };
-        let specs = MetricSpec::parse_list(&self.metrics)?;
-        Ok(MetricSet::build(
-            &specs,
+        Ok(crate::run::CaseRun::new(
+            MetricSpec::parse_list(&self.metrics)?,
             &opts,
-            &NativeConfig::default(),
-            None,
         )?)
     }
 }

@@ -10,4 +10,4 @@ pub mod record;
 pub mod replay;
 pub mod setup;
 
-pub use setup::{DefaultCase, Fixture, Note, Options, Scoring, Setup, SetupError};
+pub use setup::{CaseRun, DefaultCase, Fixture, Note, Options, Scoring, Setup, SetupError};

@@ -9,11 +9,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::evaluate::ScoreSettings;
-use crate::evaluate::{literal_matchers_note, Evaluator, MetricSpec, OutputNeeds, Pipeline};
+use crate::evaluate::{
+    literal_matchers_note, literal_matchers_note_for, Evaluator, MetricSet, MetricSpec,
+    OutputNeeds, Pipeline,
+};
 use crate::expect::{self, Case, ExpectError, FixtureOptions, Loaded};
 use crate::extract::Extractor;
 use crate::ingest::Rejected;
-use crate::score::ScoreError;
+use crate::score::native::NativeConfig;
+use crate::score::{MetricOptions, ScoreError};
 
 /// How a run scores and extracts: the typed form of the scoring flags
 /// (`--metric`, `--threshold`, the judge's, `--scope`, ...), the same for
@@ -199,6 +203,31 @@ impl Setup {
     /// Takes the rejected fixture records, for a report that lists them.
     pub fn take_rejected(&mut self) -> Vec<Rejected> {
         std::mem::take(&mut self.rejected)
+    }
+}
+
+/// The run of `score --cases`: tool calls given as data, so no fixture,
+/// trace or judge; `tool_correctness` with its defaults.
+#[derive(Debug)]
+pub struct CaseRun {
+    metrics: MetricSet,
+    specs: Vec<MetricSpec>,
+}
+
+impl CaseRun {
+    pub fn new(specs: Vec<MetricSpec>, options: &MetricOptions) -> Result<CaseRun, SetupError> {
+        let metrics = MetricSet::build(&specs, options, &NativeConfig::default(), None)?;
+        Ok(CaseRun { metrics, specs })
+    }
+
+    pub fn metrics(&self) -> &MetricSet {
+        &self.metrics
+    }
+
+    /// The note for `with_matchers` cases whose argument matchers some of
+    /// the metrics compare literally, if any.
+    pub fn note(&self, with_matchers: usize) -> Option<String> {
+        literal_matchers_note_for(with_matchers, &self.specs)
     }
 }
 
