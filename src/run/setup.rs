@@ -250,3 +250,106 @@ fn load_default(d: DefaultCase, opts: &FixtureOptions) -> Result<Case, SetupErro
             .map_err(|reason| SetupError::DefaultText { label, reason }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(rel: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(rel)
+    }
+
+    fn headline(setup: &Setup) -> &str {
+        &setup.evaluator().labels()[0]
+    }
+
+    #[test]
+    fn a_fixture_format_picks_the_metrics_the_user_did_not_name() {
+        let adk = || Fixture::Path(data("expect/weather.evalset.json"));
+        let setup = Setup::new(Options {
+            fixture: adk(),
+            ..Options::default()
+        })
+        .unwrap();
+        assert_eq!(headline(&setup), "adk.exact");
+        // Named metrics stay, and a run that only lists calls scores nothing.
+        for (metrics_named, listing) in [(true, false), (false, true)] {
+            let setup = Setup::new(Options {
+                scoring: Scoring {
+                    metrics_named,
+                    ..Scoring::default()
+                },
+                fixture: adk(),
+                listing,
+                ..Options::default()
+            })
+            .unwrap();
+            assert_eq!(headline(&setup), "tool_correctness");
+        }
+    }
+
+    #[test]
+    fn default_case_from_array_or_object() {
+        let every = |text: &str| {
+            Setup::new(Options {
+                default_case: Some(DefaultCase::Text {
+                    label: "expected".into(),
+                    text: text.into(),
+                }),
+                ..Options::default()
+            })
+        };
+        let s = every(r#"["a", {"name": "b", "args": {"x": 1}}]"#).unwrap();
+        let c = s.evaluator().cases().last().unwrap();
+        assert_eq!((c.id.as_str(), c.expected.len()), ("default", 2));
+        let s = every(
+            r#"{"id": "fallback", "trace_id": "00", "expected_tools": ["a"], "threshold": 0.9}"#,
+        )
+        .unwrap();
+        let c = s.evaluator().cases().last().unwrap();
+        assert_eq!((c.id.as_str(), c.threshold), ("fallback", Some(0.9)));
+        let err = every(r#"{"expected_tools": 3}"#).unwrap_err();
+        assert!(matches!(err, SetupError::DefaultText { .. }), "{err}");
+        let err = Setup::new(Options {
+            default_case: Some(DefaultCase::Path(data("no-such-file.json"))),
+            ..Options::default()
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with("bad default expectation "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn notes_and_rejected_records_are_kept() {
+        let setup = Setup::new(Options {
+            scoring: Scoring {
+                settings: ScoreSettings {
+                    metrics: MetricSpec::parse_list(&["mlflow.exact"]).unwrap(),
+                    ..ScoreSettings::default()
+                },
+                metrics_named: true,
+                ..Scoring::default()
+            },
+            fixture: Fixture::Text {
+                label: "cases".into(),
+                text: [
+                    r#"{"id": "m", "trace_id": "0123456789abcdef0123456789abcdef", "expected_tools": [{"name": "a", "args": {"x": {"$regex": "^1$"}}}]}"#,
+                    r#"{"id": "bad", "expected_tools": 3}"#,
+                ]
+                .join("\n"),
+            },
+            ..Options::default()
+        })
+        .unwrap();
+        assert_eq!(setup.rejected().len(), 1, "{:?}", setup.rejected());
+        assert!(
+            matches!(setup.notes(), [Note::LiteralMatchers(n)] if n.contains("mlflow.exact")),
+            "{:?}",
+            setup.notes()
+        );
+    }
+}
