@@ -121,7 +121,7 @@ for target in $WHEEL_TARGETS; do
     log "wheel for $target"
     out="$TARGET_DIR/release-wheels/$target"
     rm -rf "$out"
-    maturin build --profile dist --zig --target "$target" --compatibility "$COMPATIBILITY" \
+    maturin build --locked --profile dist --zig --target "$target" --compatibility "$COMPATIBILITY" \
         --out "$out" >&2 || die "maturin could not build the $target wheel"
     wheels=("$out"/toolscore-"$VERSION"-*.whl)
     [[ ${#wheels[@]} -eq 1 && -f "${wheels[0]}" ]] || die "expected one wheel in $out: $(ls "$out")"
@@ -154,7 +154,7 @@ done
 for target in $BINARY_TARGETS; do
     t0=$(date +%s)
     log "static binary for $target"
-    cargo zigbuild --profile dist --target "$target" --bin toolscore >&2 ||
+    cargo zigbuild --locked --profile dist --target "$target" --bin toolscore >&2 ||
         die "cargo zigbuild could not build for $target"
     binary="$TARGET_DIR/$target/dist/toolscore"
     # Static: no program interpreter, no shared library.

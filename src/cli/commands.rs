@@ -369,7 +369,6 @@ fn cmd_serve(args: ServeArgs) -> anyhow::Result<u8> {
     // Precedence: flags > environment > the config file's [serve] > defaults.
     let mut serve_config = config.serve.clone().unwrap_or_default();
     args.serve.apply(&mut serve_config);
-    crate::serve::keep_freed_memory();
     crate::serve::run(serve_config, scoring)?;
     Ok(exit::PASS)
 }
