@@ -157,12 +157,8 @@ pub(crate) enum InspectFormat {
 #[derive(Args)]
 pub(crate) struct InputArgs {
     /// Trace files or directories (walked recursively); `-` reads stdin.
-    /// Formats, found from the content: OTLP/JSON (one request, a list, or one
-    /// per line as the Collector's file exporter writes), OTLP protobuf (one
-    /// request or the Collector's length-prefixed records), Grafana Tempo
-    /// JSON, MLflow trace JSON, Jaeger JSON, Zipkin v2 JSON, the OTel Python
-    /// SDK's console output, and gzip of any of them.
-    #[arg(required = true)]
+    /// Every format read: `--help`.
+    #[arg(required = true, long_help = crate::ingest::Format::paths_help())]
     pub(crate) paths: Vec<PathBuf>,
     /// Cap on the inflated size of a gzip input, in MiB.
     #[arg(
