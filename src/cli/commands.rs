@@ -22,7 +22,7 @@ use crate::score::registry;
 
 use super::progress::progress_printer;
 use super::{
-    Cli, Command, ConventionsArgs, DiffArgs, FailOn, InspectArgs, RecordArgs, ReplayArgs,
+    Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs, RecordArgs, ReplayArgs,
     ReportFormat, ScoreArgs, ServeArgs,
 };
 
@@ -160,19 +160,14 @@ fn write_report(
 
 fn cmd_diff(args: DiffArgs) -> anyhow::Result<u8> {
     super::check_tolerance(args.tolerance)?;
-    anyhow::ensure!(
-        !matches!(args.format, ReportFormat::Html),
-        "--format html is for `replay`; `diff` writes table, jsonl or junit"
-    );
     let old = baseline::load(&args.old)?;
     let new = baseline::load(&args.new)?;
     let c = baseline::compare(&old, &new, args.tolerance);
     let mut out = open_output(args.output.as_ref())?;
     match args.format {
-        ReportFormat::Table => baseline::write_table(&c, &mut out),
-        ReportFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
-        ReportFormat::Junit => baseline::write_junit(&c, &mut out),
-        ReportFormat::Html => Ok(()),
+        DiffFormat::Table => baseline::write_table(&c, &mut out),
+        DiffFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
+        DiffFormat::Junit => baseline::write_junit(&c, &mut out),
     }
     .and_then(|()| out.flush())
     .context("cannot write the comparison")?;
