@@ -78,7 +78,8 @@ maturin sdist --out "$DIST" >&2
 SDIST="$DIST/toolscore-$VERSION.tar.gz"
 [[ -f "$SDIST" ]] || die "maturin sdist wrote no $SDIST: $(ls "$DIST")"
 listing=$(tar -tzf "$SDIST")
-for want in pyproject.toml Cargo.toml LICENSE README.md build.rs src/main.rs python/toolscore/__main__.py; do
+# Cargo.lock too: pip builds the sdist with `locked = true` (pyproject.toml).
+for want in pyproject.toml Cargo.toml Cargo.lock LICENSE README.md build.rs src/main.rs python/toolscore/__main__.py; do
     grep -qx "toolscore-$VERSION/$want" <<<"$listing" || die "$want is not in the sdist"
 done
 note "sdist $(basename "$SDIST"): $(du -k "$SDIST" | cut -f1) KiB, $(($(date +%s) - t0)) s"

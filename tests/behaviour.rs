@@ -320,12 +320,16 @@ fn the_table_explains_a_failure_by_the_metric_that_failed() {
     };
     let over = row("over");
     assert!(
-        over.contains("1.000") && over.contains("FAIL") && over.ends_with("budget: 1 of 1 budget(s) exceeded: max_calls 2: 3 calls"),
+        over.contains("1.000")
+            && over.contains("FAIL")
+            && over.ends_with("budget: 1 of 1 budget(s) exceeded: max_calls 2: 3 calls"),
         "{over}"
     );
     let short = row("short");
     assert!(
-        short.contains("FAIL") && short.contains("3/4 expected calls matched") && !short.contains("budget:"),
+        short.contains("FAIL")
+            && short.contains("3/4 expected calls matched")
+            && !short.contains("budget:"),
         "{short}"
     );
     assert_eq!(out.status.code(), Some(1), "{table}");

@@ -10,7 +10,10 @@ fn console_examples_in_the_docs_run_as_shown() {
     let root = env!("CARGO_MANIFEST_DIR");
     let cases = trycmd::TestCases::new();
     cases
-        .register_bin("toolscore", std::path::Path::new(env!("CARGO_BIN_EXE_toolscore")))
+        .register_bin(
+            "toolscore",
+            std::path::Path::new(env!("CARGO_BIN_EXE_toolscore")),
+        )
         // No progress bar or colour from the environment the tests run in.
         .env("NO_COLOR", "1")
         .timeout(std::time::Duration::from_secs(120));

@@ -371,5 +371,9 @@ fn help_and_docs_list_every_format_read() {
         .filter_map(|l| l.split_once("**").map(|(name, _)| name))
         .collect();
     let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-    assert_eq!(documented.split_last(), Some((&"gzip", &names[..])), "{section}");
+    assert_eq!(
+        documented.split_last(),
+        Some((&"gzip", &names[..])),
+        "{section}"
+    );
 }

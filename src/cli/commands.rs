@@ -22,8 +22,8 @@ use crate::score::registry;
 
 use super::progress::progress_printer;
 use super::{
-    Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs, RecordArgs, ReplayArgs,
-    ReportFormat, ScoreArgs, ServeArgs,
+    Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs, RecordArgs,
+    ReplayArgs, ReportFormat, ScoreArgs, ServeArgs,
 };
 
 /// Runs the command line `args` (the program name first, as

@@ -40,7 +40,7 @@ const MAX_WRITE: usize = 1 << 30;
 
 impl RowsFile for File {
     /// One `write` per batch: a batch is never split across calls (unless
-    /// over [`MAX_WRITE`]), and a short write is a failure, whose part the
+    /// over 1 GiB, `MAX_WRITE`), and a short write is a failure, whose part the
     /// sink cuts off, not a reason to write the rest in a second call.
     fn append(&mut self, rows: &[u8]) -> io::Result<()> {
         let mut rest = rows;
@@ -215,7 +215,10 @@ fn save_fragment(path: &Path, file: &mut File, from: u64) -> io::Result<PathBuf>
         }
     }
     let mut out = out.ok_or_else(|| {
-        io::Error::new(io::ErrorKind::AlreadyExists, "every side file name is taken")
+        io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "every side file name is taken",
+        )
     })?;
     file.seek(SeekFrom::Start(from))?;
     io::copy(file, &mut out)?;
@@ -566,7 +569,8 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let dir = std::env::temp_dir().join(format!("toolscore-frag-{}-{i}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("toolscore-frag-{}-{i}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             let path = dir.join("rows.jsonl");
