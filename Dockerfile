@@ -22,7 +22,7 @@ COPY . .
 # On Alpine the host target is musl, and musl binaries link statically.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --profile dist --bin toolscore \
+    cargo build --locked --profile dist --bin toolscore \
     && cp target/dist/toolscore /usr/local/bin/toolscore
 
 # ------------------------------------------------------------ image

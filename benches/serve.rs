@@ -1138,7 +1138,8 @@ fn sustained(b: &mut Bench) {
 
 fn bench(c: &mut Criterion) {
     // As `toolscore serve` sets it at start.
-    toolscore::serve::keep_freed_memory();
+    // SAFETY: the bench's first step, before it starts any thread of its own.
+    unsafe { toolscore::serve::keep_freed_memory() };
     if std::env::var("TOOLSCORE_BENCH_SERVE").as_deref() == Ok("sustained") {
         let mut b = start(DECISION_WAIT);
         sustained(&mut b);

@@ -38,7 +38,7 @@ log "$("$AGENT" --version)"
 if [[ -n "${TOOLSCORE_BIN:-}" ]]; then
     BIN="$TOOLSCORE_BIN"
 else
-    (cd "$ROOT" && cargo build --quiet --bin toolscore)
+    (cd "$ROOT" && cargo build --locked --quiet --bin toolscore)
     BIN="$ROOT/target/debug/toolscore"
 fi
 [[ -x "$BIN" ]] || die "no toolscore binary at $BIN"

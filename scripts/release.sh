@@ -78,7 +78,8 @@ maturin sdist --out "$DIST" >&2
 SDIST="$DIST/toolscore-$VERSION.tar.gz"
 [[ -f "$SDIST" ]] || die "maturin sdist wrote no $SDIST: $(ls "$DIST")"
 listing=$(tar -tzf "$SDIST")
-for want in pyproject.toml Cargo.toml LICENSE README.md build.rs src/main.rs python/toolscore/__main__.py; do
+# Cargo.lock too: pip builds the sdist with `locked = true` (pyproject.toml).
+for want in pyproject.toml Cargo.toml Cargo.lock LICENSE README.md build.rs src/main.rs python/toolscore/__main__.py; do
     grep -qx "toolscore-$VERSION/$want" <<<"$listing" || die "$want is not in the sdist"
 done
 note "sdist $(basename "$SDIST"): $(du -k "$SDIST" | cut -f1) KiB, $(($(date +%s) - t0)) s"
@@ -121,7 +122,7 @@ for target in $WHEEL_TARGETS; do
     log "wheel for $target"
     out="$TARGET_DIR/release-wheels/$target"
     rm -rf "$out"
-    maturin build --profile dist --zig --target "$target" --compatibility "$COMPATIBILITY" \
+    maturin build --locked --profile dist --zig --target "$target" --compatibility "$COMPATIBILITY" \
         --out "$out" >&2 || die "maturin could not build the $target wheel"
     wheels=("$out"/toolscore-"$VERSION"-*.whl)
     [[ ${#wheels[@]} -eq 1 && -f "${wheels[0]}" ]] || die "expected one wheel in $out: $(ls "$out")"
@@ -154,7 +155,7 @@ done
 for target in $BINARY_TARGETS; do
     t0=$(date +%s)
     log "static binary for $target"
-    cargo zigbuild --profile dist --target "$target" --bin toolscore >&2 ||
+    cargo zigbuild --locked --profile dist --target "$target" --bin toolscore >&2 ||
         die "cargo zigbuild could not build for $target"
     binary="$TARGET_DIR/$target/dist/toolscore"
     # Static: no program interpreter, no shared library.

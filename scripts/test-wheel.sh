@@ -62,10 +62,13 @@ if ! ls "$BACKEND"/auditwheel-"$AUDITWHEEL"-*.whl >/dev/null 2>&1; then
     "${PIP[@]}" download --only-binary=:all: --dest "$BACKEND" "auditwheel==$AUDITWHEEL"
 fi
 # What python/tests runs with, pinned: the fixture's span capture is tested
-# against one known SDK; mypy checks the installed package's types.
-TEST_DEPS=("pytest==$PYTEST" "opentelemetry-sdk==$OTEL_SDK" "mypy==$MYPY")
+# against one known SDK; mypy checks the installed package's types; the
+# README's exporter recipe (test_docs.py) uses the SDK's OTLP encoder.
+TEST_DEPS=("pytest==$PYTEST" "opentelemetry-sdk==$OTEL_SDK" "mypy==$MYPY"
+    "opentelemetry-exporter-otlp-proto-common==$OTEL_SDK")
 if ! ls "$BACKEND"/pytest-"$PYTEST"-*.whl "$BACKEND"/opentelemetry_sdk-"$OTEL_SDK"-*.whl \
-    "$BACKEND"/mypy-"$MYPY"-*.whl >/dev/null 2>&1; then
+    "$BACKEND"/mypy-"$MYPY"-*.whl \
+    "$BACKEND"/opentelemetry_exporter_otlp_proto_common-"$OTEL_SDK"-*.whl >/dev/null 2>&1; then
     log "downloading ${TEST_DEPS[*]} and their dependencies into $BACKEND"
     "${PIP[@]}" download --only-binary=:all: --dest "$BACKEND" "${TEST_DEPS[@]}"
 fi
@@ -81,7 +84,7 @@ log "building the wheel (Cargo profile $PROFILE)"
 # binary allows) where the backend would otherwise tag it plain `linux`.
 (cd "$ROOT" && "${PIP[@]}" wheel . --no-deps --wheel-dir "$DIST" \
     --no-index --find-links "$BACKEND" \
-    --config-settings "build-args=--profile $PROFILE --compatibility pypi") ||
+    --config-settings "build-args=--locked --profile $PROFILE --compatibility pypi") ||
     die "pip could not build the wheel"
 WHEELS=("$DIST"/toolscore-"$VERSION"-*.whl)
 [[ ${#WHEELS[@]} -eq 1 && -f "${WHEELS[0]}" ]] || die "expected one toolscore-$VERSION wheel in $DIST: $(ls "$DIST")"

@@ -24,5 +24,11 @@ fn no_huge_pages() {
 
 fn main() -> ExitCode {
     no_huge_pages();
+    // Here, where no other thread exists yet; not in the library, which
+    // the Python module runs inside a process with threads of its own.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
+        // SAFETY: called before any thread is started.
+        unsafe { toolscore::serve::keep_freed_memory() };
+    }
     ExitCode::from(toolscore::cli::run(std::env::args_os()))
 }

@@ -290,6 +290,51 @@ fn budgets_name_each_violation_and_count_tokens_once() {
     assert_eq!(code, Some(1));
 }
 
+/// Issue 36, §3: a case that fails only on its budget is explained in the
+/// table by the budget (named), not by the `tool_correctness` that passed;
+/// a case whose first metric decides keeps that metric's text as it was.
+#[test]
+fn the_table_explains_a_failure_by_the_metric_that_failed() {
+    let dir = TempDir::new("budget-table");
+    let fx = write(
+        &dir,
+        "f.jsonl",
+        &format!(
+            "{{\"id\":\"over\",\"trace_id\":\"{PYDANTIC_WEATHER}\",\"expected_tools\":[\"get_weather\",\"get_weather\",\"format_answer\"],\"max_calls\":2}}\n\
+             {{\"id\":\"short\",\"trace_id\":\"{PYDANTIC_WEATHER}\",\"expected_tools\":[\"get_weather\",\"get_weather\",\"format_answer\",\"notify\"],\"threshold\":0.9}}\n"
+        ),
+    );
+    let out = toolscore(&[
+        "replay",
+        &path(&data("corpus/pydantic-ai/traces.jsonl")),
+        "-e",
+        &fx,
+    ]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    let row = |id: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no row {id}:\n{table}"))
+            .to_string()
+    };
+    let over = row("over");
+    assert!(
+        over.contains("1.000")
+            && over.contains("FAIL")
+            && over.ends_with("budget: 1 of 1 budget(s) exceeded: max_calls 2: 3 calls"),
+        "{over}"
+    );
+    let short = row("short");
+    assert!(
+        short.contains("FAIL")
+            && short.contains("3/4 expected calls matched")
+            && !short.contains("budget:"),
+        "{short}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{table}");
+}
+
 #[test]
 fn bad_budget_field_rejects_that_case_only() {
     let dir = TempDir::new("budget-bad");

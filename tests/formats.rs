@@ -334,3 +334,46 @@ fn one_bad_mlflow_span_is_left_out_alone_and_its_trace_kept() {
         10
     );
 }
+
+/// Issue 36, §3: the input formats are declared once (`Format::ALL`); the
+/// `PATHS` help of `inspect` and `replay` lists exactly them, and so does
+/// docs/formats.md ("The formats read": one `- **NAME**:` bullet each, in
+/// the same order, then gzip).
+#[test]
+fn help_and_docs_list_every_format_read() {
+    use toolscore::ingest::Format;
+    let want: Vec<String> = Format::ALL
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.description()))
+        .collect();
+    for command in ["inspect", "replay"] {
+        let out = toolscore(&[command, "--help"]);
+        assert!(out.status.success(), "{command} --help");
+        let help = String::from_utf8(out.stdout).unwrap();
+        let listed: Vec<String> = help
+            .lines()
+            .skip_while(|l| !l.contains("Formats, found from the content"))
+            .skip(1)
+            .map_while(|l| l.trim_start().strip_prefix("- "))
+            .map(String::from)
+            .collect();
+        assert_eq!(listed, want, "{command} --help:\n{help}");
+    }
+    let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/formats.md")).unwrap();
+    let section = docs
+        .split("\n## The formats read\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/formats.md has a section \"The formats read\"");
+    let documented: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- **"))
+        .filter_map(|l| l.split_once("**").map(|(name, _)| name))
+        .collect();
+    let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+    assert_eq!(
+        documented.split_last(),
+        Some((&"gzip", &names[..])),
+        "{section}"
+    );
+}

@@ -5,6 +5,7 @@ mod util;
 mod behaviour;
 mod cli;
 mod corpus;
+mod docs;
 mod expectformats;
 mod explain;
 mod extraction;

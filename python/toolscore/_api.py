@@ -110,7 +110,7 @@ def evaluate(
     expected: a fixture path, a list of case dicts (the fixture format), or
         a list of tools every trace should call (names or {"name", "args"}).
     metrics: metric names or specs as on the command line
-        ("deepeval.tool_correctness:threshold=0.8"), and functions
+        ("deepeval.default:threshold=0.8"), and functions
         fn(calls, case) -> score or (score, reason) as custom metrics.
     config: a config file, as `--config`.
 

@@ -22,8 +22,8 @@ use crate::score::registry;
 
 use super::progress::progress_printer;
 use super::{
-    Cli, Command, ConventionsArgs, DiffArgs, FailOn, InspectArgs, RecordArgs, ReplayArgs,
-    ReportFormat, ScoreArgs, ServeArgs,
+    Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs, RecordArgs,
+    ReplayArgs, ReportFormat, ScoreArgs, ServeArgs,
 };
 
 /// Runs the command line `args` (the program name first, as
@@ -162,19 +162,14 @@ fn write_report(
 
 fn cmd_diff(args: DiffArgs) -> anyhow::Result<u8> {
     super::check_tolerance(args.tolerance)?;
-    anyhow::ensure!(
-        !matches!(args.format, ReportFormat::Html),
-        "--format html is for `replay`; `diff` writes table, jsonl or junit"
-    );
     let old = baseline::load(&args.old)?;
     let new = baseline::load(&args.new)?;
     let c = baseline::compare(&old, &new, args.tolerance);
     let mut out = open_output(args.output.as_ref())?;
     match args.format {
-        ReportFormat::Table => baseline::write_table(&c, &mut out),
-        ReportFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
-        ReportFormat::Junit => baseline::write_junit(&c, &mut out),
-        ReportFormat::Html => Ok(()),
+        DiffFormat::Table => baseline::write_table(&c, &mut out),
+        DiffFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
+        DiffFormat::Junit => baseline::write_junit(&c, &mut out),
     }
     .and_then(|()| out.flush())
     .context("cannot write the comparison")?;
@@ -380,7 +375,6 @@ fn cmd_serve(args: ServeArgs) -> anyhow::Result<u8> {
     // Precedence: flags > environment > the config file's [serve] > defaults.
     let mut serve_config = config.serve.clone().unwrap_or_default();
     args.serve.apply(&mut serve_config);
-    crate::serve::keep_freed_memory();
     crate::serve::run(serve_config, scoring)?;
     Ok(exit::PASS)
 }

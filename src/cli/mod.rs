@@ -48,7 +48,7 @@ pub(crate) enum Command {
   toolscore replay traces/ -e expected.jsonl
   toolscore replay traces.jsonl -e expected.jsonl -f junit -o report.xml
   toolscore replay traces/ -e expected.jsonl --baseline last.jsonl --fail-on regression
-  toolscore replay traces/ -e goldens.json -m deepeval.tool_correctness -m tool_correctness")]
+  toolscore replay traces/ -e goldens.json -m deepeval.default -m tool_correctness")]
     Replay(Box<ReplayArgs>),
     /// Show the tool calls found in trace files.
     #[command(after_help = "Examples:
@@ -98,10 +98,21 @@ pub(crate) struct DiffArgs {
     /// Drop in score a regression must exceed to fail.
     #[arg(long, default_value_t = 0.0)]
     pub(crate) tolerance: f64,
+    /// How the comparison is written (the HTML page is `replay --baseline`'s).
     #[arg(long, short, value_enum, default_value = "table")]
-    pub(crate) format: ReportFormat,
+    pub(crate) format: DiffFormat,
+    /// Write the comparison to this file instead of stdout.
     #[arg(long, short)]
     pub(crate) output: Option<PathBuf>,
+}
+
+/// What `diff` writes: the report formats but the HTML page, which is
+/// `replay`'s (with `--baseline`).
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum DiffFormat {
+    Table,
+    Jsonl,
+    Junit,
 }
 
 #[derive(Args)]
@@ -156,12 +167,8 @@ pub(crate) enum InspectFormat {
 #[derive(Args)]
 pub(crate) struct InputArgs {
     /// Trace files or directories (walked recursively); `-` reads stdin.
-    /// Formats, found from the content: OTLP/JSON (one request, a list, or one
-    /// per line as the Collector's file exporter writes), OTLP protobuf (one
-    /// request or the Collector's length-prefixed records), Grafana Tempo
-    /// JSON, MLflow trace JSON, Jaeger JSON, Zipkin v2 JSON, the OTel Python
-    /// SDK's console output, and gzip of any of them.
-    #[arg(required = true)]
+    /// Every format read: `--help`.
+    #[arg(required = true, long_help = crate::ingest::Format::paths_help())]
     pub(crate) paths: Vec<PathBuf>,
     /// Cap on the inflated size of a gzip input, in MiB.
     #[arg(
@@ -179,7 +186,9 @@ pub(crate) struct InputArgs {
     /// Decoding threads [default: one per core].
     #[arg(long, env = "TOOLSCORE_THREADS", help_heading = "Tuning")]
     pub(crate) threads: Option<usize>,
-    /// No progress on stderr.
+    /// No progress on stderr, nor the summary lines written there (a report
+    /// in a file or not a table: the run's and the baseline comparison's;
+    /// record's), so the report and the exit code alone say how it went.
     #[arg(long, short, help_heading = "Output")]
     pub(crate) quiet: bool,
     /// Count retriever spans (MLflow RETRIEVER, Langfuse/LangSmith retriever) as tool calls.

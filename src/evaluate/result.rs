@@ -136,6 +136,18 @@ impl Evaluation {
         self.results.first()
     }
 
+    /// The result that explains the verdict: the first whose own verdict is
+    /// the evaluation's (a case failing only on its budget is explained by
+    /// `budget`, not by the `tool_correctness` that passed), else the
+    /// headline.
+    pub fn deciding(&self) -> Option<&MetricResult> {
+        let verdict = self.verdict();
+        self.results
+            .iter()
+            .find(|r| r.verdict() == verdict)
+            .or_else(|| self.headline())
+    }
+
     /// The trace id, or `session <id>` for a session case.
     pub fn target_label(&self) -> String {
         match &self.session {

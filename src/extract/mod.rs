@@ -266,10 +266,10 @@ pub struct Extractor {
     /// is about half the cost of extraction, so reports that do not show
     /// them (table, JUnit) turn this off.
     pub results: bool,
-    /// Keep each call's argument key order too ([`ToolCall::ordered_args`]).
+    /// Keep each call's argument key order too ([`CallArgs::Ordered`]).
     pub ordered_args: bool,
-    /// Arguments that are JSON text go to [`ToolCall::args_json`], not
-    /// parsed into `args`: for callers that only write them out.
+    /// Arguments that are JSON text stay text ([`CallArgs::Text`]), not
+    /// parsed: for callers that only write them out.
     pub args_text: bool,
 }
 

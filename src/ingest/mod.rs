@@ -102,6 +102,65 @@ pub enum Format {
     AwsSpansJson,
 }
 
+impl Format {
+    /// Every format read, in the order the help and docs/formats.md list
+    /// them: the one list of what `PATH` may hold.
+    pub const ALL: [Format; 9] = [
+        Format::OtlpJson,
+        Format::OtlpJsonLines,
+        Format::OtlpProtobuf,
+        Format::OtlpProtobufRecords,
+        Format::MlflowTraceJson,
+        Format::JaegerJson,
+        Format::ZipkinJson,
+        Format::OtelConsoleJson,
+        Format::AwsSpansJson,
+    ];
+
+    /// The format's name, as the help and docs/formats.md spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OtlpJson => "OTLP/JSON",
+            Format::OtlpJsonLines => "OTLP/JSON lines",
+            Format::OtlpProtobuf => "OTLP protobuf",
+            Format::OtlpProtobufRecords => "OTLP protobuf records",
+            Format::MlflowTraceJson => "MLflow trace JSON",
+            Format::JaegerJson => "Jaeger JSON",
+            Format::ZipkinJson => "Zipkin v2 JSON",
+            Format::OtelConsoleJson => "OTel Python console JSON",
+            Format::AwsSpansJson => "CloudWatch aws/spans",
+        }
+    }
+
+    /// What an input in this format looks like, in one line.
+    pub fn description(self) -> &'static str {
+        match self {
+            Format::OtlpJson => "one ExportTraceServiceRequest or a JSON list of them; also Grafana Tempo downloads and Jaeger v3 API answers",
+            Format::OtlpJsonLines => "one request per line, as the Collector's file exporter writes",
+            Format::OtlpProtobuf => "one binary ExportTraceServiceRequest",
+            Format::OtlpProtobufRecords => "the Collector's file exporter with `format: proto` (length-prefixed messages)",
+            Format::MlflowTraceJson => "MLflow's `Trace.to_json()`, one trace or a list",
+            Format::JaegerJson => "query API responses and the UI's downloads",
+            Format::ZipkinJson => "a list of spans, or a list of such lists",
+            Format::OtelConsoleJson => "the OTel Python SDK's ConsoleSpanExporter output",
+            Format::AwsSpansJson => "the `aws/spans` log group's records (AWS Bedrock AgentCore), one span per JSON record",
+        }
+    }
+
+    /// The `PATHS` argument's long help: the inputs taken and, from
+    /// [`Format::ALL`], every format read.
+    pub fn paths_help() -> String {
+        let mut help = String::from(
+            "Trace files or directories (walked recursively); `-` reads stdin.\n\n\
+             Formats, found from the content, each also gzip-compressed:",
+        );
+        for f in Format::ALL {
+            help.push_str(&format!("\n  - {}: {}", f.name(), f.description()));
+        }
+        help
+    }
+}
+
 /// The result of decoding one input.
 #[derive(Debug, Default)]
 pub struct Decoded {

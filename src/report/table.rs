@@ -118,10 +118,12 @@ fn evaluation_row(report: &Report, e: &Evaluation) -> Vec<String> {
         row.push(cell);
     }
     row.push(e.verdict().label().to_string());
-    let detail = e
-        .headline()
-        .map(|h| h.outcome.reason.clone())
-        .unwrap_or_default();
+    // The headline's reason, or, when another metric decided the verdict,
+    // that one's, named.
+    let detail = match (e.headline(), e.deciding()) {
+        (Some(h), Some(d)) if h.metric != d.metric => format!("{}: {}", d.metric, d.outcome.reason),
+        (_, d) => d.map(|d| d.outcome.reason.clone()).unwrap_or_default(),
+    };
     row.push(ellipsize(&detail, 100));
     row
 }

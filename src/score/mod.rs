@@ -1,8 +1,11 @@
 //! Scoring: `(tool calls, expected calls) -> Outcome`, per metric.
 //!
-//! Every metric is a pure function of two call lists. Our own metric lives in
-//! `native.rs`; `presets/` reproduces the peers' libraries. Metrics are looked
-//! up by name through `registry`.
+//! Most metrics are pure functions of what [`MetricInput`] holds: the calls,
+//! the expected calls, the case and the trace's facts. The judged metrics
+//! (`judged/`) are not: they ask an LLM over HTTP and read and write the
+//! judge's answer cache, and say so through [`Needs::judge`]. Our own metric
+//! lives in `native.rs`; `presets/` reproduces the peers' libraries. Metrics
+//! are looked up by name through `registry`.
 
 pub mod agents;
 pub mod budget;
@@ -149,8 +152,9 @@ pub struct MetricInput<'a> {
     pub facts: Option<&'a TraceFacts>,
 }
 
-/// A scoring metric. Implementations are pure: the same input gives the same
-/// outcome.
+/// A scoring metric. Implementations other than the judged ones are pure:
+/// the same input gives the same outcome. A judged metric's outcome is the
+/// model's answer (cached per model and prompt), and costs a request.
 pub trait Metric: Send + Sync {
     /// The registry name, e.g. `tool_correctness` or `deepeval.default`.
     fn name(&self) -> &str;

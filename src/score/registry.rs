@@ -113,8 +113,8 @@ const OWN: &[Own] = &[
     },
     Own {
         name: super::handoffs::NAME,
-        summary: "the order agents ran in (case `handoffs`): LCS over the longer sequence, \
-                  exact; passes when the expected agents ran in order",
+        summary: "the order agents ran in (case `handoffs`): LCS over the expected count, \
+                  exact; passes when the expected agents ran in order; others that ran are named",
         build: |_, _| Box::new(super::handoffs::Handoffs),
     },
 ];

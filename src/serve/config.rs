@@ -176,8 +176,8 @@ settings! {
             "Retry delay announced (Retry-After, RetryInfo) when data is refused.";
         status_interval: Duration = "10s" ("TOOLSCORE_STATUS_INTERVAL", parse_duration, "DURATION"),
             "How often buffer use is logged while there is activity.";
-        shutdown_timeout: Duration = "30s" ("TOOLSCORE_SHUTDOWN_TIMEOUT", parse_duration, "DURATION"),
-            "After SIGINT/SIGTERM, the most time to finish requests, score and write what is buffered and drain the forward queues; what is left then is abandoned (logged, non-zero exit).";
+        shutdown_timeout: Duration = "25s" ("TOOLSCORE_SHUTDOWN_TIMEOUT", parse_duration, "DURATION"),
+            "After SIGINT/SIGTERM, the most time to finish requests, score and write what is buffered and drain the forward queues; what is left then is abandoned (logged, non-zero exit). The default ends inside Kubernetes' default 30 s grace period.";
         scoring_threads: usize = "0" ("TOOLSCORE_SCORING_THREADS", count, "N"),
             "Threads that extract and score completed traces; 0 = one per core.";
         forward_queue: usize = "1024" ("TOOLSCORE_FORWARD_QUEUE", count, "N"),

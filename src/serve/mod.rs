@@ -12,7 +12,7 @@
 //! The receivers only decode; the buffer is the one bounded queue (a full
 //! buffer refuses whole requests with 503 / UNAVAILABLE, which clients
 //! retry); scoring runs on its own threads through the same per-trace
-//! [`Pipeline`](crate::evaluate::Pipeline) as `replay`, so a trace scores the
+//! [`Pipeline`] as `replay`, so a trace scores the
 //! same here as in `toolscore replay`. This module owns
 //! the tokio runtime; nothing below it is async.
 //!
@@ -79,15 +79,21 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// pages were faulted back in (and zeroed by the kernel) for the next
 /// requests (a fifth of the CPU of a 100K-span run). What is
 /// kept is bounded by the trace buffer's caps. `MIMALLOC_PURGE_DELAY` in
-/// the environment still decides, when set. Call it before threads start
-/// (mimalloc's options are not thread-safe); without mimalloc as the global
+/// the environment still decides, when set. Without mimalloc as the global
 /// allocator it changes nothing.
-pub fn keep_freed_memory() {
+///
+/// # Safety
+///
+/// mimalloc's options are not thread-safe: call it before the process has
+/// a second thread, that is from a binary's `main` (the `toolscore` binary
+/// does, for `serve`), never from a library user such as the Python module,
+/// whose host process has threads of its own.
+pub unsafe fn keep_freed_memory() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;
     }
-    // SAFETY: sets one integer option of mimalloc (-1: never purge); called
-    // before the serve threads exist.
+    // SAFETY: sets one integer option of mimalloc (-1: never purge); the
+    // caller guarantees no other thread exists.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
 }
 
@@ -839,7 +845,9 @@ mod tests {
         let get = || unsafe { libmimalloc_sys::mi_option_get(super::MI_OPTION_PURGE_DELAY) };
         // mimalloc's default purge delay (1000 ms) identifies the option.
         assert_eq!(get(), 1000);
-        super::keep_freed_memory();
+        // SAFETY: this test binary allocates with the system allocator, so
+        // no other thread reads mimalloc's options while this one sets it.
+        unsafe { super::keep_freed_memory() };
         assert_eq!(get(), -1);
     }
 }

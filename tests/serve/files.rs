@@ -1,6 +1,6 @@
 //! The files serve reads and writes, across crashes, restarts and log
 //! rotation (issue 28): strict JSON rows in `--output`, a torn last line
-//! left by a crash continued on a new line at the next start, SIGKILL in
+//! left by a crash moved to a side file at the next start, SIGKILL in
 //! a loop, SIGHUP reopening the file (rename and copytruncate), and a
 //! token file with a byte order mark. The real binary, on real sockets.
 
@@ -279,11 +279,28 @@ fn serve_output_rows_are_strict_json() {
     server.stop();
 }
 
-/// Issue 28, item 9: a results file that ends in half a line (a crash
-/// mid-write) is continued on a new line at the next start, and the
-/// fragment is logged with its length; the new rows stay whole.
+/// The side files (`results.jsonl.torn-*`) next to `out`, by name.
+fn torn_files(out: &Path) -> Vec<std::path::PathBuf> {
+    let prefix = format!("{}.torn-", out.file_name().unwrap().to_str().unwrap());
+    let mut found: Vec<_> = std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Issue 36, §4: a results file that ends in half a line (a crash
+/// mid-write) is cut back to its last newline at the next start; the
+/// fragment goes to a side file and is logged with its length, so the
+/// file holds only whole rows.
 #[test]
-fn a_torn_last_line_is_continued_on_a_new_line() {
+fn a_torn_last_line_is_moved_aside() {
     let dir = TempDir::new("torn-tail");
     let out = dir.path().join("results.jsonl");
     let fragment = r#"{"type":"unmatched_trace","trace_id":"ab"#;
@@ -295,52 +312,71 @@ fn a_torn_last_line_is_continued_on_a_new_line() {
             && warned.contains(out.to_str().unwrap()),
         "{warned}"
     );
+    let sides = torn_files(&out);
+    assert_eq!(sides.len(), 1, "{sides:?}");
+    assert!(warned.contains(sides[0].to_str().unwrap()), "{warned}");
+    assert_eq!(std::fs::read_to_string(&sides[0]).unwrap(), fragment);
     send(serve.http, &weather(1).encode_to_vec());
-    poll_until("the row written", LIMIT, || lines_of(&out).0.len() >= 3);
+    poll_until("the row written", LIMIT, || lines_of(&out).0.len() >= 2);
     let (status, log) = serve.terminate();
     assert_eq!(status.code(), Some(0), "{log}");
     let (lines, tail) = lines_of(&out);
     assert_eq!(tail, "");
-    assert_eq!(lines[1], fragment, "the fragment kept, on its own line");
-    let rows: Vec<Value> = lines[2..]
+    let rows: Vec<Value> = lines
         .iter()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
+    assert_eq!(rows[0]["type"], "summary", "the whole rows before it kept");
     assert_eq!(of_type(&rows, "unmatched_trace").len(), 1, "{log}");
     assert_eq!(rows.last().unwrap()["type"], "summary");
 }
 
-/// Issue 28, item 10: runs killed with SIGKILL in the middle of a load of
-/// large rows (~200 KB). A kill can cut the last row short (the kernel
-/// stops a write at a page boundary), but never a row before it; the next
-/// start logs the fragment and continues on a new line, so every line is
-/// either a whole row or a fragment that a start reported, at its length.
+/// Issue 28, item 10, and issue 36, §4: runs killed with SIGKILL in the
+/// middle of a load of large rows (~200 KB). A kill can cut the last row
+/// short (the kernel stops a write at a page boundary), but never a row
+/// before it; the next start moves the fragment to a side file of its
+/// length, so after every start the file holds only whole JSON rows.
 #[test]
-fn sigkill_mid_load_leaves_at_most_the_last_row_torn() {
+fn sigkill_mid_load_leaves_only_whole_rows_after_a_restart() {
     const RUNS: usize = 6;
     let dir = TempDir::new("sigkill-loop");
     let out = dir.path().join("results.jsonl");
     let big = format!("{{\"blob\":\"{}\"}}", "x".repeat(200_000));
-    // Lines that are fragments, and their lengths, as the kills left them.
-    let mut fragments: Vec<(usize, usize)> = Vec::new();
-    // The last kill's fragment, until a start has reported it.
-    let mut torn: Option<usize> = None;
+    // The last kill's fragment, until a start has moved it aside.
+    let mut torn: Option<String> = None;
+    let mut moved = 0;
     let next = Arc::new(AtomicU64::new(0));
     for run in 0..=RUNS {
         let mut serve = Serve::start(&["--decision-wait", "1ms"], &out);
-        if let Some(len) = torn.take() {
+        if let Some(fragment) = torn.take() {
             let warned = serve.wait_log("the fragment logged", "partial line");
             assert!(
-                warned.contains(&format!("fragment_bytes={len}")),
+                warned.contains(&format!("fragment_bytes={}", fragment.len())),
                 "{warned}"
             );
-            // Ended with a newline at the start: now the last whole line.
-            let (lines, tail) = lines_of(&out);
-            assert_eq!((lines.last().map(String::len), tail.len()), (Some(len), 0));
-            fragments.push((lines.len() - 1, len));
+            moved += 1;
+            let sides = torn_files(&out);
+            assert_eq!(sides.len(), moved, "{sides:?}");
+            let saved = sides
+                .iter()
+                .map(|p| std::fs::read_to_string(p).unwrap())
+                .filter(|t| *t == fragment)
+                .count();
+            assert!(saved >= 1, "run {run}: no side file holds the fragment");
+        }
+        // Started: only whole rows, however the last run ended.
+        let (lines, tail) = lines_of(&out);
+        assert_eq!(tail.len(), 0, "run {run}: a partial line after the start");
+        for (i, line) in lines.iter().enumerate() {
+            assert!(
+                parses(line),
+                "run {run}: line {} is not a whole row ({} bytes: {}...)",
+                i + 1,
+                line.len(),
+                &line[..line.len().min(80)]
+            );
         }
         if run == RUNS {
-            // The last start repairs the last kill's fragment; a clean stop.
             let (status, log) = serve.terminate();
             assert_eq!(status.code(), Some(0), "{log}");
             break;
@@ -376,36 +412,23 @@ fn sigkill_mid_load_leaves_at_most_the_last_row_torn() {
         for s in senders {
             s.join().unwrap();
         }
+        // Before the restart: every line but a torn last one is whole.
         let (lines, tail) = lines_of(&out);
         for (i, line) in lines.iter().enumerate() {
-            let fragment = fragments
-                .iter()
-                .any(|&(at, len)| at == i && len == line.len());
             assert!(
-                fragment || parses(line),
-                "run {run}: line {} is neither a row nor a reported fragment ({} bytes: {}...)\n{log}",
+                parses(line),
+                "run {run}: line {} torn before the last ({} bytes)\n{log}",
                 i + 1,
-                line.len(),
-                &line[..line.len().min(80)]
+                line.len()
             );
         }
-        torn = (!tail.is_empty()).then_some(tail.len());
+        torn = (!tail.is_empty()).then_some(tail);
     }
     // How many kills tore a row (the kernel's timing decides).
-    eprintln!("{} of {RUNS} kills left a partial row", fragments.len());
+    eprintln!("{moved} of {RUNS} kills left a partial row");
     let (lines, tail) = lines_of(&out);
     assert_eq!(tail, "");
-    for (i, line) in lines.iter().enumerate() {
-        let fragment = fragments
-            .iter()
-            .any(|&(at, len)| at == i && len == line.len());
-        assert!(
-            fragment || parses(line),
-            "line {} ({} bytes)",
-            i + 1,
-            line.len()
-        );
-    }
+    assert!(lines.iter().all(|l| parses(l)));
     assert!(lines.last().is_some_and(|l| l.contains("\"summary\"")));
 }
 

@@ -129,7 +129,7 @@ pub fn decode(doc: &[u8]) -> Result<Document, serde_json::Error> {
 
 /// [`decode`] keeping only the attributes `filter` keeps.
 ///
-/// A document up to [`SIMD_MAX_BYTES`] is parsed by simd-json first: it
+/// A document up to 4 MiB (`SIMD_MAX_BYTES`) is parsed by simd-json first: it
 /// finds the structure many bytes at a time and unescapes strings in place,
 /// so the attributes the filter drops cost almost nothing. If simd-json
 /// fails, serde_json decodes the document again, so a bad document gets

@@ -5,7 +5,8 @@
 //! Across crashes and rotation: each batch is one `write` to a file opened
 //! with O_APPEND, so a reader sees whole rows, but a process killed in the
 //! middle of that write (SIGKILL, the OOM killer) can leave the last row cut
-//! short; the next start ends such a fragment with a newline and logs it.
+//! short; the next start cuts such a fragment off into a side file and logs
+//! it, so the file only ever holds whole rows.
 //! SIGHUP reopens the file at its path ([`Reopen`]), as logrotate expects.
 
 use std::fs::{File, OpenOptions};
@@ -39,7 +40,7 @@ const MAX_WRITE: usize = 1 << 30;
 
 impl RowsFile for File {
     /// One `write` per batch: a batch is never split across calls (unless
-    /// over [`MAX_WRITE`]), and a short write is a failure, whose part the
+    /// over 1 GiB, `MAX_WRITE`), and a short write is a failure, whose part the
     /// sink cuts off, not a reason to write the rest in a second call.
     fn append(&mut self, rows: &[u8]) -> io::Result<()> {
         let mut rest = rows;
@@ -129,10 +130,11 @@ impl Reopen {
     /// stays in use, and the failure is logged.
     pub fn reopen(&self) {
         match open_rows_file(&self.path) {
-            Ok((file, newline_owed)) => {
+            Ok(file) => {
                 let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
                 st.file = file;
-                st.newline_first = newline_owed;
+                // A new file: nothing of ours to end.
+                st.newline_first = false;
                 info!(file = %self.path.display(), "Reopened the results file.");
             }
             Err(e) => {
@@ -144,30 +146,84 @@ impl Reopen {
 
 /// Opens the results file for appending: O_APPEND, so every write lands at
 /// the end, also after the file was cut under us (copytruncate). A file
-/// that ends in part of a line (a crash mid-write) is continued on a new
-/// line, so the next row is not joined to the fragment, which is logged
-/// and kept. Returns the file and whether that newline is still owed (its
-/// write failed).
-fn open_rows_file(path: &Path) -> io::Result<(File, bool)> {
+/// that ends in part of a line (a crash mid-write) is cut back to its last
+/// newline, so it holds only whole rows; the fragment is moved to a side
+/// file (`FILE.torn-<unix time>`) and logged with its length.
+fn open_rows_file(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.create(true).append(true);
     // Read too, to look at the end; a file we may only write is taken as is.
     let mut file = match options.clone().read(true).open(path) {
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            return Ok((options.open(path)?, false))
-        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return options.open(path),
         opened => opened?,
     };
-    let Some(fragment) = fragment_len(&mut file)? else {
-        return Ok((file, false));
-    };
-    warn!(
-        file = %path.display(),
-        fragment_bytes = fragment,
-        "The results file ends in a partial line (a crash mid-write?); it is kept, and new rows start on the next line."
-    );
-    let owed = file.write_all(b"\n").is_err();
-    Ok((file, owed))
+    if let Some(fragment) = fragment_len(&mut file)? {
+        cut_fragment(path, &mut file, fragment)?;
+    }
+    Ok(file)
+}
+
+/// Moves the last `fragment` bytes of `file` to a new side file next to
+/// it, then cuts them off. The copy comes first: a crash between the two
+/// leaves the fragment in place for the next start to move. When no side
+/// file can be made (a read-only directory) the fragment, which is no row
+/// anyone can read, is dropped all the same, and the log says so.
+fn cut_fragment(path: &Path, file: &mut File, fragment: u64) -> io::Result<()> {
+    let keep = file.metadata()?.len() - fragment;
+    let saved = save_fragment(path, file, keep);
+    file.set_len(keep)?;
+    match saved {
+        Ok(side) => warn!(
+            file = %path.display(),
+            fragment_bytes = fragment,
+            moved_to = %side.display(),
+            "The results file ended in a partial line (a crash mid-write?); it was cut back to its last whole row and the fragment moved aside."
+        ),
+        Err(e) => error!(
+            file = %path.display(),
+            fragment_bytes = fragment,
+            error = %e,
+            "The results file ended in a partial line (a crash mid-write?); it was cut back to its last whole row, and the fragment, which could not be saved aside, dropped."
+        ),
+    }
+    Ok(())
+}
+
+/// Copies `file` from `from` to its end into `FILE.torn-<unix time>`
+/// (`-2`, `-3`, ... after it when that name is taken), a file made anew.
+fn save_fragment(path: &Path, file: &mut File, from: u64) -> io::Result<PathBuf> {
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".torn-{time}"));
+    let base = PathBuf::from(name);
+    let mut side = base.clone();
+    let mut out = None;
+    for n in 2..100 {
+        match OpenOptions::new().write(true).create_new(true).open(&side) {
+            Ok(f) => {
+                out = Some(f);
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let mut name = base.as_os_str().to_owned();
+                name.push(format!("-{n}"));
+                side = PathBuf::from(name);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let mut out = out.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "every side file name is taken",
+        )
+    })?;
+    file.seek(SeekFrom::Start(from))?;
+    io::copy(file, &mut out)?;
+    out.sync_all()?;
+    Ok(side)
 }
 
 /// The length of the part of a line at the end of `file`; `None` when it
@@ -205,12 +261,11 @@ impl JsonlSink<File> {
         rejected: &[Rejected],
         stats: Arc<ServeStats>,
     ) -> Result<(JsonlSink<File>, Reopen), ServeError> {
-        let (file, newline_owed) = open_rows_file(path).map_err(|source| ServeError::Output {
+        let file = open_rows_file(path).map_err(|source| ServeError::Output {
             path: path.display().to_string(),
             source,
         })?;
         let sink = JsonlSink::new(file, stats);
-        sink.lock().newline_first = newline_owed;
         let mut rows = Vec::new();
         for r in rejected {
             push_row(&mut rows, &report::rejected_row(r));
@@ -499,33 +554,48 @@ mod tests {
     }
 
     /// What a crash left at the end of a file: the part after the last
-    /// newline, found however far back that is.
+    /// newline, found however far back that is; opening cuts it off into a
+    /// side file.
     #[test]
-    fn a_partial_last_line_is_measured() {
-        let dir = std::env::temp_dir().join(format!("toolscore-frag-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("rows.jsonl");
+    fn a_partial_last_line_is_measured_and_moved_aside() {
         let long = "x".repeat(200_000);
-        for (text, want) in [
+        for (i, (text, want)) in [
             (String::new(), None),
             ("{}\n".to_string(), None),
             ("{}\n{\"a\"".to_string(), Some(4)),
             (format!("{{}}\n{long}"), Some(200_000)),
             (long.clone(), Some(200_000)),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let dir =
+                std::env::temp_dir().join(format!("toolscore-frag-{}-{i}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("rows.jsonl");
             std::fs::write(&path, &text).unwrap();
             let mut file = File::open(&path).unwrap();
             assert_eq!(fragment_len(&mut file).unwrap(), want, "{}", text.len());
-            let (_, owed) = open_rows_file(&path).unwrap();
-            assert!(!owed);
+            open_rows_file(&path).unwrap();
             let after = std::fs::read_to_string(&path).unwrap();
-            let want_after = if want.is_some() {
-                format!("{text}\n")
-            } else {
-                text
-            };
-            assert!(after == want_after, "{}", after.len());
+            let cut = text.len() - want.unwrap_or(0) as usize;
+            assert!(after == text[..cut], "{}", after.len());
+            let sides: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p != &path)
+                .collect();
+            match want {
+                None => assert!(sides.is_empty(), "{sides:?}"),
+                Some(_) => {
+                    assert_eq!(sides.len(), 1, "{sides:?}");
+                    let name = sides[0].file_name().unwrap().to_str().unwrap();
+                    assert!(name.starts_with("rows.jsonl.torn-"), "{name}");
+                    assert_eq!(std::fs::read_to_string(&sides[0]).unwrap(), text[cut..]);
+                }
+            }
+            let _ = std::fs::remove_dir_all(&dir);
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
