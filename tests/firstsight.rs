@@ -122,7 +122,7 @@ fn pairs() -> Vec<(String, Vec<Value>)> {
             (stem, truth)
         })
         .collect();
-    pairs.sort();
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
     pairs
 }
 
