@@ -9,6 +9,7 @@ mod docs;
 mod expectformats;
 mod explain;
 mod extraction;
+mod firstsight;
 mod formats;
 mod fuzz_corpora;
 mod hostile;
