@@ -8,6 +8,7 @@ mod corpus;
 mod expectformats;
 mod explain;
 mod extraction;
+mod firstsight;
 mod formats;
 mod fuzz_corpora;
 mod hostile;
