@@ -87,8 +87,8 @@ fn difference(calls: &[Value], truth: &[Value]) -> Option<String> {
     None
 }
 
-/// `pair -> reason` from misses.txt: one pair a line, its name first, then a
-/// one-line reason; `#` comments and blank lines skipped.
+/// `pair -> reason` from misses.txt: one pair a line, its name first (a `:` after it
+/// allowed), then a one-line reason; `#` comments and blank lines skipped.
 fn misses() -> BTreeMap<String, String> {
     let text = fs::read_to_string(data("firstsight/misses.txt")).expect("misses.txt");
     text.lines()
@@ -96,7 +96,7 @@ fn misses() -> BTreeMap<String, String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
             let (pair, reason) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
-            (pair.to_string(), reason.trim().to_string())
+            (pair.trim_end_matches(':').to_string(), reason.trim().to_string())
         })
         .collect()
 }
