@@ -8,6 +8,7 @@
 //! receivers; `cases` scores tool-call cases given as data.
 
 pub mod assemble;
+pub mod calibrate;
 pub mod cases;
 pub mod cli;
 pub mod config;

@@ -1,0 +1,6 @@
+//! Calibration against human labels: the statistics against outside
+//! oracles, `calibrate` with a scripted judge, the `label` session in a
+//! pseudo-terminal.
+
+mod cli;
+mod oracle;
