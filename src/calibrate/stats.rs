@@ -135,7 +135,7 @@ fn wilson_bounds(p: f64, n: f64, z: f64) -> (f64, f64) {
 /// smallest such count is found by bisection). `None` when `width` is not
 /// in (0, 1] or more than `MAX_NEEDED` trials would be needed.
 pub fn trials_for_width(p: f64, width: f64) -> Option<usize> {
-    if !(width > 0.0 && width <= 1.0) || !(0.0..=1.0).contains(&p) {
+    if !(width > 0.0 && width <= 1.0 && (0.0..=1.0).contains(&p)) {
         return None;
     }
     let wide = |n: usize| {

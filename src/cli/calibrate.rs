@@ -81,9 +81,6 @@ pub(crate) struct LabelArgs {
     /// The labels file answers are appended to (JSONL), created if missing.
     #[arg(long, short)]
     pub(crate) output: PathBuf,
-    /// Label for this metric only (written into each row); default: the case as a whole.
-    #[arg(long)]
-    pub(crate) metric: Option<String>,
     /// Your name, written into each row; a rerun skips what this rater labelled.
     #[arg(long)]
     pub(crate) rater: Option<String>,
@@ -94,9 +91,11 @@ pub(crate) struct LabelArgs {
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
     /// Half the subset from the metric's passes, half from its failures
-    /// (needs --metric, or the first -m).
+    /// (the --metric given, else tool_correctness).
     #[arg(long)]
     pub(crate) balanced: bool,
+    // `--metric M` labels for metric M only (written into each row; at
+    // most one); without it a row labels the case as a whole.
     #[command(flatten)]
     pub(crate) scoring: ScoringArgs,
     #[command(flatten)]
@@ -213,6 +212,11 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> anyhow::Result<u8> {
 }
 
 pub(crate) fn cmd_label(args: LabelArgs) -> anyhow::Result<u8> {
+    anyhow::ensure!(
+        args.scoring.metrics.len() <= 1,
+        "`label` labels one metric at a time; {} --metric flags given",
+        args.scoring.metrics.len()
+    );
     if args.balanced {
         anyhow::ensure!(args.sample.is_some(), "--balanced needs --sample N");
     }
@@ -223,15 +227,14 @@ pub(crate) fn cmd_label(args: LabelArgs) -> anyhow::Result<u8> {
             report::printable(&rej.to_string())
         );
     }
-    if let Some(m) = &args.metric {
-        anyhow::ensure!(
-            run.metrics.contains(m),
-            "--metric {m} is not among the run's metrics ({}); add it with -m",
-            run.metrics.join(", ")
-        );
-    }
+    // The metric labelled is the one computed: its label as results name it.
+    let metric = if args.scoring.metrics.is_empty() {
+        None
+    } else {
+        run.metrics.first().cloned()
+    };
     let plan = session::Plan {
-        metric: args.metric.clone(),
+        metric,
         rater: args.rater.clone(),
         sample: args.sample,
         seed: args.seed,

@@ -12,7 +12,7 @@ use crate::util::{json_rows, TempDir};
 
 /// Traces 0..22; calls by `i % 4`: both expected calls (tool_correctness
 /// 1.0), the weather call only (2/3), a wrong city (0.5), none (0).
-fn trace_id(i: usize) -> String {
+pub(super) fn trace_id(i: usize) -> String {
     format!("{:032x}", 0xca1_1b00 + i)
 }
 
@@ -20,7 +20,7 @@ fn request(i: usize) -> String {
     format!("Weather please, ticket q{i:02}x")
 }
 
-fn write_run(dir: &Path, n: usize) -> (String, String) {
+pub(super) fn write_run(dir: &Path, n: usize) -> (String, String) {
     let mut traces = String::new();
     let mut cases = String::new();
     for i in 0..n {
@@ -28,7 +28,10 @@ fn write_run(dir: &Path, n: usize) -> (String, String) {
         let calls: Vec<(&str, &str)> = match i % 4 {
             0 => vec![("get_weather", &city), ("format_answer", "{}")],
             1 => vec![("get_weather", &city)],
-            2 => vec![("get_weather", "{\"city\":\"elsewhere\"}"), ("format_answer", "{}")],
+            2 => vec![
+                ("get_weather", "{\"city\":\"elsewhere\"}"),
+                ("format_answer", "{}"),
+            ],
             _ => vec![],
         };
         traces += &agent_trace(&trace_id(i), &request(i), &json!([]), &calls);
@@ -69,8 +72,21 @@ fn script(seen: &Seen, _n: usize) -> Reply {
 
 fn calibrate(server: &FakeServer, cache: &str, args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .args(["calibrate", "-m", "mlflow.llm_fuzzy", "--judge-url", &server.url])
-        .args(["--judge-model", MODEL, "--judge-cache", cache, "--judge-retries", "0"])
+        .args([
+            "calibrate",
+            "-m",
+            "mlflow.llm_fuzzy",
+            "--judge-url",
+            &server.url,
+        ])
+        .args([
+            "--judge-model",
+            MODEL,
+            "--judge-cache",
+            cache,
+            "--judge-retries",
+            "0",
+        ])
         .args(["-f", "jsonl", "-q"])
         .args(args)
         .env("TOOLSCORE_JUDGE_API_KEY", "sk-test")
@@ -99,11 +115,19 @@ fn a_judge_agreeing_on_18_of_20_and_the_gate() {
     let cache = dir.path().join("cache").display().to_string();
     // People pass 0..10 and fail 10..20; 20 and 21 are labelled too.
     let rows: Vec<Value> = (0..22)
-        .map(|i| json!({"case": format!("c{i:02}"), "label": if i < 10 || i == 20 {"pass"} else {"fail"},
-                        "rationale": format!("human on q{i:02}")}))
+        .map(|i| {
+            json!({"case": format!("c{i:02}"), "label": if i < 10 || i == 20 {"pass"} else {"fail"},
+                        "rationale": format!("human on q{i:02}")})
+        })
         .collect();
     let labels = write_labels(dir.path(), "labels.jsonl", &rows);
-    let base = ["--labels", labels.as_str(), "-e", fixture.as_str(), traces.as_str()];
+    let base = [
+        "--labels",
+        labels.as_str(),
+        "-e",
+        fixture.as_str(),
+        traces.as_str(),
+    ];
 
     let (code, out, stderr) = calibrate(&server, &cache, &base);
     assert_eq!(code, Some(0), "{stderr}");
@@ -132,38 +156,76 @@ fn a_judge_agreeing_on_18_of_20_and_the_gate() {
         .collect();
     let (t9, t10) = (trace_id(9), trace_id(10));
     assert_eq!(d, vec![("c09", t9.as_str()), ("c10", t10.as_str())]);
-    assert_eq!(c["disagreements"][0]["reason"], "judged q09");
+    let reason = c["disagreements"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("judged q09"), "{reason}");
     assert_eq!(c["disagreements"][0]["rationale"], json!(["human on q09"]));
     // The judge's two errors: left out, counted, said.
     assert_eq!(c["excluded"], json!({"judge_error": 2}), "{c}");
-    assert!(stderr.contains("2 labelled evaluation(s) left out: the judge gave no verdict"), "{stderr}");
+    assert!(
+        stderr.contains("2 labelled evaluation(s) left out: the judge gave no verdict"),
+        "{stderr}"
+    );
     let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
         [
-            "accuracy", "best_threshold", "confusion", "disagreements", "excluded",
-            "fail_agreement", "fail_agreement_high", "fail_agreement_low", "kappa", "metric", "n",
-            "pass_agreement", "pass_agreement_high", "pass_agreement_low", "threshold", "type",
+            "accuracy",
+            "best_threshold",
+            "confusion",
+            "disagreements",
+            "excluded",
+            "fail_agreement",
+            "fail_agreement_high",
+            "fail_agreement_low",
+            "kappa",
+            "metric",
+            "n",
+            "pass_agreement",
+            "pass_agreement_high",
+            "pass_agreement_low",
+            "threshold",
+            "type",
         ]
     );
 
     // The gate. A re-run is answered from the cache: only the two prompts
     // that failed are asked again.
-    let (code, _, stderr) = calibrate(&server, &cache, &[&base[..], &["--min-kappa", "0.9"]].concat());
+    let (code, _, stderr) = calibrate(
+        &server,
+        &cache,
+        &[&base[..], &["--min-kappa", "0.9"]].concat(),
+    );
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("mlflow.llm_fuzzy: kappa 0.800 is under --min-kappa 0.9"), "{stderr}");
+    assert!(
+        stderr.contains("mlflow.llm_fuzzy: kappa 0.800 is under --min-kappa 0.9"),
+        "{stderr}"
+    );
     assert_eq!(server.seen().len(), first_requests + 2);
-    let (code, _, stderr) = calibrate(&server, &cache, &[&base[..], &["--min-agreement", "0.6"]].concat());
+    let (code, _, stderr) = calibrate(
+        &server,
+        &cache,
+        &[&base[..], &["--min-agreement", "0.6"]].concat(),
+    );
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("pass agreement's 95% lower bound 0.596 is under --min-agreement 0.6"), "{stderr}");
+    assert!(
+        stderr.contains("pass agreement's 95% lower bound 0.596 is under --min-agreement 0.6"),
+        "{stderr}"
+    );
     let pass_args = ["--min-kappa", "0.75", "--min-agreement", "0.55"];
     let (code, _, stderr) = calibrate(&server, &cache, &[&base[..], &pass_args].concat());
     assert_eq!(code, Some(0), "{stderr}");
     // Too few labels: 2 whatever the bounds, with the plan (at 0.9
     // agreement, 37 labels of a class give an interval 0.2 wide).
-    let (code, out, stderr) = calibrate(&server, &cache, &[&base[..], &pass_args, &["--min-labels", "11"]].concat());
+    let (code, out, stderr) = calibrate(
+        &server,
+        &cache,
+        &[&base[..], &pass_args, &["--min-labels", "11"]].concat(),
+    );
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("label 27 more pass(es) and 27 more failure(s)"), "{stderr}");
+    assert!(
+        stderr.contains("label 27 more pass(es) and 27 more failure(s)"),
+        "{stderr}"
+    );
     assert_eq!(row(&out, "calibration_summary")["exit_code"], 2);
 }
 
@@ -179,8 +241,19 @@ fn a_deterministic_metric_gets_its_best_threshold() {
     rows.push(json!({"case": "c01", "metric": "nope", "label": "pass"}));
     let labels = write_labels(dir.path(), "labels.jsonl", &rows);
     let out = crate::util::toolscore(&[
-        "calibrate", &traces, "-e", &fixture, "--labels", &labels, "-m", "tool_correctness",
-        "-f", "jsonl", "-q", "--min-labels", "5",
+        "calibrate",
+        &traces,
+        "-e",
+        &fixture,
+        "--labels",
+        &labels,
+        "-m",
+        "tool_correctness",
+        "-f",
+        "jsonl",
+        "-q",
+        "--min-labels",
+        "5",
     ]);
     let rows = json_rows(&out.stdout);
     let c = row(&rows, "calibration");
@@ -197,7 +270,12 @@ fn a_deterministic_metric_gets_its_best_threshold() {
         .map(|r| (r["case"].as_str().unwrap(), r["reason"].as_str().unwrap()))
         .collect();
     assert_eq!(left, [("c99", "no_evaluation"), ("c01", "metric_not_run")]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -206,18 +284,34 @@ fn a_bad_label_row_is_rejected_and_the_rest_used() {
     let (traces, fixture) = write_run(dir.path(), 8);
     let mut csv = String::from("case,trace_id,label,rater,rationale\n");
     for i in 0..8 {
-        csv += &format!("c{i:02},{},{},ann,\"fine, I think\"\n", trace_id(i), if i % 4 < 2 { "pass" } else { "fail" });
+        csv += &format!(
+            "c{i:02},{},{},ann,\"fine, I think\"\n",
+            trace_id(i),
+            if i % 4 < 2 { "pass" } else { "fail" }
+        );
     }
     csv += "c01,,perhaps,bob,\n";
     let labels = dir.path().join("labels.csv");
     std::fs::write(&labels, csv).unwrap();
     let out = crate::util::toolscore(&[
-        "calibrate", &traces, "-e", &fixture, "--labels", labels.to_str().unwrap(), "-f", "jsonl",
-        "-q", "--min-labels", "1",
+        "calibrate",
+        &traces,
+        "-e",
+        &fixture,
+        "--labels",
+        labels.to_str().unwrap(),
+        "-f",
+        "jsonl",
+        "-q",
+        "--min-labels",
+        "1",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("labels.csv:10: `label` is `perhaps`"), "{stderr}");
+    assert!(
+        stderr.contains("labels.csv:10: `label` is `perhaps`"),
+        "{stderr}"
+    );
     let rows = json_rows(&out.stdout);
     assert_eq!(row(&rows, "calibration")["n"], 8);
 }

@@ -3,4 +3,5 @@
 //! pseudo-terminal.
 
 mod cli;
+mod label;
 mod oracle;

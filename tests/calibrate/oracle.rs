@@ -48,10 +48,12 @@ fn kappa_confusion_and_intervals_match_the_oracles() {
         let want = &set["expected"];
         let confusion: Confusion = Confusion {
             both_pass: want["confusion"]["both_pass"].as_u64().unwrap() as usize,
-            metric_pass_human_fail: want["confusion"]["metric_pass_human_fail"].as_u64().unwrap()
-                as usize,
-            metric_fail_human_pass: want["confusion"]["metric_fail_human_pass"].as_u64().unwrap()
-                as usize,
+            metric_pass_human_fail: want["confusion"]["metric_pass_human_fail"]
+                .as_u64()
+                .unwrap() as usize,
+            metric_fail_human_pass: want["confusion"]["metric_fail_human_pass"]
+                .as_u64()
+                .unwrap() as usize,
             both_fail: want["confusion"]["both_fail"].as_u64().unwrap() as usize,
         };
         assert_eq!(c, confusion, "{name}");
