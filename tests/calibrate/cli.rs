@@ -12,7 +12,7 @@ use crate::util::{json_rows, TempDir};
 
 /// Traces 0..22; calls by `i % 4`: both expected calls (tool_correctness
 /// 1.0), the weather call only (2/3), a wrong city (0.5), none (0).
-pub(super) fn trace_id(i: usize) -> String {
+pub(crate) fn trace_id(i: usize) -> String {
     format!("{:032x}", 0xca1_1b00 + i)
 }
 
@@ -20,7 +20,7 @@ fn request(i: usize) -> String {
     format!("Weather please, ticket q{i:02}x")
 }
 
-pub(super) fn write_run(dir: &Path, n: usize) -> (String, String) {
+pub(crate) fn write_run(dir: &Path, n: usize) -> (String, String) {
     let mut traces = String::new();
     let mut cases = String::new();
     for i in 0..n {

@@ -205,3 +205,66 @@ fn label_session_answers_undo_kill_and_resume() {
     assert!(status.success(), "{status:?}: {}", s.output());
     assert_eq!(rows(&out).len(), 3);
 }
+
+/// The cases a session over `args` shows, skipping each.
+fn cases_shown(args: &[&str], n: usize) -> Vec<String> {
+    let mut s = Session::start(args);
+    let mut cases = Vec::new();
+    for k in 1..=n {
+        let screen = s.wait_screen(&format!("({k} of {n})"));
+        let at = screen.find("case ").expect("a case line") + "case ".len();
+        let name = screen[at..].split(" (").next().unwrap_or("").to_string();
+        cases.push(name);
+        s.key('s');
+    }
+    let status = poll_until("the session to end", WAIT, || {
+        s.child.try_wait().ok().flatten()
+    });
+    assert!(status.success(), "{status:?}: {}", s.output());
+    cases
+}
+
+#[test]
+fn label_sample_is_seeded_and_balanced() {
+    let dir = TempDir::new("label-sample");
+    let (traces, fixture) = write_run(dir.path(), 8);
+    let out = dir.path().join("labels.jsonl").display().to_string();
+    let args = [
+        "label",
+        traces.as_str(),
+        "-e",
+        fixture.as_str(),
+        "-o",
+        out.as_str(),
+        "--sample",
+        "4",
+        "--seed",
+        "3",
+        "--balanced",
+        "-q",
+    ];
+    let first = cases_shown(&args, 4);
+    assert_eq!(
+        cases_shown(&args, 4),
+        first,
+        "the same seed picks the same cases"
+    );
+    // tool_correctness at 0.5 fails only the runs without calls (c03, c07):
+    // both are picked, and two of the six passes.
+    let mut picked = first.clone();
+    picked.sort();
+    assert!(
+        picked.contains(&"c03".to_string()) && picked.contains(&"c07".to_string()),
+        "{picked:?}"
+    );
+    assert_eq!(
+        picked
+            .iter()
+            .filter(|c| !c.ends_with('3') && !c.ends_with('7'))
+            .count(),
+        2,
+        "{picked:?}"
+    );
+    // Skips write nothing.
+    assert_eq!(rows(Path::new(&out)).len(), 0);
+}

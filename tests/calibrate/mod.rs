@@ -3,5 +3,6 @@
 //! pseudo-terminal.
 
 mod cli;
+mod html;
 mod label;
 mod oracle;
