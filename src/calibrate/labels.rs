@@ -16,6 +16,10 @@ use crate::ingest::{Position, Rejected};
 /// sentences; this bounds what one bad line can cost).
 pub const MAX_ROW_BYTES: usize = 1 << 20;
 
+/// Labels are kept in memory: a file past this size (millions of rows) is
+/// refused rather than read.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
 /// One human verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Label {
@@ -46,6 +50,7 @@ pub enum LabelsError {
         #[source]
         source: std::io::Error,
     },
+    /// The file as a whole cannot be read: too big, or a bad CSV header.
     #[error("{}: {reason}", path.display())]
     Header { path: PathBuf, reason: String },
 }
@@ -77,6 +82,16 @@ pub fn read(path: &Path) -> Result<Labels, LabelsError> {
         source,
     };
     let file = File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(LabelsError::Header {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{size} bytes: a labels file is read whole, up to {} MiB",
+                MAX_FILE_BYTES >> 20
+            ),
+        });
+    }
     let source = path.display().to_string();
     if is_csv(path) {
         read_csv(file, &source).map_err(|e| match e {

@@ -433,6 +433,14 @@ pub fn gate(calibration: &Calibration, gate: &Gate) -> GateResult {
     for m in &calibration.metrics {
         let c = m.agreement.confusion;
         let (passes, fails) = (c.human_passes(), c.human_fails());
+        // Nothing measured is never a pass, whatever --min-labels says.
+        if c.n() == 0 {
+            few.push(format!(
+                "{}: no labelled evaluation to measure (see the labels left out)",
+                m.metric
+            ));
+            continue;
+        }
         if passes < gate.min_labels || fails < gate.min_labels {
             let plan = |have, agreed| match more_needed(
                 have,
