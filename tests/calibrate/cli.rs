@@ -315,3 +315,80 @@ fn a_bad_label_row_is_rejected_and_the_rest_used() {
     let rows = json_rows(&out.stdout);
     assert_eq!(row(&rows, "calibration")["n"], 8);
 }
+
+#[test]
+fn raters_are_compared_and_their_ties_left_out() {
+    let dir = TempDir::new("calibrate-raters");
+    let (traces, fixture) = write_run(dir.path(), 4);
+    let says = [("ann", "ppff"), ("bob", "pfff"), ("cy", "p-pf")];
+    let mut rows = Vec::new();
+    for (rater, labels) in says {
+        for (i, l) in labels.chars().enumerate() {
+            if l != '-' {
+                rows.push(json!({"case": format!("c{i:02}"), "rater": rater, "label": l == 'p'}));
+            }
+        }
+    }
+    let labels = write_labels(dir.path(), "labels.jsonl", &rows);
+    let args = [
+        "calibrate",
+        &traces,
+        "-e",
+        &fixture,
+        "--labels",
+        &labels,
+        "-q",
+        "--min-labels",
+        "1",
+    ];
+    let out = crate::util::toolscore(&[&args[..], &["-f", "jsonl"]].concat());
+    let rows = json_rows(&out.stdout);
+    let c = row(&rows, "calibration");
+    // c01 is split (ann pass, bob fail): left out, listed; the rest by majority.
+    assert_eq!(c["n"], 3, "{c}");
+    assert_eq!(c["excluded"], json!({"rater_tie": 1}));
+    let tie = row(&rows, "label_left_out");
+    assert_eq!(
+        (&tie["case"], &tie["reason"]),
+        (&json!("c01"), &json!("rater_tie"))
+    );
+    // By hand: ann/bob agree on 3 of 4, po 0.75, pe 0.5: 0.5; ann/cy and
+    // bob/cy on 2 of 3, po 2/3, pe 4/9: 0.4.
+    let pairs: Vec<(String, String, f64, u64)> = c["rater_agreement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["a"].as_str().unwrap().into(),
+                p["b"].as_str().unwrap().into(),
+                p["kappa"].as_f64().unwrap(),
+                p["n"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("ann", "bob", 0.5, 4),
+        ("ann", "cy", 0.4, 3),
+        ("bob", "cy", 0.4, 3),
+    ];
+    assert_eq!(pairs.len(), want.len(), "{pairs:?}");
+    for (got, want) in pairs.iter().zip(want) {
+        assert_eq!(
+            (got.0.as_str(), got.1.as_str(), got.3),
+            (want.0, want.1, want.3)
+        );
+        assert!((got.2 - want.2).abs() < 1e-9, "{got:?}");
+    }
+    // The markdown summary: one table row per metric and the gate's verdict.
+    let md = crate::util::toolscore(&[&args[..], &["-f", "markdown"]].concat());
+    let text = String::from_utf8_lossy(&md.stdout);
+    assert!(text.contains("| `tool_correctness` | 3 |"), "{text}");
+    assert!(text.contains("**Gate: passed.**"), "{text}");
+    assert_eq!(
+        md.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&md.stderr)
+    );
+}
