@@ -227,6 +227,11 @@ pub(crate) fn cmd_label(args: LabelArgs) -> anyhow::Result<u8> {
             report::printable(&rej.to_string())
         );
     }
+    anyhow::ensure!(
+        !run.evaluations.is_empty(),
+        "nothing to label: no trace joined a case of {}",
+        args.expected.display()
+    );
     // The metric labelled is the one computed: its label as results name it.
     let metric = if args.scoring.metrics.is_empty() {
         None

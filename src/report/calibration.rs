@@ -204,9 +204,12 @@ pub fn write_calibration_table(r: &CalibrationReport, out: &mut dyn Write) -> io
         }
         writeln!(out)?;
     }
-    let label_level: Vec<&LeftOut> = r
-        .calibration
-        .left_out
+    write_left_out(&r.calibration.left_out, out)
+}
+
+/// The labels that join nothing, and the evaluations whose raters split.
+fn write_left_out(left_out: &[LeftOut], out: &mut dyn Write) -> io::Result<()> {
+    let label_level: Vec<&LeftOut> = left_out
         .iter()
         .filter(|l| l.reason.joins_nothing())
         .collect();
@@ -225,9 +228,7 @@ pub fn write_calibration_table(r: &CalibrationReport, out: &mut dyn Write) -> io
             )?;
         }
     }
-    let ties: Vec<&LeftOut> = r
-        .calibration
-        .left_out
+    let ties: Vec<&LeftOut> = left_out
         .iter()
         .filter(|l| l.reason == Reason::RaterTie)
         .collect();
