@@ -43,7 +43,7 @@ pub enum SessionError {
         #[source]
         source: io::Error,
     },
-    #[error("the terminal")]
+    #[error("the terminal (`label` is an interactive session: run it in a terminal)")]
     Terminal(#[source] io::Error),
     #[error("labels file {0}: {1}")]
     Labels(String, String),
@@ -193,12 +193,13 @@ pub fn run(report: &Report, plan: &Plan, path: &Path) -> Result<String, SessionE
                 .map_or(String::new(), |r| format!(" by {r}"))
         ));
     }
+    // The terminal first: without one, no file is created.
+    let mut term = Term::new().map_err(SessionError::Terminal)?;
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .map_err(file_err)?;
-    let mut term = Term::new().map_err(SessionError::Terminal)?;
     session(report, plan, &order, &mut file, &mut term).map_err(|e| match e {
         Step::Io(e) => SessionError::Terminal(e),
         Step::File(e) => file_err(e),
