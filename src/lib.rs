@@ -8,6 +8,7 @@
 //! build their run through one setup ([`run::Setup`]) and call the pipeline.
 
 pub mod assemble;
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod evaluate;

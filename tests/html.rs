@@ -16,7 +16,7 @@ use tungstenite::{Message, WebSocket};
 use crate::util::{hex, poll_until, require, toolscore, TempDir};
 
 /// `target/` of this build (the binary lives in `target/<profile>/`).
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_toolscore"));
     bin.parent()
         .and_then(Path::parent)
@@ -25,7 +25,7 @@ fn target_dir() -> PathBuf {
 }
 
 /// The Chromium on PATH, if any (Debian's package installs `chromium`).
-fn find_chromium() -> Option<PathBuf> {
+pub(crate) fn find_chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     for name in [
         "chromium",
@@ -44,7 +44,7 @@ fn find_chromium() -> Option<PathBuf> {
 }
 
 /// A headless browser we started; killed on drop.
-struct Browser {
+pub(crate) struct Browser {
     child: Child,
     _profile: TempDir,
 }
@@ -57,7 +57,7 @@ impl Drop for Browser {
 }
 
 /// A DevTools protocol connection to one page (flattened session).
-struct Cdp {
+pub(crate) struct Cdp {
     ws: WebSocket<TcpStream>,
     session: Option<String>,
     next_id: u64,
@@ -68,7 +68,7 @@ struct Cdp {
 const DEADLINE: Duration = Duration::from_secs(60);
 
 impl Cdp {
-    fn send(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn send(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
         let mut msg = json!({"id": id, "method": method, "params": params});
@@ -113,7 +113,7 @@ impl Cdp {
     }
 
     /// Evaluates `expr` in the page and returns its value.
-    fn eval(&mut self, expr: &str) -> Value {
+    pub(crate) fn eval(&mut self, expr: &str) -> Value {
         let r = self.send(
             "Runtime.evaluate",
             json!({"expression": expr, "returnByValue": true, "awaitPromise": true}),
@@ -127,7 +127,7 @@ impl Cdp {
     }
 
     /// Polls `expr` until it is true.
-    fn wait_for(&mut self, expr: &str) {
+    pub(crate) fn wait_for(&mut self, expr: &str) {
         poll_until(&format!("`{expr}`"), DEADLINE, || {
             let v = self.eval(expr);
             if v == json!(true) {
@@ -180,7 +180,7 @@ impl Cdp {
 }
 
 /// Starts headless Chromium and attaches to a fresh page.
-fn open_browser(chromium: &Path) -> (Browser, Cdp) {
+pub(crate) fn open_browser(chromium: &Path) -> (Browser, Cdp) {
     let profile = TempDir::new("chromium");
     let mut child = Command::new(chromium)
         .args([
@@ -490,14 +490,14 @@ fn tool_table_sorts_by_number(cdp: &mut Cdp) {
 /// Lets the page render what the last action changed (two animation
 /// frames: the one that lays it out and the next), then looks at what was
 /// logged. The page runs no timers, so nothing is logged later.
-fn assert_no_console_errors(cdp: &mut Cdp) {
+pub(crate) fn assert_no_console_errors(cdp: &mut Cdp) {
     cdp.eval("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))");
     let errors = cdp.errors();
     assert!(errors.is_empty(), "console errors: {errors:#?}");
 }
 
 /// A PNG of the whole page (up to 8000 px high) at `path`, to look at.
-fn save_screenshot(cdp: &mut Cdp, path: &Path) {
+pub(crate) fn save_screenshot(cdp: &mut Cdp, path: &Path) {
     let metrics = cdp.send("Page.getLayoutMetrics", json!({}));
     let height = metrics["cssContentSize"]["height"]
         .as_f64()

@@ -3,6 +3,7 @@
 mod util;
 
 mod behaviour;
+mod calibrate;
 mod cli;
 mod corpus;
 mod docs;

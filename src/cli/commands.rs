@@ -44,6 +44,8 @@ where
         Command::Conventions(args) => cmd_conventions(args),
         Command::Serve(args) => cmd_serve(*args),
         Command::Diff(args) => cmd_diff(args),
+        Command::Calibrate(args) => super::calibrate::cmd_calibrate(*args),
+        Command::Label(args) => super::calibrate::cmd_label(*args),
     };
     match result {
         Ok(code) => code,
@@ -54,7 +56,7 @@ where
     }
 }
 
-fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
+pub(super) fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
     Ok(match path {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("cannot create {}", p.display()))?,

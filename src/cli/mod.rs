@@ -3,6 +3,7 @@
 //! and the Python wheel's `toolscore` command both call, so both are one
 //! program.
 
+mod calibrate;
 mod commands;
 pub mod embed;
 pub(crate) mod progress;
@@ -79,6 +80,22 @@ Then: toolscore replay traces/ -e expected.jsonl")]
     /// Compare two JSONL reports case by case: improved, regressed,
     /// unchanged, new, gone. Exit 1 when a case regressed beyond --tolerance.
     Diff(DiffArgs),
+    /// How often a metric agrees with human labels: accuracy, Cohen's kappa,
+    /// agreement on passes and failures with 95% intervals, disagreements.
+    /// Exit 0 every metric meets the gate, 1 one falls short, 2 too few labels.
+    #[command(after_help = "Examples:
+  toolscore calibrate traces/ -e expected.jsonl --labels labels.jsonl -m mlflow.llm_fuzzy --judge-url URL --judge-model M
+  toolscore calibrate traces/ -e expected.jsonl --labels labels.csv --min-kappa 0.6 --min-agreement 0.8
+  toolscore calibrate traces/ -e expected.jsonl --labels labels.jsonl -f markdown -o calibration.md")]
+    Calibrate(Box<calibrate::CalibrateArgs>),
+    /// Label evaluations by hand, one key each, in the terminal (blind to the metric).
+    #[command(
+        after_help = "Keys: p pass, f fail, s skip, u undo, q quit. Each answer is appended at once.
+Examples:
+  toolscore label traces/ -e expected.jsonl -o labels.jsonl --rater ann
+  toolscore label traces/ -e expected.jsonl -o labels.jsonl --sample 40 --seed 1 --balanced"
+    )]
+    Label(Box<calibrate::LabelArgs>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -110,7 +110,7 @@ impl Timeline {
 /// Timelines by trace, filled by a replay that asks for them.
 pub type Timelines = HashMap<TraceId, Timeline>;
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

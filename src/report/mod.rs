@@ -2,6 +2,7 @@
 //! HTML page.
 
 pub mod baseline;
+mod calibration;
 mod explain;
 mod html;
 mod inspect;
@@ -19,8 +20,12 @@ use crate::extract::{CallResult, ToolCall};
 use crate::ingest::Rejected;
 use crate::score::Unjudged;
 
+pub use calibration::{
+    calibration_row, write_calibration_html, write_calibration_jsonl, write_calibration_markdown,
+    write_calibration_table, CalibrationReport,
+};
 pub use explain::{explain_row, write_explain};
-pub use html::{write_html, Timeline, Timelines, TIMELINE_SPANS};
+pub use html::{write_html, SpanMark, Timeline, Timelines, TIMELINE_SPANS};
 pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
 pub use table::{write_metrics, write_table};
