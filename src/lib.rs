@@ -26,4 +26,5 @@ pub mod replay;
 pub mod report;
 pub mod score;
 pub mod serve;
+pub mod store;
 pub mod value;

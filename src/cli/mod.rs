@@ -5,6 +5,7 @@
 
 mod commands;
 pub mod embed;
+mod history;
 pub(crate) mod progress;
 
 pub use commands::run;
@@ -80,6 +81,21 @@ Then: toolscore replay traces/ -e expected.jsonl")]
     /// Compare two JSONL reports case by case: improved, regressed,
     /// unchanged, new, gone. Exit 1 when a case regressed beyond --tolerance.
     Diff(DiffArgs),
+    /// The runs saved in the run store, newest first; `runs show RUN`, `runs prune`.
+    #[command(after_help = "Examples:
+  toolscore runs --limit 5
+  toolscore runs --label ci=nightly -f jsonl
+  toolscore runs show last -f jsonl
+  toolscore runs show last~1
+  toolscore runs prune --keep 100")]
+    Runs(history::RunsArgs),
+    /// Per case, pass/fail over the last runs of a fixture: stable-pass,
+    /// stable-fail, flaky, regressed, fixed or new.
+    #[command(after_help = "Examples:
+  toolscore trend
+  toolscore trend --last 20 --fixture expected.jsonl
+  toolscore trend checkout-flow refund-flow -f jsonl")]
+    Trend(history::TrendArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -92,9 +108,9 @@ pub(crate) enum FailOn {
 
 #[derive(Args)]
 pub(crate) struct DiffArgs {
-    /// The earlier run's JSONL report.
+    /// The earlier run: a JSONL report, or a saved run (`last~1`, an id).
     pub(crate) old: PathBuf,
-    /// The later run's JSONL report.
+    /// The later run: a JSONL report, or a saved run (`last`, an id).
     pub(crate) new: PathBuf,
     /// Drop in score a regression must exceed to fail.
     #[arg(long, default_value_t = 0.0)]
@@ -103,6 +119,8 @@ pub(crate) struct DiffArgs {
     pub(crate) format: ReportFormat,
     #[arg(long, short)]
     pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) store: history::StoreArg,
 }
 
 #[derive(Args)]
@@ -413,8 +431,9 @@ pub(crate) struct ReplayArgs {
     /// Write the report here instead of stdout.
     #[arg(long, short, help_heading = "Output")]
     pub(crate) output: Option<PathBuf>,
-    /// An earlier run's JSONL report: every case is marked improved,
-    /// regressed, unchanged, new or gone (table and JSONL output).
+    /// An earlier run's JSONL report, or a saved run (`last`: the newest
+    /// of the same fixture, `last~N`, an id): every case is marked
+    /// improved, regressed, unchanged, new or gone (table and JSONL output).
     #[arg(long, help_heading = "Output")]
     pub(crate) baseline: Option<PathBuf>,
     /// What exits 1: a failed case, or a regression against --baseline.
@@ -425,6 +444,8 @@ pub(crate) struct ReplayArgs {
     pub(crate) tolerance: f64,
     #[command(flatten)]
     pub(crate) input: InputArgs,
+    #[command(flatten)]
+    pub(crate) save: history::SaveArgs,
 }
 
 #[derive(Args)]
