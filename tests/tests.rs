@@ -25,5 +25,6 @@ mod reports;
 mod scale;
 mod security;
 mod serve;
+mod store;
 mod traps;
 mod treewalks;

@@ -74,7 +74,19 @@ impl Sqlite {
             store: self.name.clone(),
             source,
         };
-        self.conn.execute_batch(META_TABLE).map_err(err)?;
+        // Only a new store gets the table: a statement that writes would
+        // take the write lock on every open.
+        let has_meta: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'toolscore_meta'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        if has_meta == 0 {
+            self.conn.execute_batch(META_TABLE).map_err(err)?;
+        }
         let found = self.version(&self.conn)?;
         self.check_version(found)?;
         if found == LATEST {
