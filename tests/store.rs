@@ -134,6 +134,33 @@ fn replay_saves_each_run_and_runs_show_gives_its_jsonl_back() {
         "the table run saved other rows"
     );
     assert!(!stderr(&again).contains("saved to"), "{}", stderr(&again));
+    // The Markdown summary of a saved run is the run's own, but for its title.
+    let md = in_dir(
+        tmp.path(),
+        &[
+            "replay",
+            &traces,
+            "-e",
+            &fixture,
+            "-f",
+            "markdown",
+            "--no-store",
+        ],
+    );
+    let shown = in_dir(tmp.path(), &["runs", "show", "last", "-f", "markdown"]);
+    let body = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        body(&md).contains("| mlflow-trip-wrong-city |"),
+        "{}",
+        body(&md)
+    );
+    assert_eq!(body(&md), body(&shown));
     let table = in_dir(tmp.path(), &["runs", "show", "last"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(

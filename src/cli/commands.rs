@@ -121,6 +121,10 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
         let _ = report::write_jsonl(&report, &mut v);
         v
     });
+    let title = match &args.expected {
+        Some(f) => format!("replay of {}", f.display()),
+        None => "replay".into(),
+    };
     let mut out = open_output(args.output.as_ref())?;
     match (&jsonl, args.format) {
         (Some(bytes), ReportFormat::Jsonl) => out.write_all(bytes).and_then(|()| {
@@ -128,7 +132,7 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
                 .as_ref()
                 .map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out))
         }),
-        _ => write_report(&report, comparison.as_ref(), args.format, &mut out),
+        _ => write_report(&report, comparison.as_ref(), args.format, &title, &mut out),
     }
     .and_then(|()| out.flush())
     .context("cannot write the report")?;
@@ -197,6 +201,7 @@ fn write_report(
     report: &report::Report,
     comparison: Option<&baseline::Comparison>,
     format: ReportFormat,
+    title: &str,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     match format {
@@ -212,6 +217,13 @@ fn write_report(
         // One XML document: the comparison has its own (`toolscore diff`).
         ReportFormat::Junit => report::write_junit(report, out),
         ReportFormat::Html => report::write_html(report, comparison, out),
+        // Built from the JSONL rows, as `runs show -f markdown` builds it.
+        ReportFormat::Markdown => {
+            let mut jsonl = Vec::new();
+            report::write_jsonl(report, &mut jsonl)?;
+            let rows = report::markdown::rows_of(&jsonl);
+            report::markdown::write_run(title, &rows, comparison, out)
+        }
     }
 }
 
@@ -219,7 +231,7 @@ fn cmd_diff(args: DiffArgs) -> anyhow::Result<u8> {
     super::check_tolerance(args.tolerance)?;
     anyhow::ensure!(
         !matches!(args.format, ReportFormat::Html),
-        "--format html is for `replay`; `diff` writes table, jsonl or junit"
+        "--format html is for `replay`; `diff` writes table, jsonl, junit or markdown"
     );
     let old = history::load_side(&args.old, &args.store)?;
     let new = history::load_side(&args.new, &args.store)?;
@@ -229,6 +241,11 @@ fn cmd_diff(args: DiffArgs) -> anyhow::Result<u8> {
         ReportFormat::Table => baseline::write_table(&c, &mut out),
         ReportFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
         ReportFormat::Junit => baseline::write_junit(&c, &mut out),
+        ReportFormat::Markdown => report::markdown::write_comparison(
+            &format!("{} → {}", args.old.display(), args.new.display()),
+            &c,
+            &mut out,
+        ),
         ReportFormat::Html => Ok(()),
     }
     .and_then(|()| out.flush())

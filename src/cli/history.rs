@@ -147,6 +147,8 @@ pub(crate) enum ListFormat {
 pub(crate) enum ShowFormat {
     Table,
     Jsonl,
+    /// A GitHub-flavoured summary (at most 65,536 characters).
+    Markdown,
 }
 
 #[derive(Args)]
@@ -171,6 +173,8 @@ pub(crate) struct TrendArgs {
 pub(crate) enum TrendFormat {
     Table,
     Jsonl,
+    /// A GitHub-flavoured summary of the cases that are not stable passes.
+    Markdown,
 }
 
 /// What a replay knows about itself before it is saved.
@@ -445,6 +449,12 @@ fn cmd_show(args: ShowArgs) -> anyhow::Result<u8> {
     match args.format {
         ShowFormat::Jsonl => out.write_all(&jsonl)?,
         ShowFormat::Table => write_stored_table(&run, &jsonl, &mut out)?,
+        ShowFormat::Markdown => report::markdown::write_run(
+            &format!("run {}", run.id),
+            &report::markdown::rows_of(&jsonl),
+            None,
+            &mut out,
+        )?,
     }
     out.flush().context("cannot write the report")?;
     Ok(exit::PASS)
@@ -544,6 +554,23 @@ pub(crate) fn cmd_trend(args: TrendArgs) -> anyhow::Result<u8> {
     let mut out = open_output(args.output.as_ref())?;
     match args.format {
         TrendFormat::Table => write_trend_table(&runs, &trends, fixture.as_deref(), &mut out)?,
+        TrendFormat::Markdown => {
+            let lines: Vec<report::markdown::TrendLine> = trends
+                .iter()
+                .map(|t| report::markdown::TrendLine {
+                    case: &t.case,
+                    status: t.status.as_str(),
+                    history: t.history(),
+                    pass_rate: t.pass_rate(),
+                })
+                .collect();
+            let title = format!(
+                "{} run(s) of {}",
+                runs.len(),
+                fixture.as_deref().unwrap_or("(no fixture)")
+            );
+            report::markdown::write_trend(&title, &lines, &mut out)?;
+        }
         TrendFormat::Jsonl => {
             let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
             for t in &trends {

@@ -164,6 +164,8 @@ pub(crate) enum ReportFormat {
     Junit,
     /// One self-contained page (replay only).
     Html,
+    /// A GitHub-flavoured summary for a pull request or job summary (at most 65,536 characters).
+    Markdown,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
