@@ -460,3 +460,209 @@ fn a_run_killed_while_it_is_saved_is_not_listed() {
         "only the first run's rows remain"
     );
 }
+
+/// A PostgreSQL server of its own, on 127.0.0.1 and a free port, its data
+/// in a temporary directory; stopped on drop.
+struct PgServer {
+    _dir: TempDir,
+    pg_ctl: PathBuf,
+    data: PathBuf,
+    as_postgres: bool,
+    url: String,
+}
+
+/// A PostgreSQL program, on PATH or where Debian puts it.
+fn pg_program(name: &str) -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .map(|v| v.path().join("bin").join(name))
+            .filter(|p| p.is_file())
+            .collect();
+        found.sort();
+        found.pop()
+    })
+}
+
+impl PgServer {
+    /// PostgreSQL refuses to run as root: then its programs run as the
+    /// `postgres` user.
+    fn run(&self, program: &Path, args: &[&str]) -> Output {
+        let mut c = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        };
+        c.args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run a PostgreSQL program")
+    }
+
+    fn start() -> Option<PgServer> {
+        let found = pg_program("initdb").zip(pg_program("pg_ctl"));
+        let (initdb, pg_ctl) = crate::util::require(
+            "PostgreSQL (initdb, pg_ctl)",
+            "Debian's postgresql package (.ci/run installs it)",
+            found,
+        )?;
+        let dir = TempDir::new("store-pg");
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| o.stdout == b"0\n")
+            .unwrap_or(false);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let data = dir.path().join("data");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = PgServer {
+            pg_ctl,
+            data: data.clone(),
+            as_postgres: root,
+            url: format!("postgres://toolscore@127.0.0.1:{port}/postgres"),
+            _dir: dir,
+        };
+        let d = data.display().to_string();
+        let o = server.run(
+            &initdb,
+            &["-D", &d, "-A", "trust", "-U", "toolscore", "--no-sync"],
+        );
+        assert!(o.status.success(), "initdb: {}", stderr(&o));
+        let sock = data.parent().unwrap().display().to_string();
+        let opts = format!("-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off");
+        let log = format!("{sock}/log");
+        // -w: pg_ctl waits until the server accepts connections.
+        let o = server.run(
+            &server.pg_ctl,
+            &[
+                "-D", &d, "-o", &opts, "-l", &log, "-w", "-t", "120", "start",
+            ],
+        );
+        assert!(
+            o.status.success(),
+            "pg_ctl start: {} {}",
+            stderr(&o),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        Some(server)
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let d = self.data.display().to_string();
+        let _ = self.run(&self.pg_ctl, &["-D", &d, "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+#[test]
+fn postgres_keeps_every_run_of_concurrent_writers_whole() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let tmp = TempDir::new("store-pg-runs");
+    let dir = tmp.path();
+    let (traces, fixture) = sample();
+    let store = pg.url.as_str();
+    // Four replays at once on a database no toolscore has opened: they race
+    // to migrate it, then to save.
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            let label = format!("n={i}");
+            cmd(
+                dir,
+                &[
+                    "replay", &traces, "-e", &fixture, "-f", "jsonl", "--store", store, "--label",
+                    &label,
+                ],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let mut ids = Vec::new();
+    for o in &outputs {
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+        ids.push(saved_id(o, store));
+    }
+    let runs = runs_listed(dir, &["--store", store]);
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    for (o, id) in outputs.iter().zip(&ids) {
+        let shown = in_dir(dir, &["runs", "show", id, "-f", "jsonl", "--store", store]);
+        assert!(shown.stdout == o.stdout, "run {id} was not kept whole");
+    }
+    assert_eq!(
+        runs_listed(dir, &["--store", store, "--label", "n=2"])[0]["run"],
+        ids[2].as_str()
+    );
+    // The same questions as of SQLite.
+    let o = in_dir(
+        dir,
+        &[
+            "replay",
+            &traces,
+            "-e",
+            &fixture,
+            "--store",
+            store,
+            "--baseline",
+            "last",
+            "-f",
+            "jsonl",
+        ],
+    );
+    let summary = json_rows(&o.stdout)
+        .into_iter()
+        .find(|r| r["type"] == "comparison_summary")
+        .unwrap();
+    assert_eq!(summary["unchanged"], 10, "{summary}");
+    let o = in_dir(dir, &["trend", "--store", store, "-f", "jsonl"]);
+    let trend = json_rows(&o.stdout);
+    assert_eq!(trend.len(), 10);
+    assert!(
+        trend
+            .iter()
+            .all(|r| r["passes"].as_array().unwrap().len() == 5),
+        "{trend:?}"
+    );
+    let o = in_dir(dir, &["runs", "prune", "--keep", "2", "--store", store]);
+    assert!(stderr(&o).contains("pruned 3 run(s)"), "{}", stderr(&o));
+    // A newer schema is refused, and left as it was.
+    let mut db = postgres::Client::connect(store, postgres::NoTls).unwrap();
+    db.execute(
+        "UPDATE toolscore_meta SET value = '7' WHERE key = 'schema_version'",
+        &[],
+    )
+    .unwrap();
+    let o = in_dir(dir, &["replay", &traces, "-e", &fixture, "--store", store]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("written by a newer toolscore (schema version 7"),
+        "{}",
+        stderr(&o)
+    );
+    let runs: i64 = db
+        .query_one("SELECT count(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(runs, 2);
+}

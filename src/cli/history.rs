@@ -17,8 +17,8 @@ use crate::store::{self, trend, Choice, Filter, RunMeta, Saved, Store};
 /// `--store` for the commands that read the store.
 #[derive(Args, Clone)]
 pub(crate) struct StoreArg {
-    /// The run store: a SQLite file [default: .toolscore/runs.db under the
-    /// current directory].
+    /// The run store: a SQLite file or a `postgres://` URL [default:
+    /// .toolscore/runs.db under the current directory].
     #[arg(
         long,
         env = "TOOLSCORE_STORE",
@@ -31,7 +31,7 @@ pub(crate) struct StoreArg {
 /// Where `replay` saves its run.
 #[derive(Args, Clone)]
 pub(crate) struct SaveArgs {
-    /// Where the run is saved: a SQLite file, or `off` [default:
+    /// Where the run is saved: a SQLite file, a `postgres://` URL, or `off` [default:
     /// .toolscore/runs.db under the current directory]. A store named here
     /// that cannot be written makes the run exit 2 (the report is still written).
     #[arg(
@@ -327,7 +327,7 @@ pub(crate) fn load_baseline(
     if !names_a_run(spec) {
         return Ok(baseline::load(spec)?);
     }
-    let store = StoreArg {
+    let mut store = StoreArg {
         store: store_arg.clone(),
     }
     .open()
@@ -341,10 +341,10 @@ pub(crate) fn load_baseline(
         None => store.resolve(&name, fixture.as_deref(), None),
     }
     .with_context(|| format!("--baseline {name}"))?;
-    stored_entries(&store, &run)
+    stored_entries(&mut store, &run)
 }
 
-fn stored_entries(store: &Store, run: &RunMeta) -> anyhow::Result<Vec<baseline::Entry>> {
+fn stored_entries(store: &mut Store, run: &RunMeta) -> anyhow::Result<Vec<baseline::Entry>> {
     let jsonl = store.report(&run.id)?;
     let text = String::from_utf8_lossy(&jsonl);
     Ok(baseline::parse(&text, &format!("run {}", run.id))?)
@@ -355,9 +355,9 @@ pub(crate) fn load_side(spec: &Path, store_arg: &StoreArg) -> anyhow::Result<Vec
     if !names_a_run(spec) {
         return Ok(baseline::load(spec)?);
     }
-    let store = store_arg.open()?;
+    let mut store = store_arg.open()?;
     let run = store.resolve(&spec.to_string_lossy(), None, None)?;
-    stored_entries(&store, &run)
+    stored_entries(&mut store, &run)
 }
 
 fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
@@ -375,7 +375,7 @@ pub(crate) fn cmd_runs(args: RunsArgs) -> anyhow::Result<u8> {
         Some(RunsAction::Prune(a)) => return cmd_prune(a),
         None => {}
     }
-    let store = args.store.open()?;
+    let mut store = args.store.open()?;
     let runs = store.list(&Filter {
         limit: args.limit,
         fixture: args.fixture.clone(),
@@ -442,7 +442,7 @@ fn write_runs_table(runs: &[store::RunSummary], out: &mut dyn Write) -> io::Resu
 }
 
 fn cmd_show(args: ShowArgs) -> anyhow::Result<u8> {
-    let store = args.store.open()?;
+    let mut store = args.store.open()?;
     let run = store.resolve(&args.run, None, None)?;
     let jsonl = store.report(&run.id)?;
     let mut out = open_output(args.output.as_ref())?;
@@ -539,7 +539,7 @@ fn cmd_prune(args: PruneArgs) -> anyhow::Result<u8> {
 
 pub(crate) fn cmd_trend(args: TrendArgs) -> anyhow::Result<u8> {
     anyhow::ensure!(args.last > 0, "--last must be at least 1");
-    let store = args.store.open()?;
+    let mut store = args.store.open()?;
     let fixture = match &args.fixture {
         Some(f) => Some(f.clone()),
         None => {

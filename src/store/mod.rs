@@ -8,6 +8,7 @@
 //! at all.
 
 mod meta;
+mod postgres;
 pub mod schema;
 mod sqlite;
 pub mod trend;
@@ -24,6 +25,8 @@ use crate::report::baseline::Entry;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     Sqlite(PathBuf),
+    /// A `postgres://` (or `postgresql://`) connection URL.
+    Postgres(String),
 }
 
 /// The store a command uses, and whether the user named it (a store the
@@ -59,9 +62,10 @@ impl Choice {
                 explicit: true,
             }),
             Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
-                Err(StoreError::Unsupported(
-                    "PostgreSQL stores are not supported by this build yet".into(),
-                ))
+                Ok(Choice {
+                    location: Some(Location::Postgres(s.to_string())),
+                    explicit: true,
+                })
             }
             Some(s) => Ok(Choice {
                 location: Some(Location::Sqlite(PathBuf::from(s))),
@@ -79,7 +83,23 @@ impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Location::Sqlite(p) => write!(f, "{}", p.display()),
+            Location::Postgres(url) => write!(f, "{}", without_password(url)),
         }
+    }
+}
+
+/// A connection URL with its password (if any) masked, to print.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
     }
 }
 
@@ -89,6 +109,11 @@ pub enum StoreError {
     Sqlite {
         store: String,
         source: rusqlite::Error,
+    },
+    #[error("run store {store}: {source}")]
+    Postgres {
+        store: String,
+        source: ::postgres::Error,
     },
     #[error("run store {store}: cannot create {dir}: {source}")]
     Dir {
@@ -115,8 +140,6 @@ pub enum StoreError {
         run: String,
         hint: String,
     },
-    #[error("{0}")]
-    Unsupported(String),
 }
 
 /// What a run was, besides its rows.
@@ -192,14 +215,32 @@ pub struct CaseInRun {
 /// An open store.
 pub struct Store {
     location: Location,
-    inner: sqlite::Sqlite,
+    inner: Backend,
+}
+
+enum Backend {
+    Sqlite(sqlite::Sqlite),
+    Postgres(postgres::Postgres),
+}
+
+/// Calls the same method on whichever backend is open.
+macro_rules! on_backend {
+    ($self:ident, $method:ident ( $($arg:expr),* )) => {
+        match &mut $self.inner {
+            Backend::Sqlite(b) => b.$method($($arg),*),
+            Backend::Postgres(b) => b.$method($($arg),*),
+        }
+    };
 }
 
 impl Store {
     /// Opens (creating it if `create`) and migrates the store.
     pub fn open(location: &Location, create: bool) -> Result<Store, StoreError> {
         let inner = match location {
-            Location::Sqlite(p) => sqlite::Sqlite::open(p, create)?,
+            Location::Sqlite(p) => Backend::Sqlite(sqlite::Sqlite::open(p, create)?),
+            Location::Postgres(url) => {
+                Backend::Postgres(postgres::Postgres::open(url, &location.to_string())?)
+            }
         };
         Ok(Store {
             location: location.clone(),
@@ -219,17 +260,17 @@ impl Store {
         jsonl: &[u8],
         results: &[Entry],
     ) -> Result<(), StoreError> {
-        self.inner.save(meta, jsonl, results)
+        on_backend!(self, save(meta, jsonl, results))
     }
 
-    pub fn list(&self, filter: &Filter) -> Result<Vec<RunSummary>, StoreError> {
-        self.inner.list(filter)
+    pub fn list(&mut self, filter: &Filter) -> Result<Vec<RunSummary>, StoreError> {
+        on_backend!(self, list(filter))
     }
 
     /// The run `spec` names: an id, `last` or `last~N` (N runs before the
     /// last), among runs of `fixture` when given.
     pub fn resolve(
-        &self,
+        &mut self,
         spec: &str,
         fixture: Option<&str>,
         branch: Option<&str>,
@@ -248,8 +289,8 @@ impl Store {
                 .transpose()?,
         };
         let found = match back {
-            Some(n) => self.inner.nth_last(n, fixture, branch)?,
-            None => self.inner.by_id(spec)?,
+            Some(n) => on_backend!(self, nth_last(n, fixture, branch))?,
+            None => on_backend!(self, by_id(spec))?,
         };
         found.ok_or_else(|| StoreError::NoRun {
             store: self.location.to_string(),
@@ -263,18 +304,18 @@ impl Store {
     }
 
     /// The JSONL report of run `id`, as the run wrote it.
-    pub fn report(&self, id: &str) -> Result<Vec<u8>, StoreError> {
-        self.inner.report(id)
+    pub fn report(&mut self, id: &str) -> Result<Vec<u8>, StoreError> {
+        on_backend!(self, report(id))
     }
 
     /// The case results of the last `last` finished runs of `fixture`
     /// (oldest first) and those runs.
     pub fn history(
-        &self,
+        &mut self,
         fixture: Option<&str>,
         last: usize,
     ) -> Result<(Vec<RunSummary>, Vec<CaseInRun>), StoreError> {
-        self.inner.history(fixture, last)
+        on_backend!(self, history(fixture, last))
     }
 
     /// Deletes runs: all but the newest `keep`, or those started before
@@ -284,7 +325,7 @@ impl Store {
         keep: Option<usize>,
         before_ms: Option<i64>,
     ) -> Result<usize, StoreError> {
-        self.inner.prune(keep, before_ms)
+        on_backend!(self, prune(keep, before_ms))
     }
 }
 
@@ -319,7 +360,9 @@ pub fn save_run(choice: &Choice, meta: &RunMeta, jsonl: &[u8], results: &[Entry]
 }
 
 fn prepare_default_dir(location: &Location) -> Result<(), StoreError> {
-    let Location::Sqlite(path) = location;
+    let Location::Sqlite(path) = location else {
+        return Ok(());
+    };
     let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
         return Ok(());
     };

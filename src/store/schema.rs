@@ -7,10 +7,12 @@
 //! `last~N` follow that order. Each table below `runs` is keyed by the run's
 //! `seq` and a row number.
 
-/// One step of the schema.
+/// One step of the schema, in each backend's dialect (the same tables,
+/// columns and keys).
 pub struct Migration {
     pub version: i64,
-    pub sql: &'static str,
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
 }
 
 /// The table that holds the schema version (created before any migration).
@@ -20,7 +22,7 @@ pub const META_TABLE: &str =
 /// Every migration, in order.
 pub const MIGRATIONS: &[Migration] = &[Migration {
     version: 1,
-    sql: "
+    sqlite: "
 CREATE TABLE runs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -66,6 +68,55 @@ CREATE TABLE results (
     target TEXT NOT NULL,
     pass INTEGER NOT NULL,
     score REAL,
+    PRIMARY KEY (run_seq, n)
+);
+",
+    postgres: "
+CREATE TABLE runs (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    started_ms BIGINT NOT NULL,
+    ended_ms BIGINT,
+    finished BOOLEAN NOT NULL,
+    version TEXT NOT NULL,
+    command TEXT NOT NULL,
+    git_commit TEXT,
+    git_branch TEXT,
+    fixture TEXT,
+    fixture_hash TEXT,
+    config_hash TEXT,
+    settings TEXT NOT NULL,
+    inputs BIGINT NOT NULL,
+    traces BIGINT NOT NULL,
+    spans BIGINT NOT NULL,
+    rejected BIGINT NOT NULL,
+    cases BIGINT NOT NULL,
+    passed BIGINT NOT NULL,
+    failed BIGINT NOT NULL,
+    mean_score DOUBLE PRECISION,
+    exit_code BIGINT
+);
+CREATE INDEX runs_fixture ON runs (fixture, seq);
+CREATE TABLE labels (
+    run_seq BIGINT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (run_seq, key)
+);
+CREATE INDEX labels_key ON labels (key, value);
+CREATE TABLE rows (
+    run_seq BIGINT NOT NULL,
+    n BIGINT NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (run_seq, n)
+);
+CREATE TABLE results (
+    run_seq BIGINT NOT NULL,
+    n BIGINT NOT NULL,
+    case_id TEXT NOT NULL,
+    target TEXT NOT NULL,
+    pass BOOLEAN NOT NULL,
+    score DOUBLE PRECISION,
     PRIMARY KEY (run_seq, n)
 );
 ",

@@ -116,7 +116,7 @@ impl Sqlite {
             });
         }
         for m in MIGRATIONS.iter().filter(|m| m.version > found) {
-            tx.execute_batch(m.sql).map_err(err)?;
+            tx.execute_batch(m.sqlite).map_err(err)?;
         }
         tx.execute(
             "INSERT INTO toolscore_meta (key, value) VALUES ('schema_version', ?1) \
