@@ -92,7 +92,8 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
                 start.git.branch.as_deref(),
             )
         })
-        .transpose()?;
+        .transpose()?
+        .flatten();
     let outputs = OutputNeeds {
         // Only JSONL shows each call's result (and the saved run keeps its JSONL).
         call_results: matches!(args.format, ReportFormat::Jsonl) || start.saving(),

@@ -317,31 +317,53 @@ fn looks_like_id(s: &str) -> bool {
 
 /// A baseline: a JSONL report file, or a run in the store (`last` is the
 /// newest run of the same fixture, on the same branch when known and one
-/// exists).
+/// exists). When the store holds no such run yet (a first run), the run
+/// goes on without a comparison and says so: it then passes or fails on
+/// its thresholds alone.
 pub(crate) fn load_baseline(
     spec: &Path,
     store_arg: &Option<String>,
     fixture: Option<&Path>,
     branch: Option<&str>,
-) -> anyhow::Result<Vec<baseline::Entry>> {
+) -> anyhow::Result<Option<Vec<baseline::Entry>>> {
     if !names_a_run(spec) {
-        return Ok(baseline::load(spec)?);
+        return Ok(Some(baseline::load(spec)?));
     }
-    let mut store = StoreArg {
+    let name = spec.to_string_lossy();
+    let relative = name == "last" || name.starts_with("last~");
+    let opened = StoreArg {
         store: store_arg.clone(),
     }
-    .open()
-    .with_context(|| format!("--baseline {}", spec.display()))?;
-    let name = spec.to_string_lossy();
+    .open();
+    let mut store = match opened {
+        Err(e) if relative && is_missing(&e) => {
+            eprintln!("toolscore: warning: --baseline {name}: {e:#}; nothing to compare with");
+            return Ok(None);
+        }
+        other => other.with_context(|| format!("--baseline {name}"))?,
+    };
     let fixture = fixture.map(|p| p.display().to_string());
-    let run = match branch {
+    let found = match branch {
         Some(b) => store
             .resolve(&name, fixture.as_deref(), Some(b))
             .or_else(|_| store.resolve(&name, fixture.as_deref(), None)),
         None => store.resolve(&name, fixture.as_deref(), None),
-    }
-    .with_context(|| format!("--baseline {name}"))?;
-    stored_entries(&mut store, &run)
+    };
+    let run = match found {
+        Err(e @ store::StoreError::NoRun { .. }) if relative => {
+            eprintln!("toolscore: warning: --baseline {name}: {e}; nothing to compare with");
+            return Ok(None);
+        }
+        other => other.with_context(|| format!("--baseline {name}"))?,
+    };
+    Ok(Some(stored_entries(&mut store, &run)?))
+}
+
+fn is_missing(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<store::StoreError>(),
+        Some(store::StoreError::Missing(_))
+    )
 }
 
 fn stored_entries(store: &mut Store, run: &RunMeta) -> anyhow::Result<Vec<baseline::Entry>> {
