@@ -75,15 +75,17 @@ impl CaseTrend {
     }
 }
 
+/// A case's entries in one run: all passed, how many, score sum, any score.
+type Tally = (bool, usize, f64, bool);
+
 /// The trends of the cases in `results` over `runs` runs (indices
 /// `0..runs`, oldest first), in order of concern (regressed, flaky,
 /// stable-fail, fixed, new, stable-pass), then by case. `only`, when not
 /// empty, keeps those cases.
 pub fn trends(runs: usize, results: &[CaseInRun], only: &[String]) -> Vec<CaseTrend> {
-    // (passes, entries, score sum, any score) per case and run.
-    let mut acc: HashMap<&str, Vec<Option<(bool, usize, f64, bool)>>> = HashMap::new();
+    let mut acc: HashMap<&str, Vec<Option<Tally>>> = HashMap::new();
     for r in results {
-        if r.run >= runs || (!only.is_empty() && !only.iter().any(|c| *c == r.case)) {
+        if r.run >= runs || (!only.is_empty() && !only.contains(&r.case)) {
             continue;
         }
         let slots = acc.entry(&r.case).or_insert_with(|| vec![None; runs]);
