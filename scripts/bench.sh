@@ -218,7 +218,7 @@ cmd_fixtures() {
         echo "# input: $input, $(stat -c %s "$input") bytes" >>"$file"
         for format in jsonl table junit html; do
             for ((i = 0; i < REPEAT; i++)); do
-                timed "$file" "$summary" "$shape-$format" "$bin" replay \
+                timed "$file" "$summary" "$shape-$format" "$bin" replay --no-store \
                     sample-traces/pydantic-ai -e "$input" -q -f "$format" -o /dev/null
             done
         done
@@ -331,7 +331,7 @@ cmd_judge_prompts() {
     file=$(new_run judge-prompts)
     prompts=$(mktemp)
     set +e # sample cases fail by design: exit 1
-    "$bin" replay sample-traces --expected sample-traces/expected.jsonl \
+    "$bin" replay --no-store sample-traces --expected sample-traces/expected.jsonl \
         --metric mlflow.llm_fuzzy --metric mlflow.llm_no_expectations \
         --metric mlflow.llm_efficiency --metric cubeo \
         --judge-model any --judge-dry-run >/dev/null 2>"$prompts"
