@@ -22,6 +22,8 @@ pub(crate) struct StoreArg {
     #[arg(
         long,
         env = "TOOLSCORE_STORE",
+        // A postgres:// URL may hold a password: --help does not print it.
+        hide_env_values = true,
         value_name = "PATH",
         help_heading = "Run store"
     )]
@@ -37,6 +39,8 @@ pub(crate) struct SaveArgs {
     #[arg(
         long,
         env = "TOOLSCORE_STORE",
+        // A postgres:// URL may hold a password: --help does not print it.
+        hide_env_values = true,
         value_name = "PATH",
         help_heading = "Run store"
     )]
