@@ -102,6 +102,8 @@ fn run(args: &[&str]) -> (Duration, u64) {
         std::env::var("TOOLSCORE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolscore").into());
     let mut child = Command::new(bin)
         .args(args)
+        // No run store: figures stay comparable, and the checkout gets none.
+        .env("TOOLSCORE_STORE", "off")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

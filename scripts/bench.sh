@@ -25,6 +25,10 @@
 #                   small cases, 500k fuller ones; scripts/make-fixture.py)
 #                   in each report format, and of `serve` started with it and
 #                   stopped: peak RSS against the file's size
+#   store           the run store: replay of 100,000 evaluations with no
+#                   store and saving to a new SQLite file, paired runs
+#                   (BENCH_REPEAT); `runs` and `trend` over a store of 1,000
+#                   runs x 1,000 cases (scripts/make-store-bench.py)
 #   inflight        scripts/inflight-rss.py: serve's peak RSS under 200 slow
 #                   uploads, with Content-Length and chunked bodies
 #   judge-prompts   counts the judge prompts of sample-traces (dry run, no
@@ -214,7 +218,7 @@ cmd_fixtures() {
         echo "# input: $input, $(stat -c %s "$input") bytes" >>"$file"
         for format in jsonl table junit html; do
             for ((i = 0; i < REPEAT; i++)); do
-                timed "$file" "$summary" "$shape-$format" "$bin" replay \
+                timed "$file" "$summary" "$shape-$format" "$bin" replay --no-store \
                     sample-traces/pydantic-ai -e "$input" -q -f "$format" -o /dev/null
             done
         done
@@ -238,6 +242,36 @@ cmd_fixtures() {
     done
     summarize "$file" "$summary"
     rm -f "$summary"
+    log "raw output: ${file#"$ROOT"/}"
+}
+
+cmd_store() {
+    local bin file summary traces fixture db i
+    bin=$(binary)
+    file=$(new_run store)
+    summary=$(mktemp)
+    traces="$TMP/store-traces-100k.jsonl"
+    fixture="$TMP/store-cases-100k.jsonl"
+    [[ -s "$traces" && -s "$fixture" ]] ||
+        python3 scripts/make-store-bench.py traces 100000 "$traces" "$fixture"
+    # Paired: each round runs both, so a change in the machine's load hits both.
+    for ((i = 0; i < REPEAT; i++)); do
+        timed "$file" "$summary" "replay-no-store" "$bin" replay "$traces" -e "$fixture" \
+            -q -f jsonl -o /dev/null --no-store
+        rm -f "$TMP/store-bench-run.db"
+        timed "$file" "$summary" "replay-sqlite-store" "$bin" replay "$traces" -e "$fixture" \
+            -q -f jsonl -o /dev/null --store "$TMP/store-bench-run.db"
+    done
+    db="$TMP/store-bench-1000x1000.db"
+    [[ -s "$db" ]] || python3 scripts/make-store-bench.py store 1000 1000 "$db" src/store/schema.rs
+    for ((i = 0; i < REPEAT; i++)); do
+        timed "$file" "$summary" "runs" "$bin" runs --store "$db"
+        timed "$file" "$summary" "runs-limit-1000" "$bin" runs --store "$db" --limit 1000
+        timed "$file" "$summary" "trend" "$bin" trend --store "$db"
+        timed "$file" "$summary" "trend-last-1000" "$bin" trend --store "$db" --last 1000
+    done
+    summarize "$file" "$summary"
+    rm -f "$summary" "$TMP/store-bench-run.db"
     log "raw output: ${file#"$ROOT"/}"
 }
 
@@ -297,7 +331,7 @@ cmd_judge_prompts() {
     file=$(new_run judge-prompts)
     prompts=$(mktemp)
     set +e # sample cases fail by design: exit 1
-    "$bin" replay sample-traces --expected sample-traces/expected.jsonl \
+    "$bin" replay --no-store sample-traces --expected sample-traces/expected.jsonl \
         --metric mlflow.llm_fuzzy --metric mlflow.llm_no_expectations \
         --metric mlflow.llm_efficiency --metric cubeo \
         --judge-model any --judge-dry-run >/dev/null 2>"$prompts"
@@ -332,11 +366,12 @@ case "$command" in
     memory) cmd_memory ;;
     inspect100) cmd_inspect100 ;;
     fixtures) cmd_fixtures ;;
+    store) cmd_store ;;
     inflight) cmd_inflight ;;
     judge-prompts) cmd_judge_prompts ;;
     python) cmd_python ;;
     all)
-        for c in replay presets otlp-json decode scale serve memory inspect100 fixtures inflight judge-prompts python; do
+        for c in replay presets otlp-json decode scale serve memory inspect100 fixtures store inflight judge-prompts python; do
             "$0" "$c"
         done
         ;;

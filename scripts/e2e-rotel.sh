@@ -71,7 +71,7 @@ for s in sources:
 EOF
 
 # What replay says: the reference.
-"$BIN" replay --format jsonl -q --expected "$FIXTURE" "${FILES[@]}" >"$WORK/replay.jsonl" || [[ $? -eq 1 ]]
+"$BIN" replay --format jsonl -q --no-store --expected "$FIXTURE" "${FILES[@]}" >"$WORK/replay.jsonl" || [[ $? -eq 1 ]]
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

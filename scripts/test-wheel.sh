@@ -146,7 +146,8 @@ got=$(cd "$WORK" && python -m toolscore --version)
 # ---------------------------------------- the README's quick start
 OUT="$WORK/replay.txt"
 set +e
-(cd "$ROOT" && toolscore replay sample-traces --expected sample-traces/expected.jsonl) >"$OUT" 2>"$WORK/replay.err"
+# The run store off: no .toolscore/ in the checkout.
+(cd "$ROOT" && TOOLSCORE_STORE=off toolscore replay sample-traces --expected sample-traces/expected.jsonl) >"$OUT" 2>"$WORK/replay.err"
 code=$?
 set -e
 [[ $code -eq 1 ]] || die "replay exited $code, want 1 (some sample cases fail by design); see $OUT and $WORK/replay.err"

@@ -24,4 +24,5 @@ pub mod report;
 pub mod run;
 pub mod score;
 pub mod serve;
+pub mod store;
 pub mod value;

@@ -259,7 +259,7 @@ fn match_by_attribute_and_stdin_and_protobuf_dir() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&raw).unwrap();
     let gz = gz.finish().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    let mut child = crate::util::bin()
         .args(["inspect", "--format", "jsonl", "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

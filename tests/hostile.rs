@@ -92,7 +92,7 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
 #[test]
 fn a_json_document_padded_with_blanks_costs_no_memory() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     use std::time::Duration;
 
     let gz = |bytes: &[u8]| {
@@ -109,7 +109,7 @@ fn a_json_document_padded_with_blanks_costs_no_memory() {
     let dir = TempDir::new("blank-document");
     let path = dir.path().join("padded.json.gz");
     std::fs::write(&path, file).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    let child = crate::util::bin()
         .args(["inspect", path.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -28,6 +28,8 @@ fn on_terminal(cmd: &str) -> (Option<i32>, String) {
         // -e: script exits with the command's code.
         .args(["-q", "-e", "-c", cmd, "/dev/null"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // No run store in the checkout.
+        .env("TOOLSCORE_STORE", "off")
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("`script` (util-linux) runs the pseudo-terminal: {e}"));

@@ -2,7 +2,7 @@
 //! memory that does not grow with the input (docs/architecture.md).
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::util::{
@@ -122,7 +122,7 @@ fn a_trace_is_held_while_its_spans_may_still_come_and_a_late_span_is_reported() 
 /// with the child between its spawn and its exec.
 fn run_measured(args: &[&str]) -> (Option<i32>, String, u64) {
     let mut child = ChildGuard(
-        Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        crate::util::bin()
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
@@ -110,7 +110,7 @@ impl Srv {
         let dir = TempDir::new("sec-srv");
         let out = dir.path().join("results.jsonl");
         let mut child = ChildGuard(
-            Command::new(env!("CARGO_BIN_EXE_toolscore"))
+            crate::util::bin()
                 .args(["serve", "--grpc-endpoint", "127.0.0.1:0"])
                 .args(["--http-endpoint", "127.0.0.1:0", "--admin-endpoint", admin])
                 .args(["--decision-wait", "200ms", "--quiet"])

@@ -28,5 +28,6 @@ mod reports;
 mod scale;
 mod security;
 mod serve;
+mod store;
 mod traps;
 mod treewalks;

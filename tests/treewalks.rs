@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -41,7 +41,7 @@ fn run_bounded(dir: &TempDir, args: &[&str], cpu: Duration) -> Run {
     let out_path = dir.path().join("stdout");
     let err_path = dir.path().join("stderr");
     let mut child = ChildGuard(
-        Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        crate::util::bin()
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdin(Stdio::null())

@@ -56,9 +56,18 @@ pub fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// Runs the real `toolscore` binary with `args`.
+/// The real `toolscore` binary, with the run store off: tests run it from
+/// the checkout, which must not get a `.toolscore/` (the store's own tests
+/// turn it on, in a temporary directory).
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_toolscore"));
+    c.env("TOOLSCORE_STORE", "off");
+    c
+}
+
+/// Runs the real `toolscore` binary with `args` (run store off).
 pub fn toolscore(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    bin()
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()

@@ -33,7 +33,7 @@ def replay_vs_evaluate(binary: str, path: str, fixture: str, runs: int) -> None:
     cli, module = [], []
     for _ in range(runs):
         t0 = time.perf_counter()
-        done = subprocess.run([binary, "replay", path, "--expected", fixture, "--format", "jsonl", "-q"],
+        done = subprocess.run([binary, "replay", "--no-store", path, "--expected", fixture, "--format", "jsonl", "-q"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cli.append(time.perf_counter() - t0)
         assert done.returncode in (0, 1), f"replay exited {done.returncode}"

@@ -13,6 +13,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 pytest_plugins = ["pytester"]
 
+# The commands run from the checkout, which must not get a run store (.toolscore/).
+os.environ.setdefault("TOOLSCORE_STORE", "off")
+
 if not hasattr(trace.get_tracer_provider(), "add_span_processor"):
     trace.set_tracer_provider(TracerProvider())
 

@@ -20,6 +20,7 @@ use crate::run::replay;
 use crate::run::{Options, Scoring, Setup};
 use crate::score::registry;
 
+use super::history::{self, RunFacts, RunStart};
 use super::progress::progress_printer;
 use super::{
     Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs, RecordArgs,
@@ -34,9 +35,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = Cli::parse_from(args);
+    let argv: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = Cli::parse_from(&argv);
     let result = match cli.command {
-        Command::Replay(args) => cmd_replay(*args),
+        Command::Replay(args) => cmd_replay(*args, &argv),
         Command::Inspect(args) => cmd_inspect(args),
         Command::Record(args) => cmd_record(args),
         Command::Metrics => cmd_metrics(),
@@ -46,6 +48,8 @@ where
         Command::Diff(args) => cmd_diff(args),
         Command::Calibrate(args) => super::calibrate::cmd_calibrate(*args),
         Command::Label(args) => super::calibrate::cmd_label(*args),
+        Command::Runs(args) => history::cmd_runs(args),
+        Command::Trend(args) => history::cmd_trend(args),
     };
     match result {
         Ok(code) => code,
@@ -65,8 +69,9 @@ pub(super) fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Writ
     })
 }
 
-fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
+fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
     args.input.check_paths()?;
+    let start = RunStart::new(&args.save, argv)?;
     let config = args.input.config.load()?;
     let extractor = args.input.extractor(&config)?;
     let mut setup = Setup::new(Options {
@@ -81,10 +86,22 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
     );
     super::check_tolerance(args.tolerance)?;
     // Read before the run: a bad baseline is a usage error, found early.
-    let old = args.baseline.as_deref().map(baseline::load).transpose()?;
+    let old = args
+        .baseline
+        .as_deref()
+        .map(|b| {
+            history::load_baseline(
+                b,
+                &args.save.store,
+                args.expected.as_deref(),
+                start.git.branch.as_deref(),
+            )
+        })
+        .transpose()?
+        .flatten();
     let outputs = OutputNeeds {
-        // Only JSONL shows each call's result.
-        call_results: matches!(args.format, ReportFormat::Jsonl),
+        // Only JSONL shows each call's result (and the saved run keeps its JSONL).
+        call_results: matches!(args.format, ReportFormat::Jsonl) || start.saving(),
         call_args: true,
     };
     let pipeline = setup.pipeline(outputs);
@@ -103,10 +120,27 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
     );
     let comparison =
         old.map(|old| baseline::compare(&old, &baseline::entries_of(&report), args.tolerance));
+    // The saved run keeps the JSONL report; a JSONL run writes those bytes.
+    let jsonl = start.saving().then(|| {
+        let mut v = Vec::new();
+        let _ = report::write_jsonl(&report, &mut v);
+        v
+    });
+    let title = match &args.expected {
+        Some(f) => format!("replay of {}", f.display()),
+        None => "replay".into(),
+    };
     let mut out = open_output(args.output.as_ref())?;
-    write_report(&report, comparison.as_ref(), args.format, &mut out)
-        .and_then(|()| out.flush())
-        .context("cannot write the report")?;
+    match (&jsonl, args.format) {
+        (Some(bytes), ReportFormat::Jsonl) => out.write_all(bytes).and_then(|()| {
+            comparison
+                .as_ref()
+                .map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out))
+        }),
+        _ => write_report(&report, comparison.as_ref(), args.format, &title, &mut out),
+    }
+    .and_then(|()| out.flush())
+    .context("cannot write the report")?;
     // Machine formats on stdout stay clean; people still see what was rejected.
     if !matches!(args.format, ReportFormat::Table) || args.output.is_some() {
         for r in &report.rejected {
@@ -137,13 +171,42 @@ fn cmd_replay(args: ReplayArgs) -> anyhow::Result<u8> {
         }
         _ => report.exit_code(),
     };
+    if let Some(jsonl) = &jsonl {
+        let facts = RunFacts {
+            fixture: args.expected.as_deref(),
+            config: args.input.config.config.as_deref(),
+            settings: run_settings(&args, &report),
+            labels: &args.save.labels,
+        };
+        if let Some(failed) = history::save_replay(&start, &facts, &report, jsonl, code) {
+            return Ok(failed);
+        }
+    }
     Ok(code)
+}
+
+/// The scoring settings a saved run records.
+fn run_settings(args: &ReplayArgs, report: &report::Report) -> serde_json::Value {
+    let s = &args.scoring;
+    serde_json::json!({
+        "metrics": report.metrics,
+        "metric_flags": s.metrics,
+        "threshold": s.threshold,
+        "strict": s.strict,
+        "args": s.args_policy,
+        "score": s.headline,
+        "scope": s.scope,
+        "normalize": s.normalize,
+        "fail_on": match args.fail_on { FailOn::Threshold => "threshold", FailOn::Regression => "regression" },
+        "tolerance": args.tolerance,
+    })
 }
 
 fn write_report(
     report: &report::Report,
     comparison: Option<&baseline::Comparison>,
     format: ReportFormat,
+    title: &str,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     match format {
@@ -159,19 +222,31 @@ fn write_report(
         // One XML document: the comparison has its own (`toolscore diff`).
         ReportFormat::Junit => report::write_junit(report, out),
         ReportFormat::Html => report::write_html(report, comparison, out),
+        // Built from the JSONL rows, as `runs show -f markdown` builds it.
+        ReportFormat::Markdown => {
+            let mut jsonl = Vec::new();
+            report::write_jsonl(report, &mut jsonl)?;
+            let rows = report::markdown::rows_of(&jsonl);
+            report::markdown::write_run(title, &rows, comparison, out)
+        }
     }
 }
 
 fn cmd_diff(args: DiffArgs) -> anyhow::Result<u8> {
     super::check_tolerance(args.tolerance)?;
-    let old = baseline::load(&args.old)?;
-    let new = baseline::load(&args.new)?;
+    let old = history::load_side(&args.old, &args.store)?;
+    let new = history::load_side(&args.new, &args.store)?;
     let c = baseline::compare(&old, &new, args.tolerance);
     let mut out = open_output(args.output.as_ref())?;
     match args.format {
         DiffFormat::Table => baseline::write_table(&c, &mut out),
         DiffFormat::Jsonl => baseline::write_jsonl(&c, &mut out),
         DiffFormat::Junit => baseline::write_junit(&c, &mut out),
+        DiffFormat::Markdown => report::markdown::write_comparison(
+            &format!("{} → {}", args.old.display(), args.new.display()),
+            &c,
+            &mut out,
+        ),
     }
     .and_then(|()| out.flush())
     .context("cannot write the comparison")?;

@@ -6,6 +6,7 @@
 mod calibrate;
 mod commands;
 pub mod embed;
+mod history;
 pub(crate) mod progress;
 
 pub use commands::run;
@@ -96,6 +97,21 @@ Examples:
   toolscore label traces/ -e expected.jsonl -o labels.jsonl --sample 40 --seed 1 --balanced"
     )]
     Label(Box<calibrate::LabelArgs>),
+    /// The runs saved in the run store, newest first; `runs show RUN`, `runs prune`.
+    #[command(after_help = "Examples:
+  toolscore runs --limit 5
+  toolscore runs --label ci=nightly -f jsonl
+  toolscore runs show last -f jsonl
+  toolscore runs show last~1
+  toolscore runs prune --keep 100")]
+    Runs(history::RunsArgs),
+    /// Per case, pass/fail over the last runs of a fixture: stable-pass,
+    /// stable-fail, flaky, regressed, fixed or new.
+    #[command(after_help = "Examples:
+  toolscore trend
+  toolscore trend --last 20 --fixture expected.jsonl
+  toolscore trend checkout-flow refund-flow -f jsonl")]
+    Trend(history::TrendArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -108,9 +124,9 @@ pub(crate) enum FailOn {
 
 #[derive(Args)]
 pub(crate) struct DiffArgs {
-    /// The earlier run's JSONL report.
+    /// The earlier run: a JSONL report, or a saved run (`last~1`, an id).
     pub(crate) old: PathBuf,
-    /// The later run's JSONL report.
+    /// The later run: a JSONL report, or a saved run (`last`, an id).
     pub(crate) new: PathBuf,
     /// Drop in score a regression must exceed to fail.
     #[arg(long, default_value_t = 0.0)]
@@ -121,6 +137,8 @@ pub(crate) struct DiffArgs {
     /// Write the comparison to this file instead of stdout.
     #[arg(long, short)]
     pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) store: history::StoreArg,
 }
 
 /// What `diff` writes: the report formats but the HTML page, which is
@@ -130,6 +148,8 @@ pub(crate) enum DiffFormat {
     Table,
     Jsonl,
     Junit,
+    /// A summary for a pull request.
+    Markdown,
 }
 
 #[derive(Args)]
@@ -173,6 +193,8 @@ pub(crate) enum ReportFormat {
     Junit,
     /// One self-contained page (replay only).
     Html,
+    /// A GitHub-flavoured summary for a pull request or job summary (at most 65,536 characters).
+    Markdown,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -438,8 +460,9 @@ pub(crate) struct ReplayArgs {
     /// Write the report here instead of stdout.
     #[arg(long, short, help_heading = "Output")]
     pub(crate) output: Option<PathBuf>,
-    /// An earlier run's JSONL report: every case is marked improved,
-    /// regressed, unchanged, new or gone (table and JSONL output).
+    /// An earlier run's JSONL report, or a saved run (`last`: the newest
+    /// of the same fixture, `last~N`, an id): every case is marked
+    /// improved, regressed, unchanged, new or gone (table and JSONL output).
     #[arg(long, help_heading = "Output")]
     pub(crate) baseline: Option<PathBuf>,
     /// What exits 1: a failed case, or a regression against --baseline.
@@ -450,6 +473,8 @@ pub(crate) struct ReplayArgs {
     pub(crate) tolerance: f64,
     #[command(flatten)]
     pub(crate) input: InputArgs,
+    #[command(flatten)]
+    pub(crate) save: history::SaveArgs,
 }
 
 #[derive(Args)]

@@ -7,6 +7,7 @@ mod explain;
 mod html;
 mod inspect;
 mod junit;
+pub mod markdown;
 mod table;
 mod tools;
 

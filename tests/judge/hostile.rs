@@ -13,7 +13,7 @@ use crate::util::{poll_every, ChildGuard, TempDir};
 
 /// `replay` of `trace` against `fixture` with `metrics`, asking `url`.
 fn replay_cmd(trace: &str, fixture: &str, metrics: &[&str], url: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_toolscore"));
+    let mut c = crate::util::bin();
     c.args(["replay", trace, "--expected", fixture]);
     for m in metrics {
         c.args(["-m", m]);

@@ -109,7 +109,7 @@ fn replay_scores_with_retries_errors_and_cache() {
     let f = fixture(dir.path());
     let trace = pydantic();
     let run = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        crate::util::bin()
             .args(replay_args(&server.url, &cache, &f, &trace))
             .env("TOOLSCORE_JUDGE_API_KEY", "sk-test")
             .output()

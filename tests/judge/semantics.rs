@@ -1,7 +1,6 @@
 //! MLflow's semantics of the judged metrics, judge errors that are not
 //! agent failures, and requests that work on every server (issue 29).
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +22,7 @@ fn replay_trace(
     url: &str,
     extra: &[&str],
 ) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_toolscore"));
+    let mut c = crate::util::bin();
     c.args(["replay", trace, "--expected", fixture]);
     for m in metrics {
         c.args(["-m", m]);

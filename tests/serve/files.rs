@@ -35,14 +35,14 @@ struct Serve {
 
 impl Serve {
     fn start(args: &[&str], out: &Path) -> Serve {
-        Serve::spawn(Command::new(env!("CARGO_BIN_EXE_toolscore")), args, out)
+        Serve::spawn(crate::util::bin(), args, out)
     }
 
     /// With a file-size limit (`RLIMIT_FSIZE`) and SIGXFSZ ignored, so a
     /// write past `bytes` fails with EFBIG (as on a full disk).
     fn start_with_file_limit(args: &[&str], out: &Path, bytes: u64) -> Serve {
         use std::os::unix::process::CommandExt;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
+        let mut cmd = crate::util::bin();
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {

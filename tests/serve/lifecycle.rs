@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use prost::Message;
@@ -136,7 +136,7 @@ struct Spawned {
 impl Spawned {
     fn start(args: &[&str], out: &Path) -> Spawned {
         let mut child = ChildGuard(
-            Command::new(env!("CARGO_BIN_EXE_toolscore"))
+            crate::util::bin()
                 .args([
                     "serve",
                     "--grpc-endpoint",

@@ -1,0 +1,409 @@
+//! The run store: every run's metadata and report rows, kept so that runs
+//! can be listed, shown again, compared and followed over time.
+//!
+//! A store is a SQLite file (the default, `.toolscore/runs.db` under the
+//! current directory). Its schema is versioned ([`schema`]): migrations run
+//! on open, and a store written by a newer toolscore is refused rather than
+//! changed. A run is saved in one transaction, so it is listed whole or not
+//! at all.
+
+mod meta;
+mod postgres;
+pub mod schema;
+mod sqlite;
+pub mod trend;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use meta::{git_info, hash_file, now_ms, run_id, utc_text, GitInfo};
+
+use crate::report::baseline::Entry;
+
+/// Where runs are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// A `postgres://` (or `postgresql://`) connection URL.
+    Postgres(String),
+}
+
+/// The store a command uses, and whether the user named it (a store the
+/// user asked for must work; the default one may fail with a warning).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// `None`: nothing is saved (`--no-store`, `TOOLSCORE_STORE=off`).
+    pub location: Option<Location>,
+    pub explicit: bool,
+}
+
+/// The default store, relative to the current directory.
+pub const DEFAULT_DIR: &str = ".toolscore";
+pub const DEFAULT_FILE: &str = "runs.db";
+
+impl Choice {
+    /// From `--store`/`TOOLSCORE_STORE` (clap merges the two) and
+    /// `--no-store`. `off` (any case) turns the store off.
+    pub fn new(store: Option<&str>, no_store: bool) -> Result<Choice, StoreError> {
+        if no_store {
+            return Ok(Choice {
+                location: None,
+                explicit: true,
+            });
+        }
+        match store.map(str::trim) {
+            None | Some("") => Ok(Choice {
+                location: Some(Location::Sqlite(Path::new(DEFAULT_DIR).join(DEFAULT_FILE))),
+                explicit: false,
+            }),
+            Some(s) if s.eq_ignore_ascii_case("off") => Ok(Choice {
+                location: None,
+                explicit: true,
+            }),
+            Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
+                Ok(Choice {
+                    location: Some(Location::Postgres(s.to_string())),
+                    explicit: true,
+                })
+            }
+            Some(s) => Ok(Choice {
+                location: Some(Location::Sqlite(PathBuf::from(s))),
+                explicit: true,
+            }),
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        !self.explicit
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(p) => write!(f, "{}", p.display()),
+            Location::Postgres(url) => write!(f, "{}", without_password(url)),
+        }
+    }
+}
+
+/// A connection URL with its password (if any) masked, to print.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("run store {store}: {source}")]
+    Sqlite {
+        store: String,
+        source: rusqlite::Error,
+    },
+    #[error("run store {store}: {source}")]
+    Postgres {
+        store: String,
+        source: ::postgres::Error,
+    },
+    #[error("run store {store}: cannot create {dir}: {source}")]
+    Dir {
+        store: String,
+        dir: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "run store {store} was written by a newer toolscore (schema version {found}; this \
+         toolscore knows up to {known}): upgrade toolscore, or pick another store with --store"
+    )]
+    Newer {
+        store: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("run store {store}: {reason}")]
+    Corrupt { store: String, reason: String },
+    #[error("run store {0} does not exist yet: no run was saved there")]
+    Missing(String),
+    #[error("run store {store}: no run {run}{hint}")]
+    NoRun {
+        store: String,
+        run: String,
+        hint: String,
+    },
+}
+
+/// What a run was, besides its rows.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunMeta {
+    pub id: String,
+    pub started_ms: i64,
+    pub ended_ms: Option<i64>,
+    /// False while a run is still being written (or never ended).
+    pub finished: bool,
+    pub version: String,
+    pub command: Vec<String>,
+    pub git_commit: Option<String>,
+    pub git_branch: Option<String>,
+    /// The fixture's path as given on the command line.
+    pub fixture: Option<String>,
+    pub fixture_hash: Option<String>,
+    pub config_hash: Option<String>,
+    /// Metrics, thresholds and the other scoring flags, as a JSON object.
+    pub settings: serde_json::Value,
+    pub labels: Vec<(String, String)>,
+    pub inputs: u64,
+    pub traces: u64,
+    pub spans: u64,
+    pub rejected: u64,
+    /// Evaluations and cases that matched no trace.
+    pub cases: u64,
+    pub passed: u64,
+    pub failed: u64,
+    /// Mean headline score over the cases (a missing score counts 0).
+    pub mean_score: Option<f64>,
+    pub exit_code: Option<i64>,
+}
+
+/// A run as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    #[serde(rename = "run")]
+    pub id: String,
+    pub started: String,
+    #[serde(skip)]
+    pub started_ms: i64,
+    pub finished: bool,
+    pub commit: Option<String>,
+    pub branch: Option<String>,
+    pub fixture: Option<String>,
+    pub cases: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub pass_rate: Option<f64>,
+    pub mean_score: Option<f64>,
+    pub labels: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Which runs `runs` lists.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub limit: usize,
+    pub fixture: Option<String>,
+    pub labels: Vec<(String, String)>,
+}
+
+/// One case's entries in one run, for trends.
+#[derive(Debug, Clone)]
+pub struct CaseInRun {
+    /// Index of the run in the window, oldest first.
+    pub run: usize,
+    pub case: String,
+    pub pass: bool,
+    pub score: Option<f64>,
+}
+
+/// An open store.
+pub struct Store {
+    location: Location,
+    inner: Backend,
+}
+
+enum Backend {
+    Sqlite(sqlite::Sqlite),
+    Postgres(postgres::Postgres),
+}
+
+/// Calls the same method on whichever backend is open.
+macro_rules! on_backend {
+    ($self:ident, $method:ident ( $($arg:expr),* )) => {
+        match &mut $self.inner {
+            Backend::Sqlite(b) => b.$method($($arg),*),
+            Backend::Postgres(b) => b.$method($($arg),*),
+        }
+    };
+}
+
+impl Store {
+    /// Opens (creating it if `create`) and migrates the store.
+    pub fn open(location: &Location, create: bool) -> Result<Store, StoreError> {
+        let inner = match location {
+            Location::Sqlite(p) => Backend::Sqlite(sqlite::Sqlite::open(p, create)?),
+            Location::Postgres(url) => {
+                Backend::Postgres(postgres::Postgres::open(url, &location.to_string())?)
+            }
+        };
+        Ok(Store {
+            location: location.clone(),
+            inner,
+        })
+    }
+
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Saves a whole run in one transaction: its metadata, the report's
+    /// JSONL rows (one per line, as written) and each case's result.
+    pub fn save(
+        &mut self,
+        meta: &RunMeta,
+        jsonl: &[u8],
+        results: &[Entry],
+    ) -> Result<(), StoreError> {
+        on_backend!(self, save(meta, jsonl, results))
+    }
+
+    pub fn list(&mut self, filter: &Filter) -> Result<Vec<RunSummary>, StoreError> {
+        on_backend!(self, list(filter))
+    }
+
+    /// The run `spec` names: an id, `last` or `last~N` (N runs before the
+    /// last), among runs of `fixture` when given.
+    pub fn resolve(
+        &mut self,
+        spec: &str,
+        fixture: Option<&str>,
+        branch: Option<&str>,
+    ) -> Result<RunMeta, StoreError> {
+        let back = match spec {
+            "last" => Some(0),
+            s => s
+                .strip_prefix("last~")
+                .map(|n| {
+                    n.parse::<usize>().map_err(|_| StoreError::NoRun {
+                        store: self.location.to_string(),
+                        run: spec.into(),
+                        hint: ": `last~N` takes a whole number".into(),
+                    })
+                })
+                .transpose()?,
+        };
+        let found = match back {
+            Some(n) => on_backend!(self, nth_last(n, fixture, branch))?,
+            None => on_backend!(self, by_id(spec))?,
+        };
+        found.ok_or_else(|| StoreError::NoRun {
+            store: self.location.to_string(),
+            run: spec.into(),
+            hint: match fixture {
+                Some(f) if back.is_some() => format!(" of fixture {f}"),
+                _ if back.is_some() => String::new(),
+                _ => " (ids are listed by `toolscore runs`)".into(),
+            },
+        })
+    }
+
+    /// The JSONL report of run `id`, as the run wrote it.
+    pub fn report(&mut self, id: &str) -> Result<Vec<u8>, StoreError> {
+        on_backend!(self, report(id))
+    }
+
+    /// The case results of the last `last` finished runs of `fixture`
+    /// (oldest first) and those runs.
+    pub fn history(
+        &mut self,
+        fixture: Option<&str>,
+        last: usize,
+    ) -> Result<(Vec<RunSummary>, Vec<CaseInRun>), StoreError> {
+        on_backend!(self, history(fixture, last))
+    }
+
+    /// Deletes runs: all but the newest `keep`, or those started before
+    /// `before_ms`. Returns how many went.
+    pub fn prune(
+        &mut self,
+        keep: Option<usize>,
+        before_ms: Option<i64>,
+    ) -> Result<usize, StoreError> {
+        on_backend!(self, prune(keep, before_ms))
+    }
+}
+
+/// The outcome of saving a run, for the command to report.
+pub enum Saved {
+    /// Saved: the run's id and where.
+    Yes(String, Location),
+    /// Saving is off.
+    Off,
+    /// It failed: why, and whether the user asked for that store.
+    Failed(StoreError, bool),
+}
+
+/// Saves a finished run where `choice` says: the default store gets its
+/// directory (with a `.gitignore`, so a checkout never commits it) on first
+/// use.
+pub fn save_run(choice: &Choice, meta: &RunMeta, jsonl: &[u8], results: &[Entry]) -> Saved {
+    let Some(location) = &choice.location else {
+        return Saved::Off;
+    };
+    let saved = (|| {
+        if choice.is_default() {
+            prepare_default_dir(location)?;
+        }
+        let mut store = Store::open(location, true)?;
+        store.save(meta, jsonl, results)
+    })();
+    match saved {
+        Ok(()) => Saved::Yes(meta.id.clone(), location.clone()),
+        Err(e) => Saved::Failed(e, choice.explicit),
+    }
+}
+
+fn prepare_default_dir(location: &Location) -> Result<(), StoreError> {
+    let Location::Sqlite(path) = location else {
+        return Ok(());
+    };
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let err = |source| StoreError::Dir {
+        store: location.to_string(),
+        dir: dir.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(
+            &ignore,
+            "# The toolscore run store: local, never committed.\n*\n",
+        )
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+impl RunMeta {
+    /// The run as `runs` lists it.
+    pub fn summary(&self) -> RunSummary {
+        RunSummary {
+            id: self.id.clone(),
+            started: utc_text(self.started_ms),
+            started_ms: self.started_ms,
+            finished: self.finished,
+            commit: self.git_commit.clone(),
+            branch: self.git_branch.clone(),
+            fixture: self.fixture.clone(),
+            cases: self.cases,
+            passed: self.passed,
+            failed: self.failed,
+            pass_rate: (self.cases > 0).then(|| self.passed as f64 / self.cases as f64),
+            mean_score: self.mean_score,
+            labels: self
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+        }
+    }
+}

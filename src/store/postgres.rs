@@ -1,0 +1,389 @@
+//! The PostgreSQL store: the same tables as SQLite's, shared by many
+//! writers (each run is one transaction; migrations take an advisory lock so
+//! two processes opening a new database at once do not both apply them).
+
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row};
+
+use super::schema::{LATEST, META_TABLE, MIGRATIONS};
+use super::{CaseInRun, Filter, RunMeta, RunSummary, StoreError};
+use crate::report::baseline::Entry;
+
+/// The advisory lock that serialises migrations (any fixed number).
+const MIGRATION_LOCK: i64 = 0x746f_6f6c_7363;
+
+/// Rows sent per INSERT when a run is saved.
+const BATCH: usize = 5_000;
+
+pub(super) struct Postgres {
+    client: Client,
+    name: String,
+}
+
+const RUN_COLUMNS: &str = "seq, id, started_ms, ended_ms, finished, version, command, git_commit, \
+    git_branch, fixture, fixture_hash, config_hash, settings, inputs, traces, spans, rejected, \
+    cases, passed, failed, mean_score, exit_code";
+
+impl Postgres {
+    pub(super) fn open(url: &str, name: &str) -> Result<Postgres, StoreError> {
+        let err = |source| StoreError::Postgres {
+            store: name.to_string(),
+            source,
+        };
+        let client = Client::connect(url, NoTls).map_err(err)?;
+        let mut store = Postgres {
+            client,
+            name: name.to_string(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn err(&self) -> impl Fn(postgres::Error) -> StoreError + '_ {
+        move |source| StoreError::Postgres {
+            store: self.name.clone(),
+            source,
+        }
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let name = self.name.clone();
+        let err = |source| StoreError::Postgres {
+            store: name.clone(),
+            source,
+        };
+        let mut tx = self.client.transaction().map_err(err)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(err)?;
+        tx.batch_execute(META_TABLE).map_err(err)?;
+        let v: Option<String> = tx
+            .query_opt(
+                "SELECT value FROM toolscore_meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .map_err(err)?
+            .map(|r| r.get(0));
+        let found: i64 = match v {
+            None => 0,
+            Some(v) => v.trim().parse().map_err(|_| StoreError::Corrupt {
+                store: name.clone(),
+                reason: format!("schema_version `{v}` is not a number"),
+            })?,
+        };
+        if found > LATEST {
+            return Err(StoreError::Newer {
+                store: name.clone(),
+                found,
+                known: LATEST,
+            });
+        }
+        for m in MIGRATIONS.iter().filter(|m| m.version > found) {
+            tx.batch_execute(m.postgres).map_err(err)?;
+        }
+        if found < LATEST {
+            tx.execute(
+                "INSERT INTO toolscore_meta (key, value) VALUES ('schema_version', $1) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                &[&LATEST.to_string()],
+            )
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    pub(super) fn save(
+        &mut self,
+        meta: &RunMeta,
+        jsonl: &[u8],
+        results: &[Entry],
+    ) -> Result<(), StoreError> {
+        let name = self.name.clone();
+        let err = |source| StoreError::Postgres {
+            store: name.clone(),
+            source,
+        };
+        let mut tx = self.client.transaction().map_err(err)?;
+        let n = |v: u64| v.min(i64::MAX as u64) as i64;
+        let command = serde_json::to_string(&meta.command).unwrap_or_default();
+        let settings = meta.settings.to_string();
+        let counts = [
+            n(meta.inputs),
+            n(meta.traces),
+            n(meta.spans),
+            n(meta.rejected),
+            n(meta.cases),
+            n(meta.passed),
+            n(meta.failed),
+        ];
+        let params: [&(dyn ToSql + Sync); 21] = [
+            &meta.id,
+            &meta.started_ms,
+            &meta.ended_ms,
+            &meta.finished,
+            &meta.version,
+            &command,
+            &meta.git_commit,
+            &meta.git_branch,
+            &meta.fixture,
+            &meta.fixture_hash,
+            &meta.config_hash,
+            &settings,
+            &counts[0],
+            &counts[1],
+            &counts[2],
+            &counts[3],
+            &counts[4],
+            &counts[5],
+            &counts[6],
+            &meta.mean_score,
+            &meta.exit_code,
+        ];
+        let seq: i64 = tx
+            .query_one(
+                "INSERT INTO runs (id, started_ms, ended_ms, finished, version, command, \
+                 git_commit, git_branch, fixture, fixture_hash, config_hash, settings, inputs, \
+                 traces, spans, rejected, cases, passed, failed, mean_score, exit_code) VALUES \
+                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+                 $18, $19, $20, $21) RETURNING seq",
+                &params,
+            )
+            .map_err(err)?
+            .try_get(0)
+            .map_err(err)?;
+        for (k, v) in &meta.labels {
+            tx.execute(
+                "INSERT INTO labels (run_seq, key, value) VALUES ($1, $2, $3)",
+                &[&seq, k, v],
+            )
+            .map_err(err)?;
+        }
+        // Many rows per statement: one round trip per row would cost more
+        // than the run.
+        let lines: Vec<String> = jsonl
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect();
+        for (i, chunk) in lines.chunks(BATCH).enumerate() {
+            let ns: Vec<i64> = (0..chunk.len()).map(|k| (i * BATCH + k) as i64).collect();
+            tx.execute(
+                "INSERT INTO rows (run_seq, n, line) SELECT $1, * FROM unnest($2::bigint[], $3::text[])",
+                &[&seq, &ns, &chunk],
+            )
+            .map_err(err)?;
+        }
+        for (i, chunk) in results.chunks(BATCH).enumerate() {
+            let ns: Vec<i64> = (0..chunk.len()).map(|k| (i * BATCH + k) as i64).collect();
+            let cases: Vec<&str> = chunk.iter().map(|e| e.case.as_str()).collect();
+            let targets: Vec<&str> = chunk.iter().map(|e| e.target.as_str()).collect();
+            let passes: Vec<bool> = chunk.iter().map(|e| e.pass).collect();
+            let scores: Vec<Option<f64>> = chunk.iter().map(|e| e.score).collect();
+            tx.execute(
+                "INSERT INTO results (run_seq, n, case_id, target, pass, score) SELECT $1, * \
+                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::float8[])",
+                &[&seq, &ns, &cases, &targets, &passes, &scores],
+            )
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    fn labels_of(&mut self, seq: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = self
+            .client
+            .query(
+                "SELECT key, value FROM labels WHERE run_seq = $1 ORDER BY key",
+                &[&seq],
+            )
+            .map_err(self.err())?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(self.err())
+    }
+
+    fn runs_where(
+        &mut self,
+        where_sql: &str,
+        args: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<(i64, RunMeta)>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs {where_sql}");
+        let rows = self.client.query(&sql, args).map_err(self.err())?;
+        let mut out: Vec<(i64, RunMeta)> = rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, meta_of(r)?)))
+            .collect::<Result<_, postgres::Error>>()
+            .map_err(self.err())?;
+        for (seq, meta) in &mut out {
+            meta.labels = self.labels_of(*seq)?;
+        }
+        Ok(out)
+    }
+
+    pub(super) fn list(&mut self, filter: &Filter) -> Result<Vec<RunSummary>, StoreError> {
+        let mut sql = String::from("WHERE ($1::text IS NULL OR fixture = $1)");
+        let mut args: Vec<&(dyn ToSql + Sync)> = vec![&filter.fixture];
+        for (k, v) in &filter.labels {
+            args.push(k);
+            args.push(v);
+            sql += &format!(
+                " AND EXISTS (SELECT 1 FROM labels l WHERE l.run_seq = runs.seq \
+                 AND l.key = ${} AND l.value = ${})",
+                args.len() - 1,
+                args.len()
+            );
+        }
+        let limit = filter.limit.min(i64::MAX as usize) as i64;
+        args.push(&limit);
+        sql += &format!(" ORDER BY seq DESC LIMIT ${}", args.len());
+        Ok(self
+            .runs_where(&sql, &args)?
+            .into_iter()
+            .map(|(_, m)| m.summary())
+            .collect())
+    }
+
+    pub(super) fn nth_last(
+        &mut self,
+        n: usize,
+        fixture: Option<&str>,
+        branch: Option<&str>,
+    ) -> Result<Option<RunMeta>, StoreError> {
+        let n = n as i64;
+        Ok(self
+            .runs_where(
+                "WHERE finished AND ($1::text IS NULL OR fixture = $1) \
+                 AND ($2::text IS NULL OR git_branch = $2) ORDER BY seq DESC LIMIT 1 OFFSET $3",
+                &[&fixture, &branch, &n],
+            )?
+            .into_iter()
+            .next()
+            .map(|(_, m)| m))
+    }
+
+    pub(super) fn by_id(&mut self, id: &str) -> Result<Option<RunMeta>, StoreError> {
+        Ok(self
+            .runs_where("WHERE id = $1", &[&id])?
+            .into_iter()
+            .next()
+            .map(|(_, m)| m))
+    }
+
+    pub(super) fn report(&mut self, id: &str) -> Result<Vec<u8>, StoreError> {
+        let rows = self
+            .client
+            .query(
+                "SELECT line FROM rows WHERE run_seq = (SELECT seq FROM runs WHERE id = $1) \
+                 ORDER BY n",
+                &[&id],
+            )
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for r in rows {
+            let line: &str = r.try_get(0).map_err(self.err())?;
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+        Ok(out)
+    }
+
+    pub(super) fn history(
+        &mut self,
+        fixture: Option<&str>,
+        last: usize,
+    ) -> Result<(Vec<RunSummary>, Vec<CaseInRun>), StoreError> {
+        let last = last.min(i64::MAX as usize) as i64;
+        let mut runs = self.runs_where(
+            "WHERE finished AND ($1::text IS NULL OR fixture = $1) ORDER BY seq DESC LIMIT $2",
+            &[&fixture, &last],
+        )?;
+        runs.reverse();
+        let seqs: Vec<i64> = runs.iter().map(|(s, _)| *s).collect();
+        let index: std::collections::HashMap<i64, usize> =
+            seqs.iter().enumerate().map(|(i, s)| (*s, i)).collect();
+        let rows = self
+            .client
+            .query(
+                "SELECT run_seq, case_id, pass, score FROM results WHERE run_seq = ANY($1) \
+                 ORDER BY run_seq, n",
+                &[&seqs],
+            )
+            .map_err(self.err())?;
+        let mut cases = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let seq: i64 = r.try_get(0).map_err(self.err())?;
+            let Some(&run) = index.get(&seq) else {
+                continue;
+            };
+            cases.push(CaseInRun {
+                run,
+                case: r.try_get(1).map_err(self.err())?,
+                pass: r.try_get(2).map_err(self.err())?,
+                score: r.try_get(3).map_err(self.err())?,
+            });
+        }
+        Ok((runs.into_iter().map(|(_, m)| m.summary()).collect(), cases))
+    }
+
+    pub(super) fn prune(
+        &mut self,
+        keep: Option<usize>,
+        before_ms: Option<i64>,
+    ) -> Result<usize, StoreError> {
+        let name = self.name.clone();
+        let err = |source| StoreError::Postgres {
+            store: name.clone(),
+            source,
+        };
+        let mut tx = self.client.transaction().map_err(err)?;
+        let keep = keep.map(|k| k.min(i64::MAX as usize) as i64);
+        let doomed = "SELECT seq FROM runs WHERE \
+            ($1::bigint IS NULL OR seq NOT IN (SELECT seq FROM runs ORDER BY seq DESC LIMIT $1)) \
+            AND ($2::bigint IS NULL OR started_ms < $2)";
+        for table in ["labels", "rows", "results"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE run_seq IN ({doomed})"),
+                &[&keep, &before_ms],
+            )
+            .map_err(err)?;
+        }
+        let n = tx
+            .execute(
+                &format!("DELETE FROM runs WHERE seq IN ({doomed})"),
+                &[&keep, &before_ms],
+            )
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(n as usize)
+    }
+}
+
+fn meta_of(r: &Row) -> Result<RunMeta, postgres::Error> {
+    let command: String = r.try_get(6)?;
+    let settings: String = r.try_get(12)?;
+    let n = |i| r.try_get::<_, i64>(i).map(|v| v.max(0) as u64);
+    Ok(RunMeta {
+        id: r.try_get(1)?,
+        started_ms: r.try_get(2)?,
+        ended_ms: r.try_get(3)?,
+        finished: r.try_get(4)?,
+        version: r.try_get(5)?,
+        command: serde_json::from_str(&command).unwrap_or_default(),
+        git_commit: r.try_get(7)?,
+        git_branch: r.try_get(8)?,
+        fixture: r.try_get(9)?,
+        fixture_hash: r.try_get(10)?,
+        config_hash: r.try_get(11)?,
+        settings: serde_json::from_str(&settings).unwrap_or(serde_json::Value::Null),
+        labels: Vec::new(),
+        inputs: n(13)?,
+        traces: n(14)?,
+        spans: n(15)?,
+        rejected: n(16)?,
+        cases: n(17)?,
+        passed: n(18)?,
+        failed: n(19)?,
+        mean_score: r.try_get(20)?,
+        exit_code: r.try_get(21)?,
+    })
+}

@@ -1,0 +1,420 @@
+//! The SQLite store: one file, written by any number of processes (a
+//! writer waits for another's transaction, up to [`BUSY_WAIT`]).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use super::schema::{LATEST, META_TABLE, MIGRATIONS};
+use super::{CaseInRun, Filter, RunMeta, RunSummary, StoreError};
+use crate::report::baseline::Entry;
+
+/// How long a writer waits for another's transaction before it fails.
+const BUSY_WAIT: Duration = Duration::from_secs(30);
+
+pub(super) struct Sqlite {
+    conn: Connection,
+    name: String,
+}
+
+const RUN_COLUMNS: &str = "seq, id, started_ms, ended_ms, finished, version, command, git_commit, \
+    git_branch, fixture, fixture_hash, config_hash, settings, inputs, traces, spans, rejected, \
+    cases, passed, failed, mean_score, exit_code";
+
+impl Sqlite {
+    pub(super) fn open(path: &Path, create: bool) -> Result<Sqlite, StoreError> {
+        let name = path.display().to_string();
+        if !create && !path.exists() {
+            return Err(StoreError::Missing(name));
+        }
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let err = |source| StoreError::Sqlite {
+            store: name.clone(),
+            source,
+        };
+        let conn = Connection::open_with_flags(path, flags).map_err(err)?;
+        conn.busy_timeout(BUSY_WAIT).map_err(err)?;
+        let mut store = Sqlite { conn, name };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite {
+            store: self.name.clone(),
+            source,
+        }
+    }
+
+    fn version(&self, conn: &Connection) -> Result<i64, StoreError> {
+        let v: Option<String> = conn
+            .query_row(
+                "SELECT value FROM toolscore_meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.err())?;
+        match v {
+            None => Ok(0),
+            Some(v) => v.trim().parse().map_err(|_| StoreError::Corrupt {
+                store: self.name.clone(),
+                reason: format!("schema_version `{v}` is not a number"),
+            }),
+        }
+    }
+
+    /// Brings the schema to [`LATEST`]; a newer one is refused untouched.
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let err = |source| StoreError::Sqlite {
+            store: self.name.clone(),
+            source,
+        };
+        // Only a new store gets the table: a statement that writes would
+        // take the write lock on every open.
+        let has_meta: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'toolscore_meta'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        if has_meta == 0 {
+            self.conn.execute_batch(META_TABLE).map_err(err)?;
+        }
+        let found = self.version(&self.conn)?;
+        self.check_version(found)?;
+        if found == LATEST {
+            return Ok(());
+        }
+        // Another process may be migrating too: take the write lock, then
+        // read the version again.
+        let name = self.name.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let v: Option<String> = tx
+            .query_row(
+                "SELECT value FROM toolscore_meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(err)?;
+        let found: i64 = v.and_then(|v| v.parse().ok()).unwrap_or(0);
+        if found > LATEST {
+            return Err(StoreError::Newer {
+                store: name,
+                found,
+                known: LATEST,
+            });
+        }
+        for m in MIGRATIONS.iter().filter(|m| m.version > found) {
+            tx.execute_batch(m.sqlite).map_err(err)?;
+        }
+        tx.execute(
+            "INSERT INTO toolscore_meta (key, value) VALUES ('schema_version', ?1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params![LATEST.to_string()],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)
+    }
+
+    fn check_version(&self, found: i64) -> Result<(), StoreError> {
+        if found > LATEST {
+            return Err(StoreError::Newer {
+                store: self.name.clone(),
+                found,
+                known: LATEST,
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn save(
+        &mut self,
+        meta: &RunMeta,
+        jsonl: &[u8],
+        results: &[Entry],
+    ) -> Result<(), StoreError> {
+        let err = |source| StoreError::Sqlite {
+            store: self.name.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        tx.execute(
+            "INSERT INTO runs (id, started_ms, ended_ms, finished, version, command, git_commit, \
+             git_branch, fixture, fixture_hash, config_hash, settings, inputs, traces, spans, \
+             rejected, cases, passed, failed, mean_score, exit_code) VALUES (?1, ?2, ?3, ?4, ?5, \
+             ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+            params![
+                meta.id,
+                meta.started_ms,
+                meta.ended_ms,
+                meta.finished,
+                meta.version,
+                serde_json::to_string(&meta.command).unwrap_or_default(),
+                meta.git_commit,
+                meta.git_branch,
+                meta.fixture,
+                meta.fixture_hash,
+                meta.config_hash,
+                meta.settings.to_string(),
+                meta.inputs as i64,
+                meta.traces as i64,
+                meta.spans as i64,
+                meta.rejected as i64,
+                meta.cases as i64,
+                meta.passed as i64,
+                meta.failed as i64,
+                meta.mean_score,
+                meta.exit_code,
+            ],
+        )
+        .map_err(err)?;
+        let seq = tx.last_insert_rowid();
+        {
+            let mut st = tx
+                .prepare("INSERT INTO labels (run_seq, key, value) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
+            for (k, v) in &meta.labels {
+                st.execute(params![seq, k, v]).map_err(err)?;
+            }
+            let mut st = tx
+                .prepare("INSERT INTO rows (run_seq, n, line) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
+            for (n, line) in lines(jsonl).enumerate() {
+                st.execute(params![seq, n as i64, String::from_utf8_lossy(line)])
+                    .map_err(err)?;
+            }
+            let mut st = tx
+                .prepare(
+                    "INSERT INTO results (run_seq, n, case_id, target, pass, score) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(err)?;
+            for (n, e) in results.iter().enumerate() {
+                st.execute(params![seq, n as i64, e.case, e.target, e.pass, e.score])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)
+    }
+
+    fn labels_of(&self, seq: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT key, value FROM labels WHERE run_seq = ?1 ORDER BY key")
+            .map_err(self.err())?;
+        let rows = st
+            .query_map(params![seq], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<Result<_, _>>().map_err(self.err())
+    }
+
+    /// Runs as `where_sql` selects them (with `args`), newest first.
+    fn runs_where(
+        &self,
+        where_sql: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<(i64, RunMeta)>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs {where_sql}");
+        let mut st = self.conn.prepare(&sql).map_err(self.err())?;
+        let rows = st
+            .query_map(args, |r| {
+                let command: String = r.get(6)?;
+                let settings: String = r.get(12)?;
+                let n = |i| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+                Ok((
+                    r.get(0)?,
+                    RunMeta {
+                        id: r.get(1)?,
+                        started_ms: r.get(2)?,
+                        ended_ms: r.get(3)?,
+                        finished: r.get(4)?,
+                        version: r.get(5)?,
+                        command: serde_json::from_str(&command).unwrap_or_default(),
+                        git_commit: r.get(7)?,
+                        git_branch: r.get(8)?,
+                        fixture: r.get(9)?,
+                        fixture_hash: r.get(10)?,
+                        config_hash: r.get(11)?,
+                        settings: serde_json::from_str(&settings)
+                            .unwrap_or(serde_json::Value::Null),
+                        labels: Vec::new(),
+                        inputs: n(13)?,
+                        traces: n(14)?,
+                        spans: n(15)?,
+                        rejected: n(16)?,
+                        cases: n(17)?,
+                        passed: n(18)?,
+                        failed: n(19)?,
+                        mean_score: r.get(20)?,
+                        exit_code: r.get(21)?,
+                    },
+                ))
+            })
+            .map_err(self.err())?;
+        let mut out: Vec<(i64, RunMeta)> = rows.collect::<Result<_, _>>().map_err(self.err())?;
+        for (seq, meta) in &mut out {
+            meta.labels = self.labels_of(*seq)?;
+        }
+        Ok(out)
+    }
+
+    pub(super) fn list(&self, filter: &Filter) -> Result<Vec<RunSummary>, StoreError> {
+        let mut sql = String::from("WHERE (?1 IS NULL OR fixture = ?1)");
+        let mut args: Vec<&dyn rusqlite::ToSql> = vec![&filter.fixture];
+        for (k, v) in &filter.labels {
+            args.push(k);
+            args.push(v);
+            sql += &format!(
+                " AND EXISTS (SELECT 1 FROM labels l WHERE l.run_seq = runs.seq \
+                 AND l.key = ?{} AND l.value = ?{})",
+                args.len() - 1,
+                args.len()
+            );
+        }
+        let limit = filter.limit.min(i64::MAX as usize) as i64;
+        args.push(&limit);
+        sql += &format!(" ORDER BY seq DESC LIMIT ?{}", args.len());
+        Ok(self
+            .runs_where(&sql, &args)?
+            .into_iter()
+            .map(|(_, m)| m.summary())
+            .collect())
+    }
+
+    pub(super) fn nth_last(
+        &self,
+        n: usize,
+        fixture: Option<&str>,
+        branch: Option<&str>,
+    ) -> Result<Option<RunMeta>, StoreError> {
+        let n = n as i64;
+        Ok(self
+            .runs_where(
+                "WHERE finished = 1 AND (?1 IS NULL OR fixture = ?1) \
+                 AND (?2 IS NULL OR git_branch = ?2) ORDER BY seq DESC LIMIT 1 OFFSET ?3",
+                &[&fixture, &branch, &n],
+            )?
+            .into_iter()
+            .next()
+            .map(|(_, m)| m))
+    }
+
+    pub(super) fn by_id(&self, id: &str) -> Result<Option<RunMeta>, StoreError> {
+        Ok(self
+            .runs_where("WHERE id = ?1", &[&id])?
+            .into_iter()
+            .next()
+            .map(|(_, m)| m))
+    }
+
+    pub(super) fn report(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT line FROM rows WHERE run_seq = (SELECT seq FROM runs WHERE id = ?1) \
+                 ORDER BY n",
+            )
+            .map_err(self.err())?;
+        let mut rows = st.query(params![id]).map_err(self.err())?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(self.err())? {
+            let line: String = r.get(0).map_err(self.err())?;
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+        Ok(out)
+    }
+
+    pub(super) fn history(
+        &self,
+        fixture: Option<&str>,
+        last: usize,
+    ) -> Result<(Vec<RunSummary>, Vec<CaseInRun>), StoreError> {
+        let last = last.min(i64::MAX as usize) as i64;
+        let mut runs = self.runs_where(
+            "WHERE finished = 1 AND (?1 IS NULL OR fixture = ?1) ORDER BY seq DESC LIMIT ?2",
+            &[&fixture, &last],
+        )?;
+        runs.reverse();
+        let Some(first) = runs.first().map(|(s, _)| *s) else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let index: std::collections::HashMap<i64, usize> =
+            runs.iter().enumerate().map(|(i, (s, _))| (*s, i)).collect();
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT run_seq, case_id, pass, score FROM results WHERE run_seq >= ?1 \
+                 ORDER BY run_seq, n",
+            )
+            .map_err(self.err())?;
+        let mut rows = st.query(params![first]).map_err(self.err())?;
+        let mut cases = Vec::new();
+        while let Some(r) = rows.next().map_err(self.err())? {
+            let seq: i64 = r.get(0).map_err(self.err())?;
+            let Some(&run) = index.get(&seq) else {
+                continue;
+            };
+            cases.push(CaseInRun {
+                run,
+                case: r.get(1).map_err(self.err())?,
+                pass: r.get(2).map_err(self.err())?,
+                score: r.get(3).map_err(self.err())?,
+            });
+        }
+        Ok((runs.into_iter().map(|(_, m)| m.summary()).collect(), cases))
+    }
+
+    pub(super) fn prune(
+        &mut self,
+        keep: Option<usize>,
+        before_ms: Option<i64>,
+    ) -> Result<usize, StoreError> {
+        let err = |source| StoreError::Sqlite {
+            store: self.name.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let keep = keep.map(|k| k.min(i64::MAX as usize) as i64);
+        let doomed = "SELECT seq FROM runs WHERE \
+            (?1 IS NULL OR seq NOT IN (SELECT seq FROM runs ORDER BY seq DESC LIMIT ?1)) \
+            AND (?2 IS NULL OR started_ms < ?2)";
+        for table in ["labels", "rows", "results"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE run_seq IN ({doomed})"),
+                params![keep, before_ms],
+            )
+            .map_err(err)?;
+        }
+        let n = tx
+            .execute(
+                &format!("DELETE FROM runs WHERE seq IN ({doomed})"),
+                params![keep, before_ms],
+            )
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(n)
+    }
+}
+
+/// The lines of a JSONL text, without their newlines.
+fn lines(jsonl: &[u8]) -> impl Iterator<Item = &[u8]> {
+    jsonl.split(|b| *b == b'\n').filter(|l| !l.is_empty())
+}
