@@ -16,6 +16,9 @@ fn console_examples_in_the_docs_run_as_shown() {
         )
         // No progress bar or colour from the environment the tests run in.
         .env("NO_COLOR", "1")
+        // The examples save no run: the store is docs/history.md's, and a
+        // test must not leave `.toolscore/` in the checkout.
+        .env("TOOLSCORE_STORE", "off")
         .timeout(std::time::Duration::from_secs(120));
     cases.case(format!("{root}/README.md"));
     cases.case(format!("{root}/docs/*.md"));
