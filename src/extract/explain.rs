@@ -10,8 +10,9 @@ use crate::assemble::Val;
 use serde::Serialize;
 
 use super::rules::{Cond, CondSpec, Kind, Rule};
+use super::source::{any_text, name_of};
 use super::wrappers::{value_noting, Notes};
-use super::{any_text, holds, name_of, ser_display, Extractor};
+use super::{holds, ser_display, Extractor};
 use crate::assemble::{SpanId, SpanRecord, Trace};
 
 /// At most this many near misses per span.

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::rules::{Decode, Field, Source, Unwrap};
-use super::{any_text, any_to_json, apply_pattern, parse_json_or_string, raw};
+use super::source::{any_text, any_to_json, apply_pattern, parse_json_or_string, raw};
 use crate::assemble::{SpanRecord, Val};
 use crate::value::PyValue;
 
