@@ -10,6 +10,10 @@ mod args;
 mod canonical;
 pub mod explain;
 pub mod facts;
+#[cfg(test)]
+mod generic_tests;
+mod literal;
+mod merge;
 pub mod requested;
 pub mod rules;
 mod source;
@@ -24,7 +28,8 @@ mod variants_tests;
 mod versions_tests;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -373,10 +378,29 @@ impl Extractor {
                 keys.extend(src.mime_attr.iter().chain(&src.schema_attr).cloned());
             }
         }
+        // A family rule's keys are known by their ending only (`span_tails`).
+        keys.retain(|k| !k.contains(rules::NS));
+        keys.extend(merge::CALL_ID_KEYS.iter().map(|k| k.to_string()));
         keys.sort();
         keys.dedup();
         let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX];
         (keys, prefixes.iter().map(|p| p.to_string()).collect())
+    }
+
+    /// The last dot-separated parts of the keys a family rule may read in
+    /// any namespace (its markers and its `{ns}` sources).
+    fn span_tails(&self) -> Vec<String> {
+        let mut tails = Vec::new();
+        for r in self.rules.iter().filter(|r| r.family.is_some()) {
+            let markers = r.family.iter().flat_map(|f| f.keys.iter());
+            let sources = rules::spec_keys(&r.spec).filter(|k| k.contains(rules::NS));
+            for k in markers.map(String::as_str).chain(sources) {
+                tails.extend(k.rsplit('.').next().map(str::to_string));
+            }
+        }
+        tails.sort();
+        tails.dedup();
+        tails
     }
 
     /// What decoding keeps for this extractor, with `join_keys` (the
@@ -387,6 +411,7 @@ impl Extractor {
         Projection::default()
             .resource_keys(join.iter().cloned())
             .span_keys(keys.into_iter().chain(join), prefixes)
+            .span_tails(self.span_tails())
             .event_keys(self.event_keys())
     }
 
@@ -408,7 +433,29 @@ impl Extractor {
             r.needs & !present == 0
                 && r.when.iter().all(|c| holds(c, s, slots))
                 && !r.unless.iter().any(|c| holds(c, s, slots))
+                && (r.family.is_none() || family_ns(r, s).is_some())
         })
+    }
+
+    /// Per span classified by a family rule (the generic tool-kind rule):
+    /// that rule with its sources in the span's namespace, one per
+    /// namespace and trace.
+    fn in_namespaces(&self, trace: &Trace, rule_of: &[Option<usize>]) -> HashMap<usize, Rc<Rule>> {
+        let mut out = HashMap::new();
+        let mut by_ns: HashMap<(usize, &str), Rc<Rule>> = HashMap::new();
+        for (i, (&r, s)) in rule_of.iter().zip(&trace.spans).enumerate() {
+            let Some(rule) = r.map(|r| &self.rules[r]).filter(|r| r.family.is_some()) else {
+                continue;
+            };
+            let Some(ns) = family_ns(rule, s) else {
+                continue;
+            };
+            let one = by_ns
+                .entry((r.unwrap_or_default(), ns))
+                .or_insert_with(|| Rc::new(rule.in_namespace(ns)));
+            out.insert(i, one.clone());
+        }
+        out
     }
 
     /// [`Extractor::extract`] and the agent runs, by start time.
@@ -438,21 +485,25 @@ impl Extractor {
             return Analysis::default();
         }
         let role: Vec<Role> = rule_of.iter().map(|&r| self.role_of(r)).collect();
+        let generic = self.in_namespaces(trace, &rule_of);
+        let rule_at = |i: usize, r: usize| generic.get(&i).map_or(&self.rules[r], |g| &**g);
         // Names first: an agent run's name is needed by the calls below it.
         let names: Vec<Option<String>> = rule_of
             .iter()
             .zip(&trace.spans)
-            .map(|(&r, s)| self.span_name(r?, s))
+            .enumerate()
+            .map(|(i, (&r, s))| span_name(rule_at(i, r?), s))
             .collect();
         let spans = Classified {
             trace,
             rule_of,
             role,
             names,
+            generic,
         };
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
-        drop_echoes(&mut out.calls);
+        merge::one_call_per_call(trace, &mut out);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -497,16 +548,6 @@ impl Extractor {
         }
     }
 
-    /// The name rule `rule` gives span `s`, if not blank.
-    fn span_name(&self, rule: usize, s: &SpanRecord) -> Option<String> {
-        self.rules[rule]
-            .name_from
-            .iter()
-            .find_map(|src| name_of(src, s))
-            .filter(|t| !t.trim().is_empty())
-            .map(Cow::into_owned)
-    }
-
     /// The runs, calls and retrievers of classified spans, in span order
     /// (`seen`: what each span sees above it).
     fn collect<'t>(
@@ -527,7 +568,7 @@ impl Extractor {
             if role == Role::None {
                 continue;
             }
-            let rule = &self.rules[r];
+            let rule = spans.generic.get(&i).map_or(&self.rules[r], |g| &**g);
             let Ctx {
                 depth,
                 within,
@@ -634,6 +675,27 @@ impl Extractor {
     }
 }
 
+/// The name `rule` gives span `s`, if not blank.
+fn span_name(rule: &Rule, s: &SpanRecord) -> Option<String> {
+    rule.name_from
+        .iter()
+        .find_map(|src| name_of(src, s))
+        .filter(|t| !t.trim().is_empty())
+        .map(Cow::into_owned)
+}
+
+/// The namespace of family rule `rule`'s marker on `s`, if it has one.
+pub(crate) fn family_ns<'s>(rule: &Rule, s: &'s SpanRecord) -> Option<&'s str> {
+    family_marker(rule, s).map(|(ns, _)| ns)
+}
+
+/// The namespace and key of family rule `rule`'s marker on `s`.
+pub(crate) fn family_marker<'s>(rule: &Rule, s: &'s SpanRecord) -> Option<(&'s str, &'s str)> {
+    rule.family_marker(s.span.attr_keys(), |i| {
+        s.span.attr_value(i).and_then(any_text).map(Cow::into_owned)
+    })
+}
+
 /// What a span is to extraction, by the kind of its rule.
 #[derive(Clone, Copy, PartialEq)]
 enum Role {
@@ -643,35 +705,6 @@ enum Role {
     Agent,
 }
 
-/// Drops a call without arguments directly inside a call of the same tool
-/// found by another convention: one call recorded twice, by the framework
-/// and by an instrumentation around it (AutoGen: autogen-core's
-/// `execute_tool {tool}` span inside OpenInference's TOOL span,
-/// docs/conventions.md). The outer call, which has the arguments, stays; a
-/// tool that calls itself (one convention) keeps every call.
-fn drop_echoes(calls: &mut Vec<ToolCall>) {
-    let bare = |c: &ToolCall| c.args.is_none() && c.within.is_some();
-    if !calls.iter().any(bare) {
-        return;
-    }
-    let outer: HashMap<SpanId, (&str, &str)> = calls
-        .iter()
-        .map(|c| (c.span_id, (c.name.as_str(), c.convention.as_str())))
-        .collect();
-    let echo = |c: &ToolCall| {
-        bare(c)
-            && c.within
-                .and_then(|w| outer.get(&w))
-                .is_some_and(|&(name, conv)| name == c.name && conv != c.convention)
-    };
-    let echoes: HashSet<SpanId> = calls
-        .iter()
-        .filter(|c| echo(c))
-        .map(|c| c.span_id)
-        .collect();
-    calls.retain(|c| !echoes.contains(&c.span_id));
-}
-
 /// A trace's spans with their rule, role and name: what the phases of
 /// [`Extractor::analyze`] after classification share.
 struct Classified<'t> {
@@ -679,6 +712,8 @@ struct Classified<'t> {
     rule_of: Vec<Option<usize>>,
     role: Vec<Role>,
     names: Vec<Option<String>>,
+    /// Spans of a family rule: the rule in their namespace.
+    generic: HashMap<usize, Rc<Rule>>,
 }
 
 impl Classified<'_> {
@@ -891,6 +926,11 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             // JSON does: every report row stays JSON to any reader.
             return Some(if canonical::is_json(text) {
                 CallResult::Json(text.into())
+            } else if src.literal {
+                // Not JSON: a Python literal's value, else the text itself.
+                CallResult::Value(
+                    literal::parse(text).unwrap_or_else(|| Value::String(text.to_string())),
+                )
             } else {
                 // Not JSON: the text itself, as `parse_json_or_string` does.
                 CallResult::Value(Value::String(text.to_string()))

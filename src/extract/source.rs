@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use serde_json::{Number, Value};
 
-use super::canonical;
 use super::rules::{Decode, Field, Source};
+use super::{canonical, literal};
 use crate::assemble::{find_attr, SpanRecord, Val};
 
 /// The text of a string attribute source.
@@ -68,6 +68,17 @@ pub(crate) fn parse_json_or_string(text: &str) -> Value {
     match serde_json::from_str(text) {
         Ok(v) if !canonical::too_deep(text, &v) => v,
         _ => Value::String(text.to_string()),
+    }
+}
+
+/// [`parse_json_or_string`], but text that is no JSON and is a Python
+/// dict, list or tuple literal becomes its value (`literal::parse`). A JSON
+/// string stays the string it holds, whatever that holds.
+pub(crate) fn parse_json_or_literal(text: &str) -> Value {
+    match parse_json_or_string(text) {
+        // The text itself: it was no JSON.
+        Value::String(t) if t == text => literal::parse(&t).unwrap_or(Value::String(t)),
+        v => v,
     }
 }
 
