@@ -269,7 +269,9 @@ fn first_sight_generic_markers_nested_records_and_python_literals() {
     }
     // Name, arguments and convention (the results carry wrappers of their
     // own, not read here).
-    let named: Vec<(&str, Vec<(&str, Value, &str)>)> = vec![
+    /// `(name, args, convention)` of one call.
+    type Named<'a> = (&'a str, Value, &'a str);
+    let named: Vec<(&str, Vec<Named>)> = vec![
         (
             // OpenInference's TOOL span with OpenLLMetry's MCP `{name}.tool`
             // span inside: one call each.

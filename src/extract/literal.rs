@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Number, Value};
 
-/// Nesting past this is no literal (as JSON text past it stays text).
+/// Nesting past this many levels is no literal (as JSON text past it
+/// stays text: `canonical::too_deep`).
 const MAX_DEPTH: usize = 100;
 
 /// `text` as a JSON value, when it is a Python dict, list or tuple literal
@@ -58,7 +59,8 @@ impl Parser<'_> {
     }
 
     fn value(&mut self, depth: usize) -> Option<Value> {
-        if depth > MAX_DEPTH {
+        // `depth` containers are open around this value.
+        if depth >= MAX_DEPTH {
             return None;
         }
         self.space();
@@ -266,6 +268,10 @@ mod tests {
     use super::parse;
     use serde_json::json;
 
+    fn nest(n: usize) -> String {
+        format!("{}{}", "[".repeat(n), "]".repeat(n))
+    }
+
     #[test]
     fn python_literals_read_as_json() {
         for (text, want) in [
@@ -301,6 +307,10 @@ mod tests {
             ("{}", json!({})),
             ("[]", json!([])),
             (
+                nest(100).as_str(),
+                serde_json::from_str(&nest(100)).unwrap(),
+            ),
+            (
                 "{'big': 18446744073709551615}",
                 json!({"big": 18446744073709551615u64}),
             ),
@@ -311,7 +321,7 @@ mod tests {
 
     #[test]
     fn anything_else_is_no_literal() {
-        let deep = format!("{}{}", "[".repeat(102), "]".repeat(102));
+        let deep = nest(101);
         for text in [
             "Paris",
             "'Paris'",

@@ -384,6 +384,10 @@ pub struct Rule {
     pub(crate) error_when: Vec<Cond>,
     pub(crate) error_message: Vec<Source>,
     pub(crate) family: Option<FamilySpec>,
+    /// The last 8 bytes of each `family` key as one word (0 for a shorter
+    /// key): most span keys are told apart from every family key by one
+    /// compare each.
+    family_tails: Vec<u64>,
 }
 
 impl Rule {
@@ -407,7 +411,11 @@ impl Rule {
     ) -> Option<(&'a str, &'a str)> {
         let family = self.family.as_ref()?;
         for (i, key) in keys.enumerate() {
-            for k in &family.keys {
+            let key_tail = tail8(key);
+            for (k, &k_tail) in family.keys.iter().zip(&self.family_tails) {
+                if k.len() >= 8 && k_tail != key_tail {
+                    continue;
+                }
                 let Some(ns) = key.strip_suffix(k.as_bytes()) else {
                     continue;
                 };
@@ -648,6 +656,11 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
     })
 }
 
+/// The last 8 bytes of `key` as one word; 0 for a shorter key.
+fn tail8(key: &[u8]) -> u64 {
+    key.last_chunk::<8>().map_or(0, |t| u64::from_be_bytes(*t))
+}
+
 /// Argument or result sources: they read Python literals too.
 fn literal(mut sources: Vec<Source>) -> Vec<Source> {
     sources.iter_mut().for_each(|s| s.literal = true);
@@ -707,6 +720,12 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
         result: literal(sources(&spec.result)?),
         error_message: sources(&spec.error_message)?,
         family: spec.family.clone(),
+        family_tails: spec
+            .family
+            .iter()
+            .flat_map(|f| &f.keys)
+            .map(|k| tail8(k.as_bytes()))
+            .collect(),
         spec: spec.clone(),
     })
 }
