@@ -327,8 +327,10 @@ impl Extractor {
     }
 }
 
-/// Whether family rule `rule`'s marker is on `s`; partly, when a key of
-/// the family is there with another value.
+/// Whether family rule `rule`'s marker is on `s`. A family key with
+/// another value (`openinference.span.kind = LLM`) is no closer to a tool
+/// call: never partly held, so the generic rule is not offered as a near
+/// miss of every typed span.
 fn marker_outcome(rule: &Rule, family: &FamilySpec, s: &SpanRecord) -> Outcome {
     if family_marker(rule, s).is_some() {
         return Outcome {
@@ -337,15 +339,9 @@ fn marker_outcome(rule: &Rule, family: &FamilySpec, s: &SpanRecord) -> Outcome {
             reason: None,
         };
     }
-    let partial = s.span.attr_keys().any(|key| {
-        family.keys.iter().any(|k| {
-            key.strip_suffix(k.as_bytes())
-                .is_some_and(|ns| ns.is_empty() || ns.ends_with(b"."))
-        })
-    });
     Outcome {
         held: false,
-        partial,
+        partial: false,
         reason: Some(Reason::NoMarker {
             keys: family.keys.clone(),
             wants: family.equals.clone(),
