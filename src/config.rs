@@ -413,6 +413,14 @@ fn rules_text(specs: &[RuleSpec]) -> String {
     ]];
     for s in specs {
         let mut when = join(&s.when, " and ");
+        if let Some(f) = &s.family {
+            let marker = format!("<ns>.{{{}}} = {:?}", f.keys.join(","), f.equals);
+            when = if when.is_empty() {
+                marker
+            } else {
+                format!("{when} and {marker}")
+            };
+        }
         if !s.unless.is_empty() {
             when.push_str(&format!(", unless {}", join(&s.unless, " or ")));
         }

@@ -225,3 +225,89 @@ fn autogen_agentchat_tool_spans_carry_the_arguments() {
         ]
     );
 }
+
+/// Issue 37: traces as instrumentations no rule was written for wrote them
+/// on a real run (scripted model, tools called with these arguments),
+/// copied as they were exported. Read on first sight: a tool marker in the
+/// vendor's own namespace (lmnr, AgentOps), one call recorded by two
+/// nested spans (an agent framework's and the MCP client's), arguments and
+/// results written as Python literals (OpenLIT, agno).
+#[test]
+fn first_sight_generic_markers_nested_records_and_python_literals() {
+    let kind = |name: &str, args: Value, result: Value| call(name, args, result, "tool-kind");
+    let full: Vec<(&str, Vec<Call>)> = vec![
+        (
+            // `lmnr.span.type = TOOL`, `lmnr.span.input` / `lmnr.span.output`.
+            "lmnr-observe.jsonl",
+            vec![
+                kind("find_hotel", hotel(), hotel_out()),
+                kind("rent_bike", bike(), json!("rented")),
+            ],
+        ),
+        (
+            // `agentops.span.kind = tool`, span `{name}.tool`, input
+            // `{"args", "kwargs"}` under `agentops.tool.input`; the model's
+            // requests as `tool_call.{name}` spans of kind
+            // `AgentOpsSpanKindValues.TOOL` are no calls.
+            "agentops-tool.jsonl",
+            vec![
+                kind("find_hotel", hotel(), hotel_out()),
+                kind("rent_bike", bike(), json!("rented")),
+            ],
+        ),
+        (
+            // The result is `str(dict)`, typed text/plain.
+            "agno-openinference.jsonl",
+            vec![
+                call("find_hotel", hotel(), hotel_out(), "openinference"),
+                call("rent_bike", bike(), json!("rented"), "openinference"),
+            ],
+        ),
+    ];
+    for (file, want) in full {
+        assert_eq!(calls(file), want, "{file}");
+    }
+    // Name, arguments and convention (the results carry wrappers of their
+    // own, not read here).
+    /// `(name, args, convention)` of one call.
+    type Named<'a> = (&'a str, Value, &'a str);
+    let named: Vec<(&str, Vec<Named>)> = vec![
+        (
+            // OpenInference's TOOL span with OpenLLMetry's MCP `{name}.tool`
+            // span inside: one call each.
+            "openai-agents-mcp-openinference.jsonl",
+            vec![
+                ("find_hotel", hotel(), "openinference"),
+                ("rent_bike", bike(), "openinference"),
+            ],
+        ),
+        (
+            // OpenLLMetry's LangChain `execute_tool` span with its MCP
+            // `{name}.tool` span inside: one call each.
+            "langgraph-mcp-openllmetry.jsonl",
+            vec![
+                ("find_hotel", hotel(), "otel-genai"),
+                ("rent_bike", bike(), "otel-genai"),
+            ],
+        ),
+        (
+            // `gen_ai.tool.call.arguments = "{'town': 'Lyon'}"`.
+            "langgraph-openlit.jsonl",
+            vec![
+                ("find_hotel", hotel(), "otel-genai"),
+                ("rent_bike", bike(), "otel-genai"),
+            ],
+        ),
+    ];
+    for (file, want) in named {
+        let got: Vec<(Value, Value, Value)> = calls(file)
+            .into_iter()
+            .map(|(name, args, _, rule)| (name, args, rule))
+            .collect();
+        let want: Vec<(Value, Value, Value)> = want
+            .into_iter()
+            .map(|(name, args, rule)| (json!(name), args, json!(rule)))
+            .collect();
+        assert_eq!(got, want, "{file}");
+    }
+}

@@ -103,9 +103,12 @@ fn spans(t: usize, g: &GenTrace) -> Vec<Span> {
             attributes: vec![
                 kv("gen_ai.operation.name", "execute_tool"),
                 kv("gen_ai.tool.name", c.tool),
+                // Each call its own arguments: a call directly inside a
+                // call of the same tool with equal arguments is the same
+                // call recorded twice (docs/conventions.md).
                 kv(
                     "gen_ai.tool.call.arguments",
-                    &json!({ "n": c.arg }).to_string(),
+                    &json!({ "n": c.arg, "call": k }).to_string(),
                 ),
             ],
             status: c.failed.then(|| Status {

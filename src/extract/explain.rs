@@ -9,9 +9,10 @@ use std::fmt;
 use crate::assemble::Val;
 use serde::Serialize;
 
-use super::rules::{Cond, CondSpec, Kind, Rule};
+use super::rules::{Cond, CondSpec, FamilySpec, Field, Kind, Rule};
+use super::source::{any_text, name_of};
 use super::wrappers::{value_noting, Notes};
-use super::{any_text, holds, name_of, ser_display, Extractor};
+use super::{family_marker, holds, ser_display, Extractor};
 use crate::assemble::{SpanId, SpanRecord, Trace};
 
 /// At most this many near misses per span.
@@ -48,6 +49,11 @@ pub struct RuleMatch {
     /// (`langchain_callback`, `args_kwargs`, ...), in the order applied.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args_unwrapped: Vec<&'static str>,
+    /// For a rule matched by its `family` (the generic tool-kind rule): the
+    /// attributes it read, the kind marker first, then those the name,
+    /// arguments and result came from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
 }
 
 /// A rule that did not match a span, and why.
@@ -77,6 +83,8 @@ pub enum Reason {
     NoneOf { alternatives: Vec<Reason> },
     /// All `when` conditions hold but an `unless` condition does too.
     Excluded { condition: String },
+    /// A family rule's marker (`<ns>.span.kind = tool`, ...) is not there.
+    NoMarker { keys: Vec<String>, wants: String },
 }
 
 impl fmt::Display for Reason {
@@ -91,6 +99,11 @@ impl fmt::Display for Reason {
                 write!(f, "none of: {}", parts.join("; "))
             }
             Reason::Excluded { condition } => write!(f, "excluded by `unless` {condition}"),
+            Reason::NoMarker { keys, wants } => write!(
+                f,
+                "no attribute <namespace>.{{{}}} = `{wants}`",
+                keys.join(",")
+            ),
         }
     }
 }
@@ -192,7 +205,9 @@ impl Extractor {
         for s in &trace.spans {
             let present = self.keys.fill(&s.span, &mut slots);
             let matched = self.classify(s, &slots, present).map(|i| {
-                let rule = &self.rules[i];
+                let marker = family_marker(&self.rules[i], s);
+                let in_ns = marker.map(|(ns, _)| self.rules[i].in_namespace(ns));
+                let rule = in_ns.as_ref().unwrap_or(&self.rules[i]);
                 let name = rule
                     .name_from
                     .iter()
@@ -210,6 +225,7 @@ impl Extractor {
                     call: counted && name.is_some(),
                     name,
                     args_unwrapped: args_unwrapped(rule, s),
+                    read: marker.map_or_else(Vec::new, |(_, key)| read_by(rule, key, s)),
                 }
             });
             let near_misses = if matched.is_some() {
@@ -232,12 +248,13 @@ impl Extractor {
         // value; rule index; the miss)
         let mut found: Vec<(usize, usize, NearMiss)> = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
-            let outcomes: Vec<Outcome> = rule
+            let mut outcomes: Vec<Outcome> = rule
                 .when
                 .iter()
                 .zip(&rule.spec.when)
                 .map(|(c, sp)| outcome(self, c, sp, s, slots))
                 .collect();
+            outcomes.extend(rule.family.as_ref().map(|f| marker_outcome(rule, f, s)));
             let held = outcomes.iter().filter(|o| o.held).count();
             let touched = outcomes.iter().filter(|o| o.held || o.partial).count();
             let mut reasons: Vec<Reason> = outcomes.into_iter().filter_map(|o| o.reason).collect();
@@ -249,7 +266,7 @@ impl Extractor {
                 rule: rule.name().to_string(),
                 kind: rule.kind(),
                 held,
-                of: rule.when.len(),
+                of: rule.when.len() + usize::from(rule.family.is_some()),
                 reasons,
             };
             found.push((touched, i, miss));
@@ -310,6 +327,28 @@ impl Extractor {
     }
 }
 
+/// Whether family rule `rule`'s marker is on `s`. A family key with
+/// another value (`openinference.span.kind = LLM`) is no closer to a tool
+/// call: never partly held, so the generic rule is not offered as a near
+/// miss of every typed span.
+fn marker_outcome(rule: &Rule, family: &FamilySpec, s: &SpanRecord) -> Outcome {
+    if family_marker(rule, s).is_some() {
+        return Outcome {
+            held: true,
+            partial: false,
+            reason: None,
+        };
+    }
+    Outcome {
+        held: false,
+        partial: false,
+        reason: Some(Reason::NoMarker {
+            keys: family.keys.clone(),
+            wants: family.equals.clone(),
+        }),
+    }
+}
+
 /// The `unless` conditions of `rule` that hold on `s`.
 fn excluded(rule: &Rule, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> Vec<Reason> {
     rule.unless
@@ -320,6 +359,29 @@ fn excluded(rule: &Rule, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> Vec<Reaso
             condition: sp.to_string(),
         })
         .collect()
+}
+
+/// The marker `key` and the attributes the first present name, arguments
+/// and result sources of `rule` read on `s`.
+fn read_by(rule: &Rule, key: &str, s: &SpanRecord) -> Vec<String> {
+    let mut out = vec![key.to_string()];
+    let name = rule.name_from.iter().find(|src| name_of(src, s).is_some());
+    let args = rule
+        .args
+        .iter()
+        .find(|src| value_noting(src, s, None).is_some());
+    let result = rule
+        .result
+        .iter()
+        .find(|src| value_noting(src, s, None).is_some());
+    for src in [name, args, result].into_iter().flatten() {
+        out.push(match &src.field {
+            Field::Attr(k) => k.clone(),
+            Field::Event { event, attr } => format!("event {event}.{attr}"),
+            Field::SpanName => "span name".to_string(),
+        });
+    }
+    out
 }
 
 /// The wrappers taken off the arguments `rule` reads from `s`.

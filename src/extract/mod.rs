@@ -10,8 +10,13 @@ mod args;
 mod canonical;
 pub mod explain;
 pub mod facts;
+#[cfg(test)]
+mod generic_tests;
+mod literal;
+mod merge;
 pub mod requested;
 pub mod rules;
+mod source;
 #[cfg(test)]
 mod unwrap_tests;
 mod wrappers;
@@ -23,11 +28,12 @@ mod variants_tests;
 mod versions_tests;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use serde::Serialize;
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace, Val};
 use crate::ingest::projection::Projection;
@@ -35,6 +41,8 @@ use crate::ingest::projection::Projection;
 use crate::ingest::Span;
 pub use args::CallArgs;
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
+pub use source::{any_text, any_to_json};
+use source::{name_of, raw_string};
 use wrappers::value_of;
 
 /// Success or failure of one call.
@@ -370,10 +378,29 @@ impl Extractor {
                 keys.extend(src.mime_attr.iter().chain(&src.schema_attr).cloned());
             }
         }
+        // A family rule's keys are known by their ending only (`span_tails`).
+        keys.retain(|k| !k.contains(rules::NS));
+        keys.extend(merge::CALL_ID_KEYS.iter().map(|k| k.to_string()));
         keys.sort();
         keys.dedup();
         let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX];
         (keys, prefixes.iter().map(|p| p.to_string()).collect())
+    }
+
+    /// The last dot-separated parts of the keys a family rule may read in
+    /// any namespace (its markers and its `{ns}` sources).
+    fn span_tails(&self) -> Vec<String> {
+        let mut tails = Vec::new();
+        for r in self.rules.iter().filter(|r| r.family.is_some()) {
+            let markers = r.family.iter().flat_map(|f| f.keys.iter());
+            let sources = rules::spec_keys(&r.spec).filter(|k| k.contains(rules::NS));
+            for k in markers.map(String::as_str).chain(sources) {
+                tails.extend(k.rsplit('.').next().map(str::to_string));
+            }
+        }
+        tails.sort();
+        tails.dedup();
+        tails
     }
 
     /// What decoding keeps for this extractor, with `join_keys` (the
@@ -384,6 +411,7 @@ impl Extractor {
         Projection::default()
             .resource_keys(join.iter().cloned())
             .span_keys(keys.into_iter().chain(join), prefixes)
+            .span_tails(self.span_tails())
             .event_keys(self.event_keys())
     }
 
@@ -405,7 +433,29 @@ impl Extractor {
             r.needs & !present == 0
                 && r.when.iter().all(|c| holds(c, s, slots))
                 && !r.unless.iter().any(|c| holds(c, s, slots))
+                && (r.family.is_none() || family_ns(r, s).is_some())
         })
+    }
+
+    /// Per span classified by a family rule (the generic tool-kind rule):
+    /// that rule with its sources in the span's namespace, one per
+    /// namespace and trace.
+    fn in_namespaces(&self, trace: &Trace, rule_of: &[Option<usize>]) -> HashMap<usize, Rc<Rule>> {
+        let mut out = HashMap::new();
+        let mut by_ns: HashMap<(usize, &str), Rc<Rule>> = HashMap::new();
+        for (i, (&r, s)) in rule_of.iter().zip(&trace.spans).enumerate() {
+            let Some(rule) = r.map(|r| &self.rules[r]).filter(|r| r.family.is_some()) else {
+                continue;
+            };
+            let Some(ns) = family_ns(rule, s) else {
+                continue;
+            };
+            let one = by_ns
+                .entry((r.unwrap_or_default(), ns))
+                .or_insert_with(|| Rc::new(rule.in_namespace(ns)));
+            out.insert(i, one.clone());
+        }
+        out
     }
 
     /// [`Extractor::extract`] and the agent runs, by start time.
@@ -435,21 +485,25 @@ impl Extractor {
             return Analysis::default();
         }
         let role: Vec<Role> = rule_of.iter().map(|&r| self.role_of(r)).collect();
+        let generic = self.in_namespaces(trace, &rule_of);
+        let rule_at = |i: usize, r: usize| generic.get(&i).map_or(&self.rules[r], |g| &**g);
         // Names first: an agent run's name is needed by the calls below it.
         let names: Vec<Option<String>> = rule_of
             .iter()
             .zip(&trace.spans)
-            .map(|(&r, s)| self.span_name(r?, s))
+            .enumerate()
+            .map(|(i, (&r, s))| span_name(rule_at(i, r?), s))
             .collect();
         let spans = Classified {
             trace,
             rule_of,
             role,
             names,
+            generic,
         };
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
-        drop_echoes(&mut out.calls);
+        merge::one_call_per_call(trace, &mut out);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -494,16 +548,6 @@ impl Extractor {
         }
     }
 
-    /// The name rule `rule` gives span `s`, if not blank.
-    fn span_name(&self, rule: usize, s: &SpanRecord) -> Option<String> {
-        self.rules[rule]
-            .name_from
-            .iter()
-            .find_map(|src| name_of(src, s))
-            .filter(|t| !t.trim().is_empty())
-            .map(Cow::into_owned)
-    }
-
     /// The runs, calls and retrievers of classified spans, in span order
     /// (`seen`: what each span sees above it).
     fn collect<'t>(
@@ -524,7 +568,7 @@ impl Extractor {
             if role == Role::None {
                 continue;
             }
-            let rule = &self.rules[r];
+            let rule = spans.generic.get(&i).map_or(&self.rules[r], |g| &**g);
             let Ctx {
                 depth,
                 within,
@@ -631,6 +675,27 @@ impl Extractor {
     }
 }
 
+/// The name `rule` gives span `s`, if not blank.
+fn span_name(rule: &Rule, s: &SpanRecord) -> Option<String> {
+    rule.name_from
+        .iter()
+        .find_map(|src| name_of(src, s))
+        .filter(|t| !t.trim().is_empty())
+        .map(Cow::into_owned)
+}
+
+/// The namespace of family rule `rule`'s marker on `s`, if it has one.
+pub(crate) fn family_ns<'s>(rule: &Rule, s: &'s SpanRecord) -> Option<&'s str> {
+    family_marker(rule, s).map(|(ns, _)| ns)
+}
+
+/// The namespace and key of family rule `rule`'s marker on `s`.
+pub(crate) fn family_marker<'s>(rule: &Rule, s: &'s SpanRecord) -> Option<(&'s str, &'s str)> {
+    rule.family_marker(s.span.attr_keys(), |i| {
+        s.span.attr_value(i).and_then(any_text).map(Cow::into_owned)
+    })
+}
+
 /// What a span is to extraction, by the kind of its rule.
 #[derive(Clone, Copy, PartialEq)]
 enum Role {
@@ -640,35 +705,6 @@ enum Role {
     Agent,
 }
 
-/// Drops a call without arguments directly inside a call of the same tool
-/// found by another convention: one call recorded twice, by the framework
-/// and by an instrumentation around it (AutoGen: autogen-core's
-/// `execute_tool {tool}` span inside OpenInference's TOOL span,
-/// docs/conventions.md). The outer call, which has the arguments, stays; a
-/// tool that calls itself (one convention) keeps every call.
-fn drop_echoes(calls: &mut Vec<ToolCall>) {
-    let bare = |c: &ToolCall| c.args.is_none() && c.within.is_some();
-    if !calls.iter().any(bare) {
-        return;
-    }
-    let outer: HashMap<SpanId, (&str, &str)> = calls
-        .iter()
-        .map(|c| (c.span_id, (c.name.as_str(), c.convention.as_str())))
-        .collect();
-    let echo = |c: &ToolCall| {
-        bare(c)
-            && c.within
-                .and_then(|w| outer.get(&w))
-                .is_some_and(|&(name, conv)| name == c.name && conv != c.convention)
-    };
-    let echoes: HashSet<SpanId> = calls
-        .iter()
-        .filter(|c| echo(c))
-        .map(|c| c.span_id)
-        .collect();
-    calls.retain(|c| !echoes.contains(&c.span_id));
-}
-
 /// A trace's spans with their rule, role and name: what the phases of
 /// [`Extractor::analyze`] after classification share.
 struct Classified<'t> {
@@ -676,6 +712,8 @@ struct Classified<'t> {
     rule_of: Vec<Option<usize>>,
     role: Vec<Role>,
     names: Vec<Option<String>>,
+    /// Spans of a family rule: the rule in their namespace.
+    generic: HashMap<usize, Rc<Rule>>,
 }
 
 impl Classified<'_> {
@@ -872,7 +910,6 @@ fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> bool {
     }
 }
 
-/// The raw value at a field (not for the span name).
 /// A call's result from `src`: the JSON text as is when the source only
 /// decodes JSON (no pattern, no unwrapping), otherwise decoded as usual.
 fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
@@ -889,6 +926,11 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             // JSON does: every report row stays JSON to any reader.
             return Some(if canonical::is_json(text) {
                 CallResult::Json(text.into())
+            } else if src.literal {
+                // Not JSON: a Python literal's value, else the text itself.
+                CallResult::Value(
+                    literal::parse(text).unwrap_or_else(|| Value::String(text.to_string())),
+                )
             } else {
                 // Not JSON: the text itself, as `parse_json_or_string` does.
                 CallResult::Value(Value::String(text.to_string()))
@@ -991,11 +1033,6 @@ fn contains(text: &str, needle: Needle) -> bool {
     finders[needle as usize].find(text.as_bytes()).is_some()
 }
 
-/// The text of a string attribute source.
-fn raw_string<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a str> {
-    raw(field, s)?.as_str()
-}
-
 /// `args` in the key order of `text`, when `text` is exactly that JSON
 /// (not named, unwrapped or otherwise rebuilt on the way).
 fn ordered(
@@ -1008,99 +1045,6 @@ fn ordered(
     }
     let parsed = crate::value::PyValue::parse(text).ok()?;
     (parsed.to_json() == *args).then(|| std::sync::Arc::new(parsed))
-}
-
-fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<Val<'a>> {
-    match field {
-        Field::Attr(k) => s.attr(k),
-        Field::Event { event, attr } => s
-            .span
-            .events
-            .iter()
-            .filter(|e| e.name == *event)
-            .find_map(|e| find_attr(&e.attributes, attr)),
-        Field::SpanName => None,
-    }
-}
-
-/// Applies a source's `pattern`: capture group 1, or the whole match.
-fn apply_pattern<'a>(src: &Source, text: Cow<'a, str>) -> Option<Cow<'a, str>> {
-    let Some(re) = &src.pattern else {
-        return Some(text);
-    };
-    let caps = re.captures(&text)?;
-    let m = caps.get(1).or_else(|| caps.get(0))?;
-    Some(match text {
-        Cow::Borrowed(t) => Cow::Borrowed(&t[m.range()]),
-        Cow::Owned(ref t) => Cow::Owned(t[m.range()].to_string()),
-    })
-}
-
-/// A source read as text (names, error messages).
-fn text_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
-    let text = match &src.field {
-        Field::SpanName => Cow::Borrowed(s.span.name()),
-        f => raw(f, s).and_then(any_text)?,
-    };
-    apply_pattern(src, text)
-}
-
-/// A source read as a name or message: with `decode = "json"`, a JSON
-/// string literal is decoded (MLflow's `"\"get_weather\""`).
-fn name_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
-    let text = text_of(src, s)?;
-    if src.decode == Decode::Json && text.starts_with('"') {
-        if let Ok(decoded) = serde_json::from_str::<String>(&text) {
-            return Some(Cow::Owned(decoded));
-        }
-    }
-    Some(text)
-}
-
-/// JSON text as a value, or the text itself: also when it nests too deep
-/// for a report row to be read back (`canonical::too_deep`).
-pub(crate) fn parse_json_or_string(text: &str) -> Value {
-    match serde_json::from_str(text) {
-        Ok(v) if !canonical::too_deep(text, &v) => v,
-        _ => Value::String(text.to_string()),
-    }
-}
-
-/// An attribute value as text (strings as-is, scalars formatted).
-pub fn any_text(v: Val<'_>) -> Option<Cow<'_, str>> {
-    Some(match v {
-        Val::Empty => return None,
-        Val::Str(s) => Cow::Borrowed(s),
-        Val::Int(i) => Cow::Owned(i.to_string()),
-        Val::Double(d) => Cow::Owned(d.to_string()),
-        Val::Bool(b) => Cow::Owned(b.to_string()),
-        _ => Cow::Owned(any_to_json(v).to_string()),
-    })
-}
-
-/// An OTLP attribute value as JSON.
-pub fn any_to_json(v: Val<'_>) -> Value {
-    match v {
-        Val::Empty | Val::Other(_) => Value::Null,
-        Val::Str(s) => Value::String(s.to_string()),
-        Val::Bool(b) => Value::Bool(b),
-        Val::Int(i) => Value::Number(i.into()),
-        Val::Double(d) => Number::from_f64(d).map_or(Value::Null, Value::Number),
-        Val::Array(a) => Value::Array(a.iter().map(|x| any_to_json(Val::of(x))).collect()),
-        Val::Kvlist(kv) => Value::Object(
-            kv.iter()
-                .map(|p| {
-                    (
-                        p.key.clone(),
-                        p.value
-                            .as_ref()
-                            .map_or(Value::Null, |v| any_to_json(Val::of(v))),
-                    )
-                })
-                .collect(),
-        ),
-        Val::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
-    }
 }
 
 #[cfg(test)]

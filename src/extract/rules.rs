@@ -198,6 +198,21 @@ fn is_plain(d: &Decode) -> bool {
     *d == Decode::Plain
 }
 
+/// A span kind marked in any namespace: a span attribute whose key is one
+/// of `keys`, or ends with `.` and one of them, and whose value is `equals`
+/// (in any ASCII case, JSON-quoted or not). What comes before the matched
+/// ending (`acme.` of `acme.span.kind`, empty for a bare key) is the
+/// namespace, written `{ns}` in the rule's sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilySpec {
+    pub keys: Vec<String>,
+    pub equals: String,
+}
+
+/// The placeholder for a family rule's namespace in its sources' keys.
+pub const NS: &str = "{ns}";
+
 fn is_tool(k: &Kind) -> bool {
     *k == Kind::Tool
 }
@@ -215,8 +230,13 @@ pub struct RuleSpec {
     /// never yields two calls even when it carries two conventions.
     #[serde(default)]
     pub priority: i32,
-    /// All must hold.
+    /// All must hold (none needed in a rule with a `family`).
+    #[serde(default)]
     pub when: Vec<CondSpec>,
+    /// A kind marker in any namespace (the generic tool-kind rule); the
+    /// sources' keys may then start with `{ns}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<FamilySpec>,
     /// None may hold (e.g. Google ADK's `(merged tools)` summary span).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unless: Vec<CondSpec>,
@@ -345,6 +365,9 @@ pub(crate) struct Source {
     pub schema_attr: Option<String>,
     pub unwrap: Vec<Unwrap>,
     pub unwrap_key: Option<String>,
+    /// An argument or result source: text that is no JSON is read as a
+    /// Python literal when it is one (`extract::literal`).
+    pub literal: bool,
 }
 
 /// A compiled rule.
@@ -360,6 +383,11 @@ pub struct Rule {
     pub(crate) result: Vec<Source>,
     pub(crate) error_when: Vec<Cond>,
     pub(crate) error_message: Vec<Source>,
+    pub(crate) family: Option<FamilySpec>,
+    /// The last 8 bytes of each `family` key as one word (0 for a shorter
+    /// key): most span keys are told apart from every family key by one
+    /// compare each.
+    family_tails: Vec<u64>,
 }
 
 impl Rule {
@@ -371,6 +399,69 @@ impl Rule {
     }
     pub fn priority(&self) -> i32 {
         self.spec.priority
+    }
+
+    /// The namespace and key of a family rule's marker on a span with
+    /// attribute keys `keys` and values `value(i)`: `None` when the span has
+    /// no marker (or the rule no family).
+    pub(crate) fn family_marker<'a>(
+        &self,
+        keys: impl Iterator<Item = &'a [u8]>,
+        value: impl Fn(usize) -> Option<String>,
+    ) -> Option<(&'a str, &'a str)> {
+        let family = self.family.as_ref()?;
+        for (i, key) in keys.enumerate() {
+            let key_tail = tail8(key);
+            for (k, &k_tail) in family.keys.iter().zip(&self.family_tails) {
+                if k.len() >= 8 && k_tail != key_tail {
+                    continue;
+                }
+                let Some(ns) = key.strip_suffix(k.as_bytes()) else {
+                    continue;
+                };
+                if !(ns.is_empty() || ns.ends_with(b".")) {
+                    continue;
+                }
+                let Some(text) = value(i) else { continue };
+                let text = text.trim();
+                let text = text
+                    .strip_prefix('"')
+                    .and_then(|t| t.strip_suffix('"'))
+                    .unwrap_or(text);
+                if text.eq_ignore_ascii_case(&family.equals) {
+                    let key = std::str::from_utf8(key).ok()?;
+                    return Some((&key[..ns.len()], key));
+                }
+            }
+        }
+        None
+    }
+
+    /// This family rule with its sources' `{ns}` set to `ns`.
+    pub(crate) fn in_namespace(&self, ns: &str) -> Rule {
+        let mut r = self.clone();
+        let sources = r
+            .name_from
+            .iter_mut()
+            .chain(&mut r.args)
+            .chain(&mut r.result)
+            .chain(&mut r.error_message);
+        for src in sources {
+            let keys = [
+                match &mut src.field {
+                    Field::Attr(k) | Field::Event { attr: k, .. } => Some(k),
+                    Field::SpanName => None,
+                },
+                src.mime_attr.as_mut(),
+                src.schema_attr.as_mut(),
+            ];
+            for k in keys.into_iter().flatten() {
+                if k.contains(NS) {
+                    *k = k.replace(NS, ns);
+                }
+            }
+        }
+        r
     }
 }
 
@@ -561,7 +652,30 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
         schema_attr: s.schema_attr.clone(),
         unwrap: s.unwrap.clone(),
         unwrap_key: s.unwrap_key.clone(),
+        literal: false,
     })
+}
+
+/// The last 8 bytes of `key` as one word; 0 for a shorter key.
+fn tail8(key: &[u8]) -> u64 {
+    key.last_chunk::<8>().map_or(0, |t| u64::from_be_bytes(*t))
+}
+
+/// Argument or result sources: they read Python literals too.
+fn literal(mut sources: Vec<Source>) -> Vec<Source> {
+    sources.iter_mut().for_each(|s| s.literal = true);
+    sources
+}
+
+/// Every attribute key the sources of `spec` read.
+pub(crate) fn spec_keys(spec: &RuleSpec) -> impl Iterator<Item = &str> {
+    spec.name_from
+        .iter()
+        .chain(&spec.args)
+        .chain(&spec.result)
+        .chain(&spec.error_message)
+        .flat_map(|s| [&s.attr, &s.mime_attr, &s.schema_attr])
+        .filter_map(|k| k.as_deref())
 }
 
 /// Compiles one spec; attribute keys in conditions get slots from `slots`.
@@ -570,8 +684,17 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
     if r.trim().is_empty() {
         return Err(invalid("", "a rule needs a `name`"));
     }
-    if spec.when.is_empty() {
+    if spec.when.is_empty() && spec.family.is_none() {
         return Err(invalid(r, "`when` needs at least one condition"));
+    }
+    match &spec.family {
+        Some(f) if f.keys.is_empty() || f.keys.iter().any(|k| k.is_empty()) => {
+            return Err(invalid(r, "`family.keys` needs at least one non-empty key"));
+        }
+        None if spec_keys(spec).any(|k| k.contains(NS)) => {
+            return Err(invalid(r, "`{ns}` in a key needs a `family`"));
+        }
+        _ => {}
     }
     if spec.name_from.is_empty() {
         return Err(invalid(r, "`name_from` needs at least one source"));
@@ -593,9 +716,16 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
         unless: conds(&spec.unless, slots)?,
         error_when: conds(&spec.error_when, slots)?,
         name_from: sources(&spec.name_from)?,
-        args: sources(&spec.args)?,
-        result: sources(&spec.result)?,
+        args: literal(sources(&spec.args)?),
+        result: literal(sources(&spec.result)?),
         error_message: sources(&spec.error_message)?,
+        family: spec.family.clone(),
+        family_tails: spec
+            .family
+            .iter()
+            .flat_map(|f| &f.keys)
+            .map(|k| tail8(k.as_bytes()))
+            .collect(),
         spec: spec.clone(),
     })
 }

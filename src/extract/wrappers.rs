@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::rules::{Decode, Field, Source, Unwrap};
-use super::{any_text, any_to_json, apply_pattern, parse_json_or_string, raw};
+use super::source::{
+    any_text, any_to_json, apply_pattern, parse_json_or_literal, parse_json_or_string, raw,
+};
 use crate::assemble::{SpanRecord, Val};
 use crate::value::PyValue;
 
@@ -67,26 +69,30 @@ pub(crate) fn value_noting(
         }
     };
     let text = apply_pattern(src, text)?;
+    let parse = |t: &str| match src.literal {
+        true => parse_json_or_literal(t),
+        false => parse_json_or_string(t),
+    };
     let value = match src.decode {
         Decode::Plain => Value::String(text.into_owned()),
-        Decode::Json => parse_json_or_string(&text),
-        Decode::ArgsKwargs => match call_record(parse_json_or_string(&text), &[], None) {
+        Decode::Json => parse(&text),
+        Decode::ArgsKwargs => match call_record(parse(&text), &[], None) {
             Ok(v) => {
                 note("args_kwargs");
                 v
             }
             Err(v) => v,
         },
-        Decode::JsonIfMime if is_json_mime(s, src.mime_attr.as_ref()) => {
-            parse_json_or_string(&text)
-        }
+        Decode::JsonIfMime if is_json_mime(s, src.mime_attr.as_ref()) => parse(&text),
         Decode::JsonIfMime => {
             let object = if no_mime(s, src.mime_attr.as_ref()) {
                 json_object(&text)
             } else {
                 None
             };
-            match object {
+            // A Python literal (agno writes `str(dict)` as text/plain); JSON
+            // typed text/plain stays text, as it always has.
+            match object.or_else(|| literal_of(src, &text)) {
                 Some(o) => o,
                 None => match schema_text(src, s).and_then(single_property) {
                     Some(name) => {
@@ -99,6 +105,15 @@ pub(crate) fn value_noting(
         }
     };
     Some(unwrap(src, s, value, &mut note))
+}
+
+/// `text` as a Python container literal that is no JSON, for a source
+/// that reads literals.
+fn literal_of(src: &Source, text: &str) -> Option<Value> {
+    if !src.literal || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+        return None;
+    }
+    super::literal::parse(text)
 }
 
 /// The tool's schema text on the span, when the source names one.

@@ -73,6 +73,9 @@ pub struct Projection {
     /// `None`: every span attribute is kept.
     span: Option<Keys>,
     span_prefixes: Vec<String>,
+    /// Span keys kept by their last dot-separated part (`kind` keeps
+    /// `acme.span.kind`): what a family rule reads in any namespace.
+    span_tails: Vec<String>,
     resource: Keys,
     event: Keys,
 }
@@ -119,6 +122,22 @@ impl Projection {
     }
 }
 
+impl Projection {
+    /// Keeps span keys whose last dot-separated part is one of `tails`.
+    pub fn span_tails<S: Into<String>>(mut self, tails: impl IntoIterator<Item = S>) -> Self {
+        self.span_tails.extend(tails.into_iter().map(Into::into));
+        self
+    }
+
+    fn tail_kept(&self, key: &str) -> bool {
+        if self.span_tails.is_empty() {
+            return false;
+        }
+        let last = memchr::memrchr(b'.', key.as_bytes()).map_or(key, |at| &key[at + 1..]);
+        self.span_tails.iter().any(|t| t == last)
+    }
+}
+
 impl KeyFilter for Projection {
     fn keep(&self, at: AttrsOf, key: &str) -> bool {
         match at {
@@ -128,6 +147,7 @@ impl KeyFilter for Projection {
                         .span_prefixes
                         .iter()
                         .any(|p| key.starts_with(p.as_str()))
+                    || self.tail_kept(key)
             }),
             AttrsOf::Resource => self.resource.contains(key),
             AttrsOf::Event => self.event.contains(key),

@@ -35,7 +35,11 @@ fn verdict(e: &SpanExplanation) -> String {
                 [] => String::new(),
                 kinds => format!(", arguments unwrapped: {}", kinds.join(", ")),
             };
-            format!("tool call `{name}`  [{}]{unwrapped}", m.rule)
+            let read = match m.read.as_slice() {
+                [] => String::new(),
+                keys => format!(", read: {}", keys.join(", ")),
+            };
+            format!("tool call `{name}`  [{}]{unwrapped}{read}", m.rule)
         }
         (Kind::Retriever, _, false) => format!(
             "retriever `{name}`, not counted (--retrievers-as-tools)  [{}]",

@@ -1,0 +1,474 @@
+//! The mechanisms every rule benefits from, on made-up spans: the generic
+//! tool-kind rule (a tool marker in a namespace no rule knows), one call
+//! however many spans record it, arguments written as Python literals.
+
+use std::sync::Arc;
+
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use serde_json::json;
+
+use super::*;
+use crate::assemble::{SpanRecord, Trace, TraceId};
+use crate::ingest::projection::{AttrsOf, KeyFilter};
+
+fn kv(key: &str, v: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.to_string())),
+        }),
+        ..Default::default()
+    }
+}
+
+/// A span lasting `(start, end)`.
+fn span(
+    id: u8,
+    parent: Option<u8>,
+    name: &str,
+    when: (u64, u64),
+    attrs: &[(&str, &str)],
+) -> SpanRecord {
+    SpanRecord {
+        span_id: SpanId([id; 8]),
+        parent: parent.map(|p| SpanId([p; 8])),
+        span: Span {
+            span_id: vec![id; 8],
+            name: name.to_string(),
+            start_time_unix_nano: when.0,
+            end_time_unix_nano: when.1,
+            attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
+            ..Default::default()
+        }
+        .into(),
+        resource: Arc::new(Resource::default()),
+        scope: Arc::new(InstrumentationScope::default()),
+    }
+}
+
+fn trace(spans: Vec<SpanRecord>) -> Trace {
+    Trace::new(TraceId([1; 16]), spans, 0)
+}
+
+/// `(name, arguments, result, convention)` of each call.
+fn calls(spans: Vec<SpanRecord>) -> Vec<(String, Option<Value>, Option<Value>, String)> {
+    Extractor::default()
+        .extract(&trace(spans))
+        .into_iter()
+        .map(|c| {
+            let result = c.result.as_ref().map(CallResult::to_value);
+            (c.name, c.args.value().cloned(), result, c.convention)
+        })
+        .collect()
+}
+
+fn call(
+    name: &str,
+    args: Value,
+    result: Value,
+    rule: &str,
+) -> (String, Option<Value>, Option<Value>, String) {
+    (name.into(), Some(args), Some(result), rule.into())
+}
+
+#[test]
+fn a_tool_marker_in_any_namespace_is_a_call() {
+    let got = calls(vec![
+        span(1, None, "agent", (0, 100), &[]),
+        span(
+            2,
+            Some(1),
+            "get_weather",
+            (10, 20),
+            &[
+                ("acme.span.kind", "tool"),
+                ("acme.input", r#"{"city": "Paris"}"#),
+                ("acme.output", r#"{"temp": 18}"#),
+            ],
+        ),
+        // Another spelling and case, the name in an attribute, the span
+        // name a message template.
+        span(
+            3,
+            Some(1),
+            "Function: {name}",
+            (30, 40),
+            &[
+                ("zeta.observation.type", "TOOL"),
+                ("zeta.tool.name", "book"),
+                ("zeta.tool.input", r#"{"args": [], "kwargs": {"room": 2}}"#),
+                ("zeta.tool.output", "booked"),
+            ],
+        ),
+        // A bare key, the arguments beside it.
+        span(
+            4,
+            Some(1),
+            "lookup",
+            (50, 60),
+            &[
+                ("span_type", "\"Tool\""),
+                ("input", r#"{"q": "x"}"#),
+                ("output", "[1]"),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            call(
+                "get_weather",
+                json!({"city": "Paris"}),
+                json!({"temp": 18}),
+                "tool-kind"
+            ),
+            call("book", json!({"room": 2}), json!("booked"), "tool-kind"),
+            call("lookup", json!({"q": "x"}), json!([1]), "tool-kind"),
+        ]
+    );
+}
+
+#[test]
+fn what_is_not_a_tool_marker_gives_no_call() {
+    let got = calls(vec![
+        // Another kind; a key that only ends like a marker; a template name
+        // with nothing else to name the tool.
+        span(
+            1,
+            None,
+            "chat",
+            (0, 10),
+            &[("acme.span.kind", "llm"), ("acme.input", "{}")],
+        ),
+        span(
+            2,
+            None,
+            "x",
+            (20, 30),
+            &[("acmespan.kind", "tool"), ("acme.input", "{}")],
+        ),
+        span(
+            3,
+            None,
+            "Function: {name}",
+            (40, 50),
+            &[("acme.span.kind", "tool")],
+        ),
+    ]);
+    assert_eq!(got, vec![]);
+}
+
+#[test]
+fn a_named_convention_wins_over_the_generic_rule() {
+    let got = calls(vec![span(
+        1,
+        None,
+        "get_weather",
+        (0, 10),
+        &[
+            ("openinference.span.kind", "TOOL"),
+            ("input.value", r#"{"city": "Oslo"}"#),
+            ("input.mime_type", "application/json"),
+            ("acme.span.kind", "tool"),
+            ("acme.input", r#"{"city": "elsewhere"}"#),
+        ],
+    )]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1, Some(json!({"city": "Oslo"})));
+    assert_eq!(got[0].3, "openinference");
+}
+
+#[test]
+fn explain_names_the_generic_rule_and_what_it_read() {
+    let t = trace(vec![span(
+        1,
+        None,
+        "Function: {name}",
+        (0, 10),
+        &[
+            ("acme.span.kind", "tool"),
+            ("acme.name", "get_weather"),
+            ("acme.input", r#"{"city": "Paris"}"#),
+        ],
+    )]);
+    let rows = Extractor::default().explain(&t);
+    let m = rows[0].matched.clone().expect("matched");
+    assert_eq!(m.rule, "tool-kind");
+    assert_eq!(m.name.as_deref(), Some("get_weather"));
+    assert_eq!(m.read, vec!["acme.span.kind", "acme.name", "acme.input"]);
+}
+
+#[test]
+fn decoding_keeps_what_the_generic_rule_reads_in_any_namespace() {
+    let p = Extractor::default().projection(Vec::new());
+    for key in [
+        "acme.span.kind",
+        "acme.input",
+        "acme.tool.name",
+        "acme.span.output",
+        "span_type",
+    ] {
+        assert!(p.keep(AttrsOf::Span, key), "{key}");
+    }
+    assert!(!p.keep(AttrsOf::Span, "acme.unrelated"));
+}
+
+/// OpenInference's TOOL span (arguments as JSON when given).
+fn oi_tool(
+    id: u8,
+    parent: Option<u8>,
+    name: &str,
+    when: (u64, u64),
+    args: Option<&str>,
+) -> SpanRecord {
+    let mut attrs = vec![("openinference.span.kind", "TOOL"), ("tool.name", name)];
+    if let Some(a) = args {
+        attrs.extend([("input.value", a), ("input.mime_type", "application/json")]);
+    }
+    span(id, parent, name, when, &attrs)
+}
+
+/// An OTel GenAI `execute_tool` span, with a call id and arguments when given.
+fn genai_tool(
+    id: u8,
+    parent: Option<u8>,
+    name: &str,
+    when: (u64, u64),
+    call_id: Option<&str>,
+    args: Option<&str>,
+) -> SpanRecord {
+    let mut attrs = vec![
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", name),
+    ];
+    attrs.extend(call_id.map(|c| ("gen_ai.tool.call.id", c)));
+    attrs.extend(args.map(|a| ("gen_ai.tool.call.arguments", a)));
+    span(id, parent, &format!("execute_tool {name}"), when, &attrs)
+}
+
+/// `(name, args, convention, span id byte, start, depth, within byte)` of each call.
+type Seen = (String, Option<Value>, String, u8, u64, usize, Option<u8>);
+
+fn seen(spans: Vec<SpanRecord>) -> Vec<Seen> {
+    Extractor::default()
+        .extract(&trace(spans))
+        .into_iter()
+        .map(|c| {
+            (
+                c.name,
+                c.args.value().cloned(),
+                c.convention,
+                c.span_id.0[0],
+                c.start_time_unix_nano,
+                c.depth,
+                c.within.map(|w| w.0[0]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn nested_records_of_one_call_are_one_call() {
+    let args = r#"{"city": "Paris"}"#;
+    // Arguments outside (an instrumentation around the framework's span):
+    // the outer call's arguments, convention and span; the inner timing.
+    let got = seen(vec![
+        oi_tool(1, None, "get_weather", (0, 100), Some(args)),
+        genai_tool(2, Some(1), "get_weather", (10, 90), None, None),
+    ]);
+    let want = json!({"city": "Paris"});
+    assert_eq!(
+        got,
+        vec![(
+            "get_weather".into(),
+            Some(want.clone()),
+            "openinference".into(),
+            1,
+            10,
+            0,
+            None
+        )]
+    );
+    // Arguments inside, three records deep (an MCP client's span inside):
+    // the inner arguments, with their convention and span.
+    let got = seen(vec![
+        oi_tool(1, None, "get_weather", (0, 100), None),
+        genai_tool(2, Some(1), "get_weather", (10, 90), None, None),
+        span(3, Some(2), "tools/call", (15, 85), &[]),
+        genai_tool(4, Some(3), "get_weather", (20, 80), None, Some(args)),
+    ]);
+    assert_eq!(
+        got,
+        vec![(
+            "get_weather".into(),
+            Some(want),
+            "otel-genai".into(),
+            4,
+            20,
+            0,
+            None
+        )]
+    );
+}
+
+#[test]
+fn one_call_id_is_one_call_whatever_the_names() {
+    // A wrapper class's span around the tool's, both with the model's call id.
+    let got = seen(vec![
+        genai_tool(
+            1,
+            None,
+            "DynamicStructuredTool",
+            (0, 100),
+            Some("call_1"),
+            None,
+        ),
+        span(
+            2,
+            Some(1),
+            "find_hotel",
+            (10, 90),
+            &[
+                ("openinference.span.kind", "TOOL"),
+                ("tool.name", "find_hotel"),
+                ("tool_call.id", "call_1"),
+                ("input.value", r#"{"town": "Lyon"}"#),
+                ("input.mime_type", "application/json"),
+            ],
+        ),
+    ]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "find_hotel");
+    assert_eq!(got[0].1, Some(json!({"town": "Lyon"})));
+}
+
+#[test]
+fn a_tool_that_calls_itself_keeps_every_call() {
+    let a = r#"{"n": 2}"#;
+    let b = r#"{"n": 1}"#;
+    for spans in [
+        // Other arguments.
+        vec![
+            oi_tool(1, None, "fact", (0, 100), Some(a)),
+            oi_tool(2, Some(1), "fact", (10, 90), Some(b)),
+        ],
+        // Other call ids, no arguments.
+        vec![
+            genai_tool(1, None, "fact", (0, 100), Some("c1"), None),
+            genai_tool(2, Some(1), "fact", (10, 90), Some("c2"), None),
+        ],
+        // One convention, nothing to tell the calls apart.
+        vec![
+            genai_tool(1, None, "fact", (0, 100), None, None),
+            genai_tool(2, Some(1), "fact", (10, 90), None, None),
+        ],
+        // Equal arguments, but other call ids.
+        vec![
+            genai_tool(1, None, "fact", (0, 100), Some("c1"), Some(a)),
+            genai_tool(2, Some(1), "fact", (10, 90), Some("c2"), Some(a)),
+        ],
+    ] {
+        let got = seen(spans);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!((got[0].5, got[1].5, got[1].6), (0, 1, Some(1)), "{got:?}");
+    }
+}
+
+#[test]
+fn what_ran_inside_a_merged_call_is_nested_once() {
+    // A tool recorded twice runs a sub-agent with its own call: that call
+    // is one level deep, within the merged call.
+    let got = seen(vec![
+        oi_tool(1, None, "plan", (0, 100), Some(r#"{"to": "Oslo"}"#)),
+        genai_tool(2, Some(1), "plan", (10, 90), None, None),
+        span(
+            3,
+            Some(2),
+            "invoke_agent sub",
+            (20, 80),
+            &[
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.agent.name", "sub"),
+            ],
+        ),
+        genai_tool(4, Some(3), "lookup", (30, 40), None, Some(r#"{"q": 1}"#)),
+    ]);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!((got[0].0.as_str(), got[0].5), ("plan", 0));
+    assert_eq!(
+        (got[1].0.as_str(), got[1].5, got[1].6),
+        ("lookup", 1, Some(3))
+    );
+    let (_, runs) = Extractor::default().extract_with_runs(&trace(vec![
+        oi_tool(1, None, "plan", (0, 100), Some(r#"{"to": "Oslo"}"#)),
+        genai_tool(2, Some(1), "plan", (10, 90), None, None),
+        span(
+            3,
+            Some(2),
+            "invoke_agent sub",
+            (20, 80),
+            &[
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.agent.name", "sub"),
+            ],
+        ),
+    ]));
+    // The run sits within the kept call, one call deep.
+    assert_eq!((runs[0].depth, runs[0].within), (1, Some(SpanId([1; 8]))));
+}
+
+#[test]
+fn python_literal_arguments_and_results_are_read() {
+    let got = calls(vec![span(
+        1,
+        None,
+        "execute_tool find_hotel",
+        (0, 10),
+        &[
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "find_hotel"),
+            (
+                "gen_ai.tool.call.arguments",
+                "{'town': 'Lyon', 'near': ('Part-Dieu', None), 'ok': True}",
+            ),
+            (
+                "gen_ai.tool.call.result",
+                "{'hotel': \"Le Phare\", 'stars': 3}",
+            ),
+        ],
+    )]);
+    assert_eq!(
+        got,
+        vec![call(
+            "find_hotel",
+            json!({"town": "Lyon", "near": ["Part-Dieu", null], "ok": true}),
+            json!({"hotel": "Le Phare", "stars": 3}),
+            "otel-genai"
+        )]
+    );
+    // Text that is no literal stays text; a JSON string stays the string
+    // it holds.
+    let got = calls(vec![span(
+        1,
+        None,
+        "execute_tool t",
+        (0, 10),
+        &[
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "t"),
+            ("gen_ai.tool.call.arguments", "{'a': os.system('x')}"),
+            ("gen_ai.tool.call.result", r#""{'a': 1}""#),
+        ],
+    )]);
+    assert_eq!(
+        got,
+        vec![call(
+            "t",
+            json!("{'a': os.system('x')}"),
+            json!("{'a': 1}"),
+            "otel-genai"
+        )]
+    );
+}

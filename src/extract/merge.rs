@@ -1,0 +1,232 @@
+//! One call however many spans record it: a framework's tool span with an
+//! MCP client's tool span inside it, an instrumentation's span around the
+//! framework's own, found by the same or by different conventions
+//! (docs/conventions.md, "One call, several spans").
+//!
+//! A call directly inside another call (no agent run or other call between
+//! them) is the same call when both carry a tool-call id and the ids are
+//! equal, or, without two ids, when the names are equal and the arguments
+//! are equal or one side has none. With no arguments on either side, the
+//! conventions must differ: a tool that calls itself, recorded by one
+//! convention with nothing to tell the calls apart, keeps every call (as
+//! does one that calls itself with other arguments).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::{Analysis, CallArgs, CallStatus, ToolCall};
+use crate::assemble::{SpanId, Trace};
+
+/// Span attributes holding the id of the model's tool call that a tool
+/// span executes.
+pub(crate) const CALL_ID_KEYS: [&str; 3] =
+    ["gen_ai.tool.call.id", "tool_call.id", "ai.toolCall.id"];
+
+/// Merges the calls of `out` that record one call (see the module
+/// comment): the merged call keeps the best arguments (with the name,
+/// convention and span of the call that had them), the first result and
+/// error found from the innermost out, the innermost timing, and the
+/// outermost nesting (depth, agent). What was below a merged record counts
+/// one enclosing call fewer per record and sits within the merged call.
+/// Linear in the number of calls and runs.
+pub(crate) fn one_call_per_call(trace: &Trace, out: &mut Analysis) {
+    let calls = &out.calls;
+    let at: HashMap<SpanId, usize> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.span_id, i))
+        .collect();
+    if !calls
+        .iter()
+        .any(|c| c.within.is_some_and(|w| at.contains_key(&w)))
+    {
+        return;
+    }
+    let spans: HashMap<SpanId, usize> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.span_id, i))
+        .collect();
+    let id_of = |c: &ToolCall| call_id(trace, &spans, c.span_id);
+    // The call directly around each call, when both record one call.
+    let same: Vec<Option<usize>> = calls
+        .iter()
+        .map(|c| {
+            let o = *at.get(&c.within?)?;
+            same_call(&calls[o], c, id_of).then_some(o)
+        })
+        .collect();
+    if same.iter().all(Option::is_none) {
+        return;
+    }
+    // Each group's outermost call, found with path halving: chains of
+    // records are walked once however deep.
+    let mut root: Vec<usize> = (0..calls.len()).map(|i| same[i].unwrap_or(i)).collect();
+    for i in 0..root.len() {
+        let mut r = i;
+        while root[r] != r {
+            root[r] = root[root[r]];
+            r = root[r];
+        }
+        root[i] = r;
+    }
+    let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, &r) in root.iter().enumerate() {
+        if r != i {
+            groups.entry(r).or_insert_with(|| vec![r]).push(i);
+        }
+    }
+    let records: HashSet<SpanId> = (0..calls.len())
+        .filter(|&i| same[i].is_some())
+        .map(|i| calls[i].span_id)
+        .collect();
+    let mut kept: HashMap<SpanId, SpanId> = HashMap::new();
+    let mut merged: HashMap<usize, ToolCall> = HashMap::new();
+    for (r, group) in &groups {
+        let one = merge(calls, group);
+        kept.extend(group.iter().map(|&i| (calls[i].span_id, one.span_id)));
+        merged.insert(*r, one);
+    }
+    renest(out, &records, &kept);
+    for (r, one) in merged.iter_mut() {
+        // The outermost's nesting, as just corrected.
+        one.depth = out.calls[*r].depth;
+        one.within = out.calls[*r].within;
+    }
+    let old = std::mem::take(&mut out.calls);
+    out.calls = old
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, _)| root[i] == i)
+        .map(|(i, c)| merged.remove(&i).unwrap_or(c))
+        .collect();
+}
+
+/// Takes one from the depth of every call and run per merged-away
+/// `records` call around it, and points what was within a merged call to
+/// the call kept (`kept`).
+fn renest(out: &mut Analysis, records: &HashSet<SpanId>, kept: &HashMap<SpanId, SpanId>) {
+    let within: HashMap<SpanId, Option<SpanId>> = out
+        .calls
+        .iter()
+        .map(|c| (c.span_id, c.within))
+        .chain(out.runs.iter().map(|r| (r.span_id, r.within)))
+        .collect();
+    // Records around each call or run, memoized, walked without recursion
+    // (chains run 50,000 deep): up to what is known, then back down, each
+    // one its parent's count plus one when the parent is a record.
+    let mut extra: HashMap<SpanId, usize> = HashMap::new();
+    let mut path: Vec<SpanId> = Vec::new();
+    let mut count = |id: SpanId| -> usize {
+        path.clear();
+        let mut at = Some(id);
+        while let Some(x) = at.filter(|x| within.contains_key(x) && !extra.contains_key(x)) {
+            path.push(x);
+            at = within.get(&x).copied().flatten();
+        }
+        for &x in path.iter().rev() {
+            let n = within
+                .get(&x)
+                .copied()
+                .flatten()
+                .and_then(|w| Some(extra.get(&w)? + usize::from(records.contains(&w))))
+                .unwrap_or(0);
+            extra.insert(x, n);
+        }
+        extra.get(&id).copied().unwrap_or(0)
+    };
+    for c in &mut out.calls {
+        c.depth -= count(c.span_id).min(c.depth);
+        c.within = c.within.map(|w| kept.get(&w).copied().unwrap_or(w));
+    }
+    for r in &mut out.runs {
+        r.depth -= count(r.span_id).min(r.depth);
+        r.within = r.within.map(|w| kept.get(&w).copied().unwrap_or(w));
+    }
+}
+
+fn call_id<'t>(trace: &'t Trace, spans: &HashMap<SpanId, usize>, span: SpanId) -> Option<&'t str> {
+    let s = &trace.spans[*spans.get(&span)?];
+    CALL_ID_KEYS
+        .iter()
+        .find_map(|k| s.attr_str(k))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+}
+
+fn same_call<'t>(
+    outer: &ToolCall,
+    inner: &ToolCall,
+    id_of: impl Fn(&ToolCall) -> Option<&'t str>,
+) -> bool {
+    if let (Some(a), Some(b)) = (id_of(outer), id_of(inner)) {
+        return a == b;
+    }
+    if outer.name != inner.name {
+        return false;
+    }
+    match (args_value(&outer.args), args_value(&inner.args)) {
+        (Some(a), Some(b)) => crate::value::json_eq(&a, &b),
+        (None, None) => outer.convention != inner.convention,
+        _ => true,
+    }
+}
+
+/// The arguments as a value (text parsed), `None` when the span had none.
+fn args_value(args: &CallArgs) -> Option<Cow<'_, Value>> {
+    match args {
+        CallArgs::None => None,
+        CallArgs::Value(v) | CallArgs::Ordered { value: v, .. } => Some(Cow::Borrowed(v)),
+        CallArgs::Text(t) => serde_json::from_str(t).ok().map(Cow::Owned),
+    }
+}
+
+/// How complete arguments are: none, a bare string, positional or other
+/// values, then named arguments by their number.
+fn completeness(args: &CallArgs) -> (u8, usize) {
+    match args_value(args).as_deref() {
+        None => (0, 0),
+        Some(Value::String(_)) => (1, 0),
+        Some(Value::Object(o)) if !o.contains_key("args") => (3, o.len()),
+        Some(_) => (2, 0),
+    }
+}
+
+/// One call from `group` (outermost first, then the others in span order).
+fn merge(calls: &[ToolCall], group: &[usize]) -> ToolCall {
+    let outermost = &calls[group[0]];
+    // The innermost: the deepest, the latest-starting of equals.
+    let innermost = group
+        .iter()
+        .map(|&i| &calls[i])
+        .max_by_key(|c| (c.depth, c.start_time_unix_nano))
+        .unwrap_or(outermost);
+    // The best arguments; of equals, the outer one (found first).
+    let best = group
+        .iter()
+        .map(|&i| &calls[i])
+        .rev()
+        .max_by_key(|c| completeness(&c.args))
+        .unwrap_or(outermost);
+    let mut inside_out: Vec<&ToolCall> = group.iter().map(|&i| &calls[i]).collect();
+    inside_out.sort_by_key(|c| std::cmp::Reverse(c.depth));
+    let failed = inside_out.iter().find(|c| c.status == CallStatus::Error);
+    ToolCall {
+        result: best
+            .result
+            .clone()
+            .or_else(|| inside_out.iter().find_map(|c| c.result.clone())),
+        status: failed.map_or(CallStatus::Ok, |c| c.status.clone()),
+        error_message: failed.and_then(|c| c.error_message.clone()),
+        error_type: failed.and_then(|c| c.error_type.clone()),
+        start_time_unix_nano: innermost.start_time_unix_nano,
+        end_time_unix_nano: innermost.end_time_unix_nano,
+        depth: outermost.depth,
+        agent: outermost.agent.clone(),
+        within: outermost.within,
+        ..best.clone()
+    }
+}

@@ -1,0 +1,120 @@
+//! Reading a rule source off a span: the raw attribute or event value at a
+//! field, as text or a name, and attribute values as JSON.
+
+use std::borrow::Cow;
+
+use serde_json::{Number, Value};
+
+use super::rules::{Decode, Field, Source};
+use super::{canonical, literal};
+use crate::assemble::{find_attr, SpanRecord, Val};
+
+/// The text of a string attribute source.
+pub(crate) fn raw_string<'a>(field: &Field, s: &'a SpanRecord) -> Option<&'a str> {
+    raw(field, s)?.as_str()
+}
+
+/// The raw value at a field (not for the span name).
+pub(crate) fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<Val<'a>> {
+    match field {
+        Field::Attr(k) => s.attr(k),
+        Field::Event { event, attr } => s
+            .span
+            .events
+            .iter()
+            .filter(|e| e.name == *event)
+            .find_map(|e| find_attr(&e.attributes, attr)),
+        Field::SpanName => None,
+    }
+}
+
+/// Applies a source's `pattern`: capture group 1, or the whole match.
+pub(crate) fn apply_pattern<'a>(src: &Source, text: Cow<'a, str>) -> Option<Cow<'a, str>> {
+    let Some(re) = &src.pattern else {
+        return Some(text);
+    };
+    let caps = re.captures(&text)?;
+    let m = caps.get(1).or_else(|| caps.get(0))?;
+    Some(match text {
+        Cow::Borrowed(t) => Cow::Borrowed(&t[m.range()]),
+        Cow::Owned(ref t) => Cow::Owned(t[m.range()].to_string()),
+    })
+}
+
+/// A source read as text (names, error messages).
+pub(crate) fn text_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
+    let text = match &src.field {
+        Field::SpanName => Cow::Borrowed(s.span.name()),
+        f => raw(f, s).and_then(any_text)?,
+    };
+    apply_pattern(src, text)
+}
+
+/// A source read as a name or message: with `decode = "json"`, a JSON
+/// string literal is decoded (MLflow's `"\"get_weather\""`).
+pub(crate) fn name_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
+    let text = text_of(src, s)?;
+    if src.decode == Decode::Json && text.starts_with('"') {
+        if let Ok(decoded) = serde_json::from_str::<String>(&text) {
+            return Some(Cow::Owned(decoded));
+        }
+    }
+    Some(text)
+}
+
+/// JSON text as a value, or the text itself: also when it nests too deep
+/// for a report row to be read back (`canonical::too_deep`).
+pub(crate) fn parse_json_or_string(text: &str) -> Value {
+    match serde_json::from_str(text) {
+        Ok(v) if !canonical::too_deep(text, &v) => v,
+        _ => Value::String(text.to_string()),
+    }
+}
+
+/// [`parse_json_or_string`], but text that is no JSON and is a Python
+/// dict, list or tuple literal becomes its value (`literal::parse`). A JSON
+/// string stays the string it holds, whatever that holds.
+pub(crate) fn parse_json_or_literal(text: &str) -> Value {
+    match parse_json_or_string(text) {
+        // The text itself: it was no JSON.
+        Value::String(t) if t == text => literal::parse(&t).unwrap_or(Value::String(t)),
+        v => v,
+    }
+}
+
+/// An attribute value as text (strings as-is, scalars formatted).
+pub fn any_text(v: Val<'_>) -> Option<Cow<'_, str>> {
+    Some(match v {
+        Val::Empty => return None,
+        Val::Str(s) => Cow::Borrowed(s),
+        Val::Int(i) => Cow::Owned(i.to_string()),
+        Val::Double(d) => Cow::Owned(d.to_string()),
+        Val::Bool(b) => Cow::Owned(b.to_string()),
+        _ => Cow::Owned(any_to_json(v).to_string()),
+    })
+}
+
+/// An OTLP attribute value as JSON.
+pub fn any_to_json(v: Val<'_>) -> Value {
+    match v {
+        Val::Empty | Val::Other(_) => Value::Null,
+        Val::Str(s) => Value::String(s.to_string()),
+        Val::Bool(b) => Value::Bool(b),
+        Val::Int(i) => Value::Number(i.into()),
+        Val::Double(d) => Number::from_f64(d).map_or(Value::Null, Value::Number),
+        Val::Array(a) => Value::Array(a.iter().map(|x| any_to_json(Val::of(x))).collect()),
+        Val::Kvlist(kv) => Value::Object(
+            kv.iter()
+                .map(|p| {
+                    (
+                        p.key.clone(),
+                        p.value
+                            .as_ref()
+                            .map_or(Value::Null, |v| any_to_json(Val::of(v))),
+                    )
+                })
+                .collect(),
+        ),
+        Val::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
+    }
+}
