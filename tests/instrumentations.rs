@@ -228,7 +228,8 @@ fn autogen_agentchat_tool_spans_carry_the_arguments() {
 
 /// Issue 37: traces as instrumentations no rule was written for wrote them
 /// on a real run (scripted model, tools called with these arguments),
-/// copied as they were exported. Read on first sight: a tool marker in the
+/// written anew in that shape with our own ids (tests/data/firstsight/).
+/// Read on first sight: a tool marker in the
 /// vendor's own namespace (lmnr, AgentOps), one call recorded by two
 /// nested spans (an agent framework's and the MCP client's), arguments and
 /// results written as Python literals (OpenLIT, agno).
@@ -238,7 +239,7 @@ fn first_sight_generic_markers_nested_records_and_python_literals() {
     let full: Vec<(&str, Vec<Call>)> = vec![
         (
             // `lmnr.span.type = TOOL`, `lmnr.span.input` / `lmnr.span.output`.
-            "lmnr-observe.jsonl",
+            "../firstsight/py-lmnr-observe.jsonl",
             vec![
                 kind("find_hotel", hotel(), hotel_out()),
                 kind("rent_bike", bike(), json!("rented")),
@@ -249,7 +250,7 @@ fn first_sight_generic_markers_nested_records_and_python_literals() {
             // `{"args", "kwargs"}` under `agentops.tool.input`; the model's
             // requests as `tool_call.{name}` spans of kind
             // `AgentOpsSpanKindValues.TOOL` are no calls.
-            "agentops-tool.jsonl",
+            "../firstsight/py-agentops-tool.jsonl",
             vec![
                 kind("find_hotel", hotel(), hotel_out()),
                 kind("rent_bike", bike(), json!("rented")),
@@ -257,7 +258,7 @@ fn first_sight_generic_markers_nested_records_and_python_literals() {
         ),
         (
             // The result is `str(dict)`, typed text/plain.
-            "agno-openinference.jsonl",
+            "../firstsight/py-agno-openinference.jsonl",
             vec![
                 call("find_hotel", hotel(), hotel_out(), "openinference"),
                 call("rent_bike", bike(), json!("rented"), "openinference"),
@@ -275,7 +276,7 @@ fn first_sight_generic_markers_nested_records_and_python_literals() {
         (
             // OpenInference's TOOL span with OpenLLMetry's MCP `{name}.tool`
             // span inside: one call each.
-            "openai-agents-mcp-openinference.jsonl",
+            "../firstsight/py-openai-agents-mcp-openinference.jsonl",
             vec![
                 ("find_hotel", hotel(), "openinference"),
                 ("rent_bike", bike(), "openinference"),
@@ -284,7 +285,7 @@ fn first_sight_generic_markers_nested_records_and_python_literals() {
         (
             // OpenLLMetry's LangChain `execute_tool` span with its MCP
             // `{name}.tool` span inside: one call each.
-            "langgraph-mcp-openllmetry.jsonl",
+            "../firstsight/py-langgraph-mcp-openllmetry.jsonl",
             vec![
                 ("find_hotel", hotel(), "otel-genai"),
                 ("rent_bike", bike(), "otel-genai"),
@@ -292,7 +293,7 @@ fn first_sight_generic_markers_nested_records_and_python_literals() {
         ),
         (
             // `gen_ai.tool.call.arguments = "{'town': 'Lyon'}"`.
-            "langgraph-openlit.jsonl",
+            "../firstsight/py-langgraph-openlit.jsonl",
             vec![
                 ("find_hotel", hotel(), "otel-genai"),
                 ("rent_bike", bike(), "otel-genai"),
