@@ -147,7 +147,11 @@ fn evaluation_case(e: &Evaluation) -> TestCase {
     let name = format!("{} ({})", e.case_id, e.target_label());
     let mut case = TestCase::new(xml_text(&name), status);
     case.set_classname(SUITE);
-    case.set_system_out(xml_text(&scores_text(&e.results)));
+    let mut out = scores_text(&e.results);
+    for w in e.warnings.iter() {
+        out.push_str(&format!("\nwarning: {w}"));
+    }
+    case.set_system_out(xml_text(&out));
     case
 }
 

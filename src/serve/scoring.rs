@@ -19,7 +19,7 @@ use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
-use crate::evaluate::{Evaluator, Pipeline, ScoreSettings, SessionRef, UnmatchedTrace};
+use crate::evaluate::{Evaluator, Pipeline, ScoreSettings, SessionRef};
 use crate::expect::{self, Case, FixtureOptions};
 use crate::extract::Extractor;
 use crate::ingest::Rejected;
@@ -144,11 +144,7 @@ impl BatchScorer {
                 unmatched += 1;
                 first_unmatched.get_or_insert(result.trace_id);
                 out.outputs.push(Output::Unmatched {
-                    trace: UnmatchedTrace {
-                        trace_id: result.trace_id,
-                        spans: result.spans,
-                        tools_called: result.calls,
-                    },
+                    trace: result.into_unmatched(),
                     revision: c.revision,
                 });
                 continue;

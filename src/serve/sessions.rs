@@ -203,6 +203,8 @@ mod tests {
             agent: None,
             retriever: false,
             convention: "test".into(),
+            from: None,
+            span_name: None,
             within: None,
             end_time_unix_nano: at,
         }

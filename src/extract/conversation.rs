@@ -1,0 +1,708 @@
+//! The conversation as a second witness of a trace's tool calls
+//! (docs/conventions.md, "The conversation witness").
+//!
+//! A model's output names the calls it asks for, each with a call id; the
+//! next request to the model carries each call's result under the same id.
+//! Instrumentations of LLM clients record both on their spans, as JSON
+//! (`gen_ai.output.messages`, `input.value`, `ai.response.toolCalls`, ...)
+//! or flattened into indexed attributes (`llm.output_messages.*`,
+//! `gen_ai.completion.*`). One hook per trace ([`witness`]) uses them:
+//!
+//! - **The call-id join.** A tool span that has a call id but no
+//!   arguments, or that is named after a wrapper class or a namespace, takes
+//!   the name and arguments the model gave that call (the span's own name is
+//!   kept as `span_name`).
+//! - **Calls from the conversation.** A trace with no tool span at all gets
+//!   its calls from the conversation: a call the model asked for and whose
+//!   result a later request carries. One never answered is reported, not
+//!   counted. A call belongs to the span whose output asked for it, once per
+//!   call id: every request repeats the history, and two instrumentations
+//!   of one model call repeat its output. When each model call is a trace of
+//!   its own, the result sits in the next trace: there, the calls of the
+//!   last model turn in the request, answered by the results after it, are
+//!   counted (the trace that asked reports them as not answered).
+//! - **The cross-check.** When tool spans exist, a call the model asked for
+//!   that no tool span shows, or a tool span's call no model output asked
+//!   for, is a warning of the trace.
+//!
+//! Outputs are read cheaply (a few keys, and JSON parsed only when its text
+//! names a tool call); requests, which hold the whole history, are read only
+//! when the calls are rebuilt.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
+
+use memchr::memmem::Finder;
+use serde_json::{Map, Value};
+
+use super::requested::{self, Asked};
+use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
+use crate::assemble::{SpanId, SpanRecord, Trace, Val};
+
+/// What a call rebuilt from the conversation says in rows (`from`).
+pub const FROM_CONVERSATION: &str = "conversation";
+
+/// Keys of an execution span that hold the call id the model gave the call
+/// (OTel GenAI, OpenInference, Vercel AI SDK).
+pub(crate) const CALL_ID_KEYS: [&str; 3] =
+    ["gen_ai.tool.call.id", "tool_call.id", "ai.toolCall.id"];
+
+/// Prefixes of flattened messages (projection at decode).
+pub(crate) const SPAN_KEY_PREFIXES: [&str; 4] = [
+    OI_OUT.prefix,
+    OI_IN.prefix,
+    OPENLLMETRY_OUT.prefix,
+    OPENLLMETRY_IN.prefix,
+];
+
+/// The OpenInference attribute that says a span is a model call: its
+/// `input.value`/`output.value` are then the request and the response.
+const OI_KIND: &str = "openinference.span.kind";
+
+/// Messages flattened into indexed attributes:
+/// `<prefix><i>.[message.]{role,content,tool_call_id}` and
+/// `<prefix><i>.[message.]tool_calls.<j>.[tool_call.]{id,function.name,function.arguments}`
+/// (or `{id,name,arguments}`).
+struct Flat {
+    prefix: &'static str,
+    form: &'static str,
+}
+
+const OI_OUT: Flat = Flat {
+    prefix: "llm.output_messages.",
+    form: "openinference",
+};
+const OI_IN: Flat = Flat {
+    prefix: "llm.input_messages.",
+    form: "openinference",
+};
+const OPENLLMETRY_OUT: Flat = Flat {
+    prefix: "gen_ai.completion.",
+    form: "openllmetry",
+};
+const OPENLLMETRY_IN: Flat = Flat {
+    prefix: "gen_ai.prompt.",
+    form: "openllmetry",
+};
+
+/// JSON attributes holding a model's output, and the form they name.
+/// `output.value` only on a span OpenInference marks as a model call.
+const OUTPUT_KEYS: [(&str, &str); 3] = [
+    ("gen_ai.output.messages", "otel-genai"),
+    ("ai.response.toolCalls", "vercel-ai"),
+    ("output.value", "openinference"),
+];
+
+/// JSON attributes holding a model request's messages.
+const INPUT_KEYS: [(&str, &str); 4] = [
+    ("gen_ai.input.messages", "otel-genai"),
+    ("ai.prompt.messages", "vercel-ai"),
+    ("ai.prompt", "vercel-ai"),
+    ("input.value", "openinference"),
+];
+
+/// Roles of the model's own messages.
+const MODEL_ROLES: [&str; 3] = ["assistant", "ai", "model"];
+/// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
+const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
+/// Keys of a tool result's call id.
+const RESULT_ID_KEYS: [&str; 4] = ["tool_call_id", "id", "toolCallId", "tool_use_id"];
+/// Keys of a tool result's content.
+const RESULT_KEYS: [&str; 4] = ["response", "result", "output", "content"];
+/// Messages deeper than this in a request are not looked at.
+const MAX_DEPTH: usize = 10;
+
+/// Whether JSON text may hold a tool call (a cheap look before parsing).
+fn may_hold_calls(text: &str) -> bool {
+    static FINDERS: OnceLock<[Finder<'static>; 4]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        [
+            Finder::new(b"tool_call"),
+            Finder::new(b"toolCall"),
+            Finder::new(b"tool_use"),
+            Finder::new(b"function_call"),
+        ]
+    });
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+}
+
+fn is_llm_span(s: &SpanRecord) -> bool {
+    s.attr_str(OI_KIND).is_some_and(|k| k == "LLM")
+}
+
+/// A call asked for by span `span`'s output, read in `form`.
+#[derive(Debug, Clone)]
+struct AskedAt {
+    span: usize,
+    asked: Asked,
+    form: &'static str,
+}
+
+/// A tool result carried by a request.
+#[derive(Debug, Clone)]
+struct Answer {
+    id: Option<String>,
+    name: Option<String>,
+    content: Option<Value>,
+}
+
+/// What one request carries: the results in it, and the calls of its last
+/// model turn when only results follow that turn.
+#[derive(Debug, Default)]
+struct Request {
+    answers: Vec<Answer>,
+    last_turn: Vec<Asked>,
+    form: &'static str,
+}
+
+/// The calls span `s`'s output asked for, and the form they were read in:
+/// of the forms the span records, the one that keeps the most call ids.
+fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
+    let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
+    let mut offer = |calls: Vec<Asked>, form: &'static str| {
+        let ids = |c: &[Asked]| c.iter().filter(|a| a.id.is_some()).count();
+        if !calls.is_empty() && (best.0.is_empty() || ids(&calls) > ids(&best.0)) {
+            best = (calls, form);
+        }
+    };
+    for flat in [&OI_OUT, &OPENLLMETRY_OUT] {
+        if let Some(messages) = flat_messages(s, flat) {
+            offer(calls_in(&messages), flat.form);
+        }
+    }
+    for (key, form) in OUTPUT_KEYS {
+        if key == "output.value" && !is_llm_span(s) {
+            continue;
+        }
+        let Some(text) = s.attr_str(key) else {
+            continue;
+        };
+        if !may_hold_calls(text) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
+            offer(calls_in(&v), form);
+        }
+    }
+    best
+}
+
+/// The call objects in `v`, once per call id.
+fn calls_in(v: &Value) -> Vec<Asked> {
+    let mut out = Vec::new();
+    requested::walk(v, None, 0, &mut out);
+    let mut ids = HashSet::new();
+    out.retain(|a| a.id.as_ref().is_none_or(|id| ids.insert(id.clone())));
+    out
+}
+
+/// Whether span `s` has an attribute starting with `prefix`.
+fn has_prefix(s: &SpanRecord, prefix: &str) -> bool {
+    s.span.attr_keys().any(|k| k.starts_with(prefix.as_bytes()))
+}
+
+/// The messages flattened under `flat.prefix` on `s`, rebuilt as a JSON
+/// list of OpenAI-shaped messages; `None` when there are none.
+fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
+    if !has_prefix(s, flat.prefix) {
+        return None;
+    }
+    // index -> message; within it, call index -> call
+    let mut messages: BTreeMap<usize, (Map<String, Value>, BTreeMap<usize, Map<String, Value>>)> =
+        BTreeMap::new();
+    for (key, value) in s.span.attributes() {
+        let Some(rest) = key.strip_prefix(flat.prefix) else {
+            continue;
+        };
+        let Some(text) = value.and_then(Val::as_str) else {
+            continue;
+        };
+        let Some((i, field)) = rest.split_once('.') else {
+            continue;
+        };
+        let Ok(i) = i.parse::<usize>() else {
+            continue;
+        };
+        let field = field.strip_prefix("message.").unwrap_or(field);
+        let (message, calls) = messages.entry(i).or_default();
+        match field.strip_prefix("tool_calls.") {
+            Some(call) => {
+                let Some((j, part)) = call.split_once('.') else {
+                    continue;
+                };
+                let Ok(j) = j.parse::<usize>() else {
+                    continue;
+                };
+                let part = part.strip_prefix("tool_call.").unwrap_or(part);
+                let part = part.strip_prefix("function.").unwrap_or(part);
+                if matches!(part, "id" | "name" | "arguments") {
+                    let call = calls.entry(j).or_default();
+                    call.insert(part.to_string(), Value::String(text.to_string()));
+                }
+            }
+            None if matches!(field, "role" | "content" | "tool_call_id" | "name") => {
+                message.insert(field.to_string(), Value::String(text.to_string()));
+            }
+            None => {}
+        }
+    }
+    let list = messages
+        .into_values()
+        .map(|(mut message, calls)| {
+            if !calls.is_empty() {
+                let calls = calls.into_values().map(Value::Object).collect();
+                message.insert("tool_calls".into(), Value::Array(calls));
+            }
+            Value::Object(message)
+        })
+        .collect();
+    Some(Value::Array(list))
+}
+
+/// What the request recorded on span `s` carries: of the forms the span
+/// records, the one that keeps the most call ids.
+fn request_of(s: &SpanRecord) -> Request {
+    let mut best = Request::default();
+    let mut offer = |r: Request| {
+        let ids = |r: &Request| r.answers.iter().filter(|a| a.id.is_some()).count();
+        if !r.answers.is_empty() && (best.answers.is_empty() || ids(&r) > ids(&best)) {
+            best = r;
+        }
+    };
+    for flat in [&OI_IN, &OPENLLMETRY_IN] {
+        if let Some(messages) = flat_messages(s, flat) {
+            offer(read_request(&messages, flat.form));
+        }
+    }
+    for (key, form) in INPUT_KEYS {
+        if key == "input.value" && !is_llm_span(s) {
+            continue;
+        }
+        let Some(text) = s.attr_str(key) else {
+            continue;
+        };
+        let t = text.trim_start();
+        if !(t.starts_with('{') || t.starts_with('[')) || !may_hold_results(t) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(t) {
+            offer(read_request(&v, form));
+        }
+    }
+    best
+}
+
+/// Whether a request's JSON text may hold a tool result.
+fn may_hold_results(text: &str) -> bool {
+    static FINDERS: OnceLock<[Finder<'static>; 3]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        [
+            Finder::new(b"tool"),
+            Finder::new(b"Tool"),
+            Finder::new(b"function_response"),
+        ]
+    });
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+}
+
+/// The messages of a request: a list, or the list under `messages`.
+fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    match v {
+        Value::Array(list) => Some(list),
+        Value::Object(o) => o.get("messages").and_then(|m| messages_of(m, depth + 1)),
+        _ => None,
+    }
+}
+
+fn read_request(v: &Value, form: &'static str) -> Request {
+    let mut out = Request {
+        form,
+        ..Request::default()
+    };
+    let Some(messages) = messages_of(v, 0) else {
+        return out;
+    };
+    // The last model turn, while only tool results follow it.
+    let mut last_turn: Vec<Asked> = Vec::new();
+    for m in messages {
+        let Some(o) = m.as_object() else {
+            continue;
+        };
+        let role = o
+            .get("role")
+            .or_else(|| o.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if MODEL_ROLES.contains(&role) {
+            last_turn = calls_in(m);
+            continue;
+        }
+        let before = out.answers.len();
+        answers_in(o, role, &mut out.answers);
+        if out.answers.len() == before {
+            // Someone else spoke after the model's turn.
+            last_turn.clear();
+        }
+    }
+    out.last_turn = last_turn;
+    out
+}
+
+/// The tool results of one message: a `tool` message (OpenAI), or its
+/// parts typed as results (OTel GenAI, Vercel, Anthropic).
+fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
+    let parts = o.get("parts").or_else(|| o.get("content"));
+    let mut found = false;
+    if let Some(Value::Array(parts)) = parts {
+        for p in parts.iter().filter_map(Value::as_object) {
+            let typed = p
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| RESULT_PARTS.contains(&t));
+            if typed {
+                out.push(answer_of(p));
+                found = true;
+            }
+        }
+    }
+    if !found && role == "tool" {
+        out.push(answer_of(o));
+    }
+}
+
+fn answer_of(o: &Map<String, Value>) -> Answer {
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| o.get(*k).and_then(Value::as_str))
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+    };
+    Answer {
+        id: text(&RESULT_ID_KEYS),
+        name: text(&["name", "toolName"]),
+        content: RESULT_KEYS.iter().find_map(|k| o.get(*k)).cloned(),
+    }
+}
+
+/// Runs the witness on one trace's analysis: the call-id join and the
+/// cross-check when tool spans gave calls, else the calls rebuilt from the
+/// conversation. `seen`: what each span sees above it (empty when no rule
+/// classified any span).
+pub(super) fn witness(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analysis) {
+    let asked = asked_in(trace);
+    if out.calls.is_empty() {
+        rebuild(x, trace, seen, &asked, out);
+    } else if !asked.is_empty() {
+        join_and_check(trace, &asked, out);
+    }
+}
+
+/// Every call the trace's model outputs asked for, in span order, once per
+/// call id (and, without ids, once per span and its parent).
+fn asked_in(trace: &Trace) -> Vec<AskedAt> {
+    let mut out: Vec<AskedAt> = Vec::new();
+    let mut ids: HashSet<String> = HashSet::new();
+    for (i, s) in trace.spans.iter().enumerate() {
+        let (calls, form) = asked_of(s);
+        for a in calls {
+            let repeated = match &a.id {
+                Some(id) => !ids.insert(id.clone()),
+                // The same model call recorded by a span and its parent.
+                None => out.iter().any(|o| {
+                    o.asked.id.is_none()
+                        && o.asked.name == a.name
+                        && o.asked.args == a.args
+                        && (Some(trace.spans[o.span].span_id) == s.parent
+                            || trace.spans[o.span].parent == Some(s.span_id))
+                }),
+            };
+            if !repeated {
+                out.push(AskedAt {
+                    span: i,
+                    asked: a,
+                    form,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The calls of a trace without tool spans, from its conversation.
+fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &mut Analysis) {
+    if asked.is_empty() && !trace.spans.iter().any(|s| has_any_input(s)) {
+        return;
+    }
+    let requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
+    // The first request (after the asking span starts) that answers each id.
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let mut answered: HashMap<&str, (usize, &Answer)> = HashMap::new();
+    for (i, r) in requests.iter().enumerate() {
+        for a in &r.answers {
+            if let Some(id) = a.id.as_deref() {
+                answered.entry(id).or_insert((i, a));
+            }
+        }
+    }
+    // Answers without an id, by tool name, each used once.
+    let mut unnamed: Vec<(usize, &Answer, bool)> = requests
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
+        .filter(|(_, a)| a.id.is_none() && a.name.is_some())
+        .map(|(i, a)| (i, a, false))
+        .collect();
+    let mut counted: HashSet<&str> = HashSet::new();
+    for at in asked {
+        let a = &at.asked;
+        let answer = match a.id.as_deref() {
+            Some(id) => answered
+                .get(id)
+                .filter(|(i, _)| *i != at.span && start(*i) >= start(at.span))
+                .copied(),
+            None => unnamed
+                .iter_mut()
+                .find(|(i, ans, used)| {
+                    !*used
+                        && *i != at.span
+                        && start(*i) >= start(at.span)
+                        && ans.name.as_deref() == Some(a.name.as_str())
+                })
+                .map(|u| {
+                    u.2 = true;
+                    (u.0, u.1)
+                }),
+        };
+        let Some(answer) = answer else {
+            out.warnings.push(format!(
+                "the model asked for `{}`{} in span {} and no later request in this trace carries its result: listed, not counted",
+                a.name,
+                id_text(a),
+                trace.spans[at.span].span_id
+            ));
+            continue;
+        };
+        if let Some(id) = a.id.as_deref() {
+            counted.insert(id);
+        }
+        let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
+        out.calls.push(call);
+    }
+    // Calls asked for in an earlier trace, answered here.
+    for (i, r) in requests.iter().enumerate() {
+        for a in &r.last_turn {
+            let Some(id) = a.id.as_deref() else {
+                continue;
+            };
+            if counted.contains(id) || asked.iter().any(|at| at.asked.id.as_deref() == Some(id)) {
+                continue;
+            }
+            let Some(answer) = r.answers.iter().find(|ans| ans.id.as_deref() == Some(id)) else {
+                continue;
+            };
+            counted.insert(id);
+            out.warnings.push(format!(
+                "`{}`{} was asked for before this trace and answered in span {}: counted here",
+                a.name,
+                id_text(a),
+                trace.spans[i].span_id
+            ));
+            let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
+            // It ran before the request that carries its result.
+            call.start_time_unix_nano = start(i);
+            call.end_time_unix_nano = start(i);
+            out.calls.push(call);
+        }
+    }
+}
+
+/// Whether span `s` records a request's messages in any known form.
+fn has_any_input(s: &SpanRecord) -> bool {
+    INPUT_KEYS.iter().any(|(k, _)| s.attr(k).is_some())
+        || [&OI_IN, &OPENLLMETRY_IN]
+            .iter()
+            .any(|f| has_prefix(s, f.prefix))
+}
+
+fn id_text(a: &Asked) -> String {
+    a.id.as_deref()
+        .map_or_else(String::new, |id| format!(" (call id {id})"))
+}
+
+/// A call rebuilt from the conversation: asked for by span `at`, answered
+/// by the request on span `answer.0`.
+#[allow(clippy::too_many_arguments)]
+fn conversation_call(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    out: &Analysis,
+    at: usize,
+    a: &Asked,
+    form: &'static str,
+    answer: Option<(usize, &Answer)>,
+) -> ToolCall {
+    let s = &trace.spans[at];
+    let ctx = seen.get(at).copied().unwrap_or_default();
+    // The call ran after the model answered and before the next request.
+    let start = s.span.end_time_unix_nano.max(s.span.start_time_unix_nano);
+    let end = answer
+        .map(|(i, _)| trace.spans[i].span.start_time_unix_nano)
+        .filter(|&e| e >= start)
+        .unwrap_or(start);
+    let result = answer
+        .filter(|_| x.results)
+        .and_then(|(_, ans)| ans.content.as_ref())
+        .map(|c| {
+            CallResult::Value(match c {
+                Value::String(t) => super::parse_json_or_string(t),
+                other => other.clone(),
+            })
+        });
+    let agent = ctx.agent.map(|r| {
+        let span_id = trace.spans[r].span_id;
+        let name = out
+            .runs
+            .iter()
+            .find(|run| run.span_id == span_id)
+            .map(|run| run.name.clone())
+            .unwrap_or_default();
+        AgentRef { span_id, name }
+    });
+    ToolCall {
+        name: a.name.clone(),
+        args: args_of(&a.args),
+        result,
+        status: CallStatus::Ok,
+        error_message: None,
+        error_type: None,
+        span_id: s.span_id,
+        start_time_unix_nano: start,
+        depth: ctx.depth,
+        agent,
+        retriever: false,
+        convention: format!("{form}-messages"),
+        from: Some(FROM_CONVERSATION),
+        span_name: None,
+        within: ctx.within.map(|w| trace.spans[w].span_id),
+        end_time_unix_nano: end,
+    }
+}
+
+fn args_of(v: &Value) -> CallArgs {
+    match v {
+        Value::Null => CallArgs::None,
+        other => CallArgs::Value(other.clone()),
+    }
+}
+
+/// The call id a tool span records, if any.
+fn call_id(s: &SpanRecord) -> Option<&str> {
+    CALL_ID_KEYS
+        .iter()
+        .find_map(|k| s.attr_str(k))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+}
+
+/// Joins each tool span's call to the model's request for it (by call id,
+/// else by name, else by a namespaced name or equal arguments), takes the
+/// model's name and arguments where the span lacks them, and warns of
+/// what only one side shows.
+fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
+    let index: HashMap<SpanId, usize> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.span_id, i))
+        .collect();
+    let by_id: HashMap<&str, usize> = asked
+        .iter()
+        .enumerate()
+        .filter_map(|(k, at)| at.asked.id.as_deref().map(|id| (id, k)))
+        .collect();
+    let mut used = vec![false; asked.len()];
+    let mut joined = vec![false; out.calls.len()];
+    // By call id.
+    for (c, call) in out.calls.iter_mut().enumerate() {
+        let id = index
+            .get(&call.span_id)
+            .and_then(|&i| call_id(&trace.spans[i]));
+        if let Some(&k) = id.and_then(|id| by_id.get(id)) {
+            if !used[k] {
+                used[k] = true;
+                joined[c] = true;
+                take_from_model(call, &asked[k].asked);
+            }
+        }
+    }
+    // By name, in order: the same call, nothing to take.
+    for (c, call) in out.calls.iter_mut().enumerate() {
+        if joined[c] {
+            continue;
+        }
+        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == call.name) {
+            used[k] = true;
+            joined[c] = true;
+        }
+    }
+    // A namespaced name (`dynamic.getWeather`), or a wrapper class's name
+    // with the arguments the model gave.
+    for (c, call) in out.calls.iter_mut().enumerate() {
+        if joined[c] {
+            continue;
+        }
+        let namespaced = |k: usize| {
+            let n = &asked[k].asked.name;
+            call.name.len() > n.len()
+                && call.name.ends_with(n.as_str())
+                && matches!(
+                    call.name.as_bytes()[call.name.len() - n.len() - 1],
+                    b'.' | b':' | b'/'
+                )
+        };
+        let args: Option<Value> = match &call.args {
+            CallArgs::Text(t) => serde_json::from_str(t).ok(),
+            other => other.value().cloned(),
+        };
+        let same_args = |k: usize| {
+            args.as_ref()
+                .is_some_and(|v| *v == asked[k].asked.args && !v.is_null())
+        };
+        let k = (0..asked.len())
+            .find(|&k| !used[k] && namespaced(k))
+            .or_else(|| (0..asked.len()).find(|&k| !used[k] && same_args(k)));
+        if let Some(k) = k {
+            used[k] = true;
+            joined[c] = true;
+            take_from_model(call, &asked[k].asked);
+        }
+    }
+    for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
+        out.warnings.push(format!(
+            "the model asked for `{}`{} in span {} and no tool span shows that call",
+            at.asked.name,
+            id_text(&at.asked),
+            trace.spans[at.span].span_id
+        ));
+    }
+    for (call, _) in out.calls.iter().zip(&joined).filter(|(_, j)| !**j) {
+        out.warnings.push(format!(
+            "tool span {} shows a call of `{}` that no model output in this trace asked for",
+            call.span_id, call.name
+        ));
+    }
+}
+
+/// The model's name and, where the span has none, its arguments.
+fn take_from_model(call: &mut ToolCall, a: &Asked) {
+    if call.args.is_none() {
+        call.args = args_of(&a.args);
+    }
+    if call.name != a.name {
+        call.span_name = Some(std::mem::replace(&mut call.name, a.name.clone()));
+    }
+}
