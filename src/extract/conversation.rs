@@ -55,10 +55,6 @@ pub(crate) const SPAN_KEY_PREFIXES: [&str; 4] = [
     OPENLLMETRY_IN.prefix,
 ];
 
-/// The OpenInference attribute that says a span is a model call: its
-/// `input.value`/`output.value` are then the request and the response.
-const OI_KIND: &str = "openinference.span.kind";
-
 /// Messages flattened into indexed attributes:
 /// `<prefix><i>.[message.]{role,content,tool_call_id}` and
 /// `<prefix><i>.[message.]tool_calls.<j>.[tool_call.]{id,function.name,function.arguments}`
@@ -85,28 +81,70 @@ const OPENLLMETRY_IN: Flat = Flat {
     form: "openllmetry",
 };
 
-/// JSON attributes holding a model's output, and the form they name.
-/// `output.value` only on a span OpenInference marks as a model call.
-const OUTPUT_KEYS: [(&str, &str); 3] = [
-    ("gen_ai.output.messages", "otel-genai"),
-    ("ai.response.toolCalls", "vercel-ai"),
-    ("output.value", "openinference"),
+/// A JSON attribute holding a model's output or request, the form it
+/// names, and, for generic keys, the attribute that marks the span as a
+/// model call (key, value).
+type MessageKey = (
+    &'static str,
+    &'static str,
+    Option<(&'static str, &'static str)>,
+);
+
+const OI_LLM: Option<(&str, &str)> = Some(("openinference.span.kind", "LLM"));
+const LANGFUSE_GENERATION: Option<(&str, &str)> = Some(("langfuse.observation.type", "generation"));
+const GENKIT_MODEL: Option<(&str, &str)> = Some(("genkit:metadata:subtype", "model"));
+
+/// The span attributes that mark a model call (projection at decode).
+pub(crate) const MODEL_MARKERS: [&str; 3] = [
+    "openinference.span.kind",
+    "langfuse.observation.type",
+    "genkit:metadata:subtype",
 ];
 
-/// JSON attributes holding a model request's messages.
-const INPUT_KEYS: [(&str, &str); 4] = [
-    ("gen_ai.input.messages", "otel-genai"),
-    ("ai.prompt.messages", "vercel-ai"),
-    ("ai.prompt", "vercel-ai"),
-    ("input.value", "openinference"),
+/// Attributes holding a model's output.
+const OUTPUT_KEYS: [MessageKey; 5] = [
+    ("gen_ai.output.messages", "otel-genai", None),
+    ("ai.response.toolCalls", "vercel-ai", None),
+    ("output.value", "openinference", OI_LLM),
+    (
+        "langfuse.observation.output",
+        "langfuse",
+        LANGFUSE_GENERATION,
+    ),
+    ("genkit:output", "genkit", GENKIT_MODEL),
 ];
+
+/// Attributes holding a model request's messages.
+const INPUT_KEYS: [MessageKey; 6] = [
+    ("gen_ai.input.messages", "otel-genai", None),
+    ("ai.prompt.messages", "vercel-ai", None),
+    ("ai.prompt", "vercel-ai", None),
+    ("input.value", "openinference", OI_LLM),
+    (
+        "langfuse.observation.input",
+        "langfuse",
+        LANGFUSE_GENERATION,
+    ),
+    ("genkit:input", "genkit", GENKIT_MODEL),
+];
+
+/// The text of message attribute `key` on `s`, when the span is a model
+/// call as `marker` requires.
+fn message_text<'s>(s: &'s SpanRecord, (key, _, marker): &MessageKey) -> Option<&'s str> {
+    if let Some((k, v)) = marker {
+        if s.attr_str(k) != Some(*v) {
+            return None;
+        }
+    }
+    s.attr_str(key)
+}
 
 /// Roles of the model's own messages.
 const MODEL_ROLES: [&str; 3] = ["assistant", "ai", "model"];
 /// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
 const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
 /// Keys of a tool result's call id.
-const RESULT_ID_KEYS: [&str; 4] = ["tool_call_id", "id", "toolCallId", "tool_use_id"];
+const RESULT_ID_KEYS: [&str; 5] = ["tool_call_id", "id", "toolCallId", "tool_use_id", "ref"];
 /// Keys of a tool result's content.
 const RESULT_KEYS: [&str; 4] = ["response", "result", "output", "content"];
 /// Messages deeper than this in a request are not looked at.
@@ -114,20 +152,17 @@ const MAX_DEPTH: usize = 10;
 
 /// Whether JSON text may hold a tool call (a cheap look before parsing).
 fn may_hold_calls(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 4]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call"),
             Finder::new(b"toolCall"),
             Finder::new(b"tool_use"),
             Finder::new(b"function_call"),
+            Finder::new(b"toolRequest"),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
-}
-
-fn is_llm_span(s: &SpanRecord) -> bool {
-    s.attr_str(OI_KIND).is_some_and(|k| k == "LLM")
 }
 
 /// A call asked for by span `span`'s output, read in `form`.
@@ -170,11 +205,9 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
             offer(calls_in(&messages), flat.form);
         }
     }
-    for (key, form) in OUTPUT_KEYS {
-        if key == "output.value" && !is_llm_span(s) {
-            continue;
-        }
-        let Some(text) = s.attr_str(key) else {
+    for key in &OUTPUT_KEYS {
+        let form = key.1;
+        let Some(text) = message_text(s, key) else {
             continue;
         };
         if !may_hold_calls(text) {
@@ -274,11 +307,9 @@ fn request_of(s: &SpanRecord) -> Request {
             offer(read_request(&messages, flat.form));
         }
     }
-    for (key, form) in INPUT_KEYS {
-        if key == "input.value" && !is_llm_span(s) {
-            continue;
-        }
-        let Some(text) = s.attr_str(key) else {
+    for key in &INPUT_KEYS {
+        let form = key.1;
+        let Some(text) = message_text(s, key) else {
             continue;
         };
         let t = text.trim_start();
@@ -364,6 +395,10 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 .is_some_and(|t| RESULT_PARTS.contains(&t));
             if typed {
                 out.push(answer_of(p));
+                found = true;
+            } else if let Some(Value::Object(r)) = p.get("toolResponse") {
+                // Genkit: `{"toolResponse": {"name", "ref", "output"}}`.
+                out.push(answer_of(r));
                 found = true;
             }
         }
@@ -521,7 +556,7 @@ fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &
 
 /// Whether span `s` records a request's messages in any known form.
 fn has_any_input(s: &SpanRecord) -> bool {
-    INPUT_KEYS.iter().any(|(k, _)| s.attr(k).is_some())
+    INPUT_KEYS.iter().any(|k| message_text(s, k).is_some())
         || [&OI_IN, &OPENLLMETRY_IN]
             .iter()
             .any(|f| has_prefix(s, f.prefix))

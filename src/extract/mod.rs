@@ -384,7 +384,10 @@ impl Extractor {
                 keys.extend(src.mime_attr.iter().chain(&src.schema_attr).cloned());
             }
         }
-        keys.extend(conversation::CALL_ID_KEYS.iter().map(|k| k.to_string()));
+        let conversation_keys = conversation::CALL_ID_KEYS
+            .iter()
+            .chain(&conversation::MODEL_MARKERS);
+        keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.sort();
         keys.dedup();
         let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX]

@@ -175,8 +175,8 @@ fn decoded(v: &Value) -> Value {
 }
 
 /// The keys a call object's id is under (OpenAI and OTel GenAI, Vercel,
-/// Bedrock, a tool message).
-const ID_KEYS: [&str; 4] = ["id", "toolCallId", "toolUseId", "tool_call_id"];
+/// Bedrock, a tool message, Genkit).
+const ID_KEYS: [&str; 5] = ["id", "toolCallId", "toolUseId", "tool_call_id", "ref"];
 
 /// A call object's id, name and arguments, in any of the known shapes.
 fn call_of(o: &Map<String, Value>) -> Option<Asked> {
@@ -219,7 +219,10 @@ pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut 
                 .get("type")
                 .and_then(Value::as_str)
                 .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
-            let listed = matches!(parent_key, Some("tool_calls" | "toolCalls" | "toolUse"));
+            let listed = matches!(
+                parent_key,
+                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest")
+            );
             if typed || listed || o.contains_key("toolName") {
                 if let Some(call) = call_of(o) {
                     out.push(call);
