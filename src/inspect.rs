@@ -129,13 +129,13 @@ fn write_explained(
             for e in &rows {
                 writeln!(out, "{}", report::explain_row(t, e))?;
             }
-            if let Some(row) = report::conversation_row(t, &rebuilt, &witnessed.warnings) {
+            if let Some(row) = report::conversation_row(t, &rebuilt, &witnessed) {
                 writeln!(out, "{row}")?;
             }
         }
         InspectFormat::Table => {
             report::write_explain(out, t, &rows)?;
-            report::write_conversation(out, &rebuilt, &witnessed.warnings)?;
+            report::write_conversation(out, &rebuilt, &witnessed)?;
         }
     }
     Ok(calls)

@@ -4,6 +4,7 @@ mod util;
 
 mod behaviour;
 mod cli;
+mod conversation;
 mod corpus;
 mod expectformats;
 mod explain;

@@ -436,15 +436,17 @@ pub(super) fn witness(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Anal
 }
 
 /// Every call the trace's model outputs asked for, in span order, once per
-/// call id (and, without ids, once per span and its parent).
+/// call id and tool (ids are unique within a conversation only: two agents'
+/// conversations may reuse one) and, without ids, once per span and its
+/// parent.
 fn asked_in(trace: &Trace) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
-    let mut ids: HashSet<String> = HashSet::new();
+    let mut ids: HashSet<(String, String)> = HashSet::new();
     for (i, s) in trace.spans.iter().enumerate() {
         let (calls, form) = asked_of(s);
         for a in calls {
             let repeated = match &a.id {
-                Some(id) => !ids.insert(id.clone()),
+                Some(id) => !ids.insert((id.clone(), a.name.clone())),
                 // The same model call recorded by a span and its parent.
                 None => out.iter().any(|o| {
                     o.asked.id.is_none()
@@ -474,11 +476,11 @@ fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &
     let requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
     // The first request (after the asking span starts) that answers each id.
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
-    let mut answered: HashMap<&str, (usize, &Answer)> = HashMap::new();
+    let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();
     for (i, r) in requests.iter().enumerate() {
         for a in &r.answers {
             if let Some(id) = a.id.as_deref() {
-                answered.entry(id).or_insert((i, a));
+                answered.entry(id).or_default().push((i, a));
             }
         }
     }
@@ -490,14 +492,21 @@ fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &
         .filter(|(_, a)| a.id.is_none() && a.name.is_some())
         .map(|(i, a)| (i, a, false))
         .collect();
-    let mut counted: HashSet<&str> = HashSet::new();
+    let mut counted: HashSet<(&str, &str)> = HashSet::new();
     for at in asked {
         let a = &at.asked;
         let answer = match a.id.as_deref() {
-            Some(id) => answered
-                .get(id)
-                .filter(|(i, _)| *i != at.span && start(*i) >= start(at.span))
-                .copied(),
+            // A later request's result for this id (and this tool, when
+            // the result names one).
+            Some(id) => answered.get(id).and_then(|list| {
+                list.iter()
+                    .find(|(i, ans)| {
+                        *i != at.span
+                            && start(*i) >= start(at.span)
+                            && ans.name.as_deref().is_none_or(|n| n == a.name)
+                    })
+                    .copied()
+            }),
             None => unnamed
                 .iter_mut()
                 .find(|(i, ans, used)| {
@@ -512,16 +521,26 @@ fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &
                 }),
         };
         let Some(answer) = answer else {
+            // With no later model request in the trace, the result may be
+            // in the next trace (each model call a trace of its own).
+            let later = (0..trace.spans.len()).any(|i| {
+                i != at.span && start(i) >= start(at.span) && has_any_input(&trace.spans[i])
+            });
             out.warnings.push(format!(
-                "the model asked for `{}`{} in span {} and no later request in this trace carries its result: listed, not counted",
+                "the model asked for `{}`{} in span {} and no later request in this trace carries its result: listed, not counted{}",
                 a.name,
                 id_text(a),
-                trace.spans[at.span].span_id
+                trace.spans[at.span].span_id,
+                if later {
+                    ""
+                } else {
+                    " (a trace that holds the next model request counts it)"
+                }
             ));
             continue;
         };
         if let Some(id) = a.id.as_deref() {
-            counted.insert(id);
+            counted.insert((id, &a.name));
         }
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
@@ -532,14 +551,17 @@ fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &
             let Some(id) = a.id.as_deref() else {
                 continue;
             };
-            if counted.contains(id) || asked.iter().any(|at| at.asked.id.as_deref() == Some(id)) {
+            let asked_here = asked
+                .iter()
+                .any(|at| at.asked.id.as_deref() == Some(id) && at.asked.name == a.name);
+            if asked_here || counted.contains(&(id, a.name.as_str())) {
                 continue;
             }
             let Some(answer) = r.answers.iter().find(|ans| ans.id.as_deref() == Some(id)) else {
                 continue;
             };
-            counted.insert(id);
-            out.warnings.push(format!(
+            counted.insert((id, &a.name));
+            out.notes.push(format!(
                 "`{}`{} was asked for before this trace and answered in span {}: counted here",
                 a.name,
                 id_text(a),
@@ -654,24 +676,32 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
         .enumerate()
         .map(|(i, s)| (s.span_id, i))
         .collect();
-    let by_id: HashMap<&str, usize> = asked
-        .iter()
-        .enumerate()
-        .filter_map(|(k, at)| at.asked.id.as_deref().map(|id| (id, k)))
-        .collect();
+    let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (k, at) in asked.iter().enumerate() {
+        if let Some(id) = at.asked.id.as_deref() {
+            by_id.entry(id).or_default().push(k);
+        }
+    }
     let mut used = vec![false; asked.len()];
     let mut joined = vec![false; out.calls.len()];
-    // By call id.
+    // By call id (of the same tool first: ids may repeat across agents).
     for (c, call) in out.calls.iter_mut().enumerate() {
         let id = index
             .get(&call.span_id)
             .and_then(|&i| call_id(&trace.spans[i]));
-        if let Some(&k) = id.and_then(|id| by_id.get(id)) {
-            if !used[k] {
-                used[k] = true;
-                joined[c] = true;
-                take_from_model(call, &asked[k].asked);
-            }
+        let Some(ks) = id.and_then(|id| by_id.get(id)) else {
+            continue;
+        };
+        let free = |k: &&usize| !used[**k];
+        let k = ks
+            .iter()
+            .filter(free)
+            .find(|&&k| asked[k].asked.name == call.name)
+            .or_else(|| ks.iter().find(free));
+        if let Some(&k) = k {
+            used[k] = true;
+            joined[c] = true;
+            take_from_model(call, &asked[k].asked);
         }
     }
     // By name, in order: the same call, nothing to take.
@@ -716,6 +746,12 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
             take_from_model(call, &asked[k].asked);
         }
     }
+    // A retriever span not counted as a call still shows the call.
+    for r in &out.retrievers {
+        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == r.name) {
+            used[k] = true;
+        }
+    }
     for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
         out.warnings.push(format!(
             "the model asked for `{}`{} in span {} and no tool span shows that call",
@@ -724,7 +760,26 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
             trace.spans[at.span].span_id
         ));
     }
-    for (call, _) in out.calls.iter().zip(&joined).filter(|(_, j)| !**j) {
+    // A call inside a joined call of the same tool is the same call
+    // recorded twice (one-call merge).
+    let joined_names: HashMap<SpanId, &str> = out
+        .calls
+        .iter()
+        .zip(&joined)
+        .filter(|(_, j)| **j)
+        .map(|(c, _)| (c.span_id, c.name.as_str()))
+        .collect();
+    let echo = |c: &ToolCall| {
+        c.within
+            .and_then(|w| joined_names.get(&w))
+            .is_some_and(|n| *n == c.name)
+    };
+    for (call, _) in out
+        .calls
+        .iter()
+        .zip(&joined)
+        .filter(|(c, j)| !**j && !echo(c))
+    {
         out.warnings.push(format!(
             "tool span {} shows a call of `{}` that no model output in this trace asked for",
             call.span_id, call.name
@@ -739,5 +794,285 @@ fn take_from_model(call: &mut ToolCall, a: &Asked) {
     }
     if call.name != a.name {
         call.span_name = Some(std::mem::replace(&mut call.name, a.name.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::trace::v1::Span;
+    use serde_json::json;
+
+    use crate::assemble::TraceId;
+
+    fn sp(
+        id: u8,
+        parent: Option<u8>,
+        start: u64,
+        name: &str,
+        attrs: &[(&str, &str)],
+    ) -> SpanRecord {
+        SpanRecord {
+            span_id: SpanId([id; 8]),
+            parent: parent.map(|p| SpanId([p; 8])),
+            span: Span {
+                name: name.to_string(),
+                start_time_unix_nano: start,
+                end_time_unix_nano: start + 5,
+                attributes: attrs
+                    .iter()
+                    .map(|(k, v)| KeyValue {
+                        key: k.to_string(),
+                        value: Some(AnyValue {
+                            value: Some(any_value::Value::StringValue(v.to_string())),
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+            .into(),
+            resource: Arc::default(),
+            scope: Arc::default(),
+        }
+    }
+
+    fn analyze(spans: Vec<SpanRecord>) -> Analysis {
+        Extractor::default().analyze(&Trace::new(TraceId([3; 16]), spans, 0))
+    }
+
+    fn names(a: &Analysis) -> Vec<(&str, Option<&Value>, Option<&str>)> {
+        a.calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.args.value(), c.from))
+            .collect()
+    }
+
+    /// A GenAI model span asking for `calls` (id, name, args) after
+    /// `results` (id, content) came back.
+    fn chat(
+        id: u8,
+        start: u64,
+        results: &[(&str, &str)],
+        calls: &[(&str, &str, Value)],
+    ) -> SpanRecord {
+        let input: Vec<Value> = results
+            .iter()
+            .map(|(id, r)| {
+                json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": r}]})
+            })
+            .collect();
+        let parts: Vec<Value> = calls
+            .iter()
+            .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
+            .collect();
+        let output = json!([{"role": "assistant", "parts": parts}]).to_string();
+        let input = Value::Array(input).to_string();
+        sp(
+            id,
+            Some(1),
+            start,
+            "chat m",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &input),
+                ("gen_ai.output.messages", &output),
+            ],
+        )
+    }
+
+    #[test]
+    fn indexed_messages_are_rebuilt_in_either_layout() {
+        let s = sp(
+            1,
+            None,
+            0,
+            "x",
+            &[
+                ("llm.input_messages.1.message.role", "tool"),
+                ("llm.input_messages.1.message.tool_call_id", "c1"),
+                ("llm.input_messages.1.message.content", "{\"ok\": 1}"),
+                ("llm.input_messages.0.message.role", "assistant"),
+                (
+                    "llm.input_messages.0.message.tool_calls.0.tool_call.id",
+                    "c1",
+                ),
+                (
+                    "llm.input_messages.0.message.tool_calls.0.tool_call.function.name",
+                    "f",
+                ),
+                (
+                    "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments",
+                    "{\"a\": 1}",
+                ),
+                ("gen_ai.completion.0.role", "assistant"),
+                ("gen_ai.completion.0.tool_calls.0.id", "c2"),
+                ("gen_ai.completion.0.tool_calls.0.name", "g"),
+                ("gen_ai.completion.0.tool_calls.0.arguments", "{\"b\": 2}"),
+            ],
+        );
+        let request = read_request(&flat_messages(&s, &OI_IN).unwrap(), "openinference");
+        assert_eq!(request.answers.len(), 1);
+        assert_eq!(request.answers[0].id.as_deref(), Some("c1"));
+        assert_eq!(request.last_turn[0].name, "f");
+        let (asked, form) = asked_of(&s);
+        assert_eq!(form, "openllmetry");
+        assert_eq!(
+            (
+                asked[0].id.as_deref(),
+                asked[0].name.as_str(),
+                &asked[0].args
+            ),
+            (Some("c2"), "g", &json!({"b": 2}))
+        );
+    }
+
+    #[test]
+    fn results_are_read_in_every_known_shape() {
+        let messages = json!({"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "parts": [{"type": "tool_call_response", "id": "b", "response": 2}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c", "toolName": "h", "output": 3}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "d", "content": "4"}]},
+            {"role": "tool", "content": [{"toolResponse": {"name": "k", "ref": "e", "output": 5}}]},
+        ]});
+        let r = read_request(&messages, "test");
+        let ids: Vec<Option<&str>> = r.answers.iter().map(|a| a.id.as_deref()).collect();
+        assert_eq!(ids, [Some("a"), Some("b"), Some("c"), Some("d"), Some("e")]);
+        // Only results follow the model's turn: its calls are the last turn.
+        assert_eq!(r.last_turn.len(), 1);
+        let mut later = messages.clone();
+        later["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "user", "content": "and now?"}));
+        assert!(read_request(&later, "test").last_turn.is_empty());
+    }
+
+    #[test]
+    fn calls_come_from_the_conversation_once_per_call_id() {
+        let w = json!({"city": "Oslo"});
+        let t = json!({"zone": "CET"});
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(
+                2,
+                10,
+                &[],
+                &[("c1", "weather", w.clone()), ("c2", "time", t.clone())],
+            ),
+            // The SDK's own span of the same model call: the same output.
+            {
+                let mut inner = chat(3, 11, &[], &[("c1", "weather", w.clone())]);
+                inner.parent = Some(SpanId([2; 8]));
+                inner
+            },
+            // The next request repeats the history and asks again.
+            chat(
+                4,
+                30,
+                &[("c1", "sunny"), ("c2", "9:00")],
+                &[("c3", "weather", w.clone())],
+            ),
+            chat(5, 50, &[("c1", "sunny"), ("c2", "9:00")], &[]),
+        ]);
+        let conv = Some(FROM_CONVERSATION);
+        assert_eq!(
+            names(&a),
+            [("weather", Some(&w), conv), ("time", Some(&t), conv)]
+        );
+        // c3 was never answered: listed, not counted.
+        assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+        assert!(a.warnings[0].contains("`weather` (call id c3)"));
+        assert_eq!(a.calls[0].result, Some(CallResult::Value(json!("sunny"))));
+    }
+
+    #[test]
+    fn tool_spans_join_the_model_call_by_id_and_disagreements_are_warned() {
+        let args = json!({"q": "x"});
+        let tool = |id: u8, start: u64, name: &str, call_id: &str| {
+            sp(
+                id,
+                Some(1),
+                start,
+                &format!("execute_tool {name}"),
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", name),
+                    ("gen_ai.tool.call.id", call_id),
+                ],
+            )
+        };
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(
+                2,
+                10,
+                &[],
+                &[
+                    ("k1", "search", args.clone()),
+                    ("k2", "fetch", json!({})),
+                    ("k3", "never_run", json!({})),
+                ],
+            ),
+            // A wrapper class's name, no arguments: the model's name and
+            // arguments by call id.
+            tool(3, 20, "FunctionTool", "k1"),
+            tool(4, 21, "fetch", "k2"),
+            // Nothing asked for this one.
+            tool(5, 22, "extra", "k9"),
+        ]);
+        assert_eq!(
+            names(&a),
+            [
+                ("search", Some(&args), None),
+                ("fetch", Some(&json!({})), None),
+                ("extra", None, None)
+            ]
+        );
+        assert_eq!(a.calls[0].span_name.as_deref(), Some("FunctionTool"));
+        assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
+        assert!(a.warnings[0].contains("`never_run` (call id k3)"));
+        assert!(a.warnings[1].contains("call of `extra`"));
+    }
+
+    #[test]
+    fn one_call_id_in_two_conversations_is_two_calls() {
+        // A sub-agent's conversation reuses its parent's call id.
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(2, 10, &[], &[("c", "plan", json!({"to": "Rome"}))]),
+            chat(3, 20, &[], &[("c", "weather", json!({"city": "Rome"}))]),
+            chat(4, 30, &[("c", "sun")], &[]),
+        ]);
+        let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(got, ["plan", "weather"]);
+    }
+
+    #[test]
+    fn a_made_up_vendor_namespace_is_joined_by_the_model_name() {
+        // A tool span whose name is `<namespace>.<tool>` with no call id.
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(2, 10, &[], &[("c", "lookup", json!({"id": 7}))]),
+            sp(
+                3,
+                Some(1),
+                20,
+                "acme.lookup",
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", "acme.lookup"),
+                ],
+            ),
+        ]);
+        assert_eq!(a.calls[0].name, "lookup");
+        assert_eq!(a.calls[0].span_name.as_deref(), Some("acme.lookup"));
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
     }
 }

@@ -190,6 +190,9 @@ pub struct Analysis {
     /// for that no tool span shows (or the reverse), calls never answered
     /// (`extract::conversation`).
     pub warnings: Vec<String>,
+    /// What the conversation witness did that is worth telling but not a
+    /// warning (shown by `inspect --explain`).
+    pub notes: Vec<String>,
 }
 
 /// Which calls count for scoring.

@@ -9,7 +9,7 @@ use super::printable;
 use crate::assemble::Trace;
 use crate::extract::explain::SpanExplanation;
 use crate::extract::rules::Kind;
-use crate::extract::ToolCall;
+use crate::extract::{Analysis, ToolCall};
 
 /// The JSONL row of one span.
 pub fn explain_row(trace: &Trace, e: &SpanExplanation) -> Value {
@@ -94,8 +94,8 @@ pub fn write_explain(
 /// What the conversation witness did in a trace, as one JSONL row after
 /// its spans' rows: calls rebuilt from the conversation or renamed by the
 /// call-id join, and its warnings. `None` when it did nothing.
-pub fn conversation_row(trace: &Trace, calls: &[&ToolCall], warnings: &[String]) -> Option<String> {
-    if calls.is_empty() && warnings.is_empty() {
+pub fn conversation_row(trace: &Trace, calls: &[&ToolCall], a: &Analysis) -> Option<String> {
+    if calls.is_empty() && a.warnings.is_empty() && a.notes.is_empty() {
         return None;
     }
     let mut out = Vec::new();
@@ -108,8 +108,10 @@ pub fn conversation_row(trace: &Trace, calls: &[&ToolCall], warnings: &[String])
         }
         super::write_call(&mut out, c);
     }
-    out.extend_from_slice(b"],\"warnings\":");
-    let _ = serde_json::to_writer(&mut out, warnings);
+    out.extend_from_slice(b"],\"notes\":");
+    let _ = serde_json::to_writer(&mut out, &a.notes);
+    out.extend_from_slice(b",\"warnings\":");
+    let _ = serde_json::to_writer(&mut out, &a.warnings);
     out.extend_from_slice(b"}}");
     Some(String::from_utf8_lossy(&out).into_owned())
 }
@@ -118,7 +120,7 @@ pub fn conversation_row(trace: &Trace, calls: &[&ToolCall], warnings: &[String])
 pub fn write_conversation(
     out: &mut dyn Write,
     calls: &[&ToolCall],
-    warnings: &[String],
+    a: &Analysis,
 ) -> io::Result<()> {
     for c in calls {
         let args = c
@@ -138,7 +140,10 @@ pub fn write_conversation(
         };
         writeln!(out, "  conversation: {}", printable(&line))?;
     }
-    for w in warnings {
+    for n in &a.notes {
+        writeln!(out, "  conversation: {}", printable(n))?;
+    }
+    for w in &a.warnings {
         writeln!(out, "  conversation: warning: {}", printable(w))?;
     }
     Ok(())
