@@ -683,7 +683,8 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
         }
     }
     let mut used = vec![false; asked.len()];
-    let mut joined = vec![false; out.calls.len()];
+    // The model's call each tool span's call was joined to.
+    let mut joined: Vec<Option<usize>> = vec![None; out.calls.len()];
     // By call id (of the same tool first: ids may repeat across agents).
     for (c, call) in out.calls.iter_mut().enumerate() {
         let id = index
@@ -700,24 +701,24 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
             .or_else(|| ks.iter().find(free));
         if let Some(&k) = k {
             used[k] = true;
-            joined[c] = true;
+            joined[c] = Some(k);
             take_from_model(call, &asked[k].asked);
         }
     }
     // By name, in order: the same call, nothing to take.
     for (c, call) in out.calls.iter_mut().enumerate() {
-        if joined[c] {
+        if joined[c].is_some() {
             continue;
         }
         if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == call.name) {
             used[k] = true;
-            joined[c] = true;
+            joined[c] = Some(k);
         }
     }
     // A namespaced name (`dynamic.getWeather`), or a wrapper class's name
     // with the arguments the model gave.
     for (c, call) in out.calls.iter_mut().enumerate() {
-        if joined[c] {
+        if joined[c].is_some() {
             continue;
         }
         let namespaced = |k: usize| {
@@ -742,7 +743,7 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
             .or_else(|| (0..asked.len()).find(|&k| !used[k] && same_args(k)));
         if let Some(k) = k {
             used[k] = true;
-            joined[c] = true;
+            joined[c] = Some(k);
             take_from_model(call, &asked[k].asked);
         }
     }
@@ -766,7 +767,7 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
         .calls
         .iter()
         .zip(&joined)
-        .filter(|(_, j)| **j)
+        .filter(|(_, j)| j.is_some())
         .map(|(c, _)| (c.span_id, c.name.as_str()))
         .collect();
     let echo = |c: &ToolCall| {
@@ -778,12 +779,30 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
         .calls
         .iter()
         .zip(&joined)
-        .filter(|(c, j)| !**j && !echo(c))
+        .filter(|(c, j)| j.is_none() && !echo(c))
     {
         out.warnings.push(format!(
             "tool span {} shows a call of `{}` that no model output in this trace asked for",
             call.span_id, call.name
         ));
+    }
+    // Calls that start at the same time (parallel calls, clocks of a
+    // millisecond) in the order the model asked for them.
+    let order: HashMap<SpanId, usize> = out
+        .calls
+        .iter()
+        .zip(&joined)
+        .filter_map(|(c, j)| j.map(|k| (c.span_id, k)))
+        .collect();
+    let tied = out
+        .calls
+        .windows(2)
+        .any(|w| w[0].start_time_unix_nano == w[1].start_time_unix_nano);
+    if tied {
+        out.calls.sort_by_key(|c| {
+            let k = order.get(&c.span_id).copied().unwrap_or(usize::MAX);
+            (c.start_time_unix_nano, k)
+        });
     }
 }
 
