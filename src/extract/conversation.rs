@@ -194,6 +194,10 @@ struct Request {
 /// of the forms the span records, the one that keeps the most call ids.
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
+    // Most spans record no model output: one look at their keys.
+    if !records_output(s) {
+        return best;
+    }
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
         let ids = |c: &[Asked]| c.iter().filter(|a| a.id.is_some()).count();
         if !calls.is_empty() && (best.0.is_empty() || ids(&calls) > ids(&best.0)) {
@@ -218,6 +222,15 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
         }
     }
     best
+}
+
+/// Whether span `s` has an attribute that may hold a model's output.
+fn records_output(s: &SpanRecord) -> bool {
+    s.span.attr_keys().any(|k| {
+        k.starts_with(OI_OUT.prefix.as_bytes())
+            || k.starts_with(OPENLLMETRY_OUT.prefix.as_bytes())
+            || OUTPUT_KEYS.iter().any(|(key, ..)| k == key.as_bytes())
+    })
 }
 
 /// The call objects in `v`, once per call id.
