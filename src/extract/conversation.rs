@@ -442,9 +442,12 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
 pub(super) fn witness(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analysis) {
     let asked = asked_in(trace);
     if out.calls.is_empty() {
-        rebuild(x, trace, seen, &asked, out);
+        rebuild(x, trace, seen, &asked, out, true);
     } else if !asked.is_empty() {
-        join_and_check(trace, &asked, out);
+        let toolless = join_and_check(trace, seen, &asked, out);
+        if !toolless.is_empty() {
+            rebuild(x, trace, seen, &toolless, out, false);
+        }
     }
 }
 
@@ -482,7 +485,16 @@ fn asked_in(trace: &Trace) -> Vec<AskedAt> {
 }
 
 /// The calls of a trace without tool spans, from its conversation.
-fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &mut Analysis) {
+/// (`carried`: also the calls asked for before this trace and answered in
+/// it, when the whole trace has no tool span.)
+fn rebuild(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    out: &mut Analysis,
+    carried: bool,
+) {
     if asked.is_empty() && !trace.spans.iter().any(|s| has_any_input(s)) {
         return;
     }
@@ -557,6 +569,9 @@ fn rebuild(x: &Extractor, trace: &Trace, seen: &[Ctx], asked: &[AskedAt], out: &
         }
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
+    }
+    if !carried {
+        return;
     }
     // Calls asked for in an earlier trace, answered here.
     for (i, r) in requests.iter().enumerate() {
@@ -681,8 +696,14 @@ fn call_id(s: &SpanRecord) -> Option<&str> {
 /// Joins each tool span's call to the model's request for it (by call id,
 /// else by name, else by a namespaced name or equal arguments), takes the
 /// model's name and arguments where the span lacks them, and warns of
-/// what only one side shows.
-fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
+/// what only one side shows. Returns the calls asked for in an agent run
+/// that has no tool span at all: those are rebuilt from the conversation.
+fn join_and_check(
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    out: &mut Analysis,
+) -> Vec<AskedAt> {
     let index: HashMap<SpanId, usize> = trace
         .spans
         .iter()
@@ -766,7 +787,25 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
             used[k] = true;
         }
     }
+    // An agent run (a sub-agent on a bare LLM client, say) with no tool
+    // span: its calls are in its conversation only.
+    let run_of = |i: usize| {
+        seen.get(i)
+            .and_then(|c| c.agent)
+            .map(|r| trace.spans[r].span_id)
+    };
+    let runs_with_spans: HashSet<Option<SpanId>> = out
+        .calls
+        .iter()
+        .map(|c| c.agent.as_ref().map(|a| a.span_id))
+        .collect();
+    let mut toolless = Vec::new();
     for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
+        let run = run_of(at.span);
+        if run.is_some() && !runs_with_spans.contains(&run) {
+            toolless.push(at.clone());
+            continue;
+        }
         out.warnings.push(format!(
             "the model asked for `{}`{} in span {} and no tool span shows that call",
             at.asked.name,
@@ -817,6 +856,7 @@ fn join_and_check(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
             (c.start_time_unix_nano, k)
         });
     }
+    toolless
 }
 
 /// The model's name and, where the span has none, its arguments.
@@ -1084,6 +1124,69 @@ mod tests {
         ]);
         let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(got, ["plan", "weather"]);
+    }
+
+    #[test]
+    fn an_agent_run_without_tool_spans_gets_its_calls_from_its_conversation() {
+        let run = |id: u8, parent: u8, start: u64, name: &str| {
+            sp(
+                id,
+                Some(parent),
+                start,
+                &format!("invoke_agent {name}"),
+                &[
+                    ("gen_ai.operation.name", "invoke_agent"),
+                    ("gen_ai.agent.name", name),
+                ],
+            )
+        };
+        let in_run = |mut s: SpanRecord, parent: u8| {
+            s.parent = Some(SpanId([parent; 8]));
+            s
+        };
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            run(2, 1, 1, "main"),
+            in_run(
+                chat(3, 10, &[], &[("m1", "delegate", json!({"task": "t"}))]),
+                2,
+            ),
+            sp(
+                4,
+                Some(2),
+                20,
+                "execute_tool delegate",
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", "delegate"),
+                    ("gen_ai.tool.call.id", "m1"),
+                ],
+            ),
+            // A sub-agent on a bare client inside the tool: no tool span.
+            run(5, 4, 21, "helper"),
+            in_run(chat(6, 22, &[], &[("h1", "lookup", json!({"k": 1}))]), 5),
+            in_run(chat(7, 30, &[("h1", "found")], &[]), 5),
+            in_run(chat(8, 40, &[("m1", "done")], &[]), 2),
+        ]);
+        let got: Vec<(&str, Option<&str>, Option<&str>)> = a
+            .calls
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.agent.as_ref().map(|r| r.name.as_str()),
+                    c.from,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("delegate", Some("main"), None),
+                ("lookup", Some("helper"), Some(FROM_CONVERSATION))
+            ]
+        );
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
     }
 
     #[test]
