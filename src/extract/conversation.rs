@@ -693,17 +693,31 @@ fn call_id(s: &SpanRecord) -> Option<&str> {
         .filter(|id| !id.is_empty())
 }
 
-/// Joins each tool span's call to the model's request for it (by call id,
-/// else by name, else by a namespaced name or equal arguments), takes the
-/// model's name and arguments where the span lacks them, and warns of
-/// what only one side shows. Returns the calls asked for in an agent run
-/// that has no tool span at all: those are rebuilt from the conversation.
+/// Joins each tool span's call to the model's request for it, warns of
+/// what only one side shows, and lists parallel calls in the model's
+/// order. Returns the calls asked for in an agent run that has no tool
+/// span at all: those are rebuilt from the conversation.
 fn join_and_check(
     trace: &Trace,
     seen: &[Ctx],
     asked: &[AskedAt],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
+    let (used, joined) = join(trace, asked, &mut out.calls);
+    let toolless = check(trace, seen, asked, used, &joined, out);
+    order_ties(&mut out.calls, &joined);
+    toolless
+}
+
+/// Joins each call to the model's request for it (by call id, else by
+/// name, else by a namespaced name or equal arguments) and takes the
+/// model's name and arguments where the span lacks them. Returns which
+/// requests were joined, and the request each call was joined to.
+fn join(
+    trace: &Trace,
+    asked: &[AskedAt],
+    calls: &mut [ToolCall],
+) -> (Vec<bool>, Vec<Option<usize>>) {
     let index: HashMap<SpanId, usize> = trace
         .spans
         .iter()
@@ -718,9 +732,9 @@ fn join_and_check(
     }
     let mut used = vec![false; asked.len()];
     // The model's call each tool span's call was joined to.
-    let mut joined: Vec<Option<usize>> = vec![None; out.calls.len()];
+    let mut joined: Vec<Option<usize>> = vec![None; calls.len()];
     // By call id (of the same tool first: ids may repeat across agents).
-    for (c, call) in out.calls.iter_mut().enumerate() {
+    for (c, call) in calls.iter_mut().enumerate() {
         let id = index
             .get(&call.span_id)
             .and_then(|&i| call_id(&trace.spans[i]));
@@ -740,7 +754,7 @@ fn join_and_check(
         }
     }
     // By name, in order: the same call, nothing to take.
-    for (c, call) in out.calls.iter_mut().enumerate() {
+    for (c, call) in calls.iter_mut().enumerate() {
         if joined[c].is_some() {
             continue;
         }
@@ -751,7 +765,7 @@ fn join_and_check(
     }
     // A namespaced name (`dynamic.getWeather`), or a wrapper class's name
     // with the arguments the model gave.
-    for (c, call) in out.calls.iter_mut().enumerate() {
+    for (c, call) in calls.iter_mut().enumerate() {
         if joined[c].is_some() {
             continue;
         }
@@ -781,6 +795,19 @@ fn join_and_check(
             take_from_model(call, &asked[k].asked);
         }
     }
+    (used, joined)
+}
+
+/// Warns of the requests no call shows and the calls no request asked
+/// for; returns the requests of agent runs without tool spans instead.
+fn check(
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    mut used: Vec<bool>,
+    joined: &[Option<usize>],
+    out: &mut Analysis,
+) -> Vec<AskedAt> {
     // A retriever span not counted as a call still shows the call.
     for r in &out.retrievers {
         if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == r.name) {
@@ -818,7 +845,7 @@ fn join_and_check(
     let joined_names: HashMap<SpanId, &str> = out
         .calls
         .iter()
-        .zip(&joined)
+        .zip(joined)
         .filter(|(_, j)| j.is_some())
         .map(|(c, _)| (c.span_id, c.name.as_str()))
         .collect();
@@ -830,7 +857,7 @@ fn join_and_check(
     for (call, _) in out
         .calls
         .iter()
-        .zip(&joined)
+        .zip(joined)
         .filter(|(c, j)| j.is_none() && !echo(c))
     {
         out.warnings.push(format!(
@@ -838,25 +865,26 @@ fn join_and_check(
             call.span_id, call.name
         ));
     }
-    // Calls that start at the same time (parallel calls, clocks of a
-    // millisecond) in the order the model asked for them.
-    let order: HashMap<SpanId, usize> = out
-        .calls
+    toolless
+}
+
+/// Calls that start at the same time (parallel calls, clocks of a
+/// millisecond) in the order the model asked for them.
+fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
+    let order: HashMap<SpanId, usize> = calls
         .iter()
-        .zip(&joined)
+        .zip(joined)
         .filter_map(|(c, j)| j.map(|k| (c.span_id, k)))
         .collect();
-    let tied = out
-        .calls
-        .windows(2)
-        .any(|w| w[0].start_time_unix_nano == w[1].start_time_unix_nano);
+    let mut starts: Vec<u64> = calls.iter().map(|c| c.start_time_unix_nano).collect();
+    starts.sort_unstable();
+    let tied = starts.windows(2).any(|w| w[0] == w[1]);
     if tied {
-        out.calls.sort_by_key(|c| {
+        calls.sort_by_key(|c| {
             let k = order.get(&c.span_id).copied().unwrap_or(usize::MAX);
             (c.start_time_unix_nano, k)
         });
     }
-    toolless
 }
 
 /// The model's name and, where the span has none, its arguments.
