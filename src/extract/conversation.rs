@@ -247,6 +247,9 @@ fn has_prefix(s: &SpanRecord, prefix: &str) -> bool {
     s.span.attr_keys().any(|k| k.starts_with(prefix.as_bytes()))
 }
 
+/// One flattened message: its fields, and its tool calls by index.
+type FlatMessage = (Map<String, Value>, BTreeMap<usize, Map<String, Value>>);
+
 /// The messages flattened under `flat.prefix` on `s`, rebuilt as a JSON
 /// list of OpenAI-shaped messages; `None` when there are none.
 fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
@@ -254,8 +257,7 @@ fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
         return None;
     }
     // index -> message; within it, call index -> call
-    let mut messages: BTreeMap<usize, (Map<String, Value>, BTreeMap<usize, Map<String, Value>>)> =
-        BTreeMap::new();
+    let mut messages: BTreeMap<usize, FlatMessage> = BTreeMap::new();
     for (key, value) in s.span.attributes() {
         let Some(rest) = key.strip_prefix(flat.prefix) else {
             continue;
@@ -495,7 +497,7 @@ fn rebuild(
     out: &mut Analysis,
     carried: bool,
 ) {
-    if asked.is_empty() && !trace.spans.iter().any(|s| has_any_input(s)) {
+    if asked.is_empty() && !trace.spans.iter().any(has_any_input) {
         return;
     }
     let requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
