@@ -6,7 +6,7 @@
 //! Instrumentations of LLM clients record both on their spans, as JSON
 //! (`gen_ai.output.messages`, `input.value`, `ai.response.toolCalls`, ...)
 //! or flattened into indexed attributes (`llm.output_messages.*`,
-//! `gen_ai.completion.*`). One hook per trace ([`witness`]) uses them:
+//! `gen_ai.completion.*`). One hook per trace (`witness`) uses them:
 //!
 //! - **The call-id join.** A tool span that has a call id but no
 //!   arguments, or that is named after a wrapper class or a namespace, takes
