@@ -338,14 +338,18 @@ fn request_of(s: &SpanRecord) -> Request {
     best
 }
 
-/// Whether a request's JSON text may hold a tool result.
+/// Whether a request's JSON text may hold a tool result: the key or part
+/// type of a result in one of the shapes [`answers_in`] reads (a request's
+/// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 3]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
-            Finder::new(b"tool"),
-            Finder::new(b"Tool"),
-            Finder::new(b"function_response"),
+            Finder::new(b"tool_call_id"),
+            Finder::new(b"tool_call_response"),
+            Finder::new(b"tool-result"),
+            Finder::new(b"tool_result"),
+            Finder::new(b"toolResponse"),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
