@@ -25,7 +25,7 @@ pub use calibration::{
     calibration_row, write_calibration_html, write_calibration_jsonl, write_calibration_markdown,
     write_calibration_table, CalibrationReport,
 };
-pub use explain::{explain_row, write_explain};
+pub use explain::{conversation_row, explain_row, write_conversation, write_explain};
 pub use html::{write_html, SpanMark, Timeline, Timelines, TIMELINE_SPANS};
 pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
@@ -99,6 +99,26 @@ impl Report {
         self.count(Verdict::NotJudged)
     }
 
+    /// Each trace's warnings (`extract::conversation`), once per trace:
+    /// (trace id, warning).
+    pub fn warnings(&self) -> impl Iterator<Item = (String, &str)> + '_ {
+        let mut last: Option<crate::assemble::TraceId> = None;
+        let evaluated = self.evaluations.iter().filter(move |e| {
+            // A trace's evaluations are next to each other and share them.
+            let first = last != Some(e.trace_id);
+            last = Some(e.trace_id);
+            first
+        });
+        let evaluated = evaluated.map(|e| (e.trace_id, &e.warnings));
+        let unmatched = self
+            .unmatched_traces
+            .iter()
+            .map(|t| (t.trace_id, &t.warnings));
+        evaluated
+            .chain(unmatched)
+            .flat_map(|(id, w)| w.iter().map(move |w| (id.to_string(), w.as_str())))
+    }
+
     fn count(&self, v: Verdict) -> usize {
         self.evaluations.iter().filter(|e| e.verdict() == v).count()
     }
@@ -167,6 +187,12 @@ impl Report {
             out.push_str(&format!(
                 "; {} input problem(s) rejected",
                 self.rejected.len()
+            ));
+        }
+        let warnings = self.warnings().count();
+        if warnings > 0 {
+            out.push_str(&format!(
+                "; {warnings} warning(s) from the conversation witness"
             ));
         }
         if let Some(hint) = &self.hint {
@@ -253,6 +279,9 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
             obj.insert("error".into(), json!(err));
         }
     }
+    if !e.warnings.is_empty() {
+        obj.insert("warnings".into(), json!(&e.warnings[..]));
+    }
     obj.insert(
         "expected_tools".into(),
         serde_json::to_value(&e.expected[..]).unwrap_or(Value::Null),
@@ -284,12 +313,16 @@ pub fn unmatched_case_row(case: &UnmatchedCase) -> Value {
 /// The JSONL row of a trace that no case matched (`"type": "unmatched_trace"`),
 /// without its `tools_called` (see [`push_row_with_calls`]).
 pub fn unmatched_trace_row(t: &UnmatchedTrace) -> Value {
-    json!({
+    let mut row = json!({
         "type": "unmatched_trace",
         "trace_id": t.trace_id.to_string(),
         "case": null,
         "spans": t.spans,
-    })
+    });
+    if !t.warnings.is_empty() {
+        row["warnings"] = json!(&t.warnings[..]);
+    }
+    row
 }
 
 const TOOLS_CALLED: &str = "tools_called";
@@ -350,6 +383,8 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
         agent,
         retriever,
         convention,
+        from,
+        span_name,
         within: _,
         end_time_unix_nano: _,
     } = c;
@@ -392,6 +427,14 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
     }
     out.extend_from_slice(b",\"convention\":");
     json(out, convention);
+    if let Some(f) = from {
+        out.extend_from_slice(b",\"from\":");
+        json(out, f);
+    }
+    if let Some(n) = span_name {
+        out.extend_from_slice(b",\"span_name\":");
+        json(out, n);
+    }
     out.push(b'}');
 }
 
@@ -541,6 +584,7 @@ mod tests {
                 trace_id: t.id,
                 spans: t.spans.len(),
                 tools_called: calls,
+                warnings: Arc::new([]),
             };
             push_row_with_calls(&mut out, &unmatched_trace_row(&trace), &trace.tools_called);
         }
@@ -626,6 +670,8 @@ mod tests {
             agent: None,
             retriever: false,
             convention: "otel-genai".into(),
+            from: None,
+            span_name: None,
             within: Some(SpanId([1; 8])),
             end_time_unix_nano: 5,
         };
@@ -641,6 +687,8 @@ mod tests {
             name: "planner".into(),
         });
         c.retriever = true;
+        c.from = Some("conversation");
+        c.span_name = Some("Dynamic\"Tool".into());
         calls.push(c);
         let mut c = base.clone();
         c.result = Some(CallResult::Value(json!("plain text")));
