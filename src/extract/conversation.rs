@@ -42,7 +42,6 @@ use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 /// What a call rebuilt from the conversation says in rows (`from`).
 pub const FROM_CONVERSATION: &str = "conversation";
 
-
 /// Prefixes of flattened messages (projection at decode).
 pub(crate) const SPAN_KEY_PREFIXES: [&str; 4] = [
     OI_OUT.prefix,

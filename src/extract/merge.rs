@@ -19,7 +19,6 @@ use serde_json::Value;
 use super::{Analysis, CallArgs, CallStatus, ToolCall};
 use crate::assemble::{SpanId, Trace};
 
-
 /// Merges the calls of `out` that record one call (see the module
 /// comment): the merged call keeps the best arguments (with the name,
 /// convention and span of the call that had them), the first result and
