@@ -14,9 +14,9 @@ use super::{InputArgs, ScoringArgs};
 use crate::calibrate::{self, labels, session, Gate};
 use crate::evaluate::OutputNeeds;
 use crate::ingest::files::Source;
+use crate::report::{self, exit, CalibrationReport};
 use crate::run::replay;
 use crate::run::{Options, Setup};
-use crate::report::{self, exit, CalibrationReport};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum CalibrateFormat {
