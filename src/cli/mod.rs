@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Config, TableFormat};
