@@ -33,6 +33,8 @@ macro_rules! judge_settings {
         /// `[judge]` in the config file; the `--judge-*` flags override it.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(deny_unknown_fields, default)]
+        // The docs are the flags' help, plain text for a terminal: URLs bare.
+        #[allow(rustdoc::bare_urls)]
         pub struct JudgeConfig {
             $( #[doc = $h] pub $f: $ct, )*
             $( #[doc = $ch] pub $cf: $cct, )*
