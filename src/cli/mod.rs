@@ -23,7 +23,7 @@ use crate::evaluate::{MetricSpec, ScoreSettings};
 use crate::extract::{Extractor, Scope};
 use crate::ingest::stream::StreamOptions;
 use crate::ingest::Limits;
-use crate::judge::{Judge, JudgeConfig, TokenField};
+use crate::judge::{Judge, JudgeConfig, JudgeFlags};
 use crate::run::record::RecordJoin;
 use crate::run::replay;
 use crate::run::{Fixture, Scoring, Setup};
@@ -323,117 +323,20 @@ pub(crate) struct ScoringArgs {
     #[arg(long, env = "TOOLSCORE_NORMALIZE", help_heading = "Scoring")]
     pub(crate) normalize: bool,
     #[command(flatten)]
-    pub(crate) judge: JudgeArgs,
+    pub(crate) judge: JudgeFlags,
 }
 
-/// The LLM judge (for `mlflow.llm_*` and `cubeo`): any OpenAI-compatible
-/// chat completions API. The key is read from `TOOLSCORE_JUDGE_API_KEY`, else
-/// `OPENAI_API_KEY`. Flags override the config's `[judge]`.
-#[derive(Args)]
-pub(crate) struct JudgeArgs {
-    /// Base URL of the API; `/chat/completions` is appended
-    /// (e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1 for Ollama).
-    #[arg(long, env = "TOOLSCORE_JUDGE_URL", help_heading = "Judge")]
-    pub(crate) judge_url: Option<String>,
-    /// Model name as the server knows it.
-    #[arg(long, env = "TOOLSCORE_JUDGE_MODEL", help_heading = "Judge")]
-    pub(crate) judge_model: Option<String>,
-    /// Extra request header `K=V` (repeatable).
-    #[arg(long = "judge-header", value_name = "K=V", help_heading = "Judge")]
-    pub(crate) judge_headers: Vec<String>,
-    /// Directory caching answers by everything that shapes them (endpoint, model, header
-    /// names, format, temperature, token cap, prompt): a rerun costs nothing.
-    #[arg(long, env = "TOOLSCORE_JUDGE_CACHE", help_heading = "Judge")]
-    pub(crate) judge_cache: Option<PathBuf>,
-    /// Print the judge prompts on stderr instead of calling the judge; judged metrics
-    /// are "not judged" (exit 0).
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_dry_run: bool,
-    /// Judge requests in flight at once [default: 4].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_concurrency: Option<usize>,
-    /// Per-request timeout in seconds [default: 60].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_timeout: Option<f64>,
-    /// Retries after a 429, a 5xx (not 501), a timeout or a refused connection [default: 3].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_retries: Option<u32>,
-    /// Sampling temperature sent to the judge [default: none sent, the server's own].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_temperature: Option<f64>,
-    /// Output-token cap of each judge request; 0 sends none [default: 4096].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_max_tokens: Option<u32>,
-    /// How the token cap is sent: max_tokens or max_completion_tokens
-    /// [default: max_completion_tokens to OpenAI and Azure OpenAI, else max_tokens].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_token_field: Option<TokenField>,
-    /// A judge reply longer than this (KiB) is not read: that metric is an error [default: 256].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_max_reply_kib: Option<u64>,
-    /// Prompts are cut to fit this many KiB, the reason saying what was cut [default: 64].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_max_prompt_kib: Option<u64>,
-    /// A judge's rationale is cut to this many characters in reports [default: 2000].
-    #[arg(long, help_heading = "Judge")]
-    pub(crate) judge_max_rationale_chars: Option<usize>,
-}
-
-impl JudgeArgs {
-    /// The run's judge, if the flags or the config ask for one.
-    pub(crate) fn build(&self, config: &Config) -> anyhow::Result<Option<Arc<Judge>>> {
-        let mut c: JudgeConfig = config.judge.clone().unwrap_or_default();
-        if let Some(u) = &self.judge_url {
-            c.url = Some(u.clone());
-        }
-        if let Some(m) = &self.judge_model {
-            c.model = Some(m.clone());
-        }
-        for h in &self.judge_headers {
-            let (k, v) = h
-                .split_once('=')
-                .with_context(|| format!("--judge-header `{h}` is not K=V"))?;
-            c.headers.insert(k.trim().to_string(), v.trim().to_string());
-        }
-        if let Some(d) = &self.judge_cache {
-            c.cache = Some(d.clone());
-        }
-        c.dry_run |= self.judge_dry_run;
-        if let Some(n) = self.judge_concurrency {
-            c.concurrency = n;
-        }
-        if let Some(t) = self.judge_timeout {
-            c.timeout_secs = t;
-        }
-        if let Some(r) = self.judge_retries {
-            c.retries = r;
-        }
-        if let Some(t) = self.judge_temperature {
-            c.temperature = Some(t);
-        }
-        if let Some(n) = self.judge_max_tokens {
-            c.max_tokens = n;
-        }
-        if let Some(f) = self.judge_token_field {
-            c.token_field = Some(f);
-        }
-        if let Some(n) = self.judge_max_reply_kib {
-            c.max_reply_kib = n;
-        }
-        if let Some(n) = self.judge_max_prompt_kib {
-            c.max_prompt_kib = n;
-        }
-        if let Some(n) = self.judge_max_rationale_chars {
-            c.max_rationale_chars = n;
-        }
-        if !c.is_set() {
-            return Ok(None);
-        }
-        let key = ["TOOLSCORE_JUDGE_API_KEY", "OPENAI_API_KEY"]
-            .iter()
-            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
-        Ok(Some(Arc::new(Judge::new(c, key)?)))
+/// The run's judge, if the flags or the config ask for one.
+fn build_judge(flags: &JudgeFlags, config: &Config) -> anyhow::Result<Option<Arc<Judge>>> {
+    let mut c: JudgeConfig = config.judge.clone().unwrap_or_default();
+    flags.apply(&mut c)?;
+    if !c.is_set() {
+        return Ok(None);
     }
+    let key = ["TOOLSCORE_JUDGE_API_KEY", "OPENAI_API_KEY"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+    Ok(Some(Arc::new(Judge::new(c, key)?)))
 }
 
 #[derive(Args)]
@@ -558,7 +461,7 @@ impl ScoringArgs {
             native,
             names: config.normalizer(self.normalize)?,
             session_keys: config.session_keys(),
-            judge: self.judge.build(config)?,
+            judge: build_judge(&self.judge, config)?,
             custom: Vec::new(),
         };
         Ok(settings)

@@ -18,10 +18,10 @@
 mod cache;
 mod http;
 mod parse;
+mod settings;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,81 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 pub use parse::parse_answer;
-
-/// Output tokens a verdict may take unless configured: room for a reasoning
-/// model's thinking before a one-sentence rationale.
-const DEFAULT_MAX_TOKENS: u32 = 4096;
-
-/// `[judge]` in the config file; the `--judge-*` flags override it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct JudgeConfig {
-    /// Base URL of the API; `/chat/completions` is appended
-    /// (e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`).
-    pub url: Option<String>,
-    pub model: Option<String>,
-    /// Extra request headers (e.g. `api-key` for Azure, an org header).
-    /// Their values are secrets: redacted from everything reported.
-    pub headers: BTreeMap<String, String>,
-    /// Requests in flight at once, at most.
-    pub concurrency: usize,
-    /// Per-request timeout, in seconds.
-    pub timeout_secs: f64,
-    /// Retries of a request after a 429, a 5xx but 501, a timeout or a
-    /// refused connection.
-    pub retries: u32,
-    /// Directory of cached answers.
-    pub cache: Option<PathBuf>,
-    /// Print the prompts; call nothing.
-    pub dry_run: bool,
-    /// Output-token cap of each request; 0 sends none.
-    pub max_tokens: u32,
-    /// How the cap is sent; by default `max_completion_tokens` to OpenAI
-    /// and Azure OpenAI (their newer models reject `max_tokens`),
-    /// `max_tokens` elsewhere.
-    pub token_field: Option<TokenField>,
-    /// Sampling temperature; none is sent unless set (OpenAI's reasoning
-    /// models reject any but their default).
-    pub temperature: Option<f64>,
-    /// A reply longer than this (KiB) is not read further: that metric is
-    /// an error.
-    pub max_reply_kib: u64,
-    /// A prompt is cut to fit this many KiB of text.
-    pub max_prompt_kib: u64,
-    /// A rationale longer than this (characters) is cut in reports.
-    pub max_rationale_chars: usize,
-    /// Prices per model (by the model name sent), for a cost figure.
-    pub prices: BTreeMap<String, Price>,
-}
-
-impl Default for JudgeConfig {
-    fn default() -> Self {
-        JudgeConfig {
-            url: None,
-            model: None,
-            headers: BTreeMap::new(),
-            concurrency: 4,
-            timeout_secs: 60.0,
-            retries: 3,
-            cache: None,
-            dry_run: false,
-            max_tokens: DEFAULT_MAX_TOKENS,
-            token_field: None,
-            temperature: None,
-            max_reply_kib: 256,
-            max_prompt_kib: 64,
-            max_rationale_chars: 2000,
-            prices: BTreeMap::new(),
-        }
-    }
-}
-
-impl JudgeConfig {
-    /// Whether a judge is asked for at all (a URL, a model or a dry run).
-    pub fn is_set(&self) -> bool {
-        self.url.is_some() || self.model.is_some() || self.dry_run
-    }
-}
+pub use settings::{JudgeConfig, JudgeFlagError, JudgeFlags};
 
 /// The request field carrying the output-token cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
