@@ -12,7 +12,7 @@
 //! The receivers only decode; the buffer is the one bounded queue (a full
 //! buffer refuses whole requests with 503 / UNAVAILABLE, which clients
 //! retry); scoring runs on its own threads through the same per-trace
-//! [`Pipeline`] as `replay`, so a trace scores the
+//! [`Pipeline`](crate::evaluate::Pipeline) as `replay`, so a trace scores the
 //! same here as in `toolscore replay`. This module owns
 //! the tokio runtime; nothing below it is async.
 //!
