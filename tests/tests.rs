@@ -31,3 +31,4 @@ mod serve;
 mod store;
 mod traps;
 mod treewalks;
+mod trials;
