@@ -111,31 +111,41 @@ fn trials_pass_decides_the_exit_code() {
     }
 }
 
-/// JUnit: one test case per case of several trials, its figures in
-/// properties; the single-trial case keeps its per-trace test case.
+/// JUnit: one test case per case of several trials, failing by
+/// --trials-pass, its figures in the suite's properties (the schema strict
+/// readers check allows none in a testcase) and in its output; the
+/// single-trial case keeps its per-trace test case.
 #[test]
 fn junit_has_one_test_case_per_case_of_trials() {
     let out = replay("junit", &[]);
     assert_eq!(out.status.code(), Some(1));
     let xml = String::from_utf8(out.stdout).unwrap();
+    if let Err(problems) = crate::junit::check_schema(&xml) {
+        panic!("{problems:?}\n{xml}");
+    }
     assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
     assert!(xml.contains("tests=\"3\""), "{xml}");
     assert!(xml.contains("failures=\"1\""), "{xml}");
-    assert!(!xml.contains("name=\"book ("), "no per-trace book cases: {xml}");
+    assert!(
+        !xml.contains("name=\"book ("),
+        "no per-trace book cases: {xml}"
+    );
     assert!(xml.contains("name=\"refund ("), "{xml}");
+    for p in [
+        r#"<property name="book: trials" value="5"/>"#,
+        r#"<property name="book: passes" value="3"/>"#,
+        r#"<property name="book: pass_rate" value="0.6"/>"#,
+        r#"<property name="book: pass_at_k" value="true"/>"#,
+        r#"<property name="book: pass_all_k" value="false"/>"#,
+        r#"<property name="book: verdict" value="flaky"/>"#,
+        r#"<property name="weather: verdict" value="stable-pass"/>"#,
+    ] {
+        assert!(xml.contains(p), "{p} in {xml}");
+    }
     let book = &xml[xml.find("name=\"book\"").expect("a book test case")..];
     let book = &book[..book.find("</testcase>").unwrap()];
-    for p in [
-        r#"<property name="trials" value="5"/>"#,
-        r#"<property name="passes" value="3"/>"#,
-        r#"<property name="pass_rate" value="0.6"/>"#,
-        r#"<property name="pass_at_k" value="true"/>"#,
-        r#"<property name="pass_all_k" value="false"/>"#,
-        r#"<property name="verdict" value="flaky"/>"#,
-    ] {
-        assert!(book.contains(p), "{p} in {book}");
-    }
     assert!(book.contains("3 of 5 trial(s) passed"), "{book}");
+    assert!(book.contains("trials 5, passes 3, pass rate 0.6"), "{book}");
 
     let out = replay("junit", &["--trials-pass", "any"]);
     assert_eq!(out.status.code(), Some(0));
@@ -153,7 +163,10 @@ fn table_html_and_markdown_show_the_trials() {
         .find(|l| l.starts_with("book ") && l.contains("flaky"))
         .unwrap_or_else(|| panic!("{text}"));
     let cells: Vec<&str> = book.split_whitespace().collect();
-    assert_eq!(cells, ["book", "5", "3", "0.60", "yes", "no", "flaky", "FAIL"]);
+    assert_eq!(
+        cells,
+        ["book", "5", "3", "0.60", "yes", "no", "flaky", "FAIL"]
+    );
     assert!(text.contains("2 case(s) of several trials: 1 failed (--trials-pass all), 1 flaky"));
 
     let html = String::from_utf8(replay("html", &[]).stdout).unwrap();

@@ -5,9 +5,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use quick_junit::{
-    NonSuccessKind, Property, Report as Junit, TestCase, TestCaseStatus, TestSuite,
-};
+use quick_junit::{NonSuccessKind, Property, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
 use super::{ellipsize, Report};
 use crate::evaluate::{CaseTrials, Evaluation, MetricResult, UnmatchedCase, Verdict};
@@ -184,8 +182,9 @@ fn test_case(layout: &Layout, i: usize) -> Option<TestCase> {
     })
 }
 
-/// A case of several trials: fails by `--trials-pass`, its trial figures
-/// in properties, each trial's verdict and scores in its output.
+/// A case of several trials: fails by `--trials-pass`; its figures (also in
+/// the suite's properties, [`trials_properties`]) and each trial's verdict
+/// and scores in its output.
 fn trials_case(report: &Report, c: &CaseTrials) -> TestCase {
     let status = if c.pass {
         TestCaseStatus::success()
@@ -201,16 +200,7 @@ fn trials_case(report: &Report, c: &CaseTrials) -> TestCase {
     };
     let mut case = TestCase::new(xml_text(&c.case_id), status);
     case.set_classname(SUITE);
-    case.add_properties([
-        Property::new("trials", c.trials.to_string()),
-        Property::new("passes", c.passes.to_string()),
-        Property::new("pass_rate", c.pass_rate().to_string()),
-        Property::new("pass_at_k", c.pass_at_k.to_string()),
-        Property::new("pass_all_k", c.pass_all_k.to_string()),
-        Property::new("verdict", c.verdict.code()),
-        Property::new("trials_pass", report.trials_pass.to_string()),
-    ]);
-    let mut out = String::new();
+    let mut out = format!("{}\n", trials_text(report, c));
     for &i in &c.evaluations {
         if let Some(e) = report.evaluations.get(i) {
             out.push_str(&format!(
@@ -223,6 +213,39 @@ fn trials_case(report: &Report, c: &CaseTrials) -> TestCase {
     }
     case.set_system_out(xml_text(&out));
     case
+}
+
+fn trials_text(report: &Report, c: &CaseTrials) -> String {
+    format!(
+        "trials {}, passes {}, pass rate {}, pass@k {}, pass^k {}, {}, --trials-pass {}",
+        c.trials,
+        c.passes,
+        c.pass_rate(),
+        c.pass_at_k,
+        c.pass_all_k,
+        c.verdict.code(),
+        report.trials_pass
+    )
+}
+
+/// The trial figures of each case of several trials, as `<properties>` of
+/// the suite: the schema strict readers check has none inside a testcase.
+fn trials_properties(layout: &Layout) -> Vec<Property> {
+    let mut props = Vec::new();
+    for c in &layout.trials {
+        let figures = [
+            ("trials", c.trials.to_string()),
+            ("passes", c.passes.to_string()),
+            ("pass_rate", c.pass_rate().to_string()),
+            ("pass_at_k", c.pass_at_k.to_string()),
+            ("pass_all_k", c.pass_all_k.to_string()),
+            ("verdict", c.verdict.code().to_string()),
+        ];
+        for (k, v) in figures {
+            props.push(Property::new(xml_text(&format!("{}: {k}", c.case_id)), v));
+        }
+    }
+    props
 }
 
 fn evaluation_case(e: &Evaluation) -> TestCase {
@@ -281,6 +304,7 @@ fn write_in_parts(report: &Report, out: &mut dyn Write, part: usize) -> io::Resu
     let part = part.max(1);
     let cases = |from: usize| (from..total.min(from + part)).filter_map(|i| test_case(&layout, i));
     let mut suite = TestSuite::new(SUITE);
+    suite.add_properties(trials_properties(&layout));
     suite.add_test_cases(cases(0));
     // The counts of the cases after the first part, from what decides their
     // status ([`test_case`]), without building them.

@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::evaluate::{
-    case_trials, CaseTrials, Evaluation, MetricResult, Stability, TrialsPass, UnmatchedCase, UnmatchedTrace,
-    Verdict,
+    case_trials, CaseTrials, Evaluation, MetricResult, Stability, TrialsPass, UnmatchedCase,
+    UnmatchedTrace, Verdict,
 };
 use crate::extract::{CallResult, ToolCall};
 use crate::ingest::Rejected;

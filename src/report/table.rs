@@ -163,7 +163,14 @@ fn write_trials(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
     let row = |i: usize| match i.checked_sub(1).and_then(|i| trials.get(i)) {
         None => [
-            "CASE", "TRIALS", "PASSES", "PASS RATE", "PASS@K", "PASS^K", "VERDICT", "PASS",
+            "CASE",
+            "TRIALS",
+            "PASSES",
+            "PASS RATE",
+            "PASS@K",
+            "PASS^K",
+            "VERDICT",
+            "PASS",
         ]
         .map(String::from)
         .to_vec(),
