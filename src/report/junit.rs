@@ -417,7 +417,8 @@ mod tests {
         };
         let whole = write(usize::MAX);
         let mut counted = TestSuite::new(SUITE);
-        counted.add_test_cases((0..test_cases(&report)).filter_map(|i| test_case(&report, i)));
+        let layout = Layout::new(&report);
+        counted.add_test_cases((0..layout.len()).filter_map(|i| test_case(&layout, i)));
         let counts = format!(
             r#"tests="{}" skipped="{}" errors="{}" failures="{}""#,
             counted.tests, counted.skipped, counted.errors, counted.failures
