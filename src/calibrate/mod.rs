@@ -5,11 +5,10 @@
 //! the human failures with 95% Wilson intervals, the confusion matrix, the
 //! disagreements, the threshold that would agree best, and with several
 //! raters their agreement with each other. [`gate`] turns the figures into
-//! an exit code for CI. `session` is the terminal session that collects
-//! labels (`toolscore label`).
+//! an exit code for CI. The terminal session that collects labels
+//! (`toolscore label`) is a driver: `run::label`.
 
 pub mod labels;
-pub mod session;
 pub mod stats;
 
 use std::collections::{BTreeMap, HashMap};

@@ -11,7 +11,8 @@ use clap::{Args, ValueEnum};
 
 use super::progress::progress_printer;
 use super::{InputArgs, ScoringArgs};
-use crate::calibrate::{self, labels, session, Gate};
+use crate::calibrate::{self, labels, Gate};
+use crate::run::label as session;
 use crate::evaluate::OutputNeeds;
 use crate::ingest::files::Source;
 use crate::run::replay;
@@ -174,7 +175,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> anyhow::Result<u8> {
         gate: &result,
         labels: labels.labels.len(),
     };
-    let mut out = super::commands::open_output(args.output.as_ref())?;
+    let mut out = super::open_output(args.output.as_ref())?;
     match args.format {
         CalibrateFormat::Table => report::write_calibration_table(&r, &mut out),
         CalibrateFormat::Jsonl => report::write_calibration_jsonl(&r, &mut out),

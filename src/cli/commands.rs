@@ -22,7 +22,7 @@ use crate::score::registry;
 
 use super::history::{self, RunFacts, RunStart};
 use super::progress::progress_printer;
-use super::{
+use super::{open_output, 
     Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs, RecordArgs,
     ReplayArgs, ReportFormat, ScoreArgs, ServeArgs,
 };
@@ -58,15 +58,6 @@ where
             exit::INPUT
         }
     }
-}
-
-pub(super) fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
-    Ok(match path {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(io::stdout().lock())),
-    })
 }
 
 fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {

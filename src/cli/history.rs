@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
+use super::open_output;
 use crate::report::{self, baseline, exit, Report};
 use crate::store::{self, trend, Choice, Filter, RunMeta, Saved, Store};
 
@@ -384,15 +385,6 @@ pub(crate) fn load_side(spec: &Path, store_arg: &StoreArg) -> anyhow::Result<Vec
     let mut store = store_arg.open()?;
     let run = store.resolve(&spec.to_string_lossy(), None, None)?;
     stored_entries(&mut store, &run)
-}
-
-fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
-    Ok(match path {
-        Some(p) => Box::new(io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(io::BufWriter::new(io::stdout().lock())),
-    })
 }
 
 pub(crate) fn cmd_runs(args: RunsArgs) -> anyhow::Result<u8> {

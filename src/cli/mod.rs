@@ -682,3 +682,13 @@ pub(crate) fn check_tolerance(t: f64) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Where a command writes its report: the file, else stdout.
+pub(crate) fn open_output(path: Option<&PathBuf>) -> anyhow::Result<Box<dyn std::io::Write>> {
+    Ok(match path {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    })
+}

@@ -18,7 +18,7 @@ use std::path::Path;
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::terminal;
 
-use super::labels::{self, Label};
+use crate::calibrate::labels::{self, Label};
 use crate::evaluate::{Evaluation, Verdict};
 use crate::report::{ellipsize, Report, SpanMark};
 
