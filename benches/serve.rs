@@ -1066,6 +1066,7 @@ fn stages() {
                     trace_id: r.trace_id,
                     spans: r.spans,
                     tools_called: Arc::clone(&r.calls),
+                    warnings: Arc::clone(&r.warnings),
                 };
                 toolscore::report::push_row_with_calls(
                     &mut rows,

@@ -96,7 +96,10 @@ fn misses() -> BTreeMap<String, String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
             let (pair, reason) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
-            (pair.trim_end_matches(':').to_string(), reason.trim().to_string())
+            (
+                pair.trim_end_matches(':').to_string(),
+                reason.trim().to_string(),
+            )
         })
         .collect()
 }

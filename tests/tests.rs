@@ -5,6 +5,7 @@ mod util;
 mod behaviour;
 mod calibrate;
 mod cli;
+mod conversation;
 mod corpus;
 mod docs;
 mod expectformats;

@@ -12,12 +12,12 @@ use clap::{Args, ValueEnum};
 use super::progress::progress_printer;
 use super::{InputArgs, ScoringArgs};
 use crate::calibrate::{self, labels, Gate};
-use crate::run::label as session;
 use crate::evaluate::OutputNeeds;
 use crate::ingest::files::Source;
+use crate::report::{self, exit, CalibrationReport};
+use crate::run::label as session;
 use crate::run::replay;
 use crate::run::{Options, Setup};
-use crate::report::{self, exit, CalibrationReport};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum CalibrateFormat {

@@ -22,9 +22,9 @@ use crate::score::registry;
 
 use super::history::{self, RunFacts, RunStart};
 use super::progress::progress_printer;
-use super::{open_output, 
-    Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs, RecordArgs,
-    ReplayArgs, ReportFormat, ScoreArgs, ServeArgs,
+use super::{
+    open_output, Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs,
+    RecordArgs, ReplayArgs, ReportFormat, ScoreArgs, ServeArgs,
 };
 
 /// Runs the command line `args` (the program name first, as

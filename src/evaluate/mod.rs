@@ -424,6 +424,7 @@ impl Evaluator {
                 .map(|(case, id)| SessionMember { case, id })
                 .collect(),
             facts,
+            warnings: Arc::new([]),
         };
         let mut case_list = route.cases;
         if case_list.is_empty() && result.sessions.is_empty() {
@@ -537,6 +538,7 @@ impl Evaluator {
             tools_called: calls,
             expected,
             results,
+            warnings: Arc::new([]),
         }
     }
 }

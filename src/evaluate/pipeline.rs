@@ -59,9 +59,12 @@ impl Pipeline {
     /// [`Pipeline::run`], and the trace's agent runs (by start time) for
     /// outputs that draw them.
     pub fn run_with_runs(&self, trace: &Trace) -> (TraceResult, Vec<AgentRun>) {
-        let (calls, runs) = self.extractor.extract_with_runs(trace);
-        let result = self.evaluator.evaluate_trace_with_runs(trace, calls, &runs);
-        (result, runs)
+        let a = self.extractor.extract_analysis(trace);
+        let result = self
+            .evaluator
+            .evaluate_trace_with_runs(trace, a.calls, &a.runs)
+            .with_warnings(a.warnings);
+        (result, a.runs)
     }
 
     /// What `inspect` shows of a trace: every call and agent run (whatever

@@ -110,6 +110,9 @@ pub struct Evaluation {
     pub expected: Arc<[Call]>,
     /// In `--metric` order; the first is the headline.
     pub results: Vec<MetricResult>,
+    /// What the trace's conversation witness found amiss (shared with the
+    /// trace's other evaluations; empty for a session case).
+    pub warnings: Arc<[String]>,
 }
 
 impl Evaluation {
@@ -235,6 +238,8 @@ pub struct UnmatchedTrace {
     pub trace_id: TraceId,
     pub spans: usize,
     pub tools_called: Arc<[ToolCall]>,
+    /// As [`Evaluation::warnings`].
+    pub warnings: Arc<[String]>,
 }
 
 /// One trace's share of a session case.
@@ -267,9 +272,33 @@ pub struct TraceResult {
     pub sessions: Vec<SessionMember>,
     /// The trace's facts, when a metric needs them.
     pub facts: Option<TraceFacts>,
+    /// What the conversation witness found amiss (`extract::conversation`).
+    pub warnings: Arc<[String]>,
 }
 
 impl TraceResult {
+    /// The trace's warnings, given to its evaluations too.
+    pub fn with_warnings(mut self, warnings: Vec<String>) -> TraceResult {
+        if warnings.is_empty() {
+            return self;
+        }
+        self.warnings = warnings.into();
+        for e in &mut self.evaluations {
+            e.warnings = Arc::clone(&self.warnings);
+        }
+        self
+    }
+
+    /// The trace as a trace no case matched.
+    pub fn into_unmatched(self) -> UnmatchedTrace {
+        UnmatchedTrace {
+            trace_id: self.trace_id,
+            spans: self.spans,
+            tools_called: self.calls,
+            warnings: self.warnings,
+        }
+    }
+
     /// No case, session case or default case took this trace.
     pub fn unmatched(&self) -> bool {
         self.evaluations.is_empty() && self.sessions.is_empty()

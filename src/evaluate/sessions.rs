@@ -179,6 +179,8 @@ pub(crate) fn test_call(name: &str, at: u64) -> ToolCall {
         agent: None,
         retriever: false,
         convention: "test".into(),
+        from: None,
+        span_name: None,
         within: None,
         end_time_unix_nano: at,
     }
@@ -232,6 +234,7 @@ mod tests {
                 id: "s".into(),
             }],
             facts: None,
+            warnings: Default::default(),
         };
         sessions.add(&t);
         let s = &sessions.cases[&0];

@@ -19,11 +19,6 @@ use serde_json::Value;
 use super::{Analysis, CallArgs, CallStatus, ToolCall};
 use crate::assemble::{SpanId, Trace};
 
-/// Span attributes holding the id of the model's tool call that a tool
-/// span executes.
-pub(crate) const CALL_ID_KEYS: [&str; 3] =
-    ["gen_ai.tool.call.id", "tool_call.id", "ai.toolCall.id"];
-
 /// Merges the calls of `out` that record one call (see the module
 /// comment): the merged call keeps the best arguments (with the name,
 /// convention and span of the call that had them), the first result and
@@ -149,12 +144,7 @@ fn renest(out: &mut Analysis, records: &HashSet<SpanId>, kept: &HashMap<SpanId, 
 }
 
 fn call_id<'t>(trace: &'t Trace, spans: &HashMap<SpanId, usize>, span: SpanId) -> Option<&'t str> {
-    let s = &trace.spans[*spans.get(&span)?];
-    CALL_ID_KEYS
-        .iter()
-        .find_map(|k| s.attr_str(k))
-        .map(str::trim)
-        .filter(|id| !id.is_empty())
+    super::source::tool_call_id(&trace.spans[*spans.get(&span)?])
 }
 
 fn same_call<'t>(

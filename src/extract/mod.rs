@@ -8,6 +8,7 @@
 
 mod args;
 mod canonical;
+pub mod conversation;
 pub mod explain;
 pub mod facts;
 #[cfg(test)]
@@ -133,6 +134,15 @@ pub struct ToolCall {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub retriever: bool,
     pub convention: String,
+    /// Where the call was read when not from a tool span:
+    /// `"conversation"` for a call rebuilt from the model's messages
+    /// (`extract::conversation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<&'static str>,
+    /// The tool span's own name, when the model's name for the call
+    /// replaced it (a wrapper class or a namespace; the call-id join).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span_name: Option<String>,
     /// The nearest enclosing agent run or tool call (for the run tree).
     #[serde(skip)]
     pub within: Option<SpanId>,
@@ -184,6 +194,13 @@ pub struct Analysis {
     pub retrievers: Vec<ToolCall>,
     /// Agent runs, by start time.
     pub runs: Vec<AgentRun>,
+    /// What the conversation witness found amiss: calls the model asked
+    /// for that no tool span shows (or the reverse), calls never answered
+    /// (`extract::conversation`).
+    pub warnings: Vec<String>,
+    /// What the conversation witness did that is worth telling but not a
+    /// warning (shown by `inspect --explain`).
+    pub notes: Vec<String>,
 }
 
 /// Which calls count for scoring.
@@ -380,11 +397,19 @@ impl Extractor {
         }
         // A family rule's keys are known by their ending only (`span_tails`).
         keys.retain(|k| !k.contains(rules::NS));
-        keys.extend(merge::CALL_ID_KEYS.iter().map(|k| k.to_string()));
+        let conversation_keys = source::CALL_ID_KEYS
+            .iter()
+            .chain(&conversation::MODEL_MARKERS);
+        keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.sort();
         keys.dedup();
-        let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX];
-        (keys, prefixes.iter().map(|p| p.to_string()).collect())
+        let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX]
+            .into_iter()
+            .chain(conversation::SPAN_KEY_PREFIXES);
+        let mut prefixes: Vec<String> = prefixes.map(str::to_string).collect();
+        prefixes.sort();
+        prefixes.dedup();
+        (keys, prefixes)
     }
 
     /// The last dot-separated parts of the keys a family rule may read in
@@ -460,11 +485,17 @@ impl Extractor {
 
     /// [`Extractor::extract`] and the agent runs, by start time.
     pub fn extract_with_runs(&self, trace: &Trace) -> (Vec<ToolCall>, Vec<AgentRun>) {
+        let a = self.extract_analysis(trace);
+        (a.calls, a.runs)
+    }
+
+    /// [`Extractor::analyze`] with the calls within [`Extractor::scope`].
+    pub fn extract_analysis(&self, trace: &Trace) -> Analysis {
         let mut a = self.analyze(trace);
         if self.scope == Scope::TopLevel {
             a.calls.retain(|c| c.depth == 0);
         }
-        (a.calls, a.runs)
+        a
     }
 
     /// Tool calls of `trace` within [`Extractor::scope`], by start time.
@@ -482,7 +513,11 @@ impl Extractor {
         let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
         let rule_of = self.classify_spans(trace, &mut slots);
         if rule_of.iter().all(Option::is_none) {
-            return Analysis::default();
+            // No tool span: the conversation may still hold the calls.
+            let mut out = Analysis::default();
+            conversation::witness(self, trace, &[], &mut out);
+            out.calls.sort_by_key(|c| c.start_time_unix_nano);
+            return out;
         }
         let role: Vec<Role> = rule_of.iter().map(|&r| self.role_of(r)).collect();
         let generic = self.in_namespaces(trace, &rule_of);
@@ -504,6 +539,7 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
         merge::one_call_per_call(trace, &mut out);
+        conversation::witness(self, trace, &seen, &mut out);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -620,6 +656,8 @@ impl Extractor {
                 agent,
                 retriever: rule.kind() == Kind::Retriever,
                 convention: rule.name().to_string(),
+                from: None,
+                span_name: None,
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
             };

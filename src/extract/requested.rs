@@ -36,8 +36,18 @@ const OI_PREFIX: &str = "llm.output_messages.";
 pub(crate) const SPAN_KEY_PREFIX: &str = OI_PREFIX;
 const OI_NAME: &str = ".tool_call.function.name";
 const OI_ARGS: &str = ".tool_call.function.arguments";
+const OI_ID: &str = ".tool_call.id";
 /// Deep enough for LangChain's `generations[[{message: {kwargs: {tool_calls}}}]]`.
 const MAX_DEPTH: usize = 10;
+
+/// A call a model asked for: its call id when one was recorded, the tool's
+/// name and its arguments (JSON strings decoded).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Asked {
+    pub id: Option<String>,
+    pub name: String,
+    pub args: Value,
+}
 
 /// The requested calls of each span of a trace, each span's read once when
 /// first needed: the search goes back from the call and usually stops at
@@ -45,7 +55,7 @@ const MAX_DEPTH: usize = 10;
 #[derive(Debug)]
 pub struct Requests<'t> {
     trace: &'t Trace,
-    per_span: Vec<OnceCell<Vec<(String, Value)>>>,
+    per_span: Vec<OnceCell<Vec<Asked>>>,
 }
 
 impl<'t> Requests<'t> {
@@ -56,7 +66,7 @@ impl<'t> Requests<'t> {
         }
     }
 
-    fn of_span(&self, i: usize) -> &[(String, Value)] {
+    fn of_span(&self, i: usize) -> &[Asked] {
         self.per_span[i].get_or_init(|| calls_of_span(&self.trace.spans[i]))
     }
 
@@ -79,8 +89,8 @@ impl<'t> Requests<'t> {
         (0..at.min(self.per_span.len()))
             .rev()
             .flat_map(|i| self.of_span(i))
-            .filter(|(name, _)| name == tool)
-            .find_map(|(_, req)| match_request(req, &positional, &known))
+            .filter(|a| a.name == tool)
+            .find_map(|a| match_request(&a.args, &positional, &known))
     }
 }
 
@@ -122,7 +132,7 @@ fn same_value(requested: &Value, recorded: &Value) -> bool {
         }
 }
 
-fn calls_of_span(s: &SpanRecord) -> Vec<(String, Value)> {
+fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
     let mut out = Vec::new();
     for (key, value) in s.span.attributes() {
         let Some(text) = value.and_then(Val::as_str) else {
@@ -132,7 +142,11 @@ fn calls_of_span(s: &SpanRecord) -> Vec<(String, Value)> {
             if let Some(stem) = key.strip_suffix(OI_NAME) {
                 let args_key = format!("{stem}{OI_ARGS}");
                 if let Some(args) = s.attr_str(&args_key) {
-                    out.push((text.to_string(), json_or_string(args)));
+                    out.push(Asked {
+                        id: s.attr_str(&format!("{stem}{OI_ID}")).map(str::to_string),
+                        name: text.to_string(),
+                        args: json_or_string(args),
+                    });
                 }
             }
             continue;
@@ -160,8 +174,12 @@ fn decoded(v: &Value) -> Value {
     }
 }
 
-/// A call object's name and arguments, in any of the known shapes.
-fn call_of(o: &Map<String, Value>) -> Option<(String, Value)> {
+/// The keys a call object's id is under (OpenAI and OTel GenAI, Vercel,
+/// Bedrock, a tool message, Genkit).
+const ID_KEYS: [&str; 5] = ["id", "toolCallId", "toolUseId", "tool_call_id", "ref"];
+
+/// A call object's id, name and arguments, in any of the known shapes.
+fn call_of(o: &Map<String, Value>) -> Option<Asked> {
     let f = o.get("function").and_then(Value::as_object);
     let name = f
         .and_then(|f| f.get("name"))
@@ -173,10 +191,20 @@ fn call_of(o: &Map<String, Value>) -> Option<(String, Value)> {
         .or_else(|| o.get("arguments"))
         .or_else(|| o.get("args"))
         .or_else(|| o.get("input"))?;
-    Some((name.to_string(), decoded(args)))
+    let id = ID_KEYS
+        .iter()
+        .find_map(|k| o.get(*k).and_then(Value::as_str))
+        .filter(|id| !id.is_empty())
+        .map(str::to_string);
+    Some(Asked {
+        id,
+        name: name.to_string(),
+        args: decoded(args),
+    })
 }
 
-fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut Vec<(String, Value)>) {
+/// Every call object in `v` (found under `parent_key`), in document order.
+pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut Vec<Asked>) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -191,7 +219,10 @@ fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut Vec<(String
                 .get("type")
                 .and_then(Value::as_str)
                 .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
-            let listed = matches!(parent_key, Some("tool_calls" | "toolCalls" | "toolUse"));
+            let listed = matches!(
+                parent_key,
+                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest")
+            );
             if typed || listed || o.contains_key("toolName") {
                 if let Some(call) = call_of(o) {
                     out.push(call);
@@ -223,7 +254,7 @@ mod tests {
     fn calls(v: Value) -> Vec<(String, Value)> {
         let mut out = Vec::new();
         walk(&v, None, 0, &mut out);
-        out
+        out.into_iter().map(|a| (a.name, a.args)).collect()
     }
 
     #[test]

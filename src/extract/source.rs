@@ -118,3 +118,17 @@ pub fn any_to_json(v: Val<'_>) -> Value {
         Val::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
     }
 }
+
+/// Keys of an execution span that hold the id the model gave the call it
+/// executes (OTel GenAI, OpenInference, Vercel AI SDK).
+pub(crate) const CALL_ID_KEYS: [&str; 3] =
+    ["gen_ai.tool.call.id", "tool_call.id", "ai.toolCall.id"];
+
+/// The model's call id a tool span records, if any.
+pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
+    CALL_ID_KEYS
+        .iter()
+        .find_map(|k| s.attr_str(k))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+}

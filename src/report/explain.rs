@@ -9,6 +9,7 @@ use super::printable;
 use crate::assemble::Trace;
 use crate::extract::explain::SpanExplanation;
 use crate::extract::rules::Kind;
+use crate::extract::{Analysis, ToolCall};
 
 /// The JSONL row of one span.
 pub fn explain_row(trace: &Trace, e: &SpanExplanation) -> Value {
@@ -90,6 +91,64 @@ pub fn write_explain(
                 m.of
             )?;
         }
+    }
+    Ok(())
+}
+
+/// What the conversation witness did in a trace, as one JSONL row after
+/// its spans' rows: calls rebuilt from the conversation or renamed by the
+/// call-id join, and its warnings. `None` when it did nothing.
+pub fn conversation_row(trace: &Trace, calls: &[&ToolCall], a: &Analysis) -> Option<String> {
+    if calls.is_empty() && a.warnings.is_empty() && a.notes.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{\"trace_id\":");
+    let _ = serde_json::to_writer(&mut out, &trace.id.to_string());
+    out.extend_from_slice(b",\"conversation\":{\"calls\":[");
+    for (i, c) in calls.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        super::write_call(&mut out, c);
+    }
+    out.extend_from_slice(b"],\"notes\":");
+    let _ = serde_json::to_writer(&mut out, &a.notes);
+    out.extend_from_slice(b",\"warnings\":");
+    let _ = serde_json::to_writer(&mut out, &a.warnings);
+    out.extend_from_slice(b"}}");
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The conversation witness's lines under a trace's spans.
+pub fn write_conversation(
+    out: &mut dyn Write,
+    calls: &[&ToolCall],
+    a: &Analysis,
+) -> io::Result<()> {
+    for c in calls {
+        let args = c
+            .args
+            .value()
+            .map_or_else(|| "-".to_string(), ToString::to_string);
+        let line = match (&c.from, &c.span_name) {
+            (Some(_), _) => format!(
+                "tool call `{}` {args} from the conversation  [{}; asked in span {}]",
+                c.name, c.convention, c.span_id
+            ),
+            (None, Some(span_name)) => format!(
+                "tool span {} `{span_name}` is the model's call `{}` (joined by call id or name)",
+                c.span_id, c.name
+            ),
+            (None, None) => continue,
+        };
+        writeln!(out, "  conversation: {}", printable(&line))?;
+    }
+    for n in &a.notes {
+        writeln!(out, "  conversation: {}", printable(n))?;
+    }
+    for w in &a.warnings {
+        writeln!(out, "  conversation: warning: {}", printable(w))?;
     }
     Ok(())
 }

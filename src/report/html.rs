@@ -533,6 +533,23 @@ fn tools_table(report: &Report) -> String {
     out
 }
 
+/// The traces' warnings (`extract::conversation`).
+fn warning_list(report: &Report) -> String {
+    let warnings: Vec<(String, &str)> = report.warnings().collect();
+    if warnings.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<details class=\"rejected\" open><summary>{} warning(s): the conversation and the tool spans disagree</summary><ul>",
+        warnings.len()
+    );
+    for (trace, w) in &warnings {
+        let _ = write!(out, "<li>trace {}: {}</li>", esc(trace), esc(w));
+    }
+    out.push_str("</ul></details>");
+    out
+}
+
 fn rejected_list(report: &Report) -> String {
     if report.rejected.is_empty() {
         return String::new();
@@ -718,6 +735,7 @@ pub fn write_html(
     page.push_str("</p></header><main>");
     page.push_str(&cards(report));
     page.push_str(&rejected_list(report));
+    page.push_str(&warning_list(report));
     if !report.metrics.is_empty() && !report.evaluations.is_empty() {
         page.push_str("<h2>Scores</h2><section class=\"histograms\">");
         for m in &report.metrics {

@@ -41,6 +41,8 @@ pub fn inspect_row(
         spans: usize,
         tools: &'a [ToolCall],
         trace_id: String,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        warnings: &'a [String],
     }
     let row = Row {
         agent_runs: &a.runs,
@@ -53,6 +55,7 @@ pub fn inspect_row(
         spans: trace.spans.len(),
         tools: &a.calls,
         trace_id: trace.id.to_string(),
+        warnings: &a.warnings,
     };
     // Serializing these types cannot fail (string keys only).
     serde_json::to_string(&row).unwrap_or_default()
@@ -121,10 +124,14 @@ fn call_line(c: &ToolCall, counted: bool) -> String {
         (CallStatus::Error, None) => "error".to_string(),
         (CallStatus::Ok, _) => "ok".to_string(),
     };
-    let tag = match (c.retriever, counted) {
-        (true, true) => "retriever; ",
-        (true, false) => "retriever, not counted (--retrievers-as-tools); ",
-        _ => "",
+    let tag = match (c.retriever, counted, c.from) {
+        (true, true, _) => "retriever; ".to_string(),
+        (true, false, _) => "retriever, not counted (--retrievers-as-tools); ".to_string(),
+        (_, _, Some(from)) => format!("from the {from}; "),
+        _ => match &c.span_name {
+            Some(n) => format!("span named {}; ", printable(n)),
+            None => String::new(),
+        },
     };
     // Names and messages come from the trace: escaped for the terminal
     // (arguments are JSON text, whose strings are escaped already).
@@ -180,9 +187,12 @@ pub fn write_inspect_tree(
     // Children in start order under the node their `within` names; a node
     // whose `within` is not shown is a root. Printed depth-first with an
     // explicit stack: a recursive walk overflows on very deep traces.
+    // Calls from the conversation hold nothing, and share their model
+    // span's id (which may be an agent run's).
     let index: HashMap<SpanId, usize> = nodes
         .iter()
         .enumerate()
+        .filter(|(_, n)| !matches!(n, Node::Call(c, _) if c.from.is_some()))
         .map(|(i, n)| (n.span(), i))
         .collect();
     let parent: Vec<Option<usize>> = nodes
@@ -224,6 +234,9 @@ pub fn write_inspect_tree(
             }
             stack.extend(kids[i].iter().rev().map(|&k| (k, level + 1)));
         }
+    }
+    for w in &a.warnings {
+        writeln!(out, "  warning: {}", printable(w))?;
     }
     Ok(())
 }

@@ -282,7 +282,11 @@ fn evaluation_case(e: &Evaluation) -> TestCase {
     let name = format!("{} ({})", e.case_id, e.target_label());
     let mut case = TestCase::new(xml_text(&name), status);
     case.set_classname(SUITE);
-    case.set_system_out(xml_text(&scores_text(&e.results)));
+    let mut out = scores_text(&e.results);
+    for w in e.warnings.iter() {
+        out.push_str(&format!("\nwarning: {w}"));
+    }
+    case.set_system_out(xml_text(&out));
     case
 }
 
@@ -306,6 +310,19 @@ fn write_in_parts(report: &Report, out: &mut dyn Write, part: usize) -> io::Resu
     let mut suite = TestSuite::new(SUITE);
     suite.add_properties(trials_properties(&layout));
     suite.add_test_cases(cases(0));
+    // A trace no case took has no test case: its warnings are the suite's.
+    let unmatched: Vec<String> = report
+        .unmatched_traces
+        .iter()
+        .flat_map(|t| {
+            t.warnings
+                .iter()
+                .map(move |w| format!("warning: trace {}: {w}", t.trace_id))
+        })
+        .collect();
+    if !unmatched.is_empty() {
+        suite.set_system_out(xml_text(&unmatched.join("\n")));
+    }
     // The counts of the cases after the first part, from what decides their
     // status ([`test_case`]), without building them.
     for i in part..total {

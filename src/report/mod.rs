@@ -28,7 +28,7 @@ pub use calibration::{
     calibration_row, write_calibration_html, write_calibration_jsonl, write_calibration_markdown,
     write_calibration_table, CalibrationReport,
 };
-pub use explain::{explain_row, write_explain};
+pub use explain::{conversation_row, explain_row, write_conversation, write_explain};
 pub use html::{write_html, SpanMark, Timeline, Timelines, TIMELINE_SPANS};
 pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
@@ -102,6 +102,26 @@ impl Report {
     /// Evaluations with a metric a dry run did not judge.
     pub fn not_judged(&self) -> usize {
         self.count(Verdict::NotJudged)
+    }
+
+    /// Each trace's warnings (`extract::conversation`), once per trace:
+    /// (trace id, warning).
+    pub fn warnings(&self) -> impl Iterator<Item = (String, &str)> + '_ {
+        let mut last: Option<crate::assemble::TraceId> = None;
+        let evaluated = self.evaluations.iter().filter(move |e| {
+            // A trace's evaluations are next to each other and share them.
+            let first = last != Some(e.trace_id);
+            last = Some(e.trace_id);
+            first
+        });
+        let evaluated = evaluated.map(|e| (e.trace_id, &e.warnings));
+        let unmatched = self
+            .unmatched_traces
+            .iter()
+            .map(|t| (t.trace_id, &t.warnings));
+        evaluated
+            .chain(unmatched)
+            .flat_map(|(id, w)| w.iter().map(move |w| (id.to_string(), w.as_str())))
     }
 
     fn count(&self, v: Verdict) -> usize {
@@ -205,6 +225,12 @@ impl Report {
                 self.rejected.len()
             ));
         }
+        let warnings = self.warnings().count();
+        if warnings > 0 {
+            out.push_str(&format!(
+                "; {warnings} warning(s) from the conversation witness"
+            ));
+        }
         if let Some(hint) = &self.hint {
             out.push_str(&format!("; {hint}"));
         }
@@ -289,6 +315,9 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
             obj.insert("error".into(), json!(err));
         }
     }
+    if !e.warnings.is_empty() {
+        obj.insert("warnings".into(), json!(&e.warnings[..]));
+    }
     obj.insert(
         "expected_tools".into(),
         serde_json::to_value(&e.expected[..]).unwrap_or(Value::Null),
@@ -336,12 +365,16 @@ pub fn unmatched_case_row(case: &UnmatchedCase) -> Value {
 /// The JSONL row of a trace that no case matched (`"type": "unmatched_trace"`),
 /// without its `tools_called` (see [`push_row_with_calls`]).
 pub fn unmatched_trace_row(t: &UnmatchedTrace) -> Value {
-    json!({
+    let mut row = json!({
         "type": "unmatched_trace",
         "trace_id": t.trace_id.to_string(),
         "case": null,
         "spans": t.spans,
-    })
+    });
+    if !t.warnings.is_empty() {
+        row["warnings"] = json!(&t.warnings[..]);
+    }
+    row
 }
 
 const TOOLS_CALLED: &str = "tools_called";
@@ -402,6 +435,8 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
         agent,
         retriever,
         convention,
+        from,
+        span_name,
         within: _,
         end_time_unix_nano: _,
     } = c;
@@ -444,6 +479,14 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
     }
     out.extend_from_slice(b",\"convention\":");
     json(out, convention);
+    if let Some(f) = from {
+        out.extend_from_slice(b",\"from\":");
+        json(out, f);
+    }
+    if let Some(n) = span_name {
+        out.extend_from_slice(b",\"span_name\":");
+        json(out, n);
+    }
     out.push(b'}');
 }
 
@@ -596,6 +639,7 @@ mod tests {
                 trace_id: t.id,
                 spans: t.spans.len(),
                 tools_called: calls,
+                warnings: Arc::new([]),
             };
             push_row_with_calls(&mut out, &unmatched_trace_row(&trace), &trace.tools_called);
         }
@@ -681,6 +725,8 @@ mod tests {
             agent: None,
             retriever: false,
             convention: "otel-genai".into(),
+            from: None,
+            span_name: None,
             within: Some(SpanId([1; 8])),
             end_time_unix_nano: 5,
         };
@@ -696,6 +742,8 @@ mod tests {
             name: "planner".into(),
         });
         c.retriever = true;
+        c.from = Some("conversation");
+        c.span_name = Some("Dynamic\"Tool".into());
         calls.push(c);
         let mut c = base.clone();
         c.result = Some(CallResult::Value(json!("plain text")));

@@ -68,6 +68,16 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         };
         print_rows_with(1 + report.unmatched_traces.len(), row, out)?;
     }
+    let mut warnings = report.warnings().peekable();
+    if warnings.peek().is_some() {
+        writeln!(
+            out,
+            "\nWarnings (the conversation and the tool spans disagree):"
+        )?;
+        for (trace, w) in warnings {
+            writeln!(out, "  trace {trace}: {}", super::printable(w))?;
+        }
+    }
     if !report.rejected.is_empty() {
         writeln!(out, "\nRejected input:")?;
         for r in &report.rejected {

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use crate::assemble::Trace;
 use crate::evaluate::Pipeline;
+use crate::extract::ToolCall;
 use crate::ingest::files::Source;
 use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::Rejected;
@@ -111,17 +112,31 @@ fn write_explained(
     format: InspectFormat,
 ) -> std::io::Result<usize> {
     let rows = pipeline.extractor().explain(t);
+    // What the conversation witness did: calls rebuilt, disagreements.
+    let witnessed = pipeline.extractor().analyze(t);
+    let rebuilt: Vec<&ToolCall> = witnessed
+        .calls
+        .iter()
+        .filter(|c| c.from.is_some() || c.span_name.is_some())
+        .collect();
     let calls = rows
         .iter()
         .filter(|e| e.matched.as_ref().is_some_and(|m| m.call))
-        .count();
+        .count()
+        + rebuilt.iter().filter(|c| c.from.is_some()).count();
     match format {
         InspectFormat::Jsonl => {
             for e in &rows {
                 writeln!(out, "{}", report::explain_row(t, e))?;
             }
+            if let Some(row) = report::conversation_row(t, &rebuilt, &witnessed) {
+                writeln!(out, "{row}")?;
+            }
         }
-        InspectFormat::Table => report::write_explain(out, t, &rows)?,
+        InspectFormat::Table => {
+            report::write_explain(out, t, &rows)?;
+            report::write_conversation(out, &rebuilt, &witnessed)?;
+        }
     }
     Ok(calls)
 }

@@ -2,7 +2,7 @@
 //! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{Pipeline, Sessions, TraceResult, UnmatchedTrace};
+use crate::evaluate::{Pipeline, Sessions, TraceResult};
 use crate::extract::facts::token_usage;
 use crate::ingest::files::{self, Source};
 use crate::ingest::projection::{KeepAll, KeyFilter};
@@ -113,11 +113,7 @@ impl<'a> Collector<'a> {
                 self.hit[e.case_index] = true;
             }
             if result.unmatched() {
-                report.unmatched_traces.push(UnmatchedTrace {
-                    trace_id: result.trace_id,
-                    spans: result.spans,
-                    tools_called: result.calls,
-                });
+                report.unmatched_traces.push(result.into_unmatched());
             } else {
                 report.evaluations.extend(result.evaluations);
             }

@@ -18,7 +18,7 @@ use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
-use crate::evaluate::{Evaluator, Pipeline, UnmatchedTrace};
+use crate::evaluate::{Evaluator, Pipeline};
 use crate::run::{DefaultCase, Fixture, Note, Options, Setup, SetupError};
 
 /// How often a failing results file is retried.
@@ -118,11 +118,7 @@ impl BatchScorer {
                 unmatched += 1;
                 first_unmatched.get_or_insert(result.trace_id);
                 out.outputs.push(Output::Unmatched {
-                    trace: UnmatchedTrace {
-                        trace_id: result.trace_id,
-                        spans: result.spans,
-                        tools_called: result.calls,
-                    },
+                    trace: result.into_unmatched(),
                     revision: c.revision,
                 });
                 continue;

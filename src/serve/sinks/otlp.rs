@@ -406,6 +406,7 @@ mod tests {
             joined_by: "trace_id",
             tools_called: Vec::new().into(),
             expected: Vec::new().into(),
+            warnings: Vec::new().into(),
             results: vec![
                 MetricResult {
                     metric: "tool_correctness".into(),

@@ -1,0 +1,1235 @@
+//! The conversation as a second witness of a trace's tool calls
+//! (docs/conventions.md, "The conversation witness").
+//!
+//! A model's output names the calls it asks for, each with a call id; the
+//! next request to the model carries each call's result under the same id.
+//! Instrumentations of LLM clients record both on their spans, as JSON
+//! (`gen_ai.output.messages`, `input.value`, `ai.response.toolCalls`, ...)
+//! or flattened into indexed attributes (`llm.output_messages.*`,
+//! `gen_ai.completion.*`). One hook per trace (`witness`) uses them:
+//!
+//! - **The call-id join.** A tool span that has a call id but no
+//!   arguments, or that is named after a wrapper class or a namespace, takes
+//!   the name and arguments the model gave that call (the span's own name is
+//!   kept as `span_name`).
+//! - **Calls from the conversation.** A trace with no tool span at all gets
+//!   its calls from the conversation: a call the model asked for and whose
+//!   result a later request carries. One never answered is reported, not
+//!   counted. A call belongs to the span whose output asked for it, once per
+//!   call id: every request repeats the history, and two instrumentations
+//!   of one model call repeat its output. When each model call is a trace of
+//!   its own, the result sits in the next trace: there, the calls of the
+//!   last model turn in the request, answered by the results after it, are
+//!   counted (the trace that asked reports them as not answered).
+//! - **The cross-check.** When tool spans exist, a call the model asked for
+//!   that no tool span shows, or a tool span's call no model output asked
+//!   for, is a warning of the trace.
+//!
+//! Outputs are read cheaply (a few keys, and JSON parsed only when its text
+//! names a tool call); requests, which hold the whole history, are read only
+//! when the calls are rebuilt.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
+
+use memchr::memmem::Finder;
+use serde_json::{Map, Value};
+
+use super::requested::{self, Asked};
+use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
+use crate::assemble::{SpanId, SpanRecord, Trace, Val};
+
+/// What a call rebuilt from the conversation says in rows (`from`).
+pub const FROM_CONVERSATION: &str = "conversation";
+
+/// Prefixes of flattened messages (projection at decode).
+pub(crate) const SPAN_KEY_PREFIXES: [&str; 4] = [
+    OI_OUT.prefix,
+    OI_IN.prefix,
+    OPENLLMETRY_OUT.prefix,
+    OPENLLMETRY_IN.prefix,
+];
+
+/// Messages flattened into indexed attributes:
+/// `<prefix><i>.[message.]{role,content,tool_call_id}` and
+/// `<prefix><i>.[message.]tool_calls.<j>.[tool_call.]{id,function.name,function.arguments}`
+/// (or `{id,name,arguments}`).
+struct Flat {
+    prefix: &'static str,
+    form: &'static str,
+}
+
+const OI_OUT: Flat = Flat {
+    prefix: "llm.output_messages.",
+    form: "openinference",
+};
+const OI_IN: Flat = Flat {
+    prefix: "llm.input_messages.",
+    form: "openinference",
+};
+const OPENLLMETRY_OUT: Flat = Flat {
+    prefix: "gen_ai.completion.",
+    form: "openllmetry",
+};
+const OPENLLMETRY_IN: Flat = Flat {
+    prefix: "gen_ai.prompt.",
+    form: "openllmetry",
+};
+
+/// A JSON attribute holding a model's output or request, the form it
+/// names, and, for generic keys, the attribute that marks the span as a
+/// model call (key, value).
+type MessageKey = (
+    &'static str,
+    &'static str,
+    Option<(&'static str, &'static str)>,
+);
+
+const OI_LLM: Option<(&str, &str)> = Some(("openinference.span.kind", "LLM"));
+const LANGFUSE_GENERATION: Option<(&str, &str)> = Some(("langfuse.observation.type", "generation"));
+const GENKIT_MODEL: Option<(&str, &str)> = Some(("genkit:metadata:subtype", "model"));
+
+/// The span attributes that mark a model call (projection at decode).
+pub(crate) const MODEL_MARKERS: [&str; 3] = [
+    "openinference.span.kind",
+    "langfuse.observation.type",
+    "genkit:metadata:subtype",
+];
+
+/// Attributes holding a model's output.
+const OUTPUT_KEYS: [MessageKey; 5] = [
+    ("gen_ai.output.messages", "otel-genai", None),
+    ("ai.response.toolCalls", "vercel-ai", None),
+    ("output.value", "openinference", OI_LLM),
+    (
+        "langfuse.observation.output",
+        "langfuse",
+        LANGFUSE_GENERATION,
+    ),
+    ("genkit:output", "genkit", GENKIT_MODEL),
+];
+
+/// Attributes holding a model request's messages.
+const INPUT_KEYS: [MessageKey; 6] = [
+    ("gen_ai.input.messages", "otel-genai", None),
+    ("ai.prompt.messages", "vercel-ai", None),
+    ("ai.prompt", "vercel-ai", None),
+    ("input.value", "openinference", OI_LLM),
+    (
+        "langfuse.observation.input",
+        "langfuse",
+        LANGFUSE_GENERATION,
+    ),
+    ("genkit:input", "genkit", GENKIT_MODEL),
+];
+
+/// The text of message attribute `key` on `s`, when the span is a model
+/// call as `marker` requires.
+fn message_text<'s>(s: &'s SpanRecord, (key, _, marker): &MessageKey) -> Option<&'s str> {
+    if let Some((k, v)) = marker {
+        if s.attr_str(k) != Some(*v) {
+            return None;
+        }
+    }
+    s.attr_str(key)
+}
+
+/// Roles of the model's own messages.
+const MODEL_ROLES: [&str; 3] = ["assistant", "ai", "model"];
+/// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
+const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
+/// Keys of a tool result's call id.
+const RESULT_ID_KEYS: [&str; 5] = ["tool_call_id", "id", "toolCallId", "tool_use_id", "ref"];
+/// Keys of a tool result's content.
+const RESULT_KEYS: [&str; 4] = ["response", "result", "output", "content"];
+/// Messages deeper than this in a request are not looked at.
+const MAX_DEPTH: usize = 10;
+
+/// Whether JSON text may hold a tool call (a cheap look before parsing).
+fn may_hold_calls(text: &str) -> bool {
+    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        [
+            Finder::new(b"tool_call"),
+            Finder::new(b"toolCall"),
+            Finder::new(b"tool_use"),
+            Finder::new(b"function_call"),
+            Finder::new(b"toolRequest"),
+        ]
+    });
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+}
+
+/// A call asked for by span `span`'s output, read in `form`.
+#[derive(Debug, Clone)]
+struct AskedAt {
+    span: usize,
+    asked: Asked,
+    form: &'static str,
+}
+
+/// A tool result carried by a request.
+#[derive(Debug, Clone)]
+struct Answer {
+    id: Option<String>,
+    name: Option<String>,
+    content: Option<Value>,
+}
+
+/// What one request carries: the results in it, and the calls of its last
+/// model turn when only results follow that turn.
+#[derive(Debug, Default)]
+struct Request {
+    answers: Vec<Answer>,
+    last_turn: Vec<Asked>,
+    form: &'static str,
+}
+
+/// The calls span `s`'s output asked for, and the form they were read in:
+/// of the forms the span records, the one that keeps the most call ids.
+fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
+    let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
+    // Most spans record no model output: one look at their keys.
+    if !records_output(s) {
+        return best;
+    }
+    let mut offer = |calls: Vec<Asked>, form: &'static str| {
+        let ids = |c: &[Asked]| c.iter().filter(|a| a.id.is_some()).count();
+        if !calls.is_empty() && (best.0.is_empty() || ids(&calls) > ids(&best.0)) {
+            best = (calls, form);
+        }
+    };
+    for flat in [&OI_OUT, &OPENLLMETRY_OUT] {
+        if let Some(messages) = flat_messages(s, flat) {
+            offer(calls_in(&messages), flat.form);
+        }
+    }
+    for key in &OUTPUT_KEYS {
+        let form = key.1;
+        let Some(text) = message_text(s, key) else {
+            continue;
+        };
+        if !may_hold_calls(text) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
+            offer(calls_in(&v), form);
+        }
+    }
+    best
+}
+
+/// Whether span `s` has an attribute that may hold a model's output.
+fn records_output(s: &SpanRecord) -> bool {
+    s.span.attr_keys().any(|k| {
+        k.starts_with(OI_OUT.prefix.as_bytes())
+            || k.starts_with(OPENLLMETRY_OUT.prefix.as_bytes())
+            || OUTPUT_KEYS.iter().any(|(key, ..)| k == key.as_bytes())
+    })
+}
+
+/// The call objects in `v`, once per call id.
+fn calls_in(v: &Value) -> Vec<Asked> {
+    let mut out = Vec::new();
+    requested::walk(v, None, 0, &mut out);
+    let mut ids = HashSet::new();
+    out.retain(|a| a.id.as_ref().is_none_or(|id| ids.insert(id.clone())));
+    out
+}
+
+/// Whether span `s` has an attribute starting with `prefix`.
+fn has_prefix(s: &SpanRecord, prefix: &str) -> bool {
+    s.span.attr_keys().any(|k| k.starts_with(prefix.as_bytes()))
+}
+
+/// One flattened message: its fields, and its tool calls by index.
+type FlatMessage = (Map<String, Value>, BTreeMap<usize, Map<String, Value>>);
+
+/// The messages flattened under `flat.prefix` on `s`, rebuilt as a JSON
+/// list of OpenAI-shaped messages; `None` when there are none.
+fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
+    if !has_prefix(s, flat.prefix) {
+        return None;
+    }
+    // index -> message; within it, call index -> call
+    let mut messages: BTreeMap<usize, FlatMessage> = BTreeMap::new();
+    for (key, value) in s.span.attributes() {
+        let Some(rest) = key.strip_prefix(flat.prefix) else {
+            continue;
+        };
+        let Some(text) = value.and_then(Val::as_str) else {
+            continue;
+        };
+        let Some((i, field)) = rest.split_once('.') else {
+            continue;
+        };
+        let Ok(i) = i.parse::<usize>() else {
+            continue;
+        };
+        let field = field.strip_prefix("message.").unwrap_or(field);
+        let (message, calls) = messages.entry(i).or_default();
+        match field.strip_prefix("tool_calls.") {
+            Some(call) => {
+                let Some((j, part)) = call.split_once('.') else {
+                    continue;
+                };
+                let Ok(j) = j.parse::<usize>() else {
+                    continue;
+                };
+                let part = part.strip_prefix("tool_call.").unwrap_or(part);
+                let part = part.strip_prefix("function.").unwrap_or(part);
+                if matches!(part, "id" | "name" | "arguments") {
+                    let call = calls.entry(j).or_default();
+                    call.insert(part.to_string(), Value::String(text.to_string()));
+                }
+            }
+            None if matches!(field, "role" | "content" | "tool_call_id" | "name") => {
+                message.insert(field.to_string(), Value::String(text.to_string()));
+            }
+            None => {}
+        }
+    }
+    let list = messages
+        .into_values()
+        .map(|(mut message, calls)| {
+            if !calls.is_empty() {
+                let calls = calls.into_values().map(Value::Object).collect();
+                message.insert("tool_calls".into(), Value::Array(calls));
+            }
+            Value::Object(message)
+        })
+        .collect();
+    Some(Value::Array(list))
+}
+
+/// What the request recorded on span `s` carries: of the forms the span
+/// records, the one that keeps the most call ids.
+fn request_of(s: &SpanRecord) -> Request {
+    let mut best = Request::default();
+    let mut offer = |r: Request| {
+        let ids = |r: &Request| r.answers.iter().filter(|a| a.id.is_some()).count();
+        if !r.answers.is_empty() && (best.answers.is_empty() || ids(&r) > ids(&best)) {
+            best = r;
+        }
+    };
+    for flat in [&OI_IN, &OPENLLMETRY_IN] {
+        if let Some(messages) = flat_messages(s, flat) {
+            offer(read_request(&messages, flat.form));
+        }
+    }
+    for key in &INPUT_KEYS {
+        let form = key.1;
+        let Some(text) = message_text(s, key) else {
+            continue;
+        };
+        let t = text.trim_start();
+        if !(t.starts_with('{') || t.starts_with('[')) || !may_hold_results(t) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(t) {
+            offer(read_request(&v, form));
+        }
+    }
+    best
+}
+
+/// Whether a request's JSON text may hold a tool result: the key or part
+/// type of a result in one of the shapes [`answers_in`] reads (a request's
+/// tool definitions alone do not make it parsed).
+fn may_hold_results(text: &str) -> bool {
+    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        [
+            Finder::new(b"tool_call_id"),
+            Finder::new(b"tool_call_response"),
+            Finder::new(b"tool-result"),
+            Finder::new(b"tool_result"),
+            Finder::new(b"toolResponse"),
+        ]
+    });
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+}
+
+/// The messages of a request: a list, or the list under `messages`.
+fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    match v {
+        Value::Array(list) => Some(list),
+        Value::Object(o) => o.get("messages").and_then(|m| messages_of(m, depth + 1)),
+        _ => None,
+    }
+}
+
+fn read_request(v: &Value, form: &'static str) -> Request {
+    let mut out = Request {
+        form,
+        ..Request::default()
+    };
+    let Some(messages) = messages_of(v, 0) else {
+        return out;
+    };
+    // The last model turn, while only tool results follow it.
+    let mut last_turn: Vec<Asked> = Vec::new();
+    for m in messages {
+        let Some(o) = m.as_object() else {
+            continue;
+        };
+        let role = o
+            .get("role")
+            .or_else(|| o.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if MODEL_ROLES.contains(&role) {
+            last_turn = calls_in(m);
+            continue;
+        }
+        let before = out.answers.len();
+        answers_in(o, role, &mut out.answers);
+        if out.answers.len() == before {
+            // Someone else spoke after the model's turn.
+            last_turn.clear();
+        }
+    }
+    out.last_turn = last_turn;
+    out
+}
+
+/// The tool results of one message: a `tool` message (OpenAI), or its
+/// parts typed as results (OTel GenAI, Vercel, Anthropic).
+fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
+    let parts = o.get("parts").or_else(|| o.get("content"));
+    let mut found = false;
+    if let Some(Value::Array(parts)) = parts {
+        for p in parts.iter().filter_map(Value::as_object) {
+            let typed = p
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| RESULT_PARTS.contains(&t));
+            if typed {
+                out.push(answer_of(p));
+                found = true;
+            } else if let Some(Value::Object(r)) = p.get("toolResponse") {
+                // Genkit: `{"toolResponse": {"name", "ref", "output"}}`.
+                out.push(answer_of(r));
+                found = true;
+            }
+        }
+    }
+    if !found && role == "tool" {
+        out.push(answer_of(o));
+    }
+}
+
+fn answer_of(o: &Map<String, Value>) -> Answer {
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| o.get(*k).and_then(Value::as_str))
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+    };
+    Answer {
+        id: text(&RESULT_ID_KEYS),
+        name: text(&["name", "toolName"]),
+        content: RESULT_KEYS.iter().find_map(|k| o.get(*k)).cloned(),
+    }
+}
+
+/// Runs the witness on one trace's analysis: the call-id join and the
+/// cross-check when tool spans gave calls, else the calls rebuilt from the
+/// conversation. `seen`: what each span sees above it (empty when no rule
+/// classified any span).
+pub(super) fn witness(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analysis) {
+    let asked = asked_in(trace);
+    if out.calls.is_empty() {
+        rebuild(x, trace, seen, &asked, out, true);
+    } else if !asked.is_empty() {
+        let toolless = join_and_check(trace, seen, &asked, out);
+        if !toolless.is_empty() {
+            rebuild(x, trace, seen, &toolless, out, false);
+        }
+    }
+}
+
+/// Every call the trace's model outputs asked for, in span order, once per
+/// call id and tool (ids are unique within a conversation only: two agents'
+/// conversations may reuse one) and, without ids, once per span and its
+/// parent.
+fn asked_in(trace: &Trace) -> Vec<AskedAt> {
+    let mut out: Vec<AskedAt> = Vec::new();
+    let mut ids: HashSet<(String, String)> = HashSet::new();
+    for (i, s) in trace.spans.iter().enumerate() {
+        let (calls, form) = asked_of(s);
+        for a in calls {
+            let repeated = match &a.id {
+                Some(id) => !ids.insert((id.clone(), a.name.clone())),
+                // The same model call recorded by a span and its parent.
+                None => out.iter().any(|o| {
+                    o.asked.id.is_none()
+                        && o.asked.name == a.name
+                        && o.asked.args == a.args
+                        && (Some(trace.spans[o.span].span_id) == s.parent
+                            || trace.spans[o.span].parent == Some(s.span_id))
+                }),
+            };
+            if !repeated {
+                out.push(AskedAt {
+                    span: i,
+                    asked: a,
+                    form,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The calls of a trace without tool spans, from its conversation.
+/// (`carried`: also the calls asked for before this trace and answered in
+/// it, when the whole trace has no tool span.)
+fn rebuild(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    out: &mut Analysis,
+    carried: bool,
+) {
+    if asked.is_empty() && !trace.spans.iter().any(has_any_input) {
+        return;
+    }
+    let requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
+    // The first request (after the asking span starts) that answers each id.
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();
+    for (i, r) in requests.iter().enumerate() {
+        for a in &r.answers {
+            if let Some(id) = a.id.as_deref() {
+                answered.entry(id).or_default().push((i, a));
+            }
+        }
+    }
+    // Answers without an id, by tool name, each used once.
+    let mut unnamed: Vec<(usize, &Answer, bool)> = requests
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
+        .filter(|(_, a)| a.id.is_none() && a.name.is_some())
+        .map(|(i, a)| (i, a, false))
+        .collect();
+    let mut counted: HashSet<(&str, &str)> = HashSet::new();
+    for at in asked {
+        let a = &at.asked;
+        let answer = match a.id.as_deref() {
+            // A later request's result for this id (and this tool, when
+            // the result names one).
+            Some(id) => answered.get(id).and_then(|list| {
+                list.iter()
+                    .find(|(i, ans)| {
+                        *i != at.span
+                            && start(*i) >= start(at.span)
+                            && ans.name.as_deref().is_none_or(|n| n == a.name)
+                    })
+                    .copied()
+            }),
+            None => unnamed
+                .iter_mut()
+                .find(|(i, ans, used)| {
+                    !*used
+                        && *i != at.span
+                        && start(*i) >= start(at.span)
+                        && ans.name.as_deref() == Some(a.name.as_str())
+                })
+                .map(|u| {
+                    u.2 = true;
+                    (u.0, u.1)
+                }),
+        };
+        let Some(answer) = answer else {
+            // With no later model request in the trace, the result may be
+            // in the next trace (each model call a trace of its own).
+            let later = (0..trace.spans.len()).any(|i| {
+                i != at.span && start(i) >= start(at.span) && has_any_input(&trace.spans[i])
+            });
+            out.warnings.push(format!(
+                "the model asked for `{}`{} in span {} and no later request in this trace carries its result: listed, not counted{}",
+                a.name,
+                id_text(a),
+                trace.spans[at.span].span_id,
+                if later {
+                    ""
+                } else {
+                    " (a trace that holds the next model request counts it)"
+                }
+            ));
+            continue;
+        };
+        if let Some(id) = a.id.as_deref() {
+            counted.insert((id, &a.name));
+        }
+        let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
+        out.calls.push(call);
+    }
+    if !carried {
+        return;
+    }
+    // Calls asked for in an earlier trace, answered here.
+    for (i, r) in requests.iter().enumerate() {
+        for a in &r.last_turn {
+            let Some(id) = a.id.as_deref() else {
+                continue;
+            };
+            let asked_here = asked
+                .iter()
+                .any(|at| at.asked.id.as_deref() == Some(id) && at.asked.name == a.name);
+            if asked_here || counted.contains(&(id, a.name.as_str())) {
+                continue;
+            }
+            let Some(answer) = r.answers.iter().find(|ans| ans.id.as_deref() == Some(id)) else {
+                continue;
+            };
+            counted.insert((id, &a.name));
+            out.notes.push(format!(
+                "`{}`{} was asked for before this trace and answered in span {}: counted here",
+                a.name,
+                id_text(a),
+                trace.spans[i].span_id
+            ));
+            let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
+            // It ran before the request that carries its result.
+            call.start_time_unix_nano = start(i);
+            call.end_time_unix_nano = start(i);
+            out.calls.push(call);
+        }
+    }
+}
+
+/// Whether span `s` records a request's messages in any known form.
+fn has_any_input(s: &SpanRecord) -> bool {
+    INPUT_KEYS.iter().any(|k| message_text(s, k).is_some())
+        || [&OI_IN, &OPENLLMETRY_IN]
+            .iter()
+            .any(|f| has_prefix(s, f.prefix))
+}
+
+fn id_text(a: &Asked) -> String {
+    a.id.as_deref()
+        .map_or_else(String::new, |id| format!(" (call id {id})"))
+}
+
+/// A call rebuilt from the conversation: asked for by span `at`, answered
+/// by the request on span `answer.0`.
+#[allow(clippy::too_many_arguments)]
+fn conversation_call(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    out: &Analysis,
+    at: usize,
+    a: &Asked,
+    form: &'static str,
+    answer: Option<(usize, &Answer)>,
+) -> ToolCall {
+    let s = &trace.spans[at];
+    let ctx = seen.get(at).copied().unwrap_or_default();
+    // The call ran after the model answered and before the next request.
+    let start = s.span.end_time_unix_nano.max(s.span.start_time_unix_nano);
+    let end = answer
+        .map(|(i, _)| trace.spans[i].span.start_time_unix_nano)
+        .filter(|&e| e >= start)
+        .unwrap_or(start);
+    let result = answer
+        .filter(|_| x.results)
+        .and_then(|(_, ans)| ans.content.as_ref())
+        .map(|c| {
+            CallResult::Value(match c {
+                Value::String(t) => super::source::parse_json_or_string(t),
+                other => other.clone(),
+            })
+        });
+    let agent = ctx.agent.map(|r| {
+        let span_id = trace.spans[r].span_id;
+        let name = out
+            .runs
+            .iter()
+            .find(|run| run.span_id == span_id)
+            .map(|run| run.name.clone())
+            .unwrap_or_default();
+        AgentRef { span_id, name }
+    });
+    ToolCall {
+        name: a.name.clone(),
+        args: args_of(&a.args),
+        result,
+        status: CallStatus::Ok,
+        error_message: None,
+        error_type: None,
+        span_id: s.span_id,
+        start_time_unix_nano: start,
+        depth: ctx.depth,
+        agent,
+        retriever: false,
+        convention: format!("{form}-messages"),
+        from: Some(FROM_CONVERSATION),
+        span_name: None,
+        within: ctx.within.map(|w| trace.spans[w].span_id),
+        end_time_unix_nano: end,
+    }
+}
+
+fn args_of(v: &Value) -> CallArgs {
+    match v {
+        Value::Null => CallArgs::None,
+        other => CallArgs::Value(other.clone()),
+    }
+}
+
+use super::source::tool_call_id as call_id;
+
+/// Joins each tool span's call to the model's request for it, warns of
+/// what only one side shows, and lists parallel calls in the model's
+/// order. Returns the calls asked for in an agent run that has no tool
+/// span at all: those are rebuilt from the conversation.
+fn join_and_check(
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    out: &mut Analysis,
+) -> Vec<AskedAt> {
+    let (used, joined) = join(trace, asked, &mut out.calls);
+    let toolless = check(trace, seen, asked, used, &joined, out);
+    order_ties(&mut out.calls, &joined);
+    toolless
+}
+
+/// Joins each call to the model's request for it (by call id, else by
+/// name, else by a namespaced name or equal arguments) and takes the
+/// model's name and arguments where the span lacks them. Returns which
+/// requests were joined, and the request each call was joined to.
+fn join(
+    trace: &Trace,
+    asked: &[AskedAt],
+    calls: &mut [ToolCall],
+) -> (Vec<bool>, Vec<Option<usize>>) {
+    let index: HashMap<SpanId, usize> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.span_id, i))
+        .collect();
+    let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (k, at) in asked.iter().enumerate() {
+        if let Some(id) = at.asked.id.as_deref() {
+            by_id.entry(id).or_default().push(k);
+        }
+    }
+    let mut used = vec![false; asked.len()];
+    // The model's call each tool span's call was joined to.
+    let mut joined: Vec<Option<usize>> = vec![None; calls.len()];
+    // By call id (of the same tool first: ids may repeat across agents).
+    for (c, call) in calls.iter_mut().enumerate() {
+        let id = index
+            .get(&call.span_id)
+            .and_then(|&i| call_id(&trace.spans[i]));
+        let Some(ks) = id.and_then(|id| by_id.get(id)) else {
+            continue;
+        };
+        let free = |k: &&usize| !used[**k];
+        let k = ks
+            .iter()
+            .filter(free)
+            .find(|&&k| asked[k].asked.name == call.name)
+            .or_else(|| ks.iter().find(free));
+        if let Some(&k) = k {
+            used[k] = true;
+            joined[c] = Some(k);
+            take_from_model(call, &asked[k].asked);
+        }
+    }
+    // By name, in order: the same call, nothing to take.
+    for (c, call) in calls.iter_mut().enumerate() {
+        if joined[c].is_some() {
+            continue;
+        }
+        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == call.name) {
+            used[k] = true;
+            joined[c] = Some(k);
+        }
+    }
+    // A namespaced name (`dynamic.getWeather`), or a wrapper class's name
+    // with the arguments the model gave.
+    for (c, call) in calls.iter_mut().enumerate() {
+        if joined[c].is_some() {
+            continue;
+        }
+        let namespaced = |k: usize| {
+            let n = &asked[k].asked.name;
+            call.name.len() > n.len()
+                && call.name.ends_with(n.as_str())
+                && matches!(
+                    call.name.as_bytes()[call.name.len() - n.len() - 1],
+                    b'.' | b':' | b'/'
+                )
+        };
+        let args: Option<Value> = match &call.args {
+            CallArgs::Text(t) => serde_json::from_str(t).ok(),
+            other => other.value().cloned(),
+        };
+        let same_args = |k: usize| {
+            args.as_ref()
+                .is_some_and(|v| *v == asked[k].asked.args && !v.is_null())
+        };
+        let k = (0..asked.len())
+            .find(|&k| !used[k] && namespaced(k))
+            .or_else(|| (0..asked.len()).find(|&k| !used[k] && same_args(k)));
+        if let Some(k) = k {
+            used[k] = true;
+            joined[c] = Some(k);
+            take_from_model(call, &asked[k].asked);
+        }
+    }
+    (used, joined)
+}
+
+/// Warns of the requests no call shows and the calls no request asked
+/// for; returns the requests of agent runs without tool spans instead.
+fn check(
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    mut used: Vec<bool>,
+    joined: &[Option<usize>],
+    out: &mut Analysis,
+) -> Vec<AskedAt> {
+    // A retriever span not counted as a call still shows the call.
+    for r in &out.retrievers {
+        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == r.name) {
+            used[k] = true;
+        }
+    }
+    // An agent run (a sub-agent on a bare LLM client, say) with no tool
+    // span: its calls are in its conversation only.
+    let run_of = |i: usize| {
+        seen.get(i)
+            .and_then(|c| c.agent)
+            .map(|r| trace.spans[r].span_id)
+    };
+    let runs_with_spans: HashSet<Option<SpanId>> = out
+        .calls
+        .iter()
+        .map(|c| c.agent.as_ref().map(|a| a.span_id))
+        .collect();
+    let mut toolless = Vec::new();
+    for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
+        let run = run_of(at.span);
+        if run.is_some() && !runs_with_spans.contains(&run) {
+            toolless.push(at.clone());
+            continue;
+        }
+        out.warnings.push(format!(
+            "the model asked for `{}`{} in span {} and no tool span shows that call",
+            at.asked.name,
+            id_text(&at.asked),
+            trace.spans[at.span].span_id
+        ));
+    }
+    // A call inside a joined call of the same tool is the same call
+    // recorded twice (one-call merge).
+    let joined_names: HashMap<SpanId, &str> = out
+        .calls
+        .iter()
+        .zip(joined)
+        .filter(|(_, j)| j.is_some())
+        .map(|(c, _)| (c.span_id, c.name.as_str()))
+        .collect();
+    let echo = |c: &ToolCall| {
+        c.within
+            .and_then(|w| joined_names.get(&w))
+            .is_some_and(|n| *n == c.name)
+    };
+    for (call, _) in out
+        .calls
+        .iter()
+        .zip(joined)
+        .filter(|(c, j)| j.is_none() && !echo(c))
+    {
+        out.warnings.push(format!(
+            "tool span {} shows a call of `{}` that no model output in this trace asked for",
+            call.span_id, call.name
+        ));
+    }
+    toolless
+}
+
+/// Calls that start at the same time (parallel calls, clocks of a
+/// millisecond) in the order the model asked for them.
+fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
+    let order: HashMap<SpanId, usize> = calls
+        .iter()
+        .zip(joined)
+        .filter_map(|(c, j)| j.map(|k| (c.span_id, k)))
+        .collect();
+    let mut starts: Vec<u64> = calls.iter().map(|c| c.start_time_unix_nano).collect();
+    starts.sort_unstable();
+    let tied = starts.windows(2).any(|w| w[0] == w[1]);
+    if tied {
+        calls.sort_by_key(|c| {
+            let k = order.get(&c.span_id).copied().unwrap_or(usize::MAX);
+            (c.start_time_unix_nano, k)
+        });
+    }
+}
+
+/// The model's name and, where the span has none, its arguments.
+fn take_from_model(call: &mut ToolCall, a: &Asked) {
+    if call.args.is_none() {
+        call.args = args_of(&a.args);
+    }
+    if call.name != a.name {
+        call.span_name = Some(std::mem::replace(&mut call.name, a.name.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::trace::v1::Span;
+    use serde_json::json;
+
+    use crate::assemble::TraceId;
+
+    fn sp(
+        id: u8,
+        parent: Option<u8>,
+        start: u64,
+        name: &str,
+        attrs: &[(&str, &str)],
+    ) -> SpanRecord {
+        SpanRecord {
+            span_id: SpanId([id; 8]),
+            parent: parent.map(|p| SpanId([p; 8])),
+            span: Span {
+                name: name.to_string(),
+                start_time_unix_nano: start,
+                end_time_unix_nano: start + 5,
+                attributes: attrs
+                    .iter()
+                    .map(|(k, v)| KeyValue {
+                        key: k.to_string(),
+                        value: Some(AnyValue {
+                            value: Some(any_value::Value::StringValue(v.to_string())),
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+            .into(),
+            resource: Arc::default(),
+            scope: Arc::default(),
+        }
+    }
+
+    fn analyze(spans: Vec<SpanRecord>) -> Analysis {
+        Extractor::default().analyze(&Trace::new(TraceId([3; 16]), spans, 0))
+    }
+
+    fn names(a: &Analysis) -> Vec<(&str, Option<&Value>, Option<&str>)> {
+        a.calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.args.value(), c.from))
+            .collect()
+    }
+
+    /// A GenAI model span asking for `calls` (id, name, args) after
+    /// `results` (id, content) came back.
+    fn chat(
+        id: u8,
+        start: u64,
+        results: &[(&str, &str)],
+        calls: &[(&str, &str, Value)],
+    ) -> SpanRecord {
+        let input: Vec<Value> = results
+            .iter()
+            .map(|(id, r)| {
+                json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": r}]})
+            })
+            .collect();
+        let parts: Vec<Value> = calls
+            .iter()
+            .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
+            .collect();
+        let output = json!([{"role": "assistant", "parts": parts}]).to_string();
+        let input = Value::Array(input).to_string();
+        sp(
+            id,
+            Some(1),
+            start,
+            "chat m",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &input),
+                ("gen_ai.output.messages", &output),
+            ],
+        )
+    }
+
+    #[test]
+    fn indexed_messages_are_rebuilt_in_either_layout() {
+        let s = sp(
+            1,
+            None,
+            0,
+            "x",
+            &[
+                ("llm.input_messages.1.message.role", "tool"),
+                ("llm.input_messages.1.message.tool_call_id", "c1"),
+                ("llm.input_messages.1.message.content", "{\"ok\": 1}"),
+                ("llm.input_messages.0.message.role", "assistant"),
+                (
+                    "llm.input_messages.0.message.tool_calls.0.tool_call.id",
+                    "c1",
+                ),
+                (
+                    "llm.input_messages.0.message.tool_calls.0.tool_call.function.name",
+                    "f",
+                ),
+                (
+                    "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments",
+                    "{\"a\": 1}",
+                ),
+                ("gen_ai.completion.0.role", "assistant"),
+                ("gen_ai.completion.0.tool_calls.0.id", "c2"),
+                ("gen_ai.completion.0.tool_calls.0.name", "g"),
+                ("gen_ai.completion.0.tool_calls.0.arguments", "{\"b\": 2}"),
+            ],
+        );
+        let request = read_request(&flat_messages(&s, &OI_IN).unwrap(), "openinference");
+        assert_eq!(request.answers.len(), 1);
+        assert_eq!(request.answers[0].id.as_deref(), Some("c1"));
+        assert_eq!(request.last_turn[0].name, "f");
+        let (asked, form) = asked_of(&s);
+        assert_eq!(form, "openllmetry");
+        assert_eq!(
+            (
+                asked[0].id.as_deref(),
+                asked[0].name.as_str(),
+                &asked[0].args
+            ),
+            (Some("c2"), "g", &json!({"b": 2}))
+        );
+    }
+
+    #[test]
+    fn results_are_read_in_every_known_shape() {
+        let messages = json!({"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "parts": [{"type": "tool_call_response", "id": "b", "response": 2}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c", "toolName": "h", "output": 3}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "d", "content": "4"}]},
+            {"role": "tool", "content": [{"toolResponse": {"name": "k", "ref": "e", "output": 5}}]},
+        ]});
+        let r = read_request(&messages, "test");
+        let ids: Vec<Option<&str>> = r.answers.iter().map(|a| a.id.as_deref()).collect();
+        assert_eq!(ids, [Some("a"), Some("b"), Some("c"), Some("d"), Some("e")]);
+        // Only results follow the model's turn: its calls are the last turn.
+        assert_eq!(r.last_turn.len(), 1);
+        let mut later = messages.clone();
+        later["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "user", "content": "and now?"}));
+        assert!(read_request(&later, "test").last_turn.is_empty());
+    }
+
+    #[test]
+    fn calls_come_from_the_conversation_once_per_call_id() {
+        let w = json!({"city": "Oslo"});
+        let t = json!({"zone": "CET"});
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(
+                2,
+                10,
+                &[],
+                &[("c1", "weather", w.clone()), ("c2", "time", t.clone())],
+            ),
+            // The SDK's own span of the same model call: the same output.
+            {
+                let mut inner = chat(3, 11, &[], &[("c1", "weather", w.clone())]);
+                inner.parent = Some(SpanId([2; 8]));
+                inner
+            },
+            // The next request repeats the history and asks again.
+            chat(
+                4,
+                30,
+                &[("c1", "sunny"), ("c2", "9:00")],
+                &[("c3", "weather", w.clone())],
+            ),
+            chat(5, 50, &[("c1", "sunny"), ("c2", "9:00")], &[]),
+        ]);
+        let conv = Some(FROM_CONVERSATION);
+        assert_eq!(
+            names(&a),
+            [("weather", Some(&w), conv), ("time", Some(&t), conv)]
+        );
+        // c3 was never answered: listed, not counted.
+        assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+        assert!(a.warnings[0].contains("`weather` (call id c3)"));
+        assert_eq!(a.calls[0].result, Some(CallResult::Value(json!("sunny"))));
+    }
+
+    #[test]
+    fn tool_spans_join_the_model_call_by_id_and_disagreements_are_warned() {
+        let args = json!({"q": "x"});
+        let tool = |id: u8, start: u64, name: &str, call_id: &str| {
+            sp(
+                id,
+                Some(1),
+                start,
+                &format!("execute_tool {name}"),
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", name),
+                    ("gen_ai.tool.call.id", call_id),
+                ],
+            )
+        };
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(
+                2,
+                10,
+                &[],
+                &[
+                    ("k1", "search", args.clone()),
+                    ("k2", "fetch", json!({})),
+                    ("k3", "never_run", json!({})),
+                ],
+            ),
+            // A wrapper class's name, no arguments: the model's name and
+            // arguments by call id.
+            tool(3, 20, "FunctionTool", "k1"),
+            tool(4, 21, "fetch", "k2"),
+            // Nothing asked for this one.
+            tool(5, 22, "extra", "k9"),
+        ]);
+        assert_eq!(
+            names(&a),
+            [
+                ("search", Some(&args), None),
+                ("fetch", Some(&json!({})), None),
+                ("extra", None, None)
+            ]
+        );
+        assert_eq!(a.calls[0].span_name.as_deref(), Some("FunctionTool"));
+        assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
+        assert!(a.warnings[0].contains("`never_run` (call id k3)"));
+        assert!(a.warnings[1].contains("call of `extra`"));
+    }
+
+    #[test]
+    fn one_call_id_in_two_conversations_is_two_calls() {
+        // A sub-agent's conversation reuses its parent's call id.
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(2, 10, &[], &[("c", "plan", json!({"to": "Rome"}))]),
+            chat(3, 20, &[], &[("c", "weather", json!({"city": "Rome"}))]),
+            chat(4, 30, &[("c", "sun")], &[]),
+        ]);
+        let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(got, ["plan", "weather"]);
+    }
+
+    #[test]
+    fn an_agent_run_without_tool_spans_gets_its_calls_from_its_conversation() {
+        let run = |id: u8, parent: u8, start: u64, name: &str| {
+            sp(
+                id,
+                Some(parent),
+                start,
+                &format!("invoke_agent {name}"),
+                &[
+                    ("gen_ai.operation.name", "invoke_agent"),
+                    ("gen_ai.agent.name", name),
+                ],
+            )
+        };
+        let in_run = |mut s: SpanRecord, parent: u8| {
+            s.parent = Some(SpanId([parent; 8]));
+            s
+        };
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            run(2, 1, 1, "main"),
+            in_run(
+                chat(3, 10, &[], &[("m1", "delegate", json!({"task": "t"}))]),
+                2,
+            ),
+            sp(
+                4,
+                Some(2),
+                20,
+                "execute_tool delegate",
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", "delegate"),
+                    ("gen_ai.tool.call.id", "m1"),
+                ],
+            ),
+            // A sub-agent on a bare client inside the tool: no tool span.
+            run(5, 4, 21, "helper"),
+            in_run(chat(6, 22, &[], &[("h1", "lookup", json!({"k": 1}))]), 5),
+            in_run(chat(7, 30, &[("h1", "found")], &[]), 5),
+            in_run(chat(8, 40, &[("m1", "done")], &[]), 2),
+        ]);
+        let got: Vec<(&str, Option<&str>, Option<&str>)> = a
+            .calls
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.agent.as_ref().map(|r| r.name.as_str()),
+                    c.from,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("delegate", Some("main"), None),
+                ("lookup", Some("helper"), Some(FROM_CONVERSATION))
+            ]
+        );
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+
+    #[test]
+    fn a_made_up_vendor_namespace_is_joined_by_the_model_name() {
+        // A tool span whose name is `<namespace>.<tool>` with no call id.
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(2, 10, &[], &[("c", "lookup", json!({"id": 7}))]),
+            sp(
+                3,
+                Some(1),
+                20,
+                "acme.lookup",
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", "acme.lookup"),
+                ],
+            ),
+        ]);
+        assert_eq!(a.calls[0].name, "lookup");
+        assert_eq!(a.calls[0].span_name.as_deref(), Some("acme.lookup"));
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+}
