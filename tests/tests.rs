@@ -32,3 +32,4 @@ mod serve;
 mod store;
 mod traps;
 mod treewalks;
+mod trials;

@@ -99,6 +99,7 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
     // The HTML page draws each trace's spans on a timeline.
     let prepared = report::Report {
         timelines: matches!(args.format, ReportFormat::Html).then(Default::default),
+        trials_pass: args.trials_pass,
         ..Default::default()
     };
     let report = replay::replay(

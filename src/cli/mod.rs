@@ -374,6 +374,10 @@ pub(crate) struct ReplayArgs {
     /// Drop in score a regression must exceed to fail (with --fail-on regression).
     #[arg(long, default_value_t = 0.0, help_heading = "Output")]
     pub(crate) tolerance: f64,
+    /// When a case that joined several traces (trials) passes: `all` of
+    /// them passed, `any` did, or `rate:R`, at least that share did.
+    #[arg(long, default_value = "all", help_heading = "Output")]
+    pub(crate) trials_pass: crate::evaluate::TrialsPass,
     #[command(flatten)]
     pub(crate) input: InputArgs,
     #[command(flatten)]

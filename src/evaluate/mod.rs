@@ -13,6 +13,7 @@ pub mod metrics;
 mod pipeline;
 mod result;
 mod sessions;
+mod trials;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ pub use result::{
 #[cfg(test)]
 pub(crate) use sessions::test_call as sessions_test_call;
 pub use sessions::{Collected, SessionCalls, Sessions, MAX_SESSION_CALLS};
+pub use trials::{case_trials, CaseTrials, Stability, TrialsPass};
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
 /// `--score`, `--normalize` and the config's session keys say.

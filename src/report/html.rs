@@ -675,6 +675,45 @@ fn write_page_data(
 
 /// Writes the whole page. Without `report.timelines` (span timing not
 /// kept), a case's timeline shows its tool calls alone.
+/// The cases that ran several trials, one row each (none: nothing).
+fn trials_table(report: &Report) -> String {
+    let trials = report.case_trials();
+    if trials.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h2>Trials</h2><p class=\"hint\">Cases that joined several traces; a case passes \
+         with --trials-pass {}.</p><table id=\"trials\" class=\"sortable\"><thead><tr>\
+         <th data-type=\"text\">Case</th><th>Trials</th><th>Passes</th><th>Pass rate</th>\
+         <th data-type=\"text\">pass@k</th><th data-type=\"text\">pass^k</th>\
+         <th data-type=\"text\">Verdict</th><th data-type=\"text\">Pass</th></tr></thead><tbody>",
+        esc(&report.trials_pass.to_string())
+    );
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    for c in &trials {
+        let class = if c.pass { "good" } else { "bad" };
+        let _ = write!(
+            out,
+            "<tr><td data-v=\"{0}\" class=\"name\">{0}</td><td data-v=\"{1}\">{1}</td>\
+             <td data-v=\"{2}\">{2}</td><td data-v=\"{3}\">{4}</td><td data-v=\"{5}\">{5}</td>\
+             <td data-v=\"{6}\">{6}</td><td data-v=\"{7}\">{7}</td>\
+             <td data-v=\"{8}\" class=\"{9}\">{8}</td></tr>",
+            esc(&c.case_id),
+            c.trials,
+            c.passes,
+            c.pass_rate(),
+            pct(c.passes, c.trials),
+            yes(c.pass_at_k),
+            yes(c.pass_all_k),
+            c.verdict.code(),
+            if c.pass { "pass" } else { "FAIL" },
+            class,
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
 pub fn write_html(
     report: &Report,
     comparison: Option<&Comparison>,
@@ -706,6 +745,7 @@ pub fn write_html(
     }
     page.push_str("<h2>Tools</h2><p class=\"hint\">Click a column to sort.</p>");
     page.push_str(&tools_table(report));
+    page.push_str(&trials_table(report));
     page.push_str(
         "<h2>Cases</h2><div class=\"filters\">\
          <label><input type=\"checkbox\" id=\"f-failed\"> failed only</label>\

@@ -1,14 +1,15 @@
-//! JUnit XML for CI systems: one testcase per (case, trace), written with
-//! quick-junit. The output keeps to the JUnit schema CI systems validate
+//! JUnit XML for CI systems: one testcase per (case, trace), or per case
+//! when it ran several trials, written with quick-junit. The output keeps to the JUnit schema CI systems validate
 //! against (docs/formats.md, "JUnit XML").
 
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use quick_junit::{NonSuccessKind, Report as Junit, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Property, Report as Junit, TestCase, TestCaseStatus, TestSuite};
 
 use super::{ellipsize, Report};
-use crate::evaluate::{Evaluation, MetricResult, Verdict};
+use crate::evaluate::{CaseTrials, Evaluation, MetricResult, UnmatchedCase, Verdict};
+use crate::ingest::Rejected;
 
 const SUITE: &str = "toolscore";
 
@@ -88,29 +89,163 @@ fn failure(message: &str, description: Option<String>) -> TestCaseStatus {
     status
 }
 
-/// Test cases in report order: evaluations, cases no trace matched, then
+/// The order of the test cases: evaluations (but those of cases of several
+/// trials), one per case of several trials, cases no trace matched, then
 /// rejected inputs.
-fn test_cases(report: &Report) -> usize {
-    report.evaluations.len() + report.unmatched_cases.len() + report.rejected.len()
+struct Layout<'a> {
+    report: &'a Report,
+    /// The evaluations written one by one; `None`: all of them.
+    single: Option<Vec<usize>>,
+    trials: Vec<CaseTrials>,
 }
 
-/// Test case `i` (in [`test_cases`] order).
-fn test_case(report: &Report, i: usize) -> Option<TestCase> {
-    let (evaluations, unmatched) = (report.evaluations.len(), report.unmatched_cases.len());
-    if let Some(e) = report.evaluations.get(i) {
-        return Some(evaluation_case(e));
+enum Slot<'a> {
+    Evaluation(&'a Evaluation),
+    Trials(&'a CaseTrials),
+    Unmatched(&'a UnmatchedCase),
+    Rejected(&'a Rejected),
+}
+
+impl<'a> Layout<'a> {
+    fn new(report: &'a Report) -> Self {
+        let trials = report.case_trials();
+        let single = (!trials.is_empty()).then(|| {
+            let mut in_trials = vec![false; report.evaluations.len()];
+            for c in &trials {
+                for &i in &c.evaluations {
+                    in_trials[i] = true;
+                }
+            }
+            (0..report.evaluations.len())
+                .filter(|&i| !in_trials[i])
+                .collect()
+        });
+        Self {
+            report,
+            single,
+            trials,
+        }
     }
-    if let Some(c) = report.unmatched_cases.get(i - evaluations) {
-        let mut case = TestCase::new(xml_text(c.id()), failure(&c.explanation(), None));
-        case.set_classname(SUITE);
-        return Some(case);
+
+    fn singles(&self) -> usize {
+        self.single
+            .as_ref()
+            .map_or(self.report.evaluations.len(), Vec::len)
     }
-    let r = report.rejected.get(i - evaluations - unmatched)?;
-    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-    status.set_message(xml_text(&r.to_string()));
-    let mut case = TestCase::new(xml_text(&r.source), status);
-    case.set_classname("toolscore.input");
-    Some(case)
+
+    fn len(&self) -> usize {
+        let r = self.report;
+        self.singles() + self.trials.len() + r.unmatched_cases.len() + r.rejected.len()
+    }
+
+    fn slot(&self, i: usize) -> Option<Slot<'_>> {
+        let r = self.report;
+        let singles = self.singles();
+        if i < singles {
+            let e = match &self.single {
+                None => i,
+                Some(v) => v[i],
+            };
+            return r.evaluations.get(e).map(Slot::Evaluation);
+        }
+        let i = i - singles;
+        if let Some(c) = self.trials.get(i) {
+            return Some(Slot::Trials(c));
+        }
+        let i = i - self.trials.len();
+        if let Some(c) = r.unmatched_cases.get(i) {
+            return Some(Slot::Unmatched(c));
+        }
+        r.rejected
+            .get(i - r.unmatched_cases.len())
+            .map(Slot::Rejected)
+    }
+}
+
+/// Test case `i` (in [`Layout`] order).
+fn test_case(layout: &Layout, i: usize) -> Option<TestCase> {
+    Some(match layout.slot(i)? {
+        Slot::Evaluation(e) => evaluation_case(e),
+        Slot::Trials(c) => trials_case(layout.report, c),
+        Slot::Unmatched(c) => {
+            let mut case = TestCase::new(xml_text(c.id()), failure(&c.explanation(), None));
+            case.set_classname(SUITE);
+            case
+        }
+        Slot::Rejected(r) => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status.set_message(xml_text(&r.to_string()));
+            let mut case = TestCase::new(xml_text(&r.source), status);
+            case.set_classname("toolscore.input");
+            case
+        }
+    })
+}
+
+/// A case of several trials: fails by `--trials-pass`; its figures (also in
+/// the suite's properties, [`trials_properties`]) and each trial's verdict
+/// and scores in its output.
+fn trials_case(report: &Report, c: &CaseTrials) -> TestCase {
+    let status = if c.pass {
+        TestCaseStatus::success()
+    } else {
+        let message = format!(
+            "{} of {} trial(s) passed ({}; --trials-pass {})",
+            c.passes,
+            c.trials,
+            c.verdict.code(),
+            report.trials_pass
+        );
+        failure(&message, None)
+    };
+    let mut case = TestCase::new(xml_text(&c.case_id), status);
+    case.set_classname(SUITE);
+    let mut out = format!("{}\n", trials_text(report, c));
+    for &i in &c.evaluations {
+        if let Some(e) = report.evaluations.get(i) {
+            out.push_str(&format!(
+                "{}: {}\n{}",
+                e.target_label(),
+                e.verdict().label(),
+                scores_text(&e.results)
+            ));
+        }
+    }
+    case.set_system_out(xml_text(&out));
+    case
+}
+
+fn trials_text(report: &Report, c: &CaseTrials) -> String {
+    format!(
+        "trials {}, passes {}, pass rate {}, pass@k {}, pass^k {}, {}, --trials-pass {}",
+        c.trials,
+        c.passes,
+        c.pass_rate(),
+        c.pass_at_k,
+        c.pass_all_k,
+        c.verdict.code(),
+        report.trials_pass
+    )
+}
+
+/// The trial figures of each case of several trials, as `<properties>` of
+/// the suite: the schema strict readers check has none inside a testcase.
+fn trials_properties(layout: &Layout) -> Vec<Property> {
+    let mut props = Vec::new();
+    for c in &layout.trials {
+        let figures = [
+            ("trials", c.trials.to_string()),
+            ("passes", c.passes.to_string()),
+            ("pass_rate", c.pass_rate().to_string()),
+            ("pass_at_k", c.pass_at_k.to_string()),
+            ("pass_all_k", c.pass_all_k.to_string()),
+            ("verdict", c.verdict.code().to_string()),
+        ];
+        for (k, v) in figures {
+            props.push(Property::new(xml_text(&format!("{}: {k}", c.case_id)), v));
+        }
+    }
+    props
 }
 
 fn evaluation_case(e: &Evaluation) -> TestCase {
@@ -168,10 +303,12 @@ pub fn write_junit(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// further `part` in a report of its own, of which only the test cases are
 /// written: the same bytes as one report of every case.
 fn write_in_parts(report: &Report, out: &mut dyn Write, part: usize) -> io::Result<()> {
-    let total = test_cases(report);
+    let layout = Layout::new(report);
+    let total = layout.len();
     let part = part.max(1);
-    let cases = |from: usize| (from..total.min(from + part)).filter_map(|i| test_case(report, i));
+    let cases = |from: usize| (from..total.min(from + part)).filter_map(|i| test_case(&layout, i));
     let mut suite = TestSuite::new(SUITE);
+    suite.add_properties(trials_properties(&layout));
     suite.add_test_cases(cases(0));
     // A trace no case took has no test case: its warnings are the suite's.
     let unmatched: Vec<String> = report
@@ -188,19 +325,20 @@ fn write_in_parts(report: &Report, out: &mut dyn Write, part: usize) -> io::Resu
     }
     // The counts of the cases after the first part, from what decides their
     // status ([`test_case`]), without building them.
-    for e in report.evaluations.iter().skip(part) {
-        match e.verdict() {
-            Verdict::Pass => {}
-            Verdict::Fail => suite.failures += 1,
-            Verdict::JudgeError => suite.errors += 1,
-            Verdict::NotJudged => suite.skipped += 1,
+    for i in part..total {
+        match layout.slot(i) {
+            Some(Slot::Evaluation(e)) => match e.verdict() {
+                Verdict::Pass => {}
+                Verdict::Fail => suite.failures += 1,
+                Verdict::JudgeError => suite.errors += 1,
+                Verdict::NotJudged => suite.skipped += 1,
+            },
+            Some(Slot::Trials(c)) => suite.failures += usize::from(!c.pass),
+            Some(Slot::Unmatched(_)) => suite.failures += 1,
+            Some(Slot::Rejected(_)) => suite.errors += 1,
+            None => {}
         }
     }
-    let rest = part.saturating_sub(report.evaluations.len());
-    let unmatched = report.unmatched_cases.len().saturating_sub(rest);
-    suite.failures += unmatched;
-    let rest = rest.saturating_sub(report.unmatched_cases.len());
-    suite.errors += report.rejected.len().saturating_sub(rest);
     suite.tests = total;
     let first = drop_root_skipped(serialize(suite)?);
     let Some(close) = (total > part).then(|| rfind(&first, SUITE_END)).flatten() else {
@@ -296,7 +434,8 @@ mod tests {
         };
         let whole = write(usize::MAX);
         let mut counted = TestSuite::new(SUITE);
-        counted.add_test_cases((0..test_cases(&report)).filter_map(|i| test_case(&report, i)));
+        let layout = Layout::new(&report);
+        counted.add_test_cases((0..layout.len()).filter_map(|i| test_case(&layout, i)));
         let counts = format!(
             r#"tests="{}" skipped="{}" errors="{}" failures="{}""#,
             counted.tests, counted.skipped, counted.errors, counted.failures

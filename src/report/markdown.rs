@@ -154,7 +154,37 @@ pub fn write_run(
             ));
         }
     }
+    write_flaky(&mut doc, rows);
     doc.finish(out)
+}
+
+/// The cases of several trials that both passed and failed (JSONL `case`
+/// rows with the verdict `flaky`).
+fn write_flaky(doc: &mut Doc, rows: &[Value]) {
+    let flaky: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["type"] == "case" && r["verdict"] == "flaky")
+        .collect();
+    if flaky.is_empty() {
+        return;
+    }
+    doc.line("");
+    doc.line(&format!("### Flaky cases ({})", flaky.len()));
+    doc.line("");
+    doc.line("| Case | Passed trials | Pass rate | Case passes |");
+    doc.line("|---|---:|---:|---|");
+    for r in flaky {
+        let n = |k: &str| r[k].as_u64().unwrap_or(0) as usize;
+        doc.row(&format!(
+            "| {} | {} of {} | {} | {} ({}) |",
+            cell(r["case"].as_str().unwrap_or("-"), 80),
+            n("passes"),
+            n("trials"),
+            percent(n("passes"), n("trials")),
+            if r["pass"] == true { "yes" } else { "no" },
+            cell(r["trials_pass"].as_str().unwrap_or("all"), 20),
+        ));
+    }
 }
 
 fn write_regressions(doc: &mut Doc, c: &Comparison) {

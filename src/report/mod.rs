@@ -16,7 +16,10 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::evaluate::{Evaluation, MetricResult, UnmatchedCase, UnmatchedTrace, Verdict};
+use crate::evaluate::{
+    case_trials, CaseTrials, Evaluation, MetricResult, Stability, TrialsPass, UnmatchedCase,
+    UnmatchedTrace, Verdict,
+};
 use crate::extract::{CallResult, ToolCall};
 use crate::ingest::Rejected;
 use crate::score::Unjudged;
@@ -66,6 +69,8 @@ pub struct Report {
     /// Span timing by trace, for the HTML report; `Some` asks
     /// `replay::score_traces` to keep it (bounded per trace).
     pub timelines: Option<Timelines>,
+    /// What a case of several trials needs to pass (`--trials-pass`).
+    pub trials_pass: TrialsPass,
 }
 
 /// Exit codes shared by every command.
@@ -129,12 +134,32 @@ impl Report {
         !self.rejected.is_empty() || self.judge_errors() > 0
     }
 
+    /// The cases that joined more than one trace, summed up.
+    pub fn case_trials(&self) -> Vec<CaseTrials> {
+        case_trials(&self.evaluations, self.trials_pass)
+    }
+
+    /// Cases that fail the run: a case of several trials counts once, by
+    /// `--trials-pass`; any other case by its evaluation.
+    pub fn failed_cases(&self) -> usize {
+        let trials = self.case_trials();
+        let in_trials: std::collections::HashSet<usize> =
+            trials.iter().map(|c| c.case_index).collect();
+        let single = self
+            .evaluations
+            .iter()
+            .filter(|e| e.verdict() == Verdict::Fail)
+            .filter(|e| e.joined_by == "default" || !in_trials.contains(&e.case_index))
+            .count();
+        single + trials.iter().filter(|c| !c.pass).count() + self.unmatched_cases.len()
+    }
+
     /// 2 if input was rejected or the judge failed (could not evaluate), 1
     /// if a case failed (or matched no trace), else 0.
     pub fn exit_code(&self) -> u8 {
         if self.could_not_evaluate() {
             exit::INPUT
-        } else if self.failed() > 0 {
+        } else if self.failed_cases() > 0 {
             exit::FAIL
         } else {
             exit::PASS
@@ -174,6 +199,17 @@ impl Report {
                 out.push_str(&format!(
                     "; {} trace(s) matched no case",
                     self.unmatched_traces.len()
+                ));
+            }
+            let trials = self.case_trials();
+            if !trials.is_empty() {
+                let count = |s: Stability| trials.iter().filter(|c| c.verdict == s).count();
+                out.push_str(&format!(
+                    "; {} case(s) of several trials: {} failed (--trials-pass {}), {} flaky",
+                    trials.len(),
+                    trials.iter().filter(|c| !c.pass).count(),
+                    self.trials_pass,
+                    count(Stability::Flaky)
                 ));
             }
         }
@@ -293,6 +329,22 @@ pub fn evaluation_row(e: &Evaluation) -> Value {
         .collect();
     obj.insert("metrics".into(), Value::Object(metrics));
     row
+}
+
+/// The JSONL row of a case of several trials (`"type": "case"`).
+pub fn case_row(c: &CaseTrials, rule: TrialsPass) -> Value {
+    json!({
+        "type": "case",
+        "case": c.case_id,
+        "pass": c.pass,
+        "trials_pass": rule.to_string(),
+        "trials": c.trials,
+        "passes": c.passes,
+        "pass_rate": c.pass_rate(),
+        "pass_at_k": c.pass_at_k,
+        "pass_all_k": c.pass_all_k,
+        "verdict": c.verdict.code(),
+    })
 }
 
 /// The JSONL row of a case that matched no trace (it fails).
@@ -483,6 +535,9 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         buf.clear();
         push_row_with_calls(&mut buf, &evaluation_row(e), &e.tools_called);
         out.write_all(&buf)?;
+    }
+    for c in &report.case_trials() {
+        writeln!(out, "{}", case_row(c, report.trials_pass))?;
     }
     for t in &report.unmatched_traces {
         buf.clear();

@@ -44,6 +44,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 .unwrap_or_default(),
         };
         print_rows_with(1 + evaluations + report.unmatched_cases.len(), row, out)?;
+        write_trials(report, out)?;
     }
     if !report.unmatched_traces.is_empty() {
         if report.has_cases {
@@ -158,6 +159,45 @@ pub(crate) fn print_rows(rows: &[Vec<String>], out: &mut dyn Write) -> io::Resul
 /// widest cell. Rows are made twice (to size the columns, then to print)
 /// and held one at a time. Every cell is escaped (a no-op for ordinary
 /// text), so a name from a trace can never forge a table line.
+/// Cases that joined several traces: their trials, one row per case.
+fn write_trials(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let trials = report.case_trials();
+    if trials.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nCases of several trials (a case passes with --trials-pass {}):",
+        report.trials_pass
+    )?;
+    let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let row = |i: usize| match i.checked_sub(1).and_then(|i| trials.get(i)) {
+        None => [
+            "CASE",
+            "TRIALS",
+            "PASSES",
+            "PASS RATE",
+            "PASS@K",
+            "PASS^K",
+            "VERDICT",
+            "PASS",
+        ]
+        .map(String::from)
+        .to_vec(),
+        Some(c) => vec![
+            ellipsize(&c.case_id, 60),
+            c.trials.to_string(),
+            c.passes.to_string(),
+            format!("{:.2}", c.pass_rate()),
+            yes(c.pass_at_k),
+            yes(c.pass_all_k),
+            c.verdict.code().to_string(),
+            if c.pass { "pass" } else { "FAIL" }.to_string(),
+        ],
+    };
+    print_rows_with(1 + trials.len(), row, out)
+}
+
 fn print_rows_with(
     n: usize,
     row: impl Fn(usize) -> Vec<String>,
