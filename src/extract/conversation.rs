@@ -894,10 +894,6 @@ fn take_from_model(call: &mut ToolCall, a: &Asked) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-    use opentelemetry_proto::tonic::trace::v1::Span;
     use serde_json::json;
 
     use crate::assemble::TraceId;
@@ -909,29 +905,7 @@ mod tests {
         name: &str,
         attrs: &[(&str, &str)],
     ) -> SpanRecord {
-        SpanRecord {
-            span_id: SpanId([id; 8]),
-            parent: parent.map(|p| SpanId([p; 8])),
-            span: Span {
-                name: name.to_string(),
-                start_time_unix_nano: start,
-                end_time_unix_nano: start + 5,
-                attributes: attrs
-                    .iter()
-                    .map(|(k, v)| KeyValue {
-                        key: k.to_string(),
-                        value: Some(AnyValue {
-                            value: Some(any_value::Value::StringValue(v.to_string())),
-                        }),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-            .into(),
-            resource: Arc::default(),
-            scope: Arc::default(),
-        }
+        super::super::tests::sp(id, parent, (start, start + 5), name, attrs)
     }
 
     fn analyze(spans: Vec<SpanRecord>) -> Analysis {

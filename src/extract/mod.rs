@@ -1095,7 +1095,9 @@ mod tests {
 
     use crate::assemble::TraceId;
 
-    fn sp(
+    /// A span with string attributes; the conversation tests build theirs
+    /// here too.
+    pub(super) fn sp(
         id: u8,
         parent: Option<u8>,
         when: (u64, u64),
