@@ -12,7 +12,7 @@ use std::fs;
 
 use serde_json::Value;
 
-use crate::util::{data, json_rows, toolscore};
+use crate::util::{data, inspected_calls};
 
 /// Decodes JSON text (repeatedly: some spans encode twice), so a value and
 /// its JSON text compare equal.
@@ -30,23 +30,7 @@ fn decoded(v: &Value) -> Value {
 
 /// The calls `inspect` reports for `file`, in start order.
 fn reported(file: &str) -> Vec<Value> {
-    let path = data(&format!("firstsight/{file}"));
-    let out = toolscore(&[
-        "inspect",
-        "--format",
-        "jsonl",
-        "-q",
-        &path.display().to_string(),
-    ]);
-    assert!(
-        out.status.success(),
-        "inspect {file}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut calls: Vec<Value> = json_rows(&out.stdout)
-        .into_iter()
-        .flat_map(|row| row["tools"].as_array().cloned().unwrap_or_default())
-        .collect();
+    let mut calls = inspected_calls(&format!("firstsight/{file}"));
     calls.sort_by_key(|c| c["start_time_unix_nano"].as_u64().unwrap_or(0));
     calls
 }

@@ -5,30 +5,15 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{data, toolscore};
+use crate::util::inspected_calls;
 
 /// `(name, args, result, convention)` of one call.
 type Call = (Value, Value, Value, Value);
 
-/// Every call `inspect` reports.
+/// Every call `inspect` reports, as (name, args, result, convention).
 fn calls(file: &str) -> Vec<Call> {
-    let path = data(&format!("instrumentations/{file}"));
-    let out = toolscore(&[
-        "inspect",
-        "--format",
-        "jsonl",
-        "-q",
-        &path.display().to_string(),
-    ]);
-    assert!(
-        out.status.success(),
-        "inspect {file}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("JSONL row"))
-        .flat_map(|row| row["tools"].as_array().cloned().unwrap_or_default())
+    inspected_calls(&format!("instrumentations/{file}"))
+        .into_iter()
         .map(|t| {
             let field = |k: &str| t.get(k).cloned().unwrap_or(Value::Null);
             (

@@ -49,6 +49,28 @@ pub fn json_rows(stdout: &[u8]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Every tool call `inspect --format jsonl` reports for a file under
+/// `tests/data/` (its `tools` rows, in output order); the run must succeed.
+pub fn inspected_calls(rel: &str) -> Vec<serde_json::Value> {
+    let path = data(rel);
+    let out = toolscore(&[
+        "inspect",
+        "--format",
+        "jsonl",
+        "-q",
+        &path.display().to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "inspect {rel}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_rows(&out.stdout)
+        .into_iter()
+        .flat_map(|row| row["tools"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
 /// Path of a file under `tests/data/`.
 pub fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
