@@ -16,6 +16,8 @@ mod generic_tests;
 mod literal;
 mod merge;
 pub mod requested;
+#[cfg(test)]
+mod results_tests;
 pub mod rules;
 mod source;
 #[cfg(test)]
@@ -959,6 +961,9 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             .filter(|t| memchr::memchr2(b'\n', b'\r', t.as_bytes()).is_none())
             .filter(|t| !unwrap_may_apply(src, t));
         if let Some(text) = text {
+            if let Some(v) = wrappers::known_unwrapped(src, text) {
+                return Some(CallResult::Value(v));
+            }
             // Text serde_json would not read back (a lone surrogate, a
             // number past f64) goes out as a string, as text that is not
             // JSON does: every report row stays JSON to any reader.
@@ -986,7 +991,7 @@ fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
         return None;
     }
     let text = raw_string(&src.field, s)?;
-    if unwrap_may_apply(src, text.trim()) {
+    if unwrap_may_apply(src, text.trim()) || wrappers::known_unwrapped(src, text).is_some() {
         return None;
     }
     let json = canonical::canonical(text)?;
@@ -1026,6 +1031,9 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
             (object && contains(text, Needle::ToolName))
                 || (blocks() && contains(text, Needle::Type))
         }
+        Unwrap::LangchainMessage | Unwrap::TypedValue => object && contains(text, Needle::Type),
+        Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
+        Unwrap::McpClientResult => object && contains(text, Needle::Result),
     }) || src
         .unwrap_key
         .as_ref()
@@ -1046,13 +1054,14 @@ enum Needle {
     Options,
     Response,
     Arguments,
+    Result,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 11]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 12]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -1066,6 +1075,7 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"options\""),
             Finder::new(b"\"response\""),
             Finder::new(b"\"arguments\""),
+            Finder::new(b"\"result\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

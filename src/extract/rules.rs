@@ -141,6 +141,24 @@ pub enum Unwrap {
     /// arguments, the output `[success, {"name", "role", "content"}]` the
     /// content, JSON-decoded when it is JSON.
     Ag2Function,
+    /// A LangChain `ToolMessage` as Python's `model_dump()` writes it
+    /// (`{"content", "tool_call_id", "type": "tool", ...}`), serialized
+    /// (`{"lc": 1, "type": "constructor", "id": [..., "ToolMessage"],
+    /// "kwargs": {...}}`), or that serialized form under `{"output": ...}`
+    /// (OpenInference for LangChain.js) becomes its content.
+    LangchainMessage,
+    /// MCP content: a `CallToolResult` (`{"content": [...], "isError",
+    /// "structuredContent"}`), a list of text blocks (`{"type": "text",
+    /// "text"}`, with LangChain's `id` or MCP's `annotations`), or one such
+    /// block, becomes its text, JSON-decoded when it is JSON.
+    McpContent,
+    /// A typed value `{"type": "json" | "text" | "raw", "value": ...}`
+    /// (LangWatch) becomes the value.
+    TypedValue,
+    /// OpenLLMetry's MCP client record of a tool's result, `{"result":
+    /// <first content block's text>}` (with `"is_error": true` on failure),
+    /// becomes that text, JSON-decoded when it is JSON.
+    McpClientResult,
 }
 
 impl Unwrap {
@@ -156,6 +174,10 @@ impl Unwrap {
             Unwrap::BeeaiRun => "beeai_run",
             Unwrap::AdkFunctionResponse => "adk_function_response",
             Unwrap::Ag2Function => "ag2_function",
+            Unwrap::LangchainMessage => "langchain_message",
+            Unwrap::McpContent => "mcp_content",
+            Unwrap::TypedValue => "typed_value",
+            Unwrap::McpClientResult => "mcp_client_result",
         }
     }
 }
@@ -368,6 +390,10 @@ pub(crate) struct Source {
     /// An argument or result source: text that is no JSON is read as a
     /// Python literal when it is one (`extract::literal`).
     pub literal: bool,
+    /// The wrappers of exact known shapes taken off after the source's own
+    /// (`wrappers::KNOWN_ARGS`, `KNOWN_RESULT`): every rule's arguments and
+    /// results, none for names and messages.
+    pub known: &'static [Unwrap],
 }
 
 /// A compiled rule.
@@ -653,6 +679,7 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
         unwrap: s.unwrap.clone(),
         unwrap_key: s.unwrap_key.clone(),
         literal: false,
+        known: &[],
     })
 }
 
@@ -664,6 +691,12 @@ fn tail8(key: &[u8]) -> u64 {
 /// Argument or result sources: they read Python literals too.
 fn literal(mut sources: Vec<Source>) -> Vec<Source> {
     sources.iter_mut().for_each(|s| s.literal = true);
+    sources
+}
+
+/// `sources` with the known wrappers `known` taken off their values.
+fn known(mut sources: Vec<Source>, known: &'static [Unwrap]) -> Vec<Source> {
+    sources.iter_mut().for_each(|s| s.known = known);
     sources
 }
 
@@ -716,8 +749,11 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
         unless: conds(&spec.unless, slots)?,
         error_when: conds(&spec.error_when, slots)?,
         name_from: sources(&spec.name_from)?,
-        args: literal(sources(&spec.args)?),
-        result: literal(sources(&spec.result)?),
+        args: known(literal(sources(&spec.args)?), super::wrappers::KNOWN_ARGS),
+        result: known(
+            literal(sources(&spec.result)?),
+            super::wrappers::KNOWN_RESULT,
+        ),
         error_message: sources(&spec.error_message)?,
         family: spec.family.clone(),
         family_tails: spec

@@ -122,22 +122,15 @@ fn schema_text<'a>(src: &Source, s: &'a SpanRecord) -> Option<&'a str> {
 }
 
 fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'static str)) -> Value {
-    for u in &src.unwrap {
+    for &u in &src.unwrap {
         let step = match u {
-            Unwrap::ContentBlocks => content_blocks(v),
-            Unwrap::ToolMessage => tool_message(v),
-            Unwrap::LangchainCallback => langchain_callback(v),
             Unwrap::ArgsKwargs => {
                 let names = schema_text(src, s)
                     .and_then(parameter_names)
                     .unwrap_or_default();
                 call_record(v, &["sanitize_inputs_outputs"], Some(&names))
             }
-            Unwrap::McpToolCall => mcp_tool_call(v),
-            Unwrap::LlamaIndexOutput => llama_index_output(v),
-            Unwrap::BeeaiRun => beeai_run(v),
-            Unwrap::AdkFunctionResponse => adk_function_response(v),
-            Unwrap::Ag2Function => ag2_function(v),
+            u => shape(u, v),
         };
         v = match step {
             Ok(x) => {
@@ -152,12 +145,232 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
             if o.len() == 1 {
                 if let Some(inner) = o.remove(key.as_str()) {
                     note("unwrap_key");
-                    return inner;
+                    v = inner;
                 }
             }
         }
     }
+    take_known(src.known, v, note)
+}
+
+/// The wrappers of exact known shapes taken off every rule's arguments:
+/// none, as no argument wrapper is unambiguous for every tool (LangWatch's
+/// typed value is its rule's own: a tool may take `type` and `value`).
+pub(crate) const KNOWN_ARGS: &[Unwrap] = &[];
+
+/// The wrappers of exact known shapes taken off every rule's results: what
+/// a framework or protocol puts around a tool's return value, in shapes a
+/// tool would not return of its own (docs/conventions.md, "Result
+/// wrappers").
+pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
+    Unwrap::ToolMessage,
+    Unwrap::LangchainMessage,
+    Unwrap::McpContent,
+];
+
+/// How many wrappers [`take_known`] takes off one value at most (a
+/// `{"output": ToolMessage}` holding MCP content blocks is three).
+const KNOWN_DEPTH: usize = 4;
+
+/// `v` with the wrappers of `known` taken off, again while one applies (a
+/// LangChain message around MCP content), noting each.
+fn take_known(known: &[Unwrap], mut v: Value, note: &mut dyn FnMut(&'static str)) -> Value {
+    'pass: for _ in 0..KNOWN_DEPTH {
+        for &u in known {
+            match shape(u, v) {
+                Ok(x) => {
+                    note(u.as_str());
+                    v = x;
+                    continue 'pass;
+                }
+                Err(x) => v = x,
+            }
+        }
+        break;
+    }
     v
+}
+
+/// The value at a source's JSON `text` with the known wrappers of the
+/// source taken off, when one applies (`None`: the text stands as is).
+/// A cheap look at the text first: most results are left unparsed.
+pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
+    if src.known.is_empty() || !known_may_apply(text) {
+        return None;
+    }
+    let v = parse_json_or_string(text);
+    let mut applied = false;
+    let v = take_known(src.known, v, &mut |_| applied = true);
+    applied.then_some(v)
+}
+
+/// Whether a known result wrapper could apply to JSON `text` (`false`:
+/// surely not). Every known shape is an object with a `type` or `content`
+/// key (or `output` around one), or a list of text blocks.
+fn known_may_apply(text: &str) -> bool {
+    let t = text.trim_start();
+    let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
+    match t.as_bytes().first() {
+        Some(b'{') => has("\"type\"") || has("\"content\""),
+        Some(b'[') => has("\"text\""),
+        _ => false,
+    }
+}
+
+/// Takes off wrapper `u` when `v` has its shape (`Err` gives `v` back);
+/// `args_kwargs`, which needs the span's schema, is [`unwrap`]'s.
+fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
+    match u {
+        Unwrap::ContentBlocks => content_blocks(v),
+        Unwrap::ToolMessage => tool_message(v),
+        Unwrap::LangchainCallback => langchain_callback(v),
+        Unwrap::ArgsKwargs => call_record(v, &["sanitize_inputs_outputs"], Some(&[])),
+        Unwrap::McpToolCall => mcp_tool_call(v),
+        Unwrap::LlamaIndexOutput => llama_index_output(v),
+        Unwrap::BeeaiRun => beeai_run(v),
+        Unwrap::AdkFunctionResponse => adk_function_response(v),
+        Unwrap::Ag2Function => ag2_function(v),
+        Unwrap::LangchainMessage => langchain_message(v),
+        Unwrap::McpContent => mcp_content(v),
+        Unwrap::TypedValue => typed_value(v),
+        Unwrap::McpClientResult => mcp_client_result(v),
+    }
+}
+
+/// The keys of a LangChain `ToolMessage` as Python's `model_dump()` writes
+/// it.
+const TOOL_MESSAGE_KEYS: [&str; 9] = [
+    "content",
+    "additional_kwargs",
+    "response_metadata",
+    "type",
+    "name",
+    "id",
+    "tool_call_id",
+    "artifact",
+    "status",
+];
+
+/// A LangChain `ToolMessage`: Python's dump `{"content", "tool_call_id",
+/// "type": "tool", ...}`, the serialized form `{"lc": 1, "type":
+/// "constructor", "id": [..., "ToolMessage"], "kwargs"}`, or that form as
+/// OpenInference records a LangChain.js tool's output, `{"output": ...}`
+/// -> its content (JSON-decoded).
+pub(crate) fn langchain_message(v: Value) -> Result<Value, Value> {
+    let Value::Object(mut o) = v else {
+        return Err(v);
+    };
+    let dump = o.get("type").and_then(Value::as_str) == Some("tool")
+        && o.contains_key("content")
+        && o.contains_key("tool_call_id")
+        && o.keys().all(|k| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
+    if dump {
+        return Ok(o.remove("content").map_or(Value::Null, json_in_string));
+    }
+    if o.len() == 1 && o.get("output").is_some_and(is_serialized_tool_message) {
+        let out = o.remove("output").unwrap_or(Value::Null);
+        return serialized_tool_message(out);
+    }
+    let v = Value::Object(o);
+    if is_serialized_tool_message(&v) {
+        return serialized_tool_message(v);
+    }
+    Err(v)
+}
+
+/// Exactly LangChain's serialized `ToolMessage`: the keys `lc` (1), `type`
+/// (`constructor`), `id` (ending `ToolMessage`) and `kwargs` (with a
+/// `content`), no other.
+fn is_serialized_tool_message(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| {
+        o.len() == 4
+            && o.get("lc").and_then(Value::as_u64) == Some(1)
+            && o.get("kwargs").is_some_and(Value::is_object)
+    }) && serialized_shape(v)
+}
+
+/// The keys an MCP `CallToolResult` may have besides `content`.
+const CALL_RESULT_KEYS: [&str; 5] = ["content", "isError", "structuredContent", "_meta", "meta"];
+
+/// The keys a text content block may have besides `type` and `text`:
+/// LangChain's `id`, MCP's `annotations` and `_meta`.
+const TEXT_BLOCK_KEYS: [&str; 6] = ["type", "text", "id", "annotations", "_meta", "meta"];
+
+/// A text content block: `{"type": "text", "text": "..."}`, with at most
+/// the other keys of [`TEXT_BLOCK_KEYS`].
+fn is_text_block(v: &Value) -> bool {
+    v.as_object().is_some_and(is_text_block_map)
+}
+
+fn is_text_block_map(o: &Map<String, Value>) -> bool {
+    o.get("type").and_then(Value::as_str) == Some("text")
+        && o.get("text").is_some_and(Value::is_string)
+        && o.keys().all(|k| TEXT_BLOCK_KEYS.contains(&k.as_str()))
+}
+
+/// MCP content: a `CallToolResult` `{"content": [text blocks], "isError",
+/// "structuredContent"}`, a list of text blocks, or one text block -> the
+/// text (JSON-decoded; several blocks a list). Content that is not all
+/// text (an image, a resource) stays.
+pub(crate) fn mcp_content(v: Value) -> Result<Value, Value> {
+    match v {
+        Value::Array(items) if !items.is_empty() && items.iter().all(is_text_block) => {
+            Ok(texts_at(items, "text"))
+        }
+        Value::Object(o) if is_text_block_map(&o) => Ok(texts_at(vec![Value::Object(o)], "text")),
+        Value::Object(mut o)
+            if o.keys().all(|k| CALL_RESULT_KEYS.contains(&k.as_str()))
+                && o.get("content").is_some_and(|c| {
+                    c.as_array()
+                        .is_some_and(|a| !a.is_empty() && a.iter().all(is_text_block))
+                }) =>
+        {
+            match o.remove("content") {
+                Some(Value::Array(items)) => Ok(texts_at(items, "text")),
+                _ => Err(Value::Object(o)),
+            }
+        }
+        other => Err(other),
+    }
+}
+
+/// LangWatch's typed value `{"type": "json" | "text" | "raw", "value"}` ->
+/// the value (a `json` one JSON-decoded when it is text).
+pub(crate) fn typed_value(v: Value) -> Result<Value, Value> {
+    let kind = match &v {
+        Value::Object(o) if o.len() == 2 && o.contains_key("value") => {
+            o.get("type").and_then(Value::as_str).map(str::to_owned)
+        }
+        _ => None,
+    };
+    match (kind.as_deref(), v) {
+        (Some("json"), Value::Object(mut o)) => {
+            Ok(o.remove("value").map_or(Value::Null, json_in_string))
+        }
+        (Some("text" | "raw"), Value::Object(mut o)) => {
+            Ok(o.remove("value").unwrap_or(Value::Null))
+        }
+        (_, other) => Err(other),
+    }
+}
+
+/// OpenLLMetry's MCP client record of a result, `{"result": text}` or
+/// `{"result": text, "is_error": true}` -> the text (JSON-decoded).
+pub(crate) fn mcp_client_result(v: Value) -> Result<Value, Value> {
+    let shaped = v.as_object().is_some_and(|o| {
+        o.contains_key("result")
+            && match o.len() {
+                1 => true,
+                2 => o.get("is_error").is_some_and(Value::is_boolean),
+                _ => false,
+            }
+    });
+    match v {
+        Value::Object(mut o) if shaped => {
+            Ok(o.remove("result").map_or(Value::Null, json_in_string))
+        }
+        other => Err(other),
+    }
 }
 
 /// A string that holds JSON becomes that JSON; other values stay.
@@ -370,14 +583,7 @@ pub(crate) fn ag2_function(v: Value) -> Result<Value, Value> {
 /// "constructor", "id": [..., "ToolMessage"], "kwargs": {"content", ...}}`
 /// -> its content (JSON-decoded).
 fn serialized_tool_message(v: Value) -> Result<Value, Value> {
-    let shaped = v.get("type").and_then(Value::as_str) == Some("constructor")
-        && v.get("id")
-            .and_then(Value::as_array)
-            .and_then(|id| id.last())
-            .and_then(Value::as_str)
-            == Some("ToolMessage")
-        && v.get("kwargs").and_then(|k| k.get("content")).is_some();
-    if !shaped {
+    if !serialized_shape(&v) {
         return Err(v);
     }
     match v {
@@ -387,6 +593,18 @@ fn serialized_tool_message(v: Value) -> Result<Value, Value> {
         }),
         other => Err(other),
     }
+}
+
+/// `{"type": "constructor", "id": [..., "ToolMessage"], "kwargs":
+/// {"content", ...}}`, other keys allowed.
+fn serialized_shape(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("constructor")
+        && v.get("id")
+            .and_then(Value::as_array)
+            .and_then(|id| id.last())
+            .and_then(Value::as_str)
+            == Some("ToolMessage")
+        && v.get("kwargs").and_then(|k| k.get("content")).is_some()
 }
 
 /// The name of the only property of a JSON Schema, if it has exactly one.

@@ -1,0 +1,206 @@
+//! Result wrappers of issue 37 (docs/conventions.md, "Result wrappers") on
+//! hand-built spans of made-up vendors: the known shapes come off every
+//! rule's results, exactly those shapes and no other; the ambiguous ones
+//! (`{"result": ...}`, typed values) only under the rules that know them.
+
+use std::sync::Arc;
+
+use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+use serde_json::json;
+
+use super::unwrap_tests::{calls, one, span, trace};
+use super::*;
+
+/// A Python `ToolMessage.model_dump()`.
+const DUMP: &str = r#"{"content": "{\"seats\": 2}", "additional_kwargs": {}, "response_metadata": {}, "type": "tool", "name": "book", "id": null, "tool_call_id": "c7", "artifact": null, "status": "success"}"#;
+/// A serialized LangChain.js `ToolMessage`.
+const SERIALIZED: &str = r#"{"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "ToolMessage"], "kwargs": {"status": "success", "content": "{\"seats\": 2}", "tool_call_id": "c7", "name": "book", "additional_kwargs": {}, "response_metadata": {}}}"#;
+
+/// The result of a Galtea tool span (a rule that declares no wrapper)
+/// whose output is `output`.
+fn galtea_result(output: &str) -> Value {
+    one(
+        "book",
+        &[
+            ("galtea.trace.type", "TOOL"),
+            ("galtea.trace.input", r#"{"room": "B"}"#),
+            ("galtea.trace.output", output),
+        ],
+    )
+    .2
+}
+
+#[test]
+fn langchain_messages_come_off_every_rule_s_results() {
+    assert_eq!(galtea_result(DUMP), json!({"seats": 2}));
+    assert_eq!(galtea_result(SERIALIZED), json!({"seats": 2}));
+    let wrapped = format!(r#"{{"output": {SERIALIZED}}}"#);
+    assert_eq!(galtea_result(&wrapped), json!({"seats": 2}));
+    // A tool span in a namespace no rule knows, through the generic rule.
+    let (_, args, result, convention) = one(
+        "book",
+        &[
+            ("zeta.span.kind", "tool"),
+            ("zeta.input", r#"{"room": "B"}"#),
+            ("zeta.output", DUMP),
+        ],
+    );
+    assert_eq!(
+        (args, result, convention.as_str()),
+        (json!({"room": "B"}), json!({"seats": 2}), "tool-kind")
+    );
+}
+
+#[test]
+fn mcp_content_comes_off_every_rule_s_results() {
+    let result = r#"{"content": [{"type": "text", "text": "{\"seats\": 2}"}], "isError": false}"#;
+    assert_eq!(galtea_result(result), json!({"seats": 2}));
+    // With structured content, LangChain's block ids, MCP's annotations.
+    let result = r#"{"content": [{"type": "text", "text": "ok", "annotations": null}], "structuredContent": {"result": "ok"}}"#;
+    assert_eq!(galtea_result(result), json!("ok"));
+    let blocks = r#"[{"type": "text", "text": "a", "id": "lc_1"}, {"type": "text", "text": "[1]", "id": "lc_2"}]"#;
+    assert_eq!(galtea_result(blocks), json!(["a", [1]]));
+    assert_eq!(galtea_result(r#"{"type": "text", "text": "7"}"#), json!(7));
+    // A ToolMessage holding MCP blocks: both come off.
+    let nested = r#"{"type": "tool", "data": {"content": [{"type": "text", "text": "{\"seats\": 2}", "id": "lc_3"}], "tool_call_id": "c7"}}"#;
+    assert_eq!(galtea_result(nested), json!({"seats": 2}));
+}
+
+#[test]
+fn only_the_exact_shapes_come_off() {
+    // One key more than the shape, or content that is not all text: kept.
+    let kept = [
+        r#"{"content": "x", "tool_call_id": "c7", "type": "tool", "seats": 2}"#,
+        r#"{"content": "x", "type": "tool"}"#,
+        r#"{"output": {"lc": 1, "type": "constructor", "id": ["x", "HumanMessage"], "kwargs": {"content": "x"}}}"#,
+        r#"{"output": {"lc": 1, "type": "constructor", "id": ["x", "ToolMessage"], "kwargs": {"content": "x"}}, "other": 1}"#,
+        r#"{"content": [{"type": "image", "data": "AA=="}]}"#,
+        r#"{"content": [{"type": "text", "text": "x"}], "seats": 2}"#,
+        r#"{"type": "text", "text": "x", "seats": 2}"#,
+        r#"[{"type": "text", "text": "x"}, 3]"#,
+        r#"{"content": []}"#,
+        // Under a rule that does not declare them, the ambiguous shapes.
+        r#"{"result": 1}"#,
+        r#"{"type": "json", "value": {"seats": 2}}"#,
+    ];
+    for text in kept {
+        let want: Value = serde_json::from_str(text).expect("test JSON");
+        assert_eq!(galtea_result(text), want, "{text}");
+    }
+}
+
+#[test]
+fn typed_values_come_off_a_vendor_namespace_s_input_and_output() {
+    let (name, args, result, _) = one(
+        "book",
+        &[
+            ("zeta.span.type", "tool"),
+            ("zeta.input", r#"{"type": "json", "value": {"room": "B"}}"#),
+            ("zeta.output", r#"{"type": "text", "value": "booked"}"#),
+        ],
+    );
+    assert_eq!(
+        (name.as_str(), args, result),
+        ("book", json!({"room": "B"}), json!("booked"))
+    );
+    // Another type (LangWatch's chat messages) or another key: kept.
+    let (_, args, result, _) = one(
+        "book",
+        &[
+            ("zeta.span.type", "tool"),
+            ("zeta.input", r#"{"type": "json", "value": 1, "room": "B"}"#),
+            ("zeta.output", r#"{"type": "chat_messages", "value": []}"#),
+        ],
+    );
+    assert_eq!(args, json!({"type": "json", "value": 1, "room": "B"}));
+    assert_eq!(result, json!({"type": "chat_messages", "value": []}));
+}
+
+/// A `{name}.tool` span of a Traceloop-style tool in scope `scope`.
+fn traceloop_call(scope: &str, input: &str, output: &str) -> (String, Value, Value, String) {
+    let mut s = span(
+        1,
+        None,
+        "book.tool",
+        &[
+            ("traceloop.span.kind", "tool"),
+            ("traceloop.entity.name", "book"),
+            ("traceloop.entity.input", input),
+            ("traceloop.entity.output", output),
+        ],
+    );
+    s.scope = Arc::new(InstrumentationScope {
+        name: scope.to_string(),
+        ..Default::default()
+    });
+    let mut found = calls(&trace(vec![s]));
+    assert_eq!(found.len(), 1);
+    found.remove(0)
+}
+
+#[test]
+fn an_mcp_instrumentation_s_result_record_comes_off_its_spans_only() {
+    let input = r#"{"tool_name": "book", "arguments": {"room": "B"}}"#;
+    for scope in ["acme.instrumentation.mcp", "@acme/instrumentation-mcp"] {
+        let (_, args, result, convention) =
+            traceloop_call(scope, input, r#"{"result": "{\"seats\": 2}"}"#);
+        assert_eq!(
+            (args, result, convention.as_str()),
+            (json!({"room": "B"}), json!({"seats": 2}), "openllmetry-mcp"),
+            "{scope}"
+        );
+        let failed = traceloop_call(scope, input, r#"{"result": "no room", "is_error": true}"#);
+        assert_eq!(failed.2, json!("no room"));
+        // Another key beside `result`: not the record.
+        let other = traceloop_call(scope, input, r#"{"result": 1, "seats": 2}"#);
+        assert_eq!(other.2, json!({"result": 1, "seats": 2}));
+    }
+    // A `@tool` of the same vendor that returns `{"result": ...}` keeps it.
+    let own = traceloop_call(
+        "traceloop.tracer",
+        r#"{"args": [], "kwargs": {"room": "B"}}"#,
+        r#"{"result": 1}"#,
+    );
+    assert_eq!((own.2, own.3.as_str()), (json!({"result": 1}), "traceloop"));
+}
+
+#[test]
+fn results_read_as_text_and_as_values_agree() {
+    // The fast path (JSON text kept as is) and the parsed one give the
+    // same result, wrapped or not.
+    for output in [DUMP, r#"{"seats": 2, "type": "suite"}"#] {
+        let s = span(
+            1,
+            None,
+            "book",
+            &[
+                ("galtea.trace.type", "TOOL"),
+                ("galtea.trace.output", output),
+            ],
+        );
+        let t = trace(vec![s]);
+        let text = Extractor::default().with_args_text(true).extract(&t);
+        let value = Extractor::default().extract(&t);
+        assert_eq!(
+            text[0].result.as_ref().map(CallResult::to_value),
+            value[0].result.as_ref().map(CallResult::to_value)
+        );
+    }
+    // A result no known shape fits stays its JSON text, untouched.
+    let plain = r#"{"type": "suite", "seats": 2}"#;
+    let s = span(
+        1,
+        None,
+        "book",
+        &[
+            ("galtea.trace.type", "TOOL"),
+            ("galtea.trace.output", plain),
+        ],
+    );
+    let found = Extractor::default().extract(&trace(vec![s]));
+    assert!(
+        matches!(&found[0].result, Some(CallResult::Json(t)) if &**t == plain),
+        "{:?}",
+        found[0].result
+    );
+}
