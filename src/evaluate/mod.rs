@@ -34,12 +34,12 @@ pub use metrics::{
 };
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
-    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase,
-    UnmatchedTrace, Verdict,
+    Evaluation, MetricResult, SessionMember, SessionRef, TraceOutcome, TraceResult, UnmatchedCase,
+    UnmatchedTrace, Verdict, Warning,
 };
 #[cfg(test)]
 pub(crate) use sessions::test_call as sessions_test_call;
-pub use sessions::{Collected, SessionCalls, Sessions, MAX_SESSION_CALLS};
+pub use sessions::{Collected, Sessions, MAX_SESSION_CALLS};
 pub use trials::{case_trials, CaseTrials, Stability, TrialsPass};
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
@@ -425,6 +425,7 @@ impl Evaluator {
                 .collect(),
             facts,
             warnings: Arc::new([]),
+            assembly_warnings: Warning::of_trace(trace),
         };
         let mut case_list = route.cases;
         if case_list.is_empty() && result.sessions.is_empty() {

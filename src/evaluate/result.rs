@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::assemble::{SpanId, TraceId};
+use crate::assemble::{SpanId, Trace, TraceId};
 use crate::expect::{Call, Case};
 use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
@@ -274,6 +274,9 @@ pub struct TraceResult {
     pub facts: Option<TraceFacts>,
     /// What the conversation witness found amiss (`extract::conversation`).
     pub warnings: Arc<[String]>,
+    /// What assembling the trace found amiss, for the driver to print or
+    /// log (not part of any result row).
+    pub assembly_warnings: Vec<Warning>,
 }
 
 impl TraceResult {
@@ -289,18 +292,112 @@ impl TraceResult {
         self
     }
 
-    /// The trace as a trace no case matched.
-    pub fn into_unmatched(self) -> UnmatchedTrace {
-        UnmatchedTrace {
-            trace_id: self.trace_id,
-            spans: self.spans,
-            tools_called: self.calls,
-            warnings: self.warnings,
-        }
-    }
-
     /// No case, session case or default case took this trace.
     pub fn unmatched(&self) -> bool {
         self.evaluations.is_empty() && self.sessions.is_empty()
+    }
+
+    /// The cases this trace was scored against or contributes to (its
+    /// session cases, then its evaluations' cases, the default case too).
+    pub fn cases_hit(&self) -> impl Iterator<Item = usize> + '_ {
+        let sessions = self.sessions.iter().map(|m| m.case);
+        sessions.chain(self.evaluations.iter().map(|e| e.case_index))
+    }
+
+    /// What the trace gives a run's results, decided here for every
+    /// driver. Its calls go to its session cases before this
+    /// ([`crate::evaluate::Sessions::add`]).
+    pub fn into_outcome(self) -> TraceOutcome {
+        if self.unmatched() {
+            return TraceOutcome::Unmatched(UnmatchedTrace {
+                trace_id: self.trace_id,
+                spans: self.spans,
+                tools_called: self.calls,
+                warnings: self.warnings,
+            });
+        }
+        TraceOutcome::Evaluated {
+            evaluations: self.evaluations,
+            defaulted: self.defaulted,
+        }
+    }
+}
+
+/// What one trace gives a run's results.
+#[derive(Debug, Clone)]
+pub enum TraceOutcome {
+    /// No case, session case or default case took the trace.
+    Unmatched(UnmatchedTrace),
+    /// One evaluation per trace case it joined, in case order; none when
+    /// only session cases took it.
+    Evaluated {
+        evaluations: Vec<Evaluation>,
+        /// The one evaluation is against the default case: the trace
+        /// joined no case of the fixture.
+        defaulted: bool,
+    },
+}
+
+impl TraceOutcome {
+    /// The trace joined no case of the fixture (it is unmatched, or scored
+    /// against the default case).
+    pub fn matched_no_case(&self) -> bool {
+        matches!(
+            self,
+            TraceOutcome::Unmatched(_)
+                | TraceOutcome::Evaluated {
+                    defaulted: true,
+                    ..
+                }
+        )
+    }
+}
+
+/// What a run says about its input besides its results, one line each:
+/// `replay` prints it and `serve` logs it, both from here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// Parent links dropped to break cycles (the calls are kept):
+    /// [`Trace::cycle_warning`].
+    ParentCycle(String),
+    /// Span ids that came again with other content (the first copy is
+    /// read): [`Trace::conflict_warning`].
+    SpanConflict(String),
+    /// A session case reached [`crate::evaluate::MAX_SESSION_CALLS`] calls:
+    /// later ones are left out of its evaluation. Holds the session id.
+    SessionCapped(String),
+}
+
+impl Warning {
+    /// What assembling `trace` found amiss, in this order: parent cycles,
+    /// then reused span ids.
+    pub fn of_trace(trace: &Trace) -> Vec<Warning> {
+        let cycle = trace.cycle_warning().map(Warning::ParentCycle);
+        cycle
+            .into_iter()
+            .chain(trace.conflict_warning().map(Warning::SpanConflict))
+            .collect()
+    }
+
+    /// A short title, for a log line that carries the text as a field.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Warning::ParentCycle(_) => "Parent cycle in a trace.",
+            Warning::SpanConflict(_) => "Span id reused with other content.",
+            Warning::SessionCapped(_) => "Session has too many tool calls.",
+        }
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::ParentCycle(t) | Warning::SpanConflict(t) => f.write_str(t),
+            Warning::SessionCapped(id) => write!(
+                f,
+                "session {id}: more than {} tool calls; later ones are left out of its evaluation",
+                super::MAX_SESSION_CALLS
+            ),
+        }
     }
 }
