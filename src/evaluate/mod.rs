@@ -5,9 +5,12 @@
 //!
 //! A trace is evaluated alone ([`Evaluator::evaluate_trace`]): it is routed to
 //! the trace cases it joins (by trace id or attribute match) and scored
-//! against each; it names the session cases it belongs to, whose calls the
-//! caller collects (all at once in `replay`, as traces complete in `serve`)
-//! and scores with [`Evaluator::evaluate_session`].
+//! against each; it names the session cases it belongs to, whose calls every
+//! driver collects with [`Sessions`] (all at once in `replay`, as traces
+//! complete in `serve`) and scores with [`Evaluator::evaluate_session`].
+//! What a trace gives a run (its warnings, evaluations or unmatched trace,
+//! session calls) is decided by its [`TraceResult`]; drivers only fold it
+//! into their outputs.
 
 pub mod metrics;
 mod pipeline;
