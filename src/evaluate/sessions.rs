@@ -30,7 +30,7 @@ struct Member {
 
 /// One session case's traces so far.
 #[derive(Debug)]
-pub struct SessionCalls {
+struct SessionCalls {
     id: String,
     members: HashMap<TraceId, Member>,
     /// Calls held.
@@ -54,7 +54,7 @@ pub struct Collected {
 }
 
 impl SessionCalls {
-    pub fn new(id: &str) -> SessionCalls {
+    fn new(id: &str) -> SessionCalls {
         SessionCalls {
             id: id.to_string(),
             members: HashMap::new(),
@@ -66,7 +66,7 @@ impl SessionCalls {
     /// Adds the calls of one trace (or of a later revision of it: those are
     /// added to the ones it already gave). True the first time calls are
     /// left out over [`MAX_SESSION_CALLS`], for the caller to warn once.
-    pub fn add(
+    fn add(
         &mut self,
         trace: TraceId,
         start: u64,
@@ -101,7 +101,7 @@ impl SessionCalls {
 
     /// Every trace's calls so far, for session case `case`: traces by
     /// start (turns are sequential), calls by start across traces too.
-    pub fn collected(&self, case: usize) -> Collected {
+    fn collected(&self, case: usize) -> Collected {
         let mut members: Vec<(&TraceId, &Member)> = self.members.iter().collect();
         members.sort_by_key(|(id, m)| (m.start, **id));
         let mut calls: Vec<ToolCall> = members
