@@ -401,3 +401,89 @@ impl std::fmt::Display for Warning {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(evaluations: Vec<Evaluation>, sessions: &[usize], defaulted: bool) -> TraceResult {
+        TraceResult {
+            trace_id: TraceId([7; 16]),
+            spans: 3,
+            root: None,
+            start: 0,
+            calls: Arc::new([]),
+            evaluations,
+            defaulted,
+            sessions: sessions
+                .iter()
+                .map(|&case| SessionMember {
+                    case,
+                    id: "s".into(),
+                })
+                .collect(),
+            facts: None,
+            warnings: Arc::new([]),
+            assembly_warnings: Vec::new(),
+        }
+    }
+
+    fn evaluation(case_index: usize) -> Evaluation {
+        Evaluation {
+            trace_id: TraceId([7; 16]),
+            session: None,
+            case_id: format!("c{case_index}"),
+            case_index,
+            joined_by: "trace_id",
+            tools_called: Arc::new([]),
+            expected: Arc::new([]),
+            results: Vec::new(),
+            warnings: Arc::new([]),
+        }
+    }
+
+    /// Every driver reads what a trace gives from here: unmatched only when
+    /// no case, session case or default case took it.
+    #[test]
+    fn a_trace_gives_evaluations_or_an_unmatched_trace() {
+        let r = result(Vec::new(), &[], false);
+        assert_eq!(r.cases_hit().count(), 0);
+        let o = r.into_outcome();
+        assert!(matches!(&o, TraceOutcome::Unmatched(u) if u.spans == 3));
+        assert!(o.matched_no_case());
+
+        // Only a session case took it: no evaluation of its own, not unmatched.
+        let r = result(Vec::new(), &[4], false);
+        assert_eq!(r.cases_hit().collect::<Vec<_>>(), [4]);
+        let o = r.into_outcome();
+        assert!(
+            matches!(&o, TraceOutcome::Evaluated { evaluations, defaulted: false } if evaluations.is_empty())
+        );
+        assert!(!o.matched_no_case());
+
+        let r = result(vec![evaluation(0), evaluation(2)], &[4], false);
+        assert_eq!(r.cases_hit().collect::<Vec<_>>(), [4, 0, 2]);
+        assert!(!r.into_outcome().matched_no_case());
+
+        // The default case scored it: evaluated, yet it matched no case.
+        let o = result(vec![evaluation(5)], &[], true).into_outcome();
+        assert!(
+            matches!(&o, TraceOutcome::Evaluated { evaluations, defaulted: true } if evaluations.len() == 1)
+        );
+        assert!(o.matched_no_case());
+    }
+
+    /// The words `replay` prints (after `toolscore: warning: `) and `serve`
+    /// logs.
+    #[test]
+    fn warnings_read_as_before() {
+        let w = Warning::SessionCapped("s1".into());
+        assert_eq!(
+            w.to_string(),
+            "session s1: more than 100000 tool calls; later ones are left out of its evaluation"
+        );
+        assert_eq!(w.title(), "Session has too many tool calls.");
+        let w = Warning::ParentCycle("trace 00: parent cycle(s) broken: ...".into());
+        assert_eq!(w.to_string(), "trace 00: parent cycle(s) broken: ...");
+    }
+}
