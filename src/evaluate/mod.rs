@@ -5,9 +5,12 @@
 //!
 //! A trace is evaluated alone ([`Evaluator::evaluate_trace`]): it is routed to
 //! the trace cases it joins (by trace id or attribute match) and scored
-//! against each; it names the session cases it belongs to, whose calls the
-//! caller collects (all at once in `replay`, as traces complete in `serve`)
-//! and scores with [`Evaluator::evaluate_session`].
+//! against each; it names the session cases it belongs to, whose calls every
+//! driver collects with [`Sessions`] (all at once in `replay`, as traces
+//! complete in `serve`) and scores with [`Evaluator::evaluate_session`].
+//! What a trace gives a run (its warnings, evaluations or unmatched trace,
+//! session calls) is decided by its [`TraceResult`]; drivers only fold it
+//! into their outputs.
 
 pub mod metrics;
 mod pipeline;
@@ -34,12 +37,12 @@ pub use metrics::{
 };
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
-    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase,
-    UnmatchedTrace, Verdict,
+    Evaluation, MetricResult, SessionMember, SessionRef, TraceOutcome, TraceResult, UnmatchedCase,
+    UnmatchedTrace, Verdict, Warning,
 };
 #[cfg(test)]
 pub(crate) use sessions::test_call as sessions_test_call;
-pub use sessions::{Collected, SessionCalls, Sessions, MAX_SESSION_CALLS};
+pub use sessions::{Collected, Sessions, MAX_SESSION_CALLS};
 pub use trials::{case_trials, CaseTrials, Stability, TrialsPass};
 
 /// How a run scores: what `--metric`, `--threshold`, `--strict`, `--args`,
@@ -425,6 +428,7 @@ impl Evaluator {
                 .collect(),
             facts,
             warnings: Arc::new([]),
+            assembly_warnings: Warning::of_trace(trace),
         };
         let mut case_list = route.cases;
         if case_list.is_empty() && result.sessions.is_empty() {

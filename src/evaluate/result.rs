@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::assemble::{SpanId, TraceId};
+use crate::assemble::{SpanId, Trace, TraceId};
 use crate::expect::{Call, Case};
 use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
@@ -274,6 +274,9 @@ pub struct TraceResult {
     pub facts: Option<TraceFacts>,
     /// What the conversation witness found amiss (`extract::conversation`).
     pub warnings: Arc<[String]>,
+    /// What assembling the trace found amiss, for the driver to print or
+    /// log (not part of any result row).
+    pub assembly_warnings: Vec<Warning>,
 }
 
 impl TraceResult {
@@ -289,18 +292,198 @@ impl TraceResult {
         self
     }
 
-    /// The trace as a trace no case matched.
-    pub fn into_unmatched(self) -> UnmatchedTrace {
-        UnmatchedTrace {
-            trace_id: self.trace_id,
-            spans: self.spans,
-            tools_called: self.calls,
-            warnings: self.warnings,
-        }
-    }
-
     /// No case, session case or default case took this trace.
     pub fn unmatched(&self) -> bool {
         self.evaluations.is_empty() && self.sessions.is_empty()
+    }
+
+    /// The cases this trace was scored against or contributes to (its
+    /// session cases, then its evaluations' cases, the default case too).
+    pub fn cases_hit(&self) -> impl Iterator<Item = usize> + '_ {
+        let sessions = self.sessions.iter().map(|m| m.case);
+        sessions.chain(self.evaluations.iter().map(|e| e.case_index))
+    }
+
+    /// What the trace gives a run's results, decided here for every
+    /// driver. Its calls go to its session cases before this
+    /// ([`crate::evaluate::Sessions::add`]).
+    pub fn into_outcome(self) -> TraceOutcome {
+        if self.unmatched() {
+            return TraceOutcome::Unmatched(UnmatchedTrace {
+                trace_id: self.trace_id,
+                spans: self.spans,
+                tools_called: self.calls,
+                warnings: self.warnings,
+            });
+        }
+        TraceOutcome::Evaluated {
+            evaluations: self.evaluations,
+            defaulted: self.defaulted,
+        }
+    }
+}
+
+/// What one trace gives a run's results.
+#[derive(Debug, Clone)]
+pub enum TraceOutcome {
+    /// No case, session case or default case took the trace.
+    Unmatched(UnmatchedTrace),
+    /// One evaluation per trace case it joined, in case order; none when
+    /// only session cases took it.
+    Evaluated {
+        evaluations: Vec<Evaluation>,
+        /// The one evaluation is against the default case: the trace
+        /// joined no case of the fixture.
+        defaulted: bool,
+    },
+}
+
+impl TraceOutcome {
+    /// The trace joined no case of the fixture (it is unmatched, or scored
+    /// against the default case).
+    pub fn matched_no_case(&self) -> bool {
+        matches!(
+            self,
+            TraceOutcome::Unmatched(_)
+                | TraceOutcome::Evaluated {
+                    defaulted: true,
+                    ..
+                }
+        )
+    }
+}
+
+/// What a run says about its input besides its results, one line each:
+/// `replay` prints it and `serve` logs it, both from here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// Parent links dropped to break cycles (the calls are kept):
+    /// [`Trace::cycle_warning`].
+    ParentCycle(String),
+    /// Span ids that came again with other content (the first copy is
+    /// read): [`Trace::conflict_warning`].
+    SpanConflict(String),
+    /// A session case reached [`crate::evaluate::MAX_SESSION_CALLS`] calls:
+    /// later ones are left out of its evaluation. Holds the session id.
+    SessionCapped(String),
+}
+
+impl Warning {
+    /// What assembling `trace` found amiss, in this order: parent cycles,
+    /// then reused span ids.
+    pub fn of_trace(trace: &Trace) -> Vec<Warning> {
+        let cycle = trace.cycle_warning().map(Warning::ParentCycle);
+        cycle
+            .into_iter()
+            .chain(trace.conflict_warning().map(Warning::SpanConflict))
+            .collect()
+    }
+
+    /// A short title, for a log line that carries the text as a field.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Warning::ParentCycle(_) => "Parent cycle in a trace.",
+            Warning::SpanConflict(_) => "Span id reused with other content.",
+            Warning::SessionCapped(_) => "Session has too many tool calls.",
+        }
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::ParentCycle(t) | Warning::SpanConflict(t) => f.write_str(t),
+            Warning::SessionCapped(id) => write!(
+                f,
+                "session {id}: more than {} tool calls; later ones are left out of its evaluation",
+                super::MAX_SESSION_CALLS
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(evaluations: Vec<Evaluation>, sessions: &[usize], defaulted: bool) -> TraceResult {
+        TraceResult {
+            trace_id: TraceId([7; 16]),
+            spans: 3,
+            root: None,
+            start: 0,
+            calls: Arc::new([]),
+            evaluations,
+            defaulted,
+            sessions: sessions
+                .iter()
+                .map(|&case| SessionMember {
+                    case,
+                    id: "s".into(),
+                })
+                .collect(),
+            facts: None,
+            warnings: Arc::new([]),
+            assembly_warnings: Vec::new(),
+        }
+    }
+
+    fn evaluation(case_index: usize) -> Evaluation {
+        Evaluation {
+            trace_id: TraceId([7; 16]),
+            session: None,
+            case_id: format!("c{case_index}"),
+            case_index,
+            joined_by: "trace_id",
+            tools_called: Arc::new([]),
+            expected: Arc::new([]),
+            results: Vec::new(),
+            warnings: Arc::new([]),
+        }
+    }
+
+    /// Every driver reads what a trace gives from here: unmatched only when
+    /// no case, session case or default case took it.
+    #[test]
+    fn a_trace_gives_evaluations_or_an_unmatched_trace() {
+        let r = result(Vec::new(), &[], false);
+        assert_eq!(r.cases_hit().count(), 0);
+        let o = r.into_outcome();
+        assert!(matches!(&o, TraceOutcome::Unmatched(u) if u.spans == 3));
+        assert!(o.matched_no_case());
+
+        // Only a session case took it: no evaluation of its own, not unmatched.
+        let r = result(Vec::new(), &[4], false);
+        assert_eq!(r.cases_hit().collect::<Vec<_>>(), [4]);
+        let o = r.into_outcome();
+        assert!(
+            matches!(&o, TraceOutcome::Evaluated { evaluations, defaulted: false } if evaluations.is_empty())
+        );
+        assert!(!o.matched_no_case());
+
+        let r = result(vec![evaluation(0), evaluation(2)], &[4], false);
+        assert_eq!(r.cases_hit().collect::<Vec<_>>(), [4, 0, 2]);
+        assert!(!r.into_outcome().matched_no_case());
+
+        // The default case scored it: evaluated, yet it matched no case.
+        let o = result(vec![evaluation(5)], &[], true).into_outcome();
+        assert!(
+            matches!(&o, TraceOutcome::Evaluated { evaluations, defaulted: true } if evaluations.len() == 1)
+        );
+        assert!(o.matched_no_case());
+    }
+
+    /// The words `replay` prints (after `toolscore: warning: `) and `serve`
+    /// logs.
+    #[test]
+    fn warnings_read_as_before() {
+        let w = Warning::SessionCapped("s1".into());
+        assert_eq!(
+            w.to_string(),
+            "session s1: more than 100000 tool calls; later ones are left out of its evaluation"
+        );
+        assert_eq!(w.title(), "Session has too many tool calls.");
+        let w = Warning::ParentCycle("trace 00: parent cycle(s) broken: ...".into());
+        assert_eq!(w.to_string(), "trace 00: parent cycle(s) broken: ...");
     }
 }

@@ -11,7 +11,7 @@ use crate::extract::facts::TraceFacts;
 use crate::extract::ToolCall;
 use crate::parallel::in_parallel;
 
-use super::{merged_facts, Evaluation, Evaluator, SessionRef, TraceResult};
+use super::{merged_facts, Evaluation, Evaluator, SessionRef, TraceResult, Warning};
 
 /// Calls kept per session; later ones are left out (with a warning), so a
 /// case that matches an endless stream of traces cannot grow without bound.
@@ -30,7 +30,7 @@ struct Member {
 
 /// One session case's traces so far.
 #[derive(Debug)]
-pub struct SessionCalls {
+struct SessionCalls {
     id: String,
     members: HashMap<TraceId, Member>,
     /// Calls held.
@@ -42,6 +42,8 @@ pub struct SessionCalls {
 /// A session's traces together, ready to score.
 #[derive(Debug)]
 pub struct Collected {
+    /// The session case (its index in the run's case list).
+    pub case: usize,
     pub session: SessionRef,
     /// Root span of the first trace (for results sent back into it).
     pub root: Option<SpanId>,
@@ -52,7 +54,7 @@ pub struct Collected {
 }
 
 impl SessionCalls {
-    pub fn new(id: &str) -> SessionCalls {
+    fn new(id: &str) -> SessionCalls {
         SessionCalls {
             id: id.to_string(),
             members: HashMap::new(),
@@ -61,15 +63,10 @@ impl SessionCalls {
         }
     }
 
-    /// The session value the case names.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
     /// Adds the calls of one trace (or of a later revision of it: those are
     /// added to the ones it already gave). True the first time calls are
     /// left out over [`MAX_SESSION_CALLS`], for the caller to warn once.
-    pub fn add(
+    fn add(
         &mut self,
         trace: TraceId,
         start: u64,
@@ -102,9 +99,9 @@ impl SessionCalls {
         first_drop
     }
 
-    /// Every trace's calls so far: traces by start (turns are sequential),
-    /// calls by start across traces too.
-    pub fn collected(&self) -> Collected {
+    /// Every trace's calls so far, for session case `case`: traces by
+    /// start (turns are sequential), calls by start across traces too.
+    fn collected(&self, case: usize) -> Collected {
         let mut members: Vec<(&TraceId, &Member)> = self.members.iter().collect();
         members.sort_by_key(|(id, m)| (m.start, **id));
         let mut calls: Vec<ToolCall> = members
@@ -113,6 +110,7 @@ impl SessionCalls {
             .collect();
         calls.sort_by_key(|c| c.start_time_unix_nano);
         Collected {
+            case,
             session: SessionRef {
                 id: self.id.clone(),
                 trace_ids: members.iter().map(|(id, _)| **id).collect(),
@@ -124,8 +122,18 @@ impl SessionCalls {
     }
 }
 
-/// Collects the calls of the traces of each session case, then scores them:
-/// what `replay` does once every trace is read.
+impl Collected {
+    /// Scores the session against its case.
+    pub fn evaluate(self, evaluator: &Evaluator) -> Evaluation {
+        evaluator.evaluate_session(self.case, self.session, self.calls, self.facts.as_ref())
+    }
+}
+
+/// The calls of every session case's traces, collected as traces are
+/// evaluated: the one collector of every driver. `replay` adds every trace
+/// and then scores each session once ([`Sessions::evaluate`]); `serve` adds
+/// traces as they complete and scores a session whenever it goes idle
+/// ([`Sessions::collected`]), keeping only the clock itself.
 #[derive(Debug, Default)]
 pub struct Sessions {
     /// Per session case.
@@ -133,21 +141,27 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// Adds the calls of an evaluated trace to the sessions it belongs to.
-    pub fn add(&mut self, t: &TraceResult) {
+    /// Adds the calls of an evaluated trace to the session cases it
+    /// belongs to. Returns a warning for each session that reached
+    /// [`MAX_SESSION_CALLS`] with this trace (once per session).
+    pub fn add(&mut self, t: &TraceResult) -> Vec<Warning> {
+        let mut capped = Vec::new();
         for m in &t.sessions {
             let session = self
                 .cases
                 .entry(m.case)
                 .or_insert_with(|| SessionCalls::new(&m.id));
             if session.add(t.trace_id, t.start, t.root, &t.calls, t.facts.as_ref()) {
-                eprintln!(
-                    "toolscore: warning: session {}: more than {MAX_SESSION_CALLS} tool calls; \
-                     later ones are left out of its evaluation",
-                    crate::report::printable(&m.id)
-                );
+                capped.push(Warning::SessionCapped(m.id.clone()));
             }
         }
+        capped
+    }
+
+    /// Session case `case`'s traces so far, ready to score; `None` before
+    /// any trace of it was added.
+    pub fn collected(&self, case: usize) -> Option<Collected> {
+        self.cases.get(&case).map(|s| s.collected(case))
     }
 
     /// Scores every session case that has traces, in case order (in
@@ -157,8 +171,7 @@ impl Sessions {
         cases.sort_by_key(|(c, _)| *c);
         let threads = evaluator.judge().map_or(1, |j| j.concurrency());
         in_parallel(cases, threads, |(case, session)| {
-            let c = session.collected();
-            evaluator.evaluate_session(case, c.session, c.calls, c.facts.as_ref())
+            session.collected(case).evaluate(evaluator)
         })
     }
 }
@@ -200,7 +213,7 @@ mod tests {
         assert!(!s.add(a, 100, None, &[test_call("first", 110)], None));
         // A later revision of trace a adds to what it gave.
         assert!(!s.add(a, 100, None, &[test_call("late", 150)], None));
-        let c = s.collected();
+        let c = s.collected(0);
         assert_eq!(c.session.trace_ids, vec![a, b]);
         let names: Vec<&str> = c.calls.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["first", "late", "second"]);
@@ -210,7 +223,7 @@ mod tests {
             .collect();
         assert!(s.add(b, 200, None, &many, None));
         assert!(!s.add(b, 200, None, &many[..10], None));
-        assert_eq!(s.collected().calls.len(), MAX_SESSION_CALLS);
+        assert_eq!(s.collected(0).calls.len(), MAX_SESSION_CALLS);
         assert_eq!(s.dropped, 3 + 10);
     }
 
@@ -235,9 +248,15 @@ mod tests {
             }],
             facts: None,
             warnings: Default::default(),
+            assembly_warnings: Vec::new(),
         };
-        sessions.add(&t);
+        assert_eq!(sessions.add(&t), [Warning::SessionCapped("s".into())]);
+        // Said once per session.
+        assert_eq!(sessions.add(&t), []);
         let s = &sessions.cases[&0];
-        assert_eq!((s.calls, s.dropped), (MAX_SESSION_CALLS, 5));
+        assert_eq!(
+            (s.calls, s.dropped),
+            (MAX_SESSION_CALLS, 5 + MAX_SESSION_CALLS + 5)
+        );
     }
 }

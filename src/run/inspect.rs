@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::assemble::Trace;
-use crate::evaluate::Pipeline;
+use crate::evaluate::{Pipeline, Warning};
 use crate::extract::ToolCall;
 use crate::ingest::files::Source;
 use crate::ingest::projection::{KeepAll, KeyFilter};
@@ -43,11 +43,11 @@ pub fn inspect(
     progress: impl FnMut(Progress),
 ) -> std::io::Result<Inspection> {
     // Each batch of traces is turned into its output text on a worker;
-    // this thread writes the texts in input order.
-    let render = |traces: Vec<Trace>| -> std::io::Result<(Vec<u8>, usize, usize)> {
+    // this thread writes the texts (and prints the warnings) in input order.
+    let text_of = |traces: &[Trace]| -> std::io::Result<(Vec<u8>, usize, usize)> {
         let mut text = Vec::new();
         let (mut calls, mut spans) = (0, 0);
-        for t in &traces {
+        for t in traces {
             spans += t.spans.len();
             calls += if explain {
                 write_explained(&mut text, pipeline, t, format)?
@@ -57,20 +57,32 @@ pub fn inspect(
         }
         Ok((text, calls, spans))
     };
+    let render = |traces: Vec<Trace>| {
+        let warnings: Vec<Warning> = traces.iter().flat_map(Warning::of_trace).collect();
+        (warnings, text_of(&traces))
+    };
     let mut found = Inspection::default();
     let mut written: std::io::Result<()> = Ok(());
     let projection = pipeline.projection();
     // An explanation shows near misses, which may name any attribute.
     let filter: &(dyn KeyFilter + Sync) = if explain { &KeepAll } else { &projection };
-    let (rejected, _stats) = stream_traces(sources, read, filter, progress, render, |rendered| {
-        if written.is_ok() {
-            written = rendered.and_then(|(text, c, s)| {
-                found.calls += c;
-                found.spans += s;
-                out.write_all(&text)
-            });
-        }
-    });
+    let (rejected, _stats) = stream_traces(
+        sources,
+        read,
+        filter,
+        progress,
+        render,
+        |(warnings, rendered)| {
+            warnings.iter().for_each(super::print_warning);
+            if written.is_ok() {
+                written = rendered.and_then(|(text, c, s)| {
+                    found.calls += c;
+                    found.spans += s;
+                    out.write_all(&text)
+                });
+            }
+        },
+    );
     written?;
     found.rejected = rejected;
     Ok(found)

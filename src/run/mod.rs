@@ -13,3 +13,12 @@ pub mod replay;
 pub mod setup;
 
 pub use setup::{CaseRun, DefaultCase, Fixture, Note, Options, Scoring, Setup, SetupError};
+
+/// Prints a warning of the run on stderr, as the command line shows them
+/// (`serve` logs the same warnings).
+pub fn print_warning(w: &crate::evaluate::Warning) {
+    eprintln!(
+        "toolscore: warning: {}",
+        crate::report::printable(&w.to_string())
+    );
+}

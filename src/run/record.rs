@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::assemble::{find_attr, Trace, TraceId, Val};
-use crate::evaluate::Pipeline;
+use crate::evaluate::{Pipeline, Warning};
 use crate::expect::{matchers, normalize_text};
 use crate::extract::facts::turn_text_of;
 use crate::ingest::files::Source;
@@ -141,7 +141,12 @@ pub fn record(
         &projection,
         progress,
         |traces| -> Vec<Seen> { traces.iter().map(|t| seen(pipeline, join, t)).collect() },
-        |batch| batch.into_iter().for_each(|s| builder.add(s)),
+        |batch| {
+            for s in batch {
+                s.warnings.iter().for_each(super::print_warning);
+                builder.add(s);
+            }
+        },
     );
     let traces = builder.traces;
     let (cases, notes) = builder.finish();
@@ -164,6 +169,8 @@ struct Seen {
     key: Option<String>,
     /// Each call with its start time, by start time.
     calls: Vec<(u64, RecordedCall)>,
+    /// What assembling the trace found amiss, to print.
+    warnings: Vec<Warning>,
 }
 
 fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
@@ -201,6 +208,7 @@ fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
         name,
         key,
         calls,
+        warnings: result.assembly_warnings,
     }
 }
 
@@ -572,6 +580,7 @@ mod tests {
                     (start + i as u64, call)
                 })
                 .collect(),
+            warnings: Vec::new(),
         }
     }
 

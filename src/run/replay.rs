@@ -2,7 +2,7 @@
 //! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
 use crate::assemble::{Assembler, Trace};
-use crate::evaluate::{Pipeline, Sessions, TraceResult};
+use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
 use crate::extract::facts::token_usage;
 use crate::ingest::files::{self, Source};
 use crate::ingest::projection::{KeepAll, KeyFilter};
@@ -96,8 +96,17 @@ impl<'a> Collector<'a> {
         self.add_scored(scored, report);
     }
 
-    /// Folds in a batch scored by [`BatchRun::score`].
+    /// Folds in a batch scored by [`BatchRun::score`]: what the core's
+    /// per-trace pipeline decided each trace gives goes into the report.
     pub fn add_scored(&mut self, scored: Scored, report: &mut Report) {
+        // A batch's assembly warnings come before what folding it says (a
+        // session over the cap), as when they were printed on reading.
+        for (result, ..) in &scored.0 {
+            result
+                .assembly_warnings
+                .iter()
+                .for_each(super::print_warning);
+        }
         report.stats.traces += scored.0.len();
         for (result, tokens, timeline) in scored.0 {
             if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
@@ -105,17 +114,18 @@ impl<'a> Collector<'a> {
             }
             report.stats.tool_calls += result.calls.len();
             self.tools.add(&result.calls, tokens);
-            self.sessions.add(&result);
-            for m in &result.sessions {
-                self.hit[m.case] = true;
+            self.sessions
+                .add(&result)
+                .iter()
+                .for_each(super::print_warning);
+            for case in result.cases_hit() {
+                self.hit[case] = true;
             }
-            for e in &result.evaluations {
-                self.hit[e.case_index] = true;
-            }
-            if result.unmatched() {
-                report.unmatched_traces.push(result.into_unmatched());
-            } else {
-                report.evaluations.extend(result.evaluations);
+            match result.into_outcome() {
+                TraceOutcome::Unmatched(trace) => report.unmatched_traces.push(trace),
+                TraceOutcome::Evaluated { evaluations, .. } => {
+                    report.evaluations.extend(evaluations)
+                }
             }
         }
     }
@@ -154,17 +164,19 @@ pub struct ReadOptions {
 }
 
 /// Reads every input, streaming: decodes on `options.stream.threads`
-/// threads, keeps what `filter` keeps, assembles traces and hands them to
-/// `each` in batches, as soon as they are complete (see
-/// [`Assembler::release`]) or at the end. Returns the run's rejections and
-/// counters.
+/// threads, keeps what `filter` keeps, assembles traces and hands them in
+/// batches, as soon as they are complete (see [`Assembler::release`]) or
+/// at the end, to `map` on as many workers, then `map`'s results to `each`
+/// in input order. Returns the run's rejections and counters. It prints
+/// nothing: what a trace warns of comes from the per-trace stage
+/// ([`crate::evaluate::Warning`]), for the driver to say.
 pub fn stream_traces<R: Send>(
     sources: &[Source],
     options: &ReadOptions,
     filter: &(dyn KeyFilter + Sync),
     mut progress: impl FnMut(Progress),
     map: impl Fn(Vec<Trace>) -> R + Sync,
-    mut each: impl FnMut(R),
+    each: impl FnMut(R),
 ) -> (Vec<Rejected>, Stats) {
     let (inputs, mut rejected) = files::expand(sources);
     let mut stats = Stats {
@@ -175,27 +187,9 @@ pub fn stream_traces<R: Send>(
     let total_bytes = sizes.iter().sum();
     let (mut done, mut done_bytes) = (0usize, 0u64);
     let mut assembler = Assembler::new();
-    // The per-trace stage runs on its own workers while this thread
-    // assembles; warnings are printed here, in input order.
-    let per_batch = |traces: Vec<Trace>| {
-        // The calls of a parent cycle are kept; say which links were
-        // dropped. First copy wins; a span id reused with other content is
-        // named.
-        let warnings: Vec<String> = traces
-            .iter()
-            .flat_map(|t| t.cycle_warning().into_iter().chain(t.conflict_warning()))
-            .collect();
-        (warnings, map(traces))
-    };
-    let hand_out = |(warnings, r): (Vec<String>, R)| {
-        for warning in warnings {
-            eprintln!("toolscore: warning: {warning}");
-        }
-        each(r);
-    };
     ordered_map(
         options.stream.threads,
-        per_batch,
+        map,
         |submit| {
             // A big release (the end of the input lets every held trace go
             // at once) is cut in batches, so that every worker takes part.
@@ -254,7 +248,7 @@ pub fn stream_traces<R: Send>(
             });
             submit(assembler.finish());
         },
-        hand_out,
+        each,
     );
     (rejected, stats)
 }

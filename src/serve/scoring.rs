@@ -18,7 +18,7 @@ use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
-use crate::evaluate::{Evaluator, Pipeline};
+use crate::evaluate::{Evaluator, Pipeline, TraceOutcome, Warning};
 use crate::run::{DefaultCase, Fixture, Note, Options, Setup, SetupError};
 
 /// How often a failing results file is retried.
@@ -79,7 +79,10 @@ impl BatchScorer {
         }
     }
 
-    /// Extracts and evaluates one batch of completed traces.
+    /// Extracts and evaluates one batch of completed traces: the core's
+    /// per-trace pipeline decides what each trace gives; this adds the
+    /// clock (arrival for sessions, the trace's revision) and folds it into
+    /// the sinks' outputs.
     pub fn score(&self, batch: Vec<Completed>) -> Batch {
         let mut out = Batch {
             traces: batch.len() as u64,
@@ -91,51 +94,39 @@ impl BatchScorer {
         let mut first_unmatched = None;
         let mut defaulted = false;
         for c in batch {
-            let trace = &c.trace;
-            if let Some(w) = trace.cycle_warning() {
-                warn!(warning = %crate::report::printable(&w), "Parent cycle in a trace.");
-            }
-            if let Some(w) = trace.conflict_warning() {
-                warn!(warning = %crate::report::printable(&w), "Span id reused with other content.");
-            }
-            let result = self.pipeline.run(trace);
+            let result = self.pipeline.run(&c.trace);
+            log_warnings(&result.assembly_warnings);
             if !result.sessions.is_empty() {
                 let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-                for m in &result.sessions {
-                    tracker.add(
-                        m.case,
-                        &m.id,
-                        result.trace_id,
-                        result.start,
-                        result.root,
-                        &result.calls,
-                        result.facts.as_ref(),
-                        arrived,
-                    );
+                let capped = tracker.add(&result, arrived);
+                drop(tracker);
+                log_warnings(&capped);
+            }
+            let (trace_id, spans, root) = (result.trace_id, result.spans, result.root);
+            let outcome = result.into_outcome();
+            if outcome.matched_no_case() {
+                unmatched += 1;
+                first_unmatched.get_or_insert(trace_id);
+            }
+            match outcome {
+                TraceOutcome::Unmatched(trace) => out.outputs.push(Output::Unmatched {
+                    trace,
+                    revision: c.revision,
+                }),
+                TraceOutcome::Evaluated {
+                    evaluations,
+                    defaulted: d,
+                } => {
+                    defaulted |= d;
+                    out.outputs
+                        .extend(evaluations.into_iter().map(|eval| Output::Evaluation {
+                            eval,
+                            revision: c.revision,
+                            spans: Some(spans),
+                            root,
+                            defaulted: d,
+                        }));
                 }
-            }
-            if result.unmatched() {
-                unmatched += 1;
-                first_unmatched.get_or_insert(result.trace_id);
-                out.outputs.push(Output::Unmatched {
-                    trace: result.into_unmatched(),
-                    revision: c.revision,
-                });
-                continue;
-            }
-            if result.defaulted {
-                defaulted = true;
-                unmatched += 1;
-                first_unmatched.get_or_insert(result.trace_id);
-            }
-            for eval in result.evaluations {
-                out.outputs.push(Output::Evaluation {
-                    eval,
-                    revision: c.revision,
-                    spans: Some(result.spans),
-                    root: result.root,
-                    defaulted: result.defaulted,
-                });
             }
         }
         if unmatched > 0 && self.evaluator.has_cases() {
@@ -185,13 +176,12 @@ impl BatchScorer {
             ..Batch::default()
         };
         for d in due {
+            let root = d.collected.root;
             out.outputs.push(Output::Evaluation {
-                eval: self
-                    .evaluator
-                    .evaluate_session(d.case, d.session, d.calls, d.facts.as_ref()),
+                eval: d.collected.evaluate(&self.evaluator),
                 revision: d.revision,
                 spans: None,
-                root: d.root,
+                root,
                 defaulted: false,
             });
         }
@@ -484,6 +474,13 @@ fn score_sessions(
                 q.submit(Box::new(move || scorer.evaluate_sessions(due)));
             }
         }
+    }
+}
+
+/// Logs what the core warns of (the same warnings `replay` prints).
+fn log_warnings(warnings: &[Warning]) {
+    for w in warnings {
+        warn!(warning = %crate::report::printable(&w.to_string()), "{}", w.title());
     }
 }
 

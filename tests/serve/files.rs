@@ -26,15 +26,15 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 /// `toolscore serve` as a child process on 127.0.0.1:0 ports (HTTP and
 /// admin, found in its `Listening.` line), its log collected as it comes.
-struct Serve {
+pub(super) struct Serve {
     child: ChildGuard,
-    http: SocketAddr,
+    pub(super) http: SocketAddr,
     log: Arc<Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Serve {
-    fn start(args: &[&str], out: &Path) -> Serve {
+    pub(super) fn start(args: &[&str], out: &Path) -> Serve {
         Serve::spawn(crate::util::bin(), args, out)
     }
 
@@ -146,7 +146,7 @@ impl Serve {
     }
 
     /// SIGTERM; the exit status and the whole log.
-    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+    pub(super) fn terminate(mut self) -> (std::process::ExitStatus, String) {
         let status = self.child.terminate(LIMIT);
         self.join_log();
         (status, self.log())

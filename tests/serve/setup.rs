@@ -1,6 +1,6 @@
 //! `serve` builds its run as `replay` does (one setup): a fixture format's
-//! own metric, errors with their causes, and `/metrics` counting verdicts as
-//! the run's summary does.
+//! own metric, errors with their causes, `/metrics` counting verdicts as
+//! the run's summary does, and the warnings of a trace.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,8 +10,12 @@ use toolscore::evaluate::{MetricSpec, ScoreSettings};
 use toolscore::judge::{Judge, JudgeConfig};
 use toolscore::serve::{Scoring, ServeConfig, Server};
 
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+
+use super::files::Serve;
 use super::{get, keyed, of_type, parse_prometheus, post, replay_rows, start, start_scoring};
-use super::{Framing, PROTOBUF};
+use super::{kv, request, Framing, PROTOBUF};
 use crate::util::{data, TempDir};
 
 /// The `.pb` requests of a folder, in arrival order.
@@ -194,4 +198,71 @@ fn metrics_count_not_judged_as_the_summary_does() {
         summary.failed as f64,
         "{text}"
     );
+}
+
+/// A trace whose parent links form a cycle (`alpha <-> beta`) and that
+/// reuses a span id with other content (`first`, then `second`).
+fn troubled_trace() -> Vec<u8> {
+    let tool = |id: u8, parent: u8, name: &str| Span {
+        trace_id: vec![0xcd; 16],
+        span_id: vec![0, 0, 0, 0, 0, 0, 0, id],
+        parent_span_id: vec![0, 0, 0, 0, 0, 0, 0, parent],
+        name: format!("execute_tool {name}"),
+        kind: 1,
+        start_time_unix_nano: 1_000 + u64::from(id),
+        end_time_unix_nano: 2_000,
+        attributes: vec![
+            kv("gen_ai.operation.name", "execute_tool"),
+            kv("gen_ai.tool.name", name),
+        ],
+        ..Default::default()
+    };
+    let spans = vec![
+        tool(2, 3, "alpha"),
+        tool(3, 2, "beta"),
+        tool(4, 2, "first"),
+        tool(4, 2, "second"),
+    ];
+    request(spans).encode_to_vec()
+}
+
+/// What a trace warns of comes from the core's per-trace stage: `serve`
+/// logs the very lines `replay` prints.
+#[test]
+fn serve_logs_the_warnings_replay_prints() {
+    let dir = TempDir::new("serve-warnings");
+    let body = troubled_trace();
+    let file = dir.path().join("trace.pb");
+    std::fs::write(&file, &body).unwrap();
+    let replay = crate::util::toolscore(&["replay", "-q", file.to_str().unwrap()]);
+    let replay_err = String::from_utf8_lossy(&replay.stderr);
+    let warnings: Vec<&str> = replay_err
+        .lines()
+        .filter_map(|l| l.strip_prefix("toolscore: warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{replay_err}");
+    assert!(
+        warnings[0].contains("parent cycle(s) broken"),
+        "{replay_err}"
+    );
+    assert!(
+        warnings[1].contains("came again with the same id"),
+        "{replay_err}"
+    );
+
+    let out = dir.path().join("results.jsonl");
+    // Traces complete at shutdown (the drain), so each is scored once.
+    let serve = Serve::start(&["--decision-wait", "10m"], &out);
+    let r = post(serve.http, &[PROTOBUF], &body, Framing::Length);
+    assert_eq!(r.status, 200);
+    let (status, log) = serve.terminate();
+    assert!(status.success(), "{log}");
+    for (w, title) in warnings.iter().zip([
+        "Parent cycle in a trace.",
+        "Span id reused with other content.",
+    ]) {
+        let line = log.lines().find(|l| l.contains(title));
+        let line = line.unwrap_or_else(|| panic!("`{title}` not in: {log}"));
+        assert!(line.ends_with(&format!("warning={w}")), "{line} vs {w}");
+    }
 }
