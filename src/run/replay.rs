@@ -5,7 +5,7 @@ use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
 use crate::extract::facts::token_usage;
 use crate::ingest::files::{self, Source};
-use crate::ingest::projection::{KeepAll, KeyFilter};
+use crate::ingest::projection::KeyFilter;
 use crate::ingest::stream::{self, StreamOptions};
 use crate::ingest::{self, Limits, Position, Rejected};
 use crate::parallel::{in_parallel, ordered_map};
@@ -255,29 +255,6 @@ pub fn stream_traces<R: Send>(
 
 /// Spans in one batch of the per-trace stage, about (a trace is never cut).
 const BATCH_SPANS: usize = 512;
-
-/// Reads every input and returns all its traces at once, with the run's
-/// rejections and counters.
-pub fn read_traces(
-    sources: &[Source],
-    limits: &Limits,
-    progress: impl FnMut(Progress),
-) -> (Vec<Trace>, Vec<Rejected>, Stats) {
-    let options = ReadOptions {
-        limits: *limits,
-        ..ReadOptions::default()
-    };
-    let mut traces = Vec::new();
-    let (rejected, stats) = stream_traces(
-        sources,
-        &options,
-        &KeepAll,
-        progress,
-        |batch| batch,
-        |batch| traces.extend(batch),
-    );
-    (traces, rejected, stats)
-}
 
 /// The whole replay: files in, report out. `report` may come prepared
 /// (e.g. `timelines: Some(..)` keeps span timing for the HTML report).
