@@ -275,6 +275,33 @@ fn a_store_that_fails_costs_no_scoring() {
         "{log}"
     );
     assert_eq!(read_rows(&out).last().unwrap()["type"], "summary");
+    // A named store that fails mid-run (the run pruned under it): the
+    // batches after go to the file only, and the exit is 2.
+    let out = dir.join("pruned.jsonl");
+    let mut serve = start_serve(dir, &["--store", "mine.db"], &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    wait_saved(dir, &id, &["--store", "mine.db"], 1);
+    let o = in_dir(dir, &["runs", "prune", "--keep", "0", "--store", "mine.db"]);
+    assert!(stderr(&o).contains("pruned 1 run(s)"), "{}", stderr(&o));
+    post(&serve, 2);
+    serve.wait_log(
+        "the store's warning",
+        "it was deleted while it was being written",
+    );
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        log.contains(&format!("toolscore: error: run {id} not saved whole")),
+        "{log}"
+    );
+    let rows = read_rows(&out);
+    assert_eq!(
+        rows.iter().filter(|r| r["type"] == "evaluation").count(),
+        2,
+        "{log}"
+    );
+    assert!(runs_listed(dir, &["--store", "mine.db"]).is_empty());
     // The default store cannot be made (a file in the way): a warning, and
     // serve's own exit code.
     std::fs::write(dir.join(".toolscore"), "not a directory").unwrap();
