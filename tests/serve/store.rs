@@ -97,14 +97,21 @@ fn wait_saved(dir: &Path, id: &str, store: &[&str], n: usize) {
     });
 }
 
-/// The case results a JSONL report holds: (cases, passed), counted as
-/// `runs` counts them (evaluations and cases that matched no trace).
-fn cases_passed(rows: &[Value]) -> (u64, u64) {
-    rows.iter()
+/// The case results a JSONL report holds: (cases, passed, mean score),
+/// counted as `runs` counts them (evaluations and cases that matched no
+/// trace; a missing score counts 0).
+fn cases_passed(rows: &[Value]) -> (u64, u64, f64) {
+    let (n, p, sum) = rows
+        .iter()
         .filter(|r| r["type"] == "evaluation" || r["type"] == "unmatched_case")
-        .fold((0, 0), |(n, p), r| {
-            (n + 1, p + u64::from(r["pass"] == true))
-        })
+        .fold((0, 0, 0.0), |(n, p, sum), r| {
+            (
+                n + 1,
+                p + u64::from(r["pass"] == true),
+                sum + r["score"].as_f64().unwrap_or(0.0),
+            )
+        });
+    (n, p, sum / n.max(1) as f64)
 }
 
 #[test]
@@ -146,7 +153,7 @@ fn serve_saves_one_run_as_it_scores_and_sigterm_finishes_it() {
     );
     let rows = json_rows(&file);
     assert_eq!(rows.last().unwrap()["type"], "summary");
-    let (cases, passed) = cases_passed(&rows);
+    let (cases, passed, mean) = cases_passed(&rows);
     assert!(passed > 0 && passed < cases, "{passed} of {cases}");
     let runs = runs_listed(dir, &[]);
     assert_eq!(runs.len(), 1, "one run per process start: {runs:?}");
@@ -155,6 +162,8 @@ fn serve_saves_one_run_as_it_scores_and_sigterm_finishes_it() {
     assert_eq!(run["cases"], cases, "{run}");
     assert_eq!(run["passed"], passed, "{run}");
     assert_eq!(run["failed"], cases - passed, "{run}");
+    let saved_mean = run["mean_score"].as_f64().unwrap();
+    assert!((saved_mean - mean).abs() < 1e-9, "{run}: mean {mean}");
     assert_eq!(run["fixture"], "cases.jsonl", "{run}");
     assert_eq!(run["labels"]["env"], "test", "{run}");
     let table = in_dir(dir, &["runs"]);
@@ -196,12 +205,14 @@ fn a_serve_killed_mid_run_leaves_it_unfinished_with_whole_batches() {
     let runs = runs_listed(dir, &[]);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["finished"], false, "{log}");
-    let table = in_dir(dir, &["runs"]);
-    assert!(
-        String::from_utf8_lossy(&table.stdout).contains("UNFINISHED"),
-        "{}",
-        String::from_utf8_lossy(&table.stdout)
-    );
+    for args in [&["runs"][..], &["runs", "show", &id]] {
+        let table = in_dir(dir, args);
+        assert!(
+            String::from_utf8_lossy(&table.stdout).contains("UNFINISHED"),
+            "{}",
+            String::from_utf8_lossy(&table.stdout)
+        );
+    }
     // What was committed: whole rows, the file's first ones (the store
     // follows the file), at least the batches seen saved before the kill.
     let shown = stored(dir, &id, &[]);
