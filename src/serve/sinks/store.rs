@@ -337,3 +337,112 @@ fn queued_size(rows: &[u8], entries: &[Entry]) -> usize {
             .map(|e| e.case.len() + e.target.len() + std::mem::size_of::<Entry>())
             .sum::<usize>()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Filter, Store};
+
+    fn temp_store(tag: &str) -> (std::path::PathBuf, SaveRun) {
+        let dir = std::env::temp_dir().join(format!(
+            "toolscore-saver-{tag}-{}-{}",
+            std::process::id(),
+            store::now_ms()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let started = store::now_ms();
+        let save = SaveRun {
+            location: Location::Sqlite(dir.join("runs.db")),
+            explicit: true,
+            meta: RunMeta {
+                id: store::run_id(started),
+                started_ms: started,
+                ..RunMeta::default()
+            },
+        };
+        (dir, save)
+    }
+
+    fn entry(case: &str, pass: bool, score: f64) -> Entry {
+        Entry {
+            case: case.into(),
+            target: "t".into(),
+            score: Some(score),
+            pass,
+        }
+    }
+
+    #[test]
+    fn queued_batches_are_saved_in_order_and_the_end_finishes_the_run() {
+        let (dir, save) = temp_store("order");
+        let (location, id) = (save.location.clone(), save.meta.id.clone());
+        let saver = Saver::new(save);
+        let feed = saver.feed();
+        // Queued before the writer starts, and after.
+        feed.send(b"{\"n\":1}\n".to_vec(), vec![entry("a", true, 1.0)]);
+        let saving = saver.start();
+        feed.send(
+            b"{\"n\":2}\n{\"n\":3}\n".to_vec(),
+            vec![entry("b", false, 0.5)],
+        );
+        drop(feed);
+        let end = RunEnd {
+            ended_ms: store::now_ms(),
+            exit_code: Some(0),
+            inputs: 4,
+            traces: 3,
+            spans: 9,
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        assert_eq!(saving.finish(Some(end), deadline), Saved::Finished);
+        let mut store = Store::open(&location, false).unwrap();
+        assert_eq!(
+            store.report(&id).unwrap(),
+            b"{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"
+        );
+        let runs = store
+            .list(&Filter {
+                limit: 10,
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(runs.len(), 1);
+        let run = &runs[0];
+        assert!(run.finished);
+        assert_eq!((run.cases, run.passed, run.failed), (2, 1, 1));
+        assert_eq!(run.mean_score, Some(0.75));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_queue_past_its_bound_stops_saving_and_says_why() {
+        let (dir, save) = temp_store("bound");
+        let location = save.location.clone();
+        let saver = Saver::new(save);
+        let feed = saver.feed();
+        let row = [b"x".repeat((1 << 20) - 1), b"\n".to_vec()].concat();
+        for _ in 0..(MAX_QUEUED >> 20) + 1 {
+            feed.send(row.clone(), Vec::new());
+        }
+        // Nothing more is queued once saving stopped.
+        feed.send(row, Vec::new());
+        let saving = saver.start();
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        match saving.finish(Some(RunEnd::default()), deadline) {
+            Saved::Failed(why) => assert!(why.contains("fell behind by more than 64 MiB"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        drop(feed);
+        // The run was never finished: whatever the writer did, it is listed unfinished or not at all.
+        if let Ok(mut store) = Store::open(&location, false) {
+            let runs = store
+                .list(&Filter {
+                    limit: 10,
+                    ..Filter::default()
+                })
+                .unwrap();
+            assert!(runs.iter().all(|r| !r.finished), "{runs:?}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
