@@ -12,11 +12,11 @@ use crate::util::{json_rows, poll_every, protojson_agent_span, protojson_tool_sp
 
 /// The binary run in `dir` with the store as the user's environment leaves
 /// it (no `TOOLSCORE_STORE`).
-fn in_dir(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn in_dir(dir: &Path, args: &[&str]) -> Output {
     cmd(dir, args).output().expect("run toolscore")
 }
 
-fn cmd(dir: &Path, args: &[&str]) -> Command {
+pub(crate) fn cmd(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_toolscore"));
     c.args(args)
         .current_dir(dir)
@@ -26,7 +26,7 @@ fn cmd(dir: &Path, args: &[&str]) -> Command {
     c
 }
 
-fn sample() -> (String, String) {
+pub(crate) fn sample() -> (String, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     (
         root.join("sample-traces").display().to_string(),
@@ -36,12 +36,12 @@ fn sample() -> (String, String) {
     )
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The id in `toolscore: run ID saved to WHERE`.
-fn saved_id(o: &Output, store: &str) -> String {
+pub(crate) fn saved_id(o: &Output, store: &str) -> String {
     let err = stderr(o);
     let line = err
         .lines()
@@ -54,7 +54,7 @@ fn saved_id(o: &Output, store: &str) -> String {
         .to_string()
 }
 
-fn runs_listed(dir: &Path, extra: &[&str]) -> Vec<Value> {
+pub(crate) fn runs_listed(dir: &Path, extra: &[&str]) -> Vec<Value> {
     let mut args = vec!["runs", "-f", "jsonl"];
     args.extend(extra);
     let o = in_dir(dir, &args);
@@ -477,12 +477,12 @@ fn a_run_killed_while_it_is_saved_is_not_listed() {
 
 /// A PostgreSQL server of its own, on 127.0.0.1 and a free port, its data
 /// in a temporary directory; stopped on drop.
-struct PgServer {
+pub(crate) struct PgServer {
     _dir: TempDir,
     pg_ctl: PathBuf,
     data: PathBuf,
     as_postgres: bool,
-    url: String,
+    pub(crate) url: String,
 }
 
 /// A PostgreSQL program, on PATH or where Debian puts it.
@@ -521,7 +521,7 @@ impl PgServer {
             .expect("run a PostgreSQL program")
     }
 
-    fn start() -> Option<PgServer> {
+    pub(crate) fn start() -> Option<PgServer> {
         let found = pg_program("initdb").zip(pg_program("pg_ctl"));
         let (initdb, pg_ctl) = crate::util::require(
             "PostgreSQL (initdb, pg_ctl)",

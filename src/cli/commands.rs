@@ -44,7 +44,7 @@ where
         Command::Metrics => cmd_metrics(),
         Command::Score(args) => cmd_score(args),
         Command::Conventions(args) => cmd_conventions(args),
-        Command::Serve(args) => cmd_serve(*args),
+        Command::Serve(args) => cmd_serve(*args, &argv),
         Command::Diff(args) => cmd_diff(args),
         Command::Calibrate(args) => super::calibrate::cmd_calibrate(*args),
         Command::Label(args) => super::calibrate::cmd_label(*args),
@@ -177,21 +177,36 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// The scoring settings a saved run records.
+/// The scoring settings a saved replay records.
 fn run_settings(args: &ReplayArgs, report: &report::Report) -> serde_json::Value {
-    let s = &args.scoring;
-    serde_json::json!({
-        "metrics": report.metrics,
-        "metric_flags": s.metrics,
-        "threshold": s.threshold,
-        "strict": s.strict,
-        "args": s.args_policy,
-        "score": s.headline,
-        "scope": s.scope,
-        "normalize": s.normalize,
-        "fail_on": match args.fail_on { FailOn::Threshold => "threshold", FailOn::Regression => "regression" },
-        "tolerance": args.tolerance,
-    })
+    let mut settings = scoring_settings(&args.scoring);
+    settings.insert("metrics".into(), serde_json::json!(report.metrics));
+    settings.insert(
+        "fail_on".into(),
+        serde_json::json!(match args.fail_on {
+            FailOn::Threshold => "threshold",
+            FailOn::Regression => "regression",
+        }),
+    );
+    settings.insert("tolerance".into(), serde_json::json!(args.tolerance));
+    serde_json::Value::Object(settings)
+}
+
+/// The scoring flags a saved run records (`replay` and `serve`).
+fn scoring_settings(s: &super::ScoringArgs) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::json;
+    [
+        ("metric_flags", json!(s.metrics)),
+        ("threshold", json!(s.threshold)),
+        ("strict", json!(s.strict)),
+        ("args", json!(s.args_policy)),
+        ("score", json!(s.headline)),
+        ("scope", json!(s.scope)),
+        ("normalize", json!(s.normalize)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 fn write_report(
@@ -437,13 +452,22 @@ fn cmd_score(args: ScoreArgs) -> anyhow::Result<u8> {
 }
 
 /// The scoring flags mean what they mean for `replay` (same settings, same
-/// extractor), so a trace scores the same live as replayed.
-fn cmd_serve(args: ServeArgs) -> anyhow::Result<u8> {
+/// extractor), so a trace scores the same live as replayed. The run is
+/// saved as `replay`'s is (`--store`, `--no-store`, `--label`), as it goes.
+fn cmd_serve(args: ServeArgs, argv: &[OsString]) -> anyhow::Result<u8> {
+    let start = RunStart::new(&args.save, argv)?;
     let config = args.config.load()?;
     let scoring = args.scoring(&config)?;
     // Precedence: flags > environment > the config file's [serve] > defaults.
     let mut serve_config = config.serve.clone().unwrap_or_default();
     args.serve.apply(&mut serve_config);
-    crate::serve::run(serve_config, scoring)?;
+    let facts = RunFacts {
+        fixture: serve_config.expected.as_deref(),
+        config: args.config.config.as_deref(),
+        settings: serde_json::Value::Object(scoring_settings(&args.scoring)),
+        labels: &args.save.labels,
+    };
+    let save = crate::serve::SaveRun::new(&start.choice, start.meta(&facts));
+    crate::serve::run(serve_config, scoring, save)?;
     Ok(exit::PASS)
 }

@@ -208,6 +208,25 @@ impl RunStart {
     pub(crate) fn saving(&self) -> bool {
         self.choice.location.is_some()
     }
+
+    /// The run as it starts: a new id, where and how it ran; no results yet.
+    pub(crate) fn meta(&self, facts: &RunFacts) -> RunMeta {
+        let hash = |p: Option<&Path>| p.and_then(|p| store::hash_file(p).ok());
+        RunMeta {
+            id: store::run_id(self.started_ms),
+            started_ms: self.started_ms,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            command: self.command.clone(),
+            git_commit: self.git.commit.clone(),
+            git_branch: self.git.branch.clone(),
+            fixture: facts.fixture.map(|p| p.display().to_string()),
+            fixture_hash: hash(facts.fixture),
+            config_hash: hash(facts.config),
+            settings: facts.settings.clone(),
+            labels: facts.labels.to_vec(),
+            ..RunMeta::default()
+        }
+    }
 }
 
 /// The command line as saved: values of `--judge-header` (API keys, tokens)
@@ -252,25 +271,13 @@ pub(crate) fn save_replay(
     jsonl: &[u8],
     code: u8,
 ) -> Option<u8> {
-    let hash = |p: Option<&Path>| p.and_then(|p| store::hash_file(p).ok());
     let entries = baseline::entries_of(report);
     let mean = (!entries.is_empty()).then(|| {
         entries.iter().map(|e| e.score.unwrap_or(0.0)).sum::<f64>() / entries.len() as f64
     });
     let meta = RunMeta {
-        id: store::run_id(start.started_ms),
-        started_ms: start.started_ms,
         ended_ms: Some(store::now_ms()),
         finished: true,
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        command: start.command.clone(),
-        git_commit: start.git.commit.clone(),
-        git_branch: start.git.branch.clone(),
-        fixture: facts.fixture.map(|p| p.display().to_string()),
-        fixture_hash: hash(facts.fixture),
-        config_hash: hash(facts.config),
-        settings: facts.settings.clone(),
-        labels: facts.labels.to_vec(),
         inputs: report.stats.inputs as u64,
         traces: report.stats.traces as u64,
         spans: report.stats.spans as u64,
@@ -280,6 +287,7 @@ pub(crate) fn save_replay(
         failed: entries.iter().filter(|e| !e.pass).count() as u64,
         mean_score: mean,
         exit_code: Some(i64::from(code)),
+        ..start.meta(facts)
     };
     match store::save_run(&start.choice, &meta, jsonl, &entries) {
         Saved::Yes(id, at) => {
@@ -419,9 +427,10 @@ fn opt_score(s: Option<f64>) -> String {
 fn write_runs_table(runs: &[store::RunSummary], out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<22}  {:<20}  {:<10}  {:<24}  {:>5}  {:>6}  {:>6}  {:>9}  {:>10}  LABELS",
+        "{:<22}  {:<20}  {:<10}  {:<10}  {:<24}  {:>5}  {:>6}  {:>6}  {:>9}  {:>10}  LABELS",
         "RUN",
         "STARTED",
+        "STATE",
         "COMMIT",
         "FIXTURE",
         "CASES",
@@ -438,9 +447,10 @@ fn write_runs_table(runs: &[store::RunSummary], out: &mut dyn Write) -> io::Resu
             .collect();
         writeln!(
             out,
-            "{:<22}  {:<20}  {:<10}  {:<24}  {:>5}  {:>6}  {:>6}  {:>9}  {:>10}  {}{}",
+            "{:<22}  {:<20}  {:<10}  {:<10}  {:<24}  {:>5}  {:>6}  {:>6}  {:>9}  {:>10}  {}",
             report::ellipsize(&r.id, 22),
             r.started,
+            if r.finished { "finished" } else { "UNFINISHED" },
             report::ellipsize(r.commit.as_deref().unwrap_or("-"), 10),
             report::ellipsize(r.fixture.as_deref().unwrap_or("-"), 24),
             r.cases,
@@ -450,11 +460,17 @@ fn write_runs_table(runs: &[store::RunSummary], out: &mut dyn Write) -> io::Resu
                 .map_or_else(|| "-".into(), |p| format!("{:.1}%", p * 100.0)),
             opt_score(r.mean_score),
             report::printable(&labels.join(" ")),
-            if r.finished { "" } else { " (unfinished)" },
         )?;
     }
     if runs.is_empty() {
         writeln!(out, "(no runs)")?;
+    }
+    if runs.iter().any(|r| !r.finished) {
+        writeln!(
+            out,
+            "UNFINISHED: a `serve` still running, or a process that stopped without \
+             finishing its run; its rows so far are kept, `trend` and `--baseline last` skip it"
+        )?;
     }
     Ok(())
 }
@@ -483,9 +499,10 @@ fn write_stored_table(run: &RunMeta, jsonl: &[u8], out: &mut dyn Write) -> anyho
     let s = run.summary();
     writeln!(
         out,
-        "run {} started {}{}{}",
+        "run {} started {}{}{}{}",
         s.id,
         s.started,
+        if s.finished { "" } else { " (UNFINISHED)" },
         s.commit.as_deref().map_or(String::new(), |c| format!(
             ", commit {}",
             report::printable(c)

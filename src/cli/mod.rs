@@ -505,6 +505,8 @@ pub(crate) struct ServeArgs {
     /// Count retriever spans as tool calls.
     #[arg(long, env = "TOOLSCORE_RETRIEVERS_AS_TOOLS")]
     pub(crate) retrievers_as_tools: bool,
+    #[command(flatten)]
+    pub(crate) save: history::SaveArgs,
 }
 
 impl ConventionsFormat {

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::junit::esc;
 use super::Report;
+use crate::evaluate::{Evaluation, UnmatchedCase};
 
 /// Scores closer than this are equal (float noise in a JSON round trip).
 const EPSILON: f64 = 1e-9;
@@ -93,26 +94,32 @@ pub struct Comparison {
 
 /// The entries of a report in memory.
 pub fn entries_of(report: &Report) -> Vec<Entry> {
-    let mut out: Vec<Entry> = report
-        .evaluations
-        .iter()
-        .map(|e| Entry {
-            case: e.case_id.clone(),
-            target: match &e.session {
-                Some(s) => format!("session {}", s.id),
-                None => e.trace_id.to_string(),
-            },
-            score: e.headline().and_then(|h| h.outcome.score),
-            pass: e.passed(),
-        })
-        .collect();
-    out.extend(report.unmatched_cases.iter().map(|c| Entry {
+    let mut out: Vec<Entry> = report.evaluations.iter().map(entry_of).collect();
+    out.extend(report.unmatched_cases.iter().map(unmatched_entry));
+    out
+}
+
+/// The entry of one evaluation.
+pub fn entry_of(e: &Evaluation) -> Entry {
+    Entry {
+        case: e.case_id.clone(),
+        target: match &e.session {
+            Some(s) => format!("session {}", s.id),
+            None => e.trace_id.to_string(),
+        },
+        score: e.headline().and_then(|h| h.outcome.score),
+        pass: e.passed(),
+    }
+}
+
+/// The entry of a case that matched no trace.
+pub fn unmatched_entry(c: &UnmatchedCase) -> Entry {
+    Entry {
         case: c.id().to_string(),
         target: NO_TRACE.into(),
         score: None,
         pass: false,
-    }));
-    out
+    }
 }
 
 /// Reads the evaluation and unmatched-case rows of a JSONL report file.

@@ -59,6 +59,7 @@ pub fn http_exchange(headers: &::http::HeaderMap, body: bytes::Bytes, max_size: 
 }
 pub use scoring::Scoring;
 pub use sinks::results_api;
+pub use sinks::store::SaveRun;
 pub use sinks::{MetricSummary, ServeSummary};
 pub use status::{Accepted, Encoding, ExportError, RpcStatus};
 pub use telemetry::{ServeStats, StatsSnapshot};
@@ -67,6 +68,7 @@ use crate::evaluate::OutputNeeds;
 use intake::Shared;
 use scoring::BatchScorer;
 use sinks::results_api::ResultsHub;
+use sinks::store::{Saved, Saver, Saving};
 use sinks::Outputs;
 
 /// mimalloc's `mi_option_purge_delay` (its `mi_option_t` enum in
@@ -100,6 +102,10 @@ pub unsafe fn keep_freed_memory() {
 /// How long open connections may take to finish after shutdown starts
 /// (within the shutdown deadline).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long, at least, the run store gets at shutdown to write what it
+/// still has queued, even past the shutdown deadline.
+const STORE_GRACE: Duration = Duration::from_secs(5);
 
 /// Errors that stop the server (bad requests never do).
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +149,9 @@ pub enum ServeError {
     AuthToken { path: String, reason: String },
     #[error("shutdown abandoned work: {0}")]
     Abandoned(String),
+    /// A run store the user named could not save the whole run.
+    #[error("run {run} not saved whole: {reason}")]
+    Store { run: String, reason: String },
 }
 
 /// The bound sockets; `None` for a receiver that is off.
@@ -222,6 +231,8 @@ pub struct Server {
     tls: Option<security::Tls>,
     /// `--auth-token-file`.
     auth: Arc<security::Auth>,
+    /// The run store's writer, when the run is saved.
+    saver: Option<Saver>,
 }
 
 /// What runs while the server serves, stopped in order at shutdown.
@@ -245,6 +256,17 @@ struct Running {
 impl Server {
     /// Builds the metric sets, loads fixtures and opens the results file.
     pub fn new(config: ServeConfig, scoring: Scoring) -> Result<Server, ServeError> {
+        Server::saving(config, scoring, None)
+    }
+
+    /// [`Server::new`], saving the run to the run store when `save` says
+    /// where: the run is created when serving starts, each batch written to
+    /// the results file is appended, and a clean shutdown marks it finished.
+    pub fn saving(
+        config: ServeConfig,
+        scoring: Scoring,
+        save: Option<SaveRun>,
+    ) -> Result<Server, ServeError> {
         // Bad certificates or token files stop the start, before anything else.
         let tls = security::load_tls(&config)?;
         let stats = Arc::new(ServeStats::default());
@@ -269,12 +291,14 @@ impl Server {
         let setup = scoring::setup(&config, scoring)?;
         let evaluator = Arc::clone(setup.evaluator());
         let hub = ResultsHub::default();
+        let saver = save.map(Saver::new);
         let outputs = Outputs::build(
             &config,
             Arc::clone(&evaluator),
             Arc::clone(&stats),
             &hub,
             setup.rejected(),
+            saver.as_ref().map(Saver::feed),
         )?;
         // Extraction does what the metrics and outputs need, no more.
         let needs = OutputNeeds {
@@ -298,6 +322,7 @@ impl Server {
             hub,
             tls,
             auth: Arc::new(auth),
+            saver,
         })
     }
 
@@ -346,12 +371,14 @@ impl Server {
             hub,
             tls,
             auth,
+            saver,
         } = self;
         security::warn_if_exposed(&auth, listeners.grpc_addr(), listeners.admin_addr());
         let security = Security { tls, auth };
         let exporters_stop = CancellationToken::new();
         let exporters = start_exporters(&config, &shared, &mut outputs, &exporters_stop)?;
         let scoring = start_scoring(&config, Arc::clone(&shared), scorer, outputs)?;
+        let saving = saver.map(Saver::start);
         let mut running = Running {
             scoring,
             early: Vec::new(),
@@ -387,31 +414,87 @@ impl Server {
         // what is queued, then stops.
         drop(shared);
         let drained = drain_exporters(running.exporters, &running.exporters_stop, deadline).await;
-        let summary = summary?;
-        info!(
-            traces = summary.stats.traces_scored,
-            evaluations = summary.evaluations,
-            passed = summary.passed,
-            failed = summary.failed,
-            "Shut down."
-        );
-        drained?;
-        if summary.stats.results_lost > 0 {
-            return Err(ServeError::Abandoned(format!(
-                "{} result row(s) could not be written to the results file",
-                summary.stats.results_lost
-            )));
-        }
         let failure = running
             .failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        match failure {
-            Some(reason) => Err(ServeError::Receiver(reason)),
-            None => Ok(summary),
+        let result = outcome(summary, drained, failure);
+        match saving {
+            Some(saving) => finish_saving(saving, result, deadline).await,
+            None => result,
         }
     }
+}
+
+/// The run's result once everything has stopped.
+fn outcome(
+    summary: Result<ServeSummary, ServeError>,
+    drained: Result<(), ServeError>,
+    failure: Option<String>,
+) -> Result<ServeSummary, ServeError> {
+    let summary = summary?;
+    info!(
+        traces = summary.stats.traces_scored,
+        evaluations = summary.evaluations,
+        passed = summary.passed,
+        failed = summary.failed,
+        "Shut down."
+    );
+    drained?;
+    if summary.stats.results_lost > 0 {
+        return Err(ServeError::Abandoned(format!(
+            "{} result row(s) could not be written to the results file",
+            summary.stats.results_lost
+        )));
+    }
+    match failure {
+        Some(reason) => Err(ServeError::Receiver(reason)),
+        None => Ok(summary),
+    }
+}
+
+/// Ends the saved run: finished after a clean shutdown (`result` is a
+/// summary), else left unfinished with every row written. A store the user
+/// named that could not save the whole run makes the run an error.
+async fn finish_saving(
+    saving: Saving,
+    result: Result<ServeSummary, ServeError>,
+    deadline: tokio::time::Instant,
+) -> Result<ServeSummary, ServeError> {
+    let end = result.as_ref().ok().map(|s| crate::store::RunEnd {
+        ended_ms: crate::store::now_ms(),
+        exit_code: Some(0),
+        inputs: s.stats.requests,
+        traces: s.stats.traces_scored,
+        spans: s.stats.spans,
+    });
+    let until = deadline
+        .max(tokio::time::Instant::now() + STORE_GRACE)
+        .into_std();
+    let (run, store, explicit) = (
+        saving.id().to_string(),
+        saving.location().to_string(),
+        saving.explicit(),
+    );
+    let saved = tokio::task::spawn_blocking(move || saving.finish(end, until))
+        .await
+        .unwrap_or_else(|e| Saved::Failed(format!("run store {store}: {e}")));
+    match saved {
+        Saved::Finished => info!(run, store, "Run saved to the run store."),
+        Saved::Unfinished => {
+            warn!(
+                run,
+                store, "Run saved to the run store unfinished: serve did not shut down cleanly."
+            );
+        }
+        Saved::Failed(reason) if explicit && result.is_ok() => {
+            return Err(ServeError::Store { run, reason });
+        }
+        // Warned when saving stopped.
+        Saved::Failed(_) => {}
+    }
+    result
 }
 
 /// Starts the span forwarder (`--forward`) and the results exporter
@@ -692,8 +775,13 @@ pub fn init_logging() {
         .try_init();
 }
 
-/// The whole command: logging, runtime, listeners, signals, serve.
-pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, ServeError> {
+/// The whole command: logging, runtime, listeners, signals, serve (saving
+/// the run where `save` says).
+pub fn run(
+    mut config: ServeConfig,
+    scoring: Scoring,
+    save: Option<SaveRun>,
+) -> Result<ServeSummary, ServeError> {
     init_logging();
     fit_open_files(&mut config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -702,7 +790,7 @@ pub fn run(mut config: ServeConfig, scoring: Scoring) -> Result<ServeSummary, Se
         .build()
         .map_err(ServeError::Runtime)?;
     runtime.block_on(async move {
-        let server = Server::new(config.clone(), scoring)?;
+        let server = Server::saving(config.clone(), scoring, save)?;
         let listeners = Listeners::bind(&config).await?;
         let token = CancellationToken::new();
         let on_signal = cancel_on_signal(token.clone());

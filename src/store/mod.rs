@@ -329,6 +329,122 @@ impl Store {
     }
 }
 
+/// A run saved as it goes (`serve`): created unfinished with no rows
+/// ([`Store::begin_run`]), then its rows appended batch by batch, each
+/// append one transaction, the last one marking it finished
+/// ([`Store::append_run`]). A process killed on the way leaves the run
+/// listed, unfinished, with every append committed before.
+#[derive(Debug)]
+pub struct OpenRun {
+    seq: i64,
+    /// Rows and case results saved so far (the next ones' numbers).
+    rows: i64,
+    results: i64,
+    /// Sum of the headline scores saved so far (a missing one counts 0).
+    score_sum: f64,
+    /// The run as saved so far.
+    meta: RunMeta,
+}
+
+impl OpenRun {
+    pub fn meta(&self) -> &RunMeta {
+        &self.meta
+    }
+}
+
+/// How a run saved as it goes ended (what the last append records).
+#[derive(Debug, Clone, Default)]
+pub struct RunEnd {
+    pub ended_ms: i64,
+    pub exit_code: Option<i64>,
+    pub inputs: u64,
+    pub traces: u64,
+    pub spans: u64,
+}
+
+impl Store {
+    /// Saves `meta` as a new run, unfinished and without rows yet.
+    pub fn begin_run(&mut self, meta: RunMeta) -> Result<OpenRun, StoreError> {
+        let meta = RunMeta {
+            finished: false,
+            ended_ms: None,
+            cases: 0,
+            passed: 0,
+            failed: 0,
+            mean_score: None,
+            ..meta
+        };
+        self.save(&meta, b"", &[])?;
+        let seq = on_backend!(self, seq_of(&meta.id))?.ok_or_else(|| StoreError::Corrupt {
+            store: self.location.to_string(),
+            reason: format!("run {} is not there right after it was saved", meta.id),
+        })?;
+        Ok(OpenRun {
+            seq,
+            rows: 0,
+            results: 0,
+            score_sum: 0.0,
+            meta,
+        })
+    }
+
+    /// Appends whole JSONL rows and their case results to `run` and brings
+    /// its counts up to date, in one transaction; `end` marks it finished.
+    /// A run deleted meanwhile (`runs prune`) is an error, and nothing is
+    /// written.
+    pub fn append_run(
+        &mut self,
+        run: &mut OpenRun,
+        jsonl: &[u8],
+        results: &[Entry],
+        end: Option<&RunEnd>,
+    ) -> Result<(), StoreError> {
+        let mut next = run.meta.clone();
+        let passed = results.iter().filter(|e| e.pass).count() as u64;
+        next.cases += results.len() as u64;
+        next.passed += passed;
+        next.failed += results.len() as u64 - passed;
+        let score_sum = run.score_sum + results.iter().map(|e| e.score.unwrap_or(0.0)).sum::<f64>();
+        next.mean_score = (next.cases > 0).then(|| score_sum / next.cases as f64);
+        if let Some(end) = end {
+            next.finished = true;
+            next.ended_ms = Some(end.ended_ms);
+            next.exit_code = end.exit_code;
+            next.inputs = end.inputs;
+            next.traces = end.traces;
+            next.spans = end.spans;
+        }
+        let at = Appended {
+            seq: run.seq,
+            first_row: run.rows,
+            first_result: run.results,
+        };
+        let rows = on_backend!(self, append(&at, jsonl, results, &next))?;
+        run.rows += rows;
+        run.results += results.len() as i64;
+        run.score_sum = score_sum;
+        run.meta = next;
+        Ok(())
+    }
+}
+
+/// Where an append goes: the run, and the numbers of its first row and
+/// case result.
+struct Appended {
+    seq: i64,
+    first_row: i64,
+    first_result: i64,
+}
+
+/// Opens the store at `location` to save a run in: the default store
+/// (`default`) gets its directory first, as [`save_run`] does.
+pub fn open_to_save(location: &Location, default: bool) -> Result<Store, StoreError> {
+    if default {
+        prepare_default_dir(location)?;
+    }
+    Store::open(location, true)
+}
+
 /// The outcome of saving a run, for the command to report.
 pub enum Saved {
     /// Saved: the run's id and where.

@@ -6,7 +6,7 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row};
 
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
-use super::{CaseInRun, Filter, RunMeta, RunSummary, StoreError};
+use super::{Appended, CaseInRun, Filter, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
 
 /// The advisory lock that serialises migrations (any fixed number).
@@ -186,6 +186,93 @@ impl Postgres {
             .map_err(err)?;
         }
         tx.commit().map_err(err)
+    }
+
+    pub(super) fn seq_of(&mut self, id: &str) -> Result<Option<i64>, StoreError> {
+        let row = self
+            .client
+            .query_opt("SELECT seq FROM runs WHERE id = $1", &[&id])
+            .map_err(self.err())?;
+        row.map(|r| r.try_get(0)).transpose().map_err(self.err())
+    }
+
+    /// One transaction: the run's counts (and end) as `meta` has them, then
+    /// its new rows and case results. Returns how many rows were added.
+    pub(super) fn append(
+        &mut self,
+        at: &Appended,
+        jsonl: &[u8],
+        results: &[Entry],
+        meta: &RunMeta,
+    ) -> Result<i64, StoreError> {
+        let name = self.name.clone();
+        let err = |source| StoreError::Postgres {
+            store: name.clone(),
+            source,
+        };
+        let mut tx = self.client.transaction().map_err(err)?;
+        let n = |v: u64| v.min(i64::MAX as u64) as i64;
+        let counts = [
+            n(meta.inputs),
+            n(meta.traces),
+            n(meta.spans),
+            n(meta.cases),
+            n(meta.passed),
+            n(meta.failed),
+        ];
+        let updated = tx
+            .execute(
+                "UPDATE runs SET ended_ms = $2, finished = $3, inputs = $4, traces = $5, \
+                 spans = $6, cases = $7, passed = $8, failed = $9, mean_score = $10, \
+                 exit_code = $11 WHERE seq = $1",
+                &[
+                    &at.seq,
+                    &meta.ended_ms,
+                    &meta.finished,
+                    &counts[0],
+                    &counts[1],
+                    &counts[2],
+                    &counts[3],
+                    &counts[4],
+                    &counts[5],
+                    &meta.mean_score,
+                    &meta.exit_code,
+                ],
+            )
+            .map_err(err)?;
+        if updated == 0 {
+            return Err(StoreError::NoRun {
+                store: name.clone(),
+                run: meta.id.clone(),
+                hint: " any more: it was deleted while it was being written".into(),
+            });
+        }
+        // One statement per table (a batch is small; `save` chunks a whole run).
+        let lines: Vec<String> = jsonl
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect();
+        let added = lines.len() as i64;
+        let ns: Vec<i64> = (at.first_row..at.first_row + added).collect();
+        tx.execute(
+            "INSERT INTO rows (run_seq, n, line) SELECT $1, * FROM unnest($2::bigint[], $3::text[])",
+            &[&at.seq, &ns, &lines],
+        )
+        .map_err(err)?;
+        let ns: Vec<i64> = (at.first_result..at.first_result + results.len() as i64).collect();
+        let cases: Vec<&str> = results.iter().map(|e| e.case.as_str()).collect();
+        let targets: Vec<&str> = results.iter().map(|e| e.target.as_str()).collect();
+        let passes: Vec<bool> = results.iter().map(|e| e.pass).collect();
+        let scores: Vec<Option<f64>> = results.iter().map(|e| e.score).collect();
+        tx.execute(
+            "INSERT INTO results (run_seq, n, case_id, target, pass, score) SELECT $1, * \
+             FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::float8[])",
+            &[&at.seq, &ns, &cases, &targets, &passes, &scores],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(added)
     }
 
     fn labels_of(&mut self, seq: i64) -> Result<Vec<(String, String)>, StoreError> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
-use super::{CaseInRun, Filter, RunMeta, RunSummary, StoreError};
+use super::{Appended, CaseInRun, Filter, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
 
 /// How long a writer waits for another's transaction before it fails.
@@ -209,6 +209,88 @@ impl Sqlite {
             }
         }
         tx.commit().map_err(err)
+    }
+
+    pub(super) fn seq_of(&self, id: &str) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row("SELECT seq FROM runs WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// One transaction: the run's counts (and end) as `meta` has them, then
+    /// its new rows and case results. Returns how many rows were added.
+    pub(super) fn append(
+        &mut self,
+        at: &Appended,
+        jsonl: &[u8],
+        results: &[Entry],
+        meta: &RunMeta,
+    ) -> Result<i64, StoreError> {
+        let err = |source| StoreError::Sqlite {
+            store: self.name.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let updated = tx
+            .execute(
+                "UPDATE runs SET ended_ms = ?2, finished = ?3, inputs = ?4, traces = ?5, \
+                 spans = ?6, cases = ?7, passed = ?8, failed = ?9, mean_score = ?10, \
+                 exit_code = ?11 WHERE seq = ?1",
+                params![
+                    at.seq,
+                    meta.ended_ms,
+                    meta.finished,
+                    meta.inputs as i64,
+                    meta.traces as i64,
+                    meta.spans as i64,
+                    meta.cases as i64,
+                    meta.passed as i64,
+                    meta.failed as i64,
+                    meta.mean_score,
+                    meta.exit_code,
+                ],
+            )
+            .map_err(err)?;
+        if updated == 0 {
+            return Err(StoreError::NoRun {
+                store: self.name.clone(),
+                run: meta.id.clone(),
+                hint: " any more: it was deleted while it was being written".into(),
+            });
+        }
+        let mut added = 0;
+        {
+            let mut st = tx
+                .prepare("INSERT INTO rows (run_seq, n, line) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
+            for line in lines(jsonl) {
+                st.execute(params![
+                    at.seq,
+                    at.first_row + added,
+                    String::from_utf8_lossy(line)
+                ])
+                .map_err(err)?;
+                added += 1;
+            }
+            let mut st = tx
+                .prepare(
+                    "INSERT INTO results (run_seq, n, case_id, target, pass, score) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(err)?;
+            for (n, e) in (at.first_result..).zip(results) {
+                st.execute(params![at.seq, n, e.case, e.target, e.pass, e.score])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
+        Ok(added)
     }
 
     fn labels_of(&self, seq: i64) -> Result<Vec<(String, String)>, StoreError> {

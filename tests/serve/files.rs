@@ -60,7 +60,7 @@ impl Serve {
         Serve::spawn(cmd, args, out)
     }
 
-    fn spawn(mut cmd: Command, args: &[&str], out: &Path) -> Serve {
+    pub(super) fn spawn(mut cmd: Command, args: &[&str], out: &Path) -> Serve {
         let mut child = ChildGuard(
             cmd.args([
                 "serve",
@@ -108,13 +108,13 @@ impl Serve {
         serve
     }
 
-    fn log(&self) -> String {
+    pub(super) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 
     /// Waits for a log line holding `text` (a process that exits first
     /// fails the wait at once) and returns it.
-    fn wait_log(&mut self, what: &str, text: &str) -> String {
+    pub(super) fn wait_log(&mut self, what: &str, text: &str) -> String {
         let log = Arc::clone(&self.log);
         let child = &mut self.child;
         poll_until(what, LIMIT, || {
@@ -153,7 +153,7 @@ impl Serve {
     }
 
     /// SIGKILL, reaped.
-    fn kill(mut self) -> String {
+    pub(super) fn kill(mut self) -> String {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reap");
         self.join_log();
@@ -255,7 +255,7 @@ fn try_post(addr: SocketAddr, body: &[u8]) -> Option<u16> {
         .ok()
 }
 
-fn send(addr: SocketAddr, body: &[u8]) {
+pub(super) fn send(addr: SocketAddr, body: &[u8]) {
     assert_eq!(try_post(addr, body), Some(200));
 }
 

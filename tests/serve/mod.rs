@@ -14,6 +14,7 @@ mod outputs;
 mod scoring;
 mod setup;
 mod status;
+mod store;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -8,6 +8,11 @@
 //! short; the next start cuts such a fragment off into a side file and logs
 //! it, so the file only ever holds whole rows.
 //! SIGHUP reopens the file at its path ([`Reopen`]), as logrotate expects.
+//!
+//! When the run is saved to the run store, every write is also queued for
+//! the store ([`super::store::Feed`]) under the same lock, so the store gets
+//! the file's bytes in the file's order; without `--output` the sink writes
+//! no file ([`NoFile`]) and only feeds the store.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -18,8 +23,10 @@ use tracing::{error, info, warn};
 
 use serde_json::{json, Value};
 
+use super::store::Feed;
 use super::{Batch, Output, ServeSummary, Sink};
 use crate::ingest::Rejected;
+use crate::report::baseline::{self, Entry};
 use crate::report::{self, push_row, push_row_with_calls};
 use crate::serve::telemetry::ServeStats;
 use crate::serve::ServeError;
@@ -32,6 +39,24 @@ pub trait RowsFile: Send {
     fn truncate(&mut self, len: u64) -> io::Result<()>;
     /// The file's length now.
     fn size(&mut self) -> io::Result<u64>;
+}
+
+/// No file: serve without `--output` that saves its run keeps the rows for
+/// the store only.
+pub struct NoFile;
+
+impl RowsFile for NoFile {
+    fn append(&mut self, _rows: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn truncate(&mut self, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn size(&mut self) -> io::Result<u64> {
+        Ok(0)
+    }
 }
 
 /// The most bytes given to one `write`: Linux writes at most 0x7ffff000
@@ -114,6 +139,8 @@ struct State<F> {
 pub struct JsonlSink<F: RowsFile = File> {
     state: Arc<Mutex<State<F>>>,
     stats: Arc<ServeStats>,
+    /// The run store's copy of every write.
+    store: Option<Feed>,
 }
 
 /// Reopens the results file at its path (SIGHUP, after log rotation moved
@@ -255,28 +282,38 @@ fn fragment_len(file: &mut File) -> io::Result<Option<u64>> {
 }
 
 impl JsonlSink<File> {
-    /// Opens `path` for appending and writes the rejected fixture lines.
+    /// Opens `path` for appending and writes the rejected fixture lines
+    /// (to `store` too, when the run is saved).
     pub fn open(
         path: &Path,
         rejected: &[Rejected],
         stats: Arc<ServeStats>,
+        store: Option<Feed>,
     ) -> Result<(JsonlSink<File>, Reopen), ServeError> {
         let file = open_rows_file(path).map_err(|source| ServeError::Output {
             path: path.display().to_string(),
             source,
         })?;
-        let sink = JsonlSink::new(file, stats);
-        let mut rows = Vec::new();
-        for r in rejected {
-            push_row(&mut rows, &report::rejected_row(r));
-        }
-        sink.write(&rows)
-            .map_err(|source| ServeError::Write { source })?;
+        let sink = JsonlSink::new(file, stats).with_store(store);
+        sink.write_rejected(rejected)?;
         let reopen = Reopen {
             path: path.to_path_buf(),
             state: Arc::clone(&sink.state),
         };
         Ok((sink, reopen))
+    }
+}
+
+impl JsonlSink<NoFile> {
+    /// The rows for the run store only (no `--output`).
+    pub fn store_only(
+        rejected: &[Rejected],
+        stats: Arc<ServeStats>,
+        store: Feed,
+    ) -> Result<JsonlSink<NoFile>, ServeError> {
+        let sink = JsonlSink::new(NoFile, stats).with_store(Some(store));
+        sink.write_rejected(rejected)?;
+        Ok(sink)
     }
 }
 
@@ -290,7 +327,24 @@ impl<F: RowsFile> JsonlSink<F> {
                 newline_first: false,
             })),
             stats,
+            store: None,
         }
+    }
+
+    /// Copies every write to the run store.
+    pub fn with_store(mut self, store: Option<Feed>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// The fixture's rejected lines, first in the file.
+    fn write_rejected(&self, rejected: &[Rejected]) -> Result<(), ServeError> {
+        let mut rows = Vec::new();
+        for r in rejected {
+            push_row(&mut rows, &report::rejected_row(r));
+        }
+        self.write(&rows, Vec::new())
+            .map_err(|source| ServeError::Write { source })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<F>> {
@@ -298,26 +352,43 @@ impl<F: RowsFile> JsonlSink<F> {
     }
 
     /// Writes `rows` after any still pending (kept, copied, if they cannot
-    /// be written now).
-    fn write(&self, rows: &[u8]) -> io::Result<()> {
+    /// be written now), and queues them for the run store with `entries`,
+    /// their case results.
+    fn write(&self, rows: &[u8], entries: Vec<Entry>) -> io::Result<()> {
+        // Copied outside the lock, queued under it after the file's write
+        // (or, while the file fails, after they are owed to it): the store
+        // gets the rows in the file's order, never ahead of the file.
+        let copy = self
+            .store
+            .as_ref()
+            .filter(|_| !rows.is_empty())
+            .map(|feed| (feed, rows.to_vec()));
         let mut st = self.lock();
+        let written = self.write_locked(&mut st, rows);
+        if let Some((feed, copy)) = copy {
+            feed.send(copy, entries);
+        }
+        written
+    }
+
+    fn write_locked(&self, st: &mut State<F>, rows: &[u8]) -> io::Result<()> {
         if st.pending.is_empty() && !st.newline_first {
             // Nothing owed: written straight from the caller's buffer, which
             // the scoring threads reuse (a fresh multi-megabyte buffer per
             // batch cost page faults and regrowth copies).
             return match append_whole(&mut st.file, rows) {
                 Ok(()) => {
-                    self.appended(&mut st);
+                    self.appended(st);
                     Ok(())
                 }
                 Err((e, partial)) => {
                     st.pending.extend_from_slice(rows);
-                    Err(self.failed(&mut st, e, partial))
+                    Err(self.failed(st, e, partial))
                 }
             };
         }
         st.pending.extend_from_slice(rows);
-        self.flush(&mut st)
+        self.flush(st)
     }
 
     fn appended(&self, st: &mut State<F>) {
@@ -386,6 +457,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
         const KEEP: usize = 32 << 20;
         ROWS.with_borrow_mut(|rows| {
             rows.clear();
+            let mut entries = Vec::new();
             for o in &batch.outputs {
                 match o {
                     Output::Evaluation {
@@ -395,6 +467,9 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
                         defaulted,
                         ..
                     } => {
+                        if self.store.is_some() {
+                            entries.push(baseline::entry_of(eval));
+                        }
                         let mut row = report::evaluation_row(eval);
                         row["revision"] = json!(revision);
                         if let Some(spans) = spans {
@@ -414,7 +489,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
             }
             // A failure keeps the rows for the next try: not lost, not an
             // error of this batch.
-            let _ = self.write(rows);
+            let _ = self.write(rows, entries);
             if rows.capacity() > KEEP {
                 *rows = Vec::new();
             }
@@ -434,11 +509,15 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
         // are not held as one buffer.
         const PART: usize = 1 << 20;
         let mut rows = Vec::new();
+        let mut entries = Vec::new();
         for c in &summary.unmatched_cases {
             push_row(&mut rows, &report::unmatched_case_row(c));
+            if self.store.is_some() {
+                entries.push(baseline::unmatched_entry(c));
+            }
             if rows.len() >= PART {
                 // A failure keeps them pending for the next write.
-                let _ = self.write(&rows);
+                let _ = self.write(&rows, std::mem::take(&mut entries));
                 rows.clear();
             }
         }
@@ -462,7 +541,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
                 "metrics": metrics,
             }),
         );
-        self.write(&rows).inspect_err(|_| {
+        self.write(&rows, entries).inspect_err(|_| {
             // The last try: what is still pending is lost, and counted.
             let st = self.lock();
             let lost = st.pending.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -513,16 +592,16 @@ mod tests {
         let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
         let stats = Arc::new(ServeStats::default());
         let sink = JsonlSink::new(file, Arc::clone(&stats));
-        sink.write(b"{\"n\":1}\n").unwrap();
+        sink.write(b"{\"n\":1}\n", Vec::new()).unwrap();
         fail.store(2, Ordering::Relaxed);
-        assert!(sink.write(b"{\"n\":2}\n{\"n\":3}\n").is_err());
+        assert!(sink.write(b"{\"n\":2}\n{\"n\":3}\n", Vec::new()).is_err());
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
         // The partial line was cut off.
         assert_eq!(&*data.lock().unwrap(), b"{\"n\":1}\n");
         sink.retry();
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
         // Space is back: everything owed arrives, in order, whole.
-        sink.write(b"{\"n\":4}\n").unwrap();
+        sink.write(b"{\"n\":4}\n", Vec::new()).unwrap();
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 0);
         assert_eq!(
             String::from_utf8(data.lock().unwrap().clone()).unwrap(),
@@ -540,11 +619,11 @@ mod tests {
         let file = Flaky::default();
         let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
         let sink = JsonlSink::new(file, Arc::new(ServeStats::default()));
-        sink.write(&b"{\"n\":1}\n".repeat(100)).unwrap();
+        sink.write(&b"{\"n\":1}\n".repeat(100), Vec::new()).unwrap();
         data.lock().unwrap().clear();
-        sink.write(b"{\"n\":2}\n").unwrap();
+        sink.write(b"{\"n\":2}\n", Vec::new()).unwrap();
         fail.store(1, Ordering::Relaxed);
-        assert!(sink.write(b"{\"n\":3}\n{\"n\":4}\n").is_err());
+        assert!(sink.write(b"{\"n\":3}\n{\"n\":4}\n", Vec::new()).is_err());
         assert_eq!(&*data.lock().unwrap(), b"{\"n\":2}\n");
         sink.retry();
         assert_eq!(

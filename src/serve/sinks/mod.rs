@@ -1,7 +1,8 @@
 //! Where serve's results go. Every consumer of a result (the JSONL file,
 //! stdout lines, OTLP logs/spans, the results API, the per-metric counters
 //! of `/metrics`) is a [`Sink`]; [`Outputs`] hands each scored batch to every
-//! sink and keeps the run's totals.
+//! sink and keeps the run's totals. The run store is fed by the JSONL sink
+//! (its rows are that file's), and written on a thread of its own ([`store`]).
 //!
 //! Adding an output is one file with a `Sink` impl plus a line in
 //! [`Outputs::build`] (or, for an output that needs the runtime, in
@@ -18,6 +19,7 @@ pub mod metrics;
 pub mod otlp;
 pub mod results_api;
 pub mod stdout;
+pub mod store;
 
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -178,19 +180,25 @@ pub struct Outputs {
 impl Outputs {
     /// The sinks `config` asks for that need no runtime (file, stdout,
     /// results API, counters). `rejected`: fixture problems, reported first.
+    /// `store`: the run store's feed, when the run is saved (the JSONL rows
+    /// go there, with or without `--output`).
     pub fn build(
         config: &ServeConfig,
         evaluator: Arc<Evaluator>,
         stats: Arc<ServeStats>,
         hub: &results_api::ResultsHub,
         rejected: &[Rejected],
+        store: Option<store::Feed>,
     ) -> Result<Outputs, ServeError> {
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         let mut reopen = None;
         if let Some(path) = &config.output {
-            let (sink, handle) = jsonl::JsonlSink::open(path, rejected, Arc::clone(&stats))?;
+            let (sink, handle) = jsonl::JsonlSink::open(path, rejected, Arc::clone(&stats), store)?;
             sinks.push(Box::new(sink));
             reopen = Some(handle);
+        } else if let Some(feed) = store {
+            let sink = jsonl::JsonlSink::store_only(rejected, Arc::clone(&stats), feed)?;
+            sinks.push(Box::new(sink));
         }
         if let Some(path) = &config.html {
             sinks.push(Box::new(html::HtmlSink::open(path, rejected)?));

@@ -1,0 +1,448 @@
+//! The run store as one of serve's outputs: each process start saves one
+//! run, created unfinished when serving starts, its rows appended as the
+//! results file gets them, and marked finished, with its counts, at a clean
+//! shutdown. A process killed on the way leaves the run listed unfinished,
+//! with every batch committed before.
+//!
+//! The JSONL sink feeds it ([`Feed`]): the rows are the bytes that sink
+//! writes to `--output` (or would, without one), queued in the order the
+//! file gets them, so `runs show RUN -f jsonl` gives the file back. A thread
+//! of its own writes them, each time what is queued (whole batches, up to
+//! [`CHUNK`]) in one transaction. Saving never holds up scoring: a send only
+//! queues, the queue is bounded ([`MAX_QUEUED`]), and when the store fails or
+//! falls that far behind, saving stops with a warning naming the store; the
+//! run then stays unfinished with what was committed.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use tracing::{info, warn};
+
+use crate::report::baseline::Entry;
+use crate::store::{self, Choice, Location, RunEnd, RunMeta};
+
+/// Bytes queued for the store (rows and case results) past which saving
+/// stops rather than hold more in memory.
+pub const MAX_QUEUED: usize = 64 << 20;
+
+/// About the most bytes of rows written in one transaction.
+pub const CHUNK: usize = 4 << 20;
+
+/// The run a serve process saves, and where.
+#[derive(Debug, Clone)]
+pub struct SaveRun {
+    pub location: Location,
+    /// Named by the user (`--store`, `TOOLSCORE_STORE`): a failure to save
+    /// makes the process exit 2 at shutdown. The default store warns only.
+    pub explicit: bool,
+    /// The run as it starts: id, start time, command, fixture, labels.
+    pub meta: RunMeta,
+}
+
+impl SaveRun {
+    /// `None` when saving is off.
+    pub fn new(choice: &Choice, meta: RunMeta) -> Option<SaveRun> {
+        Some(SaveRun {
+            location: choice.location.clone()?,
+            explicit: choice.explicit,
+            meta,
+        })
+    }
+}
+
+enum Message {
+    Rows(Vec<u8>, Vec<Entry>),
+    End(RunEnd),
+}
+
+/// What the feed and the writing thread share.
+#[derive(Default)]
+struct Shared {
+    /// Saving stopped (the store failed, or the queue overflowed): nothing
+    /// more is queued.
+    stopped: AtomicBool,
+    /// Bytes queued and not yet written.
+    queued: AtomicUsize,
+    /// Why saving stopped.
+    why: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Stops saving (the first reason is kept and logged).
+    fn stop(&self, store: &Location, run: &str, why: String) -> String {
+        let mut slot = self.why.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            warn!(
+                store = %store,
+                run,
+                reason = %why,
+                "Cannot save this run to the run store; scoring goes on, saving stops (the run stays unfinished with what was committed)."
+            );
+            *slot = Some(why);
+        }
+        self.stopped.store(true, Ordering::Release);
+        slot.clone().unwrap_or_default()
+    }
+
+    fn stopped(&self) -> Option<String> {
+        self.stopped
+            .load(Ordering::Acquire)
+            .then(|| {
+                self.why
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+            })
+            .flatten()
+    }
+}
+
+/// Queues rows for the store; cloned into the JSONL sink.
+#[derive(Clone)]
+pub struct Feed {
+    tx: Sender<Message>,
+    shared: Arc<Shared>,
+    location: Location,
+    run: String,
+}
+
+impl Feed {
+    /// Queues whole rows and their case results, without waiting. Past
+    /// [`MAX_QUEUED`] bytes not yet written, saving stops.
+    pub fn send(&self, rows: Vec<u8>, entries: Vec<Entry>) {
+        if self.shared.stopped.load(Ordering::Acquire) || rows.is_empty() {
+            return;
+        }
+        let size = queued_size(&rows, &entries);
+        let queued = self.shared.queued.fetch_add(size, Ordering::AcqRel) + size;
+        if queued > MAX_QUEUED {
+            self.shared.stop(
+                &self.location,
+                &self.run,
+                format!(
+                    "run store {}: fell behind by more than {} MiB of rows",
+                    self.location,
+                    MAX_QUEUED >> 20
+                ),
+            );
+            return;
+        }
+        // The writer gone (it failed) drops what it is sent.
+        let _ = self.tx.send(Message::Rows(rows, entries));
+    }
+}
+
+/// The run to save, before serving starts: its feed goes to the JSONL
+/// sink, [`Saver::start`] starts writing.
+pub struct Saver {
+    save: SaveRun,
+    tx: Sender<Message>,
+    rx: Receiver<Message>,
+    shared: Arc<Shared>,
+}
+
+/// How saving ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Saved {
+    /// Every row written, the run marked finished.
+    Finished,
+    /// Every row written, the run left unfinished (no clean shutdown).
+    Unfinished,
+    /// Saving stopped, or did not end in time: why.
+    Failed(String),
+}
+
+impl Saver {
+    pub fn new(save: SaveRun) -> Saver {
+        let (tx, rx) = mpsc::channel();
+        Saver {
+            save,
+            tx,
+            rx,
+            shared: Arc::default(),
+        }
+    }
+
+    pub fn feed(&self) -> Feed {
+        Feed {
+            tx: self.tx.clone(),
+            shared: Arc::clone(&self.shared),
+            location: self.save.location.clone(),
+            run: self.save.meta.id.clone(),
+        }
+    }
+
+    /// Starts the writing thread: it opens the store and creates the run,
+    /// then writes what the feeds queue.
+    pub fn start(self) -> Saving {
+        let Saver {
+            save,
+            tx,
+            rx,
+            shared,
+        } = self;
+        let (done_tx, done) = mpsc::channel();
+        let (location, explicit, id) = (save.location.clone(), save.explicit, save.meta.id.clone());
+        let writer = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("toolscore-store".into())
+            .spawn(move || {
+                let _ = done_tx.send(write_run(save, &rx, &writer));
+            });
+        if let Err(e) = spawned {
+            let why = format!("run store {location}: cannot start its thread: {e}");
+            shared.stop(&location, &id, why);
+        }
+        Saving {
+            tx,
+            done,
+            shared,
+            location,
+            explicit,
+            id,
+        }
+    }
+}
+
+/// The run being saved.
+pub struct Saving {
+    tx: Sender<Message>,
+    done: Receiver<Result<bool, String>>,
+    shared: Arc<Shared>,
+    location: Location,
+    explicit: bool,
+    id: String,
+}
+
+impl Saving {
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    pub fn explicit(&self) -> bool {
+        self.explicit
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// At shutdown, once the sinks have everything: marks the run finished
+    /// when `end` is given (a clean shutdown), and waits until `deadline`
+    /// for the queue to be written.
+    pub fn finish(self, end: Option<RunEnd>, deadline: Instant) -> Saved {
+        if let Some(why) = self.shared.stopped() {
+            return Saved::Failed(why);
+        }
+        if let Some(end) = end {
+            let _ = self.tx.send(Message::End(end));
+        }
+        // With the feeds gone too, the writer ends after the last row.
+        drop(self.tx);
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.done.recv_timeout(wait) {
+            Ok(Ok(true)) => Saved::Finished,
+            Ok(Ok(false)) => Saved::Unfinished,
+            Ok(Err(why)) => Saved::Failed(why),
+            Err(RecvTimeoutError::Timeout) => Saved::Failed(self.shared.stop(
+                &self.location,
+                &self.id,
+                format!(
+                    "run store {}: rows still being written at the shutdown deadline",
+                    self.location
+                ),
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                Saved::Failed(self.shared.stopped().unwrap_or_else(|| {
+                    format!("run store {}: its thread ended early", self.location)
+                }))
+            }
+        }
+    }
+}
+
+/// The writing thread: creates the run, then appends what is queued until
+/// the end (`Ok(true)`), every sender gone (`Ok(false)`: unfinished) or a
+/// failure (saving stops).
+fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<bool, String> {
+    let SaveRun {
+        location,
+        explicit,
+        meta,
+    } = save;
+    let id = meta.id.clone();
+    let fail = |e: store::StoreError| shared.stop(&location, &id, format!("{e}"));
+    let opened = store::open_to_save(&location, !explicit)
+        .and_then(|mut s| s.begin_run(meta).map(|run| (s, run)));
+    let (mut store, mut run) = opened.map_err(fail)?;
+    info!(run = %id, store = %location, "Saving this run to the run store as it is scored.");
+    loop {
+        let Ok(first) = rx.recv() else {
+            return Ok(false);
+        };
+        if let Some(why) = shared.stopped() {
+            return Err(why);
+        }
+        let mut next = Pending::default();
+        next.take(first, shared);
+        while next.rows.len() < CHUNK && next.end.is_none() {
+            match rx.try_recv() {
+                Ok(m) => next.take(m, shared),
+                Err(_) => break,
+            }
+        }
+        store
+            .append_run(&mut run, &next.rows, &next.entries, next.end.as_ref())
+            .map_err(fail)?;
+        if next.end.is_some() {
+            return Ok(true);
+        }
+    }
+}
+
+/// What one transaction writes: queued messages taken together.
+#[derive(Default)]
+struct Pending {
+    rows: Vec<u8>,
+    entries: Vec<Entry>,
+    end: Option<RunEnd>,
+}
+
+impl Pending {
+    fn take(&mut self, m: Message, shared: &Shared) {
+        match m {
+            Message::Rows(rows, entries) => {
+                shared
+                    .queued
+                    .fetch_sub(queued_size(&rows, &entries), Ordering::AcqRel);
+                if self.rows.is_empty() {
+                    self.rows = rows;
+                } else {
+                    self.rows.extend_from_slice(&rows);
+                }
+                self.entries.extend(entries);
+            }
+            Message::End(end) => self.end = Some(end),
+        }
+    }
+}
+
+/// The memory a queued message holds, about.
+fn queued_size(rows: &[u8], entries: &[Entry]) -> usize {
+    rows.len()
+        + entries
+            .iter()
+            .map(|e| e.case.len() + e.target.len() + std::mem::size_of::<Entry>())
+            .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Filter, Store};
+
+    fn temp_store(tag: &str) -> (std::path::PathBuf, SaveRun) {
+        let dir = std::env::temp_dir().join(format!(
+            "toolscore-saver-{tag}-{}-{}",
+            std::process::id(),
+            store::now_ms()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let started = store::now_ms();
+        let save = SaveRun {
+            location: Location::Sqlite(dir.join("runs.db")),
+            explicit: true,
+            meta: RunMeta {
+                id: store::run_id(started),
+                started_ms: started,
+                ..RunMeta::default()
+            },
+        };
+        (dir, save)
+    }
+
+    fn entry(case: &str, pass: bool, score: f64) -> Entry {
+        Entry {
+            case: case.into(),
+            target: "t".into(),
+            score: Some(score),
+            pass,
+        }
+    }
+
+    #[test]
+    fn queued_batches_are_saved_in_order_and_the_end_finishes_the_run() {
+        let (dir, save) = temp_store("order");
+        let (location, id) = (save.location.clone(), save.meta.id.clone());
+        let saver = Saver::new(save);
+        let feed = saver.feed();
+        // Queued before the writer starts, and after.
+        feed.send(b"{\"n\":1}\n".to_vec(), vec![entry("a", true, 1.0)]);
+        let saving = saver.start();
+        feed.send(
+            b"{\"n\":2}\n{\"n\":3}\n".to_vec(),
+            vec![entry("b", false, 0.5)],
+        );
+        drop(feed);
+        let end = RunEnd {
+            ended_ms: store::now_ms(),
+            exit_code: Some(0),
+            inputs: 4,
+            traces: 3,
+            spans: 9,
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        assert_eq!(saving.finish(Some(end), deadline), Saved::Finished);
+        let mut store = Store::open(&location, false).unwrap();
+        assert_eq!(
+            store.report(&id).unwrap(),
+            b"{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"
+        );
+        let runs = store
+            .list(&Filter {
+                limit: 10,
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(runs.len(), 1);
+        let run = &runs[0];
+        assert!(run.finished);
+        assert_eq!((run.cases, run.passed, run.failed), (2, 1, 1));
+        assert_eq!(run.mean_score, Some(0.75));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_queue_past_its_bound_stops_saving_and_says_why() {
+        let (dir, save) = temp_store("bound");
+        let location = save.location.clone();
+        let saver = Saver::new(save);
+        let feed = saver.feed();
+        let row = [b"x".repeat((1 << 20) - 1), b"\n".to_vec()].concat();
+        for _ in 0..(MAX_QUEUED >> 20) + 1 {
+            feed.send(row.clone(), Vec::new());
+        }
+        // Nothing more is queued once saving stopped.
+        feed.send(row, Vec::new());
+        let saving = saver.start();
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        match saving.finish(Some(RunEnd::default()), deadline) {
+            Saved::Failed(why) => assert!(why.contains("fell behind by more than 64 MiB"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        drop(feed);
+        // The run was never finished: whatever the writer did, it is listed unfinished or not at all.
+        if let Ok(mut store) = Store::open(&location, false) {
+            let runs = store
+                .list(&Filter {
+                    limit: 10,
+                    ..Filter::default()
+                })
+                .unwrap();
+            assert!(runs.iter().all(|r| !r.finished), "{runs:?}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,410 @@
+//! `serve` saves its run to the run store as it scores (issue 38 §1): the
+//! real binary, a real SQLite file under the test's directory and a real
+//! PostgreSQL server (tests/store.rs starts it), OTLP over HTTP on
+//! 127.0.0.1. One run per process start, listed unfinished while it runs,
+//! its rows the bytes of `--output`; SIGTERM finishes it, kill -9 leaves
+//! it unfinished with whole batches; a failing store costs no scoring.
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use prost::Message;
+use serde_json::Value;
+
+use super::files::{send, Serve};
+use super::{read_rows, weather};
+use crate::store::{cmd, in_dir, runs_listed, sample, saved_id, stderr, PgServer};
+use crate::util::{hex, json_rows, poll_until, TempDir};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The trace id `weather(t)` sends, in hex.
+fn trace_hex(t: u8) -> String {
+    let mut id = vec![0xab; 16];
+    id[15] = t;
+    hex(&id)
+}
+
+/// Cases for the traces `weather(1..=4)` send: 1 and 2 pass (both calls
+/// expected), 3 fails (another tool expected), 4 is never sent.
+fn write_fixture(dir: &Path) {
+    let mut cases = String::new();
+    for (t, tools) in [
+        (1, r#"["get_weather","get_weather"]"#),
+        (2, r#"["get_weather","get_weather"]"#),
+        (3, r#"["send_email"]"#),
+        (4, r#"["get_weather"]"#),
+    ] {
+        cases += &format!(
+            "{{\"id\":\"w{t}\",\"trace_id\":\"{}\",\"expected_tools\":{tools}}}\n",
+            trace_hex(t)
+        );
+    }
+    std::fs::write(dir.join("cases.jsonl"), cases).unwrap();
+}
+
+/// `toolscore serve` in `dir` (where the default store lives), scoring
+/// against `cases.jsonl`, its results in `out`.
+fn start_serve(dir: &Path, extra: &[&str], out: &Path) -> Serve {
+    let mut args = vec!["--decision-wait", "50ms", "-e", "cases.jsonl"];
+    args.extend(extra);
+    Serve::spawn(cmd(dir, &[]), &args, out)
+}
+
+/// The id in the line that says where the run goes.
+fn run_id(serve: &mut Serve) -> String {
+    let line = serve.wait_log(
+        "the line naming the run and its store",
+        "Saving this run to the run store",
+    );
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("run="))
+        .unwrap_or_else(|| panic!("run= in {line}"))
+        .to_string()
+}
+
+fn post(serve: &Serve, t: u8) {
+    send(serve.http, &weather(t).encode_to_vec());
+}
+
+/// `runs show ID -f jsonl`: the run's rows as saved so far.
+fn stored(dir: &Path, id: &str, store: &[&str]) -> Vec<u8> {
+    let mut args = vec!["runs", "show", id, "-f", "jsonl"];
+    args.extend(store);
+    let o = in_dir(dir, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    o.stdout
+}
+
+/// Rows of scored traces (evaluations and unmatched traces).
+fn scored(jsonl: &[u8]) -> usize {
+    json_rows(jsonl)
+        .iter()
+        .filter(|r| r["type"] == "evaluation" || r["type"] == "unmatched_trace")
+        .count()
+}
+
+/// Waits until the store has `n` scored rows of run `id`.
+fn wait_saved(dir: &Path, id: &str, store: &[&str], n: usize) {
+    poll_until(&format!("{n} scored rows in the store"), LIMIT, || {
+        let have = scored(&stored(dir, id, store));
+        if have == n {
+            Ok(())
+        } else {
+            Err(have)
+        }
+    });
+}
+
+/// The case results a JSONL report holds: (cases, passed, mean score),
+/// counted as `runs` counts them (evaluations and cases that matched no
+/// trace; a missing score counts 0).
+fn cases_passed(rows: &[Value]) -> (u64, u64, f64) {
+    let (n, p, sum) = rows
+        .iter()
+        .filter(|r| r["type"] == "evaluation" || r["type"] == "unmatched_case")
+        .fold((0, 0, 0.0), |(n, p, sum), r| {
+            (
+                n + 1,
+                p + u64::from(r["pass"] == true),
+                sum + r["score"].as_f64().unwrap_or(0.0),
+            )
+        });
+    (n, p, sum / n.max(1) as f64)
+}
+
+#[test]
+fn serve_saves_one_run_as_it_scores_and_sigterm_finishes_it() {
+    let tmp = TempDir::new("serve-store");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &["--label", "env=test"], &out);
+    let id = run_id(&mut serve);
+    assert!(
+        serve.log().contains("store=.toolscore/runs.db"),
+        "{}",
+        serve.log()
+    );
+    // Listed from the start, unfinished.
+    let runs = runs_listed(dir, &[]);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["run"], id.as_str());
+    assert_eq!(runs[0]["finished"], false);
+    post(&serve, 1);
+    post(&serve, 2);
+    wait_saved(dir, &id, &[], 2);
+    // A failing case, and a trace no case takes.
+    post(&serve, 3);
+    post(&serve, 9);
+    wait_saved(dir, &id, &[], 4);
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("Run saved to the run store."), "{log}");
+
+    let file = std::fs::read(&out).unwrap();
+    let shown = stored(dir, &id, &[]);
+    assert!(
+        shown == file,
+        "runs show differs from --output:\n{}\n---\n{}",
+        String::from_utf8_lossy(&shown),
+        String::from_utf8_lossy(&file)
+    );
+    let rows = json_rows(&file);
+    assert_eq!(rows.last().unwrap()["type"], "summary");
+    let (cases, passed, mean) = cases_passed(&rows);
+    assert!(passed > 0 && passed < cases, "{passed} of {cases}");
+    let runs = runs_listed(dir, &[]);
+    assert_eq!(runs.len(), 1, "one run per process start: {runs:?}");
+    let run = &runs[0];
+    assert_eq!(run["finished"], true, "{run}");
+    assert_eq!(run["cases"], cases, "{run}");
+    assert_eq!(run["passed"], passed, "{run}");
+    assert_eq!(run["failed"], cases - passed, "{run}");
+    let saved_mean = run["mean_score"].as_f64().unwrap();
+    assert!((saved_mean - mean).abs() < 1e-9, "{run}: mean {mean}");
+    assert_eq!(run["fixture"], "cases.jsonl", "{run}");
+    assert_eq!(run["labels"]["env"], "test", "{run}");
+    let table = in_dir(dir, &["runs"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains(&id) && text.contains("finished") && !text.contains("UNFINISHED"),
+        "{text}"
+    );
+    // A finished serve run is in the trends, case by case.
+    let o = in_dir(dir, &["trend", "-f", "jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut trended: Vec<String> = json_rows(&o.stdout)
+        .iter()
+        .map(|r| r["case"].as_str().unwrap().to_string())
+        .collect();
+    trended.sort();
+    assert_eq!(trended, ["w1", "w2", "w3", "w4"]);
+}
+
+#[test]
+fn a_serve_killed_mid_run_leaves_it_unfinished_with_whole_batches() {
+    let tmp = TempDir::new("serve-store-kill");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &[], &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    post(&serve, 2);
+    wait_saved(dir, &id, &[], 2);
+    post(&serve, 3);
+    wait_saved(dir, &id, &[], 3);
+    // A burst of traces no case takes, killed while it is scored and saved.
+    for t in 10..80 {
+        post(&serve, t);
+    }
+    let log = serve.kill();
+
+    let runs = runs_listed(dir, &[]);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["finished"], false, "{log}");
+    for args in [&["runs"][..], &["runs", "show", &id]] {
+        let table = in_dir(dir, args);
+        assert!(
+            String::from_utf8_lossy(&table.stdout).contains("UNFINISHED"),
+            "{}",
+            String::from_utf8_lossy(&table.stdout)
+        );
+    }
+    // What was committed: whole rows, the file's first ones (the store
+    // follows the file), at least the batches seen saved before the kill.
+    let shown = stored(dir, &id, &[]);
+    let file = std::fs::read(&out).unwrap();
+    assert!(
+        file.starts_with(&shown),
+        "the store's rows are not the file's:\n{}\n---\n{}",
+        String::from_utf8_lossy(&shown),
+        String::from_utf8_lossy(&file)
+    );
+    let rows = json_rows(&shown);
+    assert!(scored(&shown) >= 3, "{}", String::from_utf8_lossy(&shown));
+    // Rows, case results and counts went in together: no half batch.
+    let db = rusqlite::Connection::open(dir.join(".toolscore/runs.db")).unwrap();
+    let (results, cases): (i64, i64) = db
+        .query_row(
+            "SELECT (SELECT count(*) FROM results), cases FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let evaluations = rows.iter().filter(|r| r["type"] == "evaluation").count() as i64;
+    assert_eq!((results, cases), (evaluations, evaluations));
+    // Trends and `--baseline last` skip an unfinished run.
+    let o = in_dir(dir, &["trend"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no finished run"), "{}", stderr(&o));
+    let traces = dir.join("traces.jsonl");
+    std::fs::write(&traces, "").unwrap();
+    let o = in_dir(
+        dir,
+        &[
+            "replay",
+            "traces.jsonl",
+            "-e",
+            "cases.jsonl",
+            "--baseline",
+            "last",
+            "--no-store",
+        ],
+    );
+    assert!(
+        stderr(&o).contains("--baseline last") && stderr(&o).contains("nothing to compare with"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_store_that_fails_costs_no_scoring() {
+    let tmp = TempDir::new("serve-store-fail");
+    let dir = tmp.path();
+    write_fixture(dir);
+    // Named by the user and not writable: everything is scored and written,
+    // the log says why the run is not saved, and the exit is 2.
+    let out = dir.join("named.jsonl");
+    let named = "no-such-dir/runs.db";
+    let mut serve = start_serve(dir, &["--store", named], &out);
+    serve.wait_log(
+        "the store's warning",
+        "Cannot save this run to the run store",
+    );
+    post(&serve, 1);
+    poll_until("the evaluation in the results file", LIMIT, || {
+        read_rows(&out).iter().any(|r| r["type"] == "evaluation")
+    });
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("toolscore: error: run ") && log.contains(&format!("run store {named}")),
+        "{log}"
+    );
+    assert_eq!(read_rows(&out).last().unwrap()["type"], "summary");
+    // A named store that fails mid-run (the run pruned under it): the
+    // batches after go to the file only, and the exit is 2.
+    let out = dir.join("pruned.jsonl");
+    let mut serve = start_serve(dir, &["--store", "mine.db"], &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    wait_saved(dir, &id, &["--store", "mine.db"], 1);
+    let o = in_dir(dir, &["runs", "prune", "--keep", "0", "--store", "mine.db"]);
+    assert!(stderr(&o).contains("pruned 1 run(s)"), "{}", stderr(&o));
+    post(&serve, 2);
+    serve.wait_log(
+        "the store's warning",
+        "it was deleted while it was being written",
+    );
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        log.contains(&format!("toolscore: error: run {id} not saved whole")),
+        "{log}"
+    );
+    let rows = read_rows(&out);
+    assert_eq!(
+        rows.iter().filter(|r| r["type"] == "evaluation").count(),
+        2,
+        "{log}"
+    );
+    assert!(runs_listed(dir, &["--store", "mine.db"]).is_empty());
+    // The default store cannot be made (a file in the way): a warning, and
+    // serve's own exit code.
+    std::fs::write(dir.join(".toolscore"), "not a directory").unwrap();
+    let out = dir.join("default.jsonl");
+    let mut serve = start_serve(dir, &[], &out);
+    let warning = serve.wait_log(
+        "the store's warning",
+        "Cannot save this run to the run store",
+    );
+    assert!(warning.contains(".toolscore/runs.db"), "{warning}");
+    post(&serve, 1);
+    poll_until("the evaluation in the results file", LIMIT, || {
+        read_rows(&out).iter().any(|r| r["type"] == "evaluation")
+    });
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert_eq!(read_rows(&out).last().unwrap()["type"], "summary");
+    // --no-store: not a word about a store.
+    let out = dir.join("off.jsonl");
+    let serve = start_serve(dir, &["--no-store"], &out);
+    post(&serve, 1);
+    poll_until("the evaluation in the results file", LIMIT, || {
+        read_rows(&out).iter().any(|r| r["type"] == "evaluation")
+    });
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(!log.contains("run store"), "{log}");
+}
+
+#[test]
+fn two_serves_and_two_replays_write_one_postgres_database_at_once() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let tmp = TempDir::new("serve-store-pg");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let store = pg.url.as_str();
+    let with_store = ["--store", store];
+    // Both serves open the new database at once (they race to migrate it).
+    let outs = [dir.join("a.jsonl"), dir.join("b.jsonl")];
+    let mut serves: Vec<Serve> = outs
+        .iter()
+        .map(|out| start_serve(dir, &with_store, out))
+        .collect();
+    let ids: Vec<String> = serves.iter_mut().map(run_id).collect();
+    let (traces, fixture) = sample();
+    let replays: Vec<_> = (0..2)
+        .map(|_| {
+            cmd(
+                dir,
+                &[
+                    "replay", &traces, "-e", &fixture, "-f", "jsonl", "--store", store,
+                ],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for t in 1..=3 {
+        for serve in &serves {
+            post(serve, t);
+        }
+    }
+    let replayed: Vec<Output> = replays
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for id in &ids {
+        wait_saved(dir, id, &with_store, 3);
+    }
+    for serve in serves {
+        let (status, log) = serve.terminate();
+        assert_eq!(status.code(), Some(0), "{log}");
+    }
+    let runs = runs_listed(dir, &with_store);
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    assert!(runs.iter().all(|r| r["finished"] == true), "{runs:?}");
+    for (id, out) in ids.iter().zip(&outs) {
+        assert!(
+            stored(dir, id, &with_store) == std::fs::read(out).unwrap(),
+            "serve run {id} was not kept whole"
+        );
+    }
+    for o in &replayed {
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+        let id = saved_id(o, store);
+        assert!(
+            stored(dir, &id, &with_store) == o.stdout,
+            "replay run {id} was not kept whole"
+        );
+    }
+}
