@@ -24,7 +24,7 @@ use super::history::{self, RunFacts, RunStart};
 use super::progress::progress_printer;
 use super::{
     open_output, Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs,
-    RecordArgs, ReplayArgs, ReportFormat, ScoreArgs, ServeArgs,
+    RecordArgs, ReplayArgs, ReportFormat, ScoreArgs, ScoringArgs, ServeArgs,
 };
 
 /// Runs the command line `args` (the program name first, as
@@ -167,7 +167,7 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
         let facts = RunFacts {
             fixture: args.expected.as_deref(),
             config: args.input.config.config.as_deref(),
-            settings: run_settings(&args, &report),
+            settings: run_settings(&args.scoring, args.fail_on, args.tolerance, &report),
             labels: &args.save.labels,
         };
         if let Some(failed) = history::save_replay(&start, &facts, &report, jsonl, code) {
@@ -178,8 +178,12 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
 }
 
 /// The scoring settings a saved run records.
-fn run_settings(args: &ReplayArgs, report: &report::Report) -> serde_json::Value {
-    let s = &args.scoring;
+pub(crate) fn run_settings(
+    s: &ScoringArgs,
+    fail_on: FailOn,
+    tolerance: f64,
+    report: &report::Report,
+) -> serde_json::Value {
     serde_json::json!({
         "metrics": report.metrics,
         "metric_flags": s.metrics,
@@ -189,8 +193,8 @@ fn run_settings(args: &ReplayArgs, report: &report::Report) -> serde_json::Value
         "score": s.headline,
         "scope": s.scope,
         "normalize": s.normalize,
-        "fail_on": match args.fail_on { FailOn::Threshold => "threshold", FailOn::Regression => "regression" },
-        "tolerance": args.tolerance,
+        "fail_on": match fail_on { FailOn::Threshold => "threshold", FailOn::Regression => "regression" },
+        "tolerance": tolerance,
     })
 }
 
