@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
 use toolscore::extract::{CallArgs, CallResult, ToolCall};
-use toolscore::report::{self, Report};
+use toolscore::report::{self, InspectRow, Report};
 
 /// The report's rows by their `type` (`evaluation`, `case`,
 /// `unmatched_trace`, `unmatched_case`, `rejected`, `summary`), each a list
@@ -54,18 +54,50 @@ fn calls_with<'py>(
     Ok(list)
 }
 
-/// Rows of JSON text, one a line, as Python's `json.loads` reads each.
-pub fn json_lines<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyList>> {
-    let loads = py
-        .import(intern!(py, "json"))?
-        .getattr(intern!(py, "loads"))?;
-    let list = PyList::empty(py);
-    for line in text.split(|b| *b == b'\n') {
-        if !line.iter().all(u8::is_ascii_whitespace) {
-            list.append(loads.call1((String::from_utf8_lossy(line),))?)?;
-        }
+/// One trace's `inspect` row: the keys the JSONL row has, in its order.
+pub fn inspect_row<'py>(py: Python<'py>, row: &InspectRow<'_>) -> PyResult<Bound<'py, PyDict>> {
+    // Every field named: a field added to the row does not compile here
+    // until it is converted.
+    let InspectRow {
+        agent_runs,
+        available_tools,
+        cases,
+        orphans,
+        request,
+        retrievers,
+        session,
+        spans,
+        tools,
+        trace_id,
+        warnings,
+    } = row;
+    let d = PyDict::new(py);
+    d.set_item(
+        intern!(py, "agent_runs"),
+        pythonize::pythonize(py, agent_runs)?,
+    )?;
+    d.set_item(
+        intern!(py, "available_tools"),
+        pythonize::pythonize(py, available_tools)?,
+    )?;
+    if let Some(c) = cases {
+        d.set_item(intern!(py, "cases"), value(py, c)?)?;
     }
-    Ok(list)
+    d.set_item(intern!(py, "orphans"), orphans)?;
+    d.set_item(intern!(py, "request"), request)?;
+    if !retrievers.is_empty() {
+        d.set_item(intern!(py, "retrievers"), calls(py, retrievers)?)?;
+    }
+    if let Some(s) = session {
+        d.set_item(intern!(py, "session"), value(py, s)?)?;
+    }
+    d.set_item(intern!(py, "spans"), spans)?;
+    d.set_item(intern!(py, "tools"), calls(py, tools)?)?;
+    d.set_item(intern!(py, "trace_id"), trace_id)?;
+    if !warnings.is_empty() {
+        d.set_item(intern!(py, "warnings"), PyList::new(py, warnings.iter())?)?;
+    }
+    Ok(d)
 }
 
 /// A JSON value as Python's `json` module reads it: dicts keep the order of

@@ -117,7 +117,8 @@ fn evaluate(
     })
 }
 
-/// `inspect --format jsonl`'s rows, as dicts.
+/// `inspect --format jsonl`'s rows, as dicts: each trace's, then the
+/// rejected input's.
 #[pyfunction]
 fn inspect<'py>(
     py: Python<'py>,
@@ -126,10 +127,23 @@ fn inspect<'py>(
     config: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyList>> {
     let sources = memory(sources);
-    let text = py
-        .detach(|| run::inspect(paths, sources, config))
+    // Each row becomes its dict on the worker that built it, which takes
+    // the GIL for just that.
+    let (rows, rejected) = py
+        .detach(|| {
+            run::inspect(paths, sources, config, |row| {
+                Python::attach(|py| convert::inspect_row(py, row).map(Bound::unbind))
+            })
+        })
         .map_err(value_error)?;
-    convert::json_lines(py, &text)
+    let list = PyList::empty(py);
+    for row in rows {
+        list.append(row?)?;
+    }
+    for r in &rejected {
+        list.append(convert::value(py, &toolscore::report::rejected_row(r))?)?;
+    }
+    Ok(list)
 }
 
 /// SDK spans (`ReadableSpan`s) as the bytes of one OTLP protobuf request.

@@ -10,8 +10,9 @@ use anyhow::Context;
 use toolscore::cli::embed::{self, Environment, RunFacts, RunStart};
 use toolscore::evaluate::{CustomMetric, OutputNeeds};
 use toolscore::ingest::files::Source;
-use toolscore::report::{self, exit, Report};
-use toolscore::run::inspect::{self, InspectFormat};
+use toolscore::ingest::Rejected;
+use toolscore::report::{self, exit, InspectRow, Report};
+use toolscore::run::inspect;
 use toolscore::run::{replay, DefaultCase, Fixture, Options, Setup};
 use toolscore::store::{Choice, Saved};
 
@@ -147,13 +148,15 @@ pub fn evaluate(request: Request) -> anyhow::Result<Evaluated> {
     })
 }
 
-/// `toolscore inspect --format jsonl`'s rows for the traces of `paths`, then
-/// `sources`, and the rejections as rows of their own, one JSON text each.
-pub fn inspect(
+/// What `toolscore inspect --format jsonl` reads in the traces of `paths`,
+/// then `sources`: each trace's row as `row` makes it (on the library's
+/// workers), in input order, and the input rejected.
+pub fn inspect<R: Send>(
     paths: Vec<PathBuf>,
     sources: Vec<Source>,
     config: Option<PathBuf>,
-) -> anyhow::Result<Vec<u8>> {
+    row: impl Fn(&InspectRow<'_>) -> R + Sync,
+) -> anyhow::Result<(Vec<R>, Vec<Rejected>)> {
     let env = Environment::read(Vec::new(), config)?;
     embed::check_paths(&paths)?;
     let config = env.config()?;
@@ -163,18 +166,9 @@ pub fn inspect(
     });
     let mut all = Source::paths(&paths);
     all.extend(sources);
-    let mut out = Vec::new();
-    let found = inspect::inspect(
-        &all,
-        &pipeline,
-        &env.read_options(),
-        InspectFormat::Jsonl,
-        false,
-        &mut out,
-        |_| {},
-    )?;
-    for r in &found.rejected {
-        report::push_row(&mut out, &report::rejected_row(r));
-    }
-    Ok(out)
+    let mut rows = Vec::new();
+    let found = inspect::each_row(&all, &pipeline, &env.read_options(), row, |r| {
+        rows.push(r);
+    });
+    Ok((rows, found.rejected))
 }
