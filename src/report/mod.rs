@@ -490,20 +490,6 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
     out.push(b'}');
 }
 
-/// Calls as a JSON array, each as the reports' `tools_called` write it
-/// (for metrics the embedding program defines).
-pub fn calls_json(calls: &[ToolCall]) -> String {
-    let mut out = vec![b'['];
-    for (i, c) in calls.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_call(&mut out, c);
-    }
-    out.push(b']');
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// `v` as serde_json writes it.
 fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     // Writing to a Vec cannot fail.

@@ -106,8 +106,8 @@ pub fn value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(pythonize::pythonize(py, v)?)
 }
 
-/// One call as the report's `tools_called` entry (`report::calls_json`):
-/// the same keys in the same order. Arguments and results kept as JSON text
+/// One call as the JSONL report's `tools_called` entry writes it: the same
+/// keys in the same order. Arguments and results kept as JSON text
 /// are read by Python's `json.loads`, as a reader of the report reads them.
 fn call<'py>(
     py: Python<'py>,
