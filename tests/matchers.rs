@@ -380,11 +380,13 @@ fn score_cases_read_matchers() {
     assert!(notes[0].contains("mlflow.exact"), "{stderr}");
 }
 
-/// The Python module's runs get the note the command line prints (as
-/// `Report.notes`), from the same setup.
+/// A program that embeds the library (the Python module, whose
+/// `Report.notes` these are) builds its run from typed options through the
+/// same setup, and gets the note the command line prints.
 #[test]
 fn the_matchers_note_reaches_an_embedded_run() {
-    use toolscore::cli::embed::{evaluate, Expected, Request};
+    use toolscore::cli::embed::Environment;
+    use toolscore::run::{Fixture, Options, Setup};
     let dir = TempDir::new("matchers-embedded");
     let fixture = write(
         &dir,
@@ -400,12 +402,14 @@ fn the_matchers_note_reaches_an_embedded_run() {
         .map(|l| l.trim_start_matches("toolscore: note: "))
         .collect();
     assert_eq!(want.len(), 1, "{}", cli.stderr);
-    let done = evaluate(Request {
-        sources: Vec::new(),
-        flags: vec!["-q".into(), "-m".into(), "mlflow.exact".into(), traces],
-        expected: Expected::Path(fixture),
-        custom: Vec::new(),
+    let env = Environment::read(vec!["mlflow.exact".into()], None).unwrap();
+    let config = env.config().unwrap();
+    let setup = Setup::new(Options {
+        scoring: env.scoring(&config).unwrap(),
+        fixture: Fixture::Path(fixture),
+        ..Options::default()
     })
     .unwrap();
-    assert_eq!(done.notes, want, "the embedded run's notes");
+    let notes: Vec<&str> = setup.notes().iter().map(|n| n.text()).collect();
+    assert_eq!(notes, want, "the embedded run's notes");
 }

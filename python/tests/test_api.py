@@ -37,6 +37,15 @@ def test_files_give_the_cli_rows(cli: str, repo: str) -> None:
     assert "mlflow-trip-wrong-city" in report.explain()
 
 
+def test_inspect_gives_the_cli_rows_key_for_key(cli: str, repo: str) -> None:
+    # The rows are built from the library's values, not its JSONL text:
+    # they must still be those rows, keys in the same order (json.dumps keeps it).
+    for traces in ("sample-traces", "tests/data/corpus/mlflow/otlp", "tests/data/conversation/genai-loop.jsonl"):
+        want = cli_rows(cli, "inspect", traces, cwd=repo)
+        got = toolscore.inspect(os.path.join(repo, traces))
+        assert want and [json.dumps(r) for r in got] == [json.dumps(r) for r in want], traces
+
+
 def test_bytes_give_the_rows_of_their_file(repo: str) -> None:
     files = sorted(
         os.path.join(d, f)

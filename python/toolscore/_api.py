@@ -1,6 +1,5 @@
-"""`evaluate` and `inspect`: arguments shaped for the native module, rows
-parsed back into Python values."""
-
+"""`evaluate` and `inspect`: arguments shaped for the native module, which
+builds the run from them and hands results back as Python values."""
 from __future__ import annotations
 
 import functools
@@ -20,24 +19,25 @@ _CASE_KEYS = {"id", "expected_tools", "expected_tool_calls", "trace_id", "match"
 
 class Report:
     """The result of `evaluate`: the rows `toolscore replay --format jsonl`
-    writes, by type, and the table it prints. Rows are parsed on first use."""
+    writes, by type, and the table it prints. Rows are built from the
+    library's results on first use."""
 
-    def __init__(self, jsonl: str, table: str, exit_code: int, notes: List[str]) -> None:
-        self._jsonl = jsonl
-        self._table = table
+    def __init__(self, run: _native.Run) -> None:
+        self._run = run
         #: The command line's exit code: 0 pass, 1 a case failed, 2 could not evaluate.
-        self.exit_code: int = exit_code
-        #: What the command line would note on stderr (fixture records skipped, hints).
-        self.notes: List[str] = notes
+        self.exit_code: int = run.exit_code
+        #: What the command line would note on stderr (fixture records skipped, hints, where the run was saved).
+        self.notes: List[str] = run.notes
+        #: The id of the run in the run store (`evaluate(..., store=...)`), else None.
+        self.run_id: Optional[str] = run.run_id
 
     @functools.cached_property
     def _by_type(self) -> Dict[str, List[Row]]:
-        by_type: Dict[str, List[Row]] = {}
-        for line in self._jsonl.splitlines():
-            if line.strip():
-                row = json.loads(line)
-                by_type.setdefault(row.get("type", ""), []).append(row)
-        return by_type
+        return self._run.rows()
+
+    @functools.cached_property
+    def _table(self) -> str:
+        return self._run.table()
 
     @property
     def evaluations(self) -> List[Row]:
@@ -101,6 +101,7 @@ def evaluate(
     *,
     metrics: Optional[Sequence[Union[str, MetricFn]]] = None,
     config: Union[None, str, "os.PathLike[str]"] = None,
+    store: Union[None, bool, str, "os.PathLike[str]"] = None,
 ) -> Report:
     """Scores the traces against what they should have called.
 
@@ -113,32 +114,37 @@ def evaluate(
         ("deepeval.default:threshold=0.8"), and functions
         fn(calls, case) -> score or (score, reason) as custom metrics.
     config: a config file, as `--config`.
+    store: the run store to save the run in, as `replay --store` takes it (a
+        SQLite file or a postgres:// URL); None or False saves nothing. The
+        report's `run_id` names the saved run.
 
     Raises ValueError with the command line's message for bad input.
     """
     paths, sources = _traces(traces)
-    flags = _flags(config)
-    custom: List[Tuple[str, Optional[float], Callable[[str, str], Tuple[float, str]]]] = []
+    names: List[str] = []
+    custom: List[Tuple[str, Optional[float], Callable[[List[Row], Row], Tuple[float, str]]]] = []
     for m in metrics or []:
         if isinstance(m, str):
-            flags += ["--metric", m]
+            names.append(m)
         elif callable(m):
             name = _custom_name(m)
             threshold = getattr(m, "__toolscore_threshold__", None)
             custom.append((name, threshold, _adapter(name, m)))
-            flags += ["--metric", name]
+            names.append(name)
         else:
             raise ValueError(f"metrics: {m!r} is neither a metric name nor a function")
-    jsonl, table, code, notes = _native.evaluate(flags + ["--", *paths], sources, _expected(expected), custom)
-    return Report(jsonl, table, code, notes)
+    wanted = _expected(expected)
+    where = _store(store)
+    command = _command(paths, sources, wanted, names, config) if where is not None else ""
+    run = _native.evaluate(paths, sources, wanted, names, _path(config), custom, where, command)
+    return Report(run)
 
 
 def inspect(traces: Traces, *, config: Union[None, str, "os.PathLike[str]"] = None) -> List[Row]:
     """The tool calls found in each trace: `toolscore inspect --format jsonl`'s
     rows (rejected input as rows of type `rejected`)."""
     paths, sources = _traces(traces)
-    text = _native.inspect(_flags(config) + ["--", *paths], sources)
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return _native.inspect(paths, sources, _path(config))
 
 
 def spans_to_otlp(spans: Sequence[Any]) -> bytes:
@@ -158,8 +164,31 @@ def is_span(x: Any) -> bool:
     return hasattr(x, "get_span_context") and hasattr(x, "attributes") and hasattr(x, "start_time")
 
 
-def _flags(config: Union[None, str, "os.PathLike[str]"]) -> List[str]:
-    return ["--quiet"] + (["--config", os.fspath(config)] if config is not None else [])
+def _path(path: Union[None, str, "os.PathLike[str]"]) -> Optional[str]:
+    return None if path is None else os.fspath(path)
+
+
+def _store(store: Union[None, bool, str, "os.PathLike[str]"]) -> Optional[str]:
+    """Where the run is saved, as `--store` takes it; None: nowhere."""
+    if store is None or store is False:
+        return None
+    if isinstance(store, (str, os.PathLike)) and os.fspath(store).strip():
+        return os.fspath(store)
+    raise ValueError(f"store: {store!r} is not a SQLite file path, a postgres:// URL, None or False")
+
+
+def _command(
+    paths: List[str], sources: List[Tuple[str, bytes]], expected: Tuple[str, str, str], metrics: List[str], config: Any
+) -> str:
+    """The call as the saved run records it in place of a command line."""
+    traces = [repr(p) for p in paths] + [f"<{label}: {len(data)} bytes>" for label, data in sources]
+    kind, _, text = expected
+    parts = [f"[{', '.join(traces)}]", repr(text) if kind == "path" else f"<{kind}>"]
+    if metrics:
+        parts.append(f"metrics={metrics!r}")
+    if config is not None:
+        parts.append(f"config={os.fspath(config)!r}")
+    return f"python: toolscore.evaluate({', '.join(parts)})"
 
 
 def _traces(traces: Traces) -> Tuple[List[str], List[Tuple[str, bytes]]]:
@@ -225,11 +254,11 @@ def _custom_name(fn: Callable[..., Any]) -> str:
     return name
 
 
-def _adapter(name: str, fn: MetricFn) -> Callable[[str, str], Tuple[float, str]]:
-    """What the native module calls: JSON in, (score, reason) out."""
+def _adapter(name: str, fn: MetricFn) -> Callable[[List[Row], Row], Tuple[float, str]]:
+    """What the native module calls: the calls and the case in, (score, reason) out."""
 
-    def call(calls_json: str, case_json: str) -> Tuple[float, str]:
-        got = fn(json.loads(calls_json), json.loads(case_json))
+    def call(calls: List[Row], case: Row) -> Tuple[float, str]:
+        got = fn(calls, case)
         score, reason = got if isinstance(got, tuple) and len(got) == 2 else (got, "")
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             raise TypeError(f"returned {got!r}; a metric returns a number or (number, reason)")

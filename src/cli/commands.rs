@@ -24,7 +24,7 @@ use super::history::{self, RunFacts, RunStart};
 use super::progress::progress_printer;
 use super::{
     open_output, Cli, Command, ConventionsArgs, DiffArgs, DiffFormat, FailOn, InspectArgs,
-    RecordArgs, ReplayArgs, ReportFormat, ScoreArgs, ServeArgs,
+    RecordArgs, ReplayArgs, ReportFormat, ScoreArgs, ScoringArgs, ServeArgs,
 };
 
 /// Runs the command line `args` (the program name first, as
@@ -167,7 +167,7 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
         let facts = RunFacts {
             fixture: args.expected.as_deref(),
             config: args.input.config.config.as_deref(),
-            settings: run_settings(&args, &report),
+            settings: run_settings(&args.scoring, args.fail_on, args.tolerance, &report),
             labels: &args.save.labels,
         };
         if let Some(failed) = history::save_replay(&start, &facts, &report, jsonl, code) {
@@ -177,23 +177,28 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// The scoring settings a saved replay records.
-fn run_settings(args: &ReplayArgs, report: &report::Report) -> serde_json::Value {
-    let mut settings = scoring_settings(&args.scoring);
+/// The scoring settings a saved run records (`replay` and Python).
+pub(crate) fn run_settings(
+    s: &ScoringArgs,
+    fail_on: FailOn,
+    tolerance: f64,
+    report: &report::Report,
+) -> serde_json::Value {
+    let mut settings = scoring_settings(s);
     settings.insert("metrics".into(), serde_json::json!(report.metrics));
     settings.insert(
         "fail_on".into(),
-        serde_json::json!(match args.fail_on {
+        serde_json::json!(match fail_on {
             FailOn::Threshold => "threshold",
             FailOn::Regression => "regression",
         }),
     );
-    settings.insert("tolerance".into(), serde_json::json!(args.tolerance));
+    settings.insert("tolerance".into(), serde_json::json!(tolerance));
     serde_json::Value::Object(settings)
 }
 
-/// The scoring flags a saved run records (`replay` and `serve`).
-fn scoring_settings(s: &super::ScoringArgs) -> serde_json::Map<String, serde_json::Value> {
+/// The scoring flags a saved run records (`replay`, Python and `serve`).
+fn scoring_settings(s: &ScoringArgs) -> serde_json::Map<String, serde_json::Value> {
     use serde_json::json;
     [
         ("metric_flags", json!(s.metrics)),

@@ -1,23 +1,26 @@
-//! The tool run from another program (the Python module): `replay` and
-//! `inspect` on paths or bytes in memory, with the command line's flags and
-//! messages, handing back the rows and the table the command line writes.
+//! The library run in process by another program (the Python module), which
+//! passes its own arguments as typed values and builds the run with
+//! [`crate::run::Setup`]. What it does not pass is taken from the
+//! environment as the command line takes it (`TOOLSCORE_THRESHOLD`,
+//! `TOOLSCORE_SCOPE`, `TOOLSCORE_CONFIG`, the judge's, ...: the flags'
+//! own `env` declarations), so a run in process scores as `toolscore
+//! replay` does under the same environment. A finished run is saved to the
+//! run store as `replay` saves it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
-use super::{InputArgs, ScoringArgs};
-use crate::evaluate::{CustomMetric, OutputNeeds};
-use crate::ingest::files::Source;
-use crate::report;
-use crate::run::inspect::{self, InspectFormat};
-use crate::run::replay;
-use crate::run::{DefaultCase, Fixture, Options, Setup};
+use super::{FailOn, InputArgs, ScoringArgs};
+use crate::config::Config;
+use crate::report::Report;
+use crate::run::replay::ReadOptions;
+use crate::run::{Scoring, Setup};
 
-/// The flags an embedded run takes: `replay`'s scoring and input flags
-/// (`--metric`, `--threshold`, `--config`, the judge's, ...), with paths
-/// optional since traces may come as bytes.
+pub use super::check_paths;
+pub use super::history::{save_run, RunFacts, RunStart};
+
+/// `replay`'s scoring and input flags, read from the environment alone.
 #[derive(Parser)]
 #[command(name = "toolscore", no_binary_name = true)]
 struct Flags {
@@ -27,143 +30,62 @@ struct Flags {
     input: InputArgs,
 }
 
-impl Flags {
-    fn parse(flags: &[String]) -> anyhow::Result<Flags> {
+/// An embedded run's settings: the program's arguments, and the
+/// environment's values for the rest.
+pub struct Environment {
+    scoring: ScoringArgs,
+    input: InputArgs,
+}
+
+impl Environment {
+    /// Reads the environment (a bad value is an error naming its flag).
+    /// `metrics` are specs as `--metric` takes them (the first is the
+    /// headline; none: the default, as with no `--metric`); `config` is the
+    /// config file, which replaces `TOOLSCORE_CONFIG`'s.
+    pub fn read(metrics: Vec<String>, config: Option<PathBuf>) -> anyhow::Result<Environment> {
         let matches = Flags::command()
             .mut_arg("paths", |a| a.required(false))
-            .try_get_matches_from(flags)
+            .try_get_matches_from(std::iter::empty::<String>())
             .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))?;
-        Ok(Flags::from_arg_matches(&matches)?)
+        let Flags {
+            mut scoring,
+            mut input,
+        } = Flags::from_arg_matches(&matches)?;
+        scoring.metrics = metrics;
+        if config.is_some() {
+            input.config.config = config;
+        }
+        Ok(Environment { scoring, input })
     }
-}
 
-/// What the traces are expected to call.
-#[derive(Debug, Clone)]
-pub enum Expected {
-    /// No expectations: [`evaluate`] refuses (nothing would be scored).
-    None,
-    /// A fixture file in any format `--expected` reads.
-    Path(PathBuf),
-    /// Fixture text (our JSONL format or another tool's); `label` names it
-    /// in rejections.
-    Text { label: String, text: String },
-    /// The calls every trace should make: a JSON array of names or
-    /// `{"name", "args"}` objects, or one case object.
-    Every { label: String, text: String },
-}
-
-/// One embedded evaluation.
-#[derive(Debug, Clone)]
-pub struct Request {
-    /// Traces as command-line paths (flags' positional arguments) are read
-    /// first, then these.
-    pub sources: Vec<Source>,
-    /// `replay`'s flags, as on the command line.
-    pub flags: Vec<String>,
-    pub expected: Expected,
-    /// Named in `--metric` like any metric.
-    pub custom: Vec<CustomMetric>,
-}
-
-/// What an embedded evaluation gives back.
-#[derive(Debug, Clone)]
-pub struct Evaluated {
-    /// `replay --format jsonl`'s rows.
-    pub jsonl: String,
-    /// `replay`'s table.
-    pub table: String,
-    /// The command line's exit code: 0 pass, 1 a case failed, 2 could not
-    /// evaluate (rejected input, judge error).
-    pub exit_code: u8,
-    /// What the command line says on stderr besides errors: fixture notes,
-    /// the no-calls hint, trace warnings are not kept.
-    pub notes: Vec<String>,
-}
-
-/// Scores the traces of `request` as `toolscore replay` does. Usage
-/// errors, a missing path and an unreadable fixture are errors; rejected
-/// input is in the rows (and makes the exit code 2).
-pub fn evaluate(request: Request) -> anyhow::Result<Evaluated> {
-    let flags = Flags::parse(&request.flags)?;
-    flags.input.check_paths()?;
-    let config = flags.input.config.load()?;
-    let mut scoring = flags
-        .scoring
-        .scoring(&config, flags.input.extractor(&config)?)?;
-    scoring.settings.custom = request.custom;
-    let (fixture, default_case) = match request.expected {
-        Expected::None => anyhow::bail!(
-            "nothing would be scored: no expectations given (a fixture, cases or the expected \
-             tools); listing the tool calls in traces is `inspect`'s job"
-        ),
-        Expected::Path(p) => (Fixture::Path(p), None),
-        Expected::Text { label, text } => (Fixture::Text { label, text }, None),
-        Expected::Every { label, text } => (Fixture::None, Some(DefaultCase::Text { label, text })),
-    };
-    let every = default_case.is_some();
-    let mut setup = Setup::new(Options {
-        scoring,
-        fixture,
-        default_case,
-        listing: false,
-    })?;
-    let mut notes: Vec<String> = setup.notes().iter().map(|n| n.text().to_string()).collect();
-    let outputs = OutputNeeds {
-        call_results: true,
-        call_args: true,
-    };
-    let pipeline = setup.pipeline(outputs);
-    let mut sources = Source::paths(&flags.input.paths);
-    sources.extend(request.sources);
-    let mut report = replay::replay(
-        report::Report::default(),
-        &sources,
-        &pipeline,
-        setup.take_rejected(),
-        &flags.input.read_options(),
-        |_| {},
-    );
-    // The case for every trace is scored like a fixture's.
-    report.has_cases |= every;
-    notes.extend(report.hint.clone());
-    let (mut jsonl, mut table) = (Vec::new(), Vec::new());
-    report::write_jsonl(&report, &mut jsonl).context("writing the rows")?;
-    report::write_table(&report, &mut table).context("writing the table")?;
-    Ok(Evaluated {
-        jsonl: String::from_utf8_lossy(&jsonl).into_owned(),
-        table: String::from_utf8_lossy(&table).into_owned(),
-        exit_code: report.exit_code(),
-        notes,
-    })
-}
-
-/// `toolscore inspect --format jsonl`'s rows for the traces of `sources`
-/// and the paths among `flags`, and the rejections as rows of their own.
-pub fn inspect(sources: Vec<Source>, flags: &[String]) -> anyhow::Result<String> {
-    let flags = Flags::parse(flags)?;
-    flags.input.check_paths()?;
-    let config = flags.input.config.load()?;
-    let outputs = OutputNeeds {
-        call_results: true,
-        call_args: true,
-    };
-    // As `toolscore inspect`.
-    let pipeline = super::commands::listing(&config, flags.input.extractor(&config)?, &None)?
-        .pipeline(outputs);
-    let mut all = Source::paths(&flags.input.paths);
-    all.extend(sources);
-    let mut out = Vec::new();
-    let found = inspect::inspect(
-        &all,
-        &pipeline,
-        &flags.input.read_options(),
-        InspectFormat::Jsonl,
-        false,
-        &mut out,
-        |_| {},
-    )?;
-    for r in &found.rejected {
-        report::push_row(&mut out, &report::rejected_row(r));
+    /// The config file, if one is given or set in the environment.
+    pub fn config_path(&self) -> Option<&Path> {
+        self.input.config.config.as_deref()
     }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+
+    /// The config (the default one without a file).
+    pub fn config(&self) -> anyhow::Result<Config> {
+        self.input.config.load()
+    }
+
+    /// The run's typed scoring options, as `replay` builds them.
+    pub fn scoring(&self, config: &Config) -> anyhow::Result<Scoring> {
+        self.scoring.scoring(config, self.input.extractor(config)?)
+    }
+
+    /// The run of `inspect`: nothing is scored.
+    pub fn listing(&self, config: &Config) -> anyhow::Result<Setup> {
+        super::commands::listing(config, self.input.extractor(config)?, &None)
+    }
+
+    /// How inputs are read (`TOOLSCORE_THREADS`, the inflated-size cap,
+    /// the hold window).
+    pub fn read_options(&self) -> ReadOptions {
+        self.input.read_options()
+    }
+
+    /// The scoring settings a saved run records, as `replay` records them.
+    pub fn saved_settings(&self, report: &Report) -> serde_json::Value {
+        super::commands::run_settings(&self.scoring, FailOn::Threshold, 0.0, report)
+    }
 }

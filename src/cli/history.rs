@@ -182,8 +182,8 @@ pub(crate) enum TrendFormat {
     Markdown,
 }
 
-/// What a replay knows about itself before it is saved.
-pub(crate) struct RunStart {
+/// What a run knows about itself before it is saved.
+pub struct RunStart {
     pub(crate) choice: Choice,
     pub(crate) started_ms: i64,
     pub(crate) git: store::GitInfo,
@@ -193,7 +193,13 @@ pub(crate) struct RunStart {
 impl RunStart {
     pub(crate) fn new(args: &SaveArgs, argv: &[OsString]) -> anyhow::Result<RunStart> {
         let choice = Choice::new(args.store.as_deref(), args.no_store)?;
-        Ok(RunStart {
+        Ok(RunStart::with(choice, redacted(argv)))
+    }
+
+    /// A run saved where `choice` says, started now by `command` (as the
+    /// saved run records it).
+    pub fn with(choice: Choice, command: Vec<String>) -> RunStart {
+        RunStart {
             git: if choice.location.is_some() {
                 store::git_info()
             } else {
@@ -201,11 +207,11 @@ impl RunStart {
             },
             choice,
             started_ms: store::now_ms(),
-            command: redacted(argv),
-        })
+            command,
+        }
     }
 
-    pub(crate) fn saving(&self) -> bool {
+    pub fn saving(&self) -> bool {
         self.choice.location.is_some()
     }
 
@@ -253,12 +259,14 @@ fn redacted(argv: &[OsString]) -> Vec<String> {
     out
 }
 
-/// What the saved run records of the replay's settings.
-pub(crate) struct RunFacts<'a> {
-    pub(crate) fixture: Option<&'a Path>,
-    pub(crate) config: Option<&'a Path>,
-    pub(crate) settings: Value,
-    pub(crate) labels: &'a [(String, String)],
+/// What the saved run records of the run's settings.
+pub struct RunFacts<'a> {
+    /// The fixture file, as given.
+    pub fixture: Option<&'a Path>,
+    /// The config file, as given.
+    pub config: Option<&'a Path>,
+    pub settings: Value,
+    pub labels: &'a [(String, String)],
 }
 
 /// Saves a finished replay (its JSONL rows as written) and says on stderr
@@ -271,6 +279,36 @@ pub(crate) fn save_replay(
     jsonl: &[u8],
     code: u8,
 ) -> Option<u8> {
+    match save_run(start, facts, report, jsonl, code) {
+        Saved::Yes(id, at) => {
+            eprintln!("toolscore: run {id} saved to {at}");
+            None
+        }
+        Saved::Off => None,
+        Saved::Failed(e, true) => {
+            eprintln!("toolscore: error: run not saved: {e:#}");
+            Some(exit::INPUT)
+        }
+        Saved::Failed(e, false) => {
+            eprintln!(
+                "toolscore: warning: run not saved: {e:#} (the report is complete; --store PATH \
+                 saves elsewhere, --no-store saves nothing)"
+            );
+            None
+        }
+    }
+}
+
+/// Saves a finished run: its metadata, the JSONL rows `jsonl` (the
+/// report's, as written) and each case's result, with `code` as the run's
+/// exit code.
+pub fn save_run(
+    start: &RunStart,
+    facts: &RunFacts,
+    report: &Report,
+    jsonl: &[u8],
+    code: u8,
+) -> Saved {
     let entries = baseline::entries_of(report);
     let mean = (!entries.is_empty()).then(|| {
         entries.iter().map(|e| e.score.unwrap_or(0.0)).sum::<f64>() / entries.len() as f64
@@ -289,24 +327,7 @@ pub(crate) fn save_replay(
         exit_code: Some(i64::from(code)),
         ..start.meta(facts)
     };
-    match store::save_run(&start.choice, &meta, jsonl, &entries) {
-        Saved::Yes(id, at) => {
-            eprintln!("toolscore: run {id} saved to {at}");
-            None
-        }
-        Saved::Off => None,
-        Saved::Failed(e, true) => {
-            eprintln!("toolscore: error: run not saved: {e:#}");
-            Some(exit::INPUT)
-        }
-        Saved::Failed(e, false) => {
-            eprintln!(
-                "toolscore: warning: run not saved: {e:#} (the report is complete; --store PATH \
-                 saves elsewhere, --no-store saves nothing)"
-            );
-            None
-        }
-    }
+    store::save_run(&start.choice, &meta, jsonl, &entries)
 }
 
 /// `RUN` names a run in the store rather than a file: `last`, `last~N`, or

@@ -271,18 +271,7 @@ impl InputArgs {
 
     /// A path that does not exist is a usage error, before any work.
     pub(crate) fn check_paths(&self) -> anyhow::Result<()> {
-        let missing = crate::ingest::files::missing(&self.paths);
-        if let Some(first) = missing.first() {
-            anyhow::bail!(
-                "{}: no such file or directory{}",
-                first.display(),
-                match missing.len() {
-                    1 => String::new(),
-                    n => format!(" (and {} more missing paths)", n - 1),
-                }
-            );
-        }
-        Ok(())
+        check_paths(&self.paths)
     }
 
     pub(crate) fn extractor(&self, config: &Config) -> anyhow::Result<Extractor> {
@@ -578,6 +567,23 @@ pub(crate) fn print_notes(setup: &Setup) {
     for note in setup.notes() {
         eprintln!("toolscore: note: {}", crate::report::printable(note.text()));
     }
+}
+
+/// Paths that do not exist are a usage error, before any work: the first
+/// is named, with how many more.
+pub fn check_paths(paths: &[PathBuf]) -> anyhow::Result<()> {
+    let missing = crate::ingest::files::missing(paths);
+    if let Some(first) = missing.first() {
+        anyhow::bail!(
+            "{}: no such file or directory{}",
+            first.display(),
+            match missing.len() {
+                1 => String::new(),
+                n => format!(" (and {} more missing paths)", n - 1),
+            }
+        );
+    }
+    Ok(())
 }
 
 pub(crate) fn check_tolerance(t: f64) -> anyhow::Result<()> {

@@ -13,52 +13,65 @@ use crate::assemble::{SpanId, Trace};
 use crate::extract::facts::{ToolDef, TraceFacts};
 use crate::extract::{AgentRun, Analysis, CallStatus, ToolCall};
 
-/// The JSONL row of one trace: its calls, skipped retrievers, agent runs,
-/// session and, with `inspect --expected`, the cases it joins.
+/// The JSONL row of one trace (`inspect --format jsonl`): its calls, skipped
+/// retrievers, agent runs, session and, with `inspect --expected`, the
+/// cases it joins. Serialized straight from the calls: their arguments and
+/// results are often kilobytes of JSON, which a `Value` tree would copy
+/// (and a raw result would be parsed). Keys in alphabetical order, as
+/// always.
+#[derive(Debug, Serialize)]
+pub struct InspectRow<'a> {
+    pub agent_runs: &'a [AgentRun],
+    /// What an LLM judge is shown besides the calls.
+    pub available_tools: Vec<ToolDef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cases: Option<Value>,
+    pub orphans: usize,
+    pub request: Option<String>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub retrievers: &'a [ToolCall],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<Value>,
+    pub spans: usize,
+    pub tools: &'a [ToolCall],
+    pub trace_id: String,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub warnings: &'a [String],
+}
+
+impl<'a> InspectRow<'a> {
+    pub fn of(
+        trace: &Trace,
+        a: &'a Analysis,
+        session: Option<&(String, String)>,
+        joins: Option<&[(String, &'static str)]>,
+    ) -> InspectRow<'a> {
+        let facts = TraceFacts::of(trace);
+        InspectRow {
+            agent_runs: &a.runs,
+            available_tools: facts.tools,
+            cases: joins.map(joins_json),
+            orphans: trace.orphans.len(),
+            request: facts.requests.into_iter().next(),
+            retrievers: &a.retrievers,
+            session: session.map(|(key, id)| json!({"key": key, "id": id})),
+            spans: trace.spans.len(),
+            tools: &a.calls,
+            trace_id: trace.id.to_string(),
+            warnings: &a.warnings,
+        }
+    }
+}
+
+/// [`InspectRow`] as JSON text.
 pub fn inspect_row(
     trace: &Trace,
     a: &Analysis,
     session: Option<&(String, String)>,
     joins: Option<&[(String, &'static str)]>,
 ) -> String {
-    // What an LLM judge is shown besides the calls.
-    let facts = TraceFacts::of(trace);
-    // Serialized straight from the calls: their arguments and results are
-    // often kilobytes of JSON, which a `Value` tree would copy (and a raw
-    // result would be parsed). Keys in alphabetical order, as always.
-    #[derive(Serialize)]
-    struct Row<'a> {
-        agent_runs: &'a [AgentRun],
-        available_tools: &'a [ToolDef],
-        #[serde(skip_serializing_if = "Option::is_none")]
-        cases: Option<Value>,
-        orphans: usize,
-        request: Option<&'a String>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
-        retrievers: &'a [ToolCall],
-        #[serde(skip_serializing_if = "Option::is_none")]
-        session: Option<Value>,
-        spans: usize,
-        tools: &'a [ToolCall],
-        trace_id: String,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
-        warnings: &'a [String],
-    }
-    let row = Row {
-        agent_runs: &a.runs,
-        available_tools: &facts.tools,
-        cases: joins.map(joins_json),
-        orphans: trace.orphans.len(),
-        request: facts.requests.first(),
-        retrievers: &a.retrievers,
-        session: session.map(|(key, id)| json!({"key": key, "id": id})),
-        spans: trace.spans.len(),
-        tools: &a.calls,
-        trace_id: trace.id.to_string(),
-        warnings: &a.warnings,
-    };
     // Serializing these types cannot fail (string keys only).
-    serde_json::to_string(&row).unwrap_or_default()
+    serde_json::to_string(&InspectRow::of(trace, a, session, joins)).unwrap_or_default()
 }
 
 /// The cases a trace joins, as `inspect --expected` writes them in JSONL:

@@ -30,7 +30,7 @@ pub use calibration::{
 };
 pub use explain::{conversation_row, explain_row, write_conversation, write_explain};
 pub use html::{write_html, SpanMark, Timeline, Timelines, TIMELINE_SPANS};
-pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
+pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins, InspectRow};
 pub use junit::write_junit;
 pub use table::{write_metrics, write_table};
 pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
@@ -490,20 +490,6 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
     out.push(b'}');
 }
 
-/// Calls as a JSON array, each as the reports' `tools_called` write it
-/// (for metrics the embedding program defines).
-pub fn calls_json(calls: &[ToolCall]) -> String {
-    let mut out = vec![b'['];
-    for (i, c) in calls.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_call(&mut out, c);
-    }
-    out.push(b']');
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// `v` as serde_json writes it.
 fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     // Writing to a Vec cannot fail.
@@ -527,30 +513,50 @@ pub fn rejected_row(r: &Rejected) -> Value {
     })
 }
 
-/// One JSON object per evaluation (then unmatched traces, unmatched cases,
-/// rejected inputs and a summary), each with a `type` field.
-pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let mut buf = Vec::new();
-    for e in &report.evaluations {
-        buf.clear();
-        push_row_with_calls(&mut buf, &evaluation_row(e), &e.tools_called);
-        out.write_all(&buf)?;
-    }
-    for c in &report.case_trials() {
-        writeln!(out, "{}", case_row(c, report.trials_pass))?;
-    }
-    for t in &report.unmatched_traces {
-        buf.clear();
-        push_row_with_calls(&mut buf, &unmatched_trace_row(t), &t.tools_called);
-        out.write_all(&buf)?;
-    }
-    for c in &report.unmatched_cases {
-        writeln!(out, "{}", unmatched_case_row(c))?;
-    }
-    for r in &report.rejected {
-        writeln!(out, "{}", rejected_row(r))?;
-    }
-    let row = json!({
+/// One row of the JSONL report: the object, and the calls that go in its
+/// `tools_called` (written straight from the calls, see
+/// [`push_row_with_calls`]).
+#[derive(Debug)]
+pub struct Row<'a> {
+    pub value: Value,
+    pub calls: Option<&'a [ToolCall]>,
+}
+
+/// The report's rows in the JSONL report's order: evaluations, cases of
+/// several trials, unmatched traces, unmatched cases, rejected inputs, the
+/// summary. A program that embeds the library reads these rather than
+/// parsing [`write_jsonl`]'s text.
+pub fn rows(report: &Report) -> impl Iterator<Item = Row<'_>> + '_ {
+    let plain = |value| Row { value, calls: None };
+    let evaluations = report.evaluations.iter().map(|e| Row {
+        value: evaluation_row(e),
+        calls: Some(&e.tools_called[..]),
+    });
+    let cases = report
+        .case_trials()
+        .into_iter()
+        .map(move |c| plain(case_row(&c, report.trials_pass)));
+    let unmatched_traces = report.unmatched_traces.iter().map(|t| Row {
+        value: unmatched_trace_row(t),
+        calls: Some(&t.tools_called[..]),
+    });
+    let unmatched_cases = report
+        .unmatched_cases
+        .iter()
+        .map(move |c| plain(unmatched_case_row(c)));
+    let rejected = report.rejected.iter().map(move |r| plain(rejected_row(r)));
+    evaluations
+        .chain(cases)
+        .chain(unmatched_traces)
+        .chain(unmatched_cases)
+        .chain(rejected)
+        // Last: the counts of everything above.
+        .chain(std::iter::once_with(move || plain(summary_row(report))))
+}
+
+/// The JSONL row of the run's counts (`"type": "summary"`).
+pub fn summary_row(report: &Report) -> Value {
+    let mut row = json!({
         "type": "summary",
         "stats": report.stats,
         "evaluations": report.evaluations.len(),
@@ -563,13 +569,28 @@ pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "tools": report.tools,
         "tokens": report.tokens,
     });
-    let mut row = row;
     if let Some(j) = &report.judge {
         row["judge"] = json!(j);
         row["judge_errors"] = json!(report.judge_errors());
         row["not_judged"] = json!(report.not_judged());
     }
-    writeln!(out, "{row}")
+    row
+}
+
+/// One JSON object per evaluation (then unmatched traces, unmatched cases,
+/// rejected inputs and a summary), each with a `type` field: [`rows`] as
+/// text.
+pub fn write_jsonl(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let mut buf = Vec::new();
+    for row in rows(report) {
+        buf.clear();
+        match row.calls {
+            Some(calls) => push_row_with_calls(&mut buf, &row.value, calls),
+            None => push_row(&mut buf, &row.value),
+        }
+        out.write_all(&buf)?;
+    }
+    Ok(())
 }
 
 /// Shortens text for one table cell, with control characters escaped.

@@ -88,6 +88,50 @@ pub fn inspect(
     Ok(found)
 }
 
+/// Reads every input and hands each trace's row, built from it on a worker
+/// by `row`, to `each` in input order: what a program that embeds the
+/// library reads in place of `inspect`'s JSONL text.
+pub fn each_row<R: Send>(
+    sources: &[Source],
+    pipeline: &Pipeline,
+    read: &ReadOptions,
+    row: impl Fn(&report::InspectRow<'_>) -> R + Sync,
+    mut each: impl FnMut(R),
+) -> Inspection {
+    let rows = |traces: Vec<Trace>| {
+        let (mut calls, mut spans) = (0, 0);
+        let mut rows = Vec::with_capacity(traces.len());
+        for t in &traces {
+            spans += t.spans.len();
+            let found = pipeline.inspect(t);
+            calls += found.analysis.calls.len();
+            rows.push(row(&report::InspectRow::of(
+                t,
+                &found.analysis,
+                found.session.as_ref(),
+                found.joins.as_deref(),
+            )));
+        }
+        (rows, calls, spans)
+    };
+    let mut found = Inspection::default();
+    let projection = pipeline.projection();
+    let (rejected, _stats) = stream_traces(
+        sources,
+        read,
+        &projection,
+        |_| {},
+        rows,
+        |(rows, c, s)| {
+            found.calls += c;
+            found.spans += s;
+            rows.into_iter().for_each(&mut each);
+        },
+    );
+    found.rejected = rejected;
+    found
+}
+
 /// One trace's calls as a tree or a row; returns how many calls.
 fn write_inspected(
     out: &mut Vec<u8>,
