@@ -103,6 +103,21 @@ pub enum Decode {
     ArgsKwargs,
 }
 
+/// The wrappers of exact known shapes taken off every rule's arguments:
+/// none, as no argument wrapper is unambiguous for every tool (LangWatch's
+/// typed value is its rule's own: a tool may take `type` and `value`).
+pub(crate) const KNOWN_ARGS: &[Unwrap] = &[];
+
+/// The wrappers of exact known shapes taken off every rule's results: what
+/// a framework or protocol puts around a tool's return value, in shapes a
+/// tool would not return of its own (docs/conventions.md, "Result
+/// wrappers").
+pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
+    Unwrap::ToolMessage,
+    Unwrap::LangchainMessage,
+    Unwrap::McpContent,
+];
+
 /// Wrappers taken off a decoded value when it has their shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -391,7 +406,7 @@ pub(crate) struct Source {
     /// Python literal when it is one (`extract::literal`).
     pub literal: bool,
     /// The wrappers of exact known shapes taken off after the source's own
-    /// (`wrappers::KNOWN_ARGS`, `KNOWN_RESULT`): every rule's arguments and
+    /// ([`KNOWN_ARGS`], [`KNOWN_RESULT`]): every rule's arguments and
     /// results, none for names and messages.
     pub known: &'static [Unwrap],
 }
@@ -749,10 +764,10 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
         unless: conds(&spec.unless, slots)?,
         error_when: conds(&spec.error_when, slots)?,
         name_from: sources(&spec.name_from)?,
-        args: known(literal(sources(&spec.args)?), super::wrappers::KNOWN_ARGS),
+        args: known(literal(sources(&spec.args)?), KNOWN_ARGS),
         result: known(
             literal(sources(&spec.result)?),
-            super::wrappers::KNOWN_RESULT,
+            KNOWN_RESULT,
         ),
         error_message: sources(&spec.error_message)?,
         family: spec.family.clone(),

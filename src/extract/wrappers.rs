@@ -153,21 +153,6 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
     take_known(src.known, v, note)
 }
 
-/// The wrappers of exact known shapes taken off every rule's arguments:
-/// none, as no argument wrapper is unambiguous for every tool (LangWatch's
-/// typed value is its rule's own: a tool may take `type` and `value`).
-pub(crate) const KNOWN_ARGS: &[Unwrap] = &[];
-
-/// The wrappers of exact known shapes taken off every rule's results: what
-/// a framework or protocol puts around a tool's return value, in shapes a
-/// tool would not return of its own (docs/conventions.md, "Result
-/// wrappers").
-pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
-    Unwrap::ToolMessage,
-    Unwrap::LangchainMessage,
-    Unwrap::McpContent,
-];
-
 /// How many wrappers [`take_known`] takes off one value at most (a
 /// `{"output": ToolMessage}` holding MCP content blocks is three).
 const KNOWN_DEPTH: usize = 4;
