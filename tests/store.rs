@@ -405,6 +405,92 @@ fn a_store_from_a_newer_toolscore_is_refused_and_unwritable_stores_keep_the_repo
 }
 
 #[test]
+fn a_store_of_schema_1_opens_and_shows_its_runs_as_saved() {
+    let tmp = TempDir::new("store-v1");
+    let dir = tmp.path();
+    let (traces, fixture) = sample();
+    // A run as the first schema kept it: its JSONL a row per line.
+    let o = in_dir(
+        dir,
+        &[
+            "replay",
+            &traces,
+            "-e",
+            &fixture,
+            "-f",
+            "jsonl",
+            "--no-store",
+        ],
+    );
+    let jsonl = String::from_utf8(o.stdout).unwrap();
+    {
+        let db = rusqlite::Connection::open(dir.join("old.db")).unwrap();
+        db.execute_batch(toolscore::store::schema::META_TABLE)
+            .unwrap();
+        db.execute_batch(toolscore::store::schema::MIGRATIONS[0].sqlite)
+            .unwrap();
+        db.execute_batch(
+            "INSERT INTO toolscore_meta VALUES ('schema_version', '1');
+             INSERT INTO runs (id, started_ms, ended_ms, finished, version, command, fixture,
+               settings, inputs, traces, spans, rejected, cases, passed, failed, mean_score,
+               exit_code)
+             VALUES ('20261101-000000-00000a', 1, 2, 1, '0.1.0', '[]', 'cases.jsonl', '{}', 1,
+               1, 2, 0, 1, 1, 0, 1.0, 0);
+             INSERT INTO labels VALUES (1, 'ci', 'old');
+             INSERT INTO results VALUES (1, 0, 'case-a', 'trace', 1, 1.0);",
+        )
+        .unwrap();
+        for (n, line) in jsonl.lines().enumerate() {
+            db.execute(
+                "INSERT INTO rows (run_seq, n, line) VALUES (1, ?1, ?2)",
+                rusqlite::params![n as i64, line],
+            )
+            .unwrap();
+        }
+    }
+    // Opening it brings it to the current schema; the old run reads back
+    // as saved, next to a run saved now.
+    let o = in_dir(
+        dir,
+        &["replay", &traces, "-e", &fixture, "--store", "old.db", "-q"],
+    );
+    let new = saved_id(&o, "old.db");
+    let o = in_dir(dir, &["runs", "--store", "old.db", "-f", "jsonl"]);
+    let runs = json_rows(&o.stdout);
+    let ids: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
+    assert_eq!(ids, [new.as_str(), "20261101-000000-00000a"]);
+    assert_eq!(runs[1]["labels"]["ci"], "old");
+    for run in ["20261101-000000-00000a", new.as_str()] {
+        let o = in_dir(
+            dir,
+            &["runs", "show", run, "--store", "old.db", "-f", "jsonl"],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            o.stdout == jsonl.as_bytes(),
+            "run {run} does not read back as saved"
+        );
+    }
+    let db = rusqlite::Connection::open(dir.join("old.db")).unwrap();
+    let version: String = db
+        .query_row(
+            "SELECT value FROM toolscore_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, toolscore::store::schema::LATEST.to_string());
+    let old_result: (String, bool) = db
+        .query_row(
+            "SELECT case_id, pass FROM results WHERE run_seq = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(old_result, ("case-a".to_string(), true));
+}
+
+#[test]
 fn a_run_killed_while_it_is_saved_is_not_listed() {
     let tmp = TempDir::new("store-kill");
     let dir = tmp.path();
@@ -462,16 +548,22 @@ fn a_run_killed_while_it_is_saved_is_not_listed() {
     let ids: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
     assert_eq!(ids, [first.as_str()], "a half-saved run is listed");
     let db = rusqlite::Connection::open(dir.join(".toolscore/runs.db")).unwrap();
-    let rows: i64 = db
-        .query_row("SELECT count(*) FROM rows", [], |r| r.get(0))
+    // The first run: one report part (an evaluation and the summary), one
+    // result.
+    let kept: (i64, i64) = db
+        .query_row(
+            "SELECT (SELECT count(*) FROM report_parts), (SELECT count(*) FROM results)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     let check: String = db
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(
-        (rows, check.as_str()),
-        (2, "ok"),
-        "only the first run's rows remain"
+        (kept, check.as_str()),
+        ((1, 1), "ok"),
+        "only the first run's report and results remain"
     );
 }
 
@@ -680,3 +772,4 @@ fn postgres_keeps_every_run_of_concurrent_writers_whole() {
         .get(0);
     assert_eq!(runs, 2);
 }
+
