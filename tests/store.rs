@@ -773,3 +773,123 @@ fn postgres_keeps_every_run_of_concurrent_writers_whole() {
     assert_eq!(runs, 2);
 }
 
+/// The sample run with a case no trace matches and an input that is not
+/// JSON, so every kind of JUnit test case is there: the input's and the
+/// fixture's names in `dir`.
+fn sample_with_misses(dir: &Path) -> (&'static str, &'static str) {
+    let (_, fixture) = sample();
+    let mut cases = std::fs::read_to_string(&fixture).unwrap();
+    cases += "{\"id\":\"ghost\",\"trace_id\":\"0000000000000000000000000000abcd\",\"expected_tools\":[\"x\"]}\n";
+    std::fs::write(dir.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(dir.join("broken.json"), "{\"resourceSpans\": [\n").unwrap();
+    ("broken.json", "cases.jsonl")
+}
+
+#[test]
+fn runs_show_writes_the_junit_the_run_wrote_and_its_html_page() {
+    let tmp = TempDir::new("store-show-junit");
+    let dir = tmp.path();
+    let (traces, _) = sample();
+    let (broken, fixture) = sample_with_misses(dir);
+    let o = in_dir(
+        dir,
+        &[
+            "replay", &traces, broken, "-e", fixture, "-f", "junit", "-o", "run.xml",
+        ],
+    );
+    // A rejected input: the run could not evaluate everything.
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    saved_id(&o, ".toolscore/runs.db");
+    let written = std::fs::read(dir.join("run.xml")).unwrap();
+    let o = in_dir(dir, &["runs", "show", "last", "-f", "junit"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shown = String::from_utf8(o.stdout).unwrap();
+    let doc = roxmltree::Document::parse(&shown).expect("runs show -f junit is XML");
+    let cases: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let named = |name: &str| cases.iter().any(|c| c.attribute("name") == Some(name));
+    assert!(named("ghost") && named("broken.json"), "{shown}");
+    assert!(
+        cases
+            .iter()
+            .any(|c| c.children().any(|k| k.has_tag_name("failure"))),
+        "{shown}"
+    );
+    assert!(
+        shown.as_bytes() == written,
+        "runs show -f junit differs from what the run wrote:\n{shown}"
+    );
+
+    // The HTML page from the same rows, in a real browser.
+    let o = in_dir(
+        dir,
+        &["runs", "show", "last", "-f", "html", "-o", "run.html"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let Some(chromium) = crate::util::require(
+        "chromium on PATH",
+        "the page is checked in a real browser (`apt-get install chromium`; .ci/run installs it)",
+        crate::html::find_chromium(),
+    ) else {
+        return;
+    };
+    let jsonl = in_dir(dir, &["runs", "show", "last", "-f", "jsonl"]);
+    let rows = json_rows(&jsonl.stdout);
+    let cases_of = |pass: Option<bool>| -> Vec<(String, Option<String>)> {
+        let mut v: Vec<(String, Option<String>)> = rows
+            .iter()
+            .filter(|r| r["type"] == "evaluation" || r["type"] == "unmatched_case")
+            .filter(|r| pass.is_none_or(|p| r["pass"] == p))
+            .map(|r| {
+                (
+                    r["case"].as_str().unwrap().to_string(),
+                    r["trace_id"].as_str().map(String::from),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (_browser, mut cdp) = crate::html::open_browser(&chromium);
+    let url = format!(
+        "file://{}",
+        dir.join("run.html").canonicalize().unwrap().display()
+    );
+    cdp.send("Page.navigate", serde_json::json!({ "url": url }));
+    cdp.wait_for(
+        "document.readyState === 'complete' && document.getElementById('f-count').textContent !== ''",
+    );
+    let listed = |cdp: &mut crate::html::Cdp| -> Vec<(String, Option<String>)> {
+        let v = cdp.eval(
+            "[...document.querySelectorAll('#cases details.case')]
+               .filter(d => !d.hidden && d.getClientRects().length > 0)
+               .map(d => [d.dataset.case, d.dataset.trace || null])",
+        );
+        let mut v: Vec<(String, Option<String>)> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r[0].as_str().unwrap().to_string(),
+                    r[1].as_str().map(String::from),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(listed(&mut cdp), cases_of(None));
+    cdp.eval("document.getElementById('f-failed').click()");
+    assert_eq!(listed(&mut cdp), cases_of(Some(false)));
+    let summary = cdp.eval("document.querySelector('p.summary').textContent");
+    assert!(
+        summary
+            .as_str()
+            .is_some_and(|s| s.contains("1 input problem(s) rejected")),
+        "{summary}"
+    );
+    crate::html::assert_no_console_errors(&mut cdp);
+}

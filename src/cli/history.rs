@@ -154,6 +154,10 @@ pub(crate) enum ShowFormat {
     Jsonl,
     /// A GitHub-flavoured summary (at most 65,536 characters).
     Markdown,
+    /// JUnit XML, as the run wrote it.
+    Junit,
+    /// The HTML page, from the saved rows (no span timelines: a run does not keep its spans).
+    Html,
 }
 
 #[derive(Args)]
@@ -473,9 +477,28 @@ fn cmd_show(args: ShowArgs) -> anyhow::Result<u8> {
             None,
             &mut out,
         )?,
+        ShowFormat::Junit => report::write_junit(&stored_report(&run, &jsonl)?, &mut out)?,
+        ShowFormat::Html => report::write_html(&stored_report(&run, &jsonl)?, None, &mut out)?,
     }
     out.flush().context("cannot write the report")?;
     Ok(exit::PASS)
+}
+
+/// A saved run's report rebuilt from its rows, its metrics in the run's order.
+fn stored_report(run: &RunMeta, jsonl: &[u8]) -> anyhow::Result<Report> {
+    let metrics: Vec<String> = run
+        .settings
+        .get("metrics")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.as_str().map(String::from))
+        .collect();
+    Ok(report::report_of_rows(
+        jsonl,
+        &metrics,
+        &format!("run {}", run.id),
+    )?)
 }
 
 /// A saved run as a table, read from its JSONL rows.

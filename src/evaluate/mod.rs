@@ -34,7 +34,7 @@ pub use metrics::{
 };
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
-    Evaluation, MetricResult, SessionMember, SessionRef, TraceResult, UnmatchedCase,
+    Evaluation, MetricResult, SavedCase, SessionMember, SessionRef, TraceResult, UnmatchedCase,
     UnmatchedTrace, Verdict,
 };
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod html;
 mod inspect;
 mod junit;
 pub mod markdown;
+mod stored;
 mod table;
 mod tools;
 
@@ -32,11 +33,12 @@ pub use explain::{conversation_row, explain_row, write_conversation, write_expla
 pub use html::{write_html, SpanMark, Timeline, Timelines, TIMELINE_SPANS};
 pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins};
 pub use junit::write_junit;
+pub use stored::{report_of_rows, StoredRowError};
 pub use table::{write_metrics, write_table};
 pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
 
 /// Counters for the summary.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Stats {
     pub inputs: usize,
     pub requests: usize,
