@@ -893,3 +893,115 @@ fn runs_show_writes_the_junit_the_run_wrote_and_its_html_page() {
     );
     crate::html::assert_no_console_errors(&mut cdp);
 }
+
+#[test]
+fn trend_html_draws_the_pass_rate_and_a_grid_flaky_cases_first() {
+    let tmp = TempDir::new("store-trend-html");
+    let dir = tmp.path();
+    // A: ✓✗✓ flaky; B: ✓✓✗ regressed; S: ✓✓✓; C only in the last run.
+    let runs = [
+        vec![('A', '+'), ('B', '+'), ('S', '+')],
+        vec![('A', '-'), ('B', '+'), ('S', '+')],
+        vec![('A', '+'), ('B', '-'), ('S', '+'), ('C', '-')],
+    ];
+    let mut ids = Vec::new();
+    for marks in &runs {
+        write_run(dir, marks);
+        let o = in_dir(dir, &["replay", "traces.jsonl", "-e", "cases.jsonl", "-q"]);
+        ids.push(saved_id(&o, ".toolscore/runs.db"));
+    }
+    let o = in_dir(dir, &["trend", "-f", "html", "-o", "trend.html"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.join("trend.html")).unwrap();
+    for external in ["http:", "https:", "<script", "src="] {
+        assert!(!page.contains(external), "the page loads {external}");
+    }
+    let Some(chromium) = crate::util::require(
+        "chromium on PATH",
+        "the page is checked in a real browser (`apt-get install chromium`; .ci/run installs it)",
+        crate::html::find_chromium(),
+    ) else {
+        return;
+    };
+    let (_browser, mut cdp) = crate::html::open_browser(&chromium);
+    let url = format!(
+        "file://{}",
+        dir.join("trend.html").canonicalize().unwrap().display()
+    );
+    cdp.send("Page.navigate", serde_json::json!({ "url": url }));
+    cdp.wait_for("document.readyState === 'complete'");
+    // One row per case, flaky first; one cell per run, oldest first.
+    let grid = cdp.eval(
+        "[...document.querySelectorAll('#grid tbody tr')].map(tr => [tr.dataset.case,
+           tr.querySelector('td.status').textContent,
+           [...tr.querySelectorAll('td[data-run]')].map(td => td.className + ' ' + td.dataset.run + ' ' + td.textContent)])",
+    );
+    let cell = |class: &str, run: usize, mark: &str| format!("{class} {} {mark}", ids[run]);
+    let expect = serde_json::json!([
+        [
+            "A",
+            "flaky",
+            [
+                cell("pass", 0, "✓"),
+                cell("fail", 1, "✗"),
+                cell("pass", 2, "✓")
+            ]
+        ],
+        [
+            "B",
+            "regressed",
+            [
+                cell("pass", 0, "✓"),
+                cell("pass", 1, "✓"),
+                cell("fail", 2, "✗")
+            ]
+        ],
+        [
+            "C",
+            "new",
+            [
+                cell("absent", 0, "·"),
+                cell("absent", 1, "·"),
+                cell("fail", 2, "✗")
+            ]
+        ],
+        [
+            "S",
+            "stable-pass",
+            [
+                cell("pass", 0, "✓"),
+                cell("pass", 1, "✓"),
+                cell("pass", 2, "✓")
+            ]
+        ],
+    ]);
+    assert_eq!(grid, expect);
+    // The pass rate over runs: a point per run, drawn where its rate is.
+    let dots = cdp.eval(
+        "[...document.querySelectorAll('#pass-rate circle.dot')].map(c => [c.dataset.run,
+           Number(c.dataset.rate), c.getBoundingClientRect().y])",
+    );
+    let dots = dots.as_array().unwrap();
+    let rates: Vec<(String, f64)> = dots
+        .iter()
+        .map(|d| (d[0].as_str().unwrap().to_string(), d[1].as_f64().unwrap()))
+        .collect();
+    assert_eq!(
+        rates,
+        [
+            (ids[0].clone(), 1.0),
+            (ids[1].clone(), 2.0 / 3.0),
+            (ids[2].clone(), 2.0 / 4.0),
+        ]
+    );
+    let y: Vec<f64> = dots.iter().map(|d| d[2].as_f64().unwrap()).collect();
+    assert!(
+        y[0] < y[1] && y[1] < y[2],
+        "a lower rate is drawn lower: {y:?}"
+    );
+    assert_eq!(
+        cdp.eval("document.querySelectorAll('#pass-rate polyline.line').length"),
+        serde_json::json!(1)
+    );
+    crate::html::assert_no_console_errors(&mut cdp);
+}

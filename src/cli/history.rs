@@ -184,6 +184,8 @@ pub(crate) enum TrendFormat {
     Jsonl,
     /// A GitHub-flavoured summary of the cases that are not stable passes.
     Markdown,
+    /// A self-contained page: the pass rate over the runs and a runs x cases grid, flaky cases first.
+    Html,
 }
 
 /// What a replay knows about itself before it is saved.
@@ -611,6 +613,32 @@ pub(crate) fn cmd_trend(args: TrendArgs) -> anyhow::Result<u8> {
                 fixture.as_deref().unwrap_or("(no fixture)")
             );
             report::markdown::write_trend(&title, &lines, &mut out)?;
+        }
+        TrendFormat::Html => {
+            let title = format!(
+                "{} run(s) of fixture {}, oldest first",
+                runs.len(),
+                fixture.as_deref().unwrap_or("(none)")
+            );
+            let page_runs: Vec<report::TrendRun> = runs
+                .iter()
+                .map(|r| report::TrendRun {
+                    id: &r.id,
+                    started: &r.started,
+                    commit: r.commit.as_deref(),
+                    cases: r.cases,
+                    passed: r.passed,
+                })
+                .collect();
+            let rows: Vec<report::TrendRow> = trends
+                .iter()
+                .map(|t| report::TrendRow {
+                    case: &t.case,
+                    status: t.status.as_str(),
+                    points: t.points.iter().map(|p| p.map(|p| p.pass)).collect(),
+                })
+                .collect();
+            report::write_trend_html(&title, &page_runs, &rows, &mut out)?;
         }
         TrendFormat::Jsonl => {
             let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();

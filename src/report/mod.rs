@@ -11,6 +11,7 @@ pub mod markdown;
 mod stored;
 mod table;
 mod tools;
+mod trend_html;
 
 use std::io::{self, Write};
 
@@ -36,6 +37,7 @@ pub use junit::write_junit;
 pub use stored::{report_of_rows, StoredRowError};
 pub use table::{write_metrics, write_table};
 pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
+pub use trend_html::{write_trend_html, TrendRow, TrendRun};
 
 /// Counters for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
