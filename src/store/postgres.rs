@@ -204,8 +204,7 @@ impl Postgres {
             )
             .map_err(self.err())?;
         for r in &rows {
-            let (seq, k, v) = (|| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))()
-                .map_err(|e: postgres::Error| self.err()(e))?;
+            let (seq, k, v): (i64, String, String) = three(r).map_err(self.err())?;
             out.entry(seq).or_default().push((k, v));
         }
         Ok(out)
@@ -291,9 +290,7 @@ impl Postgres {
             .map_err(self.err())?;
         let mut out = Vec::new();
         for r in &parts {
-            let (n, codec, body): (i64, &str, &[u8]) =
-                (|| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))()
-                    .map_err(|e: postgres::Error| self.err()(e))?;
+            let (n, codec, body): (i64, &str, &[u8]) = three(r).map_err(self.err())?;
             parts::inflate_into(&self.name, id, n, codec, body, &mut out)?;
         }
         if !parts.is_empty() {
@@ -385,6 +382,16 @@ impl Postgres {
         tx.commit().map_err(err)?;
         Ok(n as usize)
     }
+}
+
+/// A row's first three columns.
+fn three<'a, A, B, C>(r: &'a Row) -> Result<(A, B, C), postgres::Error>
+where
+    A: postgres::types::FromSql<'a>,
+    B: postgres::types::FromSql<'a>,
+    C: postgres::types::FromSql<'a>,
+{
+    Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?))
 }
 
 fn meta_of(r: &Row) -> Result<RunMeta, postgres::Error> {
