@@ -155,6 +155,39 @@ summarize() {
     } | tee -a "$file"
 }
 
+# Paired runs of labels A and B (run alternately, A first), from the run
+# file: each pair's wall and CPU (user + sys) seconds, the ratio B/A of
+# each, and the median ratios, appended to the run file.
+pairs() {
+    local file="$1" a="$2" b="$3"
+    awk -v a="$a" -v b="$b" '
+        function median(v, n,   i, j, t) {
+            for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+                t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+            }
+            return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        }
+        /^## / { label = substr($2, 1, length($2) - 1) }
+        /User time/ { user = $NF }
+        /System time/ { sys = $NF }
+        /Elapsed \(wall clock\)/ {
+            k = split($NF, p, ":"); w = 0
+            for (i = 1; i <= k; i++) w = w * 60 + p[i]
+            if (label == a) { aw[++na] = w; ac[na] = user + sys }
+            if (label == b) { bw[++nb] = w; bc[nb] = user + sys }
+        }
+        END {
+            printf "# pairs: %s then %s; wall s, CPU s (user + sys), ratios %s/%s\n", a, b, b, a
+            n = (na < nb) ? na : nb
+            for (i = 1; i <= n; i++) {
+                rw[i] = bw[i] / aw[i]; rc[i] = bc[i] / ac[i]
+                printf "pair %2d  wall %6.2f %6.2f  ratio %.3f   cpu %6.2f %6.2f  ratio %.3f\n",
+                    i, aw[i], bw[i], rw[i], ac[i], bc[i], rc[i]
+            }
+            if (n > 0) printf "median ratio: wall %.3f, cpu %.3f (%d pairs)\n", median(rw, n), median(rc, n), n
+        }' "$file" | tee -a "$file"
+}
+
 copies() {
     local n="$1"
     local out="$TMP/c$n.jsonl"
@@ -262,6 +295,7 @@ cmd_store() {
         timed "$file" "$summary" "replay-sqlite-store" "$bin" replay "$traces" -e "$fixture" \
             -q -f jsonl -o /dev/null --store "$TMP/store-bench-run.db"
     done
+    pairs "$file" replay-no-store replay-sqlite-store
     db="$TMP/store-bench-1000x1000.db"
     [[ -s "$db" ]] || python3 scripts/make-store-bench.py store 1000 1000 "$db" src/store/schema.rs
     for ((i = 0; i < REPEAT; i++)); do

@@ -14,6 +14,7 @@ store:  a SQLite run store (schema of toolscore's migration 1) holding RUNS
 """
 import json
 import random
+import re
 import sqlite3
 import sys
 
@@ -68,12 +69,17 @@ def main() -> None:
     if sys.argv[1] == "traces":
         traces(int(sys.argv[2]), sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "store":
-        # The schema comes from the source, so the two cannot drift apart.
+        # The schema comes from the source (every migration, in order), so
+        # the two cannot drift apart.
         src = open(sys.argv[5], encoding="utf-8").read()
-        start = src.index('sqlite: "') + len('sqlite: "')
-        schema = src[start:src.index('",', start)]
+        schema, at = "", 0
+        while 'sqlite: "' in src[at:]:
+            start = src.index('sqlite: "', at) + len('sqlite: "')
+            at = src.index('",', start)
+            schema += src[start:at]
+        latest = re.search(r"pub const LATEST: i64 = (\d+);", src).group(1)
         schema = "CREATE TABLE toolscore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" \
-            "INSERT INTO toolscore_meta VALUES ('schema_version', '1');" + schema
+            "INSERT INTO toolscore_meta VALUES ('schema_version', '%s');" % latest + schema
         store(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], schema)
     else:
         sys.exit(__doc__)

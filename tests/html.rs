@@ -227,10 +227,13 @@ pub(crate) fn open_browser(chromium: &Path) -> (Browser, Cdp) {
         .next()
         .expect("ws://host:port/...");
     let stream = TcpStream::connect(host).expect("connect to DevTools");
-    stream
+    // The handshake waits as long as any answer (a loaded machine is slow to
+    // answer); reads after it poll, so a short timeout.
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let (ws, _) = tungstenite::client(url.as_str(), stream).expect("WebSocket handshake");
+    ws.get_ref()
         .set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
-    let (ws, _) = tungstenite::client(url.as_str(), stream).expect("WebSocket handshake");
     let mut cdp = Cdp {
         ws,
         session: None,

@@ -405,6 +405,92 @@ fn a_store_from_a_newer_toolscore_is_refused_and_unwritable_stores_keep_the_repo
 }
 
 #[test]
+fn a_store_of_schema_1_opens_and_shows_its_runs_as_saved() {
+    let tmp = TempDir::new("store-v1");
+    let dir = tmp.path();
+    let (traces, fixture) = sample();
+    // A run as the first schema kept it: its JSONL a row per line.
+    let o = in_dir(
+        dir,
+        &[
+            "replay",
+            &traces,
+            "-e",
+            &fixture,
+            "-f",
+            "jsonl",
+            "--no-store",
+        ],
+    );
+    let jsonl = String::from_utf8(o.stdout).unwrap();
+    {
+        let db = rusqlite::Connection::open(dir.join("old.db")).unwrap();
+        db.execute_batch(toolscore::store::schema::META_TABLE)
+            .unwrap();
+        db.execute_batch(toolscore::store::schema::MIGRATIONS[0].sqlite)
+            .unwrap();
+        db.execute_batch(
+            "INSERT INTO toolscore_meta VALUES ('schema_version', '1');
+             INSERT INTO runs (id, started_ms, ended_ms, finished, version, command, fixture,
+               settings, inputs, traces, spans, rejected, cases, passed, failed, mean_score,
+               exit_code)
+             VALUES ('20261101-000000-00000a', 1, 2, 1, '0.1.0', '[]', 'cases.jsonl', '{}', 1,
+               1, 2, 0, 1, 1, 0, 1.0, 0);
+             INSERT INTO labels VALUES (1, 'ci', 'old');
+             INSERT INTO results VALUES (1, 0, 'case-a', 'trace', 1, 1.0);",
+        )
+        .unwrap();
+        for (n, line) in jsonl.lines().enumerate() {
+            db.execute(
+                "INSERT INTO rows (run_seq, n, line) VALUES (1, ?1, ?2)",
+                rusqlite::params![n as i64, line],
+            )
+            .unwrap();
+        }
+    }
+    // Opening it brings it to the current schema; the old run reads back
+    // as saved, next to a run saved now.
+    let o = in_dir(
+        dir,
+        &["replay", &traces, "-e", &fixture, "--store", "old.db", "-q"],
+    );
+    let new = saved_id(&o, "old.db");
+    let o = in_dir(dir, &["runs", "--store", "old.db", "-f", "jsonl"]);
+    let runs = json_rows(&o.stdout);
+    let ids: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
+    assert_eq!(ids, [new.as_str(), "20261101-000000-00000a"]);
+    assert_eq!(runs[1]["labels"]["ci"], "old");
+    for run in ["20261101-000000-00000a", new.as_str()] {
+        let o = in_dir(
+            dir,
+            &["runs", "show", run, "--store", "old.db", "-f", "jsonl"],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            o.stdout == jsonl.as_bytes(),
+            "run {run} does not read back as saved"
+        );
+    }
+    let db = rusqlite::Connection::open(dir.join("old.db")).unwrap();
+    let version: String = db
+        .query_row(
+            "SELECT value FROM toolscore_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, toolscore::store::schema::LATEST.to_string());
+    let old_result: (String, bool) = db
+        .query_row(
+            "SELECT case_id, pass FROM results WHERE run_seq = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(old_result, ("case-a".to_string(), true));
+}
+
+#[test]
 fn a_run_killed_while_it_is_saved_is_not_listed() {
     let tmp = TempDir::new("store-kill");
     let dir = tmp.path();
@@ -462,16 +548,22 @@ fn a_run_killed_while_it_is_saved_is_not_listed() {
     let ids: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
     assert_eq!(ids, [first.as_str()], "a half-saved run is listed");
     let db = rusqlite::Connection::open(dir.join(".toolscore/runs.db")).unwrap();
-    let rows: i64 = db
-        .query_row("SELECT count(*) FROM rows", [], |r| r.get(0))
+    // The first run: one report part (an evaluation and the summary), one
+    // result.
+    let kept: (i64, i64) = db
+        .query_row(
+            "SELECT (SELECT count(*) FROM report_parts), (SELECT count(*) FROM results)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     let check: String = db
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(
-        (rows, check.as_str()),
-        (2, "ok"),
-        "only the first run's rows remain"
+        (kept, check.as_str()),
+        ((1, 1), "ok"),
+        "only the first run's report and results remain"
     );
 }
 
@@ -679,4 +771,237 @@ fn postgres_keeps_every_run_of_concurrent_writers_whole() {
         .unwrap()
         .get(0);
     assert_eq!(runs, 2);
+}
+
+/// The sample run with a case no trace matches and an input that is not
+/// JSON, so every kind of JUnit test case is there: the input's and the
+/// fixture's names in `dir`.
+fn sample_with_misses(dir: &Path) -> (&'static str, &'static str) {
+    let (_, fixture) = sample();
+    let mut cases = std::fs::read_to_string(&fixture).unwrap();
+    cases += "{\"id\":\"ghost\",\"trace_id\":\"0000000000000000000000000000abcd\",\"expected_tools\":[\"x\"]}\n";
+    std::fs::write(dir.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(dir.join("broken.json"), "{\"resourceSpans\": [\n").unwrap();
+    ("broken.json", "cases.jsonl")
+}
+
+#[test]
+fn runs_show_writes_the_junit_the_run_wrote_and_its_html_page() {
+    let tmp = TempDir::new("store-show-junit");
+    let dir = tmp.path();
+    let (traces, _) = sample();
+    let (broken, fixture) = sample_with_misses(dir);
+    let o = in_dir(
+        dir,
+        &[
+            "replay", &traces, broken, "-e", fixture, "-f", "junit", "-o", "run.xml",
+        ],
+    );
+    // A rejected input: the run could not evaluate everything.
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    saved_id(&o, ".toolscore/runs.db");
+    let written = std::fs::read(dir.join("run.xml")).unwrap();
+    let o = in_dir(dir, &["runs", "show", "last", "-f", "junit"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shown = String::from_utf8(o.stdout).unwrap();
+    let doc = roxmltree::Document::parse(&shown).expect("runs show -f junit is XML");
+    let cases: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let named = |name: &str| cases.iter().any(|c| c.attribute("name") == Some(name));
+    assert!(named("ghost") && named("broken.json"), "{shown}");
+    assert!(
+        cases
+            .iter()
+            .any(|c| c.children().any(|k| k.has_tag_name("failure"))),
+        "{shown}"
+    );
+    assert!(
+        shown.as_bytes() == written,
+        "runs show -f junit differs from what the run wrote:\n{shown}"
+    );
+
+    // The HTML page from the same rows, in a real browser.
+    let o = in_dir(
+        dir,
+        &["runs", "show", "last", "-f", "html", "-o", "run.html"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let Some(chromium) = crate::util::require(
+        "chromium on PATH",
+        "the page is checked in a real browser (`apt-get install chromium`; .ci/run installs it)",
+        crate::html::find_chromium(),
+    ) else {
+        return;
+    };
+    let jsonl = in_dir(dir, &["runs", "show", "last", "-f", "jsonl"]);
+    let rows = json_rows(&jsonl.stdout);
+    let cases_of = |pass: Option<bool>| -> Vec<(String, Option<String>)> {
+        let mut v: Vec<(String, Option<String>)> = rows
+            .iter()
+            .filter(|r| r["type"] == "evaluation" || r["type"] == "unmatched_case")
+            .filter(|r| pass.is_none_or(|p| r["pass"] == p))
+            .map(|r| {
+                (
+                    r["case"].as_str().unwrap().to_string(),
+                    r["trace_id"].as_str().map(String::from),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (_browser, mut cdp) = crate::html::open_browser(&chromium);
+    let url = format!(
+        "file://{}",
+        dir.join("run.html").canonicalize().unwrap().display()
+    );
+    cdp.send("Page.navigate", serde_json::json!({ "url": url }));
+    cdp.wait_for(
+        "document.readyState === 'complete' && document.getElementById('f-count').textContent !== ''",
+    );
+    let listed = |cdp: &mut crate::html::Cdp| -> Vec<(String, Option<String>)> {
+        let v = cdp.eval(
+            "[...document.querySelectorAll('#cases details.case')]
+               .filter(d => !d.hidden && d.getClientRects().length > 0)
+               .map(d => [d.dataset.case, d.dataset.trace || null])",
+        );
+        let mut v: Vec<(String, Option<String>)> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r[0].as_str().unwrap().to_string(),
+                    r[1].as_str().map(String::from),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(listed(&mut cdp), cases_of(None));
+    cdp.eval("document.getElementById('f-failed').click()");
+    assert_eq!(listed(&mut cdp), cases_of(Some(false)));
+    let summary = cdp.eval("document.querySelector('p.summary').textContent");
+    assert!(
+        summary
+            .as_str()
+            .is_some_and(|s| s.contains("1 input problem(s) rejected")),
+        "{summary}"
+    );
+    crate::html::assert_no_console_errors(&mut cdp);
+}
+
+#[test]
+fn trend_html_draws_the_pass_rate_and_a_grid_flaky_cases_first() {
+    let tmp = TempDir::new("store-trend-html");
+    let dir = tmp.path();
+    // A: ✓✗✓ flaky; B: ✓✓✗ regressed; S: ✓✓✓; C only in the last run.
+    let runs = [
+        vec![('A', '+'), ('B', '+'), ('S', '+')],
+        vec![('A', '-'), ('B', '+'), ('S', '+')],
+        vec![('A', '+'), ('B', '-'), ('S', '+'), ('C', '-')],
+    ];
+    let mut ids = Vec::new();
+    for marks in &runs {
+        write_run(dir, marks);
+        let o = in_dir(dir, &["replay", "traces.jsonl", "-e", "cases.jsonl", "-q"]);
+        ids.push(saved_id(&o, ".toolscore/runs.db"));
+    }
+    let o = in_dir(dir, &["trend", "-f", "html", "-o", "trend.html"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.join("trend.html")).unwrap();
+    for external in ["http:", "https:", "<script", "src="] {
+        assert!(!page.contains(external), "the page loads {external}");
+    }
+    let Some(chromium) = crate::util::require(
+        "chromium on PATH",
+        "the page is checked in a real browser (`apt-get install chromium`; .ci/run installs it)",
+        crate::html::find_chromium(),
+    ) else {
+        return;
+    };
+    let (_browser, mut cdp) = crate::html::open_browser(&chromium);
+    let url = format!(
+        "file://{}",
+        dir.join("trend.html").canonicalize().unwrap().display()
+    );
+    cdp.send("Page.navigate", serde_json::json!({ "url": url }));
+    cdp.wait_for("document.readyState === 'complete'");
+    // One row per case, flaky first; one cell per run, oldest first.
+    let grid = cdp.eval(
+        "[...document.querySelectorAll('#grid tbody tr')].map(tr => [tr.dataset.case,
+           tr.querySelector('td.status').textContent,
+           [...tr.querySelectorAll('td[data-run]')].map(td => td.className + ' ' + td.dataset.run + ' ' + td.textContent)])",
+    );
+    let cell = |class: &str, run: usize, mark: &str| format!("{class} {} {mark}", ids[run]);
+    let expect = serde_json::json!([
+        [
+            "A",
+            "flaky",
+            [
+                cell("pass", 0, "✓"),
+                cell("fail", 1, "✗"),
+                cell("pass", 2, "✓")
+            ]
+        ],
+        [
+            "B",
+            "regressed",
+            [
+                cell("pass", 0, "✓"),
+                cell("pass", 1, "✓"),
+                cell("fail", 2, "✗")
+            ]
+        ],
+        [
+            "C",
+            "new",
+            [
+                cell("absent", 0, "·"),
+                cell("absent", 1, "·"),
+                cell("fail", 2, "✗")
+            ]
+        ],
+        [
+            "S",
+            "stable-pass",
+            [
+                cell("pass", 0, "✓"),
+                cell("pass", 1, "✓"),
+                cell("pass", 2, "✓")
+            ]
+        ],
+    ]);
+    assert_eq!(grid, expect);
+    // The pass rate over runs: a point per run, drawn where its rate is.
+    let dots = cdp.eval(
+        "[...document.querySelectorAll('#pass-rate circle.dot')].map(c => [c.dataset.run,
+           Number(c.dataset.rate), c.getBoundingClientRect().y])",
+    );
+    let dots = dots.as_array().unwrap();
+    let rates: Vec<(String, f64)> = dots
+        .iter()
+        .map(|d| (d[0].as_str().unwrap().to_string(), d[1].as_f64().unwrap()))
+        .collect();
+    assert_eq!(
+        rates,
+        [
+            (ids[0].clone(), 1.0),
+            (ids[1].clone(), 2.0 / 3.0),
+            (ids[2].clone(), 2.0 / 4.0),
+        ]
+    );
+    let y: Vec<f64> = dots.iter().map(|d| d[2].as_f64().unwrap()).collect();
+    assert!(
+        y[0] < y[1] && y[1] < y[2],
+        "a lower rate is drawn lower: {y:?}"
+    );
+    assert_eq!(
+        cdp.eval("document.querySelectorAll('#pass-rate polyline.line').length"),
+        serde_json::json!(1)
+    );
+    crate::html::assert_no_console_errors(&mut cdp);
 }

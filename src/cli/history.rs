@@ -154,6 +154,10 @@ pub(crate) enum ShowFormat {
     Jsonl,
     /// A GitHub-flavoured summary (at most 65,536 characters).
     Markdown,
+    /// JUnit XML, as the run wrote it.
+    Junit,
+    /// The HTML page, from the saved rows (no span timelines: a run does not keep its spans).
+    Html,
 }
 
 #[derive(Args)]
@@ -180,6 +184,8 @@ pub(crate) enum TrendFormat {
     Jsonl,
     /// A GitHub-flavoured summary of the cases that are not stable passes.
     Markdown,
+    /// A self-contained page: the pass rate over the runs and a runs x cases grid, flaky cases first.
+    Html,
 }
 
 /// What a run knows about itself before it is saved.
@@ -510,9 +516,28 @@ fn cmd_show(args: ShowArgs) -> anyhow::Result<u8> {
             None,
             &mut out,
         )?,
+        ShowFormat::Junit => report::write_junit(&stored_report(&run, &jsonl)?, &mut out)?,
+        ShowFormat::Html => report::write_html(&stored_report(&run, &jsonl)?, None, &mut out)?,
     }
     out.flush().context("cannot write the report")?;
     Ok(exit::PASS)
+}
+
+/// A saved run's report rebuilt from its rows, its metrics in the run's order.
+fn stored_report(run: &RunMeta, jsonl: &[u8]) -> anyhow::Result<Report> {
+    let metrics: Vec<String> = run
+        .settings
+        .get("metrics")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.as_str().map(String::from))
+        .collect();
+    Ok(report::report_of_rows(
+        jsonl,
+        &metrics,
+        &format!("run {}", run.id),
+    )?)
 }
 
 /// A saved run as a table, read from its JSONL rows.
@@ -626,6 +651,32 @@ pub(crate) fn cmd_trend(args: TrendArgs) -> anyhow::Result<u8> {
                 fixture.as_deref().unwrap_or("(no fixture)")
             );
             report::markdown::write_trend(&title, &lines, &mut out)?;
+        }
+        TrendFormat::Html => {
+            let title = format!(
+                "{} run(s) of fixture {}, oldest first",
+                runs.len(),
+                fixture.as_deref().unwrap_or("(none)")
+            );
+            let page_runs: Vec<report::TrendRun> = runs
+                .iter()
+                .map(|r| report::TrendRun {
+                    id: &r.id,
+                    started: &r.started,
+                    commit: r.commit.as_deref(),
+                    cases: r.cases,
+                    passed: r.passed,
+                })
+                .collect();
+            let rows: Vec<report::TrendRow> = trends
+                .iter()
+                .map(|t| report::TrendRow {
+                    case: &t.case,
+                    status: t.status.as_str(),
+                    points: t.points.iter().map(|p| p.map(|p| p.pass)).collect(),
+                })
+                .collect();
+            report::write_trend_html(&title, &page_runs, &rows, &mut out)?;
         }
         TrendFormat::Jsonl => {
             let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();

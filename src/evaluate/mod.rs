@@ -37,8 +37,8 @@ pub use metrics::{
 };
 pub use pipeline::{OutputNeeds, Pipeline};
 pub use result::{
-    Evaluation, MetricResult, SessionMember, SessionRef, TraceOutcome, TraceResult, UnmatchedCase,
-    UnmatchedTrace, Verdict, Warning,
+    Evaluation, MetricResult, SavedCase, SessionMember, SessionRef, TraceOutcome, TraceResult,
+    UnmatchedCase, UnmatchedTrace, Verdict, Warning,
 };
 #[cfg(test)]
 pub(crate) use sessions::test_call as sessions_test_call;

@@ -164,37 +164,64 @@ impl Evaluation {
 /// It points into the evaluator's case list, so a big fixture's unmatched
 /// cases cost a pointer each; reports make their text as they write it.
 #[derive(Clone)]
-pub struct UnmatchedCase {
-    cases: Arc<Vec<Case>>,
-    index: usize,
+pub struct UnmatchedCase(Unmatched);
+
+#[derive(Clone)]
+enum Unmatched {
+    /// Case `index` of the run's case list.
+    Listed { cases: Arc<Vec<Case>>, index: usize },
+    /// As a saved run's report row gave it (the fixture is not at hand).
+    Saved(Arc<SavedCase>),
+}
+
+/// An unmatched case read back from a saved report row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedCase {
+    pub id: String,
+    pub joined_by: &'static str,
+    pub looked_for: String,
+    pub expected: Arc<[Call]>,
 }
 
 impl UnmatchedCase {
     /// Case `index` of `cases`.
     pub fn new(cases: Arc<Vec<Case>>, index: usize) -> Option<UnmatchedCase> {
-        (index < cases.len()).then_some(UnmatchedCase { cases, index })
+        (index < cases.len()).then_some(UnmatchedCase(Unmatched::Listed { cases, index }))
     }
 
-    pub fn case(&self) -> &Case {
-        &self.cases[self.index]
+    /// A case as a saved report row describes it.
+    pub fn saved(case: SavedCase) -> UnmatchedCase {
+        UnmatchedCase(Unmatched::Saved(Arc::new(case)))
     }
 
     pub fn id(&self) -> &str {
-        &self.case().id
+        match &self.0 {
+            Unmatched::Listed { cases, index } => &cases[*index].id,
+            Unmatched::Saved(c) => &c.id,
+        }
     }
 
     /// How it joins (`trace_id`, `match`, `session`, `user_text`).
     pub fn joined_by(&self) -> &'static str {
-        self.case().join.label()
+        match &self.0 {
+            Unmatched::Listed { cases, index } => cases[*index].join.label(),
+            Unmatched::Saved(c) => c.joined_by,
+        }
     }
 
     /// What it looked for ([`crate::expect::Join::describe`]).
     pub fn looked_for(&self) -> String {
-        self.case().join.describe()
+        match &self.0 {
+            Unmatched::Listed { cases, index } => cases[*index].join.describe(),
+            Unmatched::Saved(c) => c.looked_for.clone(),
+        }
     }
 
     pub fn expected(&self) -> Arc<[Call]> {
-        self.case().expected.calls()
+        match &self.0 {
+            Unmatched::Listed { cases, index } => cases[*index].expected.calls(),
+            Unmatched::Saved(c) => c.expected.clone(),
+        }
     }
 
     /// Why it fails, for people: what it looked for and what it expected.
@@ -219,7 +246,17 @@ impl UnmatchedCase {
 
 impl PartialEq for UnmatchedCase {
     fn eq(&self, other: &Self) -> bool {
-        self.case() == other.case()
+        match (&self.0, &other.0) {
+            (
+                Unmatched::Listed { cases, index },
+                Unmatched::Listed {
+                    cases: c2,
+                    index: i2,
+                },
+            ) => cases[*index] == c2[*i2],
+            (Unmatched::Saved(a), Unmatched::Saved(b)) => a == b,
+            _ => false,
+        }
     }
 }
 

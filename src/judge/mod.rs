@@ -163,7 +163,7 @@ pub struct Answer {
 }
 
 /// Tokens and cost of one model over a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -173,7 +173,7 @@ pub struct ModelUsage {
 }
 
 /// Totals over a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JudgeUsage {
     /// HTTP requests sent (retries included).
     pub requests: u64,

@@ -8,8 +8,10 @@ mod html;
 mod inspect;
 mod junit;
 pub mod markdown;
+mod stored;
 mod table;
 mod tools;
+mod trend_html;
 
 use std::io::{self, Write};
 
@@ -32,11 +34,13 @@ pub use explain::{conversation_row, explain_row, write_conversation, write_expla
 pub use html::{write_html, SpanMark, Timeline, Timelines, TIMELINE_SPANS};
 pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins, InspectRow};
 pub use junit::write_junit;
+pub use stored::{report_of_rows, StoredRowError};
 pub use table::{write_metrics, write_table};
 pub use tools::{TokenStats, ToolStats, ToolStatsBuilder};
+pub use trend_html::{write_trend_html, TrendRow, TrendRun};
 
 /// Counters for the summary.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Stats {
     pub inputs: usize,
     pub requests: usize,

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::extract::{CallStatus, ToolCall};
 
 /// One tool's calls over the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ToolStats {
     pub name: String,
     pub calls: usize,
@@ -19,7 +19,7 @@ pub struct ToolStats {
 }
 
 /// Tokens over the traces that report them (docs/conventions.md, token usage).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct TokenStats {
     /// Traces with at least one token count.
     pub traces: usize,

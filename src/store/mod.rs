@@ -8,6 +8,7 @@
 //! at all.
 
 mod meta;
+mod parts;
 mod postgres;
 pub mod schema;
 mod sqlite;

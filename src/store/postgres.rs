@@ -2,9 +2,12 @@
 //! writers (each run is one transaction; migrations take an advisory lock so
 //! two processes opening a new database at once do not both apply them).
 
+use std::collections::HashMap;
+
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row};
 
+use super::parts;
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
 use super::{Appended, CaseInRun, Filter, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
@@ -102,6 +105,7 @@ impl Postgres {
             store: name.clone(),
             source,
         };
+        let parts = parts::compress(jsonl);
         let mut tx = self.client.transaction().map_err(err)?;
         let n = |v: u64| v.min(i64::MAX as u64) as i64;
         let command = serde_json::to_string(&meta.command).unwrap_or_default();
@@ -157,21 +161,15 @@ impl Postgres {
             )
             .map_err(err)?;
         }
+        let ns: Vec<i64> = (0..parts.len() as i64).collect();
+        tx.execute(
+            "INSERT INTO report_parts (run_seq, n, codec, body) \
+             SELECT $1, n, $2, body FROM unnest($3::bigint[], $4::bytea[]) AS p (n, body)",
+            &[&seq, &parts::CODEC, &ns, &parts],
+        )
+        .map_err(err)?;
         // Many rows per statement: one round trip per row would cost more
         // than the run.
-        let lines: Vec<String> = jsonl
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| String::from_utf8_lossy(l).into_owned())
-            .collect();
-        for (i, chunk) in lines.chunks(BATCH).enumerate() {
-            let ns: Vec<i64> = (0..chunk.len()).map(|k| (i * BATCH + k) as i64).collect();
-            tx.execute(
-                "INSERT INTO rows (run_seq, n, line) SELECT $1, * FROM unnest($2::bigint[], $3::text[])",
-                &[&seq, &ns, &chunk],
-            )
-            .map_err(err)?;
-        }
         for (i, chunk) in results.chunks(BATCH).enumerate() {
             let ns: Vec<i64> = (0..chunk.len()).map(|k| (i * BATCH + k) as i64).collect();
             let cases: Vec<&str> = chunk.iter().map(|e| e.case.as_str()).collect();
@@ -275,18 +273,28 @@ impl Postgres {
         Ok(added)
     }
 
-    fn labels_of(&mut self, seq: i64) -> Result<Vec<(String, String)>, StoreError> {
+    /// The labels of runs `seqs`, in one query.
+    fn labels_of(
+        &mut self,
+        seqs: &[i64],
+    ) -> Result<HashMap<i64, Vec<(String, String)>>, StoreError> {
+        let mut out: HashMap<i64, Vec<(String, String)>> = HashMap::new();
+        if seqs.is_empty() {
+            return Ok(out);
+        }
         let rows = self
             .client
             .query(
-                "SELECT key, value FROM labels WHERE run_seq = $1 ORDER BY key",
-                &[&seq],
+                "SELECT run_seq, key, value FROM labels WHERE run_seq = ANY($1) \
+                 ORDER BY run_seq, key",
+                &[&seqs],
             )
             .map_err(self.err())?;
-        rows.iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<Result<_, postgres::Error>>()
-            .map_err(self.err())
+        for r in &rows {
+            let (seq, k, v): (i64, String, String) = three(r).map_err(self.err())?;
+            out.entry(seq).or_default().push((k, v));
+        }
+        Ok(out)
     }
 
     fn runs_where(
@@ -301,8 +309,10 @@ impl Postgres {
             .map(|r| Ok((r.try_get(0)?, meta_of(r)?)))
             .collect::<Result<_, postgres::Error>>()
             .map_err(self.err())?;
+        let seqs: Vec<i64> = out.iter().map(|(s, _)| *s).collect();
+        let mut labels = self.labels_of(&seqs)?;
         for (seq, meta) in &mut out {
-            meta.labels = self.labels_of(*seq)?;
+            meta.labels = labels.remove(seq).unwrap_or_default();
         }
         Ok(out)
     }
@@ -357,6 +367,23 @@ impl Postgres {
     }
 
     pub(super) fn report(&mut self, id: &str) -> Result<Vec<u8>, StoreError> {
+        let parts = self
+            .client
+            .query(
+                "SELECT n, codec, body FROM report_parts \
+                 WHERE run_seq = (SELECT seq FROM runs WHERE id = $1) ORDER BY n",
+                &[&id],
+            )
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for r in &parts {
+            let (n, codec, body): (i64, &str, &[u8]) = three(r).map_err(self.err())?;
+            parts::inflate_into(&self.name, id, n, codec, body, &mut out)?;
+        }
+        if !parts.is_empty() {
+            return Ok(out);
+        }
+        // A run saved before report parts, or appended a batch at a time.
         let rows = self
             .client
             .query(
@@ -365,7 +392,6 @@ impl Postgres {
                 &[&id],
             )
             .map_err(self.err())?;
-        let mut out = Vec::new();
         for r in rows {
             let line: &str = r.try_get(0).map_err(self.err())?;
             out.extend_from_slice(line.as_bytes());
@@ -427,7 +453,7 @@ impl Postgres {
         let doomed = "SELECT seq FROM runs WHERE \
             ($1::bigint IS NULL OR seq NOT IN (SELECT seq FROM runs ORDER BY seq DESC LIMIT $1)) \
             AND ($2::bigint IS NULL OR started_ms < $2)";
-        for table in ["labels", "rows", "results"] {
+        for table in ["labels", "rows", "report_parts", "results"] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE run_seq IN ({doomed})"),
                 &[&keep, &before_ms],
@@ -443,6 +469,16 @@ impl Postgres {
         tx.commit().map_err(err)?;
         Ok(n as usize)
     }
+}
+
+/// A row's first three columns.
+fn three<'a, A, B, C>(r: &'a Row) -> Result<(A, B, C), postgres::Error>
+where
+    A: postgres::types::FromSql<'a>,
+    B: postgres::types::FromSql<'a>,
+    C: postgres::types::FromSql<'a>,
+{
+    Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?))
 }
 
 fn meta_of(r: &Row) -> Result<RunMeta, postgres::Error> {

@@ -1,11 +1,13 @@
 //! The SQLite store: one file, written by any number of processes (a
 //! writer waits for another's transaction, up to [`BUSY_WAIT`]).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use super::parts;
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
 use super::{Appended, CaseInRun, Filter, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
@@ -148,6 +150,9 @@ impl Sqlite {
             store: self.name.clone(),
             source,
         };
+        // Compressed before the write lock is taken: other writers wait
+        // for the inserts alone.
+        let parts = parts::compress(jsonl);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -191,10 +196,12 @@ impl Sqlite {
                 st.execute(params![seq, k, v]).map_err(err)?;
             }
             let mut st = tx
-                .prepare("INSERT INTO rows (run_seq, n, line) VALUES (?1, ?2, ?3)")
+                .prepare(
+                    "INSERT INTO report_parts (run_seq, n, codec, body) VALUES (?1, ?2, ?3, ?4)",
+                )
                 .map_err(err)?;
-            for (n, line) in lines(jsonl).enumerate() {
-                st.execute(params![seq, n as i64, String::from_utf8_lossy(line)])
+            for (n, body) in parts.iter().enumerate() {
+                st.execute(params![seq, n as i64, parts::CODEC, body])
                     .map_err(err)?;
             }
             let mut st = tx
@@ -293,15 +300,27 @@ impl Sqlite {
         Ok(added)
     }
 
-    fn labels_of(&self, seq: i64) -> Result<Vec<(String, String)>, StoreError> {
+    /// The labels of runs `seqs`, in one query.
+    fn labels_of(&self, seqs: &[i64]) -> Result<HashMap<i64, Vec<(String, String)>>, StoreError> {
+        let mut out: HashMap<i64, Vec<(String, String)>> = HashMap::new();
+        if seqs.is_empty() {
+            return Ok(out);
+        }
+        let list = serde_json::to_string(seqs).unwrap_or_default();
         let mut st = self
             .conn
-            .prepare_cached("SELECT key, value FROM labels WHERE run_seq = ?1 ORDER BY key")
+            .prepare_cached(
+                "SELECT run_seq, key, value FROM labels \
+                 WHERE run_seq IN (SELECT value FROM json_each(?1)) ORDER BY run_seq, key",
+            )
             .map_err(self.err())?;
-        let rows = st
-            .query_map(params![seq], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(self.err())?;
-        rows.collect::<Result<_, _>>().map_err(self.err())
+        let mut rows = st.query(params![list]).map_err(self.err())?;
+        while let Some(r) = rows.next().map_err(self.err())? {
+            let seq: i64 = r.get(0).map_err(self.err())?;
+            let kv = (r.get(1).map_err(self.err())?, r.get(2).map_err(self.err())?);
+            out.entry(seq).or_default().push(kv);
+        }
+        Ok(out)
     }
 
     /// Runs as `where_sql` selects them (with `args`), newest first.
@@ -348,8 +367,10 @@ impl Sqlite {
             })
             .map_err(self.err())?;
         let mut out: Vec<(i64, RunMeta)> = rows.collect::<Result<_, _>>().map_err(self.err())?;
+        let seqs: Vec<i64> = out.iter().map(|(s, _)| *s).collect();
+        let mut labels = self.labels_of(&seqs)?;
         for (seq, meta) in &mut out {
-            meta.labels = self.labels_of(*seq)?;
+            meta.labels = labels.remove(seq).unwrap_or_default();
         }
         Ok(out)
     }
@@ -404,15 +425,39 @@ impl Sqlite {
     }
 
     pub(super) fn report(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        let seq: Option<i64> = self
+            .conn
+            .query_row("SELECT seq FROM runs WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())?;
+        let Some(seq) = seq else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
         let mut st = self
             .conn
-            .prepare(
-                "SELECT line FROM rows WHERE run_seq = (SELECT seq FROM runs WHERE id = ?1) \
-                 ORDER BY n",
-            )
+            .prepare("SELECT n, codec, body FROM report_parts WHERE run_seq = ?1 ORDER BY n")
             .map_err(self.err())?;
-        let mut rows = st.query(params![id]).map_err(self.err())?;
-        let mut out = Vec::new();
+        let mut rows = st.query(params![seq]).map_err(self.err())?;
+        let mut parts = 0;
+        while let Some(r) = rows.next().map_err(self.err())? {
+            let n: i64 = r.get(0).map_err(self.err())?;
+            let codec: String = r.get(1).map_err(self.err())?;
+            let body: Vec<u8> = r.get(2).map_err(self.err())?;
+            parts::inflate_into(&self.name, id, n, &codec, &body, &mut out)?;
+            parts += 1;
+        }
+        if parts > 0 {
+            return Ok(out);
+        }
+        // A run saved before report parts, or appended a batch at a time.
+        let mut st = self
+            .conn
+            .prepare("SELECT line FROM rows WHERE run_seq = ?1 ORDER BY n")
+            .map_err(self.err())?;
+        let mut rows = st.query(params![seq]).map_err(self.err())?;
         while let Some(r) = rows.next().map_err(self.err())? {
             let line: String = r.get(0).map_err(self.err())?;
             out.extend_from_slice(line.as_bytes());
@@ -478,7 +523,7 @@ impl Sqlite {
         let doomed = "SELECT seq FROM runs WHERE \
             (?1 IS NULL OR seq NOT IN (SELECT seq FROM runs ORDER BY seq DESC LIMIT ?1)) \
             AND (?2 IS NULL OR started_ms < ?2)";
-        for table in ["labels", "rows", "results"] {
+        for table in ["labels", "rows", "report_parts", "results"] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE run_seq IN ({doomed})"),
                 params![keep, before_ms],
