@@ -29,6 +29,7 @@
 //! names a tool call); requests, which hold the whole history, are read only
 //! when the calls are rebuilt.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -138,8 +139,18 @@ fn message_text<'s>(s: &'s SpanRecord, (key, _, marker): &MessageKey) -> Option<
 const MODEL_ROLES: [&str; 3] = ["assistant", "ai", "model"];
 /// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
 const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
+/// The OpenAI Responses API's items: a call the model made, and its result.
+const RESPONSES_CALL: &str = "function_call";
+const RESPONSES_RESULT: &str = "function_call_output";
 /// Keys of a tool result's call id.
-const RESULT_ID_KEYS: [&str; 5] = ["tool_call_id", "id", "toolCallId", "tool_use_id", "ref"];
+const RESULT_ID_KEYS: [&str; 6] = [
+    "tool_call_id",
+    "call_id",
+    "id",
+    "toolCallId",
+    "tool_use_id",
+    "ref",
+];
 /// Keys of a tool result's content.
 const RESULT_KEYS: [&str; 4] = ["response", "result", "output", "content"];
 /// Messages deeper than this in a request are not looked at.
@@ -176,12 +187,14 @@ struct Answer {
     content: Option<Value>,
 }
 
-/// What one request carries: the results in it, and the calls of its last
-/// model turn when only results follow that turn.
+/// What one request carries: the results in it, the calls of its last
+/// model turn when only results follow that turn, and the calls of every
+/// model turn in its history.
 #[derive(Debug, Default)]
 struct Request {
     answers: Vec<Answer>,
     last_turn: Vec<Asked>,
+    history: Vec<Asked>,
     form: &'static str,
 }
 
@@ -337,7 +350,7 @@ fn request_of(s: &SpanRecord) -> Request {
 /// type of a result in one of the shapes [`answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 6]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call_id"),
@@ -345,6 +358,7 @@ fn may_hold_results(text: &str) -> bool {
             Finder::new(b"tool-result"),
             Finder::new(b"tool_result"),
             Finder::new(b"toolResponse"),
+            Finder::new(RESPONSES_RESULT.as_bytes()),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
@@ -370,9 +384,13 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     let Some(messages) = messages_of(v, 0) else {
         return out;
     };
+    let messages = with_items(messages);
     // The last model turn, while only tool results follow it.
     let mut last_turn: Vec<Asked> = Vec::new();
-    for m in messages {
+    // Whether the message before was the model's (a Responses call item
+    // after it is the same turn).
+    let mut model_spoke = false;
+    for m in messages.iter() {
         let Some(o) = m.as_object() else {
             continue;
         };
@@ -381,10 +399,18 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             .or_else(|| o.get("type"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        if MODEL_ROLES.contains(&role) {
-            last_turn = calls_in(m);
+        if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
+            let calls = calls_in(m);
+            out.history.extend(calls.iter().cloned());
+            if role == RESPONSES_CALL && model_spoke {
+                last_turn.extend(calls);
+            } else {
+                last_turn = calls;
+            }
+            model_spoke = true;
             continue;
         }
+        model_spoke = false;
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
         if out.answers.len() == before {
@@ -394,6 +420,43 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     }
     out.last_turn = last_turn;
     out
+}
+
+/// `messages`, with a message whose only part is the JSON text of a list
+/// of Responses API items (`function_call`, `function_call_output`, ...)
+/// replaced by those items: OpenLLMetry records a Responses request so, as
+/// the text of one user message.
+fn with_items(messages: &[Value]) -> Cow<'_, [Value]> {
+    let items_of = |m: &Value| -> Option<Vec<Value>> {
+        let parts = m.get("parts").or_else(|| m.get("content"))?.as_array()?;
+        let [part] = parts.as_slice() else {
+            return None;
+        };
+        let text = part
+            .get("content")
+            .or_else(|| part.get("text"))?
+            .as_str()?
+            .trim_start();
+        if !text.starts_with('[') || !text.contains(RESPONSES_RESULT) {
+            return None;
+        }
+        let items: Vec<Value> = serde_json::from_str(text).ok()?;
+        items
+            .iter()
+            .all(|i| i.get("type").or_else(|| i.get("role")).is_some())
+            .then_some(items)
+    };
+    if !messages.iter().any(|m| items_of(m).is_some()) {
+        return Cow::Borrowed(messages);
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        match items_of(m) {
+            Some(items) => out.extend(items),
+            None => out.push(m.clone()),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The tool results of one message: a `tool` message (OpenAI), or its
@@ -417,7 +480,7 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
             }
         }
     }
-    if !found && role == "tool" {
+    if !found && (role == "tool" || role == RESPONSES_RESULT) {
         out.push(answer_of(o));
     }
 }
@@ -574,9 +637,39 @@ fn rebuild(
     if !carried {
         return;
     }
-    // Calls asked for in an earlier trace, answered here.
+    // Calls answered here that no output of this trace asked for. The
+    // trace's first request repeats the earlier traces' calls, counted
+    // there: of it, only the last model turn (its calls answered by the
+    // results after it). A later request's history is this trace's own,
+    // whatever lost the model's outputs: each of its answered calls that
+    // the first request did not carry already.
+    let mut before_trace: Option<HashSet<&str>> = None;
     for (i, r) in requests.iter().enumerate() {
-        for a in &r.last_turn {
+        let candidates: &[Asked] = match &before_trace {
+            None => &r.last_turn,
+            Some(_) => &r.history,
+        };
+        let earlier = before_trace.as_ref();
+        let fresh: Vec<&Asked> = candidates
+            .iter()
+            .filter(|a| {
+                a.id.as_deref()
+                    .is_some_and(|id| earlier.is_none_or(|e| !e.contains(id)))
+            })
+            .collect();
+        // The trace's first request decides (one with no result at all
+        // starts the conversation here).
+        if before_trace.is_none() && has_any_input(&trace.spans[i]) {
+            let last: HashSet<&str> = r.last_turn.iter().filter_map(|a| a.id.as_deref()).collect();
+            before_trace = Some(
+                r.history
+                    .iter()
+                    .filter_map(|a| a.id.as_deref())
+                    .filter(|id| !last.contains(id))
+                    .collect(),
+            );
+        }
+        for a in fresh {
             let Some(id) = a.id.as_deref() else {
                 continue;
             };
@@ -591,7 +684,7 @@ fn rebuild(
             };
             counted.insert((id, &a.name));
             out.notes.push(format!(
-                "`{}`{} was asked for before this trace and answered in span {}: counted here",
+                "`{}`{} is asked for and answered only in the request of span {} (no output of this trace asks for it): counted here",
                 a.name,
                 id_text(a),
                 trace.spans[i].span_id

@@ -708,6 +708,9 @@ impl Extractor {
                     args = named;
                 }
             }
+            if let Some(object) = args.as_ref().and_then(lone_json_object) {
+                args = Some(object);
+            }
         }
         (args, args_text, args_json)
     }
@@ -874,6 +877,23 @@ fn unnamed(a: &Value) -> bool {
             .is_some_and(|p| p.as_array().is_some_and(|p| !p.is_empty())),
         _ => true,
     }
+}
+
+/// Positional arguments that are one JSON object's text (`{"args":
+/// ["{\"city\": \"Paris\"}"]}`): that object. LangChain.js invokes a tool with
+/// the model's arguments as one JSON string, and OpenLLMetry records that
+/// bound call; the object is what the tool received.
+fn lone_json_object(a: &Value) -> Option<Value> {
+    let o = a.as_object().filter(|o| o.len() == 1)?;
+    let [Value::String(text)] = o.get("args")?.as_array()?.as_slice() else {
+        return None;
+    };
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
 }
 
 const STATUS_ERROR: i32 = 2;
