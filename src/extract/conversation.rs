@@ -36,6 +36,7 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
+use super::carry::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
@@ -503,14 +504,22 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
 /// cross-check when tool spans gave calls, else the calls rebuilt from the
 /// conversation. `seen`: what each span sees above it (empty when no rule
 /// classified any span).
-pub(super) fn witness(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analysis) {
+/// `carried`: calls earlier traces left open that this trace's requests
+/// may answer (`extract::carry`).
+pub(super) fn witness(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    carried: &[OpenAsk],
+    out: &mut Analysis,
+) {
     let asked = asked_in(trace);
     if out.calls.is_empty() {
-        rebuild(x, trace, seen, &asked, out, true);
+        rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
         let toolless = join_and_check(trace, seen, &asked, out);
         if !toolless.is_empty() {
-            rebuild(x, trace, seen, &toolless, out, false);
+            rebuild(x, trace, seen, &toolless, out, None);
         }
     }
 }
@@ -549,15 +558,16 @@ fn asked_in(trace: &Trace) -> Vec<AskedAt> {
 }
 
 /// The calls of a trace without tool spans, from its conversation.
-/// (`carried`: also the calls asked for before this trace and answered in
-/// it, when the whole trace has no tool span.)
+/// (`carried`, when the whole trace has no tool span: also the calls asked
+/// for before this trace and answered in it, either repeated in its
+/// requests or left open by an earlier trace; and what it leaves open.)
 fn rebuild(
     x: &Extractor,
     trace: &Trace,
     seen: &[Ctx],
     asked: &[AskedAt],
     out: &mut Analysis,
-    carried: bool,
+    carried: Option<&[OpenAsk]>,
 ) {
     if asked.is_empty() && !trace.spans.iter().any(has_any_input) {
         return;
@@ -582,6 +592,7 @@ fn rebuild(
         .map(|(i, a)| (i, a, false))
         .collect();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
+    let mut open = Open::default();
     for at in asked {
         let a = &at.asked;
         let answer = match a.id.as_deref() {
@@ -615,6 +626,20 @@ fn rebuild(
             let later = (0..trace.spans.len()).any(|i| {
                 i != at.span && start(i) >= start(at.span) && has_any_input(&trace.spans[i])
             });
+            if let (false, Some(_), Some(id)) = (later, carried, &a.id) {
+                let s = &trace.spans[at.span];
+                open.asks.push(OpenAsk {
+                    asked: Asked {
+                        id: Some(id.clone()),
+                        ..a.clone()
+                    },
+                    form: at.form,
+                    trace_id: trace.id,
+                    span_id: s.span_id,
+                    end_time_unix_nano: s.span.end_time_unix_nano,
+                    run: run_key(s),
+                });
+            }
             out.warnings.push(format!(
                 "the model asked for `{}`{} in span {} and no later request in this trace carries its result: listed, not counted{}",
                 a.name,
@@ -634,9 +659,9 @@ fn rebuild(
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
     }
-    if !carried {
+    let Some(carried) = carried else {
         return;
-    }
+    };
     // Calls answered here that no output of this trace asked for. The
     // trace's first request repeats the earlier traces' calls, counted
     // there: of it, only the last model turn (its calls answered by the
@@ -696,6 +721,51 @@ fn rebuild(
             out.calls.push(call);
         }
     }
+    // Results that nothing in this trace asked for: an earlier trace may
+    // hold the call (`extract::carry`).
+    let explained: HashSet<&str> = requests
+        .iter()
+        .flat_map(|r| &r.history)
+        .chain(asked.iter().map(|at| &at.asked))
+        .filter_map(|a| a.id.as_deref())
+        .collect();
+    for (i, r) in requests.iter().enumerate() {
+        for ans in &r.answers {
+            let Some(id) = ans.id.as_deref().filter(|id| !explained.contains(id)) else {
+                continue;
+            };
+            let from_before = carried.iter().find(|c| {
+                c.asked.id.as_deref() == Some(id)
+                    && ans.name.as_deref().is_none_or(|n| n == c.asked.name)
+            });
+            let Some(c) = from_before else {
+                if !open.answers.iter().any(|(x, ..)| x == id) {
+                    open.answers
+                        .push((id.to_string(), run_key(&trace.spans[i]), start(i)));
+                }
+                continue;
+            };
+            if !counted.insert((id, &c.asked.name)) {
+                continue;
+            }
+            out.notes.push(format!(
+                "`{}`{} was asked for in trace {} (span {}) and answered in span {}: counted here",
+                c.asked.name,
+                id_text(&c.asked),
+                c.trace_id,
+                c.span_id,
+                trace.spans[i].span_id
+            ));
+            let mut call =
+                conversation_call(x, trace, seen, out, i, &c.asked, c.form, Some((i, ans)));
+            call.start_time_unix_nano = start(i);
+            call.end_time_unix_nano = start(i);
+            out.calls.push(call);
+        }
+    }
+    if !(open.asks.is_empty() && open.answers.is_empty()) {
+        out.open = Some(Box::new(open));
+    }
 }
 
 /// Whether span `s` records a request's messages in any known form.
@@ -737,7 +807,8 @@ fn conversation_call(
         .and_then(|(_, ans)| ans.content.as_ref())
         .map(|c| {
             CallResult::Value(match c {
-                Value::String(t) => super::source::parse_json_or_string(t),
+                // LlamaIndex hands the model `str()` of what a tool returned.
+                Value::String(t) => super::source::parse_json_or_literal(t),
                 other => other.clone(),
             })
         });
@@ -771,9 +842,12 @@ fn conversation_call(
     }
 }
 
+/// The model's arguments as the call's; text that is a Python dict or list
+/// literal (`str(dict)`) is read as its value.
 fn args_of(v: &Value) -> CallArgs {
     match v {
         Value::Null => CallArgs::None,
+        Value::String(t) => CallArgs::Value(super::source::parse_json_or_literal(t)),
         other => CallArgs::Value(other.clone()),
     }
 }
@@ -1276,6 +1350,75 @@ mod tests {
             ]
         );
         assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+
+    #[test]
+    fn responses_items_in_a_request_text_are_its_messages() {
+        // One user message whose text is the JSON of the Responses items.
+        let items = json!([
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{\"a\": 1}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "one"},
+            {"type": "function_call", "id": "fc_2", "call_id": "c2", "name": "g", "arguments": "{}"},
+            {"type": "function_call", "id": "fc_3", "call_id": "c3", "name": "h", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c2", "output": "two"},
+            {"type": "function_call_output", "call_id": "c3", "output": "three"},
+        ]);
+        let messages =
+            json!([{"role": "user", "parts": [{"type": "text", "content": items.to_string()}]}]);
+        let r = read_request(&messages, "test");
+        let ids: Vec<Option<&str>> = r.answers.iter().map(|a| a.id.as_deref()).collect();
+        assert_eq!(ids, [Some("c1"), Some("c2"), Some("c3")]);
+        // Two call items in a row are one model turn; ids are the call ids.
+        let last: Vec<Option<&str>> = r.last_turn.iter().map(|a| a.id.as_deref()).collect();
+        assert_eq!(last, [Some("c2"), Some("c3")]);
+        assert_eq!(r.history.len(), 3);
+    }
+
+    #[test]
+    fn calls_only_a_later_request_shows_are_counted_once() {
+        // The outputs lost the calls; the second request holds them all,
+        // the third repeats them.
+        let history = |extra: &[(&str, &str)]| {
+            let mut m = vec![
+                json!({"role": "user", "content": "go"}),
+                json!({"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "c1", "content": "1"}),
+                json!({"role": "assistant", "tool_calls": [{"id": "c2", "function": {"name": "g", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "c2", "content": "2"}),
+            ];
+            m.extend(extra.iter().map(|(r, c)| json!({"role": r, "content": c})));
+            Value::Array(m).to_string()
+        };
+        let model = |id: u8, start: u64, input: &str| {
+            sp(
+                id,
+                Some(1),
+                start,
+                "acme.chat",
+                &[
+                    ("gen_ai.input.messages", input),
+                    ("gen_ai.output.messages", "[]"),
+                ],
+            )
+        };
+        let first = json!([{"role": "user", "content": "go"}]).to_string();
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            model(2, 10, &first),
+            model(3, 20, &history(&[])),
+            model(4, 30, &history(&[("assistant", "done"), ("user", "again")])),
+        ]);
+        let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(got, ["f", "g"]);
+        // A trace whose first request already carries a history: of it,
+        // only the last turn is new (the rest was counted before).
+        let b = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            model(3, 20, &history(&[])),
+        ]);
+        let got: Vec<&str> = b.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(got, ["g"]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::assemble::{find_attr, Trace, TraceId, Val};
 use crate::evaluate::Pipeline;
 use crate::expect::{matchers, normalize_text};
+use crate::extract::carry::{Carry, Open, OpenAsk};
 use crate::extract::facts::turn_text_of;
 use crate::ingest::files::Source;
 use crate::ingest::Rejected;
@@ -135,13 +136,36 @@ pub fn record(
     let projection = pipeline.extractor().projection(keys);
     let session = matches!(join, RecordJoin::Match(k) if evaluator.session_keys().contains(k));
     let mut builder = Builder::new(join, session);
+    // Calls earlier traces left open, as replay counts them.
+    let mut carry = Carry::default();
     let (rejected, _stats) = stream_traces(
         sources,
         read,
         &projection,
         progress,
-        |traces| -> Vec<Seen> { traces.iter().map(|t| seen(pipeline, join, t)).collect() },
-        |batch| batch.into_iter().for_each(|s| builder.add(s)),
+        |traces| -> Vec<(Seen, Left)> {
+            traces
+                .into_iter()
+                .map(|t| {
+                    let (s, open) = seen(pipeline, join, &t, &[]);
+                    let answers = open.as_ref().is_some_and(|o| !o.answers.is_empty());
+                    (s, open.map(|o| (o, answers.then_some(t))))
+                })
+                .collect()
+        },
+        |batch| {
+            for (mut s, left) in batch {
+                let mut open = left.as_ref().map(|(o, _)| o.clone());
+                if let Some((o, Some(t))) = &left {
+                    if carry.answers(Some(o)) {
+                        let carried = carry.take(Some(o));
+                        (s, open) = seen(pipeline, join, t, &carried);
+                    }
+                }
+                carry.keep(open.as_deref());
+                builder.add(s);
+            }
+        },
     );
     let traces = builder.traces;
     let (cases, notes) = builder.finish();
@@ -166,8 +190,17 @@ struct Seen {
     calls: Vec<(u64, RecordedCall)>,
 }
 
-fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
-    let (result, runs) = pipeline.run_with_runs(t);
+/// What a trace leaves open, and the trace while it may answer a call an
+/// earlier trace left open (`extract::carry`).
+type Left = Option<(Box<Open>, Option<Trace>)>;
+
+fn seen(
+    pipeline: &Pipeline,
+    join: &RecordJoin,
+    t: &Trace,
+    carried: &[OpenAsk],
+) -> (Seen, Option<Box<Open>>) {
+    let (result, runs, open) = pipeline.run_carried(t, carried);
     let name = runs
         .first()
         .map(|r| r.name.clone())
@@ -195,13 +228,14 @@ fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
             (c.start_time_unix_nano, call)
         })
         .collect();
-    Seen {
+    let seen = Seen {
         trace_id: t.id,
         start: t.start_time(),
         name,
         key,
         calls,
-    }
+    };
+    (seen, open)
 }
 
 /// The first value of attribute `key` on a span (in start order) or its
