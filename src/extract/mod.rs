@@ -674,7 +674,7 @@ impl Extractor {
                 retriever: rule.kind() == Kind::Retriever,
                 convention: rule.name().to_string(),
                 from: None,
-                span_name: None,
+                span_name: kept_span_name(rule, s),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
             };
@@ -731,6 +731,16 @@ impl Extractor {
         }
         (args, args_text, args_json)
     }
+}
+
+/// The span's own name, when the source that names its call says to keep
+/// it (a span named after a wrapper class).
+fn kept_span_name(rule: &Rule, s: &SpanRecord) -> Option<String> {
+    rule.name_from
+        .iter()
+        .find(|src| name_of(src, s).is_some())
+        .filter(|src| src.keep_span_name)
+        .map(|_| s.span.name().to_string())
 }
 
 /// The name `rule` gives span `s`, if not blank.
@@ -1344,11 +1354,11 @@ mod tests {
     #[test]
     fn a_tool_named_after_its_wrapper_class_takes_the_name_it_records() {
         let x = Extractor::default();
-        let calls = |spans: Vec<SpanRecord>| -> Vec<(String, Option<Value>)> {
+        let calls = |spans: Vec<SpanRecord>| -> Vec<(String, Option<Value>, Option<String>)> {
             x.analyze(&Trace::new(TraceId([5; 16]), spans, 0))
                 .calls
                 .into_iter()
-                .map(|c| (c.name, c.args.value().cloned()))
+                .map(|c| (c.name, c.args.value().cloned(), c.span_name))
                 .collect()
         };
         // A made-up tool class in a task span: the name is its output's.
@@ -1369,7 +1379,11 @@ mod tests {
         );
         assert_eq!(
             calls(vec![task]),
-            [("lookup".to_string(), Some(serde_json::json!({"id": 7})))]
+            [(
+                "lookup".to_string(),
+                Some(serde_json::json!({"id": 7})),
+                Some("LookupTool.task".to_string())
+            )]
         );
         // An `execute_tool <class>` span whose result is a ToolMessage.
         let wrapped = sp(
@@ -1388,7 +1402,11 @@ mod tests {
         );
         assert_eq!(
             calls(vec![wrapped]),
-            [("lookup".to_string(), Some(serde_json::json!({"id": 7})))]
+            [(
+                "lookup".to_string(),
+                Some(serde_json::json!({"id": 7})),
+                Some("execute_tool AnyTool".to_string())
+            )]
         );
     }
 

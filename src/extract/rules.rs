@@ -192,6 +192,10 @@ pub struct SourceSpec {
     /// (LangSmith's `{"output": ...}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwrap_key: Option<String>,
+    /// In `name_from`: when this source names the call, the call keeps its
+    /// span's name as `span_name` (a span named after a wrapper class).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub keep_span_name: bool,
 }
 
 fn is_plain(d: &Decode) -> bool {
@@ -368,6 +372,8 @@ pub(crate) struct Source {
     /// An argument or result source: text that is no JSON is read as a
     /// Python literal when it is one (`extract::literal`).
     pub literal: bool,
+    /// A name source whose call keeps its span's name (`span_name`).
+    pub keep_span_name: bool,
 }
 
 /// A compiled rule.
@@ -653,6 +659,7 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
         unwrap: s.unwrap.clone(),
         unwrap_key: s.unwrap_key.clone(),
         literal: false,
+        keep_span_name: s.keep_span_name,
     })
 }
 
@@ -775,6 +782,9 @@ impl std::fmt::Display for SourceSpec {
         }
         if let Some(k) = &self.unwrap_key {
             write!(f, " unwrap_key {k}")?;
+        }
+        if self.keep_span_name {
+            write!(f, " (span name kept)")?;
         }
         Ok(())
     }
