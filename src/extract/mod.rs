@@ -736,6 +736,9 @@ impl Extractor {
 /// The span's own name, when the source that names its call says to keep
 /// it (a span named after a wrapper class).
 fn kept_span_name(rule: &Rule, s: &SpanRecord) -> Option<String> {
+    if !rule.name_from.iter().any(|src| src.keep_span_name) {
+        return None;
+    }
     rule.name_from
         .iter()
         .find(|src| name_of(src, s).is_some())
