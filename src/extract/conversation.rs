@@ -659,9 +659,27 @@ fn rebuild(
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
     }
-    let Some(carried) = carried else {
-        return;
-    };
+    if let Some(carried) = carried {
+        repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
+        open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
+    }
+    if !(open.asks.is_empty() && open.answers.is_empty()) {
+        out.open = Some(Box::new(open));
+    }
+}
+
+/// The calls answered in this trace's requests that no output of the trace
+/// asked for, when the requests show them ([`rebuild`]).
+fn repeated_in_requests<'r>(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    requests: &'r [Request],
+    counted: &mut HashSet<(&'r str, &'r str)>,
+    out: &mut Analysis,
+) {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     // Calls answered here that no output of this trace asked for. The
     // trace's first request repeats the earlier traces' calls, counted
     // there: of it, only the last model turn (its calls answered by the
@@ -721,6 +739,25 @@ fn rebuild(
             out.calls.push(call);
         }
     }
+}
+
+/// Results in this trace's requests that nothing in it asked for: counted
+/// when an earlier trace left the call open (`carried`), else returned
+/// (call id, process, request start) for the traces after it
+/// (`extract::carry`).
+#[allow(clippy::too_many_arguments)]
+fn left_open<'r>(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    requests: &'r [Request],
+    counted: &mut HashSet<(&'r str, &'r str)>,
+    carried: &'r [OpenAsk],
+    out: &mut Analysis,
+) -> Vec<(String, u64, u64)> {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let mut open: Vec<(String, u64, u64)> = Vec::new();
     // Results that nothing in this trace asked for: an earlier trace may
     // hold the call (`extract::carry`).
     let explained: HashSet<&str> = requests
@@ -739,9 +776,8 @@ fn rebuild(
                     && ans.name.as_deref().is_none_or(|n| n == c.asked.name)
             });
             let Some(c) = from_before else {
-                if !open.answers.iter().any(|(x, ..)| x == id) {
-                    open.answers
-                        .push((id.to_string(), run_key(&trace.spans[i]), start(i)));
+                if !open.iter().any(|(known, ..)| known == id) {
+                    open.push((id.to_string(), run_key(&trace.spans[i]), start(i)));
                 }
                 continue;
             };
@@ -763,9 +799,7 @@ fn rebuild(
             out.calls.push(call);
         }
     }
-    if !(open.asks.is_empty() && open.answers.is_empty()) {
-        out.open = Some(Box::new(open));
-    }
+    open
 }
 
 /// Whether span `s` records a request's messages in any known form.
