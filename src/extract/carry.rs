@@ -39,7 +39,7 @@ pub struct OpenAsk {
     pub span_id: SpanId,
     /// When the model's answer ended.
     pub end_time_unix_nano: u64,
-    /// The process the model call ran in ([`run_key`]).
+    /// The process the model call ran in: its resource attributes, hashed.
     pub run: u64,
 }
 
