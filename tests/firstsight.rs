@@ -12,7 +12,7 @@ use std::fs;
 
 use serde_json::Value;
 
-use crate::util::{data, inspected_calls};
+use crate::util::{data, inspected_calls, json_rows, toolscore, TempDir};
 
 /// Decodes JSON text (repeatedly: some spans encode twice), so a value and
 /// its JSON text compare equal.
@@ -167,4 +167,66 @@ fn a_wrong_argument_or_result_is_a_difference() {
     assert!(difference(&call(r#""{'town': 'Lyon'}""#, r#"{"stars": 3}"#), &truth).is_some());
     assert!(difference(&call(r#"{"town": "Lyon"}"#, r#"{"stars": 4}"#), &truth).is_some());
     assert!(difference(&[], &truth).is_some());
+}
+
+/// The calls of each trace `replay` (no fixture) reports for `file`, in
+/// input order.
+fn replayed(file: &str) -> Vec<Vec<String>> {
+    let out = toolscore(&["replay", "-q", "-f", "jsonl", file]);
+    json_rows(&out.stdout)
+        .iter()
+        .filter(|r| r["type"] == "unmatched_trace")
+        .map(|r| {
+            r["tools_called"]
+                .as_array()
+                .map(|calls| {
+                    calls
+                        .iter()
+                        .map(|c| c["name"].as_str().unwrap_or("").to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn replay_and_record_join_a_call_to_its_result_in_the_next_trace() {
+    // OpenLIT's OpenAI client: each model call a trace, the next request
+    // holding only the results.
+    let file = data("firstsight/py-openai-openlit.jsonl");
+    let file = file.display().to_string();
+    assert_eq!(
+        replayed(&file),
+        [
+            vec![],
+            vec!["find_hotel".to_string()],
+            vec!["rent_bike".to_string()]
+        ]
+    );
+    // A recording of the run replays as passing on it.
+    let dir = TempDir::new("carry-record");
+    let fixture = dir.path().join("recorded.jsonl").display().to_string();
+    let rec = toolscore(&["record", "-q", "-o", &fixture, &file]);
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let text = fs::read_to_string(&fixture).expect("recorded fixture");
+    assert!(
+        text.contains("find_hotel") && text.contains("rent_bike"),
+        "{text}"
+    );
+    let run = toolscore(&["replay", "-q", "-f", "jsonl", &file, "-e", &fixture]);
+    let summary = json_rows(&run.stdout)
+        .into_iter()
+        .find(|r| r["type"] == "summary")
+        .expect("a summary row");
+    assert!(run.status.success(), "{summary}");
+    assert_eq!(
+        (summary["passed"].as_u64(), summary["failed"].as_u64()),
+        (Some(3), Some(0)),
+        "{summary}"
+    );
 }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::assemble::{session, Trace};
+use crate::extract::carry::{Open, OpenAsk};
 use crate::extract::{AgentRun, Analysis, Extractor};
 use crate::ingest::projection::Projection;
 
@@ -59,23 +60,40 @@ impl Pipeline {
     /// [`Pipeline::run`], and the trace's agent runs (by start time) for
     /// outputs that draw them.
     pub fn run_with_runs(&self, trace: &Trace) -> (TraceResult, Vec<AgentRun>) {
-        let a = self.extractor.extract_analysis(trace);
+        let (result, runs, _) = self.run_carried(trace, &[]);
+        (result, runs)
+    }
+
+    /// [`Pipeline::run_with_runs`] with the calls earlier traces left open,
+    /// and what this trace leaves open (`extract::carry`).
+    pub fn run_carried(
+        &self,
+        trace: &Trace,
+        carried: &[OpenAsk],
+    ) -> (TraceResult, Vec<AgentRun>, Option<Box<Open>>) {
+        let a = self.extractor.extract_analysis_carried(trace, carried);
         let result = self
             .evaluator
             .evaluate_trace_with_runs(trace, a.calls, &a.runs)
             .with_warnings(a.warnings);
-        (result, a.runs)
+        (result, a.runs, a.open)
     }
 
     /// What `inspect` shows of a trace: every call and agent run (whatever
     /// the scope), its session and, with cases, the cases it joins.
     pub fn inspect(&self, trace: &Trace) -> Inspected {
+        self.inspect_carried(trace, &[])
+    }
+
+    /// [`Pipeline::inspect`] with the calls earlier traces left open
+    /// (`extract::carry`).
+    pub fn inspect_carried(&self, trace: &Trace, carried: &[OpenAsk]) -> Inspected {
         let joins = self
             .evaluator
             .has_cases()
             .then(|| self.evaluator.joins(trace));
         Inspected {
-            analysis: self.extractor.analyze(trace),
+            analysis: self.extractor.analyze_carried(trace, carried),
             session: session::session_of(trace, self.evaluator.session_keys()),
             joins,
         }

@@ -29,12 +29,14 @@
 //! names a tool call); requests, which hold the whole history, are read only
 //! when the calls are rebuilt.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
 
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
+use super::carry::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
@@ -138,8 +140,18 @@ fn message_text<'s>(s: &'s SpanRecord, (key, _, marker): &MessageKey) -> Option<
 const MODEL_ROLES: [&str; 3] = ["assistant", "ai", "model"];
 /// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
 const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
+/// The OpenAI Responses API's items: a call the model made, and its result.
+const RESPONSES_CALL: &str = "function_call";
+const RESPONSES_RESULT: &str = "function_call_output";
 /// Keys of a tool result's call id.
-const RESULT_ID_KEYS: [&str; 5] = ["tool_call_id", "id", "toolCallId", "tool_use_id", "ref"];
+const RESULT_ID_KEYS: [&str; 6] = [
+    "tool_call_id",
+    "call_id",
+    "id",
+    "toolCallId",
+    "tool_use_id",
+    "ref",
+];
 /// Keys of a tool result's content.
 const RESULT_KEYS: [&str; 4] = ["response", "result", "output", "content"];
 /// Messages deeper than this in a request are not looked at.
@@ -176,12 +188,14 @@ struct Answer {
     content: Option<Value>,
 }
 
-/// What one request carries: the results in it, and the calls of its last
-/// model turn when only results follow that turn.
+/// What one request carries: the results in it, the calls of its last
+/// model turn when only results follow that turn, and the calls of every
+/// model turn in its history.
 #[derive(Debug, Default)]
 struct Request {
     answers: Vec<Answer>,
     last_turn: Vec<Asked>,
+    history: Vec<Asked>,
     form: &'static str,
 }
 
@@ -337,7 +351,7 @@ fn request_of(s: &SpanRecord) -> Request {
 /// type of a result in one of the shapes [`answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 6]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call_id"),
@@ -345,6 +359,7 @@ fn may_hold_results(text: &str) -> bool {
             Finder::new(b"tool-result"),
             Finder::new(b"tool_result"),
             Finder::new(b"toolResponse"),
+            Finder::new(RESPONSES_RESULT.as_bytes()),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
@@ -370,9 +385,13 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     let Some(messages) = messages_of(v, 0) else {
         return out;
     };
+    let messages = with_items(messages);
     // The last model turn, while only tool results follow it.
     let mut last_turn: Vec<Asked> = Vec::new();
-    for m in messages {
+    // Whether the message before was the model's (a Responses call item
+    // after it is the same turn).
+    let mut model_spoke = false;
+    for m in messages.iter() {
         let Some(o) = m.as_object() else {
             continue;
         };
@@ -381,10 +400,18 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             .or_else(|| o.get("type"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        if MODEL_ROLES.contains(&role) {
-            last_turn = calls_in(m);
+        if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
+            let calls = calls_in(m);
+            out.history.extend(calls.iter().cloned());
+            if role == RESPONSES_CALL && model_spoke {
+                last_turn.extend(calls);
+            } else {
+                last_turn = calls;
+            }
+            model_spoke = true;
             continue;
         }
+        model_spoke = false;
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
         if out.answers.len() == before {
@@ -394,6 +421,43 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     }
     out.last_turn = last_turn;
     out
+}
+
+/// `messages`, with a message whose only part is the JSON text of a list
+/// of Responses API items (`function_call`, `function_call_output`, ...)
+/// replaced by those items: OpenLLMetry records a Responses request so, as
+/// the text of one user message.
+fn with_items(messages: &[Value]) -> Cow<'_, [Value]> {
+    let items_of = |m: &Value| -> Option<Vec<Value>> {
+        let parts = m.get("parts").or_else(|| m.get("content"))?.as_array()?;
+        let [part] = parts.as_slice() else {
+            return None;
+        };
+        let text = part
+            .get("content")
+            .or_else(|| part.get("text"))?
+            .as_str()?
+            .trim_start();
+        if !text.starts_with('[') || !text.contains(RESPONSES_RESULT) {
+            return None;
+        }
+        let items: Vec<Value> = serde_json::from_str(text).ok()?;
+        items
+            .iter()
+            .all(|i| i.get("type").or_else(|| i.get("role")).is_some())
+            .then_some(items)
+    };
+    if !messages.iter().any(|m| items_of(m).is_some()) {
+        return Cow::Borrowed(messages);
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        match items_of(m) {
+            Some(items) => out.extend(items),
+            None => out.push(m.clone()),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The tool results of one message: a `tool` message (OpenAI), or its
@@ -417,7 +481,7 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
             }
         }
     }
-    if !found && role == "tool" {
+    if !found && (role == "tool" || role == RESPONSES_RESULT) {
         out.push(answer_of(o));
     }
 }
@@ -440,14 +504,22 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
 /// cross-check when tool spans gave calls, else the calls rebuilt from the
 /// conversation. `seen`: what each span sees above it (empty when no rule
 /// classified any span).
-pub(super) fn witness(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analysis) {
+/// `carried`: calls earlier traces left open that this trace's requests
+/// may answer (`extract::carry`).
+pub(super) fn witness(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    carried: &[OpenAsk],
+    out: &mut Analysis,
+) {
     let asked = asked_in(trace);
     if out.calls.is_empty() {
-        rebuild(x, trace, seen, &asked, out, true);
+        rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
         let toolless = join_and_check(trace, seen, &asked, out);
         if !toolless.is_empty() {
-            rebuild(x, trace, seen, &toolless, out, false);
+            rebuild(x, trace, seen, &toolless, out, None);
         }
     }
 }
@@ -486,15 +558,16 @@ fn asked_in(trace: &Trace) -> Vec<AskedAt> {
 }
 
 /// The calls of a trace without tool spans, from its conversation.
-/// (`carried`: also the calls asked for before this trace and answered in
-/// it, when the whole trace has no tool span.)
+/// (`carried`, when the whole trace has no tool span: also the calls asked
+/// for before this trace and answered in it, either repeated in its
+/// requests or left open by an earlier trace; and what it leaves open.)
 fn rebuild(
     x: &Extractor,
     trace: &Trace,
     seen: &[Ctx],
     asked: &[AskedAt],
     out: &mut Analysis,
-    carried: bool,
+    carried: Option<&[OpenAsk]>,
 ) {
     if asked.is_empty() && !trace.spans.iter().any(has_any_input) {
         return;
@@ -519,6 +592,7 @@ fn rebuild(
         .map(|(i, a)| (i, a, false))
         .collect();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
+    let mut open = Open::default();
     for at in asked {
         let a = &at.asked;
         let answer = match a.id.as_deref() {
@@ -552,6 +626,20 @@ fn rebuild(
             let later = (0..trace.spans.len()).any(|i| {
                 i != at.span && start(i) >= start(at.span) && has_any_input(&trace.spans[i])
             });
+            if let (false, Some(_), Some(id)) = (later, carried, &a.id) {
+                let s = &trace.spans[at.span];
+                open.asks.push(OpenAsk {
+                    asked: Asked {
+                        id: Some(id.clone()),
+                        ..a.clone()
+                    },
+                    form: at.form,
+                    trace_id: trace.id,
+                    span_id: s.span_id,
+                    end_time_unix_nano: s.span.end_time_unix_nano,
+                    run: run_key(s),
+                });
+            }
             out.warnings.push(format!(
                 "the model asked for `{}`{} in span {} and no later request in this trace carries its result: listed, not counted{}",
                 a.name,
@@ -571,12 +659,60 @@ fn rebuild(
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
     }
-    if !carried {
-        return;
+    if let Some(carried) = carried {
+        repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
+        open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
     }
-    // Calls asked for in an earlier trace, answered here.
+    if !(open.asks.is_empty() && open.answers.is_empty()) {
+        out.open = Some(Box::new(open));
+    }
+}
+
+/// The calls answered in this trace's requests that no output of the trace
+/// asked for, when the requests show them ([`rebuild`]).
+fn repeated_in_requests<'r>(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    requests: &'r [Request],
+    counted: &mut HashSet<(&'r str, &'r str)>,
+    out: &mut Analysis,
+) {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    // Calls answered here that no output of this trace asked for. The
+    // trace's first request repeats the earlier traces' calls, counted
+    // there: of it, only the last model turn (its calls answered by the
+    // results after it). A later request's history is this trace's own,
+    // whatever lost the model's outputs: each of its answered calls that
+    // the first request did not carry already.
+    let mut before_trace: Option<HashSet<&str>> = None;
     for (i, r) in requests.iter().enumerate() {
-        for a in &r.last_turn {
+        let candidates: &[Asked] = match &before_trace {
+            None => &r.last_turn,
+            Some(_) => &r.history,
+        };
+        let earlier = before_trace.as_ref();
+        let fresh: Vec<&Asked> = candidates
+            .iter()
+            .filter(|a| {
+                a.id.as_deref()
+                    .is_some_and(|id| earlier.is_none_or(|e| !e.contains(id)))
+            })
+            .collect();
+        // The trace's first request decides (one with no result at all
+        // starts the conversation here).
+        if before_trace.is_none() && has_any_input(&trace.spans[i]) {
+            let last: HashSet<&str> = r.last_turn.iter().filter_map(|a| a.id.as_deref()).collect();
+            before_trace = Some(
+                r.history
+                    .iter()
+                    .filter_map(|a| a.id.as_deref())
+                    .filter(|id| !last.contains(id))
+                    .collect(),
+            );
+        }
+        for a in fresh {
             let Some(id) = a.id.as_deref() else {
                 continue;
             };
@@ -591,7 +727,7 @@ fn rebuild(
             };
             counted.insert((id, &a.name));
             out.notes.push(format!(
-                "`{}`{} was asked for before this trace and answered in span {}: counted here",
+                "`{}`{} is asked for and answered only in the request of span {} (no output of this trace asks for it): counted here",
                 a.name,
                 id_text(a),
                 trace.spans[i].span_id
@@ -603,6 +739,67 @@ fn rebuild(
             out.calls.push(call);
         }
     }
+}
+
+/// Results in this trace's requests that nothing in it asked for: counted
+/// when an earlier trace left the call open (`carried`), else returned
+/// (call id, process, request start) for the traces after it
+/// (`extract::carry`).
+#[allow(clippy::too_many_arguments)]
+fn left_open<'r>(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    requests: &'r [Request],
+    counted: &mut HashSet<(&'r str, &'r str)>,
+    carried: &'r [OpenAsk],
+    out: &mut Analysis,
+) -> Vec<(String, u64, u64)> {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let mut open: Vec<(String, u64, u64)> = Vec::new();
+    // Results that nothing in this trace asked for: an earlier trace may
+    // hold the call (`extract::carry`).
+    let explained: HashSet<&str> = requests
+        .iter()
+        .flat_map(|r| &r.history)
+        .chain(asked.iter().map(|at| &at.asked))
+        .filter_map(|a| a.id.as_deref())
+        .collect();
+    for (i, r) in requests.iter().enumerate() {
+        for ans in &r.answers {
+            let Some(id) = ans.id.as_deref().filter(|id| !explained.contains(id)) else {
+                continue;
+            };
+            let from_before = carried.iter().find(|c| {
+                c.asked.id.as_deref() == Some(id)
+                    && ans.name.as_deref().is_none_or(|n| n == c.asked.name)
+            });
+            let Some(c) = from_before else {
+                if !open.iter().any(|(known, ..)| known == id) {
+                    open.push((id.to_string(), run_key(&trace.spans[i]), start(i)));
+                }
+                continue;
+            };
+            if !counted.insert((id, &c.asked.name)) {
+                continue;
+            }
+            out.notes.push(format!(
+                "`{}`{} was asked for in trace {} (span {}) and answered in span {}: counted here",
+                c.asked.name,
+                id_text(&c.asked),
+                c.trace_id,
+                c.span_id,
+                trace.spans[i].span_id
+            ));
+            let mut call =
+                conversation_call(x, trace, seen, out, i, &c.asked, c.form, Some((i, ans)));
+            call.start_time_unix_nano = start(i);
+            call.end_time_unix_nano = start(i);
+            out.calls.push(call);
+        }
+    }
+    open
 }
 
 /// Whether span `s` records a request's messages in any known form.
@@ -644,7 +841,8 @@ fn conversation_call(
         .and_then(|(_, ans)| ans.content.as_ref())
         .map(|c| {
             CallResult::Value(match c {
-                Value::String(t) => super::source::parse_json_or_string(t),
+                // LlamaIndex hands the model `str()` of what a tool returned.
+                Value::String(t) => super::source::parse_json_or_literal(t),
                 other => other.clone(),
             })
         });
@@ -678,9 +876,12 @@ fn conversation_call(
     }
 }
 
+/// The model's arguments as the call's; text that is a Python dict or list
+/// literal (`str(dict)`) is read as its value.
 fn args_of(v: &Value) -> CallArgs {
     match v {
         Value::Null => CallArgs::None,
+        Value::String(t) => CallArgs::Value(super::source::parse_json_or_literal(t)),
         other => CallArgs::Value(other.clone()),
     }
 }
@@ -1183,6 +1384,75 @@ mod tests {
             ]
         );
         assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+
+    #[test]
+    fn responses_items_in_a_request_text_are_its_messages() {
+        // One user message whose text is the JSON of the Responses items.
+        let items = json!([
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{\"a\": 1}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "one"},
+            {"type": "function_call", "id": "fc_2", "call_id": "c2", "name": "g", "arguments": "{}"},
+            {"type": "function_call", "id": "fc_3", "call_id": "c3", "name": "h", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c2", "output": "two"},
+            {"type": "function_call_output", "call_id": "c3", "output": "three"},
+        ]);
+        let messages =
+            json!([{"role": "user", "parts": [{"type": "text", "content": items.to_string()}]}]);
+        let r = read_request(&messages, "test");
+        let ids: Vec<Option<&str>> = r.answers.iter().map(|a| a.id.as_deref()).collect();
+        assert_eq!(ids, [Some("c1"), Some("c2"), Some("c3")]);
+        // Two call items in a row are one model turn; ids are the call ids.
+        let last: Vec<Option<&str>> = r.last_turn.iter().map(|a| a.id.as_deref()).collect();
+        assert_eq!(last, [Some("c2"), Some("c3")]);
+        assert_eq!(r.history.len(), 3);
+    }
+
+    #[test]
+    fn calls_only_a_later_request_shows_are_counted_once() {
+        // The outputs lost the calls; the second request holds them all,
+        // the third repeats them.
+        let history = |extra: &[(&str, &str)]| {
+            let mut m = vec![
+                json!({"role": "user", "content": "go"}),
+                json!({"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "c1", "content": "1"}),
+                json!({"role": "assistant", "tool_calls": [{"id": "c2", "function": {"name": "g", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "c2", "content": "2"}),
+            ];
+            m.extend(extra.iter().map(|(r, c)| json!({"role": r, "content": c})));
+            Value::Array(m).to_string()
+        };
+        let model = |id: u8, start: u64, input: &str| {
+            sp(
+                id,
+                Some(1),
+                start,
+                "acme.chat",
+                &[
+                    ("gen_ai.input.messages", input),
+                    ("gen_ai.output.messages", "[]"),
+                ],
+            )
+        };
+        let first = json!([{"role": "user", "content": "go"}]).to_string();
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            model(2, 10, &first),
+            model(3, 20, &history(&[])),
+            model(4, 30, &history(&[("assistant", "done"), ("user", "again")])),
+        ]);
+        let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(got, ["f", "g"]);
+        // A trace whose first request already carries a history: of it,
+        // only the last turn is new (the rest was counted before).
+        let b = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            model(3, 20, &history(&[])),
+        ]);
+        let got: Vec<&str> = b.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(got, ["g"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod args;
 mod canonical;
+pub mod carry;
 pub mod conversation;
 pub mod explain;
 pub mod facts;
@@ -203,6 +204,9 @@ pub struct Analysis {
     /// What the conversation witness did that is worth telling but not a
     /// warning (shown by `inspect --explain`).
     pub notes: Vec<String>,
+    /// What a trace without tool spans leaves to the traces after it
+    /// (`extract::carry`); `None` for most traces.
+    pub open: Option<Box<carry::Open>>,
 }
 
 /// Which calls count for scoring.
@@ -493,7 +497,13 @@ impl Extractor {
 
     /// [`Extractor::analyze`] with the calls within [`Extractor::scope`].
     pub fn extract_analysis(&self, trace: &Trace) -> Analysis {
-        let mut a = self.analyze(trace);
+        self.extract_analysis_carried(trace, &[])
+    }
+
+    /// [`Extractor::extract_analysis`] with the calls earlier traces left
+    /// open ([`Extractor::analyze_carried`]).
+    pub fn extract_analysis_carried(&self, trace: &Trace, carried: &[carry::OpenAsk]) -> Analysis {
+        let mut a = self.analyze_carried(trace, carried);
         if self.scope == Scope::TopLevel {
             a.calls.retain(|c| c.depth == 0);
         }
@@ -512,12 +522,19 @@ impl Extractor {
     /// Everything in `trace`: all tool calls (whatever the scope), retrievers,
     /// agent runs.
     pub fn analyze(&self, trace: &Trace) -> Analysis {
+        self.analyze_carried(trace, &[])
+    }
+
+    /// [`Extractor::analyze`], with the calls earlier traces left open
+    /// (`extract::carry`): those whose result this trace's requests carry
+    /// are counted here.
+    pub fn analyze_carried(&self, trace: &Trace, carried: &[carry::OpenAsk]) -> Analysis {
         let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
         let rule_of = self.classify_spans(trace, &mut slots);
         if rule_of.iter().all(Option::is_none) {
             // No tool span: the conversation may still hold the calls.
             let mut out = Analysis::default();
-            conversation::witness(self, trace, &[], &mut out);
+            conversation::witness(self, trace, &[], carried, &mut out);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
             return out;
         }
@@ -541,7 +558,7 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
         merge::one_call_per_call(trace, &mut out);
-        conversation::witness(self, trace, &seen, &mut out);
+        conversation::witness(self, trace, &seen, carried, &mut out);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -659,7 +676,7 @@ impl Extractor {
                 retriever: rule.kind() == Kind::Retriever,
                 convention: rule.name().to_string(),
                 from: None,
-                span_name: None,
+                span_name: kept_span_name(rule, s),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
             };
@@ -710,9 +727,25 @@ impl Extractor {
                     args = named;
                 }
             }
+            if let Some(object) = args.as_ref().and_then(lone_json_object) {
+                args = Some(object);
+            }
         }
         (args, args_text, args_json)
     }
+}
+
+/// The span's own name, when the source that names its call says to keep
+/// it (a span named after a wrapper class).
+fn kept_span_name(rule: &Rule, s: &SpanRecord) -> Option<String> {
+    if !rule.name_from.iter().any(|src| src.keep_span_name) {
+        return None;
+    }
+    rule.name_from
+        .iter()
+        .find(|src| name_of(src, s).is_some())
+        .filter(|src| src.keep_span_name)
+        .map(|_| s.span.name().to_string())
 }
 
 /// The name `rule` gives span `s`, if not blank.
@@ -876,6 +909,23 @@ fn unnamed(a: &Value) -> bool {
             .is_some_and(|p| p.as_array().is_some_and(|p| !p.is_empty())),
         _ => true,
     }
+}
+
+/// Positional arguments that are one JSON object's text (`{"args":
+/// ["{\"city\": \"Paris\"}"]}`): that object. LangChain.js invokes a tool with
+/// the model's arguments as one JSON string, and OpenLLMetry records that
+/// bound call; the object is what the tool received.
+fn lone_json_object(a: &Value) -> Option<Value> {
+    let o = a.as_object().filter(|o| o.len() == 1)?;
+    let [Value::String(text)] = o.get("args")?.as_array()?.as_slice() else {
+        return None;
+    };
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
 }
 
 const STATUS_ERROR: i32 = 2;
@@ -1290,6 +1340,86 @@ mod tests {
                 own("after_inner", Some("outer"), 0, Some(1)),
                 own("t", Some("inner"), 0, Some(3)),
             ]
+        );
+    }
+
+    #[test]
+    fn one_positional_json_object_text_is_the_arguments() {
+        let text = |t: &str| serde_json::json!({"args": [t]});
+        assert_eq!(
+            lone_json_object(&text(r#"{"q": "x"}"#)),
+            Some(serde_json::json!({"q": "x"}))
+        );
+        // Not an object, empty, two values, or keyword arguments beside.
+        assert_eq!(lone_json_object(&text("[1]")), None);
+        assert_eq!(lone_json_object(&text("{}")), None);
+        assert_eq!(lone_json_object(&text("plain")), None);
+        assert_eq!(
+            lone_json_object(&serde_json::json!({"args": ["{\"a\": 1}", "{}"]})),
+            None
+        );
+        assert_eq!(
+            lone_json_object(&serde_json::json!({"args": ["{\"a\": 1}"], "k": 1})),
+            None
+        );
+    }
+
+    #[test]
+    fn a_tool_named_after_its_wrapper_class_takes_the_name_it_records() {
+        let x = Extractor::default();
+        let calls = |spans: Vec<SpanRecord>| -> Vec<(String, Option<Value>, Option<String>)> {
+            x.analyze(&Trace::new(TraceId([5; 16]), spans, 0))
+                .calls
+                .into_iter()
+                .map(|c| (c.name, c.args.value().cloned(), c.span_name))
+                .collect()
+        };
+        // A made-up tool class in a task span: the name is its output's.
+        let task = sp(
+            1,
+            None,
+            (0, 5),
+            "LookupTool.task",
+            &[
+                ("traceloop.span.kind", "task"),
+                ("traceloop.entity.name", "LookupTool.task"),
+                ("traceloop.entity.input", r#"{"kwargs": {"id": 7}}"#),
+                (
+                    "traceloop.entity.output",
+                    r#"{"blocks": [], "tool_name": "lookup", "raw_input": {}, "raw_output": 1, "is_error": false}"#,
+                ),
+            ],
+        );
+        assert_eq!(
+            calls(vec![task]),
+            [(
+                "lookup".to_string(),
+                Some(serde_json::json!({"id": 7})),
+                Some("LookupTool.task".to_string())
+            )]
+        );
+        // An `execute_tool <class>` span whose result is a ToolMessage.
+        let wrapped = sp(
+            1,
+            None,
+            (0, 5),
+            "execute_tool AnyTool",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("traceloop.entity.input", r#"{"args": ["{\"id\": 7}"]}"#),
+                (
+                    "traceloop.entity.output",
+                    r#"{"lc": 1, "type": "constructor", "id": ["x", "ToolMessage"], "kwargs": {"content": "1", "tool_call_id": "c", "name": "lookup"}}"#,
+                ),
+            ],
+        );
+        assert_eq!(
+            calls(vec![wrapped]),
+            [(
+                "lookup".to_string(),
+                Some(serde_json::json!({"id": 7})),
+                Some("execute_tool AnyTool".to_string())
+            )]
         );
     }
 

@@ -191,9 +191,17 @@ fn call_of(o: &Map<String, Value>) -> Option<Asked> {
         .or_else(|| o.get("arguments"))
         .or_else(|| o.get("args"))
         .or_else(|| o.get("input"))?;
-    let id = ID_KEYS
-        .iter()
-        .find_map(|k| o.get(*k).and_then(Value::as_str))
+    // A Responses API `function_call` item has its own `id` (`fc_...`) and
+    // the `call_id` its result answers.
+    let responses = o.get("type").and_then(Value::as_str) == Some("function_call");
+    let id = responses
+        .then(|| o.get("call_id").and_then(Value::as_str))
+        .flatten()
+        .or_else(|| {
+            ID_KEYS
+                .iter()
+                .find_map(|k| o.get(*k).and_then(Value::as_str))
+        })
         .filter(|id| !id.is_empty())
         .map(str::to_string);
     Some(Asked {

@@ -229,6 +229,10 @@ pub struct SourceSpec {
     /// (LangSmith's `{"output": ...}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwrap_key: Option<String>,
+    /// In `name_from`: when this source names the call, the call keeps its
+    /// span's name as `span_name` (a span named after a wrapper class).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub keep_span_name: bool,
 }
 
 fn is_plain(d: &Decode) -> bool {
@@ -409,6 +413,8 @@ pub(crate) struct Source {
     /// ([`KNOWN_ARGS`], [`KNOWN_RESULT`]): every rule's arguments and
     /// results, none for names and messages.
     pub known: &'static [Unwrap],
+    /// A name source whose call keeps its span's name (`span_name`).
+    pub keep_span_name: bool,
 }
 
 /// A compiled rule.
@@ -695,6 +701,7 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
         unwrap_key: s.unwrap_key.clone(),
         literal: false,
         known: &[],
+        keep_span_name: s.keep_span_name,
     })
 }
 
@@ -765,10 +772,7 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
         error_when: conds(&spec.error_when, slots)?,
         name_from: sources(&spec.name_from)?,
         args: known(literal(sources(&spec.args)?), KNOWN_ARGS),
-        result: known(
-            literal(sources(&spec.result)?),
-            KNOWN_RESULT,
-        ),
+        result: known(literal(sources(&spec.result)?), KNOWN_RESULT),
         error_message: sources(&spec.error_message)?,
         family: spec.family.clone(),
         family_tails: spec
@@ -826,6 +830,9 @@ impl std::fmt::Display for SourceSpec {
         }
         if let Some(k) = &self.unwrap_key {
             write!(f, " unwrap_key {k}")?;
+        }
+        if self.keep_span_name {
+            write!(f, " (span name kept)")?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use crate::assemble::Trace;
 use crate::evaluate::{Pipeline, Warning};
+use crate::extract::carry::{Carry, Open, OpenAsk};
 use crate::extract::ToolCall;
 use crate::ingest::files::Source;
 use crate::ingest::projection::{KeepAll, KeyFilter};
@@ -42,47 +43,74 @@ pub fn inspect(
     out: &mut dyn Write,
     progress: impl FnMut(Progress),
 ) -> std::io::Result<Inspection> {
+    let write = |out: &mut Vec<u8>, t: &Trace, carried: &[OpenAsk]| {
+        if explain {
+            write_explained(out, pipeline, t, format, carried)
+        } else {
+            write_inspected(out, pipeline, t, format, carried)
+        }
+    };
     // Each batch of traces is turned into its output text on a worker;
     // this thread writes the texts (and prints the warnings) in input order.
-    let text_of = |traces: &[Trace]| -> std::io::Result<(Vec<u8>, usize, usize)> {
+    let text_of = |traces: Vec<Trace>| -> std::io::Result<(Vec<u8>, Vec<Piece>, usize)> {
         let mut text = Vec::new();
-        let (mut calls, mut spans) = (0, 0);
+        let mut pieces = Vec::with_capacity(traces.len());
+        let mut spans = 0;
         for t in traces {
             spans += t.spans.len();
-            calls += if explain {
-                write_explained(&mut text, pipeline, t, format)?
-            } else {
-                write_inspected(&mut text, pipeline, t, format)?
-            };
+            let (calls, open) = write(&mut text, &t, &[])?;
+            // Kept only while a call an earlier trace left open may be
+            // answered in it: then it is read again.
+            let answers = open.as_ref().is_some_and(|o| !o.answers.is_empty());
+            pieces.push(Piece {
+                end: text.len(),
+                calls,
+                open,
+                trace: answers.then_some(t),
+            });
         }
-        Ok((text, calls, spans))
+        Ok((text, pieces, spans))
     };
     let render = |traces: Vec<Trace>| {
         let warnings: Vec<Warning> = traces.iter().flat_map(Warning::of_trace).collect();
-        (warnings, text_of(&traces))
+        (warnings, text_of(traces))
     };
     let mut found = Inspection::default();
     let mut written: std::io::Result<()> = Ok(());
+    let mut carry = Carry::default();
     let projection = pipeline.projection();
     // An explanation shows near misses, which may name any attribute.
     let filter: &(dyn KeyFilter + Sync) = if explain { &KeepAll } else { &projection };
-    let (rejected, _stats) = stream_traces(
-        sources,
-        read,
-        filter,
-        progress,
-        render,
-        |(warnings, rendered)| {
-            warnings.iter().for_each(super::print_warning);
-            if written.is_ok() {
-                written = rendered.and_then(|(text, c, s)| {
-                    found.calls += c;
-                    found.spans += s;
-                    out.write_all(&text)
-                });
-            }
-        },
-    );
+    let (rejected, _stats) = stream_traces(sources, read, filter, progress, render, |batch| {
+        let (warnings, rendered) = batch;
+        warnings.iter().for_each(super::print_warning);
+        if written.is_ok() {
+            written = rendered.and_then(|(text, pieces, spans)| {
+                found.spans += spans;
+                let mut from = 0;
+                for p in pieces {
+                    let mut open = p.open;
+                    match p.trace.filter(|_| carry.answers(open.as_deref())) {
+                        Some(t) => {
+                            let carried = carry.take(open.as_deref());
+                            let mut again = Vec::new();
+                            let (calls, left) = write(&mut again, &t, &carried)?;
+                            found.calls += calls;
+                            open = left;
+                            out.write_all(&again)?;
+                        }
+                        None => {
+                            found.calls += p.calls;
+                            out.write_all(&text[from..p.end])?;
+                        }
+                    }
+                    from = p.end;
+                    carry.keep(open.as_deref());
+                }
+                Ok(())
+            });
+        }
+    });
     written?;
     found.rejected = rejected;
     Ok(found)
@@ -132,14 +160,25 @@ pub fn each_row<R: Send>(
     found
 }
 
-/// One trace's calls as a tree or a row; returns how many calls.
+/// One trace's output within its batch's text (up to `end`), and what the
+/// trace leaves open for the traces after it.
+struct Piece {
+    end: usize,
+    calls: usize,
+    open: Option<Box<Open>>,
+    trace: Option<Trace>,
+}
+
+/// One trace's calls as a tree or a row; returns how many calls, and what
+/// the trace leaves open.
 fn write_inspected(
     out: &mut Vec<u8>,
     pipeline: &Pipeline,
     t: &Trace,
     format: InspectFormat,
-) -> std::io::Result<usize> {
-    let found = pipeline.inspect(t);
+    carried: &[OpenAsk],
+) -> std::io::Result<(usize, Option<Box<Open>>)> {
+    let mut found = pipeline.inspect_carried(t, carried);
     match format {
         InspectFormat::Jsonl => {
             let row = report::inspect_row(
@@ -157,19 +196,21 @@ fn write_inspected(
             }
         }
     }
-    Ok(found.analysis.calls.len())
+    Ok((found.analysis.calls.len(), found.analysis.open.take()))
 }
 
-/// One trace's spans with the rule of each; returns how many are calls.
+/// One trace's spans with the rule of each; returns how many are calls,
+/// and what the trace leaves open.
 fn write_explained(
     out: &mut Vec<u8>,
     pipeline: &Pipeline,
     t: &Trace,
     format: InspectFormat,
-) -> std::io::Result<usize> {
+    carried: &[OpenAsk],
+) -> std::io::Result<(usize, Option<Box<Open>>)> {
     let rows = pipeline.extractor().explain(t);
     // What the conversation witness did: calls rebuilt, disagreements.
-    let witnessed = pipeline.extractor().analyze(t);
+    let mut witnessed = pipeline.extractor().analyze_carried(t, carried);
     let rebuilt: Vec<&ToolCall> = witnessed
         .calls
         .iter()
@@ -194,5 +235,5 @@ fn write_explained(
             report::write_conversation(out, &rebuilt, &witnessed)?;
         }
     }
-    Ok(calls)
+    Ok((calls, witnessed.open.take()))
 }

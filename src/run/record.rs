@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::assemble::{find_attr, Trace, TraceId, Val};
 use crate::evaluate::{Pipeline, Warning};
 use crate::expect::{matchers, normalize_text};
+use crate::extract::carry::{Carry, Open, OpenAsk};
 use crate::extract::facts::turn_text_of;
 use crate::ingest::files::Source;
 use crate::ingest::Rejected;
@@ -135,14 +136,33 @@ pub fn record(
     let projection = pipeline.extractor().projection(keys);
     let session = matches!(join, RecordJoin::Match(k) if evaluator.session_keys().contains(k));
     let mut builder = Builder::new(join, session);
+    // Calls earlier traces left open, as replay counts them.
+    let mut carry = Carry::default();
     let (rejected, _stats) = stream_traces(
         sources,
         read,
         &projection,
         progress,
-        |traces| -> Vec<Seen> { traces.iter().map(|t| seen(pipeline, join, t)).collect() },
+        |traces| -> Vec<(Seen, Left)> {
+            traces
+                .into_iter()
+                .map(|t| {
+                    let (s, open) = seen(pipeline, join, &t, &[]);
+                    let answers = open.as_ref().is_some_and(|o| !o.answers.is_empty());
+                    (s, open.map(|o| (o, answers.then_some(t))))
+                })
+                .collect()
+        },
         |batch| {
-            for s in batch {
+            for (mut s, left) in batch {
+                let mut open = left.as_ref().map(|(o, _)| o.clone());
+                if let Some((o, Some(t))) = &left {
+                    if carry.answers(Some(o)) {
+                        let carried = carry.take(Some(o));
+                        (s, open) = seen(pipeline, join, t, &carried);
+                    }
+                }
+                carry.keep(open.as_deref());
                 s.warnings.iter().for_each(super::print_warning);
                 builder.add(s);
             }
@@ -173,8 +193,17 @@ struct Seen {
     warnings: Vec<Warning>,
 }
 
-fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
-    let (result, runs) = pipeline.run_with_runs(t);
+/// What a trace leaves open, and the trace while it may answer a call an
+/// earlier trace left open (`extract::carry`).
+type Left = Option<(Box<Open>, Option<Trace>)>;
+
+fn seen(
+    pipeline: &Pipeline,
+    join: &RecordJoin,
+    t: &Trace,
+    carried: &[OpenAsk],
+) -> (Seen, Option<Box<Open>>) {
+    let (result, runs, open) = pipeline.run_carried(t, carried);
     let name = runs
         .first()
         .map(|r| r.name.clone())
@@ -202,14 +231,15 @@ fn seen(pipeline: &Pipeline, join: &RecordJoin, t: &Trace) -> Seen {
             (c.start_time_unix_nano, call)
         })
         .collect();
-    Seen {
+    let seen = Seen {
         trace_id: t.id,
         start: t.start_time(),
         name,
         key,
         calls,
         warnings: result.assembly_warnings,
-    }
+    };
+    (seen, open)
 }
 
 /// The first value of attribute `key` on a span (in start order) or its

@@ -3,6 +3,7 @@
 
 use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
+use crate::extract::carry::{Carry, Open, OpenAsk};
 use crate::extract::facts::token_usage;
 use crate::ingest::files::{self, Source};
 use crate::ingest::projection::KeyFilter;
@@ -26,6 +27,8 @@ pub fn score_traces(traces: &[Trace], pipeline: &Pipeline, report: &mut Report) 
 /// folded in here, in order.
 pub struct Collector<'a> {
     per_trace: BatchRun<'a>,
+    /// Calls earlier traces left open (`extract::carry`).
+    carry: Carry,
     hit: Vec<bool>,
     sessions: Sessions,
     tools: ToolStatsBuilder,
@@ -43,26 +46,42 @@ pub struct BatchRun<'a> {
 /// A batch of traces, scored.
 pub struct Scored(Vec<ScoredTrace>);
 
-/// A trace's result, its (input, output) tokens and its timeline.
-type ScoredTrace = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
+/// A trace's result, its (input, output) tokens, its timeline, and what it
+/// leaves open for the traces after it (with the trace itself while it may
+/// answer a call an earlier trace left open: then it is scored again).
+type ScoredTrace = (
+    TraceResult,
+    (Option<u64>, Option<u64>),
+    Option<Timeline>,
+    Option<(Box<Open>, Option<Trace>)>,
+);
 
 impl BatchRun<'_> {
     /// Runs the pipeline on a batch of traces.
     pub fn score(&self, traces: &[Trace]) -> Scored {
-        let (pipeline, timelines) = (self.pipeline, self.timelines);
         Scored(in_parallel(
             traces.iter().collect(),
             self.threads,
-            |t: &Trace| {
-                let (result, runs) = pipeline.run_with_runs(t);
-                let timeline = timelines.then(|| Timeline::of(t, &result.calls, &runs));
-                let tokens = match &result.facts {
-                    Some(f) => (f.input_tokens, f.output_tokens),
-                    None => token_usage(t),
-                };
-                (result, tokens, timeline)
-            },
+            |t: &Trace| self.score_one(t, &[]),
         ))
+    }
+
+    /// Runs the pipeline on one trace, with the calls earlier traces left
+    /// open.
+    fn score_one(&self, t: &Trace, carried: &[OpenAsk]) -> ScoredTrace {
+        let (result, runs, open) = self.pipeline.run_carried(t, carried);
+        let timeline = self
+            .timelines
+            .then(|| Timeline::of(t, &result.calls, &runs));
+        let tokens = match &result.facts {
+            Some(f) => (f.input_tokens, f.output_tokens),
+            None => token_usage(t),
+        };
+        let open = open.map(|o| {
+            let answers = !o.answers.is_empty();
+            (o, answers.then(|| t.clone()))
+        });
+        (result, tokens, timeline, open)
     }
 }
 
@@ -80,6 +99,7 @@ impl<'a> Collector<'a> {
                 threads: evaluator.judge().map_or(1, |j| j.concurrency()),
                 timelines: report.timelines.is_some(),
             },
+            carry: Carry::default(),
             hit: vec![false; evaluator.cases().len()],
             sessions: Sessions::default(),
             tools: ToolStatsBuilder::default(),
@@ -108,7 +128,17 @@ impl<'a> Collector<'a> {
                 .for_each(super::print_warning);
         }
         report.stats.traces += scored.0.len();
-        for (result, tokens, timeline) in scored.0 {
+        for mut scored in scored.0 {
+            // A trace that answers a call an earlier one left open is
+            // scored again with it.
+            if let Some((open, Some(t))) = &scored.3 {
+                if self.carry.answers(Some(open)) {
+                    let carried = self.carry.take(Some(open));
+                    scored = self.per_trace.score_one(t, &carried);
+                }
+            }
+            let (result, tokens, timeline, open) = scored;
+            self.carry.keep(open.as_ref().map(|(o, _)| &**o));
             if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
                 map.insert(result.trace_id, t);
             }

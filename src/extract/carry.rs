@@ -1,0 +1,277 @@
+//! Calls whose result is in another trace (docs/conventions.md, "The
+//! conversation witness", "Each model call its own trace").
+//!
+//! Without a span around an agent's loop, every model call is a trace of
+//! its own, and the result of a call the model asked for is carried by the
+//! next request, in the next trace. Most instrumentations repeat the model's
+//! turn in that request, so the next trace alone has the call
+//! (`conversation::rebuild`). Some keep only the results (OpenLIT's OpenAI
+//! integration): the call's name and arguments are in one trace, its result
+//! in the next, joined by nothing but the call id.
+//!
+//! A reader going through the traces in input order ([`Carry`]) joins them,
+//! conservatively: the asking trace left the call open (no later request in
+//! it), the answering trace has no tool span and carries a result under that
+//! id that nothing in it asked for, both ran in the same process (the same
+//! resource attributes, `service.instance.id` included), and the request
+//! started after the model's answer ended. The call is counted once, in the
+//! trace of the request that carries its result (as calls carried by a
+//! repeated model turn are); the asking trace lists it as not counted. Only
+//! the last [`MAX_OPEN`] open calls are kept.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+
+use super::requested::Asked;
+use crate::assemble::{SpanId, SpanRecord, TraceId};
+
+/// Open calls kept for the traces after theirs.
+pub const MAX_OPEN: usize = 256;
+
+/// A call a trace's model output asked for (with a call id) and no later
+/// request in that trace answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAsk {
+    pub(crate) asked: Asked,
+    pub(crate) form: &'static str,
+    pub trace_id: TraceId,
+    pub span_id: SpanId,
+    /// When the model's answer ended.
+    pub end_time_unix_nano: u64,
+    /// The process the model call ran in: its resource attributes, hashed.
+    pub run: u64,
+}
+
+/// What a trace without tool spans leaves open: calls asked for and not
+/// answered in it, and the call ids of results it carries that nothing in
+/// it asked for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Open {
+    pub asks: Vec<OpenAsk>,
+    /// (call id, the process of the request that carries it, its start).
+    pub answers: Vec<(String, u64, u64)>,
+}
+
+/// The process a span ran in: its resource attributes, hashed.
+pub(crate) fn run_key(s: &SpanRecord) -> u64 {
+    let mut h = DefaultHasher::new();
+    for kv in &s.resource.attributes {
+        kv.key.hash(&mut h);
+        // Attribute values are protobuf messages (no `Hash`): their
+        // encoding names them.
+        format!("{:?}", kv.value).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The open calls of the traces read so far, in input order.
+#[derive(Debug, Default)]
+pub struct Carry {
+    asks: VecDeque<OpenAsk>,
+}
+
+impl Carry {
+    /// The open calls that a trace leaving `open` answers (removed from
+    /// the carry: each is counted once).
+    pub fn take(&mut self, open: Option<&Open>) -> Vec<OpenAsk> {
+        let Some(open) = open else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (id, run, start) in &open.answers {
+            let found = self.asks.iter().rposition(|a| {
+                a.asked.id.as_deref() == Some(id.as_str())
+                    && a.run == *run
+                    && a.end_time_unix_nano <= *start
+            });
+            if let Some(k) = found.and_then(|k| self.asks.remove(k)) {
+                out.push(k);
+            }
+        }
+        out
+    }
+
+    /// Keeps the calls a trace left open, for the traces after it.
+    pub fn keep(&mut self, open: Option<&Open>) {
+        let Some(open) = open else {
+            return;
+        };
+        self.asks.extend(open.asks.iter().cloned());
+        while self.asks.len() > MAX_OPEN {
+            self.asks.pop_front();
+        }
+    }
+
+    /// Whether a trace leaving `open` answers a call kept here (and is to
+    /// be read again with those calls).
+    pub fn answers(&self, open: Option<&Open>) -> bool {
+        open.is_some_and(|open| {
+            open.answers.iter().any(|(id, run, start)| {
+                self.asks.iter().any(|a| {
+                    a.asked.id.as_deref() == Some(id.as_str())
+                        && a.run == *run
+                        && a.end_time_unix_nano <= *start
+                })
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::assemble::Trace;
+    use crate::extract::{Analysis, Extractor};
+
+    /// A trace holding one model call of a made-up vendor's client, in
+    /// process `process`: its request carries `results` (call id, content)
+    /// and nothing else of the history; its output asks for `calls`.
+    fn model_call(
+        trace: u8,
+        when: (u64, u64),
+        process: &str,
+        results: &[(&str, &str)],
+        calls: &[(&str, &str, Value)],
+    ) -> Trace {
+        let input: Vec<Value> = results
+            .iter()
+            .map(|(id, r)| json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": r}]}))
+            .collect();
+        let parts: Vec<Value> = calls
+            .iter()
+            .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
+            .collect();
+        let input = Value::Array(input).to_string();
+        let output = json!([{"role": "assistant", "parts": parts}]).to_string();
+        let mut s = crate::extract::tests::sp(
+            trace,
+            None,
+            when,
+            "acme.chat",
+            &[
+                ("acme.operation", "chat"),
+                ("gen_ai.input.messages", &input),
+                ("gen_ai.output.messages", &output),
+            ],
+        );
+        s.resource = Arc::new(Resource {
+            attributes: vec![KeyValue {
+                key: "service.instance.id".into(),
+                value: Some(AnyValue {
+                    value: Some(any_value::Value::StringValue(process.into())),
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        Trace::new(TraceId([trace; 16]), vec![s], 0)
+    }
+
+    /// Reads `traces` in order as `inspect` and `replay` do.
+    fn read(traces: &[Trace]) -> Vec<Analysis> {
+        let x = Extractor::default();
+        let mut carry = Carry::default();
+        traces
+            .iter()
+            .map(|t| {
+                let mut a = x.analyze(t);
+                if carry.answers(a.open.as_deref()) {
+                    let carried = carry.take(a.open.as_deref());
+                    a = x.analyze_carried(t, &carried);
+                }
+                carry.keep(a.open.as_deref());
+                a
+            })
+            .collect()
+    }
+
+    fn calls(a: &Analysis) -> Vec<(&str, Option<&Value>)> {
+        a.calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.args.value()))
+            .collect()
+    }
+
+    #[test]
+    fn a_result_in_the_next_trace_joins_the_call_by_id() {
+        let town = json!({"town": "Lyon"});
+        let read = read(&[
+            model_call(1, (0, 10), "p1", &[], &[("k1", "find_hotel", town.clone())]),
+            model_call(2, (20, 30), "p1", &[("k1", "{\"stars\": 3}")], &[]),
+        ]);
+        // Listed where it was asked for, counted where its result is.
+        assert!(read[0].calls.is_empty());
+        assert!(read[0].warnings[0].contains("`find_hotel` (call id k1)"));
+        assert_eq!(calls(&read[1]), [("find_hotel", Some(&town))]);
+        let call = &read[1].calls[0];
+        assert_eq!(
+            call.from,
+            Some(crate::extract::conversation::FROM_CONVERSATION)
+        );
+        assert_eq!(
+            call.result.as_ref().map(|r| r.to_value()),
+            Some(json!({"stars": 3}))
+        );
+        assert!(
+            read[1].notes[0].contains("asked for in trace"),
+            "{:?}",
+            read[1].notes
+        );
+        assert!(read[1].open.is_none());
+    }
+
+    #[test]
+    fn another_process_or_an_earlier_request_is_no_join() {
+        let ask = || model_call(1, (0, 10), "p1", &[], &[("k1", "f", json!({"a": 1}))]);
+        // The same call id from another process.
+        let other = read(&[ask(), model_call(2, (20, 30), "p2", &[("k1", "x")], &[])]);
+        assert!(other[1].calls.is_empty());
+        // A request that started before the model asked.
+        let before = read(&[ask(), model_call(2, (5, 30), "p1", &[("k1", "x")], &[])]);
+        assert!(before[1].calls.is_empty());
+        // Each open call is counted once.
+        let twice = read(&[
+            ask(),
+            model_call(2, (20, 30), "p1", &[("k1", "x")], &[]),
+            model_call(3, (40, 50), "p1", &[("k1", "x")], &[]),
+        ]);
+        assert_eq!(twice[1].calls.len(), 1);
+        assert!(twice[2].calls.is_empty());
+    }
+
+    #[test]
+    fn only_the_last_open_calls_are_kept() {
+        let mut carry = Carry::default();
+        let open = |id: usize| Open {
+            asks: vec![OpenAsk {
+                asked: Asked {
+                    id: Some(format!("k{id}")),
+                    name: "f".into(),
+                    args: Value::Null,
+                },
+                form: "test",
+                trace_id: TraceId([0; 16]),
+                span_id: SpanId([0; 8]),
+                end_time_unix_nano: 0,
+                run: 7,
+            }],
+            answers: Vec::new(),
+        };
+        for id in 0..=MAX_OPEN {
+            carry.keep(Some(&open(id)));
+        }
+        let answer = |id: &str| Open {
+            asks: Vec::new(),
+            answers: vec![(id.to_string(), 7, 1)],
+        };
+        assert!(!carry.answers(Some(&answer("k0"))));
+        assert!(carry.answers(Some(&answer(&format!("k{MAX_OPEN}")))));
+    }
+}
