@@ -40,7 +40,14 @@ def test_files_give_the_cli_rows(cli: str, repo: str) -> None:
 def test_inspect_gives_the_cli_rows_key_for_key(cli: str, repo: str) -> None:
     # The rows are built from the library's values, not its JSONL text:
     # they must still be those rows, keys in the same order (json.dumps keeps it).
-    for traces in ("sample-traces", "tests/data/corpus/mlflow/otlp", "tests/data/conversation/genai-loop.jsonl"):
+    # py-openai-openlit: each model call is its own trace, a call answered in
+    # the next one (joined across traces, as the command line does).
+    for traces in (
+        "sample-traces",
+        "tests/data/corpus/mlflow/otlp",
+        "tests/data/conversation/genai-loop.jsonl",
+        "tests/data/firstsight/py-openai-openlit.jsonl",
+    ):
         want = cli_rows(cli, "inspect", traces, cwd=repo)
         got = toolscore.inspect(os.path.join(repo, traces))
         assert want and [json.dumps(r) for r in got] == [json.dumps(r) for r in want], traces

@@ -126,23 +126,32 @@ pub fn each_row<R: Send>(
     row: impl Fn(&report::InspectRow<'_>) -> R + Sync,
     mut each: impl FnMut(R),
 ) -> Inspection {
+    // One trace's row and what it leaves open, as `inspect` writes it.
+    let row_of = |t: &Trace, carried: &[OpenAsk]| {
+        let mut found = pipeline.inspect_carried(t, carried);
+        let r = row(&report::InspectRow::of(
+            t,
+            &found.analysis,
+            found.session.as_ref(),
+            found.joins.as_deref(),
+        ));
+        (r, found.analysis.calls.len(), found.analysis.open.take())
+    };
     let rows = |traces: Vec<Trace>| {
-        let (mut calls, mut spans) = (0, 0);
+        let mut spans = 0;
         let mut rows = Vec::with_capacity(traces.len());
-        for t in &traces {
+        for t in traces {
             spans += t.spans.len();
-            let found = pipeline.inspect(t);
-            calls += found.analysis.calls.len();
-            rows.push(row(&report::InspectRow::of(
-                t,
-                &found.analysis,
-                found.session.as_ref(),
-                found.joins.as_deref(),
-            )));
+            let (r, calls, open) = row_of(&t, &[]);
+            // Kept only while it may answer a call an earlier trace left
+            // open: then it is read again.
+            let answers = open.as_ref().is_some_and(|o| !o.answers.is_empty());
+            rows.push((r, calls, open, answers.then_some(t)));
         }
-        (rows, calls, spans)
+        (rows, spans)
     };
     let mut found = Inspection::default();
+    let mut carry = Carry::default();
     let projection = pipeline.projection();
     let (rejected, _stats) = stream_traces(
         sources,
@@ -150,10 +159,17 @@ pub fn each_row<R: Send>(
         &projection,
         |_| {},
         rows,
-        |(rows, c, s)| {
-            found.calls += c;
-            found.spans += s;
-            rows.into_iter().for_each(&mut each);
+        |(rows, spans)| {
+            found.spans += spans;
+            for (mut r, mut calls, mut open, trace) in rows {
+                if let Some(t) = trace.filter(|_| carry.answers(open.as_deref())) {
+                    let carried = carry.take(open.as_deref());
+                    (r, calls, open) = row_of(&t, &carried);
+                }
+                found.calls += calls;
+                carry.keep(open.as_deref());
+                each(r);
+            }
         },
     );
     found.rejected = rejected;
