@@ -1033,7 +1033,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         }
         Unwrap::LangchainMessage | Unwrap::TypedValue => object && contains(text, Needle::Type),
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
-        Unwrap::McpClientResult => object && contains(text, Needle::Result),
+        Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
     }) || src
         .unwrap_key
         .as_ref()

@@ -204,3 +204,63 @@ fn results_read_as_text_and_as_values_agree() {
         found[0].result
     );
 }
+
+/// An `execute_tool` span of tool `book` in scope `scope` with result
+/// `result` and attributes `extra`: `(result, convention)`.
+fn execute_tool(scope: &str, result: &str, extra: &[(&str, &str)]) -> (Value, String) {
+    let mut attrs = vec![
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", "book"),
+        ("gen_ai.tool.call.arguments", r#"{"room": "B"}"#),
+        ("gen_ai.tool.call.result", result),
+    ];
+    attrs.extend_from_slice(extra);
+    let mut s = span(1, None, "execute_tool book", &attrs);
+    s.scope = Arc::new(InstrumentationScope {
+        name: scope.to_string(),
+        ..Default::default()
+    });
+    let mut found = calls(&trace(vec![s]));
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (_, _, result, convention) = found.remove(0);
+    (result, convention)
+}
+
+#[test]
+fn google_adk_s_result_wrapper_comes_off_its_spans_only() {
+    let adk = |result: &str| execute_tool("gcp.vertex.agent", result, &[]);
+    // A value that is no dict, as ADK hands it to the model.
+    assert_eq!(
+        adk(r#"{"result": "booked"}"#),
+        (json!("booked"), "google-adk".to_string())
+    );
+    assert_eq!(adk(r#"{"result": [1, 2]}"#).0, json!([1, 2]));
+    assert_eq!(adk(r#"{"result": null}"#).0, Value::Null);
+    // A string stays the string the tool returned, JSON or not.
+    assert_eq!(
+        adk(r#"{"result": "{\"seats\": 2}"}"#).0,
+        json!("{\"seats\": 2}")
+    );
+    // A dict is passed on as it is: an object under `result` is the tool's.
+    let own = [
+        r#"{"result": {"seats": 2}}"#,
+        r#"{"result": "booked", "seats": 2}"#,
+        r#"{"seats": 2}"#,
+    ];
+    for text in own {
+        let want: Value = serde_json::from_str(text).expect("test JSON");
+        assert_eq!(adk(text).0, want, "{text}");
+    }
+    // ADK's event id marks its spans where no scope was exported.
+    let by_event = execute_tool(
+        "",
+        r#"{"result": 3}"#,
+        &[("gcp.vertex.agent.event_id", "e-1")],
+    );
+    assert_eq!(by_event, (json!(3), "google-adk".to_string()));
+    // Another instrumentation's execute_tool span keeps the shape.
+    assert_eq!(
+        execute_tool("acme.agents", r#"{"result": "booked"}"#, &[]),
+        (json!({"result": "booked"}), "otel-genai".to_string())
+    );
+}
