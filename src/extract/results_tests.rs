@@ -264,3 +264,39 @@ fn google_adk_s_result_wrapper_comes_off_its_spans_only() {
         (json!({"result": "booked"}), "otel-genai".to_string())
     );
 }
+
+#[test]
+fn langsmith_s_output_wrappers_come_off_its_results_only() {
+    let traced = |kind: Option<&str>, completion: &str| {
+        let mut attrs = vec![
+            ("langsmith.span.kind", "tool"),
+            ("gen_ai.tool.name", "book"),
+            ("gen_ai.prompt", r#"{"room": "B"}"#),
+            ("gen_ai.completion", completion),
+        ];
+        if let Some(op) = kind {
+            attrs.push(("gen_ai.operation.name", op));
+        }
+        one("book", &attrs)
+    };
+    // JavaScript's `{"outputs"}` and Python's `{"output"}`, under the
+    // otel-genai rule (the operation name set) and the langsmith rule.
+    for op in [Some("execute_tool"), None] {
+        assert_eq!(traced(op, r#"{"outputs": "booked"}"#).2, json!("booked"));
+        assert_eq!(traced(op, r#"{"outputs": [1]}"#).2, json!([1]));
+        assert_eq!(traced(op, r#"{"output": "booked"}"#).2, json!("booked"));
+        // JavaScript passes an object on as it is: the tool's own.
+        let own = r#"{"outputs": {"seats": 2}}"#;
+        assert_eq!(traced(op, own).2, json!({"outputs": {"seats": 2}}));
+        let other = r#"{"outputs": "booked", "seats": 2}"#;
+        assert_eq!(
+            traced(op, other).2,
+            json!({"outputs": "booked", "seats": 2})
+        );
+    }
+    // A rule that does not declare it keeps the shape.
+    assert_eq!(
+        galtea_result(r#"{"outputs": "booked"}"#),
+        json!({"outputs": "booked"})
+    );
+}

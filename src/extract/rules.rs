@@ -162,6 +162,9 @@ pub enum Unwrap {
     /// Google ADK's own wrapper around a tool's return value that is no
     /// dict, `{"result": v}` (v not an object), becomes `v`.
     AdkResult,
+    /// LangSmith JS's wrapper around a traced function's return value that
+    /// is no object, `{"outputs": v}` (v not an object), becomes `v`.
+    LangsmithOutputs,
 }
 
 impl Unwrap {
@@ -182,6 +185,7 @@ impl Unwrap {
             Unwrap::TypedValue => "typed_value",
             Unwrap::McpClientResult => "mcp_client_result",
             Unwrap::AdkResult => "adk_result",
+            Unwrap::LangsmithOutputs => "langsmith_outputs",
         }
     }
 }

@@ -235,6 +235,7 @@ fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::TypedValue => typed_value(v),
         Unwrap::McpClientResult => mcp_client_result(v),
         Unwrap::AdkResult => lone_key_around_non_object(v, "result"),
+        Unwrap::LangsmithOutputs => lone_key_around_non_object(v, "outputs"),
     }
 }
 
@@ -376,7 +377,7 @@ pub(crate) fn mcp_client_result(v: Value) -> Result<Value, Value> {
 
 /// `{key: v}` with `v` no object -> `v`, as it is (a string stays the
 /// string). The wrapper a framework puts around a return value that is no
-/// dict (Google ADK's `{"result"}`): a dict
+/// dict (Google ADK's `{"result"}`, LangSmith JS's `{"outputs"}`): a dict
 /// it passes on as it is, so an object under the key is the tool's own.
 pub(crate) fn lone_key_around_non_object(v: Value, key: &str) -> Result<Value, Value> {
     match v {
