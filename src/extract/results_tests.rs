@@ -300,3 +300,38 @@ fn langsmith_s_output_wrappers_come_off_its_results_only() {
         json!({"outputs": "booked"})
     );
 }
+
+#[test]
+fn haystack_s_tool_step_is_a_call() {
+    let attrs = [
+        ("haystack.tool.name", "book"),
+        ("haystack.agent.step.tool.input", r#"{"room": "B"}"#),
+        ("haystack.agent.step.tool.output", "booked"),
+    ];
+    let found = calls(&trace(vec![span(
+        1,
+        None,
+        "haystack.agent.step.tool",
+        &attrs,
+    )]));
+    assert_eq!(
+        found,
+        vec![(
+            "book".to_string(),
+            json!({"room": "B"}),
+            json!("booked"),
+            "haystack".to_string()
+        )]
+    );
+    // The tool name on a span of another name (a component run, a step) or
+    // the span name without a tool name: no call.
+    for (name, attrs) in [
+        ("haystack.agent.step", &attrs[..]),
+        ("haystack.agent.step.tool", &attrs[1..]),
+    ] {
+        assert!(
+            calls(&trace(vec![span(1, None, name, attrs)])).is_empty(),
+            "{name}"
+        );
+    }
+}
