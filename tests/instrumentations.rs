@@ -130,21 +130,22 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
         ),
         (
             // ADK's own execute_tool attributes and OpenInference's on one
-            // span; the output a `FunctionResponse`, ADK's `{"result"}`
-            // around a value that is no dict kept (the model saw it so).
+            // span (ADK's rule); the output a `FunctionResponse`, and ADK's
+            // `{"result"}` around a value that is no dict (here the JSON
+            // text the tool returned) taken off.
             "openinference-google-adk.jsonl",
             vec![
                 call(
                     "find_hotel",
                     hotel(),
-                    json!({"result": r#"{"hotel": "Le Phare", "stars": 3}"#}),
-                    "otel-genai",
+                    json!(r#"{"hotel": "Le Phare", "stars": 3}"#),
+                    "google-adk",
                 ),
                 call(
                     "rent_bike",
                     bike(),
                     json!({"status": "rented"}),
-                    "otel-genai",
+                    "google-adk",
                 ),
             ],
         ),

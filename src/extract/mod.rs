@@ -1083,7 +1083,8 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         }
         Unwrap::LangchainMessage | Unwrap::TypedValue => object && contains(text, Needle::Type),
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
-        Unwrap::McpClientResult => object && contains(text, Needle::Result),
+        Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
+        Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
     }) || src
         .unwrap_key
         .as_ref()
@@ -1105,13 +1106,14 @@ enum Needle {
     Response,
     Arguments,
     Result,
+    Outputs,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 12]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 13]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -1126,6 +1128,7 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"response\""),
             Finder::new(b"\"arguments\""),
             Finder::new(b"\"result\""),
+            Finder::new(b"\"outputs\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

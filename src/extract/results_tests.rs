@@ -204,3 +204,134 @@ fn results_read_as_text_and_as_values_agree() {
         found[0].result
     );
 }
+
+/// An `execute_tool` span of tool `book` in scope `scope` with result
+/// `result` and attributes `extra`: `(result, convention)`.
+fn execute_tool(scope: &str, result: &str, extra: &[(&str, &str)]) -> (Value, String) {
+    let mut attrs = vec![
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", "book"),
+        ("gen_ai.tool.call.arguments", r#"{"room": "B"}"#),
+        ("gen_ai.tool.call.result", result),
+    ];
+    attrs.extend_from_slice(extra);
+    let mut s = span(1, None, "execute_tool book", &attrs);
+    s.scope = Arc::new(InstrumentationScope {
+        name: scope.to_string(),
+        ..Default::default()
+    });
+    let mut found = calls(&trace(vec![s]));
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (_, _, result, convention) = found.remove(0);
+    (result, convention)
+}
+
+#[test]
+fn google_adk_s_result_wrapper_comes_off_its_spans_only() {
+    let adk = |result: &str| execute_tool("gcp.vertex.agent", result, &[]);
+    // A value that is no dict, as ADK hands it to the model.
+    assert_eq!(
+        adk(r#"{"result": "booked"}"#),
+        (json!("booked"), "google-adk".to_string())
+    );
+    assert_eq!(adk(r#"{"result": [1, 2]}"#).0, json!([1, 2]));
+    assert_eq!(adk(r#"{"result": null}"#).0, Value::Null);
+    // A string stays the string the tool returned, JSON or not.
+    assert_eq!(
+        adk(r#"{"result": "{\"seats\": 2}"}"#).0,
+        json!("{\"seats\": 2}")
+    );
+    // A dict is passed on as it is: an object under `result` is the tool's.
+    let own = [
+        r#"{"result": {"seats": 2}}"#,
+        r#"{"result": "booked", "seats": 2}"#,
+        r#"{"seats": 2}"#,
+    ];
+    for text in own {
+        let want: Value = serde_json::from_str(text).expect("test JSON");
+        assert_eq!(adk(text).0, want, "{text}");
+    }
+    // ADK's event id marks its spans where no scope was exported.
+    let by_event = execute_tool(
+        "",
+        r#"{"result": 3}"#,
+        &[("gcp.vertex.agent.event_id", "e-1")],
+    );
+    assert_eq!(by_event, (json!(3), "google-adk".to_string()));
+    // Another instrumentation's execute_tool span keeps the shape.
+    assert_eq!(
+        execute_tool("acme.agents", r#"{"result": "booked"}"#, &[]),
+        (json!({"result": "booked"}), "otel-genai".to_string())
+    );
+}
+
+#[test]
+fn langsmith_s_output_wrappers_come_off_its_results_only() {
+    let traced = |kind: Option<&str>, completion: &str| {
+        let mut attrs = vec![
+            ("langsmith.span.kind", "tool"),
+            ("gen_ai.tool.name", "book"),
+            ("gen_ai.prompt", r#"{"room": "B"}"#),
+            ("gen_ai.completion", completion),
+        ];
+        if let Some(op) = kind {
+            attrs.push(("gen_ai.operation.name", op));
+        }
+        one("book", &attrs)
+    };
+    // JavaScript's `{"outputs"}` and Python's `{"output"}`, under the
+    // otel-genai rule (the operation name set) and the langsmith rule.
+    for op in [Some("execute_tool"), None] {
+        assert_eq!(traced(op, r#"{"outputs": "booked"}"#).2, json!("booked"));
+        assert_eq!(traced(op, r#"{"outputs": [1]}"#).2, json!([1]));
+        assert_eq!(traced(op, r#"{"output": "booked"}"#).2, json!("booked"));
+        // JavaScript passes an object on as it is: the tool's own.
+        let own = r#"{"outputs": {"seats": 2}}"#;
+        assert_eq!(traced(op, own).2, json!({"outputs": {"seats": 2}}));
+        let other = r#"{"outputs": "booked", "seats": 2}"#;
+        assert_eq!(
+            traced(op, other).2,
+            json!({"outputs": "booked", "seats": 2})
+        );
+    }
+    // A rule that does not declare it keeps the shape.
+    assert_eq!(
+        galtea_result(r#"{"outputs": "booked"}"#),
+        json!({"outputs": "booked"})
+    );
+}
+
+#[test]
+fn haystack_s_tool_step_is_a_call() {
+    let attrs = [
+        ("haystack.tool.name", "book"),
+        ("haystack.agent.step.tool.input", r#"{"room": "B"}"#),
+        ("haystack.agent.step.tool.output", "booked"),
+    ];
+    let found = calls(&trace(vec![span(
+        1,
+        None,
+        "haystack.agent.step.tool",
+        &attrs,
+    )]));
+    assert_eq!(
+        found,
+        vec![(
+            "book".to_string(),
+            json!({"room": "B"}),
+            json!("booked"),
+            "haystack".to_string()
+        )]
+    );
+    // The tool name on a span of another name (a component run, a step) or
+    // the span name without a tool name: no call.
+    for (name, attrs) in [
+        ("haystack.agent.step", &attrs[..]),
+        ("haystack.agent.step.tool", &attrs[1..]),
+    ] {
+        assert!(
+            calls(&trace(vec![span(1, None, name, attrs)])).is_empty(),
+            "{name}"
+        );
+    }
+}

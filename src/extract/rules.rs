@@ -174,6 +174,12 @@ pub enum Unwrap {
     /// <first content block's text>}` (with `"is_error": true` on failure),
     /// becomes that text, JSON-decoded when it is JSON.
     McpClientResult,
+    /// Google ADK's own wrapper around a tool's return value that is no
+    /// dict, `{"result": v}` (v not an object), becomes `v`.
+    AdkResult,
+    /// LangSmith JS's wrapper around a traced function's return value that
+    /// is no object, `{"outputs": v}` (v not an object), becomes `v`.
+    LangsmithOutputs,
 }
 
 impl Unwrap {
@@ -193,6 +199,8 @@ impl Unwrap {
             Unwrap::McpContent => "mcp_content",
             Unwrap::TypedValue => "typed_value",
             Unwrap::McpClientResult => "mcp_client_result",
+            Unwrap::AdkResult => "adk_result",
+            Unwrap::LangsmithOutputs => "langsmith_outputs",
         }
     }
 }

@@ -219,6 +219,8 @@ fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::McpContent => mcp_content(v),
         Unwrap::TypedValue => typed_value(v),
         Unwrap::McpClientResult => mcp_client_result(v),
+        Unwrap::AdkResult => lone_key_around_non_object(v, "result"),
+        Unwrap::LangsmithOutputs => lone_key_around_non_object(v, "outputs"),
     }
 }
 
@@ -353,6 +355,19 @@ pub(crate) fn mcp_client_result(v: Value) -> Result<Value, Value> {
     match v {
         Value::Object(mut o) if shaped => {
             Ok(o.remove("result").map_or(Value::Null, json_in_string))
+        }
+        other => Err(other),
+    }
+}
+
+/// `{key: v}` with `v` no object -> `v`, as it is (a string stays the
+/// string). The wrapper a framework puts around a return value that is no
+/// dict (Google ADK's `{"result"}`, LangSmith JS's `{"outputs"}`): a dict
+/// it passes on as it is, so an object under the key is the tool's own.
+pub(crate) fn lone_key_around_non_object(v: Value, key: &str) -> Result<Value, Value> {
+    match v {
+        Value::Object(mut o) if o.len() == 1 && o.get(key).is_some_and(|x| !x.is_object()) => {
+            Ok(o.remove(key).unwrap_or(Value::Null))
         }
         other => Err(other),
     }
@@ -782,6 +797,24 @@ mod tests {
         let result = json!([true, {"name": "t", "role": "function", "content": "7"}]);
         assert_eq!(ag2_function(result), Ok(json!(7)));
         assert!(ag2_function(json!([1, {"name": "t", "content": "7"}])).is_err());
+    }
+
+    #[test]
+    fn a_lone_key_comes_off_only_a_value_that_is_no_object() {
+        let off = |v: Value| lone_key_around_non_object(v, "res");
+        assert_eq!(off(json!({"res": "x"})), Ok(json!("x")));
+        assert_eq!(off(json!({"res": [{"a": 1}]})), Ok(json!([{"a": 1}])));
+        assert_eq!(off(json!({"res": false})), Ok(json!(false)));
+        assert_eq!(off(json!({"res": "{\"a\": 1}"})), Ok(json!("{\"a\": 1}")));
+        for kept in [
+            json!({"res": {"a": 1}}),
+            json!({"res": 1, "b": 2}),
+            json!({"other": 1}),
+            json!(["res"]),
+            json!("res"),
+        ] {
+            assert_eq!(off(kept.clone()), Err(kept));
+        }
     }
 
     #[test]
