@@ -44,8 +44,15 @@ fn hotel_out() -> Value {
 
 #[test]
 fn each_instrumentation_reports_the_arguments_the_tools_received() {
+    for (file, want) in expected_calls() {
+        assert_eq!(calls(file), want, "{file}");
+    }
+}
+
+/// Each instrumentation's test file and the calls its tools received.
+fn expected_calls() -> Vec<(&'static str, Vec<Call>)> {
     let oi = |name: &str, args: Value, result: Value| call(name, args, result, "openinference");
-    let cases: Vec<(&str, Vec<Call>)> = vec![
+    vec![
         (
             "openinference-openai-agents.jsonl",
             vec![
@@ -191,10 +198,7 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
                 call("rent_bike", bike(), json!("rented"), "otel-genai"),
             ],
         ),
-    ];
-    for (file, want) in cases {
-        assert_eq!(calls(file), want, "{file}");
-    }
+    ]
 }
 
 #[test]

@@ -134,20 +134,32 @@ fn replay_saves_each_run_and_runs_show_gives_its_jsonl_back() {
         "the table run saved other rows"
     );
     assert!(!stderr(&again).contains("saved to"), "{}", stderr(&again));
+    shows_markdown_and_a_table_then_prunes(tmp.path(), &traces, &fixture, &id1, &id2);
+}
+
+/// The second half of the test above: the saved run's Markdown and table,
+/// a run that is not there, then pruning to the newest run (`id2`).
+fn shows_markdown_and_a_table_then_prunes(
+    tmp_path: &Path,
+    traces: &str,
+    fixture: &str,
+    id1: &str,
+    id2: &str,
+) {
     // The Markdown summary of a saved run is the run's own, but for its title.
     let md = in_dir(
-        tmp.path(),
+        tmp_path,
         &[
             "replay",
-            &traces,
+            traces,
             "-e",
-            &fixture,
+            fixture,
             "-f",
             "markdown",
             "--no-store",
         ],
     );
-    let shown = in_dir(tmp.path(), &["runs", "show", "last", "-f", "markdown"]);
+    let shown = in_dir(tmp_path, &["runs", "show", "last", "-f", "markdown"]);
     let body = |o: &Output| {
         String::from_utf8_lossy(&o.stdout)
             .lines()
@@ -161,14 +173,14 @@ fn replay_saves_each_run_and_runs_show_gives_its_jsonl_back() {
         body(&md)
     );
     assert_eq!(body(&md), body(&shown));
-    let table = in_dir(tmp.path(), &["runs", "show", "last"]);
+    let table = in_dir(tmp_path, &["runs", "show", "last"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
         text.contains("mlflow-trip-wrong-city") && text.contains("FAIL"),
         "{text}"
     );
 
-    let missing = in_dir(tmp.path(), &["runs", "show", "last~5"]);
+    let missing = in_dir(tmp_path, &["runs", "show", "last~5"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(
         stderr(&missing).contains("no run last~5"),
@@ -176,19 +188,19 @@ fn replay_saves_each_run_and_runs_show_gives_its_jsonl_back() {
         stderr(&missing)
     );
 
-    let pruned = in_dir(tmp.path(), &["runs", "prune", "--keep", "1"]);
+    let pruned = in_dir(tmp_path, &["runs", "prune", "--keep", "1"]);
     assert_eq!(pruned.status.code(), Some(0), "{}", stderr(&pruned));
     assert!(
         stderr(&pruned).contains("pruned 1 run(s)"),
         "{}",
         stderr(&pruned)
     );
-    let ids: Vec<Value> = runs_listed(tmp.path(), &[])
+    let ids: Vec<Value> = runs_listed(tmp_path, &[])
         .iter()
         .map(|r| r["run"].clone())
         .collect();
-    assert_eq!(ids, [Value::from(id2.as_str())]);
-    let gone = in_dir(tmp.path(), &["runs", "show", &id1]);
+    assert_eq!(ids, [Value::from(id2)]);
+    let gone = in_dir(tmp_path, &["runs", "show", id1]);
     assert_eq!(gone.status.code(), Some(2));
 }
 
