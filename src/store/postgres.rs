@@ -168,21 +168,7 @@ impl Postgres {
             &[&seq, &parts::CODEC, &ns, &parts],
         )
         .map_err(err)?;
-        // Many rows per statement: one round trip per row would cost more
-        // than the run.
-        for (i, chunk) in results.chunks(BATCH).enumerate() {
-            let ns: Vec<i64> = (0..chunk.len()).map(|k| (i * BATCH + k) as i64).collect();
-            let cases: Vec<&str> = chunk.iter().map(|e| e.case.as_str()).collect();
-            let targets: Vec<&str> = chunk.iter().map(|e| e.target.as_str()).collect();
-            let passes: Vec<bool> = chunk.iter().map(|e| e.pass).collect();
-            let scores: Vec<Option<f64>> = chunk.iter().map(|e| e.score).collect();
-            tx.execute(
-                "INSERT INTO results (run_seq, n, case_id, target, pass, score) SELECT $1, * \
-                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::float8[])",
-                &[&seq, &ns, &cases, &targets, &passes, &scores],
-            )
-            .map_err(err)?;
-        }
+        insert_results(&mut tx, seq, 0, results).map_err(err)?;
         tx.commit().map_err(err)
     }
 
@@ -258,17 +244,7 @@ impl Postgres {
             &[&at.seq, &ns, &lines],
         )
         .map_err(err)?;
-        let ns: Vec<i64> = (at.first_result..at.first_result + results.len() as i64).collect();
-        let cases: Vec<&str> = results.iter().map(|e| e.case.as_str()).collect();
-        let targets: Vec<&str> = results.iter().map(|e| e.target.as_str()).collect();
-        let passes: Vec<bool> = results.iter().map(|e| e.pass).collect();
-        let scores: Vec<Option<f64>> = results.iter().map(|e| e.score).collect();
-        tx.execute(
-            "INSERT INTO results (run_seq, n, case_id, target, pass, score) SELECT $1, * \
-             FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::float8[])",
-            &[&at.seq, &ns, &cases, &targets, &passes, &scores],
-        )
-        .map_err(err)?;
+        insert_results(&mut tx, at.seq, at.first_result, results).map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(added)
     }
@@ -509,4 +485,29 @@ fn meta_of(r: &Row) -> Result<RunMeta, postgres::Error> {
         mean_score: r.try_get(20)?,
         exit_code: r.try_get(21)?,
     })
+}
+
+/// Inserts a run's case results, numbered from `first` (`save` and
+/// `append`): many rows per statement, as one round trip per row would
+/// cost more than the run.
+fn insert_results(
+    tx: &mut postgres::Transaction<'_>,
+    seq: i64,
+    first: i64,
+    results: &[Entry],
+) -> Result<(), postgres::Error> {
+    for (i, chunk) in results.chunks(BATCH).enumerate() {
+        let from = first + (i * BATCH) as i64;
+        let ns: Vec<i64> = (from..from + chunk.len() as i64).collect();
+        let cases: Vec<&str> = chunk.iter().map(|e| e.case.as_str()).collect();
+        let targets: Vec<&str> = chunk.iter().map(|e| e.target.as_str()).collect();
+        let passes: Vec<bool> = chunk.iter().map(|e| e.pass).collect();
+        let scores: Vec<Option<f64>> = chunk.iter().map(|e| e.score).collect();
+        tx.execute(
+            "INSERT INTO results (run_seq, n, case_id, target, pass, score) SELECT $1, * \
+             FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::float8[])",
+            &[&seq, &ns, &cases, &targets, &passes, &scores],
+        )?;
+    }
+    Ok(())
 }

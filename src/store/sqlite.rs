@@ -204,16 +204,7 @@ impl Sqlite {
                 st.execute(params![seq, n as i64, parts::CODEC, body])
                     .map_err(err)?;
             }
-            let mut st = tx
-                .prepare(
-                    "INSERT INTO results (run_seq, n, case_id, target, pass, score) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(err)?;
-            for (n, e) in results.iter().enumerate() {
-                st.execute(params![seq, n as i64, e.case, e.target, e.pass, e.score])
-                    .map_err(err)?;
-            }
+            insert_results(&tx, seq, 0, results).map_err(err)?;
         }
         tx.commit().map_err(err)
     }
@@ -285,16 +276,7 @@ impl Sqlite {
                 .map_err(err)?;
                 added += 1;
             }
-            let mut st = tx
-                .prepare(
-                    "INSERT INTO results (run_seq, n, case_id, target, pass, score) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(err)?;
-            for (n, e) in (at.first_result..).zip(results) {
-                st.execute(params![at.seq, n, e.case, e.target, e.pass, e.score])
-                    .map_err(err)?;
-            }
+            insert_results(&tx, at.seq, at.first_result, results).map_err(err)?;
         }
         tx.commit().map_err(err)?;
         Ok(added)
@@ -539,6 +521,24 @@ impl Sqlite {
         tx.commit().map_err(err)?;
         Ok(n)
     }
+}
+
+/// Inserts a run's case results, numbered from `first` (`save` and
+/// `append`).
+fn insert_results(
+    tx: &rusqlite::Transaction<'_>,
+    seq: i64,
+    first: i64,
+    results: &[Entry],
+) -> rusqlite::Result<()> {
+    let mut st = tx.prepare_cached(
+        "INSERT INTO results (run_seq, n, case_id, target, pass, score) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for (n, e) in (first..).zip(results) {
+        st.execute(params![seq, n, e.case, e.target, e.pass, e.score])?;
+    }
+    Ok(())
 }
 
 /// The lines of a JSONL text, without their newlines.
