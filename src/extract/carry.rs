@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
 use super::requested::Asked;
-use crate::assemble::{SpanId, SpanRecord, TraceId};
+use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
 
 /// Open calls kept for the traces after theirs.
 pub const MAX_OPEN: usize = 256;
@@ -65,6 +65,30 @@ pub(crate) fn run_key(s: &SpanRecord) -> u64 {
     h.finish()
 }
 
+/// What a trace read on its own leaves open, and the trace itself while it
+/// may answer a call an earlier trace left open (it is read again then).
+#[derive(Debug)]
+pub struct Left {
+    open: Box<Open>,
+    trace: Option<Trace>,
+}
+
+impl Left {
+    /// From what reading a trace left open; `trace` gives the trace, kept
+    /// only when it holds answers.
+    pub fn of(open: Option<Box<Open>>, trace: impl FnOnce() -> Trace) -> Option<Left> {
+        open.map(|open| {
+            let trace = (!open.answers.is_empty()).then(trace);
+            Left { open, trace }
+        })
+    }
+
+    /// What the trace left open, without the trace.
+    pub fn into_open(self) -> Box<Open> {
+        self.open
+    }
+}
+
 /// The open calls of the traces read so far, in input order.
 #[derive(Debug, Default)]
 pub struct Carry {
@@ -101,6 +125,30 @@ impl Carry {
         while self.asks.len() > MAX_OPEN {
             self.asks.pop_front();
         }
+    }
+
+    /// Folds in a trace read on its own in input order: `first` is what
+    /// that read gave and `left` what it left; when the trace answers a call
+    /// kept here, `again` reads it once more with those calls and its
+    /// result replaces `first`. Keeps what the trace finally leaves open.
+    pub fn settle<T>(
+        &mut self,
+        first: T,
+        left: Option<Left>,
+        again: impl FnOnce(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
+    ) -> T {
+        let Some(Left { open, trace }) = left else {
+            return first;
+        };
+        let (out, open) = match trace.filter(|_| self.answers(Some(&open))) {
+            Some(t) => {
+                let carried = self.take(Some(&open));
+                again(&t, &carried)
+            }
+            None => (first, Some(open)),
+        };
+        self.keep(open.as_deref());
+        out
     }
 
     /// Whether a trace leaving `open` answers a call kept here (and is to

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use crate::assemble::Trace;
 use crate::evaluate::{Pipeline, Warning};
-use crate::extract::carry::{Carry, Open, OpenAsk};
+use crate::extract::carry::{Carry, Left, Open, OpenAsk};
 use crate::extract::ToolCall;
 use crate::ingest::files::Source;
 use crate::ingest::projection::{KeepAll, KeyFilter};
@@ -59,14 +59,10 @@ pub fn inspect(
         for t in traces {
             spans += t.spans.len();
             let (calls, open) = write(&mut text, &t, &[])?;
-            // Kept only while a call an earlier trace left open may be
-            // answered in it: then it is read again.
-            let answers = open.as_ref().is_some_and(|o| !o.answers.is_empty());
             pieces.push(Piece {
                 end: text.len(),
                 calls,
-                open,
-                trace: answers.then_some(t),
+                left: Left::of(open, || t),
             });
         }
         Ok((text, pieces, spans))
@@ -89,14 +85,19 @@ pub fn inspect(
                 found.spans += spans;
                 let mut from = 0;
                 for p in pieces {
-                    let mut open = p.open;
-                    match p.trace.filter(|_| carry.answers(open.as_deref())) {
-                        Some(t) => {
-                            let carried = carry.take(open.as_deref());
-                            let mut again = Vec::new();
-                            let (calls, left) = write(&mut again, &t, &carried)?;
+                    // A trace read again (it answers an earlier trace's
+                    // call) replaces its part of the batch's text.
+                    let again = carry.settle(None, p.left, |t, carried| {
+                        let mut again = Vec::new();
+                        match write(&mut again, t, carried) {
+                            Ok((calls, open)) => (Some(Ok((again, calls))), open),
+                            Err(e) => (Some(Err(e)), None),
+                        }
+                    });
+                    match again {
+                        Some(read) => {
+                            let (again, calls) = read?;
                             found.calls += calls;
-                            open = left;
                             out.write_all(&again)?;
                         }
                         None => {
@@ -105,7 +106,6 @@ pub fn inspect(
                         }
                     }
                     from = p.end;
-                    carry.keep(open.as_deref());
                 }
                 Ok(())
             });
@@ -135,18 +135,15 @@ pub fn each_row<R: Send>(
             found.session.as_ref(),
             found.joins.as_deref(),
         ));
-        (r, found.analysis.calls.len(), found.analysis.open.take())
+        ((r, found.analysis.calls.len()), found.analysis.open.take())
     };
     let rows = |traces: Vec<Trace>| {
         let mut spans = 0;
         let mut rows = Vec::with_capacity(traces.len());
         for t in traces {
             spans += t.spans.len();
-            let (r, calls, open) = row_of(&t, &[]);
-            // Kept only while it may answer a call an earlier trace left
-            // open: then it is read again.
-            let answers = open.as_ref().is_some_and(|o| !o.answers.is_empty());
-            rows.push((r, calls, open, answers.then_some(t)));
+            let (r, open) = row_of(&t, &[]);
+            rows.push((r, Left::of(open, || t)));
         }
         (rows, spans)
     };
@@ -161,13 +158,9 @@ pub fn each_row<R: Send>(
         rows,
         |(rows, spans)| {
             found.spans += spans;
-            for (mut r, mut calls, mut open, trace) in rows {
-                if let Some(t) = trace.filter(|_| carry.answers(open.as_deref())) {
-                    let carried = carry.take(open.as_deref());
-                    (r, calls, open) = row_of(&t, &carried);
-                }
+            for (first, left) in rows {
+                let (r, calls) = carry.settle(first, left, row_of);
                 found.calls += calls;
-                carry.keep(open.as_deref());
                 each(r);
             }
         },
@@ -181,8 +174,7 @@ pub fn each_row<R: Send>(
 struct Piece {
     end: usize,
     calls: usize,
-    open: Option<Box<Open>>,
-    trace: Option<Trace>,
+    left: Option<Left>,
 }
 
 /// One trace's calls as a tree or a row; returns how many calls, and what

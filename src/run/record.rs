@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::assemble::{find_attr, Trace, TraceId, Val};
 use crate::evaluate::{Pipeline, Warning};
 use crate::expect::{matchers, normalize_text};
-use crate::extract::carry::{Carry, Open, OpenAsk};
+use crate::extract::carry::{Carry, Left, Open, OpenAsk};
 use crate::extract::facts::turn_text_of;
 use crate::ingest::files::Source;
 use crate::ingest::Rejected;
@@ -143,26 +143,18 @@ pub fn record(
         read,
         &projection,
         progress,
-        |traces| -> Vec<(Seen, Left)> {
+        |traces| -> Vec<(Seen, Option<Left>)> {
             traces
                 .into_iter()
                 .map(|t| {
                     let (s, open) = seen(pipeline, join, &t, &[]);
-                    let answers = open.as_ref().is_some_and(|o| !o.answers.is_empty());
-                    (s, open.map(|o| (o, answers.then_some(t))))
+                    (s, Left::of(open, || t))
                 })
                 .collect()
         },
         |batch| {
-            for (mut s, left) in batch {
-                let mut open = left.as_ref().map(|(o, _)| o.clone());
-                if let Some((o, Some(t))) = &left {
-                    if carry.answers(Some(o)) {
-                        let carried = carry.take(Some(o));
-                        (s, open) = seen(pipeline, join, t, &carried);
-                    }
-                }
-                carry.keep(open.as_deref());
+            for (s, left) in batch {
+                let s = carry.settle(s, left, |t, carried| seen(pipeline, join, t, carried));
                 s.warnings.iter().for_each(super::print_warning);
                 builder.add(s);
             }
@@ -192,10 +184,6 @@ struct Seen {
     /// What assembling the trace found amiss, to print.
     warnings: Vec<Warning>,
 }
-
-/// What a trace leaves open, and the trace while it may answer a call an
-/// earlier trace left open (`extract::carry`).
-type Left = Option<(Box<Open>, Option<Trace>)>;
 
 fn seen(
     pipeline: &Pipeline,

@@ -3,7 +3,7 @@
 
 use crate::assemble::{Assembler, Trace};
 use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
-use crate::extract::carry::{Carry, Open, OpenAsk};
+use crate::extract::carry::{Carry, Left, OpenAsk};
 use crate::extract::facts::token_usage;
 use crate::ingest::files::{self, Source};
 use crate::ingest::projection::KeyFilter;
@@ -53,7 +53,7 @@ type ScoredTrace = (
     TraceResult,
     (Option<u64>, Option<u64>),
     Option<Timeline>,
-    Option<(Box<Open>, Option<Trace>)>,
+    Option<Left>,
 );
 
 impl BatchRun<'_> {
@@ -77,11 +77,7 @@ impl BatchRun<'_> {
             Some(f) => (f.input_tokens, f.output_tokens),
             None => token_usage(t),
         };
-        let open = open.map(|o| {
-            let answers = !o.answers.is_empty();
-            (o, answers.then(|| t.clone()))
-        });
-        (result, tokens, timeline, open)
+        (result, tokens, timeline, Left::of(open, || t.clone()))
     }
 }
 
@@ -128,17 +124,16 @@ impl<'a> Collector<'a> {
                 .for_each(super::print_warning);
         }
         report.stats.traces += scored.0.len();
-        for mut scored in scored.0 {
+        for (result, tokens, timeline, left) in scored.0 {
             // A trace that answers a call an earlier one left open is
             // scored again with it.
-            if let Some((open, Some(t))) = &scored.3 {
-                if self.carry.answers(Some(open)) {
-                    let carried = self.carry.take(Some(open));
-                    scored = self.per_trace.score_one(t, &carried);
-                }
-            }
-            let (result, tokens, timeline, open) = scored;
-            self.carry.keep(open.as_ref().map(|(o, _)| &**o));
+            let per_trace = self.per_trace;
+            let (result, tokens, timeline) =
+                self.carry
+                    .settle((result, tokens, timeline), left, |t, carried| {
+                        let (result, tokens, timeline, left) = per_trace.score_one(t, carried);
+                        ((result, tokens, timeline), left.map(Left::into_open))
+                    });
             if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
                 map.insert(result.trace_id, t);
             }
