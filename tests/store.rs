@@ -502,16 +502,10 @@ fn a_store_of_schema_1_opens_and_shows_its_runs_as_saved() {
     assert_eq!(old_result, ("case-a".to_string(), true));
 }
 
-#[test]
-fn a_run_killed_while_it_is_saved_is_not_listed() {
-    let tmp = TempDir::new("store-kill");
-    let dir = tmp.path();
-    // A first run makes the store, so the next one writes only its run.
-    write_run(dir, &[('A', '+')]);
-    let o = in_dir(dir, &["replay", "traces.jsonl", "-e", "cases.jsonl"]);
-    let first = saved_id(&o, ".toolscore/runs.db");
-    // A big run: many cases, each with a long row.
-    let n = 20_000usize;
+/// A big run in `dir` (`big.jsonl`, `big-cases.jsonl`): `n` cases, each
+/// trace calling the expected tool once with 2,000 bytes of arguments, so
+/// each case's JSONL row is long.
+fn write_big_run(dir: &Path, n: usize) {
     let (mut traces, mut cases) = (String::new(), String::new());
     let args = format!("{{\"text\":\"{}\"}}", "x".repeat(2_000));
     for i in 0..n {
@@ -536,6 +530,90 @@ fn a_run_killed_while_it_is_saved_is_not_listed() {
     }
     std::fs::write(dir.join("big.jsonl"), traces).unwrap();
     std::fs::write(dir.join("big-cases.jsonl"), cases).unwrap();
+}
+
+/// The JSONL bytes of a report part as the store keeps them (the last part
+/// may be shorter).
+const PART_BYTES: usize = 1 << 20;
+
+/// A report of several parts, rows running across the parts' ends, comes
+/// back byte for byte, from SQLite and from PostgreSQL, whether the run
+/// printed its JSONL (saved as it was written) or a table (the JSONL
+/// written for the store alone).
+#[test]
+fn a_report_of_several_parts_comes_back_byte_for_byte() {
+    let tmp = TempDir::new("store-parts");
+    let dir = tmp.path();
+    write_big_run(dir, 2_000);
+    let pg = PgServer::start();
+    let mut stores = vec![("parts.db".to_string(), None)];
+    if let Some(pg) = &pg {
+        stores.push((pg.url.clone(), Some(pg)));
+    }
+    for (store, pg) in &stores {
+        let replay = |format: &str| {
+            let o = in_dir(
+                dir,
+                &[
+                    "replay",
+                    "big.jsonl",
+                    "-e",
+                    "big-cases.jsonl",
+                    "-q",
+                    "-f",
+                    format,
+                    "--store",
+                    store,
+                ],
+            );
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            (saved_id(&o, store), o.stdout)
+        };
+        let (id, printed) = replay("jsonl");
+        let parts = printed.len().div_ceil(PART_BYTES);
+        assert!(parts >= 3, "{} bytes: too few parts", printed.len());
+        // The row holding a part's last byte goes on into the next part.
+        let across = (1..parts)
+            .filter(|k| printed[k * PART_BYTES - 1] != b'\n')
+            .count();
+        assert!(across > 0, "every part ends with a whole row");
+        let show = |id: &str| {
+            let o = in_dir(dir, &["runs", "show", id, "-f", "jsonl", "--store", store]);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            o.stdout
+        };
+        assert!(show(&id) == printed, "{store}: run {id} came back changed");
+        let (table_id, _) = replay("table");
+        assert!(
+            show(&table_id) == printed,
+            "{store}: the table run saved other bytes"
+        );
+        let sql = "SELECT count(*) FROM report_parts p JOIN runs r ON r.seq = p.run_seq \
+                   WHERE r.id = ";
+        let kept: i64 = match pg {
+            None => rusqlite::Connection::open(dir.join(store))
+                .unwrap()
+                .query_row(&format!("{sql}?1"), [&id], |r| r.get(0))
+                .unwrap(),
+            Some(pg) => postgres::Client::connect(&pg.url, postgres::NoTls)
+                .unwrap()
+                .query_one(&format!("{sql}$1"), &[&id])
+                .unwrap()
+                .get(0),
+        };
+        assert_eq!(kept, parts as i64, "{store}: parts kept");
+    }
+}
+
+#[test]
+fn a_run_killed_while_it_is_saved_is_not_listed() {
+    let tmp = TempDir::new("store-kill");
+    let dir = tmp.path();
+    // A first run makes the store, so the next one writes only its run.
+    write_run(dir, &[('A', '+')]);
+    let o = in_dir(dir, &["replay", "traces.jsonl", "-e", "cases.jsonl"]);
+    let first = saved_id(&o, ".toolscore/runs.db");
+    write_big_run(dir, 20_000);
     let mut child = cmd(dir, &["replay", "big.jsonl", "-e", "big-cases.jsonl", "-q"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

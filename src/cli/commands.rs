@@ -19,6 +19,7 @@ use crate::run::record::{self, RecordJoin, Recording};
 use crate::run::replay;
 use crate::run::{Options, Scoring, Setup};
 use crate::score::registry;
+use crate::store::PartWriter;
 
 use super::history::{self, RunFacts, RunStart};
 use super::progress::progress_printer;
@@ -112,23 +113,26 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
     );
     let comparison =
         old.map(|old| baseline::compare(&old, &baseline::entries_of(&report), args.tolerance));
-    // The saved run keeps the JSONL report; a JSONL run writes those bytes.
-    let jsonl = start.saving().then(|| {
-        let mut v = Vec::new();
-        let _ = report::write_jsonl(&report, &mut v);
-        v
-    });
+    // The saved run keeps the JSONL report, compressed part by part as a
+    // JSONL run writes it (the whole of it is never held).
+    let mut parts = start.saving().then(PartWriter::new);
     let title = match &args.expected {
         Some(f) => format!("replay of {}", f.display()),
         None => "replay".into(),
     };
     let mut out = open_output(args.output.as_ref())?;
-    match (&jsonl, args.format) {
-        (Some(bytes), ReportFormat::Jsonl) => out.write_all(bytes).and_then(|()| {
-            comparison
-                .as_ref()
-                .map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out))
-        }),
+    match (parts.as_mut(), args.format) {
+        (Some(parts), ReportFormat::Jsonl) => {
+            let mut both = Tee {
+                out: &mut *out,
+                parts,
+            };
+            report::write_jsonl(&report, &mut both).and_then(|()| {
+                comparison
+                    .as_ref()
+                    .map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out))
+            })
+        }
         _ => write_report(&report, comparison.as_ref(), args.format, &title, &mut out),
     }
     .and_then(|()| out.flush())
@@ -163,18 +167,41 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
         }
         _ => report.exit_code(),
     };
-    if let Some(jsonl) = &jsonl {
+    if let Some(mut parts) = parts {
+        if !matches!(args.format, ReportFormat::Jsonl) {
+            // Another format was printed: the JSONL is written for the store
+            // alone (a `PartWriter` takes every byte).
+            let _ = report::write_jsonl(&report, &mut parts);
+        }
         let facts = RunFacts {
             fixture: args.expected.as_deref(),
             config: args.input.config.config.as_deref(),
             settings: run_settings(&args.scoring, args.fail_on, args.tolerance, &report),
             labels: &args.save.labels,
         };
-        if let Some(failed) = history::save_replay(&start, &facts, &report, jsonl, code) {
+        if let Some(failed) = history::save_replay(&start, &facts, &report, &parts.finish(), code) {
             return Ok(failed);
         }
     }
     Ok(code)
+}
+
+/// Writes each byte to the report's output and to the saved run's parts.
+struct Tee<'a> {
+    out: &'a mut dyn Write,
+    parts: &'a mut PartWriter,
+}
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write_all(buf)?;
+        self.parts.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// The scoring settings a saved run records (`replay` and Python).

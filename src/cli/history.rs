@@ -13,13 +13,18 @@ use serde_json::{json, Value};
 
 use super::open_output;
 use crate::report::{self, baseline, exit, Report};
-use crate::store::{self, trend, Choice, Filter, RunMeta, Saved, Store};
+use crate::store::{self, trend, Choice, Filter, Parts, RunMeta, Saved, Store};
 
-/// `--store` for the commands that read the store.
+/// `--store`, for the commands that read the store and for those that save
+/// a run (in [`SaveArgs`]).
 #[derive(Args, Clone)]
 pub(crate) struct StoreArg {
     /// The run store: a SQLite file or a `postgres://` URL [default:
     /// .toolscore/runs.db under the current directory].
+    ///
+    /// `replay` and `serve` save their run there unless it is `off` (or
+    /// --no-store is given); a run that cannot write to a store named here
+    /// exits 2, its report still written.
     #[arg(
         long,
         env = "TOOLSCORE_STORE",
@@ -34,18 +39,8 @@ pub(crate) struct StoreArg {
 /// Where `replay` saves its run.
 #[derive(Args, Clone)]
 pub(crate) struct SaveArgs {
-    /// Where the run is saved: a SQLite file, a `postgres://` URL, or `off` [default:
-    /// .toolscore/runs.db under the current directory]. A store named here
-    /// that cannot be written makes the run exit 2 (the report is still written).
-    #[arg(
-        long,
-        env = "TOOLSCORE_STORE",
-        // A postgres:// URL may hold a password: --help does not print it.
-        hide_env_values = true,
-        value_name = "PATH",
-        help_heading = "Run store"
-    )]
-    pub(crate) store: Option<String>,
+    #[command(flatten)]
+    pub(crate) store: StoreArg,
     /// Save nothing.
     #[arg(long, help_heading = "Run store")]
     pub(crate) no_store: bool,
@@ -198,7 +193,7 @@ pub struct RunStart {
 
 impl RunStart {
     pub(crate) fn new(args: &SaveArgs, argv: &[OsString]) -> anyhow::Result<RunStart> {
-        let choice = Choice::new(args.store.as_deref(), args.no_store)?;
+        let choice = Choice::new(args.store.store.as_deref(), args.no_store)?;
         Ok(RunStart::with(choice, redacted(argv)))
     }
 
@@ -275,17 +270,17 @@ pub struct RunFacts<'a> {
     pub labels: &'a [(String, String)],
 }
 
-/// Saves a finished replay (its JSONL rows as written) and says on stderr
-/// where it went. Returns the exit code to use instead of the run's when a
-/// store the user named could not be written.
+/// Saves a finished replay (its JSONL report as `parts`) and says on
+/// stderr where it went. Returns the exit code to use instead of the run's
+/// when a store the user named could not be written.
 pub(crate) fn save_replay(
     start: &RunStart,
     facts: &RunFacts,
     report: &Report,
-    jsonl: &[u8],
+    parts: &Parts,
     code: u8,
 ) -> Option<u8> {
-    match save_run(start, facts, report, jsonl, code) {
+    match save_run(start, facts, report, parts, code) {
         Saved::Yes(id, at) => {
             eprintln!("toolscore: run {id} saved to {at}");
             None
@@ -305,14 +300,14 @@ pub(crate) fn save_replay(
     }
 }
 
-/// Saves a finished run: its metadata, the JSONL rows `jsonl` (the
-/// report's, as written) and each case's result, with `code` as the run's
-/// exit code.
+/// Saves a finished run: its metadata, its JSONL report as `parts` (the
+/// bytes [`report::write_jsonl`] wrote, through a [`store::PartWriter`])
+/// and each case's result, with `code` as the run's exit code.
 pub fn save_run(
     start: &RunStart,
     facts: &RunFacts,
     report: &Report,
-    jsonl: &[u8],
+    parts: &Parts,
     code: u8,
 ) -> Saved {
     let entries = baseline::entries_of(report);
@@ -333,7 +328,7 @@ pub fn save_run(
         exit_code: Some(i64::from(code)),
         ..start.meta(facts)
     };
-    store::save_run(&start.choice, &meta, jsonl, &entries)
+    store::save_run(&start.choice, &meta, parts, &entries)
 }
 
 /// `RUN` names a run in the store rather than a file: `last`, `last~N`, or
@@ -362,7 +357,7 @@ fn looks_like_id(s: &str) -> bool {
 /// its thresholds alone.
 pub(crate) fn load_baseline(
     spec: &Path,
-    store_arg: &Option<String>,
+    store_arg: &StoreArg,
     fixture: Option<&Path>,
     branch: Option<&str>,
 ) -> anyhow::Result<Option<Vec<baseline::Entry>>> {
@@ -371,10 +366,7 @@ pub(crate) fn load_baseline(
     }
     let name = spec.to_string_lossy();
     let relative = name == "last" || name.starts_with("last~");
-    let opened = StoreArg {
-        store: store_arg.clone(),
-    }
-    .open();
+    let opened = store_arg.open();
     let mut store = match opened {
         Err(e) if relative && is_missing(&e) => {
             eprintln!("toolscore: warning: --baseline {name}: {e:#}; nothing to compare with");

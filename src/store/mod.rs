@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use meta::{git_info, hash_file, now_ms, run_id, utc_text, GitInfo};
+pub use parts::{PartWriter, Parts};
 
 use crate::report::baseline::Entry;
 
@@ -254,14 +255,14 @@ impl Store {
     }
 
     /// Saves a whole run in one transaction: its metadata, the report's
-    /// JSONL rows (one per line, as written) and each case's result.
+    /// JSONL as compressed parts ([`PartWriter`]) and each case's result.
     pub fn save(
         &mut self,
         meta: &RunMeta,
-        jsonl: &[u8],
+        report: &Parts,
         results: &[Entry],
     ) -> Result<(), StoreError> {
-        on_backend!(self, save(meta, jsonl, results))
+        on_backend!(self, save(meta, report, results))
     }
 
     pub fn list(&mut self, filter: &Filter) -> Result<Vec<RunSummary>, StoreError> {
@@ -375,7 +376,7 @@ impl Store {
             mean_score: None,
             ..meta
         };
-        self.save(&meta, b"", &[])?;
+        self.save(&meta, &Parts::default(), &[])?;
         let seq = on_backend!(self, seq_of(&meta.id))?.ok_or_else(|| StoreError::Corrupt {
             store: self.location.to_string(),
             reason: format!("run {} is not there right after it was saved", meta.id),
@@ -456,10 +457,10 @@ pub enum Saved {
     Failed(StoreError, bool),
 }
 
-/// Saves a finished run where `choice` says: the default store gets its
-/// directory (with a `.gitignore`, so a checkout never commits it) on first
-/// use.
-pub fn save_run(choice: &Choice, meta: &RunMeta, jsonl: &[u8], results: &[Entry]) -> Saved {
+/// Saves a finished run (its JSONL report as `report`'s parts) where
+/// `choice` says: the default store gets its directory (with a
+/// `.gitignore`, so a checkout never commits it) on first use.
+pub fn save_run(choice: &Choice, meta: &RunMeta, report: &Parts, results: &[Entry]) -> Saved {
     let Some(location) = &choice.location else {
         return Saved::Off;
     };
@@ -468,7 +469,7 @@ pub fn save_run(choice: &Choice, meta: &RunMeta, jsonl: &[u8], results: &[Entry]
             prepare_default_dir(location)?;
         }
         let mut store = Store::open(location, true)?;
-        store.save(meta, jsonl, results)
+        store.save(meta, report, results)
     })();
     match saved {
         Ok(()) => Saved::Yes(meta.id.clone(), location.clone()),

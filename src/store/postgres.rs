@@ -9,7 +9,7 @@ use postgres::{Client, NoTls, Row};
 
 use super::parts;
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
-use super::{Appended, CaseInRun, Filter, RunMeta, RunSummary, StoreError};
+use super::{Appended, CaseInRun, Filter, Parts, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
 
 /// The advisory lock that serialises migrations (any fixed number).
@@ -97,7 +97,7 @@ impl Postgres {
     pub(super) fn save(
         &mut self,
         meta: &RunMeta,
-        jsonl: &[u8],
+        report: &Parts,
         results: &[Entry],
     ) -> Result<(), StoreError> {
         let name = self.name.clone();
@@ -105,7 +105,6 @@ impl Postgres {
             store: name.clone(),
             source,
         };
-        let parts = parts::compress(jsonl);
         let mut tx = self.client.transaction().map_err(err)?;
         let n = |v: u64| v.min(i64::MAX as u64) as i64;
         let command = serde_json::to_string(&meta.command).unwrap_or_default();
@@ -161,11 +160,11 @@ impl Postgres {
             )
             .map_err(err)?;
         }
-        let ns: Vec<i64> = (0..parts.len() as i64).collect();
+        let ns: Vec<i64> = (0..report.bodies.len() as i64).collect();
         tx.execute(
             "INSERT INTO report_parts (run_seq, n, codec, body) \
              SELECT $1, n, $2, body FROM unnest($3::bigint[], $4::bytea[]) AS p (n, body)",
-            &[&seq, &parts::CODEC, &ns, &parts],
+            &[&seq, &parts::CODEC, &ns, &report.bodies],
         )
         .map_err(err)?;
         insert_results(&mut tx, seq, 0, results).map_err(err)?;

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 use super::parts;
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
-use super::{Appended, CaseInRun, Filter, RunMeta, RunSummary, StoreError};
+use super::{Appended, CaseInRun, Filter, Parts, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
 
 /// How long a writer waits for another's transaction before it fails.
@@ -143,16 +143,13 @@ impl Sqlite {
     pub(super) fn save(
         &mut self,
         meta: &RunMeta,
-        jsonl: &[u8],
+        report: &Parts,
         results: &[Entry],
     ) -> Result<(), StoreError> {
         let err = |source| StoreError::Sqlite {
             store: self.name.clone(),
             source,
         };
-        // Compressed before the write lock is taken: other writers wait
-        // for the inserts alone.
-        let parts = parts::compress(jsonl);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -200,7 +197,7 @@ impl Sqlite {
                     "INSERT INTO report_parts (run_seq, n, codec, body) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(err)?;
-            for (n, body) in parts.iter().enumerate() {
+            for (n, body) in report.bodies.iter().enumerate() {
                 st.execute(params![seq, n as i64, parts::CODEC, body])
                     .map_err(err)?;
             }

@@ -14,7 +14,7 @@ use toolscore::ingest::Rejected;
 use toolscore::report::{self, exit, InspectRow, Report};
 use toolscore::run::inspect;
 use toolscore::run::{replay, DefaultCase, Fixture, Options, Setup};
-use toolscore::store::{Choice, Saved};
+use toolscore::store::{Choice, PartWriter, Saved};
 
 /// What the traces are expected to call.
 #[derive(Debug, Clone)]
@@ -119,15 +119,15 @@ pub fn evaluate(request: Request) -> anyhow::Result<Evaluated> {
     let mut run_id = None;
     if let Some(start) = start.filter(RunStart::saving) {
         // The saved run keeps the JSONL report, as `replay` saves it.
-        let mut jsonl = Vec::new();
-        report::write_jsonl(&report, &mut jsonl).context("writing the rows")?;
+        let mut parts = PartWriter::new();
+        report::write_jsonl(&report, &mut parts).context("writing the rows")?;
         let facts = RunFacts {
             fixture: fixture_path.as_deref(),
             config: env.config_path(),
             settings: env.saved_settings(&report),
             labels: &[],
         };
-        match embed::save_run(&start, &facts, &report, &jsonl, exit_code) {
+        match embed::save_run(&start, &facts, &report, &parts.finish(), exit_code) {
             Saved::Yes(id, at) => {
                 notes.push(format!("run {id} saved to {at}"));
                 run_id = Some(id);
