@@ -530,7 +530,7 @@ pub(super) fn witness(
     if out.calls.is_empty() {
         rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
-        let toolless = join_and_check(trace, seen, &asked, out);
+        let toolless = join_and_check(x, trace, seen, &asked, out);
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
@@ -910,12 +910,16 @@ use super::source::tool_call_id as call_id;
 /// order. Returns the calls asked for in an agent run that has no tool
 /// span at all: those are rebuilt from the conversation.
 fn join_and_check(
+    x: &Extractor,
     trace: &Trace,
     seen: &[Ctx],
     asked: &[AskedAt],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
     let (used, joined) = join(trace, asked, &mut out.calls);
+    if x.results {
+        order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
+    }
     let toolless = check(trace, seen, asked, used, &joined, out);
     order_ties(&mut out.calls, &joined);
     toolless

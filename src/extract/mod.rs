@@ -1003,6 +1003,11 @@ fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> bool {
 /// A call's result from `src`: the JSON text as is when the source only
 /// decodes JSON (no pattern, no unwrapping), otherwise decoded as usual.
 fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
+    // JavaScript's `String(object)` is no result (`[object ToolMessage]`):
+    // the conversation may carry the real one.
+    if raw_string(&src.field, s).is_some_and(wrappers::is_js_placeholder) {
+        return None;
+    }
     if src.decode == Decode::Json && src.pattern.is_none() {
         // A line break in JSON text is whitespace; kept verbatim, it would
         // split a JSONL row, so such text is parsed instead.

@@ -38,6 +38,19 @@ fn json_object(text: &str) -> Option<Value> {
         .filter(Value::is_object)
 }
 
+/// Whether `text` is JavaScript's `Object.prototype.toString` text of an
+/// object (`[object ToolMessage]`): what an instrumentation writes when it
+/// turns a result object into a string, not the result.
+pub(crate) fn is_js_placeholder(text: &str) -> bool {
+    text.trim()
+        .strip_prefix("[object ")
+        .and_then(|t| t.strip_suffix(']'))
+        .is_some_and(|name| {
+            name.starts_with(|c: char| c.is_ascii_uppercase())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
 /// A source read as a JSON value (arguments, results).
 pub(crate) fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
     value_noting(src, s, None)
@@ -797,6 +810,28 @@ mod tests {
         let result = json!([true, {"name": "t", "role": "function", "content": "7"}]);
         assert_eq!(ag2_function(result), Ok(json!(7)));
         assert!(ag2_function(json!([1, {"name": "t", "content": "7"}])).is_err());
+    }
+
+    #[test]
+    fn only_javascripts_object_text_is_a_placeholder() {
+        for p in [
+            "[object ToolMessage]",
+            " [object Object] ",
+            "[object Tool_Result2]",
+        ] {
+            assert!(is_js_placeholder(p), "{p}");
+        }
+        for kept in [
+            "[object]",
+            "[object toolMessage]",
+            "[object Tool Message]",
+            "[object ToolMessage] extra",
+            "object ToolMessage",
+            "[\"object ToolMessage\"]",
+            "",
+        ] {
+            assert!(!is_js_placeholder(kept), "{kept}");
+        }
     }
 
     #[test]

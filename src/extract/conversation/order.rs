@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::{has_any_input, AskedAt, Request};
 use crate::assemble::Trace;
+use crate::extract::{CallResult, CallStatus, ToolCall};
 
 /// The text of a message's parts when every part is a text part
 /// (`{"type": "text", "content" | "text": ...}`), joined.
@@ -84,6 +85,61 @@ pub(super) fn paired_note(paired: usize) -> String {
     format!(
         "{paired} tool result(s) carried without a call id were paired with the calls by order (as many results as the model turn asked for)"
     )
+}
+
+/// Gives the tool spans' calls that succeeded and have no result (none
+/// recorded, or a placeholder) the result the conversation carries for the model's call
+/// each was joined to (`joined`: an index into `asked`), by call id or by
+/// order; notes each.
+pub(super) fn fill_results(
+    trace: &Trace,
+    asked: &[AskedAt],
+    joined: &[Option<usize>],
+    calls: &mut [ToolCall],
+    notes: &mut Vec<String>,
+) {
+    let lacking = |(c, j): (&ToolCall, &Option<usize>)| {
+        c.result.is_none()
+            && c.status == CallStatus::Ok
+            && j.is_some_and(|k| asked[k].asked.id.is_some())
+    };
+    if !calls.iter().zip(joined).any(lacking) {
+        return;
+    }
+    let mut requests: Vec<Request> = trace.spans.iter().map(super::request_of).collect();
+    let paired = pair(trace, asked, &mut requests);
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    for (c, j) in calls.iter_mut().zip(joined) {
+        let Some(at) = j.filter(|&k| lacking((c, &Some(k)))).map(|k| &asked[k]) else {
+            continue;
+        };
+        let Some(id) = at.asked.id.as_deref() else {
+            continue;
+        };
+        // The first later request carrying a result under this id (and for
+        // this tool, when the result names one).
+        let found = requests
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != at.span && start(i) >= start(at.span))
+            .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
+            .filter(|(_, a)| a.id.as_deref() == Some(id))
+            .filter(|(_, a)| a.name.as_deref().is_none_or(|n| n == at.asked.name))
+            .min_by_key(|&(i, _)| (start(i), i));
+        let Some(content) = found.and_then(|(_, a)| a.content.as_ref()) else {
+            continue;
+        };
+        c.result = Some(CallResult::Value(match content {
+            Value::String(t) => crate::extract::source::parse_json_or_literal(t),
+            other => other.clone(),
+        }));
+        notes.push(format!(
+            "tool span {} recorded no result for `{}` (call id {id}): its result is the one the next model request carries{}",
+            c.span_id,
+            c.name,
+            if paired > 0 { " (paired by order)" } else { "" }
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -200,5 +256,49 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("listed, not counted")));
+    }
+
+    #[test]
+    fn a_tool_span_without_result_takes_the_paired_one() {
+        // The tool span is named after a wrapper class and records a
+        // placeholder; the history lost the model's calls (empty text).
+        let a = asks("c1", "find_room", json!({"town": "Oslo"}));
+        let lost = json!({"role": "assistant", "parts": [{"type": "text", "content": ""}]});
+        let spans = vec![
+            loop_root(),
+            chat(2, (10, 20), json!([user()]), json!([a])),
+            sp(
+                3,
+                Some(1),
+                (22, 28),
+                "execute_tool Wrapper",
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", "Wrapper"),
+                    ("gen_ai.tool.call.id", "c1"),
+                    ("gen_ai.tool.call.arguments", "{\"town\":\"Oslo\"}"),
+                    ("gen_ai.tool.call.result", "[object ToolMessage]"),
+                ],
+            ),
+            chat(
+                4,
+                (30, 40),
+                json!([user(), lost, bare("{\"room\":\"12\"}")]),
+                json!([]),
+            ),
+        ];
+        let got = analyze(spans);
+        assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
+        let c = &got.calls[0];
+        assert_eq!(c.name, "find_room");
+        assert_eq!(
+            c.result.as_ref().map(|r| r.to_value()),
+            Some(json!({"room": "12"}))
+        );
+        assert!(
+            got.notes.iter().any(|n| n.contains("recorded no result")),
+            "{:?}",
+            got.notes
+        );
     }
 }
