@@ -1090,6 +1090,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
         Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
         Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
+        Unwrap::LangchainMessageRepr => text.starts_with("content="),
     }) || src
         .unwrap_key
         .as_ref()
