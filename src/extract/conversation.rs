@@ -42,6 +42,8 @@ use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
 mod order;
+mod spans;
+pub use spans::reads_messages;
 
 /// What a call rebuilt from the conversation says in rows (`from`).
 pub const FROM_CONVERSATION: &str = "conversation";
@@ -586,10 +588,7 @@ fn rebuild(
         return;
     }
     let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
-    let paired = order::pair(trace, asked, &mut requests);
-    if paired > 0 {
-        out.notes.push(order::paired_note(paired));
-    }
+    order::pair_noting(trace, asked, &mut requests, &mut out.notes);
     // The first request (after the asking span starts) that answers each id.
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();

@@ -80,11 +80,19 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
     paired
 }
 
-/// The note of a trace whose results were paired by order.
-pub(super) fn paired_note(paired: usize) -> String {
-    format!(
-        "{paired} tool result(s) carried without a call id were paired with the calls by order (as many results as the model turn asked for)"
-    )
+/// [`pair`], noting in `notes` how many results it paired, if any.
+pub(super) fn pair_noting(
+    trace: &Trace,
+    asked: &[AskedAt],
+    requests: &mut [Request],
+    notes: &mut Vec<String>,
+) {
+    let paired = pair(trace, asked, requests);
+    if paired > 0 {
+        notes.push(format!(
+            "{paired} tool result(s) carried without a call id were paired with the calls by order (as many results as the model turn asked for)"
+        ));
+    }
 }
 
 /// Gives the tool spans' calls that succeeded and have no result (none
