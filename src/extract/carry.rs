@@ -23,6 +23,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
+use super::echo::{self, Echo};
 use super::requested::Asked;
 use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
 
@@ -51,6 +52,21 @@ pub struct Open {
     pub asks: Vec<OpenAsk>,
     /// (call id, the process of the request that carries it, its start).
     pub answers: Vec<(String, u64, u64)>,
+    /// The calls a trace counted, for a lone MCP client trace after it
+    /// (`extract::echo`).
+    pub calls: Vec<Echo>,
+    /// The calls of a lone MCP client trace.
+    pub lone: Vec<Echo>,
+}
+
+impl Open {
+    /// Whether the traces after this one have nothing to take from it.
+    pub fn is_empty(&self) -> bool {
+        self.asks.is_empty()
+            && self.answers.is_empty()
+            && self.calls.is_empty()
+            && self.lone.is_empty()
+    }
 }
 
 /// The process a span ran in: its resource attributes, hashed.
@@ -78,7 +94,7 @@ impl Left {
     /// only when it holds answers.
     pub fn of(open: Option<Box<Open>>, trace: impl FnOnce() -> Trace) -> Option<Left> {
         open.map(|open| {
-            let trace = (!open.answers.is_empty()).then(trace);
+            let trace = (!open.answers.is_empty() || !open.lone.is_empty()).then(trace);
             Left { open, trace }
         })
     }
@@ -93,6 +109,8 @@ impl Left {
 #[derive(Debug, Default)]
 pub struct Carry {
     asks: VecDeque<OpenAsk>,
+    /// The calls of the last traces read (`extract::echo`).
+    calls: VecDeque<Echo>,
 }
 
 impl Carry {
@@ -125,6 +143,24 @@ impl Carry {
         while self.asks.len() > MAX_OPEN {
             self.asks.pop_front();
         }
+        self.calls.extend(open.calls.iter().cloned());
+        while self.calls.len() > MAX_OPEN {
+            self.calls.pop_front();
+        }
+    }
+
+    /// The calls of a lone MCP client trace (leaving `open`) that an
+    /// earlier trace counted, as carried entries (`extract::echo`); each
+    /// earlier call is matched once (removed from the carry).
+    fn echoed(&mut self, open: &Open) -> Vec<OpenAsk> {
+        let mut out = Vec::new();
+        for lone in &open.lone {
+            let found = self.calls.iter().position(|c| echo::same_call(lone, c));
+            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+                out.push(echo::carried(lone, &c));
+            }
+        }
+        out
     }
 
     /// Folds in a trace read on its own in input order: `first` is what
@@ -140,9 +176,16 @@ impl Carry {
         let Some(Left { open, trace }) = left else {
             return first;
         };
-        let (out, open) = match trace.filter(|_| self.answers(Some(&open))) {
+        let answers = self.answers(Some(&open));
+        let echoed = self.echoed(&open);
+        let (out, open) = match trace.filter(|_| answers || !echoed.is_empty()) {
             Some(t) => {
-                let carried = self.take(Some(&open));
+                let mut carried = if answers {
+                    self.take(Some(&open))
+                } else {
+                    Vec::new()
+                };
+                carried.extend(echoed);
                 again(&t, &carried)
             }
             None => (first, Some(open)),
@@ -272,7 +315,10 @@ mod tests {
             "{:?}",
             read[1].notes
         );
-        assert!(read[1].open.is_none());
+        assert!(read[1]
+            .open
+            .as_ref()
+            .is_none_or(|o| o.asks.is_empty() && o.answers.is_empty()));
     }
 
     #[test]
@@ -310,14 +356,14 @@ mod tests {
                 end_time_unix_nano: 0,
                 run: 7,
             }],
-            answers: Vec::new(),
+            ..Open::default()
         };
         for id in 0..=MAX_OPEN {
             carry.keep(Some(&open(id)));
         }
         let answer = |id: &str| Open {
-            asks: Vec::new(),
             answers: vec![(id.to_string(), 7, 1)],
+            ..Open::default()
         };
         assert!(!carry.answers(Some(&answer("k0"))));
         assert!(carry.answers(Some(&answer(&format!("k{MAX_OPEN}")))));

@@ -10,6 +10,7 @@ mod args;
 mod canonical;
 pub mod carry;
 pub mod conversation;
+mod echo;
 pub mod explain;
 pub mod facts;
 #[cfg(test)]
@@ -536,6 +537,7 @@ impl Extractor {
             let mut out = Analysis::default();
             conversation::witness(self, trace, &[], carried, &mut out);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
+            echo::settle(trace, carried, &mut out);
             return out;
         }
         let role: Vec<Role> = rule_of.iter().map(|&r| self.role_of(r)).collect();
@@ -564,6 +566,7 @@ impl Extractor {
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
         out.retrievers.sort_by_key(|c| c.start_time_unix_nano);
         out.runs.sort_by_key(|r| r.start_time_unix_nano);
+        echo::settle(trace, carried, &mut out);
         out
     }
 
