@@ -148,7 +148,6 @@ mod tests {
     use std::sync::Arc;
 
     use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
-    use serde_json::json;
 
     use crate::assemble::{Trace, TraceId};
     use crate::extract::carry::{Carry, Left};
