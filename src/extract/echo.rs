@@ -115,7 +115,7 @@ pub(crate) fn carried(lone: &Echo, earlier: &Echo) -> OpenAsk {
 /// Takes out of `a` the calls that `carried` says another trace counted,
 /// noting each.
 pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
-    for e in carried.iter().filter(|e| e.form == ECHO_FORM) {
+    for e in carried.iter().filter(|e| e.is_echo()) {
         let Some(k) = a.calls.iter().position(|c| c.span_id == e.span_id) else {
             continue;
         };
@@ -203,18 +203,18 @@ mod tests {
     fn read(traces: Vec<Trace>) -> Vec<Analysis> {
         let x = Extractor::default();
         let mut carry = Carry::default();
-        traces
-            .into_iter()
-            .map(|t| {
-                let mut first = x.analyze(&t);
-                let left = Left::of(first.open.take(), || t);
-                carry.settle(first, left, |t, carried| {
-                    let mut a = x.analyze_carried(t, carried);
-                    let open = a.open.take();
-                    (a, open)
-                })
-            })
-            .collect()
+        let mut out = Vec::new();
+        for t in traces {
+            let mut first = x.analyze(&t);
+            let left = Left::of(first.open.take(), || t);
+            out.extend(carry.settle(first, left, |t, carried| {
+                let mut a = x.analyze_carried(t, carried);
+                let open = a.open.take();
+                (a, open)
+            }));
+        }
+        out.extend(carry.finish());
+        out
     }
 
     const ARGS: &str = r#"{"room": 12}"#;
@@ -248,8 +248,29 @@ mod tests {
         ]);
         assert!(twice[1].calls.is_empty());
         assert_eq!(twice[2].calls.len(), 1);
-        // A client trace read first is counted (the order is the input's).
-        let first = read(vec![client(2, (20, 40), ARGS), caller(1, (10, 50), ARGS)]);
-        assert_eq!((first[0].calls.len(), first[1].calls.len()), (1, 1));
+    }
+
+    #[test]
+    fn a_client_trace_read_first_waits_for_the_caller() {
+        // Held (with the trace after it) until the caller's trace comes,
+        // then read again; the output keeps the input's order.
+        let got = read(vec![
+            client(2, (20, 40), ARGS),
+            client(3, (60, 70), r#"{"room": 14}"#),
+            caller(1, (10, 50), ARGS),
+        ]);
+        let ids: Vec<u8> = got.iter().map(|a| a.calls.len() as u8).collect();
+        assert_eq!(ids, [0, 1, 1]);
+        assert!(
+            got[0].notes[0].contains("not counted again"),
+            "{:?}",
+            got[0].notes
+        );
+        // No caller comes: every held trace is given at the end, as read.
+        let alone = read(vec![client(2, (20, 40), ARGS), client(3, (60, 70), ARGS)]);
+        assert_eq!(
+            alone.iter().map(|a| a.calls.len()).collect::<Vec<_>>(),
+            [1, 1]
+        );
     }
 }
