@@ -130,10 +130,42 @@ fn inspect_explain_shows_the_rule_or_the_near_misses_per_span() {
         "trace 5b8efff798038103d269b633813fc60c  (3 spans, 1 tool calls)",
         "tool call `get_weather`  [pydantic-ai-legacy]",
         "agent run `demo`  [pydantic-ai-agent]",
-        "almost otel-genai: attribute gen_ai.operation.name is `chat`, wants `execute_tool`",
+        // No condition of any rule held: not "almost", one short line.
+        "no rule matched\n      no rule's conditions held; otel-genai: attribute gen_ai.operation.name is `chat`, wants `execute_tool`\n",
     ] {
         assert!(text.contains(needle), "{needle} missing:\n{text}");
     }
+    assert!(!text.contains("almost"), "{text}");
+}
+
+#[test]
+fn a_model_call_the_conversation_witness_reads_says_so() {
+    let dir = TempDir::new("explain-model");
+    let output = r#"[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]"#;
+    let file = write(
+        &dir,
+        "chat.json",
+        vec![span(
+            "0000000000000001",
+            None,
+            "chat acme-1",
+            1_000,
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.output.messages", output),
+            ],
+        )],
+    );
+    let out = toolscore(&["inspect", "--explain", &file]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "chat acme-1  model call: its messages are read by the conversation witness\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("no rule"), "{text}");
 }
 
 #[test]

@@ -230,3 +230,22 @@ fn replay_and_record_join_a_call_to_its_result_in_the_next_trace() {
         "{summary}"
     );
 }
+
+#[test]
+fn replay_counts_an_mcp_clients_trace_of_a_call_once_in_either_order() {
+    // The client's trace after the agent's (Python), and before it, with
+    // both calls in one session trace (JavaScript): replay gives each call
+    // once, in the agent's trace, as `inspect` does.
+    for (pair, agent_trace) in [
+        ("py-langgraph-mcp-openinference", 3),
+        ("js-vercel-mcp-openllmetry", 1),
+    ] {
+        let file = data(&format!("firstsight/{pair}.jsonl"))
+            .display()
+            .to_string();
+        let traces = replayed(&file);
+        let calls: Vec<&String> = traces.iter().flatten().collect();
+        assert_eq!(calls, ["find_hotel", "rent_bike"], "{pair}: {traces:?}");
+        assert_eq!(traces[agent_trace].len(), 2, "{pair}: {traces:?}");
+    }
+}

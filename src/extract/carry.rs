@@ -23,11 +23,16 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
+use super::echo::{self, Echo};
 use super::requested::Asked;
 use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
 
 /// Open calls kept for the traces after theirs.
 pub const MAX_OPEN: usize = 256;
+
+/// Traces held at most behind a lone MCP client trace that waits for the
+/// trace counting its call (`extract::echo`).
+pub const MAX_HELD: usize = 64;
 
 /// A call a trace's model output asked for (with a call id) and no later
 /// request in that trace answered.
@@ -43,6 +48,14 @@ pub struct OpenAsk {
     pub run: u64,
 }
 
+impl OpenAsk {
+    /// Whether this says the call at `span_id` of the trace read is an MCP
+    /// client's record of a call trace `trace_id` counts (`extract::echo`).
+    pub fn is_echo(&self) -> bool {
+        self.form == echo::ECHO_FORM
+    }
+}
+
 /// What a trace without tool spans leaves open: calls asked for and not
 /// answered in it, and the call ids of results it carries that nothing in
 /// it asked for.
@@ -51,6 +64,21 @@ pub struct Open {
     pub asks: Vec<OpenAsk>,
     /// (call id, the process of the request that carries it, its start).
     pub answers: Vec<(String, u64, u64)>,
+    /// The calls a trace counted, for a lone MCP client trace after it
+    /// (`extract::echo`).
+    pub calls: Vec<Echo>,
+    /// The calls of a lone MCP client trace.
+    pub lone: Vec<Echo>,
+}
+
+impl Open {
+    /// Whether the traces after this one have nothing to take from it.
+    pub fn is_empty(&self) -> bool {
+        self.asks.is_empty()
+            && self.answers.is_empty()
+            && self.calls.is_empty()
+            && self.lone.is_empty()
+    }
 }
 
 /// The process a span ran in: its resource attributes, hashed.
@@ -78,7 +106,7 @@ impl Left {
     /// only when it holds answers.
     pub fn of(open: Option<Box<Open>>, trace: impl FnOnce() -> Trace) -> Option<Left> {
         open.map(|open| {
-            let trace = (!open.answers.is_empty()).then(trace);
+            let trace = (!open.answers.is_empty() || !open.lone.is_empty()).then(trace);
             Left { open, trace }
         })
     }
@@ -89,13 +117,38 @@ impl Left {
     }
 }
 
-/// The open calls of the traces read so far, in input order.
-#[derive(Debug, Default)]
-pub struct Carry {
+/// The open calls of the traces read so far, in input order, and what
+/// the traces since a lone MCP client trace gave, held until the trace
+/// that counts its call has been read (`T`: what a reader makes of a
+/// trace).
+#[derive(Debug)]
+pub struct Carry<T> {
     asks: VecDeque<OpenAsk>,
+    /// The calls of the last traces read (`extract::echo`).
+    calls: VecDeque<Echo>,
+    held: VecDeque<Held<T>>,
 }
 
-impl Carry {
+impl<T> Default for Carry<T> {
+    fn default() -> Self {
+        Carry {
+            asks: VecDeque::new(),
+            calls: VecDeque::new(),
+            held: VecDeque::new(),
+        }
+    }
+}
+
+/// What a reader made of a trace read after a lone MCP client trace whose
+/// calls no trace has counted yet; for the lone trace, the trace and those
+/// calls, to read it again when a later trace counts them.
+#[derive(Debug)]
+struct Held<T> {
+    out: T,
+    lone: Option<(Trace, Vec<Echo>)>,
+}
+
+impl<T> Carry<T> {
     /// The open calls that a trace leaving `open` answers (removed from
     /// the carry: each is counted once).
     pub fn take(&mut self, open: Option<&Open>) -> Vec<OpenAsk> {
@@ -125,30 +178,107 @@ impl Carry {
         while self.asks.len() > MAX_OPEN {
             self.asks.pop_front();
         }
+        self.calls.extend(open.calls.iter().cloned());
+        while self.calls.len() > MAX_OPEN {
+            self.calls.pop_front();
+        }
+    }
+
+    /// The calls of a lone MCP client trace (leaving `open`) that an
+    /// earlier trace counted, as carried entries (`extract::echo`); each
+    /// earlier call is matched once (removed from the carry).
+    fn echoed(&mut self, open: &Open) -> Vec<OpenAsk> {
+        let mut out = Vec::new();
+        for lone in &open.lone {
+            let found = self.calls.iter().position(|c| echo::same_call(lone, c));
+            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+                out.push(echo::carried(lone, &c));
+            }
+        }
+        out
     }
 
     /// Folds in a trace read on its own in input order: `first` is what
     /// that read gave and `left` what it left; when the trace answers a call
-    /// kept here, `again` reads it once more with those calls and its
-    /// result replaces `first`. Keeps what the trace finally leaves open.
-    pub fn settle<T>(
+    /// kept here, or is a lone MCP client trace whose calls an earlier trace
+    /// counted, `again` reads it once more with those calls and its result
+    /// replaces `first`. Keeps what the trace finally leaves open. Returns
+    /// what is due, in input order: nothing while a lone client trace read
+    /// before waits for the trace that counts its calls (that trace, or
+    /// [`MAX_HELD`] traces, or [`Carry::finish`] releases them).
+    pub fn settle(
         &mut self,
         first: T,
         left: Option<Left>,
-        again: impl FnOnce(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
-    ) -> T {
-        let Some(Left { open, trace }) = left else {
-            return first;
-        };
-        let (out, open) = match trace.filter(|_| self.answers(Some(&open))) {
-            Some(t) => {
-                let carried = self.take(Some(&open));
-                again(&t, &carried)
+        mut again: impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
+    ) -> Vec<T> {
+        let (out, mut open, trace) = match left {
+            None => (first, None, None),
+            Some(Left { open, trace }) => {
+                let answers = self.answers(Some(&open));
+                let echoed = self.echoed(&open);
+                match trace {
+                    Some(t) if answers || !echoed.is_empty() => {
+                        let mut carried = if answers {
+                            self.take(Some(&open))
+                        } else {
+                            Vec::new()
+                        };
+                        carried.extend(echoed);
+                        let (out, open) = again(&t, &carried);
+                        (out, open, Some(t))
+                    }
+                    t => (first, Some(open), t),
+                }
             }
-            None => (first, Some(open)),
         };
+        let counted = open.as_ref().is_some_and(|o| !o.calls.is_empty());
+        if let Some(o) = open.as_deref_mut() {
+            self.echo_held(&mut o.calls, &mut again);
+        }
         self.keep(open.as_deref());
-        out
+        let lone = match (open.map(|o| o.lone), trace) {
+            (Some(lone), Some(t)) if !lone.is_empty() => Some((t, lone)),
+            _ => None,
+        };
+        if self.held.is_empty() && lone.is_none() {
+            return vec![out];
+        }
+        self.held.push_back(Held { out, lone });
+        if counted || self.held.len() > MAX_HELD {
+            return self.finish();
+        }
+        Vec::new()
+    }
+
+    /// The held lone client traces whose calls are among `calls` (a
+    /// trace read after them) are read again with those calls counted
+    /// there; each of `calls` is matched once (taken out).
+    fn echo_held(
+        &mut self,
+        calls: &mut Vec<Echo>,
+        again: &mut impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
+    ) {
+        for h in &mut self.held {
+            let Some((t, lone)) = &h.lone else {
+                continue;
+            };
+            let mut carried = Vec::new();
+            for l in lone {
+                if let Some(k) = calls.iter().position(|c| echo::same_call(l, c)) {
+                    carried.push(echo::carried(l, &calls.remove(k)));
+                }
+            }
+            if !carried.is_empty() {
+                h.out = again(t, &carried).0;
+                h.lone = None;
+            }
+        }
+    }
+
+    /// What is held, in input order (at the end of the input).
+    pub fn finish(&mut self) -> Vec<T> {
+        self.held.drain(..).map(|h| h.out).collect()
     }
 
     /// Whether a trace leaving `open` answers a call kept here (and is to
@@ -225,7 +355,7 @@ mod tests {
     /// Reads `traces` in order as `inspect` and `replay` do.
     fn read(traces: &[Trace]) -> Vec<Analysis> {
         let x = Extractor::default();
-        let mut carry = Carry::default();
+        let mut carry = Carry::<()>::default();
         traces
             .iter()
             .map(|t| {
@@ -272,7 +402,10 @@ mod tests {
             "{:?}",
             read[1].notes
         );
-        assert!(read[1].open.is_none());
+        assert!(read[1]
+            .open
+            .as_ref()
+            .is_none_or(|o| o.asks.is_empty() && o.answers.is_empty()));
     }
 
     #[test]
@@ -296,7 +429,7 @@ mod tests {
 
     #[test]
     fn only_the_last_open_calls_are_kept() {
-        let mut carry = Carry::default();
+        let mut carry = Carry::<()>::default();
         let open = |id: usize| Open {
             asks: vec![OpenAsk {
                 asked: Asked {
@@ -310,14 +443,14 @@ mod tests {
                 end_time_unix_nano: 0,
                 run: 7,
             }],
-            answers: Vec::new(),
+            ..Open::default()
         };
         for id in 0..=MAX_OPEN {
             carry.keep(Some(&open(id)));
         }
         let answer = |id: &str| Open {
-            asks: Vec::new(),
             answers: vec![(id.to_string(), 7, 1)],
+            ..Open::default()
         };
         assert!(!carry.answers(Some(&answer("k0"))));
         assert!(carry.answers(Some(&answer(&format!("k{MAX_OPEN}")))));

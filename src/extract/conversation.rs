@@ -41,6 +41,10 @@ use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
+mod order;
+mod spans;
+pub use spans::reads_messages;
+
 /// What a call rebuilt from the conversation says in rows (`from`).
 pub const FROM_CONVERSATION: &str = "conversation";
 
@@ -197,6 +201,8 @@ struct Request {
     last_turn: Vec<Asked>,
     history: Vec<Asked>,
     form: &'static str,
+    /// Which of `answers` follow the last model message ([`order::pair`]).
+    trailing: Vec<usize>,
 }
 
 /// The calls span `s`'s output asked for, and the form they were read in:
@@ -351,7 +357,7 @@ fn request_of(s: &SpanRecord) -> Request {
 /// type of a result in one of the shapes [`answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 6]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 7]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call_id"),
@@ -360,6 +366,8 @@ fn may_hold_results(text: &str) -> bool {
             Finder::new(b"tool_result"),
             Finder::new(b"toolResponse"),
             Finder::new(RESPONSES_RESULT.as_bytes()),
+            // A role `tool` message with no call id (`order`).
+            Finder::new(b"\"tool\""),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
@@ -409,14 +417,17 @@ fn read_request(v: &Value, form: &'static str) -> Request {
                 last_turn = calls;
             }
             model_spoke = true;
+            out.trailing.clear();
             continue;
         }
         model_spoke = false;
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
+        out.trailing.extend(before..out.answers.len());
         if out.answers.len() == before {
             // Someone else spoke after the model's turn.
             last_turn.clear();
+            out.trailing.clear();
         }
     }
     out.last_turn = last_turn;
@@ -482,7 +493,11 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
         }
     }
     if !found && (role == "tool" || role == RESPONSES_RESULT) {
-        out.push(answer_of(o));
+        let mut a = answer_of(o);
+        if a.content.is_none() {
+            a.content = order::text_of_parts(o);
+        }
+        out.push(a);
     }
 }
 
@@ -517,7 +532,7 @@ pub(super) fn witness(
     if out.calls.is_empty() {
         rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
-        let toolless = join_and_check(trace, seen, &asked, out);
+        let toolless = join_and_check(x, trace, seen, &asked, out);
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
@@ -572,7 +587,8 @@ fn rebuild(
     if asked.is_empty() && !trace.spans.iter().any(has_any_input) {
         return;
     }
-    let requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
+    let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
+    order::pair_noting(trace, asked, &mut requests, &mut out.notes);
     // The first request (after the asking span starts) that answers each id.
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();
@@ -893,12 +909,16 @@ use super::source::tool_call_id as call_id;
 /// order. Returns the calls asked for in an agent run that has no tool
 /// span at all: those are rebuilt from the conversation.
 fn join_and_check(
+    x: &Extractor,
     trace: &Trace,
     seen: &[Ctx],
     asked: &[AskedAt],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
     let (used, joined) = join(trace, asked, &mut out.calls);
+    if x.results {
+        order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
+    }
     let toolless = check(trace, seen, asked, used, &joined, out);
     order_ties(&mut out.calls, &joined);
     toolless

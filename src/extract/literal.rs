@@ -30,6 +30,44 @@ pub(crate) fn parse(text: &str) -> Option<Value> {
     (p.at == p.s.len() && (v.is_object() || v.is_array())).then_some(v)
 }
 
+/// `text` as the keyword fields Python's `repr()` writes for a pydantic
+/// model (`content='x' name='y' n=3`): `name=literal` pairs one space apart,
+/// in order, each value a literal (a string, number, `True`, `False`,
+/// `None`, dict, list or tuple); `None` for anything else.
+pub(crate) fn keyword_fields(text: &str) -> Option<Vec<(String, Value)>> {
+    let mut p = Parser {
+        s: text.trim().as_bytes(),
+        at: 0,
+    };
+    let mut out = Vec::new();
+    loop {
+        let start = p.at;
+        while p
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
+            p.at += 1;
+        }
+        let name = std::str::from_utf8(&p.s[start..p.at]).ok()?;
+        if name.is_empty()
+            || name.starts_with(|c: char| c.is_ascii_digit())
+            || p.peek() != Some(b'=')
+        {
+            return None;
+        }
+        p.at += 1;
+        if matches!(p.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            return None;
+        }
+        out.push((name.to_string(), p.value(0)?));
+        match p.peek() {
+            None => return Some(out),
+            Some(b' ') => p.at += 1,
+            Some(_) => return None,
+        }
+    }
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     at: usize,

@@ -10,6 +10,7 @@ mod args;
 mod canonical;
 pub mod carry;
 pub mod conversation;
+mod echo;
 pub mod explain;
 pub mod facts;
 #[cfg(test)]
@@ -536,6 +537,7 @@ impl Extractor {
             let mut out = Analysis::default();
             conversation::witness(self, trace, &[], carried, &mut out);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
+            echo::settle(trace, carried, &mut out);
             return out;
         }
         let role: Vec<Role> = rule_of.iter().map(|&r| self.role_of(r)).collect();
@@ -564,6 +566,7 @@ impl Extractor {
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
         out.retrievers.sort_by_key(|c| c.start_time_unix_nano);
         out.runs.sort_by_key(|r| r.start_time_unix_nano);
+        echo::settle(trace, carried, &mut out);
         out
     }
 
@@ -1003,6 +1006,11 @@ fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> bool {
 /// A call's result from `src`: the JSON text as is when the source only
 /// decodes JSON (no pattern, no unwrapping), otherwise decoded as usual.
 fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
+    // JavaScript's `String(object)` is no result (`[object ToolMessage]`):
+    // the conversation may carry the real one.
+    if raw_string(&src.field, s).is_some_and(wrappers::is_js_placeholder) {
+        return None;
+    }
     if src.decode == Decode::Json && src.pattern.is_none() {
         // A line break in JSON text is whitespace; kept verbatim, it would
         // split a JSONL row, so such text is parsed instead.
@@ -1085,6 +1093,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
         Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
         Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
+        Unwrap::LangchainMessageRepr => text.starts_with("content="),
     }) || src
         .unwrap_key
         .as_ref()

@@ -180,6 +180,12 @@ pub enum Unwrap {
     /// LangSmith JS's wrapper around a traced function's return value that
     /// is no object, `{"outputs": v}` (v not an object), becomes `v`.
     LangsmithOutputs,
+    /// Python's `repr()` of a LangChain `ToolMessage`, as OpenLIT records a
+    /// LangChain tool's result: `content='...' name='find_hotel'
+    /// tool_call_id='call_1'` (keyword fields of literals, the first
+    /// `content`, with a `tool_call_id`, none but a `ToolMessage`'s),
+    /// becomes the content, JSON-decoded when it is JSON.
+    LangchainMessageRepr,
 }
 
 impl Unwrap {
@@ -201,6 +207,7 @@ impl Unwrap {
             Unwrap::McpClientResult => "mcp_client_result",
             Unwrap::AdkResult => "adk_result",
             Unwrap::LangsmithOutputs => "langsmith_outputs",
+            Unwrap::LangchainMessageRepr => "langchain_message_repr",
         }
     }
 }

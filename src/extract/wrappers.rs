@@ -38,6 +38,19 @@ fn json_object(text: &str) -> Option<Value> {
         .filter(Value::is_object)
 }
 
+/// Whether `text` is JavaScript's `Object.prototype.toString` text of an
+/// object (`[object ToolMessage]`): what an instrumentation writes when it
+/// turns a result object into a string, not the result.
+pub(crate) fn is_js_placeholder(text: &str) -> bool {
+    text.trim()
+        .strip_prefix("[object ")
+        .and_then(|t| t.strip_suffix(']'))
+        .is_some_and(|name| {
+            name.starts_with(|c: char| c.is_ascii_uppercase())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
 /// A source read as a JSON value (arguments, results).
 pub(crate) fn value_of(src: &Source, s: &SpanRecord) -> Option<Value> {
     value_noting(src, s, None)
@@ -221,7 +234,30 @@ fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::McpClientResult => mcp_client_result(v),
         Unwrap::AdkResult => lone_key_around_non_object(v, "result"),
         Unwrap::LangsmithOutputs => lone_key_around_non_object(v, "outputs"),
+        Unwrap::LangchainMessageRepr => langchain_message_repr(v),
     }
+}
+
+/// Python's `repr()` of a LangChain `ToolMessage` (`content='...'
+/// name='find_hotel' tool_call_id='call_1'`) -> its content (JSON-decoded).
+/// Only text whose every field is a literal, the first `content`, one of
+/// them `tool_call_id`, and none a key a `ToolMessage` lacks.
+pub(crate) fn langchain_message_repr(v: Value) -> Result<Value, Value> {
+    let Value::String(text) = &v else {
+        return Err(v);
+    };
+    let Some(mut fields) = super::literal::keyword_fields(text) else {
+        return Err(v);
+    };
+    let shape = fields.first().is_some_and(|(k, _)| k == "content")
+        && fields.iter().any(|(k, _)| k == "tool_call_id")
+        && fields
+            .iter()
+            .all(|(k, _)| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
+    if !shape {
+        return Err(v);
+    }
+    Ok(json_in_string(fields.swap_remove(0).1))
 }
 
 /// The keys of a LangChain `ToolMessage` as Python's `model_dump()` writes
@@ -797,6 +833,59 @@ mod tests {
         let result = json!([true, {"name": "t", "role": "function", "content": "7"}]);
         assert_eq!(ag2_function(result), Ok(json!(7)));
         assert!(ag2_function(json!([1, {"name": "t", "content": "7"}])).is_err());
+    }
+
+    #[test]
+    fn a_tool_messages_repr_gives_its_content_and_nothing_else_does() {
+        let off = |t: &str| langchain_message_repr(json!(t));
+        assert_eq!(
+            off("content='{\"seats\": 2}' name='book' tool_call_id='t-9'"),
+            Ok(json!({"seats": 2}))
+        );
+        assert_eq!(
+            off("content=\"it's done\" tool_call_id='t-9' status='success' additional_kwargs={}"),
+            Ok(json!("it's done"))
+        );
+        for kept in [
+            // No call id, another first field, a key no ToolMessage has,
+            // a value that is no literal, two spaces, text around it.
+            "content='x' name='book'",
+            "name='book' content='x' tool_call_id='t'",
+            "content='x' tool_call_id='t' city='Oslo'",
+            "content=Booking(id=1) tool_call_id='t'",
+            "content='x'  tool_call_id='t'",
+            "result: content='x' tool_call_id='t'",
+            "content= 'x' tool_call_id='t'",
+        ] {
+            assert_eq!(off(kept), Err(json!(kept)), "{kept}");
+        }
+        assert_eq!(off("x").map_err(|_| ()), Err(()));
+        assert_eq!(
+            langchain_message_repr(json!({"content": "x"})),
+            Err(json!({"content": "x"}))
+        );
+    }
+
+    #[test]
+    fn only_javascripts_object_text_is_a_placeholder() {
+        for p in [
+            "[object ToolMessage]",
+            " [object Object] ",
+            "[object Tool_Result2]",
+        ] {
+            assert!(is_js_placeholder(p), "{p}");
+        }
+        for kept in [
+            "[object]",
+            "[object toolMessage]",
+            "[object Tool Message]",
+            "[object ToolMessage] extra",
+            "object ToolMessage",
+            "[\"object ToolMessage\"]",
+            "",
+        ] {
+            assert!(!is_js_placeholder(kept), "{kept}");
+        }
     }
 
     #[test]

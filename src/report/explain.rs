@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use super::printable;
 use crate::assemble::Trace;
-use crate::extract::explain::SpanExplanation;
+use crate::extract::conversation::reads_messages;
+use crate::extract::explain::{NearMiss, Reason, SpanExplanation};
 use crate::extract::rules::Kind;
 use crate::extract::{Analysis, ToolCall};
 
@@ -50,8 +51,11 @@ fn verdict(e: &SpanExplanation) -> String {
 }
 
 /// One trace: a line per span, and under a span no rule matched, a line
-/// per near miss. Names and quoted values come from the trace: escaped
-/// for the terminal ([`printable`]).
+/// per near miss that held a condition at least, else one line for the
+/// first marker attribute found with another value; a model call whose
+/// messages the conversation witness reads says so instead. Names and
+/// quoted values come from the trace: escaped for the terminal
+/// ([`printable`]).
 pub fn write_explain(
     out: &mut dyn Write,
     trace: &Trace,
@@ -74,23 +78,55 @@ pub fn write_explain(
         .collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     for (e, name) in rows.iter().zip(&names) {
-        let verdict = verdict(e);
+        let model_call = e.matched.is_none()
+            && trace
+                .spans
+                .iter()
+                .find(|s| s.span_id == e.span_id)
+                .is_some_and(reads_messages);
+        let verdict = match model_call {
+            true => "model call: its messages are read by the conversation witness".to_string(),
+            false => verdict(e),
+        };
         writeln!(
             out,
             "  span {}  {name:width$}  {}",
             e.span_id,
             printable(&verdict)
         )?;
-        for m in &e.near_misses {
-            let miss = m.to_string();
-            writeln!(
-                out,
-                "      almost {}  ({} of {} conditions)",
-                printable(&miss),
-                m.held,
-                m.of
-            )?;
+        if !model_call {
+            write_near_misses(out, &e.near_misses)?;
         }
+    }
+    Ok(())
+}
+
+/// The near misses of a span no rule matched: each rule that held a
+/// condition at least; when none did, the first attribute a rule tests
+/// that the span has with another value, on one line.
+fn write_near_misses(out: &mut dyn Write, misses: &[NearMiss]) -> io::Result<()> {
+    let mut close = misses.iter().filter(|m| m.held > 0).peekable();
+    if close.peek().is_none() {
+        let wrong = misses.iter().find_map(|m| {
+            m.reasons
+                .iter()
+                .find(|r| matches!(r, Reason::WrongValue { .. }))
+                .map(|r| format!("{}: {r}", m.rule))
+        });
+        if let Some(w) = wrong {
+            writeln!(out, "      no rule's conditions held; {}", printable(&w))?;
+        }
+        return Ok(());
+    }
+    for m in close {
+        let miss = m.to_string();
+        writeln!(
+            out,
+            "      almost {}  ({} of {} conditions)",
+            printable(&miss),
+            m.held,
+            m.of
+        )?;
     }
     Ok(())
 }

@@ -87,33 +87,41 @@ pub fn inspect(
                 for p in pieces {
                     // A trace read again (it answers an earlier trace's
                     // call) replaces its part of the batch's text.
-                    let again = carry.settle(None, p.left, |t, carried| {
+                    let first = Ok((text[from..p.end].to_vec(), p.calls));
+                    let due = carry.settle(first, p.left, |t, carried| {
                         let mut again = Vec::new();
                         match write(&mut again, t, carried) {
-                            Ok((calls, open)) => (Some(Ok((again, calls))), open),
-                            Err(e) => (Some(Err(e)), None),
+                            Ok((calls, open)) => (Ok((again, calls)), open),
+                            Err(e) => (Err(e), None),
                         }
                     });
-                    match again {
-                        Some(read) => {
-                            let (again, calls) = read?;
-                            found.calls += calls;
-                            out.write_all(&again)?;
-                        }
-                        None => {
-                            found.calls += p.calls;
-                            out.write_all(&text[from..p.end])?;
-                        }
-                    }
+                    put(&mut found, out, due)?;
                     from = p.end;
                 }
                 Ok(())
             });
         }
     });
+    if written.is_ok() {
+        written = put(&mut found, out, carry.finish());
+    }
     written?;
     found.rejected = rejected;
     Ok(found)
+}
+
+/// Writes the texts of traces that are due, counting their calls.
+fn put(
+    found: &mut Inspection,
+    out: &mut dyn Write,
+    due: Vec<std::io::Result<(Vec<u8>, usize)>>,
+) -> std::io::Result<()> {
+    for read in due {
+        let (text, calls) = read?;
+        found.calls += calls;
+        out.write_all(&text)?;
+    }
+    Ok(())
 }
 
 /// Reads every input and hands each trace's row, built from it on a worker
@@ -159,12 +167,17 @@ pub fn each_row<R: Send>(
         |(rows, spans)| {
             found.spans += spans;
             for (first, left) in rows {
-                let (r, calls) = carry.settle(first, left, row_of);
-                found.calls += calls;
-                each(r);
+                for (r, calls) in carry.settle(first, left, row_of) {
+                    found.calls += calls;
+                    each(r);
+                }
             }
         },
     );
+    for (r, calls) in carry.finish() {
+        found.calls += calls;
+        each(r);
+    }
     found.rejected = rejected;
     found
 }
@@ -216,7 +229,18 @@ fn write_explained(
     format: InspectFormat,
     carried: &[OpenAsk],
 ) -> std::io::Result<(usize, Option<Box<Open>>)> {
-    let rows = pipeline.extractor().explain(t);
+    let mut rows = pipeline.extractor().explain(t);
+    // An MCP client's record of a call another trace counts is no call here.
+    for e in &mut rows {
+        if carried
+            .iter()
+            .any(|c| c.is_echo() && c.span_id == e.span_id)
+        {
+            if let Some(m) = &mut e.matched {
+                m.call = false;
+            }
+        }
+    }
     // What the conversation witness did: calls rebuilt, disagreements.
     let mut witnessed = pipeline.extractor().analyze_carried(t, carried);
     let rebuilt: Vec<&ToolCall> = witnessed

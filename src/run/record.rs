@@ -154,12 +154,17 @@ pub fn record(
         },
         |batch| {
             for (s, left) in batch {
-                let s = carry.settle(s, left, |t, carried| seen(pipeline, join, t, carried));
-                s.warnings.iter().for_each(super::print_warning);
-                builder.add(s);
+                for s in carry.settle(s, left, |t, carried| seen(pipeline, join, t, carried)) {
+                    s.warnings.iter().for_each(super::print_warning);
+                    builder.add(s);
+                }
             }
         },
     );
+    for s in carry.finish() {
+        s.warnings.iter().for_each(super::print_warning);
+        builder.add(s);
+    }
     let traces = builder.traces;
     let (cases, notes) = builder.finish();
     Recording {

@@ -27,8 +27,9 @@ pub fn score_traces(traces: &[Trace], pipeline: &Pipeline, report: &mut Report) 
 /// folded in here, in order.
 pub struct Collector<'a> {
     per_trace: BatchRun<'a>,
-    /// Calls earlier traces left open (`extract::carry`).
-    carry: Carry,
+    /// Calls earlier traces left open, and traces held behind a lone MCP
+    /// client trace (`extract::carry`).
+    carry: Carry<Folded>,
     hit: Vec<bool>,
     sessions: Sessions,
     tools: ToolStatsBuilder,
@@ -45,6 +46,10 @@ pub struct BatchRun<'a> {
 
 /// A batch of traces, scored.
 pub struct Scored(Vec<ScoredTrace>);
+
+/// What the report folds in of a trace: its result, (input, output)
+/// tokens and timeline.
+type Folded = (TraceResult, (Option<u64>, Option<u64>), Option<Timeline>);
 
 /// A trace's result, its (input, output) tokens, its timeline, and what it
 /// leaves open for the traces after it (with the trace itself while it may
@@ -128,35 +133,43 @@ impl<'a> Collector<'a> {
             // A trace that answers a call an earlier one left open is
             // scored again with it.
             let per_trace = self.per_trace;
-            let (result, tokens, timeline) =
-                self.carry
-                    .settle((result, tokens, timeline), left, |t, carried| {
-                        let (result, tokens, timeline, left) = per_trace.score_one(t, carried);
-                        ((result, tokens, timeline), left.map(Left::into_open))
-                    });
-            if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
-                map.insert(result.trace_id, t);
-            }
-            report.stats.tool_calls += result.calls.len();
-            self.tools.add(&result.calls, tokens);
-            self.sessions
-                .add(&result)
-                .iter()
-                .for_each(super::print_warning);
-            for case in result.cases_hit() {
-                self.hit[case] = true;
-            }
-            match result.into_outcome() {
-                TraceOutcome::Unmatched(trace) => report.unmatched_traces.push(trace),
-                TraceOutcome::Evaluated { evaluations, .. } => {
-                    report.evaluations.extend(evaluations)
-                }
+            let due = self
+                .carry
+                .settle((result, tokens, timeline), left, |t, carried| {
+                    let (result, tokens, timeline, left) = per_trace.score_one(t, carried);
+                    ((result, tokens, timeline), left.map(Left::into_open))
+                });
+            for folded in due {
+                self.fold(folded, report);
             }
         }
     }
 
+    /// Folds one trace's result into the report.
+    fn fold(&mut self, (result, tokens, timeline): Folded, report: &mut Report) {
+        if let (Some(map), Some(t)) = (report.timelines.as_mut(), timeline) {
+            map.insert(result.trace_id, t);
+        }
+        report.stats.tool_calls += result.calls.len();
+        self.tools.add(&result.calls, tokens);
+        self.sessions
+            .add(&result)
+            .iter()
+            .for_each(super::print_warning);
+        for case in result.cases_hit() {
+            self.hit[case] = true;
+        }
+        match result.into_outcome() {
+            TraceOutcome::Unmatched(trace) => report.unmatched_traces.push(trace),
+            TraceOutcome::Evaluated { evaluations, .. } => report.evaluations.extend(evaluations),
+        }
+    }
+
     /// Scores the sessions and names the cases no trace matched.
-    pub fn finish(self, report: &mut Report) {
+    pub fn finish(mut self, report: &mut Report) {
+        for folded in self.carry.finish() {
+            self.fold(folded, report);
+        }
         let evaluator = self.per_trace.pipeline.evaluator();
         report.evaluations.extend(self.sessions.evaluate(evaluator));
         (report.tools, report.tokens) = self.tools.finish();

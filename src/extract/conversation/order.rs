@@ -1,0 +1,312 @@
+//! Results without call ids, paired with the calls they answer by order
+//! (docs/conventions.md, "The conversation witness").
+//!
+//! Some instrumentations record a request's tool results without the call
+//! id (OpenLIT for JavaScript writes role `tool` messages whose only parts
+//! are text). The model's calls of one turn are answered in the order it
+//! asked for them, so the results that end the first request after the
+//! model answered are that turn's, one for one, when all of these hold: the
+//! turn's calls each have an id; the results after the request's last model
+//! message are exactly as many; none of them names a call id or a tool; and
+//! the request's last model message asks for those same calls, or for none
+//! (some histories lose the calls). Anything else pairs nothing.
+
+use serde_json::{Map, Value};
+
+use super::{has_any_input, AskedAt, Request};
+use crate::assemble::Trace;
+use crate::extract::{CallResult, CallStatus, ToolCall};
+
+/// The text of a message's parts when every part is a text part
+/// (`{"type": "text", "content" | "text": ...}`), joined.
+pub(super) fn text_of_parts(o: &Map<String, Value>) -> Option<Value> {
+    let parts = o.get("parts").or_else(|| o.get("content"))?.as_array()?;
+    let mut text = String::new();
+    for p in parts {
+        let p = p.as_object()?;
+        if p.get("type").and_then(Value::as_str) != Some("text") {
+            return None;
+        }
+        text.push_str(p.get("content").or_else(|| p.get("text"))?.as_str()?);
+    }
+    (!parts.is_empty()).then_some(Value::String(text))
+}
+
+/// Gives the results in `requests` that carry no call id the ids of the
+/// calls they answer by order (see the module's doc); returns how many.
+pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -> usize {
+    let mut paired = 0;
+    let mut spans: Vec<usize> = asked.iter().map(|a| a.span).collect();
+    spans.sort_unstable();
+    spans.dedup();
+    for s in spans {
+        let ids: Option<Vec<&str>> = asked
+            .iter()
+            .filter(|a| a.span == s)
+            .map(|a| a.asked.id.as_deref())
+            .collect();
+        let Some(ids) = ids else {
+            continue;
+        };
+        let answered = trace.spans[s].span.end_time_unix_nano;
+        // The first request after the model answered.
+        let next = (0..trace.spans.len())
+            .filter(|&j| j != s && trace.spans[j].span.start_time_unix_nano >= answered)
+            .filter(|&j| has_any_input(&trace.spans[j]))
+            .min_by_key(|&j| (trace.spans[j].span.start_time_unix_nano, j));
+        let Some(r) = next.and_then(|j| requests.get_mut(j)) else {
+            continue;
+        };
+        let turn_ok = r.last_turn.is_empty()
+            || r.last_turn
+                .iter()
+                .map(|a| a.id.as_deref())
+                .eq(ids.iter().map(|&i| Some(i)));
+        let bare = r.trailing.iter().all(|&k| {
+            r.answers
+                .get(k)
+                .is_some_and(|a| a.id.is_none() && a.name.is_none())
+        });
+        if !turn_ok || !bare || r.trailing.len() != ids.len() {
+            continue;
+        }
+        for (&k, id) in r.trailing.iter().zip(&ids) {
+            if let Some(a) = r.answers.get_mut(k) {
+                a.id = Some((*id).to_string());
+                paired += 1;
+            }
+        }
+    }
+    paired
+}
+
+/// [`pair`], noting in `notes` how many results it paired, if any.
+pub(super) fn pair_noting(
+    trace: &Trace,
+    asked: &[AskedAt],
+    requests: &mut [Request],
+    notes: &mut Vec<String>,
+) {
+    let paired = pair(trace, asked, requests);
+    if paired > 0 {
+        notes.push(format!(
+            "{paired} tool result(s) carried without a call id were paired with the calls by order (as many results as the model turn asked for)"
+        ));
+    }
+}
+
+/// Gives the tool spans' calls that succeeded and have no result (none
+/// recorded, or a placeholder) the result the conversation carries for the model's call
+/// each was joined to (`joined`: an index into `asked`), by call id or by
+/// order; notes each.
+pub(super) fn fill_results(
+    trace: &Trace,
+    asked: &[AskedAt],
+    joined: &[Option<usize>],
+    calls: &mut [ToolCall],
+    notes: &mut Vec<String>,
+) {
+    let lacking = |(c, j): (&ToolCall, &Option<usize>)| {
+        c.result.is_none()
+            && c.status == CallStatus::Ok
+            && j.is_some_and(|k| asked[k].asked.id.is_some())
+    };
+    if !calls.iter().zip(joined).any(lacking) {
+        return;
+    }
+    let mut requests: Vec<Request> = trace.spans.iter().map(super::request_of).collect();
+    let paired = pair(trace, asked, &mut requests);
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    for (c, j) in calls.iter_mut().zip(joined) {
+        let Some(at) = j.filter(|&k| lacking((c, &Some(k)))).map(|k| &asked[k]) else {
+            continue;
+        };
+        let Some(id) = at.asked.id.as_deref() else {
+            continue;
+        };
+        // The first later request carrying a result under this id (and for
+        // this tool, when the result names one).
+        let found = requests
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != at.span && start(i) >= start(at.span))
+            .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
+            .filter(|(_, a)| a.id.as_deref() == Some(id))
+            .filter(|(_, a)| a.name.as_deref().is_none_or(|n| n == at.asked.name))
+            .min_by_key(|&(i, _)| (start(i), i));
+        let Some(content) = found.and_then(|(_, a)| a.content.as_ref()) else {
+            continue;
+        };
+        c.result = Some(CallResult::Value(match content {
+            Value::String(t) => crate::extract::source::parse_json_or_literal(t),
+            other => other.clone(),
+        }));
+        notes.push(format!(
+            "tool span {} recorded no result for `{}` (call id {id}): its result is the one the next model request carries{}",
+            c.span_id,
+            c.name,
+            if paired > 0 { " (paired by order)" } else { "" }
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::tests::sp;
+    use crate::extract::{Analysis, Extractor};
+
+    /// A made-up vendor's model span: GenAI messages, the request's tool
+    /// results as bare text parts (no call id).
+    fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> crate::assemble::SpanRecord {
+        let input = input.to_string();
+        let output = output.to_string();
+        sp(
+            id,
+            Some(1),
+            when,
+            "chat acme",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &input),
+                ("gen_ai.output.messages", &output),
+            ],
+        )
+    }
+
+    fn user() -> Value {
+        json!({"role": "user", "parts": [{"type": "text", "content": "plan"}]})
+    }
+
+    fn asks(id: &str, name: &str, args: Value) -> Value {
+        json!({"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": name, "arguments": args}]})
+    }
+
+    fn bare(text: &str) -> Value {
+        json!({"role": "tool", "parts": [{"type": "text", "content": text}]})
+    }
+
+    fn analyze(spans: Vec<crate::assemble::SpanRecord>) -> Analysis {
+        Extractor::default().analyze(&Trace::new(TraceId([7; 16]), spans, 0))
+    }
+
+    fn loop_root() -> crate::assemble::SpanRecord {
+        sp(1, None, (0, 100), "loop", &[])
+    }
+
+    #[test]
+    fn bare_results_pair_with_the_turn_by_order() {
+        let a = asks("c1", "find_room", json!({"town": "Oslo"}));
+        let b = asks("c2", "rent_kayak", json!({"hours": 2}));
+        let spans = vec![
+            loop_root(),
+            chat(2, (10, 20), json!([user()]), json!([a])),
+            chat(
+                3,
+                (30, 40),
+                json!([user(), a, bare("{\"room\":\"12\"}")]),
+                json!([b]),
+            ),
+            chat(
+                4,
+                (50, 60),
+                json!([user(), a, bare("{\"room\":\"12\"}"), b, bare("ok")]),
+                json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]),
+            ),
+        ];
+        let got = analyze(spans);
+        let calls: Vec<(&str, Value)> = got
+            .calls
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.result.as_ref().map(|r| r.to_value()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                ("find_room", json!({"room": "12"})),
+                ("rent_kayak", json!("ok"))
+            ]
+        );
+        assert!(got.calls.iter().all(|c| c.from == Some("conversation")));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.contains("paired with the calls by order")),
+            "{:?}",
+            got.notes
+        );
+    }
+
+    #[test]
+    fn counts_that_differ_pair_nothing() {
+        // One call asked, two bare results after it: not paired.
+        let a = asks("c1", "find_room", json!({"town": "Oslo"}));
+        let spans = vec![
+            loop_root(),
+            chat(2, (10, 20), json!([user()]), json!([a])),
+            chat(
+                3,
+                (30, 40),
+                json!([user(), a, bare("x"), bare("y")]),
+                json!([]),
+            ),
+        ];
+        let got = analyze(spans);
+        assert!(got.calls.is_empty(), "{:?}", got.calls);
+        assert!(got
+            .warnings
+            .iter()
+            .any(|w| w.contains("listed, not counted")));
+    }
+
+    #[test]
+    fn a_tool_span_without_result_takes_the_paired_one() {
+        // The tool span is named after a wrapper class and records a
+        // placeholder; the history lost the model's calls (empty text).
+        let a = asks("c1", "find_room", json!({"town": "Oslo"}));
+        let lost = json!({"role": "assistant", "parts": [{"type": "text", "content": ""}]});
+        let spans = vec![
+            loop_root(),
+            chat(2, (10, 20), json!([user()]), json!([a])),
+            sp(
+                3,
+                Some(1),
+                (22, 28),
+                "execute_tool Wrapper",
+                &[
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", "Wrapper"),
+                    ("gen_ai.tool.call.id", "c1"),
+                    ("gen_ai.tool.call.arguments", "{\"town\":\"Oslo\"}"),
+                    ("gen_ai.tool.call.result", "[object ToolMessage]"),
+                ],
+            ),
+            chat(
+                4,
+                (30, 40),
+                json!([user(), lost, bare("{\"room\":\"12\"}")]),
+                json!([]),
+            ),
+        ];
+        let got = analyze(spans);
+        assert_eq!(got.calls.len(), 1, "{:?}", got.calls);
+        let c = &got.calls[0];
+        assert_eq!(c.name, "find_room");
+        assert_eq!(
+            c.result.as_ref().map(|r| r.to_value()),
+            Some(json!({"room": "12"}))
+        );
+        assert!(
+            got.notes.iter().any(|n| n.contains("recorded no result")),
+            "{:?}",
+            got.notes
+        );
+    }
+}

@@ -1,0 +1,19 @@
+//! Which spans the conversation witness reads as model calls
+//! (`inspect --explain` says so of a span no rule classifies).
+
+use super::{has_prefix, message_text, INPUT_KEYS, OI_OUT, OPENLLMETRY_OUT, OUTPUT_KEYS};
+use crate::assemble::SpanRecord;
+
+/// Whether span `s` is a model call whose messages the witness reads: it
+/// records the model's output, or a request's messages as JSON, in a known
+/// form (flattened input messages alone do not say so: OpenInference
+/// writes them on chain spans too).
+pub fn reads_messages(s: &SpanRecord) -> bool {
+    [&OI_OUT, &OPENLLMETRY_OUT]
+        .iter()
+        .any(|f| has_prefix(s, f.prefix))
+        || OUTPUT_KEYS
+            .iter()
+            .chain(&INPUT_KEYS)
+            .any(|k| message_text(s, k).is_some())
+}

@@ -1,0 +1,276 @@
+//! One call recorded in two traces: the MCP client's record of a call in a
+//! trace of its own (docs/conventions.md, "One call, several spans").
+//!
+//! An MCP client that is not given the caller's span as context opens a
+//! trace of its own for each call (or one per session). Such a trace holds
+//! no agent run and no model call, only the client's spans: it is a *lone
+//! client trace*, the client's record of a call that the caller's trace
+//! records too. Reading the traces in input order ([`super::carry::Carry`]),
+//! a lone client trace's call is the record of a call an earlier trace
+//! counted when all of these hold: same tool name, equal arguments (both
+//! present), the earlier call's span contains the client's in time, both
+//! ran in the same process (equal resource attributes), and that earlier
+//! call has not been matched already. It is then not counted again: the
+//! call stays in the caller's trace, and the lone trace notes where it was
+//! counted. Two real calls never merge: each earlier call takes one record
+//! at most, and a call with other arguments, or outside the earlier call's
+//! time, stays a call.
+
+use std::sync::Arc;
+
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use serde_json::Value;
+
+use super::carry::OpenAsk;
+use super::requested::Asked;
+use super::{conversation, Analysis, ToolCall};
+use crate::assemble::{SpanId, Trace, TraceId};
+
+/// The `form` of a carried entry that says a call of the trace read again
+/// was counted in another trace (see [`absorb`]).
+pub(crate) const ECHO_FORM: &str = "mcp-client-echo";
+
+/// A call as the traces after its own compare it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Echo {
+    pub name: String,
+    pub args: Value,
+    pub trace_id: TraceId,
+    pub span_id: SpanId,
+    pub start: u64,
+    pub end: u64,
+    /// The process the call's span ran in.
+    pub resource: Option<Arc<Resource>>,
+}
+
+/// Whether the calls of `a` are all an MCP client's, in a trace with no
+/// agent run and no model call: a lone client trace.
+fn is_lone(trace: &Trace, a: &Analysis) -> bool {
+    !a.calls.is_empty()
+        && a.runs.is_empty()
+        && a.calls
+            .iter()
+            .all(|c| c.from.is_none() && c.convention.contains("mcp"))
+        && !trace.spans.iter().any(conversation::reads_messages)
+}
+
+/// The calls of `a` (those with arguments) as echoes, and whether the trace
+/// is a lone client trace.
+pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
+    let resource = |c: &ToolCall| {
+        trace
+            .spans
+            .iter()
+            .find(|s| s.span_id == c.span_id)
+            .map(|s| Arc::clone(&s.resource))
+    };
+    let echoes = a
+        .calls
+        .iter()
+        .filter_map(|c| {
+            Some(Echo {
+                name: c.name.clone(),
+                args: c.args.value().filter(|v| !v.is_null())?.clone(),
+                trace_id: trace.id,
+                span_id: c.span_id,
+                start: c.start_time_unix_nano,
+                end: c.end_time_unix_nano,
+                resource: resource(c),
+            })
+        })
+        .collect();
+    (echoes, is_lone(trace, a))
+}
+
+/// Whether `lone`, a lone client trace's call, is the record of `earlier`.
+pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
+    let same_process = match (&lone.resource, &earlier.resource) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+        _ => false,
+    };
+    lone.trace_id != earlier.trace_id
+        && same_process
+        && lone.name == earlier.name
+        && lone.args == earlier.args
+        && earlier.start <= lone.start
+        && lone.end <= earlier.end
+}
+
+/// The carried entry saying that `lone` was counted as `earlier`.
+pub(crate) fn carried(lone: &Echo, earlier: &Echo) -> OpenAsk {
+    OpenAsk {
+        asked: Asked {
+            id: None,
+            name: lone.name.clone(),
+            args: Value::Null,
+        },
+        form: ECHO_FORM,
+        trace_id: earlier.trace_id,
+        span_id: lone.span_id,
+        end_time_unix_nano: earlier.end,
+        run: 0,
+    }
+}
+
+/// Takes out of `a` the calls that `carried` says another trace counted,
+/// noting each.
+pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
+    for e in carried.iter().filter(|e| e.is_echo()) {
+        let Some(k) = a.calls.iter().position(|c| c.span_id == e.span_id) else {
+            continue;
+        };
+        let c = a.calls.remove(k);
+        a.notes.push(format!(
+            "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, within its time, same process): not counted again",
+            c.name, c.span_id, e.trace_id
+        ));
+    }
+}
+
+/// After a trace is read: takes out the calls `carried` says another trace
+/// counted, and leaves the remaining calls to the traces after it.
+pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
+    absorb(carried, a);
+    let (calls, lone) = echoes_of(trace, a);
+    if calls.is_empty() {
+        return;
+    }
+    let open = a.open.get_or_insert_with(Default::default);
+    if lone {
+        open.lone = calls;
+    } else {
+        open.calls = calls;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::carry::{Carry, Left};
+    use crate::extract::tests::sp;
+    use crate::extract::{Analysis, Extractor};
+
+    /// A made-up vendor's agent trace: an agent run with one tool span
+    /// (`acme.span.kind = tool`) over `when`.
+    fn caller(trace: u8, when: (u64, u64), args: &str) -> Trace {
+        let spans = vec![
+            sp(
+                1,
+                None,
+                (when.0 - 5, when.1 + 5),
+                "invoke_agent desk",
+                &[
+                    ("gen_ai.operation.name", "invoke_agent"),
+                    ("gen_ai.agent.name", "desk"),
+                ],
+            ),
+            sp(
+                2,
+                Some(1),
+                when,
+                "book_room",
+                &[("acme.span.kind", "tool"), ("acme.input", args)],
+            ),
+        ];
+        Trace::new(TraceId([trace; 16]), spans, 0)
+    }
+
+    /// An MCP client's `{tool}.tool` span as the root of a trace of its own.
+    fn client(trace: u8, when: (u64, u64), args: &str) -> Trace {
+        let input = format!("{{\"tool_name\": \"book_room\", \"arguments\": {args}}}");
+        let mut s = sp(
+            9,
+            None,
+            when,
+            "book_room.tool",
+            &[
+                ("traceloop.span.kind", "tool"),
+                ("traceloop.entity.input", &input),
+            ],
+        );
+        s.scope = Arc::new(InstrumentationScope {
+            name: "acme.instrumentation.mcp".into(),
+            ..Default::default()
+        });
+        Trace::new(TraceId([trace; 16]), vec![s], 0)
+    }
+
+    /// Reads `traces` in order as `inspect` does.
+    fn read(traces: Vec<Trace>) -> Vec<Analysis> {
+        let x = Extractor::default();
+        let mut carry = Carry::default();
+        let mut out = Vec::new();
+        for t in traces {
+            let mut first = x.analyze(&t);
+            let left = Left::of(first.open.take(), || t);
+            out.extend(carry.settle(first, left, |t, carried| {
+                let mut a = x.analyze_carried(t, carried);
+                let open = a.open.take();
+                (a, open)
+            }));
+        }
+        out.extend(carry.finish());
+        out
+    }
+
+    const ARGS: &str = r#"{"room": 12}"#;
+
+    #[test]
+    fn the_clients_trace_of_a_call_counted_before_counts_nothing() {
+        let got = read(vec![caller(1, (10, 50), ARGS), client(2, (20, 40), ARGS)]);
+        assert_eq!(got[0].calls.len(), 1);
+        assert!(got[1].calls.is_empty(), "{:?}", got[1].calls);
+        let note = &got[1].notes[0];
+        assert!(
+            note.contains("MCP client's record of the call trace 0101"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn other_arguments_another_time_or_a_second_record_stay_calls() {
+        let other = read(vec![
+            caller(1, (10, 50), ARGS),
+            client(2, (20, 40), r#"{"room": 13}"#),
+        ]);
+        assert_eq!(other[1].calls.len(), 1);
+        let outside = read(vec![caller(1, (10, 50), ARGS), client(2, (45, 60), ARGS)]);
+        assert_eq!(outside[1].calls.len(), 1);
+        // Each earlier call takes one record at most.
+        let twice = read(vec![
+            caller(1, (10, 50), ARGS),
+            client(2, (20, 30), ARGS),
+            client(3, (32, 40), ARGS),
+        ]);
+        assert!(twice[1].calls.is_empty());
+        assert_eq!(twice[2].calls.len(), 1);
+    }
+
+    #[test]
+    fn a_client_trace_read_first_waits_for_the_caller() {
+        // Held (with the trace after it) until the caller's trace comes,
+        // then read again; the output keeps the input's order.
+        let got = read(vec![
+            client(2, (20, 40), ARGS),
+            client(3, (60, 70), r#"{"room": 14}"#),
+            caller(1, (10, 50), ARGS),
+        ]);
+        let ids: Vec<u8> = got.iter().map(|a| a.calls.len() as u8).collect();
+        assert_eq!(ids, [0, 1, 1]);
+        assert!(
+            got[0].notes[0].contains("not counted again"),
+            "{:?}",
+            got[0].notes
+        );
+        // No caller comes: every held trace is given at the end, as read.
+        let alone = read(vec![client(2, (20, 40), ARGS), client(3, (60, 70), ARGS)]);
+        assert_eq!(
+            alone.iter().map(|a| a.calls.len()).collect::<Vec<_>>(),
+            [1, 1]
+        );
+    }
+}
