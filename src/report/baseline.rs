@@ -133,9 +133,13 @@ pub fn load(path: &std::path::Path) -> Result<Vec<Entry>, BaselineError> {
 
 /// Parses a JSONL report (`source` names it in errors). Rows of other
 /// types are skipped; a report must have its summary row, so a truncated
-/// or wrong file is not read as "no cases".
+/// or wrong file is not read as "no cases". A case has one entry per
+/// target: its last row (serve writes a revision as a new row).
 pub fn parse(text: &str, source: &str) -> Result<Vec<Entry>, BaselineError> {
-    let mut out = Vec::new();
+    let mut out: Vec<Entry> = Vec::new();
+    // Where each (case, target) is in `out`: a later row of the same pair
+    // (serve's revisions) replaces the earlier, in its place.
+    let mut at: HashMap<(String, String), usize> = HashMap::new();
     let mut summary = false;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -166,12 +170,19 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Entry>, BaselineError> {
                     .get("pass")
                     .and_then(Value::as_bool)
                     .ok_or_else(|| bad("no boolean `pass`".into()))?;
-                out.push(Entry {
+                let entry = Entry {
                     case,
                     target,
                     score,
                     pass,
-                });
+                };
+                match at.entry((entry.case.clone(), entry.target.clone())) {
+                    std::collections::hash_map::Entry::Occupied(o) => out[*o.get()] = entry,
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(out.len());
+                        out.push(entry);
+                    }
+                }
             }
             Some("unmatched_case") => out.push(Entry {
                 case: text_of("case").ok_or_else(|| bad("no `case`".into()))?,

@@ -408,3 +408,118 @@ fn two_serves_and_two_replays_write_one_postgres_database_at_once() {
         );
     }
 }
+
+/// Writes each request as a protobuf file under `dir/traces`, for `replay`.
+fn write_traces(dir: &Path, requests: &[(&str, Vec<u8>)]) -> String {
+    let traces = dir.join("traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    for (name, body) in requests {
+        std::fs::write(traces.join(format!("{name}.pb")), body).unwrap();
+    }
+    "traces".into()
+}
+
+/// One turn of a conversation in session `sess-1`: trace `t` calling `tool`.
+fn turn(t: u8, tool: &str) -> Vec<u8> {
+    super::request(super::agent_spans(
+        t,
+        "sess-1",
+        &[(tool, serde_json::json!({}))],
+    ))
+    .encode_to_vec()
+}
+
+#[test]
+fn a_session_revised_twice_counts_once_in_runs_trend_diff_and_baselines() {
+    let tmp = TempDir::new("serve-store-revise");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let mut fixture = std::fs::read_to_string(dir.join("cases.jsonl")).unwrap();
+    fixture += r#"{"id":"trip","session_id":"sess-1","expected_tools":["search_flights","book_flight","send_email"],"threshold":1.0}"#;
+    fixture += "\n";
+    std::fs::write(dir.join("cases.jsonl"), fixture).unwrap();
+    let turns = [
+        (21, "search_flights"),
+        (22, "book_flight"),
+        (23, "send_email"),
+    ];
+    // The replay first: every turn at once, one evaluation of the session.
+    let mut requests = vec![("t1".to_string(), weather(1).encode_to_vec())];
+    requests.extend(
+        turns
+            .iter()
+            .map(|&(t, tool)| (format!("t{t}"), turn(t, tool))),
+    );
+    let requests: Vec<(&str, Vec<u8>)> = requests
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    let traces = write_traces(dir, &requests);
+    let o = in_dir(dir, &["replay", &traces, "-e", "cases.jsonl", "-q"]);
+    assert_eq!(o.status.code(), Some(1), "w2..w4 unmatched: {}", stderr(&o));
+    // Serve: a turn at a time, each scored before the next comes, so the
+    // session is scored three times (fail, fail, pass).
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &["--session-wait", "100ms"], &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    for (n, &(t, tool)) in turns.iter().enumerate() {
+        send(serve.http, &turn(t, tool));
+        wait_saved(dir, &id, &[], n + 2);
+    }
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    let rows = json_rows(&std::fs::read(&out).unwrap());
+    let revisions: Vec<(i64, bool)> = rows
+        .iter()
+        .filter(|r| r["case"] == "trip" && r["type"] == "evaluation")
+        .map(|r| (r["revision"].as_i64().unwrap(), r["pass"] == true))
+        .collect();
+    assert_eq!(revisions, [(1, false), (2, false), (3, true)]);
+
+    // `runs`: the serve run counts the session once, as the replay does.
+    let runs = runs_listed(dir, &[]);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for key in ["cases", "passed", "failed", "pass_rate", "mean_score"] {
+        assert_eq!(runs[0][key], runs[1][key], "`{key}`: {runs:?}");
+    }
+    assert_eq!(
+        (runs[0]["cases"].clone(), runs[0]["passed"].clone()),
+        (5.into(), 2.into())
+    );
+    // `trend`: one result per case per run.
+    let o = in_dir(dir, &["trend", "-f", "jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let trend = json_rows(&o.stdout);
+    let trip = trend.iter().find(|r| r["case"] == "trip").unwrap();
+    assert_eq!(trip["passes"], serde_json::json!([true, true]), "{trip}");
+    assert_eq!(trip["scores"], serde_json::json!([1.0, 1.0]), "{trip}");
+    assert_eq!(trip["status"], "stable-pass", "{trip}");
+    // `diff` of the two runs, and `--baseline last` against the serve run:
+    // each case once, unchanged.
+    let o = in_dir(dir, &["diff", "last~1", "last", "-f", "jsonl"]);
+    let compared = json_rows(&o.stdout);
+    let cases = compared
+        .iter()
+        .filter(|r| r["type"] != "comparison_summary");
+    assert_eq!(cases.count(), 5, "{compared:?}");
+    let o = in_dir(
+        dir,
+        &[
+            "replay",
+            &traces,
+            "-e",
+            "cases.jsonl",
+            "-f",
+            "jsonl",
+            "--baseline",
+            "last",
+            "--no-store",
+        ],
+    );
+    let summary = json_rows(&o.stdout)
+        .into_iter()
+        .find(|r| r["type"] == "comparison_summary")
+        .unwrap();
+    assert_eq!(summary["unchanged"], 5, "{summary}");
+}

@@ -52,8 +52,29 @@ impl SaveRun {
     }
 }
 
+/// Case results queued with their rows: each one's entry, and whether it
+/// is a revision (it replaces the run's earlier result of its case and
+/// target).
+#[derive(Debug, Default)]
+pub struct Results {
+    entries: Vec<Entry>,
+    revises: Vec<bool>,
+}
+
+impl Results {
+    pub fn push(&mut self, entry: Entry, revises: bool) {
+        self.entries.push(entry);
+        self.revises.push(revises);
+    }
+
+    fn append(&mut self, mut more: Results) {
+        self.entries.append(&mut more.entries);
+        self.revises.append(&mut more.revises);
+    }
+}
+
 enum Message {
-    Rows(Vec<u8>, Vec<Entry>),
+    Rows(Vec<u8>, Results),
     End(RunEnd),
 }
 
@@ -111,11 +132,11 @@ pub struct Feed {
 impl Feed {
     /// Queues whole rows and their case results, without waiting. Past
     /// [`MAX_QUEUED`] bytes not yet written, saving stops.
-    pub fn send(&self, rows: Vec<u8>, entries: Vec<Entry>) {
+    pub fn send(&self, rows: Vec<u8>, results: Results) {
         if self.shared.stopped.load(Ordering::Acquire) || rows.is_empty() {
             return;
         }
-        let size = queued_size(&rows, &entries);
+        let size = queued_size(&rows, &results);
         let queued = self.shared.queued.fetch_add(size, Ordering::AcqRel) + size;
         if queued > MAX_QUEUED {
             self.shared.stop(
@@ -130,7 +151,7 @@ impl Feed {
             return;
         }
         // The writer gone (it failed) drops what it is sent.
-        let _ = self.tx.send(Message::Rows(rows, entries));
+        let _ = self.tx.send(Message::Rows(rows, results));
     }
 }
 
@@ -293,10 +314,18 @@ fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<b
                 Err(_) => break,
             }
         }
+        let results = &next.results;
+        let end = next.end.as_ref();
         store
-            .append_run(&mut run, &next.rows, &next.entries, next.end.as_ref())
+            .append_run(
+                &mut run,
+                &next.rows,
+                &results.entries,
+                &results.revises,
+                end,
+            )
             .map_err(fail)?;
-        if next.end.is_some() {
+        if end.is_some() {
             return Ok(true);
         }
     }
@@ -306,23 +335,23 @@ fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<b
 #[derive(Default)]
 struct Pending {
     rows: Vec<u8>,
-    entries: Vec<Entry>,
+    results: Results,
     end: Option<RunEnd>,
 }
 
 impl Pending {
     fn take(&mut self, m: Message, shared: &Shared) {
         match m {
-            Message::Rows(rows, entries) => {
+            Message::Rows(rows, results) => {
                 shared
                     .queued
-                    .fetch_sub(queued_size(&rows, &entries), Ordering::AcqRel);
+                    .fetch_sub(queued_size(&rows, &results), Ordering::AcqRel);
                 if self.rows.is_empty() {
                     self.rows = rows;
                 } else {
                     self.rows.extend_from_slice(&rows);
                 }
-                self.entries.extend(entries);
+                self.results.append(results);
             }
             Message::End(end) => self.end = Some(end),
         }
@@ -330,11 +359,12 @@ impl Pending {
 }
 
 /// The memory a queued message holds, about.
-fn queued_size(rows: &[u8], entries: &[Entry]) -> usize {
+fn queued_size(rows: &[u8], results: &Results) -> usize {
     rows.len()
-        + entries
+        + results
+            .entries
             .iter()
-            .map(|e| e.case.len() + e.target.len() + std::mem::size_of::<Entry>())
+            .map(|e| e.case.len() + e.target.len() + std::mem::size_of::<Entry>() + 1)
             .sum::<usize>()
 }
 
@@ -363,13 +393,19 @@ mod tests {
         (dir, save)
     }
 
-    fn entry(case: &str, pass: bool, score: f64) -> Entry {
-        Entry {
-            case: case.into(),
-            target: "t".into(),
-            score: Some(score),
-            pass,
+    /// Case results on one target: (case, pass, score, revises).
+    fn results(of: &[(&str, bool, f64, bool)]) -> Results {
+        let mut out = Results::default();
+        for &(case, pass, score, revises) in of {
+            let entry = Entry {
+                case: case.into(),
+                target: "t".into(),
+                score: Some(score),
+                pass,
+            };
+            out.push(entry, revises);
         }
+        out
     }
 
     #[test]
@@ -379,11 +415,11 @@ mod tests {
         let saver = Saver::new(save);
         let feed = saver.feed();
         // Queued before the writer starts, and after.
-        feed.send(b"{\"n\":1}\n".to_vec(), vec![entry("a", true, 1.0)]);
+        feed.send(b"{\"n\":1}\n".to_vec(), results(&[("a", true, 1.0, false)]));
         let saving = saver.start();
         feed.send(
             b"{\"n\":2}\n{\"n\":3}\n".to_vec(),
-            vec![entry("b", false, 0.5)],
+            results(&[("b", false, 0.5, false)]),
         );
         drop(feed);
         let end = RunEnd {
@@ -415,6 +451,44 @@ mod tests {
     }
 
     #[test]
+    fn a_revision_replaces_its_case_result() {
+        let (dir, save) = temp_store("revise");
+        let (location, id) = (save.location.clone(), save.meta.id.clone());
+        let saver = Saver::new(save);
+        let feed = saver.feed();
+        let saving = saver.start();
+        // `a` fails, then passes; `b` passes, fails, then passes again (its
+        // two revisions in one batch, or not: the writer takes what is queued).
+        feed.send(
+            b"1\n".to_vec(),
+            results(&[("a", false, 0.0, false), ("b", true, 1.0, false)]),
+        );
+        feed.send(
+            b"2\n".to_vec(),
+            results(&[("a", true, 1.0, true), ("b", false, 0.5, true)]),
+        );
+        feed.send(b"3\n".to_vec(), results(&[("b", true, 0.8, true)]));
+        drop(feed);
+        let end = RunEnd {
+            ended_ms: store::now_ms(),
+            ..RunEnd::default()
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        assert_eq!(saving.finish(Some(end), deadline), Saved::Finished);
+        let mut store = Store::open(&location, false).unwrap();
+        let run = store.resolve(&id, None, None).unwrap();
+        assert_eq!((run.cases, run.passed, run.failed), (2, 2, 0));
+        assert!((run.mean_score.unwrap() - 0.9).abs() < 1e-9, "{run:?}");
+        let (_, cases) = store.history(None, 10).unwrap();
+        let kept: Vec<(&str, bool, Option<f64>)> = cases
+            .iter()
+            .map(|c| (c.case.as_str(), c.pass, c.score))
+            .collect();
+        assert_eq!(kept, [("a", true, Some(1.0)), ("b", true, Some(0.8))]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn a_queue_past_its_bound_stops_saving_and_says_why() {
         let (dir, save) = temp_store("bound");
         let location = save.location.clone();
@@ -422,10 +496,10 @@ mod tests {
         let feed = saver.feed();
         let row = [b"x".repeat((1 << 20) - 1), b"\n".to_vec()].concat();
         for _ in 0..(MAX_QUEUED >> 20) + 1 {
-            feed.send(row.clone(), Vec::new());
+            feed.send(row.clone(), Results::default());
         }
         // Nothing more is queued once saving stopped.
-        feed.send(row, Vec::new());
+        feed.send(row, Results::default());
         let saving = saver.start();
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
         match saving.finish(Some(RunEnd::default()), deadline) {
