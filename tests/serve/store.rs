@@ -419,6 +419,102 @@ fn write_traces(dir: &Path, requests: &[(&str, Vec<u8>)]) -> String {
     "traces".into()
 }
 
+/// What a run records besides what `runs` lists, read from the SQLite
+/// file: settings, fixture hash, rejected lines, exit code, inputs.
+fn recorded(dir: &Path, id: &str) -> Value {
+    let db = rusqlite::Connection::open(dir.join(".toolscore/runs.db")).unwrap();
+    db.query_row(
+        "SELECT settings, fixture_hash, rejected, exit_code, inputs, traces, spans, ended_ms \
+         FROM runs WHERE id = ?1",
+        [id],
+        |r| {
+            let settings: String = r.get(0)?;
+            Ok(serde_json::json!({
+                "settings": serde_json::from_str::<Value>(&settings).unwrap(),
+                "fixture_hash": r.get::<_, Option<String>>(1)?,
+                "rejected": r.get::<_, i64>(2)?,
+                "exit_code": r.get::<_, Option<i64>>(3)?,
+                "inputs": r.get::<_, i64>(4)?,
+                "traces": r.get::<_, i64>(5)?,
+                "spans": r.get::<_, i64>(6)?,
+                "ended_ms": r.get::<_, Option<i64>>(7)?,
+            }))
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_serve_run_records_what_a_replay_of_the_same_traces_records() {
+    let tmp = TempDir::new("serve-store-record");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let scoring = ["--threshold", "0.9", "--label", "env=test"];
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &scoring, &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    post(&serve, 3);
+    wait_saved(dir, &id, &[], 2);
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    // The same traces replayed with the same flags.
+    let traces = write_traces(
+        dir,
+        &[
+            ("t1", weather(1).encode_to_vec()),
+            ("t3", weather(3).encode_to_vec()),
+        ],
+    );
+    let mut args = vec!["replay", &traces, "-e", "cases.jsonl", "-q"];
+    args.extend(scoring);
+    let o = in_dir(dir, &args);
+    assert_eq!(o.status.code(), Some(1), "w3 fails: {}", stderr(&o));
+    let replay = saved_id(&o, ".toolscore/runs.db");
+
+    let runs = runs_listed(dir, &[]);
+    let of = |id: &str| runs.iter().find(|r| r["run"] == id).unwrap().clone();
+    let (served, replayed) = (of(&id), of(&replay));
+    // Every column a replay fills, a serve run fills, with the same counts.
+    for (key, value) in replayed.as_object().unwrap() {
+        if key == "run" || key == "started" {
+            continue;
+        }
+        assert_eq!(&served[key], value, "`{key}`: {served} vs {replayed}");
+    }
+    assert_eq!(served["cases"], 4, "w1, w3 and the unmatched w2 and w4");
+    let (s, r) = (recorded(dir, &id), recorded(dir, &replay));
+    assert_eq!(s["settings"]["metrics"], r["settings"]["metrics"], "{s}");
+    assert!(
+        !s["settings"]["metrics"].as_array().unwrap().is_empty(),
+        "{s}"
+    );
+    let headline = s["settings"]["metrics"][0].as_str().unwrap();
+    assert_eq!(s["settings"]["thresholds"][headline], 0.9, "{s}");
+    assert_eq!(s["fixture_hash"], r["fixture_hash"], "{s}");
+    assert!(s["fixture_hash"].is_string(), "{s}");
+    // The exit code a gate gives the run: w3 failed, as the replay's.
+    assert_eq!(s["exit_code"], 1, "{s}");
+    assert_eq!(s["exit_code"], r["exit_code"], "{r}");
+    assert_eq!(
+        (s["rejected"].clone(), s["traces"].clone()),
+        (0.into(), 2.into())
+    );
+    assert!(s["ended_ms"].is_i64() && s["spans"] == 6, "{s}");
+    // `runs show` gives a serve run's table as a replay's: the same columns.
+    let heading = |run: &str| {
+        let o = in_dir(dir, &["runs", "show", run]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(text.contains("w3"), "{text}");
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or_default();
+        assert!(first.ends_with(", fixture cases.jsonl"), "{text}");
+        lines.next().unwrap_or_default().to_string()
+    };
+    assert_eq!(heading(&id), heading(&replay));
+}
+
 /// One turn of a conversation in session `sess-1`: trace `t` calling `tool`.
 fn turn(t: u8, tool: &str) -> Vec<u8> {
     super::request(super::agent_spans(

@@ -18,9 +18,12 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use serde_json::json;
 use tracing::{info, warn};
 
+use crate::evaluate::Evaluator;
 use crate::report::baseline::Entry;
+use crate::report::exit;
 use crate::store::{self, Choice, Location, RunEnd, RunMeta};
 
 /// Bytes queued for the store (rows and case results) past which saving
@@ -42,6 +45,22 @@ pub struct SaveRun {
 }
 
 impl SaveRun {
+    /// The run with what the scoring setup resolved: the metrics in column
+    /// order and the threshold each passes at (not the flags' text), and
+    /// the fixture lines it rejected.
+    pub fn scored_by(mut self, evaluator: &Evaluator, rejected: usize) -> SaveRun {
+        if let serde_json::Value::Object(settings) = &mut self.meta.settings {
+            settings.insert("metrics".into(), json!(evaluator.labels()));
+            let thresholds: serde_json::Map<String, serde_json::Value> = evaluator
+                .run_thresholds()
+                .map(|(label, t)| (label.to_string(), json!(t)))
+                .collect();
+            settings.insert("thresholds".into(), thresholds.into());
+        }
+        self.meta.rejected = rejected as u64;
+        self
+    }
+
     /// `None` when saving is off.
     pub fn new(choice: &Choice, meta: RunMeta) -> Option<SaveRun> {
         Some(SaveRun {
@@ -75,6 +94,8 @@ impl Results {
 
 enum Message {
     Rows(Vec<u8>, Results),
+    /// A clean shutdown: the run ends. An exit code left `None` is decided
+    /// from the run's last results, as a gate on them would.
     End(RunEnd),
 }
 
@@ -315,19 +336,24 @@ fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<b
             }
         }
         let results = &next.results;
-        let end = next.end.as_ref();
         store
             .append_run(
                 &mut run,
                 &next.rows,
                 &results.entries,
                 &results.revises,
-                end,
+                None,
             )
             .map_err(fail)?;
-        if end.is_some() {
-            return Ok(true);
-        }
+        let Some(mut end) = next.end else {
+            continue;
+        };
+        // After the last rows: the exit code follows the cases' last results.
+        end.exit_code = end.exit_code.or_else(|| Some(gate(run.meta())));
+        store
+            .append_run(&mut run, b"", &[], &[], Some(&end))
+            .map_err(fail)?;
+        return Ok(true);
     }
 }
 
@@ -366,6 +392,19 @@ fn queued_size(rows: &[u8], results: &Results) -> usize {
             .iter()
             .map(|e| e.case.len() + e.target.len() + std::mem::size_of::<Entry>() + 1)
             .sum::<usize>()
+}
+
+/// The exit code a gate gives a run by its results, as `replay` does: 2
+/// when fixture lines were rejected, 1 when a case failed, else 0.
+fn gate(run: &RunMeta) -> i64 {
+    let code = if run.rejected > 0 {
+        exit::INPUT
+    } else if run.failed > 0 {
+        exit::FAIL
+    } else {
+        exit::PASS
+    };
+    i64::from(code)
 }
 
 #[cfg(test)]
@@ -451,7 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn a_revision_replaces_its_case_result() {
+    fn a_revision_replaces_its_case_result_and_the_exit_code_follows_the_last_ones() {
         let (dir, save) = temp_store("revise");
         let (location, id) = (save.location.clone(), save.meta.id.clone());
         let saver = Saver::new(save);
@@ -479,6 +518,7 @@ mod tests {
         let run = store.resolve(&id, None, None).unwrap();
         assert_eq!((run.cases, run.passed, run.failed), (2, 2, 0));
         assert!((run.mean_score.unwrap() - 0.9).abs() < 1e-9, "{run:?}");
+        assert_eq!(run.exit_code, Some(0));
         let (_, cases) = store.history(None, 10).unwrap();
         let kept: Vec<(&str, bool, Option<f64>)> = cases
             .iter()
