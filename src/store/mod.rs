@@ -144,6 +144,31 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether trying again, on a store opened anew, may work: the server
+    /// went away or restarted, the connection dropped, the database was
+    /// busy. Not so for a refused statement, a damaged or newer store, or
+    /// a run deleted meanwhile.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Postgres { source, .. } => match source.code() {
+                None => true,
+                Some(code) => {
+                    let c = code.code();
+                    // 08: connection exceptions; 57P0x: the server shutting
+                    // down or starting; 40001/40P01: serialization, deadlock.
+                    c.starts_with("08") || c.starts_with("57P0") || c == "40001" || c == "40P01"
+                }
+            },
+            StoreError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ),
+            _ => false,
+        }
+    }
+}
+
 /// What a run was, besides its rows.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RunMeta {
@@ -348,6 +373,9 @@ pub struct OpenRun {
     meta: RunMeta,
     /// The last result of the recently saved cases, for revisions.
     latest: Latest,
+    /// The last append failed, perhaps after its commit (a connection lost
+    /// on the way): the next one first looks whether that batch is there.
+    unsure: bool,
 }
 
 /// A case result already saved: its number, pass and score.
@@ -446,6 +474,7 @@ impl Store {
             score_sum: 0.0,
             meta,
             latest: Latest::default(),
+            unsure: false,
         })
     }
 
@@ -454,7 +483,9 @@ impl Store {
     /// `revises[i]` says result `i` is a revision: it replaces the run's
     /// earlier result of the same case and target (the run counts each
     /// once, by its last result). A run deleted meanwhile (`runs prune`) is
-    /// an error, and nothing is written.
+    /// an error, and nothing is written. After an append that failed, the
+    /// same batch may be appended again (on this store or one opened anew):
+    /// if the failed one did commit, it is not written twice.
     pub fn append_run(
         &mut self,
         run: &mut OpenRun,
@@ -521,8 +552,11 @@ impl Store {
             first_row: run.rows,
             first_result: run.results,
             superseded,
+            resumed: run.unsure,
         };
+        run.unsure = true;
         let rows = on_backend!(self, append(&at, jsonl, results, &next))?;
+        run.unsure = false;
         // In order, so the oldest are dropped first.
         for (i, e) in results.iter().enumerate() {
             let prior = Prior {
@@ -549,6 +583,9 @@ struct Appended {
     /// Earlier case results of the run that this append's revisions
     /// replace: deleted after the new ones are inserted.
     superseded: Vec<i64>,
+    /// The append before failed: this batch may be there already (its
+    /// first row is), and then is not written again.
+    resumed: bool,
 }
 
 /// Opens the store at `location` to save a run in: the default store
@@ -682,6 +719,48 @@ mod tests {
         let meta = store.resolve(&id, None, None).unwrap();
         assert_eq!((meta.cases, meta.passed, meta.failed), (2, 2, 0));
         assert_eq!(meta.mean_score, Some(0.75));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_batch_appended_again_after_a_failure_that_had_committed_is_not_written_twice() {
+        let dir = std::env::temp_dir().join(format!(
+            "toolscore-resume-{}-{}",
+            std::process::id(),
+            now_ms()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let location = Location::Sqlite(dir.join("runs.db"));
+        let mut store = Store::open(&location, true).unwrap();
+        let id = run_id(now_ms());
+        let mut run = store
+            .begin_run(RunMeta {
+                id: id.clone(),
+                ..RunMeta::default()
+            })
+            .unwrap();
+        store
+            .append_run(&mut run, b"1\n", &[entry("a", true, 1.0)], &[false], None)
+            .unwrap();
+        // The next batch commits, but its caller is told it failed (a
+        // connection lost after the commit): as the run was before it.
+        let (rows, results, score_sum, meta) =
+            (run.rows, run.results, run.score_sum, run.meta.clone());
+        let batch = [entry("b", false, 0.0)];
+        store
+            .append_run(&mut run, b"2\n3\n", &batch, &[false], None)
+            .unwrap();
+        (run.rows, run.results, run.score_sum, run.meta) = (rows, results, score_sum, meta);
+        run.unsure = true;
+        store
+            .append_run(&mut run, b"2\n3\n", &batch, &[false], None)
+            .unwrap();
+        store
+            .append_run(&mut run, b"4\n", &[entry("c", true, 1.0)], &[false], None)
+            .unwrap();
+        assert_eq!(store.report(&id).unwrap(), b"1\n2\n3\n4\n");
+        let meta = store.resolve(&id, None, None).unwrap();
+        assert_eq!((meta.cases, meta.passed, meta.failed), (3, 2, 1));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

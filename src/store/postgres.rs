@@ -231,6 +231,19 @@ impl Postgres {
                 hint: " any more: it was deleted while it was being written".into(),
             });
         }
+        if at.resumed && !jsonl.is_empty() {
+            let there = tx
+                .query_opt(
+                    "SELECT 1 FROM rows WHERE run_seq = $1 AND n = $2",
+                    &[&at.seq, &at.first_row],
+                )
+                .map_err(err)?;
+            if there.is_some() {
+                tx.commit().map_err(err)?;
+                let added = jsonl.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+                return Ok(added.count() as i64);
+            }
+        }
         // One statement per table (a batch is small; `save` chunks a whole run).
         let lines: Vec<String> = jsonl
             .split(|b| *b == b'\n')

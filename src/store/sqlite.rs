@@ -262,6 +262,20 @@ impl Sqlite {
                 hint: " any more: it was deleted while it was being written".into(),
             });
         }
+        if at.resumed && !jsonl.is_empty() {
+            let there = tx
+                .query_row(
+                    "SELECT 1 FROM rows WHERE run_seq = ?1 AND n = ?2",
+                    params![at.seq, at.first_row],
+                    |_| Ok(()),
+                )
+                .optional()
+                .map_err(err)?;
+            if there.is_some() {
+                tx.commit().map_err(err)?;
+                return Ok(lines(jsonl).count() as i64);
+            }
+        }
         let mut added = 0;
         {
             let mut st = tx

@@ -619,3 +619,54 @@ fn a_session_revised_twice_counts_once_in_runs_trend_diff_and_baselines() {
         .unwrap();
     assert_eq!(summary["unchanged"], 5, "{summary}");
 }
+
+#[test]
+fn a_postgres_restarted_mid_run_loses_and_repeats_no_batch() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let tmp = TempDir::new("serve-store-pg-restart");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let with_store = ["--store", pg.url.as_str()];
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &with_store, &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    wait_saved(dir, &id, &with_store, 1);
+    // The server goes away under serve: scoring and the file go on.
+    pg.stop();
+    post(&serve, 2);
+    poll_until("trace 2 in the results file", LIMIT, || {
+        read_rows(&out)
+            .iter()
+            .filter(|r| r["type"] == "evaluation")
+            .count()
+            == 2
+    });
+    serve.wait_log("the retry", "opening it again to go on saving");
+    pg.start_again();
+    post(&serve, 3);
+    wait_saved(dir, &id, &with_store, 3);
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("Saving this run again."), "{log}");
+    assert!(log.contains("Run saved to the run store."), "{log}");
+    // Every batch once, in the file's order: the store gives the file back.
+    let file = std::fs::read(&out).unwrap();
+    let shown = stored(dir, &id, &with_store);
+    assert!(
+        shown == file,
+        "runs show differs from --output:\n{}\n---\n{}",
+        String::from_utf8_lossy(&shown),
+        String::from_utf8_lossy(&file)
+    );
+    let runs = runs_listed(dir, &with_store);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let (cases, passed, _) = cases_passed(&json_rows(&file));
+    assert_eq!(runs[0]["finished"], true, "{runs:?}");
+    assert_eq!(
+        (runs[0]["cases"].clone(), runs[0]["passed"].clone()),
+        (cases.into(), passed.into())
+    );
+}

@@ -9,14 +9,16 @@
 //! file gets them, so `runs show RUN -f jsonl` gives the file back. A thread
 //! of its own writes them, each time what is queued (whole batches, up to
 //! [`CHUNK`]) in one transaction. Saving never holds up scoring: a send only
-//! queues, the queue is bounded ([`MAX_QUEUED`]), and when the store fails or
-//! falls that far behind, saving stops with a warning naming the store; the
-//! run then stays unfinished with what was committed.
+//! queues, the queue is bounded ([`MAX_QUEUED`]). A write that fails for a
+//! passing reason is tried again on the store opened anew ([`RETRIES`]
+//! times); when the store still fails, or falls that far behind, saving
+//! stops with a warning naming the store; the run then stays unfinished
+//! with what was committed.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tracing::{info, warn};
@@ -24,7 +26,7 @@ use tracing::{info, warn};
 use crate::evaluate::Evaluator;
 use crate::report::baseline::Entry;
 use crate::report::exit;
-use crate::store::{self, Choice, Location, RunEnd, RunMeta};
+use crate::store::{self, Choice, Location, OpenRun, RunEnd, RunMeta, Store, StoreError};
 
 /// Bytes queued for the store (rows and case results) past which saving
 /// stops rather than hold more in memory.
@@ -336,25 +338,76 @@ fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<b
             }
         }
         let results = &next.results;
-        store
-            .append_run(
-                &mut run,
-                &next.rows,
-                &results.entries,
-                &results.revises,
-                None,
-            )
-            .map_err(fail)?;
+        append_again(&mut store, &mut run, shared, |store, run| {
+            store.append_run(run, &next.rows, &results.entries, &results.revises, None)
+        })
+        .map_err(fail)?;
         let Some(mut end) = next.end else {
             continue;
         };
         // After the last rows: the exit code follows the cases' last results.
         end.exit_code = end.exit_code.or_else(|| Some(gate(run.meta())));
-        store
-            .append_run(&mut run, b"", &[], &[], Some(&end))
-            .map_err(fail)?;
+        append_again(&mut store, &mut run, shared, |store, run| {
+            store.append_run(run, b"", &[], &[], Some(&end))
+        })
+        .map_err(fail)?;
         return Ok(true);
     }
+}
+
+/// How many times an append that failed for a passing reason (the server
+/// restarted, the connection dropped) is tried again, on the store opened
+/// anew, before saving stops.
+const RETRIES: u32 = 10;
+
+/// The wait before the first retry; each next one waits twice as long, up
+/// to [`MAX_RETRY_WAIT`] (about 40 s in all).
+const FIRST_RETRY_WAIT: Duration = Duration::from_millis(100);
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(8);
+
+/// Runs `append`; when the store fails for a passing reason, opens it
+/// again and retries, waiting longer each time, up to [`RETRIES`] times.
+/// The store keeps a batch that committed before its failure from being
+/// written twice ([`store::Store::append_run`]). Gives up early when
+/// saving stopped meanwhile (the queue overflowed).
+fn append_again(
+    store: &mut Store,
+    run: &mut OpenRun,
+    shared: &Shared,
+    mut append: impl FnMut(&mut Store, &mut OpenRun) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut wait = FIRST_RETRY_WAIT;
+    let mut failed = match append(store, run) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    for attempt in 1..=RETRIES {
+        if !failed.is_transient() || shared.stopped.load(Ordering::Acquire) {
+            break;
+        }
+        warn!(
+            store = %store.location(),
+            run = %run.meta().id,
+            reason = %failed,
+            attempt,
+            "The run store failed; opening it again to go on saving this run."
+        );
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(MAX_RETRY_WAIT);
+        let again = Store::open(store.location(), false).and_then(|mut s| {
+            append(&mut s, run)?;
+            Ok(s)
+        });
+        match again {
+            Ok(s) => {
+                *store = s;
+                info!(store = %store.location(), run = %run.meta().id, "Saving this run again.");
+                return Ok(());
+            }
+            Err(e) => failed = e,
+        }
+    }
+    Err(failed)
 }
 
 /// What one transaction writes: queued messages taken together.
@@ -410,7 +463,7 @@ fn gate(run: &RunMeta) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Filter, Store};
+    use crate::store::Filter;
 
     fn temp_store(tag: &str) -> (std::path::PathBuf, SaveRun) {
         let dir = std::env::temp_dir().join(format!(
