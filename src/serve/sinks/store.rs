@@ -10,7 +10,7 @@
 //! of its own writes them, each time what is queued (whole batches, up to
 //! [`CHUNK`]) in one transaction. Saving never holds up scoring: a send only
 //! queues, the queue is bounded ([`MAX_QUEUED`]). A write that fails for a
-//! passing reason is tried again on the store opened anew ([`RETRIES`]
+//! passing reason is tried again on the store opened anew (`RETRIES`
 //! times); when the store still fails, or falls that far behind, saving
 //! stops with a warning naming the store; the run then stays unfinished
 //! with what was committed.
