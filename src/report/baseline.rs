@@ -133,13 +133,15 @@ pub fn load(path: &std::path::Path) -> Result<Vec<Entry>, BaselineError> {
 
 /// Parses a JSONL report (`source` names it in errors). Rows of other
 /// types are skipped; a report must have its summary row, so a truncated
-/// or wrong file is not read as "no cases". A case has one entry per
-/// target: its last row (serve writes a revision as a new row).
+/// or wrong file is not read as "no cases". A revision (serve's row with
+/// `revision` 2 or more) replaces its case's earlier entry on the same
+/// target, as the run store counts it.
 pub fn parse(text: &str, source: &str) -> Result<Vec<Entry>, BaselineError> {
     let mut out: Vec<Entry> = Vec::new();
-    // Where each (case, target) is in `out`: a later row of the same pair
-    // (serve's revisions) replaces the earlier, in its place.
-    let mut at: HashMap<(String, String), usize> = HashMap::new();
+    // Where each (case, target) is in `out`, from the first revision on (a
+    // serve row with `revision` 2 or more, which replaces its pair's
+    // earlier row, in its place): a report without one costs nothing.
+    let mut at: Option<HashMap<(String, String), usize>> = None;
     let mut summary = false;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -176,10 +178,24 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Entry>, BaselineError> {
                     score,
                     pass,
                 };
-                match at.entry((entry.case.clone(), entry.target.clone())) {
-                    std::collections::hash_map::Entry::Occupied(o) => out[*o.get()] = entry,
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(out.len());
+                let revision = row.get("revision").and_then(Value::as_u64);
+                if at.is_none() && revision.is_some_and(|r| r > 1) {
+                    let index = out.iter().enumerate();
+                    at = Some(
+                        index
+                            .map(|(i, e)| ((e.case.clone(), e.target.clone()), i))
+                            .collect(),
+                    );
+                }
+                let Some(at) = at.as_mut() else {
+                    out.push(entry);
+                    continue;
+                };
+                let key = (entry.case.clone(), entry.target.clone());
+                match at.get(&key) {
+                    Some(&i) if revision.is_some_and(|r| r > 1) => out[i] = entry,
+                    _ => {
+                        at.insert(key, out.len());
                         out.push(entry);
                     }
                 }

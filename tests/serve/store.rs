@@ -648,6 +648,18 @@ fn a_postgres_restarted_mid_run_loses_and_repeats_no_batch() {
     pg.start_again();
     post(&serve, 3);
     wait_saved(dir, &id, &with_store, 3);
+    // A late span of trace 3, the call its case wanted: revision 2, which
+    // replaces the failing revision 1 in the run's counts.
+    let calls = [
+        ("get_weather", serde_json::json!({"city": "Paris"})),
+        ("get_weather", serde_json::json!({"city": "London"})),
+        ("send_email", serde_json::json!({})),
+    ];
+    send(
+        serve.http,
+        &super::request(super::agent_spans(3, "conv-3", &calls)).encode_to_vec(),
+    );
+    wait_saved(dir, &id, &with_store, 4);
     let (status, log) = serve.terminate();
     assert_eq!(status.code(), Some(0), "{log}");
     assert!(log.contains("Saving this run again."), "{log}");
@@ -661,12 +673,19 @@ fn a_postgres_restarted_mid_run_loses_and_repeats_no_batch() {
         String::from_utf8_lossy(&shown),
         String::from_utf8_lossy(&file)
     );
+    let rows = json_rows(&file);
+    let last = rows
+        .iter()
+        .rfind(|r| r["case"] == "w3" && r["type"] == "evaluation")
+        .unwrap();
+    assert_eq!(
+        (last["revision"].clone(), last["pass"].clone()),
+        (2.into(), true.into())
+    );
     let runs = runs_listed(dir, &with_store);
     assert_eq!(runs.len(), 1, "{runs:?}");
-    let (cases, passed, _) = cases_passed(&json_rows(&file));
     assert_eq!(runs[0]["finished"], true, "{runs:?}");
-    assert_eq!(
-        (runs[0]["cases"].clone(), runs[0]["passed"].clone()),
-        (cases.into(), passed.into())
-    );
+    // w1, w2, w3 (by its revision 2) passed; w4 matched no trace.
+    let counts = ["cases", "passed", "failed"].map(|k| runs[0][k].clone());
+    assert_eq!(counts, [4, 3, 1].map(Value::from), "{runs:?}");
 }
