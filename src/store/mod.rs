@@ -151,15 +151,20 @@ impl StoreError {
     /// a run deleted meanwhile.
     pub fn is_transient(&self) -> bool {
         match self {
-            StoreError::Postgres { source, .. } => match source.code() {
-                None => true,
-                Some(code) => {
-                    let c = code.code();
-                    // 08: connection exceptions; 57P0x: the server shutting
-                    // down or starting; 40001/40P01: serialization, deadlock.
-                    c.starts_with("08") || c.starts_with("57P0") || c == "40001" || c == "40P01"
-                }
-            },
+            StoreError::Postgres { source, .. } => {
+                // The connection closed or failed (refused, reset: an I/O
+                // error), or the server said so: 08 connection exceptions,
+                // 57P0x shutting down or starting, 40001/40P01
+                // serialization failure, deadlock.
+                let io =
+                    std::error::Error::source(source).is_some_and(|e| e.is::<std::io::Error>());
+                source.is_closed()
+                    || io
+                    || source.code().is_some_and(|code| {
+                        let c = code.code();
+                        c.starts_with("08") || c.starts_with("57P0") || c == "40001" || c == "40P01"
+                    })
+            }
             StoreError::Sqlite { source, .. } => matches!(
                 source.sqlite_error_code(),
                 Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
@@ -720,6 +725,23 @@ mod tests {
         assert_eq!((meta.cases, meta.passed, meta.failed), (2, 2, 0));
         assert_eq!(meta.mean_score, Some(0.75));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_server_not_there_is_worth_another_try_and_a_pruned_run_is_not() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let url = format!("postgres://nobody@127.0.0.1:{port}/db");
+        let refused = Store::open(&Location::Postgres(url), false).err().unwrap();
+        assert!(refused.is_transient(), "{refused}");
+        let gone = StoreError::NoRun {
+            store: "s".into(),
+            run: "r".into(),
+            hint: String::new(),
+        };
+        assert!(!gone.is_transient());
     }
 
     #[test]
