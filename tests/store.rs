@@ -664,6 +664,9 @@ pub(crate) struct PgServer {
     pg_ctl: PathBuf,
     data: PathBuf,
     as_postgres: bool,
+    /// `pg_ctl start`'s server options and log file.
+    options: String,
+    log: String,
     pub(crate) url: String,
 }
 
@@ -724,10 +727,13 @@ impl PgServer {
             .local_addr()
             .unwrap()
             .port();
+        let sock = dir.path().display().to_string();
         let server = PgServer {
             pg_ctl,
             data: data.clone(),
             as_postgres: root,
+            options: format!("-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"),
+            log: format!("{sock}/log"),
             url: format!("postgres://toolscore@127.0.0.1:{port}/postgres"),
             _dir: dir,
         };
@@ -737,23 +743,43 @@ impl PgServer {
             &["-D", &d, "-A", "trust", "-U", "toolscore", "--no-sync"],
         );
         assert!(o.status.success(), "initdb: {}", stderr(&o));
-        let sock = data.parent().unwrap().display().to_string();
-        let opts = format!("-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off");
-        let log = format!("{sock}/log");
+        server.start_again();
+        Some(server)
+    }
+
+    /// Starts the stopped server, on the same port with the same data.
+    pub(crate) fn start_again(&self) {
+        let d = self.data.display().to_string();
         // -w: pg_ctl waits until the server accepts connections.
-        let o = server.run(
-            &server.pg_ctl,
+        let o = self.run(
+            &self.pg_ctl,
             &[
-                "-D", &d, "-o", &opts, "-l", &log, "-w", "-t", "120", "start",
+                "-D",
+                &d,
+                "-o",
+                &self.options,
+                "-l",
+                &self.log,
+                "-w",
+                "-t",
+                "120",
+                "start",
             ],
         );
         assert!(
             o.status.success(),
             "pg_ctl start: {} {}",
             stderr(&o),
-            std::fs::read_to_string(&log).unwrap_or_default()
+            std::fs::read_to_string(&self.log).unwrap_or_default()
         );
-        Some(server)
+    }
+
+    /// Stops the server at once, dropping its connections (as a crash or
+    /// a restart does).
+    pub(crate) fn stop(&self) {
+        let d = self.data.display().to_string();
+        let o = self.run(&self.pg_ctl, &["-D", &d, "-m", "immediate", "-w", "stop"]);
+        assert!(o.status.success(), "pg_ctl stop: {}", stderr(&o));
     }
 }
 

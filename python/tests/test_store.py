@@ -3,10 +3,14 @@ read back with the `toolscore` command."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
+import socket
 import subprocess
-from typing import Any, Dict, List
+import tempfile
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -26,7 +30,10 @@ def dumped(rows: List[Dict[str, Any]]) -> List[str]:
 def test_a_store_path_saves_the_run_replay_would(cli: str, repo: str, tmp_path: Any) -> None:
     db = str(tmp_path / "runs.db")
     report = toolscore.evaluate(
-        os.path.join(repo, "sample-traces"), os.path.join(repo, "sample-traces/expected.jsonl"), store=db
+        os.path.join(repo, "sample-traces"),
+        os.path.join(repo, "sample-traces/expected.jsonl"),
+        store=db,
+        labels={"ci": "local"},
     )
     assert report.run_id, report.notes
     assert f"run {report.run_id} saved to {db}" in report.notes
@@ -36,6 +43,7 @@ def test_a_store_path_saves_the_run_replay_would(cli: str, repo: str, tmp_path: 
     assert listed.returncode == 0, listed.stderr
     (saved,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert saved["run"] == report.run_id and saved["finished"] is True
+    assert saved["labels"] == {"ci": "local"}
     assert saved["fixture"] == os.path.join(repo, "sample-traces/expected.jsonl")
     scored = len(report.evaluations) + len(report.unmatched_cases)
     passed = sum(1 for e in report.evaluations if e["pass"])
@@ -99,3 +107,79 @@ def test_bad_options_raise_with_their_cause(repo: str, tmp_path: Any, monkeypatc
     monkeypatch.setenv("TOOLSCORE_THRESHOLD", "2")
     with pytest.raises(ValueError, match=r"--threshold 2 is outside 0..=1"):
         toolscore.evaluate(traces, ["get_weather"])
+
+
+def pg_program(name: str) -> Optional[str]:
+    """A PostgreSQL program, on PATH or where Debian puts it."""
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return shutil.which(name) or (found[-1] if found else None)
+
+
+@pytest.fixture
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server of the test's own on 127.0.0.1, as tests/store.rs
+    starts one: its URL. Missing PostgreSQL skips the test, or fails it under
+    CI=true (a CI run must check what it claims to)."""
+    initdb, pg_ctl = pg_program("initdb"), pg_program("pg_ctl")
+    if not (initdb and pg_ctl):
+        missing = "PostgreSQL (initdb, pg_ctl) is not installed (Debian's postgresql package)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{missing} (CI=true: a missing tool fails the run)")
+        pytest.skip(missing)
+    # PostgreSQL refuses to run as root: then as the `postgres` user, in a
+    # directory it can reach.
+    runuser = shutil.which("runuser", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+    as_user = [runuser or "runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    top = tempfile.mkdtemp(prefix="toolscore-pytest-pg-")
+    os.chmod(top, 0o777)
+    data = os.path.join(top, "data")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def run(*args: str) -> None:
+        done = subprocess.run([*as_user, *args], capture_output=True, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, (args, done.stderr.decode(errors="replace"))
+
+    try:
+        run(initdb, "-D", data, "-A", "trust", "-U", "toolscore", "--no-sync")
+        options = f"-p {port} -k {top} -c listen_addresses=127.0.0.1 -c fsync=off"
+        # -w: pg_ctl returns once the server takes connections.
+        run(pg_ctl, "-D", data, "-o", options, "-l", os.path.join(top, "log"), "-w", "-t", "120", "start")
+        yield f"postgres://toolscore@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"], capture_output=True)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_labels_are_saved_with_the_run_in_postgres(cli: str, repo: str, postgres: str) -> None:
+    traces = os.path.join(repo, "sample-traces")
+    fixture = os.path.join(repo, "sample-traces/expected.jsonl")
+    labelled = toolscore.evaluate(traces, fixture, store=postgres, labels={"ci": "nightly", "model": "m 1"})
+    assert labelled.run_id, labelled.notes
+    other = toolscore.evaluate(traces, fixture, store=postgres, labels={"ci": "weekly"})
+    assert other.run_id and other.run_id != labelled.run_id, other.notes
+
+    def listed(*label: str) -> List[Dict[str, Any]]:
+        args = [a for kv in label for a in ("--label", kv)]
+        done = run(cli, "runs", "--store", postgres, "-f", "jsonl", *args, cwd=repo)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    (found,) = listed("ci=nightly")
+    assert found["run"] == labelled.run_id
+    assert found["labels"] == {"ci": "nightly", "model": "m 1"}
+    assert [r["run"] for r in listed("model=m 1")] == [labelled.run_id]
+    assert {r["run"] for r in listed()} == {labelled.run_id, other.run_id}
+
+
+def test_bad_labels_raise_and_save_nothing(repo: str, tmp_path: Any) -> None:
+    traces = os.path.join(repo, "sample-traces")
+    db = tmp_path / "runs.db"
+    with pytest.raises(ValueError, match=r"labels: 'k': 1 is not a text key and value"):
+        toolscore.evaluate(traces, ["get_weather"], store=str(db), labels={"k": 1})
+    with pytest.raises(ValueError, match=r"labels: \['k=v'\] is not a dict"):
+        toolscore.evaluate(traces, ["get_weather"], store=str(db), labels=["k=v"])
+    with pytest.raises(ValueError, match=r"labels: the key of \"v\" is empty"):
+        toolscore.evaluate(traces, ["get_weather"], store=str(db), labels={" ": "v"})
+    assert not db.exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from toolscore import _native
 
@@ -102,6 +102,7 @@ def evaluate(
     metrics: Optional[Sequence[Union[str, MetricFn]]] = None,
     config: Union[None, str, "os.PathLike[str]"] = None,
     store: Union[None, bool, str, "os.PathLike[str]"] = None,
+    labels: Optional[Mapping[str, str]] = None,
 ) -> Report:
     """Scores the traces against what they should have called.
 
@@ -117,6 +118,9 @@ def evaluate(
     store: the run store to save the run in, as `replay --store` takes it (a
         SQLite file or a postgres:// URL); None or False saves nothing. The
         report's `run_id` names the saved run.
+    labels: {key: value} saved with the run, as `replay --label KEY=VALUE`
+        (`toolscore runs --label KEY=VALUE` selects by them); nothing is saved
+        without `store`.
 
     Raises ValueError with the command line's message for bad input.
     """
@@ -135,8 +139,9 @@ def evaluate(
             raise ValueError(f"metrics: {m!r} is neither a metric name nor a function")
     wanted = _expected(expected)
     where = _store(store)
+    pairs = _labels(labels)
     command = _command(paths, sources, wanted, names, config) if where is not None else ""
-    run = _native.evaluate(paths, sources, wanted, names, _path(config), custom, where, command)
+    run = _native.evaluate(paths, sources, wanted, names, _path(config), custom, where, pairs, command)
     return Report(run)
 
 
@@ -175,6 +180,19 @@ def _store(store: Union[None, bool, str, "os.PathLike[str]"]) -> Optional[str]:
     if isinstance(store, (str, os.PathLike)) and os.fspath(store).strip():
         return os.fspath(store)
     raise ValueError(f"store: {store!r} is not a SQLite file path, a postgres:// URL, None or False")
+
+
+def _labels(labels: Optional[Mapping[str, str]]) -> List[Tuple[str, str]]:
+    """The labels as (key, value) pairs, both text."""
+    if labels is None:
+        return []
+    if not isinstance(labels, Mapping):
+        raise ValueError(f"labels: {labels!r} is not a dict of text keys and values")
+    pairs = list(labels.items())
+    for key, value in pairs:
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValueError(f"labels: {key!r}: {value!r} is not a text key and value")
+    return pairs
 
 
 def _command(

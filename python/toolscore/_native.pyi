@@ -21,6 +21,7 @@ def evaluate(
         Tuple[str, Optional[float], Callable[[List[Dict[str, Any]], Dict[str, Any]], Tuple[float, str]]]
     ],
     store: Optional[str],
+    labels: Sequence[Tuple[str, str]],
     command: str,
 ) -> Run: ...
 def inspect(paths: Sequence[str], sources: Sequence[Tuple[str, bytes]], config: Optional[str]) -> List[Dict[str, Any]]: ...

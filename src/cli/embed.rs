@@ -18,7 +18,7 @@ use crate::run::replay::ReadOptions;
 use crate::run::{Scoring, Setup};
 
 pub use super::check_paths;
-pub use super::history::{save_run, RunFacts, RunStart};
+pub use super::history::{label, save_run, RunFacts, RunStart};
 
 /// `replay`'s scoring and input flags, read from the environment alone.
 #[derive(Parser)]

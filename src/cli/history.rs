@@ -50,10 +50,16 @@ pub(crate) struct SaveArgs {
 }
 
 pub(crate) fn parse_label(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("`{s}` is not K=V")),
-    }
+    s.split_once('=')
+        .and_then(|(k, v)| label(k, v))
+        .ok_or_else(|| format!("`{s}` is not K=V"))
+}
+
+/// A label as saved: its key trimmed, which must not be empty; the value
+/// as given. `None` for an empty key.
+pub fn label(key: &str, value: &str) -> Option<(String, String)> {
+    let key = key.trim();
+    (!key.is_empty()).then(|| (key.to_string(), value.to_string()))
 }
 
 impl StoreArg {

@@ -188,6 +188,13 @@ impl MetricSet {
         self.metrics.iter().map(|m| m.label.as_str())
     }
 
+    /// Each label with the threshold its metric passes at, in order.
+    pub fn thresholds(&self) -> impl Iterator<Item = (&str, Option<f64>)> {
+        self.metrics
+            .iter()
+            .map(|m| (m.label.as_str(), m.metric.threshold()))
+    }
+
     pub fn len(&self) -> usize {
         self.metrics.len()
     }

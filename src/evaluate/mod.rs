@@ -274,6 +274,12 @@ impl Evaluator {
         self.run.len()
     }
 
+    /// The run's own metrics with the threshold each passes at (`None`: the
+    /// metric's own rule, no threshold), in column order.
+    pub fn run_thresholds(&self) -> impl Iterator<Item = (&str, Option<f64>)> {
+        self.run.thresholds()
+    }
+
     pub fn has_cases(&self) -> bool {
         self.has_cases
     }

@@ -133,9 +133,15 @@ pub fn load(path: &std::path::Path) -> Result<Vec<Entry>, BaselineError> {
 
 /// Parses a JSONL report (`source` names it in errors). Rows of other
 /// types are skipped; a report must have its summary row, so a truncated
-/// or wrong file is not read as "no cases".
+/// or wrong file is not read as "no cases". A revision (serve's row with
+/// `revision` 2 or more) replaces its case's earlier entry on the same
+/// target, as the run store counts it.
 pub fn parse(text: &str, source: &str) -> Result<Vec<Entry>, BaselineError> {
-    let mut out = Vec::new();
+    let mut out: Vec<Entry> = Vec::new();
+    // Where each (case, target) is in `out`, from the first revision on (a
+    // serve row with `revision` 2 or more, which replaces its pair's
+    // earlier row, in its place): a report without one costs nothing.
+    let mut at: Option<HashMap<(String, String), usize>> = None;
     let mut summary = false;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -166,12 +172,33 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Entry>, BaselineError> {
                     .get("pass")
                     .and_then(Value::as_bool)
                     .ok_or_else(|| bad("no boolean `pass`".into()))?;
-                out.push(Entry {
+                let entry = Entry {
                     case,
                     target,
                     score,
                     pass,
-                });
+                };
+                let revision = row.get("revision").and_then(Value::as_u64);
+                if at.is_none() && revision.is_some_and(|r| r > 1) {
+                    let index = out.iter().enumerate();
+                    at = Some(
+                        index
+                            .map(|(i, e)| ((e.case.clone(), e.target.clone()), i))
+                            .collect(),
+                    );
+                }
+                let Some(at) = at.as_mut() else {
+                    out.push(entry);
+                    continue;
+                };
+                let key = (entry.case.clone(), entry.target.clone());
+                match at.get(&key) {
+                    Some(&i) if revision.is_some_and(|r| r > 1) => out[i] = entry,
+                    _ => {
+                        at.insert(key, out.len());
+                        out.push(entry);
+                    }
+                }
             }
             Some("unmatched_case") => out.push(Entry {
                 case: text_of("case").ok_or_else(|| bad("no `case`".into()))?,

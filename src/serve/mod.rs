@@ -291,7 +291,9 @@ impl Server {
         let setup = scoring::setup(&config, scoring)?;
         let evaluator = Arc::clone(setup.evaluator());
         let hub = ResultsHub::default();
-        let saver = save.map(Saver::new);
+        let saver = save
+            .map(|s| s.scored_by(&evaluator, setup.rejected().len()))
+            .map(Saver::new);
         let outputs = Outputs::build(
             &config,
             Arc::clone(&evaluator),
@@ -462,9 +464,14 @@ async fn finish_saving(
     result: Result<ServeSummary, ServeError>,
     deadline: tokio::time::Instant,
 ) -> Result<ServeSummary, ServeError> {
+    // The run's exit code is what a gate on it gives, as `replay` would:
+    // 2 when not everything could be evaluated (no fixture, a judge error;
+    // the saver adds rejected fixture lines), else the saver decides from
+    // the cases' last results.
     let end = result.as_ref().ok().map(|s| crate::store::RunEnd {
         ended_ms: crate::store::now_ms(),
-        exit_code: Some(0),
+        exit_code: (!s.has_cases || s.evaluations > s.passed + s.failed)
+            .then_some(i64::from(crate::report::exit::INPUT)),
         inputs: s.stats.requests,
         traces: s.stats.traces_scored,
         spans: s.stats.spans,

@@ -14,6 +14,7 @@ pub mod schema;
 mod sqlite;
 pub mod trend;
 
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -142,6 +143,36 @@ pub enum StoreError {
         run: String,
         hint: String,
     },
+}
+
+impl StoreError {
+    /// Whether trying again, on a store opened anew, may work: the server
+    /// went away or restarted, the connection dropped, the database was
+    /// busy. Not so for a refused statement, a damaged or newer store, or
+    /// a run deleted meanwhile.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Postgres { source, .. } => {
+                // The connection closed or failed (refused, reset: an I/O
+                // error), or the server said so: 08 connection exceptions,
+                // 57P0x shutting down or starting, 40001/40P01
+                // serialization failure, deadlock.
+                let io =
+                    std::error::Error::source(source).is_some_and(|e| e.is::<std::io::Error>());
+                source.is_closed()
+                    || io
+                    || source.code().is_some_and(|code| {
+                        let c = code.code();
+                        c.starts_with("08") || c.starts_with("57P0") || c == "40001" || c == "40P01"
+                    })
+            }
+            StoreError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ),
+            _ => false,
+        }
+    }
 }
 
 /// What a run was, besides its rows.
@@ -346,6 +377,67 @@ pub struct OpenRun {
     score_sum: f64,
     /// The run as saved so far.
     meta: RunMeta,
+    /// The last result of the recently saved cases, for revisions.
+    latest: Latest,
+    /// The last append failed, perhaps after its commit (a connection lost
+    /// on the way): the next one first looks whether that batch is there.
+    unsure: bool,
+}
+
+/// A case result already saved: its number, pass and score.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prior {
+    pub n: i64,
+    pub pass: bool,
+    pub score: Option<f64>,
+}
+
+/// How many (case, target) pairs a run saved as it goes remembers the last
+/// result of; a revision of an older one is looked up in the store.
+const LATEST_KEPT: usize = 1 << 16;
+
+/// The last result saved of each recent (case, target) pair, oldest
+/// dropped first past [`LATEST_KEPT`].
+#[derive(Debug)]
+struct Latest {
+    /// How many pairs to keep ([`LATEST_KEPT`]; fewer in tests).
+    kept: usize,
+    by_key: HashMap<(String, String), Prior>,
+    /// Keys in the order they were saved, with the result's number (a key
+    /// saved again is here twice: only its newest entry drops it).
+    order: VecDeque<((String, String), i64)>,
+}
+
+impl Default for Latest {
+    fn default() -> Self {
+        Latest {
+            kept: LATEST_KEPT,
+            by_key: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl Latest {
+    fn get(&self, case: &str, target: &str) -> Option<Prior> {
+        // Owned key: the map is small per batch; a borrowed lookup would need a custom key type.
+        self.by_key
+            .get(&(case.to_string(), target.to_string()))
+            .copied()
+    }
+
+    fn put(&mut self, key: (String, String), prior: Prior) {
+        self.order.push_back((key.clone(), prior.n));
+        self.by_key.insert(key, prior);
+        while self.order.len() > self.kept {
+            let Some((key, n)) = self.order.pop_front() else {
+                break;
+            };
+            if self.by_key.get(&key).is_some_and(|p| p.n == n) {
+                self.by_key.remove(&key);
+            }
+        }
+    }
 }
 
 impl OpenRun {
@@ -387,26 +479,71 @@ impl Store {
             results: 0,
             score_sum: 0.0,
             meta,
+            latest: Latest::default(),
+            unsure: false,
         })
     }
 
     /// Appends whole JSONL rows and their case results to `run` and brings
     /// its counts up to date, in one transaction; `end` marks it finished.
-    /// A run deleted meanwhile (`runs prune`) is an error, and nothing is
-    /// written.
+    /// `revises[i]` says result `i` is a revision: it replaces the run's
+    /// earlier result of the same case and target (the run counts each
+    /// once, by its last result). A run deleted meanwhile (`runs prune`) is
+    /// an error, and nothing is written. After an append that failed, the
+    /// same batch may be appended again (on this store or one opened anew):
+    /// if the failed one did commit, it is not written twice.
     pub fn append_run(
         &mut self,
         run: &mut OpenRun,
         jsonl: &[u8],
         results: &[Entry],
+        revises: &[bool],
         end: Option<&RunEnd>,
     ) -> Result<(), StoreError> {
         let mut next = run.meta.clone();
-        let passed = results.iter().filter(|e| e.pass).count() as u64;
-        next.cases += results.len() as u64;
-        next.passed += passed;
-        next.failed += results.len() as u64 - passed;
-        let score_sum = run.score_sum + results.iter().map(|e| e.score.unwrap_or(0.0)).sum::<f64>();
+        let mut score_sum = run.score_sum;
+        let mut superseded = Vec::new();
+        // This batch's results by key: a revision may follow its first
+        // result in the same batch.
+        let mut staged: HashMap<(&str, &str), Prior> = HashMap::new();
+        for (i, e) in results.iter().enumerate() {
+            let key = (e.case.as_str(), e.target.as_str());
+            if revises.get(i).copied().unwrap_or(false) {
+                let prior = match staged.get(&key) {
+                    Some(p) => Some(*p),
+                    None => match run.latest.get(key.0, key.1) {
+                        Some(p) => Some(p),
+                        None => on_backend!(self, last_result(run.seq, key.0, key.1))?,
+                    },
+                };
+                if let Some(p) = prior {
+                    superseded.push(p.n);
+                    next.cases -= 1;
+                    if p.pass {
+                        next.passed -= 1;
+                    } else {
+                        next.failed -= 1;
+                    }
+                    score_sum -= p.score.unwrap_or(0.0);
+                }
+            }
+            let n = run.results + i as i64;
+            staged.insert(
+                key,
+                Prior {
+                    n,
+                    pass: e.pass,
+                    score: e.score,
+                },
+            );
+            next.cases += 1;
+            if e.pass {
+                next.passed += 1;
+            } else {
+                next.failed += 1;
+            }
+            score_sum += e.score.unwrap_or(0.0);
+        }
         next.mean_score = (next.cases > 0).then(|| score_sum / next.cases as f64);
         if let Some(end) = end {
             next.finished = true;
@@ -420,8 +557,21 @@ impl Store {
             seq: run.seq,
             first_row: run.rows,
             first_result: run.results,
+            superseded,
+            resumed: run.unsure,
         };
+        run.unsure = true;
         let rows = on_backend!(self, append(&at, jsonl, results, &next))?;
+        run.unsure = false;
+        // In order, so the oldest are dropped first.
+        for (i, e) in results.iter().enumerate() {
+            let prior = Prior {
+                n: run.results + i as i64,
+                pass: e.pass,
+                score: e.score,
+            };
+            run.latest.put((e.case.clone(), e.target.clone()), prior);
+        }
         run.rows += rows;
         run.results += results.len() as i64;
         run.score_sum = score_sum;
@@ -436,6 +586,12 @@ struct Appended {
     seq: i64,
     first_row: i64,
     first_result: i64,
+    /// Earlier case results of the run that this append's revisions
+    /// replace: deleted after the new ones are inserted.
+    superseded: Vec<i64>,
+    /// The append before failed: this batch may be there already (its
+    /// first row is), and then is not written again.
+    resumed: bool,
 }
 
 /// Opens the store at `location` to save a run in: the default store
@@ -523,5 +679,111 @@ impl RunMeta {
                 .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(case: &str, pass: bool, score: f64) -> Entry {
+        Entry {
+            case: case.into(),
+            target: "t".into(),
+            score: Some(score),
+            pass,
+        }
+    }
+
+    #[test]
+    fn a_revision_of_a_result_no_longer_remembered_is_found_in_the_store() {
+        let dir = std::env::temp_dir().join(format!(
+            "toolscore-latest-{}-{}",
+            std::process::id(),
+            now_ms()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let location = Location::Sqlite(dir.join("runs.db"));
+        let mut store = Store::open(&location, true).unwrap();
+        let id = run_id(now_ms());
+        let mut run = store
+            .begin_run(RunMeta {
+                id: id.clone(),
+                ..RunMeta::default()
+            })
+            .unwrap();
+        run.latest.kept = 1;
+        let (a, b) = (entry("a", false, 0.0), entry("b", true, 1.0));
+        store
+            .append_run(&mut run, b"1\n2\n", &[a, b], &[false, false], None)
+            .unwrap();
+        // `a` was dropped from memory when `b` came: looked up, replaced.
+        assert!(run.latest.get("a", "t").is_none());
+        store
+            .append_run(&mut run, b"3\n", &[entry("a", true, 0.5)], &[true], None)
+            .unwrap();
+        let meta = store.resolve(&id, None, None).unwrap();
+        assert_eq!((meta.cases, meta.passed, meta.failed), (2, 2, 0));
+        assert_eq!(meta.mean_score, Some(0.75));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_server_not_there_is_worth_another_try_and_a_pruned_run_is_not() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let url = format!("postgres://nobody@127.0.0.1:{port}/db");
+        let refused = Store::open(&Location::Postgres(url), false).err().unwrap();
+        assert!(refused.is_transient(), "{refused}");
+        let gone = StoreError::NoRun {
+            store: "s".into(),
+            run: "r".into(),
+            hint: String::new(),
+        };
+        assert!(!gone.is_transient());
+    }
+
+    #[test]
+    fn a_batch_appended_again_after_a_failure_that_had_committed_is_not_written_twice() {
+        let dir = std::env::temp_dir().join(format!(
+            "toolscore-resume-{}-{}",
+            std::process::id(),
+            now_ms()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let location = Location::Sqlite(dir.join("runs.db"));
+        let mut store = Store::open(&location, true).unwrap();
+        let id = run_id(now_ms());
+        let mut run = store
+            .begin_run(RunMeta {
+                id: id.clone(),
+                ..RunMeta::default()
+            })
+            .unwrap();
+        store
+            .append_run(&mut run, b"1\n", &[entry("a", true, 1.0)], &[false], None)
+            .unwrap();
+        // The next batch commits, but its caller is told it failed (a
+        // connection lost after the commit): as the run was before it.
+        let (rows, results, score_sum, meta) =
+            (run.rows, run.results, run.score_sum, run.meta.clone());
+        let batch = [entry("b", false, 0.0)];
+        store
+            .append_run(&mut run, b"2\n3\n", &batch, &[false], None)
+            .unwrap();
+        (run.rows, run.results, run.score_sum, run.meta) = (rows, results, score_sum, meta);
+        run.unsure = true;
+        store
+            .append_run(&mut run, b"2\n3\n", &batch, &[false], None)
+            .unwrap();
+        store
+            .append_run(&mut run, b"4\n", &[entry("c", true, 1.0)], &[false], None)
+            .unwrap();
+        assert_eq!(store.report(&id).unwrap(), b"1\n2\n3\n4\n");
+        let meta = store.resolve(&id, None, None).unwrap();
+        assert_eq!((meta.cases, meta.passed, meta.failed), (3, 2, 1));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

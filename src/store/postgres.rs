@@ -9,7 +9,7 @@ use postgres::{Client, NoTls, Row};
 
 use super::parts;
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
-use super::{Appended, CaseInRun, Filter, Parts, RunMeta, RunSummary, StoreError};
+use super::{Appended, CaseInRun, Filter, Parts, Prior, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
 
 /// The advisory lock that serialises migrations (any fixed number).
@@ -230,6 +230,19 @@ impl Postgres {
                 hint: " any more: it was deleted while it was being written".into(),
             });
         }
+        if at.resumed && !jsonl.is_empty() {
+            let there = tx
+                .query_opt(
+                    "SELECT 1 FROM rows WHERE run_seq = $1 AND n = $2",
+                    &[&at.seq, &at.first_row],
+                )
+                .map_err(err)?;
+            if there.is_some() {
+                tx.commit().map_err(err)?;
+                let added = jsonl.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+                return Ok(added.count() as i64);
+            }
+        }
         // One statement per table (a batch is small; `save` chunks a whole run).
         let lines: Vec<String> = jsonl
             .split(|b| *b == b'\n')
@@ -244,8 +257,42 @@ impl Postgres {
         )
         .map_err(err)?;
         insert_results(&mut tx, at.seq, at.first_result, results).map_err(err)?;
+        // After the insert: a result may be superseded in its own batch.
+        if !at.superseded.is_empty() {
+            tx.execute(
+                "DELETE FROM results WHERE run_seq = $1 AND n = ANY($2::bigint[])",
+                &[&at.seq, &at.superseded],
+            )
+            .map_err(err)?;
+        }
         tx.commit().map_err(err)?;
         Ok(added)
+    }
+
+    /// The newest case result of run `seq` for `case` on `target`.
+    pub(super) fn last_result(
+        &mut self,
+        seq: i64,
+        case: &str,
+        target: &str,
+    ) -> Result<Option<Prior>, StoreError> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT n, pass, score FROM results WHERE run_seq = $1 AND case_id = $2 \
+                 AND target = $3 ORDER BY n DESC LIMIT 1",
+                &[&seq, &case, &target],
+            )
+            .map_err(self.err())?;
+        row.map(|r| {
+            Ok(Prior {
+                n: r.try_get(0)?,
+                pass: r.try_get(1)?,
+                score: r.try_get(2)?,
+            })
+        })
+        .transpose()
+        .map_err(self.err())
     }
 
     /// The labels of runs `seqs`, in one query.

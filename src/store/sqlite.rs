@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 use super::parts;
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
-use super::{Appended, CaseInRun, Filter, Parts, RunMeta, RunSummary, StoreError};
+use super::{Appended, CaseInRun, Filter, Parts, Prior, RunMeta, RunSummary, StoreError};
 use crate::report::baseline::Entry;
 
 /// How long a writer waits for another's transaction before it fails.
@@ -259,6 +259,20 @@ impl Sqlite {
                 hint: " any more: it was deleted while it was being written".into(),
             });
         }
+        if at.resumed && !jsonl.is_empty() {
+            let there = tx
+                .query_row(
+                    "SELECT 1 FROM rows WHERE run_seq = ?1 AND n = ?2",
+                    params![at.seq, at.first_row],
+                    |_| Ok(()),
+                )
+                .optional()
+                .map_err(err)?;
+            if there.is_some() {
+                tx.commit().map_err(err)?;
+                return Ok(lines(jsonl).count() as i64);
+            }
+        }
         let mut added = 0;
         {
             let mut st = tx
@@ -274,9 +288,40 @@ impl Sqlite {
                 added += 1;
             }
             insert_results(&tx, at.seq, at.first_result, results).map_err(err)?;
+            // After the insert: a result may be superseded in its own batch.
+            let mut st = tx
+                .prepare("DELETE FROM results WHERE run_seq = ?1 AND n = ?2")
+                .map_err(err)?;
+            for n in &at.superseded {
+                st.execute(params![at.seq, n]).map_err(err)?;
+            }
         }
         tx.commit().map_err(err)?;
         Ok(added)
+    }
+
+    /// The newest case result of run `seq` for `case` on `target`.
+    pub(super) fn last_result(
+        &self,
+        seq: i64,
+        case: &str,
+        target: &str,
+    ) -> Result<Option<Prior>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT n, pass, score FROM results WHERE run_seq = ?1 AND case_id = ?2 \
+                 AND target = ?3 ORDER BY n DESC LIMIT 1",
+                params![seq, case, target],
+                |r| {
+                    Ok(Prior {
+                        n: r.get(0)?,
+                        pass: r.get(1)?,
+                        score: r.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.err())
     }
 
     /// The labels of runs `seqs`, in one query.

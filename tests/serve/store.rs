@@ -408,3 +408,284 @@ fn two_serves_and_two_replays_write_one_postgres_database_at_once() {
         );
     }
 }
+
+/// Writes each request as a protobuf file under `dir/traces`, for `replay`.
+fn write_traces(dir: &Path, requests: &[(&str, Vec<u8>)]) -> String {
+    let traces = dir.join("traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    for (name, body) in requests {
+        std::fs::write(traces.join(format!("{name}.pb")), body).unwrap();
+    }
+    "traces".into()
+}
+
+/// What a run records besides what `runs` lists, read from the SQLite
+/// file: settings, fixture hash, rejected lines, exit code, inputs.
+fn recorded(dir: &Path, id: &str) -> Value {
+    let db = rusqlite::Connection::open(dir.join(".toolscore/runs.db")).unwrap();
+    db.query_row(
+        "SELECT settings, fixture_hash, rejected, exit_code, inputs, traces, spans, ended_ms \
+         FROM runs WHERE id = ?1",
+        [id],
+        |r| {
+            let settings: String = r.get(0)?;
+            Ok(serde_json::json!({
+                "settings": serde_json::from_str::<Value>(&settings).unwrap(),
+                "fixture_hash": r.get::<_, Option<String>>(1)?,
+                "rejected": r.get::<_, i64>(2)?,
+                "exit_code": r.get::<_, Option<i64>>(3)?,
+                "inputs": r.get::<_, i64>(4)?,
+                "traces": r.get::<_, i64>(5)?,
+                "spans": r.get::<_, i64>(6)?,
+                "ended_ms": r.get::<_, Option<i64>>(7)?,
+            }))
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_serve_run_records_what_a_replay_of_the_same_traces_records() {
+    let tmp = TempDir::new("serve-store-record");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let scoring = ["--threshold", "0.9", "--label", "env=test"];
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &scoring, &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    post(&serve, 3);
+    wait_saved(dir, &id, &[], 2);
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    // The same traces replayed with the same flags.
+    let traces = write_traces(
+        dir,
+        &[
+            ("t1", weather(1).encode_to_vec()),
+            ("t3", weather(3).encode_to_vec()),
+        ],
+    );
+    let mut args = vec!["replay", &traces, "-e", "cases.jsonl", "-q"];
+    args.extend(scoring);
+    let o = in_dir(dir, &args);
+    assert_eq!(o.status.code(), Some(1), "w3 fails: {}", stderr(&o));
+    let replay = saved_id(&o, ".toolscore/runs.db");
+
+    let runs = runs_listed(dir, &[]);
+    let of = |id: &str| runs.iter().find(|r| r["run"] == id).unwrap().clone();
+    let (served, replayed) = (of(&id), of(&replay));
+    // Every column a replay fills, a serve run fills, with the same counts.
+    for (key, value) in replayed.as_object().unwrap() {
+        if key == "run" || key == "started" {
+            continue;
+        }
+        assert_eq!(&served[key], value, "`{key}`: {served} vs {replayed}");
+    }
+    assert_eq!(served["cases"], 4, "w1, w3 and the unmatched w2 and w4");
+    let (s, r) = (recorded(dir, &id), recorded(dir, &replay));
+    assert_eq!(s["settings"]["metrics"], r["settings"]["metrics"], "{s}");
+    assert!(
+        !s["settings"]["metrics"].as_array().unwrap().is_empty(),
+        "{s}"
+    );
+    let headline = s["settings"]["metrics"][0].as_str().unwrap();
+    assert_eq!(s["settings"]["thresholds"][headline], 0.9, "{s}");
+    assert_eq!(s["fixture_hash"], r["fixture_hash"], "{s}");
+    assert!(s["fixture_hash"].is_string(), "{s}");
+    // The exit code a gate gives the run: w3 failed, as the replay's.
+    assert_eq!(s["exit_code"], 1, "{s}");
+    assert_eq!(s["exit_code"], r["exit_code"], "{r}");
+    assert_eq!(
+        (s["rejected"].clone(), s["traces"].clone()),
+        (0.into(), 2.into())
+    );
+    assert!(s["ended_ms"].is_i64() && s["spans"] == 6, "{s}");
+    // `runs show` gives a serve run's table as a replay's: the same columns.
+    let heading = |run: &str| {
+        let o = in_dir(dir, &["runs", "show", run]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(text.contains("w3"), "{text}");
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or_default();
+        assert!(first.ends_with(", fixture cases.jsonl"), "{text}");
+        lines.next().unwrap_or_default().to_string()
+    };
+    assert_eq!(heading(&id), heading(&replay));
+}
+
+/// One turn of a conversation in session `sess-1`: trace `t` calling `tool`.
+fn turn(t: u8, tool: &str) -> Vec<u8> {
+    super::request(super::agent_spans(
+        t,
+        "sess-1",
+        &[(tool, serde_json::json!({}))],
+    ))
+    .encode_to_vec()
+}
+
+#[test]
+fn a_session_revised_twice_counts_once_in_runs_trend_diff_and_baselines() {
+    let tmp = TempDir::new("serve-store-revise");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let mut fixture = std::fs::read_to_string(dir.join("cases.jsonl")).unwrap();
+    fixture += r#"{"id":"trip","session_id":"sess-1","expected_tools":["search_flights","book_flight","send_email"],"threshold":1.0}"#;
+    fixture += "\n";
+    std::fs::write(dir.join("cases.jsonl"), fixture).unwrap();
+    let turns = [
+        (21, "search_flights"),
+        (22, "book_flight"),
+        (23, "send_email"),
+    ];
+    // The replay first: every turn at once, one evaluation of the session.
+    let mut requests = vec![("t1".to_string(), weather(1).encode_to_vec())];
+    requests.extend(
+        turns
+            .iter()
+            .map(|&(t, tool)| (format!("t{t}"), turn(t, tool))),
+    );
+    let requests: Vec<(&str, Vec<u8>)> = requests
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    let traces = write_traces(dir, &requests);
+    let o = in_dir(dir, &["replay", &traces, "-e", "cases.jsonl", "-q"]);
+    assert_eq!(o.status.code(), Some(1), "w2..w4 unmatched: {}", stderr(&o));
+    // Serve: a turn at a time, each scored before the next comes, so the
+    // session is scored three times (fail, fail, pass).
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &["--session-wait", "100ms"], &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    for (n, &(t, tool)) in turns.iter().enumerate() {
+        send(serve.http, &turn(t, tool));
+        wait_saved(dir, &id, &[], n + 2);
+    }
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    let rows = json_rows(&std::fs::read(&out).unwrap());
+    let revisions: Vec<(i64, bool)> = rows
+        .iter()
+        .filter(|r| r["case"] == "trip" && r["type"] == "evaluation")
+        .map(|r| (r["revision"].as_i64().unwrap(), r["pass"] == true))
+        .collect();
+    assert_eq!(revisions, [(1, false), (2, false), (3, true)]);
+
+    // `runs`: the serve run counts the session once, as the replay does.
+    let runs = runs_listed(dir, &[]);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for key in ["cases", "passed", "failed", "pass_rate", "mean_score"] {
+        assert_eq!(runs[0][key], runs[1][key], "`{key}`: {runs:?}");
+    }
+    assert_eq!(
+        (runs[0]["cases"].clone(), runs[0]["passed"].clone()),
+        (5.into(), 2.into())
+    );
+    // `trend`: one result per case per run.
+    let o = in_dir(dir, &["trend", "-f", "jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let trend = json_rows(&o.stdout);
+    let trip = trend.iter().find(|r| r["case"] == "trip").unwrap();
+    assert_eq!(trip["passes"], serde_json::json!([true, true]), "{trip}");
+    assert_eq!(trip["scores"], serde_json::json!([1.0, 1.0]), "{trip}");
+    assert_eq!(trip["status"], "stable-pass", "{trip}");
+    // `diff` of the two runs, and `--baseline last` against the serve run:
+    // each case once, unchanged.
+    let o = in_dir(dir, &["diff", "last~1", "last", "-f", "jsonl"]);
+    let compared = json_rows(&o.stdout);
+    let cases = compared
+        .iter()
+        .filter(|r| r["type"] != "comparison_summary");
+    assert_eq!(cases.count(), 5, "{compared:?}");
+    let o = in_dir(
+        dir,
+        &[
+            "replay",
+            &traces,
+            "-e",
+            "cases.jsonl",
+            "-f",
+            "jsonl",
+            "--baseline",
+            "last",
+            "--no-store",
+        ],
+    );
+    let summary = json_rows(&o.stdout)
+        .into_iter()
+        .find(|r| r["type"] == "comparison_summary")
+        .unwrap();
+    assert_eq!(summary["unchanged"], 5, "{summary}");
+}
+
+#[test]
+fn a_postgres_restarted_mid_run_loses_and_repeats_no_batch() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let tmp = TempDir::new("serve-store-pg-restart");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let with_store = ["--store", pg.url.as_str()];
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &with_store, &out);
+    let id = run_id(&mut serve);
+    post(&serve, 1);
+    wait_saved(dir, &id, &with_store, 1);
+    // The server goes away under serve: scoring and the file go on.
+    pg.stop();
+    post(&serve, 2);
+    poll_until("trace 2 in the results file", LIMIT, || {
+        read_rows(&out)
+            .iter()
+            .filter(|r| r["type"] == "evaluation")
+            .count()
+            == 2
+    });
+    serve.wait_log("the retry", "opening it again to go on saving");
+    pg.start_again();
+    post(&serve, 3);
+    wait_saved(dir, &id, &with_store, 3);
+    // A late span of trace 3, the call its case wanted: revision 2, which
+    // replaces the failing revision 1 in the run's counts.
+    let calls = [
+        ("get_weather", serde_json::json!({"city": "Paris"})),
+        ("get_weather", serde_json::json!({"city": "London"})),
+        ("send_email", serde_json::json!({})),
+    ];
+    send(
+        serve.http,
+        &super::request(super::agent_spans(3, "conv-3", &calls)).encode_to_vec(),
+    );
+    wait_saved(dir, &id, &with_store, 4);
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("Saving this run again."), "{log}");
+    assert!(log.contains("Run saved to the run store."), "{log}");
+    // Every batch once, in the file's order: the store gives the file back.
+    let file = std::fs::read(&out).unwrap();
+    let shown = stored(dir, &id, &with_store);
+    assert!(
+        shown == file,
+        "runs show differs from --output:\n{}\n---\n{}",
+        String::from_utf8_lossy(&shown),
+        String::from_utf8_lossy(&file)
+    );
+    let rows = json_rows(&file);
+    let last = rows
+        .iter()
+        .rfind(|r| r["case"] == "w3" && r["type"] == "evaluation")
+        .unwrap();
+    assert_eq!(
+        (last["revision"].clone(), last["pass"].clone()),
+        (2.into(), true.into())
+    );
+    let runs = runs_listed(dir, &with_store);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["finished"], true, "{runs:?}");
+    // w1, w2, w3 (by its revision 2) passed; w4 matched no trace.
+    let counts = ["cases", "passed", "failed"].map(|k| runs[0][k].clone());
+    assert_eq!(counts, [4, 3, 1].map(Value::from), "{runs:?}");
+}

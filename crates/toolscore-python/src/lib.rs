@@ -72,9 +72,10 @@ impl Run {
 /// with kind `none`, `path` (text is the path), `text` (fixture text) or
 /// `every` (the tools every trace should call); `metrics` name the metrics
 /// in order, custom ones by the names in `custom`; `store` is where the run
-/// is saved and `command` the call as the saved run records it.
+/// is saved, `labels` saved with it, and `command` the call as the saved run
+/// records it.
 #[pyfunction]
-#[pyo3(signature = (paths, sources, expected, metrics, config, custom, store, command))]
+#[pyo3(signature = (paths, sources, expected, metrics, config, custom, store, labels, command))]
 #[allow(clippy::too_many_arguments)]
 fn evaluate(
     py: Python<'_>,
@@ -85,6 +86,7 @@ fn evaluate(
     config: Option<PathBuf>,
     custom: Vec<(String, Option<f64>, Py<PyAny>)>,
     store: Option<String>,
+    labels: Vec<(String, String)>,
     command: String,
 ) -> PyResult<Run> {
     let (kind, label, text) = expected;
@@ -107,6 +109,7 @@ fn evaluate(
         config,
         custom: custom.into_iter().map(custom_metric).collect(),
         store: store.map(|s| (s, command)),
+        labels,
     };
     let done = py.detach(|| run::evaluate(request)).map_err(value_error)?;
     Ok(Run {

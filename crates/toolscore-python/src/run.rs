@@ -44,6 +44,8 @@ pub struct Request {
     /// The run store to save the run in (a SQLite path, a `postgres://`
     /// URL, `off`), and the call as the saved run records it.
     pub store: Option<(String, String)>,
+    /// `KEY=VALUE` labels saved with the run, as `--label` gives them.
+    pub labels: Vec<(String, String)>,
 }
 
 /// A finished `evaluate`.
@@ -64,6 +66,13 @@ pub struct Evaluated {
 /// report (and makes the exit code 2).
 pub fn evaluate(request: Request) -> anyhow::Result<Evaluated> {
     let env = Environment::read(request.metrics, request.config)?;
+    let labels = request
+        .labels
+        .iter()
+        .map(|(k, v)| {
+            embed::label(k, v).ok_or_else(|| anyhow::anyhow!("labels: the key of {v:?} is empty"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     embed::check_paths(&request.paths)?;
     let start = request
         .store
@@ -125,7 +134,7 @@ pub fn evaluate(request: Request) -> anyhow::Result<Evaluated> {
             fixture: fixture_path.as_deref(),
             config: env.config_path(),
             settings: env.saved_settings(&report),
-            labels: &[],
+            labels: &labels,
         };
         match embed::save_run(&start, &facts, &report, &parts.finish(), exit_code) {
             Saved::Yes(id, at) => {

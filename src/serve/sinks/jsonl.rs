@@ -23,10 +23,10 @@ use tracing::{error, info, warn};
 
 use serde_json::{json, Value};
 
-use super::store::Feed;
+use super::store::{Feed, Results};
 use super::{Batch, Output, ServeSummary, Sink};
 use crate::ingest::Rejected;
-use crate::report::baseline::{self, Entry};
+use crate::report::baseline;
 use crate::report::{self, push_row, push_row_with_calls};
 use crate::serve::telemetry::ServeStats;
 use crate::serve::ServeError;
@@ -343,7 +343,7 @@ impl<F: RowsFile> JsonlSink<F> {
         for r in rejected {
             push_row(&mut rows, &report::rejected_row(r));
         }
-        self.write(&rows, Vec::new())
+        self.write(&rows, Results::default())
             .map_err(|source| ServeError::Write { source })
     }
 
@@ -352,9 +352,9 @@ impl<F: RowsFile> JsonlSink<F> {
     }
 
     /// Writes `rows` after any still pending (kept, copied, if they cannot
-    /// be written now), and queues them for the run store with `entries`,
+    /// be written now), and queues them for the run store with `results`,
     /// their case results.
-    fn write(&self, rows: &[u8], entries: Vec<Entry>) -> io::Result<()> {
+    fn write(&self, rows: &[u8], results: Results) -> io::Result<()> {
         // Copied outside the lock, queued under it after the file's write
         // (or, while the file fails, after they are owed to it): the store
         // gets the rows in the file's order, never ahead of the file.
@@ -366,7 +366,7 @@ impl<F: RowsFile> JsonlSink<F> {
         let mut st = self.lock();
         let written = self.write_locked(&mut st, rows);
         if let Some((feed, copy)) = copy {
-            feed.send(copy, entries);
+            feed.send(copy, results);
         }
         written
     }
@@ -457,7 +457,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
         const KEEP: usize = 32 << 20;
         ROWS.with_borrow_mut(|rows| {
             rows.clear();
-            let mut entries = Vec::new();
+            let mut results = Results::default();
             for o in &batch.outputs {
                 match o {
                     Output::Evaluation {
@@ -468,7 +468,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
                         ..
                     } => {
                         if self.store.is_some() {
-                            entries.push(baseline::entry_of(eval));
+                            results.push(baseline::entry_of(eval), *revision > 1);
                         }
                         let mut row = report::evaluation_row(eval);
                         row["revision"] = json!(revision);
@@ -489,7 +489,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
             }
             // A failure keeps the rows for the next try: not lost, not an
             // error of this batch.
-            let _ = self.write(rows, entries);
+            let _ = self.write(rows, results);
             if rows.capacity() > KEEP {
                 *rows = Vec::new();
             }
@@ -509,15 +509,15 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
         // are not held as one buffer.
         const PART: usize = 1 << 20;
         let mut rows = Vec::new();
-        let mut entries = Vec::new();
+        let mut results = Results::default();
         for c in &summary.unmatched_cases {
             push_row(&mut rows, &report::unmatched_case_row(c));
             if self.store.is_some() {
-                entries.push(baseline::unmatched_entry(c));
+                results.push(baseline::unmatched_entry(c), false);
             }
             if rows.len() >= PART {
                 // A failure keeps them pending for the next write.
-                let _ = self.write(&rows, std::mem::take(&mut entries));
+                let _ = self.write(&rows, std::mem::take(&mut results));
                 rows.clear();
             }
         }
@@ -541,7 +541,7 @@ impl<F: RowsFile + 'static> Sink for JsonlSink<F> {
                 "metrics": metrics,
             }),
         );
-        self.write(&rows, entries).inspect_err(|_| {
+        self.write(&rows, results).inspect_err(|_| {
             // The last try: what is still pending is lost, and counted.
             let st = self.lock();
             let lost = st.pending.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -592,16 +592,18 @@ mod tests {
         let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
         let stats = Arc::new(ServeStats::default());
         let sink = JsonlSink::new(file, Arc::clone(&stats));
-        sink.write(b"{\"n\":1}\n", Vec::new()).unwrap();
+        sink.write(b"{\"n\":1}\n", Results::default()).unwrap();
         fail.store(2, Ordering::Relaxed);
-        assert!(sink.write(b"{\"n\":2}\n{\"n\":3}\n", Vec::new()).is_err());
+        assert!(sink
+            .write(b"{\"n\":2}\n{\"n\":3}\n", Results::default())
+            .is_err());
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
         // The partial line was cut off.
         assert_eq!(&*data.lock().unwrap(), b"{\"n\":1}\n");
         sink.retry();
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 1);
         // Space is back: everything owed arrives, in order, whole.
-        sink.write(b"{\"n\":4}\n", Vec::new()).unwrap();
+        sink.write(b"{\"n\":4}\n", Results::default()).unwrap();
         assert_eq!(stats.output_failing.load(Ordering::Relaxed), 0);
         assert_eq!(
             String::from_utf8(data.lock().unwrap().clone()).unwrap(),
@@ -619,11 +621,14 @@ mod tests {
         let file = Flaky::default();
         let (data, fail) = (Arc::clone(&file.data), Arc::clone(&file.fail));
         let sink = JsonlSink::new(file, Arc::new(ServeStats::default()));
-        sink.write(&b"{\"n\":1}\n".repeat(100), Vec::new()).unwrap();
+        sink.write(&b"{\"n\":1}\n".repeat(100), Results::default())
+            .unwrap();
         data.lock().unwrap().clear();
-        sink.write(b"{\"n\":2}\n", Vec::new()).unwrap();
+        sink.write(b"{\"n\":2}\n", Results::default()).unwrap();
         fail.store(1, Ordering::Relaxed);
-        assert!(sink.write(b"{\"n\":3}\n{\"n\":4}\n", Vec::new()).is_err());
+        assert!(sink
+            .write(b"{\"n\":3}\n{\"n\":4}\n", Results::default())
+            .is_err());
         assert_eq!(&*data.lock().unwrap(), b"{\"n\":2}\n");
         sink.retry();
         assert_eq!(

@@ -9,19 +9,24 @@
 //! file gets them, so `runs show RUN -f jsonl` gives the file back. A thread
 //! of its own writes them, each time what is queued (whole batches, up to
 //! [`CHUNK`]) in one transaction. Saving never holds up scoring: a send only
-//! queues, the queue is bounded ([`MAX_QUEUED`]), and when the store fails or
-//! falls that far behind, saving stops with a warning naming the store; the
-//! run then stays unfinished with what was committed.
+//! queues, the queue is bounded ([`MAX_QUEUED`]). A write that fails for a
+//! passing reason is tried again on the store opened anew (`RETRIES`
+//! times); when the store still fails, or falls that far behind, saving
+//! stops with a warning naming the store; the run then stays unfinished
+//! with what was committed.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use serde_json::json;
 use tracing::{info, warn};
 
+use crate::evaluate::Evaluator;
 use crate::report::baseline::Entry;
-use crate::store::{self, Choice, Location, RunEnd, RunMeta};
+use crate::report::exit;
+use crate::store::{self, Choice, Location, OpenRun, RunEnd, RunMeta, Store, StoreError};
 
 /// Bytes queued for the store (rows and case results) past which saving
 /// stops rather than hold more in memory.
@@ -42,6 +47,22 @@ pub struct SaveRun {
 }
 
 impl SaveRun {
+    /// The run with what the scoring setup resolved: the metrics in column
+    /// order and the threshold each passes at (not the flags' text), and
+    /// the fixture lines it rejected.
+    pub fn scored_by(mut self, evaluator: &Evaluator, rejected: usize) -> SaveRun {
+        if let serde_json::Value::Object(settings) = &mut self.meta.settings {
+            settings.insert("metrics".into(), json!(evaluator.labels()));
+            let thresholds: serde_json::Map<String, serde_json::Value> = evaluator
+                .run_thresholds()
+                .map(|(label, t)| (label.to_string(), json!(t)))
+                .collect();
+            settings.insert("thresholds".into(), thresholds.into());
+        }
+        self.meta.rejected = rejected as u64;
+        self
+    }
+
     /// `None` when saving is off.
     pub fn new(choice: &Choice, meta: RunMeta) -> Option<SaveRun> {
         Some(SaveRun {
@@ -52,8 +73,31 @@ impl SaveRun {
     }
 }
 
+/// Case results queued with their rows: each one's entry, and whether it
+/// is a revision (it replaces the run's earlier result of its case and
+/// target).
+#[derive(Debug, Default)]
+pub struct Results {
+    entries: Vec<Entry>,
+    revises: Vec<bool>,
+}
+
+impl Results {
+    pub fn push(&mut self, entry: Entry, revises: bool) {
+        self.entries.push(entry);
+        self.revises.push(revises);
+    }
+
+    fn append(&mut self, mut more: Results) {
+        self.entries.append(&mut more.entries);
+        self.revises.append(&mut more.revises);
+    }
+}
+
 enum Message {
-    Rows(Vec<u8>, Vec<Entry>),
+    Rows(Vec<u8>, Results),
+    /// A clean shutdown: the run ends. An exit code left `None` is decided
+    /// from the run's last results, as a gate on them would.
     End(RunEnd),
 }
 
@@ -111,11 +155,11 @@ pub struct Feed {
 impl Feed {
     /// Queues whole rows and their case results, without waiting. Past
     /// [`MAX_QUEUED`] bytes not yet written, saving stops.
-    pub fn send(&self, rows: Vec<u8>, entries: Vec<Entry>) {
+    pub fn send(&self, rows: Vec<u8>, results: Results) {
         if self.shared.stopped.load(Ordering::Acquire) || rows.is_empty() {
             return;
         }
-        let size = queued_size(&rows, &entries);
+        let size = queued_size(&rows, &results);
         let queued = self.shared.queued.fetch_add(size, Ordering::AcqRel) + size;
         if queued > MAX_QUEUED {
             self.shared.stop(
@@ -130,7 +174,7 @@ impl Feed {
             return;
         }
         // The writer gone (it failed) drops what it is sent.
-        let _ = self.tx.send(Message::Rows(rows, entries));
+        let _ = self.tx.send(Message::Rows(rows, results));
     }
 }
 
@@ -293,36 +337,100 @@ fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<b
                 Err(_) => break,
             }
         }
-        store
-            .append_run(&mut run, &next.rows, &next.entries, next.end.as_ref())
-            .map_err(fail)?;
-        if next.end.is_some() {
-            return Ok(true);
+        let results = &next.results;
+        append_again(&mut store, &mut run, shared, |store, run| {
+            store.append_run(run, &next.rows, &results.entries, &results.revises, None)
+        })
+        .map_err(fail)?;
+        let Some(mut end) = next.end else {
+            continue;
+        };
+        // After the last rows: the exit code follows the cases' last results.
+        end.exit_code = end.exit_code.or_else(|| Some(gate(run.meta())));
+        append_again(&mut store, &mut run, shared, |store, run| {
+            store.append_run(run, b"", &[], &[], Some(&end))
+        })
+        .map_err(fail)?;
+        return Ok(true);
+    }
+}
+
+/// How many times an append that failed for a passing reason (the server
+/// restarted, the connection dropped) is tried again, on the store opened
+/// anew, before saving stops.
+const RETRIES: u32 = 10;
+
+/// The wait before the first retry; each next one waits twice as long, up
+/// to [`MAX_RETRY_WAIT`] (about 40 s in all).
+const FIRST_RETRY_WAIT: Duration = Duration::from_millis(100);
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(8);
+
+/// Runs `append`; when the store fails for a passing reason, opens it
+/// again and retries, waiting longer each time, up to [`RETRIES`] times.
+/// The store keeps a batch that committed before its failure from being
+/// written twice ([`store::Store::append_run`]). Gives up early when
+/// saving stopped meanwhile (the queue overflowed).
+fn append_again(
+    store: &mut Store,
+    run: &mut OpenRun,
+    shared: &Shared,
+    mut append: impl FnMut(&mut Store, &mut OpenRun) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut wait = FIRST_RETRY_WAIT;
+    let mut failed = match append(store, run) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    for attempt in 1..=RETRIES {
+        if !failed.is_transient() || shared.stopped.load(Ordering::Acquire) {
+            break;
+        }
+        warn!(
+            store = %store.location(),
+            run = %run.meta().id,
+            reason = %failed,
+            attempt,
+            "The run store failed; opening it again to go on saving this run."
+        );
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(MAX_RETRY_WAIT);
+        let again = Store::open(store.location(), false).and_then(|mut s| {
+            append(&mut s, run)?;
+            Ok(s)
+        });
+        match again {
+            Ok(s) => {
+                *store = s;
+                info!(store = %store.location(), run = %run.meta().id, "Saving this run again.");
+                return Ok(());
+            }
+            Err(e) => failed = e,
         }
     }
+    Err(failed)
 }
 
 /// What one transaction writes: queued messages taken together.
 #[derive(Default)]
 struct Pending {
     rows: Vec<u8>,
-    entries: Vec<Entry>,
+    results: Results,
     end: Option<RunEnd>,
 }
 
 impl Pending {
     fn take(&mut self, m: Message, shared: &Shared) {
         match m {
-            Message::Rows(rows, entries) => {
+            Message::Rows(rows, results) => {
                 shared
                     .queued
-                    .fetch_sub(queued_size(&rows, &entries), Ordering::AcqRel);
+                    .fetch_sub(queued_size(&rows, &results), Ordering::AcqRel);
                 if self.rows.is_empty() {
                     self.rows = rows;
                 } else {
                     self.rows.extend_from_slice(&rows);
                 }
-                self.entries.extend(entries);
+                self.results.append(results);
             }
             Message::End(end) => self.end = Some(end),
         }
@@ -330,18 +438,32 @@ impl Pending {
 }
 
 /// The memory a queued message holds, about.
-fn queued_size(rows: &[u8], entries: &[Entry]) -> usize {
+fn queued_size(rows: &[u8], results: &Results) -> usize {
     rows.len()
-        + entries
+        + results
+            .entries
             .iter()
-            .map(|e| e.case.len() + e.target.len() + std::mem::size_of::<Entry>())
+            .map(|e| e.case.len() + e.target.len() + std::mem::size_of::<Entry>() + 1)
             .sum::<usize>()
+}
+
+/// The exit code a gate gives a run by its results, as `replay` does: 2
+/// when fixture lines were rejected, 1 when a case failed, else 0.
+fn gate(run: &RunMeta) -> i64 {
+    let code = if run.rejected > 0 {
+        exit::INPUT
+    } else if run.failed > 0 {
+        exit::FAIL
+    } else {
+        exit::PASS
+    };
+    i64::from(code)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Filter, Store};
+    use crate::store::Filter;
 
     fn temp_store(tag: &str) -> (std::path::PathBuf, SaveRun) {
         let dir = std::env::temp_dir().join(format!(
@@ -363,13 +485,19 @@ mod tests {
         (dir, save)
     }
 
-    fn entry(case: &str, pass: bool, score: f64) -> Entry {
-        Entry {
-            case: case.into(),
-            target: "t".into(),
-            score: Some(score),
-            pass,
+    /// Case results on one target: (case, pass, score, revises).
+    fn results(of: &[(&str, bool, f64, bool)]) -> Results {
+        let mut out = Results::default();
+        for &(case, pass, score, revises) in of {
+            let entry = Entry {
+                case: case.into(),
+                target: "t".into(),
+                score: Some(score),
+                pass,
+            };
+            out.push(entry, revises);
         }
+        out
     }
 
     #[test]
@@ -379,11 +507,11 @@ mod tests {
         let saver = Saver::new(save);
         let feed = saver.feed();
         // Queued before the writer starts, and after.
-        feed.send(b"{\"n\":1}\n".to_vec(), vec![entry("a", true, 1.0)]);
+        feed.send(b"{\"n\":1}\n".to_vec(), results(&[("a", true, 1.0, false)]));
         let saving = saver.start();
         feed.send(
             b"{\"n\":2}\n{\"n\":3}\n".to_vec(),
-            vec![entry("b", false, 0.5)],
+            results(&[("b", false, 0.5, false)]),
         );
         drop(feed);
         let end = RunEnd {
@@ -415,6 +543,45 @@ mod tests {
     }
 
     #[test]
+    fn a_revision_replaces_its_case_result_and_the_exit_code_follows_the_last_ones() {
+        let (dir, save) = temp_store("revise");
+        let (location, id) = (save.location.clone(), save.meta.id.clone());
+        let saver = Saver::new(save);
+        let feed = saver.feed();
+        let saving = saver.start();
+        // `a` fails, then passes; `b` passes, fails, then passes again (its
+        // two revisions in one batch, or not: the writer takes what is queued).
+        feed.send(
+            b"1\n".to_vec(),
+            results(&[("a", false, 0.0, false), ("b", true, 1.0, false)]),
+        );
+        feed.send(
+            b"2\n".to_vec(),
+            results(&[("a", true, 1.0, true), ("b", false, 0.5, true)]),
+        );
+        feed.send(b"3\n".to_vec(), results(&[("b", true, 0.8, true)]));
+        drop(feed);
+        let end = RunEnd {
+            ended_ms: store::now_ms(),
+            ..RunEnd::default()
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        assert_eq!(saving.finish(Some(end), deadline), Saved::Finished);
+        let mut store = Store::open(&location, false).unwrap();
+        let run = store.resolve(&id, None, None).unwrap();
+        assert_eq!((run.cases, run.passed, run.failed), (2, 2, 0));
+        assert!((run.mean_score.unwrap() - 0.9).abs() < 1e-9, "{run:?}");
+        assert_eq!(run.exit_code, Some(0));
+        let (_, cases) = store.history(None, 10).unwrap();
+        let kept: Vec<(&str, bool, Option<f64>)> = cases
+            .iter()
+            .map(|c| (c.case.as_str(), c.pass, c.score))
+            .collect();
+        assert_eq!(kept, [("a", true, Some(1.0)), ("b", true, Some(0.8))]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn a_queue_past_its_bound_stops_saving_and_says_why() {
         let (dir, save) = temp_store("bound");
         let location = save.location.clone();
@@ -422,10 +589,10 @@ mod tests {
         let feed = saver.feed();
         let row = [b"x".repeat((1 << 20) - 1), b"\n".to_vec()].concat();
         for _ in 0..(MAX_QUEUED >> 20) + 1 {
-            feed.send(row.clone(), Vec::new());
+            feed.send(row.clone(), Results::default());
         }
         // Nothing more is queued once saving stopped.
-        feed.send(row, Vec::new());
+        feed.send(row, Results::default());
         let saving = saver.start();
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
         match saving.finish(Some(RunEnd::default()), deadline) {
