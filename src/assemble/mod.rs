@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::Event;
 
+use crate::ingest::logs::SpanEvent;
 pub use crate::ingest::span::{find_attr, Val};
 use crate::ingest::{Request, Span};
 
@@ -434,10 +436,20 @@ struct Pending {
     last_seen: u64,
     /// Whether a span without a parent (a root) has arrived.
     rooted: bool,
+    /// Log records read as events of its spans, put on them when the
+    /// trace is handed out (a record may come before its span).
+    events: Vec<(SpanId, Event)>,
 }
 
 impl Pending {
-    fn into_trace(mut self, id: TraceId) -> Trace {
+    /// The trace, with the events put on their spans; `None` when no span
+    /// came (only log records). `unjoined` counts the events whose span
+    /// never came.
+    fn into_trace(mut self, id: TraceId, unjoined: &mut usize) -> Option<Trace> {
+        self.attach_events(unjoined);
+        if self.spans.is_empty() {
+            return None;
+        }
         // Put in order while boxed (pointers move, not whole spans), by
         // keys read once: the spans are cold by now, and a comparison that
         // follows two pointers misses the cache twice. `Trace::new` then
@@ -447,7 +459,31 @@ impl Pending {
         let spans = self.spans.into_iter().map(|b| *b).collect();
         let mut trace = Trace::new(id, spans, self.duplicates);
         trace.conflicting = self.conflicting;
-        trace
+        Some(trace)
+    }
+
+    /// Puts each log event on its span, after the span's own events, in
+    /// time order (a stable sort: equal times keep their order).
+    fn attach_events(&mut self, unjoined: &mut usize) {
+        if self.events.is_empty() {
+            return;
+        }
+        let mut touched = Vec::new();
+        for (sid, event) in std::mem::take(&mut self.events) {
+            let found = self.seen.get(&sid).map(|&i| i as usize);
+            match found.and_then(|i| self.spans.get_mut(i).map(|s| (i, s))) {
+                Some((i, s)) => {
+                    s.span.events.push(event);
+                    touched.push(i);
+                }
+                None => *unjoined += 1,
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for i in touched {
+            self.spans[i].span.events.sort_by_key(|e| e.time_unix_nano);
+        }
     }
 }
 
@@ -463,6 +499,17 @@ pub struct Assembler {
     clock: u64,
     /// Traces handed out by `release`: a span of one arriving later is late.
     released: IdSet<TraceId>,
+    /// Log events whose span never came, in traces handed out.
+    unjoined_events: usize,
+}
+
+/// What one [`Assembler::add_events`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct EventStats {
+    /// Events held for their spans.
+    pub events: usize,
+    /// Events of traces already released, by trace (kept out).
+    pub late: Vec<(TraceId, usize)>,
 }
 
 /// What one `add` did.
@@ -555,6 +602,44 @@ impl Assembler {
         stats
     }
 
+    /// Holds log records read as span events (`ingest::logs`) until their
+    /// trace is handed out, when each goes on its span. A record may come
+    /// before its span, in another input: it keeps its trace held as a span
+    /// would. Records of a released trace are late.
+    pub fn add_events(&mut self, events: Vec<SpanEvent>, position: u64) -> EventStats {
+        self.clock = position;
+        let mut stats = EventStats::default();
+        for e in events {
+            let (Some(tid), Some(sid)) = (e.trace_id.get(), e.span_id.get()) else {
+                continue; // `ingest::logs` lets only OTLP-length ids through
+            };
+            let tid = TraceId(tid);
+            if !self.released.is_empty() && self.released.contains(&tid) {
+                match stats.late.iter_mut().find(|(t, _)| *t == tid) {
+                    Some((_, n)) => *n += 1,
+                    None => stats.late.push((tid, 1)),
+                }
+                continue;
+            }
+            let pending = match self.traces.entry(tid) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    self.order.push(tid);
+                    e.insert(Pending::default())
+                }
+            };
+            pending.last_seen = self.clock;
+            pending.events.push((SpanId(sid), e.event));
+            stats.events += 1;
+        }
+        stats
+    }
+
+    /// Log events whose span never came, in the traces handed out so far.
+    pub fn unjoined_events(&self) -> usize {
+        self.unjoined_events
+    }
+
     /// [`Assembler::add`] for spans read at `position` of an input stream
     /// (decoded bytes so far), the clock of [`Assembler::release`].
     pub fn add_at(&mut self, req: Request, position: u64) -> AddStats {
@@ -603,7 +688,8 @@ impl Assembler {
         self.spans
     }
 
-    /// Removes and returns one trace.
+    /// Removes and returns one trace (`None` also when only log records
+    /// of it came: they are counted as unjoined).
     pub fn take(&mut self, id: &TraceId) -> Option<Trace> {
         let p = self.traces.remove(id)?;
         self.spans -= p.spans.len();
@@ -615,16 +701,28 @@ impl Assembler {
             self.order
                 .retain(|t| traces.contains_key(t) && kept.insert(*t));
         }
-        Some(p.into_trace(*id))
+        p.into_trace(*id, &mut self.unjoined_events)
     }
 
     /// Every trace, in first-seen order.
-    pub fn finish(mut self) -> Vec<Trace> {
+    pub fn finish(self) -> Vec<Trace> {
+        self.finish_counted().0
+    }
+
+    /// [`Assembler::finish`], and the log events whose span never came (in
+    /// these traces and those handed out before).
+    pub fn finish_counted(mut self) -> (Vec<Trace>, usize) {
         let order = std::mem::take(&mut self.order);
-        order
+        let mut unjoined = self.unjoined_events;
+        let traces = order
             .into_iter()
-            .filter_map(|id| self.traces.remove(&id).map(|p| p.into_trace(id)))
-            .collect()
+            .filter_map(|id| {
+                self.traces
+                    .remove(&id)
+                    .and_then(|p| p.into_trace(id, &mut unjoined))
+            })
+            .collect();
+        (traces, unjoined)
     }
 }
 
