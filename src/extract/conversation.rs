@@ -204,7 +204,8 @@ struct Request {
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
-    if !records_output(s) {
+    let events = super::genai_events::has_output(s);
+    if !records_output(s) && !events {
         return best;
     }
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
@@ -229,6 +230,9 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
         if let Ok(v) = serde_json::from_str::<Value>(text) {
             offer(calls_in(&v), form);
         }
+    }
+    if let Some(v) = super::genai_events::output(s).filter(|_| events) {
+        offer(calls_in(&v), super::genai_events::FORM);
     }
     best
 }
@@ -343,6 +347,9 @@ fn request_of(s: &SpanRecord) -> Request {
         if let Ok(v) = serde_json::from_str::<Value>(t) {
             offer(read_request(&v, form));
         }
+    }
+    if let Some(v) = super::genai_events::request(s) {
+        offer(read_request(&v, super::genai_events::FORM));
     }
     best
 }
@@ -808,6 +815,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
         || [&OI_IN, &OPENLLMETRY_IN]
             .iter()
             .any(|f| has_prefix(s, f.prefix))
+        || super::genai_events::has_request(s)
 }
 
 fn id_text(a: &Asked) -> String {
