@@ -501,6 +501,8 @@ pub struct Assembler {
     released: IdSet<TraceId>,
     /// Log events whose span never came, in traces handed out.
     unjoined_events: usize,
+    /// Log events held.
+    events: usize,
 }
 
 /// What one [`Assembler::add_events`] did.
@@ -632,7 +634,13 @@ impl Assembler {
             pending.events.push((SpanId(sid), e.event));
             stats.events += 1;
         }
+        self.events += stats.events;
         stats
+    }
+
+    /// Log events held (waiting for their trace to be handed out).
+    pub fn event_count(&self) -> usize {
+        self.events
     }
 
     /// Log events whose span never came, in the traces handed out so far.
@@ -693,6 +701,7 @@ impl Assembler {
     pub fn take(&mut self, id: &TraceId) -> Option<Trace> {
         let p = self.traces.remove(id)?;
         self.spans -= p.spans.len();
+        self.events -= p.events.len();
         // `order` is cleaned lazily: a `retain` on every take would make
         // taking each trace of a long-running buffer (serve) quadratic.
         if self.order.len() > 2 * self.traces.len() + 64 {
