@@ -10,6 +10,7 @@ mod files;
 mod forward;
 mod lifecycle;
 mod limits;
+mod logs;
 mod outputs;
 mod scoring;
 mod setup;
