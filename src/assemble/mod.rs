@@ -802,6 +802,56 @@ mod tests {
         assert_eq!(t.ancestors(2).collect::<Vec<_>>(), vec![1, 0]);
     }
 
+    fn event(t: u8, s: u8, time: u64, name: &str) -> SpanEvent {
+        SpanEvent {
+            trace_id: crate::ingest::span::Id::new(&[t; 16]),
+            span_id: crate::ingest::span::Id::new(&[s; 8]),
+            event: Event {
+                time_unix_nano: time,
+                name: name.into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn log_events_wait_for_their_spans_and_those_of_no_span_are_counted() {
+        let mut a = Assembler::new();
+        // Before their spans; one names a span that never comes, one a
+        // trace of which no span comes.
+        let events = vec![
+            event(1, 2, 25, "after"),
+            event(1, 2, 15, "before"),
+            event(1, 9, 0, "no span"),
+            event(3, 1, 0, "no trace"),
+        ];
+        assert_eq!(a.add_events(events, 0).events, 4);
+        let mut own = span(1, 2, Some(1), 20);
+        own.events.push(Event {
+            time_unix_nano: 20,
+            name: "own".into(),
+            ..Default::default()
+        });
+        a.add(req(vec![span(1, 1, None, 10), own]));
+        assert_eq!(a.event_count(), 4);
+        let (traces, unjoined) = a.finish_counted();
+        assert_eq!(traces.len(), 1, "records alone make no trace");
+        assert_eq!(unjoined, 2);
+        let names: Vec<&str> = traces[0].spans[1]
+            .span
+            .events
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(names, ["before", "own", "after"], "in time order");
+        // A record of a trace handed out is late.
+        let mut a = Assembler::new();
+        a.add_at(req(vec![span(1, 1, None, 10)]), 0);
+        assert_eq!(a.release(100, 10).len(), 1);
+        let late = a.add_events(vec![event(1, 1, 0, "late")], 200);
+        assert_eq!((late.events, late.late), (0, vec![(TraceId([1; 16]), 1)]));
+    }
+
     #[test]
     fn duplicates_with_other_content_are_counted_apart() {
         let mut a = Assembler::new();

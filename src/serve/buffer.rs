@@ -428,6 +428,45 @@ mod tests {
         assert!(b.is_idle());
     }
 
+    fn records(list: &[(u8, u8)]) -> Vec<SpanEvent> {
+        list.iter()
+            .map(|&(t, s)| SpanEvent {
+                trace_id: crate::ingest::span::Id::new(&[t; 16]),
+                span_id: crate::ingest::span::Id::new(&[s; 8]),
+                event: Default::default(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn log_records_wait_with_their_trace_under_the_span_caps() {
+        let t0 = Instant::now();
+        let mut b = TraceBuffer::new(limits(4, 10));
+        // Records before their spans hold the trace, counted as spans.
+        assert_eq!(
+            b.admit_logs(records(&[(1, 1), (1, 2)]), t0).unwrap().events,
+            2
+        );
+        assert_eq!((b.usage().spans, b.usage().traces), (2, 1));
+        assert!(matches!(
+            b.admit(req(&[(1, 1), (1, 2), (1, 3)]), t0),
+            Err(Refused::Full { .. })
+        ));
+        b.admit(req(&[(1, 1)]), t0 + 50 * MS).unwrap();
+        // The last arrival, span or record, starts the decision wait.
+        b.admit_logs(records(&[(1, 1)]), t0 + 60 * MS).unwrap();
+        assert_eq!(b.next_completion(), Some(t0 + 160 * MS));
+        assert!(b.take_complete(t0 + 150 * MS, 10).is_empty());
+        let done = b.take_complete(t0 + 160 * MS, 10);
+        assert_eq!(done[0].trace.spans[0].span.events.len(), 2);
+        assert_eq!(b.usage().unjoined_log_records, 1, "span 2 never came");
+        b.scored(1);
+        // A record of a scored trace is late, and starts no revision.
+        let late = b.admit_logs(records(&[(1, 1)]), t0 + 200 * MS).unwrap();
+        assert_eq!((late.events, late.late), (0, 1));
+        assert!(b.is_idle());
+    }
+
     #[test]
     fn refuses_whole_requests_over_the_caps_then_recovers() {
         let t0 = Instant::now();
