@@ -121,7 +121,7 @@ impl TestServer {
             if done(&stats) {
                 Ok(())
             } else {
-                Err(stats)
+                Err(Box::new(stats))
             }
         })
     }
