@@ -204,8 +204,7 @@ struct Request {
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
-    let events = super::genai_events::has_output(s);
-    if !records_output(s) && !events {
+    if !records_output(s) && !super::genai_events::has_output(s) {
         return best;
     }
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
@@ -231,7 +230,7 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
             offer(calls_in(&v), form);
         }
     }
-    if let Some(v) = super::genai_events::output(s).filter(|_| events) {
+    if let Some(v) = super::genai_events::output(s) {
         offer(calls_in(&v), super::genai_events::FORM);
     }
     best

@@ -48,7 +48,8 @@ pub struct Stats {
     pub duplicate_spans: usize,
     pub traces: usize,
     pub tool_calls: usize,
-    /// Log records read as events of their spans (`ingest::logs`).
+    /// Log records with span context, held for their spans (`ingest::logs`):
+    /// joined, or counted again in `logs_unjoined`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub log_events: usize,
     /// Log records without span context: not joined to anything.

@@ -215,6 +215,14 @@ impl Shared {
         encoding: Encoding,
         body: Bytes,
     ) -> Result<Accepted, ExportError> {
+        // As for spans: nothing is acknowledged that the results file could not keep.
+        if self.stats.output_failing.load(Ordering::Relaxed) != 0 {
+            ServeStats::add(&self.stats.requests_refused, 1);
+            return Err(ExportError::OutputFailing {
+                reason: "the results file cannot be written".into(),
+                retry_after: self.retry_after,
+            });
+        }
         let (logs, bad) = match encoding {
             Encoding::Protobuf => {
                 let req =
