@@ -278,6 +278,30 @@ const SCALARS: &[ScalarSpec] = &[
         |s| &s.duplicate_spans,
     ),
     (
+        "toolscore_log_records_received_total",
+        true,
+        "Log records taken as events of the spans they name (POST /v1/logs, LogsService).",
+        |s| &s.log_records,
+    ),
+    (
+        "toolscore_log_records_without_span_total",
+        true,
+        "Log records without span context, dropped.",
+        |s| &s.log_records_without_span,
+    ),
+    (
+        "toolscore_log_records_late_total",
+        true,
+        "Log records of traces already scored, dropped.",
+        |s| &s.log_records_late,
+    ),
+    (
+        "toolscore_log_records_unjoined_total",
+        true,
+        "Log records whose span never came, counted when their trace was scored.",
+        |s| &s.log_records_unjoined,
+    ),
+    (
         "toolscore_results_dropped_total",
         true,
         "Evaluation records not exported because the results queue was full.",

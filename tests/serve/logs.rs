@@ -186,6 +186,12 @@ fn assert_scored(srv: &TestServer, trace: &str, conv: &str) {
         ),
         (RECORDS, 1, 0, 0)
     );
+    let (status, text) = super::get(srv.admin.unwrap(), "/metrics");
+    assert_eq!(status, 200);
+    let m = super::parse_prometheus(&text);
+    assert_eq!(m["toolscore_log_records_received_total"], RECORDS as f64);
+    assert_eq!(m["toolscore_log_records_without_span_total"], 1.0);
+    assert_eq!(m["toolscore_log_records_late_total"], 0.0);
 }
 
 /// The decision wait: long enough that the second signal's flush, right
