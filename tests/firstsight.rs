@@ -12,7 +12,7 @@ use std::fs;
 
 use serde_json::Value;
 
-use crate::util::{data, inspected_calls, json_rows, toolscore, TempDir};
+use crate::util::{data, inspected_calls, inspected_calls_in, json_rows, toolscore, TempDir};
 
 /// Decodes JSON text (repeatedly: some spans encode twice), so a value and
 /// its JSON text compare equal.
@@ -28,9 +28,17 @@ fn decoded(v: &Value) -> Value {
     v
 }
 
-/// The calls `inspect` reports for `file`, in start order.
+/// The calls `inspect` reports for `file`, in start order; with the log
+/// records beside it (`<stem>.logs.jsonl`), where the instrumentation wrote
+/// the messages as logs.
 fn reported(file: &str) -> Vec<Value> {
-    let mut calls = inspected_calls(&format!("firstsight/{file}"));
+    let spans = format!("firstsight/{file}");
+    let logs = spans.replace(".jsonl", ".logs.jsonl");
+    let mut calls = if data(&logs).exists() {
+        inspected_calls_in(&[&spans, &logs])
+    } else {
+        inspected_calls(&spans)
+    };
     calls.sort_by_key(|c| c["start_time_unix_nano"].as_u64().unwrap_or(0));
     calls
 }

@@ -19,6 +19,7 @@ mod html;
 mod instrumentations;
 mod judge;
 mod junit;
+mod logs;
 mod matchers;
 mod presets;
 mod progress;

@@ -52,17 +52,22 @@ pub fn json_rows(stdout: &[u8]) -> Vec<serde_json::Value> {
 /// Every tool call `inspect --format jsonl` reports for a file under
 /// `tests/data/` (its `tools` rows, in output order); the run must succeed.
 pub fn inspected_calls(rel: &str) -> Vec<serde_json::Value> {
-    let path = data(rel);
-    let out = toolscore(&[
-        "inspect",
-        "--format",
-        "jsonl",
-        "-q",
-        &path.display().to_string(),
-    ]);
+    inspected_calls_in(&[rel])
+}
+
+/// [`inspected_calls`] of several files under `tests/data/` read as one
+/// input (spans in one, log records in another).
+pub fn inspected_calls_in(rels: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["inspect", "--format", "jsonl", "-q"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    args.extend(rels.iter().map(|rel| data(rel).display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = toolscore(&args);
     assert!(
         out.status.success(),
-        "inspect {rel}: {}",
+        "inspect {rels:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     json_rows(&out.stdout)

@@ -53,6 +53,21 @@ def test_inspect_gives_the_cli_rows_key_for_key(cli: str, repo: str) -> None:
         assert want and [json.dumps(r) for r in got] == [json.dumps(r) for r in want], traces
 
 
+def test_log_records_beside_their_spans_give_the_calls(cli: str, repo: str) -> None:
+    # The OTel GenAI instrumentation writes the messages as log records: read
+    # with the spans, from files or bytes, they give the calls, as the CLI does.
+    spans = "tests/data/firstsight/py-openai-otel-genai.jsonl"
+    logs = "tests/data/firstsight/py-openai-otel-genai.logs.jsonl"
+    want = cli_rows(cli, "inspect", spans, logs, cwd=repo)
+    got = toolscore.inspect([os.path.join(repo, spans), os.path.join(repo, logs)])
+    assert [json.dumps(r) for r in got] == [json.dumps(r) for r in want]
+    assert [c["name"] for r in got for c in r["tools"]] == ["find_hotel", "rent_bike"]
+    with open(os.path.join(repo, logs), "rb") as fh:
+        assert toolscore.inspect([os.path.join(repo, spans), fh.read()]) == got
+    alone = toolscore.inspect(os.path.join(repo, spans))
+    assert [c for r in alone for c in r["tools"]] == []
+
+
 def test_bytes_give_the_rows_of_their_file(repo: str) -> None:
     files = sorted(
         os.path.join(d, f)

@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::Event;
 
+use crate::ingest::logs::SpanEvent;
 pub use crate::ingest::span::{find_attr, Val};
 use crate::ingest::{Request, Span};
 
@@ -434,10 +436,20 @@ struct Pending {
     last_seen: u64,
     /// Whether a span without a parent (a root) has arrived.
     rooted: bool,
+    /// Log records read as events of its spans, put on them when the
+    /// trace is handed out (a record may come before its span).
+    events: Vec<(SpanId, Event)>,
 }
 
 impl Pending {
-    fn into_trace(mut self, id: TraceId) -> Trace {
+    /// The trace, with the events put on their spans; `None` when no span
+    /// came (only log records). `unjoined` counts the events whose span
+    /// never came.
+    fn into_trace(mut self, id: TraceId, unjoined: &mut usize) -> Option<Trace> {
+        self.attach_events(unjoined);
+        if self.spans.is_empty() {
+            return None;
+        }
         // Put in order while boxed (pointers move, not whole spans), by
         // keys read once: the spans are cold by now, and a comparison that
         // follows two pointers misses the cache twice. `Trace::new` then
@@ -447,7 +459,31 @@ impl Pending {
         let spans = self.spans.into_iter().map(|b| *b).collect();
         let mut trace = Trace::new(id, spans, self.duplicates);
         trace.conflicting = self.conflicting;
-        trace
+        Some(trace)
+    }
+
+    /// Puts each log event on its span, after the span's own events, in
+    /// time order (a stable sort: equal times keep their order).
+    fn attach_events(&mut self, unjoined: &mut usize) {
+        if self.events.is_empty() {
+            return;
+        }
+        let mut touched = Vec::new();
+        for (sid, event) in std::mem::take(&mut self.events) {
+            let found = self.seen.get(&sid).map(|&i| i as usize);
+            match found.and_then(|i| self.spans.get_mut(i).map(|s| (i, s))) {
+                Some((i, s)) => {
+                    s.span.events.push(event);
+                    touched.push(i);
+                }
+                None => *unjoined += 1,
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for i in touched {
+            self.spans[i].span.events.sort_by_key(|e| e.time_unix_nano);
+        }
     }
 }
 
@@ -463,6 +499,19 @@ pub struct Assembler {
     clock: u64,
     /// Traces handed out by `release`: a span of one arriving later is late.
     released: IdSet<TraceId>,
+    /// Log events whose span never came, in traces handed out.
+    unjoined_events: usize,
+    /// Log events held.
+    events: usize,
+}
+
+/// What one [`Assembler::add_events`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct EventStats {
+    /// Events held for their spans.
+    pub events: usize,
+    /// Events of traces already released, by trace (kept out).
+    pub late: Vec<(TraceId, usize)>,
 }
 
 /// What one `add` did.
@@ -555,6 +604,50 @@ impl Assembler {
         stats
     }
 
+    /// Holds log records read as span events (`ingest::logs`) until their
+    /// trace is handed out, when each goes on its span. A record may come
+    /// before its span, in another input: it keeps its trace held as a span
+    /// would. Records of a released trace are late.
+    pub fn add_events(&mut self, events: Vec<SpanEvent>, position: u64) -> EventStats {
+        self.clock = position;
+        let mut stats = EventStats::default();
+        for e in events {
+            let (Some(tid), Some(sid)) = (e.trace_id.get(), e.span_id.get()) else {
+                continue; // `ingest::logs` lets only OTLP-length ids through
+            };
+            let tid = TraceId(tid);
+            if !self.released.is_empty() && self.released.contains(&tid) {
+                match stats.late.iter_mut().find(|(t, _)| *t == tid) {
+                    Some((_, n)) => *n += 1,
+                    None => stats.late.push((tid, 1)),
+                }
+                continue;
+            }
+            let pending = match self.traces.entry(tid) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    self.order.push(tid);
+                    e.insert(Pending::default())
+                }
+            };
+            pending.last_seen = self.clock;
+            pending.events.push((SpanId(sid), e.event));
+            stats.events += 1;
+        }
+        self.events += stats.events;
+        stats
+    }
+
+    /// Log events held (waiting for their trace to be handed out).
+    pub fn event_count(&self) -> usize {
+        self.events
+    }
+
+    /// Log events whose span never came, in the traces handed out so far.
+    pub fn unjoined_events(&self) -> usize {
+        self.unjoined_events
+    }
+
     /// [`Assembler::add`] for spans read at `position` of an input stream
     /// (decoded bytes so far), the clock of [`Assembler::release`].
     pub fn add_at(&mut self, req: Request, position: u64) -> AddStats {
@@ -603,10 +696,12 @@ impl Assembler {
         self.spans
     }
 
-    /// Removes and returns one trace.
+    /// Removes and returns one trace (`None` also when only log records
+    /// of it came: they are counted as unjoined).
     pub fn take(&mut self, id: &TraceId) -> Option<Trace> {
         let p = self.traces.remove(id)?;
         self.spans -= p.spans.len();
+        self.events -= p.events.len();
         // `order` is cleaned lazily: a `retain` on every take would make
         // taking each trace of a long-running buffer (serve) quadratic.
         if self.order.len() > 2 * self.traces.len() + 64 {
@@ -615,16 +710,28 @@ impl Assembler {
             self.order
                 .retain(|t| traces.contains_key(t) && kept.insert(*t));
         }
-        Some(p.into_trace(*id))
+        p.into_trace(*id, &mut self.unjoined_events)
     }
 
     /// Every trace, in first-seen order.
-    pub fn finish(mut self) -> Vec<Trace> {
+    pub fn finish(self) -> Vec<Trace> {
+        self.finish_counted().0
+    }
+
+    /// [`Assembler::finish`], and the log events whose span never came (in
+    /// these traces and those handed out before).
+    pub fn finish_counted(mut self) -> (Vec<Trace>, usize) {
         let order = std::mem::take(&mut self.order);
-        order
+        let mut unjoined = self.unjoined_events;
+        let traces = order
             .into_iter()
-            .filter_map(|id| self.traces.remove(&id).map(|p| p.into_trace(id)))
-            .collect()
+            .filter_map(|id| {
+                self.traces
+                    .remove(&id)
+                    .and_then(|p| p.into_trace(id, &mut unjoined))
+            })
+            .collect();
+        (traces, unjoined)
     }
 }
 
@@ -693,6 +800,56 @@ mod tests {
         assert!(t.orphans.is_empty());
         assert_eq!(traces[1].orphans, vec![0]);
         assert_eq!(t.ancestors(2).collect::<Vec<_>>(), vec![1, 0]);
+    }
+
+    fn event(t: u8, s: u8, time: u64, name: &str) -> SpanEvent {
+        SpanEvent {
+            trace_id: crate::ingest::span::Id::new(&[t; 16]),
+            span_id: crate::ingest::span::Id::new(&[s; 8]),
+            event: Event {
+                time_unix_nano: time,
+                name: name.into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn log_events_wait_for_their_spans_and_those_of_no_span_are_counted() {
+        let mut a = Assembler::new();
+        // Before their spans; one names a span that never comes, one a
+        // trace of which no span comes.
+        let events = vec![
+            event(1, 2, 25, "after"),
+            event(1, 2, 15, "before"),
+            event(1, 9, 0, "no span"),
+            event(3, 1, 0, "no trace"),
+        ];
+        assert_eq!(a.add_events(events, 0).events, 4);
+        let mut own = span(1, 2, Some(1), 20);
+        own.events.push(Event {
+            time_unix_nano: 20,
+            name: "own".into(),
+            ..Default::default()
+        });
+        a.add(req(vec![span(1, 1, None, 10), own]));
+        assert_eq!(a.event_count(), 4);
+        let (traces, unjoined) = a.finish_counted();
+        assert_eq!(traces.len(), 1, "records alone make no trace");
+        assert_eq!(unjoined, 2);
+        let names: Vec<&str> = traces[0].spans[1]
+            .span
+            .events
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(names, ["before", "own", "after"], "in time order");
+        // A record of a trace handed out is late.
+        let mut a = Assembler::new();
+        a.add_at(req(vec![span(1, 1, None, 10)]), 0);
+        assert_eq!(a.release(100, 10).len(), 1);
+        let late = a.add_events(vec![event(1, 1, 0, "late")], 200);
+        assert_eq!((late.events, late.late), (0, vec![(TraceId([1; 16]), 1)]));
     }
 
     #[test]

@@ -210,7 +210,7 @@ struct Request {
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
-    if !records_output(s) {
+    if !records_output(s) && !super::genai_events::has_output(s) {
         return best;
     }
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
@@ -235,6 +235,9 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
         if let Ok(v) = serde_json::from_str::<Value>(text) {
             offer(calls_in(&v), form);
         }
+    }
+    if let Some(v) = super::genai_events::output(s) {
+        offer(calls_in(&v), super::genai_events::FORM);
     }
     best
 }
@@ -349,6 +352,9 @@ fn request_of(s: &SpanRecord) -> Request {
         if let Ok(v) = serde_json::from_str::<Value>(t) {
             offer(read_request(&v, form));
         }
+    }
+    if let Some(v) = super::genai_events::request(s) {
+        offer(read_request(&v, super::genai_events::FORM));
     }
     best
 }
@@ -824,6 +830,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
         || [&OI_IN, &OPENLLMETRY_IN]
             .iter()
             .any(|f| has_prefix(s, f.prefix))
+        || super::genai_events::has_request(s)
 }
 
 fn id_text(a: &Asked) -> String {

@@ -13,6 +13,7 @@ pub mod conversation;
 mod echo;
 pub mod explain;
 pub mod facts;
+mod genai_events;
 #[cfg(test)]
 mod generic_tests;
 mod literal;
@@ -369,6 +370,7 @@ impl Extractor {
     pub fn event_keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = EXCEPTION_KEYS.iter().map(|k| k.to_string()).collect();
         keys.extend(facts::EVENT_KEYS.iter().map(|k| k.to_string()));
+        keys.extend(genai_events::EVENT_KEYS.iter().map(|k| k.to_string()));
         for r in &self.rules {
             let sources = [&r.name_from, &r.args, &r.result, &r.error_message];
             for src in sources.into_iter().flatten() {

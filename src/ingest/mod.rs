@@ -10,6 +10,7 @@ pub mod console;
 pub mod convert;
 pub mod files;
 pub mod jaeger;
+pub mod logs;
 pub mod mlflow;
 pub mod otlp_json;
 pub mod otlp_proto;
@@ -100,12 +101,14 @@ pub enum Format {
     OtelConsoleJson,
     /// CloudWatch `aws/spans` records (AWS Bedrock AgentCore): one span per JSON record.
     AwsSpansJson,
+    /// OTLP log records (`resourceLogs`), read as events of the spans they name.
+    OtlpLogs,
 }
 
 impl Format {
     /// Every format read, in the order the help and docs/formats.md list
     /// them: the one list of what `PATH` may hold.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::OtlpJson,
         Format::OtlpJsonLines,
         Format::OtlpProtobuf,
@@ -115,6 +118,7 @@ impl Format {
         Format::ZipkinJson,
         Format::OtelConsoleJson,
         Format::AwsSpansJson,
+        Format::OtlpLogs,
     ];
 
     /// The format's name, as the help and docs/formats.md spell it.
@@ -129,6 +133,7 @@ impl Format {
             Format::ZipkinJson => "Zipkin v2 JSON",
             Format::OtelConsoleJson => "OTel Python console JSON",
             Format::AwsSpansJson => "CloudWatch aws/spans",
+            Format::OtlpLogs => "OTLP logs",
         }
     }
 
@@ -144,6 +149,7 @@ impl Format {
             Format::ZipkinJson => "a list of spans, or a list of such lists",
             Format::OtelConsoleJson => "the OTel Python SDK's ConsoleSpanExporter output",
             Format::AwsSpansJson => "the `aws/spans` log group's records (AWS Bedrock AgentCore), one span per JSON record",
+            Format::OtlpLogs => "log records (`resourceLogs`) as OTLP/JSON (a request, or one a line) or one protobuf request; a record with a span id is read as an event of that span, in this file or another",
         }
     }
 
@@ -165,6 +171,8 @@ impl Format {
 #[derive(Debug, Default)]
 pub struct Decoded {
     pub requests: Vec<Request>,
+    /// Log records, read as span events (the assembler joins them).
+    pub logs: logs::Logs,
     pub rejected: Vec<Rejected>,
     pub format: Option<Format>,
 }
@@ -580,6 +588,10 @@ fn decode_json_document(
         _ => Position::Line(e.line()),
     };
     let otlp = contains(doc, b"\"resourceSpans\"");
+    if !otlp && contains(doc, b"\"resourceLogs\"") {
+        decode_logs_document(doc, source, pos, out);
+        return;
+    }
     if !otlp && decode_other_format(doc, source, &pos, out) {
         return;
     }
@@ -623,6 +635,27 @@ fn decode_json_document(
         }
     };
     keep_document(d, source, &pos, out);
+}
+
+/// An OTLP/JSON logs document: its records as span events, the bad ones
+/// rejected one by one.
+fn decode_logs_document(doc: &[u8], source: &str, pos: Position, out: &mut Decoded) {
+    out.format = Some(Format::OtlpLogs);
+    match logs::decode_json(doc) {
+        Ok((mut found, bad)) => {
+            out.logs.append(&mut found);
+            for reason in bad {
+                out.reject(source, pos.clone(), reason);
+            }
+        }
+        Err(e) => {
+            let at = match pos {
+                Position::Line(n) => Position::Line(n),
+                _ => Position::Line(e.line()),
+            };
+            out.reject(source, at, format!("not valid OTLP/JSON logs: {e}"));
+        }
+    }
 }
 
 /// Keeps a decoded OTLP/JSON document's requests and reports the spans it
@@ -721,6 +754,15 @@ fn decode_protobuf(
         whole => {
             // The Collector's `format: proto` file: length-prefixed records.
             if decode_records(bytes, source, out, filter) {
+                return;
+            }
+            if let Some(req) = logs::decode_proto(bytes) {
+                out.format = Some(Format::OtlpLogs);
+                let (mut found, bad) = logs::from_proto(req);
+                out.logs.append(&mut found);
+                for reason in bad {
+                    out.reject(source, Position::Whole, reason);
+                }
                 return;
             }
             let reason = match whole {

@@ -48,6 +48,46 @@ pub struct Stats {
     pub duplicate_spans: usize,
     pub traces: usize,
     pub tool_calls: usize,
+    /// Log records with span context, held for their spans (`ingest::logs`):
+    /// joined, or counted again in `logs_unjoined`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub log_events: usize,
+    /// Log records without span context: not joined to anything.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub logs_without_span: usize,
+    /// Log records whose span never came.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub logs_unjoined: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Stats {
+    /// The summary's words on log records (empty when none were read).
+    pub fn logs_summary(&self) -> String {
+        let mut out = String::new();
+        if self.log_events > 0 {
+            out.push_str(&format!(
+                "; {} log record(s) read as span events",
+                self.log_events - self.logs_unjoined.min(self.log_events)
+            ));
+        }
+        if self.logs_unjoined > 0 {
+            out.push_str(&format!(
+                "; {} log record(s) name a span that never came",
+                self.logs_unjoined
+            ));
+        }
+        if self.logs_without_span > 0 {
+            out.push_str(&format!(
+                "; {} log record(s) without span context ignored",
+                self.logs_without_span
+            ));
+        }
+        out
+    }
 }
 
 /// Everything a run produced.
@@ -223,6 +263,7 @@ impl Report {
                 s.duplicate_spans
             ));
         }
+        out.push_str(&s.logs_summary());
         if !self.rejected.is_empty() {
             out.push_str(&format!(
                 "; {} input problem(s) rejected",

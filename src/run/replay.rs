@@ -248,6 +248,24 @@ pub fn stream_traces<R: Send>(
             stream::decode_inputs(&inputs, &options.limits, filter, &options.stream, |piece| {
                 let source = inputs[piece.input].label();
                 rejected.extend(piece.decoded.rejected);
+                let logs = piece.decoded.logs;
+                stats.logs_without_span += logs.without_span;
+                if !logs.events.is_empty() {
+                    let added = assembler.add_events(logs.events, piece.position);
+                    stats.log_events += added.events;
+                    for (trace, n) in added.late {
+                        rejected.push(Rejected {
+                            source: source.clone(),
+                            position: Position::Whole,
+                            reason: format!(
+                                "{n} log record(s) of trace {trace} came after the trace was \
+                                 scored (more than --hold-window-mib of input after its root): \
+                                 raise --hold-window-mib, or `all` to hold every trace"
+                            ),
+                            spans: 0,
+                        });
+                    }
+                }
                 for req in piece.decoded.requests {
                     stats.requests += 1;
                     let added = assembler.add_at(req, piece.position);
@@ -284,7 +302,9 @@ pub fn stream_traces<R: Send>(
                     total_bytes,
                 });
             });
-            submit(assembler.finish());
+            let (traces, unjoined) = assembler.finish_counted();
+            stats.logs_unjoined = unjoined;
+            submit(traces);
         },
         each,
     );

@@ -15,6 +15,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::assemble::{Assembler, IdMap, IdSet, SpanId, Trace, TraceId};
+use crate::ingest::logs::SpanEvent;
 use crate::ingest::Request;
 
 /// Caps and timing of a [`TraceBuffer`].
@@ -44,6 +45,15 @@ pub struct Admitted {
     pub new_traces: usize,
 }
 
+/// What an accepted logs request did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct AdmittedLogs {
+    /// Records held for their spans.
+    pub events: usize,
+    /// Records of traces already scored and not held again (not joined).
+    pub late: usize,
+}
+
 /// Why a request was refused; nothing of it was kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
@@ -64,6 +74,8 @@ pub struct Usage {
     pub traces: usize,
     /// Spans taken out and not yet reported scored.
     pub scoring_spans: usize,
+    /// Log records whose span never came, in the traces taken so far.
+    pub unjoined_log_records: usize,
 }
 
 #[derive(Debug)]
@@ -160,9 +172,10 @@ impl TraceBuffer {
 
     pub fn usage(&self) -> Usage {
         Usage {
-            spans: self.assembler.span_count(),
+            spans: self.assembler.span_count() + self.assembler.event_count(),
             traces: self.assembler.len(),
             scoring_spans: self.scoring_spans,
+            unjoined_log_records: self.assembler.unjoined_events(),
         }
     }
 
@@ -199,7 +212,7 @@ impl TraceBuffer {
             .iter()
             .filter(|t| !self.last_seen.contains_key(t))
             .count();
-        let held_spans = self.assembler.span_count() + self.scoring_spans;
+        let held_spans = self.held_spans();
         let held_traces = self.assembler.len();
         let over_spans = held_spans > 0 && held_spans + out.spans > self.limits.max_spans;
         let over_traces = out.new_traces > 0
@@ -221,6 +234,66 @@ impl TraceBuffer {
             self.idle_since.insert((now, t));
         }
         Ok(out)
+    }
+
+    /// Takes log records read as span events (`ingest::logs`), or refuses
+    /// all of them, under the caps spans have (a record counts as a span):
+    /// each waits in its trace, which it keeps open for the decision wait as
+    /// a span would, and goes on its span when the trace is taken. A record
+    /// of a trace already scored and not held again is late: counted, not
+    /// kept (a late span starts a new revision; a record alone does not).
+    pub fn admit_logs(
+        &mut self,
+        events: Vec<SpanEvent>,
+        now: Instant,
+    ) -> Result<AdmittedLogs, Refused> {
+        if self.closed {
+            return Err(Refused::Closed);
+        }
+        let mut out = AdmittedLogs::default();
+        let mut touched: IdSet<TraceId> = IdSet::default();
+        let events: Vec<SpanEvent> = events
+            .into_iter()
+            .filter(|e| {
+                let Some(t) = e.trace_id.get().map(TraceId) else {
+                    return false; // `ingest::logs` lets only OTLP-length ids through
+                };
+                if !self.last_seen.contains_key(&t) && self.completed.by_id.contains_key(&t) {
+                    out.late += 1;
+                    return false;
+                }
+                touched.insert(t);
+                true
+            })
+            .collect();
+        let new_traces = touched
+            .iter()
+            .filter(|t| !self.last_seen.contains_key(t))
+            .count();
+        let held_spans = self.held_spans();
+        let held_traces = self.assembler.len();
+        let over_spans = held_spans > 0 && held_spans + events.len() > self.limits.max_spans;
+        let over_traces =
+            new_traces > 0 && held_traces > 0 && held_traces + new_traces > self.limits.max_traces;
+        if over_spans || over_traces {
+            return Err(Refused::Full {
+                held_spans,
+                held_traces,
+            });
+        }
+        out.events = self.assembler.add_events(events, 0).events;
+        for t in touched {
+            if let Some(old) = self.last_seen.insert(t, now) {
+                self.idle_since.remove(&(old, t));
+            }
+            self.idle_since.insert((now, t));
+        }
+        Ok(out)
+    }
+
+    /// Spans and log records held: waiting, or taken and being scored.
+    fn held_spans(&self) -> usize {
+        self.assembler.span_count() + self.assembler.event_count() + self.scoring_spans
     }
 
     /// When the next trace completes, if any is held.
@@ -352,6 +425,45 @@ mod tests {
         b.scored(1);
         let a = b.admit(req(&[(1, 1)]), t0 + 400 * MS).unwrap();
         assert_eq!((a.spans, a.duplicates), (0, 1));
+        assert!(b.is_idle());
+    }
+
+    fn records(list: &[(u8, u8)]) -> Vec<SpanEvent> {
+        list.iter()
+            .map(|&(t, s)| SpanEvent {
+                trace_id: crate::ingest::span::Id::new(&[t; 16]),
+                span_id: crate::ingest::span::Id::new(&[s; 8]),
+                event: Default::default(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn log_records_wait_with_their_trace_under_the_span_caps() {
+        let t0 = Instant::now();
+        let mut b = TraceBuffer::new(limits(4, 10));
+        // Records before their spans hold the trace, counted as spans.
+        assert_eq!(
+            b.admit_logs(records(&[(1, 1), (1, 2)]), t0).unwrap().events,
+            2
+        );
+        assert_eq!((b.usage().spans, b.usage().traces), (2, 1));
+        assert!(matches!(
+            b.admit(req(&[(1, 1), (1, 2), (1, 3)]), t0),
+            Err(Refused::Full { .. })
+        ));
+        b.admit(req(&[(1, 1)]), t0 + 50 * MS).unwrap();
+        // The last arrival, span or record, starts the decision wait.
+        b.admit_logs(records(&[(1, 1)]), t0 + 60 * MS).unwrap();
+        assert_eq!(b.next_completion(), Some(t0 + 160 * MS));
+        assert!(b.take_complete(t0 + 150 * MS, 10).is_empty());
+        let done = b.take_complete(t0 + 160 * MS, 10);
+        assert_eq!(done[0].trace.spans[0].span.events.len(), 2);
+        assert_eq!(b.usage().unjoined_log_records, 1, "span 2 never came");
+        b.scored(1);
+        // A record of a scored trace is late, and starts no revision.
+        let late = b.admit_logs(records(&[(1, 1)]), t0 + 200 * MS).unwrap();
+        assert_eq!((late.events, late.late), (0, 1));
         assert!(b.is_idle());
     }
 

@@ -1,4 +1,5 @@
-//! OTLP/gRPC receiver: `TraceService/Export` on tonic. tonic inflates gzip
+//! OTLP/gRPC receiver: `TraceService/Export` and `LogsService/Export` (log
+//! records read as span events, `ingest::logs`) on tonic. tonic inflates gzip
 //! and applies the size cap; the message reaches us as bytes (the
 //! forwarder's [`RawCodec`]), decoded here and kept, so forwarding passes
 //! them on without re-encoding. Decoded requests go to the shared intake.
@@ -36,6 +37,7 @@ use super::telemetry::ServeStats;
 const GRPC_STREAMS_PER_CONNECTION: usize = 32;
 
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+const LOGS_EXPORT_PATH: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
 
 /// Serves OTLP/gRPC on `listener` (over TLS with `tls`) until `shutdown`,
 /// then waits for open calls to finish.
@@ -57,7 +59,12 @@ pub(crate) async fn serve(
     let service = TraceReceiver {
         shared,
         max_message_size,
+        logs: false,
     };
+    let logs = LogsReceiver(TraceReceiver {
+        logs: true,
+        ..service.clone()
+    });
     let router = tonic::transport::Server::builder()
         // Bounds the messages one connection can have in memory at once.
         .concurrency_limit_per_connection(GRPC_STREAMS_PER_CONNECTION)
@@ -65,6 +72,10 @@ pub(crate) async fn serve(
         .timeout(request_timeout)
         .add_service(Authorized(
             OversizeIsResourceExhausted(service),
+            Arc::clone(&auth),
+        ))
+        .add_service(Authorized(
+            OversizeIsResourceExhausted(logs),
             Arc::clone(&auth),
         ))
         .add_service(Authorized(results, auth));
@@ -254,13 +265,38 @@ where
 struct TraceReceiver {
     shared: Arc<Shared>,
     max_message_size: usize,
+    /// Serves `LogsService/Export` instead (as [`LogsReceiver`]).
+    logs: bool,
 }
 
 impl NamedService for TraceReceiver {
     const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
 }
 
-struct ExportCall(Arc<Shared>);
+/// `LogsService/Export`: the trace receiver's path with log records.
+#[derive(Clone)]
+struct LogsReceiver(TraceReceiver);
+
+impl NamedService for LogsReceiver {
+    const NAME: &'static str = "opentelemetry.proto.collector.logs.v1.LogsService";
+}
+
+impl Service<http::Request<Body>> for LogsReceiver {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        self.0.call(req)
+    }
+}
+
+/// One export call: spans, or log records when `.1`.
+struct ExportCall(Arc<Shared>, bool);
 
 impl tonic::server::UnaryService<Bytes> for ExportCall {
     type Response = Bytes;
@@ -268,6 +304,7 @@ impl tonic::server::UnaryService<Bytes> for ExportCall {
 
     fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
         let shared = Arc::clone(&self.0);
+        let logs = self.1;
         Box::pin(async move {
             let raw = request.into_inner();
             // tonic has the whole message by now (at most the size cap);
@@ -275,8 +312,12 @@ impl tonic::server::UnaryService<Bytes> for ExportCall {
             let mut charge = shared.inflight.charge();
             charge.add(raw.len()).map_err(|e| e.to_grpc())?;
             shared.pace().await;
-            shared
-                .accept_body(Encoding::Protobuf, raw)
+            let accepted = if logs {
+                shared.accept_logs_body(Encoding::Protobuf, raw)
+            } else {
+                shared.accept_body(Encoding::Protobuf, raw)
+            };
+            accepted
                 .map(|a| tonic::Response::new(Bytes::from(a.response().encode_to_vec())))
                 .map_err(|e| e.to_grpc())
         })
@@ -293,14 +334,15 @@ impl Service<http::Request<Body>> for TraceReceiver {
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        if req.uri().path() != EXPORT_PATH {
-            return Box::pin(async move {
-                Ok(
-                    tonic::Status::unimplemented("only TraceService/Export is served here")
-                        .into_http(),
-                )
-            });
+        let (path, what) = if self.logs {
+            (LOGS_EXPORT_PATH, "only LogsService/Export is served here")
+        } else {
+            (EXPORT_PATH, "only TraceService/Export is served here")
+        };
+        if req.uri().path() != path {
+            return Box::pin(async move { Ok(tonic::Status::unimplemented(what).into_http()) });
         }
+        let logs = self.logs;
         let shared = Arc::clone(&self.shared);
         let max = self.max_message_size;
         // The body is charged to the in-flight budget as its frames arrive,
@@ -318,7 +360,7 @@ impl Service<http::Request<Body>> for TraceReceiver {
             let mut grpc = tonic::server::Grpc::new(RawCodec)
                 .apply_compression_config(gzip, gzip)
                 .apply_max_message_size_config(Some(max), None);
-            Ok(grpc.unary(ExportCall(shared), req).await)
+            Ok(grpc.unary(ExportCall(shared, logs), req).await)
         })
     }
 }

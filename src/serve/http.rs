@@ -1,4 +1,5 @@
-//! OTLP/HTTP receiver: `POST /v1/traces` on axum. Protobuf or JSON by
+//! OTLP/HTTP receiver: `POST /v1/traces` and `POST /v1/logs` (log records
+//! read as span events, `ingest::logs`) on axum. Protobuf or JSON by
 //! `Content-Type`, optional `Content-Encoding: gzip`, any body framing
 //! (Content-Length or chunked). The body is capped before and after
 //! inflating; the response uses the request's encoding.
@@ -26,6 +27,8 @@ use crate::ingest;
 
 /// The OTLP/HTTP path for traces.
 pub const TRACES_PATH: &str = "/v1/traces";
+/// The OTLP/HTTP path for logs.
+pub const LOGS_PATH: &str = "/v1/logs";
 
 /// Bodies larger than this are inflated and decoded off the async workers.
 const BLOCKING_DECODE_BYTES: usize = 512 * 1024;
@@ -59,6 +62,7 @@ pub(crate) async fn serve(
     // The token is checked before the body is read.
     let app = Router::new()
         .route(TRACES_PATH, post(export))
+        .route(LOGS_PATH, post(export_logs))
         .route_layer(axum::middleware::from_fn_with_state(
             (auth, "OTLP/HTTP"),
             security::require_bearer,
@@ -68,6 +72,15 @@ pub(crate) async fn serve(
 }
 
 async fn export(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Body) -> Response {
+    export_signal(&st, headers, body, false).await
+}
+
+async fn export_logs(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Body) -> Response {
+    export_signal(&st, headers, body, true).await
+}
+
+/// One export request: spans, or log records when `logs`.
+async fn export_signal(st: &HttpState, headers: HeaderMap, body: Body, logs: bool) -> Response {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
@@ -79,7 +92,7 @@ async fn export(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Body
             Err(ExportError::UnsupportedMediaType(content_type)),
         );
     };
-    let outcome = receive(&st, &headers, encoding, body).await;
+    let outcome = receive(st, &headers, encoding, body, logs).await;
     http_response(encoding, outcome)
 }
 
@@ -88,6 +101,7 @@ async fn receive(
     headers: &HeaderMap,
     encoding: Encoding,
     body: Body,
+    logs: bool,
 ) -> Result<Accepted, ExportError> {
     let gzip = is_gzip_encoded(headers)?;
     let declared = headers
@@ -114,7 +128,11 @@ async fn receive(
         let body = inflate(gzip, &bytes, max, &mut charge)?;
         // The received bytes are no longer needed once inflated.
         drop(bytes);
-        shared.accept_body(encoding, body)
+        if logs {
+            shared.accept_logs_body(encoding, body)
+        } else {
+            shared.accept_body(encoding, body)
+        }
     };
     if blocking {
         tokio::task::spawn_blocking(accept)

@@ -17,6 +17,7 @@ use super::telemetry::ServeStats;
 use crate::ingest::otlp_json::SpanRejected;
 use crate::ingest::projection::{KeepAll, KeyFilter};
 use crate::ingest::{self, Request, Wire};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 
 /// The budget of request bytes held at once by every receiver together
 /// (`--max-inflight`): bodies as they arrive and as they are inflated.
@@ -204,6 +205,87 @@ impl Shared {
         self.accept_with(req, raw, rejected)
     }
 
+    /// Decodes one logs request body (already inflated) and buffers its
+    /// records as events of the spans they name (`ingest::logs`), or
+    /// refuses it whole when the buffer is full. Records without span
+    /// context are counted and not kept; records of a trace already scored
+    /// are counted as late. Logs are not forwarded.
+    pub fn accept_logs_body(
+        &self,
+        encoding: Encoding,
+        body: Bytes,
+    ) -> Result<Accepted, ExportError> {
+        // As for spans: nothing is acknowledged that the results file could not keep.
+        if self.stats.output_failing.load(Ordering::Relaxed) != 0 {
+            ServeStats::add(&self.stats.requests_refused, 1);
+            return Err(ExportError::OutputFailing {
+                reason: "the results file cannot be written".into(),
+                retry_after: self.retry_after,
+            });
+        }
+        let (logs, bad) = match encoding {
+            Encoding::Protobuf => {
+                let req =
+                    <ExportLogsServiceRequest as prost::Message>::decode(&*body).map_err(|e| {
+                        ExportError::Undecodable(format!(
+                            "not an OTLP protobuf ExportLogsServiceRequest ({} bytes): {e}",
+                            body.len()
+                        ))
+                    })?;
+                ingest::logs::from_proto(req)
+            }
+            Encoding::Json => {
+                if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+                    return Err(ExportError::Undecodable(
+                        "not OTLP/JSON: an export request is a JSON object".into(),
+                    ));
+                }
+                ingest::logs::decode_json(&body)
+                    .map_err(|e| ExportError::Undecodable(format!("not OTLP/JSON logs: {e}")))?
+            }
+        };
+        let s = &self.stats;
+        let admitted = if logs.events.is_empty() {
+            Ok(Default::default())
+        } else {
+            let mut buf = self.lock();
+            let r = buf.admit_logs(logs.events, Instant::now());
+            self.stats.set_buffered(&buf.usage());
+            r
+        };
+        match admitted {
+            Ok(a) => {
+                ServeStats::add(&s.requests, 1);
+                ServeStats::add(&s.log_records, a.events as u64);
+                ServeStats::add(&s.log_records_late, a.late as u64);
+                ServeStats::add(&s.log_records_without_span, logs.without_span as u64);
+                let rejected = bad.len() as u64;
+                Ok(Accepted {
+                    rejected_spans: rejected as i64,
+                    message: summarize_records(rejected, &bad),
+                    logs: true,
+                })
+            }
+            Err(Refused::Full {
+                held_spans,
+                held_traces,
+            }) => {
+                ServeStats::add(&s.requests_refused, 1);
+                Err(ExportError::Busy {
+                    held_spans,
+                    held_traces,
+                    retry_after: self.retry_after,
+                })
+            }
+            Err(Refused::Closed) => {
+                ServeStats::add(&s.requests_refused, 1);
+                Err(ExportError::ShuttingDown {
+                    retry_after: self.retry_after,
+                })
+            }
+        }
+    }
+
     /// Validates one decoded request and buffers its spans, or refuses it
     /// whole when the buffer is full. `raw` is the protobuf the request was
     /// decoded from, if it came as protobuf: when no span is rejected it is
@@ -231,6 +313,7 @@ impl Shared {
             return Ok(Accepted {
                 rejected_spans: 0,
                 message: "the request holds no spans; nothing was taken".into(),
+                logs: false,
             });
         }
         let invalid = ingest::validate_ids(&mut req);
@@ -295,6 +378,7 @@ impl Shared {
                 Ok(Accepted {
                     rejected_spans: rejected_spans as i64,
                     message: summarize(rejected_spans, &problems),
+                    logs: false,
                 })
             }
             Err(Refused::Full {
@@ -327,12 +411,21 @@ impl Shared {
 
 /// One human-readable message for the rejected spans of a request.
 fn summarize(spans: u64, problems: &[String]) -> String {
+    summarize_what(spans, "span(s)", problems)
+}
+
+/// One human-readable message for the rejected log records of a request.
+fn summarize_records(records: u64, problems: &[String]) -> String {
+    summarize_what(records, "log record(s)", problems)
+}
+
+fn summarize_what(n: u64, what: &str, problems: &[String]) -> String {
     const SHOWN: usize = 3;
     if problems.is_empty() {
         return String::new();
     }
     let mut msg = format!(
-        "{spans} span(s) rejected for invalid ids or values: {}",
+        "{n} {what} rejected for invalid ids or values: {}",
         problems[..problems.len().min(SHOWN)].join("; ")
     );
     if problems.len() > SHOWN {

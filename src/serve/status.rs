@@ -116,9 +116,13 @@ impl ExportError {
 /// What was taken from a request: everything, or all but `rejected_spans`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Accepted {
+    /// Spans (or, for a logs request, log records) not taken.
     pub rejected_spans: i64,
     /// Why spans were rejected; empty when none were.
     pub message: String,
+    /// A logs request's answer (`rejectedLogRecords` in JSON; the protobuf
+    /// response has the same fields and numbers as the trace one).
+    pub logs: bool,
 }
 
 impl Accepted {
@@ -196,10 +200,17 @@ fn success_body(encoding: Encoding, accepted: &Accepted) -> Vec<u8> {
             // on full success, and OTLP/JSON int64 are strings.
             let v = match &resp.partial_success {
                 None => json!({}),
-                Some(p) => json!({"partialSuccess": {
-                    "rejectedSpans": p.rejected_spans.to_string(),
-                    "errorMessage": p.error_message,
-                }}),
+                Some(p) => {
+                    let key = if accepted.logs {
+                        "rejectedLogRecords"
+                    } else {
+                        "rejectedSpans"
+                    };
+                    json!({"partialSuccess": {
+                        key: p.rejected_spans.to_string(),
+                        "errorMessage": p.error_message,
+                    }})
+                }
             };
             v.to_string().into_bytes()
         }
@@ -322,6 +333,7 @@ mod tests {
         let a = Accepted {
             rejected_spans: 2,
             message: "bad ids".into(),
+            logs: false,
         };
         let body = String::from_utf8(success_body(Encoding::Json, &a)).unwrap();
         assert_eq!(

@@ -47,6 +47,14 @@ pub struct ServeStats {
     /// Re-sent spans dropped as duplicates.
     pub duplicate_spans: AtomicU64,
     pub spans_forwarded: AtomicU64,
+    /// Log records taken as events of their spans (`POST /v1/logs`, LogsService).
+    pub log_records: AtomicU64,
+    /// Log records without span context (not kept).
+    pub log_records_without_span: AtomicU64,
+    /// Log records of traces already scored (not kept).
+    pub log_records_late: AtomicU64,
+    /// Log records whose span never came (set by the completion thread).
+    pub log_records_unjoined: AtomicU64,
     pub requests_refused: AtomicU64,
     pub forward_retries: AtomicU64,
     pub traces_scored: AtomicU64,
@@ -114,6 +122,22 @@ pub struct StatsSnapshot {
     pub sink_errors: u64,
     /// Result rows that could not be written before the run ended.
     pub results_lost: u64,
+    /// Log records taken as events of their spans.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_records: u64,
+    /// Log records not kept: without span context, or late (their trace
+    /// already scored).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_records_without_span: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_records_late: u64,
+    /// Log records whose span never came.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_records_unjoined: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ServeStats {
@@ -134,6 +158,10 @@ impl ServeStats {
             results_dropped: g(&self.results_dropped),
             sink_errors: g(&self.sink_errors),
             results_lost: g(&self.results_lost),
+            log_records: g(&self.log_records),
+            log_records_without_span: g(&self.log_records_without_span),
+            log_records_late: g(&self.log_records_late),
+            log_records_unjoined: g(&self.log_records_unjoined),
         }
     }
 
@@ -141,6 +169,7 @@ impl ServeStats {
     pub(crate) fn set_buffered(&self, u: &super::buffer::Usage) {
         Self::set(&self.buffer_spans, (u.spans + u.scoring_spans) as u64);
         Self::set(&self.buffer_traces, u.traces as u64);
+        Self::set(&self.log_records_unjoined, u.unjoined_log_records as u64);
     }
 
     pub fn add(counter: &AtomicU64, n: u64) {
@@ -247,6 +276,30 @@ const SCALARS: &[ScalarSpec] = &[
         true,
         "Re-sent spans dropped as duplicates.",
         |s| &s.duplicate_spans,
+    ),
+    (
+        "toolscore_log_records_received_total",
+        true,
+        "Log records taken as events of the spans they name (POST /v1/logs, LogsService).",
+        |s| &s.log_records,
+    ),
+    (
+        "toolscore_log_records_without_span_total",
+        true,
+        "Log records without span context, dropped.",
+        |s| &s.log_records_without_span,
+    ),
+    (
+        "toolscore_log_records_late_total",
+        true,
+        "Log records of traces already scored, dropped.",
+        |s| &s.log_records_late,
+    ),
+    (
+        "toolscore_log_records_unjoined_total",
+        true,
+        "Log records whose span never came, counted when their trace was scored.",
+        |s| &s.log_records_unjoined,
     ),
     (
         "toolscore_results_dropped_total",

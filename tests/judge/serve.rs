@@ -226,7 +226,7 @@ fn serve_full_judge_queue_waits_and_judges_every_trace() {
                 if s.spans >= 2 * n as u64 && s.buffered_traces == 0 {
                     Ok(())
                 } else {
-                    Err(s)
+                    Err(Box::new(s))
                 }
             },
         );

@@ -10,6 +10,7 @@ mod files;
 mod forward;
 mod lifecycle;
 mod limits;
+mod logs;
 mod outputs;
 mod scoring;
 mod setup;
@@ -120,7 +121,7 @@ impl TestServer {
             if done(&stats) {
                 Ok(())
             } else {
-                Err(stats)
+                Err(Box::new(stats))
             }
         })
     }

@@ -68,6 +68,12 @@ pub(super) fn span_id_field(v: Scalar, kind: IdKind, fault: &mut Fault) -> Id {
     Id::new(&id_field(v, kind, fault))
 }
 
+/// A log record's trace id (`trace`) or span id, as hex or base64: what
+/// [`id_field`] reads on spans.
+pub(crate) fn log_id(s: &str, trace: bool) -> Result<Vec<u8>, String> {
+    decode_id(s, if trace { IdKind::Trace } else { IdKind::Span })
+}
+
 fn decode_id(s: &str, kind: IdKind) -> Result<Vec<u8>, String> {
     let want = kind.len();
     if s.is_empty() {
@@ -156,7 +162,7 @@ fn hex_into(s: &[u8], out: &mut [u8]) -> bool {
 
 /// Base64, standard (`+/`) or URL-safe (`-_`) alphabet but not a mix, with
 /// or without `=` padding (padded input must be whole 4-char groups).
-pub(super) fn base64(s: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn base64(s: &[u8]) -> Option<Vec<u8>> {
     let body = s
         .strip_suffix(b"==")
         .or_else(|| s.strip_suffix(b"="))

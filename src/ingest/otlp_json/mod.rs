@@ -39,6 +39,7 @@ use serde::de::DeserializeSeed;
 
 use self::context::Ctx;
 use self::document::DocSeed;
+pub(crate) use self::ids::{base64, log_id};
 pub use self::salvage::salvage;
 use super::projection::{KeepAll, KeyFilter};
 use super::Request;

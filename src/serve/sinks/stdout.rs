@@ -94,6 +94,30 @@ fn evaluation_line(e: &Evaluation, revision: u32) -> String {
     )
 }
 
+/// The summary's words on log records (empty when none came).
+fn logs_text(st: &crate::serve::telemetry::StatsSnapshot) -> String {
+    let mut out = String::new();
+    let parts = [
+        (st.log_records, "log record(s) taken as span events"),
+        (
+            st.log_records_unjoined,
+            "of them naming a span that never came",
+        ),
+        (
+            st.log_records_without_span,
+            "log record(s) without span context ignored",
+        ),
+        (
+            st.log_records_late,
+            "log record(s) late (their trace already scored)",
+        ),
+    ];
+    for (n, what) in parts.into_iter().filter(|(n, _)| *n > 0) {
+        out.push_str(&format!("; {n} {what}"));
+    }
+    out
+}
+
 fn summary_text(s: &ServeSummary) -> String {
     let st = &s.stats;
     let mut out = format!(
@@ -106,6 +130,7 @@ fn summary_text(s: &ServeSummary) -> String {
             s.unmatched_cases.len()
         ));
     }
+    out.push_str(&logs_text(st));
     out.push('\n');
     if !s.metrics.is_empty() && s.evaluations > 0 {
         let w = s

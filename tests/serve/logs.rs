@@ -1,0 +1,279 @@
+//! Calls written as OTel log events: a model client instrumented the OTel
+//! GenAI way records its spans and, apart, its messages as log records tied
+//! to the spans. The real opentelemetry-otlp span and log exporters send
+//! them to `serve` separately, over both transports, in either order; the
+//! trace is scored with the calls its conversation holds.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _};
+use opentelemetry::trace::{Span as _, TraceContextExt, TraceFlags, Tracer, TracerProvider as _};
+use opentelemetry::{Context, Key, KeyValue as Kv};
+use opentelemetry_sdk::logs::SdkLoggerProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use serde_json::{json, Value};
+
+use super::{of_type, start, TestServer};
+
+fn map(pairs: Vec<(&'static str, AnyValue)>) -> AnyValue {
+    AnyValue::Map(Box::new(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (Key::from_static_str(k), v))
+            .collect::<HashMap<_, _>>(),
+    ))
+}
+
+fn text(s: &str) -> AnyValue {
+    AnyValue::from(s.to_string())
+}
+
+/// The model's request for `get_weather(city)`, as the OpenAI client
+/// instrumentation writes a tool call in a message body.
+fn tool_calls(city: &str) -> AnyValue {
+    AnyValue::ListAny(Box::new(vec![map(vec![
+        ("id", text("call_w1")),
+        ("type", text("function")),
+        (
+            "function",
+            map(vec![
+                ("name", text("get_weather")),
+                ("arguments", text(&json!({ "city": city }).to_string())),
+            ]),
+        ),
+    ])]))
+}
+
+/// One model call: a `chat` span under `parent` and its message events as
+/// log records naming it.
+fn model_call(
+    tracer: &opentelemetry_sdk::trace::SdkTracer,
+    logger: &opentelemetry_sdk::logs::SdkLogger,
+    parent: &Context,
+    events: Vec<(&'static str, AnyValue)>,
+) {
+    let span = tracer
+        .span_builder("chat some-model")
+        .with_attributes([
+            Kv::new("gen_ai.operation.name", "chat"),
+            Kv::new("gen_ai.system", "openai"),
+        ])
+        .start_with_context(tracer, parent);
+    let sc = span.span_context().clone();
+    for (name, body) in events {
+        let mut r = logger.create_log_record();
+        r.set_event_name(name);
+        r.set_trace_context(sc.trace_id(), sc.span_id(), Some(TraceFlags::SAMPLED));
+        r.add_attribute("gen_ai.system", "openai");
+        r.set_body(body);
+        logger.emit(r);
+    }
+    let mut span = span;
+    span.end();
+}
+
+/// A hand-written tool loop around an instrumented model client: the model
+/// asks for `get_weather(Paris)`, the loop runs it (no span) and sends the
+/// result back. Also one record without span context. Returns the trace id.
+fn tool_loop(tp: &SdkTracerProvider, lp: &SdkLoggerProvider, conv: &str) -> String {
+    let tracer = tp.tracer("e2e-loop");
+    let logger = lp.logger("opentelemetry.instrumentation.openai_v2");
+    let root = tracer
+        .span_builder("agent loop")
+        .with_attributes([Kv::new("test.run", conv.to_string())])
+        .start(&tracer);
+    let cx = Context::current_with_span(root);
+    let ask = text("What is the weather in Paris?");
+    model_call(
+        &tracer,
+        &logger,
+        &cx,
+        vec![
+            ("gen_ai.user.message", map(vec![("content", ask.clone())])),
+            (
+                "gen_ai.choice",
+                map(vec![
+                    ("index", AnyValue::Int(0)),
+                    ("finish_reason", text("tool_calls")),
+                    (
+                        "message",
+                        map(vec![
+                            ("role", text("assistant")),
+                            ("tool_calls", tool_calls("Paris")),
+                        ]),
+                    ),
+                ]),
+            ),
+        ],
+    );
+    model_call(
+        &tracer,
+        &logger,
+        &cx,
+        vec![
+            ("gen_ai.user.message", map(vec![("content", ask)])),
+            (
+                "gen_ai.assistant.message",
+                map(vec![("tool_calls", tool_calls("Paris"))]),
+            ),
+            (
+                "gen_ai.tool.message",
+                map(vec![("id", text("call_w1")), ("content", text("sunny"))]),
+            ),
+            (
+                "gen_ai.choice",
+                map(vec![
+                    ("index", AnyValue::Int(0)),
+                    ("finish_reason", text("stop")),
+                    (
+                        "message",
+                        map(vec![
+                            ("role", text("assistant")),
+                            ("content", text("Sunny.")),
+                        ]),
+                    ),
+                ]),
+            ),
+        ],
+    );
+    let mut spanless = logger.create_log_record();
+    spanless.set_event_name("gen_ai.user.message");
+    spanless.set_body(text("no span context"));
+    logger.emit(spanless);
+    let id = cx.span().span_context().trace_id().to_string();
+    cx.span().end();
+    id
+}
+
+fn fixture(dir: &Path, conv: &str) -> PathBuf {
+    let p = dir.join("expected.jsonl");
+    let case = json!({
+        "id": conv,
+        "match": {"test.run": conv},
+        "expected_tools": [{"name": "get_weather", "args": {"city": "Paris"}}],
+    });
+    std::fs::write(&p, case.to_string()).unwrap();
+    p
+}
+
+/// Records sent with their spans: 6; one more without span context.
+const RECORDS: u64 = 6;
+
+fn assert_scored(srv: &TestServer, trace: &str, conv: &str) {
+    let rows = srv.rows();
+    let evals = of_type(&rows, "evaluation");
+    assert_eq!(evals.len(), 1, "{rows:#?}");
+    let e = evals[0];
+    assert_eq!((&e["trace_id"], &e["case"]), (&json!(trace), &json!(conv)));
+    assert_eq!(e["spans"], 3, "{e}");
+    assert_eq!(e["pass"], true, "{e}");
+    let called: Vec<(&str, Value)> = e["tools_called"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["args"].clone()))
+        .collect();
+    assert_eq!(called, [("get_weather", json!({"city": "Paris"}))], "{e}");
+    let s = srv.stats.snapshot();
+    assert_eq!(
+        (
+            s.log_records,
+            s.log_records_without_span,
+            s.log_records_unjoined,
+            s.log_records_late
+        ),
+        (RECORDS, 1, 0, 0)
+    );
+    let (status, text) = super::get(srv.admin.unwrap(), "/metrics");
+    assert_eq!(status, 200);
+    let m = super::parse_prometheus(&text);
+    assert_eq!(m["toolscore_log_records_received_total"], RECORDS as f64);
+    assert_eq!(m["toolscore_log_records_without_span_total"], 1.0);
+    assert_eq!(m["toolscore_log_records_late_total"], 0.0);
+}
+
+/// The decision wait: long enough that the second signal's flush, right
+/// after the first's, always lands before the trace is scored.
+const WAIT: Duration = Duration::from_secs(2);
+
+#[test]
+fn otlp_http_spans_and_logs_sent_apart_are_joined() {
+    use opentelemetry_otlp::WithExportConfig;
+    let conv = "conv-logs-http";
+    let srv = start("logs-http", |c, dir| {
+        c.expected = Some(fixture(dir, conv));
+        c.decision_wait = WAIT;
+    });
+    let spans = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/traces", srv.http))
+        .build()
+        .unwrap();
+    let logs = opentelemetry_otlp::LogExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/logs", srv.http))
+        .build()
+        .unwrap();
+    let tp = SdkTracerProvider::builder()
+        .with_batch_exporter(spans)
+        .build();
+    let lp = SdkLoggerProvider::builder()
+        .with_batch_exporter(logs)
+        .build();
+    let trace = tool_loop(&tp, &lp, conv);
+    // The log records first: they wait in the buffer for their spans.
+    lp.force_flush().unwrap();
+    srv.wait_for("the log records", |s| s.log_records >= RECORDS);
+    tp.force_flush().unwrap();
+    srv.wait_for("the trace to be scored", |s| s.evaluations >= 1);
+    lp.shutdown().unwrap();
+    tp.shutdown().unwrap();
+    assert_scored(&srv, &trace, conv);
+    srv.stop();
+}
+
+#[test]
+fn otlp_grpc_spans_and_logs_sent_apart_are_joined() {
+    use opentelemetry_otlp::WithExportConfig;
+    let conv = "conv-logs-grpc";
+    let srv = start("logs-grpc", |c, dir| {
+        c.expected = Some(fixture(dir, conv));
+        c.decision_wait = WAIT;
+    });
+    let (tp, lp) = {
+        // tonic's channels run on the server's runtime.
+        let _guard = srv.rt.enter();
+        let spans = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(format!("http://{}", srv.grpc))
+            .build()
+            .unwrap();
+        let logs = opentelemetry_otlp::LogExporter::builder()
+            .with_tonic()
+            .with_endpoint(format!("http://{}", srv.grpc))
+            .build()
+            .unwrap();
+        (
+            SdkTracerProvider::builder()
+                .with_batch_exporter(spans)
+                .build(),
+            SdkLoggerProvider::builder()
+                .with_batch_exporter(logs)
+                .build(),
+        )
+    };
+    let trace = tool_loop(&tp, &lp, conv);
+    // The spans first: the records join the trace while it waits.
+    tp.force_flush().unwrap();
+    srv.wait_for("the spans", |s| s.spans >= 3);
+    lp.force_flush().unwrap();
+    srv.wait_for("the trace to be scored", |s| s.evaluations >= 1);
+    lp.shutdown().unwrap();
+    tp.shutdown().unwrap();
+    assert_scored(&srv, &trace, conv);
+    srv.stop();
+}
