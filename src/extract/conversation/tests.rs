@@ -1,0 +1,373 @@
+//! Tests of the conversation witness (`super`).
+
+use super::*;
+use serde_json::json;
+
+use crate::assemble::TraceId;
+
+fn sp(id: u8, parent: Option<u8>, start: u64, name: &str, attrs: &[(&str, &str)]) -> SpanRecord {
+    super::super::tests::sp(id, parent, (start, start + 5), name, attrs)
+}
+
+fn analyze(spans: Vec<SpanRecord>) -> Analysis {
+    Extractor::default().analyze(&Trace::new(TraceId([3; 16]), spans, 0))
+}
+
+fn names(a: &Analysis) -> Vec<(&str, Option<&Value>, Option<&str>)> {
+    a.calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.args.value(), c.from))
+        .collect()
+}
+
+/// A GenAI model span asking for `calls` (id, name, args) after
+/// `results` (id, content) came back.
+fn chat(id: u8, start: u64, results: &[(&str, &str)], calls: &[(&str, &str, Value)]) -> SpanRecord {
+    let input: Vec<Value> = results
+        .iter()
+        .map(|(id, r)| {
+            json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": r}]})
+        })
+        .collect();
+    let parts: Vec<Value> = calls
+        .iter()
+        .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
+        .collect();
+    let output = json!([{"role": "assistant", "parts": parts}]).to_string();
+    let input = Value::Array(input).to_string();
+    sp(
+        id,
+        Some(1),
+        start,
+        "chat m",
+        &[
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.input.messages", &input),
+            ("gen_ai.output.messages", &output),
+        ],
+    )
+}
+
+#[test]
+fn indexed_messages_are_rebuilt_in_either_layout() {
+    let s = sp(
+        1,
+        None,
+        0,
+        "x",
+        &[
+            ("llm.input_messages.1.message.role", "tool"),
+            ("llm.input_messages.1.message.tool_call_id", "c1"),
+            ("llm.input_messages.1.message.content", "{\"ok\": 1}"),
+            ("llm.input_messages.0.message.role", "assistant"),
+            (
+                "llm.input_messages.0.message.tool_calls.0.tool_call.id",
+                "c1",
+            ),
+            (
+                "llm.input_messages.0.message.tool_calls.0.tool_call.function.name",
+                "f",
+            ),
+            (
+                "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments",
+                "{\"a\": 1}",
+            ),
+            ("gen_ai.completion.0.role", "assistant"),
+            ("gen_ai.completion.0.tool_calls.0.id", "c2"),
+            ("gen_ai.completion.0.tool_calls.0.name", "g"),
+            ("gen_ai.completion.0.tool_calls.0.arguments", "{\"b\": 2}"),
+        ],
+    );
+    let request = read_request(&flat_messages(&s, &OI_IN).unwrap(), "openinference");
+    assert_eq!(request.answers.len(), 1);
+    assert_eq!(request.answers[0].id.as_deref(), Some("c1"));
+    assert_eq!(request.last_turn[0].name, "f");
+    let (asked, form) = asked_of(&s);
+    assert_eq!(form, "openllmetry");
+    assert_eq!(
+        (
+            asked[0].id.as_deref(),
+            asked[0].name.as_str(),
+            &asked[0].args
+        ),
+        (Some("c2"), "g", &json!({"b": 2}))
+    );
+}
+
+#[test]
+fn results_are_read_in_every_known_shape() {
+    let messages = json!({"messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "1"},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "b", "response": 2}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c", "toolName": "h", "output": 3}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "d", "content": "4"}]},
+        {"role": "tool", "content": [{"toolResponse": {"name": "k", "ref": "e", "output": 5}}]},
+    ]});
+    let r = read_request(&messages, "test");
+    let ids: Vec<Option<&str>> = r.answers.iter().map(|a| a.id.as_deref()).collect();
+    assert_eq!(ids, [Some("a"), Some("b"), Some("c"), Some("d"), Some("e")]);
+    // Only results follow the model's turn: its calls are the last turn.
+    assert_eq!(r.last_turn.len(), 1);
+    let mut later = messages.clone();
+    later["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "user", "content": "and now?"}));
+    assert!(read_request(&later, "test").last_turn.is_empty());
+}
+
+#[test]
+fn calls_come_from_the_conversation_once_per_call_id() {
+    let w = json!({"city": "Oslo"});
+    let t = json!({"zone": "CET"});
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        chat(
+            2,
+            10,
+            &[],
+            &[("c1", "weather", w.clone()), ("c2", "time", t.clone())],
+        ),
+        // The SDK's own span of the same model call: the same output.
+        {
+            let mut inner = chat(3, 11, &[], &[("c1", "weather", w.clone())]);
+            inner.parent = Some(SpanId([2; 8]));
+            inner
+        },
+        // The next request repeats the history and asks again.
+        chat(
+            4,
+            30,
+            &[("c1", "sunny"), ("c2", "9:00")],
+            &[("c3", "weather", w.clone())],
+        ),
+        chat(5, 50, &[("c1", "sunny"), ("c2", "9:00")], &[]),
+    ]);
+    let conv = Some(FROM_CONVERSATION);
+    assert_eq!(
+        names(&a),
+        [("weather", Some(&w), conv), ("time", Some(&t), conv)]
+    );
+    // c3 was never answered: listed, not counted.
+    assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+    assert!(a.warnings[0].contains("`weather` (call id c3)"));
+    assert_eq!(a.calls[0].result, Some(CallResult::Value(json!("sunny"))));
+}
+
+#[test]
+fn tool_spans_join_the_model_call_by_id_and_disagreements_are_warned() {
+    let args = json!({"q": "x"});
+    let tool = |id: u8, start: u64, name: &str, call_id: &str| {
+        sp(
+            id,
+            Some(1),
+            start,
+            &format!("execute_tool {name}"),
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", name),
+                ("gen_ai.tool.call.id", call_id),
+            ],
+        )
+    };
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        chat(
+            2,
+            10,
+            &[],
+            &[
+                ("k1", "search", args.clone()),
+                ("k2", "fetch", json!({})),
+                ("k3", "never_run", json!({})),
+            ],
+        ),
+        // A wrapper class's name, no arguments: the model's name and
+        // arguments by call id.
+        tool(3, 20, "FunctionTool", "k1"),
+        tool(4, 21, "fetch", "k2"),
+        // Nothing asked for this one.
+        tool(5, 22, "extra", "k9"),
+    ]);
+    assert_eq!(
+        names(&a),
+        [
+            ("search", Some(&args), None),
+            ("fetch", Some(&json!({})), None),
+            ("extra", None, None)
+        ]
+    );
+    assert_eq!(a.calls[0].span_name.as_deref(), Some("FunctionTool"));
+    assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
+    assert!(a.warnings[0].contains("`never_run` (call id k3)"));
+    assert!(a.warnings[1].contains("call of `extra`"));
+}
+
+#[test]
+fn one_call_id_in_two_conversations_is_two_calls() {
+    // A sub-agent's conversation reuses its parent's call id.
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        chat(2, 10, &[], &[("c", "plan", json!({"to": "Rome"}))]),
+        chat(3, 20, &[], &[("c", "weather", json!({"city": "Rome"}))]),
+        chat(4, 30, &[("c", "sun")], &[]),
+    ]);
+    let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(got, ["plan", "weather"]);
+}
+
+#[test]
+fn an_agent_run_without_tool_spans_gets_its_calls_from_its_conversation() {
+    let run = |id: u8, parent: u8, start: u64, name: &str| {
+        sp(
+            id,
+            Some(parent),
+            start,
+            &format!("invoke_agent {name}"),
+            &[
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.agent.name", name),
+            ],
+        )
+    };
+    let in_run = |mut s: SpanRecord, parent: u8| {
+        s.parent = Some(SpanId([parent; 8]));
+        s
+    };
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        run(2, 1, 1, "main"),
+        in_run(
+            chat(3, 10, &[], &[("m1", "delegate", json!({"task": "t"}))]),
+            2,
+        ),
+        sp(
+            4,
+            Some(2),
+            20,
+            "execute_tool delegate",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "delegate"),
+                ("gen_ai.tool.call.id", "m1"),
+            ],
+        ),
+        // A sub-agent on a bare client inside the tool: no tool span.
+        run(5, 4, 21, "helper"),
+        in_run(chat(6, 22, &[], &[("h1", "lookup", json!({"k": 1}))]), 5),
+        in_run(chat(7, 30, &[("h1", "found")], &[]), 5),
+        in_run(chat(8, 40, &[("m1", "done")], &[]), 2),
+    ]);
+    let got: Vec<(&str, Option<&str>, Option<&str>)> = a
+        .calls
+        .iter()
+        .map(|c| {
+            (
+                c.name.as_str(),
+                c.agent.as_ref().map(|r| r.name.as_str()),
+                c.from,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("delegate", Some("main"), None),
+            ("lookup", Some("helper"), Some(FROM_CONVERSATION))
+        ]
+    );
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+}
+
+#[test]
+fn responses_items_in_a_request_text_are_its_messages() {
+    // One user message whose text is the JSON of the Responses items.
+    let items = json!([
+        {"role": "user", "content": "go"},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{\"a\": 1}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "one"},
+        {"type": "function_call", "id": "fc_2", "call_id": "c2", "name": "g", "arguments": "{}"},
+        {"type": "function_call", "id": "fc_3", "call_id": "c3", "name": "h", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": "two"},
+        {"type": "function_call_output", "call_id": "c3", "output": "three"},
+    ]);
+    let messages =
+        json!([{"role": "user", "parts": [{"type": "text", "content": items.to_string()}]}]);
+    let r = read_request(&messages, "test");
+    let ids: Vec<Option<&str>> = r.answers.iter().map(|a| a.id.as_deref()).collect();
+    assert_eq!(ids, [Some("c1"), Some("c2"), Some("c3")]);
+    // Two call items in a row are one model turn; ids are the call ids.
+    let last: Vec<Option<&str>> = r.last_turn.iter().map(|a| a.id.as_deref()).collect();
+    assert_eq!(last, [Some("c2"), Some("c3")]);
+    assert_eq!(r.history.len(), 3);
+}
+
+#[test]
+fn calls_only_a_later_request_shows_are_counted_once() {
+    // The outputs lost the calls; the second request holds them all,
+    // the third repeats them.
+    let history = |extra: &[(&str, &str)]| {
+        let mut m = vec![
+            json!({"role": "user", "content": "go"}),
+            json!({"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "1"}),
+            json!({"role": "assistant", "tool_calls": [{"id": "c2", "function": {"name": "g", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c2", "content": "2"}),
+        ];
+        m.extend(extra.iter().map(|(r, c)| json!({"role": r, "content": c})));
+        Value::Array(m).to_string()
+    };
+    let model = |id: u8, start: u64, input: &str| {
+        sp(
+            id,
+            Some(1),
+            start,
+            "acme.chat",
+            &[
+                ("gen_ai.input.messages", input),
+                ("gen_ai.output.messages", "[]"),
+            ],
+        )
+    };
+    let first = json!([{"role": "user", "content": "go"}]).to_string();
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        model(2, 10, &first),
+        model(3, 20, &history(&[])),
+        model(4, 30, &history(&[("assistant", "done"), ("user", "again")])),
+    ]);
+    let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(got, ["f", "g"]);
+    // A trace whose first request already carries a history: of it,
+    // only the last turn is new (the rest was counted before).
+    let b = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        model(3, 20, &history(&[])),
+    ]);
+    let got: Vec<&str> = b.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(got, ["g"]);
+}
+
+#[test]
+fn a_made_up_vendor_namespace_is_joined_by_the_model_name() {
+    // A tool span whose name is `<namespace>.<tool>` with no call id.
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        chat(2, 10, &[], &[("c", "lookup", json!({"id": 7}))]),
+        sp(
+            3,
+            Some(1),
+            20,
+            "acme.lookup",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "acme.lookup"),
+            ],
+        ),
+    ]);
+    assert_eq!(a.calls[0].name, "lookup");
+    assert_eq!(a.calls[0].span_name.as_deref(), Some("acme.lookup"));
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+}
