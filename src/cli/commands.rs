@@ -120,23 +120,7 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
         Some(f) => format!("replay of {}", f.display()),
         None => "replay".into(),
     };
-    let mut out = open_output(args.output.as_ref())?;
-    match (parts.as_mut(), args.format) {
-        (Some(parts), ReportFormat::Jsonl) => {
-            let mut both = Tee {
-                out: &mut *out,
-                parts,
-            };
-            report::write_jsonl(&report, &mut both).and_then(|()| {
-                comparison
-                    .as_ref()
-                    .map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out))
-            })
-        }
-        _ => write_report(&report, comparison.as_ref(), args.format, &title, &mut out),
-    }
-    .and_then(|()| out.flush())
-    .context("cannot write the report")?;
+    write_replay_report(&args, &report, comparison.as_ref(), parts.as_mut(), &title)?;
     // Machine formats on stdout stay clean; people still see what was rejected.
     if !matches!(args.format, ReportFormat::Table) || args.output.is_some() {
         for r in &report.rejected {
@@ -184,6 +168,31 @@ fn cmd_replay(args: ReplayArgs, argv: &[OsString]) -> anyhow::Result<u8> {
         }
     }
     Ok(code)
+}
+
+/// Writes replay's report where `--output` says; a JSONL report goes to the
+/// saved run's parts as it is written.
+fn write_replay_report(
+    args: &ReplayArgs,
+    report: &report::Report,
+    comparison: Option<&baseline::Comparison>,
+    parts: Option<&mut PartWriter>,
+    title: &str,
+) -> anyhow::Result<()> {
+    let mut out = open_output(args.output.as_ref())?;
+    match (parts, args.format) {
+        (Some(parts), ReportFormat::Jsonl) => {
+            let mut both = Tee {
+                out: &mut *out,
+                parts,
+            };
+            report::write_jsonl(report, &mut both)
+                .and_then(|()| comparison.map_or(Ok(()), |c| baseline::write_jsonl(c, &mut out)))
+        }
+        _ => write_report(report, comparison, args.format, title, &mut out),
+    }
+    .and_then(|()| out.flush())
+    .context("cannot write the report")
 }
 
 /// Writes each byte to the report's output and to the saved run's parts.
