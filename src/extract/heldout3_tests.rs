@@ -82,3 +82,32 @@ fn a_span_named_by_the_function_template_is_a_call() {
         .iter()
         .all(|c| c.convention == "logfire-openai-agents"));
 }
+
+#[test]
+fn an_sdk_tool_span_renamed_to_execute_tool_keeps_its_result() {
+    // An SDK's own tool span that a vendor renamed after the GenAI
+    // convention: the operation name wins the rule, the SDK's attributes
+    // still hold what the tool received and returned.
+    let a = analyze(vec![sp(
+        1,
+        None,
+        (0, 10),
+        "execute_tool lookup_tide",
+        &[
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "lookup_tide"),
+            ("gen_ai.tool.call.id", "c-1"),
+            ("ai.operationId", "ai.toolCall"),
+            ("ai.toolCall.args", r#"{"harbour":"Brest"}"#),
+            ("ai.toolCall.result", r#"{"high":"06:12"}"#),
+        ],
+    )]);
+    assert_eq!(
+        calls(&a),
+        vec![(
+            "lookup_tide".to_string(),
+            Some(json!({"harbour": "Brest"})),
+            Some(json!({"high": "06:12"}))
+        )]
+    );
+}
