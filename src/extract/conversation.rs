@@ -496,8 +496,28 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
     Answer {
         id: text(&RESULT_ID_KEYS),
         name: text(&["name", "toolName"]),
-        content: RESULT_KEYS.iter().find_map(|k| o.get(*k)).cloned(),
+        content: RESULT_KEYS
+            .iter()
+            .find_map(|k| o.get(*k))
+            .cloned()
+            .or_else(|| text_parts(o)),
     }
+}
+
+/// The text of a tool message whose result sits in text parts only
+/// (`{"role": "tool", "parts": [{"type": "text", "content": ...}],
+/// "tool_call_id": ...}`: LiteLLM's GenAI messages), the parts joined.
+fn text_parts(o: &Map<String, Value>) -> Option<Value> {
+    let parts = o.get("parts")?.as_array()?;
+    let texts = parts
+        .iter()
+        .map(|p| {
+            let text = p.get("type")?.as_str()? == "text";
+            text.then(|| p.get("content").or_else(|| p.get("text")))??
+                .as_str()
+        })
+        .collect::<Option<Vec<&str>>>()?;
+    (!texts.is_empty()).then(|| Value::String(texts.concat()))
 }
 
 /// Runs the witness on one trace's analysis: the call-id join and the

@@ -111,3 +111,53 @@ fn an_sdk_tool_span_renamed_to_execute_tool_keeps_its_result() {
         )]
     );
 }
+
+#[test]
+fn a_tool_message_with_text_parts_answers_its_call() {
+    // Only model spans; the result is the text part of the tool message
+    // that carries the call id.
+    let asked = r#"[{"role":"assistant","parts":[],"tool_calls":[{"id":"c-7","type":"function","function":{"name":"lookup_tide","arguments":"{\"harbour\": \"Brest\"}"}}]}]"#;
+    let history = r#"[{"role":"user","parts":[{"type":"text","content":"When is high tide?"}]},
+        {"role":"assistant","parts":[],"tool_calls":[{"id":"c-7","type":"function","function":{"name":"lookup_tide","arguments":"{\"harbour\": \"Brest\"}"}}]},
+        {"role":"tool","parts":[{"type":"text","content":"{\"high\": \"06:12\"}"}],"tool_call_id":"c-7"}]"#;
+    let chat = ("gen_ai.operation.name", "chat");
+    let a = analyze(vec![
+        sp(
+            1,
+            None,
+            (0, 10),
+            "chat m",
+            &[
+                chat,
+                (
+                    "gen_ai.input.messages",
+                    r#"[{"role":"user","parts":[{"type":"text","content":"When is high tide?"}]}]"#,
+                ),
+                ("gen_ai.output.messages", asked),
+            ],
+        ),
+        sp(
+            2,
+            None,
+            (20, 30),
+            "chat m",
+            &[
+                chat,
+                ("gen_ai.input.messages", history),
+                (
+                    "gen_ai.output.messages",
+                    r#"[{"role":"assistant","parts":[{"type":"text","content":"At 06:12."}]}]"#,
+                ),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        calls(&a),
+        vec![(
+            "lookup_tide".to_string(),
+            Some(json!({"harbour": "Brest"})),
+            Some(json!({"high": "06:12"}))
+        )]
+    );
+    assert_eq!(a.calls[0].from, Some(conversation::FROM_CONVERSATION));
+}
