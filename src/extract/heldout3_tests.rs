@@ -161,3 +161,68 @@ fn a_tool_message_with_text_parts_answers_its_call() {
     );
     assert_eq!(a.calls[0].from, Some(conversation::FROM_CONVERSATION));
 }
+
+#[test]
+fn an_agno_execution_result_gives_its_result_and_nothing_else_does() {
+    let tool = |id: u8, output: &str| {
+        sp(
+            id,
+            None,
+            (u64::from(id) * 10, u64::from(id) * 10 + 5),
+            "lookup_tide.tool",
+            &[
+                ("traceloop.span.kind", "tool"),
+                ("traceloop.entity.name", "lookup_tide"),
+                ("traceloop.entity.input", r#"{"harbour": "Brest"}"#),
+                ("traceloop.entity.output", output),
+            ],
+        )
+    };
+    let a = analyze(vec![
+        tool(1, "status='success' result={'high': '06:12', 'metres': 6.5} error=None updated_session_state=None images=None videos=None audios=None files=None"),
+        tool(2, "status='success' result='calm' error=None"),
+        tool(3, r#"status='success' result='{"coef": 95}' error=None files=None"#),
+        // Not Agno's fields alone, a failure, or no literal: the text stays.
+        tool(4, "status='success' result='calm' mood='fine'"),
+        tool(5, "status='failure' result=None error='no such harbour'"),
+        tool(6, "status='success' result=Tide(high='06:12') error=None"),
+    ]);
+    let results: Vec<Option<Value>> = calls(&a).into_iter().map(|c| c.2).collect();
+    assert_eq!(
+        results,
+        vec![
+            Some(json!({"high": "06:12", "metres": 6.5})),
+            Some(json!("calm")),
+            Some(json!({"coef": 95})),
+            Some(json!("status='success' result='calm' mood='fine'")),
+            Some(json!(
+                "status='failure' result=None error='no such harbour'"
+            )),
+            Some(json!(
+                "status='success' result=Tide(high='06:12') error=None"
+            )),
+        ]
+    );
+}
+
+#[test]
+fn pydantic_fields_are_read_as_literals() {
+    let f = literal::parse_fields("a='x y' b=None c={'k': [1, (2,)]} d=-3.5 e=True").unwrap();
+    assert_eq!(
+        Value::Object(f),
+        json!({"a": "x y", "b": null, "c": {"k": [1, [2]]}, "d": -3.5, "e": true})
+    );
+    for bad in [
+        "",
+        "a",
+        "a=",
+        "=1",
+        "a=1,b=2",
+        "a=x",
+        "1a=2",
+        "a=1  b=2 c",
+        "a='x'b=1",
+    ] {
+        assert!(literal::parse_fields(bad).is_none(), "{bad}");
+    }
+}

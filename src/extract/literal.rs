@@ -30,6 +30,43 @@ pub(crate) fn parse(text: &str) -> Option<Value> {
     (p.at == p.s.len() && (v.is_object() || v.is_array())).then_some(v)
 }
 
+/// `text` as the fields of a Python object's `str()` in pydantic's form:
+/// `name=value` pairs separated by spaces, each value a Python literal
+/// (scalars too); `None` when any part is not.
+pub(crate) fn parse_fields(text: &str) -> Option<Map<String, Value>> {
+    let mut p = Parser {
+        s: text.trim().as_bytes(),
+        at: 0,
+    };
+    let mut fields = Map::new();
+    while p.at < p.s.len() {
+        let start = p.at;
+        while p
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
+            p.at += 1;
+        }
+        let name = std::str::from_utf8(&p.s[start..p.at]).ok()?;
+        if name.is_empty()
+            || name.starts_with(|c: char| c.is_ascii_digit())
+            || p.peek() != Some(b'=')
+        {
+            return None;
+        }
+        p.at += 1;
+        let value = p.value(0)?;
+        // One space before the next field.
+        match p.peek() {
+            None => {}
+            Some(b' ') => p.at += 1,
+            Some(_) => return None,
+        }
+        fields.insert(name.to_string(), value);
+    }
+    (!fields.is_empty()).then_some(fields)
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     at: usize,

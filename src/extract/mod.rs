@@ -1088,6 +1088,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
         Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
         Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
+        Unwrap::AgnoResult => text.starts_with(wrappers::AGNO_RESULT_START),
     }) || src
         .unwrap_key
         .as_ref()

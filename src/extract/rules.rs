@@ -180,6 +180,11 @@ pub enum Unwrap {
     /// LangSmith JS's wrapper around a traced function's return value that
     /// is no object, `{"outputs": v}` (v not an object), becomes `v`.
     LangsmithOutputs,
+    /// Agno's function execution result as OpenLLMetry's Agno
+    /// instrumentation records it, the `str()` of the pydantic model
+    /// (`status='success' result={...} error=None images=None ...`, only
+    /// Agno's fields), becomes its `result`, JSON-decoded when it is JSON.
+    AgnoResult,
 }
 
 impl Unwrap {
@@ -201,6 +206,7 @@ impl Unwrap {
             Unwrap::McpClientResult => "mcp_client_result",
             Unwrap::AdkResult => "adk_result",
             Unwrap::LangsmithOutputs => "langsmith_outputs",
+            Unwrap::AgnoResult => "agno_result",
         }
     }
 }
