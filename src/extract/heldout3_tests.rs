@@ -226,3 +226,44 @@ fn pydantic_fields_are_read_as_literals() {
         assert!(literal::parse_fields(bad).is_none(), "{bad}");
     }
 }
+
+#[test]
+fn a_name_attribute_names_the_call_only_as_a_word_of_the_span_name() {
+    let mlflow = |id: u8, span: &str, name: &str| {
+        sp(
+            id,
+            None,
+            (u64::from(id) * 10, u64::from(id) * 10 + 5),
+            span,
+            &[
+                ("mlflow.spanType", "\"TOOL\""),
+                ("mlflow.spanInputs", r#"{"harbour": "Brest"}"#),
+                ("name", name),
+            ],
+        )
+    };
+    let a = analyze(vec![
+        mlflow(1, "Tide.lookup_tide", "\"lookup_tide\""),
+        // Part of a longer word, or not in the span name: the span's name.
+        mlflow(2, "Tide.lookup_tides", "\"lookup_tide\""),
+        mlflow(3, "check_berth", "\"unrelated\""),
+        // The whole span name: nothing more to keep.
+        mlflow(4, "lookup_tide", "\"lookup_tide\""),
+    ]);
+    let named: Vec<(&str, Option<&str>)> = a
+        .calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.span_name.as_deref()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            ("lookup_tide", Some("Tide.lookup_tide")),
+            ("Tide.lookup_tides", None),
+            ("check_berth", None),
+            ("lookup_tide", None),
+        ]
+    );
+    assert!(source::has_word("tool: 'é_x'", "é_x") && !source::has_word("aé_x", "é_x"));
+    assert!(!source::has_word("anything", " "));
+}

@@ -744,11 +744,12 @@ fn kept_span_name(rule: &Rule, s: &SpanRecord) -> Option<String> {
     if !rule.name_from.iter().any(|src| src.keep_span_name) {
         return None;
     }
-    rule.name_from
+    let (src, name) = rule
+        .name_from
         .iter()
-        .find(|src| name_of(src, s).is_some())
-        .filter(|src| src.keep_span_name)
-        .map(|_| s.span.name().to_string())
+        .find_map(|src| name_of(src, s).map(|name| (src, name)))?;
+    // A name that is the whole span name leaves nothing to keep.
+    (src.keep_span_name && name != s.span.name()).then(|| s.span.name().to_string())
 }
 
 /// The name `rule` gives span `s`, if not blank.
