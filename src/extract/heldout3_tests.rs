@@ -267,3 +267,40 @@ fn a_name_attribute_names_the_call_only_as_a_word_of_the_span_name() {
     assert!(source::has_word("tool: 'é_x'", "é_x") && !source::has_word("aé_x", "é_x"));
     assert!(!source::has_word("anything", " "));
 }
+
+#[test]
+fn a_tool_span_named_by_a_quoting_template_is_named_by_the_quoted_name() {
+    let tool = |id: u8, span: &str| {
+        sp(
+            id,
+            None,
+            (u64::from(id) * 10, u64::from(id) * 10 + 5),
+            span,
+            &[
+                ("acme.span.type", "TOOL"),
+                ("acme.span.input", r#"{"harbour": "Brest"}"#),
+            ],
+        )
+    };
+    let a = analyze(vec![
+        tool(1, "tool: 'lookup_tide'"),
+        tool(2, "run tool: 'book berth'"),
+        // Not the whole template: the span's name as it is.
+        tool(3, "tool: 'a' and 'b'"),
+        tool(4, "lookup_tide"),
+    ]);
+    let named: Vec<(&str, Option<&str>)> = a
+        .calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.span_name.as_deref()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            ("lookup_tide", Some("tool: 'lookup_tide'")),
+            ("book berth", Some("run tool: 'book berth'")),
+            ("tool: 'a' and 'b'", None),
+            ("lookup_tide", None),
+        ]
+    );
+}
