@@ -538,6 +538,9 @@ pub(super) fn witness(
         rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
         let toolless = join_and_check(trace, seen, &asked, out);
+        if x.results {
+            results_from_requests(trace, out);
+        }
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
@@ -1081,6 +1084,68 @@ fn check(
         ));
     }
     toolless
+}
+
+/// A tool span's call that has a call id and no result takes the result
+/// the next request to the model carries for that id (AutoGen's
+/// `execute_tool` spans record no result): the first request that starts
+/// after the call does, read only when such a call exists. A failed call
+/// takes none.
+fn results_from_requests(trace: &Trace, out: &mut Analysis) {
+    let index: HashMap<SpanId, usize> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.span_id, i))
+        .collect();
+    let span_of = |c: &ToolCall| index.get(&c.span_id).map(|&i| &trace.spans[i]);
+    // A failed call has no result: what the request carries for it is the
+    // error told to the model.
+    let wanting = |c: &ToolCall| {
+        c.result.is_none()
+            && c.status == CallStatus::Ok
+            && c.from.is_none()
+            && span_of(c).and_then(call_id).is_some()
+    };
+    if !out.calls.iter().any(wanting) {
+        return;
+    }
+    let requests: Vec<(usize, Request)> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| has_any_input(s))
+        .map(|(i, s)| (i, request_of(s)))
+        .collect();
+    for call in out.calls.iter_mut() {
+        if !wanting(call) {
+            continue;
+        }
+        let Some(id) = span_of(call).and_then(call_id) else {
+            continue;
+        };
+        let answer = requests.iter().find_map(|(i, r)| {
+            let later = trace.spans[*i].span.start_time_unix_nano >= call.start_time_unix_nano;
+            let named = |a: &&Answer| a.name.as_deref().is_none_or(|n| n == call.name);
+            r.answers
+                .iter()
+                .filter(|a| a.id.as_deref() == Some(id))
+                .find(named)
+                .filter(|_| later)
+                .and_then(|a| a.content.as_ref().map(|c| (*i, c)))
+        });
+        let Some((i, content)) = answer else {
+            continue;
+        };
+        call.result = Some(CallResult::Value(match content {
+            Value::String(t) => super::source::parse_json_or_literal(t),
+            other => other.clone(),
+        }));
+        out.notes.push(format!(
+            "tool span {} records no result for `{}` (call id {id}): its result is read from the request of span {}",
+            call.span_id, call.name, trace.spans[i].span_id
+        ));
+    }
 }
 
 /// Calls that start at the same time (parallel calls, clocks of a

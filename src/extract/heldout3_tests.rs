@@ -304,3 +304,107 @@ fn a_tool_span_named_by_a_quoting_template_is_named_by_the_quoted_name() {
         ]
     );
 }
+
+/// `s` with status ERROR.
+fn failed(mut s: SpanRecord) -> SpanRecord {
+    s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+        code: 2,
+        ..Default::default()
+    });
+    s
+}
+
+#[test]
+fn a_tool_span_without_a_result_takes_the_one_the_next_request_carries() {
+    let chat = |id: u8, start: u64, input: &str, output: &str| {
+        sp(
+            id,
+            Some(1),
+            (start, start + 5),
+            "chat m",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", input),
+                ("gen_ai.output.messages", output),
+            ],
+        )
+    };
+    let tool = |id: u8, start: u64, name: &str, call: &str, result: Option<&str>| {
+        let mut attrs = vec![
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", name),
+            ("gen_ai.tool.call.id", call),
+        ];
+        attrs.extend(result.map(|r| ("gen_ai.tool.call.result", r)));
+        sp(
+            id,
+            Some(1),
+            (start, start + 2),
+            &format!("execute_tool {name}"),
+            &attrs,
+        )
+    };
+    let ask = |call: &str, name: &str| {
+        format!(
+            r#"[{{"role":"assistant","parts":[{{"type":"tool_call","id":"{call}","name":"{name}","arguments":{{}}}}]}}]"#
+        )
+    };
+    let answered = |call: &str, response: &str| {
+        format!(
+            r#"[{{"role":"user","parts":[{{"type":"text","content":"Tides?"}}]}},{{"role":"tool","parts":[{{"type":"tool_call_response","id":"{call}","response":{response}}}]}}]"#
+        )
+    };
+    let a = analyze(vec![
+        sp(
+            1,
+            None,
+            (0, 200),
+            "invoke_agent desk",
+            &[
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.agent.name", "desk"),
+            ],
+        ),
+        chat(2, 10, "[]", &ask("c-1", "lookup_tide")),
+        tool(3, 20, "lookup_tide", "c-1", None),
+        chat(
+            4,
+            30,
+            &answered("c-1", r#""{\"high\": \"06:12\"}""#),
+            &ask("c-2", "book_berth"),
+        ),
+        // Its own result stays; a failed call takes none.
+        tool(5, 40, "book_berth", "c-2", Some("booked")),
+        chat(
+            6,
+            50,
+            &answered("c-2", r#""other""#),
+            &ask("c-3", "lookup_tide"),
+        ),
+        tool(7, 60, "lookup_tide", "c-3", None),
+        chat(
+            8,
+            70,
+            &answered("c-3", r#""missing""#),
+            &ask("c-4", "lookup_tide"),
+        ),
+        failed(tool(9, 80, "lookup_tide", "c-4", None)),
+        chat(
+            10,
+            90,
+            &answered("c-4", r#""Error: no such harbour""#),
+            "[]",
+        ),
+    ]);
+    let results: Vec<Option<Value>> = calls(&a).into_iter().map(|c| c.2).collect();
+    assert_eq!(
+        results,
+        vec![
+            Some(json!({"high": "06:12"})),
+            Some(json!("booked")),
+            Some(json!("missing")),
+            None
+        ]
+    );
+    assert_eq!(a.notes.len(), 2, "{:?}", a.notes);
+}
