@@ -825,9 +825,13 @@ fn left_open<'r>(
     open
 }
 
-/// Whether span `s` records a request's messages in any known form.
+/// Whether span `s` records a request's messages in any known form. Text
+/// that is no JSON list or object under a message key is no request (AG2's
+/// OpenLIT spans name the sending agent in `gen_ai.input.messages`).
 fn has_any_input(s: &SpanRecord) -> bool {
-    INPUT_KEYS.iter().any(|k| message_text(s, k).is_some())
+    INPUT_KEYS
+        .iter()
+        .any(|k| message_text(s, k).is_some_and(|t| t.trim_start().starts_with(['[', '{'])))
         || [&OI_IN, &OPENLLMETRY_IN]
             .iter()
             .any(|f| has_prefix(s, f.prefix))

@@ -408,3 +408,42 @@ fn a_tool_span_without_a_result_takes_the_one_the_next_request_carries() {
     );
     assert_eq!(a.notes.len(), 2, "{:?}", a.notes);
 }
+
+#[test]
+fn plain_text_under_a_message_key_is_no_later_request() {
+    // An agent framework's span names the sending agent where a request's
+    // messages go: the model's call stays open for the next trace.
+    let a = analyze(vec![
+        sp(
+            1,
+            None,
+            (0, 10),
+            "chat m",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                (
+                    "gen_ai.input.messages",
+                    r#"[{"role":"user","parts":[{"type":"text","content":"Tides?"}]}]"#,
+                ),
+                (
+                    "gen_ai.output.messages",
+                    r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c-9","name":"lookup_tide","arguments":{}}]}]"#,
+                ),
+            ],
+        ),
+        sp(
+            2,
+            None,
+            (20, 30),
+            "execute_task desk",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", "harbour_master"),
+            ],
+        ),
+    ]);
+    assert!(a.calls.is_empty());
+    let open = a.open.expect("the call is left open");
+    assert_eq!(open.asks.len(), 1);
+    assert_eq!(open.asks[0].asked.id.as_deref(), Some("c-9"));
+}
