@@ -1096,6 +1096,14 @@ fn check(
 /// after the call does, read only when such a call exists. A failed call
 /// takes none.
 fn results_from_requests(trace: &Trace, out: &mut Analysis) {
+    // A failed call has no result: what the request carries for it is the
+    // error told to the model.
+    let without =
+        |c: &ToolCall| c.result.is_none() && c.status == CallStatus::Ok && c.from.is_none();
+    // Most calls have a result: no index built for them.
+    if !out.calls.iter().any(without) {
+        return;
+    }
     let index: HashMap<SpanId, usize> = trace
         .spans
         .iter()
@@ -1103,14 +1111,7 @@ fn results_from_requests(trace: &Trace, out: &mut Analysis) {
         .map(|(i, s)| (s.span_id, i))
         .collect();
     let span_of = |c: &ToolCall| index.get(&c.span_id).map(|&i| &trace.spans[i]);
-    // A failed call has no result: what the request carries for it is the
-    // error told to the model.
-    let wanting = |c: &ToolCall| {
-        c.result.is_none()
-            && c.status == CallStatus::Ok
-            && c.from.is_none()
-            && span_of(c).and_then(call_id).is_some()
-    };
+    let wanting = |c: &ToolCall| without(c) && span_of(c).and_then(call_id).is_some();
     if !out.calls.iter().any(wanting) {
         return;
     }
