@@ -47,6 +47,7 @@ fn a_span_named_by_the_function_template_is_a_call() {
                 ("name", "lookup_tide"),
                 ("input", r#"{"harbour": "Brest"}"#),
                 ("output", r#"{"high": "06:12"}"#),
+                ("mcp_data", "null"),
             ],
         ),
         sp(
@@ -59,6 +60,7 @@ fn a_span_named_by_the_function_template_is_a_call() {
                 ("name", "book_berth"),
                 ("input", r#"{"nights": 2}"#),
                 ("output", "booked"),
+                ("mcp_data", "null"),
             ],
         ),
     ]);
