@@ -40,6 +40,9 @@ use super::carry::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
+use from_requests::{results_from_requests, text_parts};
+
+mod from_requests;
 
 mod order;
 mod spans;
@@ -517,7 +520,11 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
     Answer {
         id: text(&RESULT_ID_KEYS),
         name: text(&["name", "toolName"]),
-        content: RESULT_KEYS.iter().find_map(|k| o.get(*k)).cloned(),
+        content: RESULT_KEYS
+            .iter()
+            .find_map(|k| o.get(*k))
+            .cloned()
+            .or_else(|| text_parts(o)),
     }
 }
 
@@ -539,6 +546,9 @@ pub(super) fn witness(
         rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
         let toolless = join_and_check(x, trace, seen, &asked, out);
+        if x.results {
+            results_from_requests(trace, out);
+        }
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
@@ -824,9 +834,13 @@ fn left_open<'r>(
     open
 }
 
-/// Whether span `s` records a request's messages in any known form.
+/// Whether span `s` records a request's messages in any known form. Text
+/// that is no JSON list or object under a message key is no request (AG2's
+/// OpenLIT spans name the sending agent in `gen_ai.input.messages`).
 fn has_any_input(s: &SpanRecord) -> bool {
-    INPUT_KEYS.iter().any(|k| message_text(s, k).is_some())
+    INPUT_KEYS
+        .iter()
+        .any(|k| message_text(s, k).is_some_and(|t| t.trim_start().starts_with(['[', '{'])))
         || [&OI_IN, &OPENLLMETRY_IN]
             .iter()
             .any(|f| has_prefix(s, f.prefix))

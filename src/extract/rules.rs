@@ -186,6 +186,11 @@ pub enum Unwrap {
     /// `content`, with a `tool_call_id`, none but a `ToolMessage`'s),
     /// becomes the content, JSON-decoded when it is JSON.
     LangchainMessageRepr,
+    /// Agno's function execution result as OpenLLMetry's Agno
+    /// instrumentation records it, the `str()` of the pydantic model
+    /// (`status='success' result={...} error=None images=None ...`, only
+    /// Agno's fields), becomes its `result`, JSON-decoded when it is JSON.
+    AgnoResult,
 }
 
 impl Unwrap {
@@ -208,6 +213,7 @@ impl Unwrap {
             Unwrap::AdkResult => "adk_result",
             Unwrap::LangsmithOutputs => "langsmith_outputs",
             Unwrap::LangchainMessageRepr => "langchain_message_repr",
+            Unwrap::AgnoResult => "agno_result",
         }
     }
 }
@@ -248,6 +254,11 @@ pub struct SourceSpec {
     /// span's name as `span_name` (a span named after a wrapper class).
     #[serde(default, skip_serializing_if = "is_false")]
     pub keep_span_name: bool,
+    /// In `name_from`: the value names the call only when the span's name
+    /// holds it as a whole word (`Tool.get_weather`, `tool: 'get_weather'`);
+    /// the call keeps its span's name as `span_name` then.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub in_span_name: bool,
 }
 
 fn is_plain(d: &Decode) -> bool {
@@ -430,6 +441,9 @@ pub(crate) struct Source {
     pub known: &'static [Unwrap],
     /// A name source whose call keeps its span's name (`span_name`).
     pub keep_span_name: bool,
+    /// A name source taken only when the span's name holds its value as a
+    /// whole word (`in_span_name`).
+    pub in_span_name: bool,
 }
 
 /// A compiled rule.
@@ -700,6 +714,12 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
             "a source needs exactly one of `attr` (optionally with `event`) and `span_name = true`",
         )),
     };
+    if s.in_span_name && s.span_name {
+        return Err(invalid(
+            rule,
+            "`in_span_name` reads an attribute against the span name, not the span name itself",
+        ));
+    }
     if s.decode == Decode::JsonIfMime && s.mime_attr.is_none() {
         return Err(invalid(
             rule,
@@ -716,7 +736,8 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
         unwrap_key: s.unwrap_key.clone(),
         literal: false,
         known: &[],
-        keep_span_name: s.keep_span_name,
+        keep_span_name: s.keep_span_name || s.in_span_name,
+        in_span_name: s.in_span_name,
     })
 }
 
@@ -845,6 +866,9 @@ impl std::fmt::Display for SourceSpec {
         }
         if let Some(k) = &self.unwrap_key {
             write!(f, " unwrap_key {k}")?;
+        }
+        if self.in_span_name {
+            write!(f, " (when a word of the span name)")?;
         }
         if self.keep_span_name {
             write!(f, " (span name kept)")?;

@@ -52,7 +52,28 @@ pub(crate) fn text_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str
 
 /// A source read as a name or message: with `decode = "json"`, a JSON
 /// string literal is decoded (MLflow's `"\"get_weather\""`).
+/// With `in_span_name`, only a value the span's name holds as a whole word.
 pub(crate) fn name_of<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
+    let name = decoded_name(src, s)?;
+    if src.in_span_name && !has_word(s.span.name(), &name) {
+        return None;
+    }
+    Some(name)
+}
+
+/// Whether `word` (not blank) occurs in `text` with no letter, digit or
+/// `_` right before or after it.
+pub(crate) fn has_word(text: &str, word: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || c == '_';
+    !word.trim().is_empty()
+        && text.match_indices(word).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + word.len()..].chars().next();
+            !before.is_some_and(part) && !after.is_some_and(part)
+        })
+}
+
+fn decoded_name<'a>(src: &Source, s: &'a SpanRecord) -> Option<Cow<'a, str>> {
     let text = text_of(src, s)?;
     if src.decode == Decode::Json && text.starts_with('"') {
         if let Ok(decoded) = serde_json::from_str::<String>(&text) {

@@ -235,6 +235,45 @@ fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::AdkResult => lone_key_around_non_object(v, "result"),
         Unwrap::LangsmithOutputs => lone_key_around_non_object(v, "outputs"),
         Unwrap::LangchainMessageRepr => langchain_message_repr(v),
+        Unwrap::AgnoResult => agno_result(v),
+    }
+}
+
+/// The fields of Agno's `FunctionExecutionResult`.
+const AGNO_RESULT_FIELDS: [&str; 8] = [
+    "status",
+    "result",
+    "error",
+    "updated_session_state",
+    "images",
+    "videos",
+    "audios",
+    "files",
+];
+
+/// How the `str()` of Agno's `FunctionExecutionResult` starts.
+pub(crate) const AGNO_RESULT_START: &str = "status=";
+
+/// The `str()` of Agno's successful `FunctionExecutionResult` -> its
+/// `result` (JSON-decoded). Only text of Agno's fields alone, each a
+/// Python literal: any other text (a user's own result, a failure) stays.
+pub(crate) fn agno_result(v: Value) -> Result<Value, Value> {
+    let fields = match &v {
+        Value::String(t) if t.starts_with(AGNO_RESULT_START) => super::literal::keyword_fields(t),
+        _ => None,
+    };
+    let Some(fields) = fields else {
+        return Err(v);
+    };
+    let agno = fields
+        .iter()
+        .all(|(k, _)| AGNO_RESULT_FIELDS.contains(&k.as_str()));
+    let success = fields
+        .iter()
+        .any(|(k, f)| k == "status" && f.as_str() == Some("success"));
+    match fields.into_iter().find(|(k, _)| k == "result") {
+        Some((_, result)) if agno && success => Ok(json_in_string(result)),
+        _ => Err(v),
     }
 }
 
