@@ -40,9 +40,6 @@ use super::carry::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
-use from_requests::{results_from_requests, text_parts};
-
-mod from_requests;
 
 mod order;
 mod spans;
@@ -502,11 +499,7 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
         }
     }
     if !found && (role == "tool" || role == RESPONSES_RESULT) {
-        let mut a = answer_of(o);
-        if a.content.is_none() {
-            a.content = order::text_of_parts(o);
-        }
-        out.push(a);
+        out.push(answer_of(o));
     }
 }
 
@@ -524,7 +517,7 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .iter()
             .find_map(|k| o.get(*k))
             .cloned()
-            .or_else(|| text_parts(o)),
+            .or_else(|| order::text_of_parts(o)),
     }
 }
 
@@ -546,9 +539,6 @@ pub(super) fn witness(
         rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
         let toolless = join_and_check(x, trace, seen, &asked, out);
-        if x.results {
-            results_from_requests(trace, out);
-        }
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
