@@ -5,6 +5,18 @@
 
 use serde_json::Value;
 
+/// What a JSON value is, in words, for error messages ("a list", "null").
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// JSON equality where numbers compare by value (`1 == 1.0`) and object key
 /// order never matters. Booleans are *not* numbers here (unlike Python).
 pub fn json_eq(a: &Value, b: &Value) -> bool {

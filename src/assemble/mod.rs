@@ -546,23 +546,9 @@ impl Assembler {
                         continue;
                     };
                     let parent = span.parent_span_id.get().map(SpanId);
-                    let tid = TraceId(tid);
-                    // Only replay releases traces early; serve never pays the lookup.
-                    if !self.released.is_empty() && self.released.contains(&tid) {
-                        match stats.late.iter_mut().find(|(t, _)| *t == tid) {
-                            Some((_, n)) => *n += 1,
-                            None => stats.late.push((tid, 1)),
-                        }
+                    let Some(pending) = self.hold(TraceId(tid), &mut stats.late) else {
                         continue;
-                    }
-                    let pending = match self.traces.entry(tid) {
-                        Entry::Occupied(e) => e.into_mut(),
-                        Entry::Vacant(e) => {
-                            self.order.push(tid);
-                            e.insert(Pending::default())
-                        }
                     };
-                    pending.last_seen = self.clock;
                     pending.rooted |= parent.is_none();
                     let at = u32::try_from(pending.spans.len()).unwrap_or(u32::MAX);
                     match pending.seen.entry(SpanId(sid)) {
@@ -604,6 +590,28 @@ impl Assembler {
         stats
     }
 
+    /// The trace `tid` as it is held, seen now; `None` for a trace already
+    /// released, counted in `late` instead. Only replay releases traces
+    /// early; serve never pays the lookup.
+    fn hold(&mut self, tid: TraceId, late: &mut Vec<(TraceId, usize)>) -> Option<&mut Pending> {
+        if !self.released.is_empty() && self.released.contains(&tid) {
+            match late.iter_mut().find(|(t, _)| *t == tid) {
+                Some((_, n)) => *n += 1,
+                None => late.push((tid, 1)),
+            }
+            return None;
+        }
+        let pending = match self.traces.entry(tid) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                self.order.push(tid);
+                e.insert(Pending::default())
+            }
+        };
+        pending.last_seen = self.clock;
+        Some(pending)
+    }
+
     /// Holds log records read as span events (`ingest::logs`) until their
     /// trace is handed out, when each goes on its span. A record may come
     /// before its span, in another input: it keeps its trace held as a span
@@ -615,22 +623,9 @@ impl Assembler {
             let (Some(tid), Some(sid)) = (e.trace_id.get(), e.span_id.get()) else {
                 continue; // `ingest::logs` lets only OTLP-length ids through
             };
-            let tid = TraceId(tid);
-            if !self.released.is_empty() && self.released.contains(&tid) {
-                match stats.late.iter_mut().find(|(t, _)| *t == tid) {
-                    Some((_, n)) => *n += 1,
-                    None => stats.late.push((tid, 1)),
-                }
+            let Some(pending) = self.hold(TraceId(tid), &mut stats.late) else {
                 continue;
-            }
-            let pending = match self.traces.entry(tid) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => {
-                    self.order.push(tid);
-                    e.insert(Pending::default())
-                }
             };
-            pending.last_seen = self.clock;
             pending.events.push((SpanId(sid), e.event));
             stats.events += 1;
         }

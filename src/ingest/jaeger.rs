@@ -10,6 +10,7 @@
 //! {"serviceName", "tags"}}}], "total", "limit", "offset", "errors"}`.
 //! A bare trace object, or a JSON array of them, is read too.
 
+use crate::value::json_kind;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
@@ -57,7 +58,7 @@ pub fn to_request(v: &Value) -> Converted {
             Some(other) if !is_trace(v) => {
                 return Err(ConvertError(format!(
                     "`data` is {}, not a list of traces",
-                    kind_of(other)
+                    json_kind(other)
                 )));
             }
             _ => (vec![v], ""),
@@ -66,7 +67,7 @@ pub fn to_request(v: &Value) -> Converted {
         other => {
             return Err(ConvertError(format!(
                 "a Jaeger document is an object, not {}",
-                kind_of(other)
+                json_kind(other)
             )))
         }
     };
@@ -87,7 +88,7 @@ pub fn to_request(v: &Value) -> Converted {
         let Some(o) = t.as_object() else {
             problems.push(Problem {
                 at,
-                reason: format!("trace is {}, not an object", kind_of(t)),
+                reason: format!("trace is {}, not an object", json_kind(t)),
                 spans: 0,
             });
             continue;
@@ -147,17 +148,6 @@ fn query_errors(o: &Map<String, Value>) -> String {
         "the response holds no traces (no `data` list)".to_string()
     } else {
         format!("the query returned errors, no traces: {}", msgs.join("; "))
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -13,6 +13,7 @@
 //! (`assemble::Assembler::add_events`). Records without a span id have
 //! nothing to join and are only counted.
 
+use crate::value::json_kind;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     any_value, AnyValue, ArrayValue, KeyValue, KeyValueList,
@@ -205,7 +206,7 @@ pub fn decode_json(doc: &[u8]) -> Result<(Logs, Vec<String>), serde_json::Error>
                 None | Some(Value::Null) => Vec::new(),
                 Some(Value::Array(list)) => list.clone(),
                 Some(other) => {
-                    bad.push(format!("{at}.{key}: {} is not a list", kind(other)));
+                    bad.push(format!("{at}.{key}: {} is not a list", json_kind(other)));
                     Vec::new()
                 }
             }
@@ -214,7 +215,7 @@ pub fn decode_json(doc: &[u8]) -> Result<(Logs, Vec<String>), serde_json::Error>
             Some(Value::Array(list)) => list.as_slice(),
             None | Some(Value::Null) => &[],
             Some(other) => {
-                bad.push(format!("{at}: {} is not a list", kind(other)));
+                bad.push(format!("{at}: {} is not a list", json_kind(other)));
                 &[]
             }
         };
@@ -235,29 +236,17 @@ pub fn decode_json(doc: &[u8]) -> Result<(Logs, Vec<String>), serde_json::Error>
     Ok((logs, bad))
 }
 
-/// What a JSON value is, for messages.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// One OTLP/JSON log record, with the fields read here.
 fn json_record(r: &Value) -> Result<LogRecord, String> {
     let o = r
         .as_object()
-        .ok_or_else(|| format!("{} is not an object", kind(r)))?;
+        .ok_or_else(|| format!("{} is not an object", json_kind(r)))?;
     let id = |key: &str, trace: bool| -> Result<Vec<u8>, String> {
         match o.get(key) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
             Some(Value::String(s)) => super::otlp_json::log_id(s, trace),
-            Some(other) => Err(format!("{key} is {}, not a string", kind(other))),
+            Some(other) => Err(format!("{key} is {}, not a string", json_kind(other))),
         }
     };
     let time = |key: &str| -> Result<u64, String> {
@@ -265,7 +254,7 @@ fn json_record(r: &Value) -> Result<LogRecord, String> {
             None | Some(Value::Null) => Ok(0),
             Some(Value::Number(n)) => n.as_u64().ok_or_else(|| format!("{key} {n} is not a u64")),
             Some(Value::String(s)) => s.parse().map_err(|_| format!("{key} \"{s}\" is not a u64")),
-            Some(other) => Err(format!("{key} is {}, not a number", kind(other))),
+            Some(other) => Err(format!("{key} is {}, not a number", json_kind(other))),
         }
     };
     let attributes = match o.get("attributes") {
@@ -279,7 +268,7 @@ fn json_record(r: &Value) -> Result<LogRecord, String> {
     let event_name = match o.get("eventName") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(other) => return Err(format!("eventName is {}, not a string", kind(other))),
+        Some(other) => return Err(format!("eventName is {}, not a string", json_kind(other))),
     };
     Ok(LogRecord {
         time_unix_nano: time("timeUnixNano")?,
@@ -301,7 +290,7 @@ const MAX_DEPTH: usize = 64;
 fn key_values(v: &Value, depth: usize) -> Result<Vec<KeyValue>, String> {
     let list = v
         .as_array()
-        .ok_or_else(|| format!("{} is not a list", kind(v)))?;
+        .ok_or_else(|| format!("{} is not a list", json_kind(v)))?;
     list.iter()
         .map(|kv| {
             let key = kv
@@ -330,7 +319,7 @@ fn any_of(v: &Value, depth: usize) -> Result<AnyValue, String> {
     }
     let o = v
         .as_object()
-        .ok_or_else(|| format!("{} is not an OTLP value object", kind(v)))?;
+        .ok_or_else(|| format!("{} is not an OTLP value object", json_kind(v)))?;
     let Some((key, inner)) = o.iter().next() else {
         return Ok(AnyValue { value: None });
     };
@@ -364,7 +353,7 @@ fn any_of(v: &Value, depth: usize) -> Result<AnyValue, String> {
                     .iter()
                     .map(|x| any_of(x, depth + 1))
                     .collect::<Result<_, _>>()?,
-                Some(other) => return Err(format!("arrayValue.values is {}", kind(other))),
+                Some(other) => return Err(format!("arrayValue.values is {}", json_kind(other))),
             },
         }),
         ("kvlistValue", kv) => V::KvlistValue(KeyValueList {
@@ -376,7 +365,7 @@ fn any_of(v: &Value, depth: usize) -> Result<AnyValue, String> {
         (other, inner) => {
             return Err(format!(
                 "`{other}` holding {} is not an OTLP value",
-                kind(inner)
+                json_kind(inner)
             ))
         }
     };

@@ -215,14 +215,7 @@ impl Shared {
         encoding: Encoding,
         body: Bytes,
     ) -> Result<Accepted, ExportError> {
-        // As for spans: nothing is acknowledged that the results file could not keep.
-        if self.stats.output_failing.load(Ordering::Relaxed) != 0 {
-            ServeStats::add(&self.stats.requests_refused, 1);
-            return Err(ExportError::OutputFailing {
-                reason: "the results file cannot be written".into(),
-                retry_after: self.retry_after,
-            });
-        }
+        self.refuse_while_output_fails()?;
         let (logs, bad) = match encoding {
             Encoding::Protobuf => {
                 let req =
@@ -286,6 +279,19 @@ impl Shared {
         }
     }
 
+    /// Refuses a request while the results file cannot be written: nothing
+    /// is acknowledged that it could not keep (spans and log records alike).
+    fn refuse_while_output_fails(&self) -> Result<(), ExportError> {
+        if self.stats.output_failing.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        ServeStats::add(&self.stats.requests_refused, 1);
+        Err(ExportError::OutputFailing {
+            reason: "the results file cannot be written".into(),
+            retry_after: self.retry_after,
+        })
+    }
+
     /// Validates one decoded request and buffers its spans, or refuses it
     /// whole when the buffer is full. `raw` is the protobuf the request was
     /// decoded from, if it came as protobuf: when no span is rejected it is
@@ -298,14 +304,7 @@ impl Shared {
         raw: Option<Bytes>,
         rejected: Vec<SpanRejected>,
     ) -> Result<Accepted, ExportError> {
-        // Nothing is acknowledged that the results file could not keep.
-        if self.stats.output_failing.load(Ordering::Relaxed) != 0 {
-            ServeStats::add(&self.stats.requests_refused, 1);
-            return Err(ExportError::OutputFailing {
-                reason: "the results file cannot be written".into(),
-                retry_after: self.retry_after,
-            });
-        }
+        self.refuse_while_output_fails()?;
         if ingest::span_count(&req) == 0 && rejected.is_empty() {
             // A success (OTLP: receivers may drop empty requests), but say
             // so: a client that meant to send spans learns it did not.

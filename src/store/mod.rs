@@ -695,23 +695,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_revision_of_a_result_no_longer_remembered_is_found_in_the_store() {
+    /// A new SQLite store in a directory of its own, with one run begun.
+    fn new_run(tag: &str) -> (std::path::PathBuf, Store, String, OpenRun) {
         let dir = std::env::temp_dir().join(format!(
-            "toolscore-latest-{}-{}",
+            "toolscore-{tag}-{}-{}",
             std::process::id(),
             now_ms()
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let location = Location::Sqlite(dir.join("runs.db"));
-        let mut store = Store::open(&location, true).unwrap();
+        let mut store = Store::open(&Location::Sqlite(dir.join("runs.db")), true).unwrap();
         let id = run_id(now_ms());
-        let mut run = store
+        let run = store
             .begin_run(RunMeta {
                 id: id.clone(),
                 ..RunMeta::default()
             })
             .unwrap();
+        (dir, store, id, run)
+    }
+
+    #[test]
+    fn a_revision_of_a_result_no_longer_remembered_is_found_in_the_store() {
+        let (dir, mut store, id, mut run) = new_run("latest");
         run.latest.kept = 1;
         let (a, b) = (entry("a", false, 0.0), entry("b", true, 1.0));
         store
@@ -747,21 +752,7 @@ mod tests {
 
     #[test]
     fn a_batch_appended_again_after_a_failure_that_had_committed_is_not_written_twice() {
-        let dir = std::env::temp_dir().join(format!(
-            "toolscore-resume-{}-{}",
-            std::process::id(),
-            now_ms()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let location = Location::Sqlite(dir.join("runs.db"));
-        let mut store = Store::open(&location, true).unwrap();
-        let id = run_id(now_ms());
-        let mut run = store
-            .begin_run(RunMeta {
-                id: id.clone(),
-                ..RunMeta::default()
-            })
-            .unwrap();
+        let (dir, mut store, id, mut run) = new_run("resume");
         store
             .append_run(&mut run, b"1\n", &[entry("a", true, 1.0)], &[false], None)
             .unwrap();
