@@ -19,13 +19,11 @@
 //! repeated model turn are); the asking trace lists it as not counted. Only
 //! the last [`MAX_OPEN`] open calls are kept.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
 
-use super::echo::{self, Echo};
-use super::requested::Asked;
-use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
+use super::echo;
+pub use super::open::{Echo, Open, OpenAsk};
+use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
 pub const MAX_OPEN: usize = 256;
@@ -33,65 +31,6 @@ pub const MAX_OPEN: usize = 256;
 /// Traces held at most behind a lone MCP client trace that waits for the
 /// trace counting its call (`extract::echo`).
 pub const MAX_HELD: usize = 64;
-
-/// A call a trace's model output asked for (with a call id) and no later
-/// request in that trace answered.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpenAsk {
-    pub(crate) asked: Asked,
-    pub(crate) form: &'static str,
-    pub trace_id: TraceId,
-    pub span_id: SpanId,
-    /// When the model's answer ended.
-    pub end_time_unix_nano: u64,
-    /// The process the model call ran in: its resource attributes, hashed.
-    pub run: u64,
-}
-
-impl OpenAsk {
-    /// Whether this says the call at `span_id` of the trace read is an MCP
-    /// client's record of a call trace `trace_id` counts (`extract::echo`).
-    pub fn is_echo(&self) -> bool {
-        self.form == echo::ECHO_FORM
-    }
-}
-
-/// What a trace without tool spans leaves open: calls asked for and not
-/// answered in it, and the call ids of results it carries that nothing in
-/// it asked for.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Open {
-    pub asks: Vec<OpenAsk>,
-    /// (call id, the process of the request that carries it, its start).
-    pub answers: Vec<(String, u64, u64)>,
-    /// The calls a trace counted, for a lone MCP client trace after it
-    /// (`extract::echo`).
-    pub calls: Vec<Echo>,
-    /// The calls of a lone MCP client trace.
-    pub lone: Vec<Echo>,
-}
-
-impl Open {
-    /// Whether the traces after this one have nothing to take from it.
-    pub fn is_empty(&self) -> bool {
-        self.asks.is_empty()
-            && self.answers.is_empty()
-            && self.calls.is_empty()
-            && self.lone.is_empty()
-    }
-}
-
-/// The process a span ran in: its resource attributes, hashed.
-pub(crate) fn run_key(s: &SpanRecord) -> u64 {
-    let mut h = DefaultHasher::new();
-    for kv in &s.resource.attributes {
-        kv.key.hash(&mut h);
-        // Attribute values are protobuf messages (no `Hash`): their
-        // encoding names them.
-        format!("{:?}", kv.value).hash(&mut h);
-    }
-    h.finish()
-}
 
 /// What a trace read on its own leaves open, and the trace itself while it
 /// may answer a call an earlier trace left open (it is read again then).
@@ -305,7 +244,8 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::assemble::Trace;
+    use crate::assemble::{SpanId, TraceId};
+    use crate::extract::requested::Asked;
     use crate::extract::{Analysis, Extractor};
 
     /// A trace holding one model call of a made-up vendor's client, in

@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
-use super::carry::{run_key, Open, OpenAsk};
+use super::open::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};

@@ -18,30 +18,12 @@
 
 use std::sync::Arc;
 
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use serde_json::Value;
 
-use super::carry::OpenAsk;
+use super::open::{Echo, OpenAsk, ECHO_FORM};
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
-use crate::assemble::{SpanId, Trace, TraceId};
-
-/// The `form` of a carried entry that says a call of the trace read again
-/// was counted in another trace (see [`absorb`]).
-pub(crate) const ECHO_FORM: &str = "mcp-client-echo";
-
-/// A call as the traces after its own compare it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Echo {
-    pub name: String,
-    pub args: Value,
-    pub trace_id: TraceId,
-    pub span_id: SpanId,
-    pub start: u64,
-    pub end: u64,
-    /// The process the call's span ran in.
-    pub resource: Option<Arc<Resource>>,
-}
+use crate::assemble::Trace;
 
 /// Whether the calls of `a` are all an MCP client's, in a trace with no
 /// agent run and no model call: a lone client trace.

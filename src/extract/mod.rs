@@ -21,6 +21,7 @@ mod generic_tests;
 mod heldout3_tests;
 mod literal;
 mod merge;
+mod open;
 pub mod requested;
 #[cfg(test)]
 mod results_tests;

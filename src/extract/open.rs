@@ -1,0 +1,91 @@
+//! What one trace leaves for the traces after it, read in input order
+//! ([`super::carry::Carry`]): calls asked for and not answered, results
+//! nothing asked for, and the calls an MCP client's own trace may echo
+//! (`super::echo`). Data only, so that the conversation witness, the echo
+//! rule and the reader share it without depending on each other.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use serde_json::Value;
+
+use super::requested::Asked;
+use crate::assemble::{SpanId, SpanRecord, TraceId};
+
+/// The `form` of a carried entry that says a call of the trace read again
+/// was counted in another trace (see `echo::absorb`).
+pub(crate) const ECHO_FORM: &str = "mcp-client-echo";
+
+/// A call as the traces after its own compare it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Echo {
+    pub name: String,
+    pub args: Value,
+    pub trace_id: TraceId,
+    pub span_id: SpanId,
+    pub start: u64,
+    pub end: u64,
+    /// The process the call's span ran in.
+    pub resource: Option<Arc<Resource>>,
+}
+
+/// A call a trace's model output asked for (with a call id) and no later
+/// request in that trace answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAsk {
+    pub(crate) asked: Asked,
+    pub(crate) form: &'static str,
+    pub trace_id: TraceId,
+    pub span_id: SpanId,
+    /// When the model's answer ended.
+    pub end_time_unix_nano: u64,
+    /// The process the model call ran in: its resource attributes, hashed.
+    pub run: u64,
+}
+
+impl OpenAsk {
+    /// Whether this says the call at `span_id` of the trace read is an MCP
+    /// client's record of a call trace `trace_id` counts (`extract::echo`).
+    pub fn is_echo(&self) -> bool {
+        self.form == ECHO_FORM
+    }
+}
+
+/// What a trace without tool spans leaves open: calls asked for and not
+/// answered in it, and the call ids of results it carries that nothing in
+/// it asked for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Open {
+    pub asks: Vec<OpenAsk>,
+    /// (call id, the process of the request that carries it, its start).
+    pub answers: Vec<(String, u64, u64)>,
+    /// The calls a trace counted, for a lone MCP client trace after it
+    /// (`extract::echo`).
+    pub calls: Vec<Echo>,
+    /// The calls of a lone MCP client trace.
+    pub lone: Vec<Echo>,
+}
+
+impl Open {
+    /// Whether the traces after this one have nothing to take from it.
+    pub fn is_empty(&self) -> bool {
+        self.asks.is_empty()
+            && self.answers.is_empty()
+            && self.calls.is_empty()
+            && self.lone.is_empty()
+    }
+}
+
+/// The process a span ran in: its resource attributes, hashed.
+pub(crate) fn run_key(s: &SpanRecord) -> u64 {
+    let mut h = DefaultHasher::new();
+    for kv in &s.resource.attributes {
+        kv.key.hash(&mut h);
+        // Attribute values are protobuf messages (no `Hash`): their
+        // encoding names them.
+        format!("{:?}", kv.value).hash(&mut h);
+    }
+    h.finish()
+}
