@@ -1,7 +1,7 @@
 //! Replay: trace files -> a [`Report`]. Reads and assembles every input,
 //! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
-use crate::assemble::{Assembler, Trace};
+use crate::assemble::{Assembler, Trace, TraceId};
 use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
 use crate::extract::carry::{Carry, Left, OpenAsk};
 use crate::extract::facts::token_usage;
@@ -254,16 +254,7 @@ pub fn stream_traces<R: Send>(
                     let added = assembler.add_events(logs.events, piece.position);
                     stats.log_events += added.events;
                     for (trace, n) in added.late {
-                        rejected.push(Rejected {
-                            source: source.clone(),
-                            position: Position::Whole,
-                            reason: format!(
-                                "{n} log record(s) of trace {trace} came after the trace was \
-                                 scored (more than --hold-window-mib of input after its root): \
-                                 raise --hold-window-mib, or `all` to hold every trace"
-                            ),
-                            spans: 0,
-                        });
+                        rejected.push(late(&source, trace, n, "log record(s)", 0));
                     }
                 }
                 for req in piece.decoded.requests {
@@ -272,16 +263,7 @@ pub fn stream_traces<R: Send>(
                     stats.spans += added.spans;
                     stats.duplicate_spans += added.duplicates;
                     for (trace, spans) in added.late {
-                        rejected.push(Rejected {
-                            source: source.clone(),
-                            position: Position::Whole,
-                            reason: format!(
-                                "{spans} span(s) of trace {trace} came after the trace was scored \
-                             (more than --hold-window-mib of input after its root): \
-                             raise --hold-window-mib, or `all` to hold every trace"
-                            ),
-                            spans,
-                        });
+                        rejected.push(late(&source, trace, spans, "span(s)", spans));
                     }
                 }
                 if let Some(window) = options.hold_window {
@@ -365,4 +347,19 @@ pub fn traces_from_bodies<'a>(
         }
     }
     (assembler.finish(), rejected)
+}
+
+/// The rejection of what came for trace `trace` after it was scored: `n`
+/// `what` (spans or log records), `spans` of them spans.
+fn late(source: &str, trace: TraceId, n: usize, what: &str, spans: usize) -> Rejected {
+    Rejected {
+        source: source.to_string(),
+        position: Position::Whole,
+        reason: format!(
+            "{n} {what} of trace {trace} came after the trace was scored (more than \
+             --hold-window-mib of input after its root): raise --hold-window-mib, or `all` to \
+             hold every trace"
+        ),
+        spans,
+    }
 }
