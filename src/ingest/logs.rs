@@ -62,16 +62,11 @@ const BODY_KEY: &str = "body";
 /// Record `r` as a span event; `Ok(None)` when it names no span, an error
 /// when an id it has is not of OTLP's length.
 pub fn event_of(r: LogRecord) -> Result<Option<SpanEvent>, String> {
-    let empty = |id: &[u8]| id.iter().all(|&b| b == 0);
-    if empty(&r.trace_id) || empty(&r.span_id) {
+    if !names_span(&r) {
         return Ok(None);
     }
-    if r.trace_id.len() != 16 || r.span_id.len() != 8 {
-        return Err(format!(
-            "trace id of {} bytes and span id of {} bytes (must be 16 and 8)",
-            r.trace_id.len(),
-            r.span_id.len()
-        ));
+    if let Some(why) = bad_ids(&r) {
+        return Err(why);
     }
     let name = if r.event_name.is_empty() {
         find_attr(&r.attributes, EVENT_NAME_KEY)
@@ -107,6 +102,49 @@ pub fn event_of(r: LogRecord) -> Result<Option<SpanEvent>, String> {
             dropped_attributes_count: r.dropped_attributes_count,
         },
     }))
+}
+
+/// Whether record `r` has both a trace id and a span id.
+fn names_span(r: &LogRecord) -> bool {
+    let empty = |id: &[u8]| id.iter().all(|&b| b == 0);
+    !empty(&r.trace_id) && !empty(&r.span_id)
+}
+
+/// Why record `r` is refused: ids that are not of OTLP's length (a record
+/// without span context is not refused).
+fn bad_ids(r: &LogRecord) -> Option<String> {
+    (names_span(r) && (r.trace_id.len() != 16 || r.span_id.len() != 8)).then(|| {
+        format!(
+            "trace id of {} bytes and span id of {} bytes (must be 16 and 8)",
+            r.trace_id.len(),
+            r.span_id.len()
+        )
+    })
+}
+
+/// Leaves out of `req` the records [`from_proto`] refuses (what a
+/// processor forwards is what it accepted); their number.
+pub fn retain_accepted(req: &mut ExportLogsServiceRequest) -> usize {
+    let mut left_out = 0;
+    for sl in req
+        .resource_logs
+        .iter_mut()
+        .flat_map(|rl| rl.scope_logs.iter_mut())
+    {
+        let before = sl.log_records.len();
+        sl.log_records.retain(|r| bad_ids(r).is_none());
+        left_out += before - sl.log_records.len();
+    }
+    left_out
+}
+
+/// The number of log records in `req`.
+pub fn record_count(req: &ExportLogsServiceRequest) -> usize {
+    req.resource_logs
+        .iter()
+        .flat_map(|rl| &rl.scope_logs)
+        .map(|sl| sl.log_records.len())
+        .sum()
 }
 
 /// `kv` with a list or map value as its JSON text (how span events carry

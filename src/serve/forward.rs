@@ -77,9 +77,11 @@ pub struct ForwardConfig {
     /// Bytes the queue holds (requests waiting or being sent) before
     /// upstream gets 503/UNAVAILABLE.
     pub max_queue_bytes: usize,
-    /// Report the queue's fill on `/metrics` (the forwarder of spans does;
-    /// the exporter of results, sharing the same counters, does not).
-    pub queue_gauges: bool,
+    /// Report the queue's fill and what was delivered or dropped on
+    /// `/metrics`: the forwarder of received spans and log records does; the
+    /// exporter of results, which shares only the retry counter, does not
+    /// (its losses are `results_dropped`).
+    pub counted: bool,
     /// Requests sent at once. They are started in queue order; with more
     /// than one, a request that is retried can arrive after later ones.
     pub concurrency: usize,
@@ -126,7 +128,7 @@ impl ForwardConfig {
             max_backoff: Duration::from_secs(30),
             max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
             max_queue_bytes: DEFAULT_MAX_QUEUE_BYTES,
-            queue_gauges: true,
+            counted: true,
             concurrency: DEFAULT_CONCURRENCY,
         })
     }
@@ -148,7 +150,8 @@ struct Item {
     signal: Signal,
     /// Protobuf-encoded export request.
     body: Bytes,
-    spans: u64,
+    /// Spans or log records in it.
+    items: u64,
 }
 
 /// Cheap to clone; every receiver holds one.
@@ -164,11 +167,12 @@ pub struct ForwardHandle {
 }
 
 impl ForwardHandle {
-    /// Queues a request if there is room now; never waits (scoring must not
-    /// block on a downstream). Fails when the queue is full or stopped.
-    pub fn try_send(&self, signal: Signal, body: Bytes, spans: u64) -> Result<(), QueueFull> {
+    /// Queues a request of `items` spans or log records if there is room
+    /// now; never waits (scoring must not block on a downstream). Fails when
+    /// the queue is full or stopped.
+    pub fn try_send(&self, signal: Signal, body: Bytes, items: u64) -> Result<(), QueueFull> {
         let len = body.len();
-        self.reserve(len)?.send(signal, body, spans);
+        self.reserve(len)?.send(signal, body, items);
         Ok(())
     }
 
@@ -226,8 +230,9 @@ fn release(held: &AtomicUsize, metrics: &ServeStats, bytes: usize) {
 }
 
 impl Slot<'_> {
-    /// Queues the request; `body` is the size reserved.
-    pub fn send(mut self, signal: Signal, body: Bytes, spans: u64) {
+    /// Queues the request of `items` spans or log records; `body` is the
+    /// size reserved.
+    pub fn send(mut self, signal: Signal, body: Bytes, items: u64) {
         let Some(permit) = self.permit.take() else {
             return;
         };
@@ -235,7 +240,7 @@ impl Slot<'_> {
         permit.send(Item {
             signal,
             body,
-            spans,
+            items,
         });
         let h = self.handle;
         ServeStats::set(
@@ -254,7 +259,7 @@ pub fn spawn(
 ) -> Result<(ForwardHandle, JoinHandle<()>), ForwardError> {
     let capacity = config.queue.max(1);
     let (tx, rx) = mpsc::channel(capacity);
-    let gauges = if config.queue_gauges {
+    let gauges = if config.counted {
         Arc::clone(&metrics)
     } else {
         Arc::new(ServeStats::default())
@@ -340,7 +345,8 @@ impl Sender {
 
 #[derive(Clone)]
 struct Worker {
-    /// Where the queue gauges go (see [`ForwardConfig::queue_gauges`]).
+    /// Where the queue gauges and the delivered and dropped counts go (see
+    /// [`ForwardConfig::counted`]).
     gauges: Arc<ServeStats>,
     /// Shared with the handles: bytes queued or being sent.
     held: Arc<AtomicUsize>,
@@ -359,11 +365,11 @@ impl Worker {
         let mut in_flight = futures_util::stream::FuturesOrdered::new();
         // An item taken from the queue that did not fit the last batch.
         let mut next: Option<Item> = None;
-        loop {
-            // A finished delivery that returns false saw the hard stop.
+        // A finished delivery that returns false saw the hard stop.
+        let stopped = 'queue: loop {
             while in_flight.len() >= concurrency {
                 if let Some(false) = in_flight.next().await {
-                    return;
+                    break 'queue true;
                 }
             }
             let first = match next.take() {
@@ -377,14 +383,14 @@ impl Worker {
                             item = rx.recv() => break item,
                             Some(done) = in_flight.next(), if !in_flight.is_empty() => {
                                 if !done {
-                                    return;
+                                    break 'queue true;
                                 }
                             }
                         }
                     };
                     match item {
                         Some(item) => item,
-                        None => break,
+                        None => break false,
                     }
                 }
             };
@@ -396,13 +402,33 @@ impl Worker {
                 release(&worker.held, &worker.gauges, batch.body.len());
                 ok
             });
-        }
-        // The queue is closed and empty: wait for what is still being sent.
-        while let Some(done) = in_flight.next().await {
-            if !done {
-                return;
+        };
+        // The queue is closed and empty (or the hard stop came): wait for
+        // what is still being sent; after a hard stop each delivery ends at
+        // once, counting what it drops.
+        while in_flight.next().await.is_some() {}
+        if stopped {
+            rx.close();
+            for item in next
+                .into_iter()
+                .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+            {
+                self.count(&item, false);
             }
         }
+    }
+
+    /// Counts a request delivered or dropped (on the counters of the
+    /// forwarder of received data only: see [`ForwardConfig::counted`]).
+    fn count(&self, item: &Item, delivered: bool) {
+        let g = &self.gauges;
+        let counter = match (item.signal, delivered) {
+            (Signal::Traces, true) => &g.spans_forwarded,
+            (Signal::Traces, false) => &g.spans_forward_dropped,
+            (Signal::Logs, true) => &g.log_records_forwarded,
+            (Signal::Logs, false) => &g.log_records_forward_dropped,
+        };
+        ServeStats::add(counter, item.items);
     }
 
     /// Appends the requests already waiting in the queue to `first`, while
@@ -432,7 +458,7 @@ impl Worker {
             });
             buf.extend_from_slice(&item.body);
             size += item.body.len();
-            batch.spans += item.spans;
+            batch.items += item.items;
         }
         if let Some(j) = joined {
             batch.body = j.freeze();
@@ -440,25 +466,28 @@ impl Worker {
         batch
     }
 
-    /// Sends one item until it is accepted, refused for good, or we must stop.
+    /// Sends one item until it is accepted, refused for good, or we must
+    /// stop (false; the item is counted as dropped).
     async fn deliver(&mut self, item: &Item) -> bool {
         let mut backoff = Duration::from_millis(100);
         let hard_stop = self.hard_stop.clone();
         loop {
             let attempt = tokio::select! {
                 r = self.attempt(item) => r,
-                () = hard_stop.cancelled() => return false,
+                () = hard_stop.cancelled() => {
+                    self.count(item, false);
+                    return false;
+                }
             };
             match attempt {
                 Ok(()) => {
-                    if item.signal == Signal::Traces {
-                        ServeStats::add(&self.metrics.spans_forwarded, item.spans);
-                    }
+                    self.count(item, true);
                     return true;
                 }
                 Err(Failure::Permanent(reason)) => {
                     // Retrying cannot help (the downstream said the data is bad).
-                    tracing::error!(%reason, spans = item.spans, "Downstream refused a request for good; it is dropped.");
+                    tracing::error!(%reason, items = item.items, signal = ?item.signal, "Downstream refused a request for good; it is dropped.");
+                    self.count(item, false);
                     return true;
                 }
                 Err(Failure::Retry { after, reason }) => {
@@ -467,7 +496,10 @@ impl Worker {
                     tracing::warn!(%reason, wait_ms = wait.as_millis() as u64, "Downstream export failed; retrying.");
                     tokio::select! {
                         () = tokio::time::sleep(wait) => {}
-                        () = self.hard_stop.cancelled() => return false,
+                        () = self.hard_stop.cancelled() => {
+                            self.count(item, false);
+                            return false;
+                        }
                     }
                     backoff = (backoff * 2).min(self.config.max_backoff);
                 }

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tracing::{info, warn};
 
 use super::buffer::{Refused, TraceBuffer};
-use super::forward::{ForwardHandle, Signal};
+use super::forward::{ForwardHandle, Signal, Slot};
 use super::status::{Accepted, Encoding, ExportError};
 use super::telemetry::ServeStats;
 use crate::ingest::otlp_json::SpanRejected;
@@ -207,16 +207,19 @@ impl Shared {
 
     /// Decodes one logs request body (already inflated) and buffers its
     /// records as events of the spans they name (`ingest::logs`), or
-    /// refuses it whole when the buffer is full. Records without span
-    /// context are counted and not kept; records of a trace already scored
-    /// are counted as late. Logs are not forwarded.
+    /// refuses it whole when the buffer or the forward queue is full.
+    /// Records without span context are counted and not kept; records of a
+    /// trace already scored are counted as late. With `--forward`, the
+    /// request goes downstream as it came (protobuf: the same bytes), less
+    /// the records refused here, whatever was kept of it.
     pub fn accept_logs_body(
         &self,
         encoding: Encoding,
         body: Bytes,
     ) -> Result<Accepted, ExportError> {
         self.refuse_while_output_fails()?;
-        let (logs, bad) = match encoding {
+        let forward = self.forward_handle();
+        let (logs, bad, outgoing) = match encoding {
             Encoding::Protobuf => {
                 let req =
                     <ExportLogsServiceRequest as prost::Message>::decode(&*body).map_err(|e| {
@@ -225,7 +228,11 @@ impl Shared {
                             body.len()
                         ))
                     })?;
-                ingest::logs::from_proto(req)
+                let outgoing = forward
+                    .as_ref()
+                    .map(|_| Outgoing::of(req.clone(), Some(body)));
+                let (logs, bad) = ingest::logs::from_proto(req);
+                (logs, bad, outgoing)
             }
             Encoding::Json => {
                 if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
@@ -233,9 +240,25 @@ impl Shared {
                         "not OTLP/JSON: an export request is a JSON object".into(),
                     ));
                 }
-                ingest::logs::decode_json(&body)
-                    .map_err(|e| ExportError::Undecodable(format!("not OTLP/JSON logs: {e}")))?
+                let (logs, bad) = ingest::logs::decode_json(&body)
+                    .map_err(|e| ExportError::Undecodable(format!("not OTLP/JSON logs: {e}")))?;
+                let outgoing = forward.as_ref().map(|_| {
+                    match serde_json::from_slice::<ExportLogsServiceRequest>(&body) {
+                        Ok(req) => Outgoing::of(req, None),
+                        Err(e) => Outgoing::Unencodable {
+                            records: (logs.events.len() + logs.without_span) as u64,
+                            reason: e.to_string(),
+                        },
+                    }
+                });
+                (logs, bad, outgoing)
             }
+        };
+        let slot = match (&forward, &outgoing) {
+            (Some(f), Some(Outgoing::Send { body, records })) if *records > 0 => {
+                Some(self.reserve_forward(f, body.len())?)
+            }
+            _ => None,
         };
         let s = &self.stats;
         let admitted = if logs.events.is_empty() {
@@ -248,6 +271,16 @@ impl Shared {
         };
         match admitted {
             Ok(a) => {
+                match (slot, outgoing) {
+                    (Some(slot), Some(Outgoing::Send { body, records })) => {
+                        slot.send(Signal::Logs, body, records);
+                    }
+                    (_, Some(Outgoing::Unencodable { records, reason })) => {
+                        warn!(records, %reason, "OTLP/JSON log records not forwarded: they do not re-encode as protobuf.");
+                        ServeStats::add(&s.log_records_forward_dropped, records);
+                    }
+                    _ => {}
+                }
                 ServeStats::add(&s.requests, 1);
                 ServeStats::add(&s.log_records, a.events as u64);
                 ServeStats::add(&s.log_records_late, a.late as u64);
@@ -277,6 +310,33 @@ impl Shared {
                 })
             }
         }
+    }
+
+    /// The downstream, when `--forward` is set.
+    fn forward_handle(&self) -> Option<ForwardHandle> {
+        self.forward
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A place in the forward queue for a request of `bytes`, or the
+    /// refusal (503 / UNAVAILABLE) of the whole request, before anything of
+    /// it is buffered: the client's retry neither loses nor doubles data.
+    fn reserve_forward<'a>(
+        &self,
+        forward: &'a ForwardHandle,
+        bytes: usize,
+    ) -> Result<Slot<'a>, ExportError> {
+        forward.reserve(bytes).map_err(|_| {
+            ServeStats::add(&self.stats.requests_refused, 1);
+            let u = self.lock().usage();
+            ExportError::Busy {
+                held_spans: u.spans,
+                held_traces: u.traces,
+                retry_after: self.retry_after,
+            }
+        })
     }
 
     /// Refuses a request while the results file cannot be written: nothing
@@ -323,15 +383,9 @@ impl Shared {
             .map(|r| r.reason)
             .chain(invalid)
             .collect();
-        // Forwarding comes first: a request the downstream queue cannot take
-        // is refused whole (503 / UNAVAILABLE) before anything is buffered,
-        // so the client's retry neither loses nor doubles data.
+        // Forwarding comes first (see `reserve_forward`).
         let spans_in = ingest::span_count(&req) as u64;
-        let forward = self
-            .forward
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let forward = self.forward_handle();
         let slot = match forward.as_ref().filter(|_| spans_in > 0) {
             None => None,
             Some(f) => {
@@ -339,18 +393,7 @@ impl Shared {
                     Some(raw) if problems.is_empty() => raw,
                     _ => Bytes::from(prost::Message::encode_to_vec(&req.to_proto())),
                 };
-                match f.reserve(body.len()) {
-                    Ok(slot) => Some((slot, body)),
-                    Err(_) => {
-                        ServeStats::add(&self.stats.requests_refused, 1);
-                        let u = self.lock().usage();
-                        return Err(ExportError::Busy {
-                            held_spans: u.spans,
-                            held_traces: u.traces,
-                            retry_after: self.retry_after,
-                        });
-                    }
-                }
+                Some((self.reserve_forward(f, body.len())?, body))
             }
         };
         let admitted = if ingest::span_count(&req) == 0 {
@@ -405,6 +448,29 @@ impl Shared {
                 })
             }
         }
+    }
+}
+
+/// What a logs request sends downstream.
+enum Outgoing {
+    /// The protobuf request and its number of records.
+    Send { body: Bytes, records: u64 },
+    /// OTLP/JSON that our reader reads and the protobuf types do not
+    /// (ids in base64, say): counted as dropped, never silently.
+    Unencodable { records: u64, reason: String },
+}
+
+impl Outgoing {
+    /// `req` less the records refused here; `raw`, the bytes it was
+    /// decoded from, go as they are when nothing was left out.
+    fn of(mut req: ExportLogsServiceRequest, raw: Option<Bytes>) -> Outgoing {
+        let left_out = ingest::logs::retain_accepted(&mut req);
+        let records = ingest::logs::record_count(&req) as u64;
+        let body = match raw {
+            Some(raw) if left_out == 0 => raw,
+            _ => Bytes::from(prost::Message::encode_to_vec(&req)),
+        };
+        Outgoing::Send { body, records }
     }
 }
 

@@ -520,7 +520,7 @@ fn start_exporters(
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(handle);
         started.push(("forward", join));
-        info!(downstream = %url, "Forwarding accepted spans.");
+        info!(downstream = %url, "Forwarding accepted spans and log records.");
     }
     let results_url = match c.results_otlp.as_deref() {
         Some(off) if off.eq_ignore_ascii_case(OFF) => None,
@@ -651,7 +651,7 @@ type BoxedReceiver =
 fn spawn_forwarder(
     c: &ServeConfig,
     url: &str,
-    queue_gauges: bool,
+    counted: bool,
     stats: &Arc<ServeStats>,
     stop: &CancellationToken,
 ) -> Result<(forward::ForwardHandle, tokio::task::JoinHandle<()>), ServeError> {
@@ -660,7 +660,7 @@ fn spawn_forwarder(
     fc.gzip = c.forward_gzip;
     fc.max_batch_bytes = c.forward_batch_bytes;
     fc.max_queue_bytes = c.forward_queue_bytes;
-    fc.queue_gauges = queue_gauges;
+    fc.counted = counted;
     fc.concurrency = c.forward_concurrency.max(1);
     fc.queue = c.forward_queue.max(1);
     fc.headers = c.forward_headers.clone().into_iter().collect();

@@ -46,7 +46,16 @@ pub struct ServeStats {
     pub spans_rejected: AtomicU64,
     /// Re-sent spans dropped as duplicates.
     pub duplicate_spans: AtomicU64,
+    /// Spans the downstream took (`--forward`).
     pub spans_forwarded: AtomicU64,
+    /// Spans accepted and never delivered downstream: refused for good by
+    /// it, or still queued at the shutdown deadline.
+    pub spans_forward_dropped: AtomicU64,
+    /// Log records the downstream took (`--forward`).
+    pub log_records_forwarded: AtomicU64,
+    /// Log records accepted and never delivered downstream (as for spans),
+    /// or not re-encodable for it (OTLP/JSON that only our reader reads).
+    pub log_records_forward_dropped: AtomicU64,
     /// Log records taken as events of their spans (`POST /v1/logs`, LogsService).
     pub log_records: AtomicU64,
     /// Log records without span context (not kept).
@@ -134,6 +143,16 @@ pub struct StatsSnapshot {
     /// Log records whose span never came.
     #[serde(skip_serializing_if = "is_zero")]
     pub log_records_unjoined: u64,
+    /// `--forward`: spans and log records the downstream took, and those
+    /// accepted and never delivered.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spans_forwarded: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spans_forward_dropped: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_records_forwarded: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_records_forward_dropped: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -162,6 +181,10 @@ impl ServeStats {
             log_records_without_span: g(&self.log_records_without_span),
             log_records_late: g(&self.log_records_late),
             log_records_unjoined: g(&self.log_records_unjoined),
+            spans_forwarded: g(&self.spans_forwarded),
+            spans_forward_dropped: g(&self.spans_forward_dropped),
+            log_records_forwarded: g(&self.log_records_forwarded),
+            log_records_forward_dropped: g(&self.log_records_forward_dropped),
         }
     }
 
@@ -364,8 +387,26 @@ const SCALARS: &[ScalarSpec] = &[
     (
         "toolscore_spans_forwarded_total",
         true,
-        "Spans delivered downstream.",
+        "Spans delivered downstream (--forward).",
         |s| &s.spans_forwarded,
+    ),
+    (
+        "toolscore_spans_forward_dropped_total",
+        true,
+        "Spans accepted and never delivered downstream: refused for good, or queued at the shutdown deadline.",
+        |s| &s.spans_forward_dropped,
+    ),
+    (
+        "toolscore_log_records_forwarded_total",
+        true,
+        "Log records delivered downstream (--forward).",
+        |s| &s.log_records_forwarded,
+    ),
+    (
+        "toolscore_log_records_forward_dropped_total",
+        true,
+        "Log records accepted and never delivered downstream: refused for good, queued at the shutdown deadline, or OTLP/JSON that could not be re-encoded.",
+        |s| &s.log_records_forward_dropped,
     ),
     (
         "toolscore_requests_refused_total",

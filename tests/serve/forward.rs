@@ -28,9 +28,9 @@ use crate::util::poll_until;
 /// A plain OTLP/gRPC receiver standing in for the downstream backend: it
 /// keeps every trace and log request it gets.
 #[derive(Clone, Default)]
-struct Capture(
-    Arc<std::sync::Mutex<Vec<ExportTraceServiceRequest>>>,
-    Arc<std::sync::Mutex<Vec<ExportLogsServiceRequest>>>,
+pub(super) struct Capture(
+    pub(super) Arc<std::sync::Mutex<Vec<ExportTraceServiceRequest>>>,
+    pub(super) Arc<std::sync::Mutex<Vec<ExportLogsServiceRequest>>>,
 );
 
 #[tonic::async_trait]
@@ -94,7 +94,7 @@ fn sorted_span_bytes<'a>(
 }
 
 /// Starts the capture receiver on `listener` in `rt`; cancel `stop` to end it.
-fn start_capture(
+pub(super) fn start_capture(
     rt: &tokio::runtime::Runtime,
     listener: std::net::TcpListener,
     capture: Capture,
@@ -142,12 +142,18 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
         "downstream got every span byte for byte"
     );
     server.wait_for("all traces scored", |s| s.traces_scored == 6);
+    // A span is counted once the downstream's answer is back, which comes
+    // after the capture holds it: wait for the count, not for the capture.
+    server.wait_for("every span counted as forwarded", |s| {
+        s.spans_forwarded >= want.len() as u64
+    });
 
     let (status, text) = get(server.admin.unwrap(), "/metrics");
     assert_eq!(status, 200);
     let m = parse_prometheus(&text);
     assert_eq!(m["toolscore_spans_received_total"], want.len() as f64);
     assert_eq!(m["toolscore_spans_forwarded_total"], want.len() as f64);
+    assert_eq!(m["toolscore_spans_forward_dropped_total"], 0.0);
     assert_eq!(m["toolscore_traces_scored_total"], 6.0);
     let verdicts: f64 = m
         .iter()
@@ -229,6 +235,15 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
 
     let (summary, _) = server.stop();
     assert_eq!(summary.stats.traces_scored, 6);
+    // The evaluation spans and records went downstream too, and are not
+    // counted as forwarded: those counts are of what serve received.
+    assert_eq!(
+        (
+            summary.stats.spans_forwarded,
+            summary.stats.log_records_forwarded
+        ),
+        (want.len() as u64, 0)
+    );
     stop.cancel();
     drop(cap_task);
 }

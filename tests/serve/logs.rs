@@ -15,7 +15,16 @@ use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde_json::{json, Value};
 
-use super::{of_type, start, TestServer};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{
+    any_value, AnyValue as OtlpValue, KeyValue as OtlpKv,
+};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+
+use super::forward::{start_capture, Capture};
+use super::{of_type, post_to, start, Framing, TestServer, JSON, PROTOBUF};
+use crate::util::poll_until;
 
 fn map(pairs: Vec<(&'static str, AnyValue)>) -> AnyValue {
     AnyValue::Map(Box::new(
@@ -276,4 +285,236 @@ fn otlp_grpc_spans_and_logs_sent_apart_are_joined() {
     tp.shutdown().unwrap();
     assert_scored(&srv, &trace, conv);
     srv.stop();
+}
+
+/// A hand-made logs request: a record of span `t` of trace `t`, a record
+/// without span context, and, when `bad`, a record whose trace id is 5
+/// bytes long (rejected).
+fn logs_request(t: u8, bad: bool) -> ExportLogsServiceRequest {
+    let record = |trace_id: Vec<u8>, span_id: Vec<u8>, body: &str| LogRecord {
+        time_unix_nano: 1_700_000_000_000_000_000 + u64::from(t),
+        severity_number: 9,
+        severity_text: "INFO".into(),
+        event_name: "gen_ai.user.message".into(),
+        body: Some(OtlpValue {
+            value: Some(any_value::Value::StringValue(body.into())),
+        }),
+        trace_id,
+        span_id,
+        ..Default::default()
+    };
+    let mut records = vec![
+        record(vec![t; 16], vec![t; 8], "with span"),
+        record(Vec::new(), Vec::new(), "without span"),
+    ];
+    if bad {
+        records.push(record(vec![t; 5], vec![t; 8], "bad ids"));
+    }
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: Some(Resource {
+                attributes: vec![OtlpKv {
+                    key: "service.name".into(),
+                    value: Some(OtlpValue {
+                        value: Some(any_value::Value::StringValue(format!("svc-{t}"))),
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            scope_logs: vec![ScopeLogs {
+                log_records: records,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+/// Every log record of `reqs`, protobuf-encoded, sorted.
+fn record_bytes<'a>(reqs: impl Iterator<Item = &'a ExportLogsServiceRequest>) -> Vec<Vec<u8>> {
+    use prost::Message;
+    let mut out: Vec<Vec<u8>> = reqs
+        .flat_map(|r| &r.resource_logs)
+        .flat_map(|rl| &rl.scope_logs)
+        .flat_map(|sl| &sl.log_records)
+        .map(|r| r.encode_to_vec())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Processor mode forwards log requests as a processor must (issue 37):
+/// hand-made requests in protobuf and OTLP/JSON, and the real OTLP log
+/// exporters' over HTTP and gRPC, reach a real downstream receiver with
+/// every record they brought (those without span context too; the one
+/// rejected for bad ids left out), counted on `/metrics` and in the
+/// summary; nothing dropped.
+#[test]
+fn forward_sends_log_records_downstream() {
+    use opentelemetry_otlp::WithExportConfig;
+    use prost::Message;
+    let downstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = downstream.local_addr().unwrap();
+    let conv = "conv-logs-forward";
+    let srv = start("logs-forward", |c, dir| {
+        c.expected = Some(fixture(dir, conv));
+        c.forward = Some(format!("grpc://{down}"));
+        c.results_otlp = Some("off".into());
+    });
+    let capture = Capture::default();
+    let stop = toolscore::serve::CancellationToken::new();
+    let _task = start_capture(&srv.rt, downstream, capture.clone(), stop.clone());
+
+    let (plain, with_bad, json) = (
+        logs_request(1, false),
+        logs_request(2, true),
+        logs_request(3, false),
+    );
+    let r = post_to(
+        srv.http,
+        "/v1/logs",
+        &[PROTOBUF],
+        &plain.encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    let r = post_to(
+        srv.http,
+        "/v1/logs",
+        &[PROTOBUF],
+        &with_bad.encode_to_vec(),
+        Framing::Chunked,
+    );
+    assert_eq!(r.status, 200, "a partial success");
+    let body = serde_json::to_vec(&json).unwrap();
+    let r = post_to(srv.http, "/v1/logs", &[JSON], &body, Framing::Length);
+    assert_eq!(r.status, 200);
+    let mut kept = logs_request(2, false);
+    kept.resource_logs[0].scope_logs[0].log_records.truncate(2);
+    let hand_made = record_bytes([&plain, &kept, &json].into_iter());
+    assert_eq!(hand_made.len(), 6);
+
+    // The real exporters, over OTLP/HTTP and OTLP/gRPC.
+    let exporters = |grpc: bool| {
+        let _guard = srv.rt.enter();
+        let logs = if grpc {
+            opentelemetry_otlp::LogExporter::builder()
+                .with_tonic()
+                .with_endpoint(format!("http://{}", srv.grpc))
+                .build()
+        } else {
+            opentelemetry_otlp::LogExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_endpoint(format!("http://{}/v1/logs", srv.http))
+                .build()
+        };
+        let spans = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(format!("http://{}/v1/traces", srv.http))
+            .build()
+            .unwrap();
+        (
+            SdkTracerProvider::builder()
+                .with_batch_exporter(spans)
+                .build(),
+            SdkLoggerProvider::builder()
+                .with_batch_exporter(logs.unwrap())
+                .build(),
+        )
+    };
+    for grpc in [false, true] {
+        let (tp, lp) = exporters(grpc);
+        tool_loop(&tp, &lp, conv);
+        lp.shutdown().unwrap();
+        tp.shutdown().unwrap();
+    }
+    // Per loop: 6 records that name a span, one that does not; 3 spans.
+    let want = hand_made.len() as f64 + 2.0 * (RECORDS as f64 + 1.0);
+    let metrics = || super::parse_prometheus(&super::get(srv.admin.unwrap(), "/metrics").1);
+    poll_until(
+        "every record counted as forwarded",
+        Duration::from_secs(30),
+        || {
+            let m = metrics();
+            let n = (
+                m["toolscore_log_records_forwarded_total"],
+                m["toolscore_spans_forwarded_total"],
+            );
+            if n == (want, 6.0) {
+                Ok(())
+            } else {
+                Err(n)
+            }
+        },
+    );
+    let got = record_bytes(capture.1.lock().unwrap().iter());
+    assert_eq!(got.len(), want as usize, "every record once");
+    let missing: Vec<_> = hand_made.iter().filter(|r| !got.contains(r)).collect();
+    assert!(missing.is_empty(), "hand-made records arrive byte for byte");
+    let names = |sent_by_sdk: bool| {
+        let mut names: Vec<String> = capture
+            .1
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|r| &r.resource_logs)
+            .filter(|rl| {
+                let svc = format!("{:?}", rl.resource);
+                sent_by_sdk != svc.contains("svc-")
+            })
+            .flat_map(|rl| &rl.scope_logs)
+            .flat_map(|sl| &sl.log_records)
+            .map(|r| r.event_name.clone())
+            .collect();
+        names.sort();
+        names
+    };
+    let mut each_loop = vec![
+        "gen_ai.choice",
+        "gen_ai.choice",
+        "gen_ai.user.message",
+        "gen_ai.user.message",
+        "gen_ai.user.message",
+        "gen_ai.assistant.message",
+        "gen_ai.tool.message",
+    ];
+    each_loop.extend(each_loop.clone());
+    each_loop.sort();
+    assert_eq!(names(true), each_loop);
+    let m = metrics();
+    assert_eq!(m["toolscore_log_records_forward_dropped_total"], 0.0);
+    assert_eq!(m["toolscore_spans_forward_dropped_total"], 0.0);
+    let (summary, _) = srv.stop();
+    assert_eq!(summary.stats.log_records_forwarded, want as u64);
+    stop.cancel();
+}
+
+/// An OTLP/HTTP downstream given as a `/v1/traces` URL (another serve, a
+/// real receiver) gets the log requests at its `/v1/logs`.
+#[test]
+fn forward_over_http_sends_logs_to_v1_logs() {
+    use prost::Message;
+    let down = start("logs-forward-down", |_, _| {});
+    let up = start("logs-forward-up", |c, _| {
+        c.forward = Some(format!("http://{}/v1/traces", down.http));
+    });
+    let r = post_to(
+        up.http,
+        "/v1/logs",
+        &[PROTOBUF],
+        &logs_request(4, false).encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    down.wait_for("the downstream to read the records", |s| {
+        (s.log_records, s.log_records_without_span) == (1, 1)
+    });
+    up.wait_for("the records counted as forwarded", |s| {
+        s.log_records_forwarded == 2
+    });
+    up.stop();
+    down.stop();
 }

@@ -208,16 +208,28 @@ pub(crate) enum Framing {
     HoldBy(usize),
 }
 
-/// One POST on its own connection, with exact control of the framing.
+/// One POST to `/v1/traces` on its own connection, with exact control of
+/// the framing.
 pub(crate) fn post(
     addr: SocketAddr,
     headers: &[(&str, &str)],
     body: &[u8],
     framing: Framing,
 ) -> Reply {
+    post_to(addr, "/v1/traces", headers, body, framing)
+}
+
+/// [`post`] to `path`.
+pub(crate) fn post_to(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    framing: Framing,
+) -> Reply {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-    let mut head = format!("POST /v1/traces HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -299,7 +311,7 @@ fn parse_reply(raw: &[u8]) -> Reply {
 }
 
 pub(crate) const PROTOBUF: (&str, &str) = ("Content-Type", "application/x-protobuf");
-const JSON: (&str, &str) = ("Content-Type", "application/json");
+pub(crate) const JSON: (&str, &str) = ("Content-Type", "application/json");
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
