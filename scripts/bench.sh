@@ -46,7 +46,9 @@
 #   TOOLSCORE_BIN   the binary to measure (default: build the release one)
 #   BENCH_PROFILE   Cargo profile of that build (default: dist, what ships)
 #   BENCH_REPEAT    runs per input for `memory` (default: 5)
-#   BENCH_TMP       folder for generated inputs (default: /tmp)
+#   BENCH_TMP       folder for generated inputs, kept and reused by later runs
+#                   (default: a new folder per run, removed when it ends, so
+#                   two runs at once never share or clash on a file)
 #   BENCH_RUNS      where raw output goes (default: benches/runs)
 #   BENCH_PYTHON    the Python of `python` (default: python3)
 set -euo pipefail
@@ -54,7 +56,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 RUNS="${BENCH_RUNS:-$ROOT/benches/runs}"
-TMP="${BENCH_TMP:-/tmp}"
+if [[ -n "${BENCH_TMP:-}" ]]; then
+    TMP="$BENCH_TMP"
+    mkdir -p "$TMP"
+else
+    TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolscore-bench.XXXXXX")
+    trap 'rm -rf "$TMP"' EXIT
+fi
 REPEAT="${BENCH_REPEAT:-5}"
 PROFILE="${BENCH_PROFILE:-dist}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -227,12 +235,12 @@ cmd_memory() {
 }
 
 cmd_inspect100() {
-    local bin file summary
+    local bin file summary input
     bin=$(binary)
     file=$(new_run inspect100)
     summary=$(mktemp)
-    [[ -s /tmp/c100.jsonl ]] || python3 scripts/make-copies.py 100 /tmp/c100.jsonl >&2
-    timed "$file" "$summary" "copies-100" "$bin" inspect /tmp/c100.jsonl --format jsonl -q
+    input=$(copies 100)
+    timed "$file" "$summary" "copies-100" "$bin" inspect "$input" --format jsonl -q
     summarize "$file" "$summary"
     rm -f "$summary"
     log "raw output: ${file#"$ROOT"/}"
@@ -310,13 +318,13 @@ cmd_store() {
 }
 
 cmd_python() {
-    local bin file py="${BENCH_PYTHON:-python3}"
+    local bin file input py="${BENCH_PYTHON:-python3}"
     bin=$(binary)
     "$py" -c 'import toolscore, opentelemetry.sdk' ||
         die "$py cannot import toolscore and opentelemetry.sdk: install the wheel (maturin build --profile $PROFILE) and opentelemetry-sdk, or set BENCH_PYTHON"
-    [[ -s /tmp/c100.jsonl ]] || python3 scripts/make-copies.py 100 /tmp/c100.jsonl >&2
+    input=$(copies 100)
     file=$(new_run python)
-    "$py" benches/python/overhead.py --binary "$bin" --copies /tmp/c100.jsonl --runs "$REPEAT" 2>&1 | tee -a "$file"
+    "$py" benches/python/overhead.py --binary "$bin" --copies "$input" --runs "$REPEAT" 2>&1 | tee -a "$file"
     log "raw output: ${file#"$ROOT"/}"
 }
 
@@ -405,8 +413,9 @@ case "$command" in
     judge-prompts) cmd_judge_prompts ;;
     python) cmd_python ;;
     all)
+        # One folder of inputs for every command of the run.
         for c in replay presets otlp-json decode scale serve memory inspect100 fixtures store inflight judge-prompts python; do
-            "$0" "$c"
+            BENCH_TMP="$TMP" "$0" "$c"
         done
         ;;
     -h | --help | help) usage ;;
