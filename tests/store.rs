@@ -1121,3 +1121,71 @@ fn trend_html_draws_the_pass_rate_and_a_grid_flaky_cases_first() {
     );
     crate::html::assert_no_console_errors(&mut cdp);
 }
+
+/// A server that accepts connections and never answers (a PostgreSQL port
+/// behind a hung proxy, say) does not hang a command: the connect gives up
+/// at its limit (`connect_timeout` in the URL; 10 s by default) and the
+/// error names the server and the reason; `replay` still writes its report.
+#[test]
+fn a_store_server_that_never_answers_is_given_up_at_the_connect_limit() {
+    use std::time::Instant;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Holds every connection open without a byte written.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let tmp = TempDir::new("store-pg-hung");
+    let url = format!("postgres://nobody@{addr}/db?connect_timeout=1");
+    let started = Instant::now();
+    let mut child = crate::util::ChildGuard(
+        cmd(tmp.path(), &["runs", "--store", &url])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run toolscore"),
+    );
+    let status = crate::util::poll_until("runs to give up", Duration::from_secs(60), || {
+        child.try_wait().expect("wait for runs")
+    });
+    let elapsed = started.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("cannot connect to {addr}: no answer within 1 s")),
+        "{err}"
+    );
+    assert!(
+        elapsed >= Duration::from_secs(1),
+        "gave up at the limit, not before"
+    );
+    // A replay saving there keeps its report and says why it was not saved.
+    let (traces, fixture) = sample();
+    let out = tmp.path().join("report.jsonl");
+    let o = in_dir(
+        tmp.path(),
+        &[
+            "replay",
+            &traces,
+            "-e",
+            &fixture,
+            "-q",
+            "-f",
+            "jsonl",
+            "-o",
+            out.to_str().unwrap(),
+            "--store",
+            &url,
+        ],
+    );
+    assert!(std::fs::metadata(&out).unwrap().len() > 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("cannot connect to {addr}")),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -118,6 +118,16 @@ pub enum StoreError {
         store: String,
         source: ::postgres::Error,
     },
+    /// A PostgreSQL server that refused, failed or did not answer in
+    /// time (10 s unless the URL sets `connect_timeout`).
+    #[error("run store {store}: cannot connect to {host}: {reason}")]
+    Connect {
+        store: String,
+        host: String,
+        reason: String,
+        /// Whether trying again later may work (see [`StoreError::is_transient`]).
+        transient: bool,
+    },
     #[error("run store {store}: cannot create {dir}: {source}")]
     Dir {
         store: String,
@@ -166,6 +176,7 @@ impl StoreError {
                         c.starts_with("08") || c.starts_with("57P0") || c == "40001" || c == "40P01"
                     })
             }
+            StoreError::Connect { transient, .. } => *transient,
             StoreError::Sqlite { source, .. } => matches!(
                 source.sqlite_error_code(),
                 Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)

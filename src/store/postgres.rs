@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Row};
+use std::time::Duration;
+
+use postgres::{Client, Config, NoTls, Row};
 
 use super::parts;
 use super::schema::{LATEST, META_TABLE, MIGRATIONS};
@@ -27,13 +29,99 @@ const RUN_COLUMNS: &str = "seq, id, started_ms, ended_ms, finished, version, com
     git_branch, fixture, fixture_hash, config_hash, settings, inputs, traces, spans, rejected, \
     cases, passed, failed, mean_score, exit_code";
 
+/// The longest opening a connection may take, all of it (TCP connect,
+/// startup, authentication), unless the URL sets `connect_timeout`
+/// (seconds, as libpq reads it): a server that accepts and never answers
+/// must not hang a command.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The limit of [`connect`] for `config`: its `connect_timeout`, else
+/// [`CONNECT_TIMEOUT`].
+fn connect_limit(config: &Config) -> Duration {
+    config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(CONNECT_TIMEOUT)
+}
+
+/// The server(s) `config` names, to say which one failed.
+fn hosts(config: &Config) -> String {
+    use postgres::config::Host;
+    let ports = config.get_ports();
+    let names: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(path) => path.display().to_string(),
+            };
+            // One port for every host, or one each; 5432 when none is set.
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
+    if names.is_empty() {
+        "the default server".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Connects within [`connect_limit`]. The client's own `connect_timeout`
+/// bounds only the TCP connect, so the whole connect runs on a thread of
+/// its own and is given up at the limit; that thread ends when the server
+/// closes the connection, or with the process.
+fn connect(url: &str, name: &str) -> Result<Client, StoreError> {
+    let mut config: Config = url.parse().map_err(|source| StoreError::Postgres {
+        store: name.to_string(),
+        source,
+    })?;
+    let limit = connect_limit(&config);
+    config.connect_timeout(limit);
+    let failed = |reason: String, transient: bool| StoreError::Connect {
+        store: name.to_string(),
+        host: hosts(&config),
+        reason,
+        transient,
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let attempt = config.clone();
+    std::thread::Builder::new()
+        .name("store-connect".into())
+        .spawn(move || {
+            // The receiver may have given up already.
+            let _ = tx.send(attempt.connect(NoTls));
+        })
+        .map_err(|e| failed(format!("cannot start a thread: {e}"), false))?;
+    match rx.recv_timeout(limit) {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(source)) => {
+            let reason = source.to_string();
+            let transient = StoreError::Postgres {
+                store: String::new(),
+                source,
+            }
+            .is_transient();
+            Err(failed(reason, transient))
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(failed(
+            format!(
+                "no answer within {} s (set connect_timeout=SECONDS in the URL to wait longer)",
+                limit.as_secs_f64()
+            ),
+            true,
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(failed("the connecting thread failed".into(), false))
+        }
+    }
+}
+
 impl Postgres {
     pub(super) fn open(url: &str, name: &str) -> Result<Postgres, StoreError> {
-        let err = |source| StoreError::Postgres {
-            store: name.to_string(),
-            source,
-        };
-        let client = Client::connect(url, NoTls).map_err(err)?;
+        let client = connect(url, name)?;
         let mut store = Postgres {
             client,
             name: name.to_string(),
@@ -556,4 +644,20 @@ fn insert_results(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connect_limit_is_ten_seconds_unless_the_url_sets_one() {
+        let config = |url: &str| url.parse::<Config>().unwrap();
+        let plain = config("postgres://u@db.example:6000/runs");
+        assert_eq!(connect_limit(&plain), Duration::from_secs(10));
+        assert_eq!(hosts(&plain), "db.example:6000");
+        let set = config("postgres://u@db.example/runs?connect_timeout=3");
+        assert_eq!(connect_limit(&set), Duration::from_secs(3));
+        assert_eq!(hosts(&set), "db.example:5432");
+    }
 }

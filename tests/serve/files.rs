@@ -115,9 +115,14 @@ impl Serve {
     /// Waits for a log line holding `text` (a process that exits first
     /// fails the wait at once) and returns it.
     pub(super) fn wait_log(&mut self, what: &str, text: &str) -> String {
+        self.wait_log_within(what, text, LIMIT)
+    }
+
+    /// [`Serve::wait_log`], waiting at most `limit`.
+    pub(super) fn wait_log_within(&mut self, what: &str, text: &str, limit: Duration) -> String {
         let log = Arc::clone(&self.log);
         let child = &mut self.child;
-        poll_until(what, LIMIT, || {
+        poll_until(what, limit, || {
             let found = log
                 .lock()
                 .unwrap()

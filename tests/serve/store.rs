@@ -689,3 +689,49 @@ fn a_postgres_restarted_mid_run_loses_and_repeats_no_batch() {
     let counts = ["cases", "passed", "failed"].map(|k| runs[0][k].clone());
     assert_eq!(counts, [4, 3, 1].map(Value::from), "{runs:?}");
 }
+
+/// A PostgreSQL server that is not up yet when serve starts (both started
+/// together, say) is waited for as one that goes away mid-run is: the open
+/// is retried, bounded, and the run is saved whole once the server is up.
+#[test]
+fn a_postgres_not_up_yet_at_start_is_waited_for() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    pg.stop();
+    let tmp = TempDir::new("serve-store-pg-late");
+    let dir = tmp.path();
+    write_fixture(dir);
+    let with_store = ["--store", pg.url.as_str()];
+    let out = dir.join("results.jsonl");
+    let mut serve = start_serve(dir, &with_store, &out);
+    // Scoring does not wait for the store.
+    post(&serve, 1);
+    poll_until("trace 1 in the results file", LIMIT, || {
+        read_rows(&out).iter().any(|r| r["type"] == "evaluation")
+    });
+    serve.wait_log(
+        "a retry of the open",
+        "The run store cannot be opened; trying again.",
+    );
+    pg.start_again();
+    let line = serve.wait_log_within(
+        "the run to be saved once the server is up",
+        "Saving this run to the run store",
+        LIMIT,
+    );
+    let id = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("run="))
+        .unwrap_or_else(|| panic!("run= in {line}"))
+        .to_string();
+    wait_saved(dir, &id, &with_store, 1);
+    let (status, log) = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("Run saved to the run store."), "{log}");
+    let file = std::fs::read(&out).unwrap();
+    assert!(
+        stored(dir, &id, &with_store) == file,
+        "the store gives the results file back"
+    );
+}

@@ -318,8 +318,18 @@ fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<b
     } = save;
     let id = meta.id.clone();
     let fail = |e: store::StoreError| shared.stop(&location, &id, format!("{e}"));
-    let opened = store::open_to_save(&location, !explicit)
-        .and_then(|mut s| s.begin_run(meta).map(|run| (s, run)));
+    // A store not there yet (a server still starting) is waited for as one
+    // that goes away later is.
+    let opened = with_retries(
+        shared,
+        &location,
+        &id,
+        "The run store cannot be opened; trying again.",
+        |_| {
+            store::open_to_save(&location, !explicit)
+                .and_then(|mut s| s.begin_run(meta.clone()).map(|run| (s, run)))
+        },
+    );
     let (mut store, mut run) = opened.map_err(fail)?;
     info!(run = %id, store = %location, "Saving this run to the run store as it is scored.");
     loop {
@@ -355,9 +365,9 @@ fn write_run(save: SaveRun, rx: &Receiver<Message>, shared: &Shared) -> Result<b
     }
 }
 
-/// How many times an append that failed for a passing reason (the server
-/// restarted, the connection dropped) is tried again, on the store opened
-/// anew, before saving stops.
+/// How many times an open or an append that failed for a passing reason
+/// (the server starting or restarted, the connection dropped) is tried
+/// again, on the store opened anew, before saving stops.
 const RETRIES: u32 = 10;
 
 /// The wait before the first retry; each next one waits twice as long, up
@@ -366,44 +376,62 @@ const FIRST_RETRY_WAIT: Duration = Duration::from_millis(100);
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(8);
 
 /// Runs `append`; when the store fails for a passing reason, opens it
-/// again and retries, waiting longer each time, up to [`RETRIES`] times.
-/// The store keeps a batch that committed before its failure from being
-/// written twice ([`store::Store::append_run`]). Gives up early when
-/// saving stopped meanwhile (the queue overflowed).
+/// again and retries ([`with_retries`]). The store keeps a batch that
+/// committed before its failure from being written twice
+/// ([`store::Store::append_run`]).
 fn append_again(
     store: &mut Store,
     run: &mut OpenRun,
     shared: &Shared,
     mut append: impl FnMut(&mut Store, &mut OpenRun) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
+    let location = store.location().clone();
+    let id = run.meta().id.clone();
+    let mut reopened = false;
+    with_retries(
+        shared,
+        &location,
+        &id,
+        "The run store failed; opening it again to go on saving this run.",
+        |attempt| {
+            if attempt > 0 {
+                *store = Store::open(&location, false)?;
+                reopened = true;
+            }
+            append(store, run)
+        },
+    )?;
+    if reopened {
+        info!(store = %location, run = %id, "Saving this run again.");
+    }
+    Ok(())
+}
+
+/// Runs `op` (given the number of the attempt, 0 first); when it fails for
+/// a passing reason, waits and runs it again, waiting longer each time, up
+/// to [`RETRIES`] times. Gives up early when saving stopped meanwhile (the
+/// queue overflowed). `what` is the warning of each retry.
+fn with_retries<T>(
+    shared: &Shared,
+    location: &Location,
+    run: &str,
+    what: &str,
+    mut op: impl FnMut(u32) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     let mut wait = FIRST_RETRY_WAIT;
-    let mut failed = match append(store, run) {
-        Ok(()) => return Ok(()),
+    let mut failed = match op(0) {
+        Ok(done) => return Ok(done),
         Err(e) => e,
     };
     for attempt in 1..=RETRIES {
         if !failed.is_transient() || shared.stopped.load(Ordering::Acquire) {
             break;
         }
-        warn!(
-            store = %store.location(),
-            run = %run.meta().id,
-            reason = %failed,
-            attempt,
-            "The run store failed; opening it again to go on saving this run."
-        );
+        warn!(store = %location, run, reason = %failed, attempt, "{what}");
         std::thread::sleep(wait);
         wait = (wait * 2).min(MAX_RETRY_WAIT);
-        let again = Store::open(store.location(), false).and_then(|mut s| {
-            append(&mut s, run)?;
-            Ok(s)
-        });
-        match again {
-            Ok(s) => {
-                *store = s;
-                info!(store = %store.location(), run = %run.meta().id, "Saving this run again.");
-                return Ok(());
-            }
+        match op(attempt) {
+            Ok(done) => return Ok(done),
             Err(e) => failed = e,
         }
     }
