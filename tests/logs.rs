@@ -215,3 +215,110 @@ fn records_that_join_nothing_are_counted_and_bad_ones_rejected_alone() {
         .unwrap()
         .contains("came after the trace was scored")));
 }
+
+/// `bytes` as one record of the Collector's `format: proto` file.
+fn framed(bytes: &[u8]) -> Vec<u8> {
+    let mut out = (bytes.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// The pair's log records as length-prefixed protobuf records (the
+/// Collector's file exporter with `format: proto`), one request per record
+/// but the first, which holds two: read as a single protobuf request is.
+/// A bad record is rejected alone, naming its file, number and byte; a
+/// truncated last one too, the records before it kept.
+#[test]
+fn length_prefixed_protobuf_log_records_are_read_and_a_bad_frame_rejected_alone() {
+    let dir = TempDir::new("logs-records");
+    let whole = ExportLogsServiceRequest::decode(logs_protobuf().as_slice()).unwrap();
+    let records = &whole.resource_logs[0].scope_logs[0].log_records;
+    assert!(records.len() >= 3, "{}", records.len());
+    let request = |part: &[LogRecord]| {
+        ExportLogsServiceRequest {
+            resource_logs: vec![ResourceLogs {
+                scope_logs: vec![ScopeLogs {
+                    log_records: part.to_vec(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+        .encode_to_vec()
+    };
+    let mut file = framed(&request(&records[..2]));
+    for r in &records[2..] {
+        file.extend(framed(&request(std::slice::from_ref(r))));
+    }
+    let spans = data(SPANS);
+    let pb = dir.path().join("logs.pb");
+    fs::write(&pb, &file).unwrap();
+    assert_eq!(calls(&[&spans, &pb]), want(), "records after their spans");
+    assert_eq!(calls(&[&pb, &spans]), want(), "records before their spans");
+
+    // A record that is not protobuf between two good ones: rejected alone.
+    let bad_at = framed(&request(&records[..2])).len();
+    let mut with_bad = framed(&request(&records[..2]));
+    with_bad.extend(framed(&[0xff; 10]));
+    for r in &records[2..] {
+        with_bad.extend(framed(&request(std::slice::from_ref(r))));
+    }
+    let bad = dir.path().join("bad.pb");
+    fs::write(&bad, &with_bad).unwrap();
+    // `inspect`: the calls it read, and what it said it rejected.
+    let rejected = |paths: &[&Path]| -> (Vec<String>, Vec<(String, Value)>) {
+        let mut args = vec!["inspect".to_string(), "--format".into(), "jsonl".into()];
+        args.extend(paths.iter().map(|p| p.display().to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = toolscore(&args);
+        assert_eq!(out.status.code(), Some(2), "a rejection is an exit 2");
+        let said = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("toolscore: rejected:"))
+            .map(String::from)
+            .collect();
+        let calls = json_rows(&out.stdout)
+            .iter()
+            .flat_map(|r| r["tools"].as_array().cloned().unwrap_or_default())
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap_or("").to_string(),
+                    c["args"].clone(),
+                )
+            })
+            .collect();
+        (said, calls)
+    };
+    let (rows, got) = rejected(&[&spans, &bad]);
+    assert_eq!(got, want(), "the other records are read");
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let text = &rows[0];
+    assert!(
+        text.contains("bad.pb")
+            && text.contains("record 2")
+            && text.contains(&format!("bad protobuf record at byte {bad_at}")),
+        "{text}"
+    );
+
+    // A last record cut short: rejected from its byte, the others kept.
+    let cut_at = file.len() - framed(&request(std::slice::from_ref(records.last().unwrap()))).len();
+    let cut = dir.path().join("cut.pb");
+    fs::write(&cut, &file[..file.len() - 3]).unwrap();
+    let (rows, got) = rejected(&[&spans, &cut]);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let text = &rows[0];
+    assert!(
+        text.contains("cut.pb") && text.contains(&format!("at byte {cut_at}")),
+        "{text}"
+    );
+    let events = |paths: &[&Path]| {
+        let mut args = vec!["replay".to_string(), "-f".into(), "jsonl".into()];
+        args.extend(paths.iter().map(|p| p.display().to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let rows = json_rows(&toolscore(&args).stdout);
+        let summary = rows.iter().find(|r| r["type"] == "summary").cloned();
+        summary.expect("summary")["stats"]["log_events"].clone()
+    };
+    assert_eq!(events(&[&spans, &bad]), json!(records.len()), "{got:?}");
+    assert_eq!(events(&[&spans, &cut]), json!(records.len() - 1));
+}

@@ -143,7 +143,7 @@ impl Format {
             Format::OtlpJson => "one ExportTraceServiceRequest or a JSON list of them; also Grafana Tempo downloads and Jaeger v3 API answers",
             Format::OtlpJsonLines => "one request per line, as the Collector's file exporter writes",
             Format::OtlpProtobuf => "one binary ExportTraceServiceRequest",
-            Format::OtlpProtobufRecords => "the Collector's file exporter with `format: proto` (length-prefixed messages)",
+            Format::OtlpProtobufRecords => "the Collector's file exporter with `format: proto` (length-prefixed messages of spans or of log records)",
             Format::MlflowTraceJson => "MLflow's `Trace.to_json()`, one trace or a list",
             Format::JaegerJson => "query API responses and the UI's downloads",
             Format::ZipkinJson => "a list of spans, or a list of such lists",
@@ -463,8 +463,22 @@ fn numbered_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
         })
 }
 
+/// The framing of the Collector's `format: proto` files: each record is a
+/// 4-byte big-endian length, then that many bytes of one export request
+/// (of spans or of log records).
+pub(crate) const RECORD_HEADER: usize = 4;
+
+/// The length of the record that `header` (at least [`RECORD_HEADER`]
+/// bytes) starts.
+pub(crate) fn record_length(header: &[u8]) -> Option<u64> {
+    let h: [u8; RECORD_HEADER] = header.get(..RECORD_HEADER)?.try_into().ok()?;
+    Some(u64::from(u32::from_be_bytes(h)))
+}
+
 /// Whole length-prefixed protobuf records (a chunk cut by [`stream`]), the
-/// first numbered `first_record` at byte `offset` of its input.
+/// first numbered `first_record` at byte `offset` of its input. A record is
+/// a trace request, or a logs request when it holds no spans and decodes as
+/// one (their records go to `out.logs`).
 pub(crate) fn decode_records_chunk(
     bytes: &[u8],
     first_record: usize,
@@ -476,13 +490,28 @@ pub(crate) fn decode_records_chunk(
     out.format = Some(Format::OtlpProtobufRecords);
     let mut at = 0usize;
     let mut n = first_record;
-    while let Some(header) = bytes.get(at..at + 4) {
-        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
-        let Some(body) = bytes.get(at + 4..at + 4 + len) else {
+    while let Some(len) = record_length(&bytes[at.min(bytes.len())..]) {
+        let start = at + RECORD_HEADER;
+        let Some(body) = usize::try_from(len)
+            .ok()
+            .and_then(|len| bytes.get(start..start.checked_add(len)?))
+        else {
             break;
         };
-        match otlp_proto::decode_with(body, filter) {
-            Ok(mut req) => {
+        let traces = otlp_proto::decode_with(body, filter);
+        let logs = match &traces {
+            Ok(req) if span_count(req) > 0 => None,
+            _ => logs::decode_proto(body),
+        };
+        match (traces, logs) {
+            (_, Some(req)) => {
+                let (mut found, bad) = logs::from_proto(req);
+                out.logs.append(&mut found);
+                for reason in bad {
+                    out.reject(source, Position::Record(n), reason);
+                }
+            }
+            (Ok(mut req), None) => {
                 for reason in validate_ids(&mut req) {
                     out.rejected.push(Rejected {
                         source: source.to_string(),
@@ -493,13 +522,13 @@ pub(crate) fn decode_records_chunk(
                 }
                 out.requests.push(req);
             }
-            Err(e) => out.reject(
+            (Err(e), None) => out.reject(
                 source,
                 Position::Record(n),
                 format!("bad protobuf record at byte {}: {e}", offset + at as u64),
             ),
         }
-        at += 4 + len;
+        at = start + body.len();
         n += 1;
     }
 }
@@ -785,25 +814,26 @@ fn decode_records(
     out: &mut Decoded,
     filter: &dyn projection::KeyFilter,
 ) -> bool {
-    let mut offset = 0usize;
-    while offset < bytes.len() {
-        let Some(header) = bytes.get(offset..offset + 4) else {
+    let mut offset = 0u64;
+    let total = bytes.len() as u64;
+    while offset < total {
+        let Some(len) = record_length(&bytes[offset as usize..]) else {
             return false;
         };
-        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
-        if bytes.len() - offset - 4 < len {
+        if total - offset - (RECORD_HEADER as u64) < len {
             return false;
         }
-        offset += 4 + len;
+        offset += RECORD_HEADER as u64 + len;
     }
     let mut records = Decoded::default();
     decode_records_chunk(bytes, 1, 0, source, filter, &mut records);
-    if records.requests.iter().all(|r| r.resource_spans.is_empty()) {
+    if records.logs.is_empty() && records.requests.iter().all(|r| r.resource_spans.is_empty()) {
         return false;
     }
     out.format = records.format;
     out.requests.extend(records.requests);
     out.rejected.extend(records.rejected);
+    out.logs.append(&mut records.logs);
     true
 }
 

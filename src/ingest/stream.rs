@@ -700,7 +700,7 @@ fn next_record(
     record: usize,
     max_record: u64,
 ) -> Result<Found, Stop> {
-    let mut header = [0u8; 4];
+    let mut header = [0u8; super::RECORD_HEADER];
     let got = read_up_to(r, &mut header).map_err(|e| Stop::Io(at, e))?;
     let broken = |reason| Found::Rejected {
         reason,
@@ -710,17 +710,17 @@ fn next_record(
     if got == 0 {
         return Ok(Found::End);
     }
-    if got < 4 {
-        return Ok(broken(format!("truncated record header at byte {at}")));
-    }
-    let len = u64::from(u32::from_be_bytes(header));
+    let len = match super::record_length(&header[..got]) {
+        Some(len) => len,
+        None => return Ok(broken(format!("truncated record header at byte {at}"))),
+    };
     if len > max_record {
         let skipped = io::copy(&mut r.take(len), &mut io::sink()).map_err(|e| Stop::Io(at, e))?;
         return Ok(Found::Rejected {
             reason: format!(
                 "record longer than {max_record} bytes at byte {at} ({len} bytes): skipped"
             ),
-            skipped: 4 + skipped,
+            skipped: super::RECORD_HEADER as u64 + skipped,
             ends: skipped < len,
         });
     }
@@ -736,7 +736,7 @@ fn next_record(
             "truncated record {record} at byte {at}: {n} of {len} bytes"
         )));
     }
-    Ok(Found::Record(4 + len))
+    Ok(Found::Record(super::RECORD_HEADER as u64 + len))
 }
 
 fn read_up_to(r: &mut Reader, buf: &mut [u8]) -> io::Result<usize> {
