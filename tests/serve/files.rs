@@ -24,6 +24,11 @@ use crate::util::{
 
 const LIMIT: Duration = Duration::from_secs(20);
 
+/// The wait for serve to listen: generous, as reading a big fixture first
+/// takes long on a loaded machine (a start that fails ends the wait at
+/// once, the process having exited).
+const START_LIMIT: Duration = Duration::from_secs(300);
+
 /// `toolscore serve` as a child process on 127.0.0.1:0 ports (HTTP and
 /// admin, found in its `Listening.` line), its log collected as it comes.
 pub(super) struct Serve {
@@ -98,7 +103,7 @@ impl Serve {
             log,
             reader: Some(reader),
         };
-        let line = serve.wait_log("`Listening.`", "Listening.");
+        let line = serve.wait_log_within("`Listening.`", "Listening.", START_LIMIT);
         serve.http = line
             .split_whitespace()
             .find_map(|w| w.strip_prefix("http="))
