@@ -204,7 +204,7 @@ settings! {
         default_expected: PathBuf = none ("TOOLSCORE_DEFAULT_EXPECTED", path, "FILE"),
             "Expectation for traces that match no case: a JSON array of expected tools, or one case object (its trace_id/match are ignored).";
         forward: String = none ("TOOLSCORE_FORWARD", text, "URL"),
-            "Forward every accepted span downstream: `http://host:4317` or `grpc://host:port` (OTLP/gRPC), `http://host:4318` (OTLP/HTTP).";
+            "Forward every accepted span and log record downstream: `http://host:4317` or `grpc://host:port` (OTLP/gRPC), `http://host:4318` (OTLP/HTTP).";
         results_otlp: String = none ("TOOLSCORE_RESULTS_OTLP", text, "URL"),
             "Send evaluation results as OTLP logs here (same URL forms as --forward), `off` for nowhere. Default: the --forward downstream.";
         tls_cert_file: PathBuf = none ("TOOLSCORE_TLS_CERT_FILE", path, "FILE"),
