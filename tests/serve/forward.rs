@@ -467,3 +467,62 @@ fn forward_queue_is_bounded_in_bytes_too() {
     server.stop();
     stop.cancel();
 }
+
+/// What was accepted and never delivered is counted, never silent: with
+/// the downstream down through the shutdown deadline, the queued spans and
+/// log records are counted as dropped and the run ends in an error.
+#[test]
+fn what_the_shutdown_deadline_abandons_is_counted_as_dropped() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_addr = probe.local_addr().unwrap();
+    drop(probe);
+    let server = start("forward-abandoned", |c, _| {
+        c.forward = Some(format!("grpc://{down_addr}"));
+        c.results_otlp = Some("off".into());
+        c.shutdown_timeout = Duration::from_secs(1);
+    });
+    let spans = weather(1);
+    let r = post(
+        server.http,
+        &[PROTOBUF],
+        &spans.encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    let logs = ExportLogsServiceRequest {
+        resource_logs: vec![opentelemetry_proto::tonic::logs::v1::ResourceLogs {
+            scope_logs: vec![opentelemetry_proto::tonic::logs::v1::ScopeLogs {
+                log_records: vec![Default::default(); 3],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    };
+    let r = super::post_to(
+        server.http,
+        "/v1/logs",
+        &[PROTOBUF],
+        &logs.encode_to_vec(),
+        Framing::Length,
+    );
+    assert_eq!(r.status, 200);
+    server.token.cancel();
+    let ended = server
+        .rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(60), server.handle).await })
+        .expect("serve stops within 60 s")
+        .expect("server task");
+    let err = ended.expect_err("abandoned data makes the run an error");
+    assert!(err.to_string().contains("not delivered"), "{err}");
+    let s = server.stats.snapshot();
+    let sent = sorted_span_bytes([spans].iter()).len() as u64;
+    assert_eq!(
+        (
+            s.spans_forwarded,
+            s.spans_forward_dropped,
+            s.log_records_forwarded,
+            s.log_records_forward_dropped
+        ),
+        (0, sent, 0, 3)
+    );
+}
