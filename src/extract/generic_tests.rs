@@ -131,6 +131,71 @@ fn a_tool_marker_in_any_namespace_is_a_call() {
 }
 
 #[test]
+fn the_generic_rule_reads_the_wider_argument_and_result_keys() {
+    let got = calls(vec![
+        span(1, None, "agent", (0, 100), &[]),
+        // Arguments and result under a bare `tool.` prefix beside the
+        // marker.
+        span(
+            2,
+            Some(1),
+            "find_room",
+            (10, 20),
+            &[
+                ("omni.span.kind", "tool"),
+                ("tool.name", "find_room"),
+                ("tool.parameters", r#"{"floor": 2}"#),
+                ("tool.result", r#"{"room": 7}"#),
+            ],
+        ),
+        // In the marker's namespace; `parameters` there is the tool's
+        // schema, so the arguments are the next key's.
+        span(
+            3,
+            Some(1),
+            "book",
+            (30, 40),
+            &[
+                ("kappa.span.type", "TOOL"),
+                (
+                    "kappa.parameters",
+                    r#"{"type": "object", "properties": {"room": {"type": "integer"}}}"#,
+                ),
+                ("kappa.params", r#"{"room": 7}"#),
+                ("kappa.response", "booked"),
+            ],
+        ),
+        // A key ranked before the wider ones still wins.
+        span(
+            4,
+            Some(1),
+            "pay",
+            (50, 60),
+            &[
+                ("kappa.span.type", "tool"),
+                ("kappa.input", r#"{"amount": 5}"#),
+                ("kappa.tool.arguments", r#"{"amount": 6}"#),
+                ("kappa.output", "paid"),
+                ("kappa.tool.result", "not this"),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            call(
+                "find_room",
+                json!({"floor": 2}),
+                json!({"room": 7}),
+                "tool-kind"
+            ),
+            call("book", json!({"room": 7}), json!("booked"), "tool-kind"),
+            call("pay", json!({"amount": 5}), json!("paid"), "tool-kind"),
+        ]
+    );
+}
+
+#[test]
 fn what_is_not_a_tool_marker_gives_no_call() {
     let got = calls(vec![
         // Another kind; a key that only ends like a marker; a template name

@@ -1052,7 +1052,7 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
 /// text that [`value_of`] would take as is (no pattern or unwrapping, and
 /// with `named` not a value that [`unnamed`] would have named).
 fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
-    if src.decode != Decode::Json || src.pattern.is_some() {
+    if src.decode != Decode::Json || src.pattern.is_some() || src.not_schema {
         return None;
     }
     let text = raw_string(&src.field, s)?;

@@ -259,6 +259,12 @@ pub struct SourceSpec {
     /// the call keeps its span's name as `span_name` then.
     #[serde(default, skip_serializing_if = "is_false")]
     pub in_span_name: bool,
+    /// In `args`: a value that is a JSON Schema (an object whose `type` is
+    /// `object` and whose `properties` is an object) gives nothing, so the
+    /// next source is tried. Some keys hold the arguments in one vendor's
+    /// spans and the tool's schema in another's (`tool.parameters`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub not_schema: bool,
 }
 
 fn is_plain(d: &Decode) -> bool {
@@ -444,6 +450,8 @@ pub(crate) struct Source {
     /// A name source taken only when the span's name holds its value as a
     /// whole word (`in_span_name`).
     pub in_span_name: bool,
+    /// A value that is a JSON Schema gives nothing (`not_schema`).
+    pub not_schema: bool,
 }
 
 /// A compiled rule.
@@ -738,6 +746,7 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
         known: &[],
         keep_span_name: s.keep_span_name || s.in_span_name,
         in_span_name: s.in_span_name,
+        not_schema: s.not_schema,
     })
 }
 

@@ -75,7 +75,7 @@ pub(crate) fn value_noting(
                 Val::Str(t) => Cow::Borrowed(t),
                 // Structured attributes (kvlist/array) are already values.
                 Val::Array(_) | Val::Kvlist(_) if src.pattern.is_none() => {
-                    return Some(unwrap(src, s, any_to_json(v), &mut note));
+                    return not_schema(src, unwrap(src, s, any_to_json(v), &mut note));
                 }
                 _ => any_text(v)?,
             }
@@ -117,7 +117,19 @@ pub(crate) fn value_noting(
             }
         }
     };
-    Some(unwrap(src, s, value, &mut note))
+    not_schema(src, unwrap(src, s, value, &mut note))
+}
+
+/// `v`, unless the source takes no schema (`not_schema`) and `v` is one.
+fn not_schema(src: &Source, v: Value) -> Option<Value> {
+    (!(src.not_schema && is_schema(&v))).then_some(v)
+}
+
+/// Whether `v` is a JSON Schema of an object: `type` is `object` and
+/// `properties` an object (what a tool's parameters are declared as).
+fn is_schema(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("object")
+        && v.get("properties").is_some_and(Value::is_object)
 }
 
 /// `text` as a Python container literal that is no JSON, for a source
