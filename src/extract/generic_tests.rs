@@ -513,8 +513,8 @@ fn python_literal_arguments_and_results_are_read() {
             "otel-genai"
         )]
     );
-    // Text that is no literal stays text; a JSON string stays the string
-    // it holds.
+    // Text that is no literal stays text; a JSON string holding JSON text
+    // stays the string it holds.
     let got = calls(vec![span(
         1,
         None,
@@ -524,7 +524,7 @@ fn python_literal_arguments_and_results_are_read() {
             ("gen_ai.operation.name", "execute_tool"),
             ("gen_ai.tool.name", "t"),
             ("gen_ai.tool.call.arguments", "{'a': os.system('x')}"),
-            ("gen_ai.tool.call.result", r#""{'a': 1}""#),
+            ("gen_ai.tool.call.result", r#""{\"a\": 1}""#),
         ],
     )]);
     assert_eq!(
@@ -532,8 +532,77 @@ fn python_literal_arguments_and_results_are_read() {
         vec![call(
             "t",
             json!("{'a': os.system('x')}"),
-            json!("{'a': 1}"),
+            json!("{\"a\": 1}"),
             "otel-genai"
         )]
+    );
+}
+
+#[test]
+fn a_python_literal_inside_a_json_string_or_a_wrapper_is_read() {
+    let got = calls(vec![
+        span(1, None, "agent", (0, 100), &[]),
+        // The `str()` of a returned dict, JSON-encoded as a string (as
+        // every value of this vendor is).
+        span(
+            2,
+            Some(1),
+            "find_room",
+            (10, 20),
+            &[
+                ("omni.span.kind", "tool"),
+                ("omni.input", r#"{"floor": 2}"#),
+                (
+                    "omni.output",
+                    r#""{'room': 'A7', 'free': True, 'view': None}""#,
+                ),
+            ],
+        ),
+        // The same text inside a wrapper the rule takes off (a typed value).
+        span(
+            3,
+            Some(1),
+            "list_rooms",
+            (30, 40),
+            &[
+                ("omni.span.kind", "tool"),
+                ("omni.input", "{}"),
+                (
+                    "omni.output",
+                    r#"{"type": "text", "value": "[('A7', 2), ('B1', 1)]"}"#,
+                ),
+            ],
+        ),
+        // A JSON string of plain words, or of a literal Python would not
+        // read back (a call), stays the text.
+        span(
+            4,
+            Some(1),
+            "note",
+            (50, 60),
+            &[
+                ("omni.span.kind", "tool"),
+                ("omni.input", "{}"),
+                ("omni.output", r#""{'done': yes}""#),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            call(
+                "find_room",
+                json!({"floor": 2}),
+                json!({"room": "A7", "free": true, "view": null}),
+                "tool-kind"
+            ),
+            call(
+                "list_rooms",
+                json!({}),
+                json!([["A7", 2], ["B1", 1]]),
+                "tool-kind"
+            ),
+            call("note", json!({}), json!("{'done': yes}"), "tool-kind"),
+        ]
     );
 }

@@ -1026,7 +1026,9 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             .filter(|t| memchr::memchr2(b'\n', b'\r', t.as_bytes()).is_none())
             .filter(|t| !unwrap_may_apply(src, t));
         if let Some(text) = text {
-            if let Some(v) = wrappers::known_unwrapped(src, text) {
+            if let Some(v) = wrappers::known_unwrapped(src, text)
+                .or_else(|| wrappers::repr_in_json_string(src, text))
+            {
                 return Some(CallResult::Value(v));
             }
             // Text serde_json would not read back (a lone surrogate, a
@@ -1056,7 +1058,10 @@ fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
         return None;
     }
     let text = raw_string(&src.field, s)?;
-    if unwrap_may_apply(src, text.trim()) || wrappers::known_unwrapped(src, text).is_some() {
+    if unwrap_may_apply(src, text.trim())
+        || wrappers::known_unwrapped(src, text).is_some()
+        || wrappers::repr_in_json_string(src, text.trim()).is_some()
+    {
         return None;
     }
     let json = canonical::canonical(text)?;

@@ -117,7 +117,40 @@ pub(crate) fn value_noting(
             }
         }
     };
-    not_schema(src, unwrap(src, s, value, &mut note))
+    let value = unwrap(src, s, value, &mut note);
+    not_schema(src, repr_in_string(src, value, &mut note))
+}
+
+/// A string value that is wholly a Python dict, list or tuple literal and
+/// no JSON, at an argument or result source that decodes: the value the
+/// literal writes. The string is what an instrumentation or framework made
+/// of a returned dict with `str()` and then JSON-encoded or put in a
+/// message's text (MLflow's AG2 spans, AG2's function reply); text that is
+/// JSON, or any other text, stays as it is (docs/conventions.md, "Python
+/// literals").
+fn repr_in_string(src: &Source, v: Value, note: &mut dyn FnMut(&'static str)) -> Value {
+    match v {
+        Value::String(t) if src.literal && src.decode != Decode::Plain => {
+            match literal_of(src, &t) {
+                Some(x) => {
+                    note("python_literal");
+                    x
+                }
+                None => Value::String(t),
+            }
+        }
+        other => other,
+    }
+}
+
+/// `text`, a JSON string holding a Python container literal, as that
+/// literal's value ([`repr_in_string`] for the text of a JSON string).
+pub(crate) fn repr_in_json_string(src: &Source, text: &str) -> Option<Value> {
+    if !src.literal || !text.starts_with('"') {
+        return None;
+    }
+    let inner: String = serde_json::from_str(text).ok()?;
+    literal_of(src, &inner)
 }
 
 /// `v`, unless the source takes no schema (`not_schema`) and `v` is one.
