@@ -606,3 +606,55 @@ fn a_python_literal_inside_a_json_string_or_a_wrapper_is_read() {
         ]
     );
 }
+
+#[test]
+fn a_span_named_after_a_wrappers_method_takes_the_tools_own_name() {
+    let spans = vec![
+        span(1, None, "agent", (0, 100), &[]),
+        // The tool's name JSON-quoted in a bare `name`, as MLflow writes it.
+        span(
+            2,
+            Some(1),
+            "ToolBox.ainvoke",
+            (10, 20),
+            &[
+                ("omni.span.kind", "tool"),
+                ("name", "\"find_room\""),
+                ("omni.input", r#"{"floor": 2}"#),
+            ],
+        ),
+        // Nothing names the tool: the name stays.
+        span(
+            3,
+            Some(1),
+            "ToolBox.__call__",
+            (30, 40),
+            &[("omni.span.kind", "tool"), ("omni.input", "{}")],
+        ),
+        // Not a wrapper's method: the span's name is the tool's.
+        span(
+            4,
+            Some(1),
+            "Tool.lookup",
+            (50, 60),
+            &[
+                ("omni.span.kind", "tool"),
+                ("name", "other"),
+                ("omni.input", "{}"),
+            ],
+        ),
+    ];
+    let got: Vec<(String, Option<String>)> = Extractor::default()
+        .extract(&trace(spans))
+        .into_iter()
+        .map(|c| (c.name, c.span_name))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("find_room".into(), Some("ToolBox.ainvoke".into())),
+            ("ToolBox.__call__".into(), None),
+            ("Tool.lookup".into(), None),
+        ]
+    );
+}

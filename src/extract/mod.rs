@@ -29,6 +29,7 @@ pub mod rules;
 mod source;
 #[cfg(test)]
 mod unwrap_tests;
+mod wrapper_names;
 mod wrappers;
 // Extraction on hand-built spans of library versions and modes the copied
 // corpus does not cover.
@@ -414,6 +415,7 @@ impl Extractor {
             .iter()
             .chain(&conversation::MODEL_MARKERS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
+        keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
         keys.sort();
         keys.dedup();
         let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX]
@@ -554,7 +556,13 @@ impl Extractor {
             .iter()
             .zip(&trace.spans)
             .enumerate()
-            .map(|(i, (&r, s))| span_name(rule_at(i, r?), s))
+            .map(|(i, (&r, s))| {
+                let name = span_name(rule_at(i, r?), s)?;
+                Some(match role[i] {
+                    Role::Call => wrapper_names::named(name, s),
+                    _ => name,
+                })
+            })
             .collect();
         let spans = Classified {
             trace,
@@ -685,7 +693,8 @@ impl Extractor {
                 retriever: rule.kind() == Kind::Retriever,
                 convention: rule.name().to_string(),
                 from: None,
-                span_name: kept_span_name(rule, s),
+                span_name: kept_span_name(rule, s)
+                    .or_else(|| wrapper_names::kept(|| span_name(rule, s), name, s)),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
             };

@@ -116,6 +116,7 @@ pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
     Unwrap::ToolMessage,
     Unwrap::LangchainMessage,
     Unwrap::McpContent,
+    Unwrap::LlamaIndexOutput,
 ];
 
 /// Wrappers taken off a decoded value when it has their shape.

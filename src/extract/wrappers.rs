@@ -248,13 +248,13 @@ pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
 }
 
 /// Whether a known result wrapper could apply to JSON `text` (`false`:
-/// surely not). Every known shape is an object with a `type` or `content`
-/// key (or `output` around one), or a list of text blocks.
+/// surely not). Every known shape is an object with a `type`, `content`
+/// or `raw_output` key (or `output` around one), or a list of text blocks.
 fn known_may_apply(text: &str) -> bool {
     let t = text.trim_start();
     let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
     match t.as_bytes().first() {
-        Some(b'{') => has("\"type\"") || has("\"content\""),
+        Some(b'{') => has("\"type\"") || has("\"content\"") || has("\"raw_output\""),
         Some(b'[') => has("\"text\""),
         _ => false,
     }
