@@ -8,6 +8,7 @@
 
 mod args;
 mod canonical;
+mod carried;
 pub mod carry;
 pub mod conversation;
 mod echo;
@@ -574,7 +575,9 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
         merge::one_call_per_call(trace, &mut out);
+        let lacking = carried::lacking(&out.calls);
         conversation::witness(self, trace, &seen, carried, &mut out);
+        carried::settle(&self.rules, &lacking, &mut out.calls);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);

@@ -334,6 +334,13 @@ pub struct RuleSpec {
     /// this tool; see `extract::requested`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub args_from_request: bool,
+    /// What the framework wraps a tool's return value in before the model
+    /// sees it: taken off (when the value has that shape) a result the
+    /// call takes from the next model request because its span recorded
+    /// none, as the rule's `result` sources take it off a recorded one
+    /// (Google ADK's `{"result": value}`; `extract::carried`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried_result_unwrap: Vec<Unwrap>,
 }
 
 /// A rule that cannot be compiled.

@@ -262,7 +262,7 @@ fn known_may_apply(text: &str) -> bool {
 
 /// Takes off wrapper `u` when `v` has its shape (`Err` gives `v` back);
 /// `args_kwargs`, which needs the span's schema, is [`unwrap`]'s.
-fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
+pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
     match u {
         Unwrap::ContentBlocks => content_blocks(v),
         Unwrap::ToolMessage => tool_message(v),
