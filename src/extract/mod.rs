@@ -558,11 +558,8 @@ impl Extractor {
             .zip(&trace.spans)
             .enumerate()
             .map(|(i, (&r, s))| {
-                let name = span_name(rule_at(i, r?), s)?;
-                Some(match role[i] {
-                    Role::Call => wrapper_names::named(name, s),
-                    _ => name,
-                })
+                let call = role[i] == Role::Call;
+                span_name(rule_at(i, r?), s).map(|n| wrapper_names::named(n, s, call))
             })
             .collect();
         let spans = Classified {

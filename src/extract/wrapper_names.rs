@@ -68,10 +68,14 @@ pub(crate) fn tool_name(name: &str, s: &SpanRecord) -> Option<(String, &'static 
     })
 }
 
-/// `name` (a call's name from a rule), or the tool's own name when `name`
-/// is a wrapper's method and the span names the tool.
-pub(crate) fn named(name: String, s: &SpanRecord) -> String {
-    tool_name(&name, s).map_or(name, |(n, _)| n)
+/// `name` (the name a rule gave span `s`), or, for a call (`call`), the
+/// tool's own name when `name` is a wrapper's method and the span names
+/// the tool. Agent runs keep theirs (`FunctionAgent.run`).
+pub(crate) fn named(name: String, s: &SpanRecord, call: bool) -> String {
+    match call {
+        true => tool_name(&name, s).map_or(name, |(n, _)| n),
+        false => name,
+    }
 }
 
 /// The span's name to keep as `span_name` for a call named `name` whose
