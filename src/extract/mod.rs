@@ -17,6 +17,7 @@ pub mod facts;
 mod genai_events;
 #[cfg(test)]
 mod generic_tests;
+mod haystack_history;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
 mod heldout3_tests;
@@ -545,6 +546,7 @@ impl Extractor {
             // No tool span: the conversation may still hold the calls.
             let mut out = Analysis::default();
             conversation::witness(self, trace, &[], carried, &mut out);
+            haystack_history::read(trace, &mut out);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
             echo::settle(trace, carried, &mut out);
             return out;
