@@ -26,8 +26,13 @@ pub(crate) fn lacking(calls: &[ToolCall]) -> HashSet<SpanId> {
 }
 
 /// Takes the wrappers of each call's rule off the results the calls in
-/// `lacking` took from the conversation since.
-pub(crate) fn settle(rules: &[Rule], lacking: &HashSet<SpanId>, calls: &mut [ToolCall]) {
+/// `lacking` took from the conversation since, noting each in `notes`.
+pub(crate) fn settle(
+    rules: &[Rule],
+    lacking: &HashSet<SpanId>,
+    calls: &mut [ToolCall],
+    notes: &mut Vec<String>,
+) {
     if lacking.is_empty() {
         return;
     }
@@ -47,7 +52,18 @@ pub(crate) fn settle(rules: &[Rule], lacking: &HashSet<SpanId>, calls: &mut [Too
         };
         let mut v: Value = result.to_value();
         for &u in unwraps {
-            v = wrappers::shape(u, v).unwrap_or_else(|back| back);
+            v = match wrappers::shape(u, v) {
+                Ok(inner) => {
+                    notes.push(format!(
+                        "the result `{}` took from the next model request came off its framework's wrapping `{}` (rule {})",
+                        c.name,
+                        u.as_str(),
+                        c.convention
+                    ));
+                    inner
+                }
+                Err(back) => back,
+            };
         }
         c.result = Some(CallResult::Value(v));
     }

@@ -576,7 +576,7 @@ impl Extractor {
         merge::one_call_per_call(trace, &mut out);
         let lacking = carried::lacking(&out.calls);
         conversation::witness(self, trace, &seen, carried, &mut out);
-        carried::settle(&self.rules, &lacking, &mut out.calls);
+        carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
