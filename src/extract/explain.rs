@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::rules::{Cond, CondSpec, FamilySpec, Field, Kind, Rule};
 use super::source::{any_text, name_of};
 use super::wrappers::{value_noting, Notes};
-use super::{family_marker, holds, ser_display, Extractor};
+use super::{family_marker, holds, ser_display, wrapper_names, Extractor, Role};
 use crate::assemble::{SpanId, SpanRecord, Trace};
 
 /// At most this many near misses per span.
@@ -54,6 +54,11 @@ pub struct RuleMatch {
     /// arguments and result came from.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<String>,
+    /// For a call whose rule named it after a wrapper's method
+    /// (`FunctionTool.acall`): the attribute its tool's own name came from
+    /// (`extract::wrapper_names`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_behind_wrapper: Option<&'static str>,
 }
 
 /// A rule that did not match a span, and why.
@@ -219,6 +224,12 @@ impl Extractor {
                     Kind::Retriever => self.retrievers_as_tools,
                     Kind::Agent => false,
                 };
+                let behind = match (self.role_of(Some(i)), &name) {
+                    (Role::Call, Some(n)) => wrapper_names::tool_name(n, s),
+                    _ => None,
+                };
+                let name_behind_wrapper = behind.as_ref().map(|&(_, key)| key);
+                let name = behind.map(|(n, _)| n).or(name);
                 RuleMatch {
                     rule: rule.name().to_string(),
                     kind: rule.kind(),
@@ -226,6 +237,7 @@ impl Extractor {
                     name,
                     args_unwrapped: args_unwrapped(rule, s),
                     read: marker.map_or_else(Vec::new, |(_, key)| read_by(rule, key, s)),
+                    name_behind_wrapper,
                 }
             });
             let near_misses = if matched.is_some() {

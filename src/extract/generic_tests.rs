@@ -131,6 +131,71 @@ fn a_tool_marker_in_any_namespace_is_a_call() {
 }
 
 #[test]
+fn the_generic_rule_reads_the_wider_argument_and_result_keys() {
+    let got = calls(vec![
+        span(1, None, "agent", (0, 100), &[]),
+        // Arguments and result under a bare `tool.` prefix beside the
+        // marker.
+        span(
+            2,
+            Some(1),
+            "find_room",
+            (10, 20),
+            &[
+                ("omni.span.kind", "tool"),
+                ("tool.name", "find_room"),
+                ("tool.parameters", r#"{"floor": 2}"#),
+                ("tool.result", r#"{"room": 7}"#),
+            ],
+        ),
+        // In the marker's namespace; `parameters` there is the tool's
+        // schema, so the arguments are the next key's.
+        span(
+            3,
+            Some(1),
+            "book",
+            (30, 40),
+            &[
+                ("kappa.span.type", "TOOL"),
+                (
+                    "kappa.parameters",
+                    r#"{"type": "object", "properties": {"room": {"type": "integer"}}}"#,
+                ),
+                ("kappa.params", r#"{"room": 7}"#),
+                ("kappa.response", "booked"),
+            ],
+        ),
+        // A key ranked before the wider ones still wins.
+        span(
+            4,
+            Some(1),
+            "pay",
+            (50, 60),
+            &[
+                ("kappa.span.type", "tool"),
+                ("kappa.input", r#"{"amount": 5}"#),
+                ("kappa.tool.arguments", r#"{"amount": 6}"#),
+                ("kappa.output", "paid"),
+                ("kappa.tool.result", "not this"),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            call(
+                "find_room",
+                json!({"floor": 2}),
+                json!({"room": 7}),
+                "tool-kind"
+            ),
+            call("book", json!({"room": 7}), json!("booked"), "tool-kind"),
+            call("pay", json!({"amount": 5}), json!("paid"), "tool-kind"),
+        ]
+    );
+}
+
+#[test]
 fn what_is_not_a_tool_marker_gives_no_call() {
     let got = calls(vec![
         // Another kind; a key that only ends like a marker; a template name
@@ -448,8 +513,8 @@ fn python_literal_arguments_and_results_are_read() {
             "otel-genai"
         )]
     );
-    // Text that is no literal stays text; a JSON string stays the string
-    // it holds.
+    // Text that is no literal stays text; a JSON string holding JSON text
+    // stays the string it holds.
     let got = calls(vec![span(
         1,
         None,
@@ -459,7 +524,7 @@ fn python_literal_arguments_and_results_are_read() {
             ("gen_ai.operation.name", "execute_tool"),
             ("gen_ai.tool.name", "t"),
             ("gen_ai.tool.call.arguments", "{'a': os.system('x')}"),
-            ("gen_ai.tool.call.result", r#""{'a': 1}""#),
+            ("gen_ai.tool.call.result", r#""{\"a\": 1}""#),
         ],
     )]);
     assert_eq!(
@@ -467,8 +532,129 @@ fn python_literal_arguments_and_results_are_read() {
         vec![call(
             "t",
             json!("{'a': os.system('x')}"),
-            json!("{'a': 1}"),
+            json!("{\"a\": 1}"),
             "otel-genai"
         )]
+    );
+}
+
+#[test]
+fn a_python_literal_inside_a_json_string_or_a_wrapper_is_read() {
+    let got = calls(vec![
+        span(1, None, "agent", (0, 100), &[]),
+        // The `str()` of a returned dict, JSON-encoded as a string (as
+        // every value of this vendor is).
+        span(
+            2,
+            Some(1),
+            "find_room",
+            (10, 20),
+            &[
+                ("omni.span.kind", "tool"),
+                ("omni.input", r#"{"floor": 2}"#),
+                (
+                    "omni.output",
+                    r#""{'room': 'A7', 'free': True, 'view': None}""#,
+                ),
+            ],
+        ),
+        // The same text inside a wrapper the rule takes off (a typed value).
+        span(
+            3,
+            Some(1),
+            "list_rooms",
+            (30, 40),
+            &[
+                ("omni.span.kind", "tool"),
+                ("omni.input", "{}"),
+                (
+                    "omni.output",
+                    r#"{"type": "text", "value": "[('A7', 2), ('B1', 1)]"}"#,
+                ),
+            ],
+        ),
+        // A JSON string of plain words, or of a literal Python would not
+        // read back (a call), stays the text.
+        span(
+            4,
+            Some(1),
+            "note",
+            (50, 60),
+            &[
+                ("omni.span.kind", "tool"),
+                ("omni.input", "{}"),
+                ("omni.output", r#""{'done': yes}""#),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            call(
+                "find_room",
+                json!({"floor": 2}),
+                json!({"room": "A7", "free": true, "view": null}),
+                "tool-kind"
+            ),
+            call(
+                "list_rooms",
+                json!({}),
+                json!([["A7", 2], ["B1", 1]]),
+                "tool-kind"
+            ),
+            call("note", json!({}), json!("{'done': yes}"), "tool-kind"),
+        ]
+    );
+}
+
+#[test]
+fn a_span_named_after_a_wrappers_method_takes_the_tools_own_name() {
+    let spans = vec![
+        span(1, None, "agent", (0, 100), &[]),
+        // The tool's name JSON-quoted in a bare `name`, as MLflow writes it.
+        span(
+            2,
+            Some(1),
+            "ToolBox.ainvoke",
+            (10, 20),
+            &[
+                ("omni.span.kind", "tool"),
+                ("name", "\"find_room\""),
+                ("omni.input", r#"{"floor": 2}"#),
+            ],
+        ),
+        // Nothing names the tool: the name stays.
+        span(
+            3,
+            Some(1),
+            "ToolBox.__call__",
+            (30, 40),
+            &[("omni.span.kind", "tool"), ("omni.input", "{}")],
+        ),
+        // Not a wrapper's method: the span's name is the tool's.
+        span(
+            4,
+            Some(1),
+            "Tool.lookup",
+            (50, 60),
+            &[
+                ("omni.span.kind", "tool"),
+                ("name", "other"),
+                ("omni.input", "{}"),
+            ],
+        ),
+    ];
+    let got: Vec<(String, Option<String>)> = Extractor::default()
+        .extract(&trace(spans))
+        .into_iter()
+        .map(|c| (c.name, c.span_name))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("find_room".into(), Some("ToolBox.ainvoke".into())),
+            ("ToolBox.__call__".into(), None),
+            ("Tool.lookup".into(), None),
+        ]
     );
 }

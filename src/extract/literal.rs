@@ -23,11 +23,31 @@ pub(crate) fn parse(text: &str) -> Option<Value> {
     let mut p = Parser {
         s: text.as_bytes(),
         at: 0,
+        reprs: false,
     };
     let v = p.value(0)?;
     p.space();
     // `(1)` is the number 1: a scalar stays text.
     (p.at == p.s.len() && (v.is_object() || v.is_array())).then_some(v)
+}
+
+/// The key [`parse_repr`] gives a dataclass's name.
+pub(crate) const CLASS_KEY: &str = "__class__";
+
+/// `text` as a JSON value when it is wholly the `repr()` of a dataclass
+/// instance (`ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[...])`):
+/// keyword fields whose values are literals, enum members (their value) or
+/// such instances again, each instance an object with its class name under
+/// [`CLASS_KEY`]. Nothing is evaluated; anything else is `None`.
+pub(crate) fn parse_repr(text: &str) -> Option<Value> {
+    let mut p = Parser {
+        s: text.trim().as_bytes(),
+        at: 0,
+        reprs: true,
+    };
+    let v = p.value(0)?;
+    p.space();
+    (p.at == p.s.len() && v.get(CLASS_KEY).is_some()).then_some(v)
 }
 
 /// `text` as the keyword fields Python's `repr()` writes for a pydantic
@@ -38,6 +58,7 @@ pub(crate) fn keyword_fields(text: &str) -> Option<Vec<(String, Value)>> {
     let mut p = Parser {
         s: text.trim().as_bytes(),
         at: 0,
+        reprs: false,
     };
     let mut out = Vec::new();
     loop {
@@ -71,6 +92,9 @@ pub(crate) fn keyword_fields(text: &str) -> Option<Vec<(String, Value)>> {
 struct Parser<'a> {
     s: &'a [u8],
     at: usize,
+    /// Also reads a dataclass's `repr()` (`Name(field=value, ...)`) and an
+    /// enum member's (`<Role.USER: 'user'>`): [`parse_repr`].
+    reprs: bool,
 }
 
 impl Parser<'_> {
@@ -120,8 +144,64 @@ impl Parser<'_> {
                 self.at += 1;
                 self.string().map(Value::String)
             }
+            b'<' if self.reprs => self.member(depth),
+            c if self.reprs && (c.is_ascii_alphabetic() || c == b'_') => self.instance(depth),
             _ => self.scalar(),
         }
+    }
+
+    /// An identifier at the cursor (letters, digits, `_`, and `.` after the
+    /// first character).
+    fn ident(&mut self) -> Option<&str> {
+        let start = self.at;
+        while self.peek().is_some_and(|c| {
+            c.is_ascii_alphanumeric() || c == b'_' || (c == b'.' && self.at > start)
+        }) {
+            self.at += 1;
+        }
+        let word = std::str::from_utf8(&self.s[start..self.at]).ok()?;
+        (!word.is_empty() && !word.starts_with(|c: char| c.is_ascii_digit())).then_some(word)
+    }
+
+    /// `Name(field=value, ...)` -> `{"__class__": "Name", "field": value,
+    /// ...}`; `True`, `False`, `None` as ever. Positional values are no
+    /// dataclass repr.
+    fn instance(&mut self, depth: usize) -> Option<Value> {
+        let start = self.at;
+        let class = self.ident()?.to_string();
+        if matches!(class.as_str(), "True" | "False" | "None") || self.peek() != Some(b'(') {
+            self.at = start;
+            return self.scalar();
+        }
+        self.at += 1;
+        let mut map = Map::new();
+        map.insert(CLASS_KEY.to_string(), Value::String(class));
+        loop {
+            if self.eat(b')') {
+                return Some(Value::Object(map));
+            }
+            self.space();
+            let field = self.ident()?.to_string();
+            if field.contains('.') || !self.eat(b'=') {
+                return None;
+            }
+            let value = self.value(depth + 1)?;
+            map.insert(field, value);
+            if !self.eat(b',') {
+                return self.eat(b')').then_some(Value::Object(map));
+            }
+        }
+    }
+
+    /// `<Enum.MEMBER: value>` -> the value.
+    fn member(&mut self, depth: usize) -> Option<Value> {
+        self.at += 1;
+        self.ident()?;
+        if !self.eat(b':') {
+            return None;
+        }
+        let value = self.value(depth + 1)?;
+        self.eat(b'>').then_some(value)
     }
 
     /// Items up to `close`; whether a comma was seen (a one-item tuple).
@@ -303,8 +383,34 @@ fn push_char(out: &mut Vec<u8>, n: u32) -> Option<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, parse_repr};
     use serde_json::json;
+
+    #[test]
+    fn a_dataclass_repr_is_read_without_evaluating() {
+        assert_eq!(
+            parse_repr(
+                "Note(kind=<Kind.MEMO: 'memo'>, tags=['a', None], at=Pos(x=1, y=-2.5), ok=True)"
+            ),
+            Some(
+                json!({"__class__": "Note", "kind": "memo", "tags": ["a", null],
+                "at": {"__class__": "Pos", "x": 1, "y": -2.5}, "ok": true})
+            )
+        );
+        assert_eq!(parse_repr("Empty()"), Some(json!({"__class__": "Empty"})));
+        for no in [
+            "Note('positional')",
+            "Note(x=os.system('rm'))",
+            "Note(x=1) trailing",
+            "Note(x=<Kind.MEMO 'memo'>)",
+            "{'not': 'an instance'}",
+            "Note(a.b=1)",
+        ] {
+            assert_eq!(parse_repr(no), None, "{no}");
+        }
+        // Plain literals stay as they were read.
+        assert_eq!(parse("[Note(x=1)]"), None);
+    }
 
     fn nest(n: usize) -> String {
         format!("{}{}", "[".repeat(n), "]".repeat(n))

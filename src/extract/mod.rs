@@ -8,6 +8,7 @@
 
 mod args;
 mod canonical;
+mod carried;
 pub mod carry;
 pub mod conversation;
 mod echo;
@@ -16,6 +17,7 @@ pub mod facts;
 mod genai_events;
 #[cfg(test)]
 mod generic_tests;
+mod haystack_history;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
 mod heldout3_tests;
@@ -29,6 +31,7 @@ pub mod rules;
 mod source;
 #[cfg(test)]
 mod unwrap_tests;
+mod wrapper_names;
 mod wrappers;
 // Extraction on hand-built spans of library versions and modes the copied
 // corpus does not cover.
@@ -414,6 +417,7 @@ impl Extractor {
             .iter()
             .chain(&conversation::MODEL_MARKERS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
+        keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
         keys.sort();
         keys.dedup();
         let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX]
@@ -542,6 +546,7 @@ impl Extractor {
             // No tool span: the conversation may still hold the calls.
             let mut out = Analysis::default();
             conversation::witness(self, trace, &[], carried, &mut out);
+            haystack_history::read(trace, &mut out);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
             echo::settle(trace, carried, &mut out);
             return out;
@@ -554,7 +559,10 @@ impl Extractor {
             .iter()
             .zip(&trace.spans)
             .enumerate()
-            .map(|(i, (&r, s))| span_name(rule_at(i, r?), s))
+            .map(|(i, (&r, s))| {
+                let call = role[i] == Role::Call;
+                span_name(rule_at(i, r?), s).map(|n| wrapper_names::named(n, s, call))
+            })
             .collect();
         let spans = Classified {
             trace,
@@ -566,7 +574,9 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
         merge::one_call_per_call(trace, &mut out);
+        let lacking = carried::lacking(&out.calls);
         conversation::witness(self, trace, &seen, carried, &mut out);
+        carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -685,7 +695,8 @@ impl Extractor {
                 retriever: rule.kind() == Kind::Retriever,
                 convention: rule.name().to_string(),
                 from: None,
-                span_name: kept_span_name(rule, s),
+                span_name: kept_span_name(rule, s)
+                    .or_else(|| wrapper_names::kept(|| span_name(rule, s), name, s)),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
             };
@@ -1026,7 +1037,9 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             .filter(|t| memchr::memchr2(b'\n', b'\r', t.as_bytes()).is_none())
             .filter(|t| !unwrap_may_apply(src, t));
         if let Some(text) = text {
-            if let Some(v) = wrappers::known_unwrapped(src, text) {
+            if let Some(v) = wrappers::known_unwrapped(src, text)
+                .or_else(|| wrappers::repr_in_json_string(src, text))
+            {
                 return Some(CallResult::Value(v));
             }
             // Text serde_json would not read back (a lone surrogate, a
@@ -1052,11 +1065,14 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
 /// text that [`value_of`] would take as is (no pattern or unwrapping, and
 /// with `named` not a value that [`unnamed`] would have named).
 fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
-    if src.decode != Decode::Json || src.pattern.is_some() {
+    if src.decode != Decode::Json || src.pattern.is_some() || src.not_schema {
         return None;
     }
     let text = raw_string(&src.field, s)?;
-    if unwrap_may_apply(src, text.trim()) || wrappers::known_unwrapped(src, text).is_some() {
+    if unwrap_may_apply(src, text.trim())
+        || wrappers::known_unwrapped(src, text).is_some()
+        || wrappers::repr_in_json_string(src, text.trim()).is_some()
+    {
         return None;
     }
     let json = canonical::canonical(text)?;

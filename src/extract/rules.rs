@@ -116,6 +116,7 @@ pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
     Unwrap::ToolMessage,
     Unwrap::LangchainMessage,
     Unwrap::McpContent,
+    Unwrap::LlamaIndexOutput,
 ];
 
 /// Wrappers taken off a decoded value when it has their shape.
@@ -259,6 +260,12 @@ pub struct SourceSpec {
     /// the call keeps its span's name as `span_name` then.
     #[serde(default, skip_serializing_if = "is_false")]
     pub in_span_name: bool,
+    /// In `args`: a value that is a JSON Schema (an object whose `type` is
+    /// `object` and whose `properties` is an object) gives nothing, so the
+    /// next source is tried. Some keys hold the arguments in one vendor's
+    /// spans and the tool's schema in another's (`tool.parameters`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub not_schema: bool,
 }
 
 fn is_plain(d: &Decode) -> bool {
@@ -327,6 +334,13 @@ pub struct RuleSpec {
     /// this tool; see `extract::requested`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub args_from_request: bool,
+    /// What the framework wraps a tool's return value in before the model
+    /// sees it: taken off (when the value has that shape) a result the
+    /// call takes from the next model request because its span recorded
+    /// none, as the rule's `result` sources take it off a recorded one
+    /// (Google ADK's `{"result": value}`; `extract::carried`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried_result_unwrap: Vec<Unwrap>,
 }
 
 /// A rule that cannot be compiled.
@@ -444,6 +458,8 @@ pub(crate) struct Source {
     /// A name source taken only when the span's name holds its value as a
     /// whole word (`in_span_name`).
     pub in_span_name: bool,
+    /// A value that is a JSON Schema gives nothing (`not_schema`).
+    pub not_schema: bool,
 }
 
 /// A compiled rule.
@@ -738,6 +754,7 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
         known: &[],
         keep_span_name: s.keep_span_name || s.in_span_name,
         in_span_name: s.in_span_name,
+        not_schema: s.not_schema,
     })
 }
 

@@ -75,7 +75,7 @@ pub(crate) fn value_noting(
                 Val::Str(t) => Cow::Borrowed(t),
                 // Structured attributes (kvlist/array) are already values.
                 Val::Array(_) | Val::Kvlist(_) if src.pattern.is_none() => {
-                    return Some(unwrap(src, s, any_to_json(v), &mut note));
+                    return not_schema(src, unwrap(src, s, any_to_json(v), &mut note));
                 }
                 _ => any_text(v)?,
             }
@@ -117,7 +117,52 @@ pub(crate) fn value_noting(
             }
         }
     };
-    Some(unwrap(src, s, value, &mut note))
+    let value = unwrap(src, s, value, &mut note);
+    not_schema(src, repr_in_string(src, value, &mut note))
+}
+
+/// A string value that is wholly a Python dict, list or tuple literal and
+/// no JSON, at an argument or result source that decodes: the value the
+/// literal writes. The string is what an instrumentation or framework made
+/// of a returned dict with `str()` and then JSON-encoded or put in a
+/// message's text (MLflow's AG2 spans, AG2's function reply); text that is
+/// JSON, or any other text, stays as it is (docs/conventions.md, "Python
+/// literals").
+fn repr_in_string(src: &Source, v: Value, note: &mut dyn FnMut(&'static str)) -> Value {
+    match v {
+        Value::String(t) if src.literal && src.decode != Decode::Plain => {
+            match literal_of(src, &t) {
+                Some(x) => {
+                    note("python_literal");
+                    x
+                }
+                None => Value::String(t),
+            }
+        }
+        other => other,
+    }
+}
+
+/// `text`, a JSON string holding a Python container literal, as that
+/// literal's value ([`repr_in_string`] for the text of a JSON string).
+pub(crate) fn repr_in_json_string(src: &Source, text: &str) -> Option<Value> {
+    if !src.literal || !text.starts_with('"') {
+        return None;
+    }
+    let inner: String = serde_json::from_str(text).ok()?;
+    literal_of(src, &inner)
+}
+
+/// `v`, unless the source takes no schema (`not_schema`) and `v` is one.
+fn not_schema(src: &Source, v: Value) -> Option<Value> {
+    (!(src.not_schema && is_schema(&v))).then_some(v)
+}
+
+/// Whether `v` is a JSON Schema of an object: `type` is `object` and
+/// `properties` an object (what a tool's parameters are declared as).
+fn is_schema(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("object")
+        && v.get("properties").is_some_and(Value::is_object)
 }
 
 /// `text` as a Python container literal that is no JSON, for a source
@@ -203,13 +248,13 @@ pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
 }
 
 /// Whether a known result wrapper could apply to JSON `text` (`false`:
-/// surely not). Every known shape is an object with a `type` or `content`
-/// key (or `output` around one), or a list of text blocks.
+/// surely not). Every known shape is an object with a `type`, `content`
+/// or `raw_output` key (or `output` around one), or a list of text blocks.
 fn known_may_apply(text: &str) -> bool {
     let t = text.trim_start();
     let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
     match t.as_bytes().first() {
-        Some(b'{') => has("\"type\"") || has("\"content\""),
+        Some(b'{') => has("\"type\"") || has("\"content\"") || has("\"raw_output\""),
         Some(b'[') => has("\"text\""),
         _ => false,
     }
@@ -217,7 +262,7 @@ fn known_may_apply(text: &str) -> bool {
 
 /// Takes off wrapper `u` when `v` has its shape (`Err` gives `v` back);
 /// `args_kwargs`, which needs the span's schema, is [`unwrap`]'s.
-fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
+pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
     match u {
         Unwrap::ContentBlocks => content_blocks(v),
         Unwrap::ToolMessage => tool_message(v),

@@ -41,7 +41,11 @@ fn verdict(e: &SpanExplanation) -> String {
                 [] => String::new(),
                 keys => format!(", read: {}", keys.join(", ")),
             };
-            format!("tool call `{name}`  [{}]{unwrapped}{read}", m.rule)
+            let behind = match m.name_behind_wrapper {
+                Some(key) => format!(", name from `{key}` (span named after a wrapper's method)"),
+                None => String::new(),
+            };
+            format!("tool call `{name}`  [{}]{unwrapped}{read}{behind}", m.rule)
         }
         (Kind::Retriever, _, false) => format!(
             "retriever `{name}`, not counted (--retrievers-as-tools)  [{}]",

@@ -1,0 +1,263 @@
+//! Haystack's `Agent` runs its tools inside its own component: with no
+//! tool span (OpenInference's Haystack instrumentation types the
+//! component `CHAIN`), the calls are only in the chat history the span's
+//! `output.value` lists, each message the `repr()` of Haystack's
+//! `ChatMessage` dataclass:
+//!
+//! `ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(
+//! result='...', origin=ToolCall(tool_name='find_hotel', arguments={...},
+//! id='call_1', extra=None), error=False)], ...)`
+//!
+//! A message is read only when it parses in whole as such a repr
+//! (`literal::parse_repr`, nothing evaluated); each `ToolCallResult` in it
+//! is a call answered: its origin's name, arguments and id, its result
+//! (JSON or a Python literal decoded, else the text) and `error`. A
+//! `ToolCall` never answered is no call. The history repeats in every
+//! enclosing span's output (`Pipeline.run` around `Agent.run`): one call
+//! per call id, on the innermost span holding it (docs/conventions.md,
+//! "Haystack's chat history").
+
+use std::collections::HashSet;
+
+use memchr::memmem;
+use serde_json::Value;
+
+use super::args::CallArgs;
+use super::conversation::FROM_CONVERSATION;
+use super::literal::{self, CLASS_KEY};
+use super::source::parse_json_or_literal;
+use super::{Analysis, CallResult, CallStatus, ToolCall};
+use crate::assemble::{SpanRecord, Trace};
+
+/// The attribute holding a component's output (OpenInference).
+const OUTPUT_KEY: &str = "output.value";
+
+/// The convention calls read here report.
+const CONVENTION: &str = "haystack-messages";
+
+/// How deep in a span's output JSON the message lists are looked for
+/// (`{"agent": {"messages": [...]}}` is two).
+const MAX_NESTING: usize = 4;
+
+/// Adds to `out` the calls the chat histories of `trace` hold, when `out`
+/// has none (a trace with tool spans or conversation calls reads those).
+pub(crate) fn read(trace: &Trace, out: &mut Analysis) {
+    if !out.calls.is_empty() {
+        return;
+    }
+    let finder = memmem::Finder::new(b"ToolCallResult(");
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut calls = Vec::new();
+    // Innermost first: a span that starts later inside another holds the
+    // same history.
+    for s in trace.spans.iter().rev() {
+        let Some(text) = s.attr_str(OUTPUT_KEY) else {
+            continue;
+        };
+        if finder.find(text.as_bytes()).is_none() {
+            continue;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(text) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        messages(&value, 0, &mut found);
+        for (n, answered) in found.into_iter().enumerate() {
+            let key = answered.key();
+            if seen.insert(key) {
+                calls.push((s, n, answered));
+            }
+        }
+    }
+    if calls.is_empty() {
+        return;
+    }
+    // In the order of the history, span by span in trace order.
+    calls.sort_by_key(|(s, n, _)| (s.span.start_time_unix_nano, *n));
+    out.notes.push(format!(
+        "{} call(s) read from Haystack's chat history (`ChatMessage` reprs in `{OUTPUT_KEY}`): no tool span",
+        calls.len()
+    ));
+    out.calls
+        .extend(calls.into_iter().map(|(s, _, a)| a.call(s)));
+}
+
+/// One `ToolCallResult` of the history.
+struct Answered {
+    name: String,
+    args: Value,
+    id: Option<String>,
+    result: Value,
+    error: bool,
+}
+
+impl Answered {
+    /// One call per call id; without one, per name, arguments and result.
+    fn key(&self) -> String {
+        match &self.id {
+            Some(id) => format!("id:{id}"),
+            None => format!("{}\u{0}{}\u{0}{}", self.name, self.args, self.result),
+        }
+    }
+
+    fn call(self, s: &SpanRecord) -> ToolCall {
+        ToolCall {
+            name: self.name,
+            args: CallArgs::Value(self.args),
+            result: Some(CallResult::Value(self.result)),
+            status: if self.error {
+                CallStatus::Error
+            } else {
+                CallStatus::Ok
+            },
+            error_message: None,
+            error_type: None,
+            span_id: s.span_id,
+            start_time_unix_nano: s.span.start_time_unix_nano,
+            depth: 0,
+            agent: None,
+            retriever: false,
+            convention: CONVENTION.to_string(),
+            from: Some(FROM_CONVERSATION),
+            span_name: None,
+            within: None,
+            end_time_unix_nano: s.span.end_time_unix_nano,
+        }
+    }
+}
+
+/// The answered calls of every `ChatMessage` repr in `v`, in order.
+fn messages(v: &Value, depth: usize, out: &mut Vec<Answered>) {
+    if depth > MAX_NESTING {
+        return;
+    }
+    match v {
+        Value::String(t) if t.starts_with("ChatMessage(") => {
+            let Some(m) = literal::parse_repr(t).filter(|m| class(m) == Some("ChatMessage")) else {
+                return;
+            };
+            let parts = m.get("_content").and_then(Value::as_array);
+            out.extend(parts.into_iter().flatten().filter_map(answered));
+        }
+        Value::Array(items) => items.iter().for_each(|x| messages(x, depth + 1, out)),
+        Value::Object(o) => o.values().for_each(|x| messages(x, depth + 1, out)),
+        _ => {}
+    }
+}
+
+fn class(v: &Value) -> Option<&str> {
+    v.get(CLASS_KEY).and_then(Value::as_str)
+}
+
+/// A `ToolCallResult` whose origin is a `ToolCall` with a name and an
+/// arguments object.
+fn answered(part: &Value) -> Option<Answered> {
+    if class(part) != Some("ToolCallResult") {
+        return None;
+    }
+    let origin = part
+        .get("origin")
+        .filter(|o| class(o) == Some("ToolCall"))?;
+    let name = origin.get("tool_name")?.as_str()?.to_string();
+    let args = origin.get("arguments").filter(|a| a.is_object())?.clone();
+    let result = match part.get("result")? {
+        Value::String(t) => parse_json_or_literal(t),
+        other => other.clone(),
+    };
+    Some(Answered {
+        name,
+        args,
+        id: origin.get("id").and_then(Value::as_str).map(str::to_string),
+        result,
+        error: part.get("error").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::tests::sp;
+    use crate::extract::{CallStatus, Extractor};
+
+    /// A component span whose output lists `messages` (reprs).
+    fn component(
+        id: u8,
+        parent: Option<u8>,
+        when: (u64, u64),
+        messages: &[&str],
+    ) -> crate::assemble::SpanRecord {
+        let output = json!({"messages": messages}).to_string();
+        sp(
+            id,
+            parent,
+            when,
+            "Agent.run",
+            &[
+                ("openinference.span.kind", "CHAIN"),
+                ("output.value", &output),
+            ],
+        )
+    }
+
+    const ASK: &str = "ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[ToolCall(tool_name='dock', arguments={'berth': 4}, id='k1', extra=None)], _name=None, _meta={})";
+    const ANSWER: &str = "ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result=\"{'ok': True}\", origin=ToolCall(tool_name='dock', arguments={'berth': 4}, id='k1', extra=None), error=False)], _name=None, _meta={})";
+    const FAILED: &str = "ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result='no berth', origin=ToolCall(tool_name='moor', arguments={}, id='k2', extra=None), error=True)], _name=None, _meta={})";
+
+    fn calls(spans: Vec<crate::assemble::SpanRecord>) -> Vec<(String, Value, Value, CallStatus)> {
+        Extractor::default()
+            .analyze(&Trace::new(TraceId([3; 16]), spans, 0))
+            .calls
+            .into_iter()
+            .map(|c| {
+                let result = c.result.map(|r| r.to_value()).unwrap_or_default();
+                (
+                    c.name,
+                    c.args.value().cloned().unwrap_or_default(),
+                    result,
+                    c.status,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn answered_calls_of_the_history_are_calls_once() {
+        // The pipeline's output repeats the agent's history.
+        let got = calls(vec![
+            component(1, None, (0, 100), &[ASK, ANSWER, FAILED]),
+            component(2, Some(1), (10, 90), &[ASK, ANSWER, FAILED]),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "dock".into(),
+                    json!({"berth": 4}),
+                    json!({"ok": true}),
+                    CallStatus::Ok
+                ),
+                (
+                    "moor".into(),
+                    json!({}),
+                    json!("no berth"),
+                    CallStatus::Error
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_never_answered_or_a_message_that_is_no_repr_is_no_call() {
+        let evaluated = "ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result=os.system('x'), origin=ToolCall(tool_name='dock', arguments={}, id='k3'), error=False)])";
+        let positional = "ChatMessage(_content=[ToolCallResult('x', ToolCall('dock', {}))])";
+        assert!(calls(vec![component(
+            1,
+            None,
+            (0, 100),
+            &[ASK, evaluated, positional]
+        )])
+        .is_empty());
+    }
+}
