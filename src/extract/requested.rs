@@ -229,7 +229,7 @@ pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut 
                 .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
             let listed = matches!(
                 parent_key,
-                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest")
+                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest" | "functionCall")
             );
             if typed || listed || o.contains_key("toolName") {
                 if let Some(call) = call_of(o) {

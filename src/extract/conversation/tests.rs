@@ -371,3 +371,84 @@ fn a_made_up_vendor_namespace_is_joined_by_the_model_name() {
     assert_eq!(a.calls[0].span_name.as_deref(), Some("acme.lookup"));
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
 }
+
+/// A span of a made-up tracer that says it is a model call in its own
+/// namespace and dumps the provider's bodies under its own keys.
+fn zeta_model(id: u8, start: u64, kind: &str, request: Value, response: Value) -> SpanRecord {
+    let (request, response) = (request.to_string(), response.to_string());
+    sp(
+        id,
+        Some(1),
+        start,
+        "zeta.call",
+        &[
+            ("zeta.span_type", kind),
+            ("zeta.requestPayload", &request),
+            ("zeta.response_payload", &response),
+        ],
+    )
+}
+
+#[test]
+fn provider_bodies_under_any_key_of_a_model_span_are_read() {
+    // Gemini: `functionCall` parts out, `functionResponse` parts back in.
+    let gemini_call = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"id": "g1", "name": "tide", "args": {"port": "Brest"}}}]}}]});
+    let gemini_next = json!({"contents": [
+        {"role": "user", "parts": [{"text": "tides?"}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "g1", "name": "tide", "args": {"port": "Brest"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"id": "g1", "name": "tide", "response": {"high": "06:12"}}}]}]});
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        zeta_model(
+            2,
+            10,
+            "\"Chat_Model\"",
+            json!({"contents": []}),
+            gemini_call.clone(),
+        ),
+        zeta_model(3, 30, "LLM", gemini_next, json!({"candidates": []})),
+    ]);
+    assert_eq!(
+        names(&a),
+        vec![(
+            "tide",
+            Some(&json!({"port": "Brest"})),
+            Some("conversation")
+        )]
+    );
+    assert_eq!(a.calls[0].convention, "model-body-messages");
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"high": "06:12"})))
+    );
+
+    // Bedrock Converse: `toolUse` out, `toolResult` with a `json` block in.
+    let converse_call = json!({"output": {"message": {"role": "assistant", "content": [
+        {"toolUse": {"toolUseId": "b1", "name": "tide", "input": {"port": "Cork"}}}]}}});
+    let converse_next = json!({"messages": [
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "b1", "name": "tide", "input": {"port": "Cork"}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "b1", "content": [{"json": {"high": "07:40"}}]}}]}]});
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        zeta_model(2, 10, "generation", json!({"messages": []}), converse_call),
+        zeta_model(3, 30, "generation", converse_next, json!({})),
+    ]);
+    assert_eq!(
+        names(&a),
+        vec![("tide", Some(&json!({"port": "Cork"})), Some("conversation"))]
+    );
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"high": "07:40"})))
+    );
+
+    // The same bodies on a span that does not say it is a model call (a
+    // tool's or an agent's) are not read: nothing is counted.
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        zeta_model(2, 10, "AGENT", json!({"contents": []}), gemini_call),
+    ]);
+    assert!(a.calls.is_empty());
+    assert!(a.warnings.iter().all(|w| !w.contains("tide")));
+}
