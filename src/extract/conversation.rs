@@ -42,6 +42,7 @@ use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
 mod bodies;
+mod hollow;
 mod order;
 mod spans;
 use bodies::Side;
@@ -597,6 +598,9 @@ pub(super) fn witness(
     out: &mut Analysis,
 ) {
     let asked = asked_in(trace);
+    if !out.calls.is_empty() && !asked.is_empty() {
+        hollow::drop_hollow(trace, &asked, out);
+    }
     if out.calls.is_empty() {
         rebuild(x, trace, seen, &asked, out, Some(carried));
     } else if !asked.is_empty() {
@@ -657,6 +661,7 @@ fn rebuild(
     }
     let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
     order::pair_noting(trace, asked, &mut requests, &mut out.notes);
+
     // The first request (after the asking span starts) that answers each id.
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();

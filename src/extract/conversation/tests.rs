@@ -452,3 +452,42 @@ fn provider_bodies_under_any_key_of_a_model_span_are_read() {
     assert!(a.calls.is_empty());
     assert!(a.warnings.iter().all(|w| !w.contains("tide")));
 }
+
+#[test]
+fn a_tool_span_that_carries_nothing_of_a_call_does_not_stand_in_for_it() {
+    let hollow = |id: u8, start: u64| {
+        sp(
+            id,
+            Some(1),
+            start,
+            "execute_tool zeta-model",
+            &[("gen_ai.operation.name", "execute_tool")],
+        )
+    };
+    let a = analyze(vec![
+        sp(1, None, 0, "run", &[]),
+        chat(2, 10, &[], &[("t1", "tide", json!({"port": "Brest"}))]),
+        hollow(3, 20),
+        chat(4, 30, &[("t1", "high at 06:12")], &[]),
+        hollow(5, 40),
+    ]);
+    assert_eq!(
+        names(&a),
+        vec![(
+            "tide",
+            Some(&json!({"port": "Brest"})),
+            Some("conversation")
+        )]
+    );
+    assert_eq!(
+        a.notes
+            .iter()
+            .filter(|n| n.contains("records nothing of a call"))
+            .count(),
+        2
+    );
+    // Without a call of the model's that no span shows, the span stays a
+    // call, however little it records.
+    let a = analyze(vec![sp(1, None, 0, "run", &[]), hollow(3, 20)]);
+    assert_eq!(names(&a), vec![("zeta-model", None, None)]);
+}
