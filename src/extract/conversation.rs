@@ -661,7 +661,10 @@ fn rebuild(
     }
     let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
     order::pair_noting(trace, asked, &mut requests, &mut out.notes);
-
+    let mut open = Open::default();
+    if let Some(carried) = carried {
+        order::carried_by_order(trace, carried, &mut requests, &mut open, &mut out.notes);
+    }
     // The first request (after the asking span starts) that answers each id.
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();
@@ -681,7 +684,6 @@ fn rebuild(
         .map(|(i, a)| (i, a, false))
         .collect();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
-    let mut open = Open::default();
     for at in asked {
         let a = &at.asked;
         let answer = match a.id.as_deref() {
@@ -752,7 +754,7 @@ fn rebuild(
         repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
     }
-    if !(open.asks.is_empty() && open.answers.is_empty()) {
+    if !open.is_empty() {
         out.open = Some(Box::new(open));
     }
 }
