@@ -5,12 +5,13 @@
 //! tool name, arguments, result or call id (OpenLIT's PydanticAI spans are
 //! named `execute_tool <model>`): a rule takes it for a call named after
 //! whatever its span name holds. When the trace's model outputs asked for
-//! calls no span shows, such a span must not stand in for them: it is no
-//! call, and the conversation's calls are counted instead.
+//! calls no span shows, such a span that the call-id join pairs with no
+//! request must not stand in for them: it is no call, and the
+//! conversation's calls are counted instead.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use super::{call_id, AskedAt};
+use super::{call_id, join, AskedAt};
 use crate::assemble::{SpanId, Trace};
 use crate::extract::{Analysis, CallStatus, ToolCall};
 
@@ -25,36 +26,39 @@ fn is_hollow(call: &ToolCall, trace: &Trace, index: &HashMap<SpanId, usize>) -> 
             .is_none_or(|&i| call_id(&trace.spans[i]).is_none())
 }
 
-/// Drops the hollow calls whose name no model output asked for, when the
-/// model asked for a call that no call of `out` is named after; each
-/// dropped span is a note of the trace.
+/// Drops the hollow calls that the model's requests do not join (by call
+/// id, name, namespaced name or equal arguments, as [`super::join`] does),
+/// when some request of the model's joins no call; each dropped span is a
+/// note of the trace.
 pub(super) fn drop_hollow(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
-    let called: HashSet<&str> = out.calls.iter().map(|c| c.name.as_str()).collect();
-    if asked
-        .iter()
-        .all(|at| called.contains(at.asked.name.as_str()))
-    {
-        return;
-    }
-    let asked_names: HashSet<&str> = asked.iter().map(|at| at.asked.name.as_str()).collect();
     let index: HashMap<SpanId, usize> = trace
         .spans
         .iter()
         .enumerate()
         .map(|(i, s)| (s.span_id, i))
         .collect();
+    if !out.calls.iter().any(|c| is_hollow(c, trace, &index)) {
+        return;
+    }
+    // The join on a copy: which calls and requests it pairs.
+    let mut copy = out.calls.clone();
+    let (used, joined) = join(trace, asked, &mut copy);
+    if used.iter().all(|u| *u) {
+        return;
+    }
     let hollow: Vec<bool> = out
         .calls
         .iter()
-        .map(|c| !asked_names.contains(c.name.as_str()) && is_hollow(c, trace, &index))
+        .zip(&joined)
+        .map(|(c, j)| j.is_none() && is_hollow(c, trace, &index))
         .collect();
     if !hollow.contains(&true) {
         return;
     }
-    let mut keep = hollow.iter().map(|h| !h);
+    let mut drop = hollow.into_iter();
     let calls = std::mem::take(&mut out.calls);
     for call in calls {
-        if keep.next().unwrap_or(true) {
+        if !drop.next().unwrap_or(false) {
             out.calls.push(call);
             continue;
         }
