@@ -45,6 +45,7 @@ mod bodies;
 mod hollow;
 mod order;
 mod spans;
+mod transcript;
 use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub use spans::reads_messages;
@@ -603,6 +604,9 @@ pub(super) fn witness(
     }
     if out.calls.is_empty() {
         rebuild(x, trace, seen, &asked, out, Some(carried));
+        if out.calls.is_empty() && asked.is_empty() {
+            transcript::calls(x, trace, seen, out);
+        }
     } else if !asked.is_empty() {
         let toolless = join_and_check(x, trace, seen, &asked, out);
         if !toolless.is_empty() {

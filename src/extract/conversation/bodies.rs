@@ -67,22 +67,37 @@ pub(super) enum Side {
 /// Whether span `s` says it is a model call ([`KIND_ENDINGS`],
 /// [`MODEL_KINDS`]).
 pub(super) fn is_model_call(s: &SpanRecord) -> bool {
+    is_kind(s, &MODEL_KINDS)
+}
+
+/// Whether span `s` says it is an agent's run (`AGENT`, in the same
+/// attributes as [`is_model_call`]).
+pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
+    is_kind(s, &["agent"])
+}
+
+/// Whether an attribute of span `s` whose key ends like a kind
+/// ([`KIND_ENDINGS`]) has one of `kinds` for value.
+fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
     s.span.attributes().any(|(key, value)| {
         let kind_like = KIND_ENDINGS.iter().any(|e| {
             key.len() >= e.len()
                 && key.as_bytes()[key.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
         });
-        kind_like && value.and_then(|v| v.as_str()).is_some_and(names_model_call)
+        kind_like
+            && value
+                .and_then(|v| v.as_str())
+                .is_some_and(|t| names_kind(t, kinds))
     })
 }
 
-fn names_model_call(text: &str) -> bool {
+fn names_kind(text: &str, kinds: &[&str]) -> bool {
     let t = text.trim();
     let t = t
         .strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
         .unwrap_or(t);
-    MODEL_KINDS.iter().any(|k| t.eq_ignore_ascii_case(k))
+    kinds.iter().any(|k| t.eq_ignore_ascii_case(k))
 }
 
 /// The side of a model call attribute `key` holds, by its words
@@ -180,10 +195,11 @@ mod tests {
 
     #[test]
     fn model_kinds_are_read_unquoted_and_in_any_case() {
-        assert!(names_model_call("\"CHAT_MODEL\""));
-        assert!(names_model_call("LLM"));
-        assert!(names_model_call("generation"));
-        assert!(!names_model_call("TOOL"));
-        assert!(!names_model_call("\"AGENT\""));
+        let model = |t: &str| names_kind(t, &MODEL_KINDS);
+        assert!(model("\"CHAT_MODEL\""));
+        assert!(model("LLM"));
+        assert!(model("generation"));
+        assert!(!model("TOOL"));
+        assert!(!model("\"AGENT\""));
     }
 }

@@ -491,3 +491,55 @@ fn a_tool_span_that_carries_nothing_of_a_call_does_not_stand_in_for_it() {
     let a = analyze(vec![sp(1, None, 0, "run", &[]), hollow(3, 20)]);
     assert_eq!(names(&a), vec![("zeta-model", None, None)]);
 }
+
+#[test]
+fn calls_and_results_in_one_transcript_are_calls_when_nothing_else_shows_them() {
+    let transcript = json!({"log": [
+        {"kind": "Asked", "items": [{"id": "q1", "name": "tide", "arguments": "{\"port\": \"Brest\"}"}]},
+        {"kind": "Ran", "items": [{"call_id": "q1", "name": "tide", "content": "{'high': '06:12'}"}]},
+        {"kind": "Asked", "items": [{"id": "q2", "name": "ferry", "arguments": "{}"}]},
+    ]})
+    .to_string();
+    let a = analyze(vec![sp(
+        1,
+        None,
+        0,
+        "zeta.run",
+        &[("zeta.span_kind", "AGENT"), ("zeta.outputs", &transcript)],
+    )]);
+    // The call never answered is not counted; the Python literal is read.
+    assert_eq!(
+        names(&a),
+        vec![(
+            "tide",
+            Some(&json!({"port": "Brest"})),
+            Some("conversation")
+        )]
+    );
+    assert_eq!(a.calls[0].convention, "transcript-messages");
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"high": "06:12"})))
+    );
+    // The same text as a run's input is what went in, not what happened.
+    let a = analyze(vec![sp(
+        1,
+        None,
+        0,
+        "zeta.run",
+        &[("zeta.span_kind", "AGENT"), ("zeta.inputs", &transcript)],
+    )]);
+    assert!(a.calls.is_empty());
+    // Nor is a span that says it is no agent's run (a workflow's state).
+    let a = analyze(vec![sp(
+        1,
+        None,
+        0,
+        "zeta.run",
+        &[
+            ("zeta.span_kind", "workflow"),
+            ("zeta.outputs", &transcript),
+        ],
+    )]);
+    assert!(a.calls.is_empty());
+}
