@@ -25,6 +25,13 @@
 //!   that no tool span shows, or a tool span's call no model output asked
 //!   for, is a warning of the trace.
 //!
+//! Besides the named forms, a span that says it is a model call is read for
+//! provider bodies under any input- or output-like key (`bodies`); a tool
+//! span that carries nothing of a call does not stand in for the model's
+//! calls (`hollow`); and a trace with no tool span and no model output
+//! asking for a call may list its calls in an agent run's transcript
+//! (`transcript`).
+//!
 //! Outputs are read cheaply (a few keys, and JSON parsed only when its text
 //! names a tool call); requests, which hold the whole history, are read only
 //! when the calls are rebuilt.
