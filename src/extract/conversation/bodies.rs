@@ -79,15 +79,24 @@ pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
 /// Whether an attribute of span `s` whose key ends like a kind
 /// ([`KIND_ENDINGS`]) has one of `kinds` for value.
 fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
-    s.span.attributes().any(|(key, value)| {
-        let kind_like = KIND_ENDINGS.iter().any(|e| {
-            key.len() >= e.len()
-                && key.as_bytes()[key.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
-        });
-        kind_like
-            && value
-                .and_then(|v| v.as_str())
+    // Every span is asked: keys first, as bytes, and a value only for a
+    // key that ends like a kind.
+    s.span.attr_keys().any(|key| {
+        kind_like(key)
+            && std::str::from_utf8(key)
+                .ok()
+                .and_then(|k| s.attr_str(k))
                 .is_some_and(|t| names_kind(t, kinds))
+    })
+}
+
+/// Whether `key` ends as one of [`KIND_ENDINGS`] (each ends in `d` or `e`).
+fn kind_like(key: &[u8]) -> bool {
+    if !matches!(key.last().map(u8::to_ascii_lowercase), Some(b'd' | b'e')) {
+        return false;
+    }
+    KIND_ENDINGS.iter().any(|e| {
+        key.len() >= e.len() && key[key.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
     })
 }
 
