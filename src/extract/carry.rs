@@ -45,7 +45,8 @@ impl Left {
     /// only when it holds answers.
     pub fn of(open: Option<Box<Open>>, trace: impl FnOnce() -> Trace) -> Option<Left> {
         open.map(|open| {
-            let trace = (!open.answers.is_empty() || !open.lone.is_empty()).then(trace);
+            let holds = !open.answers.is_empty() || open.bare.is_some() || !open.lone.is_empty();
+            let trace = holds.then(trace);
             Left { open, trace }
         })
     }
@@ -105,7 +106,43 @@ impl<T> Carry<T> {
                 out.push(k);
             }
         }
+        if let Some(bare) = open.bare {
+            let mut group = self.bare_group(bare);
+            // From the back, so the positions before stay right.
+            group.reverse();
+            let mut taken: Vec<OpenAsk> =
+                group.iter().filter_map(|&k| self.asks.remove(k)).collect();
+            taken.reverse();
+            out.extend(taken);
+        }
         out
+    }
+
+    /// The positions of the open calls that results without call ids
+    /// (`bare`: how many, process, request start) answer by order: the
+    /// calls of the last model output that left calls open in that process
+    /// before the request, when there are no more of them than results.
+    fn bare_group(&self, (count, run, start): (usize, u64, u64)) -> Vec<usize> {
+        let before = |a: &OpenAsk| a.run == run && a.end_time_unix_nano <= start && !a.is_echo();
+        let last = self
+            .asks
+            .iter()
+            .filter(|a| before(a))
+            .max_by_key(|a| a.end_time_unix_nano);
+        let Some(last) = last else {
+            return Vec::new();
+        };
+        let (trace_id, span_id) = (last.trace_id, last.span_id);
+        let group: Vec<usize> = (0..self.asks.len())
+            .filter(|&k| {
+                let a = &self.asks[k];
+                before(a) && a.trace_id == trace_id && a.span_id == span_id
+            })
+            .collect();
+        if group.len() > count {
+            return Vec::new();
+        }
+        group
     }
 
     /// Keeps the calls a trace left open, for the traces after it.
@@ -224,7 +261,8 @@ impl<T> Carry<T> {
     /// be read again with those calls).
     pub fn answers(&self, open: Option<&Open>) -> bool {
         open.is_some_and(|open| {
-            open.answers.iter().any(|(id, run, start)| {
+            let bare = open.bare.is_some_and(|b| !self.bare_group(b).is_empty());
+            bare || open.answers.iter().any(|(id, run, start)| {
                 self.asks.iter().any(|a| {
                     a.asked.id.as_deref() == Some(id.as_str())
                         && a.run == *run
@@ -365,6 +403,54 @@ mod tests {
         ]);
         assert_eq!(twice[1].calls.len(), 1);
         assert!(twice[2].calls.is_empty());
+    }
+
+    #[test]
+    fn results_without_ids_in_the_next_trace_answer_the_last_open_calls_by_order() {
+        let brest = json!({"port": "Brest"});
+        let cork = json!({"port": "Cork"});
+        // The history lost the model's turns and the results their ids
+        // (`""` is no id): each request repeats the results before it.
+        let read_in = |second: &str| {
+            read(&[
+                model_call(1, (0, 10), "p1", &[], &[("k1", "tide", brest.clone())]),
+                model_call(
+                    2,
+                    (20, 30),
+                    second,
+                    &[("", "06:12")],
+                    &[("k2", "tide", cork.clone())],
+                ),
+                model_call(3, (40, 50), second, &[("", "06:12"), ("", "07:40")], &[]),
+            ])
+        };
+        let same = read_in("p1");
+        assert_eq!(calls(&same[1]), [("tide", Some(&brest))]);
+        assert_eq!(calls(&same[2]), [("tide", Some(&cork))]);
+        let results: Vec<Value> = same[1..]
+            .iter()
+            .flat_map(|a| &a.calls)
+            .filter_map(|c| c.result.as_ref().map(|r| r.to_value()))
+            .collect();
+        assert_eq!(results, [json!("06:12"), json!("07:40")]);
+        assert!(same[2].notes.iter().any(|n| n.contains("paired by order")));
+        // Another process's results answer nothing of the first process;
+        // its own next request answers its own call.
+        let other = read_in("p2");
+        assert!(other[1].calls.is_empty());
+        assert_eq!(calls(&other[2]), [("tide", Some(&cork))]);
+        // More calls left open than results: nothing is paired.
+        let more = read(&[
+            model_call(
+                1,
+                (0, 10),
+                "p1",
+                &[],
+                &[("k1", "tide", brest.clone()), ("k2", "tide", cork.clone())],
+            ),
+            model_call(2, (20, 30), "p1", &[("", "06:12")], &[]),
+        ]);
+        assert!(more.iter().all(|a| a.calls.is_empty()));
     }
 
     #[test]

@@ -25,6 +25,13 @@
 //!   that no tool span shows, or a tool span's call no model output asked
 //!   for, is a warning of the trace.
 //!
+//! Besides the named forms, a span that says it is a model call is read for
+//! provider bodies under any input- or output-like key (`bodies`); a tool
+//! span that carries nothing of a call does not stand in for the model's
+//! calls (`hollow`); and a trace with no tool span and no model output
+//! asking for a call may list its calls in an agent run's transcript
+//! (`transcript`).
+//!
 //! Outputs are read cheaply (a few keys, and JSON parsed only when its text
 //! names a tool call); requests, which hold the whole history, are read only
 //! when the calls are rebuilt.
@@ -41,8 +48,13 @@ use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
+mod bodies;
+mod hollow;
 mod order;
 mod spans;
+mod transcript;
+use bodies::Side;
+pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub use spans::reads_messages;
 
 /// What a call rebuilt from the conversation says in rows (`from`).
@@ -148,12 +160,13 @@ const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_resu
 const RESPONSES_CALL: &str = "function_call";
 const RESPONSES_RESULT: &str = "function_call_output";
 /// Keys of a tool result's call id.
-const RESULT_ID_KEYS: [&str; 6] = [
+const RESULT_ID_KEYS: [&str; 7] = [
     "tool_call_id",
     "call_id",
     "id",
     "toolCallId",
     "tool_use_id",
+    "toolUseId",
     "ref",
 ];
 /// Keys of a tool result's content.
@@ -163,7 +176,7 @@ const MAX_DEPTH: usize = 10;
 
 /// Whether JSON text may hold a tool call (a cheap look before parsing).
 fn may_hold_calls(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 5]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 7]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call"),
@@ -171,6 +184,9 @@ fn may_hold_calls(text: &str) -> bool {
             Finder::new(b"tool_use"),
             Finder::new(b"function_call"),
             Finder::new(b"toolRequest"),
+            // Gemini and Bedrock Converse bodies.
+            Finder::new(b"functionCall"),
+            Finder::new(b"toolUse"),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
@@ -210,7 +226,8 @@ struct Request {
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
-    if !records_output(s) && !super::genai_events::has_output(s) {
+    let model_call = bodies::is_model_call(s);
+    if !model_call && !records_output(s) && !super::genai_events::has_output(s) {
         return best;
     }
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
@@ -238,6 +255,16 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     }
     if let Some(v) = super::genai_events::output(s) {
         offer(calls_in(&v), super::genai_events::FORM);
+    }
+    if model_call {
+        for text in bodies::bodies_of_model_call(s, Side::Output) {
+            if !may_hold_calls(text) {
+                continue;
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(text) {
+                offer(calls_in(&v), bodies::FORM);
+            }
+        }
     }
     best
 }
@@ -356,6 +383,14 @@ fn request_of(s: &SpanRecord) -> Request {
     if let Some(v) = super::genai_events::request(s) {
         offer(read_request(&v, super::genai_events::FORM));
     }
+    for text in bodies::bodies(s, Side::Input) {
+        if !may_hold_results(text) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
+            offer(read_request(&v, bodies::FORM));
+        }
+    }
     best
 }
 
@@ -363,10 +398,13 @@ fn request_of(s: &SpanRecord) -> Request {
 /// type of a result in one of the shapes [`answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 7]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 9]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call_id"),
+            // Gemini and Bedrock Converse bodies.
+            Finder::new(b"functionResponse"),
+            Finder::new(b"toolResult"),
             Finder::new(b"tool_call_response"),
             Finder::new(b"tool-result"),
             Finder::new(b"tool_result"),
@@ -379,14 +417,21 @@ fn may_hold_results(text: &str) -> bool {
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
 }
 
-/// The messages of a request: a list, or the list under `messages`.
+/// Keys of a request body's messages: most APIs', the OpenAI Responses
+/// API's items, Gemini's contents.
+const MESSAGE_LIST_KEYS: [&str; 3] = ["messages", "input", "contents"];
+
+/// The messages of a request: a list, or the list under one of
+/// [`MESSAGE_LIST_KEYS`].
 fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
     if depth > MAX_DEPTH {
         return None;
     }
     match v {
         Value::Array(list) => Some(list),
-        Value::Object(o) => o.get("messages").and_then(|m| messages_of(m, depth + 1)),
+        Value::Object(o) => MESSAGE_LIST_KEYS
+            .iter()
+            .find_map(|k| o.get(*k).and_then(|m| messages_of(m, depth + 1))),
         _ => None,
     }
 }
@@ -495,12 +540,38 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 // Genkit: `{"toolResponse": {"name", "ref", "output"}}`.
                 out.push(answer_of(r));
                 found = true;
+            } else if let Some(Value::Object(r)) = p.get("functionResponse") {
+                // Gemini: `{"functionResponse": {"id", "name", "response"}}`.
+                out.push(answer_of(r));
+                found = true;
+            } else if let Some(Value::Object(r)) = p.get("toolResult") {
+                // Bedrock Converse: `{"toolResult": {"toolUseId", "content":
+                // [{"json": ...} or {"text": ...}]}}`.
+                let mut answer = answer_of(r);
+                answer.content = answer.content.map(converse_content);
+                out.push(answer);
+                found = true;
             }
         }
     }
     if !found && (role == "tool" || role == RESPONSES_RESULT) {
         out.push(answer_of(o));
     }
+}
+
+/// A Bedrock Converse result's content: the value of its one `json` or
+/// `text` block; any other content as it is.
+fn converse_content(content: Value) -> Value {
+    if let Value::Array(blocks) = &content {
+        if let [Value::Object(b)] = blocks.as_slice() {
+            if b.len() == 1 {
+                if let Some(v) = b.get("json").or_else(|| b.get("text")) {
+                    return v.clone();
+                }
+            }
+        }
+    }
+    content
 }
 
 fn answer_of(o: &Map<String, Value>) -> Answer {
@@ -535,8 +606,14 @@ pub(super) fn witness(
     out: &mut Analysis,
 ) {
     let asked = asked_in(trace);
+    if !out.calls.is_empty() && !asked.is_empty() {
+        hollow::drop_hollow(trace, &asked, out);
+    }
     if out.calls.is_empty() {
         rebuild(x, trace, seen, &asked, out, Some(carried));
+        if out.calls.is_empty() && asked.is_empty() {
+            transcript::calls(x, trace, seen, out);
+        }
     } else if !asked.is_empty() {
         let toolless = join_and_check(x, trace, seen, &asked, out);
         if !toolless.is_empty() {
@@ -595,6 +672,10 @@ fn rebuild(
     }
     let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
     order::pair_noting(trace, asked, &mut requests, &mut out.notes);
+    let mut open = Open::default();
+    if let Some(carried) = carried {
+        order::carried_by_order(trace, carried, &mut requests, &mut open, &mut out.notes);
+    }
     // The first request (after the asking span starts) that answers each id.
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();
@@ -614,7 +695,6 @@ fn rebuild(
         .map(|(i, a)| (i, a, false))
         .collect();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
-    let mut open = Open::default();
     for at in asked {
         let a = &at.asked;
         let answer = match a.id.as_deref() {
@@ -685,7 +765,7 @@ fn rebuild(
         repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
     }
-    if !(open.asks.is_empty() && open.answers.is_empty()) {
+    if !open.is_empty() {
         out.open = Some(Box::new(open));
     }
 }
@@ -835,6 +915,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
             .iter()
             .any(|f| has_prefix(s, f.prefix))
         || super::genai_events::has_request(s)
+        || !bodies::bodies(s, Side::Input).is_empty()
 }
 
 fn id_text(a: &Asked) -> String {

@@ -415,7 +415,8 @@ impl Extractor {
         keys.retain(|k| !k.contains(rules::NS));
         let conversation_keys = source::CALL_ID_KEYS
             .iter()
-            .chain(&conversation::MODEL_MARKERS);
+            .chain(&conversation::MODEL_MARKERS)
+            .chain(&conversation::KIND_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
         keys.sort();
@@ -440,6 +441,8 @@ impl Extractor {
                 tails.extend(k.rsplit('.').next().map(str::to_string));
             }
         }
+        // The conversation witness's model-call markers (`mlflow.spanType`).
+        tails.extend(conversation::KIND_TAILS.iter().map(|t| t.to_string()));
         tails.sort();
         tails.dedup();
         tails

@@ -61,6 +61,11 @@ pub struct Open {
     pub asks: Vec<OpenAsk>,
     /// (call id, the process of the request that carries it, its start).
     pub answers: Vec<(String, u64, u64)>,
+    /// Results without a call id or a tool name that end the trace's
+    /// first request, where no model turn of it asked for them: (how
+    /// many, the process of the request, its start). The calls they answer
+    /// are the last ones an earlier trace left open, by order.
+    pub bare: Option<(usize, u64, u64)>,
     /// The calls a trace counted, for a lone MCP client trace after it
     /// (`extract::echo`).
     pub calls: Vec<Echo>,
@@ -73,6 +78,7 @@ impl Open {
     pub fn is_empty(&self) -> bool {
         self.asks.is_empty()
             && self.answers.is_empty()
+            && self.bare.is_none()
             && self.calls.is_empty()
             && self.lone.is_empty()
     }

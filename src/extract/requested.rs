@@ -179,7 +179,7 @@ fn decoded(v: &Value) -> Value {
 const ID_KEYS: [&str; 5] = ["id", "toolCallId", "toolUseId", "tool_call_id", "ref"];
 
 /// A call object's id, name and arguments, in any of the known shapes.
-fn call_of(o: &Map<String, Value>) -> Option<Asked> {
+pub(crate) fn call_of(o: &Map<String, Value>) -> Option<Asked> {
     let f = o.get("function").and_then(Value::as_object);
     let name = f
         .and_then(|f| f.get("name"))
@@ -229,7 +229,7 @@ pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut 
                 .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
             let listed = matches!(
                 parent_key,
-                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest")
+                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest" | "functionCall")
             );
             if typed || listed || o.contains_key("toolName") {
                 if let Some(call) = call_of(o) {

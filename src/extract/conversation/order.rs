@@ -11,10 +11,13 @@
 //! the request's last model message asks for those same calls, or for none
 //! (some histories lose the calls). Anything else pairs nothing.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::{has_any_input, AskedAt, Request};
 use crate::assemble::Trace;
+use crate::extract::open::{run_key, Open, OpenAsk};
 use crate::extract::{CallResult, CallStatus, ToolCall};
 
 /// The text of a message's parts when every part is a text part
@@ -78,6 +81,73 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
         }
     }
     paired
+}
+
+/// Results without call ids in the next trace (each model call a trace
+/// of its own, and a history that lost the model's turns): the results
+/// that end the trace's first request, none naming a call id or a tool and
+/// no model turn of that request asking for calls, answer by order the
+/// calls the last model output of an earlier trace left open, the last
+/// results the last calls (earlier results, in a history that keeps
+/// growing, answered earlier traces). Read on its own (`carried` empty),
+/// the trace says so in `open.bare` for `extract::carry`; read again with
+/// those calls, the results take their ids.
+pub(super) fn carried_by_order(
+    trace: &Trace,
+    carried: &[OpenAsk],
+    requests: &mut [Request],
+    open: &mut Open,
+    notes: &mut Vec<String>,
+) {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let first = (0..trace.spans.len())
+        .filter(|&i| has_any_input(&trace.spans[i]))
+        .min_by_key(|&i| (start(i), i));
+    let Some(f) = first else {
+        return;
+    };
+    let known: HashSet<String> = requests
+        .iter()
+        .flat_map(|r| &r.answers)
+        .filter_map(|a| a.id.clone())
+        .collect();
+    let Some(r) = requests.get_mut(f) else {
+        return;
+    };
+    let bare = !r.trailing.is_empty()
+        && r.last_turn.is_empty()
+        && r.trailing.iter().all(|&k| {
+            r.answers
+                .get(k)
+                .is_some_and(|a| a.id.is_none() && a.name.is_none())
+        });
+    if !bare {
+        return;
+    }
+    if carried.is_empty() {
+        open.bare = Some((r.trailing.len(), run_key(&trace.spans[f]), start(f)));
+        return;
+    }
+    let calls: Vec<&OpenAsk> = carried
+        .iter()
+        .filter(|c| !c.is_echo())
+        .filter(|c| c.asked.id.as_ref().is_some_and(|id| !known.contains(id)))
+        .collect();
+    if calls.is_empty() || calls.len() > r.trailing.len() {
+        return;
+    }
+    let last = &r.trailing[r.trailing.len() - calls.len()..];
+    for (&k, c) in last.iter().zip(&calls) {
+        if let Some(a) = r.answers.get_mut(k) {
+            a.id = c.asked.id.clone();
+        }
+    }
+    notes.push(format!(
+        "{} tool result(s) carried without a call id in the request of span {} were paired by order with the call(s) trace {} left open",
+        calls.len(),
+        trace.spans[f].span_id,
+        calls[0].trace_id
+    ));
 }
 
 /// [`pair`], noting in `notes` how many results it paired, if any.

@@ -1,6 +1,7 @@
 //! Which spans the conversation witness reads as model calls
 //! (`inspect --explain` says so of a span no rule classifies).
 
+use super::bodies::{self, Side};
 use super::{has_prefix, message_text, INPUT_KEYS, OI_OUT, OPENLLMETRY_OUT, OUTPUT_KEYS};
 use crate::assemble::SpanRecord;
 
@@ -16,4 +17,8 @@ pub fn reads_messages(s: &SpanRecord) -> bool {
             .iter()
             .chain(&INPUT_KEYS)
             .any(|k| message_text(s, k).is_some())
+        || (bodies::is_model_call(s)
+            && [Side::Input, Side::Output]
+                .iter()
+                .any(|&side| !bodies::bodies_of_model_call(s, side).is_empty()))
 }

@@ -371,3 +371,175 @@ fn a_made_up_vendor_namespace_is_joined_by_the_model_name() {
     assert_eq!(a.calls[0].span_name.as_deref(), Some("acme.lookup"));
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
 }
+
+/// A span of a made-up tracer that says it is a model call in its own
+/// namespace and dumps the provider's bodies under its own keys.
+fn zeta_model(id: u8, start: u64, kind: &str, request: Value, response: Value) -> SpanRecord {
+    let (request, response) = (request.to_string(), response.to_string());
+    sp(
+        id,
+        Some(1),
+        start,
+        "zeta.call",
+        &[
+            ("zeta.span_type", kind),
+            ("zeta.requestPayload", &request),
+            ("zeta.response_payload", &response),
+        ],
+    )
+}
+
+#[test]
+fn provider_bodies_under_any_key_of_a_model_span_are_read() {
+    // Gemini: `functionCall` parts out, `functionResponse` parts back in.
+    let gemini_call = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"id": "g1", "name": "tide", "args": {"port": "Brest"}}}]}}]});
+    let gemini_next = json!({"contents": [
+        {"role": "user", "parts": [{"text": "tides?"}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "g1", "name": "tide", "args": {"port": "Brest"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"id": "g1", "name": "tide", "response": {"high": "06:12"}}}]}]});
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        zeta_model(
+            2,
+            10,
+            "\"Chat_Model\"",
+            json!({"contents": []}),
+            gemini_call.clone(),
+        ),
+        zeta_model(3, 30, "LLM", gemini_next, json!({"candidates": []})),
+    ]);
+    assert_eq!(
+        names(&a),
+        vec![(
+            "tide",
+            Some(&json!({"port": "Brest"})),
+            Some("conversation")
+        )]
+    );
+    assert_eq!(a.calls[0].convention, "model-body-messages");
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"high": "06:12"})))
+    );
+
+    // Bedrock Converse: `toolUse` out, `toolResult` with a `json` block in.
+    let converse_call = json!({"output": {"message": {"role": "assistant", "content": [
+        {"toolUse": {"toolUseId": "b1", "name": "tide", "input": {"port": "Cork"}}}]}}});
+    let converse_next = json!({"messages": [
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "b1", "name": "tide", "input": {"port": "Cork"}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "b1", "content": [{"json": {"high": "07:40"}}]}}]}]});
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        zeta_model(2, 10, "generation", json!({"messages": []}), converse_call),
+        zeta_model(3, 30, "generation", converse_next, json!({})),
+    ]);
+    assert_eq!(
+        names(&a),
+        vec![("tide", Some(&json!({"port": "Cork"})), Some("conversation"))]
+    );
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"high": "07:40"})))
+    );
+
+    // The same bodies on a span that does not say it is a model call (a
+    // tool's or an agent's) are not read: nothing is counted.
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        zeta_model(2, 10, "AGENT", json!({"contents": []}), gemini_call),
+    ]);
+    assert!(a.calls.is_empty());
+    assert!(a.warnings.iter().all(|w| !w.contains("tide")));
+}
+
+#[test]
+fn a_tool_span_that_carries_nothing_of_a_call_does_not_stand_in_for_it() {
+    let hollow = |id: u8, start: u64| {
+        sp(
+            id,
+            Some(1),
+            start,
+            "execute_tool zeta-model",
+            &[("gen_ai.operation.name", "execute_tool")],
+        )
+    };
+    let a = analyze(vec![
+        sp(1, None, 0, "run", &[]),
+        chat(2, 10, &[], &[("t1", "tide", json!({"port": "Brest"}))]),
+        hollow(3, 20),
+        chat(4, 30, &[("t1", "high at 06:12")], &[]),
+        hollow(5, 40),
+    ]);
+    assert_eq!(
+        names(&a),
+        vec![(
+            "tide",
+            Some(&json!({"port": "Brest"})),
+            Some("conversation")
+        )]
+    );
+    assert_eq!(
+        a.notes
+            .iter()
+            .filter(|n| n.contains("records nothing of a call"))
+            .count(),
+        2
+    );
+    // Without a call of the model's that no span shows, the span stays a
+    // call, however little it records.
+    let a = analyze(vec![sp(1, None, 0, "run", &[]), hollow(3, 20)]);
+    assert_eq!(names(&a), vec![("zeta-model", None, None)]);
+}
+
+#[test]
+fn calls_and_results_in_one_transcript_are_calls_when_nothing_else_shows_them() {
+    let transcript = json!({"log": [
+        {"kind": "Asked", "items": [{"id": "q1", "name": "tide", "arguments": "{\"port\": \"Brest\"}"}]},
+        {"kind": "Ran", "items": [{"call_id": "q1", "name": "tide", "content": "{'high': '06:12'}"}]},
+        {"kind": "Asked", "items": [{"id": "q2", "name": "ferry", "arguments": "{}"}]},
+    ]})
+    .to_string();
+    let a = analyze(vec![sp(
+        1,
+        None,
+        0,
+        "zeta.run",
+        &[("zeta.span_kind", "AGENT"), ("zeta.outputs", &transcript)],
+    )]);
+    // The call never answered is not counted; the Python literal is read.
+    assert_eq!(
+        names(&a),
+        vec![(
+            "tide",
+            Some(&json!({"port": "Brest"})),
+            Some("conversation")
+        )]
+    );
+    assert_eq!(a.calls[0].convention, "transcript-messages");
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"high": "06:12"})))
+    );
+    // The same text as a run's input is what went in, not what happened.
+    let a = analyze(vec![sp(
+        1,
+        None,
+        0,
+        "zeta.run",
+        &[("zeta.span_kind", "AGENT"), ("zeta.inputs", &transcript)],
+    )]);
+    assert!(a.calls.is_empty());
+    // Nor is a span that says it is no agent's run (a workflow's state).
+    let a = analyze(vec![sp(
+        1,
+        None,
+        0,
+        "zeta.run",
+        &[
+            ("zeta.span_kind", "workflow"),
+            ("zeta.outputs", &transcript),
+        ],
+    )]);
+    assert!(a.calls.is_empty());
+}

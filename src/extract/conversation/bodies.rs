@@ -1,0 +1,214 @@
+//! A model call's request and response bodies under keys no form names
+//! (docs/conventions.md, "The conversation witness", "Bodies under any
+//! key").
+//!
+//! Tracers that wrap a model client often record what went in and what
+//! came out as JSON under their own input- and output-like keys
+//! (`<vendor>.spanInputs`, `<vendor>.entity.output`, `<vendor>.input`,
+//! `gen_ai.response.tool_calls`, ...): the provider API's request and
+//! response bodies (OpenAI chat completions and Responses, Anthropic
+//! Messages, Gemini, Bedrock Converse), or a list of messages. The witness
+//! reads those bodies as it reads the named forms, but only on a span that
+//! says it is a model call: an attribute whose key ends like a span kind or
+//! type (`span.kind`, `spanType`, `observation.type`, `operation.name`, ...)
+//! and whose value names a model call (`LLM`, `CHAT_MODEL`, `generation`,
+//! `chat`, ...). Other spans' bodies, a tool's input among them, are never
+//! parsed here.
+
+use super::{message_text, INPUT_KEYS, OUTPUT_KEYS};
+use crate::assemble::{SpanRecord, Val};
+
+/// The form calls and results read from such a body are said to come in.
+pub(super) const FORM: &str = "model-body";
+
+/// How the key of an attribute that says what kind of span it is ends
+/// (matched without regard to case).
+const KIND_ENDINGS: [&str; 7] = [
+    "span.kind",
+    "span_kind",
+    "spantype",
+    "span.type",
+    "span_type",
+    "observation.type",
+    "operation.name",
+];
+
+/// The last dot-separated part of the one ending of [`KIND_ENDINGS`] that
+/// the generic tool-kind rule's projection does not keep already, and the
+/// one key of the `operation.name` ending read (projection at decode).
+pub(crate) const KIND_TAILS: [&str; 1] = ["spanType"];
+pub(crate) const KIND_KEYS: [&str; 1] = ["gen_ai.operation.name"];
+
+/// Values of such an attribute that name a model call (without regard to
+/// case; a JSON-quoted value is unquoted first).
+const MODEL_KINDS: [&str; 8] = [
+    "llm",
+    "chat_model",
+    "chat",
+    "generation",
+    "completion",
+    "text_completion",
+    "chat_completion",
+    "generate_content",
+];
+
+/// Words of a key that say it holds what went into the model call.
+const INPUT_WORDS: [&str; 5] = ["input", "inputs", "request", "prompt", "prompts"];
+/// Words of a key that say it holds what came out of it.
+const OUTPUT_WORDS: [&str; 5] = ["output", "outputs", "response", "completion", "completions"];
+
+/// Which side of a model call an attribute holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Side {
+    Input,
+    Output,
+}
+
+/// Whether span `s` says it is a model call ([`KIND_ENDINGS`],
+/// [`MODEL_KINDS`]).
+pub(super) fn is_model_call(s: &SpanRecord) -> bool {
+    is_kind(s, &MODEL_KINDS)
+}
+
+/// Whether span `s` says it is an agent's run (`AGENT`, in the same
+/// attributes as [`is_model_call`]).
+pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
+    is_kind(s, &["agent"])
+}
+
+/// Whether an attribute of span `s` whose key ends like a kind
+/// ([`KIND_ENDINGS`]) has one of `kinds` for value.
+fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
+    // Every span is asked: keys first, as bytes, and a value only for a
+    // key that ends like a kind.
+    s.span.attr_keys().any(|key| {
+        kind_like(key)
+            && std::str::from_utf8(key)
+                .ok()
+                .and_then(|k| s.attr_str(k))
+                .is_some_and(|t| names_kind(t, kinds))
+    })
+}
+
+/// Whether `key` ends as one of [`KIND_ENDINGS`] (each ends in `d` or `e`).
+fn kind_like(key: &[u8]) -> bool {
+    if !matches!(key.last().map(u8::to_ascii_lowercase), Some(b'd' | b'e')) {
+        return false;
+    }
+    KIND_ENDINGS.iter().any(|e| {
+        key.len() >= e.len() && key[key.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
+    })
+}
+
+fn names_kind(text: &str, kinds: &[&str]) -> bool {
+    let t = text.trim();
+    let t = t
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(t);
+    kinds.iter().any(|k| t.eq_ignore_ascii_case(k))
+}
+
+/// The side of a model call attribute `key` holds, by its words
+/// (`mlflow.spanInputs`: input; `gen_ai.response.tool_calls`: output);
+/// `None` when it names neither side, or both.
+pub(super) fn side_of(key: &str) -> Option<Side> {
+    let (mut input, mut output) = (false, false);
+    for word in words(key) {
+        input |= INPUT_WORDS.contains(&word.as_str());
+        output |= OUTPUT_WORDS.contains(&word.as_str());
+    }
+    match (input, output) {
+        (true, false) => Some(Side::Input),
+        (false, true) => Some(Side::Output),
+        _ => None,
+    }
+}
+
+/// The words of a key, lowercase: split at punctuation and where a
+/// lowercase letter meets an uppercase one (`spanInputs`: `span`, `inputs`).
+fn words(key: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        word.push(c.to_ascii_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// The JSON texts on model-call span `s` under keys of side `side` that no
+/// named form reads there (a named key read under its own form is left to
+/// it). Empty for a span that is no model call.
+pub(super) fn bodies(s: &SpanRecord, side: Side) -> Vec<&str> {
+    if !is_model_call(s) {
+        return Vec::new();
+    }
+    bodies_of_model_call(s, side)
+}
+
+/// [`bodies`] of a span already known to be a model call.
+pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<&str> {
+    let named = match side {
+        Side::Input => &INPUT_KEYS[..],
+        Side::Output => &OUTPUT_KEYS[..],
+    };
+    s.span
+        .attributes()
+        .filter_map(|(key, value)| {
+            let text = value.and_then(|v: Val<'_>| v.as_str())?;
+            if !text.trim_start().starts_with(['{', '[']) || side_of(key) != Some(side) {
+                return None;
+            }
+            let read_as_named = named
+                .iter()
+                .any(|k| k.0 == key && message_text(s, k).is_some());
+            (!read_as_named).then_some(text)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sides_come_from_the_words_of_a_key() {
+        assert_eq!(side_of("mlflow.spanInputs"), Some(Side::Input));
+        assert_eq!(side_of("mlflow.spanOutputs"), Some(Side::Output));
+        assert_eq!(side_of("acme.entity.input"), Some(Side::Input));
+        assert_eq!(side_of("input.value"), Some(Side::Input));
+        assert_eq!(side_of("gen_ai.response.tool_calls"), Some(Side::Output));
+        assert_eq!(side_of("raw_llm_response"), Some(Side::Output));
+        assert_eq!(side_of("acme.chat.tools"), None);
+        assert_eq!(side_of("gen_ai.tool.args"), None);
+        // Both sides named: neither is read.
+        assert_eq!(side_of("acme.request_response"), None);
+        // A word inside another is not that word.
+        assert_eq!(side_of("acme.outputformat"), None);
+    }
+
+    #[test]
+    fn model_kinds_are_read_unquoted_and_in_any_case() {
+        let model = |t: &str| names_kind(t, &MODEL_KINDS);
+        assert!(model("\"CHAT_MODEL\""));
+        assert!(model("LLM"));
+        assert!(model("generation"));
+        assert!(!model("TOOL"));
+        assert!(!model("\"AGENT\""));
+    }
+}
