@@ -210,7 +210,10 @@ struct Request {
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
-    if !records_output(s) && !super::genai_events::has_output(s) {
+    if !records_output(s)
+        && !super::genai_events::has_output(s)
+        && !super::content_events::has_output(s)
+    {
         return best;
     }
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
@@ -238,6 +241,9 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     }
     if let Some(v) = super::genai_events::output(s) {
         offer(calls_in(&v), super::genai_events::FORM);
+    }
+    if let Some(v) = super::content_events::output(s) {
+        offer(calls_in(&v), super::content_events::FORM);
     }
     best
 }
@@ -355,6 +361,9 @@ fn request_of(s: &SpanRecord) -> Request {
     }
     if let Some(v) = super::genai_events::request(s) {
         offer(read_request(&v, super::genai_events::FORM));
+    }
+    if let Some(v) = super::content_events::request(s) {
+        offer(read_request(&v, super::content_events::FORM));
     }
     best
 }
@@ -835,6 +844,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
             .iter()
             .any(|f| has_prefix(s, f.prefix))
         || super::genai_events::has_request(s)
+        || super::content_events::has_request(s)
 }
 
 fn id_text(a: &Asked) -> String {
