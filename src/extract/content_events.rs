@@ -12,7 +12,7 @@
 //! calls written as the `content` of its message (a list of
 //! `{"id", "type": "function", "function": {...}}`, or that list's JSON
 //! text) are moved to the message's `tool_calls`, where the witness reads
-//! them.
+//! them; system messages are moved first (see [`messages`]).
 
 use serde_json::Value;
 
@@ -86,21 +86,31 @@ pub(super) fn request(s: &SpanRecord) -> Option<Value> {
     messages(s, &REQUEST_WORDS)
 }
 
-/// The messages of side `words`, in event order: a list's items, or an
-/// object as one item (a request object's `messages` are read by the
-/// witness).
+/// The messages of side `words`, in event order: a list's items, a
+/// request object's `messages`, or another object as one message.
 fn messages(s: &SpanRecord, words: &[&str]) -> Option<Value> {
     let mut out = Vec::new();
     for t in texts(s, words) {
         match serde_json::from_str::<Value>(t) {
             Ok(Value::Array(items)) => out.extend(items),
-            Ok(v) => out.push(v),
-            Err(_) => {}
+            Ok(Value::Object(mut o)) => match o.remove("messages") {
+                Some(Value::Array(items)) => out.extend(items),
+                Some(other) => {
+                    o.insert("messages".into(), other);
+                    out.push(Value::Object(o));
+                }
+                None => out.push(Value::Object(o)),
+            },
+            Ok(_) | Err(_) => {}
         }
     }
     for m in &mut out {
         calls_from_content(m);
     }
+    // A system message is no turn: Langtrace appends Anthropic's separate
+    // `system` parameter after the history, where it would read as someone
+    // speaking after the model's last turn. Moved first, order kept.
+    out.sort_by_key(|m| m.get("role").and_then(Value::as_str) != Some("system"));
     (!out.is_empty()).then_some(Value::Array(out))
 }
 
@@ -142,6 +152,9 @@ mod tests {
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use serde_json::json;
 
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::Extractor;
+
     fn event(name: &str, key: &str, text: &str) -> Event {
         Event {
             name: name.into(),
@@ -150,43 +163,82 @@ mod tests {
                 value: Some(AnyValue {
                     value: Some(any_value::Value::StringValue(text.into())),
                 }),
+                ..KeyValue::default()
             }],
             ..Event::default()
         }
     }
 
-    fn span(events: Vec<Event>) -> SpanRecord {
-        let mut s = super::super::tests::sp(1, None, (1, 2), "chat", &[]);
+    fn span(id: u8, start: u64, events: Vec<Event>) -> SpanRecord {
+        let mut s = super::super::tests::sp(id, None, (start, start + 5), "chat", &[]);
         s.span.events = events;
         s
     }
 
-    /// A made-up vendor's event names and keys of the same family: calls as
-    /// the JSON text of the output message's content, the request as an
-    /// object with `messages`.
+    /// A made-up vendor's event names and keys of the same family: the
+    /// calls as the JSON text of the output message's content, the request
+    /// an object with `messages`, the system message after the history.
     #[test]
     fn events_of_either_side_are_read_by_their_words() {
         let calls = json!([{"id": "c1", "type": "function",
             "function": {"name": "find_hotel", "arguments": "{\"town\":\"Lyon\"}"}}]);
         let out = json!([{"role": "assistant", "content": calls.to_string()}]).to_string();
-        let req = json!({"messages": [{"role": "tool", "tool_call_id": "c1", "content": "ok"}]});
-        let s = span(vec![
-            event("acme.llm.input", "input", &req.to_string()),
-            event("acme.llm.output", "output", &out),
-            event("acme.llm.output", "output", "not json"),
-            event("acme.llm.note", "output", &out),
-        ]);
-        assert!(has_output(&s) && has_request(&s));
+        let asks = span(
+            1,
+            10,
+            vec![
+                event("acme.llm.output", "output", &out),
+                event("acme.llm.output", "output", "not json"),
+                event("acme.llm.note", "output", "[]"),
+            ],
+        );
+        assert!(has_output(&asks) && !has_request(&asks));
         assert_eq!(
-            output(&s),
+            output(&asks),
             Some(json!([{"role": "assistant", "content": null, "tool_calls": calls}]))
         );
-        assert_eq!(request(&s), Some(json!([req])));
 
-        // Content that is text, or a list that is not only calls, stays.
-        let text = json!([{"role": "assistant", "content": "[see above]"}]);
-        let s = span(vec![event("x.completion", "completion", &text.to_string())]);
+        let req = json!({"messages": [
+            {"role": "assistant", "content": calls.clone()},
+            {"role": "tool", "tool_call_id": "c1", "content": "Le Phare"},
+            {"role": "system", "content": "You book trips."}]});
+        let answers = span(
+            2,
+            20,
+            vec![event("acme.llm.input", "input", &req.to_string())],
+        );
+        assert!(has_request(&answers) && !has_output(&answers));
+        let read = json!([
+            {"role": "system", "content": "You book trips."},
+            {"role": "assistant", "content": null, "tool_calls": calls},
+            {"role": "tool", "tool_call_id": "c1", "content": "Le Phare"}]);
+        assert_eq!(request(&answers), Some(read));
+
+        // The witness makes the call of them, once, with its result.
+        let trace = Trace::new(TraceId([5; 16]), vec![asks, answers], 0);
+        let a = Extractor::default().analyze(&trace);
+        let got: Vec<_> = a
+            .calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.args.value().cloned(), c.from))
+            .collect();
+        assert_eq!(
+            got,
+            [(
+                "find_hotel",
+                Some(json!({"town": "Lyon"})),
+                Some(crate::extract::conversation::FROM_CONVERSATION)
+            )]
+        );
+
+        // Content that is text, or a list not only of calls, stays.
+        let text = json!([{"role": "assistant", "content": "[see above]"},
+            {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]);
+        let s = span(
+            3,
+            30,
+            vec![event("x.completion", "completion", &text.to_string())],
+        );
         assert_eq!(output(&s), Some(text));
-        assert!(!has_request(&s));
     }
 }
