@@ -227,7 +227,11 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
     let model_call = bodies::is_model_call(s);
-    if !model_call && !records_output(s) && !super::genai_events::has_output(s) {
+    if !model_call
+        && !records_output(s)
+        && !super::genai_events::has_output(s)
+        && !super::content_events::has_output(s)
+    {
         return best;
     }
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
@@ -255,6 +259,9 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     }
     if let Some(v) = super::genai_events::output(s) {
         offer(calls_in(&v), super::genai_events::FORM);
+    }
+    if let Some(v) = super::content_events::output(s) {
+        offer(calls_in(&v), super::content_events::FORM);
     }
     if model_call {
         for text in bodies::bodies_of_model_call(s, Side::Output) {
@@ -382,6 +389,9 @@ fn request_of(s: &SpanRecord) -> Request {
     }
     if let Some(v) = super::genai_events::request(s) {
         offer(read_request(&v, super::genai_events::FORM));
+    }
+    if let Some(v) = super::content_events::request(s) {
+        offer(read_request(&v, super::content_events::FORM));
     }
     for text in bodies::bodies(s, Side::Input) {
         if !may_hold_results(text) {
@@ -915,6 +925,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
             .iter()
             .any(|f| has_prefix(s, f.prefix))
         || super::genai_events::has_request(s)
+        || super::content_events::has_request(s)
         || !bodies::bodies(s, Side::Input).is_empty()
 }
 

@@ -1,0 +1,244 @@
+//! A model call's messages recorded as span events that each hold one side
+//! of the call, the whole message list as JSON text, for the conversation
+//! witness (`conversation.rs`; docs/conventions.md, "Calls written as
+//! span events"). Langtrace writes `gen_ai.content.prompt` with the
+//! request's messages under `gen_ai.prompt`, and `gen_ai.content.completion`
+//! with the output under `gen_ai.completion`.
+//!
+//! Read by the family, not the vendor: an event whose name ends in a side's
+//! word (`prompt`/`input` for the request, `completion`/`output` for the
+//! output), and in it an attribute of [`EVENT_KEYS`] that ends in a word of
+//! the same side and holds a JSON list or object of messages. A model's
+//! calls written as the `content` of its message (a list of
+//! `{"id", "type": "function", "function": {...}}`, or that list's JSON
+//! text) are moved to the message's `tool_calls`, where the witness reads
+//! them; system messages are moved first (see [`messages`]).
+
+use serde_json::Value;
+
+use crate::assemble::{SpanRecord, Val};
+use opentelemetry_proto::tonic::trace::v1::span::Event;
+
+/// The form these messages are read in (`from` notes, explain).
+pub(super) const FORM: &str = "span-content-events";
+
+/// The event attributes read here (projection at decode).
+pub(crate) const EVENT_KEYS: [&str; 6] = [
+    "gen_ai.prompt",
+    "gen_ai.completion",
+    "prompt",
+    "completion",
+    "input",
+    "output",
+];
+
+/// The words that name a request's side, and an output's.
+const REQUEST_WORDS: [&str; 2] = ["prompt", "input"];
+const OUTPUT_WORDS: [&str; 2] = ["completion", "output"];
+
+/// Whether `name`'s last dotted segment is one of `words`.
+fn ends_in(name: &str, words: &[&str]) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    words.contains(&last)
+}
+
+/// The JSON texts of side `words` in `s`'s events.
+fn texts<'s>(s: &'s SpanRecord, words: &'s [&str]) -> impl Iterator<Item = &'s str> + 's {
+    s.span
+        .events
+        .iter()
+        .filter(move |e| ends_in(&e.name, words))
+        .filter_map(move |e| text_of(e, words))
+}
+
+/// The first attribute of `e` of side `words` whose text is a JSON list or
+/// object.
+fn text_of<'e>(e: &'e Event, words: &[&str]) -> Option<&'e str> {
+    e.attributes.iter().find_map(|kv| {
+        if !EVENT_KEYS.contains(&kv.key.as_str()) || !ends_in(&kv.key, words) {
+            return None;
+        }
+        let Val::Str(t) = kv.value.as_ref().map(Val::of)? else {
+            return None;
+        };
+        let t = t.trim_start();
+        t.starts_with(['[', '{']).then_some(t)
+    })
+}
+
+/// Whether span `s` has an event of a model's output.
+pub(super) fn has_output(s: &SpanRecord) -> bool {
+    texts(s, &OUTPUT_WORDS).next().is_some()
+}
+
+/// Whether span `s` has an event of a request's messages.
+pub(super) fn has_request(s: &SpanRecord) -> bool {
+    texts(s, &REQUEST_WORDS).next().is_some()
+}
+
+/// The messages of span `s`'s output events, as a JSON list.
+pub(super) fn output(s: &SpanRecord) -> Option<Value> {
+    messages(s, &OUTPUT_WORDS)
+}
+
+/// The messages of span `s`'s request events, as a JSON list.
+pub(super) fn request(s: &SpanRecord) -> Option<Value> {
+    messages(s, &REQUEST_WORDS)
+}
+
+/// The messages of side `words`, in event order: a list's items, a
+/// request object's `messages`, or another object as one message.
+fn messages(s: &SpanRecord, words: &[&str]) -> Option<Value> {
+    let mut out = Vec::new();
+    for t in texts(s, words) {
+        match serde_json::from_str::<Value>(t) {
+            Ok(Value::Array(items)) => out.extend(items),
+            Ok(Value::Object(mut o)) => match o.remove("messages") {
+                Some(Value::Array(items)) => out.extend(items),
+                Some(other) => {
+                    o.insert("messages".into(), other);
+                    out.push(Value::Object(o));
+                }
+                None => out.push(Value::Object(o)),
+            },
+            Ok(_) | Err(_) => {}
+        }
+    }
+    for m in &mut out {
+        calls_from_content(m);
+    }
+    // A system message is no turn: Langtrace appends Anthropic's separate
+    // `system` parameter after the history, where it would read as someone
+    // speaking after the model's last turn. Moved first, order kept.
+    out.sort_by_key(|m| m.get("role").and_then(Value::as_str) != Some("system"));
+    (!out.is_empty()).then_some(Value::Array(out))
+}
+
+/// Moves a message's calls written as its `content` to its `tool_calls`:
+/// a list (or a list's JSON text) of objects, each with a `function`
+/// object that has a `name`.
+fn calls_from_content(m: &mut Value) {
+    let Some(o) = m.as_object_mut() else {
+        return;
+    };
+    if o.contains_key("tool_calls") {
+        return;
+    }
+    let calls = match o.get("content") {
+        Some(Value::Array(items)) => items.clone(),
+        Some(Value::String(t)) if t.trim_start().starts_with('[') => {
+            match serde_json::from_str::<Vec<Value>>(t) {
+                Ok(items) => items,
+                Err(_) => return,
+            }
+        }
+        _ => return,
+    };
+    let is_call = |c: &Value| {
+        c.get("function")
+            .and_then(|f| f.get("name"))
+            .is_some_and(Value::is_string)
+    };
+    if calls.is_empty() || !calls.iter().all(is_call) {
+        return;
+    }
+    o.insert("content".into(), Value::Null);
+    o.insert("tool_calls".into(), Value::Array(calls));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use serde_json::json;
+
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::Extractor;
+
+    fn event(name: &str, key: &str, text: &str) -> Event {
+        Event {
+            name: name.into(),
+            attributes: vec![KeyValue {
+                key: key.into(),
+                value: Some(AnyValue {
+                    value: Some(any_value::Value::StringValue(text.into())),
+                }),
+                ..KeyValue::default()
+            }],
+            ..Event::default()
+        }
+    }
+
+    fn span(id: u8, start: u64, events: Vec<Event>) -> SpanRecord {
+        let mut s = super::super::tests::sp(id, None, (start, start + 5), "chat", &[]);
+        s.span.events = events;
+        s
+    }
+
+    /// A made-up vendor's event names and keys of the same family: the
+    /// calls as the JSON text of the output message's content, the request
+    /// an object with `messages`, the system message after the history.
+    #[test]
+    fn events_of_either_side_are_read_by_their_words() {
+        let calls = json!([{"id": "c1", "type": "function",
+            "function": {"name": "find_hotel", "arguments": "{\"town\":\"Lyon\"}"}}]);
+        let out = json!([{"role": "assistant", "content": calls.to_string()}]).to_string();
+        let asks = span(
+            1,
+            10,
+            vec![
+                event("acme.llm.output", "output", &out),
+                event("acme.llm.output", "output", "not json"),
+                event("acme.llm.note", "output", "[]"),
+            ],
+        );
+        assert!(has_output(&asks) && !has_request(&asks));
+        assert_eq!(
+            output(&asks),
+            Some(json!([{"role": "assistant", "content": null, "tool_calls": calls}]))
+        );
+
+        let req = json!({"messages": [
+            {"role": "assistant", "content": calls.clone()},
+            {"role": "tool", "tool_call_id": "c1", "content": "Le Phare"},
+            {"role": "system", "content": "You book trips."}]});
+        let answers = span(
+            2,
+            20,
+            vec![event("acme.llm.input", "input", &req.to_string())],
+        );
+        assert!(has_request(&answers) && !has_output(&answers));
+        let read = json!([
+            {"role": "system", "content": "You book trips."},
+            {"role": "assistant", "content": null, "tool_calls": calls},
+            {"role": "tool", "tool_call_id": "c1", "content": "Le Phare"}]);
+        assert_eq!(request(&answers), Some(read));
+
+        // The witness makes the call of them, once, with its result.
+        let trace = Trace::new(TraceId([5; 16]), vec![asks, answers], 0);
+        let a = Extractor::default().analyze(&trace);
+        let got: Vec<_> = a
+            .calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.args.value().cloned(), c.from))
+            .collect();
+        assert_eq!(
+            got,
+            [(
+                "find_hotel",
+                Some(json!({"town": "Lyon"})),
+                Some(crate::extract::conversation::FROM_CONVERSATION)
+            )]
+        );
+
+        // Content that is text, or a list not only of calls, stays.
+        let text = json!([{"role": "assistant", "content": "[see above]"},
+            {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]);
+        let s = span(
+            3,
+            30,
+            vec![event("x.completion", "completion", &text.to_string())],
+        );
+        assert_eq!(output(&s), Some(text));
+    }
+}
