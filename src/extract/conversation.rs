@@ -49,12 +49,14 @@ use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
 mod bodies;
+mod content_events;
 mod hollow;
 mod order;
 mod spans;
 mod transcript;
 use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
+pub(crate) use content_events::EVENT_KEYS;
 pub use spans::reads_messages;
 
 /// What a call rebuilt from the conversation says in rows (`from`).
@@ -230,7 +232,7 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     if !model_call
         && !records_output(s)
         && !super::genai_events::has_output(s)
-        && !super::content_events::has_output(s)
+        && !content_events::has_output(s)
     {
         return best;
     }
@@ -260,8 +262,8 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     if let Some(v) = super::genai_events::output(s) {
         offer(calls_in(&v), super::genai_events::FORM);
     }
-    if let Some(v) = super::content_events::output(s) {
-        offer(calls_in(&v), super::content_events::FORM);
+    if let Some(v) = content_events::output(s) {
+        offer(calls_in(&v), content_events::FORM);
     }
     if model_call {
         for text in bodies::bodies_of_model_call(s, Side::Output) {
@@ -390,8 +392,8 @@ fn request_of(s: &SpanRecord) -> Request {
     if let Some(v) = super::genai_events::request(s) {
         offer(read_request(&v, super::genai_events::FORM));
     }
-    if let Some(v) = super::content_events::request(s) {
-        offer(read_request(&v, super::content_events::FORM));
+    if let Some(v) = content_events::request(s) {
+        offer(read_request(&v, content_events::FORM));
     }
     for text in bodies::bodies(s, Side::Input) {
         if !may_hold_results(text) {
@@ -925,7 +927,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
             .iter()
             .any(|f| has_prefix(s, f.prefix))
         || super::genai_events::has_request(s)
-        || super::content_events::has_request(s)
+        || content_events::has_request(s)
         || !bodies::bodies(s, Side::Input).is_empty()
 }
 

@@ -5,10 +5,11 @@
 //! request's messages under `gen_ai.prompt`, and `gen_ai.content.completion`
 //! with the output under `gen_ai.completion`.
 //!
-//! Read by the family, not the vendor: an event whose name ends in a side's
-//! word (`prompt`/`input` for the request, `completion`/`output` for the
-//! output), and in it an attribute of [`EVENT_KEYS`] that ends in a word of
-//! the same side and holds a JSON list or object of messages. A model's
+//! Read by the family, not the vendor: an event whose name says a side in
+//! the words a model-call body's key says it with (`prompt`, `input`,
+//! `request`, ... for the request; `completion`, `output`, `response`, ...
+//! for the output; `bodies.rs`), and in it an attribute of [`EVENT_KEYS`]
+//! that says the same side and holds a JSON list or object of messages. A model's
 //! calls written as the `content` of its message (a list of
 //! `{"id", "type": "function", "function": {...}}`, or that list's JSON
 //! text) are moved to the message's `tool_calls`, where the witness reads
@@ -16,6 +17,7 @@
 
 use serde_json::Value;
 
+use super::bodies::{side_of, Side};
 use crate::assemble::{SpanRecord, Val};
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 
@@ -32,30 +34,22 @@ pub(crate) const EVENT_KEYS: [&str; 6] = [
     "output",
 ];
 
-/// The words that name a request's side, and an output's.
-const REQUEST_WORDS: [&str; 2] = ["prompt", "input"];
-const OUTPUT_WORDS: [&str; 2] = ["completion", "output"];
-
-/// Whether `name`'s last dotted segment is one of `words`.
-fn ends_in(name: &str, words: &[&str]) -> bool {
-    let last = name.rsplit('.').next().unwrap_or(name);
-    words.contains(&last)
-}
-
-/// The JSON texts of side `words` in `s`'s events.
-fn texts<'s>(s: &'s SpanRecord, words: &'s [&str]) -> impl Iterator<Item = &'s str> + 's {
+/// The JSON texts of side `side` in `s`'s events: events and attributes
+/// whose names say the side by the words a model-call body's key says it
+/// with ([`side_of`]).
+fn texts(s: &SpanRecord, side: Side) -> impl Iterator<Item = &str> + '_ {
     s.span
         .events
         .iter()
-        .filter(move |e| ends_in(&e.name, words))
-        .filter_map(move |e| text_of(e, words))
+        .filter(move |e| side_of(&e.name) == Some(side))
+        .filter_map(move |e| text_of(e, side))
 }
 
-/// The first attribute of `e` of side `words` whose text is a JSON list or
+/// The first attribute of `e` of side `side` whose text is a JSON list or
 /// object.
-fn text_of<'e>(e: &'e Event, words: &[&str]) -> Option<&'e str> {
+fn text_of(e: &Event, side: Side) -> Option<&str> {
     e.attributes.iter().find_map(|kv| {
-        if !EVENT_KEYS.contains(&kv.key.as_str()) || !ends_in(&kv.key, words) {
+        if !EVENT_KEYS.contains(&kv.key.as_str()) || side_of(&kv.key) != Some(side) {
             return None;
         }
         let Val::Str(t) = kv.value.as_ref().map(Val::of)? else {
@@ -68,29 +62,29 @@ fn text_of<'e>(e: &'e Event, words: &[&str]) -> Option<&'e str> {
 
 /// Whether span `s` has an event of a model's output.
 pub(super) fn has_output(s: &SpanRecord) -> bool {
-    texts(s, &OUTPUT_WORDS).next().is_some()
+    texts(s, Side::Output).next().is_some()
 }
 
 /// Whether span `s` has an event of a request's messages.
 pub(super) fn has_request(s: &SpanRecord) -> bool {
-    texts(s, &REQUEST_WORDS).next().is_some()
+    texts(s, Side::Input).next().is_some()
 }
 
 /// The messages of span `s`'s output events, as a JSON list.
 pub(super) fn output(s: &SpanRecord) -> Option<Value> {
-    messages(s, &OUTPUT_WORDS)
+    messages(s, Side::Output)
 }
 
 /// The messages of span `s`'s request events, as a JSON list.
 pub(super) fn request(s: &SpanRecord) -> Option<Value> {
-    messages(s, &REQUEST_WORDS)
+    messages(s, Side::Input)
 }
 
-/// The messages of side `words`, in event order: a list's items, a
+/// The messages of side `side`, in event order: a list's items, a
 /// request object's `messages`, or another object as one message.
-fn messages(s: &SpanRecord, words: &[&str]) -> Option<Value> {
+fn messages(s: &SpanRecord, side: Side) -> Option<Value> {
     let mut out = Vec::new();
-    for t in texts(s, words) {
+    for t in texts(s, side) {
         match serde_json::from_str::<Value>(t) {
             Ok(Value::Array(items)) => out.extend(items),
             Ok(Value::Object(mut o)) => match o.remove("messages") {
@@ -170,7 +164,7 @@ mod tests {
     }
 
     fn span(id: u8, start: u64, events: Vec<Event>) -> SpanRecord {
-        let mut s = super::super::tests::sp(id, None, (start, start + 5), "chat", &[]);
+        let mut s = crate::extract::tests::sp(id, None, (start, start + 5), "chat", &[]);
         s.span.events = events;
         s
     }
