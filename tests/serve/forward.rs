@@ -112,56 +112,10 @@ pub(super) fn start_capture(
     })
 }
 
-#[test]
-fn forwards_every_span_unchanged_and_metrics_add_up() {
-    let downstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let down_addr = downstream.local_addr().unwrap();
-    let server = start("forward", |c, dir| {
-        c.forward = Some(format!("grpc://{down_addr}"));
-        c.results_spans = true;
-        let default = dir.join("default.json");
-        std::fs::write(&default, r#"["get_weather", "get_weather"]"#).unwrap();
-        c.default_expected = Some(default);
-    });
-    let capture = Capture::default();
-    let stop = CancellationToken::new();
-    let cap_task = start_capture(&server.rt, downstream, capture.clone(), stop.clone());
-
-    let sent: Vec<ExportTraceServiceRequest> = (1..=6).map(weather).collect();
-    let mut client = server.grpc_client();
-    for r in &sent {
-        server.grpc_export(&mut client, r.clone()).expect("export");
-    }
-    let want = sorted_span_bytes(sent.iter());
-    poll_until("every span downstream", Duration::from_secs(15), || {
-        capture.span_bytes().len() >= want.len()
-    });
-    assert_eq!(
-        capture.span_bytes(),
-        want,
-        "downstream got every span byte for byte"
-    );
-    server.wait_for("all traces scored", |s| s.traces_scored == 6);
-    // A span is counted once the downstream's answer is back, which comes
-    // after the capture holds it: wait for the count, not for the capture.
-    server.wait_for("every span counted as forwarded", |s| {
-        s.spans_forwarded >= want.len() as u64
-    });
-
-    let (status, text) = get(server.admin.unwrap(), "/metrics");
-    assert_eq!(status, 200);
-    let m = parse_prometheus(&text);
-    assert_eq!(m["toolscore_spans_received_total"], want.len() as f64);
-    assert_eq!(m["toolscore_spans_forwarded_total"], want.len() as f64);
-    assert_eq!(m["toolscore_spans_forward_dropped_total"], 0.0);
-    assert_eq!(m["toolscore_traces_scored_total"], 6.0);
-    let verdicts: f64 = m
-        .iter()
-        .filter(|(k, _)| k.starts_with("toolscore_evaluations_total{metric=\"tool_correctness\""))
-        .map(|(_, v)| v)
-        .sum();
-    assert_eq!(verdicts, 6.0, "{text}");
-
+/// The six evaluation results arrived downstream as
+/// `gen_ai.evaluation.result` log records and as `toolscore.evaluation`
+/// spans, each in its evaluated trace.
+fn evaluations_arrived_downstream(capture: &Capture) {
     // Evaluation results arrive downstream as gen_ai.evaluation.result logs,
     // parented to each evaluated trace's root span.
     let records = poll_until("six evaluation logs", Duration::from_secs(15), || {
@@ -230,6 +184,59 @@ fn forwards_every_span_unchanged_and_metrics_add_up() {
             .iter()
             .any(|kv| kv.key == "gen_ai.evaluation.score.label"));
     }
+}
+
+#[test]
+fn forwards_every_span_unchanged_and_metrics_add_up() {
+    let downstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_addr = downstream.local_addr().unwrap();
+    let server = start("forward", |c, dir| {
+        c.forward = Some(format!("grpc://{down_addr}"));
+        c.results_spans = true;
+        let default = dir.join("default.json");
+        std::fs::write(&default, r#"["get_weather", "get_weather"]"#).unwrap();
+        c.default_expected = Some(default);
+    });
+    let capture = Capture::default();
+    let stop = CancellationToken::new();
+    let cap_task = start_capture(&server.rt, downstream, capture.clone(), stop.clone());
+
+    let sent: Vec<ExportTraceServiceRequest> = (1..=6).map(weather).collect();
+    let mut client = server.grpc_client();
+    for r in &sent {
+        server.grpc_export(&mut client, r.clone()).expect("export");
+    }
+    let want = sorted_span_bytes(sent.iter());
+    poll_until("every span downstream", Duration::from_secs(15), || {
+        capture.span_bytes().len() >= want.len()
+    });
+    assert_eq!(
+        capture.span_bytes(),
+        want,
+        "downstream got every span byte for byte"
+    );
+    server.wait_for("all traces scored", |s| s.traces_scored == 6);
+    // A span is counted once the downstream's answer is back, which comes
+    // after the capture holds it: wait for the count, not for the capture.
+    server.wait_for("every span counted as forwarded", |s| {
+        s.spans_forwarded >= want.len() as u64
+    });
+
+    let (status, text) = get(server.admin.unwrap(), "/metrics");
+    assert_eq!(status, 200);
+    let m = parse_prometheus(&text);
+    assert_eq!(m["toolscore_spans_received_total"], want.len() as f64);
+    assert_eq!(m["toolscore_spans_forwarded_total"], want.len() as f64);
+    assert_eq!(m["toolscore_spans_forward_dropped_total"], 0.0);
+    assert_eq!(m["toolscore_traces_scored_total"], 6.0);
+    let verdicts: f64 = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("toolscore_evaluations_total{metric=\"tool_correctness\""))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(verdicts, 6.0, "{text}");
+
+    evaluations_arrived_downstream(&capture);
     assert_eq!(get(server.admin.unwrap(), "/healthz").0, 200);
     assert_eq!(get(server.admin.unwrap(), "/readyz").0, 200);
 

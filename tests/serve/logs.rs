@@ -344,6 +344,60 @@ fn record_bytes<'a>(reqs: impl Iterator<Item = &'a ExportLogsServiceRequest>) ->
     out
 }
 
+/// The OpenTelemetry SDK's span exporter (OTLP/HTTP) and log exporter
+/// (OTLP/gRPC when `grpc`, else OTLP/HTTP), both pointed at `srv`.
+fn sdk_exporters(srv: &TestServer, grpc: bool) -> (SdkTracerProvider, SdkLoggerProvider) {
+    use opentelemetry_otlp::WithExportConfig;
+    let _guard = srv.rt.enter();
+    let logs = if grpc {
+        opentelemetry_otlp::LogExporter::builder()
+            .with_tonic()
+            .with_endpoint(format!("http://{}", srv.grpc))
+            .build()
+    } else {
+        opentelemetry_otlp::LogExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(format!("http://{}/v1/logs", srv.http))
+            .build()
+    };
+    let spans = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("http://{}/v1/traces", srv.http))
+        .build()
+        .unwrap();
+    (
+        SdkTracerProvider::builder()
+            .with_batch_exporter(spans)
+            .build(),
+        SdkLoggerProvider::builder()
+            .with_batch_exporter(logs.unwrap())
+            .build(),
+    )
+}
+
+/// The event names of the log records `capture` received, sorted: those the
+/// SDK sent (`sent_by_sdk`) or the hand-made ones.
+fn event_names(capture: &Capture, sent_by_sdk: bool) -> Vec<String> {
+    let mut names: Vec<String> = capture
+        .1
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|r| &r.resource_logs)
+        .filter(|rl| {
+            let svc = format!("{:?}", rl.resource);
+            sent_by_sdk != svc.contains("svc-")
+        })
+        .flat_map(|rl| &rl.scope_logs)
+        .flat_map(|sl| &sl.log_records)
+        .map(|r| r.event_name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Processor mode forwards log requests as a processor must (issue 37):
 /// hand-made requests in protobuf and OTLP/JSON, and the real OTLP log
 /// exporters' over HTTP and gRPC, reach a real downstream receiver with
@@ -352,7 +406,6 @@ fn record_bytes<'a>(reqs: impl Iterator<Item = &'a ExportLogsServiceRequest>) ->
 /// summary; nothing dropped.
 #[test]
 fn forward_sends_log_records_downstream() {
-    use opentelemetry_otlp::WithExportConfig;
     use prost::Message;
     let downstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let down = downstream.local_addr().unwrap();
@@ -396,37 +449,8 @@ fn forward_sends_log_records_downstream() {
     assert_eq!(hand_made.len(), 6);
 
     // The real exporters, over OTLP/HTTP and OTLP/gRPC.
-    let exporters = |grpc: bool| {
-        let _guard = srv.rt.enter();
-        let logs = if grpc {
-            opentelemetry_otlp::LogExporter::builder()
-                .with_tonic()
-                .with_endpoint(format!("http://{}", srv.grpc))
-                .build()
-        } else {
-            opentelemetry_otlp::LogExporter::builder()
-                .with_http()
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_endpoint(format!("http://{}/v1/logs", srv.http))
-                .build()
-        };
-        let spans = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_endpoint(format!("http://{}/v1/traces", srv.http))
-            .build()
-            .unwrap();
-        (
-            SdkTracerProvider::builder()
-                .with_batch_exporter(spans)
-                .build(),
-            SdkLoggerProvider::builder()
-                .with_batch_exporter(logs.unwrap())
-                .build(),
-        )
-    };
     for grpc in [false, true] {
-        let (tp, lp) = exporters(grpc);
+        let (tp, lp) = sdk_exporters(&srv, grpc);
         tool_loop(&tp, &lp, conv);
         lp.shutdown().unwrap();
         tp.shutdown().unwrap();
@@ -454,24 +478,6 @@ fn forward_sends_log_records_downstream() {
     assert_eq!(got.len(), want as usize, "every record once");
     let missing: Vec<_> = hand_made.iter().filter(|r| !got.contains(r)).collect();
     assert!(missing.is_empty(), "hand-made records arrive byte for byte");
-    let names = |sent_by_sdk: bool| {
-        let mut names: Vec<String> = capture
-            .1
-            .lock()
-            .unwrap()
-            .iter()
-            .flat_map(|r| &r.resource_logs)
-            .filter(|rl| {
-                let svc = format!("{:?}", rl.resource);
-                sent_by_sdk != svc.contains("svc-")
-            })
-            .flat_map(|rl| &rl.scope_logs)
-            .flat_map(|sl| &sl.log_records)
-            .map(|r| r.event_name.clone())
-            .collect();
-        names.sort();
-        names
-    };
     let mut each_loop = vec![
         "gen_ai.choice",
         "gen_ai.choice",
@@ -483,7 +489,7 @@ fn forward_sends_log_records_downstream() {
     ];
     each_loop.extend(each_loop.clone());
     each_loop.sort();
-    assert_eq!(names(true), each_loop);
+    assert_eq!(event_names(&capture, true), each_loop);
     let m = metrics();
     assert_eq!(m["toolscore_log_records_forward_dropped_total"], 0.0);
     assert_eq!(m["toolscore_spans_forward_dropped_total"], 0.0);
