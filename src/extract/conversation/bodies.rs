@@ -114,9 +114,10 @@ fn names_kind(text: &str, kinds: &[&str]) -> bool {
 /// `None` when it names neither side, or both.
 pub(super) fn side_of(key: &str) -> Option<Side> {
     let (mut input, mut output) = (false, false);
+    let is = |words: &[&str], w: &str| words.iter().any(|x| x.eq_ignore_ascii_case(w));
     for word in words(key) {
-        input |= INPUT_WORDS.contains(&word.as_str());
-        output |= OUTPUT_WORDS.contains(&word.as_str());
+        input |= is(&INPUT_WORDS, word);
+        output |= is(&OUTPUT_WORDS, word);
     }
     match (input, output) {
         (true, false) => Some(Side::Input),
@@ -125,30 +126,36 @@ pub(super) fn side_of(key: &str) -> Option<Side> {
     }
 }
 
-/// The words of a key, lowercase: split at punctuation and where a
-/// lowercase letter meets an uppercase one (`spanInputs`: `span`, `inputs`).
-fn words(key: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut word = String::new();
+/// The words of a key (compared without regard to case): split at
+/// punctuation and where a lowercase letter meets an uppercase one
+/// (`spanInputs`: `span`, `Inputs`). Slices of `key`: this runs on every
+/// attribute of a model call and every span event, so nothing is allocated.
+fn words(key: &str) -> impl Iterator<Item = &str> {
+    let mut chars = key.char_indices();
+    let mut start: Option<usize> = None;
     let mut prev_lower = false;
-    for c in key.chars() {
-        if !c.is_ascii_alphanumeric() {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
+    std::iter::from_fn(move || {
+        for (i, c) in chars.by_ref() {
+            if !c.is_ascii_alphanumeric() {
+                prev_lower = false;
+                if let Some(s) = start.take() {
+                    return Some(&key[s..i]);
+                }
+                continue;
             }
-            prev_lower = false;
-            continue;
+            let split = c.is_ascii_uppercase() && prev_lower;
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            match start {
+                Some(s) if split => {
+                    start = Some(i);
+                    return Some(&key[s..i]);
+                }
+                Some(_) => {}
+                None => start = Some(i),
+            }
         }
-        if c.is_ascii_uppercase() && prev_lower && !word.is_empty() {
-            out.push(std::mem::take(&mut word));
-        }
-        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        word.push(c.to_ascii_lowercase());
-    }
-    if !word.is_empty() {
-        out.push(word);
-    }
-    out
+        start.take().map(|s| &key[s..])
+    })
 }
 
 /// The JSON texts on model-call span `s` under keys of side `side` that no
@@ -185,6 +192,26 @@ pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_split_at_punctuation_and_case_and_survive_any_text() {
+        fn w(k: &str) -> Vec<&str> {
+            words(k).collect()
+        }
+        assert_eq!(w("mlflow.spanInputs"), ["mlflow", "span", "Inputs"]);
+        assert_eq!(
+            w("gen_ai.response.tool_calls"),
+            ["gen", "ai", "response", "tool", "calls"]
+        );
+        assert_eq!(w("v2Output..x"), ["v2", "Output", "x"]);
+        assert_eq!(w("ABC"), ["ABC"]);
+        assert_eq!(
+            w("caf\u{e9}.r\u{e9}sum\u{e9}Input"),
+            ["caf", "r", "sum", "Input"]
+        );
+        assert!(w("..\u{1f600}").is_empty());
+        assert_eq!(side_of("\u{e9}t\u{e9}.input"), Some(Side::Input));
+    }
 
     #[test]
     fn sides_come_from_the_words_of_a_key() {
