@@ -198,6 +198,11 @@ pub enum Unwrap {
     /// "..."}` (no other key), becomes `v` or the text, JSON-decoded when it
     /// is JSON.
     ProviderBlock,
+    /// The Vercel AI SDK's `execute(args, options)` as LangSmith records a
+    /// wrapped tool's call: `{"args": [arguments, options]}`, the options
+    /// the SDK's (`toolCallId`, and no keys but `messages`, `abortSignal`,
+    /// `experimental_context`), becomes the arguments.
+    AiSdkExecute,
 }
 
 impl Unwrap {
@@ -222,6 +227,7 @@ impl Unwrap {
             Unwrap::LangchainMessageRepr => "langchain_message_repr",
             Unwrap::AgnoResult => "agno_result",
             Unwrap::ProviderBlock => "provider_block",
+            Unwrap::AiSdkExecute => "ai_sdk_execute",
         }
     }
 }

@@ -302,6 +302,7 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::LangchainMessageRepr => langchain_message_repr(v),
         Unwrap::AgnoResult => agno_result(v),
         Unwrap::ProviderBlock => provider_block(v),
+        Unwrap::AiSdkExecute => ai_sdk_execute(v),
     }
 }
 
@@ -573,6 +574,39 @@ pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
                 Some(x) => x,
                 None => b.remove("text").map_or(Value::Null, json_in_string),
             }),
+            _ => Ok(Value::Null),
+        },
+        other => Err(other),
+    }
+}
+
+/// The keys of the AI SDK's tool-call options besides `toolCallId`.
+const AI_SDK_OPTION_KEYS: [&str; 3] = ["messages", "abortSignal", "experimental_context"];
+
+/// `{"args": [arguments, options]}`, LangSmith's record of the AI SDK's
+/// `execute(arguments, options)` -> the arguments (an object). Only when
+/// the second is the SDK's options: a string `toolCallId` and no key but
+/// [`AI_SDK_OPTION_KEYS`].
+pub(crate) fn ai_sdk_execute(v: Value) -> Result<Value, Value> {
+    let is_options = |o: &Value| {
+        o.as_object().is_some_and(|o| {
+            o.get("toolCallId").is_some_and(Value::is_string)
+                && o.keys()
+                    .all(|k| k == "toolCallId" || AI_SDK_OPTION_KEYS.contains(&k.as_str()))
+        })
+    };
+    let shaped = v.as_object().is_some_and(|o| {
+        o.len() == 1
+            && o.get("args")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.len() == 2 && a[0].is_object() && is_options(&a[1]))
+    });
+    match v {
+        Value::Object(mut o) if shaped => match o.remove("args") {
+            Some(Value::Array(mut a)) => {
+                a.truncate(1);
+                Ok(a.pop().unwrap_or(Value::Null))
+            }
             _ => Ok(Value::Null),
         },
         other => Err(other),
@@ -1055,6 +1089,25 @@ mod tests {
             "",
         ] {
             assert!(!is_js_placeholder(kept), "{kept}");
+        }
+    }
+
+    #[test]
+    fn the_ai_sdk_s_execute_record_gives_its_arguments() {
+        let opts = json!({"toolCallId": "k9", "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(
+            ai_sdk_execute(json!({"args": [{"seat": "2F"}, opts]})),
+            Ok(json!({"seat": "2F"}))
+        );
+        for kept in [
+            // Options of another shape, a third element, another key.
+            json!({"args": [{"seat": "2F"}, {"messages": []}]}),
+            json!({"args": [{"seat": "2F"}, {"toolCallId": "k9", "user": "u"}]}),
+            json!({"args": [{"seat": "2F"}, {"toolCallId": "k9"}, 3]}),
+            json!({"args": [{"seat": "2F"}, {"toolCallId": "k9"}], "kwargs": {}}),
+            json!({"args": ["2F", {"toolCallId": "k9"}]}),
+        ] {
+            assert_eq!(ai_sdk_execute(kept.clone()), Err(kept));
         }
     }
 
