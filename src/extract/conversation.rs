@@ -433,20 +433,20 @@ fn may_hold_results(text: &str) -> bool {
 /// API's items, Gemini's contents.
 const MESSAGE_LIST_KEYS: [&str; 3] = ["messages", "input", "contents"];
 
-/// The messages of a request: a list, or the list under one of
-/// [`MESSAGE_LIST_KEYS`].
+/// The messages of a request: a list, LangWatch's typed list, or the list
+/// under one of [`MESSAGE_LIST_KEYS`].
 fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
     if depth > MAX_DEPTH {
         return None;
     }
     match v {
         Value::Array(list) => Some(list),
-        Value::Object(_) if super::wrappers::langwatch_messages(v).is_some() => {
-            super::wrappers::langwatch_messages(v).and_then(Value::as_array)
-        }
-        Value::Object(o) => MESSAGE_LIST_KEYS
-            .iter()
-            .find_map(|k| o.get(*k).and_then(|m| messages_of(m, depth + 1))),
+        Value::Object(o) => match super::wrappers::langwatch_messages(v) {
+            Some(list) => list.as_array(),
+            None => MESSAGE_LIST_KEYS
+                .iter()
+                .find_map(|k| o.get(*k).and_then(|m| messages_of(m, depth + 1))),
+        },
         _ => None,
     }
 }
