@@ -433,17 +433,20 @@ fn may_hold_results(text: &str) -> bool {
 /// API's items, Gemini's contents.
 const MESSAGE_LIST_KEYS: [&str; 3] = ["messages", "input", "contents"];
 
-/// The messages of a request: a list, or the list under one of
-/// [`MESSAGE_LIST_KEYS`].
+/// The messages of a request: a list, LangWatch's typed list, or the list
+/// under one of [`MESSAGE_LIST_KEYS`].
 fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
     if depth > MAX_DEPTH {
         return None;
     }
     match v {
         Value::Array(list) => Some(list),
-        Value::Object(o) => MESSAGE_LIST_KEYS
-            .iter()
-            .find_map(|k| o.get(*k).and_then(|m| messages_of(m, depth + 1))),
+        Value::Object(o) => match super::wrappers::langwatch_messages(v) {
+            Some(list) => list.as_array(),
+            None => MESSAGE_LIST_KEYS
+                .iter()
+                .find_map(|k| o.get(*k).and_then(|m| messages_of(m, depth + 1))),
+        },
         _ => None,
     }
 }
@@ -574,16 +577,7 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
 /// A Bedrock Converse result's content: the value of its one `json` or
 /// `text` block; any other content as it is.
 fn converse_content(content: Value) -> Value {
-    if let Value::Array(blocks) = &content {
-        if let [Value::Object(b)] = blocks.as_slice() {
-            if b.len() == 1 {
-                if let Some(v) = b.get("json").or_else(|| b.get("text")) {
-                    return v.clone();
-                }
-            }
-        }
-    }
-    content
+    super::wrappers::provider_block(content).unwrap_or_else(|c| c)
 }
 
 fn answer_of(o: &Map<String, Value>) -> Answer {
@@ -600,7 +594,10 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .iter()
             .find_map(|k| o.get(*k))
             .cloned()
-            .or_else(|| order::text_of_parts(o)),
+            .or_else(|| order::text_of_parts(o))
+            // A provider's or protocol's content blocks around the value
+            // the tool returned (docs/conventions.md, "Result wrappers").
+            .map(super::wrappers::known_result),
     }
 }
 

@@ -658,3 +658,33 @@ fn a_span_named_after_a_wrappers_method_takes_the_tools_own_name() {
         ]
     );
 }
+
+#[test]
+fn a_framework_s_tool_keys_name_a_span_its_marker_names_by_kind() {
+    // The marker in the instrumentation's namespace, the tool in the
+    // framework's (AgentOps' LangChain callback), the input a Python literal.
+    let got = calls(vec![
+        span(1, None, "agent", (0, 100), &[]),
+        span(
+            2,
+            Some(1),
+            "tool.tool",
+            (10, 20),
+            &[
+                ("langchain.tool.name", "pick_seat"),
+                ("langchain.tool.input", "{'row': 4, 'aisle': True}"),
+                ("omni.span.kind", "tool"),
+                ("langchain.tool.output", r#"{"seat": "4C"}"#),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        got,
+        [call(
+            "pick_seat",
+            json!({"row": 4, "aisle": true}),
+            json!({"seat": "4C"}),
+            "tool-kind"
+        )]
+    );
+}

@@ -1122,6 +1122,8 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
         Unwrap::LangchainMessageRepr => text.starts_with("content="),
         Unwrap::AgnoResult => text.starts_with(wrappers::AGNO_RESULT_START),
+        Unwrap::ProviderBlock => blocks(),
+        Unwrap::AiSdkExecute => object && contains(text, Needle::Args),
     }) || src
         .unwrap_key
         .as_ref()

@@ -114,6 +114,34 @@ fn typed_values_come_off_a_vendor_namespace_s_input_and_output() {
     );
     assert_eq!(args, json!({"type": "json", "value": 1, "room": "B"}));
     assert_eq!(result, json!({"type": "chat_messages", "value": []}));
+    // A tool's output as one chat message LangWatch made of it: its content.
+    let (_, _, result, _) = one(
+        "book",
+        &[
+            ("zeta.span.type", "tool"),
+            ("zeta.input", r#"{"type": "text", "value": "B"}"#),
+            (
+                "zeta.output",
+                r#"{"type": "chat_messages", "value": [{"role": "unknown", "content": "{\"room\": 7}"}]}"#,
+            ),
+        ],
+    );
+    assert_eq!(result, json!({"room": 7}));
+    // Two messages, a user's, or another key: kept.
+    for kept in [
+        json!({"type": "chat_messages", "value": [{"role": "unknown", "content": "a"}, {"role": "unknown", "content": "b"}]}),
+        json!({"type": "chat_messages", "value": [{"role": "user", "content": "a"}]}),
+        json!({"type": "chat_messages", "value": [{"role": "tool", "content": "a", "extra": 1}]}),
+    ] {
+        let (_, _, result, _) = one(
+            "book",
+            &[
+                ("zeta.span.type", "tool"),
+                ("zeta.output", &kept.to_string()),
+            ],
+        );
+        assert_eq!(result, kept);
+    }
 }
 
 /// A `{name}.tool` span of a Traceloop-style tool in scope `scope`.

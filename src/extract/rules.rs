@@ -117,6 +117,7 @@ pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
     Unwrap::LangchainMessage,
     Unwrap::McpContent,
     Unwrap::LlamaIndexOutput,
+    Unwrap::ProviderBlock,
 ];
 
 /// Wrappers taken off a decoded value when it has their shape.
@@ -192,6 +193,16 @@ pub enum Unwrap {
     /// (`status='success' result={...} error=None images=None ...`, only
     /// Agno's fields), becomes its `result`, JSON-decoded when it is JSON.
     AgnoResult,
+    /// A model provider's tool-result content as the next request carries
+    /// it: a list of one Bedrock Converse block, `{"json": v}` or `{"text":
+    /// "..."}` (no other key), becomes `v` or the text, JSON-decoded when it
+    /// is JSON.
+    ProviderBlock,
+    /// The Vercel AI SDK's `execute(args, options)` as LangSmith records a
+    /// wrapped tool's call: `{"args": [arguments, options]}`, the options
+    /// the SDK's (`toolCallId`, and no keys but `messages`, `abortSignal`,
+    /// `experimental_context`), becomes the arguments.
+    AiSdkExecute,
 }
 
 impl Unwrap {
@@ -215,6 +226,8 @@ impl Unwrap {
             Unwrap::LangsmithOutputs => "langsmith_outputs",
             Unwrap::LangchainMessageRepr => "langchain_message_repr",
             Unwrap::AgnoResult => "agno_result",
+            Unwrap::ProviderBlock => "provider_block",
+            Unwrap::AiSdkExecute => "ai_sdk_execute",
         }
     }
 }

@@ -234,6 +234,26 @@ fn take_known(known: &[Unwrap], mut v: Value, note: &mut dyn FnMut(&'static str)
     v
 }
 
+/// `v` with the result wrappers every rule takes off (`KNOWN_RESULT`)
+/// taken off: for results read from the conversation, where a message's
+/// content may be the wrapped value or its JSON text (which stays text
+/// when no wrapper applies).
+pub(crate) fn known_result(v: Value) -> Value {
+    let known = super::rules::KNOWN_RESULT;
+    match v {
+        Value::String(text) if known_may_apply(&text) => {
+            let mut applied = false;
+            let unwrapped = take_known(known, parse_json_or_string(&text), &mut |_| applied = true);
+            if applied {
+                unwrapped
+            } else {
+                Value::String(text)
+            }
+        }
+        other => take_known(known, other, &mut |_| {}),
+    }
+}
+
 /// The value at a source's JSON `text` with the known wrappers of the
 /// source taken off, when one applies (`None`: the text stands as is).
 /// A cheap look at the text first: most results are left unparsed.
@@ -255,7 +275,7 @@ fn known_may_apply(text: &str) -> bool {
     let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
     match t.as_bytes().first() {
         Some(b'{') => has("\"type\"") || has("\"content\"") || has("\"raw_output\""),
-        Some(b'[') => has("\"text\""),
+        Some(b'[') => has("\"text\"") || has("\"json\""),
         _ => false,
     }
 }
@@ -281,6 +301,8 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::LangsmithOutputs => lone_key_around_non_object(v, "outputs"),
         Unwrap::LangchainMessageRepr => langchain_message_repr(v),
         Unwrap::AgnoResult => agno_result(v),
+        Unwrap::ProviderBlock => provider_block(v),
+        Unwrap::AiSdkExecute => ai_sdk_execute(v),
     }
 }
 
@@ -442,7 +464,9 @@ pub(crate) fn mcp_content(v: Value) -> Result<Value, Value> {
 }
 
 /// LangWatch's typed value `{"type": "json" | "text" | "raw", "value"}` ->
-/// the value (a `json` one JSON-decoded when it is text).
+/// the value (a `json` one JSON-decoded when it is text). A tool's output
+/// typed `chat_messages` is one message LangWatch made of the return value
+/// (role `unknown` or `tool`, and `content`): its content, JSON-decoded.
 pub(crate) fn typed_value(v: Value) -> Result<Value, Value> {
     let kind = match &v {
         Value::Object(o) if o.len() == 2 && o.contains_key("value") => {
@@ -457,8 +481,46 @@ pub(crate) fn typed_value(v: Value) -> Result<Value, Value> {
         (Some("text" | "raw"), Value::Object(mut o)) => {
             Ok(o.remove("value").unwrap_or(Value::Null))
         }
+        (Some("chat_messages"), Value::Object(mut o)) => match o.remove("value") {
+            Some(Value::Array(mut list)) if list.len() == 1 && is_returned_message(&list[0]) => {
+                match list.pop() {
+                    Some(Value::Object(mut m)) => {
+                        Ok(m.remove("content").map_or(Value::Null, json_in_string))
+                    }
+                    _ => Ok(Value::Null),
+                }
+            }
+            value => {
+                o.insert("value".into(), value.unwrap_or(Value::Null));
+                Err(Value::Object(o))
+            }
+        },
         (_, other) => Err(other),
     }
+}
+
+/// The chat message LangWatch makes of a tool's return value: `role`
+/// `unknown` or `tool`, `content`, and no key but `tool_call_id` and `name`.
+fn is_returned_message(m: &Value) -> bool {
+    m.as_object().is_some_and(|m| {
+        matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("unknown" | "tool")
+        ) && m.contains_key("content")
+            && m.keys()
+                .all(|k| ["role", "content", "tool_call_id", "name"].contains(&k.as_str()))
+    })
+}
+
+/// LangWatch's typed list of chat messages, `{"type": "chat_messages",
+/// "value": [...]}` (exactly these keys) -> the list, as its model spans'
+/// input and output record a conversation.
+pub(crate) fn langwatch_messages(v: &Value) -> Option<&Value> {
+    let o = v.as_object().filter(|o| o.len() == 2)?;
+    (o.get("type").and_then(Value::as_str) == Some("chat_messages"))
+        .then(|| o.get("value"))
+        .flatten()
+        .filter(|l| l.is_array())
 }
 
 /// OpenLLMetry's MCP client record of a result, `{"result": text}` or
@@ -489,6 +551,64 @@ pub(crate) fn lone_key_around_non_object(v: Value, key: &str) -> Result<Value, V
         Value::Object(mut o) if o.len() == 1 && o.get(key).is_some_and(|x| !x.is_object()) => {
             Ok(o.remove(key).unwrap_or(Value::Null))
         }
+        other => Err(other),
+    }
+}
+
+/// A list of one Bedrock Converse content block, `{"json": v}` or
+/// `{"text": "..."}` and no other key -> `v`, or the text JSON-decoded.
+/// Several blocks, or another key (an image, a document), stay.
+pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
+    let one = match &v {
+        Value::Array(items) if items.len() == 1 => items[0].as_object().filter(|b| {
+            b.len() == 1 && (b.contains_key("json") || b.get("text").is_some_and(Value::is_string))
+        }),
+        _ => None,
+    };
+    if one.is_none() {
+        return Err(v);
+    }
+    match v {
+        Value::Array(mut items) => match items.pop() {
+            Some(Value::Object(mut b)) => Ok(match b.remove("json") {
+                Some(x) => x,
+                None => b.remove("text").map_or(Value::Null, json_in_string),
+            }),
+            _ => Ok(Value::Null),
+        },
+        other => Err(other),
+    }
+}
+
+/// The keys of the AI SDK's tool-call options besides `toolCallId`.
+const AI_SDK_OPTION_KEYS: [&str; 3] = ["messages", "abortSignal", "experimental_context"];
+
+/// `{"args": [arguments, options]}`, LangSmith's record of the AI SDK's
+/// `execute(arguments, options)` -> the arguments (an object). Only when
+/// the second is the SDK's options: a string `toolCallId` and no key but
+/// [`AI_SDK_OPTION_KEYS`].
+pub(crate) fn ai_sdk_execute(v: Value) -> Result<Value, Value> {
+    let is_options = |o: &Value| {
+        o.as_object().is_some_and(|o| {
+            o.get("toolCallId").is_some_and(Value::is_string)
+                && o.keys()
+                    .all(|k| k == "toolCallId" || AI_SDK_OPTION_KEYS.contains(&k.as_str()))
+        })
+    };
+    let shaped = v.as_object().is_some_and(|o| {
+        o.len() == 1
+            && o.get("args")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.len() == 2 && a[0].is_object() && is_options(&a[1]))
+    });
+    match v {
+        Value::Object(mut o) if shaped => match o.remove("args") {
+            Some(Value::Array(mut a)) => {
+                a.truncate(1);
+                Ok(a.pop().unwrap_or(Value::Null))
+            }
+            _ => Ok(Value::Null),
+        },
         other => Err(other),
     }
 }
@@ -969,6 +1089,44 @@ mod tests {
             "",
         ] {
             assert!(!is_js_placeholder(kept), "{kept}");
+        }
+    }
+
+    #[test]
+    fn the_ai_sdk_s_execute_record_gives_its_arguments() {
+        let opts = json!({"toolCallId": "k9", "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(
+            ai_sdk_execute(json!({"args": [{"seat": "2F"}, opts]})),
+            Ok(json!({"seat": "2F"}))
+        );
+        for kept in [
+            // Options of another shape, a third element, another key.
+            json!({"args": [{"seat": "2F"}, {"messages": []}]}),
+            json!({"args": [{"seat": "2F"}, {"toolCallId": "k9", "user": "u"}]}),
+            json!({"args": [{"seat": "2F"}, {"toolCallId": "k9"}, 3]}),
+            json!({"args": [{"seat": "2F"}, {"toolCallId": "k9"}], "kwargs": {}}),
+            json!({"args": ["2F", {"toolCallId": "k9"}]}),
+        ] {
+            assert_eq!(ai_sdk_execute(kept.clone()), Err(kept));
+        }
+    }
+
+    #[test]
+    fn one_provider_block_comes_off_and_nothing_else_does() {
+        assert_eq!(provider_block(json!([{"json": [1]}])), Ok(json!([1])));
+        assert_eq!(
+            provider_block(json!([{"text": "{\"a\": 1}"}])),
+            Ok(json!({"a": 1}))
+        );
+        assert_eq!(provider_block(json!([{"text": "ok"}])), Ok(json!("ok")));
+        for kept in [
+            json!([{"json": 1}, {"text": "x"}]),
+            json!([{"text": 3}]),
+            json!([{"image": {}}]),
+            json!({"json": 1}),
+            json!([]),
+        ] {
+            assert_eq!(provider_block(kept.clone()), Err(kept));
         }
     }
 

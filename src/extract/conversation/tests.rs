@@ -543,3 +543,104 @@ fn calls_and_results_in_one_transcript_are_calls_when_nothing_else_shows_them() 
     )]);
     assert!(a.calls.is_empty());
 }
+
+#[test]
+fn a_provider_s_content_blocks_come_off_a_result_the_conversation_carries() {
+    let pairs = [
+        // A Bedrock Converse json block, as JSON text.
+        (r#"[{"json": {"seat": "12A"}}]"#, json!({"seat": "12A"})),
+        // Anthropic's text block holding JSON, as a list.
+        (
+            r#"[{"type": "text", "text": "{\"seat\": \"3C\"}"}]"#,
+            json!({"seat": "3C"}),
+        ),
+        (r#"[{"text": "done"}]"#, json!("done")),
+        // Two blocks, another key, or plain text: the value as it came.
+        (
+            r#"[{"json": 1}, {"json": 2}]"#,
+            json!([{"json": 1}, {"json": 2}]),
+        ),
+        (
+            r#"[{"json": 1, "kind": "x"}]"#,
+            json!([{"json": 1, "kind": "x"}]),
+        ),
+        ("[1, 2]", json!([1, 2])),
+    ];
+    for (i, (content, want)) in pairs.iter().enumerate() {
+        let as_list = i == 1;
+        let mut request = chat(3, 30, &[("c1", content)], &[]);
+        if as_list {
+            let v: Value = serde_json::from_str(content).expect("test JSON");
+            let input = json!([{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": v}]}]);
+            request = sp(
+                3,
+                Some(1),
+                30,
+                "chat m",
+                &[
+                    ("gen_ai.operation.name", "chat"),
+                    ("gen_ai.input.messages", &input.to_string()),
+                ],
+            );
+        }
+        let a = analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(2, 10, &[], &[("c1", "seat", json!({}))]),
+            request,
+        ]);
+        assert_eq!(a.calls.len(), 1, "{content}");
+        assert_eq!(
+            a.calls[0].result,
+            Some(CallResult::Value(want.clone())),
+            "{content}"
+        );
+    }
+}
+
+#[test]
+fn langwatch_s_typed_chat_messages_are_a_request_s_messages() {
+    let typed = |messages: Value| json!({"type": "chat_messages", "value": messages}).to_string();
+    let ask = typed(json!([{"role": "assistant", "tool_calls": [
+        {"id": "k1", "type": "function", "function": {"name": "seat", "arguments": "{\"row\": 4}"}}
+    ]}]));
+    let answer = typed(json!([
+        {"role": "tool", "tool_call_id": "k1", "content": "{\"seat\": \"4B\"}"}
+    ]));
+    let llm = |id: u8, start: u64, input: &str, output: &str| {
+        sp(
+            id,
+            Some(1),
+            start,
+            "llm",
+            &[
+                ("zeta.span.type", "llm"),
+                ("zeta.input", input),
+                ("zeta.output", output),
+            ],
+        )
+    };
+    let none = typed(json!([{"role": "assistant", "content": "ok"}]));
+    let a = analyze(vec![
+        sp(1, None, 0, "run", &[]),
+        llm(
+            2,
+            10,
+            &typed(json!([{"role": "user", "content": "hi"}])),
+            &ask,
+        ),
+        llm(3, 30, &answer, &none),
+    ]);
+    assert_eq!(
+        names(&a),
+        [("seat", Some(&json!({"row": 4})), Some(FROM_CONVERSATION))]
+    );
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"seat": "4B"})))
+    );
+    // Another type, or a third key: no messages.
+    let other = json!({"type": "json", "value": [{"role": "tool"}]});
+    assert!(super::super::wrappers::langwatch_messages(&other).is_none());
+    let third = json!({"type": "chat_messages", "value": [], "x": 1});
+    assert!(super::super::wrappers::langwatch_messages(&third).is_none());
+}
