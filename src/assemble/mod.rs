@@ -182,6 +182,15 @@ impl Children {
 }
 
 impl Trace {
+    /// Each span's position in [`Trace::spans`], by its id.
+    pub fn span_positions(&self) -> HashMap<SpanId, usize> {
+        self.spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.span_id, i))
+            .collect()
+    }
+
     /// Builds a trace from its spans (any order).
     pub fn new(id: TraceId, mut spans: Vec<SpanRecord>, duplicates: usize) -> Trace {
         spans.sort_by(start_order);

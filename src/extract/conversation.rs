@@ -1035,12 +1035,7 @@ fn join(
     asked: &[AskedAt],
     calls: &mut [ToolCall],
 ) -> (Vec<bool>, Vec<Option<usize>>) {
-    let index: HashMap<SpanId, usize> = trace
-        .spans
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.span_id, i))
-        .collect();
+    let index = trace.span_positions();
     let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
     for (k, at) in asked.iter().enumerate() {
         if let Some(id) = at.asked.id.as_deref() {

@@ -39,12 +39,7 @@ pub(crate) fn one_call_per_call(trace: &Trace, out: &mut Analysis) {
     {
         return;
     }
-    let spans: HashMap<SpanId, usize> = trace
-        .spans
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.span_id, i))
-        .collect();
+    let spans = trace.span_positions();
     let id_of = |c: &ToolCall| call_id(trace, &spans, c.span_id);
     // The call directly around each call, when both record one call.
     let same: Vec<Option<usize>> = calls

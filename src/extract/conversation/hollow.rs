@@ -31,12 +31,7 @@ fn is_hollow(call: &ToolCall, trace: &Trace, index: &HashMap<SpanId, usize>) -> 
 /// when some request of the model's joins no call; each dropped span is a
 /// note of the trace.
 pub(super) fn drop_hollow(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
-    let index: HashMap<SpanId, usize> = trace
-        .spans
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.span_id, i))
-        .collect();
+    let index = trace.span_positions();
     if !out.calls.iter().any(|c| is_hollow(c, trace, &index)) {
         return;
     }
