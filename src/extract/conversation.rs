@@ -28,7 +28,8 @@
 //! Besides the named forms, a span that says it is a model call is read for
 //! provider bodies under any input- or output-like key (`bodies`); a tool
 //! span that carries nothing of a call does not stand in for the model's
-//! calls (`hollow`); and a trace with no tool span and no model output
+//! calls (`hollow`); calls and results without ids pair by the tool's
+//! name, else by order (`idless`); and a trace with no tool span and no model output
 //! asking for a call may list its calls in an agent run's transcript
 //! (`transcript`).
 //!
@@ -51,6 +52,7 @@ use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 mod bodies;
 mod content_events;
 mod hollow;
+mod idless;
 mod order;
 mod spans;
 mod transcript;
@@ -266,12 +268,18 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
         offer(calls_in(&v), content_events::FORM);
     }
     if model_call {
-        for text in bodies::bodies_of_model_call(s, Side::Output) {
-            if !may_hold_calls(text) {
+        for (key, text) in bodies::keyed_bodies_of_model_call(s, Side::Output) {
+            // A list under a key named like one (`gen_ai.response.tool_calls`:
+            // Cohere v1's and Gemini's calls without a type) is a list of calls.
+            let listed = key
+                .rsplit('.')
+                .next()
+                .filter(|k| CALL_LIST_KEYS.contains(k));
+            if listed.is_none() && !may_hold_calls(text) {
                 continue;
             }
             if let Ok(v) = serde_json::from_str::<Value>(text) {
-                offer(calls_in(&v), bodies::FORM);
+                offer(calls_under(&v, listed), bodies::FORM);
             }
         }
     }
@@ -287,10 +295,18 @@ fn records_output(s: &SpanRecord) -> bool {
     })
 }
 
+/// The last part of a body's key that says its list holds calls.
+const CALL_LIST_KEYS: [&str; 2] = ["tool_calls", "toolCalls"];
+
 /// The call objects in `v`, once per call id.
 fn calls_in(v: &Value) -> Vec<Asked> {
+    calls_under(v, None)
+}
+
+/// The call objects in `v` found under key `parent`, once per call id.
+fn calls_under(v: &Value, parent: Option<&str>) -> Vec<Asked> {
     let mut out = Vec::new();
-    requested::walk(v, None, 0, &mut out);
+    requested::walk(v, parent, 0, &mut out);
     let mut ids = HashSet::new();
     out.retain(|a| a.id.as_ref().is_none_or(|id| ids.insert(id.clone())));
     out
@@ -366,7 +382,12 @@ fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
 fn request_of(s: &SpanRecord) -> Request {
     let mut best = Request::default();
     let mut offer = |r: Request| {
-        let ids = |r: &Request| r.answers.iter().filter(|a| a.id.is_some()).count();
+        // Call ids first, then the tools' names (a form that keeps neither
+        // cannot say which call a result answers).
+        let ids = |r: &Request| {
+            let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|a| f(a)).count();
+            (count(|a| a.id.is_some()), count(|a| a.name.is_some()))
+        };
         if !r.answers.is_empty() && (best.answers.is_empty() || ids(&r) > ids(&best)) {
             best = r;
         }
@@ -410,12 +431,15 @@ fn request_of(s: &SpanRecord) -> Request {
 /// type of a result in one of the shapes [`answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 9]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 11]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call_id"),
             // Gemini and Bedrock Converse bodies.
             Finder::new(b"functionResponse"),
+            Finder::new(b"function_response"),
+            // Cohere v1's `tool_results` items (`idless`).
+            Finder::new(b"\"outputs\""),
             Finder::new(b"toolResult"),
             Finder::new(b"tool_call_response"),
             Finder::new(b"tool-result"),
@@ -440,7 +464,15 @@ fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
         return None;
     }
     match v {
-        Value::Array(list) => Some(list),
+        // One message whose content is a whole request body (Langtrace's
+        // Gemini prompt: `[{"role": "user", "content": {"contents": [...]}}]`).
+        Value::Array(list) => match list.as_slice() {
+            [only] => match only.get("content") {
+                Some(body @ Value::Object(_)) => messages_of(body, depth + 1).or(Some(list)),
+                _ => Some(list),
+            },
+            _ => Some(list),
+        },
         Value::Object(o) => match super::wrappers::langwatch_messages(v) {
             Some(list) => list.as_array(),
             None => MESSAGE_LIST_KEYS
@@ -465,6 +497,8 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     // Whether the message before was the model's (a Responses call item
     // after it is the same turn).
     let mut model_spoke = false;
+    // Which calls of the last model turn results without ids answered.
+    let mut paired: Vec<usize> = Vec::new();
     for m in messages.iter() {
         let Some(o) = m.as_object() else {
             continue;
@@ -475,12 +509,14 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             .and_then(Value::as_str)
             .unwrap_or("");
         if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
-            let calls = calls_in(m);
+            let mut calls = calls_in(m);
+            idless::number_turn(&mut calls, out.history.len());
             out.history.extend(calls.iter().cloned());
             if role == RESPONSES_CALL && model_spoke {
                 last_turn.extend(calls);
             } else {
                 last_turn = calls;
+                paired.clear();
             }
             model_spoke = true;
             out.trailing.clear();
@@ -489,6 +525,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         model_spoke = false;
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
+        idless::pair_after_turn(&last_turn, &mut out.answers, before, &mut paired);
         out.trailing.extend(before..out.answers.len());
         if out.answers.len() == before {
             // Someone else spoke after the model's turn.
@@ -555,8 +592,12 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 // Genkit: `{"toolResponse": {"name", "ref", "output"}}`.
                 out.push(answer_of(r));
                 found = true;
-            } else if let Some(Value::Object(r)) = p.get("functionResponse") {
-                // Gemini: `{"functionResponse": {"id", "name", "response"}}`.
+            } else if let Some(Value::Object(r)) = p
+                .get("functionResponse")
+                .or_else(|| p.get("function_response"))
+            {
+                // Gemini: `{"functionResponse": {"id", "name", "response"}}`
+                // (LangChain's Gemini part: `function_response`).
                 out.push(answer_of(r));
                 found = true;
             } else if let Some(Value::Object(r)) = p.get("toolResult") {
@@ -571,6 +612,8 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
     }
     if !found && (role == "tool" || role == RESPONSES_RESULT) {
         out.push(answer_of(o));
+    } else if !found && role.is_empty() {
+        out.extend(idless::cohere_result(o));
     }
 }
 
@@ -695,14 +738,8 @@ fn rebuild(
             }
         }
     }
-    // Answers without an id, by tool name, each used once.
-    let mut unnamed: Vec<(usize, &Answer, bool)> = requests
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
-        .filter(|(_, a)| a.id.is_none() && a.name.is_some())
-        .map(|(i, a)| (i, a, false))
-        .collect();
+    // Answers without a recorded id, each used once (`idless`).
+    let mut used: Vec<(usize, usize)> = Vec::new();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
     for at in asked {
         let a = &at.asked;
@@ -718,18 +755,7 @@ fn rebuild(
                     })
                     .copied()
             }),
-            None => unnamed
-                .iter_mut()
-                .find(|(i, ans, used)| {
-                    !*used
-                        && *i != at.span
-                        && start(*i) >= start(at.span)
-                        && ans.name.as_deref() == Some(a.name.as_str())
-                })
-                .map(|u| {
-                    u.2 = true;
-                    (u.0, u.1)
-                }),
+            None => idless::answer_for(trace, at, &requests, &mut used),
         };
         let Some(answer) = answer else {
             // With no later model request in the trace, the result may be
@@ -764,7 +790,9 @@ fn rebuild(
             ));
             continue;
         };
-        if let Some(id) = a.id.as_deref() {
+        // A call without an id, answered by a result placed in the history:
+        // the history's call at that place is this one.
+        if let Some(id) = a.id.as_deref().or(answer.1.id.as_deref()) {
             counted.insert((id, &a.name));
         }
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
@@ -930,6 +958,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
 
 fn id_text(a: &Asked) -> String {
     a.id.as_deref()
+        .filter(|id| !idless::is_positional(id))
         .map_or_else(String::new, |id| format!(" (call id {id})"))
 }
 

@@ -190,7 +190,9 @@ pub(crate) fn call_of(o: &Map<String, Value>) -> Option<Asked> {
         .and_then(|f| f.get("arguments"))
         .or_else(|| o.get("arguments"))
         .or_else(|| o.get("args"))
-        .or_else(|| o.get("input"))?;
+        .or_else(|| o.get("input"))
+        // Cohere v1: `{"name", "parameters"}`.
+        .or_else(|| o.get("parameters"))?;
     // A Responses API `function_call` item has its own `id` (`fc_...`) and
     // the `call_id` its result answers.
     let responses = o.get("type").and_then(Value::as_str) == Some("function_call");

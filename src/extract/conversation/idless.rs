@@ -1,0 +1,345 @@
+//! Calls and results without call ids (docs/conventions.md, "The
+//! conversation witness", "Calls and results without ids").
+//!
+//! Some providers give no call ids at all (Gemini's `functionCall` /
+//! `functionResponse` parts, Cohere v1's `tool_calls` / `tool_results`,
+//! Ollama's `tool_calls`), and some instrumentations record an empty id. A
+//! result then answers a call by the tool's name where it names one, else
+//! by order among the calls still open:
+//!
+//! - **In a request's history.** Every request repeats the conversation,
+//!   so a call without an id is known by its place in it: the `k`-th call
+//!   of the history gets the positional id [`positional`]`(k)`, the same in
+//!   every request of the conversation, and the results that follow its
+//!   model turn take the id of the open call of that turn they name, else
+//!   of the first open one. The witness's id machinery (once per call id,
+//!   calls counted where a request first shows them) then applies as is.
+//! - **From a model's output.** A call the output asked for without an id
+//!   is answered by the first request after the model answered that
+//!   carries a result without a (real) id naming that tool, not used yet;
+//!   failing that, by that request's first unused result after its last
+//!   model turn that names neither a call nor a tool.
+//!
+//! A result that answers nothing stays unused; a call never answered is
+//! listed, not counted.
+
+use serde_json::{Map, Value};
+
+use super::{has_any_input, Answer, AskedAt, Request};
+use crate::assemble::Trace;
+use crate::extract::requested::Asked;
+
+/// What starts a positional id: a control character no provider's call id
+/// holds, so a positional id never meets a real one.
+const MARK: char = '\u{1}';
+
+/// The positional id of the `k`-th call of a conversation.
+pub(super) fn positional(k: usize) -> String {
+    format!("{MARK}{k}")
+}
+
+/// Whether `id` is a positional id ([`positional`]), not a recorded one.
+pub(super) fn is_positional(id: &str) -> bool {
+    id.starts_with(MARK)
+}
+
+/// Gives the calls of a model turn that have no id their positional ids
+/// (`first`: how many calls the history held before this turn).
+pub(super) fn number_turn(calls: &mut [Asked], first: usize) {
+    for (k, a) in calls.iter_mut().enumerate() {
+        if a.id.is_none() {
+            a.id = Some(positional(first + k));
+        }
+    }
+}
+
+/// Pairs the results `answers[from..]`, which follow the model turn
+/// `turn`, with that turn's calls that had no id (positional ids), by the
+/// tool's name where a result names one, else by order; `paired` holds the
+/// positions of the turn's calls already answered.
+pub(super) fn pair_after_turn(
+    turn: &[Asked],
+    answers: &mut [Answer],
+    from: usize,
+    paired: &mut Vec<usize>,
+) {
+    for ans in answers.iter_mut().skip(from) {
+        if ans.id.is_some() {
+            continue;
+        }
+        let open =
+            |k: &usize| !paired.contains(k) && turn[*k].id.as_deref().is_some_and(is_positional);
+        let k = match ans.name.as_deref() {
+            Some(n) => (0..turn.len()).filter(open).find(|&k| turn[k].name == n),
+            None => (0..turn.len()).find(open),
+        };
+        if let Some(k) = k {
+            paired.push(k);
+            ans.id = turn[k].id.clone();
+            ans.name.get_or_insert_with(|| turn[k].name.clone());
+        }
+    }
+}
+
+/// A Cohere v1 tool result: `{"call": {"name", "parameters"}, "outputs":
+/// [...]}`, the name of the call it answers and what the tool gave (its one
+/// output, else the list).
+pub(super) fn cohere_result(o: &Map<String, Value>) -> Option<Answer> {
+    let call = o.get("call")?.as_object()?;
+    let outputs = o.get("outputs")?;
+    let content = match outputs.as_array().map(Vec::as_slice) {
+        Some([one]) => one.clone(),
+        _ => outputs.clone(),
+    };
+    Some(Answer {
+        id: None,
+        name: call
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string),
+        content: Some(content),
+    })
+}
+
+/// A result without a recorded id, not used yet, that answers call `at`
+/// (asked for without an id): see the module's doc. `used` holds the
+/// (request, answer) positions already taken.
+pub(super) fn answer_for<'r>(
+    trace: &Trace,
+    at: &AskedAt,
+    requests: &'r [Request],
+    used: &mut Vec<(usize, usize)>,
+) -> Option<(usize, &'r Answer)> {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let answered = trace.spans[at.span].span.end_time_unix_nano;
+    let mut later: Vec<usize> = (0..requests.len())
+        .filter(|&i| i != at.span && start(i) >= answered)
+        .collect();
+    later.sort_by_key(|&i| (start(i), i));
+    let free = |a: &Answer| a.id.as_deref().is_none_or(is_positional);
+    let taken = |used: &[(usize, usize)], i: usize, k: usize, a: &Answer| {
+        used.contains(&(i, k))
+            || a.id.as_deref().is_some_and(|id| {
+                used.iter()
+                    .any(|&(j, m)| requests[j].answers[m].id.as_deref() == Some(id))
+            })
+    };
+    let by_name = later.iter().find_map(|&i| {
+        let r = &requests[i];
+        // The results after the last model turn first: earlier ones repeat
+        // the history.
+        let order = r
+            .trailing
+            .iter()
+            .copied()
+            .chain((0..r.answers.len()).filter(|k| !r.trailing.contains(k)));
+        order
+            .filter(|&k| {
+                let a = &r.answers[k];
+                free(a) && a.name.as_deref() == Some(at.asked.name.as_str())
+            })
+            .find(|&k| !taken(used, i, k, &r.answers[k]))
+            .map(|k| (i, k))
+    });
+    let found = by_name.or_else(|| {
+        // The next request, when it is one: its bare results by order.
+        let &i = later.iter().find(|&&i| has_any_input(&trace.spans[i]))?;
+        let r = &requests[i];
+        r.trailing
+            .iter()
+            .copied()
+            .filter(|&k| r.answers[k].id.is_none() && r.answers[k].name.is_none())
+            .find(|&k| !used.contains(&(i, k)))
+            .map(|k| (i, k))
+    });
+    let (i, k) = found?;
+    used.push((i, k));
+    Some((i, &requests[i].answers[k]))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::tests::sp;
+    use crate::extract::{Analysis, Extractor};
+
+    fn analyze(spans: Vec<crate::assemble::SpanRecord>) -> Analysis {
+        Extractor::default().analyze(&Trace::new(TraceId([9; 16]), spans, 0))
+    }
+
+    fn got(a: &Analysis) -> Vec<(String, Value, Value)> {
+        a.calls
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.args.value().cloned().unwrap_or_default(),
+                    c.result.as_ref().map(|r| r.to_value()).unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// A made-up vendor's model span: its own input and output keys, the
+    /// provider's bodies in them.
+    fn model(id: u8, when: (u64, u64), input: Value, output: Value) -> crate::assemble::SpanRecord {
+        let (i, o) = (input.to_string(), output.to_string());
+        sp(
+            id,
+            Some(1),
+            when,
+            "acme.generate",
+            &[
+                ("acme.span.kind", "LLM"),
+                ("acme.request.body", &i),
+                ("acme.response.tool_calls", &o),
+            ],
+        )
+    }
+
+    fn root() -> crate::assemble::SpanRecord {
+        sp(1, None, (0, 1000), "loop", &[])
+    }
+
+    fn user() -> Value {
+        json!({"role": "user", "parts": [{"text": "plan"}]})
+    }
+
+    fn call(name: &str, args: Value) -> Value {
+        json!({"role": "model", "parts": [{"functionCall": {"name": name, "args": args}}]})
+    }
+
+    fn reply(name: &str, v: Value) -> Value {
+        json!({"role": "user", "parts": [{"functionResponse": {"name": name, "response": v}}]})
+    }
+
+    #[test]
+    fn gemini_parts_pair_by_name_and_twice_the_same_tool_by_order() {
+        let a1 = json!({"town": "Oslo"});
+        let a2 = json!({"town": "Bergen"});
+        let spans = vec![
+            root(),
+            model(
+                2,
+                (10, 20),
+                json!({"contents": [user()]}),
+                json!([{"name": "find_room", "args": a1}]),
+            ),
+            model(
+                3,
+                (30, 40),
+                json!({"contents": [user(), call("find_room", a1.clone()), reply("find_room", json!({"room": 1}))]}),
+                json!([{"name": "find_room", "args": a2}]),
+            ),
+            model(
+                4,
+                (50, 60),
+                json!({"contents": [user(), call("find_room", a1.clone()), reply("find_room", json!({"room": 1})),
+                    call("find_room", a2.clone()), reply("find_room", json!({"room": 2}))]}),
+                json!([]),
+            ),
+        ];
+        let a = analyze(spans);
+        assert_eq!(
+            got(&a),
+            vec![
+                ("find_room".into(), a1, json!({"room": 1})),
+                ("find_room".into(), a2, json!({"room": 2})),
+            ],
+            "{:?} {:?}",
+            a.notes,
+            a.warnings
+        );
+        assert!(
+            a.notes.iter().all(|n| !n.contains('\u{1}')),
+            "{:?}",
+            a.notes
+        );
+    }
+
+    #[test]
+    fn calls_only_in_the_history_count_once_and_bare_results_pair_by_order() {
+        // No output names a call (the completion was dropped); each
+        // request carries the calls without ids and the results as bare
+        // text; two spans record each model call (one inside the other).
+        let m = |id: u8, parent: u8, when: (u64, u64), msgs: Value| {
+            let t = msgs.to_string();
+            sp(
+                id,
+                Some(parent),
+                when,
+                "acme.chat",
+                &[("acme.span.kind", "LLM"), ("acme.input", &t)],
+            )
+        };
+        let asks = |name: &str, args: Value| json!({"role": "assistant", "tool_calls": [{"id": "", "function": {"name": name, "arguments": args}}]});
+        let bare = |t: &str| json!({"role": "tool", "content": t});
+        let u = json!({"role": "user", "content": "plan"});
+        let h1 = json!([u, asks("find_room", json!({"town": "Oslo"})), bare("12")]);
+        let h2 = json!([
+            u,
+            asks("find_room", json!({"town": "Oslo"})),
+            bare("12"),
+            asks("rent_kayak", json!({"hours": 2})),
+            bare("ok")
+        ]);
+        let spans = vec![
+            root(),
+            m(2, 1, (10, 20), json!([u])),
+            m(3, 2, (11, 19), json!([u])),
+            m(4, 1, (30, 40), h1.clone()),
+            m(5, 4, (31, 39), h1),
+            m(6, 1, (50, 60), h2.clone()),
+            m(7, 6, (51, 59), h2),
+        ];
+        let a = analyze(spans);
+        assert_eq!(
+            got(&a),
+            vec![
+                ("find_room".into(), json!({"town": "Oslo"}), json!(12)),
+                ("rent_kayak".into(), json!({"hours": 2}), json!("ok")),
+            ],
+            "{:?} {:?}",
+            a.notes,
+            a.warnings
+        );
+    }
+
+    #[test]
+    fn cohere_results_answer_by_name_and_an_unanswered_call_is_listed() {
+        let asked = json!([{"name": "find_room", "parameters": {"town": "Oslo"}},
+            {"name": "rent_kayak", "parameters": {"hours": 2}}])
+        .to_string();
+        let results = json!([{"call": {"name": "find_room", "parameters": {"town": "Oslo"}},
+            "outputs": [{"room": 1}]}])
+        .to_string();
+        let chat = |id: u8, when: (u64, u64), attrs: &[(&str, &str)]| {
+            let mut all = vec![("acme.operation.name", "chat")];
+            all.extend_from_slice(attrs);
+            sp(id, Some(1), when, "acme.chat", &all)
+        };
+        let spans = vec![
+            root(),
+            chat(2, (10, 20), &[("acme.response.tool_calls", &asked)]),
+            chat(3, (30, 40), &[("acme.request.tool_results", &results)]),
+        ];
+        let a = analyze(spans);
+        assert_eq!(
+            got(&a),
+            vec![(
+                "find_room".into(),
+                json!({"town": "Oslo"}),
+                json!({"room": 1})
+            )],
+            "{:?}",
+            a.warnings
+        );
+        assert!(a
+            .warnings
+            .iter()
+            .any(|w| w.contains("`rent_kayak`") && w.contains("listed, not counted")));
+    }
+}
