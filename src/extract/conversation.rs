@@ -724,6 +724,9 @@ fn rebuild(
     }
     let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
     order::pair_noting(trace, asked, &mut requests, &mut out.notes);
+    if carried.is_some() {
+        idless::key_by_name(trace, &mut requests);
+    }
     let mut open = Open::default();
     if let Some(carried) = carried {
         order::carried_by_order(trace, carried, &mut requests, &mut open, &mut out.notes);
@@ -763,11 +766,12 @@ fn rebuild(
             let later = (0..trace.spans.len()).any(|i| {
                 i != at.span && start(i) >= start(at.span) && has_any_input(&trace.spans[i])
             });
-            if let (false, Some(_), Some(id)) = (later, carried, &a.id) {
+            if let (false, Some(_)) = (later, carried) {
                 let s = &trace.spans[at.span];
+                let id = a.id.clone().unwrap_or_else(|| idless::by_name(&a.name));
                 open.asks.push(OpenAsk {
                     asked: Asked {
-                        id: Some(id.clone()),
+                        id: Some(id),
                         ..a.clone()
                     },
                     form: at.form,
@@ -907,7 +911,13 @@ fn left_open<'r>(
         .collect();
     for (i, r) in requests.iter().enumerate() {
         for ans in &r.answers {
-            let Some(id) = ans.id.as_deref().filter(|id| !explained.contains(id)) else {
+            // (A result this trace's own call took is explained too.)
+            let Some(id) = ans
+                .id
+                .as_deref()
+                .filter(|id| !explained.contains(id))
+                .filter(|id| !counted.iter().any(|(c, _)| c == id))
+            else {
                 continue;
             };
             let from_before = carried.iter().find(|c| {
@@ -958,7 +968,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
 
 fn id_text(a: &Asked) -> String {
     a.id.as_deref()
-        .filter(|id| !idless::is_positional(id))
+        .filter(|id| !idless::is_made(id))
         .map_or_else(String::new, |id| format!(" (call id {id})"))
 }
 

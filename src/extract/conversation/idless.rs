@@ -19,6 +19,10 @@
 //!   carries a result without a (real) id naming that tool, not used yet;
 //!   failing that, by that request's first unused result after its last
 //!   model turn that names neither a call nor a tool.
+//! - **Into the next trace.** When each model call is a trace of its own,
+//!   such a call left open is carried with the id [`by_name`] of its tool,
+//!   which the results ending the next trace's first request that name the
+//!   tool and no call also get (`extract::carry` joins them as by id).
 //!
 //! A result that answers nothing stays unused; a call never answered is
 //! listed, not counted.
@@ -29,9 +33,10 @@ use super::{has_any_input, Answer, AskedAt, Request};
 use crate::assemble::Trace;
 use crate::extract::requested::Asked;
 
-/// What starts a positional id: a control character no provider's call id
-/// holds, so a positional id never meets a real one.
+/// What starts a positional id, and an id by the tool's name: control
+/// characters no provider's call id holds, so neither meets a real one.
 const MARK: char = '\u{1}';
+const NAME_MARK: char = '\u{2}';
 
 /// The positional id of the `k`-th call of a conversation.
 pub(super) fn positional(k: usize) -> String {
@@ -41,6 +46,36 @@ pub(super) fn positional(k: usize) -> String {
 /// Whether `id` is a positional id ([`positional`]), not a recorded one.
 pub(super) fn is_positional(id: &str) -> bool {
     id.starts_with(MARK)
+}
+
+/// The id a call without one, or a result that names its tool and no
+/// call, has across traces: the tool's name ([`by_name`]).
+pub(super) fn by_name(name: &str) -> String {
+    format!("{NAME_MARK}{name}")
+}
+
+/// Whether `id` was made here ([`positional`], [`by_name`]).
+pub(super) fn is_made(id: &str) -> bool {
+    id.starts_with([MARK, NAME_MARK])
+}
+
+/// Gives the results that end the first request of a trace and name a
+/// tool but no call their ids by name ([`by_name`]), so that a call an
+/// earlier trace's output asked for without an id joins them as a call
+/// with an id does (`extract::carry`; each model call a trace of its own).
+pub(super) fn key_by_name(trace: &Trace, requests: &mut [Request]) {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let first = (0..trace.spans.len())
+        .filter(|&i| has_any_input(&trace.spans[i]))
+        .min_by_key(|&i| (start(i), i));
+    let Some(r) = first.and_then(|f| requests.get_mut(f)) else {
+        return;
+    };
+    for &k in &r.trailing {
+        if let Some(a) = r.answers.get_mut(k).filter(|a| a.id.is_none()) {
+            a.id = a.name.as_deref().map(by_name);
+        }
+    }
 }
 
 /// Gives the calls of a model turn that have no id their positional ids
@@ -117,13 +152,16 @@ pub(super) fn answer_for<'r>(
         .filter(|&i| i != at.span && start(i) >= answered)
         .collect();
     later.sort_by_key(|&i| (start(i), i));
-    let free = |a: &Answer| a.id.as_deref().is_none_or(is_positional);
+    let free = |a: &Answer| a.id.as_deref().is_none_or(is_made);
     let taken = |used: &[(usize, usize)], i: usize, k: usize, a: &Answer| {
         used.contains(&(i, k))
-            || a.id.as_deref().is_some_and(|id| {
-                used.iter()
-                    .any(|&(j, m)| requests[j].answers[m].id.as_deref() == Some(id))
-            })
+            || a.id
+                .as_deref()
+                .filter(|id| is_positional(id))
+                .is_some_and(|id| {
+                    used.iter()
+                        .any(|&(j, m)| requests[j].answers[m].id.as_deref() == Some(id))
+                })
     };
     let by_name = later.iter().find_map(|&i| {
         let r = &requests[i];
@@ -306,6 +344,75 @@ mod tests {
             a.notes,
             a.warnings
         );
+    }
+
+    #[test]
+    fn a_call_without_id_is_answered_by_name_in_the_next_trace() {
+        // Each model call a trace of its own; the history keeps no call,
+        // only the result naming its tool (LangChain's Gemini parts).
+        let chat = |tid: u8, id: u8, when: (u64, u64), input: Value, output: Value| {
+            let (i, o) = (input.to_string(), output.to_string());
+            let s = sp(
+                id,
+                None,
+                when,
+                "acme.chat",
+                &[
+                    ("acme.span.kind", "llm"),
+                    ("acme.prompt", &i),
+                    ("acme.completion", &o),
+                ],
+            );
+            Trace::new(TraceId([tid; 16]), vec![s], 0)
+        };
+        let u = json!({"role": "user", "content": "plan"});
+        let asks = json!({"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "find_room", "arguments": "{\"town\":\"Oslo\"}"}}]});
+        let answer = json!({"role": "user", "content": [{"type": "function_response",
+            "function_response": {"name": "find_room", "response": {"room": 1}}}]});
+        let first = chat(1, 2, (10, 20), json!({"messages": [u]}), asks);
+        let next = chat(
+            2,
+            3,
+            (30, 40),
+            json!({"messages": [u, {"role": "model", "content": ""}, answer]}),
+            json!({"role": "assistant", "content": "done"}),
+        );
+        let x = Extractor::default();
+        let a = x.analyze(&first);
+        assert!(a.calls.is_empty(), "{:?}", a.calls);
+        let open = a.open.expect("the call is left open");
+        assert!(a
+            .notes
+            .iter()
+            .chain(&a.warnings)
+            .all(|n| !n.contains('\u{2}')));
+        // Read alone, the next trace names the result it cannot place.
+        let alone = x.analyze(&next);
+        assert!(alone.calls.is_empty(), "{:?}", alone.calls);
+        assert_eq!(alone.open.map(|o| o.answers.len()), Some(1));
+        let b = x.analyze_carried(&next, &open.asks);
+        assert_eq!(
+            got(&b),
+            vec![(
+                "find_room".into(),
+                json!({"town": "Oslo"}),
+                json!({"room": 1})
+            )],
+            "{:?}",
+            b.notes
+        );
+        // A result of another tool answers nothing.
+        let other = chat(
+            3,
+            4,
+            (30, 40),
+            json!({"messages": [u, {"role": "model", "content": ""},
+                {"role": "user", "content": [{"type": "function_response",
+                    "function_response": {"name": "rent_kayak", "response": {}}}]}]}),
+            json!({"role": "assistant", "content": "done"}),
+        );
+        assert!(x.analyze_carried(&other, &open.asks).calls.is_empty());
     }
 
     #[test]
