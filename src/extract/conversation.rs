@@ -157,7 +157,10 @@ fn message_text<'s>(s: &'s SpanRecord, (key, _, marker): &MessageKey) -> Option<
 }
 
 /// Roles of the model's own messages.
-const MODEL_ROLES: [&str; 3] = ["assistant", "ai", "model"];
+const MODEL_ROLES: [&str; 5] = ["assistant", "ai", "model", "CHATBOT", "chatbot"];
+/// Roles of a message that is a tool's result: OpenAI's (`function`, its
+/// older API's, with the function's name and no call id), a Responses item.
+const RESULT_ROLES: [&str; 3] = ["tool", "function", RESPONSES_RESULT];
 /// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
 const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
 /// The OpenAI Responses API's items: a call the model made, and its result.
@@ -431,7 +434,7 @@ fn request_of(s: &SpanRecord) -> Request {
 /// type of a result in one of the shapes [`answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 11]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 13]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call_id"),
@@ -448,14 +451,17 @@ fn may_hold_results(text: &str) -> bool {
             Finder::new(RESPONSES_RESULT.as_bytes()),
             // A role `tool` message with no call id (`order`).
             Finder::new(b"\"tool\""),
+            // OpenAI's older function messages.
+            Finder::new(b"\"role\":\"function\""),
+            Finder::new(b"\"role\": \"function\""),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
 }
 
 /// Keys of a request body's messages: most APIs', the OpenAI Responses
-/// API's items, Gemini's contents.
-const MESSAGE_LIST_KEYS: [&str; 3] = ["messages", "input", "contents"];
+/// API's items, Gemini's contents, Cohere v1's chat history.
+const MESSAGE_LIST_KEYS: [&str; 4] = ["messages", "input", "contents", "chat_history"];
 
 /// The messages of a request: a list, LangWatch's typed list, or the list
 /// under one of [`MESSAGE_LIST_KEYS`].
@@ -488,10 +494,22 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         form,
         ..Request::default()
     };
-    let Some(messages) = messages_of(v, 0) else {
-        return out;
+    // Cohere v1: the results of the last turn beside the history, in the
+    // body's own `tool_results`.
+    let results = v
+        .get(idless::COHERE_RESULTS)
+        .filter(|r| r.is_array())
+        .map(|r| {
+            Value::Object(Map::from_iter([(
+                idless::COHERE_RESULTS.to_string(),
+                r.clone(),
+            )]))
+        });
+    let messages = match messages_of(v, 0) {
+        Some(m) => with_items(m),
+        None if results.is_some() => Cow::Owned(Vec::new()),
+        None => return out,
     };
-    let messages = with_items(messages);
     // The last model turn, while only tool results follow it.
     let mut last_turn: Vec<Asked> = Vec::new();
     // Whether the message before was the model's (a Responses call item
@@ -499,7 +517,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     let mut model_spoke = false;
     // Which calls of the last model turn results without ids answered.
     let mut paired: Vec<usize> = Vec::new();
-    for m in messages.iter() {
+    for m in messages.iter().chain(&results) {
         let Some(o) = m.as_object() else {
             continue;
         };
@@ -610,9 +628,16 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
             }
         }
     }
-    if !found && (role == "tool" || role == RESPONSES_RESULT) {
+    if found {
+        return;
+    }
+    if let Some(Value::Array(items)) = o.get(idless::COHERE_RESULTS) {
+        // Cohere v1's `TOOL` message (or request body).
+        let items = items.iter().filter_map(Value::as_object);
+        out.extend(items.filter_map(idless::cohere_result));
+    } else if RESULT_ROLES.contains(&role) {
         out.push(answer_of(o));
-    } else if !found && role.is_empty() {
+    } else if role.is_empty() {
         out.extend(idless::cohere_result(o));
     }
 }
@@ -632,7 +657,8 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
     };
     Answer {
         id: text(&RESULT_ID_KEYS),
-        name: text(&["name", "toolName"]),
+        // Ollama's tool messages: `tool_name`.
+        name: text(&["name", "toolName", "tool_name"]),
         content: RESULT_KEYS
             .iter()
             .find_map(|k| o.get(*k))

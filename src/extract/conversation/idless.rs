@@ -116,6 +116,10 @@ pub(super) fn pair_after_turn(
     }
 }
 
+/// The key of Cohere v1's tool results (a request body's, a `TOOL`
+/// message's, or an attribute's list of them).
+pub(super) const COHERE_RESULTS: &str = "tool_results";
+
 /// A Cohere v1 tool result: `{"call": {"name", "parameters"}, "outputs":
 /// [...]}`, the name of the call it answers and what the tool gave (its one
 /// output, else the list).
@@ -413,6 +417,97 @@ mod tests {
             json!({"role": "assistant", "content": "done"}),
         );
         assert!(x.analyze_carried(&other, &open.asks).calls.is_empty());
+    }
+
+    #[test]
+    fn providers_own_bodies_without_ids_are_read() {
+        // A made-up tracer keeping each call's request and response body.
+        let body = |id: u8, when: (u64, u64), input: Value, output: Value| {
+            let (i, o) = (input.to_string(), output.to_string());
+            sp(
+                id,
+                Some(1),
+                when,
+                "acme.call",
+                &[
+                    ("acme.span_type", "LLM"),
+                    ("acme.inputs", &i),
+                    ("acme.outputs", &o),
+                ],
+            )
+        };
+        let find = json!({"name": "find_room", "parameters": {"town": "Oslo"}});
+        // Cohere v1: the response repeats the history in `chat_history`;
+        // the next request carries the history and the new results.
+        let cohere = vec![
+            root(),
+            body(
+                2,
+                (10, 20),
+                json!({"message": "plan"}),
+                json!({"text": "", "tool_calls": [find],
+                "chat_history": [{"role": "USER", "message": "plan"}]}),
+            ),
+            body(
+                3,
+                (30, 40),
+                json!({"message": "", "chat_history": [{"role": "USER", "message": "plan"},
+                    {"role": "CHATBOT", "message": "", "tool_calls": [find]}],
+                    "tool_results": [{"call": find, "outputs": [{"room": 1}]}]}),
+                json!({"text": "done", "chat_history": [{"role": "CHATBOT", "tool_calls": [find]},
+                    {"role": "TOOL", "tool_results": [{"call": find, "outputs": [{"room": 1}]}]}]}),
+            ),
+        ];
+        let want = vec![(
+            "find_room".to_string(),
+            json!({"town": "Oslo"}),
+            json!({"room": 1}),
+        )];
+        let a = analyze(cohere);
+        assert_eq!(got(&a), want, "{:?} {:?}", a.notes, a.warnings);
+        // OpenAI's older API: `function_call`, answered by a `function`
+        // message naming the function.
+        let asks = json!({"role": "assistant", "content": null,
+            "function_call": {"name": "find_room", "arguments": "{\"town\": \"Oslo\"}"}});
+        let legacy = vec![
+            root(),
+            body(
+                2,
+                (10, 20),
+                json!({"messages": [{"role": "user", "content": "plan"}]}),
+                json!({"choices": [{"message": asks}]}),
+            ),
+            body(
+                3,
+                (30, 40),
+                json!({"messages": [{"role": "user", "content": "plan"}, asks,
+                    {"role": "function", "name": "find_room", "content": "{\"room\": 1}"}]}),
+                json!({"choices": [{"message": {"role": "assistant", "content": "done"}}]}),
+            ),
+        ];
+        let a = analyze(legacy);
+        assert_eq!(got(&a), want, "{:?} {:?}", a.notes, a.warnings);
+        // Ollama: no ids; the result names its tool in `tool_name`.
+        let asks = json!({"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "find_room", "arguments": {"town": "Oslo"}}}]});
+        let ollama = vec![
+            root(),
+            body(
+                2,
+                (10, 20),
+                json!({"messages": [{"role": "user", "content": "plan"}]}),
+                json!({"message": asks}),
+            ),
+            body(
+                3,
+                (30, 40),
+                json!({"messages": [{"role": "user", "content": "plan"}, asks,
+                    {"role": "tool", "tool_name": "find_room", "content": "{\"room\": 1}"}]}),
+                json!({"message": {"role": "assistant", "content": "done"}}),
+            ),
+        ];
+        let a = analyze(ollama);
+        assert_eq!(got(&a), want, "{:?} {:?}", a.notes, a.warnings);
     }
 
     #[test]
