@@ -511,6 +511,41 @@ mod tests {
     }
 
     #[test]
+    fn bare_results_answer_calls_without_ids_by_order() {
+        // Two calls without ids in one turn; the history lost them and the
+        // results name nothing: the order pairs them.
+        let two = json!([{"name": "find_room", "args": {"town": "Oslo"}},
+            {"name": "rent_kayak", "args": {"hours": 2}}]);
+        let lost = json!({"role": "model", "parts": [{"text": ""}]});
+        let bare = |t: &str| json!({"role": "tool", "content": t});
+        let spans = vec![
+            root(),
+            model(2, (10, 20), json!({"contents": [user()]}), two),
+            model(
+                3,
+                (30, 40),
+                json!({"contents": [user(), lost, bare("{\"room\": 1}"), bare("ok")]}),
+                json!([]),
+            ),
+        ];
+        let a = analyze(spans);
+        assert_eq!(
+            got(&a),
+            vec![
+                (
+                    "find_room".into(),
+                    json!({"town": "Oslo"}),
+                    json!({"room": 1})
+                ),
+                ("rent_kayak".into(), json!({"hours": 2}), json!("ok")),
+            ],
+            "{:?} {:?}",
+            a.notes,
+            a.warnings
+        );
+    }
+
+    #[test]
     fn cohere_results_answer_by_name_and_an_unanswered_call_is_listed() {
         let asked = json!([{"name": "find_room", "parameters": {"town": "Oslo"}},
             {"name": "rent_kayak", "parameters": {"hours": 2}}])
