@@ -825,6 +825,9 @@ fn rebuild(
         if let Some(id) = a.id.as_deref().or(answer.1.id.as_deref()) {
             counted.insert((id, &a.name));
         }
+        if a.id.is_none() {
+            out.notes.push(idless::paired_note(trace, at, answer));
+        }
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
     }

@@ -200,6 +200,20 @@ pub(super) fn answer_for<'r>(
     Some((i, &requests[i].answers[k]))
 }
 
+/// The note of a call asked for without an id and the result that
+/// answers it (`answer`: the request's span and the result).
+pub(super) fn paired_note(trace: &Trace, at: &AskedAt, (i, answer): (usize, &Answer)) -> String {
+    let how = if answer.name.is_some() {
+        "by the tool's name"
+    } else {
+        "by order"
+    };
+    format!(
+        "`{}` asked for in span {} has no call id: its result is the one the request of span {} carries, paired {how}",
+        at.asked.name, trace.spans[at.span].span_id, trace.spans[i].span_id
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};
@@ -297,6 +311,15 @@ mod tests {
         );
         assert!(
             a.notes.iter().all(|n| !n.contains('\u{1}')),
+            "{:?}",
+            a.notes
+        );
+        assert_eq!(
+            a.notes
+                .iter()
+                .filter(|n| n.contains("paired by the tool's name"))
+                .count(),
+            2,
             "{:?}",
             a.notes
         );
