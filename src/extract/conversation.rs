@@ -28,7 +28,8 @@
 //! Besides the named forms, a span that says it is a model call is read for
 //! provider bodies under any input- or output-like key (`bodies`); a tool
 //! span that carries nothing of a call does not stand in for the model's
-//! calls (`hollow`); and a trace with no tool span and no model output
+//! calls (`hollow`); calls and results without ids pair by the tool's
+//! name, else by order (`idless`); and a trace with no tool span and no model output
 //! asking for a call may list its calls in an agent run's transcript
 //! (`transcript`).
 //!
@@ -51,6 +52,7 @@ use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 mod bodies;
 mod content_events;
 mod hollow;
+mod idless;
 mod order;
 mod spans;
 mod transcript;
@@ -155,7 +157,10 @@ fn message_text<'s>(s: &'s SpanRecord, (key, _, marker): &MessageKey) -> Option<
 }
 
 /// Roles of the model's own messages.
-const MODEL_ROLES: [&str; 3] = ["assistant", "ai", "model"];
+const MODEL_ROLES: [&str; 5] = ["assistant", "ai", "model", "CHATBOT", "chatbot"];
+/// Roles of a message that is a tool's result: OpenAI's (`function`, its
+/// older API's, with the function's name and no call id), a Responses item.
+const RESULT_ROLES: [&str; 3] = ["tool", "function", RESPONSES_RESULT];
 /// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
 const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
 /// The OpenAI Responses API's items: a call the model made, and its result.
@@ -266,12 +271,18 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
         offer(calls_in(&v), content_events::FORM);
     }
     if model_call {
-        for text in bodies::bodies_of_model_call(s, Side::Output) {
-            if !may_hold_calls(text) {
+        for (key, text) in bodies::keyed_bodies_of_model_call(s, Side::Output) {
+            // A list under a key named like one (`gen_ai.response.tool_calls`:
+            // Cohere v1's and Gemini's calls without a type) is a list of calls.
+            let listed = key
+                .rsplit('.')
+                .next()
+                .filter(|k| CALL_LIST_KEYS.contains(k));
+            if listed.is_none() && !may_hold_calls(text) {
                 continue;
             }
             if let Ok(v) = serde_json::from_str::<Value>(text) {
-                offer(calls_in(&v), bodies::FORM);
+                offer(calls_under(&v, listed), bodies::FORM);
             }
         }
     }
@@ -287,10 +298,18 @@ fn records_output(s: &SpanRecord) -> bool {
     })
 }
 
+/// The last part of a body's key that says its list holds calls.
+const CALL_LIST_KEYS: [&str; 2] = ["tool_calls", "toolCalls"];
+
 /// The call objects in `v`, once per call id.
 fn calls_in(v: &Value) -> Vec<Asked> {
+    calls_under(v, None)
+}
+
+/// The call objects in `v` found under key `parent`, once per call id.
+fn calls_under(v: &Value, parent: Option<&str>) -> Vec<Asked> {
     let mut out = Vec::new();
-    requested::walk(v, None, 0, &mut out);
+    requested::walk(v, parent, 0, &mut out);
     let mut ids = HashSet::new();
     out.retain(|a| a.id.as_ref().is_none_or(|id| ids.insert(id.clone())));
     out
@@ -366,7 +385,12 @@ fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
 fn request_of(s: &SpanRecord) -> Request {
     let mut best = Request::default();
     let mut offer = |r: Request| {
-        let ids = |r: &Request| r.answers.iter().filter(|a| a.id.is_some()).count();
+        // Call ids first, then the tools' names (a form that keeps neither
+        // cannot say which call a result answers).
+        let ids = |r: &Request| {
+            let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|a| f(a)).count();
+            (count(|a| a.id.is_some()), count(|a| a.name.is_some()))
+        };
         if !r.answers.is_empty() && (best.answers.is_empty() || ids(&r) > ids(&best)) {
             best = r;
         }
@@ -410,12 +434,15 @@ fn request_of(s: &SpanRecord) -> Request {
 /// type of a result in one of the shapes [`answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 9]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 13]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"tool_call_id"),
             // Gemini and Bedrock Converse bodies.
             Finder::new(b"functionResponse"),
+            Finder::new(b"function_response"),
+            // Cohere v1's `tool_results` items (`idless`).
+            Finder::new(b"\"outputs\""),
             Finder::new(b"toolResult"),
             Finder::new(b"tool_call_response"),
             Finder::new(b"tool-result"),
@@ -424,14 +451,17 @@ fn may_hold_results(text: &str) -> bool {
             Finder::new(RESPONSES_RESULT.as_bytes()),
             // A role `tool` message with no call id (`order`).
             Finder::new(b"\"tool\""),
+            // OpenAI's older function messages.
+            Finder::new(b"\"role\":\"function\""),
+            Finder::new(b"\"role\": \"function\""),
         ]
     });
     finders.iter().any(|f| f.find(text.as_bytes()).is_some())
 }
 
 /// Keys of a request body's messages: most APIs', the OpenAI Responses
-/// API's items, Gemini's contents.
-const MESSAGE_LIST_KEYS: [&str; 3] = ["messages", "input", "contents"];
+/// API's items, Gemini's contents, Cohere v1's chat history.
+const MESSAGE_LIST_KEYS: [&str; 4] = ["messages", "input", "contents", "chat_history"];
 
 /// The messages of a request: a list, LangWatch's typed list, or the list
 /// under one of [`MESSAGE_LIST_KEYS`].
@@ -440,7 +470,15 @@ fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
         return None;
     }
     match v {
-        Value::Array(list) => Some(list),
+        // One message whose content is a whole request body (Langtrace's
+        // Gemini prompt: `[{"role": "user", "content": {"contents": [...]}}]`).
+        Value::Array(list) => match list.as_slice() {
+            [only] => match only.get("content") {
+                Some(body @ Value::Object(_)) => messages_of(body, depth + 1).or(Some(list)),
+                _ => Some(list),
+            },
+            _ => Some(list),
+        },
         Value::Object(o) => match super::wrappers::langwatch_messages(v) {
             Some(list) => list.as_array(),
             None => MESSAGE_LIST_KEYS
@@ -456,16 +494,30 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         form,
         ..Request::default()
     };
-    let Some(messages) = messages_of(v, 0) else {
-        return out;
+    // Cohere v1: the results of the last turn beside the history, in the
+    // body's own `tool_results`.
+    let results = v
+        .get(idless::COHERE_RESULTS)
+        .filter(|r| r.is_array())
+        .map(|r| {
+            Value::Object(Map::from_iter([(
+                idless::COHERE_RESULTS.to_string(),
+                r.clone(),
+            )]))
+        });
+    let messages = match messages_of(v, 0) {
+        Some(m) => with_items(m),
+        None if results.is_some() => Cow::Owned(Vec::new()),
+        None => return out,
     };
-    let messages = with_items(messages);
     // The last model turn, while only tool results follow it.
     let mut last_turn: Vec<Asked> = Vec::new();
     // Whether the message before was the model's (a Responses call item
     // after it is the same turn).
     let mut model_spoke = false;
-    for m in messages.iter() {
+    // Which calls of the last model turn results without ids answered.
+    let mut paired: Vec<usize> = Vec::new();
+    for m in messages.iter().chain(&results) {
         let Some(o) = m.as_object() else {
             continue;
         };
@@ -475,12 +527,14 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             .and_then(Value::as_str)
             .unwrap_or("");
         if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
-            let calls = calls_in(m);
+            let mut calls = calls_in(m);
+            idless::number_turn(&mut calls, out.history.len());
             out.history.extend(calls.iter().cloned());
             if role == RESPONSES_CALL && model_spoke {
                 last_turn.extend(calls);
             } else {
                 last_turn = calls;
+                paired.clear();
             }
             model_spoke = true;
             out.trailing.clear();
@@ -489,6 +543,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         model_spoke = false;
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
+        idless::pair_after_turn(&last_turn, &mut out.answers, before, &mut paired);
         out.trailing.extend(before..out.answers.len());
         if out.answers.len() == before {
             // Someone else spoke after the model's turn.
@@ -555,8 +610,12 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 // Genkit: `{"toolResponse": {"name", "ref", "output"}}`.
                 out.push(answer_of(r));
                 found = true;
-            } else if let Some(Value::Object(r)) = p.get("functionResponse") {
-                // Gemini: `{"functionResponse": {"id", "name", "response"}}`.
+            } else if let Some(Value::Object(r)) = p
+                .get("functionResponse")
+                .or_else(|| p.get("function_response"))
+            {
+                // Gemini: `{"functionResponse": {"id", "name", "response"}}`
+                // (LangChain's Gemini part: `function_response`).
                 out.push(answer_of(r));
                 found = true;
             } else if let Some(Value::Object(r)) = p.get("toolResult") {
@@ -569,8 +628,17 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
             }
         }
     }
-    if !found && (role == "tool" || role == RESPONSES_RESULT) {
+    if found {
+        return;
+    }
+    if let Some(Value::Array(items)) = o.get(idless::COHERE_RESULTS) {
+        // Cohere v1's `TOOL` message (or request body).
+        let items = items.iter().filter_map(Value::as_object);
+        out.extend(items.filter_map(idless::cohere_result));
+    } else if RESULT_ROLES.contains(&role) {
         out.push(answer_of(o));
+    } else if role.is_empty() {
+        out.extend(idless::cohere_result(o));
     }
 }
 
@@ -589,7 +657,8 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
     };
     Answer {
         id: text(&RESULT_ID_KEYS),
-        name: text(&["name", "toolName"]),
+        // Ollama's tool messages: `tool_name`.
+        name: text(&["name", "toolName", "tool_name"]),
         content: RESULT_KEYS
             .iter()
             .find_map(|k| o.get(*k))
@@ -681,6 +750,9 @@ fn rebuild(
     }
     let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
     order::pair_noting(trace, asked, &mut requests, &mut out.notes);
+    if carried.is_some() {
+        idless::key_by_name(trace, &mut requests);
+    }
     let mut open = Open::default();
     if let Some(carried) = carried {
         order::carried_by_order(trace, carried, &mut requests, &mut open, &mut out.notes);
@@ -695,14 +767,8 @@ fn rebuild(
             }
         }
     }
-    // Answers without an id, by tool name, each used once.
-    let mut unnamed: Vec<(usize, &Answer, bool)> = requests
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
-        .filter(|(_, a)| a.id.is_none() && a.name.is_some())
-        .map(|(i, a)| (i, a, false))
-        .collect();
+    // Answers without a recorded id, each used once (`idless`).
+    let mut used: Vec<(usize, usize)> = Vec::new();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
     for at in asked {
         let a = &at.asked;
@@ -718,18 +784,7 @@ fn rebuild(
                     })
                     .copied()
             }),
-            None => unnamed
-                .iter_mut()
-                .find(|(i, ans, used)| {
-                    !*used
-                        && *i != at.span
-                        && start(*i) >= start(at.span)
-                        && ans.name.as_deref() == Some(a.name.as_str())
-                })
-                .map(|u| {
-                    u.2 = true;
-                    (u.0, u.1)
-                }),
+            None => idless::answer_for(trace, at, &requests, &mut used),
         };
         let Some(answer) = answer else {
             // With no later model request in the trace, the result may be
@@ -737,11 +792,12 @@ fn rebuild(
             let later = (0..trace.spans.len()).any(|i| {
                 i != at.span && start(i) >= start(at.span) && has_any_input(&trace.spans[i])
             });
-            if let (false, Some(_), Some(id)) = (later, carried, &a.id) {
+            if let (false, Some(_)) = (later, carried) {
                 let s = &trace.spans[at.span];
+                let id = a.id.clone().unwrap_or_else(|| idless::by_name(&a.name));
                 open.asks.push(OpenAsk {
                     asked: Asked {
-                        id: Some(id.clone()),
+                        id: Some(id),
                         ..a.clone()
                     },
                     form: at.form,
@@ -764,8 +820,13 @@ fn rebuild(
             ));
             continue;
         };
-        if let Some(id) = a.id.as_deref() {
+        // A call without an id, answered by a result placed in the history:
+        // the history's call at that place is this one.
+        if let Some(id) = a.id.as_deref().or(answer.1.id.as_deref()) {
             counted.insert((id, &a.name));
+        }
+        if a.id.is_none() {
+            out.notes.push(idless::paired_note(trace, at, answer));
         }
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
@@ -879,7 +940,13 @@ fn left_open<'r>(
         .collect();
     for (i, r) in requests.iter().enumerate() {
         for ans in &r.answers {
-            let Some(id) = ans.id.as_deref().filter(|id| !explained.contains(id)) else {
+            // (A result this trace's own call took is explained too.)
+            let Some(id) = ans
+                .id
+                .as_deref()
+                .filter(|id| !explained.contains(id))
+                .filter(|id| !counted.iter().any(|(c, _)| c == id))
+            else {
                 continue;
             };
             let from_before = carried.iter().find(|c| {
@@ -930,6 +997,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
 
 fn id_text(a: &Asked) -> String {
     a.id.as_deref()
+        .filter(|id| !idless::is_made(id))
         .map_or_else(String::new, |id| format!(" (call id {id})"))
 }
 

@@ -190,7 +190,9 @@ pub(crate) fn call_of(o: &Map<String, Value>) -> Option<Asked> {
         .and_then(|f| f.get("arguments"))
         .or_else(|| o.get("arguments"))
         .or_else(|| o.get("args"))
-        .or_else(|| o.get("input"))?;
+        .or_else(|| o.get("input"))
+        // Cohere v1: `{"name", "parameters"}`.
+        .or_else(|| o.get("parameters"))?;
     // A Responses API `function_call` item has its own `id` (`fc_...`) and
     // the `call_id` its result answers.
     let responses = o.get("type").and_then(Value::as_str) == Some("function_call");
@@ -227,9 +229,18 @@ pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut 
                 .get("type")
                 .and_then(Value::as_str)
                 .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
+            // `function_call`: Gemini's part as Python's SDK dumps it, and
+            // OpenAI's older API's call (no id).
             let listed = matches!(
                 parent_key,
-                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest" | "functionCall")
+                Some(
+                    "tool_calls"
+                        | "toolCalls"
+                        | "toolUse"
+                        | "toolRequest"
+                        | "functionCall"
+                        | "function_call"
+                )
             );
             if typed || listed || o.contains_key("toolName") {
                 if let Some(call) = call_of(o) {
@@ -237,6 +248,10 @@ pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut 
                 }
             }
             for (k, x) in o {
+                // A response's history (Cohere v1) repeats earlier calls.
+                if k == "chat_history" {
+                    continue;
+                }
                 if matches!(x, Value::Array(_) | Value::Object(_)) {
                     walk(x, Some(k), depth + 1, out);
                 } else if let Value::String(s) = x {

@@ -170,6 +170,14 @@ pub(super) fn bodies(s: &SpanRecord, side: Side) -> Vec<&str> {
 
 /// [`bodies`] of a span already known to be a model call.
 pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<&str> {
+    keyed_bodies_of_model_call(s, side)
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect()
+}
+
+/// [`bodies_of_model_call`], each with its key.
+pub(super) fn keyed_bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<(&str, &str)> {
     let named = match side {
         Side::Input => &INPUT_KEYS[..],
         Side::Output => &OUTPUT_KEYS[..],
@@ -184,7 +192,7 @@ pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<&str> {
             let read_as_named = named
                 .iter()
                 .any(|k| k.0 == key && message_text(s, k).is_some());
-            (!read_as_named).then_some(text)
+            (!read_as_named).then_some((key, text))
         })
         .collect()
 }
