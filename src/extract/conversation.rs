@@ -616,7 +616,9 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
             {
                 // Gemini: `{"functionResponse": {"id", "name", "response"}}`
                 // (LangChain's Gemini part: `function_response`).
-                out.push(answer_of(r));
+                let mut answer = answer_of(r);
+                answer.content = answer.content.map(object_wrapped);
+                out.push(answer);
                 found = true;
             } else if let Some(Value::Object(r)) = p.get("toolResult") {
                 // Bedrock Converse: `{"toolResult": {"toolUseId", "content":
@@ -640,6 +642,18 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
     } else if role.is_empty() {
         out.extend(idless::cohere_result(o));
     }
+}
+
+/// A result the provider takes only as an object (Gemini's
+/// `functionResponse.response`, Cohere v1's `outputs`): a value that is
+/// no object reaches the model under one key, `result` (what google-genai's
+/// automatic function calling writes) or `output` (Gemini's documented
+/// key), and comes off here; an object under the key is the tool's own.
+pub(super) fn object_wrapped(content: Value) -> Value {
+    use super::wrappers::lone_key_around_non_object as lone;
+    lone(content, "result")
+        .or_else(|c| lone(c, "output"))
+        .unwrap_or_else(|c| c)
 }
 
 /// A Bedrock Converse result's content: the value of its one `json` or

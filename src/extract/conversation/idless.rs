@@ -127,7 +127,7 @@ pub(super) fn cohere_result(o: &Map<String, Value>) -> Option<Answer> {
     let call = o.get("call")?.as_object()?;
     let outputs = o.get("outputs")?;
     let content = match outputs.as_array().map(Vec::as_slice) {
-        Some([one]) => one.clone(),
+        Some([one]) => super::object_wrapped(one.clone()),
         _ => outputs.clone(),
     };
     Some(Answer {

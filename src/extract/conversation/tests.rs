@@ -644,3 +644,22 @@ fn langwatch_s_typed_chat_messages_are_a_request_s_messages() {
     let third = json!({"type": "chat_messages", "value": [], "x": 1});
     assert!(super::super::wrappers::langwatch_messages(&third).is_none());
 }
+
+/// A provider that takes a result only as an object: one `result` or
+/// `output` key around a value that is no object comes off; an object
+/// under it, or a second key, is the tool's own value.
+#[test]
+fn a_result_the_provider_demands_as_an_object_comes_off_its_one_key() {
+    use super::object_wrapped;
+    assert_eq!(object_wrapped(json!({"result": "docked"})), json!("docked"));
+    assert_eq!(object_wrapped(json!({"output": [1, 2]})), json!([1, 2]));
+    assert_eq!(object_wrapped(json!({"result": null})), json!(null));
+    for own in [
+        json!({"result": {"dock": 3}}),
+        json!({"result": "docked", "fee": 2}),
+        json!({"status": "docked"}),
+        json!("docked"),
+    ] {
+        assert_eq!(object_wrapped(own.clone()), own);
+    }
+}
