@@ -53,6 +53,7 @@ mod content_events;
 mod hollow;
 mod order;
 mod spans;
+mod text_results;
 mod transcript;
 use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
@@ -426,7 +427,7 @@ fn may_hold_results(text: &str) -> bool {
             Finder::new(b"\"tool\""),
         ]
     });
-    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some()) || text_results::may_hold(text)
 }
 
 /// Keys of a request body's messages: most APIs', the OpenAI Responses
@@ -571,6 +572,15 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
     }
     if !found && (role == "tool" || role == RESPONSES_RESULT) {
         out.push(answer_of(o));
+    } else if !found && role == "user" {
+        // Results a framework wrote as text (`text_results`).
+        for content in text_results::results_in(o).into_iter().flatten() {
+            out.push(Answer {
+                id: None,
+                name: None,
+                content: Some(content),
+            });
+        }
     }
 }
 
