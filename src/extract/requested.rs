@@ -229,7 +229,17 @@ pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut 
                 .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
             let listed = matches!(
                 parent_key,
-                Some("tool_calls" | "toolCalls" | "toolUse" | "toolRequest" | "functionCall")
+                // `function_call`: a Gemini part as Python's SDK (and Google
+                // ADK's GenAI messages) spell it, `{"function_call": {"id",
+                // "name", "args"}}`.
+                Some(
+                    "tool_calls"
+                        | "toolCalls"
+                        | "toolUse"
+                        | "toolRequest"
+                        | "functionCall"
+                        | "function_call"
+                )
             );
             if typed || listed || o.contains_key("toolName") {
                 if let Some(call) = call_of(o) {
@@ -309,6 +319,9 @@ mod tests {
         let bedrock =
             json!({"content": [{"toolUse": {"toolUseId": "t", "name": "d", "input": {"w": 4}}}]});
         assert_eq!(calls(bedrock), vec![("d".to_string(), json!({"w": 4}))]);
+        let gemini_py = json!([{"role": "model", "parts": [
+            {"function_call": {"id": "g1", "args": {"v": 5}, "name": "e"}}]}]);
+        assert_eq!(calls(gemini_py), vec![("e".to_string(), json!({"v": 5}))]);
         assert!(calls(json!({"name": "not a call", "args": []})).is_empty());
     }
 }
