@@ -21,8 +21,8 @@
 
 use std::collections::VecDeque;
 
-use super::echo;
 pub use super::open::{Echo, Open, OpenAsk};
+use super::{echo, twice};
 use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
@@ -45,7 +45,12 @@ impl Left {
     /// only when it holds answers.
     pub fn of(open: Option<Box<Open>>, trace: impl FnOnce() -> Trace) -> Option<Left> {
         open.map(|open| {
-            let holds = !open.answers.is_empty() || open.bare.is_some() || !open.lone.is_empty();
+            // A call with a call id may be another record of a call an
+            // earlier trace counted (`twice`).
+            let holds = !open.answers.is_empty()
+                || open.bare.is_some()
+                || !open.lone.is_empty()
+                || open.calls.iter().any(|c| c.id.is_some());
             let trace = holds.then(trace);
             Left { open, trace }
         })
@@ -174,6 +179,21 @@ impl<T> Carry<T> {
         out
     }
 
+    /// The calls of a trace (leaving `open`) that are other records, under
+    /// the same call id, of calls an earlier trace counted, as carried
+    /// entries (`extract::twice`); each earlier call is matched once
+    /// (removed from the carry).
+    fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
+        let mut out = Vec::new();
+        for later in open.calls.iter().filter(|c| c.id.is_some()) {
+            let found = self.calls.iter().position(|c| twice::same_call(later, c));
+            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+                out.push(twice::carried(later, &c));
+            }
+        }
+        out
+    }
+
     /// Folds in a trace read on its own in input order: `first` is what
     /// that read gave and `left` what it left; when the trace answers a call
     /// kept here, or is a lone MCP client trace whose calls an earlier trace
@@ -192,7 +212,8 @@ impl<T> Carry<T> {
             None => (first, None, None),
             Some(Left { open, trace }) => {
                 let answers = self.answers(Some(&open));
-                let echoed = self.echoed(&open);
+                let mut echoed = self.echoed(&open);
+                echoed.extend(self.twice(&open));
                 match trace {
                     Some(t) if answers || !echoed.is_empty() => {
                         let mut carried = if answers {

@@ -1001,6 +1001,7 @@ fn conversation_call(
         span_name: None,
         within: ctx.within.map(|w| trace.spans[w].span_id),
         end_time_unix_nano: end,
+        call_id: a.id.clone(),
     }
 }
 
