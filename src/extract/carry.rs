@@ -45,12 +45,17 @@ impl Left {
     /// only when it holds answers.
     pub fn of(open: Option<Box<Open>>, trace: impl FnOnce() -> Trace) -> Option<Left> {
         open.map(|open| {
-            // A call with a call id may be another record of a call an
-            // earlier trace counted (`twice`).
+            // A call rebuilt from the conversation, or a tool span's call
+            // without arguments, may be another record of a call an earlier
+            // trace counted under the same call id (`twice`); other traces
+            // are not kept for it (`replay` would copy each).
             let holds = !open.answers.is_empty()
                 || open.bare.is_some()
                 || !open.lone.is_empty()
-                || open.calls.iter().any(|c| c.id.is_some());
+                || open
+                    .calls
+                    .iter()
+                    .any(|c| c.id.is_some() && (c.from_conversation || c.args.is_null()));
             let trace = holds.then(trace);
             Left { open, trace }
         })
@@ -213,7 +218,9 @@ impl<T> Carry<T> {
             Some(Left { open, trace }) => {
                 let answers = self.answers(Some(&open));
                 let mut echoed = self.echoed(&open);
-                echoed.extend(self.twice(&open));
+                if trace.is_some() {
+                    echoed.extend(self.twice(&open));
+                }
                 match trace {
                     Some(t) if answers || !echoed.is_empty() => {
                         let mut carried = if answers {
