@@ -634,7 +634,7 @@ pub(super) fn witness(
             transcript::calls(x, trace, seen, out);
         }
     } else if !asked.is_empty() {
-        let toolless = join_and_check(x, trace, seen, &asked, out);
+        let toolless = join_and_check(x, trace, seen, &asked, carried, out);
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
@@ -1026,13 +1026,14 @@ fn join_and_check(
     trace: &Trace,
     seen: &[Ctx],
     asked: &[AskedAt],
+    carried: &[OpenAsk],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
     let (used, joined) = join(trace, asked, &mut out.calls);
     if x.results {
         order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
     }
-    let toolless = check(trace, seen, asked, used, &joined, out);
+    let toolless = check(trace, seen, asked, used, &joined, carried, out);
     order_ties(&mut out.calls, &joined);
     toolless
 }
@@ -1129,6 +1130,7 @@ fn check(
     asked: &[AskedAt],
     mut used: Vec<bool>,
     joined: &[Option<usize>],
+    carried: &[OpenAsk],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
     // A retriever span not counted as a call still shows the call.
@@ -1181,7 +1183,15 @@ fn check(
         .calls
         .iter()
         .zip(joined)
-        .filter(|(c, j)| j.is_none() && !echo(c))
+        // A record of a call another trace counts (`extract::twice`): its
+        // model call is in that trace.
+        .filter(|(c, j)| {
+            j.is_none()
+                && !echo(c)
+                && !carried
+                    .iter()
+                    .any(|e| e.is_echo() && e.span_id == c.span_id)
+        })
     {
         out.warnings.push(format!(
             "tool span {} shows a call of `{}` that no model output in this trace asked for",
