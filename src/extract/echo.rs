@@ -149,7 +149,11 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     absorb(carried, a);
-    let (calls, lone) = echoes_of(trace, a);
+    let (mut calls, lone) = echoes_of(trace, a);
+    if lone {
+        // A client's record is matched by its arguments.
+        calls.retain(|c| !c.args.is_null());
+    }
     if calls.is_empty() {
         return;
     }
