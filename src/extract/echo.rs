@@ -39,7 +39,12 @@ fn is_lone(trace: &Trace, a: &Analysis) -> bool {
 /// The calls of `a` that have arguments or a call id as echoes, and whether
 /// the trace is a lone client trace.
 pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
-    let span = |c: &ToolCall| trace.spans.iter().find(|s| s.span_id == c.span_id);
+    if a.calls.is_empty() {
+        return (Vec::new(), false);
+    }
+    // One index, not a walk per call: a trace may hold thousands of calls.
+    let index = trace.span_positions();
+    let span = |c: &ToolCall| index.get(&c.span_id).and_then(|&i| trace.spans.get(i));
     let window = (
         trace
             .spans
