@@ -196,6 +196,7 @@ pub(crate) fn test_call(name: &str, at: u64) -> ToolCall {
         span_name: None,
         within: None,
         end_time_unix_nano: at,
+        call_id: None,
     }
 }
 

@@ -21,8 +21,8 @@
 
 use std::collections::VecDeque;
 
-use super::echo;
 pub use super::open::{Echo, Open, OpenAsk};
+use super::{echo, twice};
 use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
@@ -45,7 +45,17 @@ impl Left {
     /// only when it holds answers.
     pub fn of(open: Option<Box<Open>>, trace: impl FnOnce() -> Trace) -> Option<Left> {
         open.map(|open| {
-            let holds = !open.answers.is_empty() || open.bare.is_some() || !open.lone.is_empty();
+            // A call rebuilt from the conversation, or a tool span's call
+            // without arguments, may be another record of a call an earlier
+            // trace counted under the same call id (`twice`); other traces
+            // are not kept for it (`replay` would copy each).
+            let holds = !open.answers.is_empty()
+                || open.bare.is_some()
+                || !open.lone.is_empty()
+                || open
+                    .calls
+                    .iter()
+                    .any(|c| c.id.is_some() && (c.from_conversation || c.args.is_null()));
             let trace = holds.then(trace);
             Left { open, trace }
         })
@@ -174,6 +184,21 @@ impl<T> Carry<T> {
         out
     }
 
+    /// The calls of a trace (leaving `open`) that are other records, under
+    /// the same call id, of calls an earlier trace counted, as carried
+    /// entries (`extract::twice`); each earlier call is matched once
+    /// (removed from the carry).
+    fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
+        let mut out = Vec::new();
+        for later in open.calls.iter().filter(|c| c.id.is_some()) {
+            let found = self.calls.iter().position(|c| twice::same_call(later, c));
+            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+                out.push(twice::carried(later, &c));
+            }
+        }
+        out
+    }
+
     /// Folds in a trace read on its own in input order: `first` is what
     /// that read gave and `left` what it left; when the trace answers a call
     /// kept here, or is a lone MCP client trace whose calls an earlier trace
@@ -192,7 +217,10 @@ impl<T> Carry<T> {
             None => (first, None, None),
             Some(Left { open, trace }) => {
                 let answers = self.answers(Some(&open));
-                let echoed = self.echoed(&open);
+                let mut echoed = self.echoed(&open);
+                if trace.is_some() {
+                    echoed.extend(self.twice(&open));
+                }
                 match trace {
                     Some(t) if answers || !echoed.is_empty() => {
                         let mut carried = if answers {
@@ -208,7 +236,11 @@ impl<T> Carry<T> {
                 }
             }
         };
-        let counted = open.as_ref().is_some_and(|o| !o.calls.is_empty());
+        // Calls with arguments, as the lone client traces held compare them
+        // (a call with only a call id is kept for `twice`, not for them).
+        let counted = open
+            .as_ref()
+            .is_some_and(|o| o.calls.iter().any(|c| !c.args.is_null()));
         if let Some(o) = open.as_deref_mut() {
             self.echo_held(&mut o.calls, &mut again);
         }

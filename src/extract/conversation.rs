@@ -55,6 +55,7 @@ mod hollow;
 mod idless;
 mod order;
 mod spans;
+mod text_results;
 mod transcript;
 use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
@@ -456,7 +457,7 @@ fn may_hold_results(text: &str) -> bool {
             Finder::new(b"\"role\": \"function\""),
         ]
     });
-    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some()) || text_results::may_hold(text)
 }
 
 /// Keys of a request body's messages: most APIs', the OpenAI Responses
@@ -639,6 +640,15 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
         out.extend(items.filter_map(idless::cohere_result));
     } else if RESULT_ROLES.contains(&role) {
         out.push(answer_of(o));
+    } else if role == "user" {
+        // Results a framework wrote as text (`text_results`).
+        for content in text_results::results_in(o).into_iter().flatten() {
+            out.push(Answer {
+                id: None,
+                name: None,
+                content: Some(content),
+            });
+        }
     } else if role.is_empty() {
         out.extend(idless::cohere_result(o));
     }
@@ -707,7 +717,7 @@ pub(super) fn witness(
             transcript::calls(x, trace, seen, out);
         }
     } else if !asked.is_empty() {
-        let toolless = join_and_check(x, trace, seen, &asked, out);
+        let toolless = join_and_check(x, trace, seen, &asked, carried, out);
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
@@ -1073,6 +1083,7 @@ fn conversation_call(
         span_name: None,
         within: ctx.within.map(|w| trace.spans[w].span_id),
         end_time_unix_nano: end,
+        call_id: a.id.clone(),
     }
 }
 
@@ -1097,13 +1108,14 @@ fn join_and_check(
     trace: &Trace,
     seen: &[Ctx],
     asked: &[AskedAt],
+    carried: &[OpenAsk],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
     let (used, joined) = join(trace, asked, &mut out.calls);
     if x.results {
         order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
     }
-    let toolless = check(trace, seen, asked, used, &joined, out);
+    let toolless = check(trace, seen, asked, used, &joined, carried, out);
     order_ties(&mut out.calls, &joined);
     toolless
 }
@@ -1200,6 +1212,7 @@ fn check(
     asked: &[AskedAt],
     mut used: Vec<bool>,
     joined: &[Option<usize>],
+    carried: &[OpenAsk],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
     // A retriever span not counted as a call still shows the call.
@@ -1252,7 +1265,15 @@ fn check(
         .calls
         .iter()
         .zip(joined)
-        .filter(|(c, j)| j.is_none() && !echo(c))
+        // A record of a call another trace counts (`extract::twice`): its
+        // model call is in that trace.
+        .filter(|(c, j)| {
+            j.is_none()
+                && !echo(c)
+                && !carried
+                    .iter()
+                    .any(|e| e.is_echo() && e.span_id == c.span_id)
+        })
     {
         out.warnings.push(format!(
             "tool span {} shows a call of `{}` that no model output in this trace asked for",

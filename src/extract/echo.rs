@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::open::{Echo, OpenAsk, ECHO_FORM};
+use super::open::{Echo, OpenAsk, ECHO_FORM, TWICE_FORM};
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
 use crate::assemble::Trace;
@@ -36,28 +36,53 @@ fn is_lone(trace: &Trace, a: &Analysis) -> bool {
         && !trace.spans.iter().any(conversation::reads_messages)
 }
 
-/// The calls of `a` (those with arguments) as echoes, and whether the trace
-/// is a lone client trace.
+/// The calls of `a` that have arguments or a call id as echoes, and whether
+/// the trace is a lone client trace.
 pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
-    let resource = |c: &ToolCall| {
+    if a.calls.is_empty() {
+        return (Vec::new(), false);
+    }
+    // One index, not a walk per call: a trace may hold thousands of calls.
+    let index = trace.span_positions();
+    let span = |c: &ToolCall| index.get(&c.span_id).and_then(|&i| trace.spans.get(i));
+    let window = (
         trace
             .spans
             .iter()
-            .find(|s| s.span_id == c.span_id)
-            .map(|s| Arc::clone(&s.resource))
-    };
+            .map(|s| s.span.start_time_unix_nano)
+            .min()
+            .unwrap_or(0),
+        trace
+            .spans
+            .iter()
+            .map(|s| s.span.end_time_unix_nano)
+            .max()
+            .unwrap_or(0),
+    );
     let echoes = a
         .calls
         .iter()
         .filter_map(|c| {
+            let s = span(c);
+            let id = match c.from {
+                Some(_) => c.call_id.clone(),
+                None => s.and_then(super::source::tool_call_id).map(str::to_string),
+            };
+            let args = c.args.value().filter(|v| !v.is_null()).cloned();
+            if args.is_none() && id.is_none() {
+                return None;
+            }
             Some(Echo {
                 name: c.name.clone(),
-                args: c.args.value().filter(|v| !v.is_null())?.clone(),
+                args: args.unwrap_or(Value::Null),
+                id,
+                from_conversation: c.from.is_some(),
+                window,
                 trace_id: trace.id,
                 span_id: c.span_id,
                 start: c.start_time_unix_nano,
                 end: c.end_time_unix_nano,
-                resource: resource(c),
+                resource: s.map(|s| Arc::clone(&s.resource)),
             })
         })
         .collect();
@@ -73,6 +98,7 @@ pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
     lone.trace_id != earlier.trace_id
         && same_process
         && lone.name == earlier.name
+        && !lone.args.is_null()
         && lone.args == earlier.args
         && earlier.start <= lone.start
         && lone.end <= earlier.end
@@ -98,14 +124,29 @@ pub(crate) fn carried(lone: &Echo, earlier: &Echo) -> OpenAsk {
 /// noting each.
 pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
     for e in carried.iter().filter(|e| e.is_echo()) {
-        let Some(k) = a.calls.iter().position(|c| c.span_id == e.span_id) else {
+        let twice = e.form == TWICE_FORM;
+        let Some(k) = a
+            .calls
+            .iter()
+            .position(|c| c.span_id == e.span_id && (!twice || c.name == e.asked.name))
+        else {
             continue;
         };
         let c = a.calls.remove(k);
-        a.notes.push(format!(
-            "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, within its time, same process): not counted again",
-            c.name, c.span_id, e.trace_id
-        ));
+        a.notes.push(if twice {
+            format!(
+                "tool call `{}` (span {}) is another record of the call trace {} counts (same call id{} and tool, same process, the traces overlapping in time): not counted again",
+                c.name,
+                c.span_id,
+                e.trace_id,
+                e.asked.id.as_deref().map(|i| format!(" {i}")).unwrap_or_default()
+            )
+        } else {
+            format!(
+                "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, within its time, same process): not counted again",
+                c.name, c.span_id, e.trace_id
+            )
+        });
     }
 }
 
@@ -113,7 +154,11 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     absorb(carried, a);
-    let (calls, lone) = echoes_of(trace, a);
+    let (mut calls, lone) = echoes_of(trace, a);
+    if lone {
+        // A client's record is matched by its arguments.
+        calls.retain(|c| !c.args.is_null());
+    }
     if calls.is_empty() {
         return;
     }

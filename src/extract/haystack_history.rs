@@ -122,6 +122,7 @@ impl Answered {
             span_name: None,
             within: None,
             end_time_unix_nano: s.span.end_time_unix_nano,
+            call_id: None,
         }
     }
 }

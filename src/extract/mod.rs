@@ -29,6 +29,7 @@ pub mod requested;
 mod results_tests;
 pub mod rules;
 mod source;
+mod twice;
 #[cfg(test)]
 mod unwrap_tests;
 mod wrapper_names;
@@ -162,6 +163,11 @@ pub struct ToolCall {
     /// JSON stays as it was).
     #[serde(skip)]
     pub end_time_unix_nano: u64,
+    /// The call id the model gave a call rebuilt from the conversation, to
+    /// know its other records in other traces (`extract::echo`); not in
+    /// reports.
+    #[serde(skip)]
+    pub call_id: Option<String>,
 }
 
 /// One agent (or workflow, invocation) run.
@@ -703,6 +709,7 @@ impl Extractor {
                     .or_else(|| wrapper_names::kept(|| span_name(rule, s), name, s)),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
+                call_id: None,
             };
             if role == Role::Retriever {
                 out.retrievers.push(call);

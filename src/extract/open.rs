@@ -18,11 +18,23 @@ use crate::assemble::{SpanId, SpanRecord, TraceId};
 /// was counted in another trace (see `echo::absorb`).
 pub(crate) const ECHO_FORM: &str = "mcp-client-echo";
 
+/// The `form` of a carried entry that says a call of the trace read again
+/// is another record, under the same call id, of a call another trace
+/// counted (see `twice`).
+pub(crate) const TWICE_FORM: &str = "call-id-twice";
+
 /// A call as the traces after its own compare it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Echo {
     pub name: String,
+    /// `null` when the call has none.
     pub args: Value,
+    /// The model's call id: the conversation's, or the tool span's.
+    pub id: Option<String>,
+    /// Whether the call was rebuilt from the conversation.
+    pub from_conversation: bool,
+    /// The time its trace covers: its spans' first start and last end.
+    pub window: (u64, u64),
     pub trace_id: TraceId,
     pub span_id: SpanId,
     pub start: u64,
@@ -46,10 +58,11 @@ pub struct OpenAsk {
 }
 
 impl OpenAsk {
-    /// Whether this says the call at `span_id` of the trace read is an MCP
-    /// client's record of a call trace `trace_id` counts (`extract::echo`).
+    /// Whether this says the call at `span_id` of the trace read is another
+    /// record of a call trace `trace_id` counts: an MCP client's
+    /// (`extract::echo`), or one under the same call id (`extract::twice`).
     pub fn is_echo(&self) -> bool {
-        self.form == ECHO_FORM
+        self.form == ECHO_FORM || self.form == TWICE_FORM
     }
 }
 

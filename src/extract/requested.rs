@@ -229,8 +229,9 @@ pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut 
                 .get("type")
                 .and_then(Value::as_str)
                 .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
-            // `function_call`: Gemini's part as Python's SDK dumps it, and
-            // OpenAI's older API's call (no id).
+            // `function_call`: Gemini's part as Python's SDK (and Google
+            // ADK's GenAI messages) dump it, `{"function_call": {"id",
+            // "name", "args"}}`, and OpenAI's older API's call (no id).
             let listed = matches!(
                 parent_key,
                 Some(
@@ -324,6 +325,9 @@ mod tests {
         let bedrock =
             json!({"content": [{"toolUse": {"toolUseId": "t", "name": "d", "input": {"w": 4}}}]});
         assert_eq!(calls(bedrock), vec![("d".to_string(), json!({"w": 4}))]);
+        let gemini_py = json!([{"role": "model", "parts": [
+            {"function_call": {"id": "g1", "args": {"v": 5}, "name": "e"}}]}]);
+        assert_eq!(calls(gemini_py), vec![("e".to_string(), json!({"v": 5}))]);
         assert!(calls(json!({"name": "not a call", "args": []})).is_empty());
     }
 }

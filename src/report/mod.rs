@@ -484,6 +484,7 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
         span_name,
         within: _,
         end_time_unix_nano: _,
+        call_id: _,
     } = c;
     out.extend_from_slice(b"{\"name\":");
     json(out, name);
@@ -795,6 +796,7 @@ mod tests {
             span_name: None,
             within: Some(SpanId([1; 8])),
             end_time_unix_nano: 5,
+            call_id: None,
         };
         let mut calls = vec![base.clone()];
         let mut c = base.clone();

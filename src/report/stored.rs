@@ -223,6 +223,7 @@ fn call(c: &Value) -> Result<ToolCall, String> {
         within: None,
         // Not saved: a saved call has no duration.
         end_time_unix_nano: start,
+        call_id: None,
     })
 }
 

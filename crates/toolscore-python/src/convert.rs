@@ -133,6 +133,7 @@ fn call<'py>(
         span_name,
         within: _,
         end_time_unix_nano: _,
+        call_id: _,
     } = c;
     let d = PyDict::new(py);
     d.set_item(intern!(py, "name"), name)?;

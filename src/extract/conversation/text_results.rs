@@ -1,0 +1,137 @@
+//! Tool results a framework hands back to the model as plain text
+//! (docs/conventions.md, "The conversation witness", "Results as text").
+//!
+//! Some frameworks and hand-written loops do not send the model tool
+//! messages: they write each result into a user message, in a text form of
+//! their own (AgentOps' record of an Anthropic loop: `[Tool Result: X]`
+//! once per result; smolagents' ReAct transcript: `Observation:` and the
+//! result). Such text carries no call id nor tool name, so its results are
+//! only ever paired by order with the calls of the model turn before
+//! (`order`), under the same conditions as other results without ids. The
+//! forms are data, declared once in [`TEXT_RESULTS`]; they are read only in
+//! a user message of a model request whose whole text is made of them, never
+//! in a tool's own result.
+
+use serde_json::{Map, Value};
+
+/// One text form of tool results: what opens each result and what closes
+/// it (empty: the result runs to the end of the message, one per message).
+pub(crate) struct TextForm {
+    pub opens: &'static str,
+    pub closes: &'static str,
+}
+
+/// The text forms read, in the order tried.
+pub(crate) const TEXT_RESULTS: [TextForm; 2] = [
+    // One or more results in one message: `[Tool Result: A] [Tool Result: B]`.
+    TextForm {
+        opens: "[Tool Result: ",
+        closes: "]",
+    },
+    // A ReAct transcript's observation: `Observation:\nA`.
+    TextForm {
+        opens: "Observation:",
+        closes: "",
+    },
+];
+
+/// The text of a message: its `content` string, or its text parts joined.
+fn text_of(o: &Map<String, Value>) -> Option<Value> {
+    match o.get("content") {
+        Some(Value::String(t)) => Some(Value::String(t.clone())),
+        _ => super::order::text_of_parts(o),
+    }
+}
+
+/// The results in user message `o` when its whole text is made of one
+/// text form's results, in order; `None` otherwise.
+pub(super) fn results_in(o: &Map<String, Value>) -> Option<Vec<Value>> {
+    let text = text_of(o)?;
+    let text = text.as_str()?.trim();
+    TEXT_RESULTS.iter().find_map(|f| split(text, f))
+}
+
+/// `text` cut into the results of form `f`, when it is made of nothing else.
+fn split(text: &str, f: &TextForm) -> Option<Vec<Value>> {
+    let rest = text.strip_prefix(f.opens)?;
+    let pieces: Vec<&str> = if f.closes.is_empty() {
+        vec![rest]
+    } else {
+        rest.split(f.opens).collect()
+    };
+    let mut out = Vec::with_capacity(pieces.len());
+    for (k, piece) in pieces.iter().enumerate() {
+        let mut piece = piece.trim();
+        if !f.closes.is_empty() {
+            piece = piece.strip_suffix(f.closes)?.trim_end();
+        } else if k > 0 {
+            return None;
+        }
+        out.push(value_of(piece));
+    }
+    Some(out)
+}
+
+/// A result's text as the value the tool returned: JSON, or a Python
+/// literal (`str(dict)`, as ReAct frameworks write it), else the text.
+fn value_of(text: &str) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        if v.is_object() || v.is_array() {
+            return v;
+        }
+    }
+    let t = text.trim_start();
+    if t.starts_with('{') || t.starts_with('[') || t.starts_with('(') {
+        if let Some(v) = crate::extract::literal::parse(text) {
+            return v;
+        }
+    }
+    Value::String(text.to_string())
+}
+
+/// Whether JSON text of a request may hold results in a text form.
+pub(super) fn may_hold(text: &str) -> bool {
+    TEXT_RESULTS.iter().any(|f| text.contains(f.opens))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::results_in;
+
+    fn read(m: Value) -> Option<Vec<Value>> {
+        results_in(m.as_object().unwrap())
+    }
+
+    #[test]
+    fn each_form_is_cut_into_its_results() {
+        let got = read(json!({"role": "user",
+            "content": "[Tool Result: {\"seats\": [1, 2]}] [Tool Result: done]"}));
+        assert_eq!(got, Some(vec![json!({"seats": [1, 2]}), json!("done")]));
+        let got = read(json!({"role": "user", "parts": [{"type": "text",
+            "content": "Observation:\n{'room': 12, 'free': True}"}]}));
+        assert_eq!(got, Some(vec![json!({"room": 12, "free": true})]));
+    }
+
+    #[test]
+    fn other_text_is_no_result() {
+        for text in [
+            "Please book [Tool Result: x]",
+            "[Tool Result: x] and more",
+            "[Tool Result: x",
+            "observations: none",
+            "",
+        ] {
+            assert_eq!(
+                read(json!({"role": "user", "content": text})),
+                None,
+                "{text}"
+            );
+        }
+        // Parts other than text are no text form.
+        let image =
+            json!({"role": "user", "parts": [{"type": "image", "content": "Observation: x"}]});
+        assert_eq!(read(image), None);
+    }
+}

@@ -1,0 +1,217 @@
+//! One call recorded in two traces under its call id (docs/conventions.md,
+//! "One call, several spans", "One call id in two traces").
+//!
+//! Two instrumentations of one process may each open traces of their own
+//! for the same model calls: an LLM client's instrumentation writes each
+//! model call as a trace while the framework's spans (its tool spans among
+//! them) form another (Google ADK under Laminar's LiteLLM integration), or
+//! two instrumentations both record every model call, each in its own trace
+//! (a framework's and its client's). The calls rebuilt from one conversation
+//! then repeat, in another trace, a call another record already shows.
+//!
+//! Reading the traces in input order ([`super::carry::Carry`]), a call of a
+//! trace is the record of a call an earlier trace counted when all of these
+//! hold: at least one of the two was rebuilt from the conversation, both
+//! have the same call id (the model's) and tool name, their arguments are
+//! equal or one of them has none, both ran in the same process (equal
+//! resource attributes), and the two traces overlap in time. It is then not
+//! counted again (a note names the trace that counts it). Each earlier call
+//! takes one record at most, so two calls never merge into one, and the same
+//! id in runs one after the other (a scripted model reusing its ids) stays
+//! two calls.
+
+use std::sync::Arc;
+
+use super::open::{Echo, OpenAsk, TWICE_FORM};
+use super::requested::Asked;
+use serde_json::Value;
+
+/// Whether `later`, a call of the trace read, is another record of
+/// `earlier`, a call an earlier trace counted (see the module's doc).
+pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
+    let same_process = match (&later.resource, &earlier.resource) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+        _ => false,
+    };
+    let args = later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
+    let overlap = later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
+    later.trace_id != earlier.trace_id
+        && (later.from_conversation || earlier.from_conversation)
+        && later.id.is_some()
+        && later.id == earlier.id
+        && later.name == earlier.name
+        && args
+        && same_process
+        && overlap
+}
+
+/// The carried entry saying that `later` was counted as `earlier`.
+pub(crate) fn carried(later: &Echo, earlier: &Echo) -> OpenAsk {
+    OpenAsk {
+        asked: Asked {
+            id: later.id.clone(),
+            name: later.name.clone(),
+            args: Value::Null,
+        },
+        form: TWICE_FORM,
+        trace_id: earlier.trace_id,
+        span_id: later.span_id,
+        end_time_unix_nano: earlier.end,
+        run: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use serde_json::json;
+
+    use crate::assemble::{SpanRecord, Trace, TraceId};
+    use crate::extract::carry::{Carry, Left};
+    use crate::extract::tests::sp;
+    use crate::extract::{Analysis, Extractor};
+
+    fn in_process(mut s: SpanRecord, process: &str) -> SpanRecord {
+        s.resource = Arc::new(Resource {
+            attributes: vec![KeyValue {
+                key: "service.instance.id".into(),
+                value: Some(AnyValue {
+                    value: Some(any_value::Value::StringValue(process.into())),
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        s
+    }
+
+    /// A made-up vendor's model call as a trace of its own: its request
+    /// carries `result` for call `id` after the model's turn asking for
+    /// it; its output asks for nothing more.
+    fn model_call(trace: u8, when: (u64, u64), process: &str, id: &str) -> Trace {
+        let input = json!([
+            {"role": "user", "content": "book room 12"},
+            {"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "book_room", "arguments": "{\"room\": 12}"}}]},
+            {"role": "tool", "tool_call_id": id, "content": "booked"},
+        ])
+        .to_string();
+        let output = json!([{"role": "assistant", "content": "done"}]).to_string();
+        let s = sp(
+            1,
+            None,
+            when,
+            "acme.chat",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &input),
+                ("gen_ai.output.messages", &output),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    /// A made-up framework's run with one tool span naming the call id but
+    /// not the arguments.
+    fn framework(trace: u8, when: (u64, u64), process: &str, id: &str) -> Trace {
+        let run = sp(
+            1,
+            None,
+            when,
+            "invoke_agent desk",
+            &[
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.agent.name", "desk"),
+            ],
+        );
+        let tool = sp(
+            2,
+            Some(1),
+            (when.0 + 10, when.0 + 20),
+            "execute_tool book_room",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "book_room"),
+                ("gen_ai.tool.call.id", id),
+            ],
+        );
+        let spans = vec![in_process(run, process), in_process(tool, process)];
+        Trace::new(TraceId([trace; 16]), spans, 0)
+    }
+
+    /// Reads `traces` in order as `inspect` does.
+    fn read(traces: Vec<Trace>) -> Vec<Analysis> {
+        let x = Extractor::default();
+        let mut carry = Carry::default();
+        let mut out = Vec::new();
+        for t in traces {
+            let mut first = x.analyze(&t);
+            let left = Left::of(first.open.take(), || t);
+            out.extend(carry.settle(first, left, |t, carried| {
+                let mut a = x.analyze_carried(t, carried);
+                let open = a.open.take();
+                (a, open)
+            }));
+        }
+        out.extend(carry.finish());
+        out
+    }
+
+    fn counts(got: &[Analysis]) -> Vec<usize> {
+        got.iter().map(|a| a.calls.len()).collect()
+    }
+
+    #[test]
+    fn a_conversation_call_and_a_tool_span_of_one_id_in_two_traces_count_once() {
+        // The model call inside the framework's run, in either order.
+        let got = read(vec![
+            model_call(1, (30, 40), "p", "call_7"),
+            framework(2, (0, 100), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+        assert_eq!(got[0].calls[0].args.value(), Some(&json!({"room": 12})));
+        assert!(
+            got[1].notes.iter().any(|n| n.contains("not counted again")),
+            "{:?}",
+            got[1].notes
+        );
+        let got = read(vec![
+            framework(2, (0, 100), "p", "call_7"),
+            model_call(1, (30, 40), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+    }
+
+    #[test]
+    fn two_instrumentations_of_one_model_call_count_it_once() {
+        let got = read(vec![
+            model_call(1, (30, 40), "p", "call_7"),
+            model_call(2, (29, 41), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+    }
+
+    #[test]
+    fn another_id_process_or_time_stays_a_call() {
+        let other_id = read(vec![
+            model_call(1, (30, 40), "p", "call_7"),
+            framework(2, (0, 100), "p", "call_8"),
+        ]);
+        assert_eq!(counts(&other_id), [1, 1]);
+        let other_process = read(vec![
+            model_call(1, (30, 40), "p", "call_7"),
+            model_call(2, (30, 40), "q", "call_7"),
+        ]);
+        assert_eq!(counts(&other_process), [1, 1]);
+        // A scripted model giving every run the same ids: runs one after
+        // the other are calls of their own.
+        let later_run = read(vec![
+            model_call(1, (30, 40), "p", "call_7"),
+            model_call(2, (50, 60), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&later_run), [1, 1]);
+    }
+}
