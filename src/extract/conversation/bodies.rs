@@ -79,26 +79,50 @@ pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
 /// Whether an attribute of span `s` whose key ends like a kind
 /// ([`KIND_ENDINGS`]) has one of `kinds` for value.
 fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
-    // Every span is asked: keys first, as bytes, and a value only for a
-    // key that ends like a kind.
-    s.span.attr_keys().any(|key| {
-        kind_like(key)
-            && std::str::from_utf8(key)
-                .ok()
-                .and_then(|k| s.attr_str(k))
-                .is_some_and(|t| names_kind(t, kinds))
-    })
+    s.span
+        .attr_keys()
+        .enumerate()
+        .any(|(i, key)| kind_at(s, i, key, kinds))
 }
 
-/// Whether `key` ends as one of [`KIND_ENDINGS`] (each ends in `d` or `e`).
+/// Whether attribute `i` of span `s`, whose key is `key`, says the span is
+/// a model call ([`is_model_call`], one attribute at a time: for a pass
+/// over the keys that asks more of each).
+pub(super) fn model_call_at(s: &SpanRecord, i: usize, key: &[u8]) -> bool {
+    kind_at(s, i, key, &MODEL_KINDS)
+}
+
+/// Whether attribute `i` of span `s`, whose key is `key`, ends like a kind
+/// and has one of `kinds` for value. Every key of every span is asked: the
+/// key first, as bytes, and the value (by its position, not looked up
+/// again) only for a key that ends like a kind.
+fn kind_at(s: &SpanRecord, i: usize, key: &[u8], kinds: &[&str]) -> bool {
+    kind_like(key)
+        && s.span
+            .attr_value(i)
+            .and_then(Val::as_str)
+            .is_some_and(|t| names_kind(t, kinds))
+}
+
+/// Whether `key` ends as one of [`KIND_ENDINGS`]: each ends in one of
+/// [`KIND_WORDS`], which one look at the last four bytes tells.
 fn kind_like(key: &[u8]) -> bool {
-    if !matches!(key.last().map(u8::to_ascii_lowercase), Some(b'd' | b'e')) {
+    let Some(last) = key.last_chunk::<4>() else {
+        return false;
+    };
+    // Lowercase as ASCII letters: a byte that is no letter may come out as
+    // one, but none of a word's letters can come out as anything else.
+    let last = u32::from_le_bytes(*last) | 0x2020_2020;
+    if !KIND_WORDS.iter().any(|w| last == u32::from_le_bytes(*w)) {
         return false;
     }
     KIND_ENDINGS.iter().any(|e| {
         key.len() >= e.len() && key[key.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
     })
 }
+
+/// The last four letters of every one of [`KIND_ENDINGS`], lowercase.
+const KIND_WORDS: [[u8; 4]; 3] = [*b"kind", *b"type", *b"name"];
 
 fn names_kind(text: &str, kinds: &[&str]) -> bool {
     let t = text.trim();
@@ -131,62 +155,47 @@ pub(super) fn side_of(key: &str) -> Option<Side> {
 /// (`spanInputs`: `span`, `Inputs`). Slices of `key`: this runs on every
 /// attribute of a model call and every span event, so nothing is allocated.
 fn words(key: &str) -> impl Iterator<Item = &str> {
-    let mut chars = key.char_indices();
-    let mut start: Option<usize> = None;
-    let mut prev_lower = false;
+    // Read as bytes: a word is ASCII letters and digits, so every other
+    // byte (those of a character beyond ASCII among them) separates words,
+    // and every slice below starts and ends at a character boundary.
+    let b = key.as_bytes();
+    let mut i = 0;
     std::iter::from_fn(move || {
-        for (i, c) in chars.by_ref() {
-            if !c.is_ascii_alphanumeric() {
-                prev_lower = false;
-                if let Some(s) = start.take() {
-                    return Some(&key[s..i]);
-                }
-                continue;
-            }
-            let split = c.is_ascii_uppercase() && prev_lower;
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-            match start {
-                Some(s) if split => {
-                    start = Some(i);
-                    return Some(&key[s..i]);
-                }
-                Some(_) => {}
-                None => start = Some(i),
-            }
+        while b.get(i).is_some_and(|c| !c.is_ascii_alphanumeric()) {
+            i += 1;
         }
-        start.take().map(|s| &key[s..])
+        let start = i;
+        let mut prev_lower = false;
+        while let Some(&c) = b.get(i).filter(|c| c.is_ascii_alphanumeric()) {
+            if c.is_ascii_uppercase() && prev_lower {
+                break;
+            }
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            i += 1;
+        }
+        (i > start).then(|| key.get(start..i)).flatten()
     })
 }
 
 /// The JSON texts on model-call span `s` under keys of side `side` that no
 /// named form reads there (a named key read under its own form is left to
-/// it). Empty for a span that is no model call.
-pub(super) fn bodies(s: &SpanRecord, side: Side) -> Vec<&str> {
-    if !is_model_call(s) {
-        return Vec::new();
-    }
-    bodies_of_model_call(s, side)
-}
-
-/// [`bodies`] of a span already known to be a model call.
-pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<&str> {
+/// it). For a span already known to be a model call ([`is_model_call`]);
+/// an iterator, as most callers want the first text or none.
+pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> impl Iterator<Item = &str> + '_ {
     let named = match side {
         Side::Input => &INPUT_KEYS[..],
         Side::Output => &OUTPUT_KEYS[..],
     };
-    s.span
-        .attributes()
-        .filter_map(|(key, value)| {
-            let text = value.and_then(|v: Val<'_>| v.as_str())?;
-            if !text.trim_start().starts_with(['{', '[']) || side_of(key) != Some(side) {
-                return None;
-            }
-            let read_as_named = named
-                .iter()
-                .any(|k| k.0 == key && message_text(s, k).is_some());
-            (!read_as_named).then_some(text)
-        })
-        .collect()
+    s.span.attributes().filter_map(move |(key, value)| {
+        let text = value.and_then(|v: Val<'_>| v.as_str())?;
+        if !text.trim_start().starts_with(['{', '[']) || side_of(key) != Some(side) {
+            return None;
+        }
+        let read_as_named = named
+            .iter()
+            .any(|k| k.0 == key && message_text(s, k).is_some());
+        (!read_as_named).then_some(text)
+    })
 }
 
 #[cfg(test)]
@@ -227,6 +236,19 @@ mod tests {
         assert_eq!(side_of("acme.request_response"), None);
         // A word inside another is not that word.
         assert_eq!(side_of("acme.outputformat"), None);
+    }
+
+    #[test]
+    fn the_quick_looks_see_every_ending_and_word() {
+        // `kind_like` reads on only for keys ending in one of `KIND_WORDS`.
+        for e in KIND_ENDINGS {
+            assert!(KIND_WORDS.iter().any(|w| e.as_bytes().ends_with(w)), "{e}");
+            assert!(kind_like(e.as_bytes()) && kind_like(format!("acme.{e}").as_bytes()));
+            assert!(kind_like(e.to_uppercase().as_bytes()), "{e}");
+        }
+        assert!(!kind_like(b"acme.kind.x") && !kind_like(b"ind") && !kind_like(b"span.name"));
+        assert!(kind_like(b"acme.SPAN.KIND") && kind_like(b"x.spanType"));
+        assert!(!kind_like(b"acme.span.kin\xc4") && !kind_like(b"span.kind\x00"));
     }
 
     #[test]
