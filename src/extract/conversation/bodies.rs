@@ -117,7 +117,12 @@ fn kind_like(key: &[u8]) -> bool {
         return false;
     }
     KIND_ENDINGS.iter().any(|e| {
-        key.len() >= e.len() && key[key.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
+        let e = e.as_bytes();
+        // The endings of the word found first, then the whole ending.
+        e.last_chunk::<4>()
+            .is_some_and(|w| u32::from_le_bytes(*w) == last)
+            && key.len() >= e.len()
+            && key[key.len() - e.len()..].eq_ignore_ascii_case(e)
     })
 }
 
@@ -138,11 +143,18 @@ fn names_kind(text: &str, kinds: &[&str]) -> bool {
 /// `None` when it names neither side, or both.
 pub(super) fn side_of(key: &str) -> Option<Side> {
     let (mut input, mut output) = (false, false);
-    let is = |words: &[&str], w: &str| words.iter().any(|x| x.eq_ignore_ascii_case(w));
-    for word in words(key) {
-        input |= is(&INPUT_WORDS, word);
-        output |= is(&OUTPUT_WORDS, word);
-    }
+    // Most words have no list word's length and first letter: two byte
+    // compares say so before any word is compared whole.
+    let is = |words: &[&str], w: &str, first: u8| {
+        words.iter().any(|x| {
+            x.len() == w.len() && x.as_bytes().first() == Some(&first) && x.eq_ignore_ascii_case(w)
+        })
+    };
+    for_each_word(key, |word| {
+        let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
+        input |= is(&INPUT_WORDS, word, first);
+        output |= is(&OUTPUT_WORDS, word, first);
+    });
     match (input, output) {
         (true, false) => Some(Side::Input),
         (false, true) => Some(Side::Output),
@@ -150,31 +162,61 @@ pub(super) fn side_of(key: &str) -> Option<Side> {
     }
 }
 
-/// The words of a key (compared without regard to case): split at
-/// punctuation and where a lowercase letter meets an uppercase one
-/// (`spanInputs`: `span`, `Inputs`). Slices of `key`: this runs on every
-/// attribute of a model call and every span event, so nothing is allocated.
-fn words(key: &str) -> impl Iterator<Item = &str> {
-    // Read as bytes: a word is ASCII letters and digits, so every other
-    // byte (those of a character beyond ASCII among them) separates words,
-    // and every slice below starts and ends at a character boundary.
-    let b = key.as_bytes();
+/// What a byte is to [`for_each_word`]: a separator, a lowercase letter
+/// or digit, or an uppercase letter.
+const SEPARATOR: u8 = 0;
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [SEPARATOR; 256];
     let mut i = 0;
-    std::iter::from_fn(move || {
-        while b.get(i).is_some_and(|c| !c.is_ascii_alphanumeric()) {
-            i += 1;
+    while i < 256 {
+        let c = i as u8;
+        if c.is_ascii_uppercase() {
+            t[i] = UPPER;
+        } else if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            t[i] = LOWER;
         }
-        let start = i;
-        let mut prev_lower = false;
-        while let Some(&c) = b.get(i).filter(|c| c.is_ascii_alphanumeric()) {
-            if c.is_ascii_uppercase() && prev_lower {
-                break;
+        i += 1;
+    }
+    t
+};
+
+/// Calls `f` with each word of a key (compared without regard to case):
+/// split at punctuation and where a lowercase letter meets an uppercase
+/// one (`spanInputs`: `span`, `Inputs`). Slices of `key`: this runs on
+/// every attribute of a model call and every span event, so nothing is
+/// allocated, and the key is read as bytes (a word is ASCII letters and
+/// digits: every other byte, those of a character beyond ASCII among them,
+/// separates words, so every slice starts and ends at a character
+/// boundary).
+fn for_each_word(key: &str, mut f: impl FnMut(&str)) {
+    let mut start: Option<usize> = None;
+    let mut prev_lower = false;
+    for (i, &c) in key.as_bytes().iter().enumerate() {
+        let class = BYTE_CLASS[usize::from(c)];
+        if class == SEPARATOR {
+            if let Some(w) = start.take().and_then(|s| key.get(s..i)) {
+                f(w);
             }
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-            i += 1;
+            prev_lower = false;
+            continue;
         }
-        (i > start).then(|| key.get(start..i)).flatten()
-    })
+        match start {
+            Some(s) if class == UPPER && prev_lower => {
+                if let Some(w) = key.get(s..i) {
+                    f(w);
+                }
+                start = Some(i);
+            }
+            Some(_) => {}
+            None => start = Some(i),
+        }
+        prev_lower = class == LOWER;
+    }
+    if let Some(w) = start.and_then(|s| key.get(s..)) {
+        f(w);
+    }
 }
 
 /// The JSON texts on model-call span `s` under keys of side `side` that no
@@ -205,7 +247,9 @@ mod tests {
     #[test]
     fn words_split_at_punctuation_and_case_and_survive_any_text() {
         fn w(k: &str) -> Vec<&str> {
-            words(k).collect()
+            let mut out = Vec::new();
+            for_each_word(k, |w| out.push(w));
+            out
         }
         assert_eq!(w("mlflow.spanInputs"), ["mlflow", "span", "Inputs"]);
         assert_eq!(
@@ -247,6 +291,14 @@ mod tests {
             assert!(kind_like(e.to_uppercase().as_bytes()), "{e}");
         }
         assert!(!kind_like(b"acme.kind.x") && !kind_like(b"ind") && !kind_like(b"span.name"));
+        // `side_of` compares a word's first letter, lowercased, first.
+        for w in INPUT_WORDS.iter().chain(&OUTPUT_WORDS) {
+            assert!(*w == w.to_lowercase(), "{w}");
+            assert!(
+                side_of(&format!("acme.{}", w.to_uppercase())).is_some(),
+                "{w}"
+            );
+        }
         assert!(kind_like(b"acme.SPAN.KIND") && kind_like(b"x.spanType"));
         assert!(!kind_like(b"acme.span.kin\xc4") && !kind_like(b"span.kind\x00"));
     }
