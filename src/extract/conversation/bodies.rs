@@ -190,7 +190,7 @@ const BYTE_CLASS: [u8; 256] = {
 /// digits: every other byte, those of a character beyond ASCII among them,
 /// separates words, so every slice starts and ends at a character
 /// boundary).
-fn for_each_word(key: &str, mut f: impl FnMut(&str)) {
+fn for_each_word<'k>(key: &'k str, mut f: impl FnMut(&'k str)) {
     let mut start: Option<usize> = None;
     let mut prev_lower = false;
     for (i, &c) in key.as_bytes().iter().enumerate() {
