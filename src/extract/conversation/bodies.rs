@@ -230,13 +230,14 @@ pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> impl Iterator<
     };
     s.span.attributes().filter_map(move |(key, value)| {
         let text = value.and_then(|v: Val<'_>| v.as_str())?;
-        if !text.trim_start().starts_with(['{', '[']) || side_of(key) != Some(side) {
+        if !text.trim_start().starts_with(['{', '[']) {
             return None;
         }
+        // A named key (compared whole, cheaper than its words) first.
         let read_as_named = named
             .iter()
             .any(|k| k.0 == key && message_text(s, k).is_some());
-        (!read_as_named).then_some(text)
+        (!read_as_named && side_of(key) == Some(side)).then_some(text)
     })
 }
 
