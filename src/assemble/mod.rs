@@ -183,7 +183,7 @@ impl Children {
 
 impl Trace {
     /// Each span's position in [`Trace::spans`], by its id.
-    pub fn span_positions(&self) -> HashMap<SpanId, usize> {
+    pub fn span_positions(&self) -> IdMap<SpanId, usize> {
         self.spans
             .iter()
             .enumerate()

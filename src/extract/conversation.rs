@@ -229,31 +229,92 @@ struct Request {
     trailing: Vec<usize>,
 }
 
+/// What one pass over a span's attribute keys tells the witness: whether
+/// the span says it is a model call ([`bodies::is_model_call`]), and
+/// whether a key of a named form of its output (flattened messages'
+/// prefixes, [`OUTPUT_KEYS`]) or, when asked, of its request
+/// ([`Look::of_input`]) is there. Every span is asked what the readers
+/// below read: most have none of it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Look {
+    model_call: bool,
+    output: bool,
+    input: bool,
+}
+
+impl Look {
+    fn of(s: &SpanRecord) -> Look {
+        let mut look = Look::default();
+        let named = |keys: &[MessageKey], k: &[u8]| keys.iter().any(|m| k == m.0.as_bytes());
+        for (i, k) in s.span.attr_keys().enumerate() {
+            look.model_call = look.model_call || bodies::model_call_at(s, i, k);
+            look.output = look.output
+                || k.starts_with(OI_OUT.prefix.as_bytes())
+                || k.starts_with(OPENLLMETRY_OUT.prefix.as_bytes())
+                || named(&OUTPUT_KEYS, k);
+        }
+        look
+    }
+
+    /// [`Look::of`], with the keys of a request's named forms too.
+    fn of_input(s: &SpanRecord) -> Look {
+        let mut look = Look::of(s);
+        look.input = s.span.attr_keys().any(|k| {
+            k.starts_with(OI_IN.prefix.as_bytes())
+                || k.starts_with(OPENLLMETRY_IN.prefix.as_bytes())
+                || INPUT_KEYS.iter().any(|m| k == m.0.as_bytes())
+        });
+        look
+    }
+
+    /// Whether the span may record a model's output (else [`asked_of`]
+    /// finds nothing).
+    fn may_output(self, s: &SpanRecord) -> bool {
+        self.model_call
+            || self.output
+            || super::genai_events::has_output(s)
+            || content_events::has_output(s)
+    }
+
+    /// Whether the span may record a request (else [`request_of`] and
+    /// [`has_any_input`] find nothing).
+    fn may_input(self, s: &SpanRecord) -> bool {
+        self.model_call
+            || self.input
+            || super::genai_events::has_request(s)
+            || content_events::has_request(s)
+    }
+}
+
 /// The calls span `s`'s output asked for, and the form they were read in:
 /// of the forms the span records, the one that keeps the most call ids.
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
-    let model_call = bodies::is_model_call(s);
-    if !model_call
-        && !records_output(s)
-        && !super::genai_events::has_output(s)
-        && !content_events::has_output(s)
-    {
+    let look = Look::of(s);
+    if !look.may_output(s) {
         return best;
     }
+    let model_call = look.model_call;
     let mut offer = |calls: Vec<Asked>, form: &'static str| {
         let ids = |c: &[Asked]| c.iter().filter(|a| a.id.is_some()).count();
         if !calls.is_empty() && (best.0.is_empty() || ids(&calls) > ids(&best.0)) {
             best = (calls, form);
         }
     };
-    for flat in [&OI_OUT, &OPENLLMETRY_OUT] {
+    // The named forms' keys: none there, nothing to look up.
+    let named = if look.output { &OUTPUT_KEYS[..] } else { &[] };
+    let flats = if look.output {
+        &[&OI_OUT, &OPENLLMETRY_OUT][..]
+    } else {
+        &[]
+    };
+    for flat in flats {
         if let Some(messages) = flat_messages(s, flat) {
             offer(calls_in(&messages), flat.form);
         }
     }
-    for key in &OUTPUT_KEYS {
+    for key in named {
         let form = key.1;
         let Some(text) = message_text(s, key) else {
             continue;
@@ -288,15 +349,6 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
         }
     }
     best
-}
-
-/// Whether span `s` has an attribute that may hold a model's output.
-fn records_output(s: &SpanRecord) -> bool {
-    s.span.attr_keys().any(|k| {
-        k.starts_with(OI_OUT.prefix.as_bytes())
-            || k.starts_with(OPENLLMETRY_OUT.prefix.as_bytes())
-            || OUTPUT_KEYS.iter().any(|(key, ..)| k == key.as_bytes())
-    })
 }
 
 /// The last part of a body's key that says its list holds calls.
@@ -385,6 +437,10 @@ fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
 /// records, the one that keeps the most call ids.
 fn request_of(s: &SpanRecord) -> Request {
     let mut best = Request::default();
+    let look = Look::of_input(s);
+    if !look.may_input(s) {
+        return best;
+    }
     let mut offer = |r: Request| {
         // Call ids first, then the tools' names (a form that keeps neither
         // cannot say which call a result answers).
@@ -420,7 +476,10 @@ fn request_of(s: &SpanRecord) -> Request {
     if let Some(v) = content_events::request(s) {
         offer(read_request(&v, content_events::FORM));
     }
-    for text in bodies::bodies(s, Side::Input) {
+    let bodies = look
+        .model_call
+        .then(|| bodies::bodies_of_model_call(s, Side::Input));
+    for text in bodies.into_iter().flatten() {
         if !may_hold_results(text) {
             continue;
         }
@@ -769,10 +828,23 @@ fn rebuild(
     out: &mut Analysis,
     carried: Option<&[OpenAsk]>,
 ) {
-    if asked.is_empty() && !trace.spans.iter().any(has_any_input) {
+    // Which spans record a request: asked once per span here.
+    let inputs: Vec<bool> = trace.spans.iter().map(has_any_input).collect();
+    if asked.is_empty() && !inputs.contains(&true) {
         return;
     }
-    let mut requests: Vec<Request> = trace.spans.iter().map(request_of).collect();
+    let mut requests: Vec<Request> = trace
+        .spans
+        .iter()
+        .zip(&inputs)
+        .map(|(s, &input)| {
+            if input {
+                request_of(s)
+            } else {
+                Request::default()
+            }
+        })
+        .collect();
     order::pair_noting(trace, asked, &mut requests, &mut out.notes);
     if carried.is_some() {
         idless::key_by_name(trace, &mut requests);
@@ -813,9 +885,8 @@ fn rebuild(
         let Some(answer) = answer else {
             // With no later model request in the trace, the result may be
             // in the next trace (each model call a trace of its own).
-            let later = (0..trace.spans.len()).any(|i| {
-                i != at.span && start(i) >= start(at.span) && has_any_input(&trace.spans[i])
-            });
+            let later = (0..trace.spans.len())
+                .any(|i| i != at.span && start(i) >= start(at.span) && inputs[i]);
             if let (false, Some(_)) = (later, carried) {
                 let s = &trace.spans[at.span];
                 let id = a.id.clone().unwrap_or_else(|| idless::by_name(&a.name));
@@ -1008,15 +1079,23 @@ fn left_open<'r>(
 /// that is no JSON list or object under a message key is no request (AG2's
 /// OpenLIT spans name the sending agent in `gen_ai.input.messages`).
 fn has_any_input(s: &SpanRecord) -> bool {
-    INPUT_KEYS
-        .iter()
-        .any(|k| message_text(s, k).is_some_and(|t| t.trim_start().starts_with(['[', '{'])))
-        || [&OI_IN, &OPENLLMETRY_IN]
+    let look = Look::of_input(s);
+    if !look.may_input(s) {
+        return false;
+    }
+    (look.input
+        && (INPUT_KEYS
             .iter()
-            .any(|f| has_prefix(s, f.prefix))
+            .any(|k| message_text(s, k).is_some_and(|t| t.trim_start().starts_with(['[', '{'])))
+            || [&OI_IN, &OPENLLMETRY_IN]
+                .iter()
+                .any(|f| has_prefix(s, f.prefix))))
         || super::genai_events::has_request(s)
         || content_events::has_request(s)
-        || !bodies::bodies(s, Side::Input).is_empty()
+        || (look.model_call
+            && bodies::bodies_of_model_call(s, Side::Input)
+                .next()
+                .is_some())
 }
 
 fn id_text(a: &Asked) -> String {

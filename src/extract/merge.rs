@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{Analysis, CallArgs, CallStatus, ToolCall};
-use crate::assemble::{SpanId, Trace};
+use crate::assemble::{IdMap, SpanId, Trace};
 
 /// Merges the calls of `out` that record one call (see the module
 /// comment): the merged call keeps the best arguments (with the name,
@@ -138,7 +138,7 @@ fn renest(out: &mut Analysis, records: &HashSet<SpanId>, kept: &HashMap<SpanId, 
     }
 }
 
-fn call_id<'t>(trace: &'t Trace, spans: &HashMap<SpanId, usize>, span: SpanId) -> Option<&'t str> {
+fn call_id<'t>(trace: &'t Trace, spans: &IdMap<SpanId, usize>, span: SpanId) -> Option<&'t str> {
     super::source::tool_call_id(&trace.spans[*spans.get(&span)?])
 }
 

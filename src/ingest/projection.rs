@@ -75,7 +75,7 @@ pub struct Projection {
     span_prefixes: Vec<String>,
     /// Span keys kept by their last dot-separated part (`kind` keeps
     /// `acme.span.kind`): what a family rule reads in any namespace.
-    span_tails: Vec<String>,
+    span_tails: Keys,
     resource: Keys,
     event: Keys,
 }
@@ -125,16 +125,17 @@ impl Projection {
 impl Projection {
     /// Keeps span keys whose last dot-separated part is one of `tails`.
     pub fn span_tails<S: Into<String>>(mut self, tails: impl IntoIterator<Item = S>) -> Self {
-        self.span_tails.extend(tails.into_iter().map(Into::into));
+        self.span_tails.0.extend(tails.into_iter().map(Into::into));
         self
     }
 
     fn tail_kept(&self, key: &str) -> bool {
-        if self.span_tails.is_empty() {
+        if self.span_tails.0.is_empty() {
             return false;
         }
+        // A set, not a list: every key that no exact key keeps is asked.
         let last = memchr::memrchr(b'.', key.as_bytes()).map_or(key, |at| &key[at + 1..]);
-        self.span_tails.iter().any(|t| t == last)
+        self.span_tails.contains(last)
     }
 }
 

@@ -79,26 +79,55 @@ pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
 /// Whether an attribute of span `s` whose key ends like a kind
 /// ([`KIND_ENDINGS`]) has one of `kinds` for value.
 fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
-    // Every span is asked: keys first, as bytes, and a value only for a
-    // key that ends like a kind.
-    s.span.attr_keys().any(|key| {
-        kind_like(key)
-            && std::str::from_utf8(key)
-                .ok()
-                .and_then(|k| s.attr_str(k))
-                .is_some_and(|t| names_kind(t, kinds))
-    })
+    s.span
+        .attr_keys()
+        .enumerate()
+        .any(|(i, key)| kind_at(s, i, key, kinds))
 }
 
-/// Whether `key` ends as one of [`KIND_ENDINGS`] (each ends in `d` or `e`).
+/// Whether attribute `i` of span `s`, whose key is `key`, says the span is
+/// a model call ([`is_model_call`], one attribute at a time: for a pass
+/// over the keys that asks more of each).
+pub(super) fn model_call_at(s: &SpanRecord, i: usize, key: &[u8]) -> bool {
+    kind_at(s, i, key, &MODEL_KINDS)
+}
+
+/// Whether attribute `i` of span `s`, whose key is `key`, ends like a kind
+/// and has one of `kinds` for value. Every key of every span is asked: the
+/// key first, as bytes, and the value (by its position, not looked up
+/// again) only for a key that ends like a kind.
+fn kind_at(s: &SpanRecord, i: usize, key: &[u8], kinds: &[&str]) -> bool {
+    kind_like(key)
+        && s.span
+            .attr_value(i)
+            .and_then(Val::as_str)
+            .is_some_and(|t| names_kind(t, kinds))
+}
+
+/// Whether `key` ends as one of [`KIND_ENDINGS`]: each ends in one of
+/// [`KIND_WORDS`], which one look at the last four bytes tells.
 fn kind_like(key: &[u8]) -> bool {
-    if !matches!(key.last().map(u8::to_ascii_lowercase), Some(b'd' | b'e')) {
+    let Some(last) = key.last_chunk::<4>() else {
+        return false;
+    };
+    // Lowercase as ASCII letters: a byte that is no letter may come out as
+    // one, but none of a word's letters can come out as anything else.
+    let last = u32::from_le_bytes(*last) | 0x2020_2020;
+    if !KIND_WORDS.iter().any(|w| last == u32::from_le_bytes(*w)) {
         return false;
     }
     KIND_ENDINGS.iter().any(|e| {
-        key.len() >= e.len() && key[key.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
+        let e = e.as_bytes();
+        // The endings of the word found first, then the whole ending.
+        e.last_chunk::<4>()
+            .is_some_and(|w| u32::from_le_bytes(*w) == last)
+            && key.len() >= e.len()
+            && key[key.len() - e.len()..].eq_ignore_ascii_case(e)
     })
 }
+
+/// The last four letters of every one of [`KIND_ENDINGS`], lowercase.
+const KIND_WORDS: [[u8; 4]; 3] = [*b"kind", *b"type", *b"name"];
 
 fn names_kind(text: &str, kinds: &[&str]) -> bool {
     let t = text.trim();
@@ -114,11 +143,18 @@ fn names_kind(text: &str, kinds: &[&str]) -> bool {
 /// `None` when it names neither side, or both.
 pub(super) fn side_of(key: &str) -> Option<Side> {
     let (mut input, mut output) = (false, false);
-    let is = |words: &[&str], w: &str| words.iter().any(|x| x.eq_ignore_ascii_case(w));
-    for word in words(key) {
-        input |= is(&INPUT_WORDS, word);
-        output |= is(&OUTPUT_WORDS, word);
-    }
+    // Most words have no list word's length and first letter: two byte
+    // compares say so before any word is compared whole.
+    let is = |words: &[&str], w: &str, first: u8| {
+        words.iter().any(|x| {
+            x.len() == w.len() && x.as_bytes().first() == Some(&first) && x.eq_ignore_ascii_case(w)
+        })
+    };
+    for_each_word(key, |word| {
+        let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
+        input |= is(&INPUT_WORDS, word, first);
+        output |= is(&OUTPUT_WORDS, word, first);
+    });
     match (input, output) {
         (true, false) => Some(Side::Input),
         (false, true) => Some(Side::Output),
@@ -126,75 +162,91 @@ pub(super) fn side_of(key: &str) -> Option<Side> {
     }
 }
 
-/// The words of a key (compared without regard to case): split at
-/// punctuation and where a lowercase letter meets an uppercase one
-/// (`spanInputs`: `span`, `Inputs`). Slices of `key`: this runs on every
-/// attribute of a model call and every span event, so nothing is allocated.
-fn words(key: &str) -> impl Iterator<Item = &str> {
-    let mut chars = key.char_indices();
+/// What a byte is to [`for_each_word`]: a separator, a lowercase letter
+/// or digit, or an uppercase letter.
+const SEPARATOR: u8 = 0;
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [SEPARATOR; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        if c.is_ascii_uppercase() {
+            t[i] = UPPER;
+        } else if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            t[i] = LOWER;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Calls `f` with each word of a key (compared without regard to case):
+/// split at punctuation and where a lowercase letter meets an uppercase
+/// one (`spanInputs`: `span`, `Inputs`). Slices of `key`: this runs on
+/// every attribute of a model call and every span event, so nothing is
+/// allocated, and the key is read as bytes (a word is ASCII letters and
+/// digits: every other byte, those of a character beyond ASCII among them,
+/// separates words, so every slice starts and ends at a character
+/// boundary).
+fn for_each_word<'k>(key: &'k str, mut f: impl FnMut(&'k str)) {
     let mut start: Option<usize> = None;
     let mut prev_lower = false;
-    std::iter::from_fn(move || {
-        for (i, c) in chars.by_ref() {
-            if !c.is_ascii_alphanumeric() {
-                prev_lower = false;
-                if let Some(s) = start.take() {
-                    return Some(&key[s..i]);
-                }
-                continue;
+    for (i, &c) in key.as_bytes().iter().enumerate() {
+        let class = BYTE_CLASS[usize::from(c)];
+        if class == SEPARATOR {
+            if let Some(w) = start.take().and_then(|s| key.get(s..i)) {
+                f(w);
             }
-            let split = c.is_ascii_uppercase() && prev_lower;
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-            match start {
-                Some(s) if split => {
-                    start = Some(i);
-                    return Some(&key[s..i]);
-                }
-                Some(_) => {}
-                None => start = Some(i),
-            }
+            prev_lower = false;
+            continue;
         }
-        start.take().map(|s| &key[s..])
-    })
+        match start {
+            Some(s) if class == UPPER && prev_lower => {
+                if let Some(w) = key.get(s..i) {
+                    f(w);
+                }
+                start = Some(i);
+            }
+            Some(_) => {}
+            None => start = Some(i),
+        }
+        prev_lower = class == LOWER;
+    }
+    if let Some(w) = start.and_then(|s| key.get(s..)) {
+        f(w);
+    }
 }
 
 /// The JSON texts on model-call span `s` under keys of side `side` that no
 /// named form reads there (a named key read under its own form is left to
-/// it). Empty for a span that is no model call.
-pub(super) fn bodies(s: &SpanRecord, side: Side) -> Vec<&str> {
-    if !is_model_call(s) {
-        return Vec::new();
-    }
-    bodies_of_model_call(s, side)
-}
-
-/// [`bodies`] of a span already known to be a model call.
-pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<&str> {
-    keyed_bodies_of_model_call(s, side)
-        .into_iter()
-        .map(|(_, text)| text)
-        .collect()
+/// it). For a span already known to be a model call ([`is_model_call`]);
+/// an iterator, as most callers want the first text or none.
+pub(super) fn bodies_of_model_call(s: &SpanRecord, side: Side) -> impl Iterator<Item = &str> + '_ {
+    keyed_bodies_of_model_call(s, side).map(|(_, text)| text)
 }
 
 /// [`bodies_of_model_call`], each with its key.
-pub(super) fn keyed_bodies_of_model_call(s: &SpanRecord, side: Side) -> Vec<(&str, &str)> {
+pub(super) fn keyed_bodies_of_model_call(
+    s: &SpanRecord,
+    side: Side,
+) -> impl Iterator<Item = (&str, &str)> + '_ {
     let named = match side {
         Side::Input => &INPUT_KEYS[..],
         Side::Output => &OUTPUT_KEYS[..],
     };
-    s.span
-        .attributes()
-        .filter_map(|(key, value)| {
-            let text = value.and_then(|v: Val<'_>| v.as_str())?;
-            if !text.trim_start().starts_with(['{', '[']) || side_of(key) != Some(side) {
-                return None;
-            }
-            let read_as_named = named
-                .iter()
-                .any(|k| k.0 == key && message_text(s, k).is_some());
-            (!read_as_named).then_some((key, text))
-        })
-        .collect()
+    s.span.attributes().filter_map(move |(key, value)| {
+        let text = value.and_then(|v: Val<'_>| v.as_str())?;
+        if !text.trim_start().starts_with(['{', '[']) {
+            return None;
+        }
+        // A named key (compared whole, cheaper than its words) first.
+        let read_as_named = named
+            .iter()
+            .any(|k| k.0 == key && message_text(s, k).is_some());
+        (!read_as_named && side_of(key) == Some(side)).then_some((key, text))
+    })
 }
 
 #[cfg(test)]
@@ -204,7 +256,9 @@ mod tests {
     #[test]
     fn words_split_at_punctuation_and_case_and_survive_any_text() {
         fn w(k: &str) -> Vec<&str> {
-            words(k).collect()
+            let mut out = Vec::new();
+            for_each_word(k, |w| out.push(w));
+            out
         }
         assert_eq!(w("mlflow.spanInputs"), ["mlflow", "span", "Inputs"]);
         assert_eq!(
@@ -235,6 +289,27 @@ mod tests {
         assert_eq!(side_of("acme.request_response"), None);
         // A word inside another is not that word.
         assert_eq!(side_of("acme.outputformat"), None);
+    }
+
+    #[test]
+    fn the_quick_looks_see_every_ending_and_word() {
+        // `kind_like` reads on only for keys ending in one of `KIND_WORDS`.
+        for e in KIND_ENDINGS {
+            assert!(KIND_WORDS.iter().any(|w| e.as_bytes().ends_with(w)), "{e}");
+            assert!(kind_like(e.as_bytes()) && kind_like(format!("acme.{e}").as_bytes()));
+            assert!(kind_like(e.to_uppercase().as_bytes()), "{e}");
+        }
+        assert!(!kind_like(b"acme.kind.x") && !kind_like(b"ind") && !kind_like(b"span.name"));
+        // `side_of` compares a word's first letter, lowercased, first.
+        for w in INPUT_WORDS.iter().chain(&OUTPUT_WORDS) {
+            assert!(*w == w.to_lowercase(), "{w}");
+            assert!(
+                side_of(&format!("acme.{}", w.to_uppercase())).is_some(),
+                "{w}"
+            );
+        }
+        assert!(kind_like(b"acme.SPAN.KIND") && kind_like(b"x.spanType"));
+        assert!(!kind_like(b"acme.span.kin\xc4") && !kind_like(b"span.kind\x00"));
     }
 
     #[test]

@@ -9,15 +9,13 @@
 //! request must not stand in for them: it is no call, and the
 //! conversation's calls are counted instead.
 
-use std::collections::HashMap;
-
 use super::{call_id, join, AskedAt};
-use crate::assemble::{SpanId, Trace};
+use crate::assemble::{IdMap, SpanId, Trace};
 use crate::extract::{Analysis, CallStatus, ToolCall};
 
 /// Whether `call` carries nothing of a call: no arguments, no result, no
 /// error and no call id on its span.
-fn is_hollow(call: &ToolCall, trace: &Trace, index: &HashMap<SpanId, usize>) -> bool {
+fn is_hollow(call: &ToolCall, trace: &Trace, index: &IdMap<SpanId, usize>) -> bool {
     call.args.is_none()
         && call.result.is_none()
         && call.status == CallStatus::Ok

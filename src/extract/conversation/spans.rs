@@ -20,5 +20,5 @@ pub fn reads_messages(s: &SpanRecord) -> bool {
         || (bodies::is_model_call(s)
             && [Side::Input, Side::Output]
                 .iter()
-                .any(|&side| !bodies::bodies_of_model_call(s, side).is_empty()))
+                .any(|&side| bodies::bodies_of_model_call(s, side).next().is_some()))
 }
