@@ -166,7 +166,11 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+    paired(&lines, spans);
+}
 
+/// The two decoders alternated pass by pass over `lines`, compared per pass.
+fn paired(lines: &[Vec<u8>], spans: usize) {
     // On a shared machine the load drifts between criterion's sequential
     // groups; alternate the two decoders pass by pass and compare per pass.
     let rounds: usize = std::env::var("TOOLSCORE_BENCH_ROUNDS")

@@ -540,6 +540,35 @@ enum Downstream {
     Decoding,
 }
 
+/// The two downstreams of [`forwarding`] on `rt`: one counting bytes, one
+/// decoding every request; their addresses, in that order.
+fn forwarding_sinks(
+    rt: &tokio::runtime::Runtime,
+    bytes_in: &ByteSink,
+    decoded: &CountingSink,
+) -> Vec<std::net::SocketAddr> {
+    let mut addrs = Vec::new();
+    for which in [Downstream::Bytes, Downstream::Decoding] {
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind sink");
+        addrs.push(listener.local_addr().expect("addr"));
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        let router = if which == Downstream::Bytes {
+            tonic::transport::Server::builder().add_service(bytes_in.clone())
+        } else {
+            tonic::transport::Server::builder().add_service(
+                opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(decoded.clone())
+                    .max_decoding_message_size(usize::MAX),
+            )
+        };
+        rt.spawn(async move {
+            let _ = router.serve_with_incoming(incoming).await;
+        });
+    }
+    addrs
+}
+
 /// Ingest with and without `--forward` to a local OTLP/gRPC receiver.
 /// With `scoring`, as in production: decision wait 100 ms, timed until every
 /// trace is scored (and forwarded); without, scoring is deferred to
@@ -558,25 +587,7 @@ fn forwarding(scoring: bool) {
         .expect("runtime");
     let decoded = CountingSink::default();
     let bytes_in = ByteSink::default();
-    let mut addrs = Vec::new();
-    for which in [Downstream::Bytes, Downstream::Decoding] {
-        let listener = sink_rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind sink");
-        addrs.push(listener.local_addr().expect("addr"));
-        let incoming = tonic::transport::server::TcpIncoming::from(listener);
-        let router = if which == Downstream::Bytes {
-            tonic::transport::Server::builder().add_service(bytes_in.clone())
-        } else {
-            tonic::transport::Server::builder().add_service(
-                opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(decoded.clone())
-                    .max_decoding_message_size(usize::MAX),
-            )
-        };
-        sink_rt.spawn(async move {
-            let _ = router.serve_with_incoming(incoming).await;
-        });
-    }
+    let addrs = forwarding_sinks(&sink_rt, &bytes_in, &decoded);
     let rounds = 60u64;
     // One unreported run first: the first run of the process also pays for
     // the allocator's growth (page faults of a few hundred MB). Then three
@@ -676,12 +687,19 @@ fn forwarding(scoring: bool) {
         }
         b.stop();
     }
+    let labels: Vec<&str> = configs.iter().map(|c| c.1).collect();
+    report_forwarding(mode, &labels, rates);
+}
+
+/// The median rate of each forwarding set-up (`labels`, the first without
+/// forwarding), and the share of the first each other keeps.
+fn report_forwarding(mode: &str, labels: &[&str], mut rates: Vec<Vec<f64>>) {
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     let med: Vec<f64> = rates.iter_mut().map(median).collect();
-    for ((_, label), m) in configs.iter().zip(&med) {
+    for (label, m) in labels.iter().zip(&med) {
         eprintln!("[{mode}] forwarding {label}: median {m:.0} spans/s");
     }
     eprintln!(
@@ -803,6 +821,117 @@ struct Run {
     peak_held: u64,
 }
 
+/// A tonic receiver on `rt` that decodes each request and counts its spans
+/// in `decoded`; its address.
+fn decode_only_receiver(
+    rt: &tokio::runtime::Runtime,
+    decoded: &CountingSink,
+) -> std::net::SocketAddr {
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let sink_addr = listener.local_addr().expect("addr");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let router = tonic::transport::Server::builder().add_service(
+        opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(decoded.clone())
+            .max_decoding_message_size(64 << 20),
+    );
+    rt.spawn(async move {
+        let _ = router.serve_with_incoming(incoming).await;
+    });
+    sink_addr
+}
+
+/// What each run of [`side_by_side`] sends: the load, its client runtime
+/// and the counts.
+struct SideLoad<'a> {
+    client: &'a tokio::runtime::Runtime,
+    load: Arc<Load>,
+    warm: u64,
+    requests: u64,
+    traces: u64,
+    spans: u64,
+}
+
+/// One run of `toolscore serve` under [`side_by_side`]'s load (with
+/// `projected`, decoding with [`TenKeys`]).
+fn serve_run(x: &SideLoad<'_>, round: &mut u64, projected: bool) -> Run {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("serve runtime");
+    let config = ServeConfig {
+        grpc_endpoint: "127.0.0.1:0".into(),
+        http_endpoint: "off".into(),
+        admin_endpoint: "off".into(),
+        decision_wait: DECISION_WAIT,
+        quiet: true,
+        status_interval: Duration::from_secs(3600),
+        output: Some(std::env::temp_dir().join(format!(
+            "toolscore-bench-side-by-side-{}.jsonl",
+            std::process::id()
+        ))),
+        ..ServeConfig::default()
+    };
+    let mut server = Server::new(config.clone(), Scoring::default()).expect("server");
+    if projected {
+        server = server.with_filter(Box::new(TenKeys));
+    }
+    let stats = server.stats();
+    let listeners = rt.block_on(Listeners::bind(&config)).expect("bind");
+    let addr = listeners.grpc_addr().expect("grpc addr");
+    let token = CancellationToken::new();
+    let handle = rt.spawn(server.serve(listeners, token.clone()));
+    let wait_scored = |n: u64| {
+        let t = Instant::now();
+        while stats.snapshot().traces_scored < n {
+            assert!(
+                t.elapsed() < Duration::from_secs(600),
+                "not all traces were scored"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    x.client
+        .block_on(drive(addr, Arc::clone(&x.load), *round, x.warm));
+    *round += x.warm;
+    wait_scored(x.warm * SBS_TRACES_PER_REQUEST as u64);
+    let start = Instant::now();
+    let cpu0 = process_cpu();
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (stats, sampling) = (stats.clone(), Arc::clone(&sampling));
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while sampling.load(Ordering::Relaxed) {
+                peak = peak.max(stats.snapshot().buffered_spans);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            peak
+        })
+    };
+    let retries = x
+        .client
+        .block_on(drive(addr, Arc::clone(&x.load), *round, x.requests));
+    *round += x.requests;
+    wait_scored((x.warm * SBS_TRACES_PER_REQUEST as u64) + x.traces);
+    let elapsed = start.elapsed().saturating_sub(DECISION_WAIT);
+    let cpu = process_cpu().saturating_sub(cpu0);
+    sampling.store(false, Ordering::Relaxed);
+    let peak_held = sampler.join().expect("sampler");
+    token.cancel();
+    rt.block_on(handle).expect("serve task").expect("serve");
+    if let Some(p) = &config.output {
+        let _ = std::fs::remove_file(p);
+    }
+    Run {
+        rate: x.spans as f64 / elapsed.as_secs_f64(),
+        per_cpu: x.spans as f64 / cpu.as_secs_f64(),
+        retries,
+        peak_held,
+    }
+}
+
 /// `toolscore serve` (scoring on, `--output` written, decision wait 100 ms,
 /// subtracted) against a tonic receiver that only decodes (tonic's prost
 /// codec, spans counted), driven by the same load generator: the ratio is
@@ -832,18 +961,7 @@ fn side_by_side(serve_alone: bool) {
         .build()
         .expect("receiver runtime");
     let decoded = CountingSink::default();
-    let listener = sink_rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind");
-    let sink_addr = listener.local_addr().expect("addr");
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    let router = tonic::transport::Server::builder().add_service(
-        opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(decoded.clone())
-            .max_decoding_message_size(64 << 20),
-    );
-    sink_rt.spawn(async move {
-        let _ = router.serve_with_incoming(incoming).await;
-    });
+    let sink_addr = decode_only_receiver(&sink_rt, &decoded);
     let mut round = 1u64 << 32;
     let decode_only = |round: &mut u64| -> Run {
         client.block_on(drive(sink_addr, Arc::clone(&load), *round, warm));
@@ -863,79 +981,15 @@ fn side_by_side(serve_alone: bool) {
             peak_held: 0,
         }
     };
-    let serve = |round: &mut u64, projected: bool| -> Run {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("serve runtime");
-        let config = ServeConfig {
-            grpc_endpoint: "127.0.0.1:0".into(),
-            http_endpoint: "off".into(),
-            admin_endpoint: "off".into(),
-            decision_wait: DECISION_WAIT,
-            quiet: true,
-            status_interval: Duration::from_secs(3600),
-            output: Some(std::env::temp_dir().join(format!(
-                "toolscore-bench-side-by-side-{}.jsonl",
-                std::process::id()
-            ))),
-            ..ServeConfig::default()
-        };
-        let mut server = Server::new(config.clone(), Scoring::default()).expect("server");
-        if projected {
-            server = server.with_filter(Box::new(TenKeys));
-        }
-        let stats = server.stats();
-        let listeners = rt.block_on(Listeners::bind(&config)).expect("bind");
-        let addr = listeners.grpc_addr().expect("grpc addr");
-        let token = CancellationToken::new();
-        let handle = rt.spawn(server.serve(listeners, token.clone()));
-        let wait_scored = |n: u64| {
-            let t = Instant::now();
-            while stats.snapshot().traces_scored < n {
-                assert!(
-                    t.elapsed() < Duration::from_secs(600),
-                    "not all traces were scored"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        };
-        client.block_on(drive(addr, Arc::clone(&load), *round, warm));
-        *round += warm;
-        wait_scored(warm * SBS_TRACES_PER_REQUEST as u64);
-        let start = Instant::now();
-        let cpu0 = process_cpu();
-        let sampling = Arc::new(AtomicBool::new(true));
-        let sampler = {
-            let (stats, sampling) = (stats.clone(), Arc::clone(&sampling));
-            std::thread::spawn(move || {
-                let mut peak = 0;
-                while sampling.load(Ordering::Relaxed) {
-                    peak = peak.max(stats.snapshot().buffered_spans);
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                peak
-            })
-        };
-        let retries = client.block_on(drive(addr, Arc::clone(&load), *round, requests));
-        *round += requests;
-        wait_scored((warm * SBS_TRACES_PER_REQUEST as u64) + traces);
-        let elapsed = start.elapsed().saturating_sub(DECISION_WAIT);
-        let cpu = process_cpu().saturating_sub(cpu0);
-        sampling.store(false, Ordering::Relaxed);
-        let peak_held = sampler.join().expect("sampler");
-        token.cancel();
-        rt.block_on(handle).expect("serve task").expect("serve");
-        if let Some(p) = &config.output {
-            let _ = std::fs::remove_file(p);
-        }
-        Run {
-            rate: spans as f64 / elapsed.as_secs_f64(),
-            per_cpu: spans as f64 / cpu.as_secs_f64(),
-            retries,
-            peak_held,
-        }
+    let x = SideLoad {
+        client: &client,
+        load: Arc::clone(&load),
+        warm,
+        requests,
+        traces,
+        spans,
     };
+    let serve = |round: &mut u64, projected: bool| serve_run(&x, round, projected);
     let bytes = load.base.len();
     eprintln!(
         "side by side: {spans} spans per run in {requests} requests of {SBS_TRACES_PER_REQUEST} \

@@ -51,6 +51,11 @@ fn each_instrumentation_reports_the_arguments_the_tools_received() {
 
 /// Each instrumentation's test file and the calls its tools received.
 fn expected_calls() -> Vec<(&'static str, Vec<Call>)> {
+    [first_calls(), later_calls()].concat()
+}
+
+/// [`expected_calls`] up to AG2's file.
+fn first_calls() -> Vec<(&'static str, Vec<Call>)> {
     let oi = |name: &str, args: Value, result: Value| call(name, args, result, "openinference");
     vec![
         (
@@ -126,6 +131,13 @@ fn expected_calls() -> Vec<(&'static str, Vec<Call>)> {
                 ),
             ],
         ),
+    ]
+}
+
+/// [`expected_calls`] from AG2's file on.
+fn later_calls() -> Vec<(&'static str, Vec<Call>)> {
+    let oi = |name: &str, args: Value, result: Value| call(name, args, result, "openinference");
+    vec![
         (
             // AG2: the function call `{"name", "arguments": "<JSON>"}` in,
             // `[success, message]` out.
