@@ -631,9 +631,12 @@ fn a_big_fixture_in_serve_costs_at_most_four_times_its_size() {
             &["--expected", &fixture, "--shutdown-timeout", "600s"],
             &out,
         );
-        serve.signal("INT");
         let pid = serve.child.id();
-        let mut peak = 0;
+        // Read once while serve surely runs: a small fixture's serve may
+        // exit before the first reading below, and an exited process has
+        // no VmHWM.
+        let mut peak = peak_rss(pid).unwrap_or(0);
+        serve.signal("INT");
         // Every 2 ms: the interval of the peak reading, not of a wait.
         let status = poll_every(
             Duration::from_millis(2),
