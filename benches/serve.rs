@@ -882,6 +882,7 @@ fn serve_run(x: &SideLoad<'_>, round: &mut u64, projected: bool) -> Run {
     let addr = listeners.grpc_addr().expect("grpc addr");
     let token = CancellationToken::new();
     let handle = rt.spawn(server.serve(listeners, token.clone()));
+    // Polls with a deadline; the 1 ms sleep is the polling interval.
     let wait_scored = |n: u64| {
         let t = Instant::now();
         while stats.snapshot().traces_scored < n {
@@ -903,6 +904,7 @@ fn serve_run(x: &SideLoad<'_>, round: &mut u64, projected: bool) -> Run {
         let (stats, sampling) = (stats.clone(), Arc::clone(&sampling));
         std::thread::spawn(move || {
             let mut peak = 0;
+            // Every 1 ms: the sampling interval, not a wait.
             while sampling.load(Ordering::Relaxed) {
                 peak = peak.max(stats.snapshot().buffered_spans);
                 std::thread::sleep(Duration::from_millis(1));

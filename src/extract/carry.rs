@@ -307,10 +307,6 @@ impl<T> Carry<T> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-    use opentelemetry_proto::tonic::resource::v1::Resource;
     use serde_json::{json, Value};
 
     use super::*;
@@ -338,7 +334,7 @@ mod tests {
             .collect();
         let input = Value::Array(input).to_string();
         let output = json!([{"role": "assistant", "parts": parts}]).to_string();
-        let mut s = crate::extract::tests::sp(
+        let s = crate::extract::tests::sp(
             trace,
             None,
             when,
@@ -349,16 +345,7 @@ mod tests {
                 ("gen_ai.output.messages", &output),
             ],
         );
-        s.resource = Arc::new(Resource {
-            attributes: vec![KeyValue {
-                key: "service.instance.id".into(),
-                value: Some(AnyValue {
-                    value: Some(any_value::Value::StringValue(process.into())),
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        });
+        let s = crate::extract::test_support::in_process(s, process);
         Trace::new(TraceId([trace; 16]), vec![s], 0)
     }
 

@@ -177,9 +177,8 @@ mod tests {
     use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 
     use crate::assemble::{Trace, TraceId};
-    use crate::extract::carry::{Carry, Left};
+    use crate::extract::test_support::read_in_order;
     use crate::extract::tests::sp;
-    use crate::extract::{Analysis, Extractor};
 
     /// A made-up vendor's agent trace: an agent run with one tool span
     /// (`acme.span.kind = tool`) over `when`.
@@ -226,29 +225,11 @@ mod tests {
         Trace::new(TraceId([trace; 16]), vec![s], 0)
     }
 
-    /// Reads `traces` in order as `inspect` does.
-    fn read(traces: Vec<Trace>) -> Vec<Analysis> {
-        let x = Extractor::default();
-        let mut carry = Carry::default();
-        let mut out = Vec::new();
-        for t in traces {
-            let mut first = x.analyze(&t);
-            let left = Left::of(first.open.take(), || t);
-            out.extend(carry.settle(first, left, |t, carried| {
-                let mut a = x.analyze_carried(t, carried);
-                let open = a.open.take();
-                (a, open)
-            }));
-        }
-        out.extend(carry.finish());
-        out
-    }
-
     const ARGS: &str = r#"{"room": 12}"#;
 
     #[test]
     fn the_clients_trace_of_a_call_counted_before_counts_nothing() {
-        let got = read(vec![caller(1, (10, 50), ARGS), client(2, (20, 40), ARGS)]);
+        let got = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (20, 40), ARGS)]);
         assert_eq!(got[0].calls.len(), 1);
         assert!(got[1].calls.is_empty(), "{:?}", got[1].calls);
         let note = &got[1].notes[0];
@@ -260,15 +241,15 @@ mod tests {
 
     #[test]
     fn other_arguments_another_time_or_a_second_record_stay_calls() {
-        let other = read(vec![
+        let other = read_in_order(vec![
             caller(1, (10, 50), ARGS),
             client(2, (20, 40), r#"{"room": 13}"#),
         ]);
         assert_eq!(other[1].calls.len(), 1);
-        let outside = read(vec![caller(1, (10, 50), ARGS), client(2, (45, 60), ARGS)]);
+        let outside = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (45, 60), ARGS)]);
         assert_eq!(outside[1].calls.len(), 1);
         // Each earlier call takes one record at most.
-        let twice = read(vec![
+        let twice = read_in_order(vec![
             caller(1, (10, 50), ARGS),
             client(2, (20, 30), ARGS),
             client(3, (32, 40), ARGS),
@@ -281,7 +262,7 @@ mod tests {
     fn a_client_trace_read_first_waits_for_the_caller() {
         // Held (with the trace after it) until the caller's trace comes,
         // then read again; the output keeps the input's order.
-        let got = read(vec![
+        let got = read_in_order(vec![
             client(2, (20, 40), ARGS),
             client(3, (60, 70), r#"{"room": 14}"#),
             caller(1, (10, 50), ARGS),
@@ -294,7 +275,7 @@ mod tests {
             got[0].notes
         );
         // No caller comes: every held trace is given at the end, as read.
-        let alone = read(vec![client(2, (20, 40), ARGS), client(3, (60, 70), ARGS)]);
+        let alone = read_in_order(vec![client(2, (20, 40), ARGS), client(3, (60, 70), ARGS)]);
         assert_eq!(
             alone.iter().map(|a| a.calls.len()).collect::<Vec<_>>(),
             [1, 1]

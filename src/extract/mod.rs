@@ -18,6 +18,8 @@ mod genai_events;
 #[cfg(test)]
 mod generic_tests;
 mod haystack_history;
+#[cfg(test)]
+mod test_support;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
 mod heldout3_tests;

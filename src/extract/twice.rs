@@ -63,30 +63,12 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo) -> OpenAsk {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-    use opentelemetry_proto::tonic::resource::v1::Resource;
     use serde_json::json;
 
-    use crate::assemble::{SpanRecord, Trace, TraceId};
-    use crate::extract::carry::{Carry, Left};
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::test_support::{in_process, read_in_order};
     use crate::extract::tests::sp;
-    use crate::extract::{Analysis, Extractor};
-
-    fn in_process(mut s: SpanRecord, process: &str) -> SpanRecord {
-        s.resource = Arc::new(Resource {
-            attributes: vec![KeyValue {
-                key: "service.instance.id".into(),
-                value: Some(AnyValue {
-                    value: Some(any_value::Value::StringValue(process.into())),
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        });
-        s
-    }
+    use crate::extract::Analysis;
 
     /// A made-up vendor's model call as a trace of its own: its request
     /// carries `result` for call `id` after the model's turn asking for
@@ -142,24 +124,6 @@ mod tests {
         Trace::new(TraceId([trace; 16]), spans, 0)
     }
 
-    /// Reads `traces` in order as `inspect` does.
-    fn read(traces: Vec<Trace>) -> Vec<Analysis> {
-        let x = Extractor::default();
-        let mut carry = Carry::default();
-        let mut out = Vec::new();
-        for t in traces {
-            let mut first = x.analyze(&t);
-            let left = Left::of(first.open.take(), || t);
-            out.extend(carry.settle(first, left, |t, carried| {
-                let mut a = x.analyze_carried(t, carried);
-                let open = a.open.take();
-                (a, open)
-            }));
-        }
-        out.extend(carry.finish());
-        out
-    }
-
     fn counts(got: &[Analysis]) -> Vec<usize> {
         got.iter().map(|a| a.calls.len()).collect()
     }
@@ -167,7 +131,7 @@ mod tests {
     #[test]
     fn a_conversation_call_and_a_tool_span_of_one_id_in_two_traces_count_once() {
         // The model call inside the framework's run, in either order.
-        let got = read(vec![
+        let got = read_in_order(vec![
             model_call(1, (30, 40), "p", "call_7"),
             framework(2, (0, 100), "p", "call_7"),
         ]);
@@ -178,7 +142,7 @@ mod tests {
             "{:?}",
             got[1].notes
         );
-        let got = read(vec![
+        let got = read_in_order(vec![
             framework(2, (0, 100), "p", "call_7"),
             model_call(1, (30, 40), "p", "call_7"),
         ]);
@@ -187,7 +151,7 @@ mod tests {
 
     #[test]
     fn two_instrumentations_of_one_model_call_count_it_once() {
-        let got = read(vec![
+        let got = read_in_order(vec![
             model_call(1, (30, 40), "p", "call_7"),
             model_call(2, (29, 41), "p", "call_7"),
         ]);
@@ -196,19 +160,19 @@ mod tests {
 
     #[test]
     fn another_id_process_or_time_stays_a_call() {
-        let other_id = read(vec![
+        let other_id = read_in_order(vec![
             model_call(1, (30, 40), "p", "call_7"),
             framework(2, (0, 100), "p", "call_8"),
         ]);
         assert_eq!(counts(&other_id), [1, 1]);
-        let other_process = read(vec![
+        let other_process = read_in_order(vec![
             model_call(1, (30, 40), "p", "call_7"),
             model_call(2, (30, 40), "q", "call_7"),
         ]);
         assert_eq!(counts(&other_process), [1, 1]);
         // A scripted model giving every run the same ids: runs one after
         // the other are calls of their own.
-        let later_run = read(vec![
+        let later_run = read_in_order(vec![
             model_call(1, (30, 40), "p", "call_7"),
             model_call(2, (50, 60), "p", "call_7"),
         ]);
