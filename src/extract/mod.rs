@@ -326,8 +326,9 @@ impl Default for Extractor {
         static BUILTIN: OnceLock<Extractor> = OnceLock::new();
         BUILTIN
             .get_or_init(|| {
-                // The built-in table is constant; tests compile it.
-                Extractor::new(&rules::builtin())
+                // The built-in table is constant; tests compile it, so its
+                // regexes wait for their first use.
+                Extractor::compiled(&rules::builtin(), rules::Regexes::FirstUse)
                     .unwrap_or_else(|e| panic!("built-in rules do not compile: {e}"))
             })
             .clone()
@@ -337,10 +338,14 @@ impl Default for Extractor {
 impl Extractor {
     /// Compiles `specs` (sorted by priority, ties in the given order).
     pub fn new(specs: &[RuleSpec]) -> Result<Self, RuleError> {
+        Extractor::compiled(specs, rules::Regexes::Now)
+    }
+
+    fn compiled(specs: &[RuleSpec], regexes: rules::Regexes) -> Result<Self, RuleError> {
         let mut keys = KeyTable::default();
         let mut rules = specs
             .iter()
-            .map(|s| rules::compile(s, &mut keys))
+            .map(|s| rules::compile_as(s, &mut keys, regexes))
             .collect::<Result<Vec<_>, _>>()?;
         rules.sort_by_key(|r| r.priority()); // stable
         Ok(Extractor {

@@ -7,7 +7,7 @@
 //! them and users can copy and override them. Specs are compiled into
 //! [`Rule`]s (regexes built, attribute keys resolved) by the extractor.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
@@ -428,7 +428,7 @@ pub(crate) enum Test {
         encoded: String,
         text: String,
     },
-    Matches(Regex),
+    Matches(Pattern),
 }
 
 #[derive(Debug, Clone)]
@@ -453,7 +453,7 @@ pub(crate) enum Field {
 #[derive(Debug, Clone)]
 pub(crate) struct Source {
     pub field: Field,
-    pub pattern: Option<Regex>,
+    pub pattern: Option<Pattern>,
     pub decode: Decode,
     pub mime_attr: Option<String>,
     pub schema_attr: Option<String>,
@@ -591,6 +591,53 @@ fn regex(rule: &str, re: &str) -> Result<Regex, RuleError> {
     regex_within(rule, re, REGEX_LIMIT)
 }
 
+/// When a table's regexes are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Regexes {
+    /// Before the run: a bad pattern is an error up front (a user's table).
+    Now,
+    /// When first matched: for the built-in table only, whose patterns a
+    /// test compiles. A run reads a few conventions' spans, and compiling
+    /// every pattern at start was most of a short run's start-up.
+    FirstUse,
+}
+
+/// A rule's regex, compiled now or at first use ([`Regexes`]); clones
+/// share it, so each pattern compiles once per run whatever the threads.
+#[derive(Clone)]
+pub(crate) struct Pattern(Arc<(Box<str>, OnceLock<Regex>)>);
+
+impl Pattern {
+    fn new(rule: &str, re: &str, when: Regexes) -> Result<Pattern, RuleError> {
+        let compiled = OnceLock::new();
+        if when == Regexes::Now {
+            let _ = compiled.set(regex(rule, re)?);
+        }
+        Ok(Pattern(Arc::new((re.into(), compiled))))
+    }
+}
+
+impl std::ops::Deref for Pattern {
+    type Target = Regex;
+
+    fn deref(&self) -> &Regex {
+        let (text, compiled) = &*self.0;
+        compiled.get_or_init(|| {
+            // Only built-in patterns wait for their first use, and a test
+            // compiles each; were one to fail, it matches nothing.
+            regex("", text)
+                .unwrap_or_else(|_| Regex::new(r"[^\s\S]").unwrap_or_else(|e| unreachable!("{e}")))
+        })
+    }
+}
+
+impl std::fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As regex's own, without compiling it.
+        f.debug_tuple("Regex").field(&&*self.0 .0).finish()
+    }
+}
+
 fn regex_within(rule: &str, re: &str, limit: usize) -> Result<Regex, RuleError> {
     RegexBuilder::new(re)
         .size_limit(limit)
@@ -682,7 +729,12 @@ fn invalid(rule: &str, reason: impl Into<String>) -> RuleError {
     }
 }
 
-fn compile_cond(rule: &str, c: &CondSpec, slots: &mut dyn Slots) -> Result<Cond, RuleError> {
+fn compile_cond(
+    rule: &str,
+    c: &CondSpec,
+    slots: &mut dyn Slots,
+    when: Regexes,
+) -> Result<Cond, RuleError> {
     let targets = usize::from(c.attr.is_some()) + usize::from(c.span_name) + usize::from(c.scope);
     if !c.any.is_empty() {
         if targets > 0 || c.equals.is_some() || c.matches.is_some() || c.json {
@@ -691,7 +743,7 @@ fn compile_cond(rule: &str, c: &CondSpec, slots: &mut dyn Slots) -> Result<Cond,
         let inner = c
             .any
             .iter()
-            .map(|x| compile_cond(rule, x, slots))
+            .map(|x| compile_cond(rule, x, slots, when))
             .collect::<Result<_, _>>()?;
         return Ok(Cond::Any(inner));
     }
@@ -708,7 +760,7 @@ fn compile_cond(rule: &str, c: &CondSpec, slots: &mut dyn Slots) -> Result<Cond,
             text: v.clone(),
         },
         (Some(v), None) => Test::Equals(v.clone()),
-        (None, Some(re)) => Test::Matches(regex(rule, re)?),
+        (None, Some(re)) => Test::Matches(Pattern::new(rule, re, when)?),
         (None, None) if c.attr.is_some() => Test::Present,
         (None, None) => {
             return Err(invalid(
@@ -730,7 +782,7 @@ fn compile_cond(rule: &str, c: &CondSpec, slots: &mut dyn Slots) -> Result<Cond,
     })
 }
 
-fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
+fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, RuleError> {
     let field = match (&s.attr, s.span_name, &s.event) {
         (Some(a), false, None) => Field::Attr(a.clone()),
         (Some(a), false, Some(e)) => Field::Event {
@@ -757,7 +809,11 @@ fn compile_source(rule: &str, s: &SourceSpec) -> Result<Source, RuleError> {
     }
     Ok(Source {
         field,
-        pattern: s.pattern.as_deref().map(|p| regex(rule, p)).transpose()?,
+        pattern: s
+            .pattern
+            .as_deref()
+            .map(|p| Pattern::new(rule, p, when))
+            .transpose()?,
         decode: s.decode,
         mime_attr: s.mime_attr.clone(),
         schema_attr: s.schema_attr.clone(),
@@ -800,7 +856,12 @@ pub(crate) fn spec_keys(spec: &RuleSpec) -> impl Iterator<Item = &str> {
 }
 
 /// Compiles one spec; attribute keys in conditions get slots from `slots`.
-pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, RuleError> {
+/// Its regexes are compiled as `regexes` says.
+pub(crate) fn compile_as(
+    spec: &RuleSpec,
+    slots: &mut dyn Slots,
+    regexes: Regexes,
+) -> Result<Rule, RuleError> {
     let r = spec.name.as_str();
     if r.trim().is_empty() {
         return Err(invalid("", "a rule needs a `name`"));
@@ -821,10 +882,12 @@ pub(crate) fn compile(spec: &RuleSpec, slots: &mut dyn Slots) -> Result<Rule, Ru
         return Err(invalid(r, "`name_from` needs at least one source"));
     }
     let conds = |list: &[CondSpec], slots: &mut dyn Slots| -> Result<Vec<Cond>, RuleError> {
-        list.iter().map(|c| compile_cond(r, c, slots)).collect()
+        list.iter()
+            .map(|c| compile_cond(r, c, slots, regexes))
+            .collect()
     };
     let sources = |list: &[SourceSpec]| -> Result<Vec<Source>, RuleError> {
-        list.iter().map(|s| compile_source(r, s)).collect()
+        list.iter().map(|s| compile_source(r, s, regexes)).collect()
     };
     let when = conds(&spec.when, slots)?;
     let needs = when.iter().fold(0u64, |m, c| match c {
@@ -930,7 +993,7 @@ mod tests {
         assert!(specs.len() >= 20, "{}", specs.len());
         let mut slots = Count(Vec::new());
         for s in &specs {
-            compile(s, &mut slots).unwrap();
+            compile_as(s, &mut slots, Regexes::Now).unwrap();
         }
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         let mut unique = names.clone();
@@ -972,10 +1035,10 @@ mod tests {
             }],
             ..RuleSpec::default()
         };
-        assert!(compile(&spec, &mut slots).is_err());
+        assert!(compile_as(&spec, &mut slots, Regexes::Now).is_err());
         spec.when = vec![CondSpec::span_name_matches("(")];
         assert!(matches!(
-            compile(&spec, &mut slots),
+            compile_as(&spec, &mut slots, Regexes::Now),
             Err(RuleError::Regex { .. })
         ));
     }

@@ -82,26 +82,46 @@ pub struct Projection {
 
 /// A set of exact keys. Every attribute of every span is looked up here:
 /// foldhash is several times cheaper than SipHash on such short keys, and
-/// the set itself is ours, not the input's.
+/// the set itself is ours, not the input's. The lengths the set holds (bit
+/// `n`: a key of `n` bytes, the last bit any longer) turn most keys away
+/// before they are hashed.
 #[derive(Debug, Clone, Default)]
-struct Keys(HashSet<String, foldhash::fast::RandomState>);
+struct Keys {
+    set: HashSet<String, foldhash::fast::RandomState>,
+    lengths: u64,
+}
 
 impl Keys {
+    fn length_bit(key: &str) -> u64 {
+        1 << key.len().min(63)
+    }
+
     fn contains(&self, key: &str) -> bool {
-        self.0.contains(key)
+        self.lengths & Keys::length_bit(key) != 0 && self.set.contains(key)
+    }
+
+    fn extend(&mut self, keys: impl IntoIterator<Item = String>) {
+        for k in keys {
+            self.lengths |= Keys::length_bit(&k);
+            self.set.insert(k);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.set.is_empty()
     }
 }
 
 impl Projection {
     /// Keeps `keys` on resources (join and session keys).
     pub fn resource_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
-        self.resource.0.extend(keys.into_iter().map(Into::into));
+        self.resource.extend(keys.into_iter().map(Into::into));
         self
     }
 
     /// Keeps `keys` on span events.
     pub fn event_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
-        self.event.0.extend(keys.into_iter().map(Into::into));
+        self.event.extend(keys.into_iter().map(Into::into));
         self
     }
 
@@ -114,7 +134,6 @@ impl Projection {
     ) -> Self {
         self.span
             .get_or_insert_with(Keys::default)
-            .0
             .extend(keys.into_iter().map(Into::into));
         self.span_prefixes
             .extend(prefixes.into_iter().map(Into::into));
@@ -125,12 +144,12 @@ impl Projection {
 impl Projection {
     /// Keeps span keys whose last dot-separated part is one of `tails`.
     pub fn span_tails<S: Into<String>>(mut self, tails: impl IntoIterator<Item = S>) -> Self {
-        self.span_tails.0.extend(tails.into_iter().map(Into::into));
+        self.span_tails.extend(tails.into_iter().map(Into::into));
         self
     }
 
     fn tail_kept(&self, key: &str) -> bool {
-        if self.span_tails.0.is_empty() {
+        if self.span_tails.is_empty() {
             return false;
         }
         // A set, not a list: every key that no exact key keeps is asked.
@@ -144,10 +163,13 @@ impl KeyFilter for Projection {
         match at {
             AttrsOf::Span => self.span.as_ref().is_none_or(|keys| {
                 keys.contains(key)
-                    || self
-                        .span_prefixes
-                        .iter()
-                        .any(|p| key.starts_with(p.as_str()))
+                    || self.span_prefixes.iter().any(|p| {
+                        // The first byte before the whole prefix: most keys
+                        // start with none of theirs.
+                        p.is_empty()
+                            || key.as_bytes().first() == p.as_bytes().first()
+                                && key.starts_with(p.as_str())
+                    })
                     || self.tail_kept(key)
             }),
             AttrsOf::Resource => self.resource.contains(key),

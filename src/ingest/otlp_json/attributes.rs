@@ -148,12 +148,17 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
         // unless its value holds JSON (`json_only`).
         let mut dropped = false;
         let mut json_only = false;
+        // The filter's answer for the key read, asked once: every attribute
+        // of every span is asked.
+        let mut keeps_key: Option<bool> = None;
         while let Some(Key(k)) = map.next_key()? {
             match &*k {
                 "key" => {
                     // Tested borrowed: a dropped key is never copied.
                     let s = str_field(map.next_value()?, "key", &mut inner);
-                    dropped = !self.keeps(&s);
+                    let keeps = self.keeps(&s);
+                    keeps_key = Some(keeps);
+                    dropped = !keeps;
                     json_only = dropped && self.keeps_json();
                     key = (!dropped || json_only).then_some(s);
                 }
@@ -169,7 +174,8 @@ impl<'de> Visitor<'de> for KeyValueSeed<'_, '_> {
         }
         let key = key.unwrap_or_default();
         let json = matches!(&value, Some(AnyIn::Str(t)) if holds_json(t));
-        let kept = !dropped && self.keeps(&key) || self.keeps_json() && json;
+        let kept =
+            !dropped && keeps_key.unwrap_or_else(|| self.keeps(&key)) || self.keeps_json() && json;
         if !kept {
             return Ok(None);
         }
