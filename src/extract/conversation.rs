@@ -66,11 +66,13 @@ pub use spans::reads_messages;
 pub const FROM_CONVERSATION: &str = "conversation";
 
 /// Prefixes of flattened messages (projection at decode).
-pub(crate) const SPAN_KEY_PREFIXES: [&str; 4] = [
+pub(crate) const SPAN_KEY_PREFIXES: [&str; 6] = [
     OI_OUT.prefix,
     OI_IN.prefix,
     OPENLLMETRY_OUT.prefix,
     OPENLLMETRY_IN.prefix,
+    TRACEAI_OUT.prefix,
+    TRACEAI_IN.prefix,
 ];
 
 /// Messages flattened into indexed attributes:
@@ -98,6 +100,18 @@ const OPENLLMETRY_IN: Flat = Flat {
     prefix: "gen_ai.prompt.",
     form: "openllmetry",
 };
+// traceAI: the OTel GenAI keys, flattened as OpenInference's are.
+const TRACEAI_OUT: Flat = Flat {
+    prefix: "gen_ai.output.messages.",
+    form: "traceai",
+};
+const TRACEAI_IN: Flat = Flat {
+    prefix: "gen_ai.input.messages.",
+    form: "traceai",
+};
+/// The flattened forms of a model's output, and of a request.
+const FLAT_OUT: [&Flat; 3] = [&OI_OUT, &OPENLLMETRY_OUT, &TRACEAI_OUT];
+const FLAT_IN: [&Flat; 3] = [&OI_IN, &OPENLLMETRY_IN, &TRACEAI_IN];
 
 /// A JSON attribute holding a model's output or request, the form it
 /// names, and, for generic keys, the attribute that marks the span as a
@@ -249,8 +263,7 @@ impl Look {
         for (i, k) in s.span.attr_keys().enumerate() {
             look.model_call = look.model_call || bodies::model_call_at(s, i, k);
             look.output = look.output
-                || k.starts_with(OI_OUT.prefix.as_bytes())
-                || k.starts_with(OPENLLMETRY_OUT.prefix.as_bytes())
+                || FLAT_OUT.iter().any(|f| k.starts_with(f.prefix.as_bytes()))
                 || named(&OUTPUT_KEYS, k);
         }
         look
@@ -260,8 +273,7 @@ impl Look {
     fn of_input(s: &SpanRecord) -> Look {
         let mut look = Look::of(s);
         look.input = s.span.attr_keys().any(|k| {
-            k.starts_with(OI_IN.prefix.as_bytes())
-                || k.starts_with(OPENLLMETRY_IN.prefix.as_bytes())
+            FLAT_IN.iter().any(|f| k.starts_with(f.prefix.as_bytes()))
                 || INPUT_KEYS.iter().any(|m| k == m.0.as_bytes())
         });
         look
@@ -304,11 +316,7 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     };
     // The named forms' keys: none there, nothing to look up.
     let named = if look.output { &OUTPUT_KEYS[..] } else { &[] };
-    let flats = if look.output {
-        &[&OI_OUT, &OPENLLMETRY_OUT][..]
-    } else {
-        &[]
-    };
+    let flats = if look.output { &FLAT_OUT[..] } else { &[] };
     for flat in flats {
         if let Some(messages) = flat_messages(s, flat) {
             offer(calls_in(&messages), flat.form);
@@ -452,7 +460,7 @@ fn request_of(s: &SpanRecord) -> Request {
             best = r;
         }
     };
-    for flat in [&OI_IN, &OPENLLMETRY_IN] {
+    for flat in FLAT_IN {
         if let Some(messages) = flat_messages(s, flat) {
             offer(read_request(&messages, flat.form));
         }
@@ -1087,9 +1095,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
         && (INPUT_KEYS
             .iter()
             .any(|k| message_text(s, k).is_some_and(|t| t.trim_start().starts_with(['[', '{'])))
-            || [&OI_IN, &OPENLLMETRY_IN]
-                .iter()
-                .any(|f| has_prefix(s, f.prefix))))
+            || FLAT_IN.iter().any(|f| has_prefix(s, f.prefix))))
         || super::genai_events::has_request(s)
         || content_events::has_request(s)
         || (look.model_call
