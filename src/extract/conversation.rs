@@ -53,6 +53,7 @@ mod bodies;
 mod content_events;
 mod hollow;
 mod idless;
+mod later;
 mod order;
 mod spans;
 mod text_results;
@@ -882,7 +883,7 @@ fn rebuild(
             Some(id) => answered.get(id).and_then(|list| {
                 list.iter()
                     .find(|(i, ans)| {
-                        *i != at.span
+                        (*i != at.span || later::carries(&requests[*i], a))
                             && start(*i) >= start(at.span)
                             && ans.name.as_deref().is_none_or(|n| n == a.name)
                     })
@@ -963,13 +964,16 @@ fn repeated_in_requests<'r>(
     // the first request did not carry already.
     let mut before_trace: Option<HashSet<&str>> = None;
     for (i, r) in requests.iter().enumerate() {
-        let candidates: &[Asked] = match &before_trace {
-            None => &r.last_turn,
-            Some(_) => &r.history,
+        // (Of the first request, also its history past a call this trace
+        // asked for: `later`.)
+        let own = later::after_asked(r, asked);
+        let candidates: Vec<&Asked> = match &before_trace {
+            None => r.last_turn.iter().chain(own).collect(),
+            Some(_) => r.history.iter().collect(),
         };
         let earlier = before_trace.as_ref();
         let fresh: Vec<&Asked> = candidates
-            .iter()
+            .into_iter()
             .filter(|a| {
                 a.id.as_deref()
                     .is_some_and(|id| earlier.is_none_or(|e| !e.contains(id)))
@@ -978,7 +982,12 @@ fn repeated_in_requests<'r>(
         // The trace's first request decides (one with no result at all
         // starts the conversation here).
         if before_trace.is_none() && has_any_input(&trace.spans[i]) {
-            let last: HashSet<&str> = r.last_turn.iter().filter_map(|a| a.id.as_deref()).collect();
+            let last: HashSet<&str> = r
+                .last_turn
+                .iter()
+                .chain(own)
+                .filter_map(|a| a.id.as_deref())
+                .collect();
             before_trace = Some(
                 r.history
                     .iter()
@@ -1008,9 +1017,12 @@ fn repeated_in_requests<'r>(
                 trace.spans[i].span_id
             ));
             let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
-            // It ran before the request that carries its result.
-            call.start_time_unix_nano = start(i);
-            call.end_time_unix_nano = start(i);
+            // It ran before the request that carries its result (after the
+            // span's own output, when it follows a call that output asked).
+            if !own.iter().any(|o| o.id == a.id && o.name == a.name) {
+                call.start_time_unix_nano = start(i);
+                call.end_time_unix_nano = start(i);
+            }
             out.calls.push(call);
         }
     }
