@@ -1163,8 +1163,9 @@ fn conversation_call(
             .unwrap_or_default();
         AgentRef { span_id, name }
     });
+    let function = super::tool_name::function_name(&a.name);
     ToolCall {
-        name: a.name.clone(),
+        name: function.unwrap_or(&a.name).to_string(),
         args: args_of(&a.args),
         result,
         status: CallStatus::Ok,
@@ -1177,7 +1178,8 @@ fn conversation_call(
         retriever: false,
         convention: format!("{form}-messages"),
         from: Some(FROM_CONVERSATION),
-        span_name: None,
+        // The name the model gave, when it is not the function's.
+        span_name: function.map(|_| a.name.clone()),
         within: ctx.within.map(|w| trace.spans[w].span_id),
         end_time_unix_nano: end,
         call_id: a.id.clone(),

@@ -114,18 +114,24 @@ mod tests {
         let second = json!({"route": "north"});
         let whole = json!({"messages": [
             user(),
-            asks("k1", "look_up", first.clone()),
+            asks("k1", "mcp__maps__look_up", first.clone()),
             answer("k1", "{\"inn\": \"Fjord\"}"),
             asks("k2", "walk", second.clone()),
             answer("k2", "done"),
             {"role": "assistant", "content": "Planned."},
         ]});
-        let output = json!({"choices": [{"message": asks("k1", "look_up", first.clone())}]});
+        let output =
+            json!({"choices": [{"message": asks("k1", "mcp__maps__look_up", first.clone())}]});
         let a = analyze(vec![model(1, (10, 90), whole, output)]);
         assert_eq!(
             got(&a),
             vec![
-                ("look_up".into(), first, json!({"inn": "Fjord"}), None),
+                (
+                    "look_up".into(),
+                    first,
+                    json!({"inn": "Fjord"}),
+                    Some("mcp__maps__look_up".into())
+                ),
                 ("walk".into(), second, json!("done"), None),
             ],
             "{:?} {:?}",
