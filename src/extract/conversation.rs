@@ -932,6 +932,11 @@ fn rebuild(
         if a.id.is_none() {
             out.notes.push(idless::paired_note(trace, at, answer));
         }
+        let fuller = later::fuller_args(&requests[answer.0], a).map(|args| Asked {
+            args: args.clone(),
+            ..a.clone()
+        });
+        let a = fuller.as_ref().unwrap_or(a);
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
     }

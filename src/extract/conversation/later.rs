@@ -6,7 +6,9 @@
 //! span records it and whenever that span started: some tracers write one
 //! span for a whole conversation (the first output, the last request), so
 //! the request that answers a call may sit on the span that asked for it.
-//! Every call in it after one this trace asked for is
+//! Its history is also the better record of the call's arguments when the
+//! output recorded none (a streamed output whose arguments were never
+//! assembled: `{}`), and every call in it after one this trace asked for is
 //! this trace's own, not an earlier trace's repeated.
 
 use serde_json::Value;
@@ -37,6 +39,20 @@ pub(super) fn after_asked<'r>(r: &'r Request, asked: &[AskedAt]) -> &'r [Asked] 
                 .any(|at| at.asked.id == h.id && at.asked.name == h.name)
     });
     first.map_or(&[], |k| &r.history[k + 1..])
+}
+
+/// The arguments request `r`'s history gives call `a` (same call id and
+/// tool) when the output recorded none or an empty set and the history
+/// has some.
+pub(super) fn fuller_args<'r>(r: &'r Request, a: &Asked) -> Option<&'r Value> {
+    if !is_empty(&a.args) {
+        return None;
+    }
+    let id = a.id.as_deref()?;
+    r.history
+        .iter()
+        .find(|h| h.id.as_deref() == Some(id) && h.name == a.name && !is_empty(&h.args))
+        .map(|h| &h.args)
 }
 
 /// No arguments: none recorded, an empty object, or its empty text.
@@ -154,5 +170,37 @@ mod tests {
             "{:?}",
             a.warnings
         );
+    }
+
+    #[test]
+    fn empty_streamed_arguments_give_way_to_the_later_history_s() {
+        let full = json!({"town": "Oslo"});
+        let kept = json!({"route": "north"});
+        let spans = vec![
+            model(
+                1,
+                (10, 20),
+                json!({"messages": [user()]}),
+                json!({"choices": [{"message": asks("k1", "look_up", json!({}))}]}),
+            ),
+            model(
+                2,
+                (30, 40),
+                json!({"messages": [user(), asks("k1", "look_up", full.clone()), answer("k1", "1")]}),
+                json!({"choices": [{"message": asks("k2", "walk", kept.clone())}]}),
+            ),
+            // The history disagrees with an output that has arguments: the
+            // output's stay.
+            model(
+                3,
+                (50, 60),
+                json!({"messages": [user(), asks("k1", "look_up", full.clone()), answer("k1", "1"),
+                    asks("k2", "walk", json!({"route": "south"})), answer("k2", "2")]}),
+                json!({"choices": [{"message": {"role": "assistant", "content": "ok"}}]}),
+            ),
+        ];
+        let a = analyze(spans);
+        let args: Vec<Value> = got(&a).into_iter().map(|c| c.1).collect();
+        assert_eq!(args, vec![full, kept], "{:?}", a.warnings);
     }
 }
