@@ -49,6 +49,7 @@ use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
+mod afc;
 mod bodies;
 mod content_events;
 mod hollow;
@@ -496,6 +497,14 @@ fn request_of(s: &SpanRecord) -> Request {
             offer(read_request(&v, bodies::FORM));
         }
     }
+    // An output that records the exchange the client ran (`afc`).
+    let outputs = look
+        .model_call
+        .then(|| bodies::bodies_of_model_call(s, Side::Output));
+    let named = OUTPUT_KEYS.iter().filter_map(|k| message_text(s, k));
+    for text in named.chain(outputs.into_iter().flatten()) {
+        offer(afc::request_in_output(text).unwrap_or_default());
+    }
     best
 }
 
@@ -621,6 +630,9 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         }
     }
     out.last_turn = last_turn;
+    if afc::sent_by_loop(v) {
+        afc::unwrap_results(&mut out.answers);
+    }
     out
 }
 
