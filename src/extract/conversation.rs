@@ -49,10 +49,12 @@ use super::requested::{self, Asked};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
+mod afc;
 mod bodies;
 mod content_events;
 mod hollow;
 mod idless;
+mod later;
 mod order;
 mod spans;
 mod text_results;
@@ -66,11 +68,13 @@ pub use spans::reads_messages;
 pub const FROM_CONVERSATION: &str = "conversation";
 
 /// Prefixes of flattened messages (projection at decode).
-pub(crate) const SPAN_KEY_PREFIXES: [&str; 4] = [
+pub(crate) const SPAN_KEY_PREFIXES: [&str; 6] = [
     OI_OUT.prefix,
     OI_IN.prefix,
     OPENLLMETRY_OUT.prefix,
     OPENLLMETRY_IN.prefix,
+    TRACEAI_OUT.prefix,
+    TRACEAI_IN.prefix,
 ];
 
 /// Messages flattened into indexed attributes:
@@ -98,6 +102,18 @@ const OPENLLMETRY_IN: Flat = Flat {
     prefix: "gen_ai.prompt.",
     form: "openllmetry",
 };
+// traceAI: the OTel GenAI keys, flattened as OpenInference's are.
+const TRACEAI_OUT: Flat = Flat {
+    prefix: "gen_ai.output.messages.",
+    form: "traceai",
+};
+const TRACEAI_IN: Flat = Flat {
+    prefix: "gen_ai.input.messages.",
+    form: "traceai",
+};
+/// The flattened forms of a model's output, and of a request.
+const FLAT_OUT: [&Flat; 3] = [&OI_OUT, &OPENLLMETRY_OUT, &TRACEAI_OUT];
+const FLAT_IN: [&Flat; 3] = [&OI_IN, &OPENLLMETRY_IN, &TRACEAI_IN];
 
 /// A JSON attribute holding a model's output or request, the form it
 /// names, and, for generic keys, the attribute that marks the span as a
@@ -249,8 +265,7 @@ impl Look {
         for (i, k) in s.span.attr_keys().enumerate() {
             look.model_call = look.model_call || bodies::model_call_at(s, i, k);
             look.output = look.output
-                || k.starts_with(OI_OUT.prefix.as_bytes())
-                || k.starts_with(OPENLLMETRY_OUT.prefix.as_bytes())
+                || FLAT_OUT.iter().any(|f| k.starts_with(f.prefix.as_bytes()))
                 || named(&OUTPUT_KEYS, k);
         }
         look
@@ -260,8 +275,7 @@ impl Look {
     fn of_input(s: &SpanRecord) -> Look {
         let mut look = Look::of(s);
         look.input = s.span.attr_keys().any(|k| {
-            k.starts_with(OI_IN.prefix.as_bytes())
-                || k.starts_with(OPENLLMETRY_IN.prefix.as_bytes())
+            FLAT_IN.iter().any(|f| k.starts_with(f.prefix.as_bytes()))
                 || INPUT_KEYS.iter().any(|m| k == m.0.as_bytes())
         });
         look
@@ -304,11 +318,7 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
     };
     // The named forms' keys: none there, nothing to look up.
     let named = if look.output { &OUTPUT_KEYS[..] } else { &[] };
-    let flats = if look.output {
-        &[&OI_OUT, &OPENLLMETRY_OUT][..]
-    } else {
-        &[]
-    };
+    let flats = if look.output { &FLAT_OUT[..] } else { &[] };
     for flat in flats {
         if let Some(messages) = flat_messages(s, flat) {
             offer(calls_in(&messages), flat.form);
@@ -452,7 +462,7 @@ fn request_of(s: &SpanRecord) -> Request {
             best = r;
         }
     };
-    for flat in [&OI_IN, &OPENLLMETRY_IN] {
+    for flat in FLAT_IN {
         if let Some(messages) = flat_messages(s, flat) {
             offer(read_request(&messages, flat.form));
         }
@@ -486,6 +496,14 @@ fn request_of(s: &SpanRecord) -> Request {
         if let Ok(v) = serde_json::from_str::<Value>(text) {
             offer(read_request(&v, bodies::FORM));
         }
+    }
+    // An output that records the exchange the client ran (`afc`).
+    let outputs = look
+        .model_call
+        .then(|| bodies::bodies_of_model_call(s, Side::Output));
+    let named = OUTPUT_KEYS.iter().filter_map(|k| message_text(s, k));
+    for text in named.chain(outputs.into_iter().flatten()) {
+        offer(afc::request_in_output(text).unwrap_or_default());
     }
     best
 }
@@ -612,6 +630,9 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         }
     }
     out.last_turn = last_turn;
+    if afc::sent_by_loop(v) {
+        afc::unwrap_results(&mut out.answers);
+    }
     out
 }
 
@@ -874,7 +895,7 @@ fn rebuild(
             Some(id) => answered.get(id).and_then(|list| {
                 list.iter()
                     .find(|(i, ans)| {
-                        *i != at.span
+                        (*i != at.span || later::carries(&requests[*i], a))
                             && start(*i) >= start(at.span)
                             && ans.name.as_deref().is_none_or(|n| n == a.name)
                     })
@@ -923,6 +944,11 @@ fn rebuild(
         if a.id.is_none() {
             out.notes.push(idless::paired_note(trace, at, answer));
         }
+        let fuller = later::fuller_args(&requests[answer.0], a).map(|args| Asked {
+            args: args.clone(),
+            ..a.clone()
+        });
+        let a = fuller.as_ref().unwrap_or(a);
         let call = conversation_call(x, trace, seen, out, at.span, a, at.form, Some(answer));
         out.calls.push(call);
     }
@@ -955,13 +981,16 @@ fn repeated_in_requests<'r>(
     // the first request did not carry already.
     let mut before_trace: Option<HashSet<&str>> = None;
     for (i, r) in requests.iter().enumerate() {
-        let candidates: &[Asked] = match &before_trace {
-            None => &r.last_turn,
-            Some(_) => &r.history,
+        // (Of the first request, also its history past a call this trace
+        // asked for: `later`.)
+        let own = later::after_asked(r, asked);
+        let candidates: Vec<&Asked> = match &before_trace {
+            None => r.last_turn.iter().chain(own).collect(),
+            Some(_) => r.history.iter().collect(),
         };
         let earlier = before_trace.as_ref();
         let fresh: Vec<&Asked> = candidates
-            .iter()
+            .into_iter()
             .filter(|a| {
                 a.id.as_deref()
                     .is_some_and(|id| earlier.is_none_or(|e| !e.contains(id)))
@@ -970,7 +999,12 @@ fn repeated_in_requests<'r>(
         // The trace's first request decides (one with no result at all
         // starts the conversation here).
         if before_trace.is_none() && has_any_input(&trace.spans[i]) {
-            let last: HashSet<&str> = r.last_turn.iter().filter_map(|a| a.id.as_deref()).collect();
+            let last: HashSet<&str> = r
+                .last_turn
+                .iter()
+                .chain(own)
+                .filter_map(|a| a.id.as_deref())
+                .collect();
             before_trace = Some(
                 r.history
                     .iter()
@@ -1000,9 +1034,12 @@ fn repeated_in_requests<'r>(
                 trace.spans[i].span_id
             ));
             let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
-            // It ran before the request that carries its result.
-            call.start_time_unix_nano = start(i);
-            call.end_time_unix_nano = start(i);
+            // It ran before the request that carries its result (after the
+            // span's own output, when it follows a call that output asked).
+            if !own.iter().any(|o| o.id == a.id && o.name == a.name) {
+                call.start_time_unix_nano = start(i);
+                call.end_time_unix_nano = start(i);
+            }
             out.calls.push(call);
         }
     }
@@ -1087,9 +1124,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
         && (INPUT_KEYS
             .iter()
             .any(|k| message_text(s, k).is_some_and(|t| t.trim_start().starts_with(['[', '{'])))
-            || [&OI_IN, &OPENLLMETRY_IN]
-                .iter()
-                .any(|f| has_prefix(s, f.prefix))))
+            || FLAT_IN.iter().any(|f| has_prefix(s, f.prefix))))
         || super::genai_events::has_request(s)
         || content_events::has_request(s)
         || (look.model_call
@@ -1145,8 +1180,9 @@ fn conversation_call(
             .unwrap_or_default();
         AgentRef { span_id, name }
     });
+    let function = super::tool_name::function_name(&a.name);
     ToolCall {
-        name: a.name.clone(),
+        name: function.unwrap_or(&a.name).to_string(),
         args: args_of(&a.args),
         result,
         status: CallStatus::Ok,
@@ -1159,7 +1195,8 @@ fn conversation_call(
         retriever: false,
         convention: format!("{form}-messages"),
         from: Some(FROM_CONVERSATION),
-        span_name: None,
+        // The name the model gave, when it is not the function's.
+        span_name: function.map(|_| a.name.clone()),
         within: ctx.within.map(|w| trace.spans[w].span_id),
         end_time_unix_nano: end,
         call_id: a.id.clone(),

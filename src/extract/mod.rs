@@ -31,6 +31,7 @@ pub mod requested;
 mod results_tests;
 pub mod rules;
 mod source;
+pub mod tool_name;
 mod twice;
 #[cfg(test)]
 mod unwrap_tests;

@@ -152,8 +152,13 @@ pub(super) fn answer_for<'r>(
 ) -> Option<(usize, &'r Answer)> {
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     let answered = trace.spans[at.span].span.end_time_unix_nano;
+    // (Or the asking span's own request, when its history holds the call:
+    // `later`.)
     let mut later: Vec<usize> = (0..requests.len())
-        .filter(|&i| i != at.span && start(i) >= answered)
+        .filter(|&i| {
+            (i != at.span && start(i) >= answered)
+                || (i == at.span && super::later::carries(&requests[i], &at.asked))
+        })
         .collect();
     later.sort_by_key(|&i| (start(i), i));
     let free = |a: &Answer| a.id.as_deref().is_none_or(is_made);

@@ -2,7 +2,7 @@
 //! (`inspect --explain` says so of a span no rule classifies).
 
 use super::bodies::{self, Side};
-use super::{has_prefix, message_text, INPUT_KEYS, OI_OUT, OPENLLMETRY_OUT, OUTPUT_KEYS};
+use super::{has_prefix, message_text, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::SpanRecord;
 
 /// Whether span `s` is a model call whose messages the witness reads: it
@@ -10,9 +10,7 @@ use crate::assemble::SpanRecord;
 /// form (flattened input messages alone do not say so: OpenInference
 /// writes them on chain spans too).
 pub fn reads_messages(s: &SpanRecord) -> bool {
-    [&OI_OUT, &OPENLLMETRY_OUT]
-        .iter()
-        .any(|f| has_prefix(s, f.prefix))
+    FLAT_OUT.iter().any(|f| has_prefix(s, f.prefix))
         || OUTPUT_KEYS
             .iter()
             .chain(&INPUT_KEYS)

@@ -663,3 +663,67 @@ fn a_result_the_provider_demands_as_an_object_comes_off_its_one_key() {
         assert_eq!(object_wrapped(own.clone()), own);
     }
 }
+
+#[test]
+fn otel_genai_keys_flattened_as_openinference_s_are_read() {
+    let first = sp(
+        2,
+        Some(1),
+        10,
+        "Chat",
+        &[
+            ("gen_ai.input.messages.0.message.role", "user"),
+            ("gen_ai.input.messages.0.message.content", "plan"),
+            ("gen_ai.output.messages.0.message.role", "assistant"),
+            (
+                "gen_ai.output.messages.0.message.tool_calls.0.tool_call.id",
+                "k1",
+            ),
+            (
+                "gen_ai.output.messages.0.message.tool_calls.0.tool_call.function.name",
+                "look_up",
+            ),
+            (
+                "gen_ai.output.messages.0.message.tool_calls.0.tool_call.function.arguments",
+                "{\"town\": \"Oslo\"}",
+            ),
+        ],
+    );
+    let second = sp(
+        3,
+        Some(1),
+        30,
+        "Chat",
+        &[
+            ("gen_ai.input.messages.0.message.role", "user"),
+            ("gen_ai.input.messages.1.message.role", "assistant"),
+            (
+                "gen_ai.input.messages.1.message.tool_calls.0.tool_call.id",
+                "k1",
+            ),
+            (
+                "gen_ai.input.messages.1.message.tool_calls.0.tool_call.function.name",
+                "look_up",
+            ),
+            ("gen_ai.input.messages.2.message.role", "tool"),
+            ("gen_ai.input.messages.2.message.tool_call_id", "k1"),
+            ("gen_ai.input.messages.2.message.content", "{\"inn\": 1}"),
+            ("gen_ai.output.messages.0.message.role", "assistant"),
+            ("gen_ai.output.messages.0.message.content", "done"),
+        ],
+    );
+    let a = analyze(vec![sp(1, None, 0, "run", &[]), first, second]);
+    assert_eq!(
+        names(&a),
+        vec![(
+            "look_up",
+            Some(&json!({"town": "Oslo"})),
+            Some(FROM_CONVERSATION)
+        )]
+    );
+    assert_eq!(a.calls[0].convention, "traceai-messages");
+    assert_eq!(
+        a.calls[0].result,
+        Some(CallResult::Value(json!({"inn": 1})))
+    );
+}
