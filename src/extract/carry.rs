@@ -191,7 +191,19 @@ impl<T> Carry<T> {
     fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         for later in open.calls.iter().filter(|c| c.id.is_some()) {
-            let found = self.calls.iter().position(|c| twice::same_call(later, c));
+            // Two halves of one streamed call: no output asked for the id
+            // between them (a later run reusing it asks again first).
+            let asked_between = |(from, to): (u64, u64)| {
+                self.asks.iter().any(|a| {
+                    a.asked.id == later.id
+                        && from <= a.end_time_unix_nano
+                        && a.end_time_unix_nano <= to
+                })
+            };
+            let found = self.calls.iter().position(|c| {
+                twice::same_call(later, c)
+                    && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
+            });
             if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c));
             }

@@ -61,6 +61,7 @@ use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
 pub use spans::reads_messages;
+pub(crate) use spans::records_output;
 
 /// What a call rebuilt from the conversation says in rows (`from`).
 pub const FROM_CONVERSATION: &str = "conversation";

@@ -23,6 +23,10 @@ pub(crate) const ECHO_FORM: &str = "mcp-client-echo";
 /// counted (see `twice`).
 pub(crate) const TWICE_FORM: &str = "call-id-twice";
 
+/// [`TWICE_FORM`], when the two records are the halves of one streamed
+/// model call, one trace after the other (see `twice`).
+pub(crate) const HALVES_FORM: &str = "call-id-halves";
+
 /// A call as the traces after its own compare it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Echo {
@@ -35,6 +39,9 @@ pub struct Echo {
     pub from_conversation: bool,
     /// The time its trace covers: its spans' first start and last end.
     pub window: (u64, u64),
+    /// Whether its trace recorded a model request and no model output (a
+    /// streamed model call's first half: another trace records the output).
+    pub outputless: bool,
     pub trace_id: TraceId,
     pub span_id: SpanId,
     pub start: u64,
@@ -62,7 +69,7 @@ impl OpenAsk {
     /// record of a call trace `trace_id` counts: an MCP client's
     /// (`extract::echo`), or one under the same call id (`extract::twice`).
     pub fn is_echo(&self) -> bool {
-        self.form == ECHO_FORM || self.form == TWICE_FORM
+        self.form == ECHO_FORM || self.form == TWICE_FORM || self.form == HALVES_FORM
     }
 }
 
