@@ -284,6 +284,7 @@ impl Look {
             || self.input
             || super::genai_events::has_request(s)
             || content_events::has_request(s)
+            || super::chat_events::has_request(s)
     }
 }
 
@@ -476,6 +477,9 @@ fn request_of(s: &SpanRecord) -> Request {
     }
     if let Some(v) = content_events::request(s) {
         offer(read_request(&v, content_events::FORM));
+    }
+    if let Some(v) = super::chat_events::request(s) {
+        offer(read_request(&v, super::chat_events::FORM));
     }
     let bodies = look
         .model_call
@@ -1093,6 +1097,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
                 .any(|f| has_prefix(s, f.prefix))))
         || super::genai_events::has_request(s)
         || content_events::has_request(s)
+        || super::chat_events::has_request(s)
         || (look.model_call
             && bodies::bodies_of_model_call(s, Side::Input)
                 .next()
