@@ -57,6 +57,7 @@ mod order;
 mod spans;
 mod text_results;
 mod transcript;
+mod unseen;
 use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
@@ -932,6 +933,9 @@ fn rebuild(
         out.calls.push(call);
     }
     if let Some(carried) = carried {
+        // Before the last turns: a history's calls come first.
+        let (ctx, history) = ((x, trace, seen, asked), &mut open.history);
+        unseen::history_calls(ctx, &inputs, &requests, &mut counted, carried, history, out);
         repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
     }

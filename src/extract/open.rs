@@ -27,6 +27,11 @@ pub(crate) const TWICE_FORM: &str = "call-id-twice";
 /// model call, one trace after the other (see `twice`).
 pub(crate) const HALVES_FORM: &str = "call-id-halves";
 
+/// The `form` of a carried entry that says a call the trace's first request
+/// shows answered in its history, and that no earlier trace asked for or
+/// counted, is counted there (`conversation::repeated_in_requests`).
+pub(crate) const HISTORY_FORM: &str = "history-unseen";
+
 /// A call as the traces after its own compare it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Echo {
@@ -91,6 +96,10 @@ pub struct Open {
     pub calls: Vec<Echo>,
     /// The calls of a lone MCP client trace.
     pub lone: Vec<Echo>,
+    /// The calls the trace's first request shows answered in its history
+    /// before its last model turn, not counted ([`HISTORY_FORM`]): the
+    /// traces before counted them, unless none of them asked for them.
+    pub history: Vec<OpenAsk>,
 }
 
 impl Open {
@@ -101,6 +110,7 @@ impl Open {
             && self.bare.is_none()
             && self.calls.is_empty()
             && self.lone.is_empty()
+            && self.history.is_empty()
     }
 }
 
