@@ -97,7 +97,7 @@ pub struct Open {
     /// The calls of a lone MCP client trace.
     pub lone: Vec<Echo>,
     /// The calls the trace's first request shows answered in its history
-    /// before its last model turn, not counted ([`HISTORY_FORM`]): the
+    /// before its last model turn, not counted (`HISTORY_FORM`): the
     /// traces before counted them, unless none of them asked for them.
     pub history: Vec<OpenAsk>,
 }
