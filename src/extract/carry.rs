@@ -50,6 +50,7 @@ impl Left {
             // trace counted under the same call id (`twice`); other traces
             // are not kept for it (`replay` would copy each).
             let holds = !open.answers.is_empty()
+                || !open.history.is_empty()
                 || open.bare.is_some()
                 || !open.lone.is_empty()
                 || open
@@ -155,6 +156,28 @@ impl<T> Carry<T> {
         group
     }
 
+    /// The calls a trace (leaving `open`) shows answered in its first
+    /// request's history that no trace kept here asked for (in the same
+    /// process) or counted: the model calls that asked for them recorded
+    /// no output (`Open::history`).
+    fn unseen(&self, open: &Open) -> Vec<OpenAsk> {
+        open.history
+            .iter()
+            .filter(|h| {
+                let asked = self
+                    .asks
+                    .iter()
+                    .any(|a| a.asked.id == h.asked.id && a.run == h.run);
+                let counted = self
+                    .calls
+                    .iter()
+                    .any(|c| c.id == h.asked.id && c.name == h.asked.name);
+                !asked && !counted
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Keeps the calls a trace left open, for the traces after it.
     pub fn keep(&mut self, open: Option<&Open>) {
         let Some(open) = open else {
@@ -191,7 +214,19 @@ impl<T> Carry<T> {
     fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         for later in open.calls.iter().filter(|c| c.id.is_some()) {
-            let found = self.calls.iter().position(|c| twice::same_call(later, c));
+            // Two halves of one streamed call: no output asked for the id
+            // between them (a later run reusing it asks again first).
+            let asked_between = |(from, to): (u64, u64)| {
+                self.asks.iter().any(|a| {
+                    a.asked.id == later.id
+                        && from <= a.end_time_unix_nano
+                        && a.end_time_unix_nano <= to
+                })
+            };
+            let found = self.calls.iter().position(|c| {
+                twice::same_call(later, c)
+                    && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
+            });
             if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c));
             }
@@ -217,18 +252,20 @@ impl<T> Carry<T> {
             None => (first, None, None),
             Some(Left { open, trace }) => {
                 let answers = self.answers(Some(&open));
+                let unseen = self.unseen(&open);
                 let mut echoed = self.echoed(&open);
                 if trace.is_some() {
                     echoed.extend(self.twice(&open));
                 }
                 match trace {
-                    Some(t) if answers || !echoed.is_empty() => {
+                    Some(t) if answers || !echoed.is_empty() || !unseen.is_empty() => {
                         let mut carried = if answers {
                             self.take(Some(&open))
                         } else {
                             Vec::new()
                         };
                         carried.extend(echoed);
+                        carried.extend(unseen);
                         let (out, open) = again(&t, &carried);
                         (out, open, Some(t))
                     }

@@ -59,10 +59,12 @@ mod order;
 mod spans;
 mod text_results;
 mod transcript;
+mod unseen;
 use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
 pub use spans::reads_messages;
+pub(crate) use spans::records_output;
 
 /// What a call rebuilt from the conversation says in rows (`from`).
 pub const FROM_CONVERSATION: &str = "conversation";
@@ -297,6 +299,7 @@ impl Look {
             || self.input
             || super::genai_events::has_request(s)
             || content_events::has_request(s)
+            || super::chat_events::has_request(s)
     }
 }
 
@@ -485,6 +488,9 @@ fn request_of(s: &SpanRecord) -> Request {
     }
     if let Some(v) = content_events::request(s) {
         offer(read_request(&v, content_events::FORM));
+    }
+    if let Some(v) = super::chat_events::request(s) {
+        offer(read_request(&v, super::chat_events::FORM));
     }
     let bodies = look
         .model_call
@@ -953,6 +959,9 @@ fn rebuild(
         out.calls.push(call);
     }
     if let Some(carried) = carried {
+        // Before the last turns: a history's calls come first.
+        let (ctx, history) = ((x, trace, seen, asked), &mut open.history);
+        unseen::history_calls(ctx, &inputs, &requests, &mut counted, carried, history, out);
         repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
     }
@@ -1127,6 +1136,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
             || FLAT_IN.iter().any(|f| has_prefix(s, f.prefix))))
         || super::genai_events::has_request(s)
         || content_events::has_request(s)
+        || super::chat_events::has_request(s)
         || (look.model_call
             && bodies::bodies_of_model_call(s, Side::Input)
                 .next()

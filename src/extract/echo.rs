@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::open::{Echo, OpenAsk, ECHO_FORM, TWICE_FORM};
+use super::open::{Echo, OpenAsk, ECHO_FORM, HALVES_FORM, TWICE_FORM};
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
 use crate::assemble::Trace;
@@ -59,6 +59,9 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             .max()
             .unwrap_or(0),
     );
+    // Only a call rebuilt from the conversation is compared so (`twice`).
+    let outputless = a.calls.iter().any(|c| c.from.is_some())
+        && !trace.spans.iter().any(conversation::records_output);
     let echoes = a
         .calls
         .iter()
@@ -78,6 +81,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 id,
                 from_conversation: c.from.is_some(),
                 window,
+                outputless,
                 trace_id: trace.id,
                 span_id: c.span_id,
                 start: c.start_time_unix_nano,
@@ -124,7 +128,8 @@ pub(crate) fn carried(lone: &Echo, earlier: &Echo) -> OpenAsk {
 /// noting each.
 pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
     for e in carried.iter().filter(|e| e.is_echo()) {
-        let twice = e.form == TWICE_FORM;
+        let halves = e.form == HALVES_FORM;
+        let twice = e.form == TWICE_FORM || halves;
         let Some(k) = a
             .calls
             .iter()
@@ -135,11 +140,16 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
         let c = a.calls.remove(k);
         a.notes.push(if twice {
             format!(
-                "tool call `{}` (span {}) is another record of the call trace {} counts (same call id{} and tool, same process, the traces overlapping in time): not counted again",
+                "tool call `{}` (span {}) is another record of the call trace {} counts (same call id{} and tool, same process, {}): not counted again",
                 c.name,
                 c.span_id,
                 e.trace_id,
-                e.asked.id.as_deref().map(|i| format!(" {i}")).unwrap_or_default()
+                e.asked.id.as_deref().map(|i| format!(" {i}")).unwrap_or_default(),
+                if halves {
+                    "that trace the first half of this streamed model call, recording its request and no output"
+                } else {
+                    "the traces overlapping in time"
+                }
             )
         } else {
             format!(

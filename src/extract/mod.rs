@@ -10,6 +10,7 @@ mod args;
 mod canonical;
 mod carried;
 pub mod carry;
+mod chat_events;
 pub mod conversation;
 mod echo;
 pub mod explain;
@@ -392,6 +393,7 @@ impl Extractor {
         let mut keys: Vec<String> = EXCEPTION_KEYS.iter().map(|k| k.to_string()).collect();
         keys.extend(facts::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.extend(genai_events::EVENT_KEYS.iter().map(|k| k.to_string()));
+        keys.push(chat_events::EVENT_KEY.to_string());
         keys.extend(conversation::EVENT_KEYS.iter().map(|k| k.to_string()));
         for r in &self.rules {
             let sources = [&r.name_from, &r.args, &r.result, &r.error_message];

@@ -23,6 +23,15 @@ pub(crate) const ECHO_FORM: &str = "mcp-client-echo";
 /// counted (see `twice`).
 pub(crate) const TWICE_FORM: &str = "call-id-twice";
 
+/// [`TWICE_FORM`], when the two records are the halves of one streamed
+/// model call, one trace after the other (see `twice`).
+pub(crate) const HALVES_FORM: &str = "call-id-halves";
+
+/// The `form` of a carried entry that says a call the trace's first request
+/// shows answered in its history, and that no earlier trace asked for or
+/// counted, is counted there (`conversation::repeated_in_requests`).
+pub(crate) const HISTORY_FORM: &str = "history-unseen";
+
 /// A call as the traces after its own compare it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Echo {
@@ -35,6 +44,9 @@ pub struct Echo {
     pub from_conversation: bool,
     /// The time its trace covers: its spans' first start and last end.
     pub window: (u64, u64),
+    /// Whether its trace recorded a model request and no model output (a
+    /// streamed model call's first half: another trace records the output).
+    pub outputless: bool,
     pub trace_id: TraceId,
     pub span_id: SpanId,
     pub start: u64,
@@ -62,7 +74,7 @@ impl OpenAsk {
     /// record of a call trace `trace_id` counts: an MCP client's
     /// (`extract::echo`), or one under the same call id (`extract::twice`).
     pub fn is_echo(&self) -> bool {
-        self.form == ECHO_FORM || self.form == TWICE_FORM
+        self.form == ECHO_FORM || self.form == TWICE_FORM || self.form == HALVES_FORM
     }
 }
 
@@ -84,6 +96,10 @@ pub struct Open {
     pub calls: Vec<Echo>,
     /// The calls of a lone MCP client trace.
     pub lone: Vec<Echo>,
+    /// The calls the trace's first request shows answered in its history
+    /// before its last model turn, not counted (`HISTORY_FORM`): the
+    /// traces before counted them, unless none of them asked for them.
+    pub history: Vec<OpenAsk>,
 }
 
 impl Open {
@@ -94,6 +110,7 @@ impl Open {
             && self.bare.is_none()
             && self.calls.is_empty()
             && self.lone.is_empty()
+            && self.history.is_empty()
     }
 }
 

@@ -194,11 +194,12 @@ pub(crate) fn call_of(o: &Map<String, Value>) -> Option<Asked> {
         // Cohere v1: `{"name", "parameters"}`.
         .or_else(|| o.get("parameters"))?;
     // A Responses API `function_call` item has its own `id` (`fc_...`) and
-    // the `call_id` its result answers.
-    let responses = o.get("type").and_then(Value::as_str) == Some("function_call");
-    let id = responses
-        .then(|| o.get("call_id").and_then(Value::as_str))
-        .flatten()
+    // the `call_id` its result answers, whatever shape carries it (an OTel
+    // GenAI `tool_call` part keeps both).
+    let id = o
+        .get("call_id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
         .or_else(|| {
             ID_KEYS
                 .iter()

@@ -19,10 +19,19 @@
 //! takes one record at most, so two calls never merge into one, and the same
 //! id in runs one after the other (a scripted model reusing its ids) stays
 //! two calls.
+//!
+//! A streamed model call may be recorded in two halves, each a trace of its
+//! own (Logfire's OpenAI integration: the request's span, then a span of
+//! the streamed response), both carrying the request. Two traces one after
+//! the other are then one record too when both calls were rebuilt from the
+//! conversation, the earlier trace recorded a request and no model output
+//! (its output is the later trace's), and no model output of the process
+//! asked for that call id between the two ([`adjacent`]): a run of its own
+//! reusing the id has its model ask for it again first.
 
 use std::sync::Arc;
 
-use super::open::{Echo, OpenAsk, TWICE_FORM};
+use super::open::{Echo, OpenAsk, HALVES_FORM, TWICE_FORM};
 use super::requested::Asked;
 use serde_json::Value;
 
@@ -35,6 +44,7 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
     };
     let args = later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
     let overlap = later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
+    let halves = adjacent(later, earlier).is_some();
     later.trace_id != earlier.trace_id
         && (later.from_conversation || earlier.from_conversation)
         && later.id.is_some()
@@ -42,7 +52,18 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         && later.name == earlier.name
         && args
         && same_process
-        && overlap
+        && (overlap || halves)
+}
+
+/// When `earlier`'s trace may be the first half of the streamed model call
+/// `later`'s trace ends (see the module's doc): the time between the two,
+/// in which no model output may have asked for the call id again.
+pub(crate) fn adjacent(later: &Echo, earlier: &Echo) -> Option<(u64, u64)> {
+    (earlier.outputless
+        && earlier.from_conversation
+        && later.from_conversation
+        && earlier.window.1 <= later.window.0)
+        .then_some((earlier.window.1, later.window.0))
 }
 
 /// The carried entry saying that `later` was counted as `earlier`.
@@ -53,7 +74,10 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo) -> OpenAsk {
             name: later.name.clone(),
             args: Value::Null,
         },
-        form: TWICE_FORM,
+        form: match adjacent(later, earlier) {
+            Some(_) => HALVES_FORM,
+            None => TWICE_FORM,
+        },
         trace_id: earlier.trace_id,
         span_id: later.span_id,
         end_time_unix_nano: earlier.end,
@@ -122,6 +146,71 @@ mod tests {
         );
         let spans = vec![in_process(run, process), in_process(tool, process)];
         Trace::new(TraceId([trace; 16]), spans, 0)
+    }
+
+    /// A made-up vendor's streamed model call in two halves, each a trace:
+    /// the request's span (no output), then the response's (the request
+    /// again and the output); the request carries `id`'s result.
+    fn halves(traces: (u8, u8), at: u64, process: &str, id: &str) -> [Trace; 2] {
+        let full = model_call(traces.1, (at + 20, at + 20), process, id);
+        let input = full.spans[0]
+            .attr_str("gen_ai.input.messages")
+            .unwrap_or("");
+        let request = sp(
+            1,
+            None,
+            (at, at + 10),
+            "acme.chat",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", input),
+            ],
+        );
+        let request = in_process(request, process);
+        [Trace::new(TraceId([traces.0; 16]), vec![request], 0), full]
+    }
+
+    #[test]
+    fn the_two_halves_of_a_streamed_model_call_count_it_once() {
+        let got = read_in_order(halves((1, 2), 30, "p", "call_7").into());
+        assert_eq!(counts(&got), [1, 0]);
+        assert!(
+            got[1].notes.iter().any(|n| n.contains("first half")),
+            "{:?}",
+            got[1].notes
+        );
+        // Two complete model calls one after the other stay two calls.
+        let [_, a] = halves((1, 2), 30, "p", "call_7");
+        let [_, b] = halves((3, 4), 60, "p", "call_7");
+        assert_eq!(counts(&read_in_order(vec![a, b])), [1, 1]);
+        // Another process, or the model asking for the id again between
+        // the halves (a run of its own reusing it), is no half.
+        let [first, _] = halves((1, 2), 30, "p", "call_7");
+        let [_, other] = halves((3, 4), 30, "q", "call_7");
+        assert_eq!(counts(&read_in_order(vec![first, other])), [1, 1]);
+        let [first, _] = halves((1, 2), 30, "p", "call_7");
+        let [_, later] = halves((3, 4), 60, "p", "call_7");
+        let asking = sp(
+            1,
+            None,
+            (45, 50),
+            "acme.chat",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                (
+                    "gen_ai.output.messages",
+                    &json!([{"role": "assistant", "tool_calls": [{"id": "call_7",
+                        "type": "function", "function": {"name": "book_room",
+                        "arguments": "{\"room\": 12}"}}]}])
+                    .to_string(),
+                ),
+            ],
+        );
+        let asking = Trace::new(TraceId([9; 16]), vec![in_process(asking, "p")], 0);
+        assert_eq!(
+            counts(&read_in_order(vec![first, asking, later])),
+            [1, 0, 1]
+        );
     }
 
     fn counts(got: &[Analysis]) -> Vec<usize> {

@@ -130,7 +130,7 @@ pub(super) fn carried_by_order(
     }
     let calls: Vec<&OpenAsk> = carried
         .iter()
-        .filter(|c| !c.is_echo())
+        .filter(|c| !c.is_echo() && c.form != super::super::open::HISTORY_FORM)
         .filter(|c| c.asked.id.as_ref().is_some_and(|id| !known.contains(id)))
         .collect();
     if calls.is_empty() || calls.len() > r.trailing.len() {

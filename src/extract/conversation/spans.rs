@@ -2,7 +2,7 @@
 //! (`inspect --explain` says so of a span no rule classifies).
 
 use super::bodies::{self, Side};
-use super::{has_prefix, message_text, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
+use super::{content_events, has_prefix, message_text, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::SpanRecord;
 
 /// Whether span `s` is a model call whose messages the witness reads: it
@@ -19,4 +19,18 @@ pub fn reads_messages(s: &SpanRecord) -> bool {
             && [Side::Input, Side::Output]
                 .iter()
                 .any(|&side| bodies::bodies_of_model_call(s, side).next().is_some()))
+}
+
+/// Whether span `s` records a model's output in a form the witness reads
+/// (`twice`: a model call whose request span lacks it is recorded in two
+/// halves when streamed).
+pub(crate) fn records_output(s: &SpanRecord) -> bool {
+    FLAT_OUT.iter().any(|f| has_prefix(s, f.prefix))
+        || OUTPUT_KEYS.iter().any(|k| message_text(s, k).is_some())
+        || crate::extract::genai_events::has_output(s)
+        || content_events::has_output(s)
+        || (bodies::is_model_call(s)
+            && bodies::bodies_of_model_call(s, Side::Output)
+                .next()
+                .is_some())
 }
