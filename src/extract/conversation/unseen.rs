@@ -21,7 +21,8 @@ use crate::extract::open::{run_key, OpenAsk, HISTORY_FORM};
 use crate::extract::{Analysis, Ctx, Extractor};
 
 /// The answered calls of the history of the trace's first request (the
-/// first span with `inputs`), before its last model turn, that nothing in
+/// first span with `inputs`), before its last model turn and before any
+/// call the trace asked for, that nothing in
 /// the trace asked for or counted: counted when `carried` says no earlier
 /// trace did, else left in `history` for the reader to ask.
 pub(super) fn history_calls<'r>(
@@ -39,7 +40,15 @@ pub(super) fn history_calls<'r>(
     let Some(r) = requests.get(i) else {
         return;
     };
-    let last: HashSet<&str> = r.last_turn.iter().filter_map(|a| a.id.as_deref()).collect();
+    // The last turn, and the history past a call this trace asked for
+    // (`later`), are this trace's own: counted after its asked calls.
+    let own = super::later::after_asked(r, asked);
+    let last: HashSet<&str> = r
+        .last_turn
+        .iter()
+        .chain(own)
+        .filter_map(|a| a.id.as_deref())
+        .collect();
     let start = trace.spans[i].span.start_time_unix_nano;
     for a in &r.history {
         let Some(id) = a.id.as_deref().filter(|id| !last.contains(id)) else {
@@ -145,5 +154,15 @@ mod tests {
             model_call(3, Some(&third), Some(&done)),
         ]);
         assert_eq!(names(&got), [vec!["get_tide"], vec!["get_wind"]]);
+
+        // One span for the whole conversation (the first output, the last
+        // request): the history past the asked call is the trace's own,
+        // counted after it, not as an unseen earlier call.
+        // Rows are written in start order.
+        let said = json!({"role": "assistant", "content": "done"});
+        let whole = json!([user, turn(&c1), result("k1"), turn(&c2), result("k2"), said]);
+        let mut got = read_in_order(vec![model_call(1, Some(&whole), Some(&json!([turn(&c1)])))]);
+        got[0].calls.sort_by_key(|c| c.start_time_unix_nano);
+        assert_eq!(names(&got), [vec!["get_tide", "get_wind"]]);
     }
 }
