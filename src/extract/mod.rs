@@ -14,6 +14,7 @@ pub mod conversation;
 mod echo;
 pub mod explain;
 pub mod facts;
+mod flat;
 mod genai_events;
 #[cfg(test)]
 mod generic_tests;
@@ -31,6 +32,9 @@ pub mod requested;
 mod results_tests;
 pub mod rules;
 mod source;
+#[cfg(test)]
+mod spans_heldout6_tests;
+pub mod tool_name;
 mod twice;
 #[cfg(test)]
 mod unwrap_tests;
@@ -462,10 +466,13 @@ impl Extractor {
     pub fn projection(&self, join_keys: impl IntoIterator<Item = String>) -> Projection {
         let join: Vec<String> = join_keys.into_iter().collect();
         let (keys, prefixes) = self.span_keys();
+        let (snake_tails, infixes) = flat::projection_parts(&self.rules);
         Projection::default()
             .resource_keys(join.iter().cloned())
             .span_keys(keys.into_iter().chain(join), prefixes)
             .span_tails(self.span_tails())
+            .span_snake_tails(snake_tails)
+            .span_infixes(infixes)
             .event_keys(self.event_keys())
     }
 
@@ -1129,7 +1136,10 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
         Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
         Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
-        Unwrap::LangchainMessageRepr => text.starts_with("content="),
+        // Also JSON-encoded as a string (Splunk's LangGraph instrumentation).
+        Unwrap::LangchainMessageRepr => {
+            text.starts_with("content=") || text.starts_with("\"content=")
+        }
         Unwrap::AgnoResult => text.starts_with(wrappers::AGNO_RESULT_START),
         Unwrap::ProviderBlock => blocks(),
         Unwrap::AiSdkExecute => object && contains(text, Needle::Args),

@@ -1,0 +1,80 @@
+//! A value written one attribute per key (docs/conventions.md, "The
+//! generic tool-kind rule"): some SDKs flatten a call's arguments and
+//! result into attributes under one prefix, `ag.data.inputs.town = Lyon`,
+//! `honeyhive_outputs.result.stars = 3`. A `flat` source rebuilds the
+//! object from them, each value typed as its attribute is.
+
+use serde_json::{Map, Value};
+
+use super::rules::{Field, Rule, NS};
+use super::source::any_to_json;
+use crate::assemble::SpanRecord;
+
+/// Deeper paths than this are not rebuilt (a bound on untrusted keys; the
+/// SDKs seen nest two levels).
+const MAX_DEPTH: usize = 8;
+
+/// The object the attributes `prefix.<key>[.<sub>...]` of span `s` write,
+/// `None` when there is none. A path that runs into a value already set
+/// (`result = "x"` and `result.a = 1`), or has an empty part, is left out:
+/// the first attribute wins.
+pub(crate) fn object(prefix: &str, s: &SpanRecord) -> Option<Value> {
+    let mut out = Map::new();
+    for (key, value) in s.span.attributes() {
+        let Some(path) = key
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('.'))
+        else {
+            continue;
+        };
+        let parts: Vec<&str> = path.split('.').collect();
+        if parts.len() > MAX_DEPTH || parts.iter().any(|p| p.is_empty()) {
+            continue;
+        }
+        let value = value.map_or(Value::Null, any_to_json);
+        insert(&mut out, &parts, value);
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
+}
+
+/// Sets `parts` in `map` to `value`, unless the path is taken.
+fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) {
+    let Some((&last, above)) = parts.split_last() else {
+        return;
+    };
+    let mut at = map;
+    for &part in above {
+        let next = at.entry(part).or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(inner) = next else {
+            return;
+        };
+        at = inner;
+    }
+    at.entry(last).or_insert(value);
+}
+
+/// What decoding must keep for the family rules among `rules`: the family
+/// keys, which may follow a namespace ending in `_` (`honeyhive_` of
+/// `honeyhive_event_type`), and the infixes of their `flat` sources (the
+/// last part of each key and a dot: `inputs.` of `{ns}data.inputs`).
+pub(crate) fn projection_parts(rules: &[Rule]) -> (Vec<String>, Vec<String>) {
+    let mut tails = Vec::new();
+    let mut infixes = Vec::new();
+    for r in rules {
+        let Some(family) = &r.family else { continue };
+        tails.extend(family.keys.iter().cloned());
+        let flat = r.args.iter().chain(&r.result).filter(|s| s.flat);
+        for src in flat {
+            if let Field::Attr(key) = &src.field {
+                let key = key.rsplit(NS).next().unwrap_or(key);
+                let last = key.rsplit('.').next().unwrap_or(key);
+                infixes.push(format!("{last}."));
+            }
+        }
+    }
+    for v in [&mut tails, &mut infixes] {
+        v.sort();
+        v.dedup();
+    }
+    (tails, infixes)
+}

@@ -1,0 +1,50 @@
+//! Tool names as an agent SDK spells them to the model (docs/conventions.md,
+//! "MCP tool names"). The Claude Agent SDK (and Claude Code) names a tool
+//! of an MCP server `mcp__<server>__<tool>`; the tool itself, and whoever
+//! expects a call of it, knows it as `<tool>`. Calls read from spans and
+//! from the conversation both go through [`normalized`], so the same call
+//! has one name whichever witness found it; the full name stays in the
+//! call's `span_name` when the span was named so.
+
+/// What starts an MCP tool's namespaced name.
+pub const MCP_PREFIX: &str = "mcp__";
+
+/// The server and tool of a namespaced MCP tool name,
+/// `mcp__<server>__<tool>`: both non-empty, the server up to the first
+/// `__` after the prefix (servers' names are written with single `_`s).
+pub fn mcp_parts(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix(MCP_PREFIX)?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// The tool's own name: `find_hotel` for `mcp__trip__find_hotel`, any
+/// other name as it is.
+pub fn normalized(name: &str) -> &str {
+    mcp_parts(name).map_or(name, |(_, tool)| tool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_mcp_name_gives_its_tool_and_other_names_stay() {
+        assert_eq!(
+            mcp_parts("mcp__trip__find_hotel"),
+            Some(("trip", "find_hotel"))
+        );
+        assert_eq!(mcp_parts("mcp__my_srv__get__x"), Some(("my_srv", "get__x")));
+        assert_eq!(normalized("mcp__trip__find_hotel"), "find_hotel");
+        for kept in [
+            "find_hotel",
+            "mcp__trip",
+            "mcp____tool",
+            "mcp__trip__",
+            "mcp_trip__tool",
+            "MCP__trip__tool",
+        ] {
+            assert_eq!(normalized(kept), kept, "{kept}");
+        }
+    }
+}
