@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::rules::{Field, Rule, NS};
 use super::source::any_to_json;
 use crate::assemble::SpanRecord;
+use crate::ingest::projection::Projection;
 
 /// Deeper paths than this are not rebuilt (a bound on untrusted keys; the
 /// SDKs seen nest two levels).
@@ -53,11 +54,12 @@ fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) {
     at.entry(last).or_insert(value);
 }
 
-/// What decoding must keep for the family rules among `rules`: the family
-/// keys, which may follow a namespace ending in `_` (`honeyhive_` of
-/// `honeyhive_event_type`), and the infixes of their `flat` sources (the
-/// last part of each key and a dot: `inputs.` of `{ns}data.inputs`).
-pub(crate) fn projection_parts(rules: &[Rule]) -> (Vec<String>, Vec<String>) {
+/// A projection keeping what the family rules among `rules` read beyond
+/// their keys' last parts: the family keys after a namespace ending in `_`
+/// (`honeyhive_` of `honeyhive_event_type`), and the keys of their `flat`
+/// sources, by the last part of each source key and a dot (`inputs.` of
+/// `{ns}data.inputs`).
+pub(crate) fn family_projection(rules: &[Rule]) -> Projection {
     let mut tails = Vec::new();
     let mut infixes = Vec::new();
     for r in rules {
@@ -76,5 +78,7 @@ pub(crate) fn projection_parts(rules: &[Rule]) -> (Vec<String>, Vec<String>) {
         v.sort();
         v.dedup();
     }
-    (tails, infixes)
+    Projection::default()
+        .span_snake_tails(tails)
+        .span_infixes(infixes)
 }

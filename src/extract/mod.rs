@@ -466,13 +466,10 @@ impl Extractor {
     pub fn projection(&self, join_keys: impl IntoIterator<Item = String>) -> Projection {
         let join: Vec<String> = join_keys.into_iter().collect();
         let (keys, prefixes) = self.span_keys();
-        let (snake_tails, infixes) = flat::projection_parts(&self.rules);
-        Projection::default()
+        flat::family_projection(&self.rules)
             .resource_keys(join.iter().cloned())
             .span_keys(keys.into_iter().chain(join), prefixes)
             .span_tails(self.span_tails())
-            .span_snake_tails(snake_tails)
-            .span_infixes(infixes)
             .event_keys(self.event_keys())
     }
 
@@ -759,7 +756,10 @@ impl Extractor {
             }
         }
         if rule.spec.args_from_request {
-            if let Some(a) = args.as_ref().filter(|a| unnamed(a)) {
+            if let Some(a) = args
+                .as_ref()
+                .filter(|a| unnamed(a) || requested::stringified(a))
+            {
                 let named = requests
                     .get_or_insert_with(|| requested::Requests::new(trace))
                     .name_args(i, name, a);
@@ -1136,10 +1136,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
         Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
         Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
-        // Also JSON-encoded as a string (Splunk's LangGraph instrumentation).
-        Unwrap::LangchainMessageRepr => {
-            text.starts_with("content=") || text.starts_with("\"content=")
-        }
+        Unwrap::LangchainMessageRepr => text.trim_start_matches('"').starts_with("content="),
         Unwrap::AgnoResult => text.starts_with(wrappers::AGNO_RESULT_START),
         Unwrap::ProviderBlock => blocks(),
         Unwrap::AiSdkExecute => object && contains(text, Needle::Args),

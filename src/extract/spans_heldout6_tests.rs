@@ -265,3 +265,61 @@ fn langchains_run_output_wrapper_comes_off_only_under_a_langchain_scope() {
     // Another framework's tool may return `{"output": ...}` of its own.
     assert_eq!(got[1].2, json!({"output": {"n": 1}}));
 }
+
+#[test]
+fn stringified_argument_values_take_the_models_typed_ones() {
+    use A::S;
+    let request = |id: u8, call: &str| {
+        span(
+            id,
+            Some(1),
+            "chat",
+            &[
+                ("gen_ai.request.model", S("m")),
+                ("gen_ai.completion.0.content", S(call)),
+            ],
+        )
+    };
+    let tool = |id: u8, input: &str| {
+        span(
+            id,
+            Some(1),
+            "book",
+            &[("kite.span.type", S("tool")), ("kite.input", S(input))],
+        )
+    };
+    let asked =
+        json!({"name": "book", "arguments": r#"{"nights": 2, "late": true, "room": "12"}"#});
+    let got = calls(vec![
+        span(1, None, "agent", &[]),
+        request(2, &asked.to_string()),
+        // The text of each requested value: the typed values are taken.
+        tool(3, r#"{"nights": "2", "late": "True", "room": "12"}"#),
+        // A value that differs: the recorded arguments stay.
+        tool(4, r#"{"nights": "3", "late": "True", "room": "12"}"#),
+    ]);
+    assert_eq!(got[0].1, json!({"nights": 2, "late": true, "room": "12"}));
+    assert_eq!(
+        got[1].1,
+        json!({"nights": "3", "late": "True", "room": "12"})
+    );
+}
+
+#[test]
+fn only_values_that_are_the_text_of_a_number_boolean_or_null_are_stringified() {
+    for yes in [
+        json!({"n": "3"}),
+        json!({"a": "x", "b": "-1.5"}),
+        json!({"ok": "False"}),
+    ] {
+        assert!(requested::stringified(&yes), "{yes}");
+    }
+    for no in [
+        json!({"n": 3}),
+        json!({"town": "Lyon"}),
+        json!("3"),
+        json!({"t": "true story"}),
+    ] {
+        assert!(!requested::stringified(&no), "{no}");
+    }
+}
