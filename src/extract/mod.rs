@@ -756,10 +756,7 @@ impl Extractor {
             }
         }
         if rule.spec.args_from_request {
-            if let Some(a) = args
-                .as_ref()
-                .filter(|a| unnamed(a) || requested::stringified(a))
-            {
+            if let Some(a) = args.as_ref().filter(|a| requested::unnamed(a)) {
                 let named = requests
                     .get_or_insert_with(|| requested::Requests::new(trace))
                     .name_args(i, name, a);
@@ -939,17 +936,6 @@ fn enclosing_sibling_runs(
         }
     }
     out
-}
-
-/// Arguments without parameter names: a bare value, or positional `"args"`.
-fn unnamed(a: &Value) -> bool {
-    match a {
-        Value::Null => false,
-        Value::Object(o) => o
-            .get("args")
-            .is_some_and(|p| p.as_array().is_some_and(|p| !p.is_empty())),
-        _ => true,
-    }
 }
 
 /// Positional arguments that are one JSON object's text (`{"args":

@@ -119,6 +119,20 @@ impl Requests<'_> {
     }
 }
 
+/// Arguments without parameter names (a bare value, or positional
+/// `"args"`), or with values written as text ([`stringified`]).
+pub(crate) fn unnamed(a: &Value) -> bool {
+    match a {
+        Value::Null => false,
+        Value::Object(o) => {
+            o.get("args")
+                .is_some_and(|p| p.as_array().is_some_and(|p| !p.is_empty()))
+                || stringified(a)
+        }
+        _ => true,
+    }
+}
+
 /// Whether arguments `a` are an object with a value written as the text
 /// of a number, boolean or null (`{"hours": "3"}`): an SDK that records
 /// every value with `str()`. Only then is the model's request looked up.
