@@ -767,6 +767,10 @@ impl Extractor {
             if let Some(object) = args.as_ref().and_then(lone_json_object) {
                 args = Some(object);
             }
+            if args.is_none() && args_json.is_none() && source::tool_call_id(s).is_none() {
+                let r = requests.get_or_insert_with(|| requested::Requests::new(trace));
+                args = r.later_args(i, name);
+            }
         }
         (args, args_text, args_json)
     }

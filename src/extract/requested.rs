@@ -98,6 +98,38 @@ impl<'t> Requests<'t> {
 }
 
 impl Requests<'_> {
+    /// The arguments of call span `at` of `tool` that recorded none and no
+    /// call id, from the first later span whose requests hold a call of
+    /// `tool` that no span before `at` asked for (a later request's
+    /// history repeats the call the span ran): taken only when there is
+    /// exactly one such call there (Splunk's OpenAI Agents spans).
+    pub fn later_args(&self, at: usize, tool: &str) -> Option<Value> {
+        let before: Vec<&Asked> = (0..at.min(self.per_span.len()))
+            .flat_map(|i| self.of_span(i))
+            .filter(|a| a.name == tool)
+            .collect();
+        let fresh = |a: &&Asked| {
+            !before.iter().any(|b| match (&a.id, &b.id) {
+                (Some(x), Some(y)) => x == y,
+                _ => a.args == b.args,
+            })
+        };
+        for i in at + 1..self.per_span.len() {
+            let new: Vec<&Asked> = self
+                .of_span(i)
+                .iter()
+                .filter(|a| a.name == tool)
+                .filter(fresh)
+                .collect();
+            match new.as_slice() {
+                [] => continue,
+                [one] => return Some(one.args.clone()),
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// The nearest earlier request of `tool` whose arguments have exactly
     /// the keys of `recorded`, each value the same or the one whose text
     /// the recorded string is (Netra records `{"hours": "3"}` for the

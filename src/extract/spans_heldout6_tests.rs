@@ -323,3 +323,58 @@ fn only_values_that_are_the_text_of_a_number_boolean_or_null_are_stringified() {
         assert!(!requested::stringified(&no), "{no}");
     }
 }
+
+#[test]
+fn a_span_without_arguments_or_call_id_takes_them_from_the_next_requests_history() {
+    use A::S;
+    let tool = |id: u8, name: &str| {
+        span(
+            id,
+            Some(1),
+            &format!("execute_tool {name}"),
+            &[
+                ("gen_ai.operation.name", S("execute_tool")),
+                ("gen_ai.tool.name", S(name)),
+                ("gen_ai.tool.call.result", S("ok")),
+            ],
+        )
+    };
+    let part = |id: &str, name: &str, args: Value| {
+        json!({"role": "assistant", "parts": [
+            {"type": "tool_call", "id": id, "name": name, "arguments": args.to_string()}
+        ]})
+    };
+    let request = |id: u8, history: Value| {
+        span(
+            id,
+            Some(1),
+            "chat m",
+            &[
+                ("gen_ai.operation.name", S("chat")),
+                ("gen_ai.input.messages", S(&history.to_string())),
+            ],
+        )
+    };
+    let first = part("c1", "pay", json!({"amount": 5}));
+    let second = part("c2", "pay", json!({"amount": 7}));
+    let (a, b) = (
+        part("c3", "tip", json!({"n": 1})),
+        part("c4", "tip", json!({"n": 2})),
+    );
+    let got = calls(vec![
+        span(1, None, "agent", &[]),
+        tool(2, "pay"),
+        request(3, json!([first])),
+        // The same tool again: the history's earlier call is not this one.
+        tool(4, "pay"),
+        request(5, json!([first, second])),
+        // Two new calls of the tool in one request: which one is unknown.
+        tool(6, "tip"),
+        request(7, json!([first, second, a, b])),
+    ]);
+    let args: Vec<Value> = got.into_iter().map(|c| c.1).collect();
+    assert_eq!(
+        args,
+        [json!({"amount": 5}), json!({"amount": 7}), Value::Null]
+    );
+}
