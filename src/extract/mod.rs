@@ -25,6 +25,7 @@ mod test_support;
 #[cfg(test)]
 mod heldout3_tests;
 mod literal;
+mod logged_args;
 mod merge;
 mod open;
 pub mod requested;
@@ -391,6 +392,7 @@ impl Extractor {
         keys.extend(facts::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.extend(genai_events::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.extend(conversation::EVENT_KEYS.iter().map(|k| k.to_string()));
+        keys.extend(logged_args::EVENT_KEYS.map(str::to_string));
         for r in &self.rules {
             let sources = [&r.name_from, &r.args, &r.result, &r.error_message];
             for src in sources.into_iter().flatten() {
@@ -590,6 +592,7 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
         merge::one_call_per_call(trace, &mut out);
+        logged_args::fill(trace, &mut out.calls);
         let lacking = carried::lacking(&out.calls);
         conversation::witness(self, trace, &seen, carried, &mut out);
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);

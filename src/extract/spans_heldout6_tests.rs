@@ -378,3 +378,32 @@ fn a_span_without_arguments_or_call_id_takes_them_from_the_next_requests_history
         [json!({"amount": 5}), json!({"amount": 7}), Value::Null]
     );
 }
+
+#[test]
+fn a_call_without_arguments_takes_them_from_the_record_naming_its_id() {
+    use opentelemetry_proto::tonic::trace::v1::span::Event;
+    use A::S;
+    let mut run = span(1, None, "interaction", &[]);
+    let record = |id: &str, input: &str| Event {
+        name: "tool_result".into(),
+        attributes: vec![kv("tool_use_id", S(id)), kv("tool_input", S(input))],
+        ..Default::default()
+    };
+    run.span.events = vec![record("t-1", r#"{"seat": "4A"}"#), record("t-9", "{}")];
+    let tool = |id: u8, call_id: &str| {
+        span(
+            id,
+            Some(1),
+            "kite.tool",
+            &[
+                ("gen_ai.operation.name", S("execute_tool")),
+                ("gen_ai.tool.name", S("pick_seat")),
+                ("gen_ai.tool.call.id", S(call_id)),
+            ],
+        )
+    };
+    let got = calls(vec![run, tool(2, "t-1"), tool(3, "t-2")]);
+    // No record names `t-2`: nothing is taken.
+    assert_eq!(got[0].1, json!({"seat": "4A"}));
+    assert_eq!(got[1].1, Value::Null);
+}
