@@ -27,6 +27,7 @@ mod heldout3_tests;
 mod literal;
 mod logged_args;
 mod merge;
+mod next_results;
 mod open;
 pub mod requested;
 #[cfg(test)]
@@ -596,6 +597,7 @@ impl Extractor {
         let lacking = carried::lacking(&out.calls);
         conversation::witness(self, trace, &seen, carried, &mut out);
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
+        next_results::fill(self.results, trace, &mut out.calls);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);

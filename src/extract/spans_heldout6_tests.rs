@@ -407,3 +407,46 @@ fn a_call_without_arguments_takes_them_from_the_record_naming_its_id() {
     assert_eq!(got[0].1, json!({"seat": "4A"}));
     assert_eq!(got[1].1, Value::Null);
 }
+
+#[test]
+fn results_added_by_the_next_request_answer_the_calls_between_in_order() {
+    use A::S;
+    let tool = |id: u8, name: &str| {
+        span(
+            id,
+            Some(1),
+            &format!("execute_tool {name}"),
+            &[
+                ("gen_ai.operation.name", S("execute_tool")),
+                ("gen_ai.tool.name", S(name)),
+                ("gen_ai.tool.call.arguments", S("{}")),
+            ],
+        )
+    };
+    let result = |text: &str| json!({"role": "tool", "parts": [{"type": "text", "content": text}]});
+    let request = |id: u8, history: Value| {
+        span(
+            id,
+            Some(1),
+            "chat m",
+            &[
+                ("gen_ai.operation.name", S("chat")),
+                ("gen_ai.input.messages", S(&history.to_string())),
+            ],
+        )
+    };
+    let user = json!({"role": "user", "parts": [{"type": "text", "content": "go"}]});
+    let (a, b, c) = (result("{'n': 1}"), result("two"), result("three"));
+    let got = calls(vec![
+        span(1, None, "agent", &[]),
+        request(2, json!([user])),
+        tool(3, "first"),
+        tool(4, "second"),
+        request(5, json!([user, a, b])),
+        // One call, two results added: which is its own is unknown.
+        tool(6, "third"),
+        request(7, json!([user, a, b, c, c])),
+    ]);
+    let results: Vec<Value> = got.into_iter().map(|c| c.2).collect();
+    assert_eq!(results, [json!({"n": 1}), json!("two"), Value::Null]);
+}
