@@ -72,7 +72,7 @@ impl<'t> Requests<'t> {
 
     /// Named arguments for the call of `tool` at span `at` whose recorded
     /// arguments `args` are a bare value or hold positional `"args"`; or
-    /// typed ones, when `args` are [`stringified`] and the request has the
+    /// typed ones, when `args` are `stringified` and the request has the
     /// same keys with values whose text they are (`3` for `"3"`).
     pub fn name_args(&self, at: usize, tool: &str, args: &Value) -> Option<Value> {
         let (positional, known): (Vec<&Value>, Map<String, Value>) = match args {
