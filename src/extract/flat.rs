@@ -64,7 +64,9 @@ pub(crate) fn family_projection(rules: &[Rule]) -> Projection {
     let mut infixes = Vec::new();
     for r in rules {
         let Some(family) = &r.family else { continue };
-        tails.extend(family.keys.iter().cloned());
+        // A namespace ending in `_` before a dotted key (`x_span.kind`) is
+        // not kept by decoding: the SDKs seen write snake-case keys there.
+        tails.extend(family.keys.iter().filter(|k| !k.contains('.')).cloned());
         let flat = r.args.iter().chain(&r.result).filter(|s| s.flat);
         for src in flat {
             if let Field::Attr(key) = &src.field {

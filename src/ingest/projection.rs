@@ -159,8 +159,11 @@ impl Projection {
     /// [`Projection::span_infixes`] keep.
     fn family_kept(&self, key: &str) -> bool {
         let bytes = key.as_bytes();
+        // The last byte first: most keys are told apart by it alone.
+        let last = bytes.last();
         let snake = self.span_snake_tails.iter().any(|t| {
-            bytes.len() > t.len()
+            t.as_bytes().last() == last
+                && bytes.len() > t.len()
                 && bytes.ends_with(t.as_bytes())
                 && bytes[bytes.len() - t.len() - 1] == b'_'
         });
