@@ -1190,7 +1190,7 @@ fn conversation_call(
             .unwrap_or_default();
         AgentRef { span_id, name }
     });
-    let function = super::tool_name::function_name(&a.name);
+    let function = super::tool_name::mcp_parts(&a.name).map(|(_, tool)| tool);
     ToolCall {
         name: function.unwrap_or(&a.name).to_string(),
         args: args_of(&a.args),

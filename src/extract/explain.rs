@@ -230,6 +230,11 @@ impl Extractor {
                 };
                 let name_behind_wrapper = behind.as_ref().map(|&(_, key)| key);
                 let name = behind.map(|(n, _)| n).or(name);
+                // As the rows name it: an MCP tool by its own name.
+                let name = match (self.role_of(Some(i)), name) {
+                    (Role::Call, Some(n)) => Some(super::tool_name::normalized(&n).to_string()),
+                    (_, n) => n,
+                };
                 RuleMatch {
                     rule: rule.name().to_string(),
                     kind: rule.kind(),

@@ -71,7 +71,9 @@ impl<'t> Requests<'t> {
     }
 
     /// Named arguments for the call of `tool` at span `at` whose recorded
-    /// arguments `args` are a bare value or hold positional `"args"`.
+    /// arguments `args` are a bare value or hold positional `"args"`; or
+    /// typed ones, when `args` are `stringified` and the request has the
+    /// same keys with values whose text they are (`3` for `"3"`).
     pub fn name_args(&self, at: usize, tool: &str, args: &Value) -> Option<Value> {
         let (positional, known): (Vec<&Value>, Map<String, Value>) = match args {
             Value::Object(o) => match o.get("args") {
@@ -80,6 +82,7 @@ impl<'t> Requests<'t> {
                     known.remove("args");
                     (p.iter().collect(), known)
                 }
+                _ if stringified(args) => return self.typed(at, tool, o),
                 _ => return None,
             },
             Value::Null => return None,
@@ -92,6 +95,94 @@ impl<'t> Requests<'t> {
             .filter(|a| a.name == tool)
             .find_map(|a| match_request(&a.args, &positional, &known))
     }
+}
+
+impl Requests<'_> {
+    /// The arguments of call span `at` of `tool` that recorded none and no
+    /// call id, from the first later span whose requests hold a call of
+    /// `tool` that no span before `at` asked for (a later request's
+    /// history repeats the call the span ran): taken only when there is
+    /// exactly one such call there (Splunk's OpenAI Agents spans).
+    pub fn later_args(&self, at: usize, tool: &str) -> Option<Value> {
+        let before: Vec<&Asked> = (0..at.min(self.per_span.len()))
+            .flat_map(|i| self.of_span(i))
+            .filter(|a| a.name == tool)
+            .collect();
+        let fresh = |a: &&Asked| {
+            !before.iter().any(|b| match (&a.id, &b.id) {
+                (Some(x), Some(y)) => x == y,
+                _ => a.args == b.args,
+            })
+        };
+        for i in at + 1..self.per_span.len() {
+            let new: Vec<&Asked> = self
+                .of_span(i)
+                .iter()
+                .filter(|a| a.name == tool)
+                .filter(fresh)
+                .collect();
+            match new.as_slice() {
+                [] => continue,
+                [one] => return Some(one.args.clone()),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The nearest earlier request of `tool` whose arguments have exactly
+    /// the keys of `recorded`, each value the same or the one whose text
+    /// the recorded string is (Netra records `{"hours": "3"}` for the
+    /// model's `{"hours": 3}`).
+    fn typed(&self, at: usize, tool: &str, recorded: &Map<String, Value>) -> Option<Value> {
+        (0..at.min(self.per_span.len()))
+            .rev()
+            .flat_map(|i| self.of_span(i))
+            .filter(|a| a.name == tool)
+            .find(|a| {
+                a.args.as_object().is_some_and(|r| {
+                    r.len() == recorded.len()
+                        && recorded
+                            .iter()
+                            .all(|(k, v)| r.get(k).is_some_and(|q| same_value(q, v)))
+                })
+            })
+            .map(|a| a.args.clone())
+    }
+}
+
+/// Arguments without parameter names (a bare value, or positional
+/// `"args"`), or with values written as text ([`stringified`]).
+pub(crate) fn unnamed(a: &Value) -> bool {
+    match a {
+        Value::Null => false,
+        Value::Object(o) => {
+            o.get("args")
+                .is_some_and(|p| p.as_array().is_some_and(|p| !p.is_empty()))
+                || stringified(a)
+        }
+        _ => true,
+    }
+}
+
+/// Whether arguments `a` are an object with a value written as the text
+/// of a number, boolean or null (`{"hours": "3"}`): an SDK that records
+/// every value with `str()`. Only then is the model's request looked up.
+pub(crate) fn stringified(a: &Value) -> bool {
+    let Value::Object(o) = a else {
+        return false;
+    };
+    o.values().any(|v| {
+        v.as_str().is_some_and(|t| {
+            let t = t.trim();
+            t.len() <= 32
+                && t.starts_with(|c: char| {
+                    c.is_ascii_digit() || matches!(c, '-' | 't' | 'f' | 'n' | 'T' | 'F' | 'N')
+                })
+                && serde_json::from_str::<Value>(&t.to_ascii_lowercase())
+                    .is_ok_and(|v| !v.is_string())
+        })
+    })
 }
 
 /// `req` when it is `known` plus exactly one key per positional value.
@@ -156,10 +247,24 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
             continue;
         }
         if let Ok(v) = serde_json::from_str::<Value>(t) {
-            walk(&v, None, 0, &mut out);
+            match v.as_object().filter(|o| bare_call(o)).and_then(call_of) {
+                Some(call) => out.push(call),
+                None => walk(&v, None, 0, &mut out),
+            }
         }
     }
     out
+}
+
+/// A whole attribute that is one call in OpenAI's legacy `function_call`
+/// form, `{"name", "arguments": "<JSON object>"}` and nothing else: Netra
+/// writes the model's call so as the assistant message's `content`.
+fn bare_call(o: &Map<String, Value>) -> bool {
+    o.len() == 2
+        && o.get("name").is_some_and(Value::is_string)
+        && o.get("arguments")
+            .and_then(Value::as_str)
+            .is_some_and(|a| a.trim_start().starts_with('{'))
 }
 
 fn json_or_string(s: &str) -> Value {

@@ -279,6 +279,12 @@ pub struct SourceSpec {
     /// spans and the tool's schema in another's (`tool.parameters`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub not_schema: bool,
+    /// The value is written one attribute per key under `attr` (no `attr`
+    /// of its own): `attr.<key>[.<sub>...]` becomes an object, each value
+    /// typed as its attribute is (`extract::flat`). Agenta's
+    /// `ag.data.inputs.town`, HoneyHive's `honeyhive_inputs.town`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub flat: bool,
 }
 
 fn is_plain(d: &Decode) -> bool {
@@ -473,6 +479,8 @@ pub(crate) struct Source {
     pub in_span_name: bool,
     /// A value that is a JSON Schema gives nothing (`not_schema`).
     pub not_schema: bool,
+    /// The value is rebuilt from the attributes under the key (`flat`).
+    pub flat: bool,
 }
 
 /// A compiled rule.
@@ -524,7 +532,8 @@ impl Rule {
                 let Some(ns) = key.strip_suffix(k.as_bytes()) else {
                     continue;
                 };
-                if !(ns.is_empty() || ns.ends_with(b".")) {
+                // `honeyhive_event_type`: a namespace may end in `_` too.
+                if !(ns.is_empty() || ns.ends_with(b".") || ns.ends_with(b"_")) {
                     continue;
                 }
                 let Some(text) = value(i) else { continue };
@@ -801,6 +810,12 @@ fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, R
             "`in_span_name` reads an attribute against the span name, not the span name itself",
         ));
     }
+    if s.flat && (s.event.is_some() || s.span_name || s.pattern.is_some()) {
+        return Err(invalid(
+            rule,
+            "`flat` reads the attributes under `attr`: no `event`, `span_name` or `pattern`",
+        ));
+    }
     if s.decode == Decode::JsonIfMime && s.mime_attr.is_none() {
         return Err(invalid(
             rule,
@@ -824,6 +839,7 @@ fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, R
         keep_span_name: s.keep_span_name || s.in_span_name,
         in_span_name: s.in_span_name,
         not_schema: s.not_schema,
+        flat: s.flat,
     })
 }
 

@@ -1,40 +1,50 @@
-//! The name of the function behind a namespaced tool name.
-//!
-//! The Claude Agent SDK (and Claude Code) name an MCP server's tools to the
-//! model `mcp__<server>__<tool>`; the function that ran is `<tool>`. Every
-//! path that takes a call's name from what the model saw goes through
-//! [`function_name`], so a call reads the same however it was found; the
-//! recorded name is kept beside it (`span_name`).
+//! Tool names as an agent SDK spells them to the model (docs/conventions.md,
+//! "MCP tool names"). The Claude Agent SDK (and Claude Code) names a tool
+//! of an MCP server `mcp__<server>__<tool>`; the tool itself, and whoever
+//! expects a call of it, knows it as `<tool>`. Calls read from spans and
+//! from the conversation both go through [`normalized`], so the same call
+//! has one name whichever witness found it; the full name stays in the
+//! call's `span_name` when the span was named so.
 
-/// The prefix of an MCP tool's name as Claude's tools present it.
-const MCP_PREFIX: &str = "mcp__";
-/// What ends the server's part of such a name.
-const MCP_SEPARATOR: &str = "__";
+/// What starts an MCP tool's namespaced name.
+pub const MCP_PREFIX: &str = "mcp__";
 
-/// `<tool>` of `mcp__<server>__<tool>` (server and tool non-empty); `None`
-/// for any other name.
-pub fn function_name(name: &str) -> Option<&str> {
+/// The server and tool of a namespaced MCP tool name,
+/// `mcp__<server>__<tool>`: both non-empty, the server up to the first
+/// `__` after the prefix (servers' names are written with single `_`s).
+pub fn mcp_parts(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix(MCP_PREFIX)?;
-    let (server, tool) = rest.split_once(MCP_SEPARATOR)?;
-    (!server.is_empty() && !tool.is_empty()).then_some(tool)
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// The tool's own name: `find_hotel` for `mcp__trip__find_hotel`, any
+/// other name as it is.
+pub fn normalized(name: &str) -> &str {
+    mcp_parts(name).map_or(name, |(_, tool)| tool)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::function_name;
+    use super::*;
 
     #[test]
-    fn only_a_whole_mcp_name_gives_its_tool() {
-        assert_eq!(function_name("mcp__trip__find_hotel"), Some("find_hotel"));
-        assert_eq!(function_name("mcp__my-srv__a__b"), Some("a__b"));
-        for other in [
+    fn an_mcp_name_gives_its_tool_and_other_names_stay() {
+        assert_eq!(
+            mcp_parts("mcp__trip__find_hotel"),
+            Some(("trip", "find_hotel"))
+        );
+        assert_eq!(mcp_parts("mcp__my_srv__get__x"), Some(("my_srv", "get__x")));
+        assert_eq!(normalized("mcp__trip__find_hotel"), "find_hotel");
+        for kept in [
             "find_hotel",
             "mcp__trip",
-            "mcp____x",
-            "mcp__x__",
-            "MCP__a__b",
+            "mcp____tool",
+            "mcp__trip__",
+            "mcp_trip__tool",
+            "MCP__trip__tool",
         ] {
-            assert_eq!(function_name(other), None, "{other}");
+            assert_eq!(normalized(kept), kept, "{kept}");
         }
     }
 }

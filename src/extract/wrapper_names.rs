@@ -73,7 +73,14 @@ pub(crate) fn tool_name(name: &str, s: &SpanRecord) -> Option<(String, &'static 
 /// the tool. Agent runs keep theirs (`FunctionAgent.run`).
 pub(crate) fn named(name: String, s: &SpanRecord, call: bool) -> String {
     match call {
-        true => tool_name(&name, s).map_or(name, |(n, _)| n),
+        true => {
+            let name = tool_name(&name, s).map_or(name, |(n, _)| n);
+            // An MCP tool's namespaced name (`mcp__trip__find_hotel`).
+            match super::tool_name::mcp_parts(&name) {
+                Some((_, tool)) => tool.to_string(),
+                None => name,
+            }
+        }
         false => name,
     }
 }
@@ -88,6 +95,11 @@ pub(crate) fn kept(
     s: &SpanRecord,
 ) -> Option<String> {
     let span = s.span.name();
+    // A span named after an MCP tool's namespaced name keeps it: the
+    // server stays visible beside the tool's own name.
+    if super::tool_name::mcp_parts(span).is_some() {
+        return (span != name).then(|| span.to_string());
+    }
     if !is_wrapper_method(span) {
         return None;
     }

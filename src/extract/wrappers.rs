@@ -67,6 +67,13 @@ pub(crate) fn value_noting(
             list.push(n);
         }
     };
+    if src.flat {
+        let Field::Attr(key) = &src.field else {
+            return None;
+        };
+        let v = super::flat::object(key, s)?;
+        return not_schema(src, unwrap(src, s, v, &mut note));
+    }
     let text = match &src.field {
         Field::SpanName => Cow::Borrowed(s.span.name()),
         f => {

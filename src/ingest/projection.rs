@@ -76,6 +76,14 @@ pub struct Projection {
     /// Span keys kept by their last dot-separated part (`kind` keeps
     /// `acme.span.kind`): what a family rule reads in any namespace.
     span_tails: Keys,
+    /// Span keys kept when they end with one of these after a `_`
+    /// (`honeyhive_event_type` for `event_type`): a family marker whose
+    /// namespace ends in `_`.
+    span_snake_tails: Vec<String>,
+    /// Span keys kept when one of these starts them or follows a `.` or `_`
+    /// (`inputs.` keeps `ag.data.inputs.town`): values written one
+    /// attribute per key under a prefix in any namespace.
+    span_infixes: Vec<memchr::memmem::Finder<'static>>,
     resource: Keys,
     event: Keys,
 }
@@ -148,6 +156,43 @@ impl Projection {
         self
     }
 
+    /// Keeps span keys that end with one of `tails` after a `_`.
+    pub fn span_snake_tails<S: Into<String>>(mut self, tails: impl IntoIterator<Item = S>) -> Self {
+        self.span_snake_tails
+            .extend(tails.into_iter().map(Into::into));
+        self
+    }
+
+    /// Keeps span keys that start with one of `infixes` or hold one after
+    /// a `.` or `_`.
+    pub fn span_infixes<S: AsRef<str>>(mut self, infixes: impl IntoIterator<Item = S>) -> Self {
+        self.span_infixes.extend(
+            infixes
+                .into_iter()
+                .map(|i| memchr::memmem::Finder::new(i.as_ref().as_bytes()).into_owned()),
+        );
+        self
+    }
+
+    /// What [`Projection::span_snake_tails`] and
+    /// [`Projection::span_infixes`] keep.
+    fn family_kept(&self, key: &str) -> bool {
+        let bytes = key.as_bytes();
+        // The last byte first: most keys are told apart by it alone.
+        let last = bytes.last();
+        let snake = self.span_snake_tails.iter().any(|t| {
+            t.as_bytes().last() == last
+                && bytes.len() > t.len()
+                && bytes.ends_with(t.as_bytes())
+                && bytes[bytes.len() - t.len() - 1] == b'_'
+        });
+        snake
+            || self.span_infixes.iter().any(|f| {
+                f.find(bytes)
+                    .is_some_and(|at| at == 0 || matches!(bytes[at - 1], b'.' | b'_'))
+            })
+    }
+
     fn tail_kept(&self, key: &str) -> bool {
         if self.span_tails.is_empty() {
             return false;
@@ -171,6 +216,7 @@ impl KeyFilter for Projection {
                                 && key.starts_with(p.as_str())
                     })
                     || self.tail_kept(key)
+                    || self.family_kept(key)
             }),
             AttrsOf::Resource => self.resource.contains(key),
             AttrsOf::Event => self.event.contains(key),

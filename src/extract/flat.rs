@@ -1,0 +1,86 @@
+//! A value written one attribute per key (docs/conventions.md, "The
+//! generic tool-kind rule"): some SDKs flatten a call's arguments and
+//! result into attributes under one prefix, `ag.data.inputs.town = Lyon`,
+//! `honeyhive_outputs.result.stars = 3`. A `flat` source rebuilds the
+//! object from them, each value typed as its attribute is.
+
+use serde_json::{Map, Value};
+
+use super::rules::{Field, Rule, NS};
+use super::source::any_to_json;
+use crate::assemble::SpanRecord;
+use crate::ingest::projection::Projection;
+
+/// Deeper paths than this are not rebuilt (a bound on untrusted keys; the
+/// SDKs seen nest two levels).
+const MAX_DEPTH: usize = 8;
+
+/// The object the attributes `prefix.<key>[.<sub>...]` of span `s` write,
+/// `None` when there is none. A path that runs into a value already set
+/// (`result = "x"` and `result.a = 1`), or has an empty part, is left out:
+/// the first attribute wins.
+pub(crate) fn object(prefix: &str, s: &SpanRecord) -> Option<Value> {
+    let mut out = Map::new();
+    for (key, value) in s.span.attributes() {
+        let Some(path) = key
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('.'))
+        else {
+            continue;
+        };
+        let parts: Vec<&str> = path.split('.').collect();
+        if parts.len() > MAX_DEPTH || parts.iter().any(|p| p.is_empty()) {
+            continue;
+        }
+        let value = value.map_or(Value::Null, any_to_json);
+        insert(&mut out, &parts, value);
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
+}
+
+/// Sets `parts` in `map` to `value`, unless the path is taken.
+fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) {
+    let Some((&last, above)) = parts.split_last() else {
+        return;
+    };
+    let mut at = map;
+    for &part in above {
+        let next = at.entry(part).or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(inner) = next else {
+            return;
+        };
+        at = inner;
+    }
+    at.entry(last).or_insert(value);
+}
+
+/// A projection keeping what the family rules among `rules` read beyond
+/// their keys' last parts: the family keys after a namespace ending in `_`
+/// (`honeyhive_` of `honeyhive_event_type`), and the keys of their `flat`
+/// sources, by the last part of each source key and a dot (`inputs.` of
+/// `{ns}data.inputs`).
+pub(crate) fn family_projection(rules: &[Rule]) -> Projection {
+    let mut tails = Vec::new();
+    let mut infixes = Vec::new();
+    for r in rules {
+        let Some(family) = &r.family else { continue };
+        // A namespace ending in `_` before a dotted key (`x_span.kind`) is
+        // not kept by decoding: the SDKs seen write snake-case keys there.
+        tails.extend(family.keys.iter().filter(|k| !k.contains('.')).cloned());
+        let flat = r.args.iter().chain(&r.result).filter(|s| s.flat);
+        for src in flat {
+            if let Field::Attr(key) = &src.field {
+                let key = key.rsplit(NS).next().unwrap_or(key);
+                let last = key.rsplit('.').next().unwrap_or(key);
+                infixes.push(format!("{last}."));
+            }
+        }
+    }
+    for v in [&mut tails, &mut infixes] {
+        v.sort();
+        v.dedup();
+    }
+    Projection::default()
+        .span_snake_tails(tails)
+        .span_infixes(infixes)
+}
