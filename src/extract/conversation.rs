@@ -882,14 +882,7 @@ fn rebuild(
     }
     // The first request (after the asking span starts) that answers each id.
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
-    let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();
-    for (i, r) in requests.iter().enumerate() {
-        for a in &r.answers {
-            if let Some(id) = a.id.as_deref() {
-                answered.entry(id).or_default().push((i, a));
-            }
-        }
-    }
+    let answered = answers_by_id(&requests);
     // Answers without a recorded id, each used once (`idless`).
     let mut used: Vec<(usize, usize)> = Vec::new();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
@@ -968,6 +961,19 @@ fn rebuild(
     if !open.is_empty() {
         out.open = Some(Box::new(open));
     }
+}
+
+/// Each call id's answers in the trace's requests, in span order.
+fn answers_by_id(requests: &[Request]) -> HashMap<&str, Vec<(usize, &Answer)>> {
+    let mut answered: HashMap<&str, Vec<(usize, &Answer)>> = HashMap::new();
+    for (i, r) in requests.iter().enumerate() {
+        for a in &r.answers {
+            if let Some(id) = a.id.as_deref() {
+                answered.entry(id).or_default().push((i, a));
+            }
+        }
+    }
+    answered
 }
 
 /// The calls answered in this trace's requests that no output of the trace
