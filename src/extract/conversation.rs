@@ -1434,13 +1434,15 @@ fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
     }
 }
 
-/// The model's name and, where the span has none, its arguments.
+/// The model's name (an MCP tool's own, as every witness names it) and,
+/// where the span has none, its arguments.
 fn take_from_model(call: &mut ToolCall, a: &Asked) {
     if call.args.is_none() {
         call.args = args_of(&a.args);
     }
-    if call.name != a.name {
-        call.span_name = Some(std::mem::replace(&mut call.name, a.name.clone()));
+    let name = super::tool_name::normalized(&a.name);
+    if call.name != name {
+        call.span_name = Some(std::mem::replace(&mut call.name, name.to_string()));
     }
 }
 

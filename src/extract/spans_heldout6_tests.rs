@@ -450,3 +450,38 @@ fn results_added_by_the_next_request_answer_the_calls_between_in_order() {
     let results: Vec<Value> = got.into_iter().map(|c| c.2).collect();
     assert_eq!(results, [json!({"n": 1}), json!("two"), Value::Null]);
 }
+
+#[test]
+fn a_tool_span_joined_to_the_models_mcp_named_call_keeps_the_tools_own_name() {
+    use A::S;
+    // The model asked for `mcp__maps__look_up` (id k1); the tool span, an
+    // OTel GenAI one, names it so too and records no arguments.
+    let asks = json!([{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "k1", "name": "mcp__maps__look_up", "arguments": {"town": "Oslo"}}
+    ]}]);
+    let got = calls(vec![
+        span(1, None, "agent", &[]),
+        span(
+            2,
+            Some(1),
+            "chat m",
+            &[
+                ("gen_ai.operation.name", S("chat")),
+                ("gen_ai.output.messages", S(&asks.to_string())),
+            ],
+        ),
+        span(
+            3,
+            Some(1),
+            "execute_tool mcp__maps__look_up",
+            &[
+                ("gen_ai.operation.name", S("execute_tool")),
+                ("gen_ai.tool.name", S("mcp__maps__look_up")),
+                ("gen_ai.tool.call.id", S("k1")),
+                ("gen_ai.tool.call.result", S("found")),
+            ],
+        ),
+    ]);
+    let named: Vec<(&str, &Value)> = got.iter().map(|c| (c.0.as_str(), &c.1)).collect();
+    assert_eq!(named, [("look_up", &json!({"town": "Oslo"}))]);
+}
