@@ -976,6 +976,35 @@ fn answers_by_id(requests: &[Request]) -> HashMap<&str, Vec<(usize, &Answer)>> {
     answered
 }
 
+/// The call ids of request `r` that are this trace's own: its last model
+/// turn's, and those of its history past a call the trace asked for
+/// ([`later::after_asked`]).
+fn own_ids<'r>(r: &'r Request, asked: &[AskedAt]) -> HashSet<&'r str> {
+    r.last_turn
+        .iter()
+        .chain(later::after_asked(r, asked))
+        .filter_map(|a| a.id.as_deref())
+        .collect()
+}
+
+/// Request `r`'s answer to history call `a` (call id `id`), when no output
+/// of this trace asked for the call and nothing counted it yet.
+fn uncounted_answer<'r>(
+    r: &'r Request,
+    a: &Asked,
+    id: &str,
+    asked: &[AskedAt],
+    counted: &HashSet<(&str, &str)>,
+) -> Option<&'r Answer> {
+    let asked_here = asked
+        .iter()
+        .any(|at| at.asked.id.as_deref() == Some(id) && at.asked.name == a.name);
+    if asked_here || counted.contains(&(id, a.name.as_str())) {
+        return None;
+    }
+    r.answers.iter().find(|ans| ans.id.as_deref() == Some(id))
+}
+
 /// The calls answered in this trace's requests that no output of the trace
 /// asked for, when the requests show them ([`rebuild`]).
 fn repeated_in_requests<'r>(
@@ -1014,12 +1043,7 @@ fn repeated_in_requests<'r>(
         // The trace's first request decides (one with no result at all
         // starts the conversation here).
         if before_trace.is_none() && has_any_input(&trace.spans[i]) {
-            let last: HashSet<&str> = r
-                .last_turn
-                .iter()
-                .chain(own)
-                .filter_map(|a| a.id.as_deref())
-                .collect();
+            let last = own_ids(r, asked);
             before_trace = Some(
                 r.history
                     .iter()
@@ -1032,13 +1056,7 @@ fn repeated_in_requests<'r>(
             let Some(id) = a.id.as_deref() else {
                 continue;
             };
-            let asked_here = asked
-                .iter()
-                .any(|at| at.asked.id.as_deref() == Some(id) && at.asked.name == a.name);
-            if asked_here || counted.contains(&(id, a.name.as_str())) {
-                continue;
-            }
-            let Some(answer) = r.answers.iter().find(|ans| ans.id.as_deref() == Some(id)) else {
+            let Some(answer) = uncounted_answer(r, a, id, asked, counted) else {
                 continue;
             };
             counted.insert((id, &a.name));

@@ -40,27 +40,14 @@ pub(super) fn history_calls<'r>(
     let Some(r) = requests.get(i) else {
         return;
     };
-    // The last turn, and the history past a call this trace asked for
-    // (`later`), are this trace's own: counted after its asked calls.
-    let own = super::later::after_asked(r, asked);
-    let last: HashSet<&str> = r
-        .last_turn
-        .iter()
-        .chain(own)
-        .filter_map(|a| a.id.as_deref())
-        .collect();
+    // The trace's own calls are counted after its asked ones.
+    let last = super::own_ids(r, asked);
     let start = trace.spans[i].span.start_time_unix_nano;
     for a in &r.history {
         let Some(id) = a.id.as_deref().filter(|id| !last.contains(id)) else {
             continue;
         };
-        let asked_here = asked
-            .iter()
-            .any(|at| at.asked.id.as_deref() == Some(id) && at.asked.name == a.name);
-        if asked_here || counted.contains(&(id, a.name.as_str())) {
-            continue;
-        }
-        let Some(answer) = r.answers.iter().find(|ans| ans.id.as_deref() == Some(id)) else {
+        let Some(answer) = super::uncounted_answer(r, a, id, asked, counted) else {
             continue;
         };
         let unseen = carried
