@@ -84,6 +84,10 @@ pub struct Projection {
     /// (`inputs.` keeps `ag.data.inputs.town`): values written one
     /// attribute per key under a prefix in any namespace.
     span_infixes: Vec<memchr::memmem::Finder<'static>>,
+    /// The infixes' bytes, and which bytes start one, for
+    /// [`Projection::may_hold_infix`].
+    infix_bytes: Vec<Vec<u8>>,
+    infix_first: [u64; 4],
     resource: Keys,
     event: Keys,
 }
@@ -166,12 +170,36 @@ impl Projection {
     /// Keeps span keys that start with one of `infixes` or hold one after
     /// a `.` or `_`.
     pub fn span_infixes<S: AsRef<str>>(mut self, infixes: impl IntoIterator<Item = S>) -> Self {
-        self.span_infixes.extend(
-            infixes
-                .into_iter()
-                .map(|i| memchr::memmem::Finder::new(i.as_ref().as_bytes()).into_owned()),
-        );
+        for i in infixes {
+            let i = i.as_ref().as_bytes();
+            self.span_infixes
+                .push(memchr::memmem::Finder::new(i).into_owned());
+            if let Some(&b) = i.first() {
+                self.infix_first[usize::from(b >> 6)] |= 1 << (b & 63);
+            }
+            self.infix_bytes.push(i.to_vec());
+        }
         self
+    }
+
+    /// Whether an infix starts `bytes` or follows a `.` or `_` in it: what
+    /// [`Projection::family_kept`]'s search needs to find, asked with one
+    /// walk over the key's bytes rather than a substring search per
+    /// infix (most keys are turned away here).
+    fn may_hold_infix(&self, bytes: &[u8]) -> bool {
+        // A byte that starts no infix, or a place after no separator, is
+        // passed over without comparing.
+        let mut after_separator = true;
+        for (at, &b) in bytes.iter().enumerate() {
+            if after_separator
+                && self.infix_first[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+                && self.infix_bytes.iter().any(|i| bytes[at..].starts_with(i))
+            {
+                return true;
+            }
+            after_separator = matches!(b, b'.' | b'_');
+        }
+        false
     }
 
     /// What [`Projection::span_snake_tails`] and
@@ -186,11 +214,14 @@ impl Projection {
                 && bytes.ends_with(t.as_bytes())
                 && bytes[bytes.len() - t.len() - 1] == b'_'
         });
+        // The search finds an infix's first place only: it keeps a key only
+        // where that place starts the key or follows a separator.
         snake
-            || self.span_infixes.iter().any(|f| {
-                f.find(bytes)
-                    .is_some_and(|at| at == 0 || matches!(bytes[at - 1], b'.' | b'_'))
-            })
+            || self.may_hold_infix(bytes)
+                && self.span_infixes.iter().any(|f| {
+                    f.find(bytes)
+                        .is_some_and(|at| at == 0 || matches!(bytes[at - 1], b'.' | b'_'))
+                })
     }
 
     fn tail_kept(&self, key: &str) -> bool {
