@@ -84,10 +84,10 @@ pub struct Projection {
     /// (`inputs.` keeps `ag.data.inputs.town`): values written one
     /// attribute per key under a prefix in any namespace.
     span_infixes: Vec<memchr::memmem::Finder<'static>>,
-    /// The infixes' bytes, and which bytes start one, for
-    /// [`Projection::may_hold_infix`].
-    infix_bytes: Vec<Vec<u8>>,
-    infix_first: [u64; 4],
+    /// The bytes every infix ends with, when there are several (`puts.` of
+    /// `inputs.` and `outputs.`): one search that turns most keys away
+    /// before each infix is searched for.
+    infix_common: Option<memchr::memmem::Finder<'static>>,
     resource: Keys,
     event: Keys,
 }
@@ -170,36 +170,29 @@ impl Projection {
     /// Keeps span keys that start with one of `infixes` or hold one after
     /// a `.` or `_`.
     pub fn span_infixes<S: AsRef<str>>(mut self, infixes: impl IntoIterator<Item = S>) -> Self {
-        for i in infixes {
-            let i = i.as_ref().as_bytes();
-            self.span_infixes
-                .push(memchr::memmem::Finder::new(i).into_owned());
-            if let Some(&b) = i.first() {
-                self.infix_first[usize::from(b >> 6)] |= 1 << (b & 63);
-            }
-            self.infix_bytes.push(i.to_vec());
-        }
+        self.span_infixes.extend(
+            infixes
+                .into_iter()
+                .map(|i| memchr::memmem::Finder::new(i.as_ref().as_bytes()).into_owned()),
+        );
+        let needles: Vec<&[u8]> = self.span_infixes.iter().map(|f| f.needle()).collect();
+        let common = needles
+            .iter()
+            .skip(1)
+            .fold(needles.first().copied(), |c, n| {
+                let c = c?;
+                let len = c
+                    .iter()
+                    .rev()
+                    .zip(n.iter().rev())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                Some(&c[c.len() - len..])
+            });
+        self.infix_common = common
+            .filter(|c| needles.len() > 1 && c.len() >= 2)
+            .map(|c| memchr::memmem::Finder::new(c).into_owned());
         self
-    }
-
-    /// Whether an infix starts `bytes` or follows a `.` or `_` in it: what
-    /// [`Projection::family_kept`]'s search needs to find, asked with one
-    /// walk over the key's bytes rather than a substring search per
-    /// infix (most keys are turned away here).
-    fn may_hold_infix(&self, bytes: &[u8]) -> bool {
-        // A byte that starts no infix, or a place after no separator, is
-        // passed over without comparing.
-        let mut after_separator = true;
-        for (at, &b) in bytes.iter().enumerate() {
-            if after_separator
-                && self.infix_first[usize::from(b >> 6)] & (1 << (b & 63)) != 0
-                && self.infix_bytes.iter().any(|i| bytes[at..].starts_with(i))
-            {
-                return true;
-            }
-            after_separator = matches!(b, b'.' | b'_');
-        }
-        false
     }
 
     /// What [`Projection::span_snake_tails`] and
@@ -214,10 +207,11 @@ impl Projection {
                 && bytes.ends_with(t.as_bytes())
                 && bytes[bytes.len() - t.len() - 1] == b'_'
         });
-        // The search finds an infix's first place only: it keeps a key only
-        // where that place starts the key or follows a separator.
         snake
-            || self.may_hold_infix(bytes)
+            || self
+                .infix_common
+                .as_ref()
+                .is_none_or(|c| c.find(bytes).is_some())
                 && self.span_infixes.iter().any(|f| {
                     f.find(bytes)
                         .is_some_and(|at| at == 0 || matches!(bytes[at - 1], b'.' | b'_'))
