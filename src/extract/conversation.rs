@@ -270,8 +270,10 @@ impl Look {
         let mut look = Look::default();
         for (i, k) in s.span.attr_keys().enumerate() {
             look.model_call = look.model_call || bodies::model_call_at(s, i, k);
+            // The first byte before the prefix: most keys start with none.
             for (j, f) in FLAT_OUT.iter().enumerate() {
-                look.flat_out |= u8::from(k.starts_with(f.prefix.as_bytes())) << j;
+                let p = f.prefix.as_bytes();
+                look.flat_out |= u8::from(k.first() == p.first() && k.starts_with(p)) << j;
             }
             for (j, m) in OUTPUT_KEYS.iter().enumerate() {
                 look.named_out |= u8::from(k == m.0.as_bytes()) << j;
