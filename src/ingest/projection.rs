@@ -278,4 +278,27 @@ mod tests {
         assert!(p.keep_json(AttrsOf::Span));
         assert!(!p.keep_json(AttrsOf::Resource));
     }
+
+    #[test]
+    fn infixes_keep_keys_where_they_start_a_part() {
+        let on = |p: Projection| p.span_keys(["gen_ai.tool.name"], [""; 0]);
+        // Two infixes with a common ending (searched first), one alone,
+        // and two with no common ending worth a search.
+        for infixes in [
+            &["inputs.", "outputs."][..],
+            &["inputs."],
+            &["args.", "kw."],
+        ] {
+            let p = on(Projection::default()).span_infixes(infixes.iter().copied());
+            let first = infixes[0];
+            assert!(p.keep(AttrsOf::Span, &format!("{first}town")));
+            assert!(p.keep(AttrsOf::Span, &format!("ag.data.{first}town")));
+            assert!(p.keep(AttrsOf::Span, &format!("ag_{first}town")));
+            assert!(!p.keep(AttrsOf::Span, &format!("ag.data{first}town")));
+            assert!(!p.keep(AttrsOf::Span, "ag.data.town"));
+        }
+        let p = on(Projection::default()).span_infixes(["inputs.", "outputs."]);
+        assert!(p.keep(AttrsOf::Span, "run.outputs.answer"));
+        assert!(!p.keep(AttrsOf::Span, "run.outputs"));
+    }
 }
