@@ -258,18 +258,28 @@ struct Look {
     model_call: bool,
     output: bool,
     input: bool,
+    /// Which of [`FLAT_OUT`]'s prefixes and of [`OUTPUT_KEYS`] start or
+    /// are a key of the span (bit `i`: the `i`th), so that the readers
+    /// look only for forms that are there.
+    flat_out: u8,
+    named_out: u8,
 }
 
 impl Look {
     fn of(s: &SpanRecord) -> Look {
         let mut look = Look::default();
-        let named = |keys: &[MessageKey], k: &[u8]| keys.iter().any(|m| k == m.0.as_bytes());
         for (i, k) in s.span.attr_keys().enumerate() {
             look.model_call = look.model_call || bodies::model_call_at(s, i, k);
-            look.output = look.output
-                || FLAT_OUT.iter().any(|f| k.starts_with(f.prefix.as_bytes()))
-                || named(&OUTPUT_KEYS, k);
+            // The first byte before the prefix: most keys start with none.
+            for (j, f) in FLAT_OUT.iter().enumerate() {
+                let p = f.prefix.as_bytes();
+                look.flat_out |= u8::from(k.first() == p.first() && k.starts_with(p)) << j;
+            }
+            for (j, m) in OUTPUT_KEYS.iter().enumerate() {
+                look.named_out |= u8::from(k == m.0.as_bytes()) << j;
+            }
         }
+        look.output = look.flat_out != 0 || look.named_out != 0;
         look
     }
 
@@ -319,15 +329,14 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
             best = (calls, form);
         }
     };
-    // The named forms' keys: none there, nothing to look up.
-    let named = if look.output { &OUTPUT_KEYS[..] } else { &[] };
-    let flats = if look.output { &FLAT_OUT[..] } else { &[] };
-    for flat in flats {
-        if let Some(messages) = flat_messages(s, flat) {
-            offer(calls_in(&messages), flat.form);
-        }
+    // The named forms whose keys are there: the others hold nothing.
+    let there = |bits: u8, j: usize| bits & (1 << j) != 0;
+    let flats = FLAT_OUT.iter().enumerate();
+    for (_, flat) in flats.filter(|(j, _)| there(look.flat_out, *j)) {
+        offer(calls_in(&gather_flat(s, flat)), flat.form);
     }
-    for key in named {
+    let named = OUTPUT_KEYS.iter().enumerate();
+    for (_, key) in named.filter(|(j, _)| there(look.named_out, *j)) {
         let form = key.1;
         let Some(text) = message_text(s, key) else {
             continue;
@@ -392,9 +401,11 @@ type FlatMessage = (Map<String, Value>, BTreeMap<usize, Map<String, Value>>);
 /// The messages flattened under `flat.prefix` on `s`, rebuilt as a JSON
 /// list of OpenAI-shaped messages; `None` when there are none.
 fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
-    if !has_prefix(s, flat.prefix) {
-        return None;
-    }
+    has_prefix(s, flat.prefix).then(|| gather_flat(s, flat))
+}
+
+/// [`flat_messages`] on a span known to have a key under `flat.prefix`.
+fn gather_flat(s: &SpanRecord, flat: &Flat) -> Value {
     // index -> message; within it, call index -> call
     let mut messages: BTreeMap<usize, FlatMessage> = BTreeMap::new();
     for (key, value) in s.span.attributes() {
@@ -443,7 +454,7 @@ fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
             Value::Object(message)
         })
         .collect();
-    Some(Value::Array(list))
+    Value::Array(list)
 }
 
 /// What the request recorded on span `s` carries: of the forms the span

@@ -84,6 +84,10 @@ pub struct Projection {
     /// (`inputs.` keeps `ag.data.inputs.town`): values written one
     /// attribute per key under a prefix in any namespace.
     span_infixes: Vec<memchr::memmem::Finder<'static>>,
+    /// The bytes every infix ends with, when there are several (`puts.` of
+    /// `inputs.` and `outputs.`): one search that turns most keys away
+    /// before each infix is searched for.
+    infix_common: Option<memchr::memmem::Finder<'static>>,
     resource: Keys,
     event: Keys,
 }
@@ -171,6 +175,23 @@ impl Projection {
                 .into_iter()
                 .map(|i| memchr::memmem::Finder::new(i.as_ref().as_bytes()).into_owned()),
         );
+        let needles: Vec<&[u8]> = self.span_infixes.iter().map(|f| f.needle()).collect();
+        let common = needles
+            .iter()
+            .skip(1)
+            .fold(needles.first().copied(), |c, n| {
+                let c = c?;
+                let len = c
+                    .iter()
+                    .rev()
+                    .zip(n.iter().rev())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                Some(&c[c.len() - len..])
+            });
+        self.infix_common = common
+            .filter(|c| needles.len() > 1 && c.len() >= 2)
+            .map(|c| memchr::memmem::Finder::new(c).into_owned());
         self
     }
 
@@ -187,10 +208,14 @@ impl Projection {
                 && bytes[bytes.len() - t.len() - 1] == b'_'
         });
         snake
-            || self.span_infixes.iter().any(|f| {
-                f.find(bytes)
-                    .is_some_and(|at| at == 0 || matches!(bytes[at - 1], b'.' | b'_'))
-            })
+            || self
+                .infix_common
+                .as_ref()
+                .is_none_or(|c| c.find(bytes).is_some())
+                && self.span_infixes.iter().any(|f| {
+                    f.find(bytes)
+                        .is_some_and(|at| at == 0 || matches!(bytes[at - 1], b'.' | b'_'))
+                })
     }
 
     fn tail_kept(&self, key: &str) -> bool {
@@ -252,5 +277,28 @@ mod tests {
         assert!(!p.keep(AttrsOf::Span, "gen_ai.system_instructions"));
         assert!(p.keep_json(AttrsOf::Span));
         assert!(!p.keep_json(AttrsOf::Resource));
+    }
+
+    #[test]
+    fn infixes_keep_keys_where_they_start_a_part() {
+        let on = |p: Projection| p.span_keys(["gen_ai.tool.name"], [""; 0]);
+        // Two infixes with a common ending (searched first), one alone,
+        // and two with no common ending worth a search.
+        for infixes in [
+            &["inputs.", "outputs."][..],
+            &["inputs."],
+            &["args.", "kw."],
+        ] {
+            let p = on(Projection::default()).span_infixes(infixes.iter().copied());
+            let first = infixes[0];
+            assert!(p.keep(AttrsOf::Span, &format!("{first}town")));
+            assert!(p.keep(AttrsOf::Span, &format!("ag.data.{first}town")));
+            assert!(p.keep(AttrsOf::Span, &format!("ag_{first}town")));
+            assert!(!p.keep(AttrsOf::Span, &format!("ag.data{first}town")));
+            assert!(!p.keep(AttrsOf::Span, "ag.data.town"));
+        }
+        let p = on(Projection::default()).span_infixes(["inputs.", "outputs."]);
+        assert!(p.keep(AttrsOf::Span, "run.outputs.answer"));
+        assert!(!p.keep(AttrsOf::Span, "run.outputs"));
     }
 }
