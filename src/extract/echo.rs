@@ -8,9 +8,12 @@
 //! records too. Reading the traces in input order ([`super::carry::Carry`]),
 //! a lone client trace's call is the record of a call an earlier trace
 //! counted when all of these hold: same tool name, equal arguments (both
-//! present), the earlier call's span contains the client's in time, both
-//! ran in the same process (equal resource attributes), and that earlier
-//! call has not been matched already. It is then not counted again: the
+//! present), the two overlap in time, both ran in the same process (equal
+//! resource attributes), and that earlier call has not been matched
+//! already. Overlap, not containment: a client may close its span a moment
+//! after the caller has sent the result on (a call rebuilt from the
+//! conversation ends where the next model request starts), while the next
+//! call of the same tool starts only after the model asked for it again. It is then not counted again: the
 //! call stays in the caller's trace, and the lone trace notes where it was
 //! counted. Two real calls never merge: each earlier call takes one record
 //! at most, and a call with other arguments, or outside the earlier call's
@@ -104,8 +107,8 @@ pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
         && lone.name == earlier.name
         && !lone.args.is_null()
         && lone.args == earlier.args
-        && earlier.start <= lone.start
-        && lone.end <= earlier.end
+        && lone.start <= earlier.end
+        && earlier.start <= lone.end
 }
 
 /// The carried entry saying that `lone` was counted as `earlier`.
@@ -153,7 +156,7 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             )
         } else {
             format!(
-                "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, within its time, same process): not counted again",
+                "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, at the same time, same process): not counted again",
                 c.name, c.span_id, e.trace_id
             )
         });
@@ -250,13 +253,20 @@ mod tests {
     }
 
     #[test]
+    fn a_client_span_closed_after_the_caller_s_is_still_its_record() {
+        // The client's span ends a moment after the caller's call.
+        let got = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (20, 52), ARGS)]);
+        assert!(got[1].calls.is_empty(), "{:?}", got[1].calls);
+    }
+
+    #[test]
     fn other_arguments_another_time_or_a_second_record_stay_calls() {
         let other = read_in_order(vec![
             caller(1, (10, 50), ARGS),
             client(2, (20, 40), r#"{"room": 13}"#),
         ]);
         assert_eq!(other[1].calls.len(), 1);
-        let outside = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (45, 60), ARGS)]);
+        let outside = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (55, 60), ARGS)]);
         assert_eq!(outside[1].calls.len(), 1);
         // Each earlier call takes one record at most.
         let twice = read_in_order(vec![
