@@ -26,17 +26,36 @@ use serde_json::Value;
 use super::open::{Echo, OpenAsk, ECHO_FORM, HALVES_FORM, TWICE_FORM};
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
-use crate::assemble::Trace;
+use crate::assemble::{SpanRecord, Trace};
 
-/// Whether the calls of `a` are all an MCP client's, in a trace with no
-/// agent run and no model call: a lone client trace.
-fn is_lone(trace: &Trace, a: &Analysis) -> bool {
+/// Whether the calls of `a` are all an MCP client's (or server's), in a
+/// trace with no agent run and no model call: a lone client trace. A call
+/// is an MCP one when its rule says so (its name says `mcp`), or its span
+/// does as the MCP conventions write it (`mcp.method.name`) or comes from
+/// an instrumentation scope whose name says `mcp`: a vendor no rule names.
+fn is_lone<'t>(
+    trace: &Trace,
+    a: &Analysis,
+    span: impl Fn(&ToolCall) -> Option<&'t SpanRecord>,
+) -> bool {
+    let mcp = |c: &ToolCall| {
+        c.convention.contains("mcp")
+            || span(c).is_some_and(|s| s.attr_str(MCP_METHOD).is_some() || has_mcp(&s.scope.name))
+    };
     !a.calls.is_empty()
         && a.runs.is_empty()
-        && a.calls
-            .iter()
-            .all(|c| c.from.is_none() && c.convention.contains("mcp"))
+        && a.calls.iter().all(|c| c.from.is_none() && mcp(c))
         && !trace.spans.iter().any(conversation::reads_messages)
+}
+
+/// The attribute the MCP semantic conventions put on a request's spans.
+const MCP_METHOD: &str = "mcp.method.name";
+
+/// Whether an instrumentation scope's name says `mcp` (any case).
+fn has_mcp(name: &str) -> bool {
+    name.as_bytes()
+        .windows(3)
+        .any(|w| w.eq_ignore_ascii_case(b"mcp"))
 }
 
 /// The calls of `a` that have arguments or a call id as echoes, and whether
@@ -93,7 +112,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             })
         })
         .collect();
-    (echoes, is_lone(trace, a))
+    (echoes, is_lone(trace, a, span))
 }
 
 /// Whether `lone`, a lone client trace's call, is the record of `earlier`.
@@ -250,6 +269,40 @@ mod tests {
             note.contains("MCP client's record of the call trace 0101"),
             "{note}"
         );
+    }
+
+    /// A made-up vendor's MCP client span (OTel GenAI attributes and the
+    /// MCP conventions' `mcp.method.name`, no rule naming MCP) as the root
+    /// of a trace of its own.
+    fn genai_client(trace: u8, when: (u64, u64), args: &str, method: &str) -> Trace {
+        let s = sp(
+            9,
+            None,
+            when,
+            "tools/call book_room",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "book_room"),
+                ("gen_ai.tool.call.arguments", args),
+                (method, "tools/call"),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![s], 0)
+    }
+
+    #[test]
+    fn an_mcp_client_span_no_rule_names_is_a_client_record_too() {
+        let got = read_in_order(vec![
+            caller(1, (10, 50), ARGS),
+            genai_client(2, (20, 40), ARGS, "mcp.method.name"),
+        ]);
+        assert!(got[1].calls.is_empty(), "{:?}", got[1].calls);
+        // Without the MCP attribute it is a call of its own.
+        let got = read_in_order(vec![
+            caller(1, (10, 50), ARGS),
+            genai_client(2, (20, 40), ARGS, "acme.method"),
+        ]);
+        assert_eq!(got[1].calls.len(), 1);
     }
 
     #[test]
