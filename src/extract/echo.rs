@@ -8,9 +8,12 @@
 //! records too. Reading the traces in input order ([`super::carry::Carry`]),
 //! a lone client trace's call is the record of a call an earlier trace
 //! counted when all of these hold: same tool name, equal arguments (both
-//! present), the earlier call's span contains the client's in time, both
-//! ran in the same process (equal resource attributes), and that earlier
-//! call has not been matched already. It is then not counted again: the
+//! present), the two overlap in time, both ran in the same process (equal
+//! resource attributes), and that earlier call has not been matched
+//! already. Overlap, not containment: a client may close its span a moment
+//! after the caller has sent the result on (a call rebuilt from the
+//! conversation ends where the next model request starts), while the next
+//! call of the same tool starts only after the model asked for it again. It is then not counted again: the
 //! call stays in the caller's trace, and the lone trace notes where it was
 //! counted. Two real calls never merge: each earlier call takes one record
 //! at most, and a call with other arguments, or outside the earlier call's
@@ -23,17 +26,36 @@ use serde_json::Value;
 use super::open::{Echo, OpenAsk, ECHO_FORM, HALVES_FORM, TWICE_FORM};
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
-use crate::assemble::Trace;
+use crate::assemble::{SpanRecord, Trace};
 
-/// Whether the calls of `a` are all an MCP client's, in a trace with no
-/// agent run and no model call: a lone client trace.
-fn is_lone(trace: &Trace, a: &Analysis) -> bool {
+/// Whether the calls of `a` are all an MCP client's (or server's), in a
+/// trace with no agent run and no model call: a lone client trace. A call
+/// is an MCP one when its rule says so (its name says `mcp`), or its span
+/// does as the MCP conventions write it (`mcp.method.name`) or comes from
+/// an instrumentation scope whose name says `mcp`: a vendor no rule names.
+fn is_lone<'t>(
+    trace: &Trace,
+    a: &Analysis,
+    span: impl Fn(&ToolCall) -> Option<&'t SpanRecord>,
+) -> bool {
+    let mcp = |c: &ToolCall| {
+        c.convention.contains("mcp")
+            || span(c).is_some_and(|s| s.attr_str(MCP_METHOD).is_some() || has_mcp(&s.scope.name))
+    };
     !a.calls.is_empty()
         && a.runs.is_empty()
-        && a.calls
-            .iter()
-            .all(|c| c.from.is_none() && c.convention.contains("mcp"))
+        && a.calls.iter().all(|c| c.from.is_none() && mcp(c))
         && !trace.spans.iter().any(conversation::reads_messages)
+}
+
+/// The attribute the MCP semantic conventions put on a request's spans.
+const MCP_METHOD: &str = "mcp.method.name";
+
+/// Whether an instrumentation scope's name says `mcp` (any case).
+fn has_mcp(name: &str) -> bool {
+    name.as_bytes()
+        .windows(3)
+        .any(|w| w.eq_ignore_ascii_case(b"mcp"))
 }
 
 /// The calls of `a` that have arguments or a call id as echoes, and whether
@@ -90,7 +112,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             })
         })
         .collect();
-    (echoes, is_lone(trace, a))
+    (echoes, is_lone(trace, a, span))
 }
 
 /// Whether `lone`, a lone client trace's call, is the record of `earlier`.
@@ -104,8 +126,8 @@ pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
         && lone.name == earlier.name
         && !lone.args.is_null()
         && lone.args == earlier.args
-        && earlier.start <= lone.start
-        && lone.end <= earlier.end
+        && lone.start <= earlier.end
+        && earlier.start <= lone.end
 }
 
 /// The carried entry saying that `lone` was counted as `earlier`.
@@ -153,7 +175,7 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             )
         } else {
             format!(
-                "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, within its time, same process): not counted again",
+                "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, at the same time, same process): not counted again",
                 c.name, c.span_id, e.trace_id
             )
         });
@@ -249,6 +271,47 @@ mod tests {
         );
     }
 
+    /// A made-up vendor's MCP client span (OTel GenAI attributes and the
+    /// MCP conventions' `mcp.method.name`, no rule naming MCP) as the root
+    /// of a trace of its own.
+    fn genai_client(trace: u8, when: (u64, u64), args: &str, method: &str) -> Trace {
+        let s = sp(
+            9,
+            None,
+            when,
+            "tools/call book_room",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "book_room"),
+                ("gen_ai.tool.call.arguments", args),
+                (method, "tools/call"),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![s], 0)
+    }
+
+    #[test]
+    fn an_mcp_client_span_no_rule_names_is_a_client_record_too() {
+        let got = read_in_order(vec![
+            caller(1, (10, 50), ARGS),
+            genai_client(2, (20, 40), ARGS, "mcp.method.name"),
+        ]);
+        assert!(got[1].calls.is_empty(), "{:?}", got[1].calls);
+        // Without the MCP attribute it is a call of its own.
+        let got = read_in_order(vec![
+            caller(1, (10, 50), ARGS),
+            genai_client(2, (20, 40), ARGS, "acme.method"),
+        ]);
+        assert_eq!(got[1].calls.len(), 1);
+    }
+
+    #[test]
+    fn a_client_span_closed_after_the_caller_s_is_still_its_record() {
+        // The client's span ends a moment after the caller's call.
+        let got = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (20, 52), ARGS)]);
+        assert!(got[1].calls.is_empty(), "{:?}", got[1].calls);
+    }
+
     #[test]
     fn other_arguments_another_time_or_a_second_record_stay_calls() {
         let other = read_in_order(vec![
@@ -256,7 +319,7 @@ mod tests {
             client(2, (20, 40), r#"{"room": 13}"#),
         ]);
         assert_eq!(other[1].calls.len(), 1);
-        let outside = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (45, 60), ARGS)]);
+        let outside = read_in_order(vec![caller(1, (10, 50), ARGS), client(2, (55, 60), ARGS)]);
         assert_eq!(outside[1].calls.len(), 1);
         // Each earlier call takes one record at most.
         let twice = read_in_order(vec![

@@ -154,8 +154,15 @@ fn same_call<'t>(
         return false;
     }
     match (args_value(&outer.args), args_value(&inner.args)) {
-        (Some(a), Some(b)) => crate::value::json_eq(&a, &b),
         (None, None) => outer.convention != inner.convention,
+        _ => args_agree(&outer.args, &inner.args),
+    }
+}
+
+/// Whether two records' arguments are equal, or one side has none.
+pub(crate) fn args_agree(a: &CallArgs, b: &CallArgs) -> bool {
+    match (args_value(a), args_value(b)) {
+        (Some(a), Some(b)) => crate::value::json_eq(&a, &b),
         _ => true,
     }
 }
@@ -181,7 +188,7 @@ fn completeness(args: &CallArgs) -> (u8, usize) {
 }
 
 /// One call from `group` (outermost first, then the others in span order).
-fn merge(calls: &[ToolCall], group: &[usize]) -> ToolCall {
+pub(crate) fn merge(calls: &[ToolCall], group: &[usize]) -> ToolCall {
     let outermost = &calls[group[0]];
     // The innermost: the deepest, the latest-starting of equals.
     let innermost = group

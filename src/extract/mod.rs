@@ -34,6 +34,7 @@ pub mod requested;
 #[cfg(test)]
 mod results_tests;
 pub mod rules;
+mod siblings;
 mod source;
 #[cfg(test)]
 mod spans_heldout6_tests;
@@ -600,6 +601,7 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
         merge::one_call_per_call(trace, &mut out);
+        siblings::one_call_side_by_side(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
         let lacking = carried::lacking(&out.calls);
         conversation::witness(self, trace, &seen, carried, &mut out);

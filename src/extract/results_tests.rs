@@ -64,6 +64,24 @@ fn mcp_content_comes_off_every_rule_s_results() {
     // A ToolMessage holding MCP blocks: both come off.
     let nested = r#"{"type": "tool", "data": {"content": [{"type": "text", "text": "{\"seats\": 2}", "id": "lc_3"}], "tool_call_id": "c7"}}"#;
     assert_eq!(galtea_result(nested), json!({"seats": 2}));
+    // The Python SDK's snake_case dump (with FastMCP's `data`): the text,
+    // not the structured content that wraps a value that is no object.
+    let dumped = r#"{"content": [{"type": "text", "text": "free", "annotations": null, "meta": null}], "structured_content": {"result": "free"}, "meta": null, "data": "free", "is_error": false}"#;
+    assert_eq!(galtea_result(dumped), json!("free"));
+    // GenAI text parts.
+    let parts = r#"[{"type": "text", "content": "{\"seats\": 2}"}]"#;
+    assert_eq!(galtea_result(parts), json!({"seats": 2}));
+    // A part with one key more, or a dump with a key of its own: kept.
+    let more = r#"[{"type": "text", "content": "a", "seats": 2}]"#;
+    assert_eq!(
+        galtea_result(more),
+        json!([{"type": "text", "content": "a", "seats": 2}])
+    );
+    let own = r#"{"content": [{"type": "text", "text": "a"}], "seats": 2}"#;
+    assert_eq!(
+        galtea_result(own),
+        json!({"content": [{"type": "text", "text": "a"}], "seats": 2})
+    );
 }
 
 #[test]

@@ -425,8 +425,19 @@ fn is_serialized_tool_message(v: &Value) -> bool {
     }) && serialized_shape(v)
 }
 
-/// The keys an MCP `CallToolResult` may have besides `content`.
-const CALL_RESULT_KEYS: [&str; 5] = ["content", "isError", "structuredContent", "_meta", "meta"];
+/// The keys an MCP `CallToolResult` may have besides `content`, as the
+/// protocol writes them and as the Python SDK's models dump them
+/// (`structured_content`, `is_error`; FastMCP adds its `data`).
+const CALL_RESULT_KEYS: [&str; 8] = [
+    "content",
+    "isError",
+    "structuredContent",
+    "_meta",
+    "meta",
+    "is_error",
+    "structured_content",
+    "data",
+];
 
 /// The keys a text content block may have besides `type` and `text`:
 /// LangChain's `id`, MCP's `annotations` and `_meta`.
@@ -444,30 +455,47 @@ fn is_text_block_map(o: &Map<String, Value>) -> bool {
         && o.keys().all(|k| TEXT_BLOCK_KEYS.contains(&k.as_str()))
 }
 
+/// An OTel GenAI text part, `{"type": "text", "content": "..."}` and no
+/// other key: how the GenAI utilities record an MCP result's text blocks.
+fn is_genai_text_part(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| {
+        o.len() == 2
+            && o.get("type").and_then(Value::as_str) == Some("text")
+            && o.get("content").is_some_and(Value::is_string)
+    })
+}
+
 /// MCP content: a `CallToolResult` `{"content": [text blocks], "isError",
-/// "structuredContent"}`, a list of text blocks, or one text block -> the
-/// text (JSON-decoded; several blocks a list). Content that is not all
-/// text (an image, a resource) stays.
+/// "structuredContent"}` (or its snake_case dump), a list of text blocks
+/// (or of GenAI text parts), or one text block -> the text (JSON-decoded;
+/// several blocks a list). The text, not the structured content: an SDK
+/// may wrap a return value that is no object in the structured content
+/// (`{"result": ...}`) but not in the text. Content that is not all text
+/// (an image, a resource) stays.
 pub(crate) fn mcp_content(v: Value) -> Result<Value, Value> {
     match v {
         Value::Array(items) if !items.is_empty() && items.iter().all(is_text_block) => {
             Ok(texts_at(items, "text"))
         }
-        Value::Object(o) if is_text_block_map(&o) => Ok(texts_at(vec![Value::Object(o)], "text")),
-        Value::Object(mut o)
-            if o.keys().all(|k| CALL_RESULT_KEYS.contains(&k.as_str()))
-                && o.get("content").is_some_and(|c| {
-                    c.as_array()
-                        .is_some_and(|a| !a.is_empty() && a.iter().all(is_text_block))
-                }) =>
-        {
-            match o.remove("content") {
-                Some(Value::Array(items)) => Ok(texts_at(items, "text")),
-                _ => Err(Value::Object(o)),
-            }
+        Value::Array(items) if !items.is_empty() && items.iter().all(is_genai_text_part) => {
+            Ok(texts_at(items, "content"))
         }
+        Value::Object(o) if is_text_block_map(&o) => Ok(texts_at(vec![Value::Object(o)], "text")),
+        Value::Object(mut o) if is_call_result(&o) => match o.remove("content") {
+            Some(Value::Array(items)) => Ok(texts_at(items, "text")),
+            _ => Err(Value::Object(o)),
+        },
         other => Err(other),
     }
+}
+
+/// A `CallToolResult` whose content is all text blocks.
+fn is_call_result(o: &Map<String, Value>) -> bool {
+    o.keys().all(|k| CALL_RESULT_KEYS.contains(&k.as_str()))
+        && o.get("content").is_some_and(|c| {
+            c.as_array()
+                .is_some_and(|a| !a.is_empty() && a.iter().all(is_text_block))
+        })
 }
 
 /// LangWatch's typed value `{"type": "json" | "text" | "raw", "value"}` ->
