@@ -60,7 +60,7 @@ mod spans;
 mod text_results;
 mod transcript;
 mod unseen;
-use bodies::Side;
+pub(crate) use bodies::{side_of, Side, SIDE_WORDS};
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
 pub use spans::reads_messages;
