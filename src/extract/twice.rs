@@ -45,6 +45,9 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
     let args = later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
     let overlap = later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
     let halves = adjacent(later, earlier).is_some();
+    if later.trace_id != earlier.trace_id && nested(later, earlier) {
+        return args && same_process;
+    }
     later.trace_id != earlier.trace_id
         && (later.from_conversation || earlier.from_conversation)
         && later.id.is_some()
@@ -53,6 +56,21 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         && args
         && same_process
         && (overlap || halves)
+}
+
+/// Whether `later` and `earlier` are two tool spans of one execution in
+/// two traces: a framework's own span and an instrumentation's wrapper
+/// around the same function, each exporting a trace of its own (Strands'
+/// `execute_tool` beside Monocle's tool span). Both read from spans, the
+/// same tool, no two different call ids, and one span runs wholly within
+/// the other (the caller checks arguments and process).
+fn nested(later: &Echo, earlier: &Echo) -> bool {
+    let within = |a: &Echo, b: &Echo| b.start <= a.start && a.end <= b.end;
+    !later.from_conversation
+        && !earlier.from_conversation
+        && later.name == earlier.name
+        && (later.id.is_none() || earlier.id.is_none() || later.id == earlier.id)
+        && (within(later, earlier) || within(earlier, later))
 }
 
 /// When `earlier`'s trace may be the first half of the streamed model call
@@ -266,5 +284,57 @@ mod tests {
             model_call(2, (50, 60), "p", "call_7"),
         ]);
         assert_eq!(counts(&later_run), [1, 1]);
+    }
+
+    /// A made-up instrumentation's wrapper span around a tool function, in
+    /// a trace of its own: the arguments, no call id.
+    fn wrapper(trace: u8, when: (u64, u64), process: &str, args: &str) -> Trace {
+        let s = sp(
+            1,
+            None,
+            when,
+            "acme.Tool.run",
+            &[
+                ("acme.span.kind", "tool"),
+                ("acme.tool.name", "book_room"),
+                ("acme.input", args),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    #[test]
+    fn two_tool_spans_of_one_execution_in_two_traces_count_once() {
+        // The framework's span (call id, no arguments) runs within the
+        // wrapper's, in either order; the call keeps the first trace's.
+        let got = read_in_order(vec![
+            wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+            framework(2, (100, 200), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+        assert_eq!(got[0].calls[0].args.value(), Some(&json!({"room": 12})));
+        let got = read_in_order(vec![
+            framework(2, (100, 200), "p", "call_7"),
+            wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+        // Not within each other, other arguments or another process: two.
+        for (when, args, process) in [
+            ((120, 150), r#"{"room": 12}"#, "p"),
+            ((106, 124), r#"{"room": 13}"#, "p"),
+            ((106, 124), r#"{"room": 12}"#, "q"),
+        ] {
+            let got = read_in_order(vec![
+                wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+                wrapper(2, when, process, args),
+            ]);
+            assert_eq!(counts(&got), [1, 1], "{when:?} {args} {process}");
+        }
+        // The same window, arguments and process: one.
+        let got = read_in_order(vec![
+            wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+            wrapper(2, (106, 124), "p", r#"{"room": 12}"#),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
     }
 }
