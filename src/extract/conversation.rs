@@ -56,6 +56,7 @@ mod hollow;
 mod idless;
 mod later;
 mod order;
+mod role_keyed;
 mod spans;
 mod text_results;
 mod transcript;

@@ -11,7 +11,7 @@
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 
 use super::conversation::{side_of, Side, SIDE_WORDS};
-use super::rules::{Field, Rule, SideSpec};
+use super::rules::SideSpec;
 use crate::assemble::{SpanRecord, Val};
 
 fn side(s: SideSpec) -> Side {
@@ -53,23 +53,15 @@ pub(crate) fn found(spec: SideSpec, s: &SpanRecord) -> Option<String> {
     Some(format!("event {}.{}", e.name, e.attributes[i].key))
 }
 
-/// The event attribute keys to keep at decode when a rule reads an event
-/// side: the side words as bare keys (`input`, `response`, ...).
-pub(crate) fn event_keys(rules: &[Rule]) -> Vec<String> {
-    let reads = rules.iter().any(|r| {
-        r.args
-            .iter()
-            .chain(&r.result)
-            .any(|src| matches!(src.field, Field::EventSide(_)))
-    });
-    match reads {
-        true => SIDE_WORDS
-            .iter()
-            .flat_map(|w| w.iter())
-            .map(|w| w.to_string())
-            .collect(),
-        false => Vec::new(),
-    }
+/// The event attribute keys to keep at decode: the side words as bare keys
+/// (`input`, `response`, ...), which rules' event-side sources and the
+/// conversation witness's role-keyed messages read.
+pub(crate) fn event_keys() -> Vec<String> {
+    SIDE_WORDS
+        .iter()
+        .flat_map(|w| w.iter())
+        .map(|w| w.to_string())
+        .collect()
 }
 
 #[cfg(test)]

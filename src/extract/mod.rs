@@ -403,7 +403,7 @@ impl Extractor {
         keys.push(chat_events::EVENT_KEY.to_string());
         keys.extend(conversation::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.extend(logged_args::EVENT_KEYS.map(str::to_string));
-        keys.extend(event_side::event_keys(&self.rules));
+        keys.extend(event_side::event_keys());
         for r in &self.rules {
             let sources = [&r.name_from, &r.args, &r.result, &r.error_message];
             for src in sources.into_iter().flatten() {
