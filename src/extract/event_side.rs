@@ -9,6 +9,7 @@
 //! would be (JSON, a Python literal, a structured value).
 
 use opentelemetry_proto::tonic::trace::v1::span::Event;
+use serde_json::{Map, Value};
 
 use super::conversation::{side_of, Side, SIDE_WORDS};
 use super::rules::SideSpec;
@@ -62,6 +63,34 @@ pub(crate) fn event_keys() -> Vec<String> {
         .flat_map(|w| w.iter())
         .map(|w| w.to_string())
         .collect()
+}
+
+/// Arguments written as a list of `"name: value"` texts, one an argument
+/// (Monocle's CrewAI tool spans: `["station: Part-Dieu", "hours: 3"]`), as
+/// an object of those texts; the types are lost there, and taken from the
+/// model's request as for other arguments written as text
+/// (`requested::stringified`). Any other list, or one naming an argument
+/// twice, stays as it is.
+pub(crate) fn key_value_lines(v: Value) -> Value {
+    let Value::Array(items) = &v else {
+        return v;
+    };
+    let mut out = Map::new();
+    for item in items {
+        let Some((key, value)) = item.as_str().and_then(|t| t.split_once(": ")) else {
+            return v;
+        };
+        let is_name = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_name || out.contains_key(key) {
+            return v;
+        }
+        out.insert(key.to_string(), Value::String(value.to_string()));
+    }
+    if out.is_empty() {
+        return v;
+    }
+    Value::Object(out)
 }
 
 #[cfg(test)]
@@ -162,5 +191,22 @@ mod tests {
         assert_eq!(got[0].2, Some(json!({"hotel": "Le Phare", "n": null})));
         assert_eq!(got[1].1, Some(json!(["Part-Dieu"])));
         assert_eq!(got[1].2, Some(json!("rented")));
+    }
+
+    #[test]
+    fn a_list_of_name_value_texts_is_an_object_of_texts() {
+        assert_eq!(
+            key_value_lines(json!(["station: Part-Dieu", "hours: 3"])),
+            json!({"station": "Part-Dieu", "hours": "3"})
+        );
+        for kept in [
+            json!(["Part-Dieu"]),
+            json!(["a: 1", "a: 2"]),
+            json!(["two words: x"]),
+            json!(["a: 1", 2]),
+            json!([]),
+        ] {
+            assert_eq!(key_value_lines(kept.clone()), kept);
+        }
     }
 }

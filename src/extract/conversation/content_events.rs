@@ -73,7 +73,7 @@ pub(super) fn has_request(s: &SpanRecord) -> bool {
 
 /// The messages of span `s`'s output events, as a JSON list; else its
 /// role-keyed ones (`role_keyed`).
-pub(super) fn output(s: &SpanRecord) -> Option<Value> {
+pub(crate) fn output(s: &SpanRecord) -> Option<Value> {
     messages(s, Side::Output).or_else(|| role_keyed::messages(s, Side::Output))
 }
 
