@@ -38,24 +38,27 @@ use serde_json::Value;
 /// Whether `later`, a call of the trace read, is another record of
 /// `earlier`, a call an earlier trace counted (see the module's doc).
 pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
-    let same_process = match (&later.resource, &earlier.resource) {
+    // The cheap tests first: every call a trace reads from its spans is
+    // compared with the calls kept from the traces before it.
+    if later.trace_id == earlier.trace_id {
+        return false;
+    }
+    let same_process = || match (&later.resource, &earlier.resource) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
         _ => false,
     };
-    let args = later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
-    let overlap = later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
-    let halves = adjacent(later, earlier).is_some();
-    if later.trace_id != earlier.trace_id && nested(later, earlier) {
-        return args && same_process;
+    let args = || later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
+    if nested(later, earlier) {
+        return args() && same_process();
     }
-    later.trace_id != earlier.trace_id
-        && (later.from_conversation || earlier.from_conversation)
+    let overlap = || later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
+    (later.from_conversation || earlier.from_conversation)
         && later.id.is_some()
         && later.id == earlier.id
         && later.name == earlier.name
-        && args
-        && same_process
-        && (overlap || halves)
+        && args()
+        && same_process()
+        && (overlap() || adjacent(later, earlier).is_some())
 }
 
 /// Whether `later` and `earlier` are two tool spans of one execution in
@@ -73,12 +76,12 @@ fn nested(later: &Echo, earlier: &Echo) -> bool {
     let close = later.start.abs_diff(earlier.start) <= NESTED_START_GAP;
     !later.from_conversation
         && !earlier.from_conversation
-        && later.name == earlier.name
         // The wrapper knows no call id, the framework's span does: two
         // spans without ids, or with two, are two records of their own.
         && (later.id.is_none() != earlier.id.is_none())
         && close
         && (within(later, earlier) || within(earlier, later))
+        && later.name == earlier.name
 }
 
 /// How far apart in time two spans of one execution start at most (ns): a
