@@ -414,7 +414,10 @@ fn rules_text(specs: &[RuleSpec]) -> String {
     for s in specs {
         let mut when = join(&s.when, " and ");
         if let Some(f) = &s.family {
-            let marker = format!("<ns>.{{{}}} = {:?}", f.keys.join(","), f.equals);
+            let mut marker = format!("<ns>.{{{}}} = {:?}", f.keys.join(","), f.equals);
+            if !f.then.is_empty() {
+                marker.push_str(&format!(" (or <..>.{}.{{{}}})", f.equals, f.then.join(",")));
+            }
             when = if when.is_empty() {
                 marker
             } else {

@@ -47,8 +47,10 @@ impl Left {
         open.map(|open| {
             // A call rebuilt from the conversation, or a tool span's call
             // without arguments, may be another record of a call an earlier
-            // trace counted under the same call id (`twice`); other traces
-            // are not kept for it (`replay` would copy each).
+            // trace counted under the same call id, and a tool span's call
+            // another span of an execution an earlier trace's span records
+            // (`twice`); traces without calls are not kept for it (`replay`
+            // would copy each).
             let holds = !open.answers.is_empty()
                 || !open.history.is_empty()
                 || open.bare.is_some()
@@ -56,7 +58,7 @@ impl Left {
                 || open
                     .calls
                     .iter()
-                    .any(|c| c.id.is_some() && (c.from_conversation || c.args.is_null()));
+                    .any(|c| c.id.is_some() || !c.from_conversation);
             let trace = holds.then(trace);
             Left { open, trace }
         })
@@ -213,7 +215,13 @@ impl<T> Carry<T> {
     /// (removed from the carry).
     fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
-        for later in open.calls.iter().filter(|c| c.id.is_some()) {
+        // Calls read from spans without an id too: one execution may be
+        // recorded by two spans, each in its own trace (`twice::nested`).
+        for later in open
+            .calls
+            .iter()
+            .filter(|c| c.id.is_some() || !c.from_conversation)
+        {
             // Two halves of one streamed call: no output asked for the id
             // between them (a later run reusing it asks again first).
             let asked_between = |(from, to): (u64, u64)| {

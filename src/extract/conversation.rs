@@ -56,13 +56,14 @@ mod hollow;
 mod idless;
 mod later;
 mod order;
+mod role_keyed;
 mod spans;
 mod text_results;
 mod transcript;
 mod unseen;
-use bodies::Side;
+pub(crate) use bodies::{side_of, Side, SIDE_WORDS};
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
-pub(crate) use content_events::EVENT_KEYS;
+pub(crate) use content_events::{output as events_output, EVENT_KEYS};
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
 

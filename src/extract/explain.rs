@@ -395,6 +395,8 @@ fn read_by(rule: &Rule, key: &str, s: &SpanRecord) -> Vec<String> {
         out.push(match &src.field {
             Field::Attr(k) => k.clone(),
             Field::Event { event, attr } => format!("event {event}.{attr}"),
+            Field::EventSide(side) => super::event_side::found(*side, s)
+                .unwrap_or_else(|| super::rules::event_side_text(Some(*side)).to_string()),
             Field::SpanName => "span name".to_string(),
         });
     }

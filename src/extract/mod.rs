@@ -13,6 +13,7 @@ pub mod carry;
 mod chat_events;
 pub mod conversation;
 mod echo;
+mod event_side;
 pub mod explain;
 pub mod facts;
 mod flat;
@@ -20,6 +21,7 @@ mod genai_events;
 #[cfg(test)]
 mod generic_tests;
 mod haystack_history;
+mod kind_value;
 #[cfg(test)]
 mod test_support;
 // The third held-out set's first-sight misses, on made-up shapes.
@@ -402,6 +404,7 @@ impl Extractor {
         keys.push(chat_events::EVENT_KEY.to_string());
         keys.extend(conversation::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.extend(logged_args::EVENT_KEYS.map(str::to_string));
+        keys.extend(event_side::event_keys());
         for r in &self.rules {
             let sources = [&r.name_from, &r.args, &r.result, &r.error_message];
             for src in sources.into_iter().flatten() {

@@ -253,6 +253,12 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
             }
         }
     }
+    // The output written in span events (Monocle's `data.output`).
+    if out.is_empty() && !s.span.events.is_empty() {
+        if let Some(v) = super::conversation::events_output(s) {
+            walk(&v, None, 0, &mut out);
+        }
+    }
     out
 }
 

@@ -241,6 +241,11 @@ impl Unwrap {
 pub struct SourceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
+    /// The span's input or output as a span event holds it, whatever the
+    /// event's name: the first event whose name says that side, its first
+    /// attribute whose key says it too (`extract::event_side`). No `attr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_side: Option<SideSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attr: Option<String>,
     #[serde(default, skip_serializing_if = "is_false")]
@@ -287,6 +292,14 @@ pub struct SourceSpec {
     pub flat: bool,
 }
 
+/// Which side of a span an [`SourceSpec::event_side`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SideSpec {
+    Input,
+    Output,
+}
+
 fn is_plain(d: &Decode) -> bool {
     *d == Decode::Plain
 }
@@ -301,6 +314,13 @@ fn is_plain(d: &Decode) -> bool {
 pub struct FamilySpec {
     pub keys: Vec<String>,
     pub equals: String,
+    /// Words that may follow `equals` as a value's last segment, a segment
+    /// being what `.`, `_`, `-` or a space separate, with any segments
+    /// before it (`agentic.tool.invocation`, `tool_call`): the value still
+    /// names the kind. Any other segment after it (`tool_choice`) does not
+    /// (`extract::kind_value`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub then: Vec<String>,
 }
 
 /// The placeholder for a family rule's namespace in its sources' keys.
@@ -453,6 +473,7 @@ pub(crate) enum Cond {
 pub(crate) enum Field {
     Attr(String),
     Event { event: String, attr: String },
+    EventSide(SideSpec),
     SpanName,
 }
 
@@ -542,7 +563,7 @@ impl Rule {
                     .strip_prefix('"')
                     .and_then(|t| t.strip_suffix('"'))
                     .unwrap_or(text);
-                if text.eq_ignore_ascii_case(&family.equals) {
+                if super::kind_value::names(text, &family.equals, &family.then) {
                     let key = std::str::from_utf8(key).ok()?;
                     return Some((&key[..ns.len()], key));
                 }
@@ -564,7 +585,7 @@ impl Rule {
             let keys = [
                 match &mut src.field {
                     Field::Attr(k) | Field::Event { attr: k, .. } => Some(k),
-                    Field::SpanName => None,
+                    Field::SpanName | Field::EventSide(_) => None,
                 },
                 src.mime_attr.as_mut(),
                 src.schema_attr.as_mut(),
@@ -793,6 +814,15 @@ fn compile_cond(
 
 fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, RuleError> {
     let field = match (&s.attr, s.span_name, &s.event) {
+        _ if s.event_side.is_some() => match (&s.attr, s.span_name, &s.event, s.flat) {
+            (None, false, None, false) => Field::EventSide(s.event_side.unwrap_or(SideSpec::Input)),
+            _ => {
+                return Err(invalid(
+                    rule,
+                    "`event_side` goes alone: no `attr`, `event`, `span_name` or `flat`",
+                ))
+            }
+        },
         (Some(a), false, None) => Field::Attr(a.clone()),
         (Some(a), false, Some(e)) => Field::Event {
             event: e.clone(),
@@ -956,6 +986,7 @@ impl std::fmt::Display for CondSpec {
 impl std::fmt::Display for SourceSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.attr, &self.event) {
+            _ if self.event_side.is_some() => write!(f, "{}", event_side_text(self.event_side))?,
             (Some(a), Some(e)) => write!(f, "event {e}.{a}")?,
             (Some(a), None) => write!(f, "{a}")?,
             (None, _) => write!(f, "span name")?,
@@ -983,6 +1014,14 @@ impl std::fmt::Display for SourceSpec {
             write!(f, " (span name kept)")?;
         }
         Ok(())
+    }
+}
+
+/// How an `event_side` source reads in explain and `conventions`.
+pub(crate) fn event_side_text(side: Option<SideSpec>) -> &'static str {
+    match side {
+        Some(SideSpec::Output) => "the span event of its output",
+        _ => "the span event of its input",
     }
 }
 

@@ -24,6 +24,7 @@ pub(crate) fn raw<'a>(field: &Field, s: &'a SpanRecord) -> Option<Val<'a>> {
             .iter()
             .filter(|e| e.name == *event)
             .find_map(|e| find_attr(&e.attributes, attr)),
+        Field::EventSide(side) => super::event_side::raw(*side, s),
         Field::SpanName => None,
     }
 }

@@ -38,22 +38,57 @@ use serde_json::Value;
 /// Whether `later`, a call of the trace read, is another record of
 /// `earlier`, a call an earlier trace counted (see the module's doc).
 pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
-    let same_process = match (&later.resource, &earlier.resource) {
+    // The cheap tests first: every call a trace reads from its spans is
+    // compared with the calls kept from the traces before it.
+    if later.trace_id == earlier.trace_id {
+        return false;
+    }
+    let same_process = || match (&later.resource, &earlier.resource) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
         _ => false,
     };
-    let args = later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
-    let overlap = later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
-    let halves = adjacent(later, earlier).is_some();
-    later.trace_id != earlier.trace_id
-        && (later.from_conversation || earlier.from_conversation)
+    let args = || later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
+    if nested(later, earlier) {
+        return args() && same_process();
+    }
+    let overlap = || later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
+    (later.from_conversation || earlier.from_conversation)
         && later.id.is_some()
         && later.id == earlier.id
         && later.name == earlier.name
-        && args
-        && same_process
-        && (overlap || halves)
+        && args()
+        && same_process()
+        && (overlap() || adjacent(later, earlier).is_some())
 }
+
+/// Whether `later` and `earlier` are two tool spans of one execution in
+/// two traces: a framework's own span and an instrumentation's wrapper
+/// around the same function, each exporting a trace of its own (Strands'
+/// `execute_tool` beside Monocle's tool span). Both read from spans, the
+/// same tool, a call id on one of them only, one span runs wholly within
+/// the other, opened after it, and both start within [`NESTED_START_GAP`]
+/// (the caller checks arguments and process).
+fn nested(later: &Echo, earlier: &Echo) -> bool {
+    // Opened strictly after the other: one tracer's span opens before it
+    // calls into the code the other's wraps. Spans that start at the same
+    // instant (made-up timelines, coarse clocks) are not told apart so.
+    let within = |a: &Echo, b: &Echo| b.start < a.start && a.end <= b.end;
+    let close = later.start.abs_diff(earlier.start) <= NESTED_START_GAP;
+    !later.from_conversation
+        && !earlier.from_conversation
+        // The wrapper knows no call id, the framework's span does: two
+        // spans without ids, or with two, are two records of their own.
+        && (later.id.is_none() != earlier.id.is_none())
+        && close
+        && (within(later, earlier) || within(earlier, later))
+        && later.name == earlier.name
+}
+
+/// How far apart in time two spans of one execution start at most (ns): a
+/// wrapper around a tool function and the framework's span around the
+/// same call open a few calls apart (under a millisecond in the runs
+/// seen); calls of their own rarely start so close.
+const NESTED_START_GAP: u64 = 20_000_000;
 
 /// When `earlier`'s trace may be the first half of the streamed model call
 /// `later`'s trace ends (see the module's doc): the time between the two,
@@ -266,5 +301,60 @@ mod tests {
             model_call(2, (50, 60), "p", "call_7"),
         ]);
         assert_eq!(counts(&later_run), [1, 1]);
+    }
+
+    /// A made-up instrumentation's wrapper span around a tool function, in
+    /// a trace of its own: the arguments, no call id.
+    fn wrapper(trace: u8, when: (u64, u64), process: &str, args: &str) -> Trace {
+        let s = sp(
+            1,
+            None,
+            when,
+            "acme.Tool.run",
+            &[
+                ("acme.span.kind", "tool"),
+                ("acme.tool.name", "book_room"),
+                ("acme.input", args),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    #[test]
+    fn two_tool_spans_of_one_execution_in_two_traces_count_once() {
+        // The framework's span (call id, no arguments) runs within the
+        // wrapper's, in either order; the call keeps the first trace's.
+        let got = read_in_order(vec![
+            wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+            framework(2, (100, 200), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+        assert_eq!(got[0].calls[0].args.value(), Some(&json!({"room": 12})));
+        let got = read_in_order(vec![
+            framework(2, (100, 200), "p", "call_7"),
+            wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+        // Not within each other, or another process: two.
+        for (when, process) in [((120, 150), "p"), ((110, 130), "q")] {
+            let got = read_in_order(vec![
+                framework(2, (105, 125), "p", "call_7"),
+                wrapper(1, when, process, r#"{"room": 12}"#),
+            ]);
+            assert_eq!(counts(&got), [1, 1], "{when:?} {process}");
+        }
+        // Opened at the same instant: not told apart from two calls.
+        let got = read_in_order(vec![
+            wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+            framework(2, (95, 200), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&got), [1, 1]);
+        // Two spans without a call id (or with two) are two records, even
+        // within each other with the same arguments.
+        let got = read_in_order(vec![
+            wrapper(1, (105, 125), "p", r#"{"room": 12}"#),
+            wrapper(2, (106, 124), "p", r#"{"room": 12}"#),
+        ]);
+        assert_eq!(counts(&got), [1, 1]);
     }
 }

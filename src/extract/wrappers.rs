@@ -82,7 +82,11 @@ pub(crate) fn value_noting(
                 Val::Str(t) => Cow::Borrowed(t),
                 // Structured attributes (kvlist/array) are already values.
                 Val::Array(_) | Val::Kvlist(_) if src.pattern.is_none() => {
-                    return not_schema(src, unwrap(src, s, any_to_json(v), &mut note));
+                    let mut v = any_to_json(v);
+                    if src.decode == Decode::ArgsKwargs {
+                        v = super::event_side::key_value_lines(v);
+                    }
+                    return not_schema(src, unwrap(src, s, v, &mut note));
                 }
                 _ => any_text(v)?,
             }

@@ -56,10 +56,13 @@ const MODEL_KINDS: [&str; 8] = [
 const INPUT_WORDS: [&str; 5] = ["input", "inputs", "request", "prompt", "prompts"];
 /// Words of a key that say it holds what came out of it.
 const OUTPUT_WORDS: [&str; 5] = ["output", "outputs", "response", "completion", "completions"];
+/// Both sides' words: the keys an event attribute that says a side may
+/// have bare (projection at decode).
+pub(crate) const SIDE_WORDS: [&[&str]; 2] = [&INPUT_WORDS, &OUTPUT_WORDS];
 
 /// Which side of a model call an attribute holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Side {
+pub(crate) enum Side {
     Input,
     Output,
 }
@@ -141,7 +144,7 @@ fn names_kind(text: &str, kinds: &[&str]) -> bool {
 /// The side of a model call attribute `key` holds, by its words
 /// (`mlflow.spanInputs`: input; `gen_ai.response.tool_calls`: output);
 /// `None` when it names neither side, or both.
-pub(super) fn side_of(key: &str) -> Option<Side> {
+pub(crate) fn side_of(key: &str) -> Option<Side> {
     let (mut input, mut output) = (false, false);
     // Most words have no list word's length and first letter: two byte
     // compares say so before any word is compared whole.

@@ -18,6 +18,7 @@
 use serde_json::Value;
 
 use super::bodies::{side_of, Side};
+use super::role_keyed;
 use crate::assemble::{SpanRecord, Val};
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 
@@ -62,22 +63,24 @@ fn text_of(e: &Event, side: Side) -> Option<&str> {
 
 /// Whether span `s` has an event of a model's output.
 pub(super) fn has_output(s: &SpanRecord) -> bool {
-    texts(s, Side::Output).next().is_some()
+    texts(s, Side::Output).next().is_some() || role_keyed::has(s, Side::Output)
 }
 
 /// Whether span `s` has an event of a request's messages.
 pub(super) fn has_request(s: &SpanRecord) -> bool {
-    texts(s, Side::Input).next().is_some()
+    texts(s, Side::Input).next().is_some() || role_keyed::has(s, Side::Input)
 }
 
-/// The messages of span `s`'s output events, as a JSON list.
-pub(super) fn output(s: &SpanRecord) -> Option<Value> {
-    messages(s, Side::Output)
+/// The messages of span `s`'s output events, as a JSON list; else its
+/// role-keyed ones (`role_keyed`).
+pub(crate) fn output(s: &SpanRecord) -> Option<Value> {
+    messages(s, Side::Output).or_else(|| role_keyed::messages(s, Side::Output))
 }
 
-/// The messages of span `s`'s request events, as a JSON list.
+/// The messages of span `s`'s request events, as a JSON list; else its
+/// role-keyed ones (`role_keyed`).
 pub(super) fn request(s: &SpanRecord) -> Option<Value> {
-    messages(s, Side::Input)
+    messages(s, Side::Input).or_else(|| role_keyed::messages(s, Side::Input))
 }
 
 /// The messages of side `side`, in event order: a list's items, a

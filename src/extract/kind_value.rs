@@ -1,0 +1,93 @@
+//! Whether a span's kind/type value names a kind (the generic tool-kind
+//! family, docs/conventions.md, "The generic tool-kind rule"). Vendors
+//! write the kind as one word (`tool`, `TOOL`) or as one segment of a
+//! dotted or underscored value (`agentic.tool.invocation`, `tool_call`).
+//! The word must be a whole segment, and what follows it one word that says
+//! the act of running it (the family's `then` list, data), the value's last
+//! segment. A value that ends with the word after other segments
+//! (`AgentOpsSpanKindValues.TOOL`: AgentOps' requested calls), whose
+//! segment after the word says something else (`tool_choice`,
+//! `tool.definition`) or that only starts with the word (`toolkit`) is not
+//! the kind.
+
+/// Whether `value` names the kind `word`: equal to it, or with `word` as a
+/// segment followed by one of `then`, its last (ASCII case ignored).
+pub(crate) fn names(value: &str, word: &str, then: &[String]) -> bool {
+    if value.eq_ignore_ascii_case(word) {
+        return true;
+    }
+    // Most values are not the word nor contain it: one length check and a
+    // byte search say so before any split.
+    if then.is_empty() || value.len() <= word.len() || !contains_ignore_case(value, word) {
+        return false;
+    }
+    let is_sep = |c: char| matches!(c, '.' | '_' | '-' | ' ');
+    let mut parts = value.split(is_sep);
+    while let Some(p) = parts.next() {
+        if !p.eq_ignore_ascii_case(word) {
+            continue;
+        }
+        // The word last after a namespace (`AgentOpsSpanKindValues.TOOL`, an
+        // enum's repr) is no kind of its own: AgentOps marks the model's
+        // requested calls so.
+        return match (parts.next(), parts.next()) {
+            (Some(next), None) => then.iter().any(|t| t.eq_ignore_ascii_case(next)),
+            _ => false,
+        };
+    }
+    false
+}
+
+fn contains_ignore_case(hay: &str, needle: &str) -> bool {
+    hay.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names;
+
+    fn then() -> Vec<String> {
+        ["invocation", "call", "execution"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn a_segment_that_is_the_word_names_the_kind() {
+        for v in [
+            "tool",
+            "TOOL",
+            "agentic.tool.invocation",
+            "tool_call",
+            "Tool-Execution",
+            "acme_agent.tool.call",
+        ] {
+            assert!(names(v, "tool", &then()), "{v}");
+        }
+    }
+
+    #[test]
+    fn values_that_only_mention_the_word_do_not() {
+        for v in [
+            "agentic.inference",
+            "tool_choice",
+            "toolkit.list",
+            "toolkit",
+            "tool.definition",
+            "agentic.tool.invocation.result",
+            "tools",
+            "mcp.tool.list",
+            "acme.tool",
+            "AgentOpsSpanKindValues.TOOL",
+            "",
+        ] {
+            assert!(!names(v, "tool", &then()), "{v}");
+        }
+        // Without `then`, only the word itself.
+        assert!(names("Tool", "tool", &[]));
+        assert!(!names("agentic.tool.invocation", "tool", &[]));
+        assert!(!names("acme.tool", "tool", &[]));
+    }
+}
