@@ -34,6 +34,8 @@ pub mod requested;
 #[cfg(test)]
 mod results_tests;
 pub mod rules;
+#[cfg(test)]
+mod shapes_tests;
 mod source;
 #[cfg(test)]
 mod spans_heldout6_tests;
@@ -49,6 +51,7 @@ mod wrappers;
 mod variants_tests;
 #[cfg(test)]
 mod versions_tests;
+mod vocabulary;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

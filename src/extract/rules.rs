@@ -390,7 +390,10 @@ pub const BUILTIN_TOML: &str = include_str!("builtin.toml");
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BuiltinFile {
-    rule: Vec<RuleSpec>,
+    /// Key lists the rules name with `vocab` (`extract::vocabulary`).
+    #[serde(default)]
+    vocabulary: std::collections::BTreeMap<String, Vec<String>>,
+    rule: Vec<toml::Table>,
 }
 
 /// The built-in conventions (docs/conventions.md).
@@ -399,9 +402,17 @@ pub fn builtin() -> Vec<RuleSpec> {
     RULES
         .get_or_init(|| {
             // The table is a constant; a failure is a programming error caught by tests.
-            toml::from_str::<BuiltinFile>(BUILTIN_TOML)
+            let file = toml::from_str::<BuiltinFile>(BUILTIN_TOML)
+                .unwrap_or_else(|e| panic!("built-in rule table: {e}"));
+            super::vocabulary::expand(file.rule, &file.vocabulary)
                 .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
-                .rule
+                .into_iter()
+                .map(|t| {
+                    toml::Value::Table(t)
+                        .try_into::<RuleSpec>()
+                        .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
+                })
+                .collect()
         })
         .clone()
 }

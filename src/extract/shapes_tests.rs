@@ -1,0 +1,108 @@
+//! Argument and result shapes on made-up spans: the declared key
+//! vocabularies of GenAI tool spans, framework keywords beside a tool's
+//! declared parameters, a provider's object-only result wrapper in
+//! flattened messages.
+
+use std::sync::Arc;
+
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use serde_json::json;
+
+use super::*;
+use crate::assemble::{SpanRecord, Trace, TraceId};
+
+fn kv(key: &str, v: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.to_string())),
+        }),
+        ..Default::default()
+    }
+}
+
+fn span(id: u8, name: &str, start: u64, attrs: &[(&str, &str)]) -> SpanRecord {
+    SpanRecord {
+        span_id: SpanId([id; 8]),
+        parent: None,
+        span: Span {
+            span_id: vec![id; 8],
+            name: name.to_string(),
+            start_time_unix_nano: start,
+            end_time_unix_nano: start + 10,
+            attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
+            ..Default::default()
+        }
+        .into(),
+        resource: Arc::new(Resource::default()),
+        scope: Arc::new(InstrumentationScope::default()),
+    }
+}
+
+/// `(name, arguments, result, convention)` of each call.
+fn calls(spans: Vec<SpanRecord>) -> Vec<(String, Option<Value>, Option<Value>, String)> {
+    Extractor::default()
+        .extract(&Trace::new(TraceId([7; 16]), spans, 0))
+        .into_iter()
+        .map(|c| {
+            let result = c.result.as_ref().map(CallResult::to_value);
+            (c.name, c.args.value().cloned(), result, c.convention)
+        })
+        .collect()
+}
+
+#[test]
+fn every_key_of_the_genai_tool_vocabularies_is_read() {
+    // A made-up vendor writing each draft name in turn, with and without
+    // an operation name.
+    let pairs = [
+        ("gen_ai.tool.arguments", "gen_ai.tool.message"),
+        ("gen_ai.tool.arguments", "gen_ai.tool.result"),
+        ("gen_ai.tool.input", "gen_ai.tool.response"),
+        ("gen_ai.tool.call.arguments", "gen_ai.tool.output"),
+    ];
+    for (args_key, result_key) in pairs {
+        for op in [true, false] {
+            let mut attrs = vec![
+                ("gen_ai.tool.name", "find_museum"),
+                (args_key, r#"{"city":"Turin"}"#),
+                (result_key, r#"{"museum":"Egizio"}"#),
+            ];
+            if op {
+                attrs.push(("gen_ai.operation.name", "execute_tool"));
+            }
+            let got = calls(vec![span(1, "execute_tool find_museum", 0, &attrs)]);
+            assert_eq!(got.len(), 1, "{args_key} {result_key} {op}");
+            let (name, args, result, _) = &got[0];
+            assert_eq!(name, "find_museum");
+            assert_eq!(args, &Some(json!({"city": "Turin"})), "{args_key} {op}");
+            assert_eq!(
+                result,
+                &Some(json!({"museum": "Egizio"})),
+                "{result_key} {op}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_vocabulary_comes_after_every_key_a_rule_read_before() {
+    // The semantic conventions' key wins over a draft name on the same span.
+    let got = calls(vec![span(
+        1,
+        "execute_tool find_museum",
+        0,
+        &[
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "find_museum"),
+            ("gen_ai.tool.call.arguments", r#"{"city":"Turin"}"#),
+            ("gen_ai.tool.arguments", r#"{"city":"Milan"}"#),
+            ("gen_ai.tool.call.result", r#""open""#),
+            ("gen_ai.tool.message", r#""closed""#),
+        ],
+    )]);
+    assert_eq!(got[0].1, Some(json!({"city": "Turin"})));
+    assert_eq!(got[0].2, Some(json!("open")));
+}
