@@ -55,6 +55,7 @@ mod content_events;
 mod hollow;
 mod idless;
 mod later;
+mod object_only;
 mod order;
 mod spans;
 mod text_results;
@@ -63,6 +64,7 @@ mod unseen;
 use bodies::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
+pub(crate) use object_only::PROVIDER_KEYS;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
 
@@ -467,7 +469,9 @@ fn request_of(s: &SpanRecord) -> Request {
     };
     for flat in FLAT_IN {
         if let Some(messages) = flat_messages(s, flat) {
-            offer(read_request(&messages, flat.form));
+            let mut r = read_request(&messages, flat.form);
+            object_only::unwrap_flat(s, &mut r.answers);
+            offer(r);
         }
     }
     for key in &INPUT_KEYS {

@@ -442,7 +442,8 @@ impl Extractor {
         let conversation_keys = source::CALL_ID_KEYS
             .iter()
             .chain(&conversation::MODEL_MARKERS)
-            .chain(&conversation::KIND_KEYS);
+            .chain(&conversation::KIND_KEYS)
+            .chain(&conversation::PROVIDER_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
         keys.sort();

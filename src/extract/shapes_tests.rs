@@ -106,3 +106,79 @@ fn the_vocabulary_comes_after_every_key_a_rule_read_before() {
     assert_eq!(got[0].1, Some(json!({"city": "Turin"})));
     assert_eq!(got[0].2, Some(json!("open")));
 }
+
+/// Two model calls of one trace in OpenInference's flattened messages: the
+/// first asks for `book_taxi`, the second's request carries its result
+/// `content`, both spans naming `provider`.
+fn flattened_exchange(provider: &str, content: &str) -> Vec<SpanRecord> {
+    let asked = [
+        ("openinference.span.kind", "LLM"),
+        ("llm.provider", provider),
+        ("llm.input_messages.0.message.role", "user"),
+        ("llm.input_messages.0.message.content", "A taxi for two."),
+        ("llm.output_messages.0.message.role", "assistant"),
+        (
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
+            "book_taxi",
+        ),
+        (
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
+            r#"{"seats": 2}"#,
+        ),
+    ];
+    let answered = [
+        ("openinference.span.kind", "LLM"),
+        ("llm.provider", provider),
+        ("llm.input_messages.0.message.role", "user"),
+        ("llm.input_messages.0.message.content", "A taxi for two."),
+        ("llm.input_messages.1.message.role", "assistant"),
+        (
+            "llm.input_messages.1.message.tool_calls.0.tool_call.function.name",
+            "book_taxi",
+        ),
+        (
+            "llm.input_messages.1.message.tool_calls.0.tool_call.function.arguments",
+            r#"{"seats": 2}"#,
+        ),
+        ("llm.input_messages.2.message.role", "tool"),
+        ("llm.input_messages.2.message.name", "book_taxi"),
+        ("llm.input_messages.2.message.content", content),
+        ("llm.output_messages.0.message.role", "assistant"),
+        ("llm.output_messages.0.message.content", "Booked."),
+    ];
+    vec![
+        span(1, "generate_content", 0, &asked),
+        span(2, "generate_content", 100, &answered),
+    ]
+}
+
+#[test]
+fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
+    let result = |provider: &str, content: &str| {
+        let got = calls(flattened_exchange(provider, content));
+        assert_eq!(got.len(), 1, "{provider} {content}: {got:?}");
+        assert_eq!(got[0].1, Some(json!({"seats": 2})));
+        got[0].2.clone()
+    };
+    for gemini in ["google", "vertexai", "gcp.vertex_ai", "Gemini"] {
+        assert_eq!(
+            result(gemini, r#"{"result": "booked"}"#),
+            Some(json!("booked"))
+        );
+        assert_eq!(result(gemini, r#"{"output": 4}"#), Some(json!(4)));
+        // The tool's own object stays, under the key or beside another.
+        assert_eq!(
+            result(gemini, r#"{"result": {"cab": 7}}"#),
+            Some(json!({"result": {"cab": 7}}))
+        );
+        assert_eq!(
+            result(gemini, r#"{"result": "booked", "cab": 7}"#),
+            Some(json!({"result": "booked", "cab": 7}))
+        );
+    }
+    // Another provider takes any value: the key is the tool's.
+    assert_eq!(
+        result("openai", r#"{"result": "booked"}"#),
+        Some(json!({"result": "booked"}))
+    );
+}
