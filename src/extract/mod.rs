@@ -41,6 +41,7 @@ mod source;
 mod spans_heldout6_tests;
 pub mod tool_name;
 mod twice;
+mod undeclared;
 #[cfg(test)]
 mod unwrap_tests;
 mod wrapper_names;
@@ -446,6 +447,7 @@ impl Extractor {
             .chain(&conversation::PROVIDER_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
+        keys.extend(undeclared::SCHEMA_KEYS.map(str::to_string));
         keys.sort();
         keys.dedup();
         let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX]
@@ -765,9 +767,12 @@ impl Extractor {
                     break;
                 }
             }
-            if let Some(v) = value_of(src, s) {
+            if let Some(mut v) = value_of(src, s) {
+                let at = (i, name);
+                if !undeclared::strip_read(&mut v, src, s, at, requests, trace) {
+                    args_text = raw_string(&src.field, s);
+                }
                 args = Some(v);
-                args_text = raw_string(&src.field, s);
                 break;
             }
         }
@@ -1092,6 +1097,10 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
 /// with `named` not a value that [`unnamed`] would have named).
 fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
     if src.decode != Decode::Json || src.pattern.is_some() || src.not_schema {
+        return None;
+    }
+    // Keys the tool does not declare may come off (`undeclared`).
+    if undeclared::schema_of(src, s).is_some() {
         return None;
     }
     let text = raw_string(&src.field, s)?;
