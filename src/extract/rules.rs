@@ -553,6 +553,8 @@ impl Rule {
                     .strip_prefix('"')
                     .and_then(|t| t.strip_suffix('"'))
                     .unwrap_or(text);
+                let kind = type_in_object(text);
+                let text = kind.as_deref().unwrap_or(text);
                 if text.eq_ignore_ascii_case(&family.equals) {
                     let key = std::str::from_utf8(key).ok()?;
                     return Some((&key[..ns.len()], key));
@@ -588,6 +590,16 @@ impl Rule {
         }
         r
     }
+}
+
+/// The `type` of a marker written as a JSON object (Braintrust's
+/// `braintrust.span_attributes`: `{"type": "tool", "name": ...}`).
+fn type_in_object(text: &str) -> Option<String> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    v.get("type")?.as_str().map(str::to_string)
 }
 
 /// Resolves attribute keys used in conditions to slots.

@@ -182,3 +182,47 @@ fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
         Some(json!({"result": "booked"}))
     );
 }
+
+#[test]
+fn a_kind_marker_written_as_a_json_object_or_flattened_is_a_tool_span() {
+    // Braintrust's SDKs: `<ns>.span_attributes` = `{"type": "tool", "name"}`
+    // (or its flattened keys), arguments and result as `<ns>.input_json` /
+    // `<ns>.output_json`; here in a made-up namespace.
+    let object = [
+        (
+            "acme.span_attributes",
+            r#"{"type":"tool","name":"find_museum"}"#,
+        ),
+        ("acme.input_json", r#"{"city":"Turin"}"#),
+        ("acme.output_json", r#"{"museum":"Egizio"}"#),
+    ];
+    let flat = [
+        ("acme.span_attributes.type", "tool"),
+        ("acme.span_attributes.name", "find_museum"),
+        ("acme.input_json", r#"{"city":"Turin"}"#),
+        ("acme.output_json", r#"{"museum":"Egizio"}"#),
+    ];
+    for attrs in [&object[..], &flat[..]] {
+        let got = calls(vec![span(1, "runner.step", 0, attrs)]);
+        assert_eq!(
+            got,
+            [(
+                "find_museum".to_string(),
+                Some(json!({"city": "Turin"})),
+                Some(json!({"museum": "Egizio"})),
+                "tool-kind".to_string()
+            )],
+            "{attrs:?}"
+        );
+    }
+    // Another type in the object, or an object without one, is no tool.
+    for marker in [r#"{"type":"llm"}"#, r#"{"name":"find_museum"}"#, "{"] {
+        let got = calls(vec![span(
+            1,
+            "runner.step",
+            0,
+            &[("acme.span_attributes", marker), ("acme.input_json", "{}")],
+        )]);
+        assert!(got.is_empty(), "{marker}: {got:?}");
+    }
+}
