@@ -226,3 +226,39 @@ fn a_kind_marker_written_as_a_json_object_or_flattened_is_a_tool_span() {
         assert!(got.is_empty(), "{marker}: {got:?}");
     }
 }
+
+#[test]
+fn livekit_function_tool_spans_are_calls() {
+    // Older keys, then the ones LiveKit marks for redaction; the output is
+    // the `str()` of what the tool returned.
+    for (args_key, out_key) in [
+        ("lk.function_tool.arguments", "lk.function_tool.output"),
+        (
+            "lk.pii.function_tool.arguments",
+            "lk.pii.function_tool.output",
+        ),
+    ] {
+        let got = calls(vec![span(
+            1,
+            "function_tool",
+            0,
+            &[
+                ("lk.function_tool.id", "call_lk1"),
+                ("lk.function_tool.name", "book_taxi"),
+                (args_key, r#"{"seats": 2}"#),
+                (out_key, "{'cab': 7, 'ok': True}"),
+                ("lk.function_tool.is_error", "false"),
+            ],
+        )]);
+        assert_eq!(
+            got,
+            [(
+                "book_taxi".to_string(),
+                Some(json!({"seats": 2})),
+                Some(json!({"cab": 7, "ok": true})),
+                "livekit".to_string()
+            )],
+            "{args_key}"
+        );
+    }
+}

@@ -141,9 +141,13 @@ pub fn any_to_json(v: Val<'_>) -> Value {
 }
 
 /// Keys of an execution span that hold the id the model gave the call it
-/// executes (OTel GenAI, OpenInference, Vercel AI SDK).
-pub(crate) const CALL_ID_KEYS: [&str; 3] =
-    ["gen_ai.tool.call.id", "tool_call.id", "ai.toolCall.id"];
+/// executes (OTel GenAI, OpenInference, Vercel AI SDK, LiveKit Agents).
+pub(crate) const CALL_ID_KEYS: [&str; 4] = [
+    "gen_ai.tool.call.id",
+    "tool_call.id",
+    "ai.toolCall.id",
+    "lk.function_tool.id",
+];
 
 /// The model's call id a tool span records, if any.
 pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
