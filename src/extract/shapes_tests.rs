@@ -262,3 +262,37 @@ fn livekit_function_tool_spans_are_calls() {
         );
     }
 }
+
+#[test]
+fn spring_ai_tool_observations_are_calls_in_either_generation() {
+    let content = [
+        ("spring.ai.tool.definition.name", "book_taxi"),
+        ("spring.ai.tool.call.arguments", r#"{"seats":2}"#),
+        ("spring.ai.tool.call.result", r#""booked""#),
+    ];
+    let v1 = [
+        ("spring.ai.kind", "tool_call"),
+        ("gen_ai.operation.name", "framework"),
+    ];
+    let v2 = [
+        ("spring.ai.kind", "tool_call"),
+        ("gen_ai.operation.name", "execute_tool"),
+    ];
+    for (name, marks, rule) in [
+        ("tool_call book_taxi", &v1, "spring-ai"),
+        ("execute_tool book_taxi", &v2, "otel-genai"),
+    ] {
+        let attrs: Vec<(&str, &str)> = marks.iter().chain(&content).copied().collect();
+        let got = calls(vec![span(1, name, 0, &attrs)]);
+        assert_eq!(
+            got,
+            [(
+                "book_taxi".to_string(),
+                Some(json!({"seats": 2})),
+                Some(json!("booked")),
+                rule.to_string()
+            )],
+            "{name}"
+        );
+    }
+}
