@@ -39,28 +39,30 @@ pub(crate) fn strip<'r>(
         return false;
     }
     let asked = asked().and_then(Value::as_object);
-    let keep = |k: &String| names.contains(k) || asked.is_some_and(|a| a.contains_key(k));
+    // Positional values no name was found for stay under `args`.
+    let positional =
+        |k: &String, v: &Value| k == "args" && v.as_array().is_some_and(|a| !a.is_empty());
+    let keep = |k: &String, v: &Value| {
+        names.contains(k) || positional(k, v) || asked.is_some_and(|a| a.contains_key(k))
+    };
     let before = o.len();
     let kept: Map<String, Value> = std::mem::take(o)
         .into_iter()
-        .filter(|(k, _)| keep(k))
+        .filter(|(k, v)| keep(k, v))
         .collect();
     *o = kept;
     o.len() < before
 }
 
-/// Whether `schema` declares a closed parameter list: smolagents' `inputs`
-/// map, or a JSON Schema that does not allow more properties (no
-/// `additionalProperties`, `false`: tool schemas list every parameter, and
-/// `true` or a schema there says the tool takes more).
+/// Whether `schema` is JSON declaring a closed parameter list: smolagents'
+/// `inputs` map, or a JSON Schema that does not allow more properties (no
+/// `additionalProperties`, or `false`: tool schemas list every parameter,
+/// and `true` or a schema there says the tool takes more).
 fn closed(schema: &str) -> bool {
-    match serde_json::from_str::<Value>(schema) {
-        Ok(v) => v
-            .get("additionalProperties")
-            .is_none_or(|a| a == &Value::Bool(false)),
-        // A Python literal (`str(dict)`): read by `parameter_names`.
-        Err(_) => true,
-    }
+    serde_json::from_str::<Value>(schema).is_ok_and(|v| {
+        v.get("additionalProperties")
+            .is_none_or(|a| a == &Value::Bool(false))
+    })
 }
 
 /// Where a tool span carries the tool's declared parameters when its
@@ -118,10 +120,11 @@ mod tests {
     #[test]
     fn keywords_the_declaration_does_not_name_come_off() {
         let call = json!({"args": {}, "town": "Lyon", "sanitize_inputs_outputs": true});
-        for schema in [INPUTS, SCHEMA, "{'town': {'type': 'string'}}"] {
+        for schema in [INPUTS, SCHEMA] {
             assert_eq!(
                 stripped(call.clone(), schema, None),
-                json!({"town": "Lyon"})
+                json!({"town": "Lyon"}),
+                "{schema}"
             );
         }
     }
@@ -134,6 +137,7 @@ mod tests {
             "",
             "{}",
             "not a schema",
+            "{'town': {'type': 'string'}}",
             r#"{"type": "object", "properties": {"town": {}}, "additionalProperties": true}"#,
         ] {
             assert_eq!(stripped(call.clone(), schema, None), call, "{schema}");
@@ -151,6 +155,12 @@ mod tests {
         assert_eq!(
             stripped(json!({"town": "Lyon"}), SCHEMA, None),
             json!({"town": "Lyon"})
+        );
+        // Positional values no name was found for.
+        let positional = json!({"args": ["a", "b"], "sanitize_inputs_outputs": true});
+        assert_eq!(
+            stripped(positional, SCHEMA, None),
+            json!({"args": ["a", "b"]})
         );
         // Not an object.
         assert_eq!(stripped(json!("Lyon"), SCHEMA, None), json!("Lyon"));
