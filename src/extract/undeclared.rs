@@ -29,7 +29,9 @@ pub(crate) fn strip<'r>(
     let Value::Object(o) = args else {
         return false;
     };
-    if o.is_empty() || !closed(schema) {
+    // Cheap first: only a key the schema's text does not quote at all
+    // can make a key come off, so most calls parse nothing here.
+    if o.is_empty() || o.keys().all(|k| quoted_in(schema, k)) || !closed(schema) {
         return false;
     }
     let Some(names) = parameter_names(schema).filter(|n| !n.is_empty()) else {
@@ -52,6 +54,19 @@ pub(crate) fn strip<'r>(
         .collect();
     *o = kept;
     o.len() < before
+}
+
+/// Whether `text` holds `key` between quotes (`"key"` or `'key'`).
+fn quoted_in(text: &str, key: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(key).any(|(at, _)| {
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+        let after = bytes.get(at + key.len());
+        matches!(
+            (before, after),
+            (Some(b'"'), Some(b'"')) | (Some(b'\''), Some(b'\''))
+        )
+    })
 }
 
 /// Whether `schema` is JSON declaring a closed parameter list: smolagents'
@@ -156,6 +171,9 @@ mod tests {
             stripped(json!({"town": "Lyon"}), SCHEMA, None),
             json!({"town": "Lyon"})
         );
+        // A key the schema's text quotes anywhere is kept unparsed.
+        let quoted = json!({"town": "Lyon", "type": "x"});
+        assert_eq!(stripped(quoted.clone(), SCHEMA, None), quoted);
         // Positional values no name was found for.
         let positional = json!({"args": ["a", "b"], "sanitize_inputs_outputs": true});
         assert_eq!(
