@@ -55,6 +55,7 @@ mod content_events;
 mod hollow;
 mod idless;
 mod later;
+mod object_only;
 mod order;
 mod role_keyed;
 mod spans;
@@ -64,6 +65,7 @@ mod unseen;
 pub(crate) use bodies::{side_of, Side, SIDE_WORDS};
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::{output as events_output, EVENT_KEYS};
+pub(crate) use object_only::PROVIDER_KEYS;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
 
@@ -479,7 +481,9 @@ fn request_of(s: &SpanRecord) -> Request {
     };
     for flat in FLAT_IN {
         if let Some(messages) = flat_messages(s, flat) {
-            offer(read_request(&messages, flat.form));
+            let mut r = read_request(&messages, flat.form);
+            object_only::unwrap_flat(s, &mut r.answers);
+            offer(r);
         }
     }
     for key in &INPUT_KEYS {

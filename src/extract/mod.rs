@@ -36,12 +36,15 @@ pub mod requested;
 #[cfg(test)]
 mod results_tests;
 pub mod rules;
+#[cfg(test)]
+mod shapes_tests;
 mod siblings;
 mod source;
 #[cfg(test)]
 mod spans_heldout6_tests;
 pub mod tool_name;
 mod twice;
+mod undeclared;
 #[cfg(test)]
 mod unwrap_tests;
 mod wrapper_names;
@@ -52,6 +55,7 @@ mod wrappers;
 mod variants_tests;
 #[cfg(test)]
 mod versions_tests;
+mod vocabulary;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -443,9 +447,11 @@ impl Extractor {
         let conversation_keys = source::CALL_ID_KEYS
             .iter()
             .chain(&conversation::MODEL_MARKERS)
-            .chain(&conversation::KIND_KEYS);
+            .chain(&conversation::KIND_KEYS)
+            .chain(&conversation::PROVIDER_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
+        keys.extend(undeclared::SCHEMA_KEYS.map(str::to_string));
         keys.sort();
         keys.dedup();
         let prefixes = [facts::SPAN_KEY_PREFIX, requested::SPAN_KEY_PREFIX]
@@ -766,9 +772,12 @@ impl Extractor {
                     break;
                 }
             }
-            if let Some(v) = value_of(src, s) {
+            if let Some(mut v) = value_of(src, s) {
+                let at = (i, name);
+                if !undeclared::strip_read(&mut v, src, s, at, requests, trace) {
+                    args_text = raw_string(&src.field, s);
+                }
                 args = Some(v);
-                args_text = raw_string(&src.field, s);
                 break;
             }
         }
@@ -1093,6 +1102,10 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
 /// with `named` not a value that [`unnamed`] would have named).
 fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
     if src.decode != Decode::Json || src.pattern.is_some() || src.not_schema {
+        return None;
+    }
+    // Keys the tool does not declare may come off (`undeclared`).
+    if undeclared::schema_of(src, s).is_some() {
         return None;
     }
     let text = raw_string(&src.field, s)?;

@@ -98,6 +98,15 @@ impl<'t> Requests<'t> {
 }
 
 impl Requests<'_> {
+    /// The arguments of the nearest request of `tool` before span `at`.
+    pub fn nearest(&self, at: usize, tool: &str) -> Option<&Value> {
+        (0..at.min(self.per_span.len()))
+            .rev()
+            .flat_map(|i| self.of_span(i))
+            .find(|a| a.name == tool)
+            .map(|a| &a.args)
+    }
+
     /// The arguments of call span `at` of `tool` that recorded none and no
     /// call id, from the first later span whose requests hold a call of
     /// `tool` that no span before `at` asked for (a later request's

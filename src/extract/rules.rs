@@ -410,7 +410,10 @@ pub const BUILTIN_TOML: &str = include_str!("builtin.toml");
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BuiltinFile {
-    rule: Vec<RuleSpec>,
+    /// Key lists the rules name with `vocab` (`extract::vocabulary`).
+    #[serde(default)]
+    vocabulary: std::collections::BTreeMap<String, Vec<String>>,
+    rule: Vec<toml::Table>,
 }
 
 /// The built-in conventions (docs/conventions.md).
@@ -419,9 +422,17 @@ pub fn builtin() -> Vec<RuleSpec> {
     RULES
         .get_or_init(|| {
             // The table is a constant; a failure is a programming error caught by tests.
-            toml::from_str::<BuiltinFile>(BUILTIN_TOML)
+            let file = toml::from_str::<BuiltinFile>(BUILTIN_TOML)
+                .unwrap_or_else(|e| panic!("built-in rule table: {e}"));
+            super::vocabulary::expand(file.rule, &file.vocabulary)
                 .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
-                .rule
+                .into_iter()
+                .map(|t| {
+                    toml::Value::Table(t)
+                        .try_into::<RuleSpec>()
+                        .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
+                })
+                .collect()
         })
         .clone()
 }
@@ -563,6 +574,8 @@ impl Rule {
                     .strip_prefix('"')
                     .and_then(|t| t.strip_suffix('"'))
                     .unwrap_or(text);
+                let kind = type_in_object(text);
+                let text = kind.as_deref().unwrap_or(text);
                 if super::kind_value::names(text, &family.equals, &family.then) {
                     let key = std::str::from_utf8(key).ok()?;
                     return Some((&key[..ns.len()], key));
@@ -598,6 +611,16 @@ impl Rule {
         }
         r
     }
+}
+
+/// The `type` of a marker written as a JSON object (Braintrust's
+/// `braintrust.span_attributes`: `{"type": "tool", "name": ...}`).
+fn type_in_object(text: &str) -> Option<String> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    v.get("type")?.as_str().map(str::to_string)
 }
 
 /// Resolves attribute keys used in conditions to slots.

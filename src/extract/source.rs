@@ -142,12 +142,15 @@ pub fn any_to_json(v: Val<'_>) -> Value {
 }
 
 /// Keys of an execution span that hold the id the model gave the call it
-/// executes (OTel GenAI, OpenInference, Vercel AI SDK, VoltAgent).
-pub(crate) const CALL_ID_KEYS: [&str; 4] = [
+/// executes (OTel GenAI, OpenInference, Vercel AI SDK, VoltAgent, LiveKit
+/// Agents, Spring AI).
+pub(crate) const CALL_ID_KEYS: [&str; 6] = [
     "gen_ai.tool.call.id",
     "tool_call.id",
     "ai.toolCall.id",
     "tool.call.id",
+    "lk.function_tool.id",
+    "spring.ai.tool.call.id",
 ];
 
 /// The model's call id a tool span records, if any.

@@ -1,0 +1,138 @@
+//! Declared key vocabularies of the built-in rule table: one list of the
+//! attribute keys under which instrumentations write one thing (a tool
+//! span's arguments, its result), named once in `builtin.toml` and used by
+//! every rule that reads that thing (docs/conventions.md, "Key
+//! vocabularies").
+//!
+//! A source written `{ vocab = "<name>", ... }` stands for one source per
+//! key of the vocabulary, in its order, each with the source's other
+//! settings; a key an earlier source of the same list already reads is not
+//! read twice. The expansion happens when the table is loaded, so the rules
+//! `toolscore conventions` prints (and a config file holds) name plain
+//! keys.
+
+use std::collections::BTreeMap;
+
+use toml::{Table, Value};
+
+/// The source lists of a rule that may use a vocabulary.
+const SOURCE_LISTS: [&str; 4] = ["name_from", "args", "result", "error_message"];
+
+/// The key naming a vocabulary in a source.
+const VOCAB: &str = "vocab";
+
+/// `rules` with every `vocab` source replaced by the sources it stands for;
+/// an error names the rule and the reason.
+pub(crate) fn expand(
+    rules: Vec<Table>,
+    vocabularies: &BTreeMap<String, Vec<String>>,
+) -> Result<Vec<Table>, String> {
+    rules
+        .into_iter()
+        .map(|mut rule| {
+            let name = rule
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            for list in SOURCE_LISTS {
+                if let Some(Value::Array(sources)) = rule.get_mut(list) {
+                    let expanded = expand_list(std::mem::take(sources), vocabularies)
+                        .map_err(|e| format!("rule `{name}`, `{list}`: {e}"))?;
+                    *sources = expanded;
+                }
+            }
+            Ok(rule)
+        })
+        .collect()
+}
+
+fn expand_list(
+    sources: Vec<Value>,
+    vocabularies: &BTreeMap<String, Vec<String>>,
+) -> Result<Vec<Value>, String> {
+    let mut out: Vec<Value> = Vec::with_capacity(sources.len());
+    for source in sources {
+        let Value::Table(mut t) = source else {
+            out.push(source);
+            continue;
+        };
+        let Some(vocab) = t.remove(VOCAB) else {
+            out.push(Value::Table(t));
+            continue;
+        };
+        let name = vocab.as_str().ok_or("`vocab` names a vocabulary")?;
+        let keys = vocabularies
+            .get(name)
+            .ok_or_else(|| format!("no vocabulary `{name}`"))?;
+        if t.contains_key("attr") || t.contains_key("span_name") || t.contains_key("event") {
+            return Err(format!(
+                "a `vocab` source names its keys: no `attr`, `span_name` or `event` ({name})"
+            ));
+        }
+        for key in keys {
+            if out.iter().any(|s| reads_attr(s, key)) {
+                continue;
+            }
+            let mut one = t.clone();
+            one.insert("attr".into(), Value::String(key.clone()));
+            out.push(Value::Table(one));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether source `s` reads span attribute `key`.
+fn reads_attr(s: &Value, key: &str) -> bool {
+    s.get("attr").and_then(Value::as_str) == Some(key) && s.get("event").is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_vocabulary_source_stands_for_its_keys_in_order_without_repeats() {
+        let vocab = BTreeMap::from([(
+            "args".to_string(),
+            vec![
+                "a.args".to_string(),
+                "b.args".to_string(),
+                "c.args".to_string(),
+            ],
+        )]);
+        let rule = table(
+            r#"
+            name = "r"
+            args = [
+              { attr = "b.args", decode = "json", unwrap = ["x"] },
+              { vocab = "args", decode = "json" },
+              { attr = "d.args" },
+            ]
+            "#,
+        );
+        let out = expand(vec![rule], &vocab).unwrap();
+        let args = out[0]["args"].as_array().unwrap();
+        let keys: Vec<&str> = args.iter().map(|s| s["attr"].as_str().unwrap()).collect();
+        assert_eq!(keys, ["b.args", "a.args", "c.args", "d.args"]);
+        // The key already read keeps its own settings; the others take the
+        // vocabulary source's.
+        assert!(args[0].get("unwrap").is_some());
+        assert_eq!(args[1]["decode"].as_str(), Some("json"));
+        assert!(args.iter().all(|s| s.get(VOCAB).is_none()));
+    }
+
+    #[test]
+    fn unknown_or_mixed_vocabulary_sources_are_errors() {
+        let vocab = BTreeMap::from([("args".to_string(), vec!["a".to_string()])]);
+        let unknown = table("name = \"r\"\nargs = [{ vocab = \"nope\" }]");
+        let err = expand(vec![unknown], &vocab).unwrap_err();
+        assert!(err.contains("rule `r`") && err.contains("nope"), "{err}");
+        let mixed = table("name = \"r\"\nresult = [{ vocab = \"args\", attr = \"x\" }]");
+        assert!(expand(vec![mixed], &vocab).is_err());
+    }
+}
