@@ -11,8 +11,8 @@
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use serde_json::{Map, Value};
 
-use super::conversation::{side_of, Side, SIDE_WORDS};
 use super::rules::SideSpec;
+use super::sides::{side_of, Side, SIDE_WORDS};
 use crate::assemble::{SpanRecord, Val};
 
 fn side(s: SideSpec) -> Side {

@@ -11,6 +11,7 @@ mod canonical;
 mod carried;
 pub mod carry;
 mod chat_events;
+mod content_events;
 pub mod conversation;
 mod echo;
 mod event_side;
@@ -35,10 +36,12 @@ mod open;
 pub mod requested;
 #[cfg(test)]
 mod results_tests;
+mod role_keyed;
 pub mod rules;
 #[cfg(test)]
 mod shapes_tests;
 mod siblings;
+mod sides;
 mod source;
 #[cfg(test)]
 mod spans_heldout6_tests;

@@ -264,7 +264,7 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
     }
     // The output written in span events (Monocle's `data.output`).
     if out.is_empty() && !s.span.events.is_empty() {
-        if let Some(v) = super::conversation::events_output(s) {
+        if let Some(v) = super::content_events::output(s) {
             walk(&v, None, 0, &mut out);
         }
     }

@@ -52,20 +52,7 @@ const MODEL_KINDS: [&str; 8] = [
     "generate_content",
 ];
 
-/// Words of a key that say it holds what went into the model call.
-const INPUT_WORDS: [&str; 5] = ["input", "inputs", "request", "prompt", "prompts"];
-/// Words of a key that say it holds what came out of it.
-const OUTPUT_WORDS: [&str; 5] = ["output", "outputs", "response", "completion", "completions"];
-/// Both sides' words: the keys an event attribute that says a side may
-/// have bare (projection at decode).
-pub(crate) const SIDE_WORDS: [&[&str]; 2] = [&INPUT_WORDS, &OUTPUT_WORDS];
-
-/// Which side of a model call an attribute holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    Input,
-    Output,
-}
+use crate::extract::sides::{side_of, Side};
 
 /// Whether span `s` says it is a model call ([`KIND_ENDINGS`],
 /// [`MODEL_KINDS`]).
@@ -141,87 +128,6 @@ fn names_kind(text: &str, kinds: &[&str]) -> bool {
     kinds.iter().any(|k| t.eq_ignore_ascii_case(k))
 }
 
-/// The side of a model call attribute `key` holds, by its words
-/// (`mlflow.spanInputs`: input; `gen_ai.response.tool_calls`: output);
-/// `None` when it names neither side, or both.
-pub(crate) fn side_of(key: &str) -> Option<Side> {
-    let (mut input, mut output) = (false, false);
-    // Most words have no list word's length and first letter: two byte
-    // compares say so before any word is compared whole.
-    let is = |words: &[&str], w: &str, first: u8| {
-        words.iter().any(|x| {
-            x.len() == w.len() && x.as_bytes().first() == Some(&first) && x.eq_ignore_ascii_case(w)
-        })
-    };
-    for_each_word(key, |word| {
-        let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
-        input |= is(&INPUT_WORDS, word, first);
-        output |= is(&OUTPUT_WORDS, word, first);
-    });
-    match (input, output) {
-        (true, false) => Some(Side::Input),
-        (false, true) => Some(Side::Output),
-        _ => None,
-    }
-}
-
-/// What a byte is to [`for_each_word`]: a separator, a lowercase letter
-/// or digit, or an uppercase letter.
-const SEPARATOR: u8 = 0;
-const LOWER: u8 = 1;
-const UPPER: u8 = 2;
-const BYTE_CLASS: [u8; 256] = {
-    let mut t = [SEPARATOR; 256];
-    let mut i = 0;
-    while i < 256 {
-        let c = i as u8;
-        if c.is_ascii_uppercase() {
-            t[i] = UPPER;
-        } else if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            t[i] = LOWER;
-        }
-        i += 1;
-    }
-    t
-};
-
-/// Calls `f` with each word of a key (compared without regard to case):
-/// split at punctuation and where a lowercase letter meets an uppercase
-/// one (`spanInputs`: `span`, `Inputs`). Slices of `key`: this runs on
-/// every attribute of a model call and every span event, so nothing is
-/// allocated, and the key is read as bytes (a word is ASCII letters and
-/// digits: every other byte, those of a character beyond ASCII among them,
-/// separates words, so every slice starts and ends at a character
-/// boundary).
-fn for_each_word<'k>(key: &'k str, mut f: impl FnMut(&'k str)) {
-    let mut start: Option<usize> = None;
-    let mut prev_lower = false;
-    for (i, &c) in key.as_bytes().iter().enumerate() {
-        let class = BYTE_CLASS[usize::from(c)];
-        if class == SEPARATOR {
-            if let Some(w) = start.take().and_then(|s| key.get(s..i)) {
-                f(w);
-            }
-            prev_lower = false;
-            continue;
-        }
-        match start {
-            Some(s) if class == UPPER && prev_lower => {
-                if let Some(w) = key.get(s..i) {
-                    f(w);
-                }
-                start = Some(i);
-            }
-            Some(_) => {}
-            None => start = Some(i),
-        }
-        prev_lower = class == LOWER;
-    }
-    if let Some(w) = start.and_then(|s| key.get(s..)) {
-        f(w);
-    }
-}
-
 /// The JSON texts on model-call span `s` under keys of side `side` that no
 /// named form reads there (a named key read under its own form is left to
 /// it). For a span already known to be a model call ([`is_model_call`]);
@@ -255,6 +161,7 @@ pub(super) fn keyed_bodies_of_model_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extract::sides::{for_each_word, INPUT_WORDS, OUTPUT_WORDS};
 
     #[test]
     fn words_split_at_punctuation_and_case_and_survive_any_text() {

@@ -1,9 +1,10 @@
 //! Which spans the conversation witness reads as model calls
 //! (`inspect --explain` says so of a span no rule classifies).
 
-use super::bodies::{self, Side};
+use super::bodies;
 use super::{content_events, has_prefix, message_text, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::SpanRecord;
+use crate::extract::sides::Side;
 
 /// Whether span `s` is a model call whose messages the witness reads: it
 /// records the model's output, or a request's messages as JSON, in a known

@@ -20,10 +20,11 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
-use super::bodies::{is_agent_run, side_of, Side};
+use super::bodies::is_agent_run;
 use super::{conversation_call, Answer, MAX_DEPTH};
 use crate::assemble::Trace;
 use crate::extract::requested::{call_of, Asked};
+use crate::extract::sides::{side_of, Side};
 use crate::extract::{Analysis, Ctx, Extractor};
 
 /// The form these calls are said to come in (`transcript-messages`).

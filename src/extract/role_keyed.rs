@@ -21,7 +21,7 @@
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use serde_json::{json, Map, Value};
 
-use super::bodies::{side_of, Side};
+use super::sides::{side_of, Side};
 use crate::assemble::{SpanRecord, Val};
 
 /// The roles a message's one key may name; `tools` is the model's calls.

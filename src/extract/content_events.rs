@@ -17,8 +17,8 @@
 
 use serde_json::Value;
 
-use super::bodies::{side_of, Side};
 use super::role_keyed;
+use super::sides::{side_of, Side};
 use crate::assemble::{SpanRecord, Val};
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 
