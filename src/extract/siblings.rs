@@ -60,6 +60,12 @@ pub(crate) fn one_call_side_by_side(trace: &Trace, out: &mut Analysis) {
             if cb.name != ca.name {
                 break;
             }
+            // Records side by side sit under as many calls; one nested in
+            // the other does not (a chain of nested calls of one tool
+            // makes no candidates).
+            if cb.depth != ca.depth {
+                continue;
+            }
             let gap = cb
                 .start_time_unix_nano
                 .saturating_sub(ca.end_time_unix_nano);
