@@ -86,8 +86,17 @@ pub(crate) fn one_call_per_call(trace: &Trace, out: &mut Analysis) {
         one.depth = out.calls[*r].depth;
         one.within = out.calls[*r].within;
     }
-    let old = std::mem::take(&mut out.calls);
-    out.calls = old
+    keep_groups(&mut out.calls, &root, merged);
+}
+
+/// Keeps of `calls` the first member of each group (`root[i] == i`), each
+/// replaced by its group's merged call when it has one.
+pub(crate) fn keep_groups(
+    calls: &mut Vec<ToolCall>,
+    root: &[usize],
+    mut merged: HashMap<usize, ToolCall>,
+) {
+    *calls = std::mem::take(calls)
         .into_iter()
         .enumerate()
         .filter(|&(i, _)| root[i] == i)

@@ -152,13 +152,7 @@ fn fold(out: &mut Analysis, root: &[usize], members: HashMap<usize, Vec<usize>>)
         }
         merged.insert(r, one);
     }
-    let old = std::mem::take(&mut out.calls);
-    out.calls = old
-        .into_iter()
-        .enumerate()
-        .filter(|&(i, _)| root[i] == i)
-        .map(|(i, c)| merged.remove(&i).unwrap_or(c))
-        .collect();
+    merge::keep_groups(&mut out.calls, root, merged);
     // What was within a record is within the call kept.
     for c in &mut out.calls {
         c.within = c.within.map(|w| kept.get(&w).copied().unwrap_or(w));
