@@ -131,6 +131,23 @@ fn tool(out: &mut String, k: usize, parent: Option<usize>, when: (u64, u64), nam
     );
 }
 
+/// As [`tool`], without a call id: such a call's arguments are looked for
+/// in later model requests.
+fn tool_without_id(out: &mut String, k: usize, parent: Option<usize>, when: (u64, u64)) {
+    span(
+        out,
+        k,
+        parent,
+        when,
+        "execute_tool step",
+        &[
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "step"),
+            ("gen_ai.tool.type", "function"),
+        ],
+    );
+}
+
 /// `invoke_agent <name>` as OTel GenAI instrumentations write it.
 fn agent(out: &mut String, k: usize, parent: Option<usize>, when: (u64, u64), name: &str) {
     span(
@@ -163,16 +180,19 @@ fn write_doc(dir: &TempDir, name: &str, mut doc: String) -> String {
 
 /// A chain of `n` nested tool calls: call `k` is the parent of call `k + 1`.
 fn chain(dir: &TempDir, n: usize) -> String {
+    chain_of(dir, n, true)
+}
+
+fn chain_of(dir: &TempDir, n: usize, ids: bool) -> String {
     let mut doc = open_doc();
     for k in 0..n {
         let parent = k.checked_sub(1);
-        tool(
-            &mut doc,
-            k,
-            parent,
-            (1_000 + k as u64, 10_000_000 - k as u64),
-            "step",
-        );
+        let when = (1_000 + k as u64, 10_000_000 - k as u64);
+        if ids {
+            tool(&mut doc, k, parent, when, "step");
+        } else {
+            tool_without_id(&mut doc, k, parent, when);
+        }
     }
     write_doc(dir, "chain.json", doc)
 }
@@ -208,6 +228,26 @@ fn deep_parent_chain_is_analyzed_in_linear_time() {
         assert_eq!(calls[k]["span_id"], span_id(k).as_str());
         assert_eq!(calls[k]["depth"], k, "call {k}");
     }
+}
+
+#[test]
+fn deep_chain_of_calls_without_ids_is_analyzed_in_linear_time() {
+    // Each call without a call id or arguments looked for its arguments in
+    // every span of the trace: 50,000 such calls took minutes (quadratic).
+    let dir = TempDir::new("chain-no-ids");
+    let n = 50_000;
+    let file = chain_of(&dir, n, false);
+    let run = run_bounded(
+        &dir,
+        &["inspect", &file, "--format", "jsonl", "-q"],
+        Duration::from_secs(10),
+    );
+    assert!(run.status.success(), "{:?}: {}", run.status, run.stderr);
+    let rows = jsonl(&run.stdout);
+    let calls = rows[0]["tools"].as_array().expect("tools");
+    assert_eq!(calls.len(), n);
+    assert_eq!(calls[n - 1]["depth"], n - 1);
+    assert!(calls.iter().all(|c| c["args"].is_null()));
 }
 
 #[test]

@@ -56,6 +56,11 @@ pub(crate) struct Asked {
 pub struct Requests<'t> {
     trace: &'t Trace,
     per_span: Vec<OnceCell<Vec<Asked>>>,
+    /// The spans that requested any call, in order: built when a search
+    /// must read every span anyway (`later_args`), so that each of many
+    /// calls does not walk every span again (a chain of 50,000 id-less
+    /// calls took time quadratic in its length).
+    askers: OnceCell<Vec<usize>>,
 }
 
 impl<'t> Requests<'t> {
@@ -63,6 +68,7 @@ impl<'t> Requests<'t> {
         Requests {
             trace,
             per_span: trace.spans.iter().map(|_| OnceCell::new()).collect(),
+            askers: OnceCell::new(),
         }
     }
 
@@ -113,8 +119,15 @@ impl Requests<'_> {
     /// history repeats the call the span ran): taken only when there is
     /// exactly one such call there (Splunk's OpenAI Agents spans).
     pub fn later_args(&self, at: usize, tool: &str) -> Option<Value> {
-        let before: Vec<&Asked> = (0..at.min(self.per_span.len()))
-            .flat_map(|i| self.of_span(i))
+        let askers = self.askers.get_or_init(|| {
+            (0..self.per_span.len())
+                .filter(|&i| !self.of_span(i).is_empty())
+                .collect()
+        });
+        let split = askers.partition_point(|&i| i < at);
+        let before: Vec<&Asked> = askers[..split]
+            .iter()
+            .flat_map(|&i| self.of_span(i))
             .filter(|a| a.name == tool)
             .collect();
         let fresh = |a: &&Asked| {
@@ -123,7 +136,7 @@ impl Requests<'_> {
                 _ => a.args == b.args,
             })
         };
-        for i in at + 1..self.per_span.len() {
+        for &i in askers[split..].iter().filter(|&&i| i > at) {
             let new: Vec<&Asked> = self
                 .of_span(i)
                 .iter()
