@@ -219,3 +219,26 @@ fn spans_without_any_tool_call_get_a_hint_never_a_silent_empty_result() {
     let out = toolscore(&["inspect", &corpus]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("hint"));
 }
+
+#[test]
+fn explain_header_counts_calls_not_spans_when_several_spans_record_one_call() {
+    // VoltAgent's and the AI SDK's spans of each call sit side by side:
+    // four tool spans, two calls, as the rows list them.
+    let file = data("firstsight/js-voltagent-sentry.jsonl");
+    let file = file.to_str().unwrap();
+    let out = toolscore(&["inspect", "--explain", "-q", file]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let needle = "trace b8010000000000000000000000000004  (13 spans, 4 tool spans, 2 tool calls)";
+    assert!(text.contains(needle), "{needle} missing:\n{text}");
+    let rows = toolscore(&["inspect", "--format", "jsonl", "-q", file]);
+    let listed: usize = String::from_utf8_lossy(&rows.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["tools"]
+                .as_array()
+                .map_or(0, Vec::len)
+        })
+        .sum();
+    assert_eq!(listed, 2);
+}

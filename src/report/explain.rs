@@ -59,23 +59,32 @@ fn verdict(e: &SpanExplanation) -> String {
 /// first marker attribute found with another value; a model call whose
 /// messages the conversation witness reads says so instead. Names and
 /// quoted values come from the trace: escaped for the terminal
-/// ([`printable`]).
+/// ([`printable`]). `counted` is the number of calls the trace's rows list:
+/// the header also gives the tool spans when they differ (several spans of
+/// one call, calls rebuilt from the conversation or counted elsewhere).
 pub fn write_explain(
     out: &mut dyn Write,
     trace: &Trace,
     rows: &[SpanExplanation],
+    counted: usize,
 ) -> io::Result<()> {
-    let calls = rows
+    let tool_spans = rows
         .iter()
         .filter(|e| e.matched.as_ref().is_some_and(|m| m.call))
         .count();
-    writeln!(
-        out,
-        "trace {}  ({} spans, {} tool calls)",
-        trace.id,
-        rows.len(),
-        calls
-    )?;
+    let spans = rows.len();
+    match tool_spans == counted {
+        true => writeln!(
+            out,
+            "trace {}  ({spans} spans, {counted} tool calls)",
+            trace.id
+        )?,
+        false => writeln!(
+            out,
+            "trace {}  ({spans} spans, {tool_spans} tool spans, {counted} tool calls)",
+            trace.id
+        )?,
+    }
     let names: Vec<String> = rows
         .iter()
         .map(|e| printable(&e.span_name).chars().take(48).collect())

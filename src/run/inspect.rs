@@ -263,7 +263,7 @@ fn write_explained(
             }
         }
         InspectFormat::Table => {
-            report::write_explain(out, t, &rows)?;
+            report::write_explain(out, t, &rows, witnessed.calls.len())?;
             report::write_conversation(out, &rebuilt, &witnessed)?;
         }
     }
