@@ -20,6 +20,7 @@
 //! the last [`MAX_OPEN`] open calls are kept.
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 
 pub use super::open::{Echo, Open, OpenAsk};
 use super::{echo, twice};
@@ -77,9 +78,18 @@ impl Left {
 #[derive(Debug)]
 pub struct Carry<T> {
     asks: VecDeque<OpenAsk>,
-    /// The calls of the last traces read (`extract::echo`).
-    calls: VecDeque<Echo>,
+    /// The calls of the last traces read (`extract::echo`), each with its
+    /// tool name hashed ([`name_key`]): every rule matching a call with a
+    /// kept one asks for the same name, so the hashes turn away most of
+    /// the kept calls before the rule's own tests.
+    calls: VecDeque<(u64, Echo)>,
     held: VecDeque<Held<T>>,
+}
+
+/// A tool name hashed, to compare a call with the kept ones cheaply (equal
+/// names give equal keys; the rules compare the names themselves after).
+fn name_key(name: &str) -> u64 {
+    foldhash::fast::FixedState::default().hash_one(name)
 }
 
 impl<T> Default for Carry<T> {
@@ -173,7 +183,7 @@ impl<T> Carry<T> {
                 let counted = self
                     .calls
                     .iter()
-                    .any(|c| c.id == h.asked.id && c.name == h.asked.name);
+                    .any(|(_, c)| c.id == h.asked.id && c.name == h.asked.name);
                 !asked && !counted
             })
             .cloned()
@@ -189,7 +199,8 @@ impl<T> Carry<T> {
         while self.asks.len() > MAX_OPEN {
             self.asks.pop_front();
         }
-        self.calls.extend(open.calls.iter().cloned());
+        self.calls
+            .extend(open.calls.iter().map(|c| (name_key(&c.name), c.clone())));
         while self.calls.len() > MAX_OPEN {
             self.calls.pop_front();
         }
@@ -201,8 +212,12 @@ impl<T> Carry<T> {
     fn echoed(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         for lone in &open.lone {
-            let found = self.calls.iter().position(|c| echo::same_call(lone, c));
-            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+            let key = name_key(&lone.name);
+            let found = self
+                .calls
+                .iter()
+                .position(|(k, c)| *k == key && echo::same_call(lone, c));
+            if let Some((_, c)) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(echo::carried(lone, &c));
             }
         }
@@ -231,11 +246,13 @@ impl<T> Carry<T> {
                         && a.end_time_unix_nano <= to
                 })
             };
-            let found = self.calls.iter().position(|c| {
-                twice::same_call(later, c)
+            let key = name_key(&later.name);
+            let found = self.calls.iter().position(|(k, c)| {
+                *k == key
+                    && twice::same_call(later, c)
                     && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
             });
-            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+            if let Some((_, c)) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c));
             }
         }
