@@ -137,14 +137,15 @@ impl<'de> Visitor<'de> for JsonVisitor {
         // As `Map` keeps them: sorted (a stable sort keeps a repeated key's
         // entries in text order), the last of a repeated key kept.
         entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut kept: Vec<(Cow<'de, str>, Json<'de>)> = Vec::with_capacity(entries.len());
-        for e in entries {
-            match kept.last_mut() {
-                Some(last) if last.0 == e.0 => *last = e,
-                _ => kept.push(e),
+        // `later` is dropped when its key is `kept`'s: its value goes first.
+        entries.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
             }
-        }
-        Ok(Json::Object(kept))
+            same
+        });
+        Ok(Json::Object(entries))
     }
 }
 
@@ -190,7 +191,8 @@ mod tests {
     #[test]
     fn gives_the_value_serde_json_reads() {
         let texts = [
-            r#"{"b": 1, "a": [true, null, -3, 2.5, 1e400], "b": {"x\"y": "\u00e9t\u00e9"}}"#,
+            r#"{"b": 1, "a": [true, null, -3, 2.5], "b": {"x\"y": "\u00e9t\u00e9"}, "b": 3}"#,
+            r#"{"n": 1e400}"#,
             r#"[{"type": "tool_call", "id": "c1", "name": "f", "arguments": {"k": "v"}}]"#,
             r#""plain""#,
             "18446744073709551615",
