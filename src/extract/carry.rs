@@ -20,6 +20,7 @@
 //! the last [`MAX_OPEN`] open calls are kept.
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 
 pub use super::open::{Echo, Open, OpenAsk};
 use super::{echo, twice};
@@ -77,9 +78,18 @@ impl Left {
 #[derive(Debug)]
 pub struct Carry<T> {
     asks: VecDeque<OpenAsk>,
-    /// The calls of the last traces read (`extract::echo`).
-    calls: VecDeque<Echo>,
+    /// The calls of the last traces read (`extract::echo`), each with its
+    /// tool name hashed ([`name_key`]): every rule matching a call with a
+    /// kept one asks for the same name, so the hashes turn away most of
+    /// the kept calls before the rule's own tests.
+    calls: VecDeque<(u64, Echo)>,
     held: VecDeque<Held<T>>,
+}
+
+/// A tool name hashed, to compare a call with the kept ones cheaply (equal
+/// names give equal keys; the rules compare the names themselves after).
+fn name_key(name: &str) -> u64 {
+    foldhash::fast::FixedState::default().hash_one(name)
 }
 
 impl<T> Default for Carry<T> {
@@ -173,7 +183,7 @@ impl<T> Carry<T> {
                 let counted = self
                     .calls
                     .iter()
-                    .any(|c| c.id == h.asked.id && c.name == h.asked.name);
+                    .any(|(_, c)| c.id == h.asked.id && c.name == h.asked.name);
                 !asked && !counted
             })
             .cloned()
@@ -182,14 +192,23 @@ impl<T> Carry<T> {
 
     /// Keeps the calls a trace left open, for the traces after it.
     pub fn keep(&mut self, open: Option<&Open>) {
-        let Some(open) = open else {
-            return;
-        };
-        self.asks.extend(open.asks.iter().cloned());
+        if let Some(open) = open {
+            self.keep_these(open.asks.iter().cloned(), open.calls.iter().cloned());
+        }
+    }
+
+    /// [`Carry::keep`], of calls the carry may take rather than copy.
+    fn keep_these(
+        &mut self,
+        asks: impl IntoIterator<Item = OpenAsk>,
+        calls: impl IntoIterator<Item = Echo>,
+    ) {
+        self.asks.extend(asks);
         while self.asks.len() > MAX_OPEN {
             self.asks.pop_front();
         }
-        self.calls.extend(open.calls.iter().cloned());
+        self.calls
+            .extend(calls.into_iter().map(|c| (name_key(&c.name), c)));
         while self.calls.len() > MAX_OPEN {
             self.calls.pop_front();
         }
@@ -201,12 +220,25 @@ impl<T> Carry<T> {
     fn echoed(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         for lone in &open.lone {
-            let found = self.calls.iter().position(|c| echo::same_call(lone, c));
-            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+            let found = self.first_named(&lone.name, |c| echo::same_call(lone, c));
+            if let Some((_, c)) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(echo::carried(lone, &c));
             }
         }
         out
+    }
+
+    /// The position of the first kept call of tool `name` that `is` says
+    /// is the one sought. A plain loop compares the hashes, so that `is`
+    /// (the rules' tests, not inlined) runs only on calls of that name.
+    fn first_named(&self, name: &str, mut is: impl FnMut(&Echo) -> bool) -> Option<usize> {
+        let key = name_key(name);
+        for (i, (k, c)) in self.calls.iter().enumerate() {
+            if *k == key && is(c) {
+                return Some(i);
+            }
+        }
+        None
     }
 
     /// The calls of a trace (leaving `open`) that are other records, under
@@ -231,11 +263,11 @@ impl<T> Carry<T> {
                         && a.end_time_unix_nano <= to
                 })
             };
-            let found = self.calls.iter().position(|c| {
+            let found = self.first_named(&later.name, |c| {
                 twice::same_call(later, c)
                     && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
             });
-            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+            if let Some((_, c)) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c));
             }
         }
@@ -288,8 +320,10 @@ impl<T> Carry<T> {
             .is_some_and(|o| o.calls.iter().any(|c| !c.args.is_null()));
         if let Some(o) = open.as_deref_mut() {
             self.echo_held(&mut o.calls, &mut again);
+            // Only the lone calls are read below: the rest moves here.
+            let (asks, calls) = (std::mem::take(&mut o.asks), std::mem::take(&mut o.calls));
+            self.keep_these(asks, calls);
         }
-        self.keep(open.as_deref());
         let lone = match (open.map(|o| o.lone), trace) {
             (Some(lone), Some(t)) if !lone.is_empty() => Some((t, lone)),
             _ => None,

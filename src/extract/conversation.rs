@@ -44,8 +44,9 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
+use super::borrowed::Json;
 use super::open::{run_key, Open, OpenAsk};
-use super::requested::{self, Asked};
+use super::requested::{self, Asked, Tree};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{SpanId, SpanRecord, Trace, Val};
 
@@ -346,7 +347,7 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
         if !may_hold_calls(text) {
             continue;
         }
-        if let Ok(v) = serde_json::from_str::<Value>(text) {
+        if let Some(v) = Json::parse(text) {
             offer(calls_in(&v), form);
         }
     }
@@ -367,7 +368,7 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
             if listed.is_none() && !may_hold_calls(text) {
                 continue;
             }
-            if let Ok(v) = serde_json::from_str::<Value>(text) {
+            if let Some(v) = Json::parse(text) {
                 offer(calls_under(&v, listed), bodies::FORM);
             }
         }
@@ -379,12 +380,12 @@ fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
 const CALL_LIST_KEYS: [&str; 2] = ["tool_calls", "toolCalls"];
 
 /// The call objects in `v`, once per call id.
-fn calls_in(v: &Value) -> Vec<Asked> {
+fn calls_in<T: Tree>(v: &T) -> Vec<Asked> {
     calls_under(v, None)
 }
 
 /// The call objects in `v` found under key `parent`, once per call id.
-fn calls_under(v: &Value, parent: Option<&str>) -> Vec<Asked> {
+fn calls_under<T: Tree>(v: &T, parent: Option<&str>) -> Vec<Asked> {
     let mut out = Vec::new();
     requested::walk(v, parent, 0, &mut out);
     let mut ids = HashSet::new();

@@ -116,6 +116,9 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
 }
 
 /// Whether `lone`, a lone client trace's call, is the record of `earlier`.
+///
+/// The carry compares only kept calls of the same name with this
+/// (`carry::name_key`).
 pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
     let same_process = match (&lone.resource, &earlier.resource) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,

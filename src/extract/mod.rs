@@ -7,6 +7,7 @@
 //! number of rules.
 
 mod args;
+mod borrowed;
 mod canonical;
 mod carried;
 pub mod carry;

@@ -25,9 +25,12 @@
 //!   (docs/conventions.md, "Values encoded twice").
 
 use std::cell::OnceCell;
+use std::sync::OnceLock;
 
+use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
+use super::borrowed::{object_to_map, Json};
 use crate::assemble::{SpanRecord, Trace, Val};
 
 const OI_PREFIX: &str = "llm.output_messages.";
@@ -265,11 +268,11 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
             continue;
         }
         let t = text.trim_start();
-        if !(t.starts_with('{') || t.starts_with('[')) {
+        if !(t.starts_with('{') || t.starts_with('[')) || !may_hold_call_objects(t) {
             continue;
         }
-        if let Ok(v) = serde_json::from_str::<Value>(t) {
-            match v.as_object().filter(|o| bare_call(o)).and_then(call_of) {
+        if let Some(v) = Json::parse(t) {
+            match Some(&v).filter(|v| bare_call(*v)).and_then(Tree::call) {
                 Some(call) => out.push(call),
                 None => walk(&v, None, 0, &mut out),
             }
@@ -284,14 +287,40 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
     out
 }
 
+/// Whether JSON text may hold a call [`walk`] or [`bare_call`] reads: each
+/// shape names itself by one of these words, in a key or a `type` value.
+/// Text with a `\u` escape is parsed whatever it holds (a key so written
+/// may hide a word). Most JSON attributes (requests, tool outputs) hold no
+/// call: a byte search spares their parse.
+fn may_hold_call_objects(text: &str) -> bool {
+    static FINDERS: OnceLock<[Finder<'static>; 10]> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        [
+            // `type` values and list keys (`tool_calls`, `function_call`).
+            Finder::new(b"tool_call"),
+            Finder::new(b"tool_use"),
+            Finder::new(b"function_call"),
+            Finder::new(b"toolCalls"),
+            Finder::new(b"toolUse"),
+            Finder::new(b"toolRequest"),
+            Finder::new(b"functionCall"),
+            Finder::new(b"toolName"),
+            // A bare legacy call.
+            Finder::new(b"arguments"),
+            Finder::new(b"\\u"),
+        ]
+    });
+    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+}
+
 /// A whole attribute that is one call in OpenAI's legacy `function_call`
 /// form, `{"name", "arguments": "<JSON object>"}` and nothing else: Netra
 /// writes the model's call so as the assistant message's `content`.
-fn bare_call(o: &Map<String, Value>) -> bool {
-    o.len() == 2
-        && o.get("name").is_some_and(Value::is_string)
-        && o.get("arguments")
-            .and_then(Value::as_str)
+fn bare_call<T: Tree>(o: &T) -> bool {
+    o.entries().is_some_and(|e| e.count() == 2)
+        && o.field("name").and_then(T::text).is_some()
+        && o.field("arguments")
+            .and_then(T::text)
             .is_some_and(|a| a.trim_start().starts_with('{'))
 }
 
@@ -347,60 +376,138 @@ pub(crate) fn call_of(o: &Map<String, Value>) -> Option<Asked> {
     })
 }
 
+/// What [`walk`] reads of a JSON tree: a `serde_json::Value`, or a tree
+/// borrowing from its text ([`Json`]: a model output read only for its
+/// calls need not be copied into a `Value`).
+pub(crate) trait Tree: Sized {
+    /// An array's items.
+    fn items(&self) -> Option<&[Self]>;
+    /// An object's entries, in `serde_json::Map`'s order.
+    fn entries(&self) -> Option<impl Iterator<Item = (&str, &Self)>>;
+    /// An object's value under `key`.
+    fn field(&self, key: &str) -> Option<&Self>;
+    fn text(&self) -> Option<&str>;
+    fn is_container(&self) -> bool;
+    /// The call this object is, in any of the known shapes ([`call_of`]).
+    fn call(&self) -> Option<Asked>;
+}
+
+impl Tree for Value {
+    fn items(&self) -> Option<&[Value]> {
+        self.as_array().map(Vec::as_slice)
+    }
+
+    fn entries(&self) -> Option<impl Iterator<Item = (&str, &Value)>> {
+        self.as_object()
+            .map(|o| o.iter().map(|(k, v)| (k.as_str(), v)))
+    }
+
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn is_container(&self) -> bool {
+        matches!(self, Value::Array(_) | Value::Object(_))
+    }
+
+    fn call(&self) -> Option<Asked> {
+        self.as_object().and_then(call_of)
+    }
+}
+
+impl Tree for Json<'_> {
+    fn items(&self) -> Option<&[Self]> {
+        match self {
+            Json::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    fn entries(&self) -> Option<impl Iterator<Item = (&str, &Self)>> {
+        match self {
+            Json::Object(o) => Some(o.iter().map(|(k, v)| (k.as_ref(), v))),
+            _ => None,
+        }
+    }
+
+    fn field(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn is_container(&self) -> bool {
+        matches!(self, Json::Array(_) | Json::Object(_))
+    }
+
+    fn call(&self) -> Option<Asked> {
+        // Only a call object is copied into a `Value`.
+        match self {
+            Json::Object(o) => call_of(&object_to_map(o)),
+            _ => None,
+        }
+    }
+}
+
 /// Every call object in `v` (found under `parent_key`), in document order.
-pub(crate) fn walk(v: &Value, parent_key: Option<&str>, depth: usize, out: &mut Vec<Asked>) {
+pub(crate) fn walk<T: Tree>(v: &T, parent_key: Option<&str>, depth: usize, out: &mut Vec<Asked>) {
     if depth > MAX_DEPTH {
         return;
     }
-    match v {
-        Value::Array(items) => {
-            for x in items {
-                walk(x, parent_key, depth + 1, out);
+    if let Some(items) = v.items() {
+        for x in items {
+            walk(x, parent_key, depth + 1, out);
+        }
+        return;
+    }
+    let Some(entries) = v.entries() else {
+        return;
+    };
+    let typed = v
+        .field("type")
+        .and_then(T::text)
+        .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
+    // `function_call`: Gemini's part as Python's SDK (and Google
+    // ADK's GenAI messages) dump it, `{"function_call": {"id",
+    // "name", "args"}}`, and OpenAI's older API's call (no id).
+    let listed = matches!(
+        parent_key,
+        Some(
+            "tool_calls"
+                | "toolCalls"
+                | "toolUse"
+                | "toolRequest"
+                | "functionCall"
+                | "function_call"
+        )
+    );
+    if typed || listed || v.field("toolName").is_some() {
+        if let Some(call) = v.call() {
+            out.push(call);
+        }
+    }
+    for (k, x) in entries {
+        // A response's history (Cohere v1) repeats earlier calls.
+        if k == "chat_history" {
+            continue;
+        }
+        if x.is_container() {
+            walk(x, Some(k), depth + 1, out);
+        } else if let Some(s) = x.text() {
+            // Nested JSON text (Vercel `ai.response.toolCalls`,
+            // LangChain `content`): one more level.
+            if k == "toolCalls" && s.trim_start().starts_with('[') {
+                if let Some(inner) = Json::parse(s) {
+                    walk(&inner, Some(k), depth + 1, out);
+                }
             }
         }
-        Value::Object(o) => {
-            let typed = o
-                .get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| matches!(t, "tool_call" | "tool_use" | "function_call"));
-            // `function_call`: Gemini's part as Python's SDK (and Google
-            // ADK's GenAI messages) dump it, `{"function_call": {"id",
-            // "name", "args"}}`, and OpenAI's older API's call (no id).
-            let listed = matches!(
-                parent_key,
-                Some(
-                    "tool_calls"
-                        | "toolCalls"
-                        | "toolUse"
-                        | "toolRequest"
-                        | "functionCall"
-                        | "function_call"
-                )
-            );
-            if typed || listed || o.contains_key("toolName") {
-                if let Some(call) = call_of(o) {
-                    out.push(call);
-                }
-            }
-            for (k, x) in o {
-                // A response's history (Cohere v1) repeats earlier calls.
-                if k == "chat_history" {
-                    continue;
-                }
-                if matches!(x, Value::Array(_) | Value::Object(_)) {
-                    walk(x, Some(k), depth + 1, out);
-                } else if let Value::String(s) = x {
-                    // Nested JSON text (Vercel `ai.response.toolCalls`,
-                    // LangChain `content`): one more level.
-                    if k == "toolCalls" && s.trim_start().starts_with('[') {
-                        if let Ok(inner) = serde_json::from_str::<Value>(s) {
-                            walk(&inner, Some(k), depth + 1, out);
-                        }
-                    }
-                }
-            }
-        }
-        _ => {}
     }
 }
 

@@ -4,6 +4,11 @@
 //! (`conversation/bodies.rs`) and a span's input/output read from its span
 //! events (`event_side.rs`).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
+
 /// Words of a key that say it holds what went into the model call.
 pub(crate) const INPUT_WORDS: [&str; 5] = ["input", "inputs", "request", "prompt", "prompts"];
 /// Words of a key that say it holds what came out of it.
@@ -23,7 +28,34 @@ pub(crate) enum Side {
 /// The side of a model call attribute `key` holds, by its words
 /// (`mlflow.spanInputs`: input; `gen_ai.response.tool_calls`: output);
 /// `None` when it names neither side, or both.
+///
+/// The witness asks this of every JSON attribute of a model call several
+/// times (once per side and reader), and spans repeat the same keys: each
+/// thread remembers the answers for up to [`MAX_REMEMBERED`] keys.
 pub(crate) fn side_of(key: &str) -> Option<Side> {
+    thread_local! {
+        static SEEN: RefCell<HashMap<Box<str>, Option<Side>, RandomState>> =
+            RefCell::new(HashMap::default());
+    }
+    SEEN.with(|seen| {
+        if let Some(&side) = seen.borrow().get(key) {
+            return side;
+        }
+        let side = side_by_words(key);
+        let mut seen = seen.borrow_mut();
+        if seen.len() < MAX_REMEMBERED {
+            seen.insert(key.into(), side);
+        }
+        side
+    })
+}
+
+/// Keys whose side a thread remembers ([`side_of`]): the keys seen first,
+/// so that a trace of made-up keys costs memory once.
+const MAX_REMEMBERED: usize = 1024;
+
+/// [`side_of`], worked out from the key's words.
+fn side_by_words(key: &str) -> Option<Side> {
     let (mut input, mut output) = (false, false);
     // Most words have no list word's length and first letter: two byte
     // compares say so before any word is compared whole.

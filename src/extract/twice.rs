@@ -37,6 +37,9 @@ use serde_json::Value;
 
 /// Whether `later`, a call of the trace read, is another record of
 /// `earlier`, a call an earlier trace counted (see the module's doc).
+///
+/// Both records name the same tool in every case: the carry compares only
+/// kept calls of the same name (`carry::name_key`) with this.
 pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
     // The cheap tests first: every call a trace reads from its spans is
     // compared with the calls kept from the traces before it.
