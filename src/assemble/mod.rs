@@ -451,24 +451,20 @@ struct Pending {
 }
 
 impl Pending {
-    /// The trace, with the events put on their spans; `None` when no span
-    /// came (only log records). `unjoined` counts the events whose span
-    /// never came.
-    fn into_trace(mut self, id: TraceId, unjoined: &mut usize) -> Option<Trace> {
+    /// The trace, with the events put on their spans, to be built;
+    /// `None` when no span came (only log records). `unjoined` counts the
+    /// events whose span never came.
+    fn into_unbuilt(mut self, id: TraceId, unjoined: &mut usize) -> Option<Unbuilt> {
         self.attach_events(unjoined);
         if self.spans.is_empty() {
             return None;
         }
-        // Put in order while boxed (pointers move, not whole spans), by
-        // keys read once: the spans are cold by now, and a comparison that
-        // follows two pointers misses the cache twice. `Trace::new` then
-        // finds them sorted.
-        self.spans
-            .sort_by_cached_key(|s| (s.span.start_time_unix_nano, s.span_id));
-        let spans = self.spans.into_iter().map(|b| *b).collect();
-        let mut trace = Trace::new(id, spans, self.duplicates);
-        trace.conflicting = self.conflicting;
-        Some(trace)
+        Some(Unbuilt {
+            id,
+            spans: self.spans,
+            duplicates: self.duplicates,
+            conflicting: self.conflicting,
+        })
     }
 
     /// Puts each log event on its span, after the span's own events, in
@@ -493,6 +489,40 @@ impl Pending {
         for i in touched {
             self.spans[i].span.events.sort_by_key(|e| e.time_unix_nano);
         }
+    }
+}
+
+/// A trace handed out whole but not yet built: its spans put in order and
+/// indexed ([`Unbuilt::build`]), the costly part of handing a trace out,
+/// left to the thread that reads the trace rather than the one that
+/// assembles every trace in turn.
+#[derive(Debug)]
+pub struct Unbuilt {
+    id: TraceId,
+    #[allow(clippy::vec_box)]
+    spans: Vec<Box<SpanRecord>>,
+    duplicates: usize,
+    conflicting: Vec<SpanId>,
+}
+
+impl Unbuilt {
+    /// Spans in the trace.
+    pub fn span_count(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The trace, as [`Assembler::release`] hands it out.
+    pub fn build(mut self) -> Trace {
+        // Put in order while boxed (pointers move, not whole spans), by
+        // keys read once: the spans are cold by now, and a comparison that
+        // follows two pointers misses the cache twice. `Trace::new` then
+        // finds them sorted.
+        self.spans
+            .sort_by_cached_key(|s| (s.span.start_time_unix_nano, s.span_id));
+        let spans = self.spans.into_iter().map(|b| *b).collect();
+        let mut trace = Trace::new(self.id, spans, self.duplicates);
+        trace.conflicting = self.conflicting;
+        trace
     }
 }
 
@@ -666,6 +696,12 @@ impl Assembler {
     /// later is reported as late rather than scored as a new trace
     /// (docs/architecture.md, "Replay at scale").
     pub fn release(&mut self, position: u64, window: u64) -> Vec<Trace> {
+        let ready = self.release_unbuilt(position, window);
+        ready.into_iter().map(Unbuilt::build).collect()
+    }
+
+    /// [`Assembler::release`], the traces not yet built.
+    pub fn release_unbuilt(&mut self, position: u64, window: u64) -> Vec<Unbuilt> {
         let ready = |p: &Pending| p.rooted && position.saturating_sub(p.last_seen) >= window;
         if !self.traces.values().any(ready) {
             return Vec::new();
@@ -678,7 +714,7 @@ impl Assembler {
             .collect();
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(t) = self.take(&id) {
+            if let Some(t) = self.take_unbuilt(&id) {
                 self.released.insert(id);
                 out.push(t);
             }
@@ -703,6 +739,10 @@ impl Assembler {
     /// Removes and returns one trace (`None` also when only log records
     /// of it came: they are counted as unjoined).
     pub fn take(&mut self, id: &TraceId) -> Option<Trace> {
+        self.take_unbuilt(id).map(Unbuilt::build)
+    }
+
+    fn take_unbuilt(&mut self, id: &TraceId) -> Option<Unbuilt> {
         let p = self.traces.remove(id)?;
         self.spans -= p.spans.len();
         self.events -= p.events.len();
@@ -714,7 +754,7 @@ impl Assembler {
             self.order
                 .retain(|t| traces.contains_key(t) && kept.insert(*t));
         }
-        p.into_trace(*id, &mut self.unjoined_events)
+        p.into_unbuilt(*id, &mut self.unjoined_events)
     }
 
     /// Every trace, in first-seen order.
@@ -724,7 +764,13 @@ impl Assembler {
 
     /// [`Assembler::finish`], and the log events whose span never came (in
     /// these traces and those handed out before).
-    pub fn finish_counted(mut self) -> (Vec<Trace>, usize) {
+    pub fn finish_counted(self) -> (Vec<Trace>, usize) {
+        let (traces, unjoined) = self.finish_unbuilt();
+        (traces.into_iter().map(Unbuilt::build).collect(), unjoined)
+    }
+
+    /// [`Assembler::finish_counted`], the traces not yet built.
+    pub fn finish_unbuilt(mut self) -> (Vec<Unbuilt>, usize) {
         let order = std::mem::take(&mut self.order);
         let mut unjoined = self.unjoined_events;
         let traces = order
@@ -732,7 +778,7 @@ impl Assembler {
             .filter_map(|id| {
                 self.traces
                     .remove(&id)
-                    .and_then(|p| p.into_trace(id, &mut unjoined))
+                    .and_then(|p| p.into_unbuilt(id, &mut unjoined))
             })
             .collect();
         (traces, unjoined)

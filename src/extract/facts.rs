@@ -96,10 +96,6 @@ impl TraceFacts {
             .map(|s| s.span.end_time_unix_nano)
             .max()
             .unwrap_or(0);
-        let mut tools = Vec::new();
-        for s in &trace.spans {
-            add_tools(s, &mut tools);
-        }
         let (input_tokens, output_tokens) = token_usage(trace);
         TraceFacts {
             spans: trace.spans.len(),
@@ -107,7 +103,7 @@ impl TraceFacts {
             end_unix_nano: end,
             requests: request_of(trace).into_iter().collect(),
             inputs: Vec::new(),
-            tools,
+            tools: tools_of(trace),
             input_tokens,
             output_tokens,
             runs: Vec::new(),
@@ -238,7 +234,7 @@ fn any_count(v: Val<'_>) -> Option<u64> {
 }
 
 /// The user's request, shortened for reports.
-fn request_of(trace: &Trace) -> Option<String> {
+pub fn request_of(trace: &Trace) -> Option<String> {
     request_text_of(trace).map(cut)
 }
 
@@ -441,6 +437,16 @@ fn cut(s: String) -> String {
         Some((i, _)) => format!("{}...", &s[..i]),
         None => s,
     }
+}
+
+/// The tools offered in a trace ([`TraceFacts::tools`]), without the
+/// other facts: what an inspect row shows.
+pub fn tools_of(trace: &Trace) -> Vec<ToolDef> {
+    let mut tools = Vec::new();
+    for s in &trace.spans {
+        add_tools(s, &mut tools);
+    }
+    tools
 }
 
 /// Adds the tools `s` declares to `out` (by name, first definition kept).

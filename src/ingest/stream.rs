@@ -227,7 +227,7 @@ fn open(input: &TraceInput, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Re
         inner: raw,
         count: Arc::clone(disk),
     };
-    let mut reader = BufReader::with_capacity(1 << 20, counted);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, counted);
     let head = reader.fill_buf().map_err(|e| Stop::Io(0, e))?;
     if super::is_gzip(head) {
         let inflate = flate2::bufread::MultiGzDecoder::new(reader);
@@ -236,11 +236,17 @@ fn open(input: &TraceInput, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Re
             left: limits.max_inflated_bytes,
             cap: limits.max_inflated_bytes,
         };
-        Ok(Box::new(BufReader::with_capacity(1 << 20, capped)))
+        Ok(Box::new(BufReader::with_capacity(READ_BUFFER, capped)))
     } else {
         Ok(Box::new(reader))
     }
 }
+
+/// The readers' buffer: the size of the first read `read_to_end` asks for
+/// (its reads then double), so that filling a chunk ([`fill`]) reads into
+/// the chunk itself once the buffer is drained (a read as large as the
+/// buffer bypasses it) instead of copying every byte through it.
+const READ_BUFFER: usize = 8 << 10;
 
 /// Counts the bytes read from disk.
 struct Counted {

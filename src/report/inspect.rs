@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::assemble::{SpanId, Trace};
-use crate::extract::facts::{ToolDef, TraceFacts};
+use crate::extract::facts::{request_of, tools_of, ToolDef};
 use crate::extract::{AgentRun, Analysis, CallStatus, ToolCall};
 
 /// The JSONL row of one trace (`inspect --format jsonl`): its calls, skipped
@@ -46,13 +46,12 @@ impl<'a> InspectRow<'a> {
         session: Option<&(String, String)>,
         joins: Option<&[(String, &'static str)]>,
     ) -> InspectRow<'a> {
-        let facts = TraceFacts::of(trace);
         InspectRow {
             agent_runs: &a.runs,
-            available_tools: facts.tools,
+            available_tools: tools_of(trace),
             cases: joins.map(joins_json),
             orphans: trace.orphans.len(),
-            request: facts.requests.into_iter().next(),
+            request: request_of(trace),
             retrievers: &a.retrievers,
             session: session.map(|(key, id)| json!({"key": key, "id": id})),
             spans: trace.spans.len(),
@@ -70,8 +69,28 @@ pub fn inspect_row(
     session: Option<&(String, String)>,
     joins: Option<&[(String, &'static str)]>,
 ) -> String {
-    // Serializing these types cannot fail (string keys only).
-    serde_json::to_string(&InspectRow::of(trace, a, session, joins)).unwrap_or_default()
+    let mut out = Vec::new();
+    write_inspect_row(&mut out, trace, a, session, joins);
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`inspect_row`] appended to `out` as a line: no text of its own to
+/// allocate and copy.
+pub fn write_inspect_row(
+    out: &mut Vec<u8>,
+    trace: &Trace,
+    a: &Analysis,
+    session: Option<&(String, String)>,
+    joins: Option<&[(String, &'static str)]>,
+) {
+    let start = out.len();
+    // Serializing these types cannot fail (string keys only); were it to,
+    // the part written is taken back.
+    if serde_json::to_writer(&mut *out, &InspectRow::of(trace, a, session, joins)).is_err() {
+        out.truncate(start);
+    }
+    out.push(b'\n');
 }
 
 /// The cases a trace joins, as `inspect --expected` writes them in JSONL:
@@ -181,12 +200,12 @@ pub fn write_inspect_tree(
         write!(out, "; session {}={}", printable(k), printable(v))?;
     }
     writeln!(out, ")")?;
-    let facts = TraceFacts::of(trace);
-    if let Some(r) = facts.requests.first() {
-        writeln!(out, "  request: {}", printable(&first_line(r)))?;
+    if let Some(r) = request_of(trace) {
+        writeln!(out, "  request: {}", printable(&first_line(&r)))?;
     }
-    if !facts.tools.is_empty() {
-        let names: Vec<&str> = facts.tools.iter().map(|t| t.name.as_str()).collect();
+    let tools = tools_of(trace);
+    if !tools.is_empty() {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         writeln!(out, "  tools available: {}", printable(&names.join(", ")))?;
     }
     let mut nodes: Vec<Node> = a

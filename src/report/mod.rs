@@ -32,7 +32,9 @@ pub use calibration::{
 };
 pub use explain::{conversation_row, explain_row, write_conversation, write_explain};
 pub use html::{write_html, SpanMark, Timeline, Timelines, TIMELINE_SPANS};
-pub use inspect::{inspect_row, joins_json, write_inspect_tree, write_joins, InspectRow};
+pub use inspect::{
+    inspect_row, joins_json, write_inspect_row, write_inspect_tree, write_joins, InspectRow,
+};
 pub use junit::write_junit;
 pub use stored::{report_of_rows, StoredRowError};
 pub use table::{write_metrics, write_table};

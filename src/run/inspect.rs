@@ -201,15 +201,13 @@ fn write_inspected(
 ) -> std::io::Result<(usize, Option<Box<Open>>)> {
     let mut found = pipeline.inspect_carried(t, carried);
     match format {
-        InspectFormat::Jsonl => {
-            let row = report::inspect_row(
-                t,
-                &found.analysis,
-                found.session.as_ref(),
-                found.joins.as_deref(),
-            );
-            writeln!(out, "{row}")?
-        }
+        InspectFormat::Jsonl => report::write_inspect_row(
+            out,
+            t,
+            &found.analysis,
+            found.session.as_ref(),
+            found.joins.as_deref(),
+        ),
         InspectFormat::Table => {
             report::write_inspect_tree(out, t, &found.analysis, found.session.as_ref())?;
             if let Some(j) = &found.joins {

@@ -1,7 +1,7 @@
 //! Replay: trace files -> a [`Report`]. Reads and assembles every input,
 //! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
-use crate::assemble::{Assembler, Trace, TraceId};
+use crate::assemble::{Assembler, Trace, TraceId, Unbuilt};
 use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
 use crate::extract::carry::{Carry, Left, OpenAsk};
 use crate::extract::facts::token_usage;
@@ -225,19 +225,22 @@ pub fn stream_traces<R: Send>(
     let total_bytes = sizes.iter().sum();
     let (mut done, mut done_bytes) = (0usize, 0u64);
     let mut assembler = Assembler::new();
+    // Traces are built (spans put in order, indexed) on the workers: this
+    // thread assembles every trace in turn, so it does the least it can.
+    let build_and_map = |batch: Vec<Unbuilt>| map(batch.into_iter().map(Unbuilt::build).collect());
     ordered_map(
         options.stream.threads,
-        map,
+        build_and_map,
         |submit| {
             // A big release (the end of the input lets every held trace go
             // at once) is cut in batches, so that every worker takes part.
-            let mut submit = |mut traces: Vec<Trace>| {
+            let mut submit = |mut traces: Vec<Unbuilt>| {
                 while !traces.is_empty() {
                     let mut spans = 0;
                     let cut = traces
                         .iter()
                         .position(|t| {
-                            spans += t.spans.len();
+                            spans += t.span_count();
                             spans > BATCH_SPANS
                         })
                         .map_or(traces.len(), |i| i.max(1));
@@ -267,7 +270,7 @@ pub fn stream_traces<R: Send>(
                     }
                 }
                 if let Some(window) = options.hold_window {
-                    submit(assembler.release(piece.position, window));
+                    submit(assembler.release_unbuilt(piece.position, window));
                 }
                 let current = if piece.last {
                     done += 1;
@@ -284,7 +287,7 @@ pub fn stream_traces<R: Send>(
                     total_bytes,
                 });
             });
-            let (traces, unjoined) = assembler.finish_counted();
+            let (traces, unjoined) = assembler.finish_unbuilt();
             stats.logs_unjoined = unjoined;
             submit(traces);
         },
