@@ -44,9 +44,8 @@ fn is_text_block_with_scalars(v: &Value) -> bool {
     v.as_object().is_some_and(|o| {
         o.get("type").and_then(Value::as_str) == Some("text")
             && o.get("text").is_some_and(Value::is_string)
-            && o.iter().all(|(k, x)| {
-                k == "type" || k == "text" || (is_bookkeeping_key(k) && is_scalar(x))
-            })
+            && o.iter()
+                .all(|(k, x)| k == "type" || k == "text" || (is_bookkeeping_key(k) && is_scalar(x)))
     })
 }
 

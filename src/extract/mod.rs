@@ -15,6 +15,8 @@ mod content_events;
 pub mod conversation;
 mod echo;
 mod envelopes;
+#[cfg(test)]
+mod envelopes_tests;
 mod event_side;
 pub mod explain;
 pub mod facts;
