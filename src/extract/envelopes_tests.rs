@@ -131,6 +131,7 @@ fn a_model_call_typed_tool_is_no_tool_call() {
     let usage = [
         ("gen_ai.usage.input_tokens", "40"),
         ("llm.token_count.prompt", "40"),
+        ("gen_ai.response.model", "trip-model"),
     ];
     for (key, value) in usage {
         for marker in [
