@@ -15,6 +15,9 @@ mod chat_events;
 mod content_events;
 pub mod conversation;
 mod echo;
+mod envelopes;
+#[cfg(test)]
+mod envelopes_tests;
 mod event_side;
 pub mod explain;
 pub mod facts;
@@ -1069,7 +1072,7 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
     if raw_string(&src.field, s).is_some_and(wrappers::is_js_placeholder) {
         return None;
     }
-    if src.decode == Decode::Json && src.pattern.is_none() {
+    if src.decode == Decode::Json && src.pattern.is_none() && !src.unwrapped_only {
         // A line break in JSON text is whitespace; kept verbatim, it would
         // split a JSONL row, so such text is parsed instead.
         let text = raw_string(&src.field, s)
@@ -1105,7 +1108,7 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
 /// text that [`value_of`] would take as is (no pattern or unwrapping, and
 /// with `named` not a value that [`unnamed`] would have named).
 fn args_as_json(src: &Source, s: &SpanRecord, named: bool) -> Option<Box<str>> {
-    if src.decode != Decode::Json || src.pattern.is_some() || src.not_schema {
+    if src.decode != Decode::Json || src.pattern.is_some() || src.not_schema || src.unwrapped_only {
         return None;
     }
     // Keys the tool does not declare may come off (`undeclared`).
@@ -1164,6 +1167,9 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::AgnoResult => text.starts_with(wrappers::AGNO_RESULT_START),
         Unwrap::ProviderBlock => blocks(),
         Unwrap::AiSdkExecute => object && contains(text, Needle::Args),
+        Unwrap::TextEnvelope => object || blocks() || text.starts_with("\"content="),
+        Unwrap::NamedCall => object,
+        Unwrap::LoneToolMessage => blocks(),
     }) || src
         .unwrap_key
         .as_ref()

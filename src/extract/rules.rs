@@ -118,6 +118,7 @@ pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
     Unwrap::McpContent,
     Unwrap::LlamaIndexOutput,
     Unwrap::ProviderBlock,
+    Unwrap::TextEnvelope,
 ];
 
 /// Wrappers taken off a decoded value when it has their shape.
@@ -203,6 +204,23 @@ pub enum Unwrap {
     /// the SDK's (`toolCallId`, and no keys but `messages`, `abortSignal`,
     /// `experimental_context`), becomes the arguments.
     AiSdkExecute,
+    /// A result envelope around the text the model saw: `{"content": [text
+    /// blocks], ...}` with only the producer's bookkeeping beside it
+    /// (scalars, flat objects; the blocks may carry scalar keys), such a
+    /// list of blocks alone, or a tool message's `repr()` (`content='...'
+    /// ... tool_call_id='...'`) alone or as the lone value of `output` or
+    /// `result`, becomes the text or content, JSON-decoded when it is JSON
+    /// (`extract::envelopes`).
+    TextEnvelope,
+    /// A call record of exactly a tool name (`tool_name`, `name`) and its
+    /// arguments (`arguments`, `args`, `input`: an object or its JSON text)
+    /// becomes the arguments.
+    NamedCall,
+    /// A tool span's own GenAI messages holding exactly one tool message
+    /// (`[{"role": "tool", "content"}]`) or one message whose parts are one
+    /// tool call or one tool result become its content, arguments or
+    /// response, JSON-decoded when it is JSON.
+    LoneToolMessage,
 }
 
 impl Unwrap {
@@ -228,6 +246,9 @@ impl Unwrap {
             Unwrap::AgnoResult => "agno_result",
             Unwrap::ProviderBlock => "provider_block",
             Unwrap::AiSdkExecute => "ai_sdk_execute",
+            Unwrap::TextEnvelope => "text_envelope",
+            Unwrap::NamedCall => "named_call",
+            Unwrap::LoneToolMessage => "lone_tool_message",
         }
     }
 }
@@ -290,6 +311,11 @@ pub struct SourceSpec {
     /// `ag.data.inputs.town`, HoneyHive's `honeyhive_inputs.town`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub flat: bool,
+    /// The value counts only when one of `unwrap` took a wrapper off: a
+    /// key that holds the value only in some shapes (a tool span's own
+    /// messages, one tool message in them) gives nothing in the others.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unwrapped_only: bool,
 }
 
 /// Which side of a span an [`SourceSpec::event_side`] reads.
@@ -513,6 +539,8 @@ pub(crate) struct Source {
     pub not_schema: bool,
     /// The value is rebuilt from the attributes under the key (`flat`).
     pub flat: bool,
+    /// Only a value one of `unwrap` took a wrapper off counts.
+    pub unwrapped_only: bool,
 }
 
 /// A compiled rule.
@@ -863,6 +891,9 @@ fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, R
             "`in_span_name` reads an attribute against the span name, not the span name itself",
         ));
     }
+    if s.unwrapped_only && s.unwrap.is_empty() {
+        return Err(invalid(rule, "`unwrapped_only` needs an `unwrap` list"));
+    }
     if s.flat && (s.event.is_some() || s.span_name || s.pattern.is_some()) {
         return Err(invalid(
             rule,
@@ -893,6 +924,7 @@ fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, R
         in_span_name: s.in_span_name,
         not_schema: s.not_schema,
         flat: s.flat,
+        unwrapped_only: s.unwrapped_only,
     })
 }
 

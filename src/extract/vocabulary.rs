@@ -2,7 +2,8 @@
 //! attribute keys under which instrumentations write one thing (a tool
 //! span's arguments, its result), named once in `builtin.toml` and used by
 //! every rule that reads that thing (docs/conventions.md, "Key
-//! vocabularies").
+//! vocabularies"). In `unless`, `{ vocab = "<name>" }` stands for one
+//! presence test per key (the marks of a model call).
 //!
 //! A source written `{ vocab = "<name>", ... }` stands for one source per
 //! key of the vocabulary, in its order, each with the source's other
@@ -15,8 +16,12 @@ use std::collections::BTreeMap;
 
 use toml::{Table, Value};
 
-/// The source lists of a rule that may use a vocabulary.
-const SOURCE_LISTS: [&str; 4] = ["name_from", "args", "result", "error_message"];
+/// The source lists of a rule that may use a vocabulary, and its list of
+/// conditions that may (`unless`: a presence test per key).
+const SOURCE_LISTS: [&str; 5] = ["name_from", "args", "result", "error_message", "unless"];
+
+/// The list of [`SOURCE_LISTS`] that holds conditions, not sources.
+const CONDITIONS: &str = "unless";
 
 /// The key naming a vocabulary in a source.
 const VOCAB: &str = "vocab";
@@ -37,8 +42,9 @@ pub(crate) fn expand(
                 .to_string();
             for list in SOURCE_LISTS {
                 if let Some(Value::Array(sources)) = rule.get_mut(list) {
-                    let expanded = expand_list(std::mem::take(sources), vocabularies)
-                        .map_err(|e| format!("rule `{name}`, `{list}`: {e}"))?;
+                    let expanded =
+                        expand_list(std::mem::take(sources), vocabularies, list == CONDITIONS)
+                            .map_err(|e| format!("rule `{name}`, `{list}`: {e}"))?;
                     *sources = expanded;
                 }
             }
@@ -50,6 +56,7 @@ pub(crate) fn expand(
 fn expand_list(
     sources: Vec<Value>,
     vocabularies: &BTreeMap<String, Vec<String>>,
+    conditions: bool,
 ) -> Result<Vec<Value>, String> {
     let mut out: Vec<Value> = Vec::with_capacity(sources.len());
     for source in sources {
@@ -71,7 +78,12 @@ fn expand_list(
             ));
         }
         for key in keys {
-            if out.iter().any(|s| reads_attr(s, key)) {
+            // A condition on the key's value is no presence test: only
+            // the same bare test makes another one redundant.
+            let same = |s: &Value| {
+                reads_attr(s, key) && (!conditions || s.as_table().is_some_and(|t| t.len() == 1))
+            };
+            if out.iter().any(same) {
                 continue;
             }
             let mut one = t.clone();
@@ -124,6 +136,26 @@ mod tests {
         assert!(args[0].get("unwrap").is_some());
         assert_eq!(args[1]["decode"].as_str(), Some("json"));
         assert!(args.iter().all(|s| s.get(VOCAB).is_none()));
+    }
+
+    #[test]
+    fn a_vocabulary_in_unless_stands_for_a_presence_test_per_key() {
+        let vocab = BTreeMap::from([(
+            "marks".to_string(),
+            vec!["m.usage".to_string(), "m.kind".to_string()],
+        )]);
+        let rule = table(
+            r#"
+            name = "r"
+            unless = [{ attr = "m.kind", equals = "chat" }, { vocab = "marks" }]
+            "#,
+        );
+        let out = expand(vec![rule], &vocab).unwrap();
+        let unless = out[0]["unless"].as_array().unwrap();
+        // The value test on `m.kind` does not stand for its presence test.
+        assert_eq!(unless.len(), 3);
+        assert_eq!(unless[1].as_table().unwrap().len(), 1);
+        assert_eq!(unless[2]["attr"].as_str(), Some("m.kind"));
     }
 
     #[test]

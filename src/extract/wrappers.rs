@@ -72,7 +72,7 @@ pub(crate) fn value_noting(
             return None;
         };
         let v = super::flat::object(key, s)?;
-        return not_schema(src, unwrap(src, s, v, &mut note));
+        return not_schema(src, unwrap(src, s, v, &mut note)?);
     }
     let text = match &src.field {
         Field::SpanName => Cow::Borrowed(s.span.name()),
@@ -86,7 +86,7 @@ pub(crate) fn value_noting(
                     if src.decode == Decode::ArgsKwargs {
                         v = super::event_side::key_value_lines(v);
                     }
-                    return not_schema(src, unwrap(src, s, v, &mut note));
+                    return not_schema(src, unwrap(src, s, v, &mut note)?);
                 }
                 _ => any_text(v)?,
             }
@@ -128,7 +128,7 @@ pub(crate) fn value_noting(
             }
         }
     };
-    let value = unwrap(src, s, value, &mut note);
+    let value = unwrap(src, s, value, &mut note)?;
     not_schema(src, repr_in_string(src, value, &mut note))
 }
 
@@ -190,7 +190,15 @@ fn schema_text<'a>(src: &Source, s: &'a SpanRecord) -> Option<&'a str> {
     src.schema_attr.as_ref().and_then(|k| s.attr_str(k))
 }
 
-fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'static str)) -> Value {
+/// `v` with the source's wrappers taken off; `None` when the source counts
+/// only unwrapped values (`unwrapped_only`) and none of its own applied.
+fn unwrap(
+    src: &Source,
+    s: &SpanRecord,
+    mut v: Value,
+    note: &mut dyn FnMut(&'static str),
+) -> Option<Value> {
+    let mut applied = false;
     for &u in &src.unwrap {
         let step = match u {
             Unwrap::ArgsKwargs => {
@@ -204,10 +212,14 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
         v = match step {
             Ok(x) => {
                 note(u.as_str());
+                applied = true;
                 x
             }
             Err(x) => x,
         };
+    }
+    if src.unwrapped_only && !applied {
+        return None;
     }
     if let Some(key) = &src.unwrap_key {
         if let Value::Object(o) = &mut v {
@@ -219,7 +231,7 @@ fn unwrap(src: &Source, s: &SpanRecord, mut v: Value, note: &mut dyn FnMut(&'sta
             }
         }
     }
-    take_known(src.known, v, note)
+    Some(take_known(src.known, v, note))
 }
 
 /// How many wrappers [`take_known`] takes off one value at most (a
@@ -280,12 +292,15 @@ pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
 
 /// Whether a known result wrapper could apply to JSON `text` (`false`:
 /// surely not). Every known shape is an object with a `type`, `content`
-/// or `raw_output` key (or `output` around one), or a list of text blocks.
+/// or `raw_output` key (or `output` around one, or a message's `repr()`
+/// there), or a list of text blocks.
 fn known_may_apply(text: &str) -> bool {
     let t = text.trim_start();
     let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
     match t.as_bytes().first() {
-        Some(b'{') => has("\"type\"") || has("\"content\"") || has("\"raw_output\""),
+        Some(b'{') => {
+            has("\"type\"") || has("\"content\"") || has("\"raw_output\"") || has("\"content=")
+        }
         Some(b'[') => has("\"text\"") || has("\"json\""),
         _ => false,
     }
@@ -314,6 +329,9 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::AgnoResult => agno_result(v),
         Unwrap::ProviderBlock => provider_block(v),
         Unwrap::AiSdkExecute => ai_sdk_execute(v),
+        Unwrap::TextEnvelope => super::envelopes::text_envelope(v),
+        Unwrap::NamedCall => super::envelopes::named_call(v),
+        Unwrap::LoneToolMessage => super::envelopes::lone_tool_message(v),
     }
 }
 

@@ -1,0 +1,332 @@
+//! Envelopes around what a tool span holds, in shapes no tool returns or
+//! takes of its own (docs/conventions.md, "Result wrappers"):
+//!
+//! - a framework's result object whose model-visible part is its text
+//!   blocks, the rest its own bookkeeping (AgentScope's `ToolResponse`:
+//!   `content` blocks with ids and times, `state`, `metadata`, `id`);
+//! - Python's `repr()` of a tool message (`content='...' name='...'
+//!   tool_call_id='...'`), alone or as the lone value of an `output` or
+//!   `result` key (traceAI's record of LangGraph's `ToolNode` output);
+//! - a call record `{"tool_name": ..., "arguments": {...}}` under a
+//!   vendor's input key (Laminar's MCP tool spans);
+//! - a tool span's own GenAI messages holding one tool message, or one tool
+//!   call or tool result part (TanStack AI's tool spans).
+
+use serde_json::{Map, Value};
+
+/// The keys of a producer's bookkeeping beside a result's text blocks and
+/// in them: ids, times, a status, metadata. A key outside this list is the
+/// tool's own (`{"content": [...], "seats": 2}` is a value, no envelope).
+const BOOKKEEPING_KEYS: [&str; 18] = [
+    "id",
+    "state",
+    "status",
+    "metadata",
+    "meta",
+    "_meta",
+    "annotations",
+    "created_at",
+    "finished_at",
+    "updated_at",
+    "timestamp",
+    "is_error",
+    "isError",
+    "error",
+    "tool_call_id",
+    "call_id",
+    "name",
+    "index",
+];
+
+/// A text block with its producer's bookkeeping: `type` `text`, `text` a
+/// string, any other key one of [`BOOKKEEPING_KEYS`] holding a scalar.
+fn is_text_block_with_scalars(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| {
+        o.get("type").and_then(Value::as_str) == Some("text")
+            && o.get("text").is_some_and(Value::is_string)
+            && o.iter()
+                .all(|(k, x)| k == "type" || k == "text" || (is_bookkeeping_key(k) && is_scalar(x)))
+    })
+}
+
+fn is_bookkeeping_key(k: &str) -> bool {
+    BOOKKEEPING_KEYS.contains(&k)
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !(v.is_object() || v.is_array())
+}
+
+/// Bookkeeping beside an envelope's content: a scalar, or an object or
+/// list of scalars (`"metadata": {}`).
+fn is_bookkeeping(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.values().all(is_scalar),
+        Value::Array(a) => a.iter().all(is_scalar),
+        _ => true,
+    }
+}
+
+/// The keys under which a wrapper holds the one value it wraps.
+const LONE_KEYS: [&str; 2] = ["output", "result"];
+
+/// A result envelope -> the value the model saw:
+/// - `{"content": [text blocks], <bookkeeping>...}` (at least one other
+///   key, each of [`BOOKKEEPING_KEYS`] holding [`is_bookkeeping`] data; the
+///   blocks may carry such keys too, scalars) -> the text (JSON-decoded;
+///   several blocks a list);
+/// - such a list of text blocks on its own -> the same;
+/// - a tool message's `repr()` ([`message_repr`]), alone or as the lone
+///   value of `output` / `result` -> its content (JSON-decoded).
+///
+/// `Err` gives `v` back.
+pub(crate) fn text_envelope(v: Value) -> Result<Value, Value> {
+    match v {
+        Value::Array(items)
+            if !items.is_empty() && items.iter().all(is_text_block_with_scalars) =>
+        {
+            Ok(texts(items))
+        }
+        Value::Object(mut o) if is_content_envelope(&o) => match o.remove("content") {
+            Some(Value::Array(items)) => Ok(texts(items)),
+            _ => Err(Value::Object(o)),
+        },
+        Value::Object(mut o) if o.len() == 1 => {
+            let key = LONE_KEYS.iter().find(|k| o.contains_key(**k));
+            let inner = key.and_then(|k| o.remove(*k));
+            match (key, inner) {
+                (Some(k), Some(inner)) => match message_repr(inner) {
+                    Ok(x) => Ok(x),
+                    Err(inner) => {
+                        o.insert((*k).to_string(), inner);
+                        Err(Value::Object(o))
+                    }
+                },
+                _ => Err(Value::Object(o)),
+            }
+        }
+        Value::String(_) => message_repr(v),
+        other => Err(other),
+    }
+}
+
+fn is_content_envelope(o: &Map<String, Value>) -> bool {
+    o.len() >= 2
+        && o.get("content").is_some_and(|c| {
+            c.as_array()
+                .is_some_and(|a| !a.is_empty() && a.iter().all(is_text_block_with_scalars))
+        })
+        && o.iter()
+            .all(|(k, x)| k == "content" || (is_bookkeeping_key(k) && is_bookkeeping(x)))
+}
+
+/// The `text` of every block (JSON-decoded): one block its text, several a
+/// list.
+fn texts(items: Vec<Value>) -> Value {
+    let mut out: Vec<Value> = items
+        .into_iter()
+        .filter_map(|b| match b {
+            Value::Object(mut o) => o.remove("text"),
+            _ => None,
+        })
+        .map(json_in_string)
+        .collect();
+    if out.len() == 1 {
+        out.pop().unwrap_or(Value::Null)
+    } else {
+        Value::Array(out)
+    }
+}
+
+fn json_in_string(v: Value) -> Value {
+    match v {
+        Value::String(s) => super::source::parse_json_or_string(&s),
+        other => other,
+    }
+}
+
+/// Python's `repr()` of a tool message of any framework: keyword fields of
+/// literals, the first `content`, one of them `tool_call_id` -> the content
+/// (JSON-decoded). Text of any other shape stays.
+pub(crate) fn message_repr(v: Value) -> Result<Value, Value> {
+    let Value::String(text) = &v else {
+        return Err(v);
+    };
+    if !text.trim_start().starts_with("content=") {
+        return Err(v);
+    }
+    let Some(mut fields) = super::literal::keyword_fields(text) else {
+        return Err(v);
+    };
+    if !fields.iter().any(|(k, _)| k == "tool_call_id") {
+        return Err(v);
+    }
+    Ok(json_in_string(fields.swap_remove(0).1))
+}
+
+/// The keys naming the tool in a call record.
+const CALL_NAME_KEYS: [&str; 2] = ["tool_name", "name"];
+/// The keys holding its arguments.
+const CALL_ARGS_KEYS: [&str; 3] = ["arguments", "args", "input"];
+
+/// A call record of exactly two keys, the tool's name (a string under
+/// [`CALL_NAME_KEYS`]) and its arguments (an object, or the JSON text of
+/// one, under [`CALL_ARGS_KEYS`]) -> the arguments.
+pub(crate) fn named_call(v: Value) -> Result<Value, Value> {
+    let Value::Object(mut o) = v else {
+        return Err(v);
+    };
+    let named = o.len() == 2
+        && CALL_NAME_KEYS
+            .iter()
+            .any(|k| o.get(*k).is_some_and(Value::is_string));
+    let key = CALL_ARGS_KEYS.iter().find(|k| o.contains_key(**k)).copied();
+    let (true, Some(key)) = (named, key) else {
+        return Err(Value::Object(o));
+    };
+    match o.remove(key) {
+        Some(x @ Value::Object(_)) => Ok(x),
+        Some(Value::String(t)) => match super::source::parse_json_or_string(&t) {
+            x @ Value::Object(_) => Ok(x),
+            _ => {
+                o.insert(key.into(), Value::String(t));
+                Err(Value::Object(o))
+            }
+        },
+        Some(x) => {
+            o.insert(key.into(), x);
+            Err(Value::Object(o))
+        }
+        None => Err(Value::Object(o)),
+    }
+}
+
+/// A tool span's own GenAI messages holding exactly one tool message ->
+/// what it carries: `[{"role": "tool", "content": c}]` (no other message)
+/// gives `c` (JSON-decoded); one message whose parts are exactly one tool
+/// call (`{"type": "tool_call", "arguments"}`) or one tool result
+/// (`{"type": "tool_call_response", "response"}`) gives its arguments or
+/// response. Anything else (a conversation, several calls) stays.
+pub(crate) fn lone_tool_message(v: Value) -> Result<Value, Value> {
+    let lone = match &v {
+        Value::Array(a) if a.len() == 1 => a[0].as_object(),
+        _ => None,
+    };
+    let Some(m) = lone else {
+        return Err(v);
+    };
+    if m.get("role").and_then(Value::as_str) == Some("tool") {
+        if let Some(c @ Value::String(_)) = m.get("content") {
+            return Ok(json_in_string(c.clone()));
+        }
+    }
+    let part = match m.get("parts") {
+        Some(Value::Array(p)) if p.len() == 1 => p[0].as_object(),
+        _ => None,
+    };
+    let inner = part.and_then(|p| match p.get("type").and_then(Value::as_str) {
+        Some("tool_call") => p.get("arguments"),
+        Some("tool_call_response") => p.get("response"),
+        _ => None,
+    });
+    match inner {
+        Some(x) => Ok(json_in_string(x.clone())),
+        None => Err(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_text_envelope_gives_the_text_the_model_saw() {
+        // A made-up framework's result object: text blocks with their own
+        // ids and times, a status, empty metadata.
+        let v = json!({"content": [{"type": "text", "text": "{\"seat\": \"12A\"}", "id": "b1", "created_at": "2031-01-01T00:00:00", "finished_at": null}], "status": "ok", "meta": {}, "id": "c9"});
+        assert_eq!(text_envelope(v), Ok(json!({"seat": "12A"})));
+        let blocks = json!([{"type": "text", "text": "booked", "id": "b2", "timestamp": 7}]);
+        assert_eq!(text_envelope(blocks), Ok(json!("booked")));
+        let two = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "2"}], "state": "done"});
+        assert_eq!(text_envelope(two), Ok(json!(["a", 2])));
+    }
+
+    #[test]
+    fn a_value_that_only_looks_like_an_envelope_stays() {
+        for v in [
+            // Content that is not all text, nested payload beside it, a
+            // block with a structured key, content alone (MCP's to judge).
+            json!({"content": [{"type": "image", "data": "x"}], "state": "ok"}),
+            json!({"content": [{"type": "text", "text": "a"}], "metadata": [{"n": 1}]}),
+            json!({"content": [{"type": "text", "text": "a", "id": {"x": 1}}], "state": 1}),
+            // A key of the tool's own, beside the blocks or in one.
+            json!({"content": [{"type": "text", "text": "a"}], "seats": 2}),
+            json!([{"type": "text", "text": "a", "seats": 2}]),
+            json!({"content": [{"type": "text", "text": "a"}]}),
+            json!({"content": [], "state": "ok"}),
+            json!({"output": "plain text"}),
+            json!({"output": "content='x' name='y'"}),
+            json!({"output": "x", "other": 1}),
+            json!("content='x' tool_call_id=nothing literal"),
+        ] {
+            assert_eq!(text_envelope(v.clone()), Err(v));
+        }
+    }
+
+    #[test]
+    fn a_message_repr_gives_its_content_alone_or_under_a_lone_key() {
+        let repr =
+            "content='{\"seat\": \"12A\"}' name='pick_seat' tool_call_id='t-1' origin='vendor'";
+        assert_eq!(text_envelope(json!(repr)), Ok(json!({"seat": "12A"})));
+        assert_eq!(
+            text_envelope(json!({"output": repr})),
+            Ok(json!({"seat": "12A"}))
+        );
+        assert_eq!(
+            text_envelope(json!({"result": "content='done' tool_call_id='t-2'"})),
+            Ok(json!("done"))
+        );
+    }
+
+    #[test]
+    fn a_call_record_gives_its_arguments() {
+        assert_eq!(
+            named_call(json!({"tool_name": "pick_seat", "arguments": {"row": 12}})),
+            Ok(json!({"row": 12}))
+        );
+        assert_eq!(
+            named_call(json!({"name": "pick_seat", "args": "{\"row\": 12}"})),
+            Ok(json!({"row": 12}))
+        );
+        for v in [
+            json!({"tool_name": "pick_seat", "arguments": {"row": 12}, "x": 1}),
+            json!({"tool_name": 3, "arguments": {"row": 12}}),
+            json!({"name": "pick_seat", "arguments": "not json"}),
+            json!({"name": "pick_seat", "arguments": [1]}),
+            json!({"name": "pick_seat", "row": 12}),
+        ] {
+            assert_eq!(named_call(v.clone()), Err(v));
+        }
+    }
+
+    #[test]
+    fn a_lone_tool_message_gives_what_it_carries() {
+        let args = json!([{"role": "tool", "content": "{\"row\": 12}"}]);
+        assert_eq!(lone_tool_message(args), Ok(json!({"row": 12})));
+        let result = json!([{"role": "tool", "content": "seated"}]);
+        assert_eq!(lone_tool_message(result), Ok(json!("seated")));
+        let call = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "t-1", "name": "pick_seat", "arguments": {"row": 12}}]}]);
+        assert_eq!(lone_tool_message(call), Ok(json!({"row": 12})));
+        let answer = json!([{"role": "tool", "parts": [{"type": "tool_call_response", "id": "t-1", "response": "{\"ok\": true}"}]}]);
+        assert_eq!(lone_tool_message(answer), Ok(json!({"ok": true})));
+        for v in [
+            json!([{"role": "user", "content": "hi"}]),
+            json!([{"role": "tool", "content": "a"}, {"role": "tool", "content": "b"}]),
+            json!([{"role": "assistant", "parts": [{"type": "tool_call", "arguments": {}}, {"type": "tool_call", "arguments": {}}]}]),
+            json!({"role": "tool", "content": "a"}),
+        ] {
+            assert_eq!(lone_tool_message(v.clone()), Err(v));
+        }
+    }
+}
