@@ -187,6 +187,9 @@ const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_resu
 /// The OpenAI Responses API's items: a call the model made, and its result.
 const RESPONSES_CALL: &str = "function_call";
 const RESPONSES_RESULT: &str = "function_call_output";
+/// The type of a tool's definition offered to the model (OpenAI's Chat
+/// Completions and Responses `tools` entries).
+const TOOL_DEFINITION: &str = "function";
 /// Keys of a tool result's call id.
 const RESULT_ID_KEYS: [&str; 7] = [
     "tool_call_id",
@@ -620,11 +623,15 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         let Some(o) = m.as_object() else {
             continue;
         };
-        let role = o
-            .get("role")
-            .or_else(|| o.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        // A Responses item's type stands for a role; an item typed
+        // `function` is a tool's definition, not OpenAI's older function
+        // message (a request's offered tools under an input-like key).
+        let role = match (o.get("role"), o.get("type")) {
+            (Some(r), _) => r.as_str(),
+            (None, Some(t)) => t.as_str().filter(|t| *t != TOOL_DEFINITION),
+            (None, None) => None,
+        }
+        .unwrap_or("");
         if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
             let mut calls = calls_in(m);
             idless::number_turn(&mut calls, out.history.len());
