@@ -53,6 +53,7 @@ mod afc;
 mod bodies;
 mod hollow;
 mod idless;
+mod item_ids;
 mod later;
 mod object_only;
 mod order;
@@ -187,8 +188,7 @@ const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_resu
 /// The OpenAI Responses API's items: a call the model made, and its result.
 const RESPONSES_CALL: &str = "function_call";
 const RESPONSES_RESULT: &str = "function_call_output";
-/// The type of a tool's definition offered to the model (OpenAI's Chat
-/// Completions and Responses `tools` entries).
+/// The type of an offered tool's definition (OpenAI's `tools` entries).
 const TOOL_DEFINITION: &str = "function";
 /// Keys of a tool result's call id.
 const RESULT_ID_KEYS: [&str; 7] = [
@@ -250,6 +250,8 @@ struct Request {
     form: &'static str,
     /// Which of `answers` follow the last model message ([`order::pair`]).
     trailing: Vec<usize>,
+    /// How many results took their call's id by order ([`item_ids`]).
+    rekeyed: usize,
 }
 
 /// What one pass over a span's attribute keys tells the witness: whether
@@ -619,6 +621,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     let mut model_spoke = false;
     // Which calls of the last model turn results without ids answered.
     let mut paired: Vec<usize> = Vec::new();
+    let mut turns = item_ids::Turns::default();
     for m in messages.iter().chain(&results) {
         let Some(o) = m.as_object() else {
             continue;
@@ -635,8 +638,11 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
             let mut calls = calls_in(m);
             idless::number_turn(&mut calls, out.history.len());
+            let first = out.history.len();
             out.history.extend(calls.iter().cloned());
-            if role == RESPONSES_CALL && model_spoke {
+            let continued = role == RESPONSES_CALL && model_spoke;
+            turns.model(first..out.history.len(), out.answers.len(), continued);
+            if continued {
                 last_turn.extend(calls);
             } else {
                 last_turn = calls;
@@ -651,6 +657,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         answers_in(o, role, &mut out.answers);
         idless::pair_after_turn(&last_turn, &mut out.answers, before, &mut paired);
         out.trailing.extend(before..out.answers.len());
+        turns.other(before, out.answers.len());
         if out.answers.len() == before {
             // Someone else spoke after the model's turn.
             last_turn.clear();
@@ -658,6 +665,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         }
     }
     out.last_turn = last_turn;
+    out.rekeyed = turns.rekey(&out.history, &mut out.answers);
     if afc::sent_by_loop(v) {
         afc::unwrap_results(&mut out.answers);
     }

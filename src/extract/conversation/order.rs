@@ -157,6 +157,7 @@ pub(super) fn pair_noting(
     requests: &mut [Request],
     notes: &mut Vec<String>,
 ) {
+    super::item_ids::note(trace, requests, notes);
     let paired = pair(trace, asked, requests);
     if paired > 0 {
         notes.push(format!(
