@@ -57,6 +57,7 @@ mod item_ids;
 mod later;
 mod object_only;
 mod order;
+mod repeated;
 mod spans;
 mod text_results;
 mod transcript;
@@ -985,8 +986,10 @@ fn rebuild(
         // Before the last turns: a history's calls come first.
         let (ctx, history) = ((x, trace, seen, asked), &mut open.history);
         unseen::history_calls(ctx, &inputs, &requests, &mut counted, carried, history, out);
-        repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
+        let ctx = (x, trace, seen, asked);
+        let told = repeated::in_requests(ctx, &requests, &mut counted, carried, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
+        open.answers.extend(told);
     }
     if !open.is_empty() {
         out.open = Some(Box::new(open));
@@ -1033,79 +1036,6 @@ fn uncounted_answer<'r>(
         return None;
     }
     r.answers.iter().find(|ans| ans.id.as_deref() == Some(id))
-}
-
-/// The calls answered in this trace's requests that no output of the trace
-/// asked for, when the requests show them ([`rebuild`]).
-fn repeated_in_requests<'r>(
-    x: &Extractor,
-    trace: &Trace,
-    seen: &[Ctx],
-    asked: &[AskedAt],
-    requests: &'r [Request],
-    counted: &mut HashSet<(&'r str, &'r str)>,
-    out: &mut Analysis,
-) {
-    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
-    // Calls answered here that no output of this trace asked for. The
-    // trace's first request repeats the earlier traces' calls, counted
-    // there: of it, only the last model turn (its calls answered by the
-    // results after it). A later request's history is this trace's own,
-    // whatever lost the model's outputs: each of its answered calls that
-    // the first request did not carry already.
-    let mut before_trace: Option<HashSet<&str>> = None;
-    for (i, r) in requests.iter().enumerate() {
-        // (Of the first request, also its history past a call this trace
-        // asked for: `later`.)
-        let own = later::after_asked(r, asked);
-        let candidates: Vec<&Asked> = match &before_trace {
-            None => r.last_turn.iter().chain(own).collect(),
-            Some(_) => r.history.iter().collect(),
-        };
-        let earlier = before_trace.as_ref();
-        let fresh: Vec<&Asked> = candidates
-            .into_iter()
-            .filter(|a| {
-                a.id.as_deref()
-                    .is_some_and(|id| earlier.is_none_or(|e| !e.contains(id)))
-            })
-            .collect();
-        // The trace's first request decides (one with no result at all
-        // starts the conversation here).
-        if before_trace.is_none() && has_any_input(&trace.spans[i]) {
-            let last = own_ids(r, asked);
-            before_trace = Some(
-                r.history
-                    .iter()
-                    .filter_map(|a| a.id.as_deref())
-                    .filter(|id| !last.contains(id))
-                    .collect(),
-            );
-        }
-        for a in fresh {
-            let Some(id) = a.id.as_deref() else {
-                continue;
-            };
-            let Some(answer) = uncounted_answer(r, a, id, asked, counted) else {
-                continue;
-            };
-            counted.insert((id, &a.name));
-            out.notes.push(format!(
-                "`{}`{} is asked for and answered only in the request of span {} (no output of this trace asks for it): counted here",
-                a.name,
-                id_text(a),
-                trace.spans[i].span_id
-            ));
-            let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
-            // It ran before the request that carries its result (after the
-            // span's own output, when it follows a call that output asked).
-            if !own.iter().any(|o| o.id == a.id && o.name == a.name) {
-                call.start_time_unix_nano = start(i);
-                call.end_time_unix_nano = start(i);
-            }
-            out.calls.push(call);
-        }
-    }
 }
 
 /// Results in this trace's requests that nothing in it asked for: counted
