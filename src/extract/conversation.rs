@@ -66,6 +66,7 @@ use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
+pub(crate) use idless::is_made;
 pub(crate) use object_only::PROVIDER_KEYS;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
@@ -987,9 +988,8 @@ fn rebuild(
         let (ctx, history) = ((x, trace, seen, asked), &mut open.history);
         unseen::history_calls(ctx, &inputs, &requests, &mut counted, carried, history, out);
         let ctx = (x, trace, seen, asked);
-        let told = repeated::in_requests(ctx, &requests, &mut counted, carried, out);
+        open.retold = repeated::in_requests(ctx, &requests, &mut counted, carried, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
-        open.answers.extend(told);
     }
     if !open.is_empty() {
         out.open = Some(Box::new(open));

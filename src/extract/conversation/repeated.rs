@@ -13,7 +13,8 @@
 //! open in the same process before the request, the call takes the
 //! output's arguments, the request's copy filling in only when the output
 //! recorded none. Read on its own, the trace lists the ids it counted so
-//! (with `Open::answers`), and the reader reads it again with those calls.
+//! (`Open::retold`), and the reader reads it again with those calls, which
+//! it keeps (a later request's history repeats them).
 
 use std::collections::HashSet;
 
