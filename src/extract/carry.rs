@@ -278,9 +278,10 @@ impl<T> Carry<T> {
         out
     }
 
-    /// When the last model output kept here that asked for `call` before
-    /// it started ended: the same call id and tool, or the same tool when
-    /// the call's id was made from its place in the history (no id).
+    /// The end of the last model output kept here that asked for `call`
+    /// before the call started: one with the same call id and tool, or the
+    /// same tool when the call's id was made from its place in the history
+    /// (it had none).
     fn asked_at(&self, call: &Echo) -> Option<u64> {
         let id = call.id.as_deref()?;
         let made = super::conversation::is_made(id);

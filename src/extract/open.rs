@@ -34,7 +34,7 @@ pub(crate) const BETWEEN_FORM: &str = "tool-span-between";
 
 /// The `form` of a carried entry that says a call the trace's first request
 /// shows answered in its history, and that no earlier trace asked for or
-/// counted, is counted there (`conversation::repeated_in_requests`).
+/// counted, is counted there (`conversation::unseen`).
 pub(crate) const HISTORY_FORM: &str = "history-unseen";
 
 /// A call as the traces after its own compare it.
