@@ -53,6 +53,7 @@ impl Left {
             // (`twice`); traces without calls are not kept for it (`replay`
             // would copy each).
             let holds = !open.answers.is_empty()
+                || !open.retold.is_empty()
                 || !open.history.is_empty()
                 || open.bare.is_some()
                 || !open.lone.is_empty()
@@ -263,15 +264,63 @@ impl<T> Carry<T> {
                         && a.end_time_unix_nano <= to
                 })
             };
+            // When the model's output asked for a call rebuilt from the
+            // conversation (`twice::ran_between`).
+            let asked = later
+                .from_conversation
+                .then(|| self.asked_at(later))
+                .flatten();
             let found = self.first_named(&later.name, |c| {
                 twice::same_call(later, c)
                     && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
             });
-            if let Some((_, c)) = found.and_then(|k| self.calls.remove(k)) {
-                out.push(twice::carried(later, &c));
+            let between = found.is_none().then(|| {
+                let t = asked?;
+                self.first_named(&later.name, |c| twice::ran_between(later, c, t))
+            });
+            let between = between.flatten();
+            if let Some((_, c)) = found.or(between).and_then(|k| self.calls.remove(k)) {
+                out.push(twice::carried(later, &c, between.is_some()));
+                if between.is_some() {
+                    // Counted: the traces after see it under the
+                    // conversation's id too (`unseen`).
+                    self.calls.push_back((name_key(&later.name), later.clone()));
+                }
             }
         }
         out
+    }
+
+    /// The model outputs' calls kept here that a trace (leaving `open`)
+    /// retold from a request's history: the same call id, asked in the same
+    /// process before the request. Left here, as the calls' records (a
+    /// later trace's history repeats them).
+    fn retold(&self, open: &Open) -> Vec<OpenAsk> {
+        let mut out = Vec::new();
+        for (id, run, start) in &open.retold {
+            let found = self.asks.iter().rev().find(|a| {
+                a.asked.id.as_deref() == Some(id.as_str())
+                    && a.run == *run
+                    && a.end_time_unix_nano <= *start
+            });
+            out.extend(found.cloned());
+        }
+        out
+    }
+
+    /// The end of the last model output kept here that asked for `call`
+    /// before the call started: one with the same call id and tool, or the
+    /// same tool when the call's id was made from its place in the history
+    /// (it had none).
+    fn asked_at(&self, call: &Echo) -> Option<u64> {
+        let id = call.id.as_deref()?;
+        let made = super::conversation::is_made(id);
+        self.asks
+            .iter()
+            .filter(|a| a.asked.name == call.name && (made || a.asked.id.as_deref() == Some(id)))
+            .map(|a| a.end_time_unix_nano)
+            .filter(|&end| end <= call.start)
+            .max()
     }
 
     /// Folds in a trace read on its own in input order: `first` is what
@@ -292,18 +341,25 @@ impl<T> Carry<T> {
             None => (first, None, None),
             Some(Left { open, trace }) => {
                 let answers = self.answers(Some(&open));
+                let retold = self.retold(&open);
                 let unseen = self.unseen(&open);
                 let mut echoed = self.echoed(&open);
                 if trace.is_some() {
                     echoed.extend(self.twice(&open));
                 }
                 match trace {
-                    Some(t) if answers || !echoed.is_empty() || !unseen.is_empty() => {
+                    Some(t)
+                        if answers
+                            || !echoed.is_empty()
+                            || !unseen.is_empty()
+                            || !retold.is_empty() =>
+                    {
                         let mut carried = if answers {
                             self.take(Some(&open))
                         } else {
                             Vec::new()
                         };
+                        carried.extend(retold);
                         carried.extend(echoed);
                         carried.extend(unseen);
                         let (out, open) = again(&t, &carried);

@@ -54,9 +54,11 @@ mod afc;
 mod bodies;
 mod hollow;
 mod idless;
+mod item_ids;
 mod later;
 mod object_only;
 mod order;
+mod repeated;
 mod spans;
 mod text_results;
 mod transcript;
@@ -65,6 +67,7 @@ use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
+pub(crate) use idless::is_made;
 pub(crate) use object_only::PROVIDER_KEYS;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
@@ -188,6 +191,8 @@ const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_resu
 /// The OpenAI Responses API's items: a call the model made, and its result.
 const RESPONSES_CALL: &str = "function_call";
 const RESPONSES_RESULT: &str = "function_call_output";
+/// The type of an offered tool's definition (OpenAI's `tools` entries).
+const TOOL_DEFINITION: &str = "function";
 /// Keys of a tool result's call id.
 const RESULT_ID_KEYS: [&str; 7] = [
     "tool_call_id",
@@ -248,6 +253,8 @@ struct Request {
     form: &'static str,
     /// Which of `answers` follow the last model message ([`order::pair`]).
     trailing: Vec<usize>,
+    /// How many results took their call's id by order ([`item_ids`]).
+    rekeyed: usize,
 }
 
 /// What one pass over a span's attribute keys tells the witness: whether
@@ -617,20 +624,28 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     let mut model_spoke = false;
     // Which calls of the last model turn results without ids answered.
     let mut paired: Vec<usize> = Vec::new();
+    let mut turns = item_ids::Turns::default();
     for m in messages.iter().chain(&results) {
         let Some(o) = m.as_object() else {
             continue;
         };
-        let role = o
-            .get("role")
-            .or_else(|| o.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        // A Responses item's type stands for a role; an item typed
+        // `function` is a tool's definition, not OpenAI's older function
+        // message (a request's offered tools under an input-like key).
+        let role = match (o.get("role"), o.get("type")) {
+            (Some(r), _) => r.as_str(),
+            (None, Some(t)) => t.as_str().filter(|t| *t != TOOL_DEFINITION),
+            (None, None) => None,
+        }
+        .unwrap_or("");
         if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
             let mut calls = calls_in(m);
             idless::number_turn(&mut calls, out.history.len());
+            let first = out.history.len();
             out.history.extend(calls.iter().cloned());
-            if role == RESPONSES_CALL && model_spoke {
+            let continued = role == RESPONSES_CALL && model_spoke;
+            turns.model(first..out.history.len(), out.answers.len(), continued);
+            if continued {
                 last_turn.extend(calls);
             } else {
                 last_turn = calls;
@@ -645,6 +660,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         answers_in(o, role, &mut out.answers);
         idless::pair_after_turn(&last_turn, &mut out.answers, before, &mut paired);
         out.trailing.extend(before..out.answers.len());
+        turns.other(before, out.answers.len());
         if out.answers.len() == before {
             // Someone else spoke after the model's turn.
             last_turn.clear();
@@ -652,6 +668,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         }
     }
     out.last_turn = last_turn;
+    out.rekeyed = turns.rekey(&out.history, &mut out.answers);
     if afc::sent_by_loop(v) {
         afc::unwrap_results(&mut out.answers);
     }
@@ -971,7 +988,8 @@ fn rebuild(
         // Before the last turns: a history's calls come first.
         let (ctx, history) = ((x, trace, seen, asked), &mut open.history);
         unseen::history_calls(ctx, &inputs, &requests, &mut counted, carried, history, out);
-        repeated_in_requests(x, trace, seen, asked, &requests, &mut counted, out);
+        let ctx = (x, trace, seen, asked);
+        open.retold = repeated::in_requests(ctx, &requests, &mut counted, carried, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
     }
     if !open.is_empty() {
@@ -1019,79 +1037,6 @@ fn uncounted_answer<'r>(
         return None;
     }
     r.answers.iter().find(|ans| ans.id.as_deref() == Some(id))
-}
-
-/// The calls answered in this trace's requests that no output of the trace
-/// asked for, when the requests show them ([`rebuild`]).
-fn repeated_in_requests<'r>(
-    x: &Extractor,
-    trace: &Trace,
-    seen: &[Ctx],
-    asked: &[AskedAt],
-    requests: &'r [Request],
-    counted: &mut HashSet<(&'r str, &'r str)>,
-    out: &mut Analysis,
-) {
-    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
-    // Calls answered here that no output of this trace asked for. The
-    // trace's first request repeats the earlier traces' calls, counted
-    // there: of it, only the last model turn (its calls answered by the
-    // results after it). A later request's history is this trace's own,
-    // whatever lost the model's outputs: each of its answered calls that
-    // the first request did not carry already.
-    let mut before_trace: Option<HashSet<&str>> = None;
-    for (i, r) in requests.iter().enumerate() {
-        // (Of the first request, also its history past a call this trace
-        // asked for: `later`.)
-        let own = later::after_asked(r, asked);
-        let candidates: Vec<&Asked> = match &before_trace {
-            None => r.last_turn.iter().chain(own).collect(),
-            Some(_) => r.history.iter().collect(),
-        };
-        let earlier = before_trace.as_ref();
-        let fresh: Vec<&Asked> = candidates
-            .into_iter()
-            .filter(|a| {
-                a.id.as_deref()
-                    .is_some_and(|id| earlier.is_none_or(|e| !e.contains(id)))
-            })
-            .collect();
-        // The trace's first request decides (one with no result at all
-        // starts the conversation here).
-        if before_trace.is_none() && has_any_input(&trace.spans[i]) {
-            let last = own_ids(r, asked);
-            before_trace = Some(
-                r.history
-                    .iter()
-                    .filter_map(|a| a.id.as_deref())
-                    .filter(|id| !last.contains(id))
-                    .collect(),
-            );
-        }
-        for a in fresh {
-            let Some(id) = a.id.as_deref() else {
-                continue;
-            };
-            let Some(answer) = uncounted_answer(r, a, id, asked, counted) else {
-                continue;
-            };
-            counted.insert((id, &a.name));
-            out.notes.push(format!(
-                "`{}`{} is asked for and answered only in the request of span {} (no output of this trace asks for it): counted here",
-                a.name,
-                id_text(a),
-                trace.spans[i].span_id
-            ));
-            let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
-            // It ran before the request that carries its result (after the
-            // span's own output, when it follows a call that output asked).
-            if !own.iter().any(|o| o.id == a.id && o.name == a.name) {
-                call.start_time_unix_nano = start(i);
-                call.end_time_unix_nano = start(i);
-            }
-            out.calls.push(call);
-        }
-    }
 }
 
 /// Results in this trace's requests that nothing in it asked for: counted

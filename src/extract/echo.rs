@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::open::{Echo, OpenAsk, ECHO_FORM, HALVES_FORM, TWICE_FORM};
+use super::open::{Echo, OpenAsk, BETWEEN_FORM, ECHO_FORM, HALVES_FORM, TWICE_FORM};
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
@@ -154,7 +154,8 @@ pub(crate) fn carried(lone: &Echo, earlier: &Echo) -> OpenAsk {
 pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
     for e in carried.iter().filter(|e| e.is_echo()) {
         let halves = e.form == HALVES_FORM;
-        let twice = e.form == TWICE_FORM || halves;
+        let between = e.form == BETWEEN_FORM;
+        let twice = e.form == TWICE_FORM || halves || between;
         let Some(k) = a
             .calls
             .iter()
@@ -163,7 +164,12 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             continue;
         };
         let c = a.calls.remove(k);
-        a.notes.push(if twice {
+        a.notes.push(if between {
+            format!(
+                "tool call `{}` (span {}) is the conversation's record of the call a tool span of trace {} shows (same tool and arguments, same process, run after the model asked for it and before this request): not counted again",
+                c.name, c.span_id, e.trace_id
+            )
+        } else if twice {
             format!(
                 "tool call `{}` (span {}) is another record of the call trace {} counts (same call id{} and tool, same process, {}): not counted again",
                 c.name,

@@ -27,9 +27,14 @@ pub(crate) const TWICE_FORM: &str = "call-id-twice";
 /// model call, one trace after the other (see `twice`).
 pub(crate) const HALVES_FORM: &str = "call-id-halves";
 
+/// [`TWICE_FORM`], when the other record is a tool span without a call id
+/// that ran between the model's asking and the request carrying the
+/// result (see `twice::ran_between`).
+pub(crate) const BETWEEN_FORM: &str = "tool-span-between";
+
 /// The `form` of a carried entry that says a call the trace's first request
 /// shows answered in its history, and that no earlier trace asked for or
-/// counted, is counted there (`conversation::repeated_in_requests`).
+/// counted, is counted there (`conversation::unseen`).
 pub(crate) const HISTORY_FORM: &str = "history-unseen";
 
 /// A call as the traces after its own compare it.
@@ -74,7 +79,7 @@ impl OpenAsk {
     /// record of a call trace `trace_id` counts: an MCP client's
     /// (`extract::echo`), or one under the same call id (`extract::twice`).
     pub fn is_echo(&self) -> bool {
-        self.form == ECHO_FORM || self.form == TWICE_FORM || self.form == HALVES_FORM
+        [ECHO_FORM, TWICE_FORM, HALVES_FORM, BETWEEN_FORM].contains(&self.form)
     }
 }
 
@@ -91,6 +96,11 @@ pub struct Open {
     /// many, the process of the request, its start). The calls they answer
     /// are the last ones an earlier trace left open, by order.
     pub bare: Option<(usize, u64, u64)>,
+    /// Calls counted from the history of a request that no output of the
+    /// trace asked for (call id, process, request start): an earlier
+    /// trace's model output may hold their exact arguments
+    /// (`conversation::repeated`).
+    pub retold: Vec<(String, u64, u64)>,
     /// The calls a trace counted, for a lone MCP client trace after it
     /// (`extract::echo`).
     pub calls: Vec<Echo>,
@@ -107,6 +117,7 @@ impl Open {
     pub fn is_empty(&self) -> bool {
         self.asks.is_empty()
             && self.answers.is_empty()
+            && self.retold.is_empty()
             && self.bare.is_none()
             && self.calls.is_empty()
             && self.lone.is_empty()

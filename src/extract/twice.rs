@@ -31,7 +31,7 @@
 
 use std::sync::Arc;
 
-use super::open::{Echo, OpenAsk, HALVES_FORM, TWICE_FORM};
+use super::open::{Echo, OpenAsk, BETWEEN_FORM, HALVES_FORM, TWICE_FORM};
 use super::requested::Asked;
 use serde_json::Value;
 
@@ -87,6 +87,29 @@ fn nested(later: &Echo, earlier: &Echo) -> bool {
         && later.name == earlier.name
 }
 
+/// Whether `earlier`, a tool span's call without a call id, is the
+/// execution of `later`, a call rebuilt from the conversation that a model
+/// output asked for at `asked` (the end of that output): the same tool and
+/// arguments (both recorded), the same process, and the span ran between
+/// the model's asking and the request that carries the result (`later`'s
+/// start). Each model call and each tool step its own trace (Monocle's
+/// LangChain `AgentExecutor`): the tool's trace comes between the two.
+pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
+    later.from_conversation
+        && !earlier.from_conversation
+        && earlier.id.is_none()
+        && later.id.is_some()
+        && later.name == earlier.name
+        && asked <= earlier.start
+        && earlier.end <= later.start
+        && !later.args.is_null()
+        && later.args == earlier.args
+        && match (&later.resource, &earlier.resource) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        }
+}
+
 /// How far apart in time two spans of one execution start at most (ns): a
 /// wrapper around a tool function and the framework's span around the
 /// same call open a few calls apart (under a millisecond in the runs
@@ -104,8 +127,9 @@ pub(crate) fn adjacent(later: &Echo, earlier: &Echo) -> Option<(u64, u64)> {
         .then_some((earlier.window.1, later.window.0))
 }
 
-/// The carried entry saying that `later` was counted as `earlier`.
-pub(crate) fn carried(later: &Echo, earlier: &Echo) -> OpenAsk {
+/// The carried entry saying that `later` was counted as `earlier`
+/// (`between`: matched by [`ran_between`]).
+pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
     OpenAsk {
         asked: Asked {
             id: later.id.clone(),
@@ -113,6 +137,7 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo) -> OpenAsk {
             args: Value::Null,
         },
         form: match adjacent(later, earlier) {
+            _ if between => BETWEEN_FORM,
             Some(_) => HALVES_FORM,
             None => TWICE_FORM,
         },
@@ -359,5 +384,91 @@ mod tests {
             wrapper(2, (106, 124), "p", r#"{"room": 12}"#),
         ]);
         assert_eq!(counts(&got), [1, 1]);
+    }
+
+    /// A made-up vendor's model call, a trace of its own, whose output
+    /// asks for `book_room` under call `id`.
+    fn asking(trace: u8, when: (u64, u64), process: &str, id: &str) -> Trace {
+        let output = json!([{"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+            "function": {"name": "book_room", "arguments": "{\"room\": 12}"}}]}]);
+        let s = sp(
+            1,
+            None,
+            when,
+            "acme.chat",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                (
+                    "gen_ai.input.messages",
+                    &json!([{"role": "user", "content": "book room 12"}]).to_string(),
+                ),
+                ("gen_ai.output.messages", &output.to_string()),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    /// [`model_call`] whose history lost the ids of the call and its result.
+    fn answered_without_ids(trace: u8, when: (u64, u64), process: &str) -> Trace {
+        let input = json!([
+            {"role": "user", "content": "book room 12"},
+            {"role": "assistant", "tool_calls": [{"type": "function",
+                "function": {"name": "book_room", "arguments": "{\"room\": 12}"}}]},
+            {"role": "tool", "content": "booked"},
+        ]);
+        let output = json!([{"role": "assistant", "content": "done"}]);
+        let s = sp(
+            1,
+            None,
+            when,
+            "acme.chat",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &input.to_string()),
+                ("gen_ai.output.messages", &output.to_string()),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    #[test]
+    fn a_tool_span_without_id_between_the_asking_and_the_answering_trace_is_the_call() {
+        // Each model call and each tool step a trace of its own: the tool
+        // span (no call id) runs after the model asked and before the
+        // request carrying the result, which retells the call with or
+        // without its id.
+        let room = r#"{"room": 12}"#;
+        for answered in [
+            model_call(3, (40, 50), "p", "call_7"),
+            answered_without_ids(3, (40, 50), "p"),
+        ] {
+            let got = read_in_order(vec![
+                asking(1, (0, 10), "p", "call_7"),
+                wrapper(2, (20, 30), "p", room),
+                answered,
+            ]);
+            assert_eq!(counts(&got), [0, 1, 0]);
+            assert!(
+                got[2]
+                    .notes
+                    .iter()
+                    .any(|n| n.contains("conversation's record")),
+                "{:?}",
+                got[2].notes
+            );
+        }
+        // Before the model asked, other arguments, another process: two.
+        for (when, args, process) in [
+            ((5, 8), room, "p"),
+            ((20, 30), r#"{"room": 14}"#, "p"),
+            ((20, 30), room, "q"),
+        ] {
+            let got = read_in_order(vec![
+                asking(1, (0, 10), "p", "call_7"),
+                wrapper(2, when, process, args),
+                model_call(3, (40, 50), "p", "call_7"),
+            ]);
+            assert_eq!(counts(&got), [0, 1, 1], "{when:?} {args} {process}");
+        }
     }
 }

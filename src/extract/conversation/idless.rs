@@ -55,7 +55,7 @@ pub(super) fn by_name(name: &str) -> String {
 }
 
 /// Whether `id` was made here ([`positional`], [`by_name`]).
-pub(super) fn is_made(id: &str) -> bool {
+pub(crate) fn is_made(id: &str) -> bool {
     id.starts_with([MARK, NAME_MARK])
 }
 

@@ -56,7 +56,7 @@ pub(super) fn fuller_args<'r>(r: &'r Request, a: &Asked) -> Option<&'r Value> {
 }
 
 /// No arguments: none recorded, an empty object, or its empty text.
-fn is_empty(v: &Value) -> bool {
+pub(super) fn is_empty(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Object(o) => o.is_empty(),

@@ -157,6 +157,7 @@ pub(super) fn pair_noting(
     requests: &mut [Request],
     notes: &mut Vec<String>,
 ) {
+    super::item_ids::note(trace, requests, notes);
     let paired = pair(trace, asked, requests);
     if paired > 0 {
         notes.push(format!(
@@ -312,6 +313,49 @@ mod tests {
             "{:?}",
             got.notes
         );
+    }
+
+    #[test]
+    fn offered_tools_under_an_input_key_are_no_results() {
+        // The request's tool definitions sit under an input-like key, many
+        // of them, one describing "tool_result"s: they answer nothing, and
+        // the messages' bare results still pair by order.
+        let a = asks("c1", "find_room", json!({"town": "Oslo"}));
+        let offered: Vec<Value> = ["find_room", "ls", "grep", "task"]
+            .iter()
+            .map(|n| json!({"type": "function", "name": n, "description": "reads tool_result files"}))
+            .collect();
+        let offered = Value::Array(offered).to_string();
+        let chat = |id: u8, when: (u64, u64), input: Value, output: Value| {
+            let (input, output) = (input.to_string(), output.to_string());
+            sp(
+                id,
+                Some(1),
+                when,
+                "chat acme",
+                &[
+                    ("gen_ai.operation.name", "chat"),
+                    ("gen_ai.input.messages", &input),
+                    ("gen_ai.output.messages", &output),
+                    ("acme.request.available_tools", &offered),
+                ],
+            )
+        };
+        let spans = vec![
+            loop_root(),
+            chat(2, (10, 20), json!([user()]), json!([a])),
+            chat(3, (30, 40), json!([user(), a, bare("12")]), json!([])),
+        ];
+        let got = analyze(spans);
+        let calls: Vec<(&str, Value)> = got
+            .calls
+            .iter()
+            .map(|c| {
+                let r = c.result.as_ref().map(|r| r.to_value());
+                (c.name.as_str(), r.unwrap_or_default())
+            })
+            .collect();
+        assert_eq!(calls, vec![("find_room", json!(12))], "{:?}", got.warnings);
     }
 
     #[test]
