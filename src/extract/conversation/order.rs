@@ -232,19 +232,26 @@ mod tests {
     /// A made-up vendor's model span: GenAI messages, the request's tool
     /// results as bare text parts (no call id).
     fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> crate::assemble::SpanRecord {
+        chat_with(id, when, input, output, &[])
+    }
+
+    /// [`chat`] with more attributes.
+    fn chat_with(
+        id: u8,
+        when: (u64, u64),
+        input: Value,
+        output: Value,
+        more: &[(&str, &str)],
+    ) -> crate::assemble::SpanRecord {
         let input = input.to_string();
         let output = output.to_string();
-        sp(
-            id,
-            Some(1),
-            when,
-            "chat acme",
-            &[
-                ("gen_ai.operation.name", "chat"),
-                ("gen_ai.input.messages", &input),
-                ("gen_ai.output.messages", &output),
-            ],
-        )
+        let mut attrs = vec![
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.input.messages", input.as_str()),
+            ("gen_ai.output.messages", output.as_str()),
+        ];
+        attrs.extend_from_slice(more);
+        sp(id, Some(1), when, "chat acme", &attrs)
     }
 
     fn user() -> Value {
@@ -326,21 +333,8 @@ mod tests {
             .map(|n| json!({"type": "function", "name": n, "description": "reads tool_result files"}))
             .collect();
         let offered = Value::Array(offered).to_string();
-        let chat = |id: u8, when: (u64, u64), input: Value, output: Value| {
-            let (input, output) = (input.to_string(), output.to_string());
-            sp(
-                id,
-                Some(1),
-                when,
-                "chat acme",
-                &[
-                    ("gen_ai.operation.name", "chat"),
-                    ("gen_ai.input.messages", &input),
-                    ("gen_ai.output.messages", &output),
-                    ("acme.request.available_tools", &offered),
-                ],
-            )
-        };
+        let more = [("acme.request.available_tools", offered.as_str())];
+        let chat = |id, when, input, output| chat_with(id, when, input, output, &more);
         let spans = vec![
             loop_root(),
             chat(2, (10, 20), json!([user()]), json!([a])),
