@@ -431,6 +431,37 @@ fn value_matches(v: Val<'_>, want: &str) -> bool {
     }
 }
 
+/// How a second copy of a span id relates to the copy kept.
+///
+/// Some SDKs export a span when it starts (and again on each update) with
+/// its end time equal to its start, then once more when it ends: those
+/// copies are one span seen while open. The last copy is read whatever
+/// order they come in; two different copies of a span that ended are
+/// malformed input (the first is kept, with a warning).
+enum Update {
+    /// The kept copy was sent while open; the new one is the same span
+    /// later (possibly ended): it is read instead.
+    Replaces,
+    /// The new copy was sent while open, the kept one ended: nothing new.
+    Stale,
+    /// Two spans given one id.
+    Conflicts,
+}
+
+impl Update {
+    fn of(kept: &SpanRecord, parent: Option<SpanId>, new: &Span) -> Update {
+        let open = |s: &Span| s.end_time_unix_nano <= s.start_time_unix_nano;
+        let one_span = kept.parent == parent
+            && kept.span.start_time_unix_nano == new.start_time_unix_nano
+            && kept.span.name() == new.name();
+        match (one_span, open(&kept.span), open(new)) {
+            (true, true, _) => Update::Replaces,
+            (true, false, true) => Update::Stale,
+            _ => Update::Conflicts,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Pending {
     /// Boxed while pending: a growing `Vec` keeps up to half its slots
@@ -594,18 +625,35 @@ impl Assembler {
                         Entry::Occupied(e) => {
                             pending.duplicates += 1;
                             stats.duplicates += 1;
+                            let Some(kept) = pending.spans.get_mut(*e.get() as usize) else {
+                                continue;
+                            };
                             // A retry re-sends the same span: silent. Other
-                            // content under the same id is worth a warning.
-                            let same = pending.spans.get(*e.get() as usize).is_none_or(|kept| {
-                                kept.parent == parent
-                                    && kept.span == span
-                                    && (Arc::ptr_eq(&kept.resource, &resource)
-                                        || *kept.resource == *resource)
-                                    && (Arc::ptr_eq(&kept.scope, &scope) || *kept.scope == *scope)
-                            });
-                            if !same {
-                                pending.conflicting.push(SpanId(sid));
-                                stats.conflicting += 1;
+                            // content under the same id is worth a warning,
+                            // unless one copy is the other sent while open.
+                            let same = kept.parent == parent
+                                && kept.span == span
+                                && (Arc::ptr_eq(&kept.resource, &resource)
+                                    || *kept.resource == *resource)
+                                && (Arc::ptr_eq(&kept.scope, &scope) || *kept.scope == *scope);
+                            if same {
+                                continue;
+                            }
+                            match Update::of(kept, parent, &span) {
+                                Update::Replaces => {
+                                    **kept = SpanRecord {
+                                        span_id: SpanId(sid),
+                                        parent,
+                                        span,
+                                        resource: Arc::clone(&resource),
+                                        scope: Arc::clone(&scope),
+                                    };
+                                }
+                                Update::Stale => {}
+                                Update::Conflicts => {
+                                    pending.conflicting.push(SpanId(sid));
+                                    stats.conflicting += 1;
+                                }
                             }
                             continue;
                         }
@@ -801,6 +849,7 @@ mod tests {
         );
         assert_eq!(format!("{:?}", SpanId([0xab; 8])), "abababababababab");
     }
+    use crate::ingest::str_kv;
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 
@@ -924,6 +973,41 @@ mod tests {
             w.contains("1 span(s)") && w.contains("0101010101010101"),
             "{w}"
         );
+    }
+
+    #[test]
+    fn a_span_sent_while_open_is_read_as_it_ended() {
+        let open = |update: &str| {
+            let mut s = span(1, 2, Some(1), 20);
+            s.end_time_unix_nano = 20;
+            s.attributes = vec![str_kv("update", update)];
+            s
+        };
+        let mut ended = span(1, 2, Some(1), 20);
+        ended.end_time_unix_nano = 25;
+        ended.attributes = vec![str_kv("update", "2"), str_kv("output", "done")];
+        // Sent at start, updated, ended; and the same copies out of order.
+        for order in [
+            vec![open("0"), open("1"), ended.clone()],
+            vec![ended.clone(), open("1"), open("0")],
+        ] {
+            let mut a = Assembler::new();
+            a.add(req(vec![span(1, 1, None, 10)]));
+            let st = a.add(req(order));
+            assert_eq!((st.spans, st.duplicates, st.conflicting), (1, 2, 0));
+            let t = &a.finish()[0];
+            assert!(t.conflict_warning().is_none());
+            assert_eq!(t.spans[1].span.end_time_unix_nano, 25);
+            assert_eq!(t.spans[1].span.attr_str("output"), Some("done"));
+        }
+        // Two ended copies that differ are still two spans given one id.
+        let mut a = Assembler::new();
+        let mut other = ended.clone();
+        other.end_time_unix_nano = 30;
+        a.add(req(vec![span(1, 1, None, 10), ended, other]));
+        let t = &a.finish()[0];
+        assert_eq!(t.conflicting, vec![SpanId([2; 8])]);
+        assert_eq!(t.spans[1].span.end_time_unix_nano, 25, "the first is kept");
     }
 
     #[test]

@@ -907,6 +907,19 @@ pub fn validate_ids(req: &mut Request) -> Vec<String> {
     problems
 }
 
+/// A string attribute, for tests that write spans by hand.
+#[cfg(test)]
+pub(crate) fn str_kv(key: &str, v: &str) -> opentelemetry_proto::tonic::common::v1::KeyValue {
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.to_string())),
+        }),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
