@@ -308,20 +308,23 @@ impl Trace {
             return None;
         }
         const SHOWN: usize = 10;
-        let mut ids: Vec<String> = self
-            .conflicting
+        // A span may come again several times: each id is named once.
+        let mut distinct = self.conflicting.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut ids: Vec<String> = distinct
             .iter()
             .take(SHOWN)
             .map(ToString::to_string)
             .collect();
-        if self.conflicting.len() > SHOWN {
-            ids.push(format!("and {} more", self.conflicting.len() - SHOWN));
+        if distinct.len() > SHOWN {
+            ids.push(format!("and {} more", distinct.len() - SHOWN));
         }
         Some(format!(
             "trace {}: {} span(s) came again with the same id and other content; \
              the first copy is kept: {}",
             self.id,
-            self.conflicting.len(),
+            distinct.len(),
             ids.join(", ")
         ))
     }
@@ -1004,9 +1007,13 @@ mod tests {
         let mut a = Assembler::new();
         let mut other = ended.clone();
         other.end_time_unix_nano = 30;
-        a.add(req(vec![span(1, 1, None, 10), ended, other]));
+        let mut third = ended.clone();
+        third.end_time_unix_nano = 35;
+        a.add(req(vec![span(1, 1, None, 10), ended, other, third]));
         let t = &a.finish()[0];
-        assert_eq!(t.conflicting, vec![SpanId([2; 8])]);
+        assert_eq!(t.conflicting, vec![SpanId([2; 8]); 2]);
+        let w = t.conflict_warning().unwrap_or_default();
+        assert!(w.contains(": 1 span(s)"), "each id named once: {w}");
         assert_eq!(t.spans[1].span.end_time_unix_nano, 25, "the first is kept");
     }
 
