@@ -661,4 +661,40 @@ mod tests {
         assert!(!carry.answers(Some(&answer("k0"))));
         assert!(carry.answers(Some(&answer(&format!("k{MAX_OPEN}")))));
     }
+
+    #[test]
+    fn a_carry_handing_back_keeps_the_traces_it_is_done_with() {
+        let x = Extractor::default();
+        let town = json!({"town": "Lyon"});
+        let traces = [
+            model_call(1, (0, 10), "p1", &[], &[("k1", "find_hotel", town)]),
+            model_call(2, (20, 30), "p1", &[("k1", "{\"stars\": 3}")], &[]),
+        ];
+        for hand_back in [false, true] {
+            let mut carry = if hand_back {
+                Carry::<usize>::handing_back()
+            } else {
+                Carry::default()
+            };
+            let (mut counted, mut spent) = (Vec::new(), Vec::new());
+            for t in &traces {
+                let mut a = x.analyze(t);
+                let left = Left::of(a.open.take(), || t.clone());
+                counted.extend(carry.settle(a.calls.len(), left, |t, carried| {
+                    let mut a = x.analyze_carried(t, carried);
+                    (a.calls.len(), a.open.take())
+                }));
+                spent.extend(carry.spent().into_iter().map(|t| t.id));
+            }
+            // The second trace, read again with the first one's call, is
+            // handed back once the carry is done with it.
+            assert_eq!(counted, [0, 1]);
+            let want = if hand_back {
+                vec![TraceId([2; 16])]
+            } else {
+                Vec::new()
+            };
+            assert_eq!(spent, want);
+        }
+    }
 }
