@@ -270,7 +270,7 @@ fn projection_keeps_everything_inspect_shows() {
                     })
                     .collect::<Vec<_>>()
             },
-            |batch| rows.extend(batch),
+            |batch, _| rows.extend(batch),
         );
         assert!(rejected.is_empty(), "{rejected:?}");
         rows.into_iter().unzip::<_, _, Vec<_>, Vec<_>>()

@@ -85,6 +85,9 @@ pub struct Carry<T> {
     /// the kept calls before the rule's own tests.
     calls: VecDeque<(u64, Echo)>,
     held: VecDeque<Held<T>>,
+    /// Traces done with, for the reader to drop elsewhere
+    /// ([`Carry::handing_back`]); `None`: dropped here.
+    spent: Option<Vec<Trace>>,
 }
 
 /// A tool name hashed, to compare a call with the kept ones cheaply (equal
@@ -99,6 +102,7 @@ impl<T> Default for Carry<T> {
             asks: VecDeque::new(),
             calls: VecDeque::new(),
             held: VecDeque::new(),
+            spent: None,
         }
     }
 }
@@ -113,6 +117,23 @@ struct Held<T> {
 }
 
 impl<T> Carry<T> {
+    /// A carry that keeps the traces it is done with for
+    /// [`Carry::spent`] rather than dropping them: a trace's drop frees
+    /// each span's parts, and the reader in input order is one thread
+    /// that every other may wait for, so it hands them to another.
+    pub fn handing_back() -> Self {
+        Carry {
+            spent: Some(Vec::new()),
+            ..Carry::default()
+        }
+    }
+
+    /// The traces done with since the last call (with
+    /// [`Carry::handing_back`]; else none).
+    pub fn spent(&mut self) -> Vec<Trace> {
+        self.spent.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// The open calls that a trace leaving `open` answers (removed from
     /// the carry: each is counted once).
     pub fn take(&mut self, open: Option<&Open>) -> Vec<OpenAsk> {
@@ -382,7 +403,12 @@ impl<T> Carry<T> {
         }
         let lone = match (open.map(|o| o.lone), trace) {
             (Some(lone), Some(t)) if !lone.is_empty() => Some((t, lone)),
-            _ => None,
+            (_, t) => {
+                if let (Some(spent), Some(t)) = (self.spent.as_mut(), t) {
+                    spent.push(t);
+                }
+                None
+            }
         };
         if self.held.is_empty() && lone.is_none() {
             return vec![out];
@@ -634,5 +660,41 @@ mod tests {
         };
         assert!(!carry.answers(Some(&answer("k0"))));
         assert!(carry.answers(Some(&answer(&format!("k{MAX_OPEN}")))));
+    }
+
+    #[test]
+    fn a_carry_handing_back_keeps_the_traces_it_is_done_with() {
+        let x = Extractor::default();
+        let town = json!({"town": "Lyon"});
+        let traces = [
+            model_call(1, (0, 10), "p1", &[], &[("k1", "find_hotel", town)]),
+            model_call(2, (20, 30), "p1", &[("k1", "{\"stars\": 3}")], &[]),
+        ];
+        for hand_back in [false, true] {
+            let mut carry = if hand_back {
+                Carry::<usize>::handing_back()
+            } else {
+                Carry::default()
+            };
+            let (mut counted, mut spent) = (Vec::new(), Vec::new());
+            for t in &traces {
+                let mut a = x.analyze(t);
+                let left = Left::of(a.open.take(), || t.clone());
+                counted.extend(carry.settle(a.calls.len(), left, |t, carried| {
+                    let mut a = x.analyze_carried(t, carried);
+                    (a.calls.len(), a.open.take())
+                }));
+                spent.extend(carry.spent().into_iter().map(|t| t.id));
+            }
+            // The second trace, read again with the first one's call, is
+            // handed back once the carry is done with it.
+            assert_eq!(counted, [0, 1]);
+            let want = if hand_back {
+                vec![TraceId([2; 16])]
+            } else {
+                Vec::new()
+            };
+            assert_eq!(spent, want);
+        }
     }
 }

@@ -6,7 +6,9 @@
 //! fixtures' join keys; everything else is skipped by the decoder without
 //! being allocated.
 
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 
@@ -90,6 +92,31 @@ pub struct Projection {
     infix_common: Option<memchr::memmem::Finder<'static>>,
     resource: Keys,
     event: Keys,
+    /// Which projection this is, for the answers a thread remembers
+    /// ([`Projection::remembered`]): a new number at each change (0 for
+    /// the default, which keeps every span attribute and asks no key).
+    id: u64,
+}
+
+/// The last [`Projection::id`] given out.
+static LAST_ID: AtomicU64 = AtomicU64::new(0);
+
+/// The span keys whose answer a thread remembers, for one projection:
+/// the keys seen first, so that input of made-up keys costs memory once.
+const MAX_REMEMBERED: usize = 4096;
+/// Longer keys are asked each time (they are rare, and a memo of them
+/// would hold their bytes).
+const MAX_REMEMBERED_LEN: usize = 128;
+
+/// A thread's remembered answers for span keys, of projection `of`.
+#[derive(Default)]
+struct Remembered {
+    of: u64,
+    kept: HashMap<Box<str>, bool, foldhash::fast::RandomState>,
+}
+
+thread_local! {
+    static REMEMBERED: RefCell<Remembered> = RefCell::new(Remembered::default());
 }
 
 /// A set of exact keys. Every attribute of every span is looked up here:
@@ -125,14 +152,62 @@ impl Keys {
 }
 
 impl Projection {
+    /// Gives the changed projection a new [`Projection::id`], so that no
+    /// thread uses what it remembered of the projection before.
+    fn renew(&mut self) {
+        self.id = LAST_ID.fetch_add(1, Ordering::Relaxed) + 1;
+    }
+
+    /// Whether a span attribute of key `key` is kept, asked of `keys`,
+    /// the prefixes, the tails and the family's infixes
+    /// ([`Projection::remembered`] remembers the answer).
+    fn span_kept(&self, keys: &Keys, key: &str) -> bool {
+        keys.contains(key)
+            || self.span_prefixes.iter().any(|p| {
+                // The first byte before the whole prefix: most keys
+                // start with none of theirs.
+                p.is_empty()
+                    || key.as_bytes().first() == p.as_bytes().first() && key.starts_with(p.as_str())
+            })
+            || self.tail_kept(key)
+            || self.family_kept(key)
+    }
+
+    /// [`Projection::span_kept`], remembered per thread: every attribute
+    /// of every span is asked, spans repeat a few keys, and one hash
+    /// lookup costs less than the tests after the exact keys (a key kept
+    /// by none of them goes through all).
+    fn remembered(&self, keys: &Keys, key: &str) -> bool {
+        if key.len() > MAX_REMEMBERED_LEN {
+            return self.span_kept(keys, key);
+        }
+        REMEMBERED.with(|r| {
+            let mut r = r.borrow_mut();
+            if r.of != self.id {
+                r.kept.clear();
+                r.of = self.id;
+            }
+            if let Some(&kept) = r.kept.get(key) {
+                return kept;
+            }
+            let kept = self.span_kept(keys, key);
+            if r.kept.len() < MAX_REMEMBERED {
+                r.kept.insert(key.into(), kept);
+            }
+            kept
+        })
+    }
+
     /// Keeps `keys` on resources (join and session keys).
     pub fn resource_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.renew();
         self.resource.extend(keys.into_iter().map(Into::into));
         self
     }
 
     /// Keeps `keys` on span events.
     pub fn event_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.renew();
         self.event.extend(keys.into_iter().map(Into::into));
         self
     }
@@ -144,6 +219,7 @@ impl Projection {
         keys: impl IntoIterator<Item = S>,
         prefixes: impl IntoIterator<Item = P>,
     ) -> Self {
+        self.renew();
         self.span
             .get_or_insert_with(Keys::default)
             .extend(keys.into_iter().map(Into::into));
@@ -156,12 +232,14 @@ impl Projection {
 impl Projection {
     /// Keeps span keys whose last dot-separated part is one of `tails`.
     pub fn span_tails<S: Into<String>>(mut self, tails: impl IntoIterator<Item = S>) -> Self {
+        self.renew();
         self.span_tails.extend(tails.into_iter().map(Into::into));
         self
     }
 
     /// Keeps span keys that end with one of `tails` after a `_`.
     pub fn span_snake_tails<S: Into<String>>(mut self, tails: impl IntoIterator<Item = S>) -> Self {
+        self.renew();
         self.span_snake_tails
             .extend(tails.into_iter().map(Into::into));
         self
@@ -170,6 +248,7 @@ impl Projection {
     /// Keeps span keys that start with one of `infixes` or hold one after
     /// a `.` or `_`.
     pub fn span_infixes<S: AsRef<str>>(mut self, infixes: impl IntoIterator<Item = S>) -> Self {
+        self.renew();
         self.span_infixes.extend(
             infixes
                 .into_iter()
@@ -231,18 +310,10 @@ impl Projection {
 impl KeyFilter for Projection {
     fn keep(&self, at: AttrsOf, key: &str) -> bool {
         match at {
-            AttrsOf::Span => self.span.as_ref().is_none_or(|keys| {
-                keys.contains(key)
-                    || self.span_prefixes.iter().any(|p| {
-                        // The first byte before the whole prefix: most keys
-                        // start with none of theirs.
-                        p.is_empty()
-                            || key.as_bytes().first() == p.as_bytes().first()
-                                && key.starts_with(p.as_str())
-                    })
-                    || self.tail_kept(key)
-                    || self.family_kept(key)
-            }),
+            AttrsOf::Span => self
+                .span
+                .as_ref()
+                .is_none_or(|keys| self.remembered(keys, key)),
             AttrsOf::Resource => self.resource.contains(key),
             AttrsOf::Event => self.event.contains(key),
             AttrsOf::Scope | AttrsOf::Link => false,
@@ -277,6 +348,29 @@ mod tests {
         assert!(!p.keep(AttrsOf::Span, "gen_ai.system_instructions"));
         assert!(p.keep_json(AttrsOf::Span));
         assert!(!p.keep_json(AttrsOf::Resource));
+    }
+
+    #[test]
+    fn a_changed_projection_answers_anew_on_the_same_thread() {
+        let first = Projection::default().span_keys(["a.kept"], [""; 0]);
+        let long = format!("x.{}", "k".repeat(MAX_REMEMBERED_LEN));
+        for _ in 0..2 {
+            assert!(first.keep(AttrsOf::Span, "a.kept"));
+            assert!(!first.keep(AttrsOf::Span, "b.kept"));
+            assert!(!first.keep(AttrsOf::Span, &long));
+        }
+        // A copy changed after the keys were asked, then the first again:
+        // each answers for its own keys.
+        let second = first.clone().span_keys(["b.kept", long.as_str()], [""; 0]);
+        for _ in 0..2 {
+            assert!(second.keep(AttrsOf::Span, "b.kept"));
+            assert!(second.keep(AttrsOf::Span, &long));
+            assert!(!first.keep(AttrsOf::Span, "b.kept"));
+            assert!(!first.keep(AttrsOf::Span, &long));
+        }
+        let tails = first.clone().span_tails(["kind"]);
+        assert!(tails.keep(AttrsOf::Span, "acme.kind"));
+        assert!(!first.keep(AttrsOf::Span, "acme.kind"));
     }
 
     #[test]

@@ -73,35 +73,37 @@ pub fn inspect(
     };
     let mut found = Inspection::default();
     let mut written: std::io::Result<()> = Ok(());
-    let mut carry = Carry::default();
+    let mut carry = Carry::handing_back();
     let projection = pipeline.projection();
     // An explanation shows near misses, which may name any attribute.
     let filter: &(dyn KeyFilter + Sync) = if explain { &KeepAll } else { &projection };
-    let (rejected, _stats) = stream_traces(sources, read, filter, progress, render, |batch| {
-        let (warnings, rendered) = batch;
-        warnings.iter().for_each(super::print_warning);
-        if written.is_ok() {
-            written = rendered.and_then(|(text, pieces, spans)| {
-                found.spans += spans;
-                let mut from = 0;
-                for p in pieces {
-                    // A trace read again (it answers an earlier trace's
-                    // call) replaces its part of the batch's text.
-                    let first = Ok((text[from..p.end].to_vec(), p.calls));
-                    let due = carry.settle(first, p.left, |t, carried| {
-                        let mut again = Vec::new();
-                        match write(&mut again, t, carried) {
-                            Ok((calls, open)) => (Ok((again, calls)), open),
-                            Err(e) => (Err(e), None),
-                        }
-                    });
-                    put(&mut found, out, due)?;
-                    from = p.end;
-                }
-                Ok(())
-            });
-        }
-    });
+    let (rejected, _stats) =
+        stream_traces(sources, read, filter, progress, render, |batch, spent| {
+            let (warnings, rendered) = batch;
+            warnings.iter().for_each(super::print_warning);
+            if written.is_ok() {
+                written = rendered.and_then(|(text, pieces, spans)| {
+                    found.spans += spans;
+                    let mut from = 0;
+                    for p in pieces {
+                        // A trace read again (it answers an earlier trace's
+                        // call) replaces its part of the batch's text.
+                        let first = Ok((text[from..p.end].to_vec(), p.calls));
+                        let due = carry.settle(first, p.left, |t, carried| {
+                            let mut again = Vec::new();
+                            match write(&mut again, t, carried) {
+                                Ok((calls, open)) => (Ok((again, calls)), open),
+                                Err(e) => (Err(e), None),
+                            }
+                        });
+                        put(&mut found, out, due)?;
+                        from = p.end;
+                    }
+                    Ok(())
+                });
+            }
+            spent.append(&mut carry.spent());
+        });
     if written.is_ok() {
         written = put(&mut found, out, carry.finish());
     }
@@ -156,7 +158,7 @@ pub fn each_row<R: Send>(
         (rows, spans)
     };
     let mut found = Inspection::default();
-    let mut carry = Carry::default();
+    let mut carry = Carry::handing_back();
     let projection = pipeline.projection();
     let (rejected, _stats) = stream_traces(
         sources,
@@ -164,7 +166,7 @@ pub fn each_row<R: Send>(
         &projection,
         |_| {},
         rows,
-        |(rows, spans)| {
+        |(rows, spans), spent| {
             found.spans += spans;
             for (first, left) in rows {
                 for (r, calls) in carry.settle(first, left, row_of) {
@@ -172,6 +174,7 @@ pub fn each_row<R: Send>(
                     each(r);
                 }
             }
+            spent.append(&mut carry.spent());
         },
     );
     for (r, calls) in carry.finish() {

@@ -137,7 +137,7 @@ pub fn record(
     let session = matches!(join, RecordJoin::Match(k) if evaluator.session_keys().contains(k));
     let mut builder = Builder::new(join, session);
     // Calls earlier traces left open, as replay counts them.
-    let mut carry = Carry::default();
+    let mut carry = Carry::handing_back();
     let (rejected, _stats) = stream_traces(
         sources,
         read,
@@ -152,13 +152,14 @@ pub fn record(
                 })
                 .collect()
         },
-        |batch| {
+        |batch, spent| {
             for (s, left) in batch {
                 for s in carry.settle(s, left, |t, carried| seen(pipeline, join, t, carried)) {
                     s.warnings.iter().for_each(super::print_warning);
                     builder.add(s);
                 }
             }
+            spent.append(&mut carry.spent());
         },
     );
     for s in carry.finish() {

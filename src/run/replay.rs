@@ -1,6 +1,8 @@
 //! Replay: trace files -> a [`Report`]. Reads and assembles every input,
 //! then hands each trace to the per-trace pipeline ([`Pipeline`]).
 
+use std::cell::RefCell;
+
 use crate::assemble::{Assembler, Trace, TraceId, Unbuilt};
 use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
 use crate::extract::carry::{Carry, Left, OpenAsk};
@@ -100,7 +102,7 @@ impl<'a> Collector<'a> {
                 threads: evaluator.judge().map_or(1, |j| j.concurrency()),
                 timelines: report.timelines.is_some(),
             },
-            carry: Carry::default(),
+            carry: Carry::handing_back(),
             hit: vec![false; evaluator.cases().len()],
             sessions: Sessions::default(),
             tools: ToolStatsBuilder::default(),
@@ -115,6 +117,13 @@ impl<'a> Collector<'a> {
     pub fn add(&mut self, traces: &[Trace], report: &mut Report) {
         let scored = self.per_trace.score(traces);
         self.add_scored(scored, report);
+        drop(self.spent());
+    }
+
+    /// The traces kept for a second scoring that the carry is done with
+    /// (for the caller to drop where it likes).
+    pub fn spent(&mut self) -> Vec<Trace> {
+        self.carry.spent()
     }
 
     /// Folds in a batch scored by [`BatchRun::score`]: what the core's
@@ -205,16 +214,19 @@ pub struct ReadOptions {
 /// threads, keeps what `filter` keeps, assembles traces and hands them in
 /// batches, as soon as they are complete (see [`Assembler::release`]) or
 /// at the end, to `map` on as many workers, then `map`'s results to `each`
-/// in input order. Returns the run's rejections and counters. It prints
-/// nothing: what a trace warns of comes from the per-trace stage
-/// ([`crate::evaluate::Warning`]), for the driver to say.
+/// in input order. The traces `each` is done with, put in its `Vec`, are
+/// dropped on a worker with the next batch: this thread is the one every
+/// other waits for, and a trace's drop frees each span's parts. Returns
+/// the run's rejections and counters. It prints nothing: what a trace
+/// warns of comes from the per-trace stage ([`crate::evaluate::Warning`]),
+/// for the driver to say.
 pub fn stream_traces<R: Send>(
     sources: &[Source],
     options: &ReadOptions,
     filter: &(dyn KeyFilter + Sync),
     mut progress: impl FnMut(Progress),
     map: impl Fn(Vec<Trace>) -> R + Sync,
-    each: impl FnMut(R),
+    mut each: impl FnMut(R, &mut Vec<Trace>),
 ) -> (Vec<Rejected>, Stats) {
     let (inputs, mut rejected) = files::expand(sources);
     let mut stats = Stats {
@@ -225,9 +237,15 @@ pub fn stream_traces<R: Send>(
     let total_bytes = sizes.iter().sum();
     let (mut done, mut done_bytes) = (0usize, 0u64);
     let mut assembler = Assembler::new();
-    // Traces are built (spans put in order, indexed) on the workers: this
-    // thread assembles every trace in turn, so it does the least it can.
-    let build_and_map = |batch: Vec<Unbuilt>| map(batch.into_iter().map(Unbuilt::build).collect());
+    // Traces are built (spans put in order, indexed) and dropped on the
+    // workers: this thread assembles every trace in turn, so it does the
+    // least it can.
+    let build_and_map = |(batch, spent): (Vec<Unbuilt>, Vec<Trace>)| {
+        drop(spent);
+        map(batch.into_iter().map(Unbuilt::build).collect())
+    };
+    // What `each` is done with, until the next batch goes out.
+    let spent = RefCell::new(Vec::new());
     ordered_map(
         options.stream.threads,
         build_and_map,
@@ -245,7 +263,10 @@ pub fn stream_traces<R: Send>(
                         })
                         .map_or(traces.len(), |i| i.max(1));
                     let rest = traces.split_off(cut);
-                    submit(std::mem::replace(&mut traces, rest));
+                    // Taken before the submit, which may hand results to
+                    // `each` (that borrows `spent` again).
+                    let done = std::mem::take(&mut *spent.borrow_mut());
+                    submit((std::mem::replace(&mut traces, rest), done));
                 }
             };
             stream::decode_inputs(&inputs, &options.limits, filter, &options.stream, |piece| {
@@ -291,7 +312,7 @@ pub fn stream_traces<R: Send>(
             stats.logs_unjoined = unjoined;
             submit(traces);
         },
-        each,
+        |r| each(r, &mut spent.borrow_mut()),
     );
     (rejected, stats)
 }
@@ -319,7 +340,10 @@ pub fn replay(
         &pipeline.projection(),
         progress,
         |batch| per_trace.score(&batch),
-        |scored| scorer.add_scored(scored, &mut report),
+        |scored, spent| {
+            scorer.add_scored(scored, &mut report);
+            spent.append(&mut scorer.spent());
+        },
     );
     scorer.finish(&mut report);
     report.stats = Stats {
