@@ -710,7 +710,10 @@ impl Extractor {
                 continue;
             }
             let (args, args_text, args_json) = self.args_of(rule, trace, i, name, &mut requests);
-            self.keys.fill(&s.span, slots);
+            // The slots are read by the rule's `error_when` alone.
+            if !rule.error_when.is_empty() {
+                self.keys.fill(&s.span, slots);
+            }
             let (status, error_message, error_type) = error_of(rule, s, slots);
             let ordered_args = self
                 .ordered_args
