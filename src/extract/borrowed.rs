@@ -63,7 +63,7 @@ impl<'a> Json<'a> {
 }
 
 /// An object's entries as the `serde_json::Map` of the same text.
-pub(crate) fn object_to_map(o: &[(Cow<'_, str>, Json<'_>)]) -> Map<String, Value> {
+fn object_to_map(o: &[(Cow<'_, str>, Json<'_>)]) -> Map<String, Value> {
     o.iter()
         .map(|(k, v)| (k.to_string(), v.to_value()))
         .collect()

@@ -292,7 +292,8 @@ impl<T> Carry<T> {
                 .then(|| self.asked_at(later))
                 .flatten();
             let found = self.first_named(&later.name, |c| {
-                twice::same_call(later, c)
+                twice::may_be_same(later, c)
+                    && twice::same_call(later, c)
                     && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
             });
             let between = found.is_none().then(|| {

@@ -48,7 +48,7 @@ use super::borrowed::Json;
 use super::open::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked, Tree};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
-use crate::assemble::{SpanId, SpanRecord, Trace, Val};
+use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 
 mod afc;
 mod bodies;
@@ -395,7 +395,8 @@ fn calls_in<T: Tree>(v: &T) -> Vec<Asked> {
 fn calls_under<T: Tree>(v: &T, parent: Option<&str>) -> Vec<Asked> {
     let mut out = Vec::new();
     requested::walk(v, parent, 0, &mut out);
-    let mut ids = HashSet::new();
+    // foldhash (as `IdSet`): a set only asked, never walked.
+    let mut ids: IdSet<String> = IdSet::default();
     out.retain(|a| a.id.as_ref().is_none_or(|id| ids.insert(id.clone())));
     out
 }
@@ -849,7 +850,8 @@ pub(super) fn witness(
 /// parent.
 fn asked_in(trace: &Trace) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
-    let mut ids: HashSet<(String, String)> = HashSet::new();
+    // foldhash (as `IdSet`): a set only asked, never walked.
+    let mut ids: IdSet<(String, String)> = IdSet::default();
     for (i, s) in trace.spans.iter().enumerate() {
         let (calls, form) = asked_of(s);
         for a in calls {
@@ -1241,7 +1243,7 @@ fn join(
     calls: &mut [ToolCall],
 ) -> (Vec<bool>, Vec<Option<usize>>) {
     let index = trace.span_positions();
-    let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_id: IdMap<&str, Vec<usize>> = IdMap::default();
     for (k, at) in asked.iter().enumerate() {
         if let Some(id) = at.asked.id.as_deref() {
             by_id.entry(id).or_default().push(k);

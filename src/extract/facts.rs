@@ -462,17 +462,22 @@ fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
         Val::Str(text) => push(&cached_tool_defs(text)),
         _ => push(&tool_defs(&any_to_json(v))),
     };
-    for k in TOOL_KEYS {
-        if let Some(v) = s.attr(k) {
-            add(v);
+    // One pass over the keys (every span is asked; few have any): the
+    // first attribute of each of `TOOL_KEYS`, then the flattened lists in
+    // attribute order, as looking each key up would give them.
+    let mut first: [Option<usize>; TOOL_KEYS.len()] = [None; TOOL_KEYS.len()];
+    let mut flat: Vec<usize> = Vec::new();
+    let (prefix, suffix) = TOOL_KEY_PREFIX;
+    for (i, key) in s.span.attr_keys().enumerate() {
+        if let Some(j) = TOOL_KEYS.iter().position(|k| k.as_bytes() == key) {
+            first[j].get_or_insert(i);
+        } else if key.starts_with(prefix.as_bytes()) && key.ends_with(suffix.as_bytes()) {
+            flat.push(i);
         }
     }
-    let (prefix, suffix) = TOOL_KEY_PREFIX;
-    for (key, value) in s.span.attributes() {
-        if key.starts_with(prefix) && key.ends_with(suffix) {
-            if let Some(v) = value {
-                add(v);
-            }
+    for i in first.into_iter().flatten().chain(flat) {
+        if let Some(v) = s.span.attr_value(i) {
+            add(v);
         }
     }
 }
@@ -487,10 +492,16 @@ fn cached_tool_defs(text: &str) -> std::rc::Rc<[ToolDef]> {
     /// Bounds of the cache: entries and bytes of text held.
     const MAX_ENTRIES: usize = 64;
     const MAX_BYTES: usize = 4 << 20;
-    /// Parsed lists by their text, and the bytes of text held.
-    type Cache = (HashMap<Box<str>, Rc<[ToolDef]>>, usize);
+    /// Parsed lists by their text, and the bytes of text held. foldhash:
+    /// every model call's list of a few KiB is hashed to find it, several
+    /// times cheaper than SipHash on such texts (the cache is bounded, so a
+    /// crafted input gains nothing from colliding keys).
+    type Cache = (
+        HashMap<Box<str>, Rc<[ToolDef]>, foldhash::fast::RandomState>,
+        usize,
+    );
     thread_local! {
-        static CACHE: RefCell<Cache> = RefCell::new((HashMap::new(), 0));
+        static CACHE: RefCell<Cache> = RefCell::new((HashMap::default(), 0));
     }
     if let Some(hit) = CACHE.with_borrow(|(map, _)| map.get(text).cloned()) {
         return hit;

@@ -300,7 +300,8 @@ impl rules::Slots for KeyTable {
 
 impl KeyTable {
     /// Fills `slots` with the span's values of the table's keys; returns the
-    /// bit set of the first 64 slots present.
+    /// bit set of the first 64 slots with a value (an attribute without
+    /// one holds no condition: `holds`).
     fn fill<'a>(&self, span: &'a Span, slots: &mut [Option<Val<'a>>]) -> u64 {
         slots.iter_mut().for_each(|s| *s = None);
         let mut present = 0u64;
@@ -312,7 +313,7 @@ impl KeyTable {
             for &(key_tail, slot) in bucket {
                 if key_tail == t && slots[slot].is_none() && self.keys[slot].as_bytes() == key {
                     slots[slot] = span.attr_value(i);
-                    if slot < 64 {
+                    if slot < 64 && slots[slot].is_some() {
                         present |= 1 << slot;
                     }
                 }
@@ -515,9 +516,7 @@ impl Extractor {
     fn classify(&self, s: &SpanRecord, slots: &[Option<Val<'_>>], present: u64) -> Option<usize> {
         self.rules.iter().position(|r| {
             // Most rules need an attribute the span does not have: one AND.
-            r.needs & !present == 0
-                && r.when.iter().all(|c| holds(c, s, slots))
-                && !r.unless.iter().any(|c| holds(c, s, slots))
+            r.applies(present, |c| holds(c, s, slots))
                 && (r.family.is_none() || family_ns(r, s).is_some())
         })
     }
@@ -711,7 +710,10 @@ impl Extractor {
                 continue;
             }
             let (args, args_text, args_json) = self.args_of(rule, trace, i, name, &mut requests);
-            self.keys.fill(&s.span, slots);
+            // The slots are read by the rule's `error_when` alone.
+            if !rule.error_when.is_empty() {
+                self.keys.fill(&s.span, slots);
+            }
             let (status, error_message, error_type) = error_of(rule, s, slots);
             let ordered_args = self
                 .ordered_args

@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
-use super::borrowed::{object_to_map, Json};
+use super::borrowed::Json;
 use crate::assemble::{SpanRecord, Trace, Val};
 
 const OI_PREFIX: &str = "llm.output_messages.";
@@ -376,6 +376,40 @@ pub(crate) fn call_of(o: &Map<String, Value>) -> Option<Asked> {
     })
 }
 
+/// [`call_of`] on an object of a borrowed tree, read in place: only the
+/// arguments are copied into a `Value` (an object's keys are looked up as
+/// in the `Value` of the same text, see [`Json::get`]).
+fn call_of_json(o: &Json<'_>) -> Option<Asked> {
+    let f = o.get("function").filter(|f| matches!(f, Json::Object(_)));
+    let name = f
+        .and_then(|f| f.get("name"))
+        .or_else(|| o.get("name"))
+        .or_else(|| o.get("toolName"))
+        .and_then(Json::as_str)?;
+    let args = f
+        .and_then(|f| f.get("arguments"))
+        .or_else(|| o.get("arguments"))
+        .or_else(|| o.get("args"))
+        .or_else(|| o.get("input"))
+        .or_else(|| o.get("parameters"))?;
+    let id = o
+        .get("call_id")
+        .and_then(Json::as_str)
+        .filter(|id| !id.is_empty())
+        .or_else(|| ID_KEYS.iter().find_map(|k| o.get(k).and_then(Json::as_str)))
+        .filter(|id| !id.is_empty())
+        .map(str::to_string);
+    Some(Asked {
+        id,
+        name: name.to_string(),
+        // As [`decoded`] of the argument's `Value`.
+        args: match args {
+            Json::Str(s) => json_or_string(s),
+            other => other.to_value(),
+        },
+    })
+}
+
 /// What [`walk`] reads of a JSON tree: a `serde_json::Value`, or a tree
 /// borrowing from its text ([`Json`]: a model output read only for its
 /// calls need not be copied into a `Value`).
@@ -447,9 +481,8 @@ impl Tree for Json<'_> {
     }
 
     fn call(&self) -> Option<Asked> {
-        // Only a call object is copied into a `Value`.
         match self {
-            Json::Object(o) => call_of(&object_to_map(o)),
+            Json::Object(_) => call_of_json(self),
             _ => None,
         }
     }

@@ -551,6 +551,10 @@ pub struct Rule {
     pub(crate) needs: u64,
     pub(crate) when: Vec<Cond>,
     pub(crate) unless: Vec<Cond>,
+    /// What `when` and `unless` ask, sorted for [`Rule::applies`]: most
+    /// conditions only ask whether attributes are there, which the span's
+    /// bit set of present slots answers without reading a value.
+    pub(crate) tests: CondTests,
     pub(crate) name_from: Vec<Source>,
     pub(crate) args: Vec<Source>,
     pub(crate) result: Vec<Source>,
@@ -651,6 +655,75 @@ fn type_in_object(text: &str) -> Option<String> {
     v.get("type")?.as_str().map(str::to_string)
 }
 
+/// A rule's conditions as [`Rule::applies`] asks them: the ones that only
+/// ask whether attributes are there as bit masks over the span's present
+/// slots (under 64), the others by their place in `when` or `unless`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CondTests {
+    /// `when`'s `any` lists of attributes only: each needs one of its bits.
+    when_any: Vec<u64>,
+    /// `when`'s other conditions (an attribute's presence alone is in
+    /// [`Rule::needs`]).
+    when_rest: Vec<usize>,
+    /// `unless`'s attributes-only conditions: any of these bits present
+    /// and the rule does not apply.
+    unless_any: u64,
+    /// `unless`'s other conditions.
+    unless_rest: Vec<usize>,
+}
+
+impl CondTests {
+    fn of(when: &[Cond], unless: &[Cond]) -> CondTests {
+        let mut t = CondTests::default();
+        for (i, c) in when.iter().enumerate() {
+            match (c, presence_mask(c)) {
+                (Cond::Attr { .. }, Some(_)) => {}
+                (_, Some(m)) => t.when_any.push(m),
+                (_, None) => t.when_rest.push(i),
+            }
+        }
+        for (i, c) in unless.iter().enumerate() {
+            match presence_mask(c) {
+                Some(m) => t.unless_any |= m,
+                None => t.unless_rest.push(i),
+            }
+        }
+        t
+    }
+}
+
+/// The slots a condition asks only the presence of, as bits (one of them
+/// present and it holds): an attribute without a test, or an `any` list
+/// of such; `None` for any other condition or a slot past 63.
+fn presence_mask(c: &Cond) -> Option<u64> {
+    match c {
+        Cond::Attr {
+            slot,
+            test: Test::Present,
+        } if *slot < 64 => Some(1 << slot),
+        Cond::Any(list) if !list.is_empty() => list
+            .iter()
+            .try_fold(0u64, |m, c| Some(m | presence_mask(c)?)),
+        _ => None,
+    }
+}
+
+impl Rule {
+    /// Whether the rule's `when` holds and its `unless` does not, for a
+    /// span whose slots with a value are the bits of `present` (those
+    /// under 64) and whose other conditions `holds` answers. The same as
+    /// asking each condition in turn; the masks first, as they cost one
+    /// AND each.
+    pub(crate) fn applies(&self, present: u64, holds: impl Fn(&Cond) -> bool) -> bool {
+        let t = &self.tests;
+        self.needs & !present == 0
+            && t.unless_any & present == 0
+            && t.when_any.iter().all(|m| m & present != 0)
+            && t.when_rest.iter().all(|&i| holds(&self.when[i]))
+            && !t.unless_rest.iter().any(|&i| holds(&self.unless[i]))
+    }
+}
+
 /// Resolves attribute keys used in conditions to slots.
 pub(crate) trait Slots {
     fn slot(&mut self, key: &str) -> usize;
@@ -686,7 +759,7 @@ pub(crate) enum Regexes {
 /// A rule's regex, compiled now or at first use ([`Regexes`]); clones
 /// share it, so each pattern compiles once per run whatever the threads.
 #[derive(Clone)]
-pub(crate) struct Pattern(Arc<(Box<str>, OnceLock<Regex>)>);
+pub(crate) struct Pattern(Arc<(Box<str>, OnceLock<Regex>, OnceLock<Needed>)>);
 
 impl Pattern {
     fn new(rule: &str, re: &str, when: Regexes) -> Result<Pattern, RuleError> {
@@ -694,7 +767,64 @@ impl Pattern {
         if when == Regexes::Now {
             let _ = compiled.set(regex(rule, re)?);
         }
-        Ok(Pattern(Arc::new((re.into(), compiled))))
+        Ok(Pattern(Arc::new((re.into(), compiled, OnceLock::new()))))
+    }
+
+    /// Whether the pattern matches somewhere in `text`: as the regex's
+    /// own `is_match`, with what every match needs ([`Needed`]) asked
+    /// first. A condition asks it of most spans and few match: a
+    /// comparison of bytes instead of a regex search (and of compiling
+    /// the regex, for patterns no span passes).
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        let needed = self.0 .2.get_or_init(|| Needed::of(&self.0 .0));
+        needed.admits(text.as_bytes()) && (**self).is_match(text)
+    }
+}
+
+/// What a text must be, or start with, for a pattern anchored at its start
+/// (`^`) to match it, from the pattern's literals: its prefixes (every
+/// match starts with one), or, anchored at the end too and with every
+/// literal a whole match, the texts it can match. A necessary condition
+/// only: the regex decides after it (other assertions may still fail).
+#[derive(Debug)]
+enum Needed {
+    Anything,
+    Prefix(Vec<Box<[u8]>>),
+    OneOf(Vec<Box<[u8]>>),
+}
+
+impl Needed {
+    fn of(pattern: &str) -> Needed {
+        use regex_syntax::hir::literal::{ExtractKind, Extractor};
+        use regex_syntax::hir::Look;
+        // The regex crate's defaults (`RegexBuilder` sets no other flag).
+        let Ok(hir) = regex_syntax::Parser::new().parse(pattern) else {
+            return Needed::Anything;
+        };
+        let props = hir.properties();
+        if !props.look_set_prefix().contains(Look::Start) {
+            return Needed::Anything;
+        }
+        let seq = Extractor::new().kind(ExtractKind::Prefix).extract(&hir);
+        let Some(literals) = seq.literals() else {
+            return Needed::Anything;
+        };
+        let texts: Vec<Box<[u8]>> = literals.iter().map(|l| l.as_bytes().into()).collect();
+        if texts.iter().any(|t| t.is_empty()) {
+            Needed::Anything
+        } else if seq.is_exact() && props.look_set_suffix().contains(Look::End) {
+            Needed::OneOf(texts)
+        } else {
+            Needed::Prefix(texts)
+        }
+    }
+
+    fn admits(&self, text: &[u8]) -> bool {
+        match self {
+            Needed::Anything => true,
+            Needed::Prefix(p) => p.iter().any(|p| text.starts_with(p)),
+            Needed::OneOf(texts) => texts.iter().any(|t| **t == *text),
+        }
     }
 }
 
@@ -702,7 +832,7 @@ impl std::ops::Deref for Pattern {
     type Target = Regex;
 
     fn deref(&self) -> &Regex {
-        let (text, compiled) = &*self.0;
+        let (text, compiled, _) = &*self.0;
         compiled.get_or_init(|| {
             // Only built-in patterns wait for their first use, and a test
             // compiles each; were one to fail, it matches nothing.
@@ -995,10 +1125,12 @@ pub(crate) fn compile_as(
         Cond::Attr { slot, .. } if *slot < 64 => m | (1 << slot),
         _ => m,
     });
+    let unless = conds(&spec.unless, slots)?;
     Ok(Rule {
         needs,
+        tests: CondTests::of(&when, &unless),
         when,
-        unless: conds(&spec.unless, slots)?,
+        unless,
         error_when: conds(&spec.error_when, slots)?,
         name_from: sources(&spec.name_from)?,
         args: known(literal(sources(&spec.args)?), KNOWN_ARGS),
@@ -1151,5 +1283,89 @@ mod tests {
             compile_as(&spec, &mut slots, Regexes::Now),
             Err(RuleError::Regex { .. })
         ));
+    }
+
+    /// What a pattern's literals say a match needs never turns a match
+    /// away: the filtered match is the regex's own, on the built-in
+    /// patterns and on shapes where the literals alone would mislead.
+    #[test]
+    fn a_patterns_needed_literals_agree_with_its_regex() {
+        let specs = builtin();
+        let mut all: Vec<String> = specs
+            .iter()
+            .flat_map(patterns)
+            .map(str::to_string)
+            .collect();
+        assert!(all.len() >= 10, "{all:?}");
+        let shapes = [
+            r"^a\bb$",
+            r"(?m)^tool$",
+            r"^ab?c",
+            r"(?i)^Tool\.",
+            r"^(?i:chat)$",
+            r"^$",
+            r"[^\s\S]",
+            r"^\w*Tool\.task$",
+            r"^tool|x",
+            r"^(chat|run)",
+            r"^é\.",
+            r"^a$|^b$",
+        ];
+        all.extend(shapes.iter().map(|p| p.to_string()));
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "ac",
+            "b",
+            "x",
+            "tool",
+            "tool.",
+            "tool.x",
+            "Tool.x",
+            "TOOL.X",
+            "tool\nx",
+            "x\ntool",
+            "chat",
+            "chat ",
+            " chat",
+            "CHAT",
+            "run",
+            "running tool",
+            "running tool: x",
+            "execute_tool get",
+            "execute_tool (merged tools)",
+            "invoke_agent a",
+            "invoke_workflow",
+            "agent",
+            "workflow",
+            "ai.generateText",
+            "ai.streamText.doStream",
+            "MyTool.task",
+            "Tool.task",
+            "é.",
+            "e.",
+            "langchain",
+            "LangChain.x",
+            "tool.get.success",
+            "tool.get.error-3",
+            "agent.run.start",
+            "openllmetry.instrumentation.mcp",
+            "generate_content",
+            "text_completion",
+            "chat_completion",
+        ];
+        for p in &all {
+            let re = Regex::new(p).unwrap();
+            let pattern = Pattern::new("t", p, Regexes::FirstUse).unwrap();
+            for t in texts {
+                assert_eq!(pattern.is_match(t), re.is_match(t), "{p:?} on {t:?}");
+            }
+        }
+        // The filter does decide: an anchored pattern's literals turn texts away.
+        assert!(!Needed::of(r"^tool\.").admits(b"xtool."));
+        assert!(!Needed::of(r"^(chat|run)$").admits(b"chats"));
+        assert!(Needed::of(r"(?i)langchain").admits(b"anything"));
     }
 }

@@ -35,6 +35,20 @@ use super::open::{Echo, OpenAsk, BETWEEN_FORM, HALVES_FORM, TWICE_FORM};
 use super::requested::Asked;
 use serde_json::Value;
 
+/// What [`same_call`] needs of the two calls' kinds, for a carry that
+/// compares a call with many kept ones: both read from spans and one of
+/// them with a call id ([`nested`]), or one of them rebuilt from the
+/// conversation and `later` with an id. Two span calls with ids (the
+/// usual pair) are never the same call: no further test runs for them.
+#[inline]
+pub(crate) fn may_be_same(later: &Echo, earlier: &Echo) -> bool {
+    if later.from_conversation || earlier.from_conversation {
+        later.id.is_some()
+    } else {
+        later.id.is_none() != earlier.id.is_none()
+    }
+}
+
 /// Whether `later`, a call of the trace read, is another record of
 /// `earlier`, a call an earlier trace counted (see the module's doc).
 ///

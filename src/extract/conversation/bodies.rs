@@ -78,8 +78,20 @@ fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
 /// Whether attribute `i` of span `s`, whose key is `key`, says the span is
 /// a model call ([`is_model_call`], one attribute at a time: for a pass
 /// over the keys that asks more of each).
+#[inline]
 pub(super) fn model_call_at(s: &SpanRecord, i: usize, key: &[u8]) -> bool {
-    kind_at(s, i, key, &MODEL_KINDS)
+    // The last word first, in the caller's loop: most keys end in none.
+    kind_word(key) && kind_at(s, i, key, &MODEL_KINDS)
+}
+
+/// Whether `key`'s last four bytes are one of [`KIND_WORDS`] (the first
+/// test of [`kind_like`]).
+#[inline]
+fn kind_word(key: &[u8]) -> bool {
+    key.last_chunk::<4>().is_some_and(|last| {
+        let last = u32::from_le_bytes(*last) | 0x2020_2020;
+        KIND_WORDS.iter().any(|w| last == u32::from_le_bytes(*w))
+    })
 }
 
 /// Whether attribute `i` of span `s`, whose key is `key`, ends like a kind
