@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 
+use super::open::HISTORY_FORM;
 pub use super::open::{Echo, Open, OpenAsk};
 use super::{echo, twice};
 use crate::assemble::Trace;
@@ -88,6 +89,18 @@ pub struct Carry<T> {
     /// Traces done with, for the reader to drop elsewhere
     /// ([`Carry::handing_back`]); `None`: dropped here.
     spent: Option<Vec<Trace>>,
+}
+
+/// The end of the last of `asks` that asked for `call` before the call
+/// started: one with the same call id and tool, or the same tool when the
+/// call's id was made from its place in the history (it had none).
+fn asked_in<'a>(asks: impl Iterator<Item = &'a OpenAsk>, call: &Echo) -> Option<u64> {
+    let id = call.id.as_deref()?;
+    let made = super::conversation::is_made(id);
+    asks.filter(|a| a.asked.name == call.name && (made || a.asked.id.as_deref() == Some(id)))
+        .map(|a| a.end_time_unix_nano)
+        .filter(|&end| end <= call.start)
+        .max()
 }
 
 /// A tool name hashed, to compare a call with the kept ones cheaply (equal
@@ -245,9 +258,26 @@ impl<T> Carry<T> {
             let found = self.first_named(&lone.name, |c| echo::same_call(lone, c));
             if let Some((_, c)) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(echo::carried(lone, &c));
+                continue;
+            }
+            // The client's span ran between the model's asking and the
+            // request of an earlier trace that counts the call from the
+            // conversation (`twice::between_either`).
+            let ran = self.first_named(&lone.name, |c| twice::between_either(lone, c));
+            if let Some(k) = ran {
+                out.extend(self.span_counted(lone, k));
             }
         }
         out
+    }
+
+    /// The carried entry saying that `span`, a tool span's call of the trace
+    /// read, is the execution of the kept call at `k`, rebuilt from the
+    /// conversation; that call stays counted, and is not matched so again.
+    fn span_counted(&mut self, span: &Echo, k: usize) -> Option<OpenAsk> {
+        let (_, counted) = self.calls.get_mut(k)?;
+        counted.asked = None;
+        Some(twice::span_counted(span, counted))
     }
 
     /// The position of the first kept call of tool `name` that `is` says
@@ -301,6 +331,15 @@ impl<T> Carry<T> {
                 self.first_named(&later.name, |c| twice::ran_between(later, c, t))
             });
             let between = between.flatten();
+            if found.is_none() && between.is_none() && !later.from_conversation {
+                // A tool span read after the trace that counts its call
+                // from the conversation (`twice::between_either`).
+                let ran = self.first_named(&later.name, |c| twice::between_either(later, c));
+                if let Some(k) = ran {
+                    out.extend(self.span_counted(later, k));
+                }
+                continue;
+            }
             if let Some((_, c)) = found.or(between).and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c, between.is_some()));
                 if between.is_some() {
@@ -335,14 +374,22 @@ impl<T> Carry<T> {
     /// same tool when the call's id was made from its place in the history
     /// (it had none).
     fn asked_at(&self, call: &Echo) -> Option<u64> {
-        let id = call.id.as_deref()?;
-        let made = super::conversation::is_made(id);
-        self.asks
-            .iter()
-            .filter(|a| a.asked.name == call.name && (made || a.asked.id.as_deref() == Some(id)))
-            .map(|a| a.end_time_unix_nano)
-            .filter(|&end| end <= call.start)
-            .max()
+        asked_in(self.asks.iter(), call)
+    }
+
+    /// Dates the asking of the calls a trace rebuilt from the conversation
+    /// (`Echo::asked`, for [`twice::between_either`]), from the model
+    /// outputs kept here and those the trace took from here (`taken`).
+    fn date_asks(&self, calls: &mut [Echo], taken: &[OpenAsk]) {
+        let asks = || {
+            let taken = taken
+                .iter()
+                .filter(|a| !a.is_echo() && a.form != HISTORY_FORM);
+            self.asks.iter().chain(taken)
+        };
+        for c in calls.iter_mut().filter(|c| c.from_conversation) {
+            c.asked = c.asked.or_else(|| asked_in(asks(), c));
+        }
     }
 
     /// Folds in a trace read on its own in input order: `first` is what
@@ -359,6 +406,8 @@ impl<T> Carry<T> {
         left: Option<Left>,
         mut again: impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
     ) -> Vec<T> {
+        // The model outputs' calls this trace took from here.
+        let mut taken = Vec::new();
         let (out, mut open, trace) = match left {
             None => (first, None, None),
             Some(Left { open, trace }) => {
@@ -385,6 +434,7 @@ impl<T> Carry<T> {
                         carried.extend(echoed);
                         carried.extend(unseen);
                         let (out, open) = again(&t, &carried);
+                        taken = carried;
                         (out, open, Some(t))
                     }
                     t => (first, Some(open), t),
@@ -397,6 +447,7 @@ impl<T> Carry<T> {
             .as_ref()
             .is_some_and(|o| o.calls.iter().any(|c| !c.args.is_null()));
         if let Some(o) = open.as_deref_mut() {
+            self.date_asks(&mut o.calls, &taken);
             self.echo_held(&mut o.calls, &mut again);
             // Only the lone calls are read below: the rest moves here.
             let (asks, calls) = (std::mem::take(&mut o.asks), std::mem::take(&mut o.calls));
@@ -437,6 +488,12 @@ impl<T> Carry<T> {
             for l in lone {
                 if let Some(k) = calls.iter().position(|c| echo::same_call(l, c)) {
                     carried.push(echo::carried(l, &calls.remove(k)));
+                } else if let Some(c) = calls.iter_mut().find(|c| twice::between_either(l, c)) {
+                    // The client's span ran between the model's asking
+                    // and this trace's request, which counts the call from
+                    // the conversation: the call stays counted here.
+                    carried.push(twice::span_counted(l, c));
+                    c.asked = None;
                 }
             }
             if !carried.is_empty() {

@@ -58,6 +58,7 @@ mod item_ids;
 mod later;
 mod object_only;
 mod order;
+mod quoteless;
 mod repeated;
 mod spans;
 mod text_results;
@@ -810,7 +811,8 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .or_else(|| order::text_of_parts(o))
             // A provider's or protocol's content blocks around the value
             // the tool returned (docs/conventions.md, "Result wrappers").
-            .map(super::wrappers::known_result),
+            .map(super::wrappers::known_result)
+            .map(quoteless::restored),
     }
 }
 

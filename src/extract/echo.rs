@@ -23,7 +23,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::open::{Echo, OpenAsk, BETWEEN_FORM, ECHO_FORM, HALVES_FORM, TWICE_FORM};
+use super::open::{
+    Echo, OpenAsk, BETWEEN_FORM, ECHO_FORM, HALVES_FORM, SPAN_BETWEEN_FORM, TWICE_FORM,
+};
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
@@ -109,6 +111,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 start: c.start_time_unix_nano,
                 end: c.end_time_unix_nano,
                 resource: s.map(|s| Arc::clone(&s.resource)),
+                asked: None,
             })
         })
         .collect();
@@ -155,7 +158,8 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
     for e in carried.iter().filter(|e| e.is_echo()) {
         let halves = e.form == HALVES_FORM;
         let between = e.form == BETWEEN_FORM;
-        let twice = e.form == TWICE_FORM || halves || between;
+        let span_between = e.form == SPAN_BETWEEN_FORM;
+        let twice = e.form == TWICE_FORM || halves || between || span_between;
         let Some(k) = a
             .calls
             .iter()
@@ -164,7 +168,12 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             continue;
         };
         let c = a.calls.remove(k);
-        a.notes.push(if between {
+        a.notes.push(if span_between {
+            format!(
+                "tool call `{}` (span {}) ran after the model asked for it and before the request of trace {} that carries its result, which counts it from the conversation (same tool and arguments, same process): not counted again",
+                c.name, c.span_id, e.trace_id
+            )
+        } else if between {
             format!(
                 "tool call `{}` (span {}) is the conversation's record of the call a tool span of trace {} shows (same tool and arguments, same process, run after the model asked for it and before this request): not counted again",
                 c.name, c.span_id, e.trace_id

@@ -32,6 +32,12 @@ pub(crate) const HALVES_FORM: &str = "call-id-halves";
 /// result (see `twice::ran_between`).
 pub(crate) const BETWEEN_FORM: &str = "tool-span-between";
 
+/// The `form` of a carried entry that says a tool span's call without a
+/// call id, in the trace read, ran between the model's asking and the
+/// request carrying the result, and that another trace counts the call
+/// from the conversation (see `twice::between_either`).
+pub(crate) const SPAN_BETWEEN_FORM: &str = "conversation-counts-span";
+
 /// The `form` of a carried entry that says a call the trace's first request
 /// shows answered in its history, and that no earlier trace asked for or
 /// counted, is counted there (`conversation::unseen`).
@@ -58,6 +64,10 @@ pub struct Echo {
     pub end: u64,
     /// The process the call's span ran in.
     pub resource: Option<Arc<Resource>>,
+    /// For a call rebuilt from the conversation: when the model output
+    /// that asked for it ended, once the carry has found that output
+    /// (`twice::between_either`); `None` otherwise.
+    pub asked: Option<u64>,
 }
 
 /// A call a trace's model output asked for (with a call id) and no later
@@ -79,7 +89,14 @@ impl OpenAsk {
     /// record of a call trace `trace_id` counts: an MCP client's
     /// (`extract::echo`), or one under the same call id (`extract::twice`).
     pub fn is_echo(&self) -> bool {
-        [ECHO_FORM, TWICE_FORM, HALVES_FORM, BETWEEN_FORM].contains(&self.form)
+        [
+            ECHO_FORM,
+            TWICE_FORM,
+            HALVES_FORM,
+            BETWEEN_FORM,
+            SPAN_BETWEEN_FORM,
+        ]
+        .contains(&self.form)
     }
 }
 

@@ -31,7 +31,7 @@
 
 use std::sync::Arc;
 
-use super::open::{Echo, OpenAsk, BETWEEN_FORM, HALVES_FORM, TWICE_FORM};
+use super::open::{Echo, OpenAsk, BETWEEN_FORM, HALVES_FORM, SPAN_BETWEEN_FORM, TWICE_FORM};
 use super::requested::Asked;
 use serde_json::Value;
 
@@ -122,6 +122,35 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
             _ => false,
         }
+}
+
+/// Whether one of `a` and `b` is a call rebuilt from the conversation whose
+/// asking the carry has found (`Echo::asked`) and the other the tool span
+/// that ran it ([`ran_between`]), whichever trace came first in the input:
+/// the tool span's trace may be read before or after the trace that counts
+/// the call from the conversation (MCP clients whose spans are traces of
+/// their own included: Laminar's).
+pub(crate) fn between_either(a: &Echo, b: &Echo) -> bool {
+    let one = |conv: &Echo, span: &Echo| conv.asked.is_some_and(|t| ran_between(conv, span, t));
+    one(a, b) || one(b, a)
+}
+
+/// The carried entry saying that `span`, a tool span's call of the trace
+/// read, is the execution of `counted`, a call another trace counts from
+/// the conversation ([`between_either`]).
+pub(crate) fn span_counted(span: &Echo, counted: &Echo) -> OpenAsk {
+    OpenAsk {
+        asked: Asked {
+            id: None,
+            name: span.name.clone(),
+            args: Value::Null,
+        },
+        form: SPAN_BETWEEN_FORM,
+        trace_id: counted.trace_id,
+        span_id: span.span_id,
+        end_time_unix_nano: counted.end,
+        run: 0,
+    }
 }
 
 /// How far apart in time two spans of one execution start at most (ns): a
@@ -483,6 +512,106 @@ mod tests {
                 model_call(3, (40, 50), "p", "call_7"),
             ]);
             assert_eq!(counts(&got), [0, 1, 1], "{when:?} {args} {process}");
+        }
+    }
+
+    #[test]
+    fn a_tool_span_read_after_the_trace_that_counts_its_call_is_that_call() {
+        // The tool span's trace read last (as an exporter may send it):
+        // the call stays where the conversation counts it.
+        let room = r#"{"room": 12}"#;
+        for answered in [
+            model_call(3, (40, 50), "p", "call_7"),
+            answered_without_ids(3, (40, 50), "p"),
+        ] {
+            let got = read_in_order(vec![
+                asking(1, (0, 10), "p", "call_7"),
+                answered,
+                wrapper(2, (20, 30), "p", room),
+            ]);
+            assert_eq!(counts(&got), [0, 1, 0]);
+            assert!(
+                got[2]
+                    .notes
+                    .iter()
+                    .any(|n| n.contains("ran after the model")),
+                "{:?}",
+                got[2].notes
+            );
+        }
+        for (when, args, process) in [
+            ((5, 8), room, "p"),
+            ((20, 30), r#"{"room": 14}"#, "p"),
+            ((20, 30), room, "q"),
+        ] {
+            let got = read_in_order(vec![
+                asking(1, (0, 10), "p", "call_7"),
+                model_call(3, (40, 50), "p", "call_7"),
+                wrapper(2, when, process, args),
+            ]);
+            assert_eq!(counts(&got), [0, 1, 1], "{when:?} {args} {process}");
+        }
+    }
+
+    /// A made-up MCP client's span of a tool call, a trace of its own (no
+    /// model call, no agent run): the arguments, no call id.
+    fn mcp_client(trace: u8, when: (u64, u64), process: &str, args: &str) -> Trace {
+        let s = sp(
+            1,
+            None,
+            when,
+            "book_room.tool",
+            &[
+                ("mcp.method.name", "tools/call"),
+                ("acme.span.kind", "tool"),
+                ("acme.tool.name", "book_room"),
+                ("acme.input", args),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    #[test]
+    fn an_mcp_clients_trace_between_the_asking_and_the_answering_trace_is_the_call() {
+        // Every span a trace of its own, the client's span without a call
+        // id: one call, counted from the conversation, in either order.
+        let room = r#"{"room": 12}"#;
+        let got = read_in_order(vec![
+            asking(1, (0, 10), "p", "call_7"),
+            mcp_client(2, (20, 30), "p", room),
+            model_call(3, (40, 50), "p", "call_7"),
+        ]);
+        assert_eq!(counts(&got), [0, 0, 1]);
+        assert!(
+            got[1]
+                .notes
+                .iter()
+                .any(|n| n.contains("ran after the model")),
+            "{:?}",
+            got[1].notes
+        );
+        let got = read_in_order(vec![
+            asking(1, (0, 10), "p", "call_7"),
+            model_call(3, (40, 50), "p", "call_7"),
+            mcp_client(2, (20, 30), "p", room),
+        ]);
+        assert_eq!(counts(&got), [0, 1, 0]);
+        // Before the model asked, other arguments, another process: two.
+        for (when, args, process) in [
+            ((5, 8), room, "p"),
+            ((20, 30), r#"{"room": 14}"#, "p"),
+            ((20, 30), room, "q"),
+        ] {
+            let got = read_in_order(vec![
+                asking(1, (0, 10), "p", "call_7"),
+                mcp_client(2, when, process, args),
+                model_call(3, (40, 50), "p", "call_7"),
+            ]);
+            assert_eq!(
+                counts(&got).iter().sum::<usize>(),
+                2,
+                "{when:?} {args} {process}"
+            );
         }
     }
 }
