@@ -58,6 +58,7 @@ mod item_ids;
 mod later;
 mod object_only;
 mod order;
+mod records;
 mod repeated;
 mod spans;
 mod text_results;
@@ -69,6 +70,7 @@ pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
 pub(crate) use idless::is_made;
 pub(crate) use object_only::PROVIDER_KEYS;
+pub(crate) use records::span_keys as record_keys;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
 
@@ -826,7 +828,7 @@ pub(super) fn witness(
     carried: &[OpenAsk],
     out: &mut Analysis,
 ) {
-    let asked = asked_in(trace);
+    let asked = asked_in(trace, &out.calls);
     if !out.calls.is_empty() && !asked.is_empty() {
         hollow::drop_hollow(trace, &asked, out);
     }
@@ -847,11 +849,18 @@ pub(super) fn witness(
 /// call id and tool (ids are unique within a conversation only: two agents'
 /// conversations may reuse one) and, without ids, once per span and its
 /// parent.
-fn asked_in(trace: &Trace) -> Vec<AskedAt> {
+fn asked_in(trace: &Trace, calls: &[ToolCall]) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
     let mut ids: HashSet<(String, String)> = HashSet::new();
+    // A span a rule took for a call ran it: it is no record of a request.
+    let ran: HashSet<SpanId> = calls.iter().map(|c| c.span_id).collect();
     for (i, s) in trace.spans.iter().enumerate() {
-        let (calls, form) = asked_of(s);
+        let (mut calls, mut form) = asked_of(s);
+        if calls.is_empty() && !ran.contains(&s.span_id) {
+            if let Some(a) = records::asked(s) {
+                (calls, form) = (vec![a], records::FORM);
+            }
+        }
         for a in calls {
             let repeated = match &a.id {
                 Some(id) => !ids.insert((id.clone(), a.name.clone())),
