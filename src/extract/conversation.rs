@@ -68,7 +68,7 @@ use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
-pub(crate) use idless::is_made;
+pub(crate) use idless::{is_made, named_tool};
 pub(crate) use object_only::PROVIDER_KEYS;
 pub(crate) use records::span_keys as record_keys;
 pub use spans::reads_messages;
