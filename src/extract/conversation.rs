@@ -849,16 +849,20 @@ pub(super) fn witness(
 /// call id and tool (ids are unique within a conversation only: two agents'
 /// conversations may reuse one) and, without ids, once per span and its
 /// parent.
-fn asked_in(trace: &Trace, calls: &[ToolCall]) -> Vec<AskedAt> {
+fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
     let mut ids: HashSet<(String, String)> = HashSet::new();
-    // A span a rule took for a call ran it: it is no record of a request.
-    let ran: HashSet<SpanId> = calls.iter().map(|c| c.span_id).collect();
+    // A span a rule took for a call ran it: it is no record of a request
+    // (the set made only when a span has a call id key).
+    let mut ran: Option<HashSet<SpanId>> = None;
     for (i, s) in trace.spans.iter().enumerate() {
         let (mut calls, mut form) = asked_of(s);
-        if calls.is_empty() && !ran.contains(&s.span_id) {
-            if let Some(a) = records::asked(s) {
-                (calls, form) = (vec![a], records::FORM);
+        if calls.is_empty() && records::has_call_id_key(s) {
+            let ran = ran.get_or_insert_with(|| tool_calls.iter().map(|c| c.span_id).collect());
+            if !ran.contains(&s.span_id) {
+                if let Some(a) = records::asked(s) {
+                    (calls, form) = (vec![a], records::FORM);
+                }
             }
         }
         for a in calls {

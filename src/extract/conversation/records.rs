@@ -45,19 +45,16 @@ pub(crate) fn span_keys() -> impl Iterator<Item = &'static str> {
 }
 
 /// Whether a key of `s` is one of the call id keys: the cheap test, made
-/// on spans that record no model output and that no rule took for a call.
-fn has_call_id_key(s: &SpanRecord) -> bool {
+/// on spans that record no model output, before any other.
+pub(super) fn has_call_id_key(s: &SpanRecord) -> bool {
     s.span
         .attr_keys()
         .any(|k| source::CALL_ID_KEYS.iter().any(|c| k == c.as_bytes()))
 }
 
 /// The call span `s` records, when it is a call record (see the module's
-/// doc).
+/// doc; the caller has made the cheap test, [`has_call_id_key`]).
 pub(super) fn asked(s: &SpanRecord) -> Option<Asked> {
-    if !has_call_id_key(s) {
-        return None;
-    }
     let id = source::tool_call_id(s)?;
     let name = NAME_KEYS
         .iter()
