@@ -853,13 +853,17 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
     let mut ids: HashSet<(String, String)> = HashSet::new();
     // A span a rule took for a call ran it: it is no record of a request
-    // (the set made only when a span has a call id key).
-    let mut ran: Option<HashSet<SpanId>> = None;
+    // (the sorted ids gathered only when a span has a call id key).
+    let mut ran: Option<Vec<SpanId>> = None;
     for (i, s) in trace.spans.iter().enumerate() {
         let (mut calls, mut form) = asked_of(s);
         if calls.is_empty() && records::has_call_id_key(s) {
-            let ran = ran.get_or_insert_with(|| tool_calls.iter().map(|c| c.span_id).collect());
-            if !ran.contains(&s.span_id) {
+            let ran = ran.get_or_insert_with(|| {
+                let mut ids: Vec<SpanId> = tool_calls.iter().map(|c| c.span_id).collect();
+                ids.sort_unstable();
+                ids
+            });
+            if ran.binary_search(&s.span_id).is_err() {
                 if let Some(a) = records::asked(s) {
                     (calls, form) = (vec![a], records::FORM);
                 }

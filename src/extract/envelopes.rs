@@ -166,6 +166,10 @@ const LC_MESSAGES_MODULE: &str = "messages";
 /// messages module to a class named `...Message` or `...MessageChunk`,
 /// `kwargs` holding `content`.
 fn is_lc_message(o: &Map<String, Value>) -> bool {
+    // The cheap tests first: most objects are no such message.
+    if o.len() != LC_KEYS.len() || !o.contains_key("lc") {
+        return false;
+    }
     let class = o.get("id").and_then(Value::as_array).is_some_and(|id| {
         let last = id.last().and_then(Value::as_str).unwrap_or("");
         let path = id[..id.len().saturating_sub(1)]
@@ -173,8 +177,7 @@ fn is_lc_message(o: &Map<String, Value>) -> bool {
             .any(|p| p.as_str() == Some(LC_MESSAGES_MODULE));
         path && (last.ends_with("Message") || last.ends_with("MessageChunk"))
     });
-    o.len() == LC_KEYS.len()
-        && o.keys().all(|k| LC_KEYS.contains(&k.as_str()))
+    o.keys().all(|k| LC_KEYS.contains(&k.as_str()))
         && o.get("lc").and_then(Value::as_u64) == Some(1)
         && o.get("type").and_then(Value::as_str) == Some("constructor")
         && class
@@ -194,19 +197,17 @@ pub(crate) fn lc_message(v: Value) -> Result<Value, Value> {
     if is_lc_message(&o) {
         return Ok(lc_content(o));
     }
-    // The one key holding the message, beside at most a string `type`.
-    let inner = match o.len() {
-        1 => o.keys().next().cloned(),
-        2 if o.get("type").is_some_and(Value::is_string) => {
-            o.keys().find(|k| k.as_str() != "type").cloned()
-        }
+    // The one key holding the message, beside at most a string `type`
+    // (its name copied only when it holds one).
+    let lc = |v: &Value| v.as_object().is_some_and(is_lc_message);
+    let held = match o.len() {
+        1 => o.iter().find(|(_, v)| lc(v)).map(|(k, _)| k.clone()),
+        2 if o.get("type").is_some_and(Value::is_string) => o
+            .iter()
+            .find(|(k, v)| k.as_str() != "type" && lc(v))
+            .map(|(k, _)| k.clone()),
         _ => None,
     };
-    let held = inner.filter(|k| {
-        o.get(k)
-            .and_then(Value::as_object)
-            .is_some_and(is_lc_message)
-    });
     match held.and_then(|k| o.remove(&k)) {
         Some(Value::Object(m)) => Ok(lc_content(m)),
         _ => Err(Value::Object(o)),
