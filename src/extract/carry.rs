@@ -353,16 +353,21 @@ impl<T> Carry<T> {
     }
 
     /// The model outputs' calls kept here that a trace (leaving `open`)
-    /// retold from a request's history: the same call id, asked in the same
-    /// process before the request. Left here, as the calls' records (a
+    /// retold from a request's history: the same call id (the same tool,
+    /// for a call retold without one), asked in the same process before
+    /// the request. Left here, as the calls' records (a
     /// later trace's history repeats them).
     fn retold(&self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         for (id, run, start) in &open.retold {
+            // A call the history retold without an id is known by its tool.
+            let tool = super::conversation::named_tool(id);
             let found = self.asks.iter().rev().find(|a| {
-                a.asked.id.as_deref() == Some(id.as_str())
-                    && a.run == *run
-                    && a.end_time_unix_nano <= *start
+                let same = match tool {
+                    Some(t) => a.asked.name == t,
+                    None => a.asked.id.as_deref() == Some(id.as_str()),
+                };
+                same && a.run == *run && a.end_time_unix_nano <= *start
             });
             out.extend(found.cloned());
         }

@@ -59,6 +59,7 @@ mod later;
 mod object_only;
 mod order;
 mod quoteless;
+mod records;
 mod repeated;
 mod spans;
 mod text_results;
@@ -68,8 +69,9 @@ use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
-pub(crate) use idless::is_made;
+pub(crate) use idless::{is_made, named_tool};
 pub(crate) use object_only::PROVIDER_KEYS;
+pub(crate) use records::span_keys as record_keys;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
 
@@ -829,7 +831,7 @@ pub(super) fn witness(
     carried: &[OpenAsk],
     out: &mut Analysis,
 ) {
-    let asked = asked_in(trace);
+    let asked = asked_in(trace, &out.calls);
     if !out.calls.is_empty() && !asked.is_empty() {
         hollow::drop_hollow(trace, &asked, out);
     }
@@ -850,12 +852,27 @@ pub(super) fn witness(
 /// call id and tool (ids are unique within a conversation only: two agents'
 /// conversations may reuse one) and, without ids, once per span and its
 /// parent.
-fn asked_in(trace: &Trace) -> Vec<AskedAt> {
+fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
     // foldhash (as `IdSet`): a set only asked, never walked.
     let mut ids: IdSet<(String, String)> = IdSet::default();
+    // A span a rule took for a call ran it: it is no record of a request
+    // (the sorted ids gathered only when a span has a call id key).
+    let mut ran: Option<Vec<SpanId>> = None;
     for (i, s) in trace.spans.iter().enumerate() {
-        let (calls, form) = asked_of(s);
+        let (mut calls, mut form) = asked_of(s);
+        if calls.is_empty() && records::has_call_id_key(s) {
+            let ran = ran.get_or_insert_with(|| {
+                let mut ids: Vec<SpanId> = tool_calls.iter().map(|c| c.span_id).collect();
+                ids.sort_unstable();
+                ids
+            });
+            if ran.binary_search(&s.span_id).is_err() {
+                if let Some(a) = records::asked(s) {
+                    (calls, form) = (vec![a], records::FORM);
+                }
+            }
+        }
         for a in calls {
             let repeated = match &a.id {
                 Some(id) => !ids.insert((id.clone(), a.name.clone())),

@@ -10,7 +10,12 @@
 //! - a call record `{"tool_name": ..., "arguments": {...}}` under a
 //!   vendor's input key (Laminar's MCP tool spans);
 //! - a tool span's own GenAI messages holding one tool message, or one tool
-//!   call or tool result part (TanStack AI's tool spans).
+//!   call or tool result part (TanStack AI's tool spans);
+//! - LangChain's serialization of a message of any class (`{"lc": 1,
+//!   "type": "constructor", "id": [..., "messages", "<Class>"], "kwargs"}`),
+//!   alone, as the lone value of any key, or as the value of a typed value
+//!   `{"type", "value"}` (LangWatch's): it shows up under every tracer of
+//!   LangChain (LangSmith, LangWatch, Langfuse, OpenInference).
 
 use serde_json::{Map, Value};
 
@@ -81,6 +86,10 @@ const LONE_KEYS: [&str; 2] = ["output", "result"];
 ///
 /// `Err` gives `v` back.
 pub(crate) fn text_envelope(v: Value) -> Result<Value, Value> {
+    let v = match lc_message(v) {
+        Ok(content) => return Ok(content),
+        Err(v) => v,
+    };
     match v {
         Value::Array(items)
             if !items.is_empty() && items.iter().all(is_text_block_with_scalars) =>
@@ -142,6 +151,81 @@ fn json_in_string(v: Value) -> Value {
     match v {
         Value::String(s) => super::source::parse_json_or_string(&s),
         other => other,
+    }
+}
+
+/// The keys of LangChain's serialized object, and no other.
+const LC_KEYS: [&str; 4] = ["lc", "type", "id", "kwargs"];
+
+/// The module a serialized message's class path names (`langchain_core.
+/// messages`, the older `langchain.schema.messages`).
+const LC_MESSAGES_MODULE: &str = "messages";
+
+/// Whether `o` is LangChain's serialization of a message: exactly
+/// [`LC_KEYS`], `lc` 1, `type` `constructor`, an `id` path through the
+/// messages module to a class named `...Message` or `...MessageChunk`,
+/// `kwargs` holding `content`.
+fn is_lc_message(o: &Map<String, Value>) -> bool {
+    // The cheap tests first: most objects are no such message.
+    if o.len() != LC_KEYS.len() || !o.contains_key("lc") {
+        return false;
+    }
+    let class = o.get("id").and_then(Value::as_array).is_some_and(|id| {
+        let last = id.last().and_then(Value::as_str).unwrap_or("");
+        let path = id[..id.len().saturating_sub(1)]
+            .iter()
+            .any(|p| p.as_str() == Some(LC_MESSAGES_MODULE));
+        path && (last.ends_with("Message") || last.ends_with("MessageChunk"))
+    });
+    o.keys().all(|k| LC_KEYS.contains(&k.as_str()))
+        && o.get("lc").and_then(Value::as_u64) == Some(1)
+        && o.get("type").and_then(Value::as_str) == Some("constructor")
+        && class
+        && o.get("kwargs")
+            .and_then(Value::as_object)
+            .is_some_and(|k| k.contains_key("content"))
+}
+
+/// A serialized LangChain message ([`is_lc_message`]) alone, as the lone
+/// value of any key, or beside a `type` that is a string (a typed value)
+/// -> its content: text JSON-decoded, a list of text blocks their text,
+/// other content as it is. `Err` gives `v` back.
+pub(crate) fn lc_message(v: Value) -> Result<Value, Value> {
+    let Value::Object(mut o) = v else {
+        return Err(v);
+    };
+    if is_lc_message(&o) {
+        return Ok(lc_content(o));
+    }
+    // The one key holding the message, beside at most a string `type`
+    // (its name copied only when it holds one).
+    let lc = |v: &Value| v.as_object().is_some_and(is_lc_message);
+    let held = match o.len() {
+        1 => o.iter().find(|(_, v)| lc(v)).map(|(k, _)| k.clone()),
+        2 if o.get("type").is_some_and(Value::is_string) => o
+            .iter()
+            .find(|(k, v)| k.as_str() != "type" && lc(v))
+            .map(|(k, _)| k.clone()),
+        _ => None,
+    };
+    match held.and_then(|k| o.remove(&k)) {
+        Some(Value::Object(m)) => Ok(lc_content(m)),
+        _ => Err(Value::Object(o)),
+    }
+}
+
+fn lc_content(mut o: Map<String, Value>) -> Value {
+    let content = match o.remove("kwargs") {
+        Some(Value::Object(mut k)) => k.remove("content").unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    match content {
+        Value::Array(items)
+            if !items.is_empty() && items.iter().all(is_text_block_with_scalars) =>
+        {
+            texts(items)
+        }
+        other => json_in_string(other),
     }
 }
 
@@ -287,6 +371,45 @@ mod tests {
             text_envelope(json!({"result": "content='done' tool_call_id='t-2'"})),
             Ok(json!("done"))
         );
+    }
+
+    #[test]
+    fn a_serialized_langchain_message_gives_its_content_however_wrapped() {
+        // A made-up tracer's typed value around an AI message chunk whose
+        // content is text blocks, and a tool message's JSON text.
+        let chunk = json!({"lc": 1, "type": "constructor",
+            "id": ["acme_chains", "messages", "AIMessageChunk"],
+            "kwargs": {"content": [{"type": "text", "text": "{\"seat\": \"12A\"}", "id": "b1"}], "name": "x"}});
+        let typed = json!({"type": "text", "value": chunk.clone()});
+        assert_eq!(text_envelope(typed), Ok(json!({"seat": "12A"})));
+        assert_eq!(text_envelope(chunk), Ok(json!({"seat": "12A"})));
+        let tool = json!({"lc": 1, "type": "constructor",
+            "id": ["langchain", "schema", "messages", "ToolMessage"],
+            "kwargs": {"content": "{\"row\": 12}", "tool_call_id": "t-1"}});
+        assert_eq!(
+            text_envelope(json!({"reply": tool.clone()})),
+            Ok(json!({"row": 12}))
+        );
+        // Content that is no text stays as it is.
+        let image = json!({"lc": 1, "type": "constructor", "id": ["x", "messages", "HumanMessage"],
+            "kwargs": {"content": [{"type": "image_url", "image_url": "u"}]}});
+        assert_eq!(
+            text_envelope(image),
+            Ok(json!([{"type": "image_url", "image_url": "u"}]))
+        );
+        for v in [
+            // Not a message class, not the messages module, a key more,
+            // no content, a wrapper with a key of its own.
+            json!({"lc": 1, "type": "constructor", "id": ["x", "documents", "Document"], "kwargs": {"content": "a"}}),
+            json!({"lc": 1, "type": "constructor", "id": ["x", "HumanMessage"], "kwargs": {"content": "a"}}),
+            json!({"lc": 1, "type": "constructor", "id": ["x", "messages", "ToolMessage"], "kwargs": {"content": "a"}, "graph": 1}),
+            json!({"lc": 1, "type": "constructor", "id": ["x", "messages", "ToolMessage"], "kwargs": {"text": "a"}}),
+            json!({"lc": 2, "type": "constructor", "id": ["x", "messages", "ToolMessage"], "kwargs": {"content": "a"}}),
+            json!({"output": tool.clone(), "seats": 2}),
+            json!({"type": 3, "value": tool}),
+        ] {
+            assert_eq!(text_envelope(v.clone()), Err(v));
+        }
     }
 
     #[test]

@@ -459,6 +459,7 @@ impl Extractor {
             .chain(&conversation::PROVIDER_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
+        keys.extend(conversation::record_keys().map(str::to_string));
         keys.extend(undeclared::SCHEMA_KEYS.map(str::to_string));
         keys.sort();
         keys.dedup();

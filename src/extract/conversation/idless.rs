@@ -59,6 +59,11 @@ pub(crate) fn is_made(id: &str) -> bool {
     id.starts_with([MARK, NAME_MARK])
 }
 
+/// The tool an id made by its name ([`by_name`]) names.
+pub(crate) fn named_tool(id: &str) -> Option<&str> {
+    id.strip_prefix(NAME_MARK)
+}
+
 /// Gives the results that end the first request of a trace and name a
 /// tool but no call their ids by name ([`by_name`]), so that a call an
 /// earlier trace's output asked for without an id joins them as a call

@@ -18,6 +18,9 @@
 
 use std::collections::HashSet;
 
+use serde_json::Value;
+
+use super::idless::{by_name, is_made};
 use super::{conversation_call, has_any_input, id_text, later, own_ids, uncounted_answer};
 use super::{AskedAt, Request};
 use crate::assemble::Trace;
@@ -29,8 +32,18 @@ use crate::extract::{Analysis, Ctx, Extractor};
 /// (`carried`), with the arguments the call is counted with: the output's,
 /// else the request's copy's.
 fn asked_before<'c>(carried: &'c [OpenAsk], a: &Asked) -> Option<(Asked, &'c OpenAsk)> {
+    // A history without call ids (Monocle's) retells a call under an id
+    // made from its place: the output's call of that tool whose arguments
+    // the retold ones hold, each the same, is it (a framework may add a
+    // key of its own, never change the model's).
+    let unrecorded = a.id.as_deref().is_some_and(is_made);
     let c = carried.iter().find(|c| {
-        !c.is_echo() && c.form != HISTORY_FORM && c.asked.id == a.id && c.asked.name == a.name
+        let same = if unrecorded {
+            c.asked.id.as_deref().is_some_and(|id| !is_made(id)) && holds(&a.args, &c.asked.args)
+        } else {
+            c.asked.id == a.id
+        };
+        !c.is_echo() && c.form != HISTORY_FORM && same && c.asked.name == a.name
     })?;
     let args = if later::is_empty(&c.asked.args) {
         &a.args
@@ -42,6 +55,15 @@ fn asked_before<'c>(carried: &'c [OpenAsk], a: &Asked) -> Option<(Asked, &'c Ope
         ..a.clone()
     };
     Some((asked, c))
+}
+
+/// Whether `retold` holds every key of `asked`, an object with at least
+/// one, with the same value.
+fn holds(retold: &Value, asked: &Value) -> bool {
+    match (retold.as_object(), asked.as_object()) {
+        (Some(r), Some(a)) => !a.is_empty() && a.iter().all(|(k, v)| r.get(k) == Some(v)),
+        _ => false,
+    }
 }
 
 /// The calls answered in this trace's requests that no output of the trace
@@ -114,7 +136,13 @@ pub(super) fn in_requests<'r>(
                 ),
             });
             if before.is_none() {
-                told.push((id.to_string(), run_key(&trace.spans[i]), start(i)));
+                // Without a recorded id, the reader looks for its tool.
+                let id = if is_made(id) {
+                    by_name(&a.name)
+                } else {
+                    id.to_string()
+                };
+                told.push((id, run_key(&trace.spans[i]), start(i)));
             }
             let a = before.as_ref().map_or(a, |(b, _)| b);
             let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
@@ -191,6 +219,44 @@ mod tests {
             .flat_map(|a| &a.calls)
             .map(|c| c.args.value().cloned().unwrap_or_default())
             .collect()
+    }
+
+    /// As [`args`], the next trace's history keeping no call ids (the
+    /// call retold without one, its result without one).
+    fn args_without_ids(said: Value, retold: Value) -> Vec<Value> {
+        let user = json!({"role": "user", "content": "tide at Brest?"});
+        let bare = json!({"role": "assistant", "tool_calls": [{"type": "function",
+            "function": {"name": "tide", "arguments": retold.to_string()}}]});
+        let read = read_in_order(vec![
+            model_call(
+                1,
+                (0, 10),
+                "p",
+                json!({"messages": [user]}),
+                json!({"choices": [{"message": asks("k1", "tide", &said)}]}),
+            ),
+            model_call(
+                2,
+                (20, 30),
+                "p",
+                json!({"messages": [user, bare, {"role": "tool", "content": "06:12"}]}),
+                json!({"choices": [{"message": {"role": "assistant", "content": "06:12"}}]}),
+            ),
+        ]);
+        read.iter()
+            .flat_map(|a| &a.calls)
+            .map(|c| c.args.value().cloned().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn a_call_retold_without_an_id_keeps_the_model_s_arguments_it_holds() {
+        let said = json!({"port": "Brest"});
+        let retold = json!({"port": "Brest", "request": "tide"});
+        assert_eq!(args_without_ids(said.clone(), retold.clone()), [said]);
+        // Arguments the retold ones do not hold are another call's.
+        let other = json!({"port": "Cork"});
+        assert_eq!(args_without_ids(other, retold.clone()), [retold]);
     }
 
     #[test]
