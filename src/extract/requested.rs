@@ -340,73 +340,38 @@ fn decoded(v: &Value) -> Value {
 /// Bedrock, a tool message, Genkit).
 const ID_KEYS: [&str; 5] = ["id", "toolCallId", "toolUseId", "tool_call_id", "ref"];
 
-/// A call object's id, name and arguments, in any of the known shapes.
-pub(crate) fn call_of(o: &Map<String, Value>) -> Option<Asked> {
-    let f = o.get("function").and_then(Value::as_object);
+/// A call object's id, name and arguments, in any of the known shapes,
+/// read in place on either tree: only the arguments are copied into a
+/// `Value`.
+fn call_in<T: Tree>(o: &T) -> Option<Asked> {
+    // Not an object: no field, no name.
+    let f = o.field("function").filter(|f| f.entries().is_some());
     let name = f
-        .and_then(|f| f.get("name"))
-        .or_else(|| o.get("name"))
-        .or_else(|| o.get("toolName"))
-        .and_then(Value::as_str)?;
+        .and_then(|f| f.field("name"))
+        .or_else(|| o.field("name"))
+        .or_else(|| o.field("toolName"))
+        .and_then(T::text)?;
     let args = f
-        .and_then(|f| f.get("arguments"))
-        .or_else(|| o.get("arguments"))
-        .or_else(|| o.get("args"))
-        .or_else(|| o.get("input"))
+        .and_then(|f| f.field("arguments"))
+        .or_else(|| o.field("arguments"))
+        .or_else(|| o.field("args"))
+        .or_else(|| o.field("input"))
         // Cohere v1: `{"name", "parameters"}`.
-        .or_else(|| o.get("parameters"))?;
+        .or_else(|| o.field("parameters"))?;
     // A Responses API `function_call` item has its own `id` (`fc_...`) and
     // the `call_id` its result answers, whatever shape carries it (an OTel
     // GenAI `tool_call` part keeps both).
     let id = o
-        .get("call_id")
-        .and_then(Value::as_str)
+        .field("call_id")
+        .and_then(T::text)
         .filter(|id| !id.is_empty())
-        .or_else(|| {
-            ID_KEYS
-                .iter()
-                .find_map(|k| o.get(*k).and_then(Value::as_str))
-        })
+        .or_else(|| ID_KEYS.iter().find_map(|k| o.field(k).and_then(T::text)))
         .filter(|id| !id.is_empty())
         .map(str::to_string);
     Some(Asked {
         id,
         name: name.to_string(),
-        args: decoded(args),
-    })
-}
-
-/// [`call_of`] on an object of a borrowed tree, read in place: only the
-/// arguments are copied into a `Value` (an object's keys are looked up as
-/// in the `Value` of the same text, see [`Json::get`]).
-fn call_of_json(o: &Json<'_>) -> Option<Asked> {
-    let f = o.get("function").filter(|f| matches!(f, Json::Object(_)));
-    let name = f
-        .and_then(|f| f.get("name"))
-        .or_else(|| o.get("name"))
-        .or_else(|| o.get("toolName"))
-        .and_then(Json::as_str)?;
-    let args = f
-        .and_then(|f| f.get("arguments"))
-        .or_else(|| o.get("arguments"))
-        .or_else(|| o.get("args"))
-        .or_else(|| o.get("input"))
-        .or_else(|| o.get("parameters"))?;
-    let id = o
-        .get("call_id")
-        .and_then(Json::as_str)
-        .filter(|id| !id.is_empty())
-        .or_else(|| ID_KEYS.iter().find_map(|k| o.get(k).and_then(Json::as_str)))
-        .filter(|id| !id.is_empty())
-        .map(str::to_string);
-    Some(Asked {
-        id,
-        name: name.to_string(),
-        // As [`decoded`] of the argument's `Value`.
-        args: match args {
-            Json::Str(s) => json_or_string(s),
-            other => other.to_value(),
-        },
+        args: args.decoded(),
     })
 }
 
@@ -422,8 +387,13 @@ pub(crate) trait Tree: Sized {
     fn field(&self, key: &str) -> Option<&Self>;
     fn text(&self) -> Option<&str>;
     fn is_container(&self) -> bool;
-    /// The call this object is, in any of the known shapes ([`call_of`]).
-    fn call(&self) -> Option<Asked>;
+    /// As a `Value`, a string holding JSON decoded.
+    fn decoded(&self) -> Value;
+
+    /// The call this object is, in any of the known shapes.
+    fn call(&self) -> Option<Asked> {
+        call_in(self)
+    }
 }
 
 impl Tree for Value {
@@ -448,8 +418,8 @@ impl Tree for Value {
         matches!(self, Value::Array(_) | Value::Object(_))
     }
 
-    fn call(&self) -> Option<Asked> {
-        self.as_object().and_then(call_of)
+    fn decoded(&self) -> Value {
+        decoded(self)
     }
 }
 
@@ -480,10 +450,10 @@ impl Tree for Json<'_> {
         matches!(self, Json::Array(_) | Json::Object(_))
     }
 
-    fn call(&self) -> Option<Asked> {
+    fn decoded(&self) -> Value {
         match self {
-            Json::Object(_) => call_of_json(self),
-            _ => None,
+            Json::Str(s) => json_or_string(s),
+            other => other.to_value(),
         }
     }
 }

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use super::bodies::is_agent_run;
 use super::{conversation_call, Answer, MAX_DEPTH};
 use crate::assemble::Trace;
-use crate::extract::requested::{call_of, Asked};
+use crate::extract::requested::{Asked, Tree};
 use crate::extract::sides::{side_of, Side};
 use crate::extract::{Analysis, Ctx, Extractor};
 
@@ -60,7 +60,7 @@ fn collect(v: &Value, depth: usize, calls: &mut Vec<Asked>, answers: &mut Vec<An
             .iter()
             .for_each(|x| collect(x, depth + 1, calls, answers)),
         Value::Object(o) => {
-            if let Some(call) = call_of(o).filter(|c| c.id.is_some()) {
+            if let Some(call) = v.call().filter(|c| c.id.is_some()) {
                 calls.push(call);
             } else if let Some(answer) = answer_of(o) {
                 answers.push(answer);
