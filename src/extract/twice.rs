@@ -474,82 +474,68 @@ mod tests {
         Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
     }
 
+    /// The asking trace, the tool span's trace and the answering trace, in
+    /// input order with the tool span's second or last.
+    fn between_in_order(
+        asking_t: Trace,
+        tool: Trace,
+        answered: Trace,
+        tool_last: bool,
+    ) -> Vec<Analysis> {
+        read_in_order(if tool_last {
+            vec![asking_t, answered, tool]
+        } else {
+            vec![asking_t, tool, answered]
+        })
+    }
+
     #[test]
     fn a_tool_span_without_id_between_the_asking_and_the_answering_trace_is_the_call() {
         // Each model call and each tool step a trace of its own: the tool
         // span (no call id) runs after the model asked and before the
         // request carrying the result, which retells the call with or
-        // without its id.
+        // without its id. Read in either order (an exporter may send the
+        // tool span's trace last), the call is counted once, where the
+        // conversation counts it.
         let room = r#"{"room": 12}"#;
-        for answered in [
-            model_call(3, (40, 50), "p", "call_7"),
-            answered_without_ids(3, (40, 50), "p"),
+        for (tool_last, note) in [
+            (false, "conversation's record"),
+            (true, "ran after the model"),
         ] {
-            let got = read_in_order(vec![
-                asking(1, (0, 10), "p", "call_7"),
-                wrapper(2, (20, 30), "p", room),
-                answered,
-            ]);
-            assert_eq!(counts(&got), [0, 1, 0]);
-            assert!(
-                got[2]
-                    .notes
-                    .iter()
-                    .any(|n| n.contains("conversation's record")),
-                "{:?}",
-                got[2].notes
-            );
-        }
-        // Before the model asked, other arguments, another process: two.
-        for (when, args, process) in [
-            ((5, 8), room, "p"),
-            ((20, 30), r#"{"room": 14}"#, "p"),
-            ((20, 30), room, "q"),
-        ] {
-            let got = read_in_order(vec![
-                asking(1, (0, 10), "p", "call_7"),
-                wrapper(2, when, process, args),
+            for answered in [
                 model_call(3, (40, 50), "p", "call_7"),
-            ]);
-            assert_eq!(counts(&got), [0, 1, 1], "{when:?} {args} {process}");
-        }
-    }
-
-    #[test]
-    fn a_tool_span_read_after_the_trace_that_counts_its_call_is_that_call() {
-        // The tool span's trace read last (as an exporter may send it):
-        // the call stays where the conversation counts it.
-        let room = r#"{"room": 12}"#;
-        for answered in [
-            model_call(3, (40, 50), "p", "call_7"),
-            answered_without_ids(3, (40, 50), "p"),
-        ] {
-            let got = read_in_order(vec![
-                asking(1, (0, 10), "p", "call_7"),
-                answered,
-                wrapper(2, (20, 30), "p", room),
-            ]);
-            assert_eq!(counts(&got), [0, 1, 0]);
-            assert!(
-                got[2]
-                    .notes
-                    .iter()
-                    .any(|n| n.contains("ran after the model")),
-                "{:?}",
-                got[2].notes
-            );
-        }
-        for (when, args, process) in [
-            ((5, 8), room, "p"),
-            ((20, 30), r#"{"room": 14}"#, "p"),
-            ((20, 30), room, "q"),
-        ] {
-            let got = read_in_order(vec![
-                asking(1, (0, 10), "p", "call_7"),
-                model_call(3, (40, 50), "p", "call_7"),
-                wrapper(2, when, process, args),
-            ]);
-            assert_eq!(counts(&got), [0, 1, 1], "{when:?} {args} {process}");
+                answered_without_ids(3, (40, 50), "p"),
+            ] {
+                let got = between_in_order(
+                    asking(1, (0, 10), "p", "call_7"),
+                    wrapper(2, (20, 30), "p", room),
+                    answered,
+                    tool_last,
+                );
+                // The third trace read holds the note either way: the
+                // answering one, or the tool span's read after it.
+                assert_eq!(counts(&got), [0, 1, 0], "tool last: {tool_last}");
+                let notes = &got[2].notes;
+                assert!(notes.iter().any(|n| n.contains(note)), "{notes:?}");
+            }
+            // Before the model asked, other arguments, another process: two.
+            for (when, args, process) in [
+                ((5, 8), room, "p"),
+                ((20, 30), r#"{"room": 14}"#, "p"),
+                ((20, 30), room, "q"),
+            ] {
+                let got = between_in_order(
+                    asking(1, (0, 10), "p", "call_7"),
+                    wrapper(2, when, process, args),
+                    model_call(3, (40, 50), "p", "call_7"),
+                    tool_last,
+                );
+                assert_eq!(
+                    counts(&got),
+                    [0, 1, 1],
+                    "{when:?} {args} {process} {tool_last}"
+                );
+            }
         }
     }
 

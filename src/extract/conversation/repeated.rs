@@ -196,8 +196,9 @@ mod tests {
     }
 
     /// The arguments of the calls read from the model's output asking with
-    /// `said` and the next trace's history repeating the call with `retold`.
-    fn args(said: Value, retold: Value, process: &str) -> Vec<Value> {
+    /// `said` and the next trace's history repeating the call as `retelling`
+    /// and its result as `result`.
+    fn args_read(said: &Value, retelling: Value, result: Value, process: &str) -> Vec<Value> {
         let user = json!({"role": "user", "content": "tide at Brest?"});
         let read = read_in_order(vec![
             model_call(
@@ -205,13 +206,13 @@ mod tests {
                 (0, 10),
                 "p",
                 json!({"messages": [user]}),
-                json!({"choices": [{"message": asks("k1", "tide", &said)}]}),
+                json!({"choices": [{"message": asks("k1", "tide", said)}]}),
             ),
             model_call(
                 2,
                 (20, 30),
                 process,
-                json!({"messages": [user, asks("k1", "tide", &retold), {"role": "tool", "tool_call_id": "k1", "content": "06:12"}]}),
+                json!({"messages": [user, retelling, result]}),
                 json!({"choices": [{"message": {"role": "assistant", "content": "06:12"}}]}),
             ),
         ]);
@@ -221,32 +222,23 @@ mod tests {
             .collect()
     }
 
+    /// [`args_read`] with the call retold as `retold` under its call id.
+    fn args(said: Value, retold: Value, process: &str) -> Vec<Value> {
+        let result = json!({"role": "tool", "tool_call_id": "k1", "content": "06:12"});
+        args_read(&said, asks("k1", "tide", &retold), result, process)
+    }
+
     /// As [`args`], the next trace's history keeping no call ids (the
     /// call retold without one, its result without one).
     fn args_without_ids(said: Value, retold: Value) -> Vec<Value> {
-        let user = json!({"role": "user", "content": "tide at Brest?"});
         let bare = json!({"role": "assistant", "tool_calls": [{"type": "function",
             "function": {"name": "tide", "arguments": retold.to_string()}}]});
-        let read = read_in_order(vec![
-            model_call(
-                1,
-                (0, 10),
-                "p",
-                json!({"messages": [user]}),
-                json!({"choices": [{"message": asks("k1", "tide", &said)}]}),
-            ),
-            model_call(
-                2,
-                (20, 30),
-                "p",
-                json!({"messages": [user, bare, {"role": "tool", "content": "06:12"}]}),
-                json!({"choices": [{"message": {"role": "assistant", "content": "06:12"}}]}),
-            ),
-        ]);
-        read.iter()
-            .flat_map(|a| &a.calls)
-            .map(|c| c.args.value().cloned().unwrap_or_default())
-            .collect()
+        args_read(
+            &said,
+            bare,
+            json!({"role": "tool", "content": "06:12"}),
+            "p",
+        )
     }
 
     #[test]
