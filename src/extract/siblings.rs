@@ -136,6 +136,10 @@ fn fold(out: &mut Analysis, root: &[usize], members: HashMap<usize, Vec<usize>>)
     let calls = &out.calls;
     let mut kept: HashMap<SpanId, SpanId> = HashMap::new();
     let mut merged: HashMap<usize, ToolCall> = HashMap::new();
+    // By group root (the calls' order), so the notes come out the same
+    // every run: a map's own order changes from run to run.
+    let mut members: Vec<(usize, Vec<usize>)> = members.into_iter().collect();
+    members.sort_unstable_by_key(|(r, _)| *r);
     for (r, mut group) in members {
         // The outermost first, then by start.
         group.sort_by_key(|&i| (calls[i].depth, calls[i].start_time_unix_nano, i));
@@ -277,7 +281,21 @@ mod tests {
             &[(10, "c1", ARGS, 100), (11, "c2", ARGS, 200)],
             &[(20, "c1", ARGS, 100), (21, "c2", ARGS, 200)],
         );
-        assert_eq!(Extractor::default().analyze(&t).calls.len(), 2);
+        let a = Extractor::default().analyze(&t);
+        assert_eq!(a.calls.len(), 2);
+        // One note a record not counted, in the calls' order, every run.
+        let noted: Vec<&String> = a
+            .notes
+            .iter()
+            .filter(|n| n.contains("another record"))
+            .collect();
+        assert_eq!(noted.len(), 2, "{:?}", a.notes);
+        // c1's records are spans 10 and 20 (0a.., 14..), c2's 11 and 21.
+        let first = |n: &str| n.contains("0a0a0a0a0a0a0a0a") || n.contains("1414141414141414");
+        assert!(first(noted[0]) && !first(noted[1]), "{noted:?}");
+        for _ in 0..16 {
+            assert_eq!(Extractor::default().analyze(&t).notes, a.notes);
+        }
         // The framework's span opens as the SDK's ends: one id, one call.
         let t = turn(&[(10, "c1", ARGS, 100)], &[(20, "c1", ARGS, 160)]);
         assert_eq!(Extractor::default().analyze(&t).calls.len(), 1);
