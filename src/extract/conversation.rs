@@ -48,10 +48,11 @@ use super::borrowed::Json;
 use super::open::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked, Tree};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
-use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
+use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace};
 
 mod afc;
 mod bodies;
+mod flat_fields;
 mod hollow;
 mod idless;
 mod item_ids;
@@ -61,6 +62,7 @@ mod order;
 mod quoteless;
 mod records;
 mod repeated;
+mod result_records;
 mod spans;
 mod text_results;
 mod transcript;
@@ -256,8 +258,9 @@ struct Request {
     form: &'static str,
     /// Which of `answers` follow the last model message ([`order::pair`]).
     trailing: Vec<usize>,
-    /// How many results took their call's id by order ([`item_ids`]).
-    rekeyed: usize,
+    /// How many results took their call's id by order ([`item_ids`]):
+    /// results under an id no call has, and results without one.
+    rekeyed: (usize, usize),
 }
 
 /// What one pass over a span's attribute keys tells the witness: whether
@@ -426,7 +429,7 @@ fn gather_flat(s: &SpanRecord, flat: &Flat) -> Value {
         let Some(rest) = key.strip_prefix(flat.prefix) else {
             continue;
         };
-        let Some(text) = value.and_then(Val::as_str) else {
+        let Some(value) = value else {
             continue;
         };
         let Some((i, field)) = rest.split_once('.') else {
@@ -436,6 +439,14 @@ fn gather_flat(s: &SpanRecord, flat: &Flat) -> Value {
             continue;
         };
         let field = field.strip_prefix("message.").unwrap_or(field);
+        if let Some(whole) = flat_fields::whole(field, value) {
+            let message = &mut messages.entry(i).or_default().0;
+            message.insert(field.to_string(), whole);
+            continue;
+        }
+        let Some(text) = value.as_str() else {
+            continue;
+        };
         let (message, calls) = messages.entry(i).or_default();
         match field.strip_prefix("tool_calls.") {
             Some(call) => {
@@ -461,6 +472,7 @@ fn gather_flat(s: &SpanRecord, flat: &Flat) -> Value {
     let list = messages
         .into_values()
         .map(|(mut message, calls)| {
+            // Indexed calls win over a list in one field (`flat_fields`).
             if !calls.is_empty() {
                 let calls = calls.into_values().map(Value::Object).collect();
                 message.insert("tool_calls".into(), Value::Array(calls));
@@ -468,7 +480,7 @@ fn gather_flat(s: &SpanRecord, flat: &Flat) -> Value {
             Value::Object(message)
         })
         .collect();
-    Value::Array(list)
+    Value::Array(flat_fields::calls_per_message(list))
 }
 
 /// What the request recorded on span `s` carries: of the forms the span
@@ -802,7 +814,7 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .filter(|t| !t.is_empty())
             .map(str::to_string)
     };
-    Answer {
+    let mut answer = Answer {
         id: text(&RESULT_ID_KEYS),
         // Ollama's tool messages: `tool_name`.
         name: text(&["name", "toolName", "tool_name"]),
@@ -815,7 +827,9 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             // the tool returned (docs/conventions.md, "Result wrappers").
             .map(super::wrappers::known_result)
             .map(quoteless::restored),
-    }
+    };
+    result_records::unwrap(&mut answer);
+    answer
 }
 
 /// Runs the witness on one trace's analysis: the call-id join and the

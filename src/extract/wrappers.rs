@@ -293,7 +293,7 @@ pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
 /// Whether a known result wrapper could apply to JSON `text` (`false`:
 /// surely not). Every known shape is an object with a `type`, `content`
 /// or `raw_output` key (or `output` around one, or a message's `repr()`
-/// there), or a list of text blocks.
+/// there), or a list of text, JSON or document blocks.
 fn known_may_apply(text: &str) -> bool {
     let t = text.trim_start();
     let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
@@ -301,7 +301,7 @@ fn known_may_apply(text: &str) -> bool {
         Some(b'{') => {
             has("\"type\"") || has("\"content\"") || has("\"raw_output\"") || has("\"content=")
         }
-        Some(b'[') => has("\"text\"") || has("\"json\""),
+        Some(b'[') => has("\"text\"") || has("\"json\"") || has("\"document\""),
         _ => false,
     }
 }
@@ -614,8 +614,13 @@ pub(crate) fn lone_key_around_non_object(v: Value, key: &str) -> Result<Value, V
 
 /// A list of one Bedrock Converse content block, `{"json": v}` or
 /// `{"text": "..."}` and no other key -> `v`, or the text JSON-decoded.
-/// Several blocks, or another key (an image, a document), stay.
+/// Several blocks, or another key (an image, a document), stay. Cohere
+/// v2's one document block is such a block too ([`cohere_document`]).
 pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
+    let v = match cohere_document(v) {
+        Ok(data) => return Ok(data),
+        Err(v) => v,
+    };
     let one = match &v {
         Value::Array(items) if items.len() == 1 => items[0].as_object().filter(|b| {
             b.len() == 1 && (b.contains_key("json") || b.get("text").is_some_and(Value::is_string))
@@ -633,6 +638,31 @@ pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
             }),
             _ => Ok(Value::Null),
         },
+        other => Err(other),
+    }
+}
+
+/// A list of one Cohere v2 document block, `{"type": "document",
+/// "document": {"data": v}}` (the document may also carry its `id`) ->
+/// `v`, JSON-decoded when text: the form Cohere documents for a tool
+/// message's content. Anything else comes back as `Err`, unchanged.
+fn cohere_document(v: Value) -> Result<Value, Value> {
+    let is_block = |b: &Value| {
+        let doc = b.get("document").and_then(Value::as_object);
+        b.get("type").and_then(Value::as_str) == Some("document")
+            && b.as_object().is_some_and(|o| o.len() == 2)
+            && doc.is_some_and(|d| {
+                d.contains_key("data") && d.keys().all(|k| k == "data" || k == "id")
+            })
+    };
+    match v {
+        Value::Array(mut items) if items.len() == 1 && is_block(&items[0]) => {
+            let data = items
+                .pop()
+                .and_then(|mut b| b.get_mut("document").map(Value::take))
+                .and_then(|mut d| d.get_mut("data").map(Value::take));
+            Ok(data.map_or(Value::Null, json_in_string))
+        }
         other => Err(other),
     }
 }

@@ -13,6 +13,16 @@
 //! as many and the tool's name, where a result names one, agrees; they
 //! then take the call's id (the one its output asked for). Anything else
 //! re-keys nothing.
+//!
+//! Results with no call id at all after a turn whose calls have ids are
+//! paired the same way (OpenLIT for JavaScript writes the tool messages
+//! of a request as text parts without ids while the assistant turn before
+//! them keeps its calls' ids; Respan's flattened `tool` messages drop
+//! `tool_call_id`): the results right after the turn that asked, as many
+//! as its calls no result answers by id, in order. This holds on any
+//! request, not only the first after the model answered
+//! ([`super::order::pair`]), so that a request in the next trace, when
+//! each model call is a trace of its own, answers the calls it repeats.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -23,11 +33,20 @@ use crate::extract::requested::Asked;
 
 /// Notes in `notes` each request whose results took their calls' ids.
 pub(super) fn note(trace: &Trace, requests: &[Request], notes: &mut Vec<String>) {
-    for (i, r) in requests.iter().enumerate().filter(|(_, r)| r.rekeyed > 0) {
-        notes.push(format!(
-            "{} tool result(s) in the request of span {} carry call ids no call has (a Responses call's item id and its call_id): paired by order with the model turn before them",
-            r.rekeyed, trace.spans[i].span_id
-        ));
+    for (i, r) in requests.iter().enumerate() {
+        let (strangers, bare) = r.rekeyed;
+        if strangers > 0 {
+            notes.push(format!(
+                "{strangers} tool result(s) in the request of span {} carry call ids no call has (a Responses call's item id and its call_id): paired by order with the model turn before them",
+                trace.spans[i].span_id
+            ));
+        }
+        if bare > 0 {
+            notes.push(format!(
+                "{bare} tool result(s) in the request of span {} carry no call id: paired by order with the model turn before them",
+                trace.spans[i].span_id
+            ));
+        }
     }
 }
 
@@ -62,15 +81,16 @@ impl Turns {
         }
     }
 
-    /// Gives each result that answers no call of `history` by id the id of
-    /// the call of its turn it answers by order (see the module's doc);
-    /// returns how many were re-keyed.
-    pub(super) fn rekey(&self, history: &[Asked], answers: &mut [Answer]) -> usize {
+    /// Gives each result that answers no call of `history` by id, or has
+    /// none, the id of the call of its turn it answers by order (see the
+    /// module's doc); returns how many were re-keyed, of those with an id
+    /// and of those without.
+    pub(super) fn rekey(&self, history: &[Asked], answers: &mut [Answer]) -> (usize, usize) {
         // Most requests' results all answer a call by id: one look.
         let known =
             || -> HashSet<&str> { history.iter().filter_map(|a| a.id.as_deref()).collect() };
         let mut ids: Option<HashSet<&str>> = None;
-        let mut rekeyed = 0;
+        let mut rekeyed = (0, 0);
         for (calls, results) in &self.turns {
             let (Some(calls), Some(results)) =
                 (history.get(calls.clone()), answers.get_mut(results.clone()))
@@ -83,7 +103,7 @@ impl Turns {
             let known = ids.get_or_insert_with(known);
             let stranger = |a: &Answer| {
                 a.id.as_deref()
-                    .is_some_and(|id| !known.contains(id) && !idless::is_made(id))
+                    .is_none_or(|id| !known.contains(id) && !idless::is_made(id))
             };
             if !results.iter().any(stranger) {
                 continue;
@@ -108,8 +128,11 @@ impl Turns {
                 continue;
             }
             for (&k, c) in strangers.iter().zip(&open) {
+                match results[k].id {
+                    Some(_) => rekeyed.0 += 1,
+                    None => rekeyed.1 += 1,
+                }
                 results[k].id = c.id.clone();
-                rekeyed += 1;
             }
         }
         rekeyed
@@ -204,6 +227,46 @@ mod tests {
             "{:?}",
             read[1].notes
         );
+    }
+
+    #[test]
+    fn results_without_ids_answer_the_turn_they_follow_by_order() {
+        let (tide, berth) = (json!({"port": "Brest"}), json!({"nights": 2}));
+        let a = asks(&[
+            ("k_1", "tide", tide.clone()),
+            ("k_2", "berth", berth.clone()),
+        ]);
+        let bare = |v: &str| json!({"role": "tool", "parts": [{"type": "text", "content": v}]});
+        let end = json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]);
+        let read = read_in_order(vec![
+            model_call(1, (0, 10), json!([user()]), json!([a])),
+            model_call(
+                2,
+                (20, 30),
+                json!([user(), a, bare("06:12"), bare("booked")]),
+                end.clone(),
+            ),
+        ]);
+        assert_eq!(
+            got(&read),
+            vec![
+                ("tide".into(), tide, json!("06:12")),
+                ("berth".into(), berth, json!("booked"))
+            ],
+            "{:?}",
+            read[1].warnings
+        );
+        assert!(
+            read[1].notes.iter().any(|n| n.contains("carry no call id")),
+            "{:?}",
+            read[1].notes
+        );
+        // One result for two calls: which call it answers is unknown.
+        let read = read_in_order(vec![
+            model_call(1, (0, 10), json!([user()]), json!([a])),
+            model_call(2, (20, 30), json!([user(), a, bare("06:12")]), end),
+        ]);
+        assert!(got(&read).is_empty(), "{:?}", got(&read));
     }
 
     #[test]

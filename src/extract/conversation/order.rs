@@ -9,7 +9,9 @@
 //! turn's calls each have an id; the results after the request's last model
 //! message are exactly as many; none of them names a call id or a tool; and
 //! the request's last model message asks for those same calls, or for none
-//! (some histories lose the calls). Anything else pairs nothing.
+//! (some histories lose the calls). Anything else pairs nothing. Where
+//! the request repeats the turn with its calls, `item_ids` has paired its
+//! results already, in that request and any other.
 
 use std::collections::HashSet;
 
@@ -316,7 +318,7 @@ mod tests {
         assert!(
             got.notes
                 .iter()
-                .any(|n| n.contains("paired with the calls by order")),
+                .any(|n| n.contains("carry no call id: paired by order")),
             "{:?}",
             got.notes
         );
