@@ -153,9 +153,30 @@ pub(crate) const CALL_ID_KEYS: [&str; 6] = [
     "spring.ai.tool.call.id",
 ];
 
+/// The spellings of a call id key's last separator: `.id` as
+/// [`CALL_ID_KEYS`] write it, `_id` and `Id` as some instrumentations do
+/// (Netra's agno spans: `gen_ai.tool.call_id`).
+const ID_SPELLINGS: [&str; 3] = [".id", "_id", "Id"];
+
+/// [`CALL_ID_KEYS`] in every spelling of [`ID_SPELLINGS`], one key family:
+/// the keys as written first, in their order, then the other spellings.
+pub(crate) fn call_id_keys() -> &'static [String] {
+    static KEYS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        ID_SPELLINGS
+            .iter()
+            .flat_map(|end| {
+                CALL_ID_KEYS
+                    .iter()
+                    .filter_map(move |k| k.strip_suffix(".id").map(|stem| format!("{stem}{end}")))
+            })
+            .collect()
+    });
+    &KEYS
+}
+
 /// The model's call id a tool span records, if any.
 pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
-    CALL_ID_KEYS
+    call_id_keys()
         .iter()
         .find_map(|k| s.attr_str(k))
         .map(str::trim)
