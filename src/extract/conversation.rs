@@ -69,7 +69,7 @@ mod transcript;
 mod unseen;
 use super::content_events;
 use super::sides::Side;
-pub(crate) use bodies::{KIND_KEYS, KIND_TAILS};
+pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS};
 pub(crate) use content_events::EVENT_KEYS;
 pub(crate) use idless::{is_made, named_tool};
 pub(crate) use object_only::PROVIDER_KEYS;

@@ -90,6 +90,10 @@ pub(crate) fn text_envelope(v: Value) -> Result<Value, Value> {
         Ok(content) => return Ok(content),
         Err(v) => v,
     };
+    let v = match genai_tool_result(v) {
+        Ok(content) => return Ok(content),
+        Err(v) => v,
+    };
     match v {
         Value::Array(items)
             if !items.is_empty() && items.iter().all(is_text_block_with_scalars) =>
@@ -319,6 +323,68 @@ pub(crate) fn lone_tool_message(v: Value) -> Result<Value, Value> {
     }
 }
 
+/// The keys a tool message around a result may have besides `role` and
+/// the `parts` or `content` holding the result.
+const TOOL_MESSAGE_BOOKKEEPING: [&str; 2] = ["tool_call_id", "name"];
+
+/// A tool's result inside one tool message: an OTel GenAI message (role
+/// `tool`, `parts` exactly one part: `{"type": "json", "content": value}`,
+/// `{"type": "text", "content": text}` or `{"type": "tool_call_response",
+/// "response": value}`, an `id` beside it), or a chat message (role `tool`,
+/// `content` text), either alone or as the one message of a list, with no
+/// key but `tool_call_id` and `name` beside -> the value, text JSON-decoded.
+/// OpenLIT's Strands processor writes a tool span's `gen_ai.tool.call.result`
+/// as such a list; Respan's OpenAI Agents instrumentation its output as such
+/// a message. `Err` gives `v` back.
+fn genai_tool_result(v: Value) -> Result<Value, Value> {
+    let v = match v {
+        Value::Array(mut items) if items.len() == 1 && items[0].is_object() => {
+            match genai_tool_result(items.pop().unwrap_or(Value::Null)) {
+                Ok(x) => return Ok(x),
+                Err(m) => return Err(Value::Array(vec![m])),
+            }
+        }
+        other => other,
+    };
+    let Value::Object(mut m) = v else {
+        return Err(v);
+    };
+    let bookkeeping = |k: &str| k == "role" || TOOL_MESSAGE_BOOKKEEPING.contains(&k);
+    let tool = m.get("role").and_then(Value::as_str) == Some("tool");
+    let only = |key: &str| m.keys().all(|k| k == key || bookkeeping(k));
+    if tool && only("content") && m.get("content").is_some_and(Value::is_string) {
+        return Ok(m.remove("content").map_or(Value::Null, json_in_string));
+    }
+    let part = match m.get("parts").and_then(Value::as_array).map(Vec::as_slice) {
+        Some([Value::Object(p)]) if tool && only("parts") => result_part(p),
+        _ => None,
+    };
+    let Some(key) = part else {
+        return Err(Value::Object(m));
+    };
+    let inner = m
+        .remove("parts")
+        .and_then(|mut p| p.as_array_mut()?.pop())
+        .and_then(|mut p| p.as_object_mut()?.remove(key));
+    Ok(inner.map_or(Value::Null, json_in_string))
+}
+
+/// The key of a GenAI message part that holds a tool's result: `content` of
+/// a `json` or `text` part, `response` of a `tool_call_response` (no other
+/// keys but `type` and, for that one, `id`).
+fn result_part(p: &Map<String, Value>) -> Option<&'static str> {
+    let (key, extra): (&'static str, &[&str]) = match p.get("type").and_then(Value::as_str)? {
+        "json" => ("content", &[]),
+        "text" if p.get("content").is_some_and(Value::is_string) => ("content", &[]),
+        "tool_call_response" => ("response", &["id"]),
+        _ => return None,
+    };
+    let only = p
+        .keys()
+        .all(|k| k == "type" || k == key || extra.contains(&k.as_str()));
+    (p.contains_key(key) && only).then_some(key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,6 +473,36 @@ mod tests {
             json!({"lc": 2, "type": "constructor", "id": ["x", "messages", "ToolMessage"], "kwargs": {"content": "a"}}),
             json!({"output": tool.clone(), "seats": 2}),
             json!({"type": 3, "value": tool}),
+        ] {
+            assert_eq!(text_envelope(v.clone()), Err(v));
+        }
+    }
+
+    #[test]
+    fn a_result_in_one_tool_message_gives_the_result() {
+        // A made-up processor's GenAI message list around a tool's result.
+        let json_part =
+            json!([{"role": "tool", "parts": [{"type": "json", "content": {"seat": "12A"}}]}]);
+        assert_eq!(text_envelope(json_part), Ok(json!({"seat": "12A"})));
+        let text_part =
+            json!([{"role": "tool", "parts": [{"type": "text", "content": "{\"row\": 12}"}]}]);
+        assert_eq!(text_envelope(text_part), Ok(json!({"row": 12})));
+        let response = json!([{"role": "tool", "parts": [{"type": "tool_call_response", "id": "t-1", "response": "seated"}]}]);
+        assert_eq!(text_envelope(response), Ok(json!("seated")));
+        // A chat message, alone or listed.
+        let chat = json!({"role": "tool", "content": "{\"row\": 12}", "tool_call_id": "t-1"});
+        assert_eq!(text_envelope(chat.clone()), Ok(json!({"row": 12})));
+        assert_eq!(text_envelope(json!([chat])), Ok(json!({"row": 12})));
+        for v in [
+            // Two parts, two messages, another role, a key of its own, a
+            // part with a key more, content that is no text.
+            json!([{"role": "tool", "parts": [{"type": "text", "content": "a"}, {"type": "text", "content": "b"}]}]),
+            json!([{"role": "tool", "parts": [{"type": "text", "content": "a"}]}, {"role": "tool", "parts": [{"type": "text", "content": "b"}]}]),
+            json!([{"role": "assistant", "parts": [{"type": "text", "content": "a"}]}]),
+            json!([{"role": "tool", "parts": [{"type": "text", "content": "a"}], "seats": 2}]),
+            json!([{"role": "tool", "parts": [{"type": "json", "content": 1, "seats": 2}]}]),
+            json!({"role": "tool", "content": [{"type": "image"}]}),
+            json!({"role": "user", "content": "a"}),
         ] {
             assert_eq!(text_envelope(v.clone()), Err(v));
         }

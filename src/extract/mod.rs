@@ -12,6 +12,7 @@ mod canonical;
 mod carried;
 pub mod carry;
 mod chat_events;
+mod containers;
 mod content_events;
 pub mod conversation;
 mod echo;
@@ -47,6 +48,8 @@ mod shapes_tests;
 mod siblings;
 mod sides;
 mod source;
+#[cfg(test)]
+mod spans_heldout11_tests;
 #[cfg(test)]
 mod spans_heldout6_tests;
 pub mod tool_name;
@@ -301,7 +304,10 @@ impl rules::Slots for KeyTable {
 impl KeyTable {
     /// Fills `slots` with the span's values of the table's keys; returns the
     /// bit set of the first 64 slots with a value (an attribute without
-    /// one holds no condition: `holds`).
+    /// one holds no condition: `holds`). An empty value (an `AnyValue`
+    /// with no member set, as OpenInference's Vercel processor writes a
+    /// kind it could not tell) is no value: such a key is absent to every
+    /// condition, as it is to every source (`source::any_text`).
     fn fill<'a>(&self, span: &'a Span, slots: &mut [Option<Val<'a>>]) -> u64 {
         slots.iter_mut().for_each(|s| *s = None);
         let mut present = 0u64;
@@ -312,7 +318,7 @@ impl KeyTable {
             let t = tail(key);
             for &(key_tail, slot) in bucket {
                 if key_tail == t && slots[slot].is_none() && self.keys[slot].as_bytes() == key {
-                    slots[slot] = span.attr_value(i);
+                    slots[slot] = span.attr_value(i).filter(|v| !matches!(v, Val::Empty));
                     if slot < 64 && slots[slot].is_some() {
                         present |= 1 << slot;
                     }
@@ -452,9 +458,9 @@ impl Extractor {
         }
         // A family rule's keys are known by their ending only (`span_tails`).
         keys.retain(|k| !k.contains(rules::NS));
-        let conversation_keys = source::CALL_ID_KEYS
+        keys.extend(source::call_id_keys().iter().cloned());
+        let conversation_keys = conversation::MODEL_MARKERS
             .iter()
-            .chain(&conversation::MODEL_MARKERS)
             .chain(&conversation::KIND_KEYS)
             .chain(&conversation::PROVIDER_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
@@ -607,13 +613,14 @@ impl Extractor {
                 span_name(rule_at(i, r?), s).map(|n| wrapper_names::named(n, s, call))
             })
             .collect();
-        let spans = Classified {
+        let mut spans = Classified {
             trace,
             rule_of,
             role,
             names,
             generic,
         };
+        containers::demote(&mut spans);
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
         merge::one_call_per_call(trace, &mut out);

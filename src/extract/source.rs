@@ -153,11 +153,53 @@ pub(crate) const CALL_ID_KEYS: [&str; 6] = [
     "spring.ai.tool.call.id",
 ];
 
-/// The model's call id a tool span records, if any.
+/// The spellings of a call id key's last separator: `.id` as
+/// [`CALL_ID_KEYS`] write it, `_id` and `Id` as some instrumentations do
+/// (Netra's agno spans: `gen_ai.tool.call_id`).
+const ID_SPELLINGS: [&str; 3] = [".id", "_id", "Id"];
+
+/// [`CALL_ID_KEYS`] in every spelling of [`ID_SPELLINGS`], one key family:
+/// the keys as written first, in their order, then the other spellings.
+pub(crate) fn call_id_keys() -> &'static [String] {
+    static KEYS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        ID_SPELLINGS
+            .iter()
+            .flat_map(|end| {
+                CALL_ID_KEYS
+                    .iter()
+                    .filter_map(move |k| k.strip_suffix(".id").map(|stem| format!("{stem}{end}")))
+            })
+            .collect()
+    });
+    &KEYS
+}
+
+/// How many keys [`call_id_keys`] holds.
+const CALL_ID_KEY_COUNT: usize = CALL_ID_KEYS.len() * ID_SPELLINGS.len();
+
+/// The model's call id a tool span records, if any: the string value of
+/// the first of [`call_id_keys`] the span has (the first attribute of that
+/// key), as looking each key up in turn would give, in one pass over the
+/// span's keys.
 pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
-    CALL_ID_KEYS
+    let keys = call_id_keys();
+    // Where each key first occurs.
+    let mut first = [usize::MAX; CALL_ID_KEY_COUNT];
+    for (i, k) in s.span.attr_keys().enumerate() {
+        // Every key ends `id` or `Id`: most keys are passed at a glance.
+        if !(k.ends_with(b"id") || k.ends_with(b"Id")) {
+            continue;
+        }
+        if let Some(rank) = keys.iter().position(|c| c.as_bytes() == k) {
+            if let Some(slot) = first.get_mut(rank).filter(|f| **f == usize::MAX) {
+                *slot = i;
+            }
+        }
+    }
+    first
         .iter()
-        .find_map(|k| s.attr_str(k))
+        .filter(|&&i| i != usize::MAX)
+        .find_map(|&i| s.span.attr_value(i).and_then(Val::as_str))
         .map(str::trim)
         .filter(|id| !id.is_empty())
 }

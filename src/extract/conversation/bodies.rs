@@ -56,7 +56,7 @@ use crate::extract::sides::{side_of, Side};
 
 /// Whether span `s` says it is a model call ([`KIND_ENDINGS`],
 /// [`MODEL_KINDS`]).
-pub(super) fn is_model_call(s: &SpanRecord) -> bool {
+pub(crate) fn is_model_call(s: &SpanRecord) -> bool {
     is_kind(s, &MODEL_KINDS)
 }
 

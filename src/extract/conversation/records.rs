@@ -47,11 +47,12 @@ pub(crate) fn span_keys() -> impl Iterator<Item = &'static str> {
 /// Whether a key of `s` is one of the call id keys: the cheap test, made
 /// on spans that record no model output, before any other.
 pub(super) fn has_call_id_key(s: &SpanRecord) -> bool {
-    // Every call id key ends `.id`: one look at three bytes spares most
-    // keys the comparisons.
-    s.span
-        .attr_keys()
-        .any(|k| k.ends_with(b".id") && source::CALL_ID_KEYS.iter().any(|c| k == c.as_bytes()))
+    // Every call id key ends `id` or `Id`: one look at two bytes spares
+    // most keys the comparisons.
+    s.span.attr_keys().any(|k| {
+        (k.ends_with(b"id") || k.ends_with(b"Id"))
+            && source::call_id_keys().iter().any(|c| k == c.as_bytes())
+    })
 }
 
 /// The call span `s` records, when it is a call record (see the module's
