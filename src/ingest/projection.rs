@@ -42,7 +42,12 @@ pub trait KeyFilter {
 /// Whether `text` holds a JSON object or array (as far as its first
 /// character tells), for [`KeyFilter::keep_json`].
 pub fn holds_json(text: &str) -> bool {
-    text.trim_start().starts_with(['{', '['])
+    match text.as_bytes().first() {
+        Some(b'{' | b'[') => true,
+        // Most values start with a character that is neither: no trim.
+        Some(&c) if c.is_ascii() && !char::from(c).is_whitespace() => false,
+        _ => text.trim_start().starts_with(['{', '[']),
+    }
 }
 
 /// Whether an attribute's value is a string holding JSON ([`holds_json`]).

@@ -123,13 +123,32 @@ fn whole(f: f64, lo: f64, hi: f64) -> Option<f64> {
     (f.fract() == 0.0 && f >= lo && f <= hi).then_some(f)
 }
 
+/// A string of 1 to 19 ASCII digits as the number it writes (no such
+/// number passes `u64::MAX`): the timestamps every span holds, read
+/// without `trim` and `parse`'s checks; anything else is `None`.
+fn plain_u64(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 19 {
+        return None;
+    }
+    let mut n = 0u64;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n * 10 + u64::from(d);
+    }
+    Some(n)
+}
+
 fn to_u64(v: &Scalar) -> Option<u64> {
     match v {
         Scalar::Null => Some(0),
         Scalar::U64(n) => Some(*n),
         Scalar::I64(_) | Scalar::Bool(_) | Scalar::Composite(_) => None,
         Scalar::F64(f) => whole(*f, 0.0, u64::MAX as f64).map(|f| f as u64),
-        Scalar::Str(s) => {
+        Scalar::Str(s) => plain_u64(s).or_else(|| {
             let s = s.trim();
             s.parse::<u64>().ok().or_else(|| {
                 s.parse::<f64>()
@@ -137,7 +156,7 @@ fn to_u64(v: &Scalar) -> Option<u64> {
                     .and_then(|f| whole(f, 0.0, u64::MAX as f64))
                     .map(|f| f as u64)
             })
-        }
+        }),
     }
 }
 
