@@ -334,6 +334,33 @@ impl KeyFilter for Projection {
 mod tests {
     use super::*;
 
+    /// The first-byte shortcut answers as the trimmed test does.
+    #[test]
+    fn holds_json_as_trimmed() {
+        for t in [
+            "",
+            "{",
+            "[1]",
+            " {",
+            "\u{a0}[",
+            "\u{2003}{}",
+            "\x0b{",
+            "\x0c[",
+            "\x1c{",
+            "x{",
+            "\u{e9}{",
+            "\r\n\t [",
+            "1",
+            "\"{\"",
+        ] {
+            assert_eq!(
+                holds_json(t),
+                t.trim_start().starts_with(['{', '[']),
+                "{t:?}"
+            );
+        }
+    }
+
     #[test]
     fn keeps_what_is_read_where_it_is_read() {
         let p = Projection::default()
