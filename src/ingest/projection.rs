@@ -42,7 +42,12 @@ pub trait KeyFilter {
 /// Whether `text` holds a JSON object or array (as far as its first
 /// character tells), for [`KeyFilter::keep_json`].
 pub fn holds_json(text: &str) -> bool {
-    text.trim_start().starts_with(['{', '['])
+    match text.as_bytes().first() {
+        Some(b'{' | b'[') => true,
+        // Most values start with a character that is neither: no trim.
+        Some(&c) if c.is_ascii() && !char::from(c).is_whitespace() => false,
+        _ => text.trim_start().starts_with(['{', '[']),
+    }
 }
 
 /// Whether an attribute's value is a string holding JSON ([`holds_json`]).
@@ -328,6 +333,33 @@ impl KeyFilter for Projection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first-byte shortcut answers as the trimmed test does.
+    #[test]
+    fn holds_json_as_trimmed() {
+        for t in [
+            "",
+            "{",
+            "[1]",
+            " {",
+            "\u{a0}[",
+            "\u{2003}{}",
+            "\x0b{",
+            "\x0c[",
+            "\x1c{",
+            "x{",
+            "\u{e9}{",
+            "\r\n\t [",
+            "1",
+            "\"{\"",
+        ] {
+            assert_eq!(
+                holds_json(t),
+                t.trim_start().starts_with(['{', '[']),
+                "{t:?}"
+            );
+        }
+    }
 
     #[test]
     fn keeps_what_is_read_where_it_is_read() {

@@ -9,7 +9,7 @@
 //! read whole, as before, and decoded on a worker.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -176,8 +176,8 @@ fn read_all(
         options,
     };
     for (i, input) in inputs.iter().enumerate() {
-        let disk = Arc::new(AtomicU64::new(0));
-        let read = open(input, limits, &disk).and_then(|r| cut(&mut cutter, i, r, &disk));
+        let mut disk = Disk::default();
+        let read = open(input, limits, &mut disk).and_then(|r| cut(&mut cutter, i, r, &disk));
         let done = match read {
             Ok(n) => n,
             Err(Stop::Consumer) => return,
@@ -195,7 +195,7 @@ fn read_all(
                     } else {
                         Position::Byte(at as usize)
                     };
-                let disk = disk.load(Ordering::Relaxed);
+                let disk = disk.bytes();
                 if !cutter.send(i, Work::Reject(position, reason), at, disk, true) {
                     return;
                 }
@@ -217,17 +217,28 @@ type Reader = Box<dyn BufRead + Send>;
 
 /// Opens an input, inflating gzip as it is read (by magic), with the
 /// inflated size capped so a gzip bomb costs work up to the cap, not memory.
-fn open(input: &TraceInput, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Reader, Stop> {
+fn open(input: &TraceInput, limits: &Limits, disk: &mut Disk) -> Result<Reader, Stop> {
     let raw: Box<dyn Read + Send> = match input {
         TraceInput::Stdin => Box::new(io::stdin()),
-        TraceInput::File(p) => Box::new(File::open(p).map_err(|e| Stop::Io(0, e))?),
+        TraceInput::File(p) => {
+            let file = File::open(p).map_err(|e| Stop::Io(0, e))?;
+            // A second handle shares the file's offset: the bytes read.
+            disk.offset = file
+                .try_clone()
+                .ok()
+                .filter(|mut f: &File| f.stream_position().is_ok());
+            Box::new(file)
+        }
         TraceInput::Memory { data, .. } => Box::new(io::Cursor::new(Arc::clone(data))),
     };
-    let counted = Counted {
-        inner: raw,
-        count: Arc::clone(disk),
+    let raw: Box<dyn Read + Send> = match disk.offset {
+        Some(_) => raw,
+        None => Box::new(Counted {
+            inner: raw,
+            count: Arc::clone(&disk.count),
+        }),
     };
-    let mut reader = BufReader::with_capacity(READ_BUFFER, counted);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, raw);
     let head = reader.fill_buf().map_err(|e| Stop::Io(0, e))?;
     if super::is_gzip(head) {
         let inflate = flate2::bufread::MultiGzDecoder::new(reader);
@@ -247,6 +258,30 @@ fn open(input: &TraceInput, limits: &Limits, disk: &Arc<AtomicU64>) -> Result<Re
 /// the chunk itself once the buffer is drained (a read as large as the
 /// buffer bypasses it) instead of copying every byte through it.
 const READ_BUFFER: usize = 8 << 10;
+
+/// Bytes of an input read from disk so far (progress): a file's offset,
+/// asked of a second handle to it, or else (stdin, memory, a file that
+/// cannot seek) a count kept by a wrapper of the reader. A file is read
+/// without that wrapper so that filling a chunk reads into it in place: a
+/// wrapper cannot pass on `read_buf` (unstable), and std then zeroes each
+/// chunk before reading into it.
+#[derive(Default)]
+struct Disk {
+    count: Arc<AtomicU64>,
+    offset: Option<File>,
+}
+
+impl Disk {
+    fn bytes(&self) -> u64 {
+        match &self.offset {
+            Some(f) => {
+                let mut f: &File = f;
+                f.stream_position().unwrap_or(0)
+            }
+            None => self.count.load(Ordering::Relaxed),
+        }
+    }
+}
 
 /// Counts the bytes read from disk.
 struct Counted {
@@ -287,7 +322,7 @@ impl<R: Read> Read for CappedReader<R> {
 }
 
 /// Reads one input and sends its jobs; returns the decoded bytes read.
-fn cut(cutter: &mut Cutter, input: usize, mut r: Reader, disk: &AtomicU64) -> Result<u64, Stop> {
+fn cut(cutter: &mut Cutter, input: usize, mut r: Reader, disk: &Disk) -> Result<u64, Stop> {
     let mut at = 0u64;
     let head = r.fill_buf().map_err(|e| Stop::Io(0, e))?;
     if head.starts_with(b"\xEF\xBB\xBF") {
@@ -308,7 +343,7 @@ fn cut(cutter: &mut Cutter, input: usize, mut r: Reader, disk: &AtomicU64) -> Re
     match first {
         None => {
             // Never a silent empty success: the input is named.
-            let disk = disk.load(Ordering::Relaxed);
+            let disk = disk.bytes();
             let work = Work::Reject(Position::Whole, "empty input: no spans in it".into());
             if !cutter.send(input, work, at, disk, true) {
                 return Err(Stop::Consumer);
@@ -352,12 +387,12 @@ fn whole(
     mut r: Reader,
     mut bytes: Vec<u8>,
     at: u64,
-    disk: &AtomicU64,
+    disk: &Disk,
 ) -> Result<u64, Stop> {
     r.read_to_end(&mut bytes)
         .map_err(|e| Stop::Io(at + bytes.len() as u64, e))?;
     let at = at + bytes.len() as u64;
-    let disk = disk.load(Ordering::Relaxed);
+    let disk = disk.bytes();
     if !cutter.send(input, Work::Whole(bytes), at, disk, true) {
         return Err(Stop::Consumer);
     }
@@ -467,7 +502,7 @@ fn whole_json(
     mut bytes: Vec<u8>,
     mut blanks: Blanks,
     mut at: u64,
-    disk: &AtomicU64,
+    disk: &Disk,
 ) -> Result<u64, Stop> {
     loop {
         let ended = fill_json(&mut r, &mut bytes, 1 << 20, &mut blanks)
@@ -477,7 +512,7 @@ fn whole_json(
         }
     }
     at += bytes.len() as u64 + blanks.dropped;
-    let disk = disk.load(Ordering::Relaxed);
+    let disk = disk.bytes();
     if !cutter.send(input, Work::Whole(bytes), at, disk, true) {
         return Err(Stop::Consumer);
     }
@@ -501,7 +536,7 @@ fn cut_json(
     input: usize,
     mut r: Reader,
     mut at: u64,
-    disk: &AtomicU64,
+    disk: &Disk,
 ) -> Result<u64, Stop> {
     let chunk = cutter.options.chunk_bytes.max(1);
     let max_line = cutter.options.max_line_bytes;
@@ -561,7 +596,7 @@ fn cut_json(
             at += (buf.len() + skipped) as u64;
             buf.clear();
             eof = ended;
-            let disk = disk.load(Ordering::Relaxed);
+            let disk = disk.bytes();
             if !cutter.send(
                 input,
                 Work::Reject(Position::Line(line), reason),
@@ -586,7 +621,7 @@ fn cut_json(
         let bytes = std::mem::replace(&mut buf, rest);
         at += bytes.len() as u64;
         let lines_in = memchr::memchr_iter(b'\n', &bytes).count();
-        let disk = disk.load(Ordering::Relaxed);
+        let disk = disk.bytes();
         let work = Work::Lines {
             first_line: line,
             bytes,
@@ -630,7 +665,7 @@ fn cut_records(
     input: usize,
     mut r: Reader,
     mut at: u64,
-    disk: &AtomicU64,
+    disk: &Disk,
 ) -> Result<u64, Stop> {
     let chunk = cutter.options.chunk_bytes.max(1);
     let max_record = cutter.options.max_line_bytes as u64;
@@ -653,7 +688,7 @@ fn cut_records(
         if bytes.len() < chunk && !end && problem.is_none() {
             continue;
         }
-        let disk_now = disk.load(Ordering::Relaxed);
+        let disk_now = disk.bytes();
         let last = end && problem.is_none();
         if !bytes.is_empty() || last {
             let work = Work::Records {
