@@ -450,9 +450,7 @@ fn part_text<T: Tree>(p: &T) -> Option<String> {
     if let Some(s) = p.text() {
         return Some(s.to_string());
     }
-    if p.entries().is_none() {
-        return None;
-    }
+    // An object's (`field` finds nothing in anything else).
     ["content", "text"]
         .iter()
         .find_map(|k| p.field(k).and_then(T::text))
