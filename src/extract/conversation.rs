@@ -279,6 +279,8 @@ struct Look {
     /// look only for forms that are there.
     flat_out: u8,
     named_out: u8,
+    /// Whether a key is one of a call id's ([`records::is_call_id_key`]).
+    call_id_key: bool,
 }
 
 impl Look {
@@ -294,6 +296,7 @@ impl Look {
             for (j, m) in OUTPUT_KEYS.iter().enumerate() {
                 look.named_out |= u8::from(k == m.0.as_bytes()) << j;
             }
+            look.call_id_key = look.call_id_key || records::is_call_id_key(k);
         }
         look.output = look.flat_out != 0 || look.named_out != 0;
         look
@@ -309,7 +312,7 @@ impl Look {
         look
     }
 
-    /// Whether the span may record a model's output (else [`asked_of`]
+    /// Whether the span may record a model's output (else [`asked_looked`]
     /// finds nothing).
     fn may_output(self, s: &SpanRecord) -> bool {
         self.model_call
@@ -329,12 +332,18 @@ impl Look {
     }
 }
 
-/// The calls span `s`'s output asked for, and the form they were read in:
-/// of the forms the span records, the one that keeps the most call ids.
+/// [`asked_looked`] with the span's look taken here.
+#[cfg(test)]
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
+    asked_looked(s, Look::of(s))
+}
+
+/// The calls span `s`'s output asked for, and the form they were read in:
+/// of the forms the span records, the one that keeps the most call ids
+/// (`look`: the span's [`Look`], taken by the caller).
+fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
     let mut best: (Vec<Asked>, &'static str) = (Vec::new(), "");
     // Most spans record no model output: one look at their keys.
-    let look = Look::of(s);
     if !look.may_output(s) {
         return best;
     }
@@ -401,6 +410,23 @@ fn calls_in<T: Tree>(v: &T) -> Vec<Asked> {
 fn calls_under<T: Tree>(v: &T, parent: Option<&str>) -> Vec<Asked> {
     let mut out = Vec::new();
     requested::walk(v, parent, 0, &mut out);
+    // An output asks for a few calls: each id looked for among the calls
+    // kept before it, with no set (and no copy of each id) built.
+    if out.len() <= 16 {
+        let mut kept = 0;
+        for i in 0..out.len() {
+            let seen = out[i]
+                .id
+                .as_ref()
+                .is_some_and(|id| out[..kept].iter().any(|a| a.id.as_ref() == Some(id)));
+            if !seen {
+                out.swap(kept, i);
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
+        return out;
+    }
     // foldhash (as `IdSet`): a set only asked, never walked.
     let mut ids: IdSet<String> = IdSet::default();
     out.retain(|a| a.id.as_ref().is_none_or(|id| ids.insert(id.clone())));
@@ -874,8 +900,9 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
     // (the sorted ids gathered only when a span has a call id key).
     let mut ran: Option<Vec<SpanId>> = None;
     for (i, s) in trace.spans.iter().enumerate() {
-        let (mut calls, mut form) = asked_of(s);
-        if calls.is_empty() && records::has_call_id_key(s) {
+        let look = Look::of(s);
+        let (mut calls, mut form) = asked_looked(s, look);
+        if calls.is_empty() && look.call_id_key {
             let ran = ran.get_or_insert_with(|| {
                 let mut ids: Vec<SpanId> = tool_calls.iter().map(|c| c.span_id).collect();
                 ids.sort_unstable();

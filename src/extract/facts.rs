@@ -5,11 +5,15 @@
 //! keys listed below (docs/conventions.md, "What the judge sees"): a new
 //! framework's key is one more entry.
 
+use std::rc::Rc;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::assemble::{SpanRecord, Trace, Val};
 use crate::extract::any_to_json;
+use crate::extract::borrowed::Json;
+use crate::extract::requested::Tree;
 use crate::ingest::Span;
 
 /// Attributes holding the user's request, most specific first. Looked up on
@@ -309,18 +313,15 @@ pub fn turn_text_of(trace: &Trace) -> Option<String> {
 }
 
 fn request_in(trace: &Trace, last: bool) -> Option<String> {
-    let order: Vec<&SpanRecord> = trace
-        .roots()
-        .map(|i| &trace.spans[i])
-        .chain(trace.spans.iter())
-        .collect();
-    let from_attr = order.iter().find_map(|s| {
-        REQUEST_KEYS
-            .iter()
-            .find_map(|k| s.attr(k).and_then(|v| text_in_attr(v, last)))
-    });
+    let order = || {
+        trace
+            .roots()
+            .map(|i| &trace.spans[i])
+            .chain(trace.spans.iter())
+    };
+    let from_attr = order().find_map(|s| request_attr(s, last));
     let text = from_attr.or_else(|| {
-        order.iter().find_map(|s| {
+        order().find_map(|s| {
             s.span
                 .events
                 .iter()
@@ -334,6 +335,28 @@ fn request_in(trace: &Trace, last: bool) -> Option<String> {
     Some(text)
 }
 
+/// The request text of span `s` under the first of [`REQUEST_KEYS`] (most
+/// specific first) that holds one, each key's first attribute read: one
+/// pass over the span's keys rather than a lookup per key (every span of
+/// a trace without a request is asked).
+fn request_attr(s: &SpanRecord, last: bool) -> Option<String> {
+    let mut first: [Option<usize>; REQUEST_KEYS.len()] = [None; REQUEST_KEYS.len()];
+    let mut any = false;
+    for (i, key) in s.span.attr_keys().enumerate() {
+        if let Some(j) = REQUEST_KEYS.iter().position(|k| k.as_bytes() == key) {
+            first[j].get_or_insert(i);
+            any = true;
+        }
+    }
+    if !any {
+        return None;
+    }
+    first
+        .into_iter()
+        .flatten()
+        .find_map(|i| s.span.attr_value(i).and_then(|v| text_in_attr(v, last)))
+}
+
 /// This turn's words in an attribute value (see [`turn_text_of`]).
 pub(crate) fn turn_text(v: &Value) -> Option<String> {
     text_in(v, true)
@@ -343,46 +366,49 @@ pub(crate) fn turn_text(v: &Value) -> Option<String> {
 /// the first (with `last`, the last) user message with text of a message
 /// list, a message's text parts, or an inputs object's
 /// `messages`/`input`/`query`/`question`; else the value as compact JSON.
-fn text_in(v: &Value, last: bool) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) => text_in_str(s, last),
-        Value::Array(items) => {
-            let is_msg = |m: &&Value| m.get("role").is_some() || m.get("parts").is_some();
-            if items.iter().any(|m| is_msg(&m)) {
-                let mut users = items
-                    .iter()
-                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-                let user = if last {
-                    users.rev().find_map(message_text)
-                } else {
-                    users.find_map(message_text)
-                };
-                return user.or_else(|| items.iter().find_map(message_text));
-            }
-            // Content parts (`[{"text": ...}]`) or plain strings.
-            let parts: Vec<String> = items.iter().filter_map(part_text).collect();
-            if parts.is_empty() {
-                Some(v.to_string())
-            } else {
-                Some(parts.join("\n"))
-            }
-        }
-        Value::Object(o) => {
-            for k in [
-                "messages", "input", "query", "question", "prompt", "request",
-            ] {
-                if let Some(t) = o.get(k).and_then(|x| text_in(x, last)) {
-                    return Some(t);
-                }
-            }
-            if o.get("role").is_some() {
-                return message_text(v);
-            }
-            Some(v.to_string())
-        }
-        other => Some(other.to_string()),
+/// On a `Value` or on JSON text parsed in place ([`Json`]: most of a
+/// conversation is never read, so its strings are not copied).
+fn text_in<T: Tree>(v: &T, last: bool) -> Option<String> {
+    if let Some(s) = v.text() {
+        return text_in_str(s, last);
     }
+    if let Some(items) = v.items() {
+        let is_msg = |m: &T| m.field("role").is_some() || m.field("parts").is_some();
+        if items.iter().any(is_msg) {
+            let mut users = items
+                .iter()
+                .filter(|m| m.field("role").and_then(T::text) == Some("user"));
+            let user = if last {
+                users.rev().find_map(message_text)
+            } else {
+                users.find_map(message_text)
+            };
+            return user.or_else(|| items.iter().find_map(message_text));
+        }
+        // Content parts (`[{"text": ...}]`) or plain strings.
+        let parts: Vec<String> = items.iter().filter_map(part_text).collect();
+        if parts.is_empty() {
+            return Some(v.compact());
+        }
+        return Some(parts.join("\n"));
+    }
+    if v.entries().is_some() {
+        for k in [
+            "messages", "input", "query", "question", "prompt", "request",
+        ] {
+            if let Some(t) = v.field(k).and_then(|x| text_in(x, last)) {
+                return Some(t);
+            }
+        }
+        if v.field("role").is_some() {
+            return message_text(v);
+        }
+        return Some(v.compact());
+    }
+    if v.is_null() {
+        return None;
+    }
+    Some(v.compact())
 }
 
 /// [`text_in`] of an attribute value; a string is not copied first.
@@ -400,7 +426,7 @@ fn text_in_str(s: &str, last: bool) -> Option<String> {
         return None;
     }
     if t.starts_with('{') || t.starts_with('[') {
-        if let Ok(inner) = serde_json::from_str::<Value>(t) {
+        if let Some(inner) = Json::parse(t) {
             return text_in(&inner, last);
         }
     }
@@ -409,27 +435,26 @@ fn text_in_str(s: &str, last: bool) -> Option<String> {
 
 /// A chat message's text: `content` as a string or a list of parts, or
 /// OpenTelemetry GenAI `parts`.
-fn message_text(m: &Value) -> Option<String> {
-    let content = m.get("content").or_else(|| m.get("parts"))?;
-    match content {
-        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Value::Array(parts) => {
-            let texts: Vec<String> = parts.iter().filter_map(part_text).collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
+fn message_text<T: Tree>(m: &T) -> Option<String> {
+    let content = m.field("content").or_else(|| m.field("parts"))?;
+    if let Some(s) = content.text() {
+        let s = s.trim();
+        return (!s.is_empty()).then(|| s.to_string());
     }
+    let parts = content.items()?;
+    let texts: Vec<String> = parts.iter().filter_map(part_text).collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
 }
 
-fn part_text(p: &Value) -> Option<String> {
-    match p {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(o) => ["content", "text"]
-            .iter()
-            .find_map(|k| o.get(*k).and_then(Value::as_str))
-            .map(str::to_string),
-        _ => None,
+fn part_text<T: Tree>(p: &T) -> Option<String> {
+    if let Some(s) = p.text() {
+        return Some(s.to_string());
     }
+    // An object's (`field` finds nothing in anything else).
+    ["content", "text"]
+        .iter()
+        .find_map(|k| p.field(k).and_then(T::text))
+        .map(str::to_string)
 }
 
 fn cut(s: String) -> String {
@@ -440,9 +465,57 @@ fn cut(s: String) -> String {
 }
 
 /// The tools offered in a trace ([`TraceFacts::tools`]), without the
-/// other facts: what an inspect row shows.
+/// other facts.
 pub fn tools_of(trace: &Trace) -> Vec<ToolDef> {
-    let mut tools = Vec::new();
+    offered_tools(trace).iter().cloned().collect()
+}
+
+/// The tools offered in a trace, by name, first definition kept, each
+/// borrowed from the list it was read in (most from the per-thread cache
+/// of parsed lists): what an inspect row shows, with no definition (and
+/// its parameters' schema) copied for it. Written as a JSON list of
+/// [`ToolDef`]s.
+#[derive(Debug, Default)]
+pub struct OfferedTools {
+    lists: Vec<Rc<[ToolDef]>>,
+    /// (list, definition) of each tool, in order.
+    picked: Vec<(usize, usize)>,
+}
+
+impl OfferedTools {
+    pub fn iter(&self) -> impl Iterator<Item = &ToolDef> + '_ {
+        self.picked.iter().map(|&(l, d)| &self.lists[l][d])
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.picked.is_empty()
+    }
+
+    /// Adds list `defs`' tools whose names are not there yet.
+    fn add(&mut self, defs: Rc<[ToolDef]>) {
+        let (l, before) = (self.lists.len(), self.picked.len());
+        self.lists.push(defs);
+        for d in 0..self.lists[l].len() {
+            let name = &self.lists[l][d].name;
+            if !self.iter().any(|x| x.name == *name) {
+                self.picked.push((l, d));
+            }
+        }
+        if self.picked.len() == before {
+            self.lists.pop();
+        }
+    }
+}
+
+impl Serialize for OfferedTools {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+/// [`OfferedTools`] of a trace.
+pub fn offered_tools(trace: &Trace) -> OfferedTools {
+    let mut tools = OfferedTools::default();
     for s in &trace.spans {
         add_tools(s, &mut tools);
     }
@@ -450,17 +523,10 @@ pub fn tools_of(trace: &Trace) -> Vec<ToolDef> {
 }
 
 /// Adds the tools `s` declares to `out` (by name, first definition kept).
-fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
-    let mut push = |defs: &[ToolDef]| {
-        for t in defs {
-            if !out.iter().any(|x| x.name == t.name) {
-                out.push(t.clone());
-            }
-        }
-    };
+fn add_tools(s: &SpanRecord, out: &mut OfferedTools) {
     let mut add = |v: Val<'_>| match v {
-        Val::Str(text) => push(&cached_tool_defs(text)),
-        _ => push(&tool_defs(&any_to_json(v))),
+        Val::Str(text) => out.add(cached_tool_defs(text)),
+        _ => out.add(tool_defs(&any_to_json(v)).into()),
     };
     // One pass over the keys (every span is asked; few have any): the
     // first attribute of each of `TOOL_KEYS`, then the flattened lists in
@@ -485,10 +551,9 @@ fn add_tools(s: &SpanRecord, out: &mut Vec<ToolDef>) {
 /// Tool definitions parsed from JSON text, remembered per thread: an agent
 /// offers the same list on every LLM call of every trace, and parsing it
 /// again each time was most of the cost of a trace's facts.
-fn cached_tool_defs(text: &str) -> std::rc::Rc<[ToolDef]> {
+fn cached_tool_defs(text: &str) -> Rc<[ToolDef]> {
     use std::cell::RefCell;
     use std::collections::HashMap;
-    use std::rc::Rc;
     /// Bounds of the cache: entries and bytes of text held.
     const MAX_ENTRIES: usize = 64;
     const MAX_BYTES: usize = 4 << 20;

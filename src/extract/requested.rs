@@ -389,6 +389,9 @@ pub(crate) trait Tree: Sized {
     fn is_container(&self) -> bool;
     /// As a `Value`, a string holding JSON decoded.
     fn decoded(&self) -> Value;
+    fn is_null(&self) -> bool;
+    /// The compact JSON text `serde_json` writes of the value.
+    fn compact(&self) -> String;
 
     /// The call this object is, in any of the known shapes.
     fn call(&self) -> Option<Asked> {
@@ -420,6 +423,14 @@ impl Tree for Value {
 
     fn decoded(&self) -> Value {
         decoded(self)
+    }
+
+    fn is_null(&self) -> bool {
+        Value::is_null(self)
+    }
+
+    fn compact(&self) -> String {
+        self.to_string()
     }
 }
 
@@ -455,6 +466,14 @@ impl Tree for Json<'_> {
             Json::Str(s) => json_or_string(s),
             other => other.to_value(),
         }
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self, Json::Scalar(Value::Null))
+    }
+
+    fn compact(&self) -> String {
+        self.to_value().to_string()
     }
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::assemble::{SpanId, Trace};
-use crate::extract::facts::{request_of, tools_of, ToolDef};
+use crate::extract::facts::{offered_tools, request_of, OfferedTools};
 use crate::extract::{AgentRun, Analysis, CallStatus, ToolCall};
 
 /// The JSONL row of one trace (`inspect --format jsonl`): its calls, skipped
@@ -23,7 +23,7 @@ use crate::extract::{AgentRun, Analysis, CallStatus, ToolCall};
 pub struct InspectRow<'a> {
     pub agent_runs: &'a [AgentRun],
     /// What an LLM judge is shown besides the calls.
-    pub available_tools: Vec<ToolDef>,
+    pub available_tools: OfferedTools,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cases: Option<Value>,
     pub orphans: usize,
@@ -48,7 +48,7 @@ impl<'a> InspectRow<'a> {
     ) -> InspectRow<'a> {
         InspectRow {
             agent_runs: &a.runs,
-            available_tools: tools_of(trace),
+            available_tools: offered_tools(trace),
             cases: joins.map(joins_json),
             orphans: trace.orphans.len(),
             request: request_of(trace),
@@ -203,7 +203,7 @@ pub fn write_inspect_tree(
     if let Some(r) = request_of(trace) {
         writeln!(out, "  request: {}", printable(&first_line(&r)))?;
     }
-    let tools = tools_of(trace);
+    let tools = offered_tools(trace);
     if !tools.is_empty() {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         writeln!(out, "  tools available: {}", printable(&names.join(", ")))?;

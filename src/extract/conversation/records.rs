@@ -44,19 +44,19 @@ pub(crate) fn span_keys() -> impl Iterator<Item = &'static str> {
     NAME_KEYS.into_iter().chain(ARGS_KEYS)
 }
 
-/// Whether a key of `s` is one of the call id keys: the cheap test, made
-/// on spans that record no model output, before any other.
-pub(super) fn has_call_id_key(s: &SpanRecord) -> bool {
+/// Whether `key` is one of the call id keys (in every spelling,
+/// [`source::call_id_keys`]): the cheap test, made on every span's keys in
+/// the witness's one pass over them ([`super::Look`]), before any other.
+#[inline]
+pub(super) fn is_call_id_key(key: &[u8]) -> bool {
     // Every call id key ends `id` or `Id`: one look at two bytes spares
     // most keys the comparisons.
-    s.span.attr_keys().any(|k| {
-        (k.ends_with(b"id") || k.ends_with(b"Id"))
-            && source::call_id_keys().iter().any(|c| k == c.as_bytes())
-    })
+    (key.ends_with(b"id") || key.ends_with(b"Id"))
+        && source::call_id_keys().iter().any(|c| key == c.as_bytes())
 }
 
 /// The call span `s` records, when it is a call record (see the module's
-/// doc; the caller has made the cheap test, [`has_call_id_key`]).
+/// doc; the caller has made the cheap test, [`is_call_id_key`]).
 pub(super) fn asked(s: &SpanRecord) -> Option<Asked> {
     let id = source::tool_call_id(s)?;
     let name = NAME_KEYS

@@ -727,3 +727,43 @@ fn otel_genai_keys_flattened_as_openinference_s_are_read() {
         Some(CallResult::Value(json!({"inn": 1})))
     );
 }
+
+/// An output's calls are kept once per call id, in their order, calls
+/// without an id all kept; the same with many calls (a set, not a scan).
+#[test]
+fn an_output_s_calls_are_kept_once_per_call_id() {
+    let call = |id: Option<String>, n: usize| {
+        let mut c = json!({"type": "tool_call", "name": format!("f{n}"), "arguments": {}});
+        if let Some(id) = id {
+            c["id"] = json!(id);
+        }
+        c
+    };
+    for many in [3, 40] {
+        // Ids 0, 1, 2, ... each twice (the second named otherwise), then
+        // calls without an id.
+        let mut parts: Vec<Value> = (0..many)
+            .flat_map(|n| {
+                [
+                    call(Some(format!("c{n}")), n),
+                    call(Some(format!("c{n}")), 99),
+                ]
+            })
+            .collect();
+        parts.extend((0..2).map(|n| call(None, n)));
+        let got = calls_in(&json!([{"role": "assistant", "parts": parts}]));
+        let got: Vec<(Option<&str>, &str)> = got
+            .iter()
+            .map(|a| (a.id.as_deref(), a.name.as_str()))
+            .collect();
+        let ids: Vec<String> = (0..many).map(|n| format!("c{n}")).collect();
+        let names: Vec<String> = (0..many).map(|n| format!("f{n}")).collect();
+        let mut want: Vec<(Option<&str>, &str)> = ids
+            .iter()
+            .zip(&names)
+            .map(|(i, n)| (Some(i.as_str()), n.as_str()))
+            .collect();
+        want.extend([(None, "f0"), (None, "f1")]);
+        assert_eq!(got, want, "{many} calls");
+    }
+}
