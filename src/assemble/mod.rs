@@ -465,6 +465,63 @@ impl Update {
     }
 }
 
+/// The span ids of a pending trace, each at its index in `spans`. Most
+/// traces hold a few spans: a list searched in order costs less than a
+/// map's hash and the growth of its table (rehashed at each doubling);
+/// past [`SeenIds::FEW`] spans the ids move to a map.
+#[derive(Debug)]
+enum SeenIds {
+    Few(Vec<SpanId>),
+    Many(IdMap<SpanId, u32>),
+}
+
+impl Default for SeenIds {
+    fn default() -> Self {
+        SeenIds::Few(Vec::new())
+    }
+}
+
+impl SeenIds {
+    const FEW: usize = 32;
+
+    /// The index of span `id`.
+    fn get(&self, id: SpanId) -> Option<usize> {
+        match self {
+            SeenIds::Few(ids) => ids.iter().position(|&s| s == id),
+            SeenIds::Many(map) => map.get(&id).map(|&i| i as usize),
+        }
+    }
+
+    /// The index of span `id` if it came before; else notes it at `at`
+    /// (the next index: ids come in index order) and returns `None`.
+    fn get_or_add(&mut self, id: SpanId, at: u32) -> Option<usize> {
+        match self {
+            SeenIds::Few(ids) => {
+                if let Some(i) = ids.iter().position(|&s| s == id) {
+                    return Some(i);
+                }
+                if ids.len() < Self::FEW {
+                    ids.push(id);
+                    return None;
+                }
+                let mut map: IdMap<SpanId, u32> =
+                    IdMap::with_capacity_and_hasher(2 * Self::FEW, Default::default());
+                map.extend(ids.iter().zip(0u32..).map(|(&s, i)| (s, i)));
+                map.insert(id, at);
+                *self = SeenIds::Many(map);
+                None
+            }
+            SeenIds::Many(map) => match map.entry(id) {
+                Entry::Occupied(e) => Some(*e.get() as usize),
+                Entry::Vacant(e) => {
+                    e.insert(at);
+                    None
+                }
+            },
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Pending {
     /// Boxed while pending: a growing `Vec` keeps up to half its slots
@@ -472,11 +529,14 @@ struct Pending {
     #[allow(clippy::vec_box)]
     spans: Vec<Box<SpanRecord>>,
     /// Each span id's index in `spans`, to compare a duplicate with it.
-    seen: IdMap<SpanId, u32>,
+    seen: SeenIds,
     duplicates: usize,
     conflicting: Vec<SpanId>,
     /// Stream position when a span of it last arrived (early release).
     last_seen: u64,
+    /// When it was first seen (the assembler's count of traces), so that
+    /// traces are handed out in first-seen order.
+    first_seen: u64,
     /// Whether a span without a parent (a root) has arrived.
     rooted: bool,
     /// Log records read as events of its spans, put on them when the
@@ -485,6 +545,34 @@ struct Pending {
 }
 
 impl Pending {
+    /// Reads `again`, a span that came again (the kept copy at `k`):
+    /// true when its content conflicts with the kept copy.
+    fn again(&mut self, k: usize, again: SpanRecord) -> bool {
+        self.duplicates += 1;
+        let Some(kept) = self.spans.get_mut(k) else {
+            return false;
+        };
+        // A retry re-sends the same span: silent. Other content under the
+        // same id is worth a warning, unless one copy is the other sent
+        // while open.
+        let same = kept.parent == again.parent
+            && kept.span == again.span
+            && (Arc::ptr_eq(&kept.resource, &again.resource) || *kept.resource == *again.resource)
+            && (Arc::ptr_eq(&kept.scope, &again.scope) || *kept.scope == *again.scope);
+        if same {
+            return false;
+        }
+        match Update::of(kept, again.parent, &again.span) {
+            Update::Replaces => **kept = again,
+            Update::Stale => {}
+            Update::Conflicts => {
+                self.conflicting.push(again.span_id);
+                return true;
+            }
+        }
+        false
+    }
+
     /// The trace, with the events put on their spans, to be built;
     /// `None` when no span came (only log records). `unjoined` counts the
     /// events whose span never came.
@@ -509,7 +597,7 @@ impl Pending {
         }
         let mut touched = Vec::new();
         for (sid, event) in std::mem::take(&mut self.events) {
-            let found = self.seen.get(&sid).map(|&i| i as usize);
+            let found = self.seen.get(sid);
             match found.and_then(|i| self.spans.get_mut(i).map(|s| (i, s))) {
                 Some((i, s)) => {
                     s.span.events.push(event);
@@ -564,8 +652,9 @@ impl Unbuilt {
 #[derive(Debug, Default)]
 pub struct Assembler {
     traces: IdMap<TraceId, Pending>,
-    /// First-seen order, so output is deterministic.
-    order: Vec<TraceId>,
+    /// Traces seen: the next one's `first_seen` (output is in first-seen
+    /// order, so it is deterministic).
+    seen: u64,
     spans: usize,
     duplicates: usize,
     /// Stream position of the spans being added (see `add_at`).
@@ -624,45 +713,19 @@ impl Assembler {
                     };
                     pending.rooted |= parent.is_none();
                     let at = u32::try_from(pending.spans.len()).unwrap_or(u32::MAX);
-                    match pending.seen.entry(SpanId(sid)) {
-                        Entry::Occupied(e) => {
-                            pending.duplicates += 1;
-                            stats.duplicates += 1;
-                            let Some(kept) = pending.spans.get_mut(*e.get() as usize) else {
-                                continue;
-                            };
-                            // A retry re-sends the same span: silent. Other
-                            // content under the same id is worth a warning,
-                            // unless one copy is the other sent while open.
-                            let same = kept.parent == parent
-                                && kept.span == span
-                                && (Arc::ptr_eq(&kept.resource, &resource)
-                                    || *kept.resource == *resource)
-                                && (Arc::ptr_eq(&kept.scope, &scope) || *kept.scope == *scope);
-                            if same {
-                                continue;
-                            }
-                            match Update::of(kept, parent, &span) {
-                                Update::Replaces => {
-                                    **kept = SpanRecord {
-                                        span_id: SpanId(sid),
-                                        parent,
-                                        span,
-                                        resource: Arc::clone(&resource),
-                                        scope: Arc::clone(&scope),
-                                    };
-                                }
-                                Update::Stale => {}
-                                Update::Conflicts => {
-                                    pending.conflicting.push(SpanId(sid));
-                                    stats.conflicting += 1;
-                                }
-                            }
-                            continue;
+                    if let Some(k) = pending.seen.get_or_add(SpanId(sid), at) {
+                        stats.duplicates += 1;
+                        let again = SpanRecord {
+                            span_id: SpanId(sid),
+                            parent,
+                            span,
+                            resource: Arc::clone(&resource),
+                            scope: Arc::clone(&scope),
+                        };
+                        if pending.again(k, again) {
+                            stats.conflicting += 1;
                         }
-                        Entry::Vacant(e) => {
-                            e.insert(at);
-                        }
+                        continue;
                     }
                     pending.spans.push(Box::new(SpanRecord {
                         span_id: SpanId(sid),
@@ -694,8 +757,11 @@ impl Assembler {
         let pending = match self.traces.entry(tid) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                self.order.push(tid);
-                e.insert(Pending::default())
+                self.seen += 1;
+                e.insert(Pending {
+                    first_seen: self.seen,
+                    ..Pending::default()
+                })
             }
         };
         pending.last_seen = self.clock;
@@ -754,17 +820,20 @@ impl Assembler {
     /// [`Assembler::release`], the traces not yet built.
     pub fn release_unbuilt(&mut self, position: u64, window: u64) -> Vec<Unbuilt> {
         let ready = |p: &Pending| p.rooted && position.saturating_sub(p.last_seen) >= window;
-        if !self.traces.values().any(ready) {
+        // One pass over the held traces (a lookup per trace in first-seen
+        // order cost several times more), then the few ready put in order.
+        let mut ids: Vec<(u64, TraceId)> = self
+            .traces
+            .iter()
+            .filter(|(_, p)| ready(p))
+            .map(|(id, p)| (p.first_seen, *id))
+            .collect();
+        if ids.is_empty() {
             return Vec::new();
         }
-        let ids: Vec<TraceId> = self
-            .order
-            .iter()
-            .filter(|id| self.traces.get(id).is_some_and(ready))
-            .copied()
-            .collect();
+        ids.sort_unstable_by_key(|&(seen, _)| seen);
         let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
+        for (_, id) in ids {
             if let Some(t) = self.take_unbuilt(&id) {
                 self.released.insert(id);
                 out.push(t);
@@ -797,14 +866,6 @@ impl Assembler {
         let p = self.traces.remove(id)?;
         self.spans -= p.spans.len();
         self.events -= p.events.len();
-        // `order` is cleaned lazily: a `retain` on every take would make
-        // taking each trace of a long-running buffer (serve) quadratic.
-        if self.order.len() > 2 * self.traces.len() + 64 {
-            let traces = &self.traces;
-            let mut kept = IdSet::with_capacity_and_hasher(traces.len(), Default::default());
-            self.order
-                .retain(|t| traces.contains_key(t) && kept.insert(*t));
-        }
         p.into_unbuilt(*id, &mut self.unjoined_events)
     }
 
@@ -821,16 +882,13 @@ impl Assembler {
     }
 
     /// [`Assembler::finish_counted`], the traces not yet built.
-    pub fn finish_unbuilt(mut self) -> (Vec<Unbuilt>, usize) {
-        let order = std::mem::take(&mut self.order);
+    pub fn finish_unbuilt(self) -> (Vec<Unbuilt>, usize) {
         let mut unjoined = self.unjoined_events;
-        let traces = order
+        let mut held: Vec<(TraceId, Pending)> = self.traces.into_iter().collect();
+        held.sort_unstable_by_key(|(_, p)| p.first_seen);
+        let traces = held
             .into_iter()
-            .filter_map(|id| {
-                self.traces
-                    .remove(&id)
-                    .and_then(|p| p.into_unbuilt(id, &mut unjoined))
-            })
+            .filter_map(|(id, p)| p.into_unbuilt(id, &mut unjoined))
             .collect();
         (traces, unjoined)
     }
