@@ -9,7 +9,7 @@
 pub mod session;
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -532,8 +532,10 @@ struct Pending {
     seen: SeenIds,
     duplicates: usize,
     conflicting: Vec<SpanId>,
-    /// Stream position when a span of it last arrived (early release).
-    last_seen: u64,
+    /// Stream position when a span of it last arrived, while it is in the
+    /// assembler's queue of traces to look at for early release (`None`:
+    /// looked at and not ready; a span arriving queues it again).
+    due: Option<u64>,
     /// When it was first seen (the assembler's count of traces), so that
     /// traces are handed out in first-seen order.
     first_seen: u64,
@@ -648,6 +650,10 @@ impl Unbuilt {
     }
 }
 
+/// Spans a pending trace has room for when it is first seen (the corpus's
+/// traces hold 6 on average).
+const SPANS_AHEAD: usize = 8;
+
 /// Collects spans across requests and hands out whole traces.
 #[derive(Debug, Default)]
 pub struct Assembler {
@@ -661,6 +667,11 @@ pub struct Assembler {
     clock: u64,
     /// Traces handed out by `release`: a span of one arriving later is late.
     released: IdSet<TraceId>,
+    /// Held traces by when a span of each last arrived (`Pending::due`),
+    /// oldest first: `release` looks only at those that have been quiet
+    /// long enough, not at every trace held. Entries of traces that got a
+    /// span since, or were taken, are passed over (and cleaned lazily).
+    queue: VecDeque<(u64, TraceId)>,
     /// Log events whose span never came, in traces handed out.
     unjoined_events: usize,
     /// Log events held.
@@ -747,24 +758,41 @@ impl Assembler {
     /// released, counted in `late` instead. Only replay releases traces
     /// early; serve never pays the lookup.
     fn hold(&mut self, tid: TraceId, late: &mut Vec<(TraceId, usize)>) -> Option<&mut Pending> {
-        if !self.released.is_empty() && self.released.contains(&tid) {
-            match late.iter_mut().find(|(t, _)| *t == tid) {
-                Some((_, n)) => *n += 1,
-                None => late.push((tid, 1)),
-            }
-            return None;
-        }
+        // A trace held is not released (a released one is never held
+        // again): only a trace not held is looked for among those released.
         let pending = match self.traces.entry(tid) {
             Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(_) if !self.released.is_empty() && self.released.contains(&tid) => {
+                match late.iter_mut().find(|(t, _)| *t == tid) {
+                    Some((_, n)) => *n += 1,
+                    None => late.push((tid, 1)),
+                }
+                return None;
+            }
             Entry::Vacant(e) => {
                 self.seen += 1;
+                // Room for a typical trace's spans, so that few grow.
                 e.insert(Pending {
                     first_seen: self.seen,
+                    spans: Vec::with_capacity(SPANS_AHEAD),
+                    seen: SeenIds::Few(Vec::with_capacity(SPANS_AHEAD)),
                     ..Pending::default()
                 })
             }
         };
-        pending.last_seen = self.clock;
+        let clock = self.clock;
+        if pending.due != Some(clock) {
+            pending.due = Some(clock);
+            // Positions only grow in a stream; one that went back is put
+            // in its place, so that the queue stays in order.
+            let at = match self.queue.back() {
+                Some(&(last, _)) if last > clock => {
+                    self.queue.partition_point(|&(a, _)| a <= clock)
+                }
+                _ => self.queue.len(),
+            };
+            self.queue.insert(at, (clock, tid));
+        }
         Some(pending)
     }
 
@@ -819,15 +847,26 @@ impl Assembler {
 
     /// [`Assembler::release`], the traces not yet built.
     pub fn release_unbuilt(&mut self, position: u64, window: u64) -> Vec<Unbuilt> {
-        let ready = |p: &Pending| p.rooted && position.saturating_sub(p.last_seen) >= window;
-        // One pass over the held traces (a lookup per trace in first-seen
-        // order cost several times more), then the few ready put in order.
-        let mut ids: Vec<(u64, TraceId)> = self
-            .traces
-            .iter()
-            .filter(|(_, p)| ready(p))
-            .map(|(id, p)| (p.first_seen, *id))
-            .collect();
+        // Only the traces quiet for `window` are looked at (a lookup per
+        // held trace at each release cost several times more); those with
+        // a root go, in first-seen order, the others wait for a span.
+        let mut ids: Vec<(u64, TraceId)> = Vec::new();
+        while let Some(&(at, id)) = self.queue.front() {
+            if position.saturating_sub(at) < window {
+                break;
+            }
+            self.queue.pop_front();
+            let Some(p) = self.traces.get_mut(&id) else {
+                continue;
+            };
+            if p.due != Some(at) {
+                continue;
+            }
+            p.due = None;
+            if p.rooted {
+                ids.push((p.first_seen, id));
+            }
+        }
         if ids.is_empty() {
             return Vec::new();
         }
@@ -864,6 +903,13 @@ impl Assembler {
 
     fn take_unbuilt(&mut self, id: &TraceId) -> Option<Unbuilt> {
         let p = self.traces.remove(id)?;
+        // The queue is cleaned lazily: a `retain` on every take would make
+        // taking each trace of a long-running buffer (serve) quadratic.
+        if self.queue.len() > 2 * self.traces.len() + 64 {
+            let traces = &self.traces;
+            self.queue
+                .retain(|(at, t)| traces.get(t).is_some_and(|p| p.due == Some(*at)));
+        }
         self.spans -= p.spans.len();
         self.events -= p.events.len();
         p.into_unbuilt(*id, &mut self.unjoined_events)
@@ -1010,6 +1056,43 @@ mod tests {
         assert_eq!(a.release(100, 10).len(), 1);
         let late = a.add_events(vec![event(1, 1, 0, "late")], 200);
         assert_eq!((late.events, late.late), (0, vec![(TraceId([1; 16]), 1)]));
+    }
+
+    #[test]
+    fn traces_quiet_for_the_window_with_a_root_go_in_first_seen_order() {
+        let ids = |ts: Vec<Trace>| ts.iter().map(|t| t.id.0[0]).collect::<Vec<u8>>();
+        let mut a = Assembler::new();
+        // Trace 2 is seen first and again at 8; trace 3 has no root yet.
+        a.add_at(req(vec![span(2, 1, None, 10)]), 0);
+        a.add_at(req(vec![span(1, 1, None, 10), span(3, 2, Some(1), 10)]), 5);
+        a.add_at(req(vec![span(2, 2, Some(1), 20)]), 8);
+        assert!(a.release(9, 10).is_empty());
+        assert_eq!(ids(a.release(15, 10)), [1]);
+        assert_eq!(ids(a.release(18, 10)), [2]);
+        // Its root makes trace 3 wait for the window again.
+        a.add_at(req(vec![span(3, 1, None, 5)]), 18);
+        assert!(a.release(20, 10).is_empty());
+        assert_eq!(ids(a.release(28, 10)), [3]);
+        assert!(a.is_empty());
+        // Ready together, they go in the order first seen.
+        let mut a = Assembler::new();
+        a.add_at(req(vec![span(2, 1, None, 10)]), 0);
+        a.add_at(req(vec![span(1, 1, None, 10)]), 5);
+        a.add_at(req(vec![span(2, 2, Some(1), 20)]), 6);
+        assert_eq!(ids(a.release(100, 10)), [2, 1]);
+    }
+
+    #[test]
+    fn duplicates_are_found_in_traces_of_many_spans() {
+        let mut a = Assembler::new();
+        let many: Vec<Span> = (1..=40)
+            .map(|s| span(1, s, Some(1), u64::from(s)))
+            .collect();
+        a.add(req(many));
+        let st = a.add(req(vec![span(1, 3, Some(1), 3), span(1, 39, Some(1), 39)]));
+        assert_eq!((st.spans, st.duplicates), (0, 2));
+        let t = &a.finish()[0];
+        assert_eq!((t.spans.len(), t.duplicates), (40, 2));
     }
 
     #[test]

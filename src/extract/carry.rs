@@ -104,11 +104,19 @@ pub struct Spent {
 }
 
 impl Spent {
-    /// Moves everything of `other` here.
+    /// Moves everything of `other` here (into an empty list, the list
+    /// itself, not its items one by one).
     pub fn append(&mut self, other: &mut Spent) {
-        self.traces.append(&mut other.traces);
-        self.calls.append(&mut other.calls);
-        self.asks.append(&mut other.asks);
+        fn move_all<T>(to: &mut Vec<T>, from: &mut Vec<T>) {
+            if to.is_empty() {
+                std::mem::swap(to, from);
+            } else {
+                to.append(from);
+            }
+        }
+        move_all(&mut self.traces, &mut other.traces);
+        move_all(&mut self.calls, &mut other.calls);
+        move_all(&mut self.asks, &mut other.asks);
     }
 
     /// The traces, in the order the carry was done with them.
@@ -126,7 +134,7 @@ fn asked_for(a: &OpenAsk, call: &Echo, id: &str, made: bool) -> bool {
         && a.end_time_unix_nano <= call.start
 }
 
-/// The keys' kinds: a tool's name (calls and asks), a call's tool and id,
+/// The keys' kinds: an ask's tool, a call's tool and id,
 /// an ask's call id, and a call's tool by the call's kind (read from a span
 /// without or with a call id, or rebuilt from the conversation).
 const NAME: u64 = 1;
@@ -136,11 +144,10 @@ const SPAN_BARE: u64 = 4;
 const SPAN_ID: u64 = 5;
 const CONVERSATION: u64 = 6;
 
-/// The keys a kept call is found under: its tool; its tool and call id;
-/// its tool by its kind.
+/// The keys a kept call is found under: its tool and call id; its tool by
+/// its kind (the three kinds' together: every kept call of a tool).
 fn call_keys(c: &Echo) -> Keys {
     let mut keys = Keys::default();
-    keys.add(key(NAME, c.name.as_str()));
     if let Some(id) = &c.id {
         keys.add(key(CALL_ID, (c.name.as_str(), id.as_str())));
     }
@@ -293,7 +300,7 @@ impl<T> Carry<T> {
                     ),
                     None => (
                         self.asks.iter().any(is_asked),
-                        self.calls.any_under(key(NAME, name), is_counted),
+                        self.first_named(name, is_counted).is_some(),
                     ),
                 };
                 !asked && !counted
@@ -371,8 +378,10 @@ impl<T> Carry<T> {
 
     /// The position of the first kept call of tool `name` that `is` says
     /// is the one sought (`is` runs only on calls of that name).
-    fn first_named(&self, name: &str, is: impl FnMut(&Echo) -> bool) -> Option<usize> {
-        self.calls.first_under(key(NAME, name), is)
+    fn first_named(&self, name: &str, mut is: impl FnMut(&Echo) -> bool) -> Option<usize> {
+        let mut first = |kind| self.calls.first_under(key(kind, name), &mut is);
+        let spans = earlier(first(SPAN_BARE), first(SPAN_ID));
+        earlier(spans, first(CONVERSATION))
     }
 
     /// The position of the first kept call that `is` says is another
