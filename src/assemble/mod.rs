@@ -9,7 +9,7 @@
 pub mod session;
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -465,6 +465,63 @@ impl Update {
     }
 }
 
+/// The span ids of a pending trace, each at its index in `spans`. Most
+/// traces hold a few spans: a list searched in order costs less than a
+/// map's hash and the growth of its table (rehashed at each doubling);
+/// past [`SeenIds::FEW`] spans the ids move to a map.
+#[derive(Debug)]
+enum SeenIds {
+    Few(Vec<SpanId>),
+    Many(IdMap<SpanId, u32>),
+}
+
+impl Default for SeenIds {
+    fn default() -> Self {
+        SeenIds::Few(Vec::new())
+    }
+}
+
+impl SeenIds {
+    const FEW: usize = 32;
+
+    /// The index of span `id`.
+    fn get(&self, id: SpanId) -> Option<usize> {
+        match self {
+            SeenIds::Few(ids) => ids.iter().position(|&s| s == id),
+            SeenIds::Many(map) => map.get(&id).map(|&i| i as usize),
+        }
+    }
+
+    /// The index of span `id` if it came before; else notes it at `at`
+    /// (the next index: ids come in index order) and returns `None`.
+    fn get_or_add(&mut self, id: SpanId, at: u32) -> Option<usize> {
+        match self {
+            SeenIds::Few(ids) => {
+                if let Some(i) = ids.iter().position(|&s| s == id) {
+                    return Some(i);
+                }
+                if ids.len() < Self::FEW {
+                    ids.push(id);
+                    return None;
+                }
+                let mut map: IdMap<SpanId, u32> =
+                    IdMap::with_capacity_and_hasher(2 * Self::FEW, Default::default());
+                map.extend(ids.iter().zip(0u32..).map(|(&s, i)| (s, i)));
+                map.insert(id, at);
+                *self = SeenIds::Many(map);
+                None
+            }
+            SeenIds::Many(map) => match map.entry(id) {
+                Entry::Occupied(e) => Some(*e.get() as usize),
+                Entry::Vacant(e) => {
+                    e.insert(at);
+                    None
+                }
+            },
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Pending {
     /// Boxed while pending: a growing `Vec` keeps up to half its slots
@@ -472,11 +529,16 @@ struct Pending {
     #[allow(clippy::vec_box)]
     spans: Vec<Box<SpanRecord>>,
     /// Each span id's index in `spans`, to compare a duplicate with it.
-    seen: IdMap<SpanId, u32>,
+    seen: SeenIds,
     duplicates: usize,
     conflicting: Vec<SpanId>,
-    /// Stream position when a span of it last arrived (early release).
-    last_seen: u64,
+    /// Stream position when a span of it last arrived, while it is in the
+    /// assembler's queue of traces to look at for early release (`None`:
+    /// looked at and not ready; a span arriving queues it again).
+    due: Option<u64>,
+    /// When it was first seen (the assembler's count of traces), so that
+    /// traces are handed out in first-seen order.
+    first_seen: u64,
     /// Whether a span without a parent (a root) has arrived.
     rooted: bool,
     /// Log records read as events of its spans, put on them when the
@@ -485,6 +547,34 @@ struct Pending {
 }
 
 impl Pending {
+    /// Reads `again`, a span that came again (the kept copy at `k`):
+    /// true when its content conflicts with the kept copy.
+    fn again(&mut self, k: usize, again: SpanRecord) -> bool {
+        self.duplicates += 1;
+        let Some(kept) = self.spans.get_mut(k) else {
+            return false;
+        };
+        // A retry re-sends the same span: silent. Other content under the
+        // same id is worth a warning, unless one copy is the other sent
+        // while open.
+        let same = kept.parent == again.parent
+            && kept.span == again.span
+            && (Arc::ptr_eq(&kept.resource, &again.resource) || *kept.resource == *again.resource)
+            && (Arc::ptr_eq(&kept.scope, &again.scope) || *kept.scope == *again.scope);
+        if same {
+            return false;
+        }
+        match Update::of(kept, again.parent, &again.span) {
+            Update::Replaces => **kept = again,
+            Update::Stale => {}
+            Update::Conflicts => {
+                self.conflicting.push(again.span_id);
+                return true;
+            }
+        }
+        false
+    }
+
     /// The trace, with the events put on their spans, to be built;
     /// `None` when no span came (only log records). `unjoined` counts the
     /// events whose span never came.
@@ -509,7 +599,7 @@ impl Pending {
         }
         let mut touched = Vec::new();
         for (sid, event) in std::mem::take(&mut self.events) {
-            let found = self.seen.get(&sid).map(|&i| i as usize);
+            let found = self.seen.get(sid);
             match found.and_then(|i| self.spans.get_mut(i).map(|s| (i, s))) {
                 Some((i, s)) => {
                     s.span.events.push(event);
@@ -560,18 +650,28 @@ impl Unbuilt {
     }
 }
 
+/// Spans a pending trace has room for when it is first seen (the corpus's
+/// traces hold 6 on average).
+const SPANS_AHEAD: usize = 8;
+
 /// Collects spans across requests and hands out whole traces.
 #[derive(Debug, Default)]
 pub struct Assembler {
     traces: IdMap<TraceId, Pending>,
-    /// First-seen order, so output is deterministic.
-    order: Vec<TraceId>,
+    /// Traces seen: the next one's `first_seen` (output is in first-seen
+    /// order, so it is deterministic).
+    seen: u64,
     spans: usize,
     duplicates: usize,
     /// Stream position of the spans being added (see `add_at`).
     clock: u64,
     /// Traces handed out by `release`: a span of one arriving later is late.
     released: IdSet<TraceId>,
+    /// Held traces by when a span of each last arrived (`Pending::due`),
+    /// oldest first: `release` looks only at those that have been quiet
+    /// long enough, not at every trace held. Entries of traces that got a
+    /// span since, or were taken, are passed over (and cleaned lazily).
+    queue: VecDeque<(u64, TraceId)>,
     /// Log events whose span never came, in traces handed out.
     unjoined_events: usize,
     /// Log events held.
@@ -624,45 +724,19 @@ impl Assembler {
                     };
                     pending.rooted |= parent.is_none();
                     let at = u32::try_from(pending.spans.len()).unwrap_or(u32::MAX);
-                    match pending.seen.entry(SpanId(sid)) {
-                        Entry::Occupied(e) => {
-                            pending.duplicates += 1;
-                            stats.duplicates += 1;
-                            let Some(kept) = pending.spans.get_mut(*e.get() as usize) else {
-                                continue;
-                            };
-                            // A retry re-sends the same span: silent. Other
-                            // content under the same id is worth a warning,
-                            // unless one copy is the other sent while open.
-                            let same = kept.parent == parent
-                                && kept.span == span
-                                && (Arc::ptr_eq(&kept.resource, &resource)
-                                    || *kept.resource == *resource)
-                                && (Arc::ptr_eq(&kept.scope, &scope) || *kept.scope == *scope);
-                            if same {
-                                continue;
-                            }
-                            match Update::of(kept, parent, &span) {
-                                Update::Replaces => {
-                                    **kept = SpanRecord {
-                                        span_id: SpanId(sid),
-                                        parent,
-                                        span,
-                                        resource: Arc::clone(&resource),
-                                        scope: Arc::clone(&scope),
-                                    };
-                                }
-                                Update::Stale => {}
-                                Update::Conflicts => {
-                                    pending.conflicting.push(SpanId(sid));
-                                    stats.conflicting += 1;
-                                }
-                            }
-                            continue;
+                    if let Some(k) = pending.seen.get_or_add(SpanId(sid), at) {
+                        stats.duplicates += 1;
+                        let again = SpanRecord {
+                            span_id: SpanId(sid),
+                            parent,
+                            span,
+                            resource: Arc::clone(&resource),
+                            scope: Arc::clone(&scope),
+                        };
+                        if pending.again(k, again) {
+                            stats.conflicting += 1;
                         }
-                        Entry::Vacant(e) => {
-                            e.insert(at);
-                        }
+                        continue;
                     }
                     pending.spans.push(Box::new(SpanRecord {
                         span_id: SpanId(sid),
@@ -684,21 +758,41 @@ impl Assembler {
     /// released, counted in `late` instead. Only replay releases traces
     /// early; serve never pays the lookup.
     fn hold(&mut self, tid: TraceId, late: &mut Vec<(TraceId, usize)>) -> Option<&mut Pending> {
-        if !self.released.is_empty() && self.released.contains(&tid) {
-            match late.iter_mut().find(|(t, _)| *t == tid) {
-                Some((_, n)) => *n += 1,
-                None => late.push((tid, 1)),
-            }
-            return None;
-        }
+        // A trace held is not released (a released one is never held
+        // again): only a trace not held is looked for among those released.
         let pending = match self.traces.entry(tid) {
             Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(_) if !self.released.is_empty() && self.released.contains(&tid) => {
+                match late.iter_mut().find(|(t, _)| *t == tid) {
+                    Some((_, n)) => *n += 1,
+                    None => late.push((tid, 1)),
+                }
+                return None;
+            }
             Entry::Vacant(e) => {
-                self.order.push(tid);
-                e.insert(Pending::default())
+                self.seen += 1;
+                // Room for a typical trace's spans, so that few grow.
+                e.insert(Pending {
+                    first_seen: self.seen,
+                    spans: Vec::with_capacity(SPANS_AHEAD),
+                    seen: SeenIds::Few(Vec::with_capacity(SPANS_AHEAD)),
+                    ..Pending::default()
+                })
             }
         };
-        pending.last_seen = self.clock;
+        let clock = self.clock;
+        if pending.due != Some(clock) {
+            pending.due = Some(clock);
+            // Positions only grow in a stream; one that went back is put
+            // in its place, so that the queue stays in order.
+            let at = match self.queue.back() {
+                Some(&(last, _)) if last > clock => {
+                    self.queue.partition_point(|&(a, _)| a <= clock)
+                }
+                _ => self.queue.len(),
+            };
+            self.queue.insert(at, (clock, tid));
+        }
         Some(pending)
     }
 
@@ -753,18 +847,32 @@ impl Assembler {
 
     /// [`Assembler::release`], the traces not yet built.
     pub fn release_unbuilt(&mut self, position: u64, window: u64) -> Vec<Unbuilt> {
-        let ready = |p: &Pending| p.rooted && position.saturating_sub(p.last_seen) >= window;
-        if !self.traces.values().any(ready) {
+        // Only the traces quiet for `window` are looked at (a lookup per
+        // held trace at each release cost several times more); those with
+        // a root go, in first-seen order, the others wait for a span.
+        let mut ids: Vec<(u64, TraceId)> = Vec::new();
+        while let Some(&(at, id)) = self.queue.front() {
+            if position.saturating_sub(at) < window {
+                break;
+            }
+            self.queue.pop_front();
+            let Some(p) = self.traces.get_mut(&id) else {
+                continue;
+            };
+            if p.due != Some(at) {
+                continue;
+            }
+            p.due = None;
+            if p.rooted {
+                ids.push((p.first_seen, id));
+            }
+        }
+        if ids.is_empty() {
             return Vec::new();
         }
-        let ids: Vec<TraceId> = self
-            .order
-            .iter()
-            .filter(|id| self.traces.get(id).is_some_and(ready))
-            .copied()
-            .collect();
+        ids.sort_unstable_by_key(|&(seen, _)| seen);
         let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
+        for (_, id) in ids {
             if let Some(t) = self.take_unbuilt(&id) {
                 self.released.insert(id);
                 out.push(t);
@@ -795,16 +903,15 @@ impl Assembler {
 
     fn take_unbuilt(&mut self, id: &TraceId) -> Option<Unbuilt> {
         let p = self.traces.remove(id)?;
+        // The queue is cleaned lazily: a `retain` on every take would make
+        // taking each trace of a long-running buffer (serve) quadratic.
+        if self.queue.len() > 2 * self.traces.len() + 64 {
+            let traces = &self.traces;
+            self.queue
+                .retain(|(at, t)| traces.get(t).is_some_and(|p| p.due == Some(*at)));
+        }
         self.spans -= p.spans.len();
         self.events -= p.events.len();
-        // `order` is cleaned lazily: a `retain` on every take would make
-        // taking each trace of a long-running buffer (serve) quadratic.
-        if self.order.len() > 2 * self.traces.len() + 64 {
-            let traces = &self.traces;
-            let mut kept = IdSet::with_capacity_and_hasher(traces.len(), Default::default());
-            self.order
-                .retain(|t| traces.contains_key(t) && kept.insert(*t));
-        }
         p.into_unbuilt(*id, &mut self.unjoined_events)
     }
 
@@ -821,16 +928,13 @@ impl Assembler {
     }
 
     /// [`Assembler::finish_counted`], the traces not yet built.
-    pub fn finish_unbuilt(mut self) -> (Vec<Unbuilt>, usize) {
-        let order = std::mem::take(&mut self.order);
+    pub fn finish_unbuilt(self) -> (Vec<Unbuilt>, usize) {
         let mut unjoined = self.unjoined_events;
-        let traces = order
+        let mut held: Vec<(TraceId, Pending)> = self.traces.into_iter().collect();
+        held.sort_unstable_by_key(|(_, p)| p.first_seen);
+        let traces = held
             .into_iter()
-            .filter_map(|id| {
-                self.traces
-                    .remove(&id)
-                    .and_then(|p| p.into_unbuilt(id, &mut unjoined))
-            })
+            .filter_map(|(id, p)| p.into_unbuilt(id, &mut unjoined))
             .collect();
         (traces, unjoined)
     }
@@ -952,6 +1056,43 @@ mod tests {
         assert_eq!(a.release(100, 10).len(), 1);
         let late = a.add_events(vec![event(1, 1, 0, "late")], 200);
         assert_eq!((late.events, late.late), (0, vec![(TraceId([1; 16]), 1)]));
+    }
+
+    #[test]
+    fn traces_quiet_for_the_window_with_a_root_go_in_first_seen_order() {
+        let ids = |ts: Vec<Trace>| ts.iter().map(|t| t.id.0[0]).collect::<Vec<u8>>();
+        let mut a = Assembler::new();
+        // Trace 2 is seen first and again at 8; trace 3 has no root yet.
+        a.add_at(req(vec![span(2, 1, None, 10)]), 0);
+        a.add_at(req(vec![span(1, 1, None, 10), span(3, 2, Some(1), 10)]), 5);
+        a.add_at(req(vec![span(2, 2, Some(1), 20)]), 8);
+        assert!(a.release(9, 10).is_empty());
+        assert_eq!(ids(a.release(15, 10)), [1]);
+        assert_eq!(ids(a.release(18, 10)), [2]);
+        // Its root makes trace 3 wait for the window again.
+        a.add_at(req(vec![span(3, 1, None, 5)]), 18);
+        assert!(a.release(20, 10).is_empty());
+        assert_eq!(ids(a.release(28, 10)), [3]);
+        assert!(a.is_empty());
+        // Ready together, they go in the order first seen.
+        let mut a = Assembler::new();
+        a.add_at(req(vec![span(2, 1, None, 10)]), 0);
+        a.add_at(req(vec![span(1, 1, None, 10)]), 5);
+        a.add_at(req(vec![span(2, 2, Some(1), 20)]), 6);
+        assert_eq!(ids(a.release(100, 10)), [2, 1]);
+    }
+
+    #[test]
+    fn duplicates_are_found_in_traces_of_many_spans() {
+        let mut a = Assembler::new();
+        let many: Vec<Span> = (1..=40)
+            .map(|s| span(1, s, Some(1), u64::from(s)))
+            .collect();
+        a.add(req(many));
+        let st = a.add(req(vec![span(1, 3, Some(1), 3), span(1, 39, Some(1), 39)]));
+        assert_eq!((st.spans, st.duplicates), (0, 2));
+        let t = &a.finish()[0];
+        assert_eq!((t.spans.len(), t.duplicates), (40, 2));
     }
 
     #[test]

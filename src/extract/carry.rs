@@ -20,8 +20,8 @@
 //! the last [`MAX_OPEN`] open calls are kept.
 
 use std::collections::VecDeque;
-use std::hash::BuildHasher;
 
+use super::kept::{key, Kept, Keys};
 use super::open::HISTORY_FORM;
 pub use super::open::{Echo, Open, OpenAsk};
 use super::{echo, twice};
@@ -79,41 +79,110 @@ impl Left {
 /// trace).
 #[derive(Debug)]
 pub struct Carry<T> {
-    asks: VecDeque<OpenAsk>,
-    /// The calls of the last traces read (`extract::echo`), each with its
-    /// tool name hashed ([`name_key`]): every rule matching a call with a
-    /// kept one asks for the same name, so the hashes turn away most of
-    /// the kept calls before the rule's own tests.
-    calls: VecDeque<(u64, Echo)>,
+    /// Under their tool's name ([`NAME`]) and call id ([`ASK_ID`]).
+    asks: Kept<OpenAsk>,
+    /// The calls of the last traces read (`extract::echo`), under the keys
+    /// of [`call_keys`]: every rule matching a call with a kept one asks
+    /// for the same name (and most for the same call id), so a call is
+    /// compared only with the kept calls under its keys.
+    calls: Kept<Echo>,
     held: VecDeque<Held<T>>,
-    /// Traces done with, for the reader to drop elsewhere
+    /// What the carry is done with, for the reader to drop elsewhere
     /// ([`Carry::handing_back`]); `None`: dropped here.
-    spent: Option<Vec<Trace>>,
+    spent: Option<Spent>,
 }
 
-/// The end of the last of `asks` that asked for `call` before the call
-/// started: one with the same call id and tool, or the same tool when the
-/// call's id was made from its place in the history (it had none).
-fn asked_in<'a>(asks: impl Iterator<Item = &'a OpenAsk>, call: &Echo) -> Option<u64> {
-    let id = call.id.as_deref()?;
-    let made = super::conversation::is_made(id);
-    asks.filter(|a| a.asked.name == call.name && (made || a.asked.id.as_deref() == Some(id)))
-        .map(|a| a.end_time_unix_nano)
-        .filter(|&end| end <= call.start)
-        .max()
+/// What a carry is done with: traces it read a second time (or kept for
+/// it), calls it no longer keeps. The reader in input order is one thread
+/// that every other may wait for, and a trace's or a call's drop frees
+/// each of its parts, so it hands them to another thread to drop.
+#[derive(Debug, Default)]
+pub struct Spent {
+    traces: Vec<Trace>,
+    calls: Vec<Echo>,
+    asks: Vec<OpenAsk>,
 }
 
-/// A tool name hashed, to compare a call with the kept ones cheaply (equal
-/// names give equal keys; the rules compare the names themselves after).
-fn name_key(name: &str) -> u64 {
-    foldhash::fast::FixedState::default().hash_one(name)
+impl Spent {
+    /// Moves everything of `other` here (into an empty list, the list
+    /// itself, not its items one by one).
+    pub fn append(&mut self, other: &mut Spent) {
+        fn move_all<T>(to: &mut Vec<T>, from: &mut Vec<T>) {
+            if to.is_empty() {
+                std::mem::swap(to, from);
+            } else {
+                to.append(from);
+            }
+        }
+        move_all(&mut self.traces, &mut other.traces);
+        move_all(&mut self.calls, &mut other.calls);
+        move_all(&mut self.asks, &mut other.asks);
+    }
+
+    /// The traces, in the order the carry was done with them.
+    pub fn into_traces(self) -> Vec<Trace> {
+        self.traces
+    }
+}
+
+/// Whether `a` asked for `call` before the call started: the same call
+/// id and tool, or the same tool when the call's id was made from its
+/// place in the history (`made`: it had none).
+fn asked_for(a: &OpenAsk, call: &Echo, id: &str, made: bool) -> bool {
+    a.asked.name == call.name
+        && (made || a.asked.id.as_deref() == Some(id))
+        && a.end_time_unix_nano <= call.start
+}
+
+/// The keys' kinds: an ask's tool, a call's tool and id,
+/// an ask's call id, and a call's tool by the call's kind (read from a span
+/// without or with a call id, or rebuilt from the conversation).
+const NAME: u64 = 1;
+const CALL_ID: u64 = 2;
+const ASK_ID: u64 = 3;
+const SPAN_BARE: u64 = 4;
+const SPAN_ID: u64 = 5;
+const CONVERSATION: u64 = 6;
+
+/// The keys a kept call is found under: its tool and call id; its tool by
+/// its kind (the three kinds' together: every kept call of a tool).
+fn call_keys(c: &Echo) -> Keys {
+    let mut keys = Keys::default();
+    if let Some(id) = &c.id {
+        keys.add(key(CALL_ID, (c.name.as_str(), id.as_str())));
+    }
+    let kind = match (c.from_conversation, c.id.is_some()) {
+        (true, _) => CONVERSATION,
+        (false, true) => SPAN_ID,
+        (false, false) => SPAN_BARE,
+    };
+    keys.add(key(kind, c.name.as_str()));
+    keys
+}
+
+/// The keys a kept open call is found under: its tool and its call id.
+fn ask_keys(a: &OpenAsk) -> Keys {
+    let mut keys = Keys::default();
+    keys.add(key(NAME, a.asked.name.as_str()));
+    if let Some(id) = &a.asked.id {
+        keys.add(key(ASK_ID, id.as_str()));
+    }
+    keys
+}
+
+/// The earlier of two positions found.
+fn earlier(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 impl<T> Default for Carry<T> {
     fn default() -> Self {
         Carry {
-            asks: VecDeque::new(),
-            calls: VecDeque::new(),
+            asks: Kept::default(),
+            calls: Kept::default(),
             held: VecDeque::new(),
             spent: None,
         }
@@ -136,14 +205,22 @@ impl<T> Carry<T> {
     /// that every other may wait for, so it hands them to another.
     pub fn handing_back() -> Self {
         Carry {
-            spent: Some(Vec::new()),
+            spent: Some(Spent::default()),
             ..Carry::default()
+        }
+    }
+
+    /// Hands `call`, no longer kept, to the reader to drop elsewhere (with
+    /// [`Carry::handing_back`]; else drops it).
+    fn spend(&mut self, call: Option<Echo>) {
+        if let (Some(spent), Some(c)) = (self.spent.as_mut(), call) {
+            spent.calls.push(c);
         }
     }
 
     /// The traces done with since the last call (with
     /// [`Carry::handing_back`]; else none).
-    pub fn spent(&mut self) -> Vec<Trace> {
+    pub fn spent(&mut self) -> Spent {
         self.spent.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
@@ -155,7 +232,7 @@ impl<T> Carry<T> {
         };
         let mut out = Vec::new();
         for (id, run, start) in &open.answers {
-            let found = self.asks.iter().rposition(|a| {
+            let found = self.asks.last_under(key(ASK_ID, id.as_str()), |a| {
                 a.asked.id.as_deref() == Some(id.as_str())
                     && a.run == *run
                     && a.end_time_unix_nano <= *start
@@ -193,8 +270,9 @@ impl<T> Carry<T> {
         let (trace_id, span_id) = (last.trace_id, last.span_id);
         let group: Vec<usize> = (0..self.asks.len())
             .filter(|&k| {
-                let a = &self.asks[k];
-                before(a) && a.trace_id == trace_id && a.span_id == span_id
+                self.asks
+                    .get(k)
+                    .is_some_and(|a| before(a) && a.trace_id == trace_id && a.span_id == span_id)
             })
             .collect();
         if group.len() > count {
@@ -211,14 +289,20 @@ impl<T> Carry<T> {
         open.history
             .iter()
             .filter(|h| {
-                let asked = self
-                    .asks
-                    .iter()
-                    .any(|a| a.asked.id == h.asked.id && a.run == h.run);
-                let counted = self
-                    .calls
-                    .iter()
-                    .any(|(_, c)| c.id == h.asked.id && c.name == h.asked.name);
+                let is_asked = |a: &OpenAsk| a.asked.id == h.asked.id && a.run == h.run;
+                let is_counted = |c: &Echo| c.id == h.asked.id && c.name == h.asked.name;
+                let name = h.asked.name.as_str();
+                let (asked, counted) = match &h.asked.id {
+                    Some(id) => (
+                        self.asks.any_under(key(ASK_ID, id.as_str()), is_asked),
+                        self.calls
+                            .any_under(key(CALL_ID, (name, id.as_str())), is_counted),
+                    ),
+                    None => (
+                        self.asks.iter().any(is_asked),
+                        self.first_named(name, is_counted).is_some(),
+                    ),
+                };
                 !asked && !counted
             })
             .cloned()
@@ -238,14 +322,25 @@ impl<T> Carry<T> {
         asks: impl IntoIterator<Item = OpenAsk>,
         calls: impl IntoIterator<Item = Echo>,
     ) {
-        self.asks.extend(asks);
-        while self.asks.len() > MAX_OPEN {
-            self.asks.pop_front();
+        for a in asks {
+            let keys = ask_keys(&a);
+            let at = a.end_time_unix_nano;
+            self.asks.push(a, keys, at);
         }
-        self.calls
-            .extend(calls.into_iter().map(|c| (name_key(&c.name), c)));
+        while self.asks.len() > MAX_OPEN {
+            let old = self.asks.pop_front();
+            if let (Some(spent), Some(a)) = (self.spent.as_mut(), old) {
+                spent.asks.push(a);
+            }
+        }
+        for c in calls {
+            let keys = call_keys(&c);
+            let at = c.start;
+            self.calls.push(c, keys, at);
+        }
         while self.calls.len() > MAX_OPEN {
-            self.calls.pop_front();
+            let old = self.calls.pop_front();
+            self.spend(old);
         }
     }
 
@@ -256,8 +351,9 @@ impl<T> Carry<T> {
         let mut out = Vec::new();
         for lone in &open.lone {
             let found = self.first_named(&lone.name, |c| echo::same_call(lone, c));
-            if let Some((_, c)) = found.and_then(|k| self.calls.remove(k)) {
+            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(echo::carried(lone, &c));
+                self.spend(Some(c));
                 continue;
             }
             // The client's span ran between the model's asking and the
@@ -275,22 +371,42 @@ impl<T> Carry<T> {
     /// read, is the execution of the kept call at `k`, rebuilt from the
     /// conversation; that call stays counted, and is not matched so again.
     fn span_counted(&mut self, span: &Echo, k: usize) -> Option<OpenAsk> {
-        let (_, counted) = self.calls.get_mut(k)?;
+        let counted = self.calls.get_mut(k)?;
         counted.asked = None;
         Some(twice::span_counted(span, counted))
     }
 
     /// The position of the first kept call of tool `name` that `is` says
-    /// is the one sought. A plain loop compares the hashes, so that `is`
-    /// (the rules' tests, not inlined) runs only on calls of that name.
+    /// is the one sought (`is` runs only on calls of that name).
     fn first_named(&self, name: &str, mut is: impl FnMut(&Echo) -> bool) -> Option<usize> {
-        let key = name_key(name);
-        for (i, (k, c)) in self.calls.iter().enumerate() {
-            if *k == key && is(c) {
-                return Some(i);
-            }
+        let mut first = |kind| self.calls.first_under(key(kind, name), &mut is);
+        let spans = earlier(first(SPAN_BARE), first(SPAN_ID));
+        earlier(spans, first(CONVERSATION))
+    }
+
+    /// The position of the first kept call that `is` says is another
+    /// record of `later` (`twice::may_be_same`, `twice::same_call`): only
+    /// the kept calls of its tool whose kind and call id allow one call
+    /// are asked. A call with an id is one with a call of the same id
+    /// (rebuilt from the conversation on one side at least) or, read from
+    /// a span, with a span's call without one (`twice::nested`); a span's
+    /// call without an id only with a span's call with one. Two spans'
+    /// calls are one only when they start close (`twice::may_nest`).
+    fn first_same(&self, later: &Echo, mut is: impl FnMut(&Echo) -> bool) -> Option<usize> {
+        let name = later.name.as_str();
+        let near = |start| twice::may_nest(later.start, start);
+        match (&later.id, later.from_conversation) {
+            (Some(id), true) => self
+                .calls
+                .first_under(key(CALL_ID, (name, id.as_str())), is),
+            (Some(id), false) => earlier(
+                self.calls
+                    .first_under(key(CALL_ID, (name, id.as_str())), &mut is),
+                self.calls.first_near(key(SPAN_BARE, name), near, &mut is),
+            ),
+            (None, true) => None,
+            (None, false) => self.calls.first_near(key(SPAN_ID, name), near, is),
         }
-        None
     }
 
     /// The calls of a trace (leaving `open`) that are other records, under
@@ -309,11 +425,15 @@ impl<T> Carry<T> {
             // Two halves of one streamed call: no output asked for the id
             // between them (a later run reusing it asks again first).
             let asked_between = |(from, to): (u64, u64)| {
-                self.asks.iter().any(|a| {
+                let is = |a: &OpenAsk| {
                     a.asked.id == later.id
                         && from <= a.end_time_unix_nano
                         && a.end_time_unix_nano <= to
-                })
+                };
+                match &later.id {
+                    Some(id) => self.asks.any_under(key(ASK_ID, id.as_str()), is),
+                    None => self.asks.iter().any(is),
+                }
             };
             // When the model's output asked for a call rebuilt from the
             // conversation (`twice::ran_between`).
@@ -321,31 +441,41 @@ impl<T> Carry<T> {
                 .from_conversation
                 .then(|| self.asked_at(later))
                 .flatten();
-            let found = self.first_named(&later.name, |c| {
+            let found = self.first_same(later, |c| {
                 twice::may_be_same(later, c)
                     && twice::same_call(later, c)
                     && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
             });
+            // `ran_between` takes a span's call without an id.
             let between = found.is_none().then(|| {
                 let t = asked?;
-                self.first_named(&later.name, |c| twice::ran_between(later, c, t))
+                let bare = key(SPAN_BARE, later.name.as_str());
+                self.calls
+                    .first_under(bare, |c| twice::ran_between(later, c, t))
             });
             let between = between.flatten();
             if found.is_none() && between.is_none() && !later.from_conversation {
                 // A tool span read after the trace that counts its call
-                // from the conversation (`twice::between_either`).
-                let ran = self.first_named(&later.name, |c| twice::between_either(later, c));
-                if let Some(k) = ran {
+                // from the conversation (`twice::between_either`: a span's
+                // call without an id, a call rebuilt from the conversation).
+                let conversation = key(CONVERSATION, later.name.as_str());
+                let ran = later.id.is_none().then(|| {
+                    self.calls
+                        .first_under(conversation, |c| twice::between_either(later, c))
+                });
+                if let Some(k) = ran.flatten() {
                     out.extend(self.span_counted(later, k));
                 }
                 continue;
             }
-            if let Some((_, c)) = found.or(between).and_then(|k| self.calls.remove(k)) {
+            if let Some(c) = found.or(between).and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c, between.is_some()));
+                self.spend(Some(c));
                 if between.is_some() {
                     // Counted: the traces after see it under the
                     // conversation's id too (`unseen`).
-                    self.calls.push_back((name_key(&later.name), later.clone()));
+                    self.calls
+                        .push(later.clone(), call_keys(later), later.start);
                 }
             }
         }
@@ -362,14 +492,18 @@ impl<T> Carry<T> {
         for (id, run, start) in &open.retold {
             // A call the history retold without an id is known by its tool.
             let tool = super::conversation::named_tool(id);
-            let found = self.asks.iter().rev().find(|a| {
+            let is = |a: &OpenAsk| {
                 let same = match tool {
                     Some(t) => a.asked.name == t,
                     None => a.asked.id.as_deref() == Some(id.as_str()),
                 };
                 same && a.run == *run && a.end_time_unix_nano <= *start
-            });
-            out.extend(found.cloned());
+            };
+            let found = match tool {
+                Some(t) => self.asks.last_under(key(NAME, t), is),
+                None => self.asks.last_under(key(ASK_ID, id.as_str()), is),
+            };
+            out.extend(found.and_then(|k| self.asks.get(k)).cloned());
         }
         out
     }
@@ -379,21 +513,37 @@ impl<T> Carry<T> {
     /// same tool when the call's id was made from its place in the history
     /// (it had none).
     fn asked_at(&self, call: &Echo) -> Option<u64> {
-        asked_in(self.asks.iter(), call)
+        self.asked_in(call, &[])
+    }
+
+    /// [`Carry::asked_at`], of the model outputs kept here and `also`.
+    fn asked_in(&self, call: &Echo, also: &[&OpenAsk]) -> Option<u64> {
+        let id = call.id.as_deref()?;
+        let made = super::conversation::is_made(id);
+        let is = |a: &&OpenAsk| asked_for(a, call, id, made);
+        // A made id asks by the tool alone.
+        let under = if made {
+            key(NAME, call.name.as_str())
+        } else {
+            key(ASK_ID, id)
+        };
+        let kept = self.asks.under(under).filter_map(|k| self.asks.get(k));
+        kept.chain(also.iter().copied())
+            .filter(is)
+            .map(|a| a.end_time_unix_nano)
+            .max()
     }
 
     /// Dates the asking of the calls a trace rebuilt from the conversation
     /// (`Echo::asked`, for [`twice::between_either`]), from the model
     /// outputs kept here and those the trace took from here (`taken`).
     fn date_asks(&self, calls: &mut [Echo], taken: &[OpenAsk]) {
-        let asks = || {
-            let taken = taken
-                .iter()
-                .filter(|a| !a.is_echo() && a.form != HISTORY_FORM);
-            self.asks.iter().chain(taken)
-        };
+        let taken: Vec<&OpenAsk> = taken
+            .iter()
+            .filter(|a| !a.is_echo() && a.form != HISTORY_FORM)
+            .collect();
         for c in calls.iter_mut().filter(|c| c.from_conversation) {
-            c.asked = c.asked.or_else(|| asked_in(asks(), c));
+            c.asked = c.asked.or_else(|| self.asked_in(c, &taken));
         }
     }
 
@@ -409,8 +559,22 @@ impl<T> Carry<T> {
         &mut self,
         first: T,
         left: Option<Left>,
-        mut again: impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
+        again: impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
     ) -> Vec<T> {
+        let mut due = Vec::new();
+        self.settle_into(first, left, again, &mut due);
+        due
+    }
+
+    /// [`Carry::settle`], adding what is due to `due` (a reader settling
+    /// a batch of traces makes one list, not one per trace).
+    pub fn settle_into(
+        &mut self,
+        first: T,
+        left: Option<Left>,
+        mut again: impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
+        due: &mut Vec<T>,
+    ) {
         // The model outputs' calls this trace took from here.
         let mut taken = Vec::new();
         let (out, mut open, trace) = match left {
@@ -462,19 +626,26 @@ impl<T> Carry<T> {
             (Some(lone), Some(t)) if !lone.is_empty() => Some((t, lone)),
             (_, t) => {
                 if let (Some(spent), Some(t)) = (self.spent.as_mut(), t) {
-                    spent.push(t);
+                    spent.traces.push(t);
                 }
                 None
             }
         };
         if self.held.is_empty() && lone.is_none() {
-            return vec![out];
+            due.push(out);
+            return;
         }
         self.held.push_back(Held { out, lone });
         if counted || self.held.len() > MAX_HELD {
-            return self.finish();
+            due.extend(self.held.drain(..).map(|h| h.out));
         }
-        Vec::new()
+    }
+
+    /// What a reader made of the traces held (not yet due), to change in
+    /// place: a reader whose results borrow from a batch makes them its
+    /// own before the batch goes.
+    pub fn held_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.held.iter_mut().map(|h| &mut h.out)
     }
 
     /// The held lone client traces whose calls are among `calls` (a
@@ -519,7 +690,7 @@ impl<T> Carry<T> {
         open.is_some_and(|open| {
             let bare = open.bare.is_some_and(|b| !self.bare_group(b).is_empty());
             bare || open.answers.iter().any(|(id, run, start)| {
-                self.asks.iter().any(|a| {
+                self.asks.any_under(key(ASK_ID, id.as_str()), |a| {
                     a.asked.id.as_deref() == Some(id.as_str())
                         && a.run == *run
                         && a.end_time_unix_nano <= *start
@@ -747,7 +918,7 @@ mod tests {
                     let mut a = x.analyze_carried(t, carried);
                     (a.calls.len(), a.open.take())
                 }));
-                spent.extend(carry.spent().into_iter().map(|t| t.id));
+                spent.extend(carry.spent().into_traces().into_iter().map(|t| t.id));
             }
             // The second trace, read again with the first one's call, is
             // handed back once the carry is done with it.

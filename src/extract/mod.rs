@@ -27,6 +27,7 @@ mod genai_events;
 #[cfg(test)]
 mod generic_tests;
 mod haystack_history;
+mod kept;
 mod kind_value;
 #[cfg(test)]
 mod test_support;

@@ -53,7 +53,7 @@ pub(crate) fn may_be_same(later: &Echo, earlier: &Echo) -> bool {
 /// `earlier`, a call an earlier trace counted (see the module's doc).
 ///
 /// Both records name the same tool in every case: the carry compares only
-/// kept calls of the same name (`carry::name_key`) with this.
+/// kept calls of the same name (`carry::call_keys`) with this.
 pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
     // The cheap tests first: every call a trace reads from its spans is
     // compared with the calls kept from the traces before it.
@@ -76,6 +76,14 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         && args()
         && same_process()
         && (overlap() || adjacent(later, earlier).is_some())
+}
+
+/// Whether two spans starting at `a` and `b` may be two records of one
+/// execution ([`nested`]): one opened strictly after the other, within
+/// [`NESTED_START_GAP`].
+#[inline]
+pub(crate) fn may_nest(a: u64, b: u64) -> bool {
+    a != b && a.abs_diff(b) <= NESTED_START_GAP
 }
 
 /// Whether `later` and `earlier` are two tool spans of one execution in

@@ -85,45 +85,78 @@ pub fn inspect(
                 written = rendered.and_then(|(text, pieces, spans)| {
                     found.spans += spans;
                     let mut from = 0;
+                    let mut due = Vec::with_capacity(pieces.len());
                     for p in pieces {
                         // A trace read again (it answers an earlier trace's
                         // call) replaces its part of the batch's text.
-                        let first = Ok((text[from..p.end].to_vec(), p.calls));
-                        let due = carry.settle(first, p.left, |t, carried| {
-                            let mut again = Vec::new();
-                            match write(&mut again, t, carried) {
-                                Ok((calls, open)) => (Ok((again, calls)), open),
-                                Err(e) => (Err(e), None),
-                            }
-                        });
-                        put(&mut found, out, due)?;
+                        let first = Ok((Text::Part(from..p.end), p.calls));
+                        carry.settle_into(
+                            first,
+                            p.left,
+                            |t, carried| {
+                                let mut again = Vec::new();
+                                match write(&mut again, t, carried) {
+                                    Ok((calls, open)) => (Ok((Text::Own(again), calls)), open),
+                                    Err(e) => (Err(e), None),
+                                }
+                            },
+                            &mut due,
+                        );
                         from = p.end;
                     }
-                    Ok(())
+                    // What the carry holds outlives the batch's text.
+                    for held in carry.held_mut().flatten() {
+                        if let Text::Part(r) = &held.0 {
+                            held.0 = Text::Own(text[r.clone()].to_vec());
+                        }
+                    }
+                    put(&mut found, out, &text, due)
                 });
             }
             spent.append(&mut carry.spent());
         });
     if written.is_ok() {
-        written = put(&mut found, out, carry.finish());
+        written = put(&mut found, out, &[], carry.finish());
     }
     written?;
     found.rejected = rejected;
     Ok(found)
 }
 
-/// Writes the texts of traces that are due, counting their calls.
+/// A trace's output text: its part of its batch's text, or its own (the
+/// trace was read again, or held past its batch).
+enum Text {
+    Part(std::ops::Range<usize>),
+    Own(Vec<u8>),
+}
+
+/// Writes the texts of traces that are due (parts of `batch`, or their
+/// own), counting their calls. Parts that follow each other in the batch
+/// go out in one write.
 fn put(
     found: &mut Inspection,
     out: &mut dyn Write,
-    due: Vec<std::io::Result<(Vec<u8>, usize)>>,
+    batch: &[u8],
+    due: Vec<std::io::Result<(Text, usize)>>,
 ) -> std::io::Result<()> {
+    let mut run = 0..0;
     for read in due {
         let (text, calls) = read?;
         found.calls += calls;
-        out.write_all(&text)?;
+        match text {
+            Text::Part(r) if r.start == run.end => run.end = r.end,
+            Text::Part(r) => {
+                out.write_all(&batch[run])?;
+                run = r;
+            }
+            Text::Own(own) => {
+                out.write_all(&batch[run.clone()])?;
+                run = run.end..run.end;
+                out.write_all(&own)?;
+            }
+        }
     }
-    Ok(())
+    out.write_all(&batch[run])
 }
 
 /// Reads every input and hands each trace's row, built from it on a worker

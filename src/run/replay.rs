@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use crate::assemble::{Assembler, Trace, TraceId, Unbuilt};
 use crate::evaluate::{Pipeline, Sessions, TraceOutcome, TraceResult};
-use crate::extract::carry::{Carry, Left, OpenAsk};
+use crate::extract::carry::{Carry, Left, OpenAsk, Spent};
 use crate::extract::facts::token_usage;
 use crate::ingest::files::{self, Source};
 use crate::ingest::projection::KeyFilter;
@@ -122,7 +122,7 @@ impl<'a> Collector<'a> {
 
     /// The traces kept for a second scoring that the carry is done with
     /// (for the caller to drop where it likes).
-    pub fn spent(&mut self) -> Vec<Trace> {
+    pub fn spent(&mut self) -> Spent {
         self.carry.spent()
     }
 
@@ -214,9 +214,10 @@ pub struct ReadOptions {
 /// threads, keeps what `filter` keeps, assembles traces and hands them in
 /// batches, as soon as they are complete (see [`Assembler::release`]) or
 /// at the end, to `map` on as many workers, then `map`'s results to `each`
-/// in input order. The traces `each` is done with, put in its `Vec`, are
-/// dropped on a worker with the next batch: this thread is the one every
-/// other waits for, and a trace's drop frees each span's parts. Returns
+/// in input order. What `each` is done with (traces, calls), put in its
+/// [`Spent`], is dropped on a worker with the next batch: this thread is
+/// the one every other waits for, and a trace's drop frees each span's
+/// parts. Returns
 /// the run's rejections and counters. It prints nothing: what a trace
 /// warns of comes from the per-trace stage ([`crate::evaluate::Warning`]),
 /// for the driver to say.
@@ -226,7 +227,7 @@ pub fn stream_traces<R: Send>(
     filter: &(dyn KeyFilter + Sync),
     mut progress: impl FnMut(Progress),
     map: impl Fn(Vec<Trace>) -> R + Sync,
-    mut each: impl FnMut(R, &mut Vec<Trace>),
+    mut each: impl FnMut(R, &mut Spent),
 ) -> (Vec<Rejected>, Stats) {
     let (inputs, mut rejected) = files::expand(sources);
     let mut stats = Stats {
@@ -240,12 +241,12 @@ pub fn stream_traces<R: Send>(
     // Traces are built (spans put in order, indexed) and dropped on the
     // workers: this thread assembles every trace in turn, so it does the
     // least it can.
-    let build_and_map = |(batch, spent): (Vec<Unbuilt>, Vec<Trace>)| {
+    let build_and_map = |(batch, spent): (Vec<Unbuilt>, Spent)| {
         drop(spent);
         map(batch.into_iter().map(Unbuilt::build).collect())
     };
     // What `each` is done with, until the next batch goes out.
-    let spent = RefCell::new(Vec::new());
+    let spent = RefCell::new(Spent::default());
     ordered_map(
         options.stream.threads,
         build_and_map,
