@@ -465,7 +465,17 @@ impl<T> Carry<T> {
                 });
                 if let Some(k) = ran.flatten() {
                     out.extend(self.span_counted(later, k));
+                    continue;
                 }
+                // A span of another name running a call an earlier trace
+                // left open under its id (`twice::runs_ask`).
+                let open_ask = later.id.as_deref().and_then(|id| {
+                    let k = self
+                        .asks
+                        .last_under(key(ASK_ID, id), |a| twice::runs_ask(later, a))?;
+                    self.asks.get(k)
+                });
+                out.extend(open_ask.map(|a| twice::span_of_ask(later, a)));
                 continue;
             }
             if let Some(c) = found.or(between).and_then(|k| self.calls.remove(k)) {

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::open::{
-    Echo, OpenAsk, BETWEEN_FORM, ECHO_FORM, HALVES_FORM, SPAN_BETWEEN_FORM, TWICE_FORM,
+    Echo, OpenAsk, ASKED_SPAN_FORM, BETWEEN_FORM, ECHO_FORM, HALVES_FORM, SPAN_BETWEEN_FORM,
+    TWICE_FORM,
 };
 use super::requested::Asked;
 use super::{conversation, Analysis, ToolCall};
@@ -159,7 +160,8 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
         let halves = e.form == HALVES_FORM;
         let between = e.form == BETWEEN_FORM;
         let span_between = e.form == SPAN_BETWEEN_FORM;
-        let twice = e.form == TWICE_FORM || halves || between || span_between;
+        let asked_span = e.form == ASKED_SPAN_FORM;
+        let twice = e.form == TWICE_FORM || halves || between || span_between || asked_span;
         let Some(k) = a
             .calls
             .iter()
@@ -168,7 +170,16 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             continue;
         };
         let c = a.calls.remove(k);
-        a.notes.push(if span_between {
+        a.notes.push(if asked_span {
+            format!(
+                "tool call `{}` (span {}) ran call {} that the model asked for as `{}` in trace {} and left open (same call id and arguments, same process, after the asking): the request carrying its result counts it under the model's name, not counted again",
+                c.name,
+                c.span_id,
+                e.asked.id.as_deref().unwrap_or_default(),
+                e.asked.args.as_str().unwrap_or_default(),
+                e.trace_id
+            )
+        } else if span_between {
             format!(
                 "tool call `{}` (span {}) ran after the model asked for it and before the request of trace {} that carries its result, which counts it from the conversation (same tool and arguments, same process): not counted again",
                 c.name, c.span_id, e.trace_id

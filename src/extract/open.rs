@@ -38,6 +38,13 @@ pub(crate) const BETWEEN_FORM: &str = "tool-span-between";
 /// from the conversation (see `twice::between_either`).
 pub(crate) const SPAN_BETWEEN_FORM: &str = "conversation-counts-span";
 
+/// The `form` of a carried entry that says a tool span's call, in the trace
+/// read, ran a call an earlier trace's model output asked for under the same
+/// call id and left open, and that the span names it otherwise (a wrapper
+/// class): the request carrying its result counts it (see
+/// `twice::runs_ask`).
+pub(crate) const ASKED_SPAN_FORM: &str = "span-runs-open-ask";
+
 /// The `form` of a carried entry that says a call the trace's first request
 /// shows answered in its history, and that no earlier trace asked for or
 /// counted, is counted there (`conversation::unseen`).
@@ -95,6 +102,7 @@ impl OpenAsk {
             HALVES_FORM,
             BETWEEN_FORM,
             SPAN_BETWEEN_FORM,
+            ASKED_SPAN_FORM,
         ]
         .contains(&self.form)
     }
@@ -144,8 +152,13 @@ impl Open {
 
 /// The process a span ran in: its resource attributes, hashed.
 pub(crate) fn run_key(s: &SpanRecord) -> u64 {
+    resource_key(&s.resource)
+}
+
+/// [`run_key`] of a process's resource.
+pub(crate) fn resource_key(resource: &Resource) -> u64 {
     let mut h = DefaultHasher::new();
-    for kv in &s.resource.attributes {
+    for kv in &resource.attributes {
         kv.key.hash(&mut h);
         // Attribute values are protobuf messages (no `Hash`): their
         // encoding names them.

@@ -31,7 +31,10 @@
 
 use std::sync::Arc;
 
-use super::open::{Echo, OpenAsk, BETWEEN_FORM, HALVES_FORM, SPAN_BETWEEN_FORM, TWICE_FORM};
+use super::open::{
+    resource_key, Echo, OpenAsk, ASKED_SPAN_FORM, BETWEEN_FORM, HALVES_FORM, SPAN_BETWEEN_FORM,
+    TWICE_FORM,
+};
 use super::requested::Asked;
 use serde_json::Value;
 
@@ -157,6 +160,48 @@ pub(crate) fn span_counted(span: &Echo, counted: &Echo) -> OpenAsk {
         trace_id: counted.trace_id,
         span_id: span.span_id,
         end_time_unix_nano: counted.end,
+        run: 0,
+    }
+}
+
+/// Whether `span`, a tool span's call with a call id, ran `ask`, a call an
+/// earlier trace's model output asked for and left open (no later request
+/// in that trace carried its result), though the span names the tool
+/// otherwise: the same call id, the span's arguments none or the model's,
+/// the same process, and the span started after the model's answer ended.
+/// Each model call and each tool execution its own trace, the tool span
+/// named after the wrapper class that ran the tool (OpenLIT's LangChain
+/// integration: `DynamicStructuredTool`, its result `[object
+/// ToolMessage]`): the request carrying the result counts the call under
+/// the model's name, with the result the model saw, so the span's call is
+/// not counted again. A span of the model's tool name is left to the
+/// other joins.
+pub(crate) fn runs_ask(span: &Echo, ask: &OpenAsk) -> bool {
+    !span.from_conversation
+        && span.id.is_some()
+        && span.id == ask.asked.id
+        && span.name != ask.asked.name
+        && ask.end_time_unix_nano <= span.start
+        && (span.args.is_null() || span.args == ask.asked.args)
+        && span
+            .resource
+            .as_deref()
+            .is_some_and(|r| resource_key(r) == ask.run)
+}
+
+/// The carried entry saying that `span` ran `ask` ([`runs_ask`]).
+pub(crate) fn span_of_ask(span: &Echo, ask: &OpenAsk) -> OpenAsk {
+    OpenAsk {
+        asked: Asked {
+            id: ask.asked.id.clone(),
+            name: span.name.clone(),
+            // The model's name, for the note.
+            args: Value::String(ask.asked.name.clone()),
+        },
+        form: ASKED_SPAN_FORM,
+        trace_id: ask.trace_id,
+        span_id: span.span_id,
+        end_time_unix_nano: ask.end_time_unix_nano,
         run: 0,
     }
 }
@@ -544,6 +589,68 @@ mod tests {
                     "{when:?} {args} {process} {tool_last}"
                 );
             }
+        }
+    }
+
+    /// A made-up framework's tool span, a trace of its own, named after the
+    /// wrapper class that ran the tool, with the model's call id.
+    fn class_named(trace: u8, when: (u64, u64), process: &str, id: &str, args: &str) -> Trace {
+        let s = sp(
+            1,
+            None,
+            when,
+            "execute_tool AcmeStructuredTool",
+            &[
+                ("acme.span.kind", "tool"),
+                ("acme.tool.name", "AcmeStructuredTool"),
+                ("acme.input", args),
+                ("acme.output", "[object AcmeMessage]"),
+                ("gen_ai.tool.call.id", id),
+            ],
+        );
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    #[test]
+    fn a_class_named_tool_span_of_an_open_call_id_is_the_call() {
+        // Each model call and each tool span a trace of its own; the tool
+        // span names the wrapper class, not the tool, and has the model's
+        // call id: the request carrying the result counts the call, under
+        // the model's name and with the result the model saw.
+        let room = r#"{"room": 12}"#;
+        for answered in [
+            model_call(3, (40, 50), "p", "call_7"),
+            answered_without_ids(3, (40, 50), "p"),
+        ] {
+            let got = read_in_order(vec![
+                asking(1, (0, 10), "p", "call_7"),
+                class_named(2, (20, 30), "p", "call_7", room),
+                answered,
+            ]);
+            assert_eq!(counts(&got), [0, 0, 1]);
+            assert_eq!(got[2].calls[0].name, "book_room");
+            let result = got[2].calls[0].result.as_ref().map(|r| r.to_value());
+            assert_eq!(result, Some(json!("booked")));
+            let notes = &got[1].notes;
+            assert!(
+                notes.iter().any(|n| n.contains("asked for as `book_room`")),
+                "{notes:?}"
+            );
+        }
+        // Another call id, other arguments, another process, or run before
+        // the model asked: the span's call is a call of its own.
+        for (id, when, args, process) in [
+            ("call_8", (20, 30), room, "p"),
+            ("call_7", (20, 30), r#"{"room": 14}"#, "p"),
+            ("call_7", (20, 30), room, "q"),
+            ("call_7", (5, 8), room, "p"),
+        ] {
+            let got = read_in_order(vec![
+                asking(1, (0, 10), "p", "call_7"),
+                class_named(2, when, process, id, args),
+                model_call(3, (40, 50), "p", "call_7"),
+            ]);
+            assert_eq!(counts(&got), [0, 1, 1], "{id} {when:?} {args} {process}");
         }
     }
 
