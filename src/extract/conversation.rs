@@ -70,9 +70,8 @@ mod transcript;
 mod unseen;
 use super::content_events;
 use super::sides::Side;
-pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS};
+pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
 pub(crate) use content_events::EVENT_KEYS;
-pub(crate) use http::METHOD_KEYS;
 pub(crate) use idless::{is_made, named_tool};
 pub(crate) use object_only::PROVIDER_KEYS;
 pub(crate) use records::span_keys as record_keys;
@@ -263,8 +262,7 @@ struct Request {
     /// How many results took their call's id by order ([`item_ids`]):
     /// results under an id no call has, and results without one.
     rekeyed: (usize, usize),
-    /// Whether results without ids took the asked calls' ids by order
-    /// ([`order::pair`]): a result recorded under the id is preferred.
+    /// Whether results took the asked calls' ids by order ([`order::pair`]).
     by_order: bool,
 }
 
@@ -998,8 +996,7 @@ fn rebuild(
                         && start(*i) >= start(at.span)
                         && ans.name.as_deref().is_none_or(|n| n == a.name)
                 };
-                // A result recorded under the id before one that took it by
-                // order (a wrapper's span and its HTTP span, one request).
+                // A result recorded under the id before one given it by order.
                 let recorded = list
                     .iter()
                     .filter(fits)

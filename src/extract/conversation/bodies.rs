@@ -15,6 +15,7 @@
 //! `chat`, ...). Other spans' bodies, a tool's input among them, are never
 //! parsed here.
 
+pub(crate) use super::http::METHOD_KEYS;
 use super::{message_text, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::{SpanRecord, Val};
 
