@@ -54,6 +54,7 @@ mod afc;
 mod bodies;
 mod flat_fields;
 mod hollow;
+mod http;
 mod idless;
 mod item_ids;
 mod later;
@@ -69,7 +70,7 @@ mod transcript;
 mod unseen;
 use super::content_events;
 use super::sides::Side;
-pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS};
+pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
 pub(crate) use content_events::EVENT_KEYS;
 pub(crate) use idless::{is_made, named_tool};
 pub(crate) use object_only::PROVIDER_KEYS;
@@ -261,6 +262,8 @@ struct Request {
     /// How many results took their call's id by order ([`item_ids`]):
     /// results under an id no call has, and results without one.
     rekeyed: (usize, usize),
+    /// Whether results took the asked calls' ids by order ([`order::pair`]).
+    by_order: bool,
 }
 
 /// What one pass over a span's attribute keys tells the witness: whether
@@ -610,7 +613,8 @@ fn may_hold_results(text: &str) -> bool {
 
 /// Keys of a request body's messages: most APIs', the OpenAI Responses
 /// API's items, Gemini's contents, Cohere v1's chat history.
-const MESSAGE_LIST_KEYS: [&str; 4] = ["messages", "input", "contents", "chat_history"];
+// `body`: a recorded HTTP request's (`http`).
+const MESSAGE_LIST_KEYS: [&str; 5] = ["messages", "input", "contents", "chat_history", "body"];
 
 /// The messages of a request: a list, LangWatch's typed list, or the list
 /// under one of [`MESSAGE_LIST_KEYS`].
@@ -987,13 +991,17 @@ fn rebuild(
             // A later request's result for this id (and this tool, when
             // the result names one).
             Some(id) => answered.get(id).and_then(|list| {
-                list.iter()
-                    .find(|(i, ans)| {
-                        (*i != at.span || later::carries(&requests[*i], a))
-                            && start(*i) >= start(at.span)
-                            && ans.name.as_deref().is_none_or(|n| n == a.name)
-                    })
-                    .copied()
+                let fits = |(i, ans): &&(usize, &Answer)| {
+                    (*i != at.span || later::carries(&requests[*i], a))
+                        && start(*i) >= start(at.span)
+                        && ans.name.as_deref().is_none_or(|n| n == a.name)
+                };
+                // A result recorded under the id before one given it by order.
+                let recorded = list
+                    .iter()
+                    .filter(fits)
+                    .find(|(i, _)| !requests[*i].by_order);
+                recorded.or_else(|| list.iter().find(fits)).copied()
             }),
             None => idless::answer_for(trace, at, &requests, &mut used),
         };

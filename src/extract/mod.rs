@@ -463,7 +463,8 @@ impl Extractor {
         let conversation_keys = conversation::MODEL_MARKERS
             .iter()
             .chain(&conversation::KIND_KEYS)
-            .chain(&conversation::PROVIDER_KEYS);
+            .chain(&conversation::PROVIDER_KEYS)
+            .chain(&conversation::METHOD_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
         keys.extend(conversation::record_keys().map(str::to_string));

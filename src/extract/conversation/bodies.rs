@@ -15,6 +15,7 @@
 //! `chat`, ...). Other spans' bodies, a tool's input among them, are never
 //! parsed here.
 
+pub(crate) use super::http::METHOD_KEYS;
 use super::{message_text, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::{SpanRecord, Val};
 
@@ -55,9 +56,10 @@ const MODEL_KINDS: [&str; 8] = [
 use crate::extract::sides::{side_of, Side};
 
 /// Whether span `s` says it is a model call ([`KIND_ENDINGS`],
-/// [`MODEL_KINDS`]).
+/// [`MODEL_KINDS`]), or is an HTTP POST of a chat request
+/// ([`super::http`]).
 pub(crate) fn is_model_call(s: &SpanRecord) -> bool {
-    is_kind(s, &MODEL_KINDS)
+    is_kind(s, &MODEL_KINDS) || super::http::is_model_call(s)
 }
 
 /// Whether span `s` says it is an agent's run (`AGENT`, in the same
@@ -81,7 +83,7 @@ fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
 #[inline]
 pub(super) fn model_call_at(s: &SpanRecord, i: usize, key: &[u8]) -> bool {
     // The last word first, in the caller's loop: most keys end in none.
-    kind_word(key) && kind_at(s, i, key, &MODEL_KINDS)
+    (kind_word(key) && kind_at(s, i, key, &MODEL_KINDS)) || super::http::model_call_at(s, i, key)
 }
 
 /// Whether `key`'s last four bytes are one of [`KIND_WORDS`] (the first

@@ -79,6 +79,7 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
             if let Some(a) = r.answers.get_mut(k) {
                 a.id = Some((*id).to_string());
                 paired += 1;
+                r.by_order = true;
             }
         }
     }
