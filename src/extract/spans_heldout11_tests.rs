@@ -3,15 +3,11 @@
 //! spelled `_id`, a result inside a tool message, a framework's loop step
 //! typed `tool` by a vendor's marker.
 
-use std::sync::Arc;
-
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
-use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use serde_json::json;
 
 use super::*;
-use crate::assemble::{SpanRecord, Trace, TraceId};
+use crate::assemble::SpanRecord;
 use crate::ingest::projection::{AttrsOf, KeyFilter};
 
 /// A string attribute, or one whose `AnyValue` holds nothing (`None`).
@@ -26,40 +22,15 @@ fn kv(key: &str, v: Option<&str>) -> KeyValue {
 }
 
 fn span(id: u8, parent: Option<u8>, name: &str, attrs: &[(&str, Option<&str>)]) -> SpanRecord {
-    let start = u64::from(id) * 10;
-    SpanRecord {
-        span_id: SpanId([id; 8]),
-        parent: parent.map(|p| SpanId([p; 8])),
-        span: Span {
-            span_id: vec![id; 8],
-            name: name.to_string(),
-            start_time_unix_nano: start,
-            end_time_unix_nano: start + 5,
-            attributes: attrs.iter().map(|&(k, v)| kv(k, v)).collect(),
-            ..Default::default()
-        }
-        .into(),
-        resource: Arc::new(Resource::default()),
-        scope: Arc::new(InstrumentationScope::default()),
-    }
+    let attributes = attrs.iter().map(|&(k, v)| kv(k, v)).collect();
+    super::test_support::span_of(id, parent, name, attributes)
 }
 
-/// `(name, arguments, result, convention)` of each call.
 fn calls(spans: Vec<SpanRecord>) -> Vec<(String, Value, Value, String)> {
-    Extractor::default()
-        .extract(&Trace::new(TraceId([11; 16]), spans, 0))
-        .into_iter()
-        .map(|c| {
-            let result = c.result.as_ref().map_or(Value::Null, CallResult::to_value);
-            let args = c.args.value().cloned().unwrap_or(Value::Null);
-            (c.name, args, result, c.convention)
-        })
-        .collect()
+    super::test_support::calls_of(11, spans)
 }
 
-fn call(name: &str, args: Value, result: Value, rule: &str) -> (String, Value, Value, String) {
-    (name.into(), args, result, rule.into())
-}
+use super::test_support::call;
 
 #[test]
 fn an_attribute_with_an_empty_value_is_absent_to_conditions() {

@@ -3,11 +3,63 @@
 
 use std::sync::Arc;
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use serde_json::Value;
 
-use super::{Analysis, Extractor};
-use crate::assemble::{SpanRecord, Trace};
+use super::{Analysis, CallResult, Extractor};
+use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
+
+/// Span `id` (all its id bytes `id`, started at `id * 10`, 5 long) under
+/// `parent`, with `attributes`.
+pub(crate) fn span_of(
+    id: u8,
+    parent: Option<u8>,
+    name: &str,
+    attributes: Vec<KeyValue>,
+) -> SpanRecord {
+    let start = u64::from(id) * 10;
+    SpanRecord {
+        span_id: SpanId([id; 8]),
+        parent: parent.map(|p| SpanId([p; 8])),
+        span: Span {
+            span_id: vec![id; 8],
+            name: name.to_string(),
+            start_time_unix_nano: start,
+            end_time_unix_nano: start + 5,
+            attributes,
+            ..Default::default()
+        }
+        .into(),
+        resource: Arc::new(Resource::default()),
+        scope: Arc::new(InstrumentationScope::default()),
+    }
+}
+
+/// `(name, arguments, result, convention)` of each call of trace `trace`
+/// (its id bytes all `trace`) made of `spans`.
+pub(crate) fn calls_of(trace: u8, spans: Vec<SpanRecord>) -> Vec<(String, Value, Value, String)> {
+    Extractor::default()
+        .extract(&Trace::new(TraceId([trace; 16]), spans, 0))
+        .into_iter()
+        .map(|c| {
+            let result = c.result.as_ref().map_or(Value::Null, CallResult::to_value);
+            let args = c.args.value().cloned().unwrap_or(Value::Null);
+            (c.name, args, result, c.convention)
+        })
+        .collect()
+}
+
+/// One expected row of [`calls_of`].
+pub(crate) fn call(
+    name: &str,
+    args: Value,
+    result: Value,
+    rule: &str,
+) -> (String, Value, Value, String) {
+    (name.into(), args, result, rule.into())
+}
 
 /// Span `s` as one of process `process` (its resource's
 /// `service.instance.id`).

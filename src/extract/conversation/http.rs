@@ -86,43 +86,19 @@ fn is_chat(v: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-    use opentelemetry_proto::tonic::trace::v1::Span;
     use serde_json::json;
 
     use super::*;
-    use crate::assemble::{SpanId, Trace, TraceId};
+    use crate::assemble::{Trace, TraceId};
     use crate::extract::{CallResult, Extractor};
 
     fn span(id: u8, attrs: &[(&str, String)]) -> SpanRecord {
         let start = u64::from(id) * 10;
-        SpanRecord {
-            span_id: SpanId([id; 8]),
-            parent: None,
-            span: Span {
-                span_id: vec![id; 8],
-                name: "POST".into(),
-                kind: 3,
-                start_time_unix_nano: start,
-                end_time_unix_nano: start + 5,
-                attributes: attrs
-                    .iter()
-                    .map(|(k, v)| KeyValue {
-                        key: k.to_string(),
-                        value: Some(AnyValue {
-                            value: Some(any_value::Value::StringValue(v.clone())),
-                        }),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-            .into(),
-            resource: Arc::default(),
-            scope: Arc::default(),
-        }
+        let attrs: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut s = crate::extract::tests::sp(id, None, (start, start + 5), "POST", &attrs);
+        // A client span.
+        s.span.kind = 3;
+        s
     }
 
     /// A made-up tracer's HTTP client span: `acme.http.request` and
