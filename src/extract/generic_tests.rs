@@ -2,11 +2,7 @@
 //! tool-kind rule (a tool marker in a namespace no rule knows), one call
 //! however many spans record it, arguments written as Python literals.
 
-use std::sync::Arc;
-
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
-use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use serde_json::json;
 
 use super::*;
@@ -31,21 +27,8 @@ fn span(
     when: (u64, u64),
     attrs: &[(&str, &str)],
 ) -> SpanRecord {
-    SpanRecord {
-        span_id: SpanId([id; 8]),
-        parent: parent.map(|p| SpanId([p; 8])),
-        span: Span {
-            span_id: vec![id; 8],
-            name: name.to_string(),
-            start_time_unix_nano: when.0,
-            end_time_unix_nano: when.1,
-            attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
-            ..Default::default()
-        }
-        .into(),
-        resource: Arc::new(Resource::default()),
-        scope: Arc::new(InstrumentationScope::default()),
-    }
+    let attributes = attrs.iter().map(|(k, v)| kv(k, v)).collect();
+    super::test_support::span_of(id, parent, name, when, attributes)
 }
 
 fn trace(spans: Vec<SpanRecord>) -> Trace {

@@ -174,6 +174,16 @@ pub(crate) fn call_id_keys() -> &'static [String] {
     &KEYS
 }
 
+/// Which of [`call_id_keys`] `key` is (its rank there), if any.
+#[inline]
+pub(crate) fn call_id_key_rank(key: &[u8]) -> Option<usize> {
+    // Every call id key ends `id` or `Id`: most keys are passed at a glance.
+    if !(key.ends_with(b"id") || key.ends_with(b"Id")) {
+        return None;
+    }
+    call_id_keys().iter().position(|c| c.as_bytes() == key)
+}
+
 /// How many keys [`call_id_keys`] holds.
 const CALL_ID_KEY_COUNT: usize = CALL_ID_KEYS.len() * ID_SPELLINGS.len();
 
@@ -182,15 +192,10 @@ const CALL_ID_KEY_COUNT: usize = CALL_ID_KEYS.len() * ID_SPELLINGS.len();
 /// key), as looking each key up in turn would give, in one pass over the
 /// span's keys.
 pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
-    let keys = call_id_keys();
     // Where each key first occurs.
     let mut first = [usize::MAX; CALL_ID_KEY_COUNT];
     for (i, k) in s.span.attr_keys().enumerate() {
-        // Every key ends `id` or `Id`: most keys are passed at a glance.
-        if !(k.ends_with(b"id") || k.ends_with(b"Id")) {
-            continue;
-        }
-        if let Some(rank) = keys.iter().position(|c| c.as_bytes() == k) {
+        if let Some(rank) = call_id_key_rank(k) {
             if let Some(slot) = first.get_mut(rank).filter(|f| **f == usize::MAX) {
                 *slot = i;
             }

@@ -32,7 +32,8 @@ fn kv(key: &str, v: A<'_>) -> KeyValue {
 
 fn span(id: u8, parent: Option<u8>, name: &str, attrs: &[(&str, A<'_>)]) -> SpanRecord {
     let attributes = attrs.iter().map(|&(k, v)| kv(k, v)).collect();
-    super::test_support::span_of(id, parent, name, attributes)
+    let start = u64::from(id) * 10;
+    super::test_support::span_of(id, parent, name, (start, start + 5), attributes)
 }
 
 fn calls(spans: Vec<SpanRecord>) -> Vec<(String, Value, Value, String)> {

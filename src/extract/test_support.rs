@@ -11,23 +11,23 @@ use serde_json::Value;
 use super::{Analysis, CallResult, Extractor};
 use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
 
-/// Span `id` (all its id bytes `id`, started at `id * 10`, 5 long) under
-/// `parent`, with `attributes`.
+/// Span `id` (all its id bytes `id`) under `parent`, from `when.0` to
+/// `when.1`, with `attributes`.
 pub(crate) fn span_of(
     id: u8,
     parent: Option<u8>,
     name: &str,
+    when: (u64, u64),
     attributes: Vec<KeyValue>,
 ) -> SpanRecord {
-    let start = u64::from(id) * 10;
     SpanRecord {
         span_id: SpanId([id; 8]),
         parent: parent.map(|p| SpanId([p; 8])),
         span: Span {
             span_id: vec![id; 8],
             name: name.to_string(),
-            start_time_unix_nano: start,
-            end_time_unix_nano: start + 5,
+            start_time_unix_nano: when.0,
+            end_time_unix_nano: when.1,
             attributes,
             ..Default::default()
         }

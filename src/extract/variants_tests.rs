@@ -5,8 +5,7 @@
 use std::sync::Arc;
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
-use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{span::Event, Span, Status};
+use opentelemetry_proto::tonic::trace::v1::{span::Event, Status};
 use serde_json::json;
 
 use super::rules::{CondSpec, RuleSpec, SourceSpec};
@@ -28,22 +27,9 @@ struct S {
 }
 
 fn span(id: u8, parent: Option<u8>, name: &str, start: u64, attrs: &[(&str, &str)]) -> S {
+    let attributes = attrs.iter().map(|(k, v)| kv(k, v)).collect();
     S {
-        rec: SpanRecord {
-            span_id: SpanId([id; 8]),
-            parent: parent.map(|p| SpanId([p; 8])),
-            span: Span {
-                span_id: vec![id; 8],
-                name: name.to_string(),
-                start_time_unix_nano: start,
-                end_time_unix_nano: start + 10,
-                attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
-                ..Default::default()
-            }
-            .into(),
-            resource: Arc::new(Resource::default()),
-            scope: Arc::new(InstrumentationScope::default()),
-        },
+        rec: super::test_support::span_of(id, parent, name, (start, start + 10), attributes),
     }
 }
 

@@ -2,17 +2,14 @@
 //! versions the corpus does not cover (docs/conventions.md, "Framework
 //! versions added in issue 12"), and `Extractor::explain` on them.
 
-use std::sync::Arc;
-
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
-use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{Span, Status};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::Status;
 use serde_json::{json, Value};
 
 use super::explain::Reason;
 use super::rules::{self, Kind};
 use super::{CallResult, CallStatus, Extractor, ToolCall};
-use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
+use crate::assemble::{SpanRecord, Trace, TraceId};
 
 fn kv(key: &str, v: &str) -> KeyValue {
     KeyValue {
@@ -25,22 +22,10 @@ fn kv(key: &str, v: &str) -> KeyValue {
 }
 
 fn span(id: u8, parent: Option<u8>, name: &str, attrs: &[(&str, &str)]) -> SpanRecord {
-    SpanRecord {
-        span_id: SpanId([id; 8]),
-        parent: parent.map(|p| SpanId([p; 8])),
-        span: Span {
-            span_id: vec![id; 8],
-            name: name.to_string(),
-            // Start order is span order.
-            start_time_unix_nano: u64::from(id) * 100,
-            end_time_unix_nano: u64::from(id) * 100 + 50,
-            attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
-            ..Default::default()
-        }
-        .into(),
-        resource: Arc::new(Resource::default()),
-        scope: Arc::new(InstrumentationScope::default()),
-    }
+    // Start order is span order.
+    let start = u64::from(id) * 100;
+    let attributes = attrs.iter().map(|(k, v)| kv(k, v)).collect();
+    super::test_support::span_of(id, parent, name, (start, start + 50), attributes)
 }
 
 fn failed(mut s: SpanRecord, message: &str) -> SpanRecord {

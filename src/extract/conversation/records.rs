@@ -49,10 +49,7 @@ pub(crate) fn span_keys() -> impl Iterator<Item = &'static str> {
 /// the witness's one pass over them ([`super::Look`]), before any other.
 #[inline]
 pub(super) fn is_call_id_key(key: &[u8]) -> bool {
-    // Every call id key ends `id` or `Id`: one look at two bytes spares
-    // most keys the comparisons.
-    (key.ends_with(b"id") || key.ends_with(b"Id"))
-        && source::call_id_keys().iter().any(|c| key == c.as_bytes())
+    source::call_id_key_rank(key).is_some()
 }
 
 /// The call span `s` records, when it is a call record (see the module's
