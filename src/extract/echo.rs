@@ -132,7 +132,7 @@ pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
         && same_process
         && lone.name == earlier.name
         && !lone.args.is_null()
-        && lone.args == earlier.args
+        && super::merge::same_args(&lone.args, &earlier.args)
         && lone.start <= earlier.end
         && earlier.start <= lone.end
 }

@@ -31,6 +31,7 @@
 
 use std::sync::Arc;
 
+use super::merge::same_args;
 use super::open::{
     resource_key, Echo, OpenAsk, ASKED_SPAN_FORM, BETWEEN_FORM, HALVES_FORM, SPAN_BETWEEN_FORM,
     TWICE_FORM,
@@ -67,7 +68,8 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
         _ => false,
     };
-    let args = || later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
+    let args =
+        || later.args.is_null() || earlier.args.is_null() || same_args(&later.args, &earlier.args);
     if nested(later, earlier) {
         return args() && same_process();
     }
@@ -128,7 +130,7 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
         && asked <= earlier.start
         && earlier.end <= later.start
         && !later.args.is_null()
-        && later.args == earlier.args
+        && same_args(&later.args, &earlier.args)
         && match (&later.resource, &earlier.resource) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
             _ => false,
@@ -182,7 +184,7 @@ pub(crate) fn runs_ask(span: &Echo, ask: &OpenAsk) -> bool {
         && span.id == ask.asked.id
         && span.name != ask.asked.name
         && ask.end_time_unix_nano <= span.start
-        && (span.args.is_null() || span.args == ask.asked.args)
+        && (span.args.is_null() || same_args(&span.args, &ask.asked.args))
         && span
             .resource
             .as_deref()
@@ -589,6 +591,21 @@ mod tests {
                     "{when:?} {args} {process} {tool_last}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_tool_span_writing_a_one_field_object_as_its_value_is_the_call() {
+        // The tool span records `{"room": 12}` as the bare value (text or
+        // number): the same arguments. Another value stays a call.
+        for (args, want) in [("12", [0, 1, 0]), ("\"12\"", [0, 1, 0]), ("13", [0, 1, 1])] {
+            let got = between_in_order(
+                asking(1, (0, 10), "p", "call_7"),
+                wrapper(2, (20, 30), "p", args),
+                model_call(3, (40, 50), "p", "call_7"),
+                false,
+            );
+            assert_eq!(counts(&got), want, "{args}");
         }
     }
 
