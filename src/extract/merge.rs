@@ -185,7 +185,7 @@ pub(crate) fn same_args(a: &Value, b: &Value) -> bool {
 }
 
 /// Whether `bare`, a scalar, is the one field of the object `whole`.
-fn bare_field(bare: &Value, whole: &Value) -> bool {
+pub(crate) fn bare_field(bare: &Value, whole: &Value) -> bool {
     let Value::Object(o) = whole else {
         return false;
     };
