@@ -193,7 +193,9 @@ pub(crate) fn bare_field(bare: &Value, whole: &Value) -> bool {
         return false;
     };
     match (bare, field) {
-        (Value::String(s), Value::Number(_) | Value::Bool(_)) => *s == field.to_string(),
+        (Value::String(s), Value::Number(_) | Value::Bool(_)) => {
+            serde_json::from_str::<Value>(s).is_ok_and(|v| crate::value::json_eq(&v, field))
+        }
         (Value::String(_) | Value::Number(_) | Value::Bool(_), _) => {
             crate::value::json_eq(bare, field)
         }

@@ -651,7 +651,11 @@ mod tests {
                 false,
             );
             assert_eq!(counts(&got), want, "{args} {process}");
-            assert_eq!(got[1].calls[0].args.value(), Some(&shown), "{args} {process}");
+            assert_eq!(
+                got[1].calls[0].args.value(),
+                Some(&shown),
+                "{args} {process}"
+            );
         }
     }
 
