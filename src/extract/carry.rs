@@ -22,8 +22,8 @@
 use std::collections::VecDeque;
 
 use super::kept::{key, Kept, Keys};
-use super::open::HISTORY_FORM;
 pub use super::open::{Echo, Open, OpenAsk};
+use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
 use super::{echo, twice};
 use crate::assemble::Trace;
 
@@ -476,6 +476,15 @@ impl<T> Carry<T> {
                     self.asks.get(k)
                 });
                 out.extend(open_ask.map(|a| twice::span_of_ask(later, a)));
+                // A span writing the asked call's arguments as a bare value
+                // (`twice::renders_ask`).
+                let rendered = later.id.is_none().then(|| {
+                    let k = self.asks.last_under(key(NAME, later.name.as_str()), |a| {
+                        twice::renders_ask(later, a)
+                    })?;
+                    self.asks.get(k)
+                });
+                out.extend(rendered.flatten().map(|a| twice::args_of_ask(later, a)));
                 continue;
             }
             if let Some(c) = found.or(between).and_then(|k| self.calls.remove(k)) {
@@ -550,7 +559,7 @@ impl<T> Carry<T> {
     fn date_asks(&self, calls: &mut [Echo], taken: &[OpenAsk]) {
         let taken: Vec<&OpenAsk> = taken
             .iter()
-            .filter(|a| !a.is_echo() && a.form != HISTORY_FORM)
+            .filter(|a| !a.is_echo() && a.form != HISTORY_FORM && a.form != ASKED_ARGS_FORM)
             .collect();
         for c in calls.iter_mut().filter(|c| c.from_conversation) {
             c.asked = c.asked.or_else(|| self.asked_in(c, &taken));

@@ -24,11 +24,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::open::{
-    Echo, OpenAsk, ASKED_SPAN_FORM, BETWEEN_FORM, ECHO_FORM, HALVES_FORM, SPAN_BETWEEN_FORM,
-    TWICE_FORM,
+    Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, ECHO_FORM, HALVES_FORM,
+    SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::requested::Asked;
-use super::{conversation, Analysis, ToolCall};
+use super::{conversation, merge, Analysis, CallArgs, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
 
 /// Whether the calls of `a` are all an MCP client's (or server's), in a
@@ -132,7 +132,7 @@ pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
         && same_process
         && lone.name == earlier.name
         && !lone.args.is_null()
-        && lone.args == earlier.args
+        && super::merge::same_args(&lone.args, &earlier.args)
         && lone.start <= earlier.end
         && earlier.start <= lone.end
 }
@@ -211,9 +211,36 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
     }
 }
 
+/// Gives the calls `carried` says wrote an asked call's arguments as a bare
+/// value (`twice::renders_ask`) the model's arguments, noting each.
+fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
+    for e in carried.iter().filter(|e| e.form == ASKED_ARGS_FORM) {
+        let Some(c) = a
+            .calls
+            .iter_mut()
+            .find(|c| c.span_id == e.span_id && c.name == e.asked.name && c.from.is_none())
+        else {
+            continue;
+        };
+        let Some(bare) = c
+            .args
+            .value()
+            .filter(|v| merge::bare_field(v, &e.asked.args))
+        else {
+            continue;
+        };
+        a.notes.push(format!(
+            "tool call `{}` (span {}) writes the arguments {} the model asked for in trace {} as {}: the model's are taken",
+            c.name, c.span_id, e.asked.args, e.trace_id, bare
+        ));
+        c.args = CallArgs::Value(e.asked.args.clone());
+    }
+}
+
 /// After a trace is read: takes out the calls `carried` says another trace
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
+    asked_args(carried, a);
     absorb(carried, a);
     let (mut calls, lone) = echoes_of(trace, a);
     if lone {

@@ -171,8 +171,35 @@ fn same_call<'t>(
 /// Whether two records' arguments are equal, or one side has none.
 pub(crate) fn args_agree(a: &CallArgs, b: &CallArgs) -> bool {
     match (args_value(a), args_value(b)) {
-        (Some(a), Some(b)) => crate::value::json_eq(&a, &b),
+        (Some(a), Some(b)) => same_args(&a, &b),
         _ => true,
+    }
+}
+
+/// Whether two records of a call give the same arguments: equal values, or
+/// one record writes an object of one field as that field's bare value
+/// (LangChain.js under OpenInference records `{"town": "Lisbon"}` as
+/// `Lisbon`). A string stands for a number or boolean written as text.
+pub(crate) fn same_args(a: &Value, b: &Value) -> bool {
+    crate::value::json_eq(a, b) || bare_field(a, b) || bare_field(b, a)
+}
+
+/// Whether `bare`, a scalar, is the one field of the object `whole`.
+pub(crate) fn bare_field(bare: &Value, whole: &Value) -> bool {
+    let Value::Object(o) = whole else {
+        return false;
+    };
+    let (1, Some(field)) = (o.len(), o.values().next()) else {
+        return false;
+    };
+    match (bare, field) {
+        (Value::String(s), Value::Number(_) | Value::Bool(_)) => {
+            serde_json::from_str::<Value>(s).is_ok_and(|v| crate::value::json_eq(&v, field))
+        }
+        (Value::String(_) | Value::Number(_) | Value::Bool(_), _) => {
+            crate::value::json_eq(bare, field)
+        }
+        _ => false,
     }
 }
 
@@ -229,5 +256,32 @@ pub(crate) fn merge(calls: &[ToolCall], group: &[usize]) -> ToolCall {
         agent: outermost.agent.clone(),
         within: outermost.within,
         ..best.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::same_args;
+
+    #[test]
+    fn a_bare_value_is_the_one_field_object_it_writes() {
+        let town = json!({"town": "Lisbon"});
+        assert!(same_args(&json!("Lisbon"), &town));
+        assert!(same_args(&town, &json!("Lisbon")));
+        assert!(same_args(&json!("2"), &json!({"hours": 2})));
+        assert!(same_args(&json!(2), &json!({"hours": 2.0})));
+        assert!(same_args(&json!("true"), &json!({"ok": true})));
+        assert!(same_args(&town, &json!({"town": "Lisbon"})));
+        // Another value, a second field, a nested value: not the same.
+        assert!(!same_args(&json!("Porto"), &town));
+        assert!(!same_args(
+            &json!("Lisbon"),
+            &json!({"town": "Lisbon", "n": 1})
+        ));
+        assert!(!same_args(&json!("Lisbon"), &json!({"town": ["Lisbon"]})));
+        assert!(!same_args(&json!(["Lisbon"]), &town));
+        assert!(!same_args(&json!("2"), &json!({"hours": "2.0"})));
     }
 }

@@ -596,7 +596,7 @@ impl Extractor {
         if rule_of.iter().all(Option::is_none) {
             // No tool span: the conversation may still hold the calls.
             let mut out = Analysis::default();
-            conversation::witness(self, trace, &[], carried, &mut out);
+            conversation::witness(self, trace, &[], &open::for_witness(carried), &mut out);
             haystack_history::read(trace, &mut out);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
             echo::settle(trace, carried, &mut out);
@@ -629,7 +629,7 @@ impl Extractor {
         siblings::one_call_side_by_side(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
         let lacking = carried::lacking(&out.calls);
-        conversation::witness(self, trace, &seen, carried, &mut out);
+        conversation::witness(self, trace, &seen, &open::for_witness(carried), &mut out);
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
         next_results::fill(self.results, trace, &mut out.calls);
         // Spans are already in start order; keep it explicit for callers that

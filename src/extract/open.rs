@@ -4,6 +4,7 @@
 //! (`super::echo`). Data only, so that the conversation witness, the echo
 //! rule and the reader share it without depending on each other.
 
+use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -44,6 +45,14 @@ pub(crate) const SPAN_BETWEEN_FORM: &str = "conversation-counts-span";
 /// class): the request carrying its result counts it (see
 /// `twice::runs_ask`).
 pub(crate) const ASKED_SPAN_FORM: &str = "span-runs-open-ask";
+
+/// The `form` of a carried entry that says a tool span's call without a call
+/// id, in the trace read, ran a call an earlier trace's model output asked
+/// for and left open, and wrote that call's one-field arguments as their
+/// bare value: the call takes the model's arguments (see
+/// `twice::renders_ask`). Not an echo: the call stays counted here; and no
+/// ask of this trace (the conversation witness leaves it alone).
+pub(crate) const ASKED_ARGS_FORM: &str = "span-writes-asked-args";
 
 /// The `form` of a carried entry that says a call the trace's first request
 /// shows answered in its history, and that no earlier trace asked for or
@@ -147,6 +156,22 @@ impl Open {
             && self.calls.is_empty()
             && self.lone.is_empty()
             && self.history.is_empty()
+    }
+}
+
+/// The carried entries the conversation witness reads: all but
+/// [`ASKED_ARGS_FORM`]'s, which ask for nothing.
+pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
+    if carried.iter().any(|c| c.form == ASKED_ARGS_FORM) {
+        Cow::Owned(
+            carried
+                .iter()
+                .filter(|c| c.form != ASKED_ARGS_FORM)
+                .cloned()
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(carried)
     }
 }
 

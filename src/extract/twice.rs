@@ -31,9 +31,10 @@
 
 use std::sync::Arc;
 
+use super::merge::same_args;
 use super::open::{
-    resource_key, Echo, OpenAsk, ASKED_SPAN_FORM, BETWEEN_FORM, HALVES_FORM, SPAN_BETWEEN_FORM,
-    TWICE_FORM,
+    resource_key, Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, HALVES_FORM,
+    SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::requested::Asked;
 use serde_json::Value;
@@ -67,7 +68,8 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
         _ => false,
     };
-    let args = || later.args.is_null() || earlier.args.is_null() || later.args == earlier.args;
+    let args =
+        || later.args.is_null() || earlier.args.is_null() || same_args(&later.args, &earlier.args);
     if nested(later, earlier) {
         return args() && same_process();
     }
@@ -128,7 +130,7 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
         && asked <= earlier.start
         && earlier.end <= later.start
         && !later.args.is_null()
-        && later.args == earlier.args
+        && same_args(&later.args, &earlier.args)
         && match (&later.resource, &earlier.resource) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
             _ => false,
@@ -182,7 +184,7 @@ pub(crate) fn runs_ask(span: &Echo, ask: &OpenAsk) -> bool {
         && span.id == ask.asked.id
         && span.name != ask.asked.name
         && ask.end_time_unix_nano <= span.start
-        && (span.args.is_null() || span.args == ask.asked.args)
+        && (span.args.is_null() || same_args(&span.args, &ask.asked.args))
         && span
             .resource
             .as_deref()
@@ -199,6 +201,44 @@ pub(crate) fn span_of_ask(span: &Echo, ask: &OpenAsk) -> OpenAsk {
             args: Value::String(ask.asked.name.clone()),
         },
         form: ASKED_SPAN_FORM,
+        trace_id: ask.trace_id,
+        span_id: span.span_id,
+        end_time_unix_nano: ask.end_time_unix_nano,
+        run: 0,
+    }
+}
+
+/// Whether `span`, a tool span's call without a call id, ran `ask`, a call
+/// an earlier trace's model output asked for and left open, and wrote its
+/// arguments, an object of one field, as that field's bare value
+/// ([`super::merge::bare_field`]): the same tool, the same process, the
+/// span started after the model's answer ended. Each model call and each
+/// tool call a trace of its own (a LangChain.js loop under OpenInference:
+/// `{"town": "Lisbon"}` recorded as `Lisbon`): the span's call takes the
+/// model's arguments, so that the request carrying the result finds the
+/// same call in it ([`ran_between`]).
+pub(crate) fn renders_ask(span: &Echo, ask: &OpenAsk) -> bool {
+    !span.from_conversation
+        && span.id.is_none()
+        && span.name == ask.asked.name
+        && ask.end_time_unix_nano <= span.start
+        && super::merge::bare_field(&span.args, &ask.asked.args)
+        && span
+            .resource
+            .as_deref()
+            .is_some_and(|r| resource_key(r) == ask.run)
+}
+
+/// The carried entry saying that `span` ran `ask` and takes its arguments
+/// ([`renders_ask`]).
+pub(crate) fn args_of_ask(span: &Echo, ask: &OpenAsk) -> OpenAsk {
+    OpenAsk {
+        asked: Asked {
+            id: None,
+            name: span.name.clone(),
+            args: ask.asked.args.clone(),
+        },
+        form: ASKED_ARGS_FORM,
         trace_id: ask.trace_id,
         span_id: span.span_id,
         end_time_unix_nano: ask.end_time_unix_nano,
@@ -589,6 +629,33 @@ mod tests {
                     "{when:?} {args} {process} {tool_last}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_tool_span_writing_a_one_field_object_as_its_value_is_the_call() {
+        // The tool span records `{"room": 12}` as the bare value (text or
+        // number): the same arguments, and the call shows the model's.
+        // Another value, or another process, stays a call of its own.
+        let room = json!({"room": 12});
+        for (args, process, want, shown) in [
+            ("12", "p", [0, 1, 0], room.clone()),
+            ("\"12\"", "p", [0, 1, 0], room.clone()),
+            ("12", "q", [0, 1, 1], json!(12)),
+            ("13", "p", [0, 1, 1], json!(13)),
+        ] {
+            let got = between_in_order(
+                asking(1, (0, 10), "p", "call_7"),
+                wrapper(2, (20, 30), process, args),
+                model_call(3, (40, 50), "p", "call_7"),
+                false,
+            );
+            assert_eq!(counts(&got), want, "{args} {process}");
+            assert_eq!(
+                got[1].calls[0].args.value(),
+                Some(&shown),
+                "{args} {process}"
+            );
         }
     }
 
