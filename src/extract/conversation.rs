@@ -52,6 +52,7 @@ use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace};
 
 mod afc;
 mod bodies;
+mod call_words;
 mod flat_fields;
 mod hollow;
 mod http;
@@ -60,6 +61,7 @@ mod item_ids;
 mod later;
 mod object_only;
 mod order;
+mod positions;
 mod quoteless;
 mod records;
 mod repeated;
@@ -71,9 +73,11 @@ mod unseen;
 use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
+use call_words::{may_hold_any_call, may_hold_calls};
 pub(crate) use content_events::EVENT_KEYS;
 pub(crate) use idless::{is_made, named_tool};
 pub(crate) use object_only::PROVIDER_KEYS;
+use positions::Positions;
 pub(crate) use records::span_keys as record_keys;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
@@ -214,24 +218,6 @@ const RESULT_KEYS: [&str; 4] = ["response", "result", "output", "content"];
 /// Messages deeper than this in a request are not looked at.
 const MAX_DEPTH: usize = 10;
 
-/// Whether JSON text may hold a tool call (a cheap look before parsing).
-fn may_hold_calls(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 7]> = OnceLock::new();
-    let finders = FINDERS.get_or_init(|| {
-        [
-            Finder::new(b"tool_call"),
-            Finder::new(b"toolCall"),
-            Finder::new(b"tool_use"),
-            Finder::new(b"function_call"),
-            Finder::new(b"toolRequest"),
-            // Gemini and Bedrock Converse bodies.
-            Finder::new(b"functionCall"),
-            Finder::new(b"toolUse"),
-        ]
-    });
-    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
-}
-
 /// A call asked for by span `span`'s output, read in `form`.
 #[derive(Debug, Clone)]
 struct AskedAt {
@@ -363,12 +349,15 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
     for (_, flat) in flats.filter(|(j, _)| there(look.flat_out, *j)) {
         offer(calls_in(&gather_flat(s, flat)), flat.form);
     }
+    // Which named keys are read under their form (bit `j`: the `j`th).
+    let mut read_as_named = 0u8;
     let named = OUTPUT_KEYS.iter().enumerate();
-    for (_, key) in named.filter(|(j, _)| there(look.named_out, *j)) {
+    for (j, key) in named.filter(|(j, _)| there(look.named_out, *j)) {
         let form = key.1;
         let Some(text) = message_text(s, key) else {
             continue;
         };
+        read_as_named |= 1 << j;
         if !may_hold_calls(text) {
             continue;
         }
@@ -376,14 +365,21 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
             offer(calls_in(&v), form);
         }
     }
-    if let Some(v) = super::genai_events::output(s) {
-        offer(calls_in(&v), super::genai_events::FORM);
+    // Most choice messages are text, or JSON without a call: not parsed.
+    match super::genai_events::choice_calls(s, may_hold_any_call) {
+        Some(calls) => offer(once_per_id(calls), super::genai_events::FORM),
+        None => {
+            if let Some(v) = super::genai_events::output(s) {
+                offer(calls_in(&v), super::genai_events::FORM);
+            }
+        }
     }
     if let Some(v) = content_events::output(s) {
         offer(calls_in(&v), content_events::FORM);
     }
     if model_call {
-        for (key, text) in bodies::keyed_bodies_of_model_call(s, Side::Output) {
+        let read = move |j: usize| there(read_as_named, j);
+        for (key, text) in bodies::bodies_besides(s, Side::Output, read) {
             // A list under a key named like one (`gen_ai.response.tool_calls`:
             // Cohere v1's and Gemini's calls without a type) is a list of calls.
             let listed = key
@@ -413,6 +409,11 @@ fn calls_in<T: Tree>(v: &T) -> Vec<Asked> {
 fn calls_under<T: Tree>(v: &T, parent: Option<&str>) -> Vec<Asked> {
     let mut out = Vec::new();
     requested::walk(v, parent, 0, &mut out);
+    once_per_id(out)
+}
+
+/// Calls found in document order, once per call id (the first kept).
+fn once_per_id(mut out: Vec<Asked>) -> Vec<Asked> {
     // An output asks for a few calls: each id looked for among the calls
     // kept before it, with no set (and no copy of each id) built.
     if out.len() <= 16 {
@@ -1310,7 +1311,7 @@ fn join(
     asked: &[AskedAt],
     calls: &mut [ToolCall],
 ) -> (Vec<bool>, Vec<Option<usize>>) {
-    let index = trace.span_positions();
+    let index = Positions::of(trace);
     let mut by_id: IdMap<&str, Vec<usize>> = IdMap::default();
     for (k, at) in asked.iter().enumerate() {
         if let Some(id) = at.asked.id.as_deref() {
@@ -1323,8 +1324,8 @@ fn join(
     // By call id (of the same tool first: ids may repeat across agents).
     for (c, call) in calls.iter_mut().enumerate() {
         let id = index
-            .get(&call.span_id)
-            .and_then(|&i| call_id(&trace.spans[i]));
+            .get(call.span_id)
+            .and_then(|i| call_id(&trace.spans[i]));
         let Some(ks) = id.and_then(|id| by_id.get(id)) else {
             continue;
         };
