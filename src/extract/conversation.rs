@@ -38,6 +38,7 @@
 //! when the calls are rebuilt.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -52,14 +53,17 @@ use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace};
 
 mod afc;
 mod bodies;
+mod call_words;
 mod flat_fields;
 mod hollow;
 mod http;
 mod idless;
 mod item_ids;
 mod later;
+mod look;
 mod object_only;
 mod order;
+mod positions;
 mod quoteless;
 mod records;
 mod repeated;
@@ -71,9 +75,12 @@ mod unseen;
 use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
+use call_words::{may_hold_any_call, may_hold_calls};
 pub(crate) use content_events::EVENT_KEYS;
 pub(crate) use idless::{is_made, named_tool};
+use look::Look;
 pub(crate) use object_only::PROVIDER_KEYS;
+use positions::Positions;
 pub(crate) use records::span_keys as record_keys;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
@@ -214,24 +221,6 @@ const RESULT_KEYS: [&str; 4] = ["response", "result", "output", "content"];
 /// Messages deeper than this in a request are not looked at.
 const MAX_DEPTH: usize = 10;
 
-/// Whether JSON text may hold a tool call (a cheap look before parsing).
-fn may_hold_calls(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 7]> = OnceLock::new();
-    let finders = FINDERS.get_or_init(|| {
-        [
-            Finder::new(b"tool_call"),
-            Finder::new(b"toolCall"),
-            Finder::new(b"tool_use"),
-            Finder::new(b"function_call"),
-            Finder::new(b"toolRequest"),
-            // Gemini and Bedrock Converse bodies.
-            Finder::new(b"functionCall"),
-            Finder::new(b"toolUse"),
-        ]
-    });
-    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
-}
-
 /// A call asked for by span `span`'s output, read in `form`.
 #[derive(Debug, Clone)]
 struct AskedAt {
@@ -266,75 +255,6 @@ struct Request {
     by_order: bool,
 }
 
-/// What one pass over a span's attribute keys tells the witness: whether
-/// the span says it is a model call ([`bodies::is_model_call`]), and
-/// whether a key of a named form of its output (flattened messages'
-/// prefixes, [`OUTPUT_KEYS`]) or, when asked, of its request
-/// ([`Look::of_input`]) is there. Every span is asked what the readers
-/// below read: most have none of it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Look {
-    model_call: bool,
-    output: bool,
-    input: bool,
-    /// Which of [`FLAT_OUT`]'s prefixes and of [`OUTPUT_KEYS`] start or
-    /// are a key of the span (bit `i`: the `i`th), so that the readers
-    /// look only for forms that are there.
-    flat_out: u8,
-    named_out: u8,
-    /// Whether a key is one of a call id's ([`records::is_call_id_key`]).
-    call_id_key: bool,
-}
-
-impl Look {
-    fn of(s: &SpanRecord) -> Look {
-        let mut look = Look::default();
-        for (i, k) in s.span.attr_keys().enumerate() {
-            look.model_call = look.model_call || bodies::model_call_at(s, i, k);
-            // The first byte before the prefix: most keys start with none.
-            for (j, f) in FLAT_OUT.iter().enumerate() {
-                let p = f.prefix.as_bytes();
-                look.flat_out |= u8::from(k.first() == p.first() && k.starts_with(p)) << j;
-            }
-            for (j, m) in OUTPUT_KEYS.iter().enumerate() {
-                look.named_out |= u8::from(k == m.0.as_bytes()) << j;
-            }
-            look.call_id_key = look.call_id_key || records::is_call_id_key(k);
-        }
-        look.output = look.flat_out != 0 || look.named_out != 0;
-        look
-    }
-
-    /// [`Look::of`], with the keys of a request's named forms too.
-    fn of_input(s: &SpanRecord) -> Look {
-        let mut look = Look::of(s);
-        look.input = s.span.attr_keys().any(|k| {
-            FLAT_IN.iter().any(|f| k.starts_with(f.prefix.as_bytes()))
-                || INPUT_KEYS.iter().any(|m| k == m.0.as_bytes())
-        });
-        look
-    }
-
-    /// Whether the span may record a model's output (else [`asked_looked`]
-    /// finds nothing).
-    fn may_output(self, s: &SpanRecord) -> bool {
-        self.model_call
-            || self.output
-            || super::genai_events::has_output(s)
-            || content_events::has_output(s)
-    }
-
-    /// Whether the span may record a request (else [`request_of`] and
-    /// [`has_any_input`] find nothing).
-    fn may_input(self, s: &SpanRecord) -> bool {
-        self.model_call
-            || self.input
-            || super::genai_events::has_request(s)
-            || content_events::has_request(s)
-            || super::chat_events::has_request(s)
-    }
-}
-
 /// [`asked_looked`] with the span's look taken here.
 #[cfg(test)]
 fn asked_of(s: &SpanRecord) -> (Vec<Asked>, &'static str) {
@@ -363,12 +283,15 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
     for (_, flat) in flats.filter(|(j, _)| there(look.flat_out, *j)) {
         offer(calls_in(&gather_flat(s, flat)), flat.form);
     }
+    // Which named keys are read under their form (bit `j`: the `j`th).
+    let mut read_as_named = 0u8;
     let named = OUTPUT_KEYS.iter().enumerate();
-    for (_, key) in named.filter(|(j, _)| there(look.named_out, *j)) {
+    for (j, key) in named.filter(|(j, _)| there(look.named_out, *j)) {
         let form = key.1;
         let Some(text) = message_text(s, key) else {
             continue;
         };
+        read_as_named |= 1 << j;
         if !may_hold_calls(text) {
             continue;
         }
@@ -376,14 +299,21 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
             offer(calls_in(&v), form);
         }
     }
-    if let Some(v) = super::genai_events::output(s) {
-        offer(calls_in(&v), super::genai_events::FORM);
+    // Most choice messages are text, or JSON without a call: not parsed.
+    match super::genai_events::choice_calls(s, may_hold_any_call) {
+        Some(calls) => offer(once_per_id(calls), super::genai_events::FORM),
+        None => {
+            if let Some(v) = super::genai_events::output(s) {
+                offer(calls_in(&v), super::genai_events::FORM);
+            }
+        }
     }
     if let Some(v) = content_events::output(s) {
         offer(calls_in(&v), content_events::FORM);
     }
     if model_call {
-        for (key, text) in bodies::keyed_bodies_of_model_call(s, Side::Output) {
+        let read = move |j: usize| there(read_as_named, j);
+        for (key, text) in bodies::bodies_besides(s, Side::Output, read) {
             // A list under a key named like one (`gen_ai.response.tool_calls`:
             // Cohere v1's and Gemini's calls without a type) is a list of calls.
             let listed = key
@@ -413,6 +343,11 @@ fn calls_in<T: Tree>(v: &T) -> Vec<Asked> {
 fn calls_under<T: Tree>(v: &T, parent: Option<&str>) -> Vec<Asked> {
     let mut out = Vec::new();
     requested::walk(v, parent, 0, &mut out);
+    once_per_id(out)
+}
+
+/// Calls found in document order, once per call id (the first kept).
+fn once_per_id(mut out: Vec<Asked>) -> Vec<Asked> {
     // An output asks for a few calls: each id looked for among the calls
     // kept before it, with no set (and no copy of each id) built.
     if out.len() <= 16 {
@@ -898,8 +833,10 @@ pub(super) fn witness(
 /// parent.
 fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
-    // foldhash (as `IdSet`): a set only asked, never walked.
-    let mut ids: IdSet<(String, String)> = IdSet::default();
+    // The (id, tool) pairs kept: looked for among the few calls kept, and
+    // in a set (foldhash, as `IdSet`: only asked, never walked) once
+    // there are many.
+    let mut ids: Option<IdSet<(String, String)>> = None;
     // A span a rule took for a call ran it: it is no record of a request
     // (the sorted ids gathered only when a span has a call id key).
     let mut ran: Option<Vec<SpanId>> = None;
@@ -920,7 +857,19 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
         }
         for a in calls {
             let repeated = match &a.id {
-                Some(id) => !ids.insert((id.clone(), a.name.clone())),
+                Some(id) => {
+                    if ids.is_none() && out.len() >= MANY_ASKED {
+                        let kept = out.iter().map(|o| &o.asked);
+                        let kept = kept.filter_map(|k| Some((k.id.clone()?, k.name.clone())));
+                        ids = Some(kept.collect());
+                    }
+                    match &mut ids {
+                        Some(ids) => !ids.insert((id.clone(), a.name.clone())),
+                        None => out
+                            .iter()
+                            .any(|o| o.asked.id.as_ref() == Some(id) && o.asked.name == a.name),
+                    }
+                }
                 // The same model call recorded by a span and its parent.
                 None => out.iter().any(|o| {
                     o.asked.id.is_none()
@@ -941,6 +890,10 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
     }
     out
 }
+
+/// How many calls a trace's outputs ask for before [`asked_in`] keeps a
+/// set of their ids.
+const MANY_ASKED: usize = 16;
 
 /// The calls of a trace without tool spans, from its conversation.
 /// (`carried`, when the whole trace has no tool span: also the calls asked
@@ -1310,7 +1263,7 @@ fn join(
     asked: &[AskedAt],
     calls: &mut [ToolCall],
 ) -> (Vec<bool>, Vec<Option<usize>>) {
-    let index = trace.span_positions();
+    let index = Positions::of(trace);
     let mut by_id: IdMap<&str, Vec<usize>> = IdMap::default();
     for (k, at) in asked.iter().enumerate() {
         if let Some(id) = at.asked.id.as_deref() {
@@ -1323,8 +1276,8 @@ fn join(
     // By call id (of the same tool first: ids may repeat across agents).
     for (c, call) in calls.iter_mut().enumerate() {
         let id = index
-            .get(&call.span_id)
-            .and_then(|&i| call_id(&trace.spans[i]));
+            .get(call.span_id)
+            .and_then(|i| call_id(&trace.spans[i]));
         let Some(ks) = id.and_then(|id| by_id.get(id)) else {
             continue;
         };
@@ -1409,15 +1362,18 @@ fn check(
             .and_then(|c| c.agent)
             .map(|r| trace.spans[r].span_id)
     };
-    let runs_with_spans: HashSet<Option<SpanId>> = out
-        .calls
-        .iter()
-        .map(|c| c.agent.as_ref().map(|a| a.span_id))
-        .collect();
+    // Built when first asked (most traces' requests are all joined).
+    let runs_with_spans: OnceCell<HashSet<Option<SpanId>>> = OnceCell::new();
+    let runs_with_spans = || {
+        runs_with_spans.get_or_init(|| {
+            let calls = out.calls.iter();
+            calls.map(|c| c.agent.as_ref().map(|a| a.span_id)).collect()
+        })
+    };
     let mut toolless = Vec::new();
     for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
         let run = run_of(at.span);
-        if run.is_some() && !runs_with_spans.contains(&run) {
+        if run.is_some() && !runs_with_spans().contains(&run) {
             toolless.push(at.clone());
             continue;
         }
@@ -1429,15 +1385,14 @@ fn check(
         ));
     }
     // A call inside a joined call of the same tool is the same call
-    // recorded twice (one-call merge).
-    let joined_names: HashMap<SpanId, &str> = out
-        .calls
-        .iter()
-        .zip(joined)
-        .filter(|(_, j)| j.is_some())
-        .map(|(c, _)| (c.span_id, c.name.as_str()))
-        .collect();
+    // recorded twice (one-call merge): asked of calls not joined only.
+    let joined_names: OnceCell<HashMap<SpanId, &str>> = OnceCell::new();
     let echo = |c: &ToolCall| {
+        let joined_names = joined_names.get_or_init(|| {
+            let calls = out.calls.iter().zip(joined);
+            let calls = calls.filter(|(_, j)| j.is_some());
+            calls.map(|(c, _)| (c.span_id, c.name.as_str())).collect()
+        });
         c.within
             .and_then(|w| joined_names.get(&w))
             .is_some_and(|n| *n == c.name)
@@ -1467,15 +1422,15 @@ fn check(
 /// Calls that start at the same time (parallel calls, clocks of a
 /// millisecond) in the order the model asked for them.
 fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
-    let order: HashMap<SpanId, usize> = calls
-        .iter()
-        .zip(joined)
-        .filter_map(|(c, j)| j.map(|k| (c.span_id, k)))
-        .collect();
     let mut starts: Vec<u64> = calls.iter().map(|c| c.start_time_unix_nano).collect();
     starts.sort_unstable();
     let tied = starts.windows(2).any(|w| w[0] == w[1]);
     if tied {
+        let order: HashMap<SpanId, usize> = calls
+            .iter()
+            .zip(joined.iter())
+            .filter_map(|(c, j)| j.map(|k| (c.span_id, k)))
+            .collect();
         calls.sort_by_key(|c| {
             let k = order.get(&c.span_id).copied().unwrap_or(usize::MAX);
             (c.start_time_unix_nano, k)

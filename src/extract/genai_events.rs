@@ -20,6 +20,8 @@
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use serde_json::{Map, Value};
 
+use super::borrowed::Json;
+use super::requested::{walk, Asked};
 use crate::assemble::{SpanRecord, Val};
 use crate::extract::source::any_to_json;
 
@@ -155,6 +157,45 @@ pub(super) fn output(s: &SpanRecord) -> Option<Value> {
         return details(s, DETAILS.1);
     }
     Some(Value::Array(messages))
+}
+
+/// The calls [`output`]'s choice messages ask for, as a walk of its list
+/// finds them ([`walk`], each message one level down), the messages that
+/// are JSON text parsed as borrowed trees and only when `may_hold` (a byte
+/// look at the text) sees a call; `None` when the output is no list of
+/// choice messages alone (a whole message, [`WHOLE`], or none: the details
+/// event), for the caller to read [`output`].
+pub(super) fn choice_calls(s: &SpanRecord, may_hold: impl Fn(&str) -> bool) -> Option<Vec<Asked>> {
+    let mut out = Vec::new();
+    let mut messages = false;
+    for e in s.span.events.iter().filter(|e| e.name == CHOICE) {
+        if e.attributes
+            .iter()
+            .any(|kv| kv.key == WHOLE && kv.value.is_some())
+        {
+            return None;
+        }
+        // The first attribute of the key with a value, as [`object_of`] keeps.
+        let Some(v) = e
+            .attributes
+            .iter()
+            .filter(|kv| kv.key == "message")
+            .find_map(|kv| kv.value.as_ref().map(Val::of))
+        else {
+            continue;
+        };
+        messages = true;
+        match v {
+            // Text that is no JSON stays text: no call.
+            Val::Str(t) => {
+                if let Some(tree) = Some(t).filter(|t| may_hold(t)).and_then(Json::parse) {
+                    walk(&tree, None, 1, &mut out);
+                }
+            }
+            other => walk(&any_to_json(other), None, 1, &mut out),
+        }
+    }
+    messages.then_some(out)
 }
 
 /// The request span `s`'s message events record, as a JSON list of

@@ -292,25 +292,98 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
 /// Text with a `\u` escape is parsed whatever it holds (a key so written
 /// may hide a word). Most JSON attributes (requests, tool outputs) hold no
 /// call: a byte search spares their parse.
+/// A word that only ends keys of empty lists (`"tool_calls": []`, as every
+/// LangChain message has) names no call: such text is not parsed either.
 fn may_hold_call_objects(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 10]> = OnceLock::new();
-    let finders = FINDERS.get_or_init(|| {
+    /// `type` values and list keys (`tool_calls`, `function_call`), by
+    /// their stems ([`Stem`]).
+    static WORDS: OnceLock<[Stem; 2]> = OnceLock::new();
+    static OTHERS: OnceLock<[Finder<'static>; 3]> = OnceLock::new();
+    let words = WORDS.get_or_init(|| {
         [
-            // `type` values and list keys (`tool_calls`, `function_call`).
-            Finder::new(b"tool_call"),
-            Finder::new(b"tool_use"),
-            Finder::new(b"function_call"),
-            Finder::new(b"toolCalls"),
-            Finder::new(b"toolUse"),
-            Finder::new(b"toolRequest"),
-            Finder::new(b"functionCall"),
+            Stem::new("tool", &["_call", "_use", "Calls", "Use", "Request"]),
+            Stem::new("function", &["_call", "Call"]),
+        ]
+    });
+    let others = OTHERS.get_or_init(|| {
+        [
             Finder::new(b"toolName"),
             // A bare legacy call.
             Finder::new(b"arguments"),
             Finder::new(b"\\u"),
         ]
     });
-    finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+    let bytes = text.as_bytes();
+    named(bytes, words) == Named::Otherwise || others.iter().any(|f| f.find(bytes).is_some())
+}
+
+/// Words of calls that start alike (`tool_call`, `toolUse`, ...: `tool`
+/// and what follows it), so that one search of the text for the stem finds
+/// every word's every place.
+pub(crate) struct Stem {
+    stem: Finder<'static>,
+    rests: &'static [&'static str],
+}
+
+impl Stem {
+    pub(crate) fn new(stem: &'static str, rests: &'static [&'static str]) -> Stem {
+        Stem {
+            stem: Finder::new(stem.as_bytes()),
+            rests,
+        }
+    }
+}
+
+/// How text names a word of calls ([`named`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Named {
+    Not,
+    /// Only as the end of an object's key whose value is an empty list
+    /// (`"tool_calls": []`, `"invalid_tool_calls": []`).
+    EmptyLists,
+    Otherwise,
+}
+
+/// How `text` names the words of `stems`. A call object is found by a
+/// `type` value (never followed by `:`) or under a list's key: an empty
+/// list holds none. An unescaped `"` right after the word closes a string,
+/// which `:` makes a key; text that is no JSON fails its parse whatever it
+/// holds.
+pub(crate) fn named(text: &[u8], stems: &[Stem]) -> Named {
+    let mut named = Named::Not;
+    for s in stems {
+        let len = s.stem.needle().len();
+        for at in s.stem.find_iter(text) {
+            let after = text.get(at + len..).unwrap_or_default();
+            for rest in s.rests {
+                let Some(tail) = after.strip_prefix(rest.as_bytes()) else {
+                    continue;
+                };
+                if !empty_list_follows(tail) {
+                    return Named::Otherwise;
+                }
+                named = Named::EmptyLists;
+            }
+        }
+    }
+    named
+}
+
+/// Whether `rest` starts as the rest of a key named with a word whose value
+/// is an empty list: an optional plural `s`, then `"`, `:`, `[` and `]`,
+/// with whitespace between.
+fn empty_list_follows(rest: &[u8]) -> bool {
+    let rest = rest.strip_prefix(b"s").unwrap_or(rest);
+    let Some(mut rest) = rest.strip_prefix(b"\"") else {
+        return false;
+    };
+    for want in [b':', b'[', b']'] {
+        match rest.trim_ascii_start().split_first() {
+            Some((b, tail)) if *b == want => rest = tail,
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// A whole attribute that is one call in OpenAI's legacy `function_call`
@@ -537,6 +610,28 @@ pub(crate) fn walk<T: Tree>(v: &T, parent_key: Option<&str>, depth: usize, out: 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Lists of calls that are all empty are not parsed; a call anywhere
+    /// else, or a word that may hide in an escape, still is.
+    #[test]
+    fn text_naming_only_empty_lists_of_calls_is_not_parsed() {
+        for t in [
+            r#"{"tool_calls": [], "invalid_tool_calls": [ ]}"#,
+            r#"{"functionCalls" :[]}"#,
+        ] {
+            assert!(!may_hold_call_objects(t), "{t}");
+        }
+        for t in [
+            r#"{"tool_calls": [], "x": {"tool_calls": [{"function": {"name": "f"}}]}}"#,
+            r#"{"tool_calls": [], "type": "tool_use"}"#,
+            r#"{"tool_calls": [], "toolName": "f"}"#,
+            r#"{"tool_calls": [], "name": "f", "arguments": "{}"}"#,
+            r#"{"tool_calls": [], "tool\u005fuse": {}}"#,
+            r#"{"tool_calls": "[]"}"#,
+        ] {
+            assert!(may_hold_call_objects(t), "{t}");
+        }
+    }
 
     fn calls(v: Value) -> Vec<(String, Value)> {
         let mut out = Vec::new();

@@ -159,16 +159,32 @@ pub(super) fn keyed_bodies_of_model_call(
         Side::Input => &INPUT_KEYS[..],
         Side::Output => &OUTPUT_KEYS[..],
     };
+    bodies_besides(s, side, move |j| message_text(s, &named[j]).is_some())
+}
+
+/// [`keyed_bodies_of_model_call`], told by `read_as_named` whether the
+/// `j`th named key of the side (of [`INPUT_KEYS`] or [`OUTPUT_KEYS`]) is
+/// read under its own form on `s`: a caller that has read them knows.
+pub(super) fn bodies_besides<'s>(
+    s: &'s SpanRecord,
+    side: Side,
+    read_as_named: impl Fn(usize) -> bool + 's,
+) -> impl Iterator<Item = (&'s str, &'s str)> + 's {
+    let named = match side {
+        Side::Input => &INPUT_KEYS[..],
+        Side::Output => &OUTPUT_KEYS[..],
+    };
     s.span.attributes().filter_map(move |(key, value)| {
         let text = value.and_then(|v: Val<'_>| v.as_str())?;
         if !text.trim_start().starts_with(['{', '[']) {
             return None;
         }
         // A named key (compared whole, cheaper than its words) first.
-        let read_as_named = named
+        let read = named
             .iter()
-            .any(|k| k.0 == key && message_text(s, k).is_some());
-        (!read_as_named && side_of(key) == Some(side)).then_some((key, text))
+            .position(|k| k.0 == key)
+            .is_some_and(&read_as_named);
+        (!read && side_of(key) == Some(side)).then_some((key, text))
     })
 }
 

@@ -9,19 +9,19 @@
 //! request must not stand in for them: it is no call, and the
 //! conversation's calls are counted instead.
 
-use super::{call_id, join, AskedAt};
-use crate::assemble::{IdMap, SpanId, Trace};
+use super::{call_id, join, AskedAt, Positions};
+use crate::assemble::Trace;
 use crate::extract::{Analysis, CallStatus, ToolCall};
 
 /// Whether `call` carries nothing of a call: no arguments, no result, no
 /// error and no call id on its span.
-fn is_hollow(call: &ToolCall, trace: &Trace, index: &IdMap<SpanId, usize>) -> bool {
+fn is_hollow(call: &ToolCall, trace: &Trace, index: &Positions) -> bool {
     call.args.is_none()
         && call.result.is_none()
         && call.status == CallStatus::Ok
         && index
-            .get(&call.span_id)
-            .is_none_or(|&i| call_id(&trace.spans[i]).is_none())
+            .get(call.span_id)
+            .is_none_or(|i| call_id(&trace.spans[i]).is_none())
 }
 
 /// Drops the hollow calls that the model's requests do not join (by call
@@ -29,7 +29,7 @@ fn is_hollow(call: &ToolCall, trace: &Trace, index: &IdMap<SpanId, usize>) -> bo
 /// when some request of the model's joins no call; each dropped span is a
 /// note of the trace.
 pub(super) fn drop_hollow(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
-    let index = trace.span_positions();
+    let index = Positions::of(trace);
     if !out.calls.iter().any(|c| is_hollow(c, trace, &index)) {
         return;
     }
