@@ -160,6 +160,12 @@ struct Range {
     end: u32,
 }
 
+impl Range {
+    fn len(self) -> usize {
+        self.end.saturating_sub(self.start) as usize
+    }
+}
+
 /// An attribute value as stored: scalars inline, strings as ranges of the
 /// span's text, everything else (bytes, arrays, key-value lists) as prost
 /// values, boxed.
@@ -269,9 +275,16 @@ impl Span {
     /// The value of attribute `key` (the first, if the key comes twice);
     /// `None` when the key is missing or has no value at all.
     pub fn attr(&self, key: &str) -> Option<Val<'_>> {
+        // Lengths first, from the list alone; then bytes (a key's range is
+        // the builder's: no UTF-8 boundary to check). Extraction looks up
+        // attributes by key many times a span.
+        let (key, text) = (key.as_bytes(), self.text.as_bytes());
         self.attrs
             .iter()
-            .find(|a| self.text(a.key) == key)
+            .find(|a| {
+                a.key.len() == key.len()
+                    && text.get(a.key.start as usize..a.key.end as usize) == Some(key)
+            })
             .and_then(|a| self.val(&a.value))
     }
 
