@@ -37,17 +37,38 @@ pub struct TraceId(pub [u8; 16]);
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SpanId(pub [u8; 8]);
 
-fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
-    // One write of the whole id: a `{:02x}` per byte was a visible part of
-    // writing report rows.
+/// Lower-case hex of (up to 16 of) `bytes`, in `buf`.
+fn hex<'b>(buf: &'b mut [u8; 32], bytes: &[u8]) -> &'b str {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [0u8; 32];
     for (pair, b) in buf.chunks_exact_mut(2).zip(bytes) {
         pair[0] = HEX[usize::from(b >> 4)];
         pair[1] = HEX[usize::from(b & 15)];
     }
     let len = 2 * bytes.len().min(16);
-    f.write_str(std::str::from_utf8(&buf[..len]).unwrap_or_default())
+    std::str::from_utf8(&buf[..len]).unwrap_or_default()
+}
+
+fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+    // One write of the whole id: a `{:02x}` per byte was a visible part of
+    // writing report rows.
+    f.write_str(hex(&mut [0u8; 32], bytes))
+}
+
+impl TraceId {
+    /// The id as lower-case hex text (its `Display`, without the
+    /// formatter).
+    pub fn to_hex(&self) -> String {
+        hex(&mut [0u8; 32], &self.0).to_string()
+    }
+}
+
+/// A span id serializes as its hex text, written as one string: not
+/// through `Display` (serde's `collect_str`), whose formatter machinery
+/// was a visible part of writing report rows.
+impl serde::Serialize for SpanId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(hex(&mut [0u8; 32], &self.0))
+    }
 }
 
 impl fmt::Display for TraceId {
@@ -142,6 +163,42 @@ pub struct Trace {
     pub broken_links: Vec<BrokenLink>,
 }
 
+/// Each span's position in a trace's spans, by its id (the last span with
+/// it, as a map collected in order keeps). Most traces hold a few spans:
+/// those are scanned, which costs less than building a map (one per trace
+/// and reader was a visible part of the workers' time).
+#[derive(Debug)]
+pub enum SpanPositions<'t> {
+    Scan(&'t [SpanRecord]),
+    Map(IdMap<SpanId, usize>),
+}
+
+impl<'t> SpanPositions<'t> {
+    /// Traces up to this many spans are scanned.
+    const SCAN: usize = 32;
+
+    pub fn of(spans: &'t [SpanRecord]) -> SpanPositions<'t> {
+        if spans.len() <= Self::SCAN {
+            return SpanPositions::Scan(spans);
+        }
+        SpanPositions::Map(
+            spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.span_id, i))
+                .collect(),
+        )
+    }
+
+    /// The position of the span with id `id`.
+    pub fn get(&self, id: SpanId) -> Option<usize> {
+        match self {
+            SpanPositions::Scan(spans) => spans.iter().rposition(|s| s.span_id == id),
+            SpanPositions::Map(m) => m.get(&id).copied(),
+        }
+    }
+}
+
 /// The order of a trace's spans: by start time, ties by span id.
 fn start_order(a: &SpanRecord, b: &SpanRecord) -> std::cmp::Ordering {
     a.span
@@ -182,7 +239,13 @@ impl Children {
 }
 
 impl Trace {
-    /// Each span's position in [`Trace::spans`], by its id.
+    /// Each span's position in [`Trace::spans`], by its id (see
+    /// [`SpanPositions`]: no map for a trace of a few spans).
+    pub fn positions(&self) -> SpanPositions<'_> {
+        SpanPositions::of(&self.spans)
+    }
+
+    /// Each span's position in [`Trace::spans`], by its id, as a map.
     pub fn span_positions(&self) -> IdMap<SpanId, usize> {
         self.spans
             .iter()
@@ -194,18 +257,14 @@ impl Trace {
     /// Builds a trace from its spans (any order).
     pub fn new(id: TraceId, mut spans: Vec<SpanRecord>, duplicates: usize) -> Trace {
         spans.sort_by(start_order);
-        let index: IdMap<SpanId, usize> = spans
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.span_id, i))
-            .collect();
+        let index = SpanPositions::of(&spans);
         let mut orphans = Vec::new();
         let mut parent: Vec<Option<usize>> = spans
             .iter()
             .enumerate()
             .map(|(i, s)| {
                 let p = s.parent?;
-                let found = index.get(&p).copied().filter(|&j| j != i);
+                let found = index.get(p).filter(|&j| j != i);
                 if found.is_none() {
                     orphans.push(i);
                 }

@@ -6,8 +6,10 @@
 //! span and on the resource; the first key present names the trace's session.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
 
-use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use super::{Trace, Val};
 
@@ -43,44 +45,100 @@ fn session_text(v: Val<'_>) -> Option<String> {
     .filter(|s| !s.is_empty())
 }
 
-/// Every attribute of every span, each span followed by its resource's
-/// (once per run of spans sharing a resource).
-fn each_attr(trace: &Trace) -> impl Iterator<Item = (&str, Option<Val<'_>>)> {
-    let mut last_resource: *const _ = std::ptr::null();
-    trace.spans.iter().flat_map(move |s| {
-        let r = std::sync::Arc::as_ptr(&s.resource);
-        let resource: &[KeyValue] = if r != last_resource {
-            &s.resource.attributes
-        } else {
-            &[]
+/// The session keys, with the lengths and last bytes they have: most
+/// attributes are told apart from every key by those alone, and their
+/// values never read.
+struct Keys<'k> {
+    keys: &'k [String],
+    /// Bit `n`: a key is `n` bytes long (keys of 128 bytes or more always
+    /// compare).
+    lens: u128,
+    /// Bit `b`: a key ends with byte `b`.
+    lasts: [u64; 4],
+}
+
+impl<'k> Keys<'k> {
+    fn new(keys: &'k [String]) -> Keys<'k> {
+        let mut wanted = Keys {
+            keys,
+            lens: 0,
+            lasts: [0; 4],
         };
+        for k in keys {
+            if k.len() < 128 {
+                wanted.lens |= 1 << k.len();
+            }
+            let last = usize::from(k.as_bytes().last().copied().unwrap_or(0));
+            wanted.lasts[last / 64] |= 1 << (last % 64);
+        }
+        wanted
+    }
+
+    /// The index of `key` among the keys (the first, if it comes twice).
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        if key.len() < 128 && self.lens & (1 << key.len()) == 0 {
+            return None;
+        }
+        let last = usize::from(key.last().copied().unwrap_or(0));
+        if self.lasts[last / 64] & (1 << (last % 64)) == 0 {
+            return None;
+        }
+        self.keys.iter().position(|k| k.as_bytes() == key)
+    }
+}
+
+/// Calls `f` with every session key's attribute on every span, each span
+/// followed by its resource's (once per run of spans sharing a resource):
+/// the key's index and the value, until `f` breaks. One pass over the
+/// keys, in plain loops (every attribute of every trace is passed): a
+/// value is read only when its key is a session key.
+fn each_session_attr<'t>(
+    trace: &'t Trace,
+    keys: &Keys<'_>,
+    mut f: impl FnMut(usize, Option<Val<'t>>) -> ControlFlow<()>,
+) {
+    let mut last_resource: *const Resource = std::ptr::null();
+    for s in &trace.spans {
+        let span = &s.span;
+        for (i, key) in span.attr_keys().enumerate() {
+            if let Some(k) = keys.find(key) {
+                if f(k, span.attr_value(i)).is_break() {
+                    return;
+                }
+            }
+        }
+        let r = Arc::as_ptr(&s.resource);
+        if r == last_resource {
+            continue;
+        }
         last_resource = r;
-        s.span.attributes().chain(
-            resource
-                .iter()
-                .map(|kv| (kv.key.as_str(), kv.value.as_ref().map(Val::of))),
-        )
-    })
+        for kv in &s.resource.attributes {
+            if let Some(k) = keys.find(kv.key.as_bytes()) {
+                if f(k, kv.value.as_ref().map(Val::of)).is_break() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// The session of `trace`: the first of `keys` present (on any span, in start
 /// order, or on the resource), with its value.
 pub fn session_of(trace: &Trace, keys: &[String]) -> Option<(String, String)> {
+    let wanted = Keys::new(keys);
     let mut best: Option<(usize, String)> = None;
-    for (key, value) in each_attr(trace) {
-        let Some(k) = keys.iter().position(|k| k == key) else {
-            continue;
-        };
+    each_session_attr(trace, &wanted, |k, value| {
         if best.as_ref().is_some_and(|(b, _)| *b <= k) {
-            continue;
+            return ControlFlow::Continue(());
         }
         if let Some(v) = value.and_then(session_text) {
             best = Some((k, v));
             if k == 0 {
-                return best.map(|(k, v)| (keys[k].clone(), v));
+                return ControlFlow::Break(());
             }
         }
-    }
+        ControlFlow::Continue(())
+    });
     best.map(|(k, v)| (keys[k].clone(), v))
 }
 
@@ -123,17 +181,16 @@ pub fn group(traces: &[Trace], keys: &[String]) -> Vec<Session> {
 /// Every distinct `(key index, value)` of the session keys present on the
 /// trace's spans or resources, in first-seen order (for joins).
 pub fn values_of(trace: &Trace, keys: &[String]) -> Vec<(usize, String)> {
+    let wanted = Keys::new(keys);
     let mut out: Vec<(usize, String)> = Vec::new();
-    for (key, value) in each_attr(trace) {
-        let Some(k) = keys.iter().position(|k| k == key) else {
-            continue;
-        };
+    each_session_attr(trace, &wanted, |k, value| {
         if let Some(v) = value.and_then(session_text) {
             if !out.iter().any(|(ok, ov)| *ok == k && *ov == v) {
                 out.push((k, v));
             }
         }
-    }
+        ControlFlow::Continue(())
+    });
     out
 }
 
@@ -141,7 +198,9 @@ pub fn values_of(trace: &Trace, keys: &[String]) -> Vec<(usize, String)> {
 mod tests {
     use std::sync::Arc;
 
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope};
+    use opentelemetry_proto::tonic::common::v1::{
+        any_value, AnyValue, InstrumentationScope, KeyValue,
+    };
     use opentelemetry_proto::tonic::resource::v1::Resource;
     use opentelemetry_proto::tonic::trace::v1::Span;
 

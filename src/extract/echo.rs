@@ -68,8 +68,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
         return (Vec::new(), false);
     }
     // One index, not a walk per call: a trace may hold thousands of calls.
-    let index = trace.span_positions();
-    let span = |c: &ToolCall| index.get(&c.span_id).and_then(|&i| trace.spans.get(i));
+    let index = trace.positions();
+    let span = |c: &ToolCall| index.get(c.span_id).and_then(|i| trace.spans.get(i));
     let window = (
         trace
             .spans

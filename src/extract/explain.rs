@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::rules::{Cond, CondSpec, FamilySpec, Field, Kind, Rule};
 use super::source::{any_text, name_of};
 use super::wrappers::{value_noting, Notes};
-use super::{family_marker, holds, ser_display, wrapper_names, Extractor, Role};
+use super::{family_marker, holds, wrapper_names, Extractor, Role};
 use crate::assemble::{SpanId, SpanRecord, Trace};
 
 /// At most this many near misses per span.
@@ -23,7 +23,6 @@ const QUOTE_CHARS: usize = 60;
 /// What the rule table made of one span.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SpanExplanation {
-    #[serde(serialize_with = "ser_display")]
     pub span_id: SpanId,
     pub span_name: String,
     /// The rule that classified the span, if one did.

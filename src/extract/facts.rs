@@ -5,9 +5,11 @@
 //! keys listed below (docs/conventions.md, "What the judge sees"): a new
 //! framework's key is one more entry.
 
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::assemble::{SpanRecord, Trace, Val};
@@ -477,14 +479,14 @@ pub fn tools_of(trace: &Trace) -> Vec<ToolDef> {
 /// [`ToolDef`]s.
 #[derive(Debug, Default)]
 pub struct OfferedTools {
-    lists: Vec<Rc<[ToolDef]>>,
+    lists: Vec<Rc<ToolList>>,
     /// (list, definition) of each tool, in order.
     picked: Vec<(usize, usize)>,
 }
 
 impl OfferedTools {
     pub fn iter(&self) -> impl Iterator<Item = &ToolDef> + '_ {
-        self.picked.iter().map(|&(l, d)| &self.lists[l][d])
+        self.picked.iter().map(|&(l, d)| &self.lists[l].defs[d])
     }
 
     pub fn is_empty(&self) -> bool {
@@ -492,11 +494,11 @@ impl OfferedTools {
     }
 
     /// Adds list `defs`' tools whose names are not there yet.
-    fn add(&mut self, defs: Rc<[ToolDef]>) {
+    fn add(&mut self, defs: Rc<ToolList>) {
         let (l, before) = (self.lists.len(), self.picked.len());
         self.lists.push(defs);
-        for d in 0..self.lists[l].len() {
-            let name = &self.lists[l][d].name;
+        for d in 0..self.lists[l].defs.len() {
+            let name = &self.lists[l].defs[d].name;
             if !self.iter().any(|x| x.name == *name) {
                 self.picked.push((l, d));
             }
@@ -509,7 +511,55 @@ impl OfferedTools {
 
 impl Serialize for OfferedTools {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.iter())
+        s.collect_seq(self.picked.iter().map(|&(l, d)| Written(&self.lists[l], d)))
+    }
+}
+
+/// The tool definitions read from one attribute, and each one's JSON text
+/// once it is first written: an agent offers the same list on every model
+/// call, the parsed list is shared (`cached_tool_defs`), and writing each
+/// definition's schema again for every inspect row was a visible part of
+/// the row's cost.
+#[derive(Debug, Default)]
+struct ToolList {
+    defs: Box<[ToolDef]>,
+    /// `None` if a definition could not be written (it is then written
+    /// each time, as it would have been).
+    json: OnceCell<Option<Box<[Box<RawValue>]>>>,
+}
+
+impl ToolList {
+    fn new(defs: Vec<ToolDef>) -> Rc<ToolList> {
+        Rc::new(ToolList {
+            defs: defs.into(),
+            json: OnceCell::new(),
+        })
+    }
+
+    /// Definition `d`'s JSON text, as serde writes the definition.
+    fn json(&self, d: usize) -> Option<&RawValue> {
+        self.json
+            .get_or_init(|| {
+                self.defs
+                    .iter()
+                    .map(|d| serde_json::value::to_raw_value(d).ok())
+                    .collect()
+            })
+            .as_deref()
+            .and_then(|list| list.get(d))
+            .map(|raw| &**raw)
+    }
+}
+
+/// Definition `.1` of list `.0`, written from its remembered text.
+struct Written<'a>(&'a ToolList, usize);
+
+impl Serialize for Written<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.json(self.1) {
+            Some(raw) => raw.serialize(s),
+            None => self.0.defs[self.1].serialize(s),
+        }
     }
 }
 
@@ -526,7 +576,7 @@ pub fn offered_tools(trace: &Trace) -> OfferedTools {
 fn add_tools(s: &SpanRecord, out: &mut OfferedTools) {
     let mut add = |v: Val<'_>| match v {
         Val::Str(text) => out.add(cached_tool_defs(text)),
-        _ => out.add(tool_defs(&any_to_json(v)).into()),
+        _ => out.add(ToolList::new(tool_defs(&any_to_json(v)))),
     };
     // One pass over the keys (every span is asked; few have any): the
     // first attribute of each of `TOOL_KEYS`, then the flattened lists in
@@ -551,7 +601,7 @@ fn add_tools(s: &SpanRecord, out: &mut OfferedTools) {
 /// Tool definitions parsed from JSON text, remembered per thread: an agent
 /// offers the same list on every LLM call of every trace, and parsing it
 /// again each time was most of the cost of a trace's facts.
-fn cached_tool_defs(text: &str) -> Rc<[ToolDef]> {
+fn cached_tool_defs(text: &str) -> Rc<ToolList> {
     use std::cell::RefCell;
     use std::collections::HashMap;
     /// Bounds of the cache: entries and bytes of text held.
@@ -562,7 +612,7 @@ fn cached_tool_defs(text: &str) -> Rc<[ToolDef]> {
     /// times cheaper than SipHash on such texts (the cache is bounded, so a
     /// crafted input gains nothing from colliding keys).
     type Cache = (
-        HashMap<Box<str>, Rc<[ToolDef]>, foldhash::fast::RandomState>,
+        HashMap<Box<str>, Rc<ToolList>, foldhash::fast::RandomState>,
         usize,
     );
     thread_local! {
@@ -571,7 +621,7 @@ fn cached_tool_defs(text: &str) -> Rc<[ToolDef]> {
     if let Some(hit) = CACHE.with_borrow(|(map, _)| map.get(text).cloned()) {
         return hit;
     }
-    let defs: Rc<[ToolDef]> = tool_defs_in_text(text).into();
+    let defs = ToolList::new(tool_defs_in_text(text));
     CACHE.with_borrow_mut(|(map, bytes)| {
         if map.len() >= MAX_ENTRIES || *bytes + text.len() > MAX_BYTES {
             map.clear();
@@ -653,6 +703,36 @@ mod tests {
         assert_eq!(turn_text(&inputs).as_deref(), Some("Convert 100 EUR"));
     }
     use serde_json::json;
+
+    /// Rows write each offered tool from its remembered text: the same
+    /// bytes serde writes of the definitions, the first time (text made)
+    /// and after (text reused), a name offered twice kept once.
+    #[test]
+    fn offered_tools_written_from_their_text_as_serde_writes_them() {
+        let defs = |names: &[&str]| -> Vec<ToolDef> {
+            names
+                .iter()
+                .map(|n| ToolDef {
+                    name: n.to_string(),
+                    description: (*n == "b").then(|| "line\nbreak \"quoted\"".to_string()),
+                    parameters: Some(
+                        json!({"type": "object", "properties": {"z": {}, "a": [1.5, null]}}),
+                    ),
+                })
+                .collect()
+        };
+        let first = ToolList::new(defs(&["a", "b"]));
+        let mut tools = OfferedTools::default();
+        tools.add(Rc::clone(&first));
+        tools.add(ToolList::new(defs(&["b", "c"])));
+        let expected = serde_json::to_string(&tools.iter().collect::<Vec<_>>()).unwrap();
+        assert!(
+            expected.contains(r#""name":"c""#) && expected.matches(r#""name":"b""#).count() == 1
+        );
+        assert_eq!(serde_json::to_string(&tools).unwrap(), expected);
+        assert!(first.json.get().is_some());
+        assert_eq!(serde_json::to_string(&tools).unwrap(), expected);
+    }
 
     #[test]
     fn request_shapes() {

@@ -20,11 +20,11 @@ pub(crate) fn fill(trace: &Trace, calls: &mut [ToolCall]) {
     if calls.iter().all(|c| !c.args.is_none()) || !trace.spans.iter().any(has_input) {
         return;
     }
-    let index = trace.span_positions();
+    let index = trace.positions();
     for call in calls.iter_mut().filter(|c| c.args.is_none()) {
         let Some(id) = index
-            .get(&call.span_id)
-            .and_then(|&i| tool_call_id(&trace.spans[i]))
+            .get(call.span_id)
+            .and_then(|i| tool_call_id(&trace.spans[i]))
         else {
             continue;
         };

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{Analysis, CallArgs, CallStatus, ToolCall};
-use crate::assemble::{IdMap, SpanId, Trace};
+use crate::assemble::{SpanId, SpanPositions, Trace};
 
 /// Merges the calls of `out` that record one call (see the module
 /// comment): the merged call keeps the best arguments (with the name,
@@ -39,7 +39,7 @@ pub(crate) fn one_call_per_call(trace: &Trace, out: &mut Analysis) {
     {
         return;
     }
-    let spans = trace.span_positions();
+    let spans = trace.positions();
     let id_of = |c: &ToolCall| call_id(trace, &spans, c.span_id);
     // The call directly around each call, when both record one call.
     let same: Vec<Option<usize>> = calls
@@ -147,8 +147,8 @@ fn renest(out: &mut Analysis, records: &HashSet<SpanId>, kept: &HashMap<SpanId, 
     }
 }
 
-fn call_id<'t>(trace: &'t Trace, spans: &IdMap<SpanId, usize>, span: SpanId) -> Option<&'t str> {
-    super::source::tool_call_id(&trace.spans[*spans.get(&span)?])
+fn call_id<'t>(trace: &'t Trace, spans: &SpanPositions<'_>, span: SpanId) -> Option<&'t str> {
+    super::source::tool_call_id(&trace.spans[spans.get(span)?])
 }
 
 fn same_call<'t>(

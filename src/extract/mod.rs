@@ -97,7 +97,6 @@ pub enum CallStatus {
 /// The agent run a call belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgentRef {
-    #[serde(serialize_with = "ser_display")]
     pub span_id: SpanId,
     pub name: String,
 }
@@ -131,7 +130,7 @@ impl Serialize for CallResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             CallResult::Json(text) => {
-                match serde_json::value::RawValue::from_string(text.to_string()) {
+                match serde_json::value::RawValue::from_string(String::from(&**text)) {
                     Ok(raw) => raw.serialize(s),
                     // Never: the text was checked when the call was read.
                     Err(_) => s.serialize_str(text),
@@ -160,7 +159,6 @@ pub struct ToolCall {
     pub error_message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,
-    #[serde(serialize_with = "ser_display")]
     pub span_id: SpanId,
     pub start_time_unix_nano: u64,
     /// Number of enclosing tool calls (0 for a call made by the top-level agent;
@@ -201,33 +199,15 @@ pub struct ToolCall {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgentRun {
     pub name: String,
-    #[serde(serialize_with = "ser_display")]
     pub span_id: SpanId,
     /// The nearest enclosing agent run or tool call (a sub-agent called from a
     /// tool is within that tool).
-    #[serde(
-        serialize_with = "ser_opt_display",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub within: Option<SpanId>,
     /// Number of enclosing tool calls, as for [`ToolCall::depth`].
     pub depth: usize,
     pub start_time_unix_nano: u64,
     pub convention: String,
-}
-
-fn ser_display<S: serde::Serializer, T: std::fmt::Display>(v: &T, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(v)
-}
-
-fn ser_opt_display<S: serde::Serializer, T: std::fmt::Display>(
-    v: &Option<T>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(v) => s.collect_str(v),
-        None => s.serialize_none(),
-    }
 }
 
 /// Everything extraction found in one trace.

@@ -79,8 +79,8 @@ pub(crate) fn one_call_side_by_side(trace: &Trace, out: &mut Analysis) {
         return;
     }
     candidates.sort_unstable();
-    let at = trace.span_positions();
-    let pos = |c: &ToolCall| at.get(&c.span_id).copied();
+    let at = trace.positions();
+    let pos = |c: &ToolCall| at.get(c.span_id);
     // Each call's group: its first member, and the members of each group.
     let mut root: Vec<usize> = (0..calls.len()).collect();
     let mut members: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -124,10 +124,10 @@ pub(crate) fn one_call_side_by_side(trace: &Trace, out: &mut Analysis) {
 /// What a group may hold once: a record's convention and span kind.
 fn record_of<'c>(
     trace: &Trace,
-    at: &crate::assemble::IdMap<SpanId, usize>,
+    at: &crate::assemble::SpanPositions<'_>,
     c: &'c ToolCall,
 ) -> (&'c str, i32) {
-    let kind = at.get(&c.span_id).map_or(0, |&i| trace.spans[i].span.kind);
+    let kind = at.get(c.span_id).map_or(0, |i| trace.spans[i].span.kind);
     (c.convention.as_str(), kind)
 }
 

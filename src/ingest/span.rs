@@ -160,6 +160,12 @@ struct Range {
     end: u32,
 }
 
+impl Range {
+    fn len(self) -> usize {
+        self.end.saturating_sub(self.start) as usize
+    }
+}
+
 /// An attribute value as stored: scalars inline, strings as ranges of the
 /// span's text, everything else (bytes, arrays, key-value lists) as prost
 /// values, boxed.
@@ -245,9 +251,20 @@ pub struct Span {
 
 impl Span {
     fn text(&self, r: Range) -> &str {
-        self.text
-            .get(r.start as usize..r.end as usize)
-            .unwrap_or("")
+        let (start, end) = (r.start as usize, r.end as usize);
+        if start > end || end > self.text.len() {
+            return "";
+        }
+        debug_assert!(self.text.is_char_boundary(start) && self.text.is_char_boundary(end));
+        // SAFETY: in bounds (checked above), and on char boundaries: every
+        // range of a span is made by `push_text` around a whole `&str`
+        // appended to a `String` (keys and name shifted by the length of
+        // the values before them, `SpanBuilder::finish`), and a span's
+        // text and ranges are set only there. The checked slice read the
+        // bytes at both ends of each value, mostly cold (most values read
+        // are only tested for presence): the cache misses were most of
+        // `Span::val`'s time on the workers.
+        unsafe { self.text.get_unchecked(start..end) }
     }
 
     pub fn name(&self) -> &str {
@@ -269,9 +286,16 @@ impl Span {
     /// The value of attribute `key` (the first, if the key comes twice);
     /// `None` when the key is missing or has no value at all.
     pub fn attr(&self, key: &str) -> Option<Val<'_>> {
+        // Lengths first, from the list alone; then bytes (a key's range is
+        // the builder's: no UTF-8 boundary to check). Extraction looks up
+        // attributes by key many times a span.
+        let (key, text) = (key.as_bytes(), self.text.as_bytes());
         self.attrs
             .iter()
-            .find(|a| self.text(a.key) == key)
+            .find(|a| {
+                a.key.len() == key.len()
+                    && text.get(a.key.start as usize..a.key.end as usize) == Some(key)
+            })
             .and_then(|a| self.val(&a.value))
     }
 

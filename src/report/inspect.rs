@@ -56,7 +56,7 @@ impl<'a> InspectRow<'a> {
             session: session.map(|(key, id)| json!({"key": key, "id": id})),
             spans: trace.spans.len(),
             tools: &a.calls,
-            trace_id: trace.id.to_string(),
+            trace_id: trace.id.to_hex(),
             warnings: &a.warnings,
         }
     }
