@@ -382,14 +382,12 @@ fn excluded(rule: &Rule, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> Vec<Reaso
 fn read_by(rule: &Rule, key: &str, s: &SpanRecord) -> Vec<String> {
     let mut out = vec![key.to_string()];
     let name = rule.name_from.iter().find(|src| name_of(src, s).is_some());
-    let args = rule
-        .args
-        .iter()
-        .find(|src| value_noting(src, s, None).is_some());
-    let result = rule
-        .result
-        .iter()
-        .find(|src| value_noting(src, s, None).is_some());
+    let in_events = super::event_attrs::sources(&rule.args, s);
+    let args =
+        (rule.args.iter().chain(&in_events)).find(|src| value_noting(src, s, None).is_some());
+    let in_events = super::event_attrs::sources(&rule.result, s);
+    let result =
+        (rule.result.iter().chain(&in_events)).find(|src| value_noting(src, s, None).is_some());
     for src in [name, args, result].into_iter().flatten() {
         out.push(match &src.field {
             Field::Attr(k) => k.clone(),
@@ -405,7 +403,11 @@ fn read_by(rule: &Rule, key: &str, s: &SpanRecord) -> Vec<String> {
 /// The wrappers taken off the arguments `rule` reads from `s`.
 fn args_unwrapped(rule: &Rule, s: &SpanRecord) -> Notes {
     let mut notes = Notes::new();
-    for src in &rule.args {
+    for src in rule
+        .args
+        .iter()
+        .chain(&super::event_attrs::sources(&rule.args, s))
+    {
         notes.clear();
         if value_noting(src, s, Some(&mut notes)).is_some() {
             break;

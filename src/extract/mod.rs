@@ -19,6 +19,7 @@ mod echo;
 mod envelopes;
 #[cfg(test)]
 mod envelopes_tests;
+mod event_attrs;
 mod event_side;
 pub mod explain;
 pub mod facts;
@@ -404,6 +405,7 @@ impl Extractor {
         keys.extend(conversation::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.extend(logged_args::EVENT_KEYS.map(str::to_string));
         keys.extend(event_side::event_keys());
+        keys.extend(event_attrs::keys(&self.rules));
         for r in &self.rules {
             let sources = [&r.name_from, &r.args, &r.result, &r.error_message];
             for src in sources.into_iter().flatten() {
@@ -719,7 +721,10 @@ impl Extractor {
                 name: name.clone(),
                 args,
                 result: if self.results {
-                    rule.result.iter().find_map(|src| result_of(src, s))
+                    (rule.result.iter().find_map(|src| result_of(src, s))).or_else(|| {
+                        let in_events = event_attrs::sources(&rule.result, s);
+                        in_events.iter().find_map(|src| result_of(src, s))
+                    })
                 } else {
                     None
                 },
@@ -764,7 +769,9 @@ impl Extractor {
         let mut args = None;
         let mut args_text = None;
         let mut args_json = None;
-        for src in &rule.args {
+        // Last, the attribute sources read from the span's events.
+        let in_events = event_attrs::sources(&rule.args, s);
+        for src in rule.args.iter().chain(&in_events) {
             if self.args_text && !self.ordered_args {
                 if let Some(j) = args_as_json(src, s, rule.spec.args_from_request) {
                     args_json = Some(j);
