@@ -29,7 +29,8 @@
 //! provider bodies under any input- or output-like key (`bodies`); a tool
 //! span that carries nothing of a call does not stand in for the model's
 //! calls (`hollow`); calls and results without ids pair by the tool's
-//! name, else by order (`idless`); and a trace with no tool span and no model output
+//! name, else by order (`idless`); the one unjoined tool span and the one
+//! unjoined ask of a turn are one call (`same_turn`); and a trace with no tool span and no model output
 //! asking for a call may list its calls in an agent run's transcript
 //! (`transcript`).
 //!
@@ -68,6 +69,7 @@ mod quoteless;
 mod records;
 mod repeated;
 mod result_records;
+mod same_turn;
 mod spans;
 mod text_results;
 mod transcript;
@@ -1245,7 +1247,8 @@ fn join_and_check(
     carried: &[OpenAsk],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
-    let (used, joined) = join(trace, asked, &mut out.calls);
+    let (mut used, mut joined) = join(trace, asked, &mut out.calls);
+    same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
     if x.results {
         order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
     }

@@ -986,9 +986,10 @@ fn lone_json_object(a: &Value) -> Option<Value> {
     if !text.trim_start().starts_with('{') {
         return None;
     }
+    // `{}` too: a tool without parameters gets `["{}"]`.
     serde_json::from_str::<Value>(text)
         .ok()
-        .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+        .filter(Value::is_object)
 }
 
 const STATUS_ERROR: i32 = 2;

@@ -203,9 +203,10 @@ fn one_positional_json_object_text_is_the_arguments() {
         lone_json_object(&text(r#"{"q": "x"}"#)),
         Some(serde_json::json!({"q": "x"}))
     );
-    // Not an object, empty, two values, or keyword arguments beside.
+    // A tool without parameters (a LangGraph handoff tool) gets `{}`.
+    assert_eq!(lone_json_object(&text("{}")), Some(serde_json::json!({})));
+    // Not an object, two values, or keyword arguments beside.
     assert_eq!(lone_json_object(&text("[1]")), None);
-    assert_eq!(lone_json_object(&text("{}")), None);
     assert_eq!(lone_json_object(&text("plain")), None);
     assert_eq!(
         lone_json_object(&serde_json::json!({"args": ["{\"a\": 1}", "{}"]})),

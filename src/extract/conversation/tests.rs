@@ -767,3 +767,108 @@ fn an_output_s_calls_are_kept_once_per_call_id() {
         assert_eq!(got, want, "{many} calls");
     }
 }
+
+/// A trace where the model asks for `hand_over` (k1) and, in the turn
+/// before the request carrying k1's result, `tools` ran (start, name, call
+/// id, arguments); `answered`: whether that request carries k1's result.
+fn one_turn(tools: &[(u64, &str, Option<&str>, &str)], answered: bool) -> Analysis {
+    let mut spans = vec![
+        sp(1, None, 0, "loop", &[]),
+        chat(2, 10, &[], &[("k1", "hand_over", json!({}))]),
+    ];
+    for (i, (start, name, id, args)) in tools.iter().enumerate() {
+        let mut attrs = vec![
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", *name),
+            ("gen_ai.tool.call.arguments", *args),
+        ];
+        if let Some(id) = id {
+            attrs.push(("gen_ai.tool.call.id", id));
+        }
+        spans.push(sp(3 + i as u8, Some(1), *start, "acme step", &attrs));
+    }
+    let results: &[(&str, &str)] = if answered { &[("k1", "moved")] } else { &[] };
+    spans.push(chat(9, 40, results, &[]));
+    analyze(spans)
+}
+
+#[test]
+fn the_lone_unasked_span_of_a_turn_is_its_lone_unshown_ask() {
+    // A framework runs the model's `hand_over` and records it as
+    // `acme.relay` with its own arguments, no call id: one call, under
+    // the model's name and arguments; no warning.
+    let a = one_turn(&[(20, "acme.relay", None, r#"{"from": "a"}"#)], true);
+    assert_eq!(names(&a), [("hand_over", Some(&json!({})), None)]);
+    assert_eq!(a.calls[0].span_name.as_deref(), Some("acme.relay"));
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    assert!(
+        a.notes[0].contains("only call of its turn"),
+        "{:?}",
+        a.notes
+    );
+}
+
+#[test]
+fn a_turn_with_more_than_one_of_either_or_no_answer_is_left_alone() {
+    // Arguments other than the model's (equal ones join by the pass
+    // before).
+    let from = r#"{"from": "a"}"#;
+    let relay = (20, "acme.relay", None, from);
+    for (tools, answered, why) in [
+        (
+            vec![relay, (22, "acme.audit", None, from)],
+            true,
+            "two spans",
+        ),
+        (vec![relay], false, "no result came back"),
+        (
+            vec![(20, "acme.relay", Some("z9"), from)],
+            true,
+            "its own call id",
+        ),
+        (
+            vec![(2, "acme.relay", None, from)],
+            true,
+            "before the ask ended",
+        ),
+        (
+            vec![(45, "acme.relay", None, from)],
+            true,
+            "after the result",
+        ),
+    ] {
+        let a = one_turn(&tools, answered);
+        let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+        let want: Vec<&str> = tools.iter().map(|t| t.1).collect();
+        assert_eq!(got, want, "{why}");
+        assert_eq!(a.warnings.len(), 1 + tools.len(), "{why}: {:?}", a.warnings);
+    }
+}
+
+#[test]
+fn a_span_in_the_turn_of_two_unshown_asks_is_left_alone() {
+    let a = analyze(vec![
+        sp(1, None, 0, "loop", &[]),
+        chat(
+            2,
+            10,
+            &[],
+            &[("k1", "hand_over", json!({})), ("k2", "notify", json!({}))],
+        ),
+        sp(
+            3,
+            Some(1),
+            20,
+            "acme step",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "acme.relay"),
+                ("gen_ai.tool.call.arguments", r#"{"from": "a"}"#),
+            ],
+        ),
+        chat(4, 40, &[("k1", "moved"), ("k2", "sent")], &[]),
+    ]);
+    let got: Vec<&str> = a.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(got, ["acme.relay"]);
+    assert_eq!(a.warnings.len(), 3, "{:?}", a.warnings);
+}
