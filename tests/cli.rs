@@ -205,6 +205,53 @@ fn bad_file_among_good_ones_is_reported_and_others_still_scored() {
 }
 
 #[test]
+fn an_empty_export_line_in_a_jsonl_file_is_no_error() {
+    // A receiver writes each export request it gets as a line; some
+    // exporters send an empty request (`{}`) first. That line is no error;
+    // a snake_case line still is, and a file of nothing but `{}` gives no
+    // span at all, which is an error.
+    let dir = TempDir::new("cli-empty-export");
+    let spans =
+        fs::read_to_string(crate::util::data("firstsight/js-langchain-arize.jsonl")).unwrap();
+    let good = dir.path().join("good.jsonl");
+    fs::write(&good, format!("{{}}\n{spans}")).unwrap();
+    let out = toolscore(&["inspect", "--format", "jsonl", "-q", good.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls: usize = jsonl(&out.stdout)
+        .iter()
+        .map(|r| r["tools"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(calls, 2);
+    let snake = dir.path().join("snake.jsonl");
+    fs::write(&snake, format!("{{\"resource_spans\":[]}}\n{spans}")).unwrap();
+    let out = toolscore(&[
+        "inspect",
+        "--format",
+        "jsonl",
+        "-q",
+        snake.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("snake.jsonl:1"));
+    let empty = dir.path().join("empty.jsonl");
+    fs::write(&empty, "{}\n{}\n").unwrap();
+    let out = toolscore(&[
+        "inspect",
+        "--format",
+        "jsonl",
+        "-q",
+        empty.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no spans"));
+}
+
+#[test]
 fn usage_errors_exit_two() {
     assert_eq!(toolscore(&["replay"]).status.code(), Some(2));
     assert_eq!(

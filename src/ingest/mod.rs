@@ -178,6 +178,14 @@ pub struct Decoded {
 }
 
 impl Decoded {
+    /// Whether anything came of the input: a span, a log record or a
+    /// rejection.
+    fn holds_anything(&self) -> bool {
+        !self.rejected.is_empty()
+            || !self.logs.is_empty()
+            || self.requests.iter().any(|r| span_count(r) > 0)
+    }
+
     fn reject(&mut self, source: &str, position: Position, reason: impl Into<String>) {
         self.rejected.push(Rejected {
             source: source.to_string(),
@@ -688,9 +696,14 @@ fn decode_logs_document(doc: &[u8], source: &str, pos: Position, out: &mut Decod
 }
 
 /// Keeps a decoded OTLP/JSON document's requests and reports the spans it
-/// left out; a document with nothing in it is rejected with the reason.
+/// left out; a document with nothing in it is rejected with the reason. A
+/// line of a JSON-lines file may be an empty export (`{}`: a receiver writes
+/// each request it gets, and some exporters send an empty one first); a
+/// whole file needs `resourceSpans`, and a file that gives no span at all
+/// is an error anyway.
 fn keep_document(d: otlp_json::Document, source: &str, pos: &Position, out: &mut Decoded) {
-    if let Some(why) = d.empty_reason(true) {
+    let whole = !matches!(pos, Position::Line(_));
+    if let Some(why) = d.empty_reason(whole) {
         out.reject(source, pos.clone(), why);
         return;
     }

@@ -91,13 +91,27 @@ pub fn decode_inputs(
     limits: &Limits,
     filter: &(dyn KeyFilter + Sync),
     options: &StreamOptions,
-    each: impl FnMut(DecodedPiece),
+    mut each: impl FnMut(DecodedPiece),
 ) {
+    // An input whose every document is an empty export (`{}` lines) gives
+    // nothing: named, never a silent success.
+    let mut gave = (usize::MAX, false);
     crate::parallel::ordered_map_ahead(
         options.threads,
         |job| decode_job(job, inputs, limits, filter),
         |submit| read_all(inputs, limits, options, submit),
-        each,
+        |mut piece: DecodedPiece| {
+            if gave.0 != piece.input {
+                gave = (piece.input, false);
+            }
+            gave.1 |= piece.decoded.holds_anything();
+            if piece.last && !gave.1 {
+                let source = inputs[piece.input].label();
+                let why = "no spans in it: every document is an empty export request";
+                piece.decoded.reject(&source, Position::Whole, why);
+            }
+            each(piece)
+        },
     );
 }
 

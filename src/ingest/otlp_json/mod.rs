@@ -81,8 +81,8 @@ impl Document {
     /// request, or `None` if it is fine. serde-style decoding ignores unknown
     /// keys, so a snake_case or foreign document would otherwise decode to an
     /// empty request without a word. `require_lists`: a document without any
-    /// `resourceSpans` key is wrong too (a file; an HTTP body `{}` is a valid
-    /// empty export).
+    /// `resourceSpans` key is wrong too (a whole file; an HTTP body or a line
+    /// of a JSON-lines file `{}` is a valid empty export).
     pub fn empty_reason(&self, require_lists: bool) -> Option<String> {
         if self.spans() > 0 || !self.rejected.is_empty() {
             return None;
