@@ -116,7 +116,7 @@ fn kind_at(s: &SpanRecord, i: usize, key: &[u8], kinds: &[&str]) -> bool {
 
 /// Whether `key` ends as one of [`KIND_ENDINGS`]: each ends in one of
 /// [`KIND_WORDS`], which one look at the last four bytes tells.
-fn kind_like(key: &[u8]) -> bool {
+pub(super) fn kind_like(key: &[u8]) -> bool {
     let Some(last) = key.last_chunk::<4>() else {
         return false;
     };

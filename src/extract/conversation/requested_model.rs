@@ -6,7 +6,8 @@
 //! the two sides as JSON (agentlog-ai: `gen_ai.request.model`,
 //! `gen_ai.prompt` the JSON list of chat messages, `gen_ai.completion` the
 //! JSON message object), and no span kind or operation name. Such a span
-//! is a model call when it names a requested model and an input-like
+//! is a model call when it names a requested model, has no key that ends
+//! like a kind (`span.kind`, `operation.name`, ...), and an input-like
 //! attribute of it ([`side_of`]) is a JSON list of messages, each an
 //! object with a `role`: its bodies are then read as [`super::bodies`]
 //! reads any model call's. A chain or agent span that repeats messages but
@@ -26,7 +27,13 @@ const REQUEST_MODEL: &str = super::bodies::KIND_KEYS[1];
 /// requested model of a span whose request is a JSON list of messages.
 #[inline]
 pub(super) fn model_call_at(s: &SpanRecord, _i: usize, key: &[u8]) -> bool {
-    key == REQUEST_MODEL.as_bytes() && messages_in(s)
+    key == REQUEST_MODEL.as_bytes() && !says_a_kind(s) && messages_in(s)
+}
+
+/// Whether a key of `s` ends like a kind ([`super::bodies::kind_like`]):
+/// such a span says what it is, and its history is not parsed here.
+fn says_a_kind(s: &SpanRecord) -> bool {
+    s.span.attr_keys().any(super::bodies::kind_like)
 }
 
 /// Whether span `s` is such a span ([`model_call_at`] over its keys).
@@ -85,6 +92,13 @@ mod tests {
         let s = span(&[("zorblax.input", mixed), ("gen_ai.request.model", "m-1")]);
         assert!(!is_model_call(&s));
         let s = span(&[("zorblax.output", msgs), ("gen_ai.request.model", "m-1")]);
+        assert!(!is_model_call(&s));
+        // A span that says its kind is what its kind says.
+        let s = span(&[
+            ("zorblax.input", msgs),
+            ("gen_ai.request.model", "m-1"),
+            ("zorblax.span.kind", "AGENT"),
+        ]);
         assert!(!is_model_call(&s));
     }
 }
