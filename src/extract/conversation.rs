@@ -50,11 +50,12 @@ use super::borrowed::Json;
 use super::open::{run_key, Open, OpenAsk};
 use super::requested::{self, Asked, Tree};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
-use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace};
+use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 
 mod afc;
 mod bodies;
 mod call_words;
+mod flat_events;
 mod flat_fields;
 mod hollow;
 mod http;
@@ -68,6 +69,7 @@ mod positions;
 mod quoteless;
 mod records;
 mod repeated;
+mod requested_model;
 mod result_records;
 mod same_turn;
 mod spans;
@@ -79,6 +81,7 @@ use super::sides::Side;
 pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
 use call_words::{may_hold_any_call, may_hold_calls};
 pub(crate) use content_events::EVENT_KEYS;
+pub(crate) use flat_events::event_keys as flat_event_keys;
 pub(crate) use idless::{is_made, named_tool};
 use look::Look;
 pub(crate) use object_only::PROVIDER_KEYS;
@@ -285,6 +288,13 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
     for (_, flat) in flats.filter(|(j, _)| there(look.flat_out, *j)) {
         offer(calls_in(&gather_flat(s, flat)), flat.form);
     }
+    if look.flat_out_events {
+        for flat in FLAT_OUT {
+            if let Some(messages) = flat_events::messages(s, flat) {
+                offer(calls_in(&messages), flat.form);
+            }
+        }
+    }
     // Which named keys are read under their form (bit `j`: the `j`th).
     let mut read_as_named = 0u8;
     let named = OUTPUT_KEYS.iter().enumerate();
@@ -389,10 +399,20 @@ fn flat_messages(s: &SpanRecord, flat: &Flat) -> Option<Value> {
 
 /// [`flat_messages`] on a span known to have a key under `flat.prefix`.
 fn gather_flat(s: &SpanRecord, flat: &Flat) -> Value {
+    gather_pairs(s.span.attributes(), flat.prefix)
+}
+
+/// The messages flattened under `prefix` in `pairs` (attributes, or the
+/// fields of messages written one an event, [`flat_events`]), as
+/// [`flat_messages`] rebuilds them.
+fn gather_pairs<'v, K: AsRef<str>>(
+    pairs: impl Iterator<Item = (K, Option<Val<'v>>)>,
+    prefix: &str,
+) -> Value {
     // index -> message; within it, call index -> call
     let mut messages: BTreeMap<usize, FlatMessage> = BTreeMap::new();
-    for (key, value) in s.span.attributes() {
-        let Some(rest) = key.strip_prefix(flat.prefix) else {
+    for (key, value) in pairs {
+        let Some(rest) = key.as_ref().strip_prefix(prefix) else {
             continue;
         };
         let Some(value) = value else {
@@ -473,6 +493,9 @@ fn request_of(s: &SpanRecord) -> Request {
             let mut r = read_request(&messages, flat.form);
             object_only::unwrap_flat(s, &mut r.answers);
             offer(r);
+        }
+        if let Some(messages) = flat_events::messages(s, flat) {
+            offer(read_request(&messages, flat.form));
         }
     }
     for key in &INPUT_KEYS {
@@ -790,6 +813,7 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .find_map(|k| o.get(*k))
             .cloned()
             .or_else(|| order::text_of_parts(o))
+            .map(text_results::python_literal)
             // A provider's or protocol's content blocks around the value
             // the tool returned (docs/conventions.md, "Result wrappers").
             .map(super::wrappers::known_result)
@@ -1147,6 +1171,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
         || super::genai_events::has_request(s)
         || content_events::has_request(s)
         || super::chat_events::has_request(s)
+        || flat_events::has(s, &FLAT_IN)
         || (look.model_call
             && bodies::bodies_of_model_call(s, Side::Input)
                 .next()

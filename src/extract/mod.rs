@@ -403,6 +403,7 @@ impl Extractor {
         keys.extend(genai_events::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.push(chat_events::EVENT_KEY.to_string());
         keys.extend(conversation::EVENT_KEYS.iter().map(|k| k.to_string()));
+        keys.extend(conversation::flat_event_keys());
         keys.extend(logged_args::EVENT_KEYS.map(str::to_string));
         keys.extend(event_side::event_keys());
         keys.extend(event_attrs::keys(&self.rules));

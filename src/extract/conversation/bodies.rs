@@ -35,10 +35,11 @@ const KIND_ENDINGS: [&str; 7] = [
 ];
 
 /// The last dot-separated part of the one ending of [`KIND_ENDINGS`] that
-/// the generic tool-kind rule's projection does not keep already, and the
-/// one key of the `operation.name` ending read (projection at decode).
+/// the generic tool-kind rule's projection does not keep already, the
+/// one key of the `operation.name` ending read, and the requested model
+/// ([`super::requested_model`]) (projection at decode).
 pub(crate) const KIND_TAILS: [&str; 1] = ["spanType"];
-pub(crate) const KIND_KEYS: [&str; 1] = ["gen_ai.operation.name"];
+pub(crate) const KIND_KEYS: [&str; 2] = ["gen_ai.operation.name", "gen_ai.request.model"];
 
 /// Values of such an attribute that name a model call (without regard to
 /// case; a JSON-quoted value is unquoted first).
@@ -56,10 +57,13 @@ const MODEL_KINDS: [&str; 8] = [
 use crate::extract::sides::{side_of, Side};
 
 /// Whether span `s` says it is a model call ([`KIND_ENDINGS`],
-/// [`MODEL_KINDS`]), or is an HTTP POST of a chat request
-/// ([`super::http`]).
+/// [`MODEL_KINDS`]), is an HTTP POST of a chat request
+/// ([`super::http`]), or names its requested model beside a JSON list of
+/// messages ([`super::requested_model`]).
 pub(crate) fn is_model_call(s: &SpanRecord) -> bool {
-    is_kind(s, &MODEL_KINDS) || super::http::is_model_call(s)
+    is_kind(s, &MODEL_KINDS)
+        || super::http::is_model_call(s)
+        || super::requested_model::is_model_call(s)
 }
 
 /// Whether span `s` says it is an agent's run (`AGENT`, in the same
@@ -83,7 +87,9 @@ fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
 #[inline]
 pub(super) fn model_call_at(s: &SpanRecord, i: usize, key: &[u8]) -> bool {
     // The last word first, in the caller's loop: most keys end in none.
-    (kind_word(key) && kind_at(s, i, key, &MODEL_KINDS)) || super::http::model_call_at(s, i, key)
+    (kind_word(key) && kind_at(s, i, key, &MODEL_KINDS))
+        || super::http::model_call_at(s, i, key)
+        || super::requested_model::model_call_at(s, i, key)
 }
 
 /// Whether `key`'s last four bytes are one of [`KIND_WORDS`] (the first
@@ -110,7 +116,7 @@ fn kind_at(s: &SpanRecord, i: usize, key: &[u8], kinds: &[&str]) -> bool {
 
 /// Whether `key` ends as one of [`KIND_ENDINGS`]: each ends in one of
 /// [`KIND_WORDS`], which one look at the last four bytes tells.
-fn kind_like(key: &[u8]) -> bool {
+pub(super) fn kind_like(key: &[u8]) -> bool {
     let Some(last) = key.last_chunk::<4>() else {
         return false;
     };

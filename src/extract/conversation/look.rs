@@ -1,6 +1,6 @@
 //! The witness's one pass over a span's attribute keys ([`Look`]).
 
-use super::{bodies, records, FLAT_IN, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
+use super::{bodies, flat_events, records, FLAT_IN, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::SpanRecord;
 use crate::extract::content_events;
 
@@ -22,6 +22,9 @@ pub(super) struct Look {
     pub(super) named_out: u8,
     /// Whether a key is one of a call id's ([`records::is_call_id_key`]).
     pub(super) call_id_key: bool,
+    /// Whether an event is an output message flattened one an event
+    /// ([`flat_events`]).
+    pub(super) flat_out_events: bool,
 }
 
 impl Look {
@@ -39,7 +42,8 @@ impl Look {
             }
             look.call_id_key = look.call_id_key || records::is_call_id_key(k);
         }
-        look.output = look.flat_out != 0 || look.named_out != 0;
+        look.flat_out_events = flat_events::has(s, &FLAT_OUT);
+        look.output = look.flat_out != 0 || look.named_out != 0 || look.flat_out_events;
         look
     }
 
@@ -70,5 +74,6 @@ impl Look {
             || crate::extract::genai_events::has_request(s)
             || content_events::has_request(s)
             || crate::extract::chat_events::has_request(s)
+            || flat_events::has(s, &FLAT_IN)
     }
 }

@@ -89,6 +89,23 @@ fn value_of(text: &str) -> Value {
     Value::String(text.to_string())
 }
 
+/// A tool message's content that is the Python literal of a list or dict
+/// (genai-otel-instrument writes `str()` of an MCP result's content
+/// blocks: `[{'type': 'text', 'text': 'rented'}]`) as its value, so that
+/// the known result wrappers apply to it; JSON text and any other value
+/// as they are.
+pub(super) fn python_literal(v: Value) -> Value {
+    match v {
+        Value::String(t)
+            if t.trim_start().starts_with(['[', '{'])
+                && serde_json::from_str::<serde::de::IgnoredAny>(&t).is_err() =>
+        {
+            crate::extract::literal::parse(&t).unwrap_or(Value::String(t))
+        }
+        other => other,
+    }
+}
+
 /// Whether JSON text of a request may hold results in a text form.
 pub(super) fn may_hold(text: &str) -> bool {
     TEXT_RESULTS.iter().any(|f| text.contains(f.opens))
@@ -112,6 +129,18 @@ mod tests {
         let got = read(json!({"role": "user", "parts": [{"type": "text",
             "content": "Observation:\n{'room': 12, 'free': True}"}]}));
         assert_eq!(got, Some(vec![json!({"room": 12, "free": true})]));
+    }
+
+    #[test]
+    fn a_python_literal_is_its_value_json_stays_text() {
+        let got = super::python_literal(json!("[{'type': 'text', 'text': 'kite', 'n': None}]"));
+        assert_eq!(got, json!([{"type": "text", "text": "kite", "n": null}]));
+        let json_text = json!("[{\"type\": \"text\"}]");
+        assert_eq!(super::python_literal(json_text.clone()), json_text);
+        assert_eq!(
+            super::python_literal(json!("[not a literal")),
+            json!("[not a literal")
+        );
     }
 
     #[test]
