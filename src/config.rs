@@ -414,7 +414,17 @@ fn rules_text(specs: &[RuleSpec]) -> String {
     for s in specs {
         let mut when = join(&s.when, " and ");
         if let Some(f) = &s.family {
-            let mut marker = format!("<ns>.{{{}}} = {:?}", f.keys.join(","), f.equals);
+            let mut marker = if f.names_span {
+                format!("<ns>.{{{}}} = the span's name", f.keys.join(","))
+            } else {
+                format!("<ns>.{{{}}} = {:?}", f.keys.join(","), f.equals)
+            };
+            if !f.beside.is_empty() {
+                marker.push_str(&format!(" beside <ns>.{{{}}}", f.beside.join(",")));
+            }
+            if !f.untyped.is_empty() {
+                marker.push_str(&format!(", no <..>.{{{}}}", f.untyped.join(",")));
+            }
             if !f.then.is_empty() {
                 marker.push_str(&format!(" (or <..>.{}.{{{}}})", f.equals, f.then.join(",")));
             }

@@ -360,7 +360,11 @@ fn marker_outcome(rule: &Rule, family: &FamilySpec, s: &SpanRecord) -> Outcome {
         partial: false,
         reason: Some(Reason::NoMarker {
             keys: family.keys.clone(),
-            wants: family.equals.clone(),
+            wants: if family.names_span {
+                "the span's name".to_string()
+            } else {
+                family.equals.clone()
+            },
         }),
     }
 }

@@ -66,7 +66,14 @@ pub(crate) fn family_projection(rules: &[Rule]) -> Projection {
         let Some(family) = &r.family else { continue };
         // A namespace ending in `_` before a dotted key (`x_span.kind`) is
         // not kept by decoding: the SDKs seen write snake-case keys there.
-        tails.extend(family.keys.iter().filter(|k| !k.contains('.')).cloned());
+        // A `names_span` family takes no `_` namespace for its marker; its
+        // `untyped` keys take one as the markers of other families do.
+        let keys = if family.names_span {
+            &family.untyped
+        } else {
+            &family.keys
+        };
+        tails.extend(keys.iter().filter(|k| !k.contains('.')).cloned());
         let flat = r.args.iter().chain(&r.result).filter(|s| s.flat);
         for src in flat {
             if let Field::Attr(key) = &src.field {

@@ -31,6 +31,8 @@ mod haystack_history;
 mod kept;
 mod kind_value;
 #[cfg(test)]
+mod named_span_tests;
+#[cfg(test)]
 mod test_support;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
@@ -468,7 +470,10 @@ impl Extractor {
     fn span_tails(&self) -> Vec<String> {
         let mut tails = Vec::new();
         for r in self.rules.iter().filter(|r| r.family.is_some()) {
-            let markers = r.family.iter().flat_map(|f| f.keys.iter());
+            let markers = r
+                .family
+                .iter()
+                .flat_map(|f| f.keys.iter().chain(&f.untyped));
             let sources = rules::spec_keys(&r.spec).filter(|k| k.contains(rules::NS));
             for k in markers.map(String::as_str).chain(sources) {
                 tails.extend(k.rsplit('.').next().map(str::to_string));
@@ -839,9 +844,16 @@ pub(crate) fn family_ns<'s>(rule: &Rule, s: &'s SpanRecord) -> Option<&'s str> {
 
 /// The namespace and key of family rule `rule`'s marker on `s`.
 pub(crate) fn family_marker<'s>(rule: &Rule, s: &'s SpanRecord) -> Option<(&'s str, &'s str)> {
-    rule.family_marker(s.span.attr_keys(), |i| {
-        s.span.attr_value(i).and_then(any_text).map(Cow::into_owned)
-    })
+    let any_key = |test: &rules::KeyTest| s.span.attr_keys().any(test);
+    let view = rules::SpanView {
+        name: s.span.name(),
+        any_key: &any_key,
+    };
+    rule.family_marker(
+        s.span.attr_keys(),
+        |i| s.span.attr_value(i).and_then(any_text).map(Cow::into_owned),
+        view,
+    )
 }
 
 /// What a span is to extraction, by the kind of its rule.

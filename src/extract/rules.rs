@@ -339,7 +339,25 @@ fn is_plain(d: &Decode) -> bool {
 #[serde(deny_unknown_fields)]
 pub struct FamilySpec {
     pub keys: Vec<String>,
+    /// The kind's value (empty with `names_span`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub equals: String,
+    /// The marker is a key whose value is the span's own name, not
+    /// `equals`: a span named after what it records (AgentOps' record of
+    /// an OpenAI Agents function span, `function.name` on a span named
+    /// `find_hotel`). Its namespace is empty or ends in `.`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub names_span: bool,
+    /// Keys the span must have in the marker's namespace too
+    /// (`function.input` beside `function.name`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<String>,
+    /// Kind keys (in any namespace, as `keys` are matched) whose presence
+    /// types a span as something this family is not: a span typed `agent`
+    /// by `respan.entity.log_type` is no tool's own record, whatever its
+    /// `traceloop.entity.name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untyped: Vec<String>,
     /// Words that may follow `equals` as a value's last segment, a segment
     /// being what `.`, `_`, `-` or a space separate, with any segments
     /// before it (`agentic.tool.invocation`, `tool_call`): the value still
@@ -585,8 +603,12 @@ impl Rule {
         &self,
         keys: impl Iterator<Item = &'a [u8]>,
         value: impl Fn(usize) -> Option<String>,
+        span: SpanView<'_>,
     ) -> Option<(&'a str, &'a str)> {
         let family = self.family.as_ref()?;
+        if family.names_span {
+            return names_span_marker(family, keys, value, span);
+        }
         for (i, key) in keys.enumerate() {
             let key_tail = tail8(key);
             for (k, &k_tail) in family.keys.iter().zip(&self.family_tails) {
@@ -643,6 +665,71 @@ impl Rule {
         }
         r
     }
+}
+
+/// What a `names_span` family marker asks of the span besides its keys:
+/// its name, and whether any of its keys passes a test.
+#[derive(Clone, Copy)]
+pub(crate) struct SpanView<'s> {
+    pub name: &'s str,
+    pub any_key: &'s dyn Fn(&KeyTest) -> bool,
+}
+
+/// A test of one attribute key.
+pub(crate) type KeyTest<'t> = dyn Fn(&[u8]) -> bool + 't;
+
+/// A `names_span` family's marker: a key `{ns}<key>` (`{ns}` empty or
+/// ending in `.`) whose value is the span's name, with every `beside` key
+/// in the same namespace.
+fn names_span_marker<'a>(
+    family: &FamilySpec,
+    keys: impl Iterator<Item = &'a [u8]>,
+    value: impl Fn(usize) -> Option<String>,
+    span: SpanView<'_>,
+) -> Option<(&'a str, &'a str)> {
+    let name = span.name.trim();
+    if name.is_empty() {
+        return None;
+    }
+    // The marker first (rare), then whether a kind key types the span.
+    let mut found = None;
+    'keys: for (i, key) in keys.enumerate() {
+        for k in &family.keys {
+            let Some(ns) = key.strip_suffix(k.as_bytes()) else {
+                continue;
+            };
+            if !(ns.is_empty() || ns.ends_with(b".")) {
+                continue;
+            }
+            if value(i).is_none_or(|v| v.trim() != name) {
+                continue;
+            }
+            let beside = family.beside.iter().all(|b| {
+                let mut want = ns.to_vec();
+                want.extend_from_slice(b.as_bytes());
+                (span.any_key)(&|key| key == want.as_slice())
+            });
+            if beside {
+                let key = std::str::from_utf8(key).ok()?;
+                found = Some((&key[..ns.len()], key));
+                break 'keys;
+            }
+        }
+    }
+    let typed = |key: &[u8]| {
+        family
+            .untyped
+            .iter()
+            .any(|k| in_namespace(key, k).is_some())
+    };
+    found.filter(|_| !(span.any_key)(&typed))
+}
+
+/// The namespace before `k` when `key` is `k` bare or after one ending
+/// in `.` or `_` (as a family's marker keys are matched).
+fn in_namespace<'a>(key: &'a [u8], k: &str) -> Option<&'a [u8]> {
+    let ns = key.strip_suffix(k.as_bytes())?;
+    (ns.is_empty() || ns.ends_with(b".") || ns.ends_with(b"_")).then_some(ns)
 }
 
 /// The `type` of a marker written as a JSON object (Braintrust's
@@ -1103,6 +1190,12 @@ pub(crate) fn compile_as(
     match &spec.family {
         Some(f) if f.keys.is_empty() || f.keys.iter().any(|k| k.is_empty()) => {
             return Err(invalid(r, "`family.keys` needs at least one non-empty key"));
+        }
+        Some(f) if f.equals.is_empty() != f.names_span => {
+            return Err(invalid(
+                r,
+                "`family` needs one of `equals` and `names_span`",
+            ));
         }
         None if spec_keys(spec).any(|k| k.contains(NS)) => {
             return Err(invalid(r, "`{ns}` in a key needs a `family`"));

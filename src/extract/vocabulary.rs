@@ -40,6 +40,10 @@ pub(crate) fn expand(
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
+            if let Some(Value::Table(family)) = rule.get_mut(FAMILY) {
+                expand_family(family, vocabularies)
+                    .map_err(|e| format!("rule `{name}`, `family`: {e}"))?;
+            }
             for list in SOURCE_LISTS {
                 if let Some(Value::Array(sources)) = rule.get_mut(list) {
                     let expanded =
@@ -51,6 +55,32 @@ pub(crate) fn expand(
             Ok(rule)
         })
         .collect()
+}
+
+/// A rule's kind-marker family, whose key lists may name a vocabulary.
+const FAMILY: &str = "family";
+
+/// A family's key list written `{ vocab = "<name>" }` (`keys`, `untyped`)
+/// replaced by that vocabulary's keys: the kind keys the generic rule
+/// reads are the ones that type a span for the others.
+fn expand_family(
+    family: &mut Table,
+    vocabularies: &BTreeMap<String, Vec<String>>,
+) -> Result<(), String> {
+    for list in ["keys", "untyped"] {
+        let Some(Value::Table(t)) = family.get(list) else {
+            continue;
+        };
+        let name = t.get(VOCAB).and_then(Value::as_str).ok_or(format!(
+            "`{list}` is a key list or {{ vocab = \"<name>\" }}"
+        ))?;
+        let keys = vocabularies
+            .get(name)
+            .ok_or_else(|| format!("no vocabulary `{name}`"))?;
+        let keys = keys.iter().cloned().map(Value::String).collect();
+        family.insert(list.into(), Value::Array(keys));
+    }
+    Ok(())
 }
 
 fn expand_list(
@@ -105,6 +135,32 @@ mod tests {
 
     fn table(text: &str) -> Table {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_familys_key_list_may_name_a_vocabulary() {
+        let vocab = BTreeMap::from([(
+            "kinds".to_string(),
+            vec!["span.kind".to_string(), "log_type".to_string()],
+        )]);
+        let rule = table(
+            r#"
+            name = "r"
+            family = { keys = ["name"], untyped = { vocab = "kinds" } }
+            "#,
+        );
+        let out = expand(vec![rule], &vocab).unwrap();
+        let family = out[0]["family"].as_table().unwrap();
+        let untyped: Vec<&str> = family["untyped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(untyped, ["span.kind", "log_type"]);
+        assert_eq!(family["keys"].as_array().unwrap().len(), 1);
+        let bad = table(r#"family = { keys = { vocab = "none" } }"#);
+        assert!(expand(vec![bad], &vocab).is_err());
     }
 
     #[test]
