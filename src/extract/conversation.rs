@@ -61,6 +61,7 @@ mod hollow;
 mod http;
 mod idless;
 mod item_ids;
+mod kinds;
 mod later;
 mod look;
 mod object_only;

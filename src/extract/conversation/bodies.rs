@@ -16,30 +16,13 @@
 //! parsed here.
 
 pub(crate) use super::http::METHOD_KEYS;
+use super::kinds::{kind_like, kind_word};
+pub(crate) use super::kinds::{KIND_KEYS, KIND_TAILS};
 use super::{message_text, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::{SpanRecord, Val};
 
 /// The form calls and results read from such a body are said to come in.
 pub(super) const FORM: &str = "model-body";
-
-/// How the key of an attribute that says what kind of span it is ends
-/// (matched without regard to case).
-const KIND_ENDINGS: [&str; 7] = [
-    "span.kind",
-    "span_kind",
-    "spantype",
-    "span.type",
-    "span_type",
-    "observation.type",
-    "operation.name",
-];
-
-/// The last dot-separated part of the one ending of [`KIND_ENDINGS`] that
-/// the generic tool-kind rule's projection does not keep already, the
-/// one key of the `operation.name` ending read, and the requested model
-/// ([`super::requested_model`]) (projection at decode).
-pub(crate) const KIND_TAILS: [&str; 1] = ["spanType"];
-pub(crate) const KIND_KEYS: [&str; 2] = ["gen_ai.operation.name", "gen_ai.request.model"];
 
 /// Values of such an attribute that name a model call (without regard to
 /// case; a JSON-quoted value is unquoted first).
@@ -92,16 +75,6 @@ pub(super) fn model_call_at(s: &SpanRecord, i: usize, key: &[u8]) -> bool {
         || super::requested_model::model_call_at(s, i, key)
 }
 
-/// Whether `key`'s last four bytes are one of [`KIND_WORDS`] (the first
-/// test of [`kind_like`]).
-#[inline]
-fn kind_word(key: &[u8]) -> bool {
-    key.last_chunk::<4>().is_some_and(|last| {
-        let last = u32::from_le_bytes(*last) | 0x2020_2020;
-        KIND_WORDS.iter().any(|w| last == u32::from_le_bytes(*w))
-    })
-}
-
 /// Whether attribute `i` of span `s`, whose key is `key`, ends like a kind
 /// and has one of `kinds` for value. Every key of every span is asked: the
 /// key first, as bytes, and the value (by its position, not looked up
@@ -113,31 +86,6 @@ fn kind_at(s: &SpanRecord, i: usize, key: &[u8], kinds: &[&str]) -> bool {
             .and_then(Val::as_str)
             .is_some_and(|t| names_kind(t, kinds))
 }
-
-/// Whether `key` ends as one of [`KIND_ENDINGS`]: each ends in one of
-/// [`KIND_WORDS`], which one look at the last four bytes tells.
-pub(super) fn kind_like(key: &[u8]) -> bool {
-    let Some(last) = key.last_chunk::<4>() else {
-        return false;
-    };
-    // Lowercase as ASCII letters: a byte that is no letter may come out as
-    // one, but none of a word's letters can come out as anything else.
-    let last = u32::from_le_bytes(*last) | 0x2020_2020;
-    if !KIND_WORDS.iter().any(|w| last == u32::from_le_bytes(*w)) {
-        return false;
-    }
-    KIND_ENDINGS.iter().any(|e| {
-        let e = e.as_bytes();
-        // The endings of the word found first, then the whole ending.
-        e.last_chunk::<4>()
-            .is_some_and(|w| u32::from_le_bytes(*w) == last)
-            && key.len() >= e.len()
-            && key[key.len() - e.len()..].eq_ignore_ascii_case(e)
-    })
-}
-
-/// The last four letters of every one of [`KIND_ENDINGS`], lowercase.
-const KIND_WORDS: [[u8; 4]; 3] = [*b"kind", *b"type", *b"name"];
 
 fn names_kind(text: &str, kinds: &[&str]) -> bool {
     let t = text.trim();
@@ -238,14 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn the_quick_looks_see_every_ending_and_word() {
-        // `kind_like` reads on only for keys ending in one of `KIND_WORDS`.
-        for e in KIND_ENDINGS {
-            assert!(KIND_WORDS.iter().any(|w| e.as_bytes().ends_with(w)), "{e}");
-            assert!(kind_like(e.as_bytes()) && kind_like(format!("acme.{e}").as_bytes()));
-            assert!(kind_like(e.to_uppercase().as_bytes()), "{e}");
-        }
-        assert!(!kind_like(b"acme.kind.x") && !kind_like(b"ind") && !kind_like(b"span.name"));
+    fn the_quick_look_sees_every_word() {
         // `side_of` compares a word's first letter, lowercased, first.
         for w in INPUT_WORDS.iter().chain(&OUTPUT_WORDS) {
             assert!(*w == w.to_lowercase(), "{w}");
@@ -254,8 +195,6 @@ mod tests {
                 "{w}"
             );
         }
-        assert!(kind_like(b"acme.SPAN.KIND") && kind_like(b"x.spanType"));
-        assert!(!kind_like(b"acme.span.kin\xc4") && !kind_like(b"span.kind\x00"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::assemble::{SpanRecord, Val};
 use crate::extract::sides::side_of;
 
 /// The attribute naming the model a request asked for.
-const REQUEST_MODEL: &str = super::bodies::KIND_KEYS[1];
+const REQUEST_MODEL: &str = super::kinds::KIND_KEYS[1];
 
 /// Whether attribute `i` of span `s`, whose key is `key`, names the
 /// requested model of a span whose request is a JSON list of messages.
@@ -30,10 +30,10 @@ pub(super) fn model_call_at(s: &SpanRecord, _i: usize, key: &[u8]) -> bool {
     key == REQUEST_MODEL.as_bytes() && !says_a_kind(s) && messages_in(s)
 }
 
-/// Whether a key of `s` ends like a kind ([`super::bodies::kind_like`]):
+/// Whether a key of `s` ends like a kind ([`super::kinds::kind_like`]):
 /// such a span says what it is, and its history is not parsed here.
 fn says_a_kind(s: &SpanRecord) -> bool {
-    s.span.attr_keys().any(super::bodies::kind_like)
+    s.span.attr_keys().any(super::kinds::kind_like)
 }
 
 /// Whether span `s` is such a span ([`model_call_at`] over its keys).
