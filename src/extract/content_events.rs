@@ -146,25 +146,11 @@ fn calls_from_content(m: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use serde_json::json;
 
     use crate::assemble::{Trace, TraceId};
+    use crate::extract::test_support::event;
     use crate::extract::Extractor;
-
-    fn event(name: &str, key: &str, text: &str) -> Event {
-        Event {
-            name: name.into(),
-            attributes: vec![KeyValue {
-                key: key.into(),
-                value: Some(AnyValue {
-                    value: Some(any_value::Value::StringValue(text.into())),
-                }),
-                ..KeyValue::default()
-            }],
-            ..Event::default()
-        }
-    }
 
     fn span(id: u8, start: u64, events: Vec<Event>) -> SpanRecord {
         let mut s = crate::extract::tests::sp(id, None, (start, start + 5), "chat", &[]);

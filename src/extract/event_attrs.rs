@@ -55,27 +55,12 @@ pub(crate) fn keys(rules: &[Rule]) -> impl Iterator<Item = String> + '_ {
 
 #[cfg(test)]
 mod tests {
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-    use opentelemetry_proto::tonic::trace::v1::span::Event;
     use serde_json::json;
 
     use crate::assemble::{Trace, TraceId};
+    use crate::extract::test_support::event;
     use crate::extract::tests::sp;
     use crate::extract::Extractor;
-
-    fn event(name: &str, key: &str, text: &str) -> Event {
-        Event {
-            name: name.into(),
-            attributes: vec![KeyValue {
-                key: key.into(),
-                value: Some(AnyValue {
-                    value: Some(any_value::Value::StringValue(text.into())),
-                }),
-                ..KeyValue::default()
-            }],
-            ..Event::default()
-        }
-    }
 
     /// A made-up vendor's OTel GenAI tool spans with their arguments (and
     /// one result) only in span events of its own names, under the keys
@@ -138,14 +123,7 @@ mod tests {
         )];
         let trace = Trace::new(TraceId([7; 16]), vec![hotel, bike, own], 0);
         let a = Extractor::default().analyze(&trace);
-        let got: Vec<_> = a
-            .calls
-            .iter()
-            .map(|c| {
-                let result = c.result.as_ref().map(|r| r.to_value());
-                (c.name.as_str(), c.args.value().cloned(), result)
-            })
-            .collect();
+        let got = crate::extract::test_support::name_args_results(&a);
         assert_eq!(
             got,
             vec![

@@ -176,14 +176,7 @@ mod tests {
         );
         let trace = Trace::new(TraceId([9; 16]), vec![s, listed, choice], 0);
         let a = Extractor::default().analyze(&trace);
-        let got: Vec<_> = a
-            .calls
-            .iter()
-            .map(|c| {
-                let result = c.result.as_ref().map(|r| r.to_value());
-                (c.name.as_str(), c.args.value().cloned(), result)
-            })
-            .collect();
+        let got = crate::extract::test_support::name_args_results(&a);
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0].0, "find_hotel");
         assert_eq!(got[0].1, Some(json!({"town": "Lyon", "ok": true})));

@@ -3,38 +3,15 @@
 //! name with the input beside it (AgentOps JS writes the OpenAI Agents
 //! SDK's function span data as `function.name`/`.input`/`.output`).
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use serde_json::json;
 
+use super::test_support::calls_in as calls;
 use super::*;
-use crate::assemble::{SpanRecord, Trace, TraceId};
+use crate::assemble::SpanRecord;
 use crate::ingest::projection::{AttrsOf, KeyFilter};
 
 fn span(id: u8, name: &str, when: (u64, u64), attrs: &[(&str, &str)]) -> SpanRecord {
-    let attributes = attrs
-        .iter()
-        .map(|(k, v)| KeyValue {
-            key: k.to_string(),
-            value: Some(AnyValue {
-                value: Some(any_value::Value::StringValue(v.to_string())),
-            }),
-            ..Default::default()
-        })
-        .collect();
-    let parent = (id > 1).then_some(1);
-    super::test_support::span_of(id, parent, name, when, attributes)
-}
-
-/// `(name, arguments, result, convention)` of each call.
-fn calls(spans: Vec<SpanRecord>) -> Vec<(String, Option<Value>, Option<Value>, String)> {
-    Extractor::default()
-        .extract(&Trace::new(TraceId([7; 16]), spans, 0))
-        .into_iter()
-        .map(|c| {
-            let result = c.result.as_ref().map(CallResult::to_value);
-            (c.name, c.args.value().cloned(), result, c.convention)
-        })
-        .collect()
+    super::tests::sp(id, (id > 1).then_some(1), when, name, attrs)
 }
 
 #[test]

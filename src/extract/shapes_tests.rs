@@ -10,8 +10,9 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::json;
 
+use super::test_support::calls_in as calls;
 use super::*;
-use crate::assemble::{SpanRecord, Trace, TraceId};
+use crate::assemble::SpanRecord;
 
 fn kv(key: &str, v: &str) -> KeyValue {
     KeyValue {
@@ -39,18 +40,6 @@ fn span(id: u8, name: &str, start: u64, attrs: &[(&str, &str)]) -> SpanRecord {
         resource: Arc::new(Resource::default()),
         scope: Arc::new(InstrumentationScope::default()),
     }
-}
-
-/// `(name, arguments, result, convention)` of each call.
-fn calls(spans: Vec<SpanRecord>) -> Vec<(String, Option<Value>, Option<Value>, String)> {
-    Extractor::default()
-        .extract(&Trace::new(TraceId([7; 16]), spans, 0))
-        .into_iter()
-        .map(|c| {
-            let result = c.result.as_ref().map(CallResult::to_value);
-            (c.name, c.args.value().cloned(), result, c.convention)
-        })
-        .collect()
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::Value;
 
@@ -94,4 +95,45 @@ pub(crate) fn read_in_order(traces: Vec<Trace>) -> Vec<Analysis> {
     }
     out.extend(carry.finish());
     out
+}
+
+/// A span event `name` with one string attribute `key` = `text`.
+pub(crate) fn event(name: &str, key: &str, text: &str) -> Event {
+    Event {
+        name: name.into(),
+        attributes: vec![KeyValue {
+            key: key.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(text.into())),
+            }),
+            ..KeyValue::default()
+        }],
+        ..Event::default()
+    }
+}
+
+/// `(name, arguments, result)` of each call `a` read.
+pub(crate) fn name_args_results(a: &Analysis) -> Vec<(&str, Option<Value>, Option<Value>)> {
+    a.calls
+        .iter()
+        .map(|c| {
+            let result = c.result.as_ref().map(CallResult::to_value);
+            (c.name.as_str(), c.args.value().cloned(), result)
+        })
+        .collect()
+}
+
+/// `(name, arguments, result, convention)` of each call of `spans`, in a
+/// trace of their own; `None` where the call has none.
+pub(crate) fn calls_in(
+    spans: Vec<SpanRecord>,
+) -> Vec<(String, Option<Value>, Option<Value>, String)> {
+    Extractor::default()
+        .extract(&Trace::new(TraceId([7; 16]), spans, 0))
+        .into_iter()
+        .map(|c| {
+            let result = c.result.as_ref().map(CallResult::to_value);
+            (c.name, c.args.value().cloned(), result, c.convention)
+        })
+        .collect()
 }
