@@ -97,7 +97,6 @@ fn blocks_text(o: &Map<String, Value>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use serde_json::json;
 
     use crate::assemble::{Trace, TraceId};
@@ -106,17 +105,11 @@ mod tests {
 
     fn span(id: u8, start: u64, event: &str, messages: &Value) -> SpanRecord {
         let mut s = crate::extract::tests::sp(id, Some(9), (start, start + 5), "Acme.chat", &[]);
-        s.span.events = vec![Event {
-            name: event.into(),
-            attributes: vec![KeyValue {
-                key: EVENT_KEY.into(),
-                value: Some(AnyValue {
-                    value: Some(any_value::Value::StringValue(messages.to_string())),
-                }),
-                ..KeyValue::default()
-            }],
-            ..Event::default()
-        }];
+        s.span.events = vec![crate::extract::test_support::event(
+            event,
+            EVENT_KEY,
+            &messages.to_string(),
+        )];
         s
     }
 
