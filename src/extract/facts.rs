@@ -476,7 +476,8 @@ pub fn tools_of(trace: &Trace) -> Vec<ToolDef> {
 /// borrowed from the list it was read in (most from the per-thread cache
 /// of parsed lists): what an inspect row shows, with no definition (and
 /// its parameters' schema) copied for it. Written as a JSON list of
-/// [`ToolDef`]s.
+/// [`ToolDef`]s, from their remembered JSON text: a serializer other than
+/// serde_json's takes [`OfferedTools::iter`]'s definitions instead.
 #[derive(Debug, Default)]
 pub struct OfferedTools {
     lists: Vec<Rc<ToolList>>,

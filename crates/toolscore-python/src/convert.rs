@@ -76,9 +76,12 @@ pub fn inspect_row<'py>(py: Python<'py>, row: &InspectRow<'_>) -> PyResult<Bound
         intern!(py, "agent_runs"),
         pythonize::pythonize(py, agent_runs)?,
     )?;
+    // The definitions themselves: the row's own `Serialize` writes each
+    // from its remembered JSON text, which only a JSON writer can take.
+    let offered: Vec<_> = available_tools.iter().collect();
     d.set_item(
         intern!(py, "available_tools"),
-        pythonize::pythonize(py, available_tools)?,
+        pythonize::pythonize(py, &offered)?,
     )?;
     if let Some(c) = cases {
         d.set_item(intern!(py, "cases"), value(py, c)?)?;
