@@ -185,10 +185,14 @@ pub(crate) fn runs_ask(span: &Echo, ask: &OpenAsk) -> bool {
         && span.name != ask.asked.name
         && ask.end_time_unix_nano <= span.start
         && (span.args.is_null() || same_args(&span.args, &ask.asked.args))
-        && span
-            .resource
-            .as_deref()
-            .is_some_and(|r| resource_key(r) == ask.run)
+        && in_run_of(span, ask)
+}
+
+/// Whether `span` ran in the process whose model output asked for `ask`.
+fn in_run_of(span: &Echo, ask: &OpenAsk) -> bool {
+    span.resource
+        .as_deref()
+        .is_some_and(|r| resource_key(r) == ask.run)
 }
 
 /// The carried entry saying that `span` ran `ask` ([`runs_ask`]).
@@ -223,10 +227,7 @@ pub(crate) fn renders_ask(span: &Echo, ask: &OpenAsk) -> bool {
         && span.name == ask.asked.name
         && ask.end_time_unix_nano <= span.start
         && super::merge::bare_field(&span.args, &ask.asked.args)
-        && span
-            .resource
-            .as_deref()
-            .is_some_and(|r| resource_key(r) == ask.run)
+        && in_run_of(span, ask)
 }
 
 /// The carried entry saying that `span` ran `ask` and takes its arguments

@@ -2,43 +2,15 @@
 //! instrumentation writes them (docs/conventions.md, "Coverage"): the
 //! expected arguments are what the tool received.
 
-use std::sync::Arc;
-
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
-use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::json;
 
 use super::*;
 use crate::assemble::{SpanRecord, Trace, TraceId};
 
-fn kv(key: &str, v: &str) -> KeyValue {
-    KeyValue {
-        key: key.to_string(),
-        value: Some(AnyValue {
-            value: Some(any_value::Value::StringValue(v.to_string())),
-        }),
-        ..Default::default()
-    }
-}
-
 /// One span (id `id`, child of `parent`) with string attributes.
 pub(crate) fn span(id: u8, parent: Option<u8>, name: &str, attrs: &[(&str, &str)]) -> SpanRecord {
-    SpanRecord {
-        span_id: SpanId([id; 8]),
-        parent: parent.map(|p| SpanId([p; 8])),
-        span: Span {
-            span_id: vec![id; 8],
-            name: name.to_string(),
-            start_time_unix_nano: u64::from(id) * 100,
-            end_time_unix_nano: u64::from(id) * 100 + 50,
-            attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
-            ..Default::default()
-        }
-        .into(),
-        resource: Arc::new(Resource::default()),
-        scope: Arc::new(InstrumentationScope::default()),
-    }
+    let start = u64::from(id) * 100;
+    super::tests::sp(id, parent, (start, start + 50), name, attrs)
 }
 
 pub(crate) fn trace(spans: Vec<SpanRecord>) -> Trace {
