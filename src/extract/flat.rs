@@ -67,7 +67,26 @@ fn object_under(prefix: &str, s: &SpanRecord) -> Option<Value> {
         let value = value.map_or(Value::Null, any_to_json);
         insert(&mut out, &parts, value);
     }
-    (!out.is_empty()).then_some(Value::Object(out))
+    (!out.is_empty()).then(|| lists(Value::Object(out)))
+}
+
+/// `v` with every object whose keys are exactly `0` to `n-1` made a list
+/// in that order: how a list is flattened (`result.content.0.text`, MCP's
+/// `CallToolResult`), so that a wrapper of the list's shape applies.
+fn lists(v: Value) -> Value {
+    let Value::Object(map) = v else {
+        return v;
+    };
+    let indexed = (0..map.len()).all(|i| map.contains_key(i.to_string().as_str()));
+    if indexed && !map.is_empty() {
+        let mut map = map;
+        (0..map.len())
+            .filter_map(|i| map.remove(i.to_string().as_str()))
+            .map(lists)
+            .collect()
+    } else {
+        Value::Object(map.into_iter().map(|(k, x)| (k, lists(x))).collect())
+    }
 }
 
 /// Sets `parts` in `map` to `value`, unless the path is taken.

@@ -167,6 +167,7 @@ fn nested(base: u8, at: u64, id: &str, pier: &str) -> Vec<SpanRecord> {
             &[
                 ("gen_ai.tool.name", "moor_boat"),
                 ("arguments.pier", pier),
+                ("result.content.0.type", "text"),
                 ("result.content.0.text", "moored"),
             ],
         ),
@@ -183,6 +184,8 @@ fn nested_records_of_one_call_are_one_call_and_parallel_calls_stay_two() {
     let got = calls_of(1, spans);
     let args: Vec<&Value> = got.iter().map(|c| &c.1).collect();
     assert_eq!(args, [&json!({"pier": "West"}), &json!({"pier": "East"})]);
+    // The inner record's result (no model span here to give one).
+    assert!(got.iter().all(|c| c.2 == json!("moored")), "{got:?}");
     // The same arguments one after the other: still two calls.
     let mut spans = vec![sp(9, None, (0, 100), "execute_many", &[])];
     spans.extend(nested(10, 10, "call_a", "West"));
@@ -236,4 +239,36 @@ fn any_namespace_starts_the_key_of_a_flat_source_only() {
             "{attr} {flat}"
         );
     }
+}
+
+#[test]
+fn a_result_flattened_as_a_list_of_content_blocks_is_its_text() {
+    let spans = vec![
+        sp(
+            1,
+            None,
+            (10, 20),
+            "Skiff.call_tool",
+            &[
+                ("gen_ai.tool.name", "moor_boat"),
+                ("result.isError", "false"),
+                ("result.content.0.type", "text"),
+                ("result.content.0.text", "{'berth': 'B4', 'fee': 12}"),
+            ],
+        ),
+        sp(
+            2,
+            None,
+            (30, 40),
+            "Skiff.call_tool",
+            &[
+                ("gen_ai.tool.name", "moor_boat"),
+                // Not a list: index 1 without 0.
+                ("result.content.1.text", "late"),
+            ],
+        ),
+    ];
+    let got = calls_of(1, spans);
+    assert_eq!(got[0].2, json!({"berth": "B4", "fee": 12}));
+    assert_eq!(got[1].2, json!({"content": {"1": {"text": "late"}}}));
 }
