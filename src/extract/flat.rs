@@ -35,6 +35,14 @@ pub(crate) fn object(prefix: &str, s: &SpanRecord) -> Option<Value> {
     }
 }
 
+/// The key a source of key `key` reads on `s`, for `inspect --explain`:
+/// an `{any}` prefix as the namespace found (`request.params.arguments`).
+pub(crate) fn key_read(key: &str, s: &SpanRecord) -> String {
+    key.strip_prefix(ANY)
+        .and_then(|rest| namespaced(rest, s))
+        .unwrap_or_else(|| key.to_string())
+}
+
 /// The prefix `<ns><rest>` of the first attribute key of `s` that holds
 /// `<rest>.` at its start or after a `.`.
 fn namespaced(rest: &str, s: &SpanRecord) -> Option<String> {

@@ -272,3 +272,40 @@ fn a_result_flattened_as_a_list_of_content_blocks_is_its_text() {
     assert_eq!(got[0].2, json!({"berth": "B4", "fee": 12}));
     assert_eq!(got[1].2, json!({"content": {"1": {"text": "late"}}}));
 }
+
+#[test]
+fn a_kind_marked_span_reads_them_and_explain_names_the_prefix_found() {
+    use crate::assemble::{Trace, TraceId};
+    let t = Trace::new(
+        TraceId([1; 16]),
+        vec![sp(
+            1,
+            None,
+            (0, 10),
+            "moor_boat",
+            &[
+                ("zeta.span.kind", "tool"),
+                ("zeta.call.kwargs.pier", "West"),
+                ("zeta.result.content.0.type", "text"),
+                ("zeta.result.content.0.text", "{'berth': 'B4'}"),
+            ],
+        )],
+        0,
+    );
+    let x = super::Extractor::default();
+    let calls = x.extract(&t);
+    assert_eq!(calls[0].args.value(), Some(&json!({"pier": "West"})));
+    let result = calls[0].result.as_ref().map(super::CallResult::to_value);
+    assert_eq!(result, Some(json!({"berth": "B4"})));
+    let m = x.explain(&t)[0].matched.clone().expect("matched");
+    assert_eq!(m.rule, "tool-kind");
+    assert_eq!(
+        m.read,
+        vec![
+            "zeta.span.kind",
+            "span name",
+            "zeta.call.kwargs",
+            "zeta.result"
+        ]
+    );
+}
