@@ -394,7 +394,7 @@ fn read_by(rule: &Rule, key: &str, s: &SpanRecord) -> Vec<String> {
         (rule.result.iter().chain(&in_events)).find(|src| value_noting(src, s, None).is_some());
     for src in [name, args, result].into_iter().flatten() {
         out.push(match &src.field {
-            Field::Attr(k) => k.clone(),
+            Field::Attr(k) => super::flat::key_read(k, s),
             Field::Event { event, attr } => format!("event {event}.{attr}"),
             Field::EventSide(side) => super::event_side::found(*side, s)
                 .unwrap_or_else(|| super::rules::event_side_text(Some(*side)).to_string()),

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::rules::{Field, Rule, NS};
+use super::rules::{Field, Rule, Source, NS};
 use super::source::any_to_json;
 use crate::assemble::SpanRecord;
 use crate::ingest::projection::Projection;
@@ -15,11 +15,51 @@ use crate::ingest::projection::Projection;
 /// SDKs seen nest two levels).
 const MAX_DEPTH: usize = 8;
 
+/// The placeholder, at the start of a `flat` source's key, for any
+/// namespace: `{any}arguments` reads `arguments.town`,
+/// `request.params.arguments.town` or `ai.observability.call.kwargs.town`
+/// (with `{any}call.kwargs`), whoever wrote the prefix before it.
+pub const ANY: &str = "{any}";
+
 /// The object the attributes `prefix.<key>[.<sub>...]` of span `s` write,
 /// `None` when there is none. A path that runs into a value already set
 /// (`result = "x"` and `result.a = 1`), or has an empty part, is left out:
-/// the first attribute wins.
+/// the first attribute wins. A prefix `{any}<rest>` ([`ANY`]) stands for
+/// `<rest>` bare or after a namespace ending in `.`: the namespace of the
+/// first attribute that has one, so two writers' copies (mcp-agent's
+/// `arguments.town` beside `request.params.arguments.town`) are not mixed.
 pub(crate) fn object(prefix: &str, s: &SpanRecord) -> Option<Value> {
+    match prefix.strip_prefix(ANY) {
+        Some(rest) => object_under(&namespaced(rest, s)?, s),
+        None => object_under(prefix, s),
+    }
+}
+
+/// The key a source of key `key` reads on `s`, for `inspect --explain`:
+/// an `{any}` prefix as the namespace found (`request.params.arguments`).
+pub(crate) fn key_read(key: &str, s: &SpanRecord) -> String {
+    key.strip_prefix(ANY)
+        .and_then(|rest| namespaced(rest, s))
+        .unwrap_or_else(|| key.to_string())
+}
+
+/// The prefix `<ns><rest>` of the first attribute key of `s` that holds
+/// `<rest>.` at its start or after a `.`.
+fn namespaced(rest: &str, s: &SpanRecord) -> Option<String> {
+    let needle = format!("{rest}.");
+    s.span.attr_keys().find_map(|key| {
+        let key = std::str::from_utf8(key).ok()?;
+        let at = key
+            .match_indices(needle.as_str())
+            .map(|(at, _)| at)
+            .find(|&at| at == 0 || key.as_bytes()[at - 1] == b'.')?;
+        // A key that ends at the prefix holds no field.
+        (key.len() > at + needle.len()).then(|| key[..at + rest.len()].to_string())
+    })
+}
+
+/// [`object`] under one exact prefix.
+fn object_under(prefix: &str, s: &SpanRecord) -> Option<Value> {
     let mut out = Map::new();
     for (key, value) in s.span.attributes() {
         let Some(path) = key
@@ -35,7 +75,26 @@ pub(crate) fn object(prefix: &str, s: &SpanRecord) -> Option<Value> {
         let value = value.map_or(Value::Null, any_to_json);
         insert(&mut out, &parts, value);
     }
-    (!out.is_empty()).then_some(Value::Object(out))
+    (!out.is_empty()).then(|| lists(Value::Object(out)))
+}
+
+/// `v` with every object whose keys are exactly `0` to `n-1` made a list
+/// in that order: how a list is flattened (`result.content.0.text`, MCP's
+/// `CallToolResult`), so that a wrapper of the list's shape applies.
+fn lists(v: Value) -> Value {
+    let Value::Object(map) = v else {
+        return v;
+    };
+    let indexed = (0..map.len()).all(|i| map.contains_key(i.to_string().as_str()));
+    if indexed && !map.is_empty() {
+        let mut map = map;
+        (0..map.len())
+            .filter_map(|i| map.remove(i.to_string().as_str()))
+            .map(lists)
+            .collect()
+    } else {
+        Value::Object(map.into_iter().map(|(k, x)| (k, lists(x))).collect())
+    }
 }
 
 /// Sets `parts` in `map` to `value`, unless the path is taken.
@@ -54,11 +113,20 @@ fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) {
     at.entry(last).or_insert(value);
 }
 
+/// What a `flat` source's key says after [`ANY`], if it starts with it.
+fn any_key(src: &Source) -> Option<&str> {
+    match &src.field {
+        Field::Attr(key) => key.strip_prefix(ANY),
+        _ => None,
+    }
+}
+
 /// A projection keeping what the family rules among `rules` read beyond
 /// their keys' last parts: the family keys after a namespace ending in `_`
 /// (`honeyhive_` of `honeyhive_event_type`), and the keys of their `flat`
 /// sources, by the last part of each source key and a dot (`inputs.` of
-/// `{ns}data.inputs`).
+/// `{ns}data.inputs`); and the keys of any rule's `{any}` sources, by what
+/// follows the placeholder and a dot (`arguments.`).
 pub(crate) fn family_projection(rules: &[Rule]) -> Projection {
     let mut tails = Vec::new();
     let mut infixes = Vec::new();
@@ -77,10 +145,20 @@ pub(crate) fn family_projection(rules: &[Rule]) -> Projection {
         let flat = r.args.iter().chain(&r.result).filter(|s| s.flat);
         for src in flat {
             if let Field::Attr(key) = &src.field {
+                if key.starts_with(ANY) {
+                    continue; // below, for every rule
+                }
                 let key = key.rsplit(NS).next().unwrap_or(key);
                 let last = key.rsplit('.').next().unwrap_or(key);
                 infixes.push(format!("{last}."));
             }
+        }
+    }
+    // Any rule's `{any}` sources, by their whole key after the placeholder.
+    let any_ns = rules.iter().flat_map(|r| r.args.iter().chain(&r.result));
+    for src in any_ns.filter(|s| s.flat) {
+        if let Some(rest) = any_key(src) {
+            infixes.push(format!("{rest}."));
         }
     }
     for v in [&mut tails, &mut infixes] {

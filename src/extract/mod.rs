@@ -24,6 +24,9 @@ mod event_side;
 pub mod explain;
 pub mod facts;
 mod flat;
+#[cfg(test)]
+mod flat_args_tests;
+mod flat_types;
 mod genai_events;
 #[cfg(test)]
 mod generic_tests;
@@ -443,7 +446,7 @@ impl Extractor {
             }
         }
         // A family rule's keys are known by their ending only (`span_tails`).
-        keys.retain(|k| !k.contains(rules::NS));
+        keys.retain(|k| !k.contains(rules::NS) && !k.starts_with(flat::ANY));
         keys.extend(source::call_id_keys().iter().cloned());
         let conversation_keys = conversation::MODEL_MARKERS
             .iter()
@@ -785,6 +788,9 @@ impl Extractor {
                 }
             }
             if let Some(mut v) = value_of(src, s) {
+                if src.flat {
+                    flat_types::by_schema(&mut v, trace, name);
+                }
                 let at = (i, name);
                 if !undeclared::strip_read(&mut v, src, s, at, requests, trace) {
                     args_text = raw_string(&src.field, s);

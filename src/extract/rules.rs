@@ -1117,6 +1117,15 @@ fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, R
             "`flat` reads the attributes under `attr`: no `event`, `span_name` or `pattern`",
         ));
     }
+    if let Some(a) = s.attr.as_deref().filter(|a| a.contains(super::flat::ANY)) {
+        let rest = a.strip_prefix(super::flat::ANY).unwrap_or(a);
+        if !s.flat || rest.is_empty() || rest.contains(super::flat::ANY) || s.event.is_some() {
+            return Err(invalid(
+                rule,
+                "`{any}` starts the key of a `flat` attribute source, once",
+            ));
+        }
+    }
     if s.decode == Decode::JsonIfMime && s.mime_attr.is_none() {
         return Err(invalid(
             rule,

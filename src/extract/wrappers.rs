@@ -72,7 +72,10 @@ pub(crate) fn value_noting(
             return None;
         };
         let v = super::flat::object(key, s)?;
-        return not_schema(src, unwrap(src, s, v, &mut note)?);
+        // A text left by a wrapper may be a Python literal (a source that
+        // decodes: `str()` of a dict in MCP text content).
+        let v = repr_in_string(src, unwrap(src, s, v, &mut note)?, &mut note);
+        return not_schema(src, v);
     }
     let text = match &src.field {
         Field::SpanName => Cow::Borrowed(s.span.name()),
