@@ -671,3 +671,56 @@ fn a_framework_s_tool_keys_name_a_span_its_marker_names_by_kind() {
         )]
     );
 }
+
+#[test]
+fn a_traced_functions_return_value_is_the_result_in_any_namespace() {
+    let spans = vec![
+        span(
+            1,
+            None,
+            "book_room",
+            (10, 20),
+            &[
+                ("quill.span_type", "tool"),
+                ("quill.call.function", "hotel.book_room"),
+                ("quill.input", r#"{"floor": 2}"#),
+                ("quill.call.return", "booked"),
+            ],
+        ),
+        // The return value as the `repr()` of a graph node's state update.
+        span(
+            2,
+            None,
+            "find_room",
+            (30, 40),
+            &[
+                ("quill.span_type", "tool"),
+                ("quill.input", r#"{"floor": 3}"#),
+                (
+                    "quill.call.return",
+                    r#"{'messages': [ToolMessage(content='{"room": 31}', name='find_room', tool_call_id='q_2')]}"#,
+                ),
+            ],
+        ),
+    ];
+    assert_eq!(
+        calls(spans),
+        vec![
+            call(
+                "book_room",
+                json!({"floor": 2}),
+                json!("booked"),
+                "tool-kind"
+            ),
+            call(
+                "find_room",
+                json!({"floor": 3}),
+                json!({"room": 31}),
+                "tool-kind"
+            ),
+        ]
+    );
+    // Decoding keeps the key in any namespace, whatever its value.
+    let p = Extractor::default().projection(Vec::new());
+    assert!(p.keep(AttrsOf::Span, "quill.call.return"));
+}

@@ -8,6 +8,7 @@
 
 mod args;
 mod borrowed;
+mod call_input;
 mod canonical;
 mod carried;
 pub mod carry;
@@ -616,6 +617,7 @@ impl Extractor {
         containers::demote(&mut spans);
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
+        call_input::fill(trace, &mut out.calls);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
