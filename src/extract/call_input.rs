@@ -42,6 +42,19 @@ pub(crate) fn fill(trace: &Trace, calls: &mut [ToolCall]) {
     }
 }
 
+/// The tool's own name for a call named `name` on span `s`, when `name`
+/// is a wrapper's method and the span's input record or own name gives
+/// one, with where it came from (`inspect --explain`).
+pub(crate) fn named(name: &str, s: &SpanRecord) -> Option<(String, &'static str)> {
+    if !is_wrapper_method(name) {
+        return None;
+    }
+    match record_in(s) {
+        Some((n, ..)) => Some((n, "input")),
+        None => is_tool_name(s.span.name()).then(|| (s.span.name().to_string(), "span name")),
+    }
+}
+
 /// Whether `name` reads as a model's tool name: a word of letters, digits,
 /// `_` and `-`, starting with a letter or `_`.
 fn is_tool_name(name: &str) -> bool {
