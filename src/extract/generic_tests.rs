@@ -724,3 +724,51 @@ fn a_traced_functions_return_value_is_the_result_in_any_namespace() {
     let p = Extractor::default().projection(Vec::new());
     assert!(p.keep(AttrsOf::Span, "quill.call.return"));
 }
+
+#[test]
+fn a_named_rule_without_a_result_takes_it_beside_the_vendors_marker() {
+    let genai = |id: u8, extra: &[(&'static str, &'static str)]| {
+        let mut attrs = vec![
+            ("gen_ai.tool.name", "find_room"),
+            ("quill.span_type", "tool"),
+            ("quill.call.return", r#"{"room": 12}"#),
+        ];
+        attrs.extend_from_slice(extra);
+        span(
+            id,
+            None,
+            "find_room",
+            (u64::from(id) * 10, u64::from(id) * 10 + 5),
+            &attrs,
+        )
+    };
+    let got: Vec<(String, Option<Value>)> = calls(vec![
+        // otel-genai-no-operation finds no result: the namespace's.
+        genai(1, &[]),
+        // Its own result key wins.
+        genai(2, &[("gen_ai.tool.call.result", r#"{"room": 7}"#)]),
+        // No marker: no namespace to read.
+        span(
+            3,
+            None,
+            "find_room",
+            (30, 35),
+            &[
+                ("gen_ai.tool.name", "find_room"),
+                ("quill.call.return", "x"),
+            ],
+        ),
+    ])
+    .into_iter()
+    .map(|(name, _, result, rule)| (format!("{name} [{rule}]"), result))
+    .collect();
+    let rule = "find_room [otel-genai-no-operation]".to_string();
+    assert_eq!(
+        got,
+        vec![
+            (rule.clone(), Some(json!({"room": 12}))),
+            (rule.clone(), Some(json!({"room": 7}))),
+            (rule, None),
+        ]
+    );
+}

@@ -45,6 +45,7 @@ mod literal;
 mod logged_args;
 mod merge;
 mod next_results;
+mod ns_result;
 mod open;
 pub mod requested;
 #[cfg(test)]
@@ -682,6 +683,12 @@ impl Extractor {
         let mut out = Analysis::default();
         // Built on first need: only calls with unnamed arguments read it.
         let mut requests: Option<requested::Requests> = None;
+        // The generic tool-kind rule, whose namespace sources give a result
+        // no other rule found (`ns_result`).
+        let generic =
+            self.rules.iter().rev().find(|r| {
+                r.kind() == Kind::Tool && r.family.as_ref().is_some_and(|f| !f.names_span)
+            });
         for (i, s) in trace.spans.iter().enumerate() {
             let (Some(r), Some(name)) = (spans.rule_of[i], &spans.names[i]) else {
                 continue;
@@ -732,10 +739,12 @@ impl Extractor {
                 name: name.clone(),
                 args,
                 result: if self.results {
-                    (rule.result.iter().find_map(|src| result_of(src, s))).or_else(|| {
-                        let in_events = event_attrs::sources(&rule.result, s);
-                        in_events.iter().find_map(|src| result_of(src, s))
-                    })
+                    (rule.result.iter().find_map(|src| result_of(src, s)))
+                        .or_else(|| {
+                            let in_events = event_attrs::sources(&rule.result, s);
+                            in_events.iter().find_map(|src| result_of(src, s))
+                        })
+                        .or_else(|| ns_result::of(generic, rule, s))
                 } else {
                     None
                 },
