@@ -31,11 +31,10 @@ pub(crate) fn fill(trace: &Trace, calls: &mut [ToolCall]) {
             continue;
         };
         let own = s.span.name();
-        if let Some((name, args, id)) = record_in(s) {
+        if let Some((name, args)) = record_in(s) {
             call.span_name = (own != name).then(|| own.to_string());
             call.name = name;
             call.args = CallArgs::Value(args);
-            call.call_id = call.call_id.take().or(id);
         } else if is_tool_name(own) {
             call.name = own.to_string();
         }
@@ -65,8 +64,10 @@ fn is_tool_name(name: &str) -> bool {
 }
 
 /// The one tool-call record under an input-like key of `s` (the key
-/// `input`, or one ending in `.input`): name, arguments and call id.
-fn record_in(s: &SpanRecord) -> Option<(String, Value, Option<String>)> {
+/// `input`, or one ending in `.input`): name and arguments. (Its call id
+/// is left: a tool span's call joins the model's request by its span's
+/// call id key, else by name or equal arguments.)
+fn record_in(s: &SpanRecord) -> Option<(String, Value)> {
     s.span.attributes().find_map(|(key, value)| {
         if key != "input" && !key.ends_with(".input") {
             return None;
@@ -86,9 +87,9 @@ fn record_in(s: &SpanRecord) -> Option<(String, Value, Option<String>)> {
 }
 
 /// A tool-call record `{"name", "args" | "arguments", "id"?, "type"?}`
-/// (arguments an object or its JSON text; no other key) as its name,
-/// arguments and id.
-fn record(mut o: Map<String, Value>) -> Option<(String, Value, Option<String>)> {
+/// (arguments an object or its JSON text; no other key) as its name and
+/// arguments.
+fn record(mut o: Map<String, Value>) -> Option<(String, Value)> {
     let args_key = ["args", "arguments"]
         .into_iter()
         .find(|k| o.contains_key(*k))?;
@@ -113,11 +114,7 @@ fn record(mut o: Map<String, Value>) -> Option<(String, Value, Option<String>)> 
         },
         _ => return None,
     };
-    let id = match o.remove("id") {
-        Some(Value::String(id)) if !id.is_empty() => Some(id),
-        _ => None,
-    };
-    Some((name, args, id))
+    Some((name, args))
 }
 
 #[cfg(test)]
