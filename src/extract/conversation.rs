@@ -953,8 +953,7 @@ fn rebuild(
             }
         })
         .collect();
-    order::pair_noting(trace, asked, &mut requests, &mut out.notes);
-    echoed::rekey(trace, asked, &mut requests, &mut out.notes);
+    echoed::pair_noting(trace, asked, &mut requests, &mut out.notes);
     if carried.is_some() {
         idless::key_by_name(trace, &mut requests);
     }

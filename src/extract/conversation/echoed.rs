@@ -37,15 +37,23 @@ pub(super) fn one_turn(before: &[Asked], calls: &[Asked]) -> bool {
     !before.is_empty() && !calls.is_empty()
 }
 
-/// Gives the calls each output in `asked` asked for the results that the
-/// first later request carries for its echo of them under other ids (see
-/// the module's doc), noting it in `notes`.
-pub(super) fn rekey(
+/// The pairings of results that do not go by call id, noted in `notes`:
+/// results without ids by order ([`super::order::pair_noting`]), then
+/// turns echoed under other ids ([`rekey`]).
+pub(super) fn pair_noting(
     trace: &Trace,
     asked: &[AskedAt],
     requests: &mut [Request],
     notes: &mut Vec<String>,
 ) {
+    super::order::pair_noting(trace, asked, requests, notes);
+    rekey(trace, asked, requests, notes);
+}
+
+/// Gives the calls each output in `asked` asked for the results that the
+/// first later request carries for its echo of them under other ids (see
+/// the module's doc), noting it in `notes`.
+fn rekey(trace: &Trace, asked: &[AskedAt], requests: &mut [Request], notes: &mut Vec<String>) {
     let (answered, repeated) = seen_ids(requests);
     let asked_ids: HashSet<&str> = asked.iter().filter_map(|a| a.asked.id.as_deref()).collect();
     let mut renames: Vec<(usize, HashMap<String, String>)> = Vec::new();
