@@ -55,6 +55,7 @@ use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 mod afc;
 mod bodies;
 mod call_words;
+mod echoed;
 mod flat_events;
 mod flat_fields;
 mod hollow;
@@ -650,7 +651,8 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             idless::number_turn(&mut calls, out.history.len());
             let first = out.history.len();
             out.history.extend(calls.iter().cloned());
-            let continued = role == RESPONSES_CALL && model_spoke;
+            let continued =
+                model_spoke && (role == RESPONSES_CALL || echoed::one_turn(&last_turn, &calls));
             turns.model(first..out.history.len(), out.answers.len(), continued);
             if continued {
                 last_turn.extend(calls);
@@ -951,7 +953,7 @@ fn rebuild(
             }
         })
         .collect();
-    order::pair_noting(trace, asked, &mut requests, &mut out.notes);
+    echoed::pair_noting(trace, asked, &mut requests, &mut out.notes);
     if carried.is_some() {
         idless::key_by_name(trace, &mut requests);
     }

@@ -118,8 +118,40 @@ pub(crate) fn text_envelope(v: Value) -> Result<Value, Value> {
                 _ => Err(Value::Object(o)),
             }
         }
-        Value::String(_) => message_repr(v),
+        Value::String(_) => message_repr(v).or_else(state_repr),
         other => Err(other),
+    }
+}
+
+/// The `repr()` of a tool message instance (`ToolMessage(content='...',
+/// tool_call_id='...')`), alone or as the one message of a graph state's
+/// update (`{'messages': [ToolMessage(...)]}`: LangGraph's tool node
+/// returns it, TruLens records its `repr()`) -> the content (JSON-decoded).
+fn state_repr(v: Value) -> Result<Value, Value> {
+    let Value::String(text) = &v else {
+        return Err(v);
+    };
+    let t = text.trim_start();
+    if !(t.starts_with('{') || t.starts_with(|c: char| c.is_ascii_uppercase())) {
+        return Err(v);
+    }
+    let Some(parsed) = super::literal::parse_with_reprs(t) else {
+        return Err(v);
+    };
+    let message = match &parsed {
+        Value::Object(o) if o.len() == 1 => match o.get("messages") {
+            Some(Value::Array(list)) if list.len() == 1 => &list[0],
+            _ => return Err(v),
+        },
+        one => one,
+    };
+    let content = message.as_object().and_then(|m| {
+        let class = m.get(super::literal::CLASS_KEY)?;
+        (class.is_string() && m.contains_key("tool_call_id")).then(|| m.get("content"))?
+    });
+    match content {
+        Some(c) => Ok(json_in_string(c.clone())),
+        None => Err(v),
     }
 }
 
@@ -437,6 +469,19 @@ mod tests {
             text_envelope(json!({"result": "content='done' tool_call_id='t-2'"})),
             Ok(json!("done"))
         );
+    }
+
+    #[test]
+    fn a_tool_message_instance_repr_gives_its_content_alone_or_as_a_state_update() {
+        let one = "ToolMessage(content='{\"seats\": 2}', name='book', tool_call_id='tc_1')";
+        assert_eq!(text_envelope(json!(one)), Ok(json!({"seats": 2})));
+        let state = format!("{{'messages': [{one}]}}");
+        assert_eq!(text_envelope(json!(state)), Ok(json!({"seats": 2})));
+        let plain = "{'messages': [ToolMessage(content='ok', name='book', tool_call_id='a'), ToolMessage(content='ok', name='book', tool_call_id='b')]}";
+        assert!(text_envelope(json!(plain)).is_err());
+        let no_id = "Reply(content='ok', name='book')";
+        assert!(text_envelope(json!(no_id)).is_err());
+        assert!(text_envelope(json!("{'content': 'ok', 'tool_call_id': 'a'}")).is_err());
     }
 
     #[test]

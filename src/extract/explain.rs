@@ -224,7 +224,9 @@ impl Extractor {
                     Kind::Agent => false,
                 };
                 let behind = match (self.role_of(Some(i)), &name) {
-                    (Role::Call, Some(n)) => wrapper_names::tool_name(n, s),
+                    (Role::Call, Some(n)) => {
+                        wrapper_names::tool_name(n, s).or_else(|| super::call_input::named(n, s))
+                    }
                     _ => None,
                 };
                 let name_behind_wrapper = behind.as_ref().map(|&(_, key)| key);

@@ -671,3 +671,104 @@ fn a_framework_s_tool_keys_name_a_span_its_marker_names_by_kind() {
         )]
     );
 }
+
+#[test]
+fn a_traced_functions_return_value_is_the_result_in_any_namespace() {
+    let spans = vec![
+        span(
+            1,
+            None,
+            "book_room",
+            (10, 20),
+            &[
+                ("quill.span_type", "tool"),
+                ("quill.call.function", "hotel.book_room"),
+                ("quill.input", r#"{"floor": 2}"#),
+                ("quill.call.return", "booked"),
+            ],
+        ),
+        // The return value as the `repr()` of a graph node's state update.
+        span(
+            2,
+            None,
+            "find_room",
+            (30, 40),
+            &[
+                ("quill.span_type", "tool"),
+                ("quill.input", r#"{"floor": 3}"#),
+                (
+                    "quill.call.return",
+                    r#"{'messages': [ToolMessage(content='{"room": 31}', name='find_room', tool_call_id='q_2')]}"#,
+                ),
+            ],
+        ),
+    ];
+    assert_eq!(
+        calls(spans),
+        vec![
+            call(
+                "book_room",
+                json!({"floor": 2}),
+                json!("booked"),
+                "tool-kind"
+            ),
+            call(
+                "find_room",
+                json!({"floor": 3}),
+                json!({"room": 31}),
+                "tool-kind"
+            ),
+        ]
+    );
+    // Decoding keeps the key in any namespace, whatever its value.
+    let p = Extractor::default().projection(Vec::new());
+    assert!(p.keep(AttrsOf::Span, "quill.call.return"));
+}
+
+#[test]
+fn a_named_rule_without_a_result_takes_it_beside_the_vendors_marker() {
+    let genai = |id: u8, extra: &[(&'static str, &'static str)]| {
+        let mut attrs = vec![
+            ("gen_ai.tool.name", "find_room"),
+            ("quill.span_type", "tool"),
+            ("quill.call.return", r#"{"room": 12}"#),
+        ];
+        attrs.extend_from_slice(extra);
+        span(
+            id,
+            None,
+            "find_room",
+            (u64::from(id) * 10, u64::from(id) * 10 + 5),
+            &attrs,
+        )
+    };
+    let got: Vec<(String, Option<Value>)> = calls(vec![
+        // otel-genai-no-operation finds no result: the namespace's.
+        genai(1, &[]),
+        // Its own result key wins.
+        genai(2, &[("gen_ai.tool.call.result", r#"{"room": 7}"#)]),
+        // No marker: no namespace to read.
+        span(
+            3,
+            None,
+            "find_room",
+            (30, 35),
+            &[
+                ("gen_ai.tool.name", "find_room"),
+                ("quill.call.return", "x"),
+            ],
+        ),
+    ])
+    .into_iter()
+    .map(|(name, _, result, rule)| (format!("{name} [{rule}]"), result))
+    .collect();
+    let rule = "find_room [otel-genai-no-operation]".to_string();
+    assert_eq!(
+        got,
+        vec![
+            (rule.clone(), Some(json!({"room": 12}))),
+            (rule.clone(), Some(json!({"room": 7}))),
+            (rule, None),
+        ]
+    );
+}

@@ -50,6 +50,21 @@ pub(crate) fn parse_repr(text: &str) -> Option<Value> {
     (p.at == p.s.len() && v.get(CLASS_KEY).is_some()).then_some(v)
 }
 
+/// `text` as a JSON value when it is wholly a literal whose values may be
+/// such instances and enum members ([`parse_repr`]) at any depth: a dict,
+/// list or tuple of them (`{'messages': [ToolMessage(content='x')]}`), or
+/// one instance.
+pub(crate) fn parse_with_reprs(text: &str) -> Option<Value> {
+    let mut p = Parser {
+        s: text.trim().as_bytes(),
+        at: 0,
+        reprs: true,
+    };
+    let v = p.value(0)?;
+    p.space();
+    (p.at == p.s.len() && (v.is_object() || v.is_array())).then_some(v)
+}
+
 /// `text` as the keyword fields Python's `repr()` writes for a pydantic
 /// model (`content='x' name='y' n=3`): `name=literal` pairs one space apart,
 /// in order, each value a literal (a string, number, `True`, `False`,

@@ -8,6 +8,7 @@
 
 mod args;
 mod borrowed;
+mod call_input;
 mod canonical;
 mod carried;
 pub mod carry;
@@ -44,6 +45,7 @@ mod literal;
 mod logged_args;
 mod merge;
 mod next_results;
+mod ns_result;
 mod open;
 pub mod requested;
 #[cfg(test)]
@@ -616,6 +618,7 @@ impl Extractor {
         containers::demote(&mut spans);
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, &mut slots);
+        call_input::fill(trace, &mut out.calls);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
@@ -680,6 +683,12 @@ impl Extractor {
         let mut out = Analysis::default();
         // Built on first need: only calls with unnamed arguments read it.
         let mut requests: Option<requested::Requests> = None;
+        // The generic tool-kind rule, whose namespace sources give a result
+        // no other rule found (`ns_result`).
+        let generic =
+            self.rules.iter().rev().find(|r| {
+                r.kind() == Kind::Tool && r.family.as_ref().is_some_and(|f| !f.names_span)
+            });
         for (i, s) in trace.spans.iter().enumerate() {
             let (Some(r), Some(name)) = (spans.rule_of[i], &spans.names[i]) else {
                 continue;
@@ -730,10 +739,12 @@ impl Extractor {
                 name: name.clone(),
                 args,
                 result: if self.results {
-                    (rule.result.iter().find_map(|src| result_of(src, s))).or_else(|| {
-                        let in_events = event_attrs::sources(&rule.result, s);
-                        in_events.iter().find_map(|src| result_of(src, s))
-                    })
+                    (rule.result.iter().find_map(|src| result_of(src, s)))
+                        .or_else(|| {
+                            let in_events = event_attrs::sources(&rule.result, s);
+                            in_events.iter().find_map(|src| result_of(src, s))
+                        })
+                        .or_else(|| ns_result::of(generic, rule, s))
                 } else {
                     None
                 },

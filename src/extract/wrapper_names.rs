@@ -40,14 +40,21 @@ pub(crate) const NAME_KEYS: [&str; 3] = ["tool.name", "gen_ai.tool.name", "name"
 
 /// Whether `name` is `<Class>.<method>` of a tool wrapper: a class name
 /// (a capital first, then letters, digits or `_`), a dot, one of
-/// [`WRAPPER_METHODS`].
+/// [`WRAPPER_METHODS`]; or that after the module path that holds the
+/// class, as a Python qualname writes it (TruLens's `gen_ai.tool.name`:
+/// `langgraph.prebuilt.tool_node.ToolNode.invoke`), each module a
+/// lowercase identifier.
 pub(crate) fn is_wrapper_method(name: &str) -> bool {
-    let Some((class, method)) = name.split_once('.') else {
+    let mut parts = name.rsplit('.');
+    let (Some(method), Some(class)) = (parts.next(), parts.next()) else {
         return false;
     };
+    let ident = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let module = |p: &str| ident(p) && p.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
     class.starts_with(|c: char| c.is_ascii_uppercase())
-        && class.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && ident(class)
         && WRAPPER_METHODS.contains(&method)
+        && parts.all(module)
 }
 
 /// The tool's own name on span `s` when `name`, the name a rule gave its
@@ -118,6 +125,8 @@ mod tests {
             "FunctionTool.acall",
             "SimpleTool.__call__",
             "StructuredTool._run",
+            "acme_graph.prebuilt.runner.ToolRunner.invoke",
+            "_private.Tool.run",
         ] {
             assert!(is_wrapper_method(yes), "{yes}");
         }
@@ -128,6 +137,9 @@ mod tests {
             "My Tool.run",
             "FunctionTool.acall.x",
             "execute_tool find_hotel",
+            "Acme.ToolRunner.invoke",
+            "acme..ToolRunner.invoke",
+            "acme.tools.find_hotel",
         ] {
             assert!(!is_wrapper_method(no), "{no}");
         }
