@@ -55,6 +55,12 @@ pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
     is_kind(s, &["agent"])
 }
 
+/// Whether span `s` says it is a chain's run (`CHAIN`, as
+/// [`is_agent_run`]): a graph's, whose output may be its final state.
+pub(super) fn is_chain_run(s: &SpanRecord) -> bool {
+    is_kind(s, &["chain"])
+}
+
 /// Whether an attribute of span `s` whose key ends like a kind
 /// ([`KIND_ENDINGS`]) has one of `kinds` for value.
 fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {
