@@ -55,10 +55,11 @@ pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
     is_kind(s, &["agent"])
 }
 
-/// Whether span `s` says it is a chain's run (`CHAIN`, as
-/// [`is_agent_run`]): a graph's, whose output may be its final state.
-pub(super) fn is_chain_run(s: &SpanRecord) -> bool {
-    is_kind(s, &["chain"])
+/// Whether span `s` says it is an agent's or a chain's run (`AGENT`,
+/// `CHAIN`, as [`is_agent_run`]): a chain's output may be a graph's final
+/// state.
+pub(super) fn is_run(s: &SpanRecord) -> bool {
+    is_kind(s, &["agent", "chain"])
 }
 
 /// Whether an attribute of span `s` whose key ends like a kind

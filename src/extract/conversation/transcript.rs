@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
-use super::bodies::{is_agent_run, is_chain_run, is_model_call};
+use super::bodies::{is_agent_run, is_model_call, is_run};
 use super::{conversation_call, Answer, MAX_DEPTH};
 use crate::assemble::Trace;
 use crate::extract::requested::{Asked, Tree};
@@ -99,9 +99,13 @@ pub(super) fn calls(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analys
     let mut model_traced: Option<bool> = None;
     let mut from_chain = false;
     for (i, s) in trace.spans.iter().enumerate() {
+        // One pass over the keys for most spans: neither kind.
+        if !is_run(s) {
+            continue;
+        }
         if !is_agent_run(s) {
             let traced = || trace.spans.iter().any(is_model_call);
-            if !is_chain_run(s) || !*model_traced.get_or_insert_with(traced) {
+            if !*model_traced.get_or_insert_with(traced) {
                 continue;
             }
             from_chain = true;
