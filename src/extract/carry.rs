@@ -350,7 +350,9 @@ impl<T> Carry<T> {
     fn echoed(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         for lone in &open.lone {
-            let found = self.first_named(&lone.name, |c| echo::same_call(lone, c));
+            let found = self
+                .first_named(&lone.name, |c| echo::same_call(lone, c))
+                .or_else(|| self.namespaced(lone));
             if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(echo::carried(lone, &c));
                 self.spend(Some(c));
@@ -365,6 +367,14 @@ impl<T> Carry<T> {
             }
         }
         out
+    }
+
+    /// The position of the kept call that `lone`, a hollow record, records
+    /// under a namespaced name (`hollow_record::same_tool`): not under its
+    /// own name's key, so looked for among all.
+    fn namespaced(&self, lone: &Echo) -> Option<usize> {
+        let hollow = lone.args.is_null() && lone.id.is_none();
+        hollow.then(|| self.calls.iter().position(|c| echo::same_call(lone, c)))?
     }
 
     /// The carried entry saying that `span`, a tool span's call of the trace

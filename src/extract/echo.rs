@@ -28,7 +28,7 @@ use super::open::{
     SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::requested::Asked;
-use super::{conversation, merge, Analysis, CallArgs, ToolCall};
+use super::{conversation, hollow_record, merge, Analysis, CallArgs, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
 
 /// Whether the calls of `a` are all an MCP client's (or server's), in a
@@ -87,6 +87,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
     // Only a call rebuilt from the conversation is compared so (`twice`).
     let outputless = a.calls.iter().any(|c| c.from.is_some())
         && !trace.spans.iter().any(conversation::records_output);
+    let lone = is_lone(trace, a, span);
     let echoes = a
         .calls
         .iter()
@@ -97,7 +98,9 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 None => s.and_then(super::source::tool_call_id).map(str::to_string),
             };
             let args = c.args.value().filter(|v| !v.is_null()).cloned();
-            if args.is_none() && id.is_none() {
+            // A lone trace's hollow record is matched by time
+            // (`hollow_record`).
+            if args.is_none() && id.is_none() && !(lone && hollow_record::is_hollow(c, None)) {
                 return None;
             }
             Some(Echo {
@@ -116,7 +119,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             })
         })
         .collect();
-    (echoes, is_lone(trace, a, span))
+    (echoes, lone)
 }
 
 /// Whether `lone`, a lone client trace's call, is the record of `earlier`.
@@ -124,6 +127,9 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
 /// The carry compares only kept calls of the same name with this
 /// (`carry::name_key`).
 pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
+    if lone.args.is_null() && lone.id.is_none() {
+        return hollow_record::is_record_of(lone, earlier);
+    }
     let same_process = match (&lone.resource, &earlier.resource) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
         _ => false,
@@ -202,6 +208,8 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                     "the traces overlapping in time"
                 }
             )
+        } else if hollow_record::is_hollow(&c, None) {
+            hollow_record::echo_note(&c, e.trace_id)
         } else {
             format!(
                 "tool call `{}` (span {}) is the MCP client's record of the call trace {} counts (same name and arguments, at the same time, same process): not counted again",
@@ -244,8 +252,9 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     absorb(carried, a);
     let (mut calls, lone) = echoes_of(trace, a);
     if lone {
-        // A client's record is matched by its arguments.
-        calls.retain(|c| !c.args.is_null());
+        // A client's record is matched by its arguments; a hollow one
+        // (neither arguments nor id) by time.
+        calls.retain(|c| !c.args.is_null() || c.id.is_none());
     }
     if calls.is_empty() {
         return;

@@ -32,6 +32,7 @@ mod genai_events;
 #[cfg(test)]
 mod generic_tests;
 mod haystack_history;
+mod hollow_record;
 mod kept;
 mod kind_value;
 #[cfg(test)]
@@ -621,6 +622,7 @@ impl Extractor {
         call_input::fill(trace, &mut out.calls);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
+        hollow_record::fold_within(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
         let lacking = carried::lacking(&out.calls);
         conversation::witness(self, trace, &seen, &open::for_witness(carried), &mut out);

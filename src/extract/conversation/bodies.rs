@@ -55,6 +55,13 @@ pub(super) fn is_agent_run(s: &SpanRecord) -> bool {
     is_kind(s, &["agent"])
 }
 
+/// Whether span `s` says it is an agent's or a chain's run (`AGENT`,
+/// `CHAIN`, as [`is_agent_run`]): a chain's output may be a graph's final
+/// state.
+pub(super) fn is_run(s: &SpanRecord) -> bool {
+    is_kind(s, &["agent", "chain"])
+}
+
 /// Whether an attribute of span `s` whose key ends like a kind
 /// ([`KIND_ENDINGS`]) has one of `kinds` for value.
 fn is_kind(s: &SpanRecord, kinds: &[&str]) -> bool {

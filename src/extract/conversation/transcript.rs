@@ -10,9 +10,14 @@
 //! no model output asked for one, the output-like JSON attributes of its
 //! spans that say they are an agent's run (a kind-like attribute `AGENT`)
 //! are read as such transcripts: a call is counted when a result in the
-//! same body answers its id; a call never answered is not. Other spans'
-//! outputs are not: a workflow's state repeats calls that tool spans of
-//! other traces record.
+//! same body answers its id; a call never answered is not. So is a chain's
+//! run (`CHAIN`: a graph's, whose output is its final state of messages)
+//! in a trace that holds a model call: the run's model turns were traced
+//! there, only the tool steps were not (NVIDIA NeMo Agent Toolkit with its
+//! profiler records the model call and the graph, not the tool nodes).
+//! Other spans' outputs are not, nor a chain's in a trace without a model
+//! call: a workflow's state repeats calls that tool spans of other traces
+//! record.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
@@ -20,7 +25,7 @@ use std::sync::OnceLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
-use super::bodies::is_agent_run;
+use super::bodies::{is_agent_run, is_model_call, is_run};
 use super::{conversation_call, Answer, MAX_DEPTH};
 use crate::assemble::Trace;
 use crate::extract::requested::{Asked, Tree};
@@ -90,9 +95,20 @@ fn answer_of(o: &Map<String, Value>) -> Option<Answer> {
 /// its spans' outputs (see the module's doc), once per call id and tool.
 pub(super) fn calls(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analysis) {
     let mut counted: HashSet<(String, String)> = HashSet::new();
+    // Asked once, at the first chain span: most traces have none.
+    let mut model_traced: Option<bool> = None;
+    let mut from_chain = false;
     for (i, s) in trace.spans.iter().enumerate() {
-        if !is_agent_run(s) {
+        // One pass over the keys for most spans: neither kind.
+        if !is_run(s) {
             continue;
+        }
+        if !is_agent_run(s) {
+            let traced = || trace.spans.iter().any(is_model_call);
+            if !*model_traced.get_or_insert_with(traced) {
+                continue;
+            }
+            from_chain = true;
         }
         for (key, value) in s.span.attributes() {
             let Some(text) = value.and_then(|v| v.as_str()) else {
@@ -131,10 +147,80 @@ pub(super) fn calls(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &mut Analys
             }
         }
     }
-    if !out.calls.is_empty() {
-        out.notes.push(format!(
+    if out.calls.is_empty() {
+        return;
+    }
+    out.notes.push(if from_chain {
+        format!(
+            "{} call(s) read from a transcript of calls and results in a span's output, an agent's or a graph's final state (no tool span, and no model output in this trace asking for a call)",
+            out.calls.len()
+        )
+    } else {
+        format!(
             "{} call(s) read from a transcript of calls and results in a span's output (no tool span and no model output in this trace)",
             out.calls.len()
-        ));
+        )
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::assemble::{SpanRecord, Trace, TraceId};
+    use crate::extract::tests::sp;
+    use crate::extract::Extractor;
+
+    /// A made-up vendor's graph run (`zeta.span_kind = CHAIN`) whose output
+    /// is its final state: a LangChain-shaped message list with the model's
+    /// call and the tool's answer.
+    fn graph() -> SpanRecord {
+        let state = json!({"messages": [
+            {"type": "human", "content": "Tide at Brest?"},
+            {"type": "ai", "content": "", "tool_calls": [
+                {"name": "tide", "args": {"port": "Brest"}, "id": "z1", "type": "tool_call"}]},
+            {"type": "tool", "name": "tide", "tool_call_id": "z1", "content": "06:12"},
+            {"type": "ai", "content": "High tide at 06:12."},
+        ]})
+        .to_string();
+        sp(
+            1,
+            None,
+            (0, 100),
+            "graph",
+            &[("zeta.span_kind", "CHAIN"), ("zeta.outputs", &state)],
+        )
+    }
+
+    /// The graph's model call, its output not recorded as messages.
+    fn model() -> SpanRecord {
+        let asked = json!([{"type": "human", "content": "Tide at Brest?"}]).to_string();
+        sp(
+            2,
+            Some(1),
+            (10, 40),
+            "zeta-model",
+            &[("zeta.span_kind", "LLM"), ("zeta.inputs", &asked)],
+        )
+    }
+
+    fn calls(spans: Vec<SpanRecord>) -> Vec<(String, Option<serde_json::Value>)> {
+        let t = Trace::new(TraceId([5; 16]), spans, 0);
+        let a = Extractor::default().analyze(&t);
+        a.calls
+            .iter()
+            .map(|c| (c.name.clone(), c.args.value().cloned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_graph_s_final_state_is_a_transcript_where_its_model_call_was_traced() {
+        assert_eq!(
+            calls(vec![graph(), model()]),
+            [("tide".to_string(), Some(json!({"port": "Brest"})))]
+        );
+        // Without a model call in the trace, a workflow's state may repeat
+        // calls that other traces' tool spans record: not read.
+        assert!(calls(vec![graph()]).is_empty());
     }
 }
