@@ -10,29 +10,60 @@
 //! that id, the two records agree (as arguments written as a bare field
 //! do, `merge::same_args`) and the bare value is the call's result.
 
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::{AskedAt, Request};
 use crate::assemble::Trace;
 use crate::extract::{CallResult, ToolCall};
 
-/// The one field's value of a result that is an object of one field.
+/// The one field's value of a result that is an object of one field, when
+/// that value is no object (a wrapper is put around what is no object).
 fn one_field(r: &CallResult) -> Option<Value> {
-    let whole = match r {
-        // Most results are no such object: look before parsing.
-        CallResult::Json(t) if t.trim_start().starts_with('{') => r.to_value(),
-        CallResult::Value(v @ Value::Object(_)) => v.clone(),
-        _ => return None,
-    };
-    match whole {
-        Value::Object(o) if o.len() == 1 => o.into_iter().next().map(|(_, v)| v),
+    let inner = match r {
+        // Most results are no such object: read no further than a second
+        // key.
+        CallResult::Json(t) if t.trim_start().starts_with('{') => {
+            serde_json::from_str::<OneField>(t).ok()?.0
+        }
+        CallResult::Value(Value::Object(o)) if o.len() == 1 => o.values().next().cloned(),
         _ => None,
+    }?;
+    (!inner.is_object()).then_some(inner)
+}
+
+/// An object's one field's value (an error at a second key).
+struct OneField(Option<Value>);
+
+impl<'de> de::Deserialize<'de> for OneField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OneField;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of one field")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OneField, A::Error> {
+                if map.next_key::<IgnoredAny>()?.is_none() {
+                    return Ok(OneField(None));
+                }
+                let v: Value = map.next_value()?;
+                if map.next_key::<IgnoredAny>()?.is_some() {
+                    return Err(de::Error::custom("more than one field"));
+                }
+                Ok(OneField(Some(v)))
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
 /// Gives the calls joined by call id (`joined`: the ask of each call) whose
-/// recorded result wraps the one the next request carries that bare value
-/// (see the module's doc), noting each.
+/// recorded result wraps the one the next request (the first with input
+/// after the asking span started) carries that bare value (see the
+/// module's doc), noting each.
 pub(super) fn unwrap_agreeing(
     trace: &Trace,
     asked: &[AskedAt],
@@ -40,8 +71,10 @@ pub(super) fn unwrap_agreeing(
     calls: &mut [ToolCall],
     notes: &mut Vec<String>,
 ) {
-    let mut requests: Option<Vec<Request>> = None;
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    // Each span's request, read when first needed; the spans by start.
+    let mut requests: Vec<Option<Request>> = Vec::new();
+    let mut by_start: Vec<usize> = Vec::new();
     for (c, j) in calls.iter_mut().zip(joined) {
         let Some(at) = j.and_then(|k| asked.get(k)) else {
             continue;
@@ -52,24 +85,35 @@ pub(super) fn unwrap_agreeing(
         ) else {
             continue;
         };
-        let requests =
-            requests.get_or_insert_with(|| trace.spans.iter().map(super::request_of).collect());
-        // The first later request carrying a result under this id.
-        let carried = requests
+        if by_start.is_empty() {
+            by_start = (0..trace.spans.len()).collect();
+            by_start.sort_by_key(|&i| (start(i), i));
+            requests.resize_with(trace.spans.len(), || None);
+        }
+        // The first later request: it carries the result (a later one
+        // repeats it in its history) or none does.
+        let next = by_start
             .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != at.span && start(i) >= start(at.span))
-            .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
-            .filter(|(_, a)| a.id.as_deref() == Some(id))
-            .filter(|(_, a)| a.name.as_deref().is_none_or(|n| n == at.asked.name))
-            .min_by_key(|&(i, _)| (start(i), i))
-            .and_then(|(_, a)| a.content.as_ref());
+            .copied()
+            .filter(|&i| i != at.span && start(i) >= start(at.span))
+            .find(|&i| super::has_any_input(&trace.spans[i]));
+        let found = next.and_then(|i| {
+            let r = requests[i].get_or_insert_with(|| super::request_of(&trace.spans[i]));
+            let is = |a: &super::Answer| {
+                a.id.as_deref() == Some(id) && a.name.as_deref().is_none_or(|n| n == at.asked.name)
+            };
+            r.answers.iter().position(is).map(|k| (i, k))
+        });
+        let carried = found.and_then(|(i, k)| {
+            let r = requests.get(i)?.as_ref()?;
+            r.answers.get(k)?.content.as_ref()
+        });
         let bare = match carried {
             Some(Value::String(t)) => crate::extract::source::parse_json_or_literal(t),
             Some(other) => other.clone(),
             None => continue,
         };
-        if bare.is_object() || !crate::value::json_eq(&bare, &inner) {
+        if !crate::value::json_eq(&bare, &inner) {
             continue;
         }
         notes.push(format!(

@@ -110,7 +110,9 @@ impl<'de> Visitor<'de> for SpanAttrs<'_, '_> {
     }
 }
 
-/// One span attribute into its builder.
+/// One span attribute into its builder (inlined: every attribute of every
+/// span comes here).
+#[inline(always)]
 fn span_attr(sb: &mut SpanBuilder, key: &str, value: Option<AnyIn<'_>>) {
     match value {
         None => sb.attr(key, NewValue::Absent),
