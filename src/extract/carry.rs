@@ -19,6 +19,11 @@
 //! repeated model turn are); the asking trace lists it as not counted. Only
 //! the last [`MAX_OPEN`] open calls are kept.
 
+#[cfg(test)]
+mod cross_tests;
+mod ran_before;
+mod unasked;
+
 use std::collections::VecDeque;
 
 use super::kept::{key, Kept, Keys};
@@ -608,7 +613,8 @@ impl<T> Carry<T> {
         let mut taken = Vec::new();
         let (out, mut open, trace) = match left {
             None => (first, None, None),
-            Some(Left { open, trace }) => {
+            Some(Left { mut open, trace }) => {
+                self.unasked(&mut open);
                 let answers = self.answers(Some(&open));
                 let retold = self.retold(&open);
                 let unseen = self.unseen(&open);
@@ -631,7 +637,13 @@ impl<T> Carry<T> {
                         carried.extend(retold);
                         carried.extend(echoed);
                         carried.extend(unseen);
-                        let (out, open) = again(&t, &carried);
+                        let (mut out, mut open) = again(&t, &carried);
+                        // Calls only that read counted, run by earlier spans.
+                        let ran = self.ran_before(open.as_deref(), &carried);
+                        if !ran.is_empty() {
+                            carried.extend(ran);
+                            (out, open) = again(&t, &carried);
+                        }
                         taken = carried;
                         (out, open, Some(t))
                     }

@@ -53,6 +53,7 @@ use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor
 use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 
 mod afc;
+mod asked_time;
 mod bodies;
 mod call_words;
 mod echoed;
@@ -78,6 +79,7 @@ mod spans;
 mod text_results;
 mod transcript;
 mod unseen;
+mod wrapped_results;
 use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
@@ -1150,7 +1152,7 @@ fn left_open<'r>(
             ));
             let mut call =
                 conversation_call(x, trace, seen, out, i, &c.asked, c.form, Some((i, ans)));
-            call.start_time_unix_nano = start(i);
+            call.start_time_unix_nano = asked_time::asked_start(c, start(i));
             call.end_time_unix_nano = start(i);
             out.calls.push(call);
         }
@@ -1279,6 +1281,7 @@ fn join_and_check(
     same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
     if x.results {
         order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
+        wrapped_results::unwrap_agreeing(trace, asked, &joined, &mut out.calls, &mut out.notes);
     }
     let toolless = check(trace, seen, asked, used, &joined, carried, out);
     order_ties(&mut out.calls, &joined);

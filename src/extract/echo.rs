@@ -112,7 +112,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 outputless,
                 trace_id: trace.id,
                 span_id: c.span_id,
-                start: c.start_time_unix_nano,
+                start: echo_start(c, s),
                 end: c.end_time_unix_nano,
                 resource: s.map(|s| Arc::clone(&s.resource)),
                 asked: None,
@@ -120,6 +120,21 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
         })
         .collect();
     (echoes, lone)
+}
+
+/// When the traces after compare call `c` (on span `s`) as starting: a
+/// call counted from the conversation on the request that carries its
+/// result (the model asked for it in another trace) is compared from that
+/// request's start, though it starts when the model's answer asking for it
+/// ended (`conversation::asked_time`): the joins across traces were made
+/// for that time.
+fn echo_start(c: &ToolCall, s: Option<&SpanRecord>) -> u64 {
+    match (c.from, s) {
+        (Some(_), Some(s)) if s.span.start_time_unix_nano == c.end_time_unix_nano => {
+            c.end_time_unix_nano
+        }
+        _ => c.start_time_unix_nano,
+    }
 }
 
 /// Whether `lone`, a lone client trace's call, is the record of `earlier`.
@@ -187,8 +202,14 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             )
         } else if span_between {
             format!(
-                "tool call `{}` (span {}) ran after the model asked for it and before the request of trace {} that carries its result, which counts it from the conversation (same tool and arguments, same process): not counted again",
-                c.name, c.span_id, e.trace_id
+                "tool call `{}` (span {}) ran after the model asked for it and before the request of trace {} that carries its result, which counts it from the conversation ({}, same process): not counted again",
+                c.name,
+                c.span_id,
+                e.trace_id,
+                match &e.asked.id {
+                    Some(id) => format!("same call id {id}"),
+                    None => "same tool and arguments".to_string(),
+                }
             )
         } else if between {
             format!(
@@ -259,12 +280,23 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     if calls.is_empty() {
         return;
     }
+    let only = !lone && tool_only(trace, a, &calls);
     let open = a.open.get_or_insert_with(Default::default);
     if lone {
         open.lone = calls;
     } else {
+        open.tool_only = only;
         open.calls = calls;
     }
+}
+
+/// Whether `calls`, all of `a`'s, are tool spans' calls with call ids in a
+/// trace without agent runs or model calls whose messages are read.
+fn tool_only(trace: &Trace, a: &Analysis, calls: &[Echo]) -> bool {
+    a.runs.is_empty()
+        && calls.len() == a.calls.len()
+        && calls.iter().all(|c| !c.from_conversation && c.id.is_some())
+        && !trace.spans.iter().any(conversation::reads_messages)
 }
 
 #[cfg(test)]

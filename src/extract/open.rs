@@ -140,6 +140,11 @@ pub struct Open {
     pub calls: Vec<Echo>,
     /// The calls of a lone MCP client trace.
     pub lone: Vec<Echo>,
+    /// Whether `calls` are all tool spans' calls with call ids, in a trace
+    /// without agent runs or model calls whose messages are read (the
+    /// carry holds it as a lone trace while no earlier trace knows those
+    /// ids: `carry::unasked`).
+    pub tool_only: bool,
     /// The calls the trace's first request shows answered in its history
     /// before its last model turn, not counted (`HISTORY_FORM`): the
     /// traces before counted them, unless none of them asked for them.

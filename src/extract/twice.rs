@@ -80,7 +80,7 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         && later.name == earlier.name
         && args()
         && same_process()
-        && (overlap() || adjacent(later, earlier).is_some())
+        && (overlap() || adjacent(later, earlier).is_some() || between_either(later, earlier))
 }
 
 /// Whether two spans starting at `a` and `b` may be two records of one
@@ -114,23 +114,35 @@ fn nested(later: &Echo, earlier: &Echo) -> bool {
         && later.name == earlier.name
 }
 
-/// Whether `earlier`, a tool span's call without a call id, is the
-/// execution of `later`, a call rebuilt from the conversation that a model
-/// output asked for at `asked` (the end of that output): the same tool and
-/// arguments (both recorded), the same process, and the span ran between
-/// the model's asking and the request that carries the result (`later`'s
-/// start). Each model call and each tool step its own trace (Monocle's
-/// LangChain `AgentExecutor`): the tool's trace comes between the two.
+/// Whether `earlier`, a tool span's call, is the execution of `later`, a
+/// call rebuilt from the conversation that a model output asked for at
+/// `asked` (the end of that output): the same process, the span ran
+/// between the model's asking and the request that carries the result
+/// (`later`'s start, as the carry compares it: `echo::echo_start`), and either
+/// the span has no call id and the same tool and arguments (both
+/// recorded), or it has the conversation's call id and arguments none or
+/// the same (its name may be a wrapper's). Each model call and each tool
+/// step its own trace (Monocle's LangChain `AgentExecutor`; a LangChain.js
+/// hand loop under ADOT, whose tool spans carry the model's ids): the
+/// tool's trace comes between the two.
 pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
+    let same = match &earlier.id {
+        None => {
+            later.name == earlier.name
+                && !later.args.is_null()
+                && same_args(&later.args, &earlier.args)
+        }
+        Some(id) => {
+            later.id.as_ref() == Some(id)
+                && (earlier.args.is_null() || same_args(&later.args, &earlier.args))
+        }
+    };
     later.from_conversation
         && !earlier.from_conversation
-        && earlier.id.is_none()
         && later.id.is_some()
-        && later.name == earlier.name
+        && same
         && asked <= earlier.start
         && earlier.end <= later.start
-        && !later.args.is_null()
-        && same_args(&later.args, &earlier.args)
         && match (&later.resource, &earlier.resource) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
             _ => false,
@@ -154,7 +166,8 @@ pub(crate) fn between_either(a: &Echo, b: &Echo) -> bool {
 pub(crate) fn span_counted(span: &Echo, counted: &Echo) -> OpenAsk {
     OpenAsk {
         asked: Asked {
-            id: None,
+            // The span's own id, for the note (it joined by that id).
+            id: span.id.clone(),
             name: span.name.clone(),
             args: Value::Null,
         },
@@ -267,6 +280,13 @@ pub(crate) fn adjacent(later: &Echo, earlier: &Echo) -> Option<(u64, u64)> {
 /// The carried entry saying that `later` was counted as `earlier`
 /// (`between`: matched by [`ran_between`]).
 pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
+    // Matched as the tool span run between the asking and the request, the
+    // traces apart in time (a span with the conversation's call id).
+    let overlap = later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
+    let ran = !overlap && between_either(later, earlier);
+    if ran && !later.from_conversation {
+        return span_counted(later, earlier);
+    }
     OpenAsk {
         asked: Asked {
             id: later.id.clone(),
@@ -274,7 +294,7 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
             args: Value::Null,
         },
         form: match adjacent(later, earlier) {
-            _ if between => BETWEEN_FORM,
+            _ if between || ran => BETWEEN_FORM,
             Some(_) => HALVES_FORM,
             None => TWICE_FORM,
         },

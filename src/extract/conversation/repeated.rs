@@ -147,9 +147,12 @@ pub(super) fn in_requests<'r>(
             let a = before.as_ref().map_or(a, |(b, _)| b);
             let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
             // It ran before the request that carries its result (after the
-            // span's own output, when it follows a call that output asked).
+            // span's own output, when it follows a call that output asked;
+            // after the earlier trace's output that asked for it).
             if !own.iter().any(|o| o.id == a.id && o.name == a.name) {
-                call.start_time_unix_nano = start(i);
+                call.start_time_unix_nano = before.as_ref().map_or(start(i), |(_, c)| {
+                    super::asked_time::asked_start(c, start(i))
+                });
                 call.end_time_unix_nano = start(i);
             }
             out.calls.push(call);

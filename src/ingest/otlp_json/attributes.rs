@@ -60,6 +60,13 @@ impl<'de> Visitor<'de> for Attrs<'_, '_> {
         ATTR_SCRATCH.set(kept);
         filled
     }
+    /// Attributes as one JSON object (`super::plain`).
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let out = self.out;
+        super::plain::each(map, self.filter, |k, v| {
+            out.push(super::plain::key_value(k, v))
+        })
+    }
 }
 
 thread_local! {
@@ -90,19 +97,31 @@ impl<'de> Visitor<'de> for SpanAttrs<'_, '_> {
             filter: Some((self.filter, AttrsOf::Span)),
         })? {
             if let Some((key, value)) = kv {
-                let sb = &mut *self.sb;
-                match value {
-                    None => sb.attr(&key, NewValue::Absent),
-                    Some(AnyIn::Empty) => sb.attr(&key, NewValue::Empty),
-                    Some(AnyIn::Str(s)) => sb.attr(&key, NewValue::Str(&s)),
-                    Some(AnyIn::Bool(b)) => sb.attr(&key, NewValue::Bool(b)),
-                    Some(AnyIn::Int(i)) => sb.attr(&key, NewValue::Int(i)),
-                    Some(AnyIn::Double(d)) => sb.attr(&key, NewValue::Double(d)),
-                    Some(AnyIn::Nested(v)) => sb.attr(&key, NewValue::Nested(v)),
-                }
+                span_attr(self.sb, &key, value);
             }
         }
         Ok(())
+    }
+    /// Attributes as one JSON object (`super::plain`).
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let sb = self.sb;
+        let filter = Some((self.filter, AttrsOf::Span));
+        super::plain::each(map, filter, |k, v| span_attr(sb, &k, v))
+    }
+}
+
+/// One span attribute into its builder (inlined: every attribute of every
+/// span comes here).
+#[inline(always)]
+fn span_attr(sb: &mut SpanBuilder, key: &str, value: Option<AnyIn<'_>>) {
+    match value {
+        None => sb.attr(key, NewValue::Absent),
+        Some(AnyIn::Empty) => sb.attr(key, NewValue::Empty),
+        Some(AnyIn::Str(s)) => sb.attr(key, NewValue::Str(&s)),
+        Some(AnyIn::Bool(b)) => sb.attr(key, NewValue::Bool(b)),
+        Some(AnyIn::Int(i)) => sb.attr(key, NewValue::Int(i)),
+        Some(AnyIn::Double(d)) => sb.attr(key, NewValue::Double(d)),
+        Some(AnyIn::Nested(v)) => sb.attr(key, NewValue::Nested(v)),
     }
 }
 
@@ -249,7 +268,7 @@ impl<'de> Visitor<'de> for JsonText {
 /// An AnyValue as decoded, its string borrowed from the input where the
 /// deserializer lends it: a span attribute's value goes to the builder as
 /// it is, any other becomes prost's ([`AnyIn::into_any`]).
-enum AnyIn<'de> {
+pub(super) enum AnyIn<'de> {
     /// No member set.
     Empty,
     Str(Cow<'de, str>),
@@ -265,7 +284,7 @@ impl AnyIn<'_> {
         AnyIn::Nested(AnyValue { value: Some(v) })
     }
 
-    fn into_any(self) -> AnyValue {
+    pub(super) fn into_any(self) -> AnyValue {
         use any_value::Value as V;
         let value = match self {
             AnyIn::Empty => None,

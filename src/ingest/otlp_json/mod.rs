@@ -8,7 +8,8 @@
 //!   padding optional), told apart by length and alphabet;
 //! - the pre-1.0 `instrumentationLibrarySpans` / `instrumentationLibrary`;
 //! - Tempo's `{"batches": [...]}` and `{"trace": {...}}` documents;
-//! - 64-bit integers and doubles as numbers or strings (`"NaN"`, `"Infinity"`).
+//! - 64-bit integers and doubles as numbers or strings (`"NaN"`, `"Infinity"`);
+//! - attributes as one JSON object of plain values (`plain`).
 //!
 //! It is written as serde visitors over the borrowed input (no intermediate
 //! `serde_json::Value`); values nobody reads are skipped with `IgnoredAny`.
@@ -27,6 +28,7 @@ mod attributes;
 mod context;
 mod document;
 mod ids;
+mod plain;
 mod resource;
 mod salvage;
 mod scalars;
