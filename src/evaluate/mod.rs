@@ -35,7 +35,7 @@ use crate::score::{agents, budget, handoffs, MetricInput, MetricOptions, Needs, 
 pub use metrics::{
     literal_matchers_note, literal_matchers_note_for, CustomMetric, Extras, MetricSet, MetricSpec,
 };
-pub use pipeline::{OutputNeeds, Pipeline};
+pub use pipeline::{Inspected, OutputNeeds, Pipeline};
 pub use result::{
     Evaluation, MetricResult, SavedCase, SessionMember, SessionRef, TraceOutcome, TraceResult,
     UnmatchedCase, UnmatchedTrace, Verdict, Warning,

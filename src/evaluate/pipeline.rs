@@ -85,6 +85,24 @@ impl Pipeline {
         self.inspect_carried(trace, &[])
     }
 
+    /// [`Pipeline::inspect`] of each of `traces`, each stage over all of
+    /// them before the next ([`Extractor::analyze_all`]).
+    pub fn inspect_all(&self, traces: &[Trace]) -> Vec<Inspected> {
+        let analyses = self.extractor.analyze_all(traces);
+        traces
+            .iter()
+            .zip(analyses)
+            .map(|(trace, analysis)| Inspected {
+                analysis,
+                session: session::session_of(trace, self.evaluator.session_keys()),
+                joins: self
+                    .evaluator
+                    .has_cases()
+                    .then(|| self.evaluator.joins(trace)),
+            })
+            .collect()
+    }
+
     /// [`Pipeline::inspect`] with the calls earlier traces left open
     /// (`extract::carry`).
     pub fn inspect_carried(&self, trace: &Trace, carried: &[OpenAsk]) -> Inspected {

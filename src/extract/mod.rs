@@ -78,7 +78,7 @@ mod versions_tests;
 mod vocabulary;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -587,14 +587,51 @@ impl Extractor {
     pub fn analyze_carried(&self, trace: &Trace, carried: &[carry::OpenAsk]) -> Analysis {
         let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
         let rule_of = self.classify_spans(trace, &mut slots);
+        let mut staged = self.before_witness(trace, rule_of, &mut slots);
+        self.witness_staged(&mut staged, carried);
+        self.after_witness(staged, carried)
+    }
+
+    /// [`Extractor::analyze`] of each of `traces`, stage by stage: every
+    /// trace's spans classified, then every trace's calls read, then every
+    /// trace's conversation witnessed, then the rest. Each stage's code
+    /// stays in the instruction cache across the traces; a trace at a time,
+    /// the stages' code missed it on every trace.
+    pub fn analyze_all(&self, traces: &[Trace]) -> Vec<Analysis> {
+        let mut slots: Vec<Option<Val>> = vec![None; self.keys.keys.len()];
+        let rules: Vec<Vec<Option<usize>>> = traces
+            .iter()
+            .map(|t| self.classify_spans(t, &mut slots))
+            .collect();
+        let mut staged: Vec<Staged> = traces
+            .iter()
+            .zip(rules)
+            .map(|(t, rule_of)| self.before_witness(t, rule_of, &mut slots))
+            .collect();
+        staged.iter_mut().for_each(|s| self.witness_staged(s, &[]));
+        staged
+            .into_iter()
+            .map(|s| self.after_witness(s, &[]))
+            .collect()
+    }
+
+    /// A trace's calls from its spans, whose rules are `rule_of`, as the
+    /// conversation witness takes them (`slots`: scratch space for the key
+    /// table).
+    fn before_witness<'t>(
+        &self,
+        trace: &'t Trace,
+        rule_of: Vec<Option<usize>>,
+        slots: &mut [Option<Val<'t>>],
+    ) -> Staged<'t> {
         if rule_of.iter().all(Option::is_none) {
             // No tool span: the conversation may still hold the calls.
-            let mut out = Analysis::default();
-            conversation::witness(self, trace, &[], &open::for_witness(carried), &mut out);
-            haystack_history::read(trace, &mut out);
-            out.calls.sort_by_key(|c| c.start_time_unix_nano);
-            echo::settle(trace, carried, &mut out);
-            return out;
+            return Staged {
+                trace,
+                seen: None,
+                lacking: Default::default(),
+                out: Analysis::default(),
+            };
         }
         let role: Vec<Role> = rule_of.iter().map(|&r| self.role_of(r)).collect();
         let generic = self.in_namespaces(trace, &rule_of);
@@ -618,14 +655,48 @@ impl Extractor {
         };
         containers::demote(&mut spans);
         let seen = spans.contexts();
-        let mut out = self.collect(&spans, &seen, &mut slots);
+        let mut out = self.collect(&spans, &seen, slots);
         call_input::fill(trace, &mut out.calls);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
         hollow_record::fold_within(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
         let lacking = carried::lacking(&out.calls);
-        conversation::witness(self, trace, &seen, &open::for_witness(carried), &mut out);
+        Staged {
+            trace,
+            seen: Some(seen),
+            lacking,
+            out,
+        }
+    }
+
+    /// The conversation witness of a staged trace ([`conversation::witness`]).
+    fn witness_staged(&self, st: &mut Staged<'_>, carried: &[carry::OpenAsk]) {
+        let seen = st.seen.as_deref().unwrap_or(&[]);
+        conversation::witness(
+            self,
+            st.trace,
+            seen,
+            &open::for_witness(carried),
+            &mut st.out,
+        );
+    }
+
+    /// A staged trace's analysis after its witness: results settled, in
+    /// start order, echoes noted.
+    fn after_witness(&self, st: Staged<'_>, carried: &[carry::OpenAsk]) -> Analysis {
+        let Staged {
+            trace,
+            seen,
+            lacking,
+            mut out,
+        } = st;
+        if seen.is_none() {
+            haystack_history::read(trace, &mut out);
+            out.calls.sort_by_key(|c| c.start_time_unix_nano);
+            echo::settle(trace, carried, &mut out);
+            return out;
+        }
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
         next_results::fill(self.results, trace, &mut out.calls);
         // Spans are already in start order; keep it explicit for callers that
@@ -882,6 +953,18 @@ enum Role {
     Call,
     Retriever,
     Agent,
+}
+
+/// A trace's analysis up to its conversation witness
+/// ([`Extractor::analyze_all`]'s stages).
+struct Staged<'t> {
+    trace: &'t Trace,
+    /// The spans' contexts; `None` when no span is a tool's (the witness
+    /// may rebuild the calls from the conversation).
+    seen: Option<Vec<Ctx>>,
+    /// The calls without a result before the witness (`carried::lacking`).
+    lacking: HashSet<SpanId>,
+    out: Analysis,
 }
 
 /// A trace's spans with their rule, role and name: what the phases of

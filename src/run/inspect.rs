@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::assemble::Trace;
-use crate::evaluate::{Pipeline, Warning};
+use crate::evaluate::{Inspected, Pipeline, Warning};
 use crate::extract::carry::{Carry, Left, Open, OpenAsk};
 use crate::extract::ToolCall;
 use crate::ingest::files::Source;
@@ -56,9 +56,16 @@ pub fn inspect(
         let mut text = Vec::new();
         let mut pieces = Vec::with_capacity(traces.len());
         let mut spans = 0;
+        // The batch's traces are all inspected, then all written: each
+        // stage's code stays in the instruction cache across the batch
+        // (run in turn per trace, the two missed it on every trace).
+        let mut found = (!explain).then(|| pipeline.inspect_all(&traces).into_iter());
         for t in traces {
             spans += t.spans.len();
-            let (calls, open) = write(&mut text, &t, &[])?;
+            let (calls, open) = match found.as_mut().and_then(Iterator::next) {
+                Some(f) => write_found(&mut text, &t, f, format)?,
+                None => write(&mut text, &t, &[])?,
+            };
             pieces.push(Piece {
                 end: text.len(),
                 calls,
@@ -235,7 +242,16 @@ fn write_inspected(
     format: InspectFormat,
     carried: &[OpenAsk],
 ) -> std::io::Result<(usize, Option<Box<Open>>)> {
-    let mut found = pipeline.inspect_carried(t, carried);
+    write_found(out, t, pipeline.inspect_carried(t, carried), format)
+}
+
+/// [`write_inspected`] of a trace already inspected.
+fn write_found(
+    out: &mut Vec<u8>,
+    t: &Trace,
+    mut found: Inspected,
+    format: InspectFormat,
+) -> std::io::Result<(usize, Option<Box<Open>>)> {
     match format {
         InspectFormat::Jsonl => report::write_inspect_row(
             out,
