@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::rules::{Field, Rule, Source, NS};
+use super::rules::{Field, Rule, Source, ANY, NS};
 use super::source::any_to_json;
 use crate::assemble::SpanRecord;
 use crate::ingest::projection::Projection;
@@ -14,12 +14,6 @@ use crate::ingest::projection::Projection;
 /// Deeper paths than this are not rebuilt (a bound on untrusted keys; the
 /// SDKs seen nest two levels).
 const MAX_DEPTH: usize = 8;
-
-/// The placeholder, at the start of a `flat` source's key, for any
-/// namespace: `{any}arguments` reads `arguments.town`,
-/// `request.params.arguments.town` or `ai.observability.call.kwargs.town`
-/// (with `{any}call.kwargs`), whoever wrote the prefix before it.
-pub const ANY: &str = "{any}";
 
 /// The object the attributes `prefix.<key>[.<sub>...]` of span `s` write,
 /// `None` when there is none. A path that runs into a value already set

@@ -449,7 +449,7 @@ impl Extractor {
             }
         }
         // A family rule's keys are known by their ending only (`span_tails`).
-        keys.retain(|k| !k.contains(rules::NS) && !k.starts_with(flat::ANY));
+        keys.retain(|k| !k.contains(rules::NS) && !k.starts_with(rules::ANY));
         keys.extend(source::call_id_keys().iter().cloned());
         let conversation_keys = conversation::MODEL_MARKERS
             .iter()

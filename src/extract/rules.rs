@@ -370,6 +370,12 @@ pub struct FamilySpec {
 /// The placeholder for a family rule's namespace in its sources' keys.
 pub const NS: &str = "{ns}";
 
+/// The placeholder, at the start of a `flat` source's key, for any
+/// namespace: `{any}arguments` reads (`extract::flat`) `arguments.town`,
+/// `request.params.arguments.town` or `ai.observability.call.kwargs.town`
+/// (with `{any}call.kwargs`), whoever wrote the prefix before it.
+pub const ANY: &str = "{any}";
+
 fn is_tool(k: &Kind) -> bool {
     *k == Kind::Tool
 }
@@ -1117,9 +1123,9 @@ fn compile_source(rule: &str, s: &SourceSpec, when: Regexes) -> Result<Source, R
             "`flat` reads the attributes under `attr`: no `event`, `span_name` or `pattern`",
         ));
     }
-    if let Some(a) = s.attr.as_deref().filter(|a| a.contains(super::flat::ANY)) {
-        let rest = a.strip_prefix(super::flat::ANY).unwrap_or(a);
-        if !s.flat || rest.is_empty() || rest.contains(super::flat::ANY) || s.event.is_some() {
+    if let Some(a) = s.attr.as_deref().filter(|a| a.contains(ANY)) {
+        let rest = a.strip_prefix(ANY).unwrap_or(a);
+        if !s.flat || rest.is_empty() || rest.contains(ANY) || s.event.is_some() {
             return Err(invalid(
                 rule,
                 "`{any}` starts the key of a `flat` attribute source, once",

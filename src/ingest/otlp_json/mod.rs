@@ -24,6 +24,7 @@
 //! (`"spans": 5`) fails the decoding, which [`salvage`] then does again unit
 //! by unit, losing only the scope (or resource, or request) that holds it.
 
+mod any_in;
 mod attributes;
 mod context;
 mod document;

@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::common::v1::{
 };
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::attributes::AnyIn;
+use super::any_in::AnyIn;
 use super::scalars::Key;
 use crate::ingest::projection::{holds_json, AttrsOf, KeyFilter};
 
