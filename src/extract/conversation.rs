@@ -871,19 +871,10 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
     // A span a rule took for a call ran it: it is no record of a request
     // (the sorted ids gathered only when a span has a call id key).
     let mut ran: Option<Vec<SpanId>> = None;
-    // The spans are cold again by now (`Extractor::analyze_all` witnesses
-    // a batch's traces after reading all their calls): start loading a
-    // few ahead, as classification does.
-    const AHEAD: usize = 3;
-    trace
-        .spans
-        .iter()
-        .take(AHEAD)
-        .for_each(|s| s.span.prefetch());
     for (i, s) in trace.spans.iter().enumerate() {
-        if let Some(next) = trace.spans.get(i + AHEAD) {
-            next.span.prefetch();
-        }
+        // Cold again by now: `Extractor::analyze_all` witnesses a batch's
+        // traces after reading all their calls.
+        trace.prefetch_ahead(i);
         let look = Look::of(s);
         let (mut calls, mut form) = asked_looked(s, look);
         if calls.is_empty() && look.call_id_key {

@@ -40,14 +40,7 @@ pub(crate) const CLASS_KEY: &str = "__class__";
 /// such instances again, each instance an object with its class name under
 /// [`CLASS_KEY`]. Nothing is evaluated; anything else is `None`.
 pub(crate) fn parse_repr(text: &str) -> Option<Value> {
-    let mut p = Parser {
-        s: text.trim().as_bytes(),
-        at: 0,
-        reprs: true,
-    };
-    let v = p.value(0)?;
-    p.space();
-    (p.at == p.s.len() && v.get(CLASS_KEY).is_some()).then_some(v)
+    whole_with_reprs(text).filter(|v| v.get(CLASS_KEY).is_some())
 }
 
 /// `text` as a JSON value when it is wholly a literal whose values may be
@@ -55,6 +48,11 @@ pub(crate) fn parse_repr(text: &str) -> Option<Value> {
 /// list or tuple of them (`{'messages': [ToolMessage(content='x')]}`), or
 /// one instance.
 pub(crate) fn parse_with_reprs(text: &str) -> Option<Value> {
+    whole_with_reprs(text).filter(|v| v.is_object() || v.is_array())
+}
+
+/// `text` wholly one literal whose values may be instances and enum members.
+fn whole_with_reprs(text: &str) -> Option<Value> {
     let mut p = Parser {
         s: text.trim().as_bytes(),
         at: 0,
@@ -62,7 +60,7 @@ pub(crate) fn parse_with_reprs(text: &str) -> Option<Value> {
     };
     let v = p.value(0)?;
     p.space();
-    (p.at == p.s.len() && (v.is_object() || v.is_array())).then_some(v)
+    (p.at == p.s.len()).then_some(v)
 }
 
 /// `text` as the keyword fields Python's `repr()` writes for a pydantic

@@ -716,17 +716,8 @@ impl Extractor {
         slots: &mut [Option<Val<'t>>],
     ) -> Vec<Option<usize>> {
         let mut rule_of: Vec<Option<usize>> = Vec::with_capacity(trace.spans.len());
-        // Spans are cold by now: start loading a few ahead.
-        const AHEAD: usize = 3;
-        trace
-            .spans
-            .iter()
-            .take(AHEAD)
-            .for_each(|s| s.span.prefetch());
         for (i, s) in trace.spans.iter().enumerate() {
-            if let Some(next) = trace.spans.get(i + AHEAD) {
-                next.span.prefetch();
-            }
+            trace.prefetch_ahead(i);
             let present = self.keys.fill(&s.span, slots);
             rule_of.push(self.classify(s, slots, present));
         }

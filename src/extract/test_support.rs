@@ -137,3 +137,22 @@ pub(crate) fn calls_in(
         })
         .collect()
 }
+
+/// A user's GenAI message (`gen_ai.input.messages` parts).
+pub(crate) fn genai_user() -> Value {
+    serde_json::json!({"role": "user", "parts": [{"type": "text", "content": "go"}]})
+}
+
+/// An assistant's GenAI message asking for `calls` (`(id, name, arguments)`).
+pub(crate) fn genai_asks(calls: &[(&str, &str, Value)]) -> Value {
+    let parts: Vec<Value> = calls
+        .iter()
+        .map(|(id, n, a)| serde_json::json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
+        .collect();
+    serde_json::json!({"role": "assistant", "parts": parts})
+}
+
+/// A tool's GenAI message answering call `id` with `v`.
+pub(crate) fn genai_result(id: &str, v: &str) -> Value {
+    serde_json::json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": v}]})
+}

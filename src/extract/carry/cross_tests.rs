@@ -33,13 +33,7 @@ fn answering_turn(
     for ((id, ..), r) in calls.iter().zip(results) {
         input.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
     }
-    let output = json!([{"role": "assistant", "content": "done"}]).to_string();
-    chat(
-        trace,
-        when,
-        Some(&Value::Array(input).to_string()),
-        Some(&output),
-    )
+    done(trace, when, input)
 }
 
 /// A model call whose request carries only results (`(id, result)`), the
@@ -49,6 +43,11 @@ fn answering(trace: u8, when: (u64, u64), results: &[(&str, &str)]) -> Trace {
     for (id, r) in results {
         input.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
     }
+    done(trace, when, input)
+}
+
+/// A model call whose request is `input` and whose answer is final text.
+fn done(trace: u8, when: (u64, u64), input: Vec<Value>) -> Trace {
     let output = json!([{"role": "assistant", "content": "done"}]).to_string();
     chat(
         trace,

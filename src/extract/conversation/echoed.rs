@@ -137,7 +137,9 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::assemble::{Trace, TraceId};
-    use crate::extract::test_support::in_process;
+    use crate::extract::test_support::{
+        genai_asks as asks, genai_result as result, genai_user as user, in_process,
+    };
     use crate::extract::tests::sp;
     use crate::extract::{Analysis, Extractor};
 
@@ -159,22 +161,6 @@ mod tests {
             call(2, (20, 30), input, &done),
         ];
         Extractor::default().analyze(&Trace::new(TraceId([7; 16]), spans, 0))
-    }
-
-    fn user() -> Value {
-        json!({"role": "user", "parts": [{"type": "text", "content": "go"}]})
-    }
-
-    fn asks(calls: &[(&str, &str, Value)]) -> Value {
-        let parts: Vec<Value> = calls
-            .iter()
-            .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
-            .collect();
-        json!({"role": "assistant", "parts": parts})
-    }
-
-    fn result(id: &str, v: &str) -> Value {
-        json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": v}]})
     }
 
     fn got(a: &Analysis) -> Vec<(String, Value)> {

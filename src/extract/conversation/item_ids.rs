@@ -144,7 +144,9 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::assemble::{SpanRecord, Trace, TraceId};
-    use crate::extract::test_support::{in_process, read_in_order};
+    use crate::extract::test_support::{
+        genai_asks as asks, genai_result as result, genai_user as user, in_process, read_in_order,
+    };
     use crate::extract::tests::sp;
     use crate::extract::Analysis;
 
@@ -165,22 +167,6 @@ mod tests {
             ],
         );
         Trace::new(TraceId([trace; 16]), vec![in_process(s, "p")], 0)
-    }
-
-    fn asks(calls: &[(&str, &str, Value)]) -> Value {
-        let parts: Vec<Value> = calls
-            .iter()
-            .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
-            .collect();
-        json!({"role": "assistant", "parts": parts})
-    }
-
-    fn result(id: &str, v: &str) -> Value {
-        json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": v}]})
-    }
-
-    fn user() -> Value {
-        json!({"role": "user", "parts": [{"type": "text", "content": "go"}]})
     }
 
     fn got(read: &[Analysis]) -> Vec<(String, Value, Value)> {

@@ -124,14 +124,7 @@ mod tests {
 
     fn requests(d: &Document) -> String {
         assert!(d.rejected.is_empty(), "{:?}", d.rejected);
-        let spans: Vec<_> = d
-            .requests
-            .iter()
-            .flat_map(|r| &r.resource_spans)
-            .flat_map(|rs| &rs.scope_spans)
-            .flat_map(|ss| &ss.spans)
-            .map(crate::ingest::Span::to_proto)
-            .collect();
+        let spans = super::super::tests::spans_of(d);
         let resources: Vec<_> = d
             .requests
             .iter()

@@ -39,7 +39,7 @@ fn span(name: &str, extra: &str) -> String {
 }
 
 /// The document's spans as prost's.
-fn spans_of(d: &Document) -> Vec<Span> {
+pub(super) fn spans_of(d: &Document) -> Vec<Span> {
     d.requests
         .iter()
         .flat_map(|r| &r.resource_spans)
