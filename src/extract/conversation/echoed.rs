@@ -123,13 +123,14 @@ fn seen_ids(requests: &[Request]) -> (HashSet<&str>, HashSet<&str>) {
     )
 }
 
-/// Arguments equal as values, either side maybe JSON text.
+/// Arguments equal as values (`merge::same_args`), either side maybe text
+/// of JSON or a literal.
 fn same_args(a: &Value, b: &Value) -> bool {
     let parsed = |v: &Value| match v {
-        Value::String(t) => serde_json::from_str::<Value>(t).unwrap_or_else(|_| v.clone()),
+        Value::String(t) => crate::extract::source::parse_json_or_literal(t),
         other => other.clone(),
     };
-    a == b || parsed(a) == parsed(b)
+    a == b || crate::extract::merge::same_args(&parsed(a), &parsed(b))
 }
 
 #[cfg(test)]
