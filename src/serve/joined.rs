@@ -204,3 +204,42 @@ type Key = (TraceId, usize, Option<SpanId>);
 fn key_of(r: &TraceResult) -> Key {
     (r.trace_id, r.spans, r.root)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// Runs `f` on a thread; `None` when it has not returned within 10 s.
+    fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(10)).ok()
+    }
+
+    #[test]
+    fn a_lost_batch_s_turn_is_passed_over() {
+        let joined = Joined::new(Duration::from_secs(60));
+        let (lost, next, last) = (joined.turn(), joined.turn(), joined.turn());
+        // The batch after a lost one goes through; so does shutdown, once
+        // every turn taken has been used or dropped.
+        drop(lost);
+        let j = Arc::clone(&joined);
+        let settled = within(move || j.settle(next, Vec::new(), |_, _, _| unreachable!()));
+        assert_eq!(settled.map(|d| d.len()), Some(0));
+        let j = Arc::clone(&joined);
+        let finish = std::thread::spawn(move || j.finish().len());
+        drop(last);
+        assert_eq!(within(move || finish.join().ok()).flatten(), Some(0));
+    }
+
+    #[test]
+    fn nothing_held_is_nothing_to_release() {
+        let joined = Joined::new(Duration::ZERO);
+        assert_eq!(joined.next_release(), None);
+        assert!(joined.release(Instant::now(), false).is_empty());
+    }
+}
