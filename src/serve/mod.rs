@@ -29,6 +29,7 @@ pub mod forward;
 mod grpc;
 mod http;
 mod intake;
+mod joined;
 mod judging;
 mod listen;
 mod scoring;
@@ -302,10 +303,13 @@ impl Server {
             setup.rejected(),
             saver.as_ref().map(Saver::feed),
         )?;
-        // Extraction does what the metrics and outputs need, no more.
+        // Extraction does what the metrics and outputs need, no more; but
+        // arguments are always values, as in `replay`: the joins across
+        // traces compare them (`extract::carry`, `joined`), and a call
+        // kept as JSON text has none to compare.
         let needs = OutputNeeds {
             call_results: outputs.shows_call_results(),
-            call_args: outputs.reads_call_args(),
+            call_args: true,
         };
         let pipeline = Arc::new(setup.pipeline(needs));
         // Projection at decode (docs/architecture.md): only when nothing

@@ -8,6 +8,7 @@ mod corpus;
 mod exporters;
 mod files;
 mod forward;
+mod joins;
 mod lifecycle;
 mod limits;
 mod logs;
