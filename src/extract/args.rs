@@ -41,6 +41,18 @@ impl CallArgs {
         }
     }
 
+    /// The arguments as a value, text parsed (arguments kept as text are
+    /// compared so by the joins); `None` when the span had none.
+    pub fn parsed(&self) -> Option<std::borrow::Cow<'_, Value>> {
+        match self {
+            CallArgs::None => None,
+            CallArgs::Value(v) | CallArgs::Ordered { value: v, .. } => {
+                Some(std::borrow::Cow::Borrowed(v))
+            }
+            CallArgs::Text(t) => serde_json::from_str(t).ok().map(std::borrow::Cow::Owned),
+        }
+    }
+
     /// The parsed value, taken.
     pub fn into_value(self) -> Option<Value> {
         match self {

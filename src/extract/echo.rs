@@ -19,6 +19,7 @@
 //! at most, and a call with other arguments, or outside the earlier call's
 //! time, stays a call.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -97,7 +98,11 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 Some(_) => c.call_id.clone(),
                 None => s.and_then(super::source::tool_call_id).map(str::to_string),
             };
-            let args = c.args.value().filter(|v| !v.is_null()).cloned();
+            let args = c
+                .args
+                .parsed()
+                .filter(|v| !v.is_null())
+                .map(Cow::into_owned);
             // A lone trace's hollow record is matched by time
             // (`hollow_record`).
             if args.is_none() && id.is_none() && !(lone && hollow_record::is_hollow(c, None)) {
@@ -253,7 +258,7 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
         };
         let Some(bare) = c
             .args
-            .value()
+            .parsed()
             .filter(|v| merge::bare_field(v, &e.asked.args))
         else {
             continue;

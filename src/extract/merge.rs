@@ -11,7 +11,6 @@
 //! convention with nothing to tell the calls apart, keeps every call (as
 //! does one that calls itself with other arguments).
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
@@ -162,7 +161,7 @@ fn same_call<'t>(
     if outer.name != inner.name {
         return false;
     }
-    match (args_value(&outer.args), args_value(&inner.args)) {
+    match (outer.args.parsed(), inner.args.parsed()) {
         (None, None) => outer.convention != inner.convention,
         _ => args_agree(&outer.args, &inner.args),
     }
@@ -170,7 +169,7 @@ fn same_call<'t>(
 
 /// Whether two records' arguments are equal, or one side has none.
 pub(crate) fn args_agree(a: &CallArgs, b: &CallArgs) -> bool {
-    match (args_value(a), args_value(b)) {
+    match (a.parsed(), b.parsed()) {
         (Some(a), Some(b)) => same_args(&a, &b),
         _ => true,
     }
@@ -203,19 +202,10 @@ pub(crate) fn bare_field(bare: &Value, whole: &Value) -> bool {
     }
 }
 
-/// The arguments as a value (text parsed), `None` when the span had none.
-fn args_value(args: &CallArgs) -> Option<Cow<'_, Value>> {
-    match args {
-        CallArgs::None => None,
-        CallArgs::Value(v) | CallArgs::Ordered { value: v, .. } => Some(Cow::Borrowed(v)),
-        CallArgs::Text(t) => serde_json::from_str(t).ok().map(Cow::Owned),
-    }
-}
-
 /// How complete arguments are: none, a bare string, positional or other
 /// values, then named arguments by their number.
 fn completeness(args: &CallArgs) -> (u8, usize) {
-    match args_value(args).as_deref() {
+    match args.parsed().as_deref() {
         None => (0, 0),
         Some(Value::String(_)) => (1, 0),
         Some(Value::Object(o)) if !o.contains_key("args") => (3, o.len()),

@@ -303,13 +303,12 @@ impl Server {
             setup.rejected(),
             saver.as_ref().map(Saver::feed),
         )?;
-        // Extraction does what the metrics and outputs need, no more; but
-        // arguments are always values, as in `replay`: the joins across
-        // traces compare them (`extract::carry`, `joined`), and a call
-        // kept as JSON text has none to compare.
+        // Extraction does what the metrics and outputs need, no more (the
+        // joins across traces parse arguments kept as text where they
+        // compare them: `CallArgs::parsed`).
         let needs = OutputNeeds {
             call_results: outputs.shows_call_results(),
-            call_args: true,
+            call_args: outputs.reads_call_args(),
         };
         let pipeline = Arc::new(setup.pipeline(needs));
         // Projection at decode (docs/architecture.md): only when nothing
