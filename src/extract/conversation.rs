@@ -41,9 +41,7 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::OnceLock;
 
-use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
 use super::borrowed::Json;
@@ -74,6 +72,7 @@ mod records;
 mod repeated;
 mod requested_model;
 mod result_records;
+mod result_words;
 mod same_turn;
 mod spans;
 mod text_results;
@@ -91,6 +90,7 @@ use look::Look;
 pub(crate) use object_only::PROVIDER_KEYS;
 use positions::Positions;
 pub(crate) use records::span_keys as record_keys;
+use result_words::may_hold_results;
 pub use spans::reads_messages;
 pub(crate) use spans::records_output;
 
@@ -315,17 +315,20 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
             offer(calls_in(&v), form);
         }
     }
-    // Most choice messages are text, or JSON without a call: not parsed.
-    match super::genai_events::choice_calls(s, may_hold_any_call) {
-        Some(calls) => offer(once_per_id(calls), super::genai_events::FORM),
-        None => {
-            if let Some(v) = super::genai_events::output(s) {
-                offer(calls_in(&v), super::genai_events::FORM);
+    // The forms written as span events: most spans have none.
+    if !s.span.events.is_empty() {
+        // Most choice messages are text, or JSON without a call: not parsed.
+        match super::genai_events::choice_calls(s, may_hold_any_call) {
+            Some(calls) => offer(once_per_id(calls), super::genai_events::FORM),
+            None => {
+                if let Some(v) = super::genai_events::output(s) {
+                    offer(calls_in(&v), super::genai_events::FORM);
+                }
             }
         }
-    }
-    if let Some(v) = content_events::output(s) {
-        offer(calls_in(&v), content_events::FORM);
+        if let Some(v) = content_events::output(s) {
+            offer(calls_in(&v), content_events::FORM);
+        }
     }
     if model_call {
         let read = move |j: usize| there(read_as_named, j);
@@ -544,35 +547,6 @@ fn request_of(s: &SpanRecord) -> Request {
         offer(afc::request_in_output(text).unwrap_or_default());
     }
     best
-}
-
-/// Whether a request's JSON text may hold a tool result: the key or part
-/// type of a result in one of the shapes [`answers_in`] reads (a request's
-/// tool definitions alone do not make it parsed).
-fn may_hold_results(text: &str) -> bool {
-    static FINDERS: OnceLock<[Finder<'static>; 13]> = OnceLock::new();
-    let finders = FINDERS.get_or_init(|| {
-        [
-            Finder::new(b"tool_call_id"),
-            // Gemini and Bedrock Converse bodies.
-            Finder::new(b"functionResponse"),
-            Finder::new(b"function_response"),
-            // Cohere v1's `tool_results` items (`idless`).
-            Finder::new(b"\"outputs\""),
-            Finder::new(b"toolResult"),
-            Finder::new(b"tool_call_response"),
-            Finder::new(b"tool-result"),
-            Finder::new(b"tool_result"),
-            Finder::new(b"toolResponse"),
-            Finder::new(RESPONSES_RESULT.as_bytes()),
-            // A role `tool` message with no call id (`order`).
-            Finder::new(b"\"tool\""),
-            // OpenAI's older function messages.
-            Finder::new(b"\"role\":\"function\""),
-            Finder::new(b"\"role\": \"function\""),
-        ]
-    });
-    finders.iter().any(|f| f.find(text.as_bytes()).is_some()) || text_results::may_hold(text)
 }
 
 /// Keys of a request body's messages: most APIs', the OpenAI Responses

@@ -95,6 +95,14 @@ fn kind_at(s: &SpanRecord, i: usize, key: &[u8], kinds: &[&str]) -> bool {
 }
 
 fn names_kind(text: &str, kinds: &[&str]) -> bool {
+    // Most values are a bare word (`LLM`, `chat`): one that starts and ends
+    // with a printable ASCII byte other than a quote is what trimming and
+    // unquoting it gives, and is compared as it is.
+    let bare = |b: &u8| b.is_ascii_graphic() && *b != b'"';
+    let bytes = text.as_bytes();
+    if bytes.first().is_some_and(bare) && bytes.last().is_some_and(bare) {
+        return kinds.iter().any(|k| text.eq_ignore_ascii_case(k));
+    }
     let t = text.trim();
     let t = t
         .strip_prefix('"')
@@ -212,5 +220,24 @@ mod tests {
         assert!(model("generation"));
         assert!(!model("TOOL"));
         assert!(!model("\"AGENT\""));
+        // Bare words and padded or quoted ones read alike.
+        for t in [
+            " chat",
+            "chat\u{a0}",
+            "\u{3000}LLM\n",
+            "\"llm\"",
+            "llm",
+            "x-llm",
+            "\"llm",
+        ] {
+            let whole = t.trim();
+            let whole = whole
+                .strip_prefix('"')
+                .and_then(|w| w.strip_suffix('"'))
+                .unwrap_or(whole);
+            let expected = MODEL_KINDS.iter().any(|k| whole.eq_ignore_ascii_case(k));
+            assert_eq!(model(t), expected, "{t:?}");
+        }
+        assert!(model("chat\u{a0}") && model(" chat") && !model("x-llm"));
     }
 }

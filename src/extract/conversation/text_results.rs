@@ -106,11 +106,6 @@ pub(super) fn python_literal(v: Value) -> Value {
     }
 }
 
-/// Whether JSON text of a request may hold results in a text form.
-pub(super) fn may_hold(text: &str) -> bool {
-    TEXT_RESULTS.iter().any(|f| text.contains(f.opens))
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};

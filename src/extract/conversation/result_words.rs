@@ -1,0 +1,78 @@
+//! A byte look at a request's JSON text before it is parsed for the tool
+//! results it carries ([`may_hold_results`]).
+
+use std::sync::OnceLock;
+
+use regex::bytes::Regex;
+
+use super::text_results;
+
+/// Whether a request's JSON text may hold a tool result: the key or part
+/// type of a result in one of the shapes [`super::answers_in`] reads (a request's
+/// tool definitions alone do not make it parsed).
+pub(super) fn may_hold_results(text: &str) -> bool {
+    // One pass over the text for every word (an alternation of literals is
+    // a multi-literal search); a search per word read a request without
+    // results whole once per word.
+    static WORDS: OnceLock<Option<Regex>> = OnceLock::new();
+    let search = WORDS.get_or_init(|| {
+        let alternation: Vec<String> = words().map(regex::escape).collect();
+        Regex::new(&alternation.join("|")).ok()
+    });
+    match search {
+        Some(re) => re.is_match(text.as_bytes()),
+        None => words().any(|w| text.contains(w)),
+    }
+}
+
+/// Every word [`may_hold_results`] looks for: a result's key or part type
+/// ([`RESULT_WORDS`]), and what opens a result written as text
+/// ([`text_results::TEXT_RESULTS`]).
+fn words() -> impl Iterator<Item = &'static str> {
+    let opens = text_results::TEXT_RESULTS.iter().map(|f| f.opens);
+    RESULT_WORDS.iter().copied().chain(opens)
+}
+
+/// The keys and part types of results [`may_hold_results`] looks for.
+const RESULT_WORDS: [&str; 13] = [
+    "tool_call_id",
+    // Gemini and Bedrock Converse bodies.
+    "functionResponse",
+    "function_response",
+    // Cohere v1's `tool_results` items (`idless`).
+    "\"outputs\"",
+    "toolResult",
+    "tool_call_response",
+    "tool-result",
+    "tool_result",
+    "toolResponse",
+    super::RESPONSES_RESULT,
+    // A role `tool` message with no call id (`order`).
+    "\"tool\"",
+    // OpenAI's older function messages.
+    "\"role\":\"function\"",
+    "\"role\": \"function\"",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one search says what a search per word says: each word found
+    /// wherever it is, and a text with none of them is not parsed.
+    #[test]
+    fn one_search_finds_each_word() {
+        for w in words() {
+            for text in [
+                w.to_string(),
+                format!("[{{\"k\": 1}}, {w} x"),
+                format!("x{w}"),
+            ] {
+                assert!(may_hold_results(&text), "{text}");
+            }
+        }
+        let none = r#"[{"role": "user", "content": "tools: tool, function"}, {"role": "toolx"}]"#;
+        assert!(!words().any(|w| none.contains(w)));
+        assert!(!may_hold_results(none));
+    }
+}
