@@ -76,7 +76,7 @@ mod requested_model;
 mod result_records;
 mod same_turn;
 mod spans;
-mod text_results;
+pub(crate) mod text_results;
 mod transcript;
 mod unseen;
 mod wrapped_results;
