@@ -75,7 +75,7 @@ mod result_records;
 mod result_words;
 mod same_turn;
 mod spans;
-mod text_results;
+pub(crate) mod text_results;
 mod transcript;
 mod unseen;
 mod wrapped_results;

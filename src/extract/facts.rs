@@ -651,7 +651,7 @@ fn tool_defs_in_text(s: &str) -> Vec<ToolDef> {
 
 /// Tool definitions in a value: a list (or JSON text of one), or one
 /// definition.
-fn tool_defs(v: &Value) -> Vec<ToolDef> {
+pub(crate) fn tool_defs(v: &Value) -> Vec<ToolDef> {
     match v {
         Value::String(s) => tool_defs_in_text(s),
         Value::Array(items) => items.iter().flat_map(tool_defs).collect(),

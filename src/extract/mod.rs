@@ -28,6 +28,7 @@ mod flat;
 #[cfg(test)]
 mod flat_args_tests;
 mod flat_types;
+mod framing;
 mod genai_events;
 #[cfg(test)]
 mod generic_tests;
@@ -413,6 +414,7 @@ impl Extractor {
         keys.extend(conversation::EVENT_KEYS.iter().map(|k| k.to_string()));
         keys.extend(conversation::flat_event_keys());
         keys.extend(logged_args::EVENT_KEYS.map(str::to_string));
+        keys.push(framing::EVENT_KEY.to_string());
         keys.extend(event_side::event_keys());
         keys.extend(event_attrs::keys(&self.rules));
         for r in &self.rules {
@@ -694,6 +696,7 @@ impl Extractor {
         if seen.is_none() {
             haystack_history::read(trace, &mut out);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
+            framing::settle(trace, &mut out.calls);
             echo::settle(trace, carried, &mut out);
             return out;
         }
@@ -704,6 +707,7 @@ impl Extractor {
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
         out.retrievers.sort_by_key(|c| c.start_time_unix_nano);
         out.runs.sort_by_key(|r| r.start_time_unix_nano);
+        framing::settle(trace, &mut out.calls);
         echo::settle(trace, carried, &mut out);
         out
     }

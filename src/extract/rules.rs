@@ -7,6 +7,7 @@
 //! them and users can copy and override them. Specs are compiled into
 //! [`Rule`]s (regexes built, attribute keys resolved) by the extractor.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use regex::{Regex, RegexBuilder};
@@ -462,29 +463,41 @@ pub const BUILTIN_TOML: &str = include_str!("builtin.toml");
 struct BuiltinFile {
     /// Key lists the rules name with `vocab` (`extract::vocabulary`).
     #[serde(default)]
-    vocabulary: std::collections::BTreeMap<String, Vec<String>>,
+    vocabulary: BTreeMap<String, Vec<String>>,
     rule: Vec<toml::Table>,
 }
 
 /// The built-in conventions (docs/conventions.md).
 pub fn builtin() -> Vec<RuleSpec> {
-    static RULES: OnceLock<Vec<RuleSpec>> = OnceLock::new();
-    RULES
-        .get_or_init(|| {
-            // The table is a constant; a failure is a programming error caught by tests.
-            let file = toml::from_str::<BuiltinFile>(BUILTIN_TOML)
-                .unwrap_or_else(|e| panic!("built-in rule table: {e}"));
-            super::vocabulary::expand(file.rule, &file.vocabulary)
-                .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
-                .into_iter()
-                .map(|t| {
-                    toml::Value::Table(t)
-                        .try_into::<RuleSpec>()
-                        .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
-                })
-                .collect()
-        })
-        .clone()
+    builtin_parsed().0.clone()
+}
+
+/// The built-in table's `[vocabulary]` lists (`vocabulary::builtin_list`).
+pub(crate) fn builtin_vocabulary() -> &'static BTreeMap<String, Vec<String>> {
+    &builtin_parsed().1
+}
+
+/// The built-in rules and vocabulary lists.
+type BuiltinParsed = (Vec<RuleSpec>, BTreeMap<String, Vec<String>>);
+
+/// [`BuiltinParsed`], parsed once.
+fn builtin_parsed() -> &'static BuiltinParsed {
+    static PARSED: OnceLock<BuiltinParsed> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        // The table is a constant; a failure is a programming error caught by tests.
+        let file = toml::from_str::<BuiltinFile>(BUILTIN_TOML)
+            .unwrap_or_else(|e| panic!("built-in rule table: {e}"));
+        let rules = super::vocabulary::expand(file.rule, &file.vocabulary)
+            .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
+            .into_iter()
+            .map(|t| {
+                toml::Value::Table(t)
+                    .try_into::<RuleSpec>()
+                    .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
+            })
+            .collect();
+        (rules, file.vocabulary)
+    })
 }
 
 /// Merges user rules into the built-in table: a user rule replaces the

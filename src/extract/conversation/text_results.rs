@@ -74,7 +74,7 @@ fn split(text: &str, f: &TextForm) -> Option<Vec<Value>> {
 
 /// A result's text as the value the tool returned: JSON, or a Python
 /// literal (`str(dict)`, as ReAct frameworks write it), else the text.
-fn value_of(text: &str) -> Value {
+pub(crate) fn value_of(text: &str) -> Value {
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         if v.is_object() || v.is_array() {
             return v;
