@@ -18,7 +18,7 @@ use crate::value::PyValue;
 /// The wrappers taken off one value, by name, in the order applied.
 pub type Notes = Vec<&'static str>;
 
-fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
+pub(crate) fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
     key.and_then(|k| s.attr_str(k))
         .is_some_and(|m| m.trim().starts_with("application/json"))
 }
@@ -300,7 +300,7 @@ pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
 /// surely not). Every known shape is an object with a `type`, `content`
 /// or `raw_output` key (or `output` around one, or a message's `repr()`
 /// there), or a list of text, JSON or document blocks.
-fn known_may_apply(text: &str) -> bool {
+pub(crate) fn known_may_apply(text: &str) -> bool {
     let t = text.trim_start();
     let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
     match t.as_bytes().first() {
