@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// A JSON value whose strings borrow from the text it was parsed from.
@@ -71,34 +71,13 @@ fn object_to_map(o: &[(Cow<'_, str>, Json<'_>)]) -> Map<String, Value> {
 
 impl<'de> Deserialize<'de> for Json<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Seed(&mut Stacks::default()).deserialize(d)
+        d.deserialize_any(JsonVisitor)
     }
 }
 
-/// Where one parse gathers the items of its arrays and the entries of its
-/// objects: a node's are pushed here and moved into a list of their exact
-/// length when it ends, rather than each node's list grown push by push
-/// (a new block and a copy at each doubling).
-#[derive(Default)]
-struct Stacks<'de> {
-    items: Vec<Json<'de>>,
-    entries: Vec<(Cow<'de, str>, Json<'de>)>,
-}
+struct JsonVisitor;
 
-/// A value of the parse whose lists are gathered on the stacks.
-struct Seed<'s, 'de>(&'s mut Stacks<'de>);
-
-impl<'de> DeserializeSeed<'de> for Seed<'_, 'de> {
-    type Value = Json<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
-        d.deserialize_any(JsonVisitor(self.0))
-    }
-}
-
-struct JsonVisitor<'s, 'de>(&'s mut Stacks<'de>);
-
-impl<'de> Visitor<'de> for JsonVisitor<'_, 'de> {
+impl<'de> Visitor<'de> for JsonVisitor {
     type Value = Json<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -143,22 +122,18 @@ impl<'de> Visitor<'de> for JsonVisitor<'_, 'de> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let stacks = self.0;
-        let start = stacks.items.len();
-        while let Some(x) = seq.next_element_seed(Seed(&mut *stacks))? {
-            stacks.items.push(x);
+        let mut items = Vec::new();
+        while let Some(x) = seq.next_element()? {
+            items.push(x);
         }
-        Ok(Json::Array(stacks.items.drain(start..).collect()))
+        Ok(Json::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let stacks = self.0;
-        let start = stacks.entries.len();
+        let mut entries: Vec<(Cow<'de, str>, Json<'de>)> = Vec::new();
         while let Some(k) = map.next_key_seed(KeySeed)? {
-            let v = map.next_value_seed(Seed(&mut *stacks))?;
-            stacks.entries.push((k, v));
+            entries.push((k, map.next_value()?));
         }
-        let mut entries: Vec<(Cow<'de, str>, Json<'de>)> = stacks.entries.drain(start..).collect();
         // As `Map` keeps them: sorted (a stable sort keeps a repeated key's
         // entries in text order), the last of a repeated key kept.
         entries.sort_by(|a, b| a.0.cmp(&b.0));
