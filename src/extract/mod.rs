@@ -1211,7 +1211,36 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             });
         }
     }
+    if let Some(r) = json_mime_result(src, s) {
+        return Some(r);
+    }
     value_of(src, s).map(CallResult::Value)
+}
+
+/// [`result_of`] at a source typed JSON by the span's MIME attribute
+/// (OpenInference's `output.mime_type`) when no wrapper may apply: the
+/// text as serde_json writes the value parsed from it (`canonical`), the
+/// row's bytes without the value built, written and dropped. `None`: the
+/// source is read the usual way.
+fn json_mime_result(src: &Source, s: &SpanRecord) -> Option<CallResult> {
+    if src.decode != Decode::JsonIfMime
+        || src.flat
+        || src.pattern.is_some()
+        || src.unwrapped_only
+        || src.not_schema
+    {
+        return None;
+    }
+    let text = raw_string(&src.field, s)?.trim();
+    // A JSON string may hold a Python literal (`repr_in_string`).
+    if (src.literal && text.starts_with('"'))
+        || unwrap_may_apply(src, text)
+        || (!src.known.is_empty() && wrappers::known_may_apply(text))
+        || !wrappers::is_json_mime(s, src.mime_attr.as_ref())
+    {
+        return None;
+    }
+    canonical::canonical(text).map(|c| CallResult::Json(c.into()))
 }
 
 /// The arguments at `src` as [`ToolCall::args_json`], when they are JSON

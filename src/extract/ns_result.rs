@@ -24,12 +24,20 @@ pub(super) fn of(generic: Option<&Rule>, rule: &Rule, s: &SpanRecord) -> Option<
         _ => false,
     };
     generic.result.iter().filter(in_ns).find_map(|src| {
-        let mut src = src.clone();
-        if let Field::Attr(k) = &mut src.field {
-            *k = k.replacen(NS, ns, 1);
-        }
         // The namespace's own keys only: `flat` sources rebuild from
         // prefixes, which are the generic rule's to read.
-        (!src.flat).then(|| result_of(&src, s)).flatten()
+        let Field::Attr(k) = &src.field else {
+            return None;
+        };
+        if src.flat {
+            return None;
+        }
+        let key = k.replacen(NS, ns, 1);
+        // A key the span lacks gives nothing: the source is copied only
+        // for a key that is there (most spans have none of them).
+        s.attr(&key)?;
+        let mut src = src.clone();
+        src.field = Field::Attr(key);
+        result_of(&src, s)
     })
 }

@@ -18,7 +18,7 @@ use crate::value::PyValue;
 /// The wrappers taken off one value, by name, in the order applied.
 pub type Notes = Vec<&'static str>;
 
-fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
+pub(crate) fn is_json_mime(s: &SpanRecord, key: Option<&String>) -> bool {
     key.and_then(|k| s.attr_str(k))
         .is_some_and(|m| m.trim().starts_with("application/json"))
 }
@@ -204,11 +204,14 @@ fn unwrap(
     let mut applied = false;
     for &u in &src.unwrap {
         let step = match u {
+            // The schema is parsed for its names only for a value that
+            // can be a record: most are not, and most schemas are long.
+            Unwrap::ArgsKwargs if !record_keys(&v, RECORD_EXTRA) => Err(v),
             Unwrap::ArgsKwargs => {
                 let names = schema_text(src, s)
                     .and_then(parameter_names)
                     .unwrap_or_default();
-                call_record(v, &["sanitize_inputs_outputs"], Some(&names))
+                call_record(v, RECORD_EXTRA, Some(&names))
             }
             u => shape(u, v),
         };
@@ -297,7 +300,7 @@ pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
 /// surely not). Every known shape is an object with a `type`, `content`
 /// or `raw_output` key (or `output` around one, or a message's `repr()`
 /// there), or a list of text, JSON or document blocks.
-fn known_may_apply(text: &str) -> bool {
+pub(crate) fn known_may_apply(text: &str) -> bool {
     let t = text.trim_start();
     let has = |needle: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
     match t.as_bytes().first() {
@@ -316,7 +319,7 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::ContentBlocks => content_blocks(v),
         Unwrap::ToolMessage => tool_message(v),
         Unwrap::LangchainCallback => langchain_callback(v),
-        Unwrap::ArgsKwargs => call_record(v, &["sanitize_inputs_outputs"], Some(&[])),
+        Unwrap::ArgsKwargs => call_record(v, RECORD_EXTRA, Some(&[])),
         Unwrap::McpToolCall => mcp_tool_call(v),
         Unwrap::LlamaIndexOutput => llama_index_output(v),
         Unwrap::BeeaiRun => beeai_run(v),
@@ -964,6 +967,20 @@ pub(crate) fn parameter_names(schema: &str) -> Option<Vec<String>> {
     Some(map.iter().map(|(k, _)| k.clone()).collect())
 }
 
+/// The keys a traced call's own keywords add to its record
+/// ([`Unwrap::ArgsKwargs`]).
+const RECORD_EXTRA: &[&str] = &["sanitize_inputs_outputs"];
+
+/// Whether `v` is an object of no keys but `args`, `kwargs` and `extra`
+/// ones, and of at least one: what [`call_record`] may take apart.
+fn record_keys(v: &Value, extra: &[&str]) -> bool {
+    v.as_object().is_some_and(|o| {
+        !o.is_empty()
+            && o.keys()
+                .all(|k| k == "args" || k == "kwargs" || extra.contains(&k.as_str()))
+    })
+}
+
 /// A Python call record `{"args": [...], "kwargs": {...}}` (plus any of
 /// `extra` keys, dropped) -> keyword arguments by name. With parameter
 /// `names` (the tool's schema): positional arguments take the first names,
@@ -973,12 +990,10 @@ pub(crate) fn parameter_names(schema: &str) -> Option<Vec<String>> {
 /// `names = None`: the loose form (Langfuse, Traceloop), where either key
 /// may be missing.
 fn call_record(v: Value, extra: &[&str], names: Option<&[String]>) -> Result<Value, Value> {
+    let keys_fit = record_keys(&v, extra);
     let Value::Object(mut o) = v else {
         return Err(v);
     };
-    let keys_fit = !o.is_empty()
-        && o.keys()
-            .all(|k| k == "args" || k == "kwargs" || extra.contains(&k.as_str()));
     // Strict: both keys, or `kwargs` alone (LlamaIndex and DSPy record a
     // tool called by keyword so) unless the tool has a parameter `kwargs`.
     let shaped = keys_fit
