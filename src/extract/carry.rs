@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 use super::kept::{key, Kept, Keys};
 pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
-use super::{echo, twice};
+use super::{echo, hollow_record, twice};
 use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
@@ -711,6 +711,8 @@ impl<T> Carry<T> {
                     // the conversation: the call stays counted here.
                     carried.push(twice::span_counted(l, c));
                     c.asked = None;
+                } else if let Some(e) = hollow_record::ran_one_of(l, calls) {
+                    carried.push(e);
                 }
             }
             if !carried.is_empty() {

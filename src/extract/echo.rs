@@ -45,9 +45,13 @@ fn is_lone<'t>(
         c.convention.contains("mcp")
             || span(c).is_some_and(|s| s.attr_str(MCP_METHOD).is_some() || has_mcp(&s.scope.name))
     };
+    // A trace of hollow records only is held as an MCP client's is
+    // (`hollow_record::ran_for`).
+    let hollow =
+        |c: &ToolCall| hollow_record::is_hollow(c, span(c).and_then(super::source::tool_call_id));
     !a.calls.is_empty()
         && a.runs.is_empty()
-        && a.calls.iter().all(|c| c.from.is_none() && mcp(c))
+        && (a.calls.iter().all(|c| c.from.is_none() && mcp(c)) || a.calls.iter().all(hollow))
         && !trace.spans.iter().any(conversation::reads_messages)
 }
 
@@ -95,7 +99,12 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             let s = span(c);
             let id = match c.from {
                 Some(_) => c.call_id.clone(),
-                None => s.and_then(super::source::tool_call_id).map(str::to_string),
+                // A span's own id, else one its record gave
+                // (`placeholder_names`).
+                None => s
+                    .and_then(super::source::tool_call_id)
+                    .map(str::to_string)
+                    .or_else(|| c.call_id.clone()),
             };
             let args = c.args.value().filter(|v| !v.is_null()).cloned();
             // A lone trace's hollow record is matched by time

@@ -48,6 +48,7 @@ mod merge;
 mod next_results;
 mod ns_result;
 mod open;
+mod placeholder_names;
 pub mod requested;
 #[cfg(test)]
 mod results_tests;
@@ -657,6 +658,7 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, slots);
         call_input::fill(trace, &mut out.calls);
+        placeholder_names::fill(trace, &mut out.calls);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
         hollow_record::fold_within(trace, &mut out);
