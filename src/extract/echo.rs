@@ -28,7 +28,7 @@ use super::open::{
     SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::requested::Asked;
-use super::{conversation, hollow_record, merge, Analysis, CallArgs, ToolCall};
+use super::{conversation, hollow_record, merge, witness_records, Analysis, CallArgs, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
 
 /// Whether the calls of `a` are all an MCP client's (or server's), in a
@@ -279,7 +279,12 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     asked_args(carried, a);
+    witness_records::fill(carried, a);
     absorb(carried, a);
+    let witnessed = witness_records::of(trace, a);
+    if !witnessed.is_empty() {
+        a.open.get_or_insert_with(Default::default).witnessed = witnessed;
+    }
     let (mut calls, lone) = echoes_of(trace, a);
     if lone {
         // A client's record is matched by its arguments; a hollow one
@@ -290,10 +295,12 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         return;
     }
     let only = !lone && tool_only(trace, a, &calls);
+    let wanting = witness_records::wanting(a, &calls);
     let open = a.open.get_or_insert_with(Default::default);
     if lone {
         open.lone = calls;
     } else {
+        open.wanting = wanting;
         open.tool_only = only;
         open.calls = calls;
     }

@@ -77,6 +77,7 @@ mod variants_tests;
 #[cfg(test)]
 mod versions_tests;
 mod vocabulary;
+mod witness_records;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
