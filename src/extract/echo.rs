@@ -217,6 +217,10 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                 e.trace_id,
                 match &e.asked.id {
                     Some(id) => format!("same call id {id}"),
+                    // `hollow_record::ran_for`: only the name and the time.
+                    None if hollow_record::is_hollow(&c, None) => {
+                        "same tool, the span naming its tool only".to_string()
+                    }
                     None => "same tool and arguments".to_string(),
                 }
             )

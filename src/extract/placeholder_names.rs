@@ -24,11 +24,14 @@ fn is_placeholder(name: &str) -> bool {
 /// Names the calls of `calls` read from spans under a placeholder from the
 /// tool message their span records, and gives them its call id.
 pub(crate) fn fill(trace: &Trace, calls: &mut [ToolCall]) {
-    for call in calls
-        .iter_mut()
-        .filter(|c| c.from.is_none() && is_placeholder(&c.name))
-    {
-        let Some(s) = trace.spans.iter().find(|s| s.span_id == call.span_id) else {
+    let named = |c: &ToolCall| c.from.is_none() && is_placeholder(&c.name);
+    if !calls.iter().any(named) {
+        return;
+    }
+    // One index, not a walk per call: a trace may hold thousands of calls.
+    let at = trace.positions();
+    for call in calls.iter_mut().filter(|c| named(c)) {
+        let Some(s) = at.get(call.span_id).and_then(|i| trace.spans.get(i)) else {
             continue;
         };
         let Some((name, id)) = tool_message_in(s) else {

@@ -28,7 +28,7 @@ use super::open::{
 };
 use super::requested::Asked;
 use super::{Analysis, CallArgs, CallResult, CallStatus};
-use crate::assemble::{Trace, TraceId};
+use crate::assemble::{SpanId, Trace, TraceId};
 
 /// How deep in an attribute's JSON a witness list is looked for
 /// (autogen's: `message.content`, or a response's `inner_messages[i].content`).
@@ -38,6 +38,8 @@ const DEPTH: u8 = 5;
 /// messages (see the module's doc).
 pub(crate) fn of(trace: &Trace, a: &Analysis) -> Vec<Witnessed> {
     let mut out = Vec::new();
+    // The spans that ran a call or a run, sorted once, when first needed.
+    let mut ran: Option<Vec<SpanId>> = None;
     for s in &trace.spans {
         // Asked once per span, at its first JSON value: a span that ran a
         // call or holds model messages is no witness (and its messages,
@@ -51,9 +53,14 @@ pub(crate) fn of(trace: &Trace, a: &Analysis) -> Vec<Witnessed> {
                 continue;
             }
             let skip = *skip.get_or_insert_with(|| {
-                a.calls.iter().any(|c| c.span_id == s.span_id)
-                    || a.runs.iter().any(|r| r.span_id == s.span_id)
-                    || super::conversation::reads_messages(s)
+                let ran = ran.get_or_insert_with(|| {
+                    let calls = a.calls.iter().map(|c| c.span_id);
+                    let mut ids: Vec<SpanId> =
+                        calls.chain(a.runs.iter().map(|r| r.span_id)).collect();
+                    ids.sort_unstable();
+                    ids
+                });
+                ran.binary_search(&s.span_id).is_ok() || super::conversation::reads_messages(s)
             });
             if skip {
                 break;
@@ -123,14 +130,22 @@ fn blank(id: &str) -> Witnessed {
 /// The calls of `calls` (`a`'s echoes) read from tool spans with a call id
 /// and neither arguments nor a result.
 pub(crate) fn wanting(a: &Analysis, calls: &[Echo]) -> Vec<Echo> {
+    let bare = |e: &&Echo| !e.from_conversation && e.id.is_some() && e.args.is_null();
+    if !calls.iter().any(|e| bare(&e)) {
+        return Vec::new();
+    }
+    // Sorted once: a trace may hold thousands of calls.
+    let mut resultless: Vec<SpanId> = a
+        .calls
+        .iter()
+        .filter(|c| c.from.is_none() && c.result.is_none())
+        .map(|c| c.span_id)
+        .collect();
+    resultless.sort_unstable();
     calls
         .iter()
-        .filter(|e| !e.from_conversation && e.id.is_some() && e.args.is_null())
-        .filter(|e| {
-            a.calls
-                .iter()
-                .any(|c| c.span_id == e.span_id && c.from.is_none() && c.result.is_none())
-        })
+        .filter(bare)
+        .filter(|e| resultless.binary_search(&e.span_id).is_ok())
         .cloned()
         .collect()
 }
