@@ -9,8 +9,8 @@
 //! (`{"content": [{"content", "name", "call_id", "is_error"}], "type":
 //! "ToolCallExecutionEvent"}`), while its `execute_tool` spans, in another
 //! trace, hold the tool's name and the call id only. A JSON list in any
-//! string attribute of a span that no rule read and that records no model
-//! messages is a *witness* of those calls when each of its items is a call
+//! string attribute of a span that records no model messages, in a trace
+//! where no call or agent run was read, is a *witness* of those calls when each of its items is a call
 //! record, `{"id", "name", "arguments"}` (and `type` at most), the
 //! arguments an object or its JSON text, or each a result record,
 //! `{"call_id", "content"}` (and `name`, `is_error` at most). The carry
@@ -34,16 +34,20 @@ use crate::assemble::{SpanId, Trace, TraceId};
 /// (autogen's: `message.content`, or a response's `inner_messages[i].content`).
 const DEPTH: u8 = 5;
 
-/// The witnesses of the spans of `trace` that hold no call, run or model
-/// messages (see the module's doc).
+/// The witnesses of the spans of `trace`, a trace in which no call and no
+/// agent run was read, that record no model messages (see the module's
+/// doc). A record beside calls of its own trace completes none of them (it
+/// joins across traces only), and most traces hold calls: those are not
+/// searched.
 pub(crate) fn of(trace: &Trace, a: &Analysis) -> Vec<Witnessed> {
     let mut out = Vec::new();
-    // The spans that ran a call or a run, sorted once, when first needed.
-    let mut ran: Option<Vec<SpanId>> = None;
+    if !a.calls.is_empty() || !a.runs.is_empty() {
+        return out;
+    }
     for s in &trace.spans {
-        // Asked once per span, at its first JSON value: a span that ran a
-        // call or holds model messages is no witness (and its messages,
-        // the largest values, are not searched).
+        // Asked once per span, at its first JSON value: a span holding
+        // model messages is no witness (its messages, the largest values,
+        // are not searched).
         let mut skip: Option<bool> = None;
         for (_, value) in s.span.attributes() {
             let Some(text) = value.and_then(|v| v.as_str()) else {
@@ -52,17 +56,7 @@ pub(crate) fn of(trace: &Trace, a: &Analysis) -> Vec<Witnessed> {
             if !crate::ingest::projection::holds_json(text) {
                 continue;
             }
-            let skip = *skip.get_or_insert_with(|| {
-                let ran = ran.get_or_insert_with(|| {
-                    let calls = a.calls.iter().map(|c| c.span_id);
-                    let mut ids: Vec<SpanId> =
-                        calls.chain(a.runs.iter().map(|r| r.span_id)).collect();
-                    ids.sort_unstable();
-                    ids
-                });
-                ran.binary_search(&s.span_id).is_ok() || super::conversation::reads_messages(s)
-            });
-            if skip {
+            if *skip.get_or_insert_with(|| super::conversation::reads_messages(s)) {
                 break;
             }
             if !names_calls(text) {
