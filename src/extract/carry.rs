@@ -23,13 +23,14 @@
 mod cross_tests;
 mod ran_before;
 mod unasked;
+mod witnessed;
 
 use std::collections::VecDeque;
 
 use super::kept::{key, Kept, Keys};
 pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
-use super::{echo, twice};
+use super::{echo, hollow_record, twice};
 use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
@@ -92,6 +93,8 @@ pub struct Carry<T> {
     /// compared only with the kept calls under its keys.
     calls: Kept<Echo>,
     held: VecDeque<Held<T>>,
+    /// The call records of spans that ran no tool (`witnessed`).
+    witnesses: VecDeque<super::open::Witnessed>,
     /// What the carry is done with, for the reader to drop elsewhere
     /// ([`Carry::handing_back`]); `None`: dropped here.
     spent: Option<Spent>,
@@ -189,6 +192,7 @@ impl<T> Default for Carry<T> {
             asks: Kept::default(),
             calls: Kept::default(),
             held: VecDeque::new(),
+            witnesses: VecDeque::new(),
             spent: None,
         }
     }
@@ -201,6 +205,7 @@ impl<T> Default for Carry<T> {
 struct Held<T> {
     out: T,
     lone: Option<(Trace, Vec<Echo>)>,
+    wanting: Option<witnessed::Wanting>,
 }
 
 impl<T> Carry<T> {
@@ -621,6 +626,7 @@ impl<T> Carry<T> {
                 let mut echoed = self.echoed(&open);
                 if trace.is_some() {
                     echoed.extend(self.twice(&open));
+                    echoed.extend(self.witnessed(&open));
                 }
                 match trace {
                     Some(t)
@@ -656,27 +662,43 @@ impl<T> Carry<T> {
         let counted = open
             .as_ref()
             .is_some_and(|o| o.calls.iter().any(|c| !c.args.is_null()));
+        let mut wants = Vec::new();
         if let Some(o) = open.as_deref_mut() {
+            self.witness(std::mem::take(&mut o.witnessed), &mut again);
+            wants = std::mem::take(&mut o.wanting);
             self.date_asks(&mut o.calls, &taken);
             self.echo_held(&mut o.calls, &mut again);
             // Only the lone calls are read below: the rest moves here.
             let (asks, calls) = (std::mem::take(&mut o.asks), std::mem::take(&mut o.calls));
             self.keep_these(asks, calls);
         }
-        let lone = match (open.map(|o| o.lone), trace) {
-            (Some(lone), Some(t)) if !lone.is_empty() => Some((t, lone)),
+        let (lone, wanting) = match (open.map(|o| o.lone), trace) {
+            (Some(lone), Some(t)) if !lone.is_empty() => (Some((t, lone)), None),
+            // Calls records in later traces may complete (`witnessed`).
+            (_, Some(t)) if !wants.is_empty() && taken.is_empty() => {
+                let calls = wants;
+                let filled = Vec::new();
+                (
+                    None,
+                    Some(witnessed::Wanting {
+                        trace: t,
+                        calls,
+                        filled,
+                    }),
+                )
+            }
             (_, t) => {
                 if let (Some(spent), Some(t)) = (self.spent.as_mut(), t) {
                     spent.traces.push(t);
                 }
-                None
+                (None, None)
             }
         };
-        if self.held.is_empty() && lone.is_none() {
+        if self.held.is_empty() && lone.is_none() && wanting.is_none() {
             due.push(out);
             return;
         }
-        self.held.push_back(Held { out, lone });
+        self.held.push_back(Held { out, lone, wanting });
         if counted || self.held.len() > MAX_HELD {
             due.extend(self.held.drain(..).map(|h| h.out));
         }
@@ -711,6 +733,8 @@ impl<T> Carry<T> {
                     // the conversation: the call stays counted here.
                     carried.push(twice::span_counted(l, c));
                     c.asked = None;
+                } else if let Some(e) = hollow_record::ran_one_of(l, calls) {
+                    carried.push(e);
                 }
             }
             if !carried.is_empty() {

@@ -29,7 +29,7 @@ use super::open::{
     SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::requested::Asked;
-use super::{conversation, hollow_record, merge, Analysis, CallArgs, ToolCall};
+use super::{conversation, hollow_record, merge, witness_records, Analysis, CallArgs, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
 
 /// Whether the calls of `a` are all an MCP client's (or server's), in a
@@ -46,9 +46,13 @@ fn is_lone<'t>(
         c.convention.contains("mcp")
             || span(c).is_some_and(|s| s.attr_str(MCP_METHOD).is_some() || has_mcp(&s.scope.name))
     };
+    // A trace of hollow records only is held as an MCP client's is
+    // (`hollow_record::ran_for`).
+    let hollow =
+        |c: &ToolCall| hollow_record::is_hollow(c, span(c).and_then(super::source::tool_call_id));
     !a.calls.is_empty()
         && a.runs.is_empty()
-        && a.calls.iter().all(|c| c.from.is_none() && mcp(c))
+        && (a.calls.iter().all(|c| c.from.is_none() && mcp(c)) || a.calls.iter().all(hollow))
         && !trace.spans.iter().any(conversation::reads_messages)
 }
 
@@ -96,7 +100,12 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             let s = span(c);
             let id = match c.from {
                 Some(_) => c.call_id.clone(),
-                None => s.and_then(super::source::tool_call_id).map(str::to_string),
+                // A span's own id, else one its record gave
+                // (`placeholder_names`).
+                None => s
+                    .and_then(super::source::tool_call_id)
+                    .map(str::to_string)
+                    .or_else(|| c.call_id.clone()),
             };
             let args = c
                 .args
@@ -213,6 +222,10 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                 e.trace_id,
                 match &e.asked.id {
                     Some(id) => format!("same call id {id}"),
+                    // `hollow_record::ran_for`: only the name and the time.
+                    None if hollow_record::is_hollow(&c, None) => {
+                        "same tool, the span naming its tool only".to_string()
+                    }
                     None => "same tool and arguments".to_string(),
                 }
             )
@@ -275,7 +288,12 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     asked_args(carried, a);
+    witness_records::fill(carried, a);
     absorb(carried, a);
+    let witnessed = witness_records::of(trace, a);
+    if !witnessed.is_empty() {
+        a.open.get_or_insert_with(Default::default).witnessed = witnessed;
+    }
     let (mut calls, lone) = echoes_of(trace, a);
     if lone {
         // A client's record is matched by its arguments; a hollow one
@@ -286,10 +304,12 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         return;
     }
     let only = !lone && tool_only(trace, a, &calls);
+    let wanting = witness_records::wanting(a, &calls);
     let open = a.open.get_or_insert_with(Default::default);
     if lone {
         open.lone = calls;
     } else {
+        open.wanting = wanting;
         open.tool_only = only;
         open.calls = calls;
     }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::open::Echo;
+use super::open::{Echo, OpenAsk};
 use super::{Analysis, CallArgs, CallStatus, ToolCall};
 use crate::assemble::{SpanId, Trace, TraceId};
 
@@ -160,6 +160,45 @@ pub(crate) fn is_record_of(hollow: &Echo, earlier: &Echo) -> bool {
         && earlier.start <= hollow.start
         && hollow.end <= earlier.end
         && same_tool(&hollow.name, &earlier.name)
+}
+
+/// Whether `hollow`, a hollow record of a trace of hollow records only
+/// (held as a lone trace: `super::echo`), is the execution of `counted`, a
+/// call a later trace rebuilt from the conversation: the same tool, the same
+/// process, the span ended before the request carrying the result started
+/// and began after the model's output asked for the call, when the carry
+/// knows that output (`Echo::asked`). A tool wrapper that records only the
+/// tool's name, each span a trace of its own (Aegis's `tool` decorator over
+/// an OpenAI hand loop, whose model calls record no output): only the time
+/// order and the name join them. A held trace waits only for the first trace
+/// after it that counts calls with arguments (`Carry::settle`), and each
+/// counted call takes one record, so a hollow record of an earlier turn is
+/// no candidate.
+pub(crate) fn ran_for(hollow: &Echo, counted: &Echo) -> bool {
+    let same_process = match (&hollow.resource, &counted.resource) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+        _ => false,
+    };
+    hollow.args.is_null()
+        && hollow.id.is_none()
+        && !hollow.from_conversation
+        && counted.from_conversation
+        && hollow.trace_id != counted.trace_id
+        && same_process
+        && counted.asked.is_none_or(|t| t <= hollow.start)
+        && hollow.end <= counted.start
+        && same_tool(&hollow.name, &counted.name)
+}
+
+/// The carried entry saying that `hollow`, a held trace's hollow record,
+/// ran the first of `calls` (a later trace's) it is the execution of
+/// ([`ran_for`]): that call stays counted, marked as taken.
+pub(crate) fn ran_one_of(hollow: &Echo, calls: &mut [Echo]) -> Option<OpenAsk> {
+    let c = calls.iter_mut().find(|c| ran_for(hollow, c))?;
+    let carried = super::twice::span_counted(hollow, c);
+    // No span starts after this: the call takes no other record.
+    c.asked = Some(u64::MAX);
+    Some(carried)
 }
 
 /// The note of a lone trace's hollow record `c` that trace `counted`
@@ -342,5 +381,95 @@ mod tests {
             got.iter().map(|a| a.calls.len()).collect::<Vec<_>>(),
             [1, 0, 1]
         );
+    }
+
+    /// A made-up vendor's hand loop, each span a trace of its own: a
+    /// tool span naming its tool only, and the model call whose request
+    /// repeats the turn asking for `book_room` with its result.
+    fn hollow_trace(trace: u8, when: (u64, u64), process: &str, tool: &str) -> Trace {
+        let s = sp(
+            9,
+            None,
+            when,
+            tool,
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", tool),
+                ("acme.span.type", "tool"),
+            ],
+        );
+        let s = crate::extract::test_support::in_process(s, process);
+        Trace::new(TraceId([trace; 16]), vec![s], 0)
+    }
+
+    fn request_trace(trace: u8, when: (u64, u64), process: &str, id: &str) -> Trace {
+        request_for(trace, when, process, id, "book_room")
+    }
+
+    fn request_for(trace: u8, when: (u64, u64), process: &str, id: &str, tool: &str) -> Trace {
+        let input = serde_json::json!([
+            {"role": "user", "content": "book room 12"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": tool, "arguments": "{\"room\": 12}"}}
+            ]},
+            {"role": "tool", "tool_call_id": id, "content": "booked"}
+        ]);
+        let s = sp(
+            1,
+            None,
+            when,
+            "acme.chat.create",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &input.to_string()),
+                ("gen_ai.output.messages", "Room 12 is booked."),
+            ],
+        );
+        let s = crate::extract::test_support::in_process(s, process);
+        Trace::new(TraceId([trace; 16]), vec![s], 0)
+    }
+
+    fn counts(got: &[crate::extract::Analysis]) -> Vec<usize> {
+        got.iter().map(|a| a.calls.len()).collect()
+    }
+
+    #[test]
+    fn a_hollow_trace_before_the_request_is_the_conversations_call() {
+        let got = read_in_order(vec![
+            hollow_trace(2, (100, 200), "p1", "book_room"),
+            request_trace(3, (300, 400), "p1", "k1"),
+        ]);
+        assert_eq!(counts(&got), [0, 1]);
+        assert_eq!(got[1].calls[0].args.value().unwrap()["room"], 12);
+        assert!(got[0].notes.iter().any(|n| n.contains("not counted again")));
+        // Another process, another tool, or after the request started:
+        // the hollow record stays a call.
+        for hollow in [
+            hollow_trace(2, (100, 200), "p2", "book_room"),
+            hollow_trace(2, (100, 200), "p1", "cancel_room"),
+            hollow_trace(2, (320, 380), "p1", "book_room"),
+        ] {
+            let got = read_in_order(vec![hollow, request_trace(3, (300, 400), "p1", "k1")]);
+            assert_eq!(counts(&got), [1, 1]);
+        }
+        // Two hollow records, one call: the first takes it.
+        let got = read_in_order(vec![
+            hollow_trace(2, (100, 200), "p1", "book_room"),
+            hollow_trace(4, (210, 250), "p1", "book_room"),
+            request_trace(3, (300, 400), "p1", "k1"),
+        ]);
+        assert_eq!(counts(&got), [0, 1, 1]);
+    }
+
+    #[test]
+    fn a_hollow_record_of_an_earlier_turn_is_no_candidate() {
+        // A trace counting calls with arguments in between (of another
+        // tool) releases it: the later request's call does not take it.
+        let got = read_in_order(vec![
+            hollow_trace(2, (100, 200), "p1", "book_room"),
+            request_for(5, (210, 220), "p1", "k0", "cancel_room"),
+            request_trace(3, (300, 400), "p1", "k1"),
+        ]);
+        assert_eq!(counts(&got), [1, 1, 1]);
     }
 }

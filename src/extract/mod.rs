@@ -49,6 +49,7 @@ mod merge;
 mod next_results;
 mod ns_result;
 mod open;
+mod placeholder_names;
 pub mod requested;
 #[cfg(test)]
 mod results_tests;
@@ -77,6 +78,7 @@ mod variants_tests;
 #[cfg(test)]
 mod versions_tests;
 mod vocabulary;
+mod witness_records;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -659,6 +661,7 @@ impl Extractor {
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, slots);
         call_input::fill(trace, &mut out.calls);
+        placeholder_names::fill(trace, &mut out.calls);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
         hollow_record::fold_within(trace, &mut out);

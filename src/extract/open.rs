@@ -59,6 +59,28 @@ pub(crate) const ASKED_ARGS_FORM: &str = "span-writes-asked-args";
 /// counted, is counted there (`conversation::unseen`).
 pub(crate) const HISTORY_FORM: &str = "history-unseen";
 
+/// The `form`s of carried entries that give a tool span's call of the trace
+/// read the arguments, the result, or the result of a failed call, that a
+/// record in another trace holds (`asked.args`: the value; see
+/// `witness_records`). They ask for nothing.
+pub(crate) const WITNESS_ARGS_FORM: &str = "witness-args";
+pub(crate) const WITNESS_RESULT_FORM: &str = "witness-result";
+pub(crate) const WITNESS_ERROR_FORM: &str = "witness-error";
+
+/// What a record in a span that ran no tool says of one call
+/// (`witness_records`): its arguments or its result, under its call id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Witnessed {
+    pub id: String,
+    pub name: Option<String>,
+    pub args: Option<Value>,
+    pub result: Option<Value>,
+    /// Whether the record says the call failed.
+    pub error: bool,
+    pub trace_id: TraceId,
+    pub resource: Option<Arc<Resource>>,
+}
+
 /// A call as the traces after its own compare it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Echo {
@@ -149,6 +171,11 @@ pub struct Open {
     /// before its last model turn, not counted (`HISTORY_FORM`): the
     /// traces before counted them, unless none of them asked for them.
     pub history: Vec<OpenAsk>,
+    /// The call records of spans that ran no tool (`witness_records`).
+    pub witnessed: Vec<Witnessed>,
+    /// The trace's tool spans' calls with a call id and neither arguments
+    /// nor a result, which such records may complete.
+    pub wanting: Vec<Echo>,
 }
 
 impl Open {
@@ -161,20 +188,25 @@ impl Open {
             && self.calls.is_empty()
             && self.lone.is_empty()
             && self.history.is_empty()
+            && self.witnessed.is_empty()
+            && self.wanting.is_empty()
     }
 }
 
 /// The carried entries the conversation witness reads: all but
 /// [`ASKED_ARGS_FORM`]'s, which ask for nothing.
 pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
-    if carried.iter().any(|c| c.form == ASKED_ARGS_FORM) {
-        Cow::Owned(
-            carried
-                .iter()
-                .filter(|c| c.form != ASKED_ARGS_FORM)
-                .cloned()
-                .collect(),
-        )
+    let none = |c: &OpenAsk| {
+        [
+            ASKED_ARGS_FORM,
+            WITNESS_ARGS_FORM,
+            WITNESS_RESULT_FORM,
+            WITNESS_ERROR_FORM,
+        ]
+        .contains(&c.form)
+    };
+    if carried.iter().any(none) {
+        Cow::Owned(carried.iter().filter(|c| !none(c)).cloned().collect())
     } else {
         Cow::Borrowed(carried)
     }

@@ -403,7 +403,7 @@ pub(crate) fn langchain_message_repr(v: Value) -> Result<Value, Value> {
 
 /// The keys of a LangChain `ToolMessage` as Python's `model_dump()` writes
 /// it.
-const TOOL_MESSAGE_KEYS: [&str; 9] = [
+pub(crate) const TOOL_MESSAGE_KEYS: [&str; 9] = [
     "content",
     "additional_kwargs",
     "response_metadata",
