@@ -21,7 +21,7 @@ use regex::RegexSet;
 use serde_json::Value;
 
 use super::requested::Requests;
-use super::rules::{Rule, BUILTIN_TOML};
+use super::rules::{builtin_vocabulary, Rule};
 use super::{source, wrappers::value_of, Classified, Role};
 use crate::assemble::SpanRecord;
 
@@ -32,16 +32,9 @@ const VOCABULARY: &str = "tool_listing_names";
 fn names() -> &'static RegexSet {
     static NAMES: OnceLock<RegexSet> = OnceLock::new();
     NAMES.get_or_init(|| {
-        let table: toml::Table = BUILTIN_TOML.parse().unwrap_or_default();
-        let patterns: Vec<&str> = table
-            .get("vocabulary")
-            .and_then(|v| v.get(VOCABULARY))
-            .and_then(toml::Value::as_array)
-            .map(|list| list.iter().filter_map(toml::Value::as_str).collect())
-            .unwrap_or_default();
         // The table is a constant, checked by a test: a bad pattern lists
         // nothing rather than failing every read.
-        RegexSet::new(patterns).unwrap_or_else(|_| RegexSet::empty())
+        RegexSet::new(builtin_vocabulary(VOCABULARY)).unwrap_or_else(|_| RegexSet::empty())
     })
 }
 

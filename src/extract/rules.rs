@@ -466,6 +466,17 @@ struct BuiltinFile {
     rule: Vec<toml::Table>,
 }
 
+/// The built-in table's vocabularies, kept from the one parse of the table.
+static VOCABULARIES: OnceLock<std::collections::BTreeMap<String, Vec<String>>> = OnceLock::new();
+
+/// The built-in table's vocabulary `name` (empty when there is none): a
+/// list a reader uses as data of its own (`extract::listing`).
+pub(crate) fn builtin_vocabulary(name: &str) -> &'static [String] {
+    let parsed = || toml::from_str::<BuiltinFile>(BUILTIN_TOML).map(|f| f.vocabulary);
+    let all = VOCABULARIES.get_or_init(|| parsed().unwrap_or_default());
+    all.get(name).map_or(&[], Vec::as_slice)
+}
+
 /// The built-in conventions (docs/conventions.md).
 pub fn builtin() -> Vec<RuleSpec> {
     static RULES: OnceLock<Vec<RuleSpec>> = OnceLock::new();
@@ -474,6 +485,7 @@ pub fn builtin() -> Vec<RuleSpec> {
             // The table is a constant; a failure is a programming error caught by tests.
             let file = toml::from_str::<BuiltinFile>(BUILTIN_TOML)
                 .unwrap_or_else(|e| panic!("built-in rule table: {e}"));
+            let _ = VOCABULARIES.set(file.vocabulary.clone());
             super::vocabulary::expand(file.rule, &file.vocabulary)
                 .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
                 .into_iter()
