@@ -26,7 +26,7 @@ use crate::assemble::SpanRecord;
 pub(super) fn of(generic: Option<&Rule>, rule: &Rule, s: &SpanRecord) -> Option<CallResult> {
     let generic = generic.filter(|g| rule.family.is_none() && g.name() != rule.name())?;
     namespaces(generic, s).into_iter().find_map(|ns| {
-        in_ns(&generic.result, ns)
+        in_ns(&generic.result, ns, s)
             .into_iter()
             .find_map(|src| result_of(&src, s))
     })
@@ -41,29 +41,31 @@ pub(super) fn args_sources(generic: Option<&Rule>, rule: &Rule, s: &SpanRecord) 
     };
     namespaces(generic, s)
         .into_iter()
-        .flat_map(|ns| in_ns(&generic.args, ns))
+        .flat_map(|ns| in_ns(&generic.args, ns, s))
         .collect()
 }
 
-/// The sources of `list` keyed under `{ns}`, with `ns` for it. The
+/// The sources of `list` keyed under `{ns}`, with `ns` for it, whose key
+/// span `s` has (a source is copied only then: most spans have none). The
 /// namespace's own keys only: `flat` sources rebuild from prefixes, which
 /// are the generic rule's to read.
-fn in_ns(list: &[Source], ns: &str) -> Vec<Source> {
-    let in_ns = |src: &&Source| match &src.field {
-        Field::Attr(k) => k.starts_with(NS) && !src.flat,
-        _ => false,
-    };
+fn in_ns(list: &[Source], ns: &str, s: &SpanRecord) -> Vec<Source> {
     list.iter()
-        .filter(in_ns)
-        .map(|src| {
-            let mut src = src.clone();
-            if let Field::Attr(k) = &mut src.field {
-                *k = k.replacen(NS, ns, 1);
+        .filter_map(|src| {
+            let Field::Attr(k) = &src.field else {
+                return None;
+            };
+            if src.flat || !k.starts_with(NS) {
+                return None;
             }
+            let key = k.replacen(NS, ns, 1);
+            s.attr(&key)?;
+            let mut src = src.clone();
+            src.field = Field::Attr(key);
             for k in src.mime_attr.iter_mut().chain(src.schema_attr.iter_mut()) {
                 *k = k.replace(NS, ns);
             }
-            src
+            Some(src)
         })
         .collect()
 }
