@@ -21,6 +21,7 @@
 
 #[cfg(test)]
 mod cross_tests;
+mod history_asked;
 mod ran_before;
 mod unasked;
 mod witnessed;
@@ -622,7 +623,8 @@ impl<T> Carry<T> {
                 self.unasked(&mut open);
                 let answers = self.answers(Some(&open));
                 let retold = self.retold(&open);
-                let unseen = self.unseen(&open);
+                let mut unseen = self.unseen(&open);
+                unseen.extend(self.history_asked(&open, trace.as_ref()));
                 let mut echoed = self.echoed(&open);
                 if trace.is_some() {
                     echoed.extend(self.twice(&open));

@@ -43,6 +43,7 @@ mod test_support;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
 mod heldout3_tests;
+mod listing;
 mod literal;
 mod logged_args;
 mod merge;
@@ -658,6 +659,7 @@ impl Extractor {
             generic,
         };
         containers::demote(&mut spans);
+        listing::demote(&self.rules, &mut spans);
         let seen = spans.contexts();
         let mut out = self.collect(&spans, &seen, slots);
         call_input::fill(trace, &mut out.calls);
@@ -790,7 +792,8 @@ impl Extractor {
                 });
                 continue;
             }
-            let (args, args_text, args_json) = self.args_of(rule, trace, i, name, &mut requests);
+            let read = (rule, generic);
+            let (args, args_text, args_json) = self.args_of(read, trace, i, name, &mut requests);
             // The slots are read by the rule's `error_when` alone.
             if !rule.error_when.is_empty() {
                 self.keys.fill(&s.span, slots);
@@ -844,13 +847,14 @@ impl Extractor {
         out
     }
 
-    /// The arguments of call span `i` (named `name`, classified by `rule`):
-    /// their value, the JSON text it was read from, or (with `args_text`)
-    /// that text alone. `requests`: the trace's requested calls, built on
-    /// first need.
+    /// The arguments of call span `i` (named `name`, classified by `rule`;
+    /// `generic`: the generic tool-kind rule, for `ns_result`): their
+    /// value, the JSON text it was read from, or (with `args_text`) that
+    /// text alone. `requests`: the trace's requested calls, built on first
+    /// need.
     fn args_of<'t>(
         &self,
-        rule: &Rule,
+        (rule, generic): (&Rule, Option<&Rule>),
         trace: &'t Trace,
         i: usize,
         name: &str,
@@ -860,9 +864,13 @@ impl Extractor {
         let mut args = None;
         let mut args_text = None;
         let mut args_json = None;
-        // Last, the attribute sources read from the span's events.
+        // Last, the attribute sources read from the span's events, then
+        // the generic rule's beside a vendor's marker (`ns_result`).
         let in_events = event_attrs::sources(&rule.args, s);
-        for src in rule.args.iter().chain(&in_events) {
+        let in_ns = std::iter::once_with(|| ns_result::args_sources(generic, rule, s));
+        let own = rule.args.iter().chain(&in_events).map(Cow::Borrowed);
+        for src in own.chain(in_ns.flatten().map(Cow::Owned)) {
+            let src = &*src;
             if self.args_text && !self.ordered_args {
                 if let Some(j) = args_as_json(src, s, rule.spec.args_from_request) {
                     args_json = Some(j);

@@ -31,7 +31,7 @@ use crate::extract::{Analysis, Ctx, Extractor};
 /// The model output's record of call `a` that an earlier trace left open
 /// (`carried`), with the arguments the call is counted with: the output's,
 /// else the request's copy's.
-fn asked_before<'c>(carried: &'c [OpenAsk], a: &Asked) -> Option<(Asked, &'c OpenAsk)> {
+pub(super) fn asked_before<'c>(carried: &'c [OpenAsk], a: &Asked) -> Option<(Asked, &'c OpenAsk)> {
     // A history without call ids (Monocle's) retells a call under an id
     // made from its place: the output's call of that tool whose arguments
     // the retold ones hold, each the same, is it (a framework may add a

@@ -53,7 +53,12 @@ pub(super) fn history_calls<'r>(
         let unseen = carried
             .iter()
             .any(|c| c.form == HISTORY_FORM && c.asked.id == a.id && c.asked.name == a.name);
-        if !unseen {
+        // An earlier trace's output asked for it and no trace counted it
+        // (`carry::history_asked`): a call of the turn before the last.
+        let before = (!unseen)
+            .then(|| super::repeated::asked_before(carried, a))
+            .flatten();
+        if !unseen && before.is_none() {
             history.push(OpenAsk {
                 asked: a.clone(),
                 form: HISTORY_FORM,
@@ -65,14 +70,22 @@ pub(super) fn history_calls<'r>(
             continue;
         }
         counted.insert((id, &a.name));
-        out.notes.push(format!(
-            "`{}`{} is answered in the history of the request of span {} and no earlier trace of the process asked for or counted it: counted here",
-            a.name,
-            id_text(a),
-            trace.spans[i].span_id
-        ));
+        let span_id = trace.spans[i].span_id;
+        out.notes.push(match &before {
+            Some((_, c)) => format!(
+                "`{}`{} is answered in the history of the request of span {span_id} before its last model turn; the model output of trace {} (span {}) asked for it and no trace counted it: counted here, with that output's arguments",
+                a.name, id_text(a), c.trace_id, c.span_id
+            ),
+            None => format!(
+                "`{}`{} is answered in the history of the request of span {span_id} and no earlier trace of the process asked for or counted it: counted here",
+                a.name, id_text(a)
+            ),
+        });
+        let a = before.as_ref().map_or(a, |(b, _)| b);
         let mut call = conversation_call(x, trace, seen, out, i, a, r.form, Some((i, answer)));
-        call.start_time_unix_nano = start;
+        call.start_time_unix_nano = before
+            .as_ref()
+            .map_or(start, |(_, c)| super::asked_time::asked_start(c, start));
         call.end_time_unix_nano = start;
         out.calls.push(call);
     }
