@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 use super::conversation::text_results::value_of;
 use super::conversation::FROM_CONVERSATION;
 use super::facts::{self, ToolDef};
-use super::vocabulary::builtin_list;
+use super::rules::builtin_list;
 use super::{CallArgs, CallResult, ToolCall};
 use crate::assemble::Trace;
 use crate::value::PyValue;

@@ -21,8 +21,8 @@ use regex::RegexSet;
 use serde_json::Value;
 
 use super::requested::Requests;
+use super::rules::builtin_list;
 use super::rules::Rule;
-use super::vocabulary::builtin_list;
 use super::{source, wrappers::value_of, Classified, Role};
 use crate::assemble::SpanRecord;
 

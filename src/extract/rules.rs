@@ -472,9 +472,11 @@ pub fn builtin() -> Vec<RuleSpec> {
     builtin_parsed().0.clone()
 }
 
-/// The built-in table's `[vocabulary]` lists (`vocabulary::builtin_list`).
-pub(crate) fn builtin_vocabulary() -> &'static BTreeMap<String, Vec<String>> {
-    &builtin_parsed().1
+/// A list of the built-in table's `[vocabulary]` that code reads rather
+/// than a rule (the words of a framework's frames, `extract::framing`; tool
+/// listings, `extract::listing`); empty when there is no such list.
+pub(crate) fn builtin_list(name: &str) -> &'static [String] {
+    builtin_parsed().1.get(name).map_or(&[], Vec::as_slice)
 }
 
 /// The built-in rules and vocabulary lists.

@@ -129,15 +129,6 @@ fn reads_attr(s: &Value, key: &str) -> bool {
     s.get("attr").and_then(Value::as_str) == Some(key) && s.get("event").is_none()
 }
 
-/// A list of the built-in table's `[vocabulary]` that code reads rather
-/// than a rule (the words of a framework's frames, `extract::framing`);
-/// empty when there is no such list.
-pub(crate) fn builtin_list(name: &str) -> &'static [String] {
-    super::rules::builtin_vocabulary()
-        .get(name)
-        .map_or(&[], Vec::as_slice)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
