@@ -262,11 +262,7 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
 /// value (`twice::renders_ask`) the model's arguments, noting each.
 fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
     for e in carried.iter().filter(|e| e.form == ASKED_ARGS_FORM) {
-        let Some(c) = a
-            .calls
-            .iter_mut()
-            .find(|c| c.span_id == e.span_id && c.name == e.asked.name && c.from.is_none())
-        else {
+        let Some(c) = e.span_call(&mut a.calls) else {
             continue;
         };
         let Some(bare) = c

@@ -137,6 +137,17 @@ impl OpenAsk {
         ]
         .contains(&self.form)
     }
+
+    /// The call read from a span of the trace read that this entry names:
+    /// that span's call of the asked tool (not one from the conversation).
+    pub(crate) fn span_call<'a>(
+        &self,
+        calls: &'a mut [super::ToolCall],
+    ) -> Option<&'a mut super::ToolCall> {
+        calls
+            .iter_mut()
+            .find(|c| c.span_id == self.span_id && c.name == self.asked.name && c.from.is_none())
+    }
 }
 
 /// What a trace without tool spans leaves open: calls asked for and not

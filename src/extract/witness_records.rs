@@ -241,11 +241,7 @@ pub(crate) fn fills<'w>(
 pub(crate) fn fill(carried: &[OpenAsk], a: &mut Analysis) {
     let forms = [WITNESS_ARGS_FORM, WITNESS_RESULT_FORM, WITNESS_ERROR_FORM];
     for e in carried.iter().filter(|e| forms.contains(&e.form)) {
-        let Some(c) = a
-            .calls
-            .iter_mut()
-            .find(|c| c.span_id == e.span_id && c.name == e.asked.name && c.from.is_none())
-        else {
+        let Some(c) = e.span_call(&mut a.calls) else {
             continue;
         };
         let what = if e.form == WITNESS_ARGS_FORM {

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::{
     agent_spans, kv, of_type, post, post_to, request, start, trace_id, Framing, JSON, PROTOBUF,
 };
-use crate::util::{data, hex, poll_until, toolscore, TempDir};
+use crate::util::{data, hex, poll_until, TempDir};
 
 /// Each trace's calls in the last row about it: name, arguments, status
 /// and where the call was read from.
@@ -45,21 +45,8 @@ fn calls_by_trace(rows: &[Value]) -> BTreeMap<String, Vec<Value>> {
 /// `replay`'s rows for `files`, read together in order (no cases: every
 /// trace is listed with its calls).
 fn replayed(files: &[&Path]) -> Vec<Value> {
-    let mut args = vec!["replay", "--format", "jsonl", "-q"];
-    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    args.extend(names.iter().map(String::as_str));
-    let out = toolscore(&args);
-    // 2: nothing was scored (no cases); the rows are written all the same.
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "replay failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    let files: Vec<PathBuf> = files.iter().map(|f| f.to_path_buf()).collect();
+    super::replay_rows(&files, None)
 }
 
 /// The first-sight pairs: each span file, with its log records beside it
