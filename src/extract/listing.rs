@@ -21,8 +21,7 @@ use regex::RegexSet;
 use serde_json::Value;
 
 use super::requested::Requests;
-use super::rules::builtin_list;
-use super::rules::Rule;
+use super::rules::{builtin_list, Rule};
 use super::{source, wrappers::value_of, Classified, Role};
 use crate::assemble::SpanRecord;
 
