@@ -159,10 +159,7 @@ pub(crate) fn same_call(lone: &Echo, earlier: &Echo) -> bool {
     if lone.args.is_null() && lone.id.is_none() {
         return hollow_record::is_record_of(lone, earlier);
     }
-    let same_process = match (&lone.resource, &earlier.resource) {
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-        _ => false,
-    };
+    let same_process = super::open::same_process(&lone.resource, &earlier.resource);
     lone.trace_id != earlier.trace_id
         && same_process
         && lone.name == earlier.name

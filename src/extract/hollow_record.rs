@@ -24,7 +24,6 @@
 //! agent run within it (its nesting would change).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -147,10 +146,7 @@ fn contains(outer: &ToolCall, inner: &ToolCall) -> bool {
 /// (equal resource attributes), and `hollow`'s span wholly within
 /// `earlier`'s.
 pub(crate) fn is_record_of(hollow: &Echo, earlier: &Echo) -> bool {
-    let same_process = match (&hollow.resource, &earlier.resource) {
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-        _ => false,
-    };
+    let same_process = super::open::same_process(&hollow.resource, &earlier.resource);
     hollow.args.is_null()
         && hollow.id.is_none()
         && !earlier.from_conversation
@@ -175,10 +171,7 @@ pub(crate) fn is_record_of(hollow: &Echo, earlier: &Echo) -> bool {
 /// counted call takes one record, so a hollow record of an earlier turn is
 /// no candidate.
 pub(crate) fn ran_for(hollow: &Echo, counted: &Echo) -> bool {
-    let same_process = match (&hollow.resource, &counted.resource) {
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-        _ => false,
-    };
+    let same_process = super::open::same_process(&hollow.resource, &counted.resource);
     hollow.args.is_null()
         && hollow.id.is_none()
         && !hollow.from_conversation

@@ -108,6 +108,16 @@ pub struct Echo {
     pub asked: Option<u64>,
 }
 
+/// Whether two records came from one process: equal resource attributes
+/// (the same `Arc` when they came in one request). Without a resource on
+/// either side, no.
+pub(crate) fn same_process(a: &Option<Arc<Resource>>, b: &Option<Arc<Resource>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+        _ => false,
+    }
+}
+
 /// A call a trace's model output asked for (with a call id) and no later
 /// request in that trace answered.
 #[derive(Debug, Clone, PartialEq)]

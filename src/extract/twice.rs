@@ -29,8 +29,6 @@
 //! asked for that call id between the two ([`adjacent`]): a run of its own
 //! reusing the id has its model ask for it again first.
 
-use std::sync::Arc;
-
 use super::merge::same_args;
 use super::open::{
     resource_key, Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, HALVES_FORM,
@@ -64,10 +62,7 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
     if later.trace_id == earlier.trace_id {
         return false;
     }
-    let same_process = || match (&later.resource, &earlier.resource) {
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-        _ => false,
-    };
+    let same_process = || super::open::same_process(&later.resource, &earlier.resource);
     let args =
         || later.args.is_null() || earlier.args.is_null() || same_args(&later.args, &earlier.args);
     if nested(later, earlier) {
@@ -143,10 +138,7 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
         && same
         && asked <= earlier.start
         && earlier.end <= later.start
-        && match (&later.resource, &earlier.resource) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-            _ => false,
-        }
+        && super::open::same_process(&later.resource, &earlier.resource)
 }
 
 /// Whether one of `a` and `b` is a call rebuilt from the conversation whose

@@ -192,10 +192,7 @@ pub(crate) fn fills<'w>(
     call: &Echo,
     witnesses: impl DoubleEndedIterator<Item = &'w Witnessed> + Clone,
 ) -> Vec<OpenAsk> {
-    let same_process = |w: &Witnessed| match (&w.resource, &call.resource) {
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-        _ => false,
-    };
+    let same_process = |w: &Witnessed| super::open::same_process(&w.resource, &call.resource);
     let of_call = |w: &&Witnessed| {
         call.id.as_deref() == Some(w.id.as_str())
             && w.name.as_deref().is_none_or(|n| n == call.name)
