@@ -88,19 +88,33 @@ fn pair_difference(spans: &Path, logs: Option<&Path>) -> Option<String> {
     if let Some(logs) = logs {
         send(logs, "/v1/logs");
     }
-    let (_, rows) = srv.stop();
+    let (summary, rows) = srv.stop();
     let mut files = vec![spans];
     files.extend(logs);
     let want = calls_by_trace(&replayed(&files));
     let got = calls_by_trace(&rows);
     (got != want).then(|| {
         let name = spans.file_name().unwrap().to_string_lossy();
-        let traces: Vec<&String> = want
+        let traces: Vec<String> = want
             .keys()
             .chain(got.keys())
             .filter(|t| got.get(*t) != want.get(*t))
+            .map(|t| format!("{t}: serve {:?}, replay {:?}", got.get(t), want.get(t)))
             .collect();
-        format!("{name}: traces {traces:?}")
+        // The server's counts say where a missing row went: not received,
+        // not scored, or not written.
+        let s = &summary.stats;
+        format!(
+            "{name}: {} rows; {} requests, {} spans, {} traces scored, {} unmatched, \
+             {} sink errors, {} rows lost: {traces:#?}",
+            rows.len(),
+            s.requests,
+            s.spans,
+            s.traces_scored,
+            s.unmatched_traces,
+            s.sink_errors,
+            s.results_lost
+        )
     })
 }
 
