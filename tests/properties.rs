@@ -242,8 +242,8 @@ proptest! {
         let spans = all_spans(&traces);
         let in_order = write_requests(dir.path(), "a", &[request(spans.clone())]);
         let shuffled = write_requests(dir.path(), "b", &requests(&spans, &order, &cuts));
-        let want = keyed(&replay_rows(&in_order, &fixture));
-        let got = keyed(&replay_rows(&shuffled, &fixture));
+        let want = keyed(&replay_rows(&in_order, Some(&fixture)));
+        let got = keyed(&replay_rows(&shuffled, Some(&fixture)));
         prop_assert_eq!(want.len(), traces.len());
         prop_assert_eq!(got, want);
     }
@@ -277,7 +277,7 @@ proptest! {
             prop_assert_eq!(reply.status, 200);
         }
         let (_, rows) = srv.stop();
-        let want = keyed(&replay_rows(&files, &fixture));
+        let want = keyed(&replay_rows(&files, Some(&fixture)));
         prop_assert_eq!(want.len(), traces.len());
         prop_assert_eq!(keyed(&rows), want);
     }

@@ -229,12 +229,18 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
+        // A number of this process's own besides the time: two threads may
+        // ask for the same tag in the same clock tick, and a directory
+        // shared by two tests is removed under one of them.
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let k = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let n = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!("toolscore-{tag}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&p).expect("mkdir");
+        let p =
+            std::env::temp_dir().join(format!("toolscore-{tag}-{}-{n}-{k}", std::process::id()));
+        std::fs::create_dir(&p).expect("a new temporary directory");
         TempDir(p)
     }
     pub fn path(&self) -> &Path {

@@ -145,9 +145,15 @@ impl CompletedMemory {
 pub struct TraceBuffer {
     limits: BufferLimits,
     assembler: Assembler,
-    last_seen: IdMap<TraceId, Instant>,
-    /// `(last arrival, trace)`, oldest first: the next trace to complete.
-    idle_since: BTreeSet<(Instant, TraceId)>,
+    /// Each held trace's last arrival and when it was first seen.
+    last_seen: IdMap<TraceId, (Instant, u64)>,
+    /// `(last arrival, first seen, trace)`, oldest first: the next trace to
+    /// complete. Traces of one request complete in the order they first
+    /// came, as `replay` reads them (the joins across traces go in this
+    /// order: `joined`).
+    idle_since: BTreeSet<(Instant, u64, TraceId)>,
+    /// Traces seen so far, for the next one's place.
+    seen: u64,
     completed: CompletedMemory,
     scoring_spans: usize,
     closed: bool,
@@ -160,6 +166,7 @@ impl TraceBuffer {
             assembler: Assembler::new(),
             last_seen: IdMap::default(),
             idle_since: BTreeSet::new(),
+            seen: 0,
             completed: CompletedMemory::default(),
             scoring_spans: 0,
             closed: false,
@@ -191,6 +198,7 @@ impl TraceBuffer {
         }
         let mut out = Admitted::default();
         let mut touched: IdSet<TraceId> = IdSet::default();
+        let mut order = Vec::new();
         for rs in &mut req.resource_spans {
             for ss in &mut rs.scope_spans {
                 ss.spans.retain(|s| {
@@ -202,7 +210,9 @@ impl TraceBuffer {
                         out.duplicates += 1;
                         return false;
                     }
-                    touched.insert(t);
+                    if touched.insert(t) {
+                        order.push(t);
+                    }
                     out.spans += 1;
                     true
                 });
@@ -227,12 +237,7 @@ impl TraceBuffer {
         let added = self.assembler.add(req);
         out.duplicates += added.duplicates;
         out.spans = added.spans;
-        for t in touched {
-            if let Some(old) = self.last_seen.insert(t, now) {
-                self.idle_since.remove(&(old, t));
-            }
-            self.idle_since.insert((now, t));
-        }
+        self.touch(order, now);
         Ok(out)
     }
 
@@ -252,6 +257,7 @@ impl TraceBuffer {
         }
         let mut out = AdmittedLogs::default();
         let mut touched: IdSet<TraceId> = IdSet::default();
+        let mut order = Vec::new();
         let events: Vec<SpanEvent> = events
             .into_iter()
             .filter(|e| {
@@ -262,7 +268,9 @@ impl TraceBuffer {
                     out.late += 1;
                     return false;
                 }
-                touched.insert(t);
+                if touched.insert(t) {
+                    order.push(t);
+                }
                 true
             })
             .collect();
@@ -282,12 +290,7 @@ impl TraceBuffer {
             });
         }
         out.events = self.assembler.add_events(events, 0).events;
-        for t in touched {
-            if let Some(old) = self.last_seen.insert(t, now) {
-                self.idle_since.remove(&(old, t));
-            }
-            self.idle_since.insert((now, t));
-        }
+        self.touch(order, now);
         Ok(out)
     }
 
@@ -300,7 +303,7 @@ impl TraceBuffer {
     pub fn next_completion(&self) -> Option<Instant> {
         self.idle_since
             .first()
-            .map(|(at, _)| *at + self.limits.decision_wait)
+            .map(|(at, ..)| *at + self.limits.decision_wait)
     }
 
     /// Removes up to `max` traces idle for the decision wait at `now`. Their
@@ -308,7 +311,7 @@ impl TraceBuffer {
     pub fn take_complete(&mut self, now: Instant, max: usize) -> Vec<Completed> {
         let mut out = Vec::new();
         while out.len() < max {
-            let Some(&(at, id)) = self.idle_since.first() else {
+            let Some(&(at, _, id)) = self.idle_since.first() else {
                 break;
             };
             if at + self.limits.decision_wait > now {
@@ -326,7 +329,7 @@ impl TraceBuffer {
     pub fn take_any(&mut self, max: usize) -> Vec<Completed> {
         let mut out = Vec::new();
         while out.len() < max {
-            let Some((_, id)) = self.idle_since.pop_first() else {
+            let Some((.., id)) = self.idle_since.pop_first() else {
                 break;
             };
             if let Some(c) = self.take(id) {
@@ -334,6 +337,25 @@ impl TraceBuffer {
             }
         }
         out
+    }
+
+    /// Notes that spans (or records) of `traces`, in the order they first
+    /// appear in a request, arrived at `now`.
+    fn touch(&mut self, traces: impl IntoIterator<Item = TraceId>, now: Instant) {
+        for t in traces {
+            let first = match self.last_seen.get(&t) {
+                Some(&(old, first)) => {
+                    self.idle_since.remove(&(old, first, t));
+                    first
+                }
+                None => {
+                    self.seen += 1;
+                    self.seen
+                }
+            };
+            self.last_seen.insert(t, (now, first));
+            self.idle_since.insert((now, first, t));
+        }
     }
 
     fn take(&mut self, id: TraceId) -> Option<Completed> {

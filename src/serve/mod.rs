@@ -29,6 +29,7 @@ pub mod forward;
 mod grpc;
 mod http;
 mod intake;
+mod joined;
 mod judging;
 mod listen;
 mod scoring;
@@ -302,7 +303,9 @@ impl Server {
             setup.rejected(),
             saver.as_ref().map(Saver::feed),
         )?;
-        // Extraction does what the metrics and outputs need, no more.
+        // Extraction does what the metrics and outputs need, no more (the
+        // joins across traces parse arguments kept as text where they
+        // compare them: `CallArgs::parsed`).
         let needs = OutputNeeds {
             call_results: outputs.shows_call_results(),
             call_args: outputs.reads_call_args(),

@@ -1,7 +1,8 @@
 //! Scoring completed traces: the completion thread hands idle traces, in
 //! batches, to scoring threads that extract their calls and run the
-//! evaluation core (`evaluate`), exactly as `toolscore replay` does; session
-//! cases collect their traces' calls until the session is idle
+//! evaluation core (`evaluate`), exactly as `toolscore replay` does, then
+//! join calls across traces in the order the traces completed (`joined`);
+//! session cases collect their traces' calls until the session is idle
 //! (`sessions`). Every batch's results go to the sinks (`sinks`).
 
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -13,12 +14,14 @@ use tracing::{debug, error, info, warn};
 
 use super::buffer::{Completed, TraceBuffer};
 use super::intake::Shared;
+use super::joined::{First, Joined, Scored, Turn};
 use super::judging::JudgeQueue;
 use super::sessions::{DueSession, SessionTracker};
 use super::sinks::{Batch, Output, Outputs, ServeSummary};
 use super::telemetry::{ServeStats, StatsSnapshot};
 use super::{ServeConfig, ServeError};
 use crate::evaluate::{Evaluator, Pipeline, TraceOutcome, Warning};
+use crate::extract::carry::Left;
 use crate::run::{DefaultCase, Fixture, Note, Options, Setup, SetupError};
 
 /// How often a failing results file is retried.
@@ -67,11 +70,16 @@ pub(crate) struct BatchScorer {
     evaluator: Arc<Evaluator>,
     sessions: Mutex<SessionTracker>,
     stats: Arc<ServeStats>,
+    /// Calls joined across traces, in the order traces complete.
+    joined: Arc<Joined>,
 }
 
 impl BatchScorer {
     pub fn new(pipeline: Arc<Pipeline>, session_wait: Duration, stats: Arc<ServeStats>) -> Self {
         BatchScorer {
+            // Held traces wait for the agent's next trace, as a session
+            // waits for its next turn.
+            joined: Joined::new(session_wait),
             evaluator: Arc::clone(pipeline.evaluator()),
             pipeline,
             sessions: Mutex::new(SessionTracker::new(session_wait)),
@@ -80,22 +88,46 @@ impl BatchScorer {
     }
 
     /// Extracts and evaluates one batch of completed traces: the core's
-    /// per-trace pipeline decides what each trace gives; this adds the
-    /// clock (arrival for sessions, the trace's revision) and folds it into
-    /// the sinks' outputs.
-    pub fn score(&self, batch: Vec<Completed>) -> Batch {
+    /// per-trace pipeline decides what each trace gives, then, in the
+    /// batch's `turn`, the carry joins calls across traces as `replay`
+    /// does (`joined`); this adds the clock (arrival for sessions, the
+    /// trace's revision) and folds what is due into the sinks' outputs.
+    pub fn score(&self, batch: Vec<Completed>, turn: Turn) -> Batch {
         let mut out = Batch {
             traces: batch.len() as u64,
             rescored: batch.iter().filter(|c| c.revision > 1).count() as u64,
             ..Batch::default()
         };
+        let firsts: Vec<First> = batch
+            .into_iter()
+            .map(|c| {
+                let (result, _, open) = self.pipeline.run_carried(&c.trace, &[]);
+                log_warnings(&result.assembly_warnings);
+                ((result, c.revision), Left::of(open, || c.trace))
+            })
+            .collect();
+        let due = self.joined.settle(turn, firsts, |t, carried, revision| {
+            let (result, _, open) = self.pipeline.run_carried(t, carried);
+            ((result, revision), open)
+        });
+        self.fold(due, &mut out);
+        debug!(
+            traces = out.traces,
+            outputs = out.outputs.len(),
+            rescored = out.rescored,
+            "Scored batch."
+        );
+        out
+    }
+
+    /// Folds traces the carry is done with into `out`'s outputs, and their
+    /// calls into their sessions.
+    fn fold(&self, due: Vec<Scored>, out: &mut Batch) {
         let arrived = Instant::now();
         let mut unmatched = 0usize;
         let mut first_unmatched = None;
         let mut defaulted = false;
-        for c in batch {
-            let result = self.pipeline.run(&c.trace);
-            log_warnings(&result.assembly_warnings);
+        for (result, revision) in due {
             if !result.sessions.is_empty() {
                 let mut tracker = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
                 let capped = tracker.add(&result, arrived);
@@ -109,10 +141,9 @@ impl BatchScorer {
                 first_unmatched.get_or_insert(trace_id);
             }
             match outcome {
-                TraceOutcome::Unmatched(trace) => out.outputs.push(Output::Unmatched {
-                    trace,
-                    revision: c.revision,
-                }),
+                TraceOutcome::Unmatched(trace) => {
+                    out.outputs.push(Output::Unmatched { trace, revision })
+                }
                 TraceOutcome::Evaluated {
                     evaluations,
                     defaulted: d,
@@ -121,7 +152,7 @@ impl BatchScorer {
                     out.outputs
                         .extend(evaluations.into_iter().map(|eval| Output::Evaluation {
                             eval,
-                            revision: c.revision,
+                            revision,
                             spans: Some(spans),
                             root,
                             defaulted: d,
@@ -137,12 +168,32 @@ impl BatchScorer {
                 "Traces matched no case."
             );
         }
-        debug!(
-            traces = out.traces,
-            outputs = out.outputs.len(),
-            rescored = out.rescored,
-            "Scored batch."
-        );
+    }
+
+    /// A turn for the next batch, in the order batches are taken.
+    pub fn turn(&self) -> Turn {
+        self.joined.turn()
+    }
+
+    /// When the traces held behind a lone MCP client trace are to be let go.
+    pub fn next_release(&self) -> Option<Instant> {
+        self.joined.next_release()
+    }
+
+    /// The traces held behind a lone MCP client trace for the hold by `now`;
+    /// with `all` (shutdown), every one held once every batch taken has
+    /// gone through the carry.
+    pub fn release_held(&self, now: Instant, all: bool) -> Batch {
+        let due = if all {
+            self.joined.finish()
+        } else {
+            self.joined.release(now, false)
+        };
+        let mut out = Batch::default();
+        if !due.is_empty() {
+            debug!(traces = due.len(), "Released held traces.");
+        }
+        self.fold(due, &mut out);
         out
     }
 
@@ -222,7 +273,8 @@ pub(crate) fn completion_loop(
         if batch.is_empty() {
             break; // closed and drained
         }
-        let sent = match tx.try_send(batch) {
+        // Turns go in the order batches are taken: the order traces complete.
+        let sent = match tx.try_send((batch, scorer.turn())) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(batch)) => {
                 // Every scoring thread is busy and a batch already waits.
@@ -269,8 +321,12 @@ fn start_scoring_threads(
 ) -> Result<ScoringThreads, ServeError> {
     // Bounded: when scoring lags, batches wait in the buffer (where they count
     // against its caps), not in a queue.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Completed>>(threads);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<Completed>, Turn)>(threads);
     let rx = Arc::new(Mutex::new(rx));
+    // With a judge, this thread only queues batches for the judge queue,
+    // whose jobs wait for their turns: one thread queues them in turn
+    // order, so a job never waits for a turn queued behind it.
+    let threads = if judging.is_some() { 1 } else { threads };
     let mut workers = Vec::with_capacity(threads);
     for n in 0..threads.max(1) {
         let (scorer, outputs, rx, shared, judging) = (
@@ -297,7 +353,7 @@ fn start_scoring_threads(
 
 /// The scoring threads and the channel that hands them batches.
 struct ScoringThreads {
-    batches: SyncSender<Vec<Completed>>,
+    batches: SyncSender<(Vec<Completed>, Turn)>,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -314,7 +370,9 @@ fn stop(
             error!("A scoring thread panicked.");
         }
     }
-    // Every trace is scored: sessions still waiting are scored now.
+    // Every batch is scored (or queued for the judge: this waits for
+    // it): the traces still held go out, then the sessions still waiting.
+    outputs.record(&scorer.release_held(Instant::now(), true));
     score_sessions(&scorer, &outputs, judging.as_deref(), Instant::now(), true);
     if let Some(q) = judging {
         match Arc::try_unwrap(q) {
@@ -373,6 +431,13 @@ impl Schedule<'_> {
             if !batch.is_empty() {
                 break batch;
             }
+            let release = self.scorer.next_release();
+            if release.is_some_and(|t| t <= now) {
+                drop(buf);
+                outputs.record(&self.scorer.release_held(now, false));
+                buf = shared.lock();
+                continue;
+            }
             let session_due = self.scorer.next_session_due();
             if session_due.is_some_and(|t| t <= now) {
                 // Sessions hold extracted calls only: scoring them is cheap,
@@ -401,7 +466,8 @@ impl Schedule<'_> {
                 .next_completion()
                 .unwrap_or(now + buf.limits().decision_wait)
                 .min(self.last_status + self.status_every)
-                .min(session_due.unwrap_or(now + self.status_every));
+                .min(session_due.unwrap_or(now + self.status_every))
+                .min(release.unwrap_or(now + self.status_every));
             let wake_at = if outputs.failing() {
                 wake_at.min(now + RETRY_OUTPUT)
             } else {
@@ -426,13 +492,13 @@ impl Schedule<'_> {
 fn score_batches(
     scorer: &Arc<BatchScorer>,
     outputs: &Outputs,
-    rx: &Mutex<std::sync::mpsc::Receiver<Vec<Completed>>>,
+    rx: &Mutex<std::sync::mpsc::Receiver<(Vec<Completed>, Turn)>>,
     shared: &Shared,
     judging: Option<&JudgeQueue>,
 ) {
     loop {
         let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok(batch) = next else {
+        let Ok((batch, turn)) = next else {
             return;
         };
         let spans: usize = batch.iter().map(|c| c.trace.spans.len()).sum();
@@ -441,10 +507,11 @@ fn score_batches(
             // The batch leaves the buffer's count here: the judge queue is
             // bounded on its own.
             let scorer = Arc::clone(scorer);
-            q.submit(Box::new(move || scorer.score(batch)));
+            q.submit(Box::new(move || scorer.score(batch, turn)));
         } else {
-            let scored =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scorer.score(batch)));
+            let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                scorer.score(batch, turn)
+            }));
             match scored {
                 Ok(result) => outputs.record(&result),
                 Err(_) => error!(traces, "Scoring panicked; this batch is lost."),
@@ -453,6 +520,12 @@ fn score_batches(
         let mut buf = shared.lock();
         buf.scored(spans);
         shared.stats.set_buffered(&buf.usage());
+        drop(buf);
+        if scorer.next_release().is_some() {
+            // The carry holds traces: the completion thread lets them go
+            // after the hold, and may be asleep for longer.
+            shared.wake.notify_all();
+        }
     }
 }
 

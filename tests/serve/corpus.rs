@@ -99,7 +99,7 @@ fn corpus_matches_replay(over_grpc: bool) {
         all_files.extend(files);
     }
     let (summary, rows) = srv.stop();
-    let expected = replay_rows(&all_files, &fixture);
+    let expected = replay_rows(&all_files, Some(&fixture));
     let (got, want) = (keyed(&rows), keyed(&expected));
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
@@ -183,6 +183,6 @@ fn splitting_by_trace_id_across_two_instances_matches_one() {
             "{k} scored by both instances"
         );
     }
-    let want = keyed(&replay_rows(&all_files, &fixture));
+    let want = keyed(&replay_rows(&all_files, Some(&fixture)));
     assert_eq!(got, want);
 }

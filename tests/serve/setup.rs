@@ -50,7 +50,7 @@ fn adk_eval_set_scores_like_replay() {
         assert_eq!(r.status, 200, "{}", f.display());
     }
     let (_, rows) = srv.stop();
-    let want = replay_rows(&files, &fixture);
+    let want = replay_rows(&files, Some(&fixture));
     let evals = of_type(&want, "evaluation");
     assert!(!evals.is_empty(), "replay scored no trace: {want:?}");
     assert!(
@@ -132,7 +132,7 @@ fn metrics_count_not_judged_as_the_summary_does() {
     let files = pb_files("../../sample-traces/mlflow");
     // How many evaluations the run makes (replay's, which the corpus tests
     // check serve gives).
-    let want = of_type(&replay_rows(&files, &fixture), "evaluation").len() as u64;
+    let want = of_type(&replay_rows(&files, Some(&fixture)), "evaluation").len() as u64;
     assert!(want > 0);
     let srv = start_scoring("dry-run-metrics", scoring, |c, _| {
         c.expected = Some(fixture.clone());
