@@ -677,3 +677,61 @@ fn a_span_id_reused_with_other_content_is_warned_about_and_the_first_kept() {
     // The exact re-send is not named.
     assert!(!run.stderr.contains(&span_id(1)), "{}", run.stderr);
 }
+
+#[test]
+fn records_of_many_calls_in_another_trace_fill_them_in_linear_time() {
+    // Each id-only tool call of a held trace was compared with every record
+    // of the next trace, and each entry looked through every call: 16,000
+    // calls took ~14 s of CPU in a debug build (quadratic); linear is ~3 s.
+    let dir = TempDir::new("records");
+    let n = 30_000;
+    let mut calls = open_doc();
+    agent(&mut calls, n, None, (500, 100_000_000), "desk");
+    for k in 0..n {
+        let when = (1_000 + 10 * k as u64, 1_005 + 10 * k as u64);
+        tool(&mut calls, k, Some(n), when, &format!("probe_{k}"));
+    }
+    calls.push_str("]}]}]}");
+    // The runtime's message delivering the model's request for those
+    // calls, as autogen-core writes it, in a trace of its own.
+    let records: Vec<Value> = (0..n)
+        .map(|k| serde_json::json!({"id": format!("call_{k}"), "name": format!("probe_{k}"), "arguments": {"k": k}}))
+        .collect();
+    let message = serde_json::json!({"message": {"id": "ev-1", "source": "desk", "content": records, "type": "ToolCallRequestEvent"}});
+    let mut delivery = open_doc();
+    span(
+        &mut delivery,
+        n + 1,
+        None,
+        (200_000_000, 200_001_000),
+        "autogen process Manager",
+        &[
+            ("sender_agent_type", "desk"),
+            ("recipient_agent_type", "Manager"),
+            ("message", &message.to_string()),
+        ],
+    );
+    delivery.push_str("]}]}]}");
+    let delivery = delivery.replace(TRACE, "5ce0a1b2c3d4e5f60718293a4b5c6d7e");
+    let file = dir.path().join("records.jsonl");
+    fs::write(&file, format!("{calls}\n{delivery}\n")).unwrap();
+    let file = file.display().to_string();
+    let run = run_bounded(
+        &dir,
+        &["inspect", &file, "--format", "jsonl", "-q"],
+        Duration::from_secs(30),
+    );
+    assert!(run.status.success(), "{:?}: {}", run.status, run.stderr);
+    let rows = jsonl(&run.stdout);
+    let calls = rows
+        .iter()
+        .find(|r| r["trace_id"] == TRACE)
+        .and_then(|r| r["tools"].as_array())
+        .expect("the calls' trace");
+    assert_eq!(calls.len(), n);
+    for k in [0, 1, n / 2, n - 1] {
+        let c = &calls[k];
+        assert_eq!(c["name"], format!("probe_{k}").as_str());
+        assert_eq!(c["args"], serde_json::json!({"k": k}), "call {k}");
+    }
+}

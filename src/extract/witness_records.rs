@@ -18,6 +18,7 @@
 //! result what the witnesses of its id in the same process say
 //! (`carry::witnessed`), whichever trace comes first.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use memchr::memmem;
@@ -237,8 +238,26 @@ pub(crate) fn fills<'w>(
 /// result their witnesses recorded, noting each.
 pub(crate) fn fill(carried: &[OpenAsk], a: &mut Analysis) {
     let forms = [WITNESS_ARGS_FORM, WITNESS_RESULT_FORM, WITNESS_ERROR_FORM];
-    for e in carried.iter().filter(|e| forms.contains(&e.form)) {
-        let Some(c) = e.span_call(&mut a.calls) else {
+    let mut entries = carried
+        .iter()
+        .filter(|e| forms.contains(&e.form))
+        .peekable();
+    if entries.peek().is_none() {
+        return;
+    }
+    // The span calls by span id, found once: a trace may have thousands
+    // of entries filled (`OpenAsk::span_call` looks through every call).
+    let mut by_span: HashMap<SpanId, Vec<usize>> = HashMap::new();
+    for (k, c) in a.calls.iter().enumerate().filter(|(_, c)| c.from.is_none()) {
+        by_span.entry(c.span_id).or_default().push(k);
+    }
+    for e in entries {
+        let found = by_span.get(&e.span_id).and_then(|ks| {
+            ks.iter()
+                .copied()
+                .find(|&k| a.calls[k].name == e.asked.name)
+        });
+        let Some(c) = found.map(|k| &mut a.calls[k]) else {
             continue;
         };
         let what = if e.form == WITNESS_ARGS_FORM {

@@ -9,8 +9,10 @@
 //! records say. Records read before it are kept here (the last
 //! [`MAX_OPEN`]) and complete it at once.
 
+use std::collections::{HashMap, HashSet};
+
 use super::{Carry, MAX_OPEN};
-use crate::assemble::Trace;
+use crate::assemble::{SpanId, Trace};
 use crate::extract::open::{Echo, Open, OpenAsk, Witnessed};
 use crate::extract::witness_records;
 
@@ -45,18 +47,26 @@ impl<T> Carry<T> {
         if new.is_empty() {
             return;
         }
+        // By call id, in order: a held trace may want thousands of calls and
+        // a trace may hold thousands of records (each call looks only at
+        // the records of its id, not at every record).
+        let mut by_id: HashMap<&str, Vec<&Witnessed>> = HashMap::new();
+        for w in &new {
+            by_id.entry(w.id.as_str()).or_default().push(w);
+        }
         for h in &mut self.held {
             let Some(w) = &mut h.wanting else {
                 continue;
             };
+            let mut known: HashSet<(SpanId, &'static str)> =
+                w.filled.iter().map(|f| (f.span_id, f.form)).collect();
             let mut more = false;
             for c in &w.calls {
-                for e in witness_records::fills(c, new.iter()) {
-                    let known = w
-                        .filled
-                        .iter()
-                        .any(|f| f.span_id == e.span_id && f.form == e.form);
-                    if !known {
+                let Some(records) = c.id.as_deref().and_then(|id| by_id.get(id)) else {
+                    continue;
+                };
+                for e in witness_records::fills(c, records.iter().copied()) {
+                    if known.insert((e.span_id, e.form)) {
                         w.filled.push(e);
                         more = true;
                     }
