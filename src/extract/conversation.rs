@@ -51,10 +51,12 @@ use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor
 use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 
 mod afc;
+mod agent_tool;
 mod asked_time;
 mod bodies;
 mod call_words;
 mod echoed;
+mod flat_contents;
 mod flat_events;
 mod flat_fields;
 mod hollow;
@@ -77,6 +79,7 @@ mod same_turn;
 mod spans;
 pub(crate) mod text_results;
 mod transcript;
+mod turn_roles;
 mod unseen;
 mod wrapped_results;
 use super::content_events;
@@ -456,6 +459,7 @@ fn gather_pairs<'v, K: AsRef<str>>(
                     call.insert(part.to_string(), Value::String(text.to_string()));
                 }
             }
+            None if flat_contents::add(message, field, text) => {}
             None if matches!(field, "role" | "content" | "tool_call_id" | "name") => {
                 message.insert(field.to_string(), Value::String(text.to_string()));
             }
@@ -601,6 +605,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         None if results.is_some() => Cow::Owned(Vec::new()),
         None => return out,
     };
+    let messages = turn_roles::converted(messages);
     // The last model turn, while only tool results follow it.
     let mut last_turn: Vec<Asked> = Vec::new();
     // Whether the message before was the model's (a Responses call item
@@ -1384,7 +1389,8 @@ fn check(
     let mut toolless = Vec::new();
     for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
         let run = run_of(at.span);
-        if run.is_some() && !runs_with_spans().contains(&run) {
+        let toolless_run = run.is_some() && !runs_with_spans().contains(&run);
+        if toolless_run || agent_tool::ran(trace, &out.runs, at) {
             toolless.push(at.clone());
             continue;
         }

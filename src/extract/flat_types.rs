@@ -4,7 +4,9 @@
 //! `{"hours": 2}`. Where the tool's parameters, as a model request offered
 //! them (`facts::offered_tools`), declare a field `integer`, `number` or
 //! `boolean`, its text becomes that value; without a schema, or with text
-//! that is no such value, the text stays.
+//! that is no such value, the text stays. An SDK that writes each value as
+//! its JSON text (Sentry's MCP server wrapper: `"\"Lisbon\""`, `"2"`) has
+//! each decoded first ([`json_texts`]).
 
 use serde_json::{Map, Number, Value};
 
@@ -20,6 +22,7 @@ const MAX_DEPTH: usize = 8;
 /// `tool`, by the schema the trace offered `tool` with. Looks the offered
 /// tools up only when a value is text that reads as a number or boolean.
 pub(crate) fn by_schema(args: &mut Value, trace: &Trace, tool: &str) {
+    json_texts(args);
     if !stringified(args) {
         return;
     }
@@ -30,6 +33,33 @@ pub(crate) fn by_schema(args: &mut Value, trace: &Trace, tool: &str) {
         .and_then(|d| d.parameters.as_ref());
     if let (Some(schema), Value::Object(fields)) = (schema, args) {
         typed(fields, schema, 0);
+    }
+}
+
+/// Decodes the values of `args` when they are each a value's JSON text:
+/// every value is text that parses as JSON, and one is a JSON string (in
+/// quotes). A writer of plain text never quotes a value, and leaves some
+/// text that is no JSON (`Lake Orta`); a value that reads as a number or
+/// boolean alone is left to the schema.
+fn json_texts(args: &mut Value) {
+    let Value::Object(fields) = args else {
+        return;
+    };
+    let parsed = |v: &Value| serde_json::from_str::<Value>(v.as_str()?.trim()).ok();
+    let mut quoted = false;
+    for v in fields.values() {
+        match parsed(v) {
+            Some(Value::String(_)) => quoted = true,
+            Some(_) => {}
+            None => return,
+        }
+    }
+    if quoted {
+        for v in fields.values_mut() {
+            if let Some(decoded) = parsed(v) {
+                *v = decoded;
+            }
+        }
     }
 }
 
@@ -113,6 +143,27 @@ mod tests {
             json!({"dock": "7", "nights": 3, "budget": 80.5, "pets": true,
                    "floor": 2, "room": {"beds": 2}, "extra": "4"})
         );
+    }
+
+    #[test]
+    fn values_each_written_as_json_text_are_decoded() {
+        let mut args = json!({"quay": "\"Pier 4\"", "nights": "3", "pets": "false",
+                              "room": "{\"beds\": 2}"});
+        json_texts(&mut args);
+        assert_eq!(
+            args,
+            json!({"quay": "Pier 4", "nights": 3, "pets": false, "room": {"beds": 2}})
+        );
+        // Plain text beside them: no value was JSON-encoded.
+        let plain = json!({"quay": "Pier 4", "nights": "3"});
+        let mut args = plain.clone();
+        json_texts(&mut args);
+        assert_eq!(args, plain);
+        // Nothing quoted: a number's text is left to the schema.
+        let bare = json!({"nights": "3"});
+        let mut args = bare.clone();
+        json_texts(&mut args);
+        assert_eq!(args, bare);
     }
 
     #[test]

@@ -46,6 +46,8 @@ mod heldout3_tests;
 mod listing;
 mod literal;
 mod logged_args;
+#[cfg(test)]
+mod mcp_tools_call_tests;
 mod merge;
 mod next_results;
 mod ns_result;
