@@ -72,16 +72,25 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
     }
 }
 
-/// A cheap look: an object naming a record id key or the MCP wrap key.
+/// A cheap look, without parsing: an object whose first key is the MCP
+/// wrap key (an object of one key has no other first), or that names
+/// `content` and a record id key.
 fn may_be_record(r: &CallResult) -> bool {
     match r {
         CallResult::Json(t) => {
-            let t = t.trim_start();
-            t.starts_with('{')
-                && (t.contains(MCP_WRAP_KEY_QUOTED)
-                    || (t.contains("\"content\"") && RECORD_ID_KEYS.iter().any(|k| t.contains(k))))
+            let Some(body) = t.trim_start().strip_prefix('{') else {
+                return false;
+            };
+            let has =
+                |needle: &str| memchr::memmem::find(body.as_bytes(), needle.as_bytes()).is_some();
+            body.trim_start().starts_with(MCP_WRAP_KEY_QUOTED)
+                || (has("\"content\"") && RECORD_ID_KEYS.iter().any(|k| has(k)))
         }
-        CallResult::Value(v) => v.is_object(),
+        CallResult::Value(Value::Object(o)) => {
+            (o.len() == 1 && o.contains_key(MCP_WRAP_KEY))
+                || (o.contains_key("content") && RECORD_ID_KEYS.iter().any(|k| o.contains_key(*k)))
+        }
+        CallResult::Value(_) => false,
     }
 }
 

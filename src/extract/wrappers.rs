@@ -655,13 +655,17 @@ pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
 /// a message's content as the content). Anything else comes back as
 /// `Err`, unchanged.
 fn cohere_document(v: Value) -> Result<Value, Value> {
+    // Two keys first: most values this sees are results of other shapes.
     let is_block = |b: &Value| {
-        let doc = b.get("document").and_then(Value::as_object);
-        b.get("type").and_then(Value::as_str) == Some("document")
-            && b.as_object().is_some_and(|o| o.len() == 2)
-            && doc.is_some_and(|d| {
-                d.contains_key("data") && d.keys().all(|k| k == "data" || k == "id")
-            })
+        b.as_object().is_some_and(|o| {
+            o.len() == 2
+                && o.get("type").and_then(Value::as_str) == Some("document")
+                && o.get("document")
+                    .and_then(Value::as_object)
+                    .is_some_and(|d| {
+                        d.contains_key("data") && d.keys().all(|k| k == "data" || k == "id")
+                    })
+        })
     };
     let block = match v {
         Value::Array(mut items) if items.len() == 1 && is_block(&items[0]) => items.pop(),
