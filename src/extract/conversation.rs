@@ -67,6 +67,7 @@ mod kinds;
 mod later;
 mod look;
 mod object_only;
+mod one_part;
 mod order;
 mod positions;
 mod quoteless;
@@ -705,9 +706,9 @@ fn with_items(messages: &[Value]) -> Cow<'_, [Value]> {
 /// The tool results of one message: a `tool` message (OpenAI), or its
 /// parts typed as results (OTel GenAI, Vercel, Anthropic).
 fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
-    let parts = o.get("parts").or_else(|| o.get("content"));
+    let parts = one_part::listed(o.get("parts").or_else(|| o.get("content")));
     let mut found = false;
-    if let Some(Value::Array(parts)) = parts {
+    if let Some(parts) = parts {
         for p in parts.iter().filter_map(Value::as_object) {
             let typed = p
                 .get("type")

@@ -52,6 +52,7 @@ mod merge;
 mod next_results;
 mod ns_result;
 mod open;
+mod own_records;
 mod placeholder_names;
 pub mod requested;
 #[cfg(test)]
@@ -670,6 +671,7 @@ impl Extractor {
         siblings::one_call_side_by_side(trace, &mut out);
         hollow_record::fold_within(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
+        own_records::settle(trace, &mut out.calls);
         let lacking = carried::lacking(&out.calls);
         Staged {
             trace,

@@ -648,29 +648,34 @@ pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
     }
 }
 
-/// A list of one Cohere v2 document block, `{"type": "document",
-/// "document": {"data": v}}` (the document may also carry its `id`) ->
-/// `v`, JSON-decoded when text: the form Cohere documents for a tool
-/// message's content. Anything else comes back as `Err`, unchanged.
+/// A Cohere v2 document block, `{"type": "document", "document": {"data":
+/// v}}` (the document may also carry its `id`), alone or as a list of one
+/// -> `v`, JSON-decoded when text: the form Cohere documents for a tool
+/// message's content (OpenInference's Cohere spans write the one block of
+/// a message's content as the content). Anything else comes back as
+/// `Err`, unchanged.
 fn cohere_document(v: Value) -> Result<Value, Value> {
+    // Two keys first: most values this sees are results of other shapes.
     let is_block = |b: &Value| {
-        let doc = b.get("document").and_then(Value::as_object);
-        b.get("type").and_then(Value::as_str) == Some("document")
-            && b.as_object().is_some_and(|o| o.len() == 2)
-            && doc.is_some_and(|d| {
-                d.contains_key("data") && d.keys().all(|k| k == "data" || k == "id")
-            })
+        b.as_object().is_some_and(|o| {
+            o.len() == 2
+                && o.get("type").and_then(Value::as_str) == Some("document")
+                && o.get("document")
+                    .and_then(Value::as_object)
+                    .is_some_and(|d| {
+                        d.contains_key("data") && d.keys().all(|k| k == "data" || k == "id")
+                    })
+        })
     };
-    match v {
-        Value::Array(mut items) if items.len() == 1 && is_block(&items[0]) => {
-            let data = items
-                .pop()
-                .and_then(|mut b| b.get_mut("document").map(Value::take))
-                .and_then(|mut d| d.get_mut("data").map(Value::take));
-            Ok(data.map_or(Value::Null, json_in_string))
-        }
-        other => Err(other),
-    }
+    let block = match v {
+        Value::Array(mut items) if items.len() == 1 && is_block(&items[0]) => items.pop(),
+        one if is_block(&one) => Some(one),
+        other => return Err(other),
+    };
+    let data = block
+        .and_then(|mut b| b.get_mut("document").map(Value::take))
+        .and_then(|mut d| d.get_mut("data").map(Value::take));
+    Ok(data.map_or(Value::Null, json_in_string))
 }
 
 /// The keys of the AI SDK's tool-call options besides `toolCallId`.
@@ -1224,12 +1229,20 @@ mod tests {
             Ok(json!({"a": 1}))
         );
         assert_eq!(provider_block(json!([{"text": "ok"}])), Ok(json!("ok")));
+        // A Cohere v2 document block, in a list of one or alone.
+        let doc = json!({"type": "document", "document": {"data": "{\"a\": 1}"}});
+        assert_eq!(provider_block(json!([doc.clone()])), Ok(json!({"a": 1})));
+        assert_eq!(provider_block(doc), Ok(json!({"a": 1})));
         for kept in [
             json!([{"json": 1}, {"text": "x"}]),
             json!([{"text": 3}]),
             json!([{"image": {}}]),
             json!({"json": 1}),
             json!([]),
+            // A document block beside another, or with a key more.
+            json!([{"type": "document", "document": {"data": "x"}}, {"text": "y"}]),
+            json!({"type": "document", "document": {"data": "x", "title": "t"}}),
+            json!({"type": "document", "document": {"data": "x"}, "id": "d"}),
         ] {
             assert_eq!(provider_block(kept.clone()), Err(kept));
         }

@@ -1,0 +1,290 @@
+//! A tool span's result that is a record the framework or the protocol
+//! built around what the tool returned, recognised by what the trace says
+//! of the call (docs/conventions.md, "Result wrappers"):
+//!
+//! - the call's own result record: an object that names the span's own
+//!   call id (`toolUseId`, `tool_call_id`, ...) beside a list of content
+//!   blocks (`{"text"}`, `{"json"}`, `{"type": "text", "text"}`) and at
+//!   most a status (Strands' `ToolResult`, as LoongSuite's Strands
+//!   instrumentor writes `gen_ai.tool.call.result`; Bedrock Converse's
+//!   `toolResult` has the same form). A tool does not return the id the
+//!   model gave its own call, so the record is no tool's value: its blocks
+//!   are. A failed record (`status` `error`, `isError` true) stays.
+//! - MCP structured content around a value that is no object: an MCP
+//!   server (the Python SDK's and FastMCP's) sends a tool's return value
+//!   that is no object as `{"result": value}`, and a client that prefers
+//!   structured content (Agent Framework's default) records that. When the
+//!   call's span, or a span right under it, is the MCP `tools/call`
+//!   request (`mcp.method.name`), `{"result": v}` with `v` no object is
+//!   `v`. A tool that ran without MCP keeps its `{"result": ...}`.
+
+use serde_json::{Map, Value};
+
+use super::source::{parse_json_or_string, tool_call_id};
+use super::{CallResult, ToolCall};
+use crate::assemble::Trace;
+
+/// The keys under which a result record names the call it answers.
+const RECORD_ID_KEYS: [&str; 6] = [
+    "toolUseId",
+    "tool_use_id",
+    "toolCallId",
+    "tool_call_id",
+    "callId",
+    "call_id",
+];
+
+/// The keys a result record may hold besides its call id and content.
+const RECORD_OTHER_KEYS: [&str; 5] = ["status", "type", "name", "isError", "is_error"];
+
+/// The attribute that names an MCP request's method, and the method of a
+/// tool call.
+const MCP_METHOD: &str = "mcp.method.name";
+const MCP_TOOLS_CALL: &str = "tools/call";
+
+/// The key MCP structured content wraps a value that is no object under.
+const MCP_WRAP_KEY: &str = "result";
+const MCP_WRAP_KEY_QUOTED: &str = "\"result\"";
+
+/// Takes the records described in the module's doc off the results of
+/// `calls` read from the spans of `trace`.
+pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
+    let wanted = |c: &ToolCall| c.from.is_none() && c.result.as_ref().is_some_and(may_be_record);
+    if !calls.iter().any(wanted) {
+        return;
+    }
+    let positions = trace.positions();
+    for c in calls.iter_mut().filter(|c| wanted(c)) {
+        let Some(at) = positions.get(c.span_id) else {
+            continue;
+        };
+        let Some(Value::Object(o)) = c.result.as_ref().map(CallResult::to_value) else {
+            continue;
+        };
+        let inner = match tool_call_id(&trace.spans[at]) {
+            Some(id) => own_record(&o, id),
+            None => None,
+        };
+        let inner = inner.or_else(|| over_mcp(trace, at).then(|| mcp_wrapped(&o)).flatten());
+        if let Some(v) = inner {
+            c.result = Some(CallResult::Value(v));
+        }
+    }
+}
+
+/// A cheap look, without parsing: an object whose first key is the MCP
+/// wrap key (an object of one key has no other first), or that names
+/// `content` and a record id key.
+fn may_be_record(r: &CallResult) -> bool {
+    match r {
+        CallResult::Json(t) => {
+            let Some(body) = t.trim_start().strip_prefix('{') else {
+                return false;
+            };
+            let has =
+                |needle: &str| memchr::memmem::find(body.as_bytes(), needle.as_bytes()).is_some();
+            body.trim_start().starts_with(MCP_WRAP_KEY_QUOTED)
+                || (has("\"content\"") && RECORD_ID_KEYS.iter().any(|k| has(k)))
+        }
+        CallResult::Value(Value::Object(o)) => {
+            (o.len() == 1 && o.contains_key(MCP_WRAP_KEY))
+                || (o.contains_key("content") && RECORD_ID_KEYS.iter().any(|k| o.contains_key(*k)))
+        }
+        CallResult::Value(_) => false,
+    }
+}
+
+/// The value of the call `id`'s own result record `o` (see the module's
+/// doc), if `o` is one.
+pub(crate) fn own_record(o: &Map<String, Value>, id: &str) -> Option<Value> {
+    let named = RECORD_ID_KEYS
+        .iter()
+        .filter(|k| o.get(**k).and_then(Value::as_str) == Some(id))
+        .count();
+    let failed = o.get("status").and_then(Value::as_str) == Some("error")
+        || ["isError", "is_error"]
+            .iter()
+            .any(|k| o.get(*k).and_then(Value::as_bool) == Some(true));
+    let others = o.iter().all(|(k, v)| {
+        k == "content"
+            || RECORD_ID_KEYS.contains(&k.as_str())
+            || (RECORD_OTHER_KEYS.contains(&k.as_str()) && !v.is_object() && !v.is_array())
+    });
+    if named != 1 || failed || !others {
+        return None;
+    }
+    let blocks = o.get("content")?.as_array()?;
+    let mut values: Vec<Value> = blocks.iter().map(block_value).collect::<Option<_>>()?;
+    match values.len() {
+        0 => None,
+        1 => values.pop(),
+        _ => Some(Value::Array(values)),
+    }
+}
+
+/// A content block's value: `{"json": v}` -> `v`, `{"text": t}` (typed
+/// `text` or not) -> `t` JSON-decoded; any other block is none.
+fn block_value(b: &Value) -> Option<Value> {
+    let b = b.as_object()?;
+    let typed = match b.get("type") {
+        None => 0,
+        Some(t) if matches!(t.as_str(), Some("text" | "json")) => 1,
+        Some(_) => return None,
+    };
+    if b.len() != 1 + typed {
+        return None;
+    }
+    if let Some(v) = b.get("json") {
+        return Some(v.clone());
+    }
+    b.get("text")?.as_str().map(parse_json_or_string)
+}
+
+/// Whether span `at` of `trace`, or a span right under it, is an MCP
+/// `tools/call` request.
+fn over_mcp(trace: &Trace, at: usize) -> bool {
+    let is_call = |i: usize| trace.spans[i].attr_str(MCP_METHOD) == Some(MCP_TOOLS_CALL);
+    is_call(at)
+        || trace
+            .parent
+            .iter()
+            .enumerate()
+            .any(|(i, p)| *p == Some(at) && is_call(i))
+}
+
+/// `{"result": v}`, `v` no object -> `v` (MCP structured content around a
+/// value that is no object).
+pub(crate) fn mcp_wrapped(o: &Map<String, Value>) -> Option<Value> {
+    match o.get(MCP_WRAP_KEY) {
+        Some(v) if o.len() == 1 && !v.is_object() => Some(v.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::unwrap_tests::{calls, span, trace};
+    use super::*;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(o) => o,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn a_result_record_naming_its_own_call_gives_its_blocks() {
+        let rec = |v: Value| own_record(&obj(v), "q-7");
+        assert_eq!(
+            rec(
+                json!({"toolUseId": "q-7", "status": "success", "content": [{"text": "{\"a\": 1}"}]})
+            ),
+            Some(json!({"a": 1}))
+        );
+        assert_eq!(
+            rec(
+                json!({"tool_call_id": "q-7", "content": [{"json": [2]}, {"type": "text", "text": "ok"}]})
+            ),
+            Some(json!([[2], "ok"]))
+        );
+        for kept in [
+            // Another call's id, or none: a value of the tool's own.
+            json!({"toolUseId": "q-8", "content": [{"text": "x"}]}),
+            json!({"status": "success", "content": [{"text": "x"}]}),
+            // A failure stays, so that it shows.
+            json!({"toolUseId": "q-7", "status": "error", "content": [{"text": "boom"}]}),
+            json!({"call_id": "q-7", "isError": true, "content": [{"text": "boom"}]}),
+            // A key of the tool's own, or a block that is no text.
+            json!({"toolUseId": "q-7", "seats": 2, "content": [{"text": "x"}]}),
+            json!({"toolUseId": "q-7", "content": [{"image": {"format": "png"}}]}),
+            json!({"toolUseId": "q-7", "content": []}),
+        ] {
+            assert_eq!(rec(kept.clone()), None, "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_tool_span_s_own_result_record_comes_off_under_a_made_up_namespace() {
+        let record =
+            r#"{"toolUseId":"q-7","status":"success","content":[{"text":"{\"berth\": 4}"}]}"#;
+        let t = trace(vec![span(
+            1,
+            None,
+            "execute_tool book_berth",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "book_berth"),
+                ("gen_ai.tool.call.id", "q-7"),
+                ("gen_ai.tool.call.arguments", r#"{"pier":"B"}"#),
+                ("gen_ai.tool.call.result", record),
+            ],
+        )]);
+        assert_eq!(calls(&t)[0].2, json!({"berth": 4}));
+        // The same record on a span of another call id stays as it is.
+        let other = trace(vec![span(
+            1,
+            None,
+            "execute_tool book_berth",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "book_berth"),
+                ("gen_ai.tool.call.id", "q-9"),
+                ("gen_ai.tool.call.result", record),
+            ],
+        )]);
+        assert_eq!(
+            calls(&other)[0].2,
+            serde_json::from_str::<Value>(record).unwrap_or_default()
+        );
+    }
+
+    fn tool_span(result: &str) -> crate::assemble::SpanRecord {
+        span(
+            1,
+            None,
+            "execute_tool moor_boat",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "moor_boat"),
+                ("gen_ai.tool.call.id", "m-1"),
+                ("gen_ai.tool.call.result", result),
+            ],
+        )
+    }
+
+    #[test]
+    fn mcp_structured_content_comes_off_a_call_made_over_mcp_only() {
+        let mcp = span(
+            2,
+            Some(1),
+            "tools/call moor_boat",
+            &[(MCP_METHOD, "tools/call")],
+        );
+        let over = |result: &str| {
+            calls(&trace(vec![tool_span(result), mcp.clone()]))[0]
+                .2
+                .clone()
+        };
+        assert_eq!(over(r#"{"result": "moored"}"#), json!("moored"));
+        assert_eq!(over(r#"{"result": [1, 2]}"#), json!([1, 2]));
+        // An object under the key, or a second key: the tool's own.
+        assert_eq!(
+            over(r#"{"result": {"berth": 4}}"#),
+            json!({"result": {"berth": 4}})
+        );
+        assert_eq!(
+            over(r#"{"result": "moored", "pier": "B"}"#),
+            json!({"result": "moored", "pier": "B"})
+        );
+        // A tool that ran without MCP returned `{"result": ...}` itself.
+        let alone = calls(&trace(vec![tool_span(r#"{"result": "moored"}"#)]));
+        assert_eq!(alone[0].2, json!({"result": "moored"}));
+        // Another MCP method under the span is no tool call over MCP.
+        let list = span(2, Some(1), "tools/list", &[(MCP_METHOD, "tools/list")]);
+        let listed = calls(&trace(vec![tool_span(r#"{"result": "moored"}"#), list]));
+        assert_eq!(listed[0].2, json!({"result": "moored"}));
+    }
+}
