@@ -20,22 +20,22 @@
 
 use serde_json::{Map, Value};
 
+use super::rules::builtin_list;
 use super::source::{parse_json_or_string, tool_call_id};
 use super::{CallResult, ToolCall};
 use crate::assemble::Trace;
 
-/// The keys under which a result record names the call it answers.
-const RECORD_ID_KEYS: [&str; 6] = [
-    "toolUseId",
-    "tool_use_id",
-    "toolCallId",
-    "tool_call_id",
-    "callId",
-    "call_id",
-];
+/// The keys under which a result record names the call it answers
+/// (vocabulary `result_record_id_keys`).
+fn id_keys() -> &'static [String] {
+    builtin_list("result_record_id_keys")
+}
 
-/// The keys a result record may hold besides its call id and content.
-const RECORD_OTHER_KEYS: [&str; 5] = ["status", "type", "name", "isError", "is_error"];
+/// The keys a result record may hold besides its call id and content
+/// (vocabulary `result_record_other_keys`).
+fn other_keys() -> &'static [String] {
+    builtin_list("result_record_other_keys")
+}
 
 /// The attribute that names an MCP request's method, and the method of a
 /// tool call.
@@ -84,11 +84,11 @@ fn may_be_record(r: &CallResult) -> bool {
             let has =
                 |needle: &str| memchr::memmem::find(body.as_bytes(), needle.as_bytes()).is_some();
             body.trim_start().starts_with(MCP_WRAP_KEY_QUOTED)
-                || (has("\"content\"") && RECORD_ID_KEYS.iter().any(|k| has(k)))
+                || (has("\"content\"") && id_keys().iter().any(|k| has(k)))
         }
         CallResult::Value(Value::Object(o)) => {
             (o.len() == 1 && o.contains_key(MCP_WRAP_KEY))
-                || (o.contains_key("content") && RECORD_ID_KEYS.iter().any(|k| o.contains_key(*k)))
+                || (o.contains_key("content") && id_keys().iter().any(|k| o.contains_key(k)))
         }
         CallResult::Value(_) => false,
     }
@@ -97,9 +97,9 @@ fn may_be_record(r: &CallResult) -> bool {
 /// The value of the call `id`'s own result record `o` (see the module's
 /// doc), if `o` is one.
 pub(crate) fn own_record(o: &Map<String, Value>, id: &str) -> Option<Value> {
-    let named = RECORD_ID_KEYS
+    let named = id_keys()
         .iter()
-        .filter(|k| o.get(**k).and_then(Value::as_str) == Some(id))
+        .filter(|k| o.get(k.as_str()).and_then(Value::as_str) == Some(id))
         .count();
     let failed = o.get("status").and_then(Value::as_str) == Some("error")
         || ["isError", "is_error"]
@@ -107,8 +107,8 @@ pub(crate) fn own_record(o: &Map<String, Value>, id: &str) -> Option<Value> {
             .any(|k| o.get(*k).and_then(Value::as_bool) == Some(true));
     let others = o.iter().all(|(k, v)| {
         k == "content"
-            || RECORD_ID_KEYS.contains(&k.as_str())
-            || (RECORD_OTHER_KEYS.contains(&k.as_str()) && !v.is_object() && !v.is_array())
+            || id_keys().contains(k)
+            || (other_keys().contains(k) && !v.is_object() && !v.is_array())
     });
     if named != 1 || failed || !others {
         return None;
