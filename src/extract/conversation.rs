@@ -1388,10 +1388,11 @@ fn check(
         })
     };
     let mut toolless = Vec::new();
+    let agent_runs = agent_tool::Runs::new(&out.runs);
     for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
         let run = run_of(at.span);
         let toolless_run = run.is_some() && !runs_with_spans().contains(&run);
-        if toolless_run || agent_tool::ran(trace, &out.runs, at) {
+        if toolless_run || agent_runs.ran(trace, at) {
             toolless.push(at.clone());
             continue;
         }

@@ -14,43 +14,70 @@
 //! ended, so the asker's own run, or a run before the ask, never stands for
 //! it. Without a later request carrying its result the call stays listed.
 
+use std::cell::OnceCell;
+use std::collections::HashMap;
+
 use super::AskedAt;
 use crate::assemble::Trace;
 use crate::extract::AgentRun;
 
-/// Whether an agent run of `runs` named after the tool `at` asked for
-/// started once the span that asked had ended (see the module's doc).
-pub(super) fn ran(trace: &Trace, runs: &[AgentRun], at: &AskedAt) -> bool {
-    let Some(asker) = trace.spans.get(at.span) else {
-        return false;
-    };
-    let asked_end = asker.span.end_time_unix_nano;
-    runs.iter()
-        .any(|r| named_after(&r.name, &at.asked.name) && r.start_time_unix_nano >= asked_end)
+/// A trace's agent runs by the tool names they may be named after, each
+/// with the latest start among them: found once, so that many asks and
+/// many runs in one trace cost one pass each.
+pub(super) struct Runs<'a> {
+    runs: &'a [AgentRun],
+    latest: OnceCell<HashMap<&'a str, u64>>,
 }
 
-/// Whether run name `run` is tool `tool`'s name, alone or with one word
-/// after it (`booker.run`, `booker:invoke`, `booker run`).
-fn named_after(run: &str, tool: &str) -> bool {
-    let Some(rest) = run.strip_prefix(tool) else {
-        return false;
-    };
-    if tool.is_empty() || rest.is_empty() {
-        return !tool.is_empty();
+impl<'a> Runs<'a> {
+    pub(super) fn new(runs: &'a [AgentRun]) -> Self {
+        Runs {
+            runs,
+            latest: OnceCell::new(),
+        }
     }
-    let mut chars = rest.chars();
-    let sep = chars.next();
-    let word = chars.as_str();
-    matches!(sep, Some('.' | ':' | ' '))
-        && !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+
+    /// Whether a run named after the tool `at` asked for started once the
+    /// span that asked had ended (see the module's doc).
+    pub(super) fn ran(&self, trace: &Trace, at: &AskedAt) -> bool {
+        let Some(asker) = trace.spans.get(at.span) else {
+            return false;
+        };
+        let latest = self.latest.get_or_init(|| {
+            let mut latest: HashMap<&str, u64> = HashMap::new();
+            for r in self.runs {
+                for tool in tools_named(&r.name) {
+                    let at = latest.entry(tool).or_insert(r.start_time_unix_nano);
+                    *at = (*at).max(r.start_time_unix_nano);
+                }
+            }
+            latest
+        });
+        latest
+            .get(at.asked.name.as_str())
+            .is_some_and(|&start| start >= asker.span.end_time_unix_nano)
+    }
+}
+
+/// The tool names run name `run` may be named after: itself, and what
+/// comes before its last `.`, `:` or space when one word follows
+/// (`booker.run`, `booker:invoke`, `booker run`: `booker`).
+fn tools_named(run: &str) -> impl Iterator<Item = &str> {
+    let whole = (!run.is_empty()).then_some(run);
+    let before_word = run.rfind(['.', ':', ' ']).and_then(|i| {
+        let (tool, word) = (&run[..i], &run[i + 1..]);
+        let is_word =
+            !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        (!tool.is_empty() && is_word).then_some(tool)
+    });
+    whole.into_iter().chain(before_word)
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};
 
-    use super::named_after;
+    use super::tools_named;
     use crate::extract::test_support::{calls_in, genai_asks, genai_result, genai_user};
     use crate::extract::tests::sp;
 
@@ -129,6 +156,10 @@ mod tests {
         let got = manager(5);
         let names: Vec<&str> = got.iter().map(|c| c.0.as_str()).collect();
         assert_eq!(names, ["log_visit"], "{got:?}");
+    }
+
+    fn named_after(run: &str, tool: &str) -> bool {
+        tools_named(run).any(|t| t == tool)
     }
 
     #[test]
