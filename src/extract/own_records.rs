@@ -18,12 +18,15 @@
 //!   request (`mcp.method.name`), `{"result": v}` with `v` no object is
 //!   `v`. A tool that ran without MCP keeps its `{"result": ...}`.
 
+use std::cell::OnceCell;
+
 use serde_json::{Map, Value};
 
 use super::rules::builtin_list;
 use super::source::{parse_json_or_string, tool_call_id};
+use super::wrappers::lone_key_around_non_object;
 use super::{CallResult, ToolCall};
-use crate::assemble::Trace;
+use crate::assemble::{Children, Trace};
 
 /// The keys under which a result record names the call it answers
 /// (vocabulary `result_record_id_keys`).
@@ -54,6 +57,9 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
         return;
     }
     let positions = trace.positions();
+    // Built when a call over MCP is first asked about (each call looks
+    // only at its own span's children).
+    let children = OnceCell::new();
     for c in calls.iter_mut().filter(|c| wanted(c)) {
         let Some(at) = positions.get(c.span_id) else {
             continue;
@@ -65,7 +71,12 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
             Some(id) => own_record(&o, id),
             None => None,
         };
-        let inner = inner.or_else(|| over_mcp(trace, at).then(|| mcp_wrapped(&o)).flatten());
+        let over_mcp = || over_mcp(trace, children.get_or_init(|| trace.children()), at);
+        let inner = inner.or_else(|| {
+            over_mcp()
+                .then(|| lone_key_around_non_object(Value::Object(o), MCP_WRAP_KEY).ok())
+                .flatten()
+        });
         if let Some(v) = inner {
             c.result = Some(CallResult::Value(v));
         }
@@ -142,23 +153,9 @@ fn block_value(b: &Value) -> Option<Value> {
 
 /// Whether span `at` of `trace`, or a span right under it, is an MCP
 /// `tools/call` request.
-fn over_mcp(trace: &Trace, at: usize) -> bool {
+fn over_mcp(trace: &Trace, children: &Children, at: usize) -> bool {
     let is_call = |i: usize| trace.spans[i].attr_str(MCP_METHOD) == Some(MCP_TOOLS_CALL);
-    is_call(at)
-        || trace
-            .parent
-            .iter()
-            .enumerate()
-            .any(|(i, p)| *p == Some(at) && is_call(i))
-}
-
-/// `{"result": v}`, `v` no object -> `v` (MCP structured content around a
-/// value that is no object).
-pub(crate) fn mcp_wrapped(o: &Map<String, Value>) -> Option<Value> {
-    match o.get(MCP_WRAP_KEY) {
-        Some(v) if o.len() == 1 && !v.is_object() => Some(v.clone()),
-        _ => None,
-    }
+    is_call(at) || children.of(at).iter().any(|&i| is_call(i))
 }
 
 #[cfg(test)]
