@@ -704,6 +704,7 @@ impl Extractor {
         } = st;
         if seen.is_none() {
             haystack_history::read(trace, &mut out);
+            own_records::settle(trace, &mut out.calls);
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
             framing::settle(trace, &mut out.calls);
             echo::settle(trace, carried, &mut out);
@@ -711,6 +712,8 @@ impl Extractor {
         }
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
         next_results::fill(self.results, trace, &mut out.calls);
+        // Again for what the conversation and other traces filled in.
+        own_records::settle(trace, &mut out.calls);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);

@@ -16,7 +16,11 @@
 //!   structured content (Agent Framework's default) records that. When the
 //!   call's span, or a span right under it, is the MCP `tools/call`
 //!   request (`mcp.method.name`), `{"result": v}` with `v` no object is
-//!   `v`. A tool that ran without MCP keeps its `{"result": ...}`.
+//!   `v`. A tool that ran without MCP keeps its `{"result": ...}`. A call
+//!   read from the conversation has no span of its own: it was made over
+//!   MCP when a `tools/call` request of the trace names its tool (a client
+//!   that sends the structured content back to the model as the tool's
+//!   message, as fast-agent does).
 
 use std::cell::OnceCell;
 
@@ -45,14 +49,19 @@ fn other_keys() -> &'static [String] {
 const MCP_METHOD: &str = "mcp.method.name";
 const MCP_TOOLS_CALL: &str = "tools/call";
 
+/// Where an MCP `tools/call` request names its tool, besides its span's
+/// name (`tools/call NAME`, after the method as OTel's MCP conventions and
+/// the Python SDK write it).
+const MCP_TOOL_NAME_KEYS: [&str; 2] = ["gen_ai.tool.name", "mcp.tool.name"];
+
 /// The key MCP structured content wraps a value that is no object under.
 const MCP_WRAP_KEY: &str = "result";
 const MCP_WRAP_KEY_QUOTED: &str = "\"result\"";
 
 /// Takes the records described in the module's doc off the results of
-/// `calls` read from the spans of `trace`.
+/// `calls` read from `trace` (its spans or its conversation).
 pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
-    let wanted = |c: &ToolCall| c.from.is_none() && c.result.as_ref().is_some_and(may_be_record);
+    let wanted = |c: &ToolCall| c.result.as_ref().is_some_and(may_be_record);
     if !calls.iter().any(wanted) {
         return;
     }
@@ -60,27 +69,56 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
     // Built when a call over MCP is first asked about (each call looks
     // only at its own span's children).
     let children = OnceCell::new();
+    let mcp_tools = OnceCell::new();
     for c in calls.iter_mut().filter(|c| wanted(c)) {
-        let Some(at) = positions.get(c.span_id) else {
-            continue;
-        };
         let Some(Value::Object(o)) = c.result.as_ref().map(CallResult::to_value) else {
             continue;
         };
-        let inner = match tool_call_id(&trace.spans[at]) {
-            Some(id) => own_record(&o, id),
-            None => None,
-        };
-        let over_mcp = || over_mcp(trace, children.get_or_init(|| trace.children()), at);
-        let inner = inner.or_else(|| {
-            over_mcp()
+        let inner = if c.from.is_some() {
+            let named = mcp_tools
+                .get_or_init(|| mcp_tool_names(trace))
+                .contains(&c.name.as_str());
+            named
                 .then(|| lone_key_around_non_object(Value::Object(o), MCP_WRAP_KEY).ok())
                 .flatten()
-        });
+        } else {
+            let Some(at) = positions.get(c.span_id) else {
+                continue;
+            };
+            let inner = match tool_call_id(&trace.spans[at]) {
+                Some(id) => own_record(&o, id),
+                None => None,
+            };
+            let over_mcp = || over_mcp(trace, children.get_or_init(|| trace.children()), at);
+            inner.or_else(|| {
+                over_mcp()
+                    .then(|| lone_key_around_non_object(Value::Object(o), MCP_WRAP_KEY).ok())
+                    .flatten()
+            })
+        };
         if let Some(v) = inner {
             c.result = Some(CallResult::Value(v));
         }
     }
+}
+
+/// The tools that MCP `tools/call` requests of `trace` name.
+fn mcp_tool_names(trace: &Trace) -> Vec<&str> {
+    trace
+        .spans
+        .iter()
+        .filter(|s| s.attr_str(MCP_METHOD) == Some(MCP_TOOLS_CALL))
+        .filter_map(|s| {
+            MCP_TOOL_NAME_KEYS
+                .iter()
+                .find_map(|k| s.attr_str(k))
+                .or_else(|| {
+                    let name = s.span.name();
+                    let at = memchr::memmem::find(name.as_bytes(), MCP_TOOLS_CALL.as_bytes())?;
+                    name[at + MCP_TOOLS_CALL.len()..].split_whitespace().next()
+                })
+        })
+        .collect()
 }
 
 /// A cheap look, without parsing: an object whose first key is the MCP
@@ -283,5 +321,67 @@ mod tests {
         let list = span(2, Some(1), "tools/list", &[(MCP_METHOD, "tools/list")]);
         let listed = calls(&trace(vec![tool_span(r#"{"result": "moored"}"#), list]));
         assert_eq!(listed[0].2, json!({"result": "moored"}));
+    }
+
+    /// The model's two chat spans around a tool call over MCP: the first
+    /// asks for it, the second's input holds the structured content the
+    /// client sent back as its result.
+    fn chats(result: &str) -> [crate::assemble::SpanRecord; 2] {
+        let ask = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "m-1",
+            "name": "moor_boat", "arguments": {"pier": "B"}}]}]);
+        let user = json!({"role": "user", "parts": [{"type": "text", "content": "Moor at B"}]});
+        let answer = json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": "m-1",
+            "response": serde_json::from_str::<Value>(result).unwrap_or_default()}]});
+        let history = json!([user, ask[0], answer]);
+        let chat = |id, attrs: &[(&str, &str)]| span(id, None, "chat harbour-model", attrs);
+        [
+            chat(
+                1,
+                &[
+                    ("gen_ai.operation.name", "chat"),
+                    ("gen_ai.input.messages", &json!([user]).to_string()),
+                    ("gen_ai.output.messages", &ask.to_string()),
+                ],
+            ),
+            chat(
+                3,
+                &[
+                    ("gen_ai.operation.name", "chat"),
+                    ("gen_ai.input.messages", &history.to_string()),
+                ],
+            ),
+        ]
+    }
+
+    #[test]
+    fn mcp_structured_content_comes_off_a_conversation_call_its_tool_named_over_mcp() {
+        let over = |mcp_name: &str, attrs: &[(&str, &str)]| {
+            let mcp = span(2, None, mcp_name, attrs);
+            let [ask, answer] = chats(r#"{"result": "moored"}"#);
+            calls(&trace(vec![ask, mcp, answer]))[0].2.clone()
+        };
+        // The tool named after the method in the span's name, or by attribute
+        // (then the request is the call's own span, its result filled in
+        // from the conversation).
+        let by_name = over(
+            "MCP send tools/call moor_boat",
+            &[(MCP_METHOD, "tools/call")],
+        );
+        assert_eq!(by_name, json!("moored"));
+        let by_key = over(
+            "tools/call",
+            &[
+                (MCP_METHOD, "tools/call"),
+                ("gen_ai.tool.name", "moor_boat"),
+            ],
+        );
+        assert_eq!(by_key, json!("moored"));
+        // Another tool's request, or another method: the tool's own value.
+        let other = over("tools/call lift_anchor", &[(MCP_METHOD, "tools/call")]);
+        assert_eq!(other, json!({"result": "moored"}));
+        let list = over("tools/list moor_boat", &[(MCP_METHOD, "tools/list")]);
+        assert_eq!(list, json!({"result": "moored"}));
+        let alone = calls(&trace(chats(r#"{"result": "moored"}"#).to_vec()));
+        assert_eq!(alone[0].2, json!({"result": "moored"}));
     }
 }
