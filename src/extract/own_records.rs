@@ -30,7 +30,7 @@ use super::rules::builtin_list;
 use super::source::{parse_json_or_string, tool_call_id};
 use super::wrappers::lone_key_around_non_object;
 use super::{CallResult, ToolCall};
-use crate::assemble::{Children, Trace};
+use crate::assemble::{Children, IdSet, Trace};
 
 /// The keys under which a result record names the call it answers
 /// (vocabulary `result_record_id_keys`).
@@ -102,8 +102,9 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
     }
 }
 
-/// The tools that MCP `tools/call` requests of `trace` name.
-fn mcp_tool_names(trace: &Trace) -> Vec<&str> {
+/// The tools that MCP `tools/call` requests of `trace` name (a set: a
+/// trace may hold thousands of calls and requests).
+fn mcp_tool_names(trace: &Trace) -> IdSet<&str> {
     trace
         .spans
         .iter()
