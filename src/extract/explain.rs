@@ -415,7 +415,10 @@ fn args_unwrapped(rule: &Rule, s: &SpanRecord) -> Notes {
         .chain(&super::event_attrs::sources(&rule.args, s))
     {
         notes.clear();
-        if value_noting(src, s, Some(&mut notes)).is_some() {
+        if let Some(v) = value_noting(src, s, Some(&mut notes)) {
+            if super::mcp_meta::holds_protocol_meta(&v) {
+                notes.push("mcp_meta");
+            }
             break;
         }
     }

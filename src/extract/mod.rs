@@ -46,6 +46,7 @@ mod heldout3_tests;
 mod listing;
 mod literal;
 mod logged_args;
+mod mcp_meta;
 #[cfg(test)]
 mod mcp_tools_call_tests;
 mod merge;
@@ -667,6 +668,7 @@ impl Extractor {
         let mut out = self.collect(&spans, &seen, slots);
         call_input::fill(trace, &mut out.calls);
         placeholder_names::fill(trace, &mut out.calls);
+        mcp_meta::settle(trace, &mut out);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
         hollow_record::fold_within(trace, &mut out);
