@@ -83,6 +83,7 @@ mod transcript;
 mod turn_roles;
 mod unseen;
 mod wrapped_results;
+mod writer_names;
 use super::content_events;
 use super::sides::Side;
 pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
@@ -956,20 +957,10 @@ fn rebuild(
         let a = &at.asked;
         let answer = match a.id.as_deref() {
             // A later request's result for this id (and this tool, when
-            // the result names one).
-            Some(id) => answered.get(id).and_then(|list| {
-                let fits = |(i, ans): &&(usize, &Answer)| {
-                    (*i != at.span || later::carries(&requests[*i], a))
-                        && start(*i) >= start(at.span)
-                        && ans.name.as_deref().is_none_or(|n| n == a.name)
-                };
-                // A result recorded under the id before one given it by order.
-                let recorded = list
-                    .iter()
-                    .filter(fits)
-                    .find(|(i, _)| !requests[*i].by_order);
-                recorded.or_else(|| list.iter().find(fits)).copied()
-            }),
+            // the result names one, or its writer's name).
+            Some(id) => answered
+                .get(id)
+                .and_then(|list| writer_names::answer_by_id(list, at, &requests, asked, start)),
             None => idless::answer_for(trace, at, &requests, &mut used),
         };
         let Some(answer) = answer else {

@@ -75,7 +75,8 @@ pub(crate) fn one_call_per_call(trace: &Trace, out: &mut Analysis) {
     let mut kept: HashMap<SpanId, SpanId> = HashMap::new();
     let mut merged: HashMap<usize, ToolCall> = HashMap::new();
     for (r, group) in &groups {
-        let one = merge(calls, group);
+        let mut one = merge(calls, group);
+        super::tool_side::keep_tool_result(trace, &spans, calls, group, &mut one);
         kept.extend(group.iter().map(|&i| (calls[i].span_id, one.span_id)));
         merged.insert(*r, one);
     }

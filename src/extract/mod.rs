@@ -70,6 +70,7 @@ mod spans_heldout11_tests;
 #[cfg(test)]
 mod spans_heldout6_tests;
 pub mod tool_name;
+mod tool_side;
 mod twice;
 mod undeclared;
 #[cfg(test)]

@@ -46,8 +46,8 @@ fn other_keys() -> &'static [String] {
 
 /// The attribute that names an MCP request's method, and the method of a
 /// tool call.
-const MCP_METHOD: &str = "mcp.method.name";
-const MCP_TOOLS_CALL: &str = "tools/call";
+pub(crate) const MCP_METHOD: &str = "mcp.method.name";
+pub(crate) const MCP_TOOLS_CALL: &str = "tools/call";
 
 /// Where an MCP `tools/call` request names its tool, besides its span's
 /// name (`tools/call NAME`, after the method as OTel's MCP conventions and

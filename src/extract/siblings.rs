@@ -118,7 +118,7 @@ pub(crate) fn one_call_side_by_side(trace: &Trace, out: &mut Analysis) {
     if members.is_empty() {
         return;
     }
-    fold(out, &root, members);
+    fold((trace, &at), out, &root, members);
 }
 
 /// What a group may hold once: a record's convention and span kind.
@@ -132,7 +132,12 @@ fn record_of<'c>(
 }
 
 /// Replaces each group of `out.calls` by one merged call.
-fn fold(out: &mut Analysis, root: &[usize], members: HashMap<usize, Vec<usize>>) {
+fn fold(
+    (trace, at): (&Trace, &crate::assemble::SpanPositions<'_>),
+    out: &mut Analysis,
+    root: &[usize],
+    members: HashMap<usize, Vec<usize>>,
+) {
     let calls = &out.calls;
     let mut kept: HashMap<SpanId, SpanId> = HashMap::new();
     let mut merged: HashMap<usize, ToolCall> = HashMap::new();
@@ -143,7 +148,8 @@ fn fold(out: &mut Analysis, root: &[usize], members: HashMap<usize, Vec<usize>>)
     for (r, mut group) in members {
         // The outermost first, then by start.
         group.sort_by_key(|&i| (calls[i].depth, calls[i].start_time_unix_nano, i));
-        let one = merge::merge(calls, &group);
+        let mut one = merge::merge(calls, &group);
+        super::tool_side::keep_tool_result(trace, at, calls, &group, &mut one);
         for &i in &group {
             let c = &calls[i];
             kept.insert(c.span_id, one.span_id);
