@@ -49,24 +49,23 @@ pub(crate) fn key_infixes() -> impl Iterator<Item = String> {
 /// Whether `key` may be a call record's: its last dot-separated part
 /// follows a part that names a tool call (`<ns>.tool_call.<id>`), or is
 /// one (`<ns>.tool_call`). The cheap test made on every key of every span
-/// in the witness's one pass over them ([`super::Look`]).
+/// in the witness's one pass over them ([`super::Look`]): two searches
+/// back for a dot and a few length tests.
 #[inline]
 pub(super) fn is_record_key(key: &[u8]) -> bool {
-    // The shortest part is the bound: most keys are told apart by their
-    // bytes before any search.
-    static SHORTEST: OnceLock<usize> = OnceLock::new();
-    let shortest = *SHORTEST.get_or_init(|| parts().iter().map(String::len).min().unwrap_or(0));
-    if shortest == 0 || key.len() < shortest {
-        return false;
-    }
-    let (head, last) = match memchr::memrchr(b'.', key) {
-        Some(at) => (&key[..at], &key[at + 1..]),
-        None => (&key[..0], key),
+    // The parts as bytes, kept once (the vocabulary is looked up by name).
+    static PARTS: OnceLock<Vec<&'static [u8]>> = OnceLock::new();
+    let parts = PARTS.get_or_init(|| parts().iter().map(String::as_bytes).collect());
+    let is_part = |bytes: &[u8]| parts.iter().any(|p| p.len() == bytes.len() && *p == bytes);
+    let Some(at) = memchr::memrchr(b'.', key) else {
+        return is_part(key);
     };
-    let before = memchr::memrchr(b'.', head).map_or(head, |at| &head[at + 1..]);
-    parts()
-        .iter()
-        .any(|p| p.as_bytes() == last || (!last.is_empty() && p.as_bytes() == before))
+    let (head, last) = (&key[..at], &key[at + 1..]);
+    if is_part(last) {
+        return true;
+    }
+    let before = memchr::memrchr(b'.', head).map_or(head, |b| &head[b + 1..]);
+    !last.is_empty() && is_part(before)
 }
 
 /// The calls span `s` records one attribute each (see the module's doc),
