@@ -48,37 +48,44 @@ pub(crate) fn key_infixes() -> impl Iterator<Item = String> {
 
 /// Whether `key` may be a call record's: its last dot-separated part
 /// follows a part that names a tool call (`<ns>.tool_call.<id>`), or is
-/// one (`<ns>.tool_call`). The cheap test made on every key of every span
-/// in the witness's one pass over them ([`super::Look`]): two searches
-/// back for a dot and a few length tests.
+/// one (`<ns>.tool_call`). Asked of every key of the spans that may hold
+/// records ([`asked`]): one walk back to the last dot, then a test of the
+/// byte before it and of the parts' endings.
 #[inline]
 pub(super) fn is_record_key(key: &[u8]) -> bool {
     // The parts as bytes, kept once (the vocabulary is looked up by name).
     static PARTS: OnceLock<Vec<&'static [u8]>> = OnceLock::new();
     let parts = PARTS.get_or_init(|| parts().iter().map(String::as_bytes).collect());
-    let is_part = |bytes: &[u8]| parts.iter().any(|p| p.len() == bytes.len() && *p == bytes);
-    let Some(at) = memchr::memrchr(b'.', key) else {
-        return is_part(key);
+    // `bytes` ends with part `p`, which starts it or follows a dot.
+    let ends_with_part = |bytes: &[u8]| {
+        parts.iter().any(|p| {
+            bytes.last() == p.last()
+                && bytes.ends_with(p)
+                && (bytes.len() == p.len() || bytes[bytes.len() - p.len() - 1] == b'.')
+        })
+    };
+    let Some(at) = key.iter().rposition(|&b| b == b'.') else {
+        return ends_with_part(key);
     };
     let (head, last) = (&key[..at], &key[at + 1..]);
-    if is_part(last) {
-        return true;
-    }
-    let before = memchr::memrchr(b'.', head).map_or(head, |b| &head[b + 1..]);
-    !last.is_empty() && is_part(before)
+    ends_with_part(key) || (!last.is_empty() && ends_with_part(head))
 }
 
 /// The calls span `s` records one attribute each (see the module's doc),
-/// in attribute order; none when it holds no such record.
+/// in attribute order; none when it holds no such record. Asked of the
+/// spans that are neither a model call nor a call a rule read.
 pub(super) fn asked(s: &SpanRecord) -> Vec<Asked> {
     let mut out: Vec<Asked> = Vec::new();
     for (i, k) in s.span.attr_keys().enumerate() {
-        if !is_record_key(k) {
-            continue;
-        }
         let Some(text) = s.span.attr_value(i).and_then(Val::as_str) else {
             continue;
         };
+        // The value first: few are JSON objects (a record is written
+        // without leading space), and the key's test costs more than a
+        // look at a first byte.
+        if text.as_bytes().first() != Some(&b'{') || !is_record_key(k) {
+            continue;
+        }
         let Some(a) = record(k, text) else { continue };
         // The same call recorded twice on one span is one request.
         if !out.iter().any(|o| o.id == a.id && o.name == a.name) {
@@ -93,10 +100,6 @@ pub(super) fn asked(s: &SpanRecord) -> Vec<Asked> {
 /// no schema, and a call id (its own, else the key's last part when that
 /// is no position).
 fn record(key: &[u8], text: &str) -> Option<Asked> {
-    let text = text.trim_start();
-    if !text.starts_with('{') {
-        return None;
-    }
     let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text) else {
         return None;
     };

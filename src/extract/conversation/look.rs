@@ -1,6 +1,6 @@
 //! The witness's one pass over a span's attribute keys ([`Look`]).
 
-use super::{bodies, call_attrs, flat_events, records, FLAT_IN, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
+use super::{bodies, flat_events, records, FLAT_IN, FLAT_OUT, INPUT_KEYS, OUTPUT_KEYS};
 use crate::assemble::SpanRecord;
 use crate::extract::content_events;
 
@@ -22,8 +22,6 @@ pub(super) struct Look {
     pub(super) named_out: u8,
     /// Whether a key is one of a call id's ([`records::is_call_id_key`]).
     pub(super) call_id_key: bool,
-    /// Whether a key may hold a call's record ([`call_attrs::is_record_key`]).
-    pub(super) record_key: bool,
     /// Whether an event is an output message flattened one an event
     /// ([`flat_events`]).
     pub(super) flat_out_events: bool,
@@ -43,7 +41,6 @@ impl Look {
                 look.named_out |= u8::from(k == m.0.as_bytes()) << j;
             }
             look.call_id_key = look.call_id_key || records::is_call_id_key(k);
-            look.record_key = look.record_key || call_attrs::is_record_key(k);
         }
         look.flat_out_events = flat_events::has(s, &FLAT_OUT);
         look.output = look.flat_out != 0 || look.named_out != 0 || look.flat_out_events;
