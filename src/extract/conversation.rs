@@ -54,6 +54,7 @@ mod afc;
 mod agent_tool;
 mod asked_time;
 mod bodies;
+pub(crate) mod call_attrs;
 mod call_words;
 mod echoed;
 mod flat_contents;
@@ -858,15 +859,17 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
         trace.prefetch_ahead(i);
         let look = Look::of(s);
         let (mut calls, mut form) = asked_looked(s, look);
-        if calls.is_empty() && look.call_id_key {
+        if calls.is_empty() && (look.call_id_key || !look.model_call) {
             let ran = ran.get_or_insert_with(|| {
                 let mut ids: Vec<SpanId> = tool_calls.iter().map(|c| c.span_id).collect();
                 ids.sort_unstable();
                 ids
             });
             if ran.binary_search(&s.span_id).is_err() {
-                if let Some(a) = records::asked(s) {
+                if let Some(a) = look.call_id_key.then(|| records::asked(s)).flatten() {
                     (calls, form) = (vec![a], records::FORM);
+                } else if !look.model_call {
+                    (calls, form) = (call_attrs::asked(s), call_attrs::FORM);
                 }
             }
         }

@@ -511,6 +511,7 @@ impl Extractor {
             .resource_keys(join.iter().cloned())
             .span_keys(keys.into_iter().chain(join), prefixes)
             .span_tails(self.span_tails())
+            .span_infixes(conversation::call_attrs::key_infixes())
             .event_keys(self.event_keys())
     }
 
