@@ -85,10 +85,7 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
             let Some(at) = positions.get(c.span_id) else {
                 continue;
             };
-            let inner = match tool_call_id(&trace.spans[at]) {
-                Some(id) => own_record(&o, id),
-                None => None,
-            };
+            let inner = own_record(&o, tool_call_id(&trace.spans[at]));
             let over_mcp = || over_mcp(trace, children.get_or_init(|| trace.children()), at);
             inner.or_else(|| {
                 over_mcp()
@@ -145,11 +142,13 @@ fn may_be_record(r: &CallResult) -> bool {
 }
 
 /// The value of the call `id`'s own result record `o` (see the module's
-/// doc), if `o` is one.
-pub(crate) fn own_record(o: &Map<String, Value>, id: &str) -> Option<Value> {
+/// doc), if `o` is one. A span that records no call id (`id` `None`) takes
+/// a record naming any id: the id is still no value a tool returns.
+pub(crate) fn own_record(o: &Map<String, Value>, id: Option<&str>) -> Option<Value> {
+    let names = |v: &str| id.map_or(!v.is_empty(), |id| v == id);
     let named = id_keys()
         .iter()
-        .filter(|k| o.get(k.as_str()).and_then(Value::as_str) == Some(id))
+        .filter(|k| o.get(k.as_str()).and_then(Value::as_str).is_some_and(names))
         .count();
     let failed = o.get("status").and_then(Value::as_str) == Some("error")
         || ["isError", "is_error"]
@@ -213,7 +212,7 @@ mod tests {
 
     #[test]
     fn a_result_record_naming_its_own_call_gives_its_blocks() {
-        let rec = |v: Value| own_record(&obj(v), "q-7");
+        let rec = |v: Value| own_record(&obj(v), Some("q-7"));
         assert_eq!(
             rec(
                 json!({"toolUseId": "q-7", "status": "success", "content": [{"text": "{\"a\": 1}"}]})
@@ -239,6 +238,20 @@ mod tests {
             json!({"toolUseId": "q-7", "content": []}),
         ] {
             assert_eq!(rec(kept.clone()), None, "{kept}");
+        }
+        // A span with no call id of its own: a record naming any id is the
+        // framework's; one naming none, or an empty id, stays.
+        let idless = |v: Value| own_record(&obj(v), None);
+        assert_eq!(
+            idless(json!({"toolUseId": "q-8", "status": "success", "content": [{"text": "x"}]})),
+            Some(json!("x"))
+        );
+        for kept in [
+            json!({"status": "success", "content": [{"text": "x"}]}),
+            json!({"toolUseId": "", "content": [{"text": "x"}]}),
+            json!({"toolUseId": "q-8", "status": "error", "content": [{"text": "boom"}]}),
+        ] {
+            assert_eq!(idless(kept.clone()), None, "{kept}");
         }
     }
 
