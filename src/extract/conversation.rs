@@ -56,6 +56,7 @@ mod asked_time;
 mod bodies;
 pub(crate) mod call_attrs;
 mod call_words;
+mod declared_results;
 mod echoed;
 mod flat_contents;
 mod flat_events;
@@ -553,6 +554,7 @@ fn request_of(s: &SpanRecord) -> Request {
     for text in named.chain(outputs.into_iter().flatten()) {
         offer(afc::request_in_output(text).unwrap_or_default());
     }
+    declared_results::unwrap(s, &mut best);
     best
 }
 
