@@ -139,11 +139,7 @@ fn same_tool(a: &str, b: &str) -> bool {
 /// names) with the call of that span.
 fn join(trace: &Trace, out: &mut Analysis, links: &[(usize, SpanId)]) {
     let calls = &out.calls;
-    let at: HashMap<SpanId, usize> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.span_id, i))
-        .collect();
+    let at = merge::by_span(calls);
     let mut root: Vec<usize> = (0..calls.len()).collect();
     let mut merged: HashMap<usize, ToolCall> = HashMap::new();
     let mut kept: HashMap<SpanId, SpanId> = HashMap::new();

@@ -18,6 +18,15 @@ use serde_json::Value;
 use super::{Analysis, CallArgs, CallStatus, ToolCall};
 use crate::assemble::{SpanId, SpanPositions, Trace};
 
+/// Each call's index in `calls`, by the span it was read from.
+pub(crate) fn by_span(calls: &[ToolCall]) -> HashMap<SpanId, usize> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.span_id, i))
+        .collect()
+}
+
 /// Merges the calls of `out` that record one call (see the module
 /// comment): the merged call keeps the best arguments (with the name,
 /// convention and span of the call that had them), the first result and
@@ -27,11 +36,7 @@ use crate::assemble::{SpanId, SpanPositions, Trace};
 /// Linear in the number of calls and runs.
 pub(crate) fn one_call_per_call(trace: &Trace, out: &mut Analysis) {
     let calls = &out.calls;
-    let at: HashMap<SpanId, usize> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.span_id, i))
-        .collect();
+    let at = by_span(calls);
     if !calls
         .iter()
         .any(|c| c.within.is_some_and(|w| at.contains_key(&w)))

@@ -156,3 +156,41 @@ pub(crate) fn genai_asks(calls: &[(&str, &str, Value)]) -> Value {
 pub(crate) fn genai_result(id: &str, v: &str) -> Value {
     serde_json::json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": v}]})
 }
+
+/// `(name, result)` of each call of `a`, a call without a result `null`.
+pub(crate) fn names_and_results(a: &Analysis) -> Vec<(String, Value)> {
+    a.calls
+        .iter()
+        .map(|c| {
+            let r = c
+                .result
+                .as_ref()
+                .map(CallResult::to_value)
+                .unwrap_or_default();
+            (c.name.clone(), r)
+        })
+        .collect()
+}
+
+/// A model call span `name` of a made-up vendor (`acme.span.kind = LLM`)
+/// with its request body `input` and response body `output`.
+pub(crate) fn acme_model(
+    id: u8,
+    when: (u64, u64),
+    name: &str,
+    input: &Value,
+    output: &Value,
+) -> SpanRecord {
+    let (i, o) = (input.to_string(), output.to_string());
+    super::tests::sp(
+        id,
+        None,
+        when,
+        name,
+        &[
+            ("acme.span.kind", "LLM"),
+            ("acme.input", &i),
+            ("acme.output", &o),
+        ],
+    )
+}

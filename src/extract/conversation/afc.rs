@@ -83,36 +83,15 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::assemble::{SpanRecord, Trace, TraceId};
-    use crate::extract::tests::sp;
+    use crate::extract::test_support::{acme_model, names_and_results};
     use crate::extract::{Analysis, Extractor};
 
     fn analyze(spans: Vec<SpanRecord>) -> Analysis {
         Extractor::default().analyze(&Trace::new(TraceId([8; 16]), spans, 0))
     }
 
-    fn results(a: &Analysis) -> Vec<(String, Value)> {
-        a.calls
-            .iter()
-            .map(|c| {
-                let r = c.result.as_ref().map(|r| r.to_value()).unwrap_or_default();
-                (c.name.clone(), r)
-            })
-            .collect()
-    }
-
     fn model(id: u8, when: (u64, u64), input: Value, output: Value) -> SpanRecord {
-        let (i, o) = (input.to_string(), output.to_string());
-        sp(
-            id,
-            None,
-            when,
-            "acme.generate",
-            &[
-                ("acme.span.kind", "LLM"),
-                ("acme.input", &i),
-                ("acme.output", &o),
-            ],
-        )
+        acme_model(id, when, "acme.generate", &input, &output)
     }
 
     fn user() -> Value {
@@ -160,13 +139,13 @@ mod tests {
     fn the_loop_s_result_key_comes_off_an_object_only_when_the_loop_sent_it() {
         let a = analyze(two_turns("sdk/1.0 +afc"));
         assert_eq!(
-            results(&a),
+            names_and_results(&a),
             vec![("look_up".into(), json!({"inn": "Fjord"}))]
         );
         // A hand-written loop that sent `{"result": {...}}` sent the tool's object.
         let a = analyze(two_turns("sdk/1.0"));
         let wrapped = json!({"result": {"inn": "Fjord"}});
-        assert_eq!(results(&a), vec![("look_up".into(), wrapped)]);
+        assert_eq!(names_and_results(&a), vec![("look_up".into(), wrapped)]);
     }
 
     #[test]
@@ -182,7 +161,7 @@ mod tests {
         let out = response(json!([{"text": "Planned."}]), history);
         let a = analyze(vec![model(1, (10, 90), json!({"contents": [user()]}), out)]);
         assert_eq!(
-            results(&a),
+            names_and_results(&a),
             vec![
                 ("look_up".into(), json!({"inn": "Fjord"})),
                 ("walk".into(), json!("done"))

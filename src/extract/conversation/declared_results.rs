@@ -170,33 +170,16 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::assemble::{SpanRecord, Trace, TraceId};
-    use crate::extract::tests::sp;
+    use crate::extract::test_support::{acme_model, names_and_results};
     use crate::extract::{Analysis, Extractor};
 
     fn results(spans: Vec<SpanRecord>) -> Vec<(String, Value)> {
         let a: Analysis = Extractor::default().analyze(&Trace::new(TraceId([9; 16]), spans, 0));
-        a.calls
-            .iter()
-            .map(|c| {
-                let r = c.result.as_ref().map(|r| r.to_value()).unwrap_or_default();
-                (c.name.clone(), r)
-            })
-            .collect()
+        names_and_results(&a)
     }
 
     fn model(id: u8, when: (u64, u64), input: Value, output: Value) -> SpanRecord {
-        let (i, o) = (input.to_string(), output.to_string());
-        sp(
-            id,
-            None,
-            when,
-            "acme.stream",
-            &[
-                ("acme.span.kind", "LLM"),
-                ("acme.input", &i),
-                ("acme.output", &o),
-            ],
-        )
+        acme_model(id, when, "acme.stream", &input, &output)
     }
 
     /// One streamed loop, its two requests offering `tools`; the tool's
