@@ -134,6 +134,21 @@ impl Spent {
     }
 }
 
+/// Whether an ask that ended at `end` ended before a request that started
+/// at `start`. A start in whole milliseconds may be a clock's truncation
+/// (Langfuse's JavaScript SDK writes start times from a `Date`, end times
+/// in nanoseconds): an end within that millisecond counts as before it.
+fn ended_by(end: u64, start: u64) -> bool {
+    const MS: u64 = 1_000_000;
+    end <= start || (start.is_multiple_of(MS) && end < start.saturating_add(MS))
+}
+
+/// Whether a request of process `run` that started at `start` answers ask
+/// `a` by call id `id`.
+fn answered_by(a: &OpenAsk, id: &str, run: u64, start: u64) -> bool {
+    a.asked.id.as_deref() == Some(id) && a.run == run && ended_by(a.end_time_unix_nano, start)
+}
+
 /// Whether `a` asked for `call` before the call started: the same call
 /// id and tool, or the same tool when the call's id was made from its
 /// place in the history (`made`: it had none).
@@ -244,9 +259,7 @@ impl<T> Carry<T> {
         let mut out = Vec::new();
         for (id, run, start) in &open.answers {
             let found = self.asks.last_under(key(ASK_ID, id.as_str()), |a| {
-                a.asked.id.as_deref() == Some(id.as_str())
-                    && a.run == *run
-                    && a.end_time_unix_nano <= *start
+                answered_by(a, id, *run, *start)
             });
             if let Some(k) = found.and_then(|k| self.asks.remove(k)) {
                 out.push(k);
@@ -537,7 +550,7 @@ impl<T> Carry<T> {
                     Some(t) => a.asked.name == t,
                     None => a.asked.id.as_deref() == Some(id.as_str()),
                 };
-                same && a.run == *run && a.end_time_unix_nano <= *start
+                same && a.run == *run && ended_by(a.end_time_unix_nano, *start)
             };
             let found = match tool {
                 Some(t) => self.asks.last_under(key(NAME, t), is),
@@ -758,9 +771,7 @@ impl<T> Carry<T> {
             let bare = open.bare.is_some_and(|b| !self.bare_group(b).is_empty());
             bare || open.answers.iter().any(|(id, run, start)| {
                 self.asks.any_under(key(ASK_ID, id.as_str()), |a| {
-                    a.asked.id.as_deref() == Some(id.as_str())
-                        && a.run == *run
-                        && a.end_time_unix_nano <= *start
+                    answered_by(a, id, *run, *start)
                 })
             })
         })
@@ -884,6 +895,22 @@ mod tests {
         ]);
         assert_eq!(twice[1].calls.len(), 1);
         assert!(twice[2].calls.is_empty());
+    }
+
+    #[test]
+    fn a_request_start_in_whole_milliseconds_joins_an_ask_ending_within_it() {
+        const MS: u64 = 1_000_000;
+        let ask = |end| model_call(1, (MS, end), "p1", &[], &[("k1", "f", json!({"a": 1}))]);
+        let answer = |start| model_call(2, (start, start + 5 * MS), "p1", &[("k1", "x")], &[]);
+        // The request's start truncated to its millisecond, the ask's end not.
+        let truncated = read(&[ask(7 * MS + 362_925), answer(7 * MS)]);
+        assert_eq!(truncated[1].calls.len(), 1);
+        // A start with nanoseconds is exact: an ask ending after it is no join,
+        // nor is one ending a millisecond or more after a truncated start.
+        let exact = read(&[ask(7 * MS + 362_925), answer(7 * MS + 1)]);
+        assert!(exact[1].calls.is_empty());
+        let later = read(&[ask(8 * MS), answer(7 * MS)]);
+        assert!(later[1].calls.is_empty());
     }
 
     #[test]
