@@ -39,6 +39,8 @@ mod kind_value;
 #[cfg(test)]
 mod named_span_tests;
 #[cfg(test)]
+mod repr_content_tests;
+#[cfg(test)]
 mod test_support;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
