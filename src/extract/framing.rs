@@ -78,6 +78,7 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
         if let Some(r) = c.result.as_ref().and_then(|r| undecorated(r, c)) {
             c.result = Some(CallResult::Value(r));
         }
+        super::error_frames::mark(c);
     }
 }
 

@@ -28,6 +28,7 @@ mod flat;
 #[cfg(test)]
 mod flat_args_tests;
 mod flat_types;
+mod error_frames;
 mod framing;
 mod genai_events;
 #[cfg(test)]
