@@ -61,6 +61,7 @@ mod echoed;
 mod flat_contents;
 mod flat_events;
 mod flat_fields;
+mod history_fill;
 mod hollow;
 mod http;
 mod idless;
@@ -825,6 +826,7 @@ pub(super) fn witness(
     carried: &[OpenAsk],
     out: &mut Analysis,
 ) {
+    history_fill::fill(x, trace, out);
     let asked = asked_in(trace, &out.calls);
     if !out.calls.is_empty() && !asked.is_empty() {
         hollow::drop_hollow(trace, &asked, out);
