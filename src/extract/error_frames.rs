@@ -47,38 +47,17 @@ fn result_text(r: &CallResult) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{json, Value};
+    use serde_json::Value;
 
     use super::*;
-    use crate::extract::unwrap_tests::{span, trace};
+    use crate::extract::test_support::ask_and_answer;
+    use crate::extract::unwrap_tests::trace;
     use crate::extract::Extractor;
 
-    /// The model's ask and the conversation's answer `answer`, as a
-    /// made-up vendor records them (no status on the tool message).
+    /// The call read from the model's ask and the conversation's answer
+    /// `answer`.
     fn read(answer: &str) -> ToolCall {
-        let ask = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "q1",
-            "name": "moor_boat", "arguments": {"pier": "B"}}]}]);
-        let user = json!({"role": "user", "parts": [{"type": "text", "content": "Moor at B"}]});
-        let history = json!([user, ask[0], {"role": "tool", "parts": [{"type":
-            "tool_call_response", "id": "q1", "response": answer}]}]);
-        let chat = |id, attrs: &[(&str, &str)]| span(id, None, "chat harbour-model", attrs);
-        let t = trace(vec![
-            chat(
-                1,
-                &[
-                    ("gen_ai.operation.name", "chat"),
-                    ("gen_ai.input.messages", &json!([user]).to_string()),
-                    ("gen_ai.output.messages", &ask.to_string()),
-                ],
-            ),
-            chat(
-                2,
-                &[
-                    ("gen_ai.operation.name", "chat"),
-                    ("gen_ai.input.messages", &history.to_string()),
-                ],
-            ),
-        ]);
+        let t = trace(ask_and_answer(Value::from(answer), 2).to_vec());
         let mut calls = Extractor::default().extract(&t);
         assert_eq!(calls.len(), 1, "{calls:?}");
         calls.remove(0)
@@ -88,7 +67,10 @@ mod tests {
     fn a_result_ending_in_a_declared_error_trailer_is_the_failure_it_frames() {
         let failed = read("Error: pier B is full\n Please fix your mistakes.");
         assert_eq!(failed.status, CallStatus::Error);
-        assert_eq!(failed.error_message.as_deref(), Some("Error: pier B is full"));
+        assert_eq!(
+            failed.error_message.as_deref(),
+            Some("Error: pier B is full")
+        );
         assert!(failed.result.is_none());
         // Text that only mentions the words, or the trailer alone, is a result.
         for kept in [

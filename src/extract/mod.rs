@@ -20,6 +20,7 @@ mod echo;
 mod envelopes;
 #[cfg(test)]
 mod envelopes_tests;
+mod error_frames;
 mod event_attrs;
 mod event_side;
 pub mod explain;
@@ -28,7 +29,6 @@ mod flat;
 #[cfg(test)]
 mod flat_args_tests;
 mod flat_types;
-mod error_frames;
 mod framing;
 mod genai_events;
 #[cfg(test)]

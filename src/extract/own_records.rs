@@ -337,34 +337,11 @@ mod tests {
         assert_eq!(listed[0].2, json!({"result": "moored"}));
     }
 
-    /// The model's two chat spans around a tool call over MCP: the first
-    /// asks for it, the second's input holds the structured content the
-    /// client sent back as its result.
+    /// The model's two chat spans around a tool call over MCP, the second
+    /// holding the structured content the client sent back as its result.
     fn chats(result: &str) -> [crate::assemble::SpanRecord; 2] {
-        let ask = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "m-1",
-            "name": "moor_boat", "arguments": {"pier": "B"}}]}]);
-        let user = json!({"role": "user", "parts": [{"type": "text", "content": "Moor at B"}]});
-        let answer = json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": "m-1",
-            "response": serde_json::from_str::<Value>(result).unwrap_or_default()}]});
-        let history = json!([user, ask[0], answer]);
-        let chat = |id, attrs: &[(&str, &str)]| span(id, None, "chat harbour-model", attrs);
-        [
-            chat(
-                1,
-                &[
-                    ("gen_ai.operation.name", "chat"),
-                    ("gen_ai.input.messages", &json!([user]).to_string()),
-                    ("gen_ai.output.messages", &ask.to_string()),
-                ],
-            ),
-            chat(
-                3,
-                &[
-                    ("gen_ai.operation.name", "chat"),
-                    ("gen_ai.input.messages", &history.to_string()),
-                ],
-            ),
-        ]
+        let sent = serde_json::from_str::<Value>(result).unwrap_or_default();
+        crate::extract::test_support::ask_and_answer(sent, 3)
     }
 
     #[test]

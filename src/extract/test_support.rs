@@ -194,3 +194,43 @@ pub(crate) fn acme_model(
         ],
     )
 }
+
+/// The model's two chat spans around one call of `moor_boat` (call id
+/// `m-1`), as a made-up vendor records them with GenAI messages: span 1
+/// asks for it, span `answered_in` holds in its input the history with
+/// `response` as the call's result (no status on the tool message).
+pub(crate) fn ask_and_answer(response: Value, answered_in: u8) -> [SpanRecord; 2] {
+    use serde_json::json;
+    let ask = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "m-1",
+        "name": "moor_boat", "arguments": {"pier": "B"}}]}]);
+    let user = json!({"role": "user", "parts": [{"type": "text", "content": "Moor at B"}]});
+    let answer = json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": "m-1",
+        "response": response}]});
+    let history = json!([user, ask[0], answer]);
+    let chat = |id, attrs: &[(&str, &str)]| {
+        super::tests::sp(
+            id,
+            None,
+            (u64::from(id) * 100, u64::from(id) * 100 + 50),
+            "chat harbour-model",
+            attrs,
+        )
+    };
+    [
+        chat(
+            1,
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &json!([user]).to_string()),
+                ("gen_ai.output.messages", &ask.to_string()),
+            ],
+        ),
+        chat(
+            answered_in,
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.input.messages", &history.to_string()),
+            ],
+        ),
+    ]
+}
