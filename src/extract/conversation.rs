@@ -960,6 +960,7 @@ fn rebuild(
     // Answers without a recorded id, each used once (`idless`).
     let mut used: Vec<(usize, usize)> = Vec::new();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
+    let names = writer_names::AskedNames::of(asked);
     for at in asked {
         let a = &at.asked;
         let answer = match a.id.as_deref() {
@@ -967,7 +968,7 @@ fn rebuild(
             // the result names one, or its writer's name).
             Some(id) => answered
                 .get(id)
-                .and_then(|list| writer_names::answer_by_id(list, at, &requests, asked, start)),
+                .and_then(|list| writer_names::answer_by_id(list, at, &requests, &names, start)),
             None => idless::answer_for(trace, at, &requests, &mut used),
         };
         let Some(answer) = answer else {

@@ -18,6 +18,7 @@
 //! `call_record_parts`, `call_record_id_keys`, `call_record_name_keys` and
 //! `call_record_args_keys` (`builtin.toml`).
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -76,6 +77,8 @@ pub(super) fn is_record_key(key: &[u8]) -> bool {
 /// spans that are neither a model call nor a call a rule read.
 pub(super) fn asked(s: &SpanRecord) -> Vec<Asked> {
     let mut out: Vec<Asked> = Vec::new();
+    // Records seen (id, tool): a span may hold thousands.
+    let mut seen: HashSet<(Option<String>, String)> = HashSet::new();
     for (i, k) in s.span.attr_keys().enumerate() {
         let Some(text) = s.span.attr_value(i).and_then(Val::as_str) else {
             continue;
@@ -88,7 +91,7 @@ pub(super) fn asked(s: &SpanRecord) -> Vec<Asked> {
         }
         let Some(a) = record(k, text) else { continue };
         // The same call recorded twice on one span is one request.
-        if !out.iter().any(|o| o.id == a.id && o.name == a.name) {
+        if seen.insert((a.id.clone(), a.name.clone())) {
             out.push(a);
         }
     }

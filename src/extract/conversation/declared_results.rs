@@ -12,10 +12,12 @@
 //! not what the tool returns but the loop's wrapper around it, and comes
 //! off. A schema with a `result` property, or none, leaves it as sent.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::bodies;
-use super::{message_text, Answer, Asked, Request, INPUT_KEYS};
+use super::{message_text, Request, INPUT_KEYS};
 use crate::assemble::SpanRecord;
 use crate::extract::sides::Side;
 
@@ -57,14 +59,36 @@ pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
         return;
     }
     let offered = offered(s);
+    // Each call id's tool, and each tool's decision, looked up once: a
+    // request may answer thousands of calls.
+    let by_id: HashMap<&str, &str> = r
+        .history
+        .iter()
+        .filter_map(|c| Some((c.id.as_deref()?, c.name.as_str())))
+        .collect();
+    let mut decided: HashMap<String, bool> = HashMap::new();
+    let mut take = Vec::new();
     for (i, inner) in wrapped {
-        let a = &mut r.answers[i];
-        let wrapper = tool_name(a, &r.history)
-            .and_then(|n| offered.iter().find_map(|v| declared_response(v, n)))
-            .is_some_and(object_without_key);
+        let a = &r.answers[i];
+        let Some(name) = a
+            .name
+            .as_deref()
+            .or_else(|| by_id.get(a.id.as_deref()?).copied())
+        else {
+            continue;
+        };
+        let wrapper = *decided.entry(name.to_string()).or_insert_with(|| {
+            offered
+                .iter()
+                .find_map(|v| declared_response(v, name))
+                .is_some_and(object_without_key)
+        });
         if wrapper {
-            a.content = Some(inner);
+            take.push((i, inner));
         }
+    }
+    for (i, inner) in take {
+        r.answers[i].content = Some(inner);
     }
 }
 
@@ -93,17 +117,6 @@ fn lone_key_first(t: &str) -> bool {
         .strip_prefix('{')
         .and_then(|t| t.trim_start().strip_prefix('"'))
         .is_some_and(|t| t.strip_prefix(KEY).is_some_and(|t| t.starts_with('"')))
-}
-
-/// The tool a result answers: its name, or its call's by id.
-fn tool_name<'a>(a: &'a Answer, history: &'a [Asked]) -> Option<&'a str> {
-    a.name.as_deref().or_else(|| {
-        let id = a.id.as_deref()?;
-        history
-            .iter()
-            .find(|c| c.id.as_deref() == Some(id))
-            .map(|c| c.name.as_str())
-    })
 }
 
 /// What span `s` records of the tools it offers: its request bodies (the

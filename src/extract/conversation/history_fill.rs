@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde_json::Value;
 
-use super::{args_of, call_id, has_any_input, request_of, Positions};
+use super::{args_of, call_id, has_any_input, request_of, Answer, Positions};
 use crate::assemble::Trace;
 use crate::extract::{Analysis, CallArgs, CallResult, CallStatus, Extractor, ToolCall};
 
@@ -48,6 +48,13 @@ fn records(trace: &Trace) -> Vec<Record> {
     let mut out = Vec::new();
     for i in order {
         let r = request_of(&trace.spans[i]);
+        // A request may answer thousands of calls: its answers by id, once.
+        let mut answers: HashMap<&str, &Answer> = HashMap::new();
+        for x in &r.answers {
+            if let Some(id) = x.id.as_deref() {
+                answers.entry(id).or_insert(x);
+            }
+        }
         for a in r.history.iter().chain(&r.last_turn) {
             let Some(id) = a.id.as_deref() else {
                 continue;
@@ -55,7 +62,7 @@ fn records(trace: &Trace) -> Vec<Record> {
             if a.args.is_null() || seen.contains(id) {
                 continue;
             }
-            let Some(answer) = r.answers.iter().find(|x| x.id.as_deref() == Some(id)) else {
+            let Some(answer) = answers.get(id) else {
                 continue;
             };
             seen.insert(id.to_string());

@@ -12,8 +12,11 @@
 //! no result under the id names the call's own tool (or none). A name that
 //! is another asked tool's still keeps the result from the call.
 
+use std::cell::OnceCell;
+
 use super::later;
 use super::{Answer, AskedAt, Request};
+use crate::assemble::IdSet;
 
 /// The result of `list` (the requests' results under call `at`'s id, in
 /// span order, with their request's position) that answers `at`: one
@@ -25,14 +28,14 @@ pub(super) fn answer_by_id<'r>(
     list: &[(usize, &'r Answer)],
     at: &AskedAt,
     requests: &[Request],
-    asked: &[AskedAt],
+    names: &AskedNames<'_>,
     start: impl Fn(usize) -> u64,
 ) -> Option<(usize, &'r Answer)> {
     let a = &at.asked;
     let fits = |strict: bool, (i, ans): &(usize, &Answer)| {
         (*i != at.span || later::carries(&requests[*i], a))
             && start(*i) >= start(at.span)
-            && name_fits(ans.name.as_deref(), &a.name, strict, asked)
+            && name_fits(ans.name.as_deref(), &a.name, strict, names)
     };
     let pick = |strict: bool| {
         let recorded = list
@@ -47,11 +50,34 @@ pub(super) fn answer_by_id<'r>(
 /// Whether a result naming `named` may answer a call of tool `tool`: no
 /// name or the tool's; unless `strict`, also a name no asked call has (its
 /// writer's).
-fn name_fits(named: Option<&str>, tool: &str, strict: bool, asked: &[AskedAt]) -> bool {
+fn name_fits(named: Option<&str>, tool: &str, strict: bool, names: &AskedNames<'_>) -> bool {
     match named {
         None => true,
         Some(n) if n == tool => true,
-        Some(n) => !strict && !asked.iter().any(|at| at.asked.name == n),
+        Some(n) => !strict && !names.contains(n),
+    }
+}
+
+/// The tools the model outputs of a trace asked for, a set built when
+/// first asked (each call's answers may look: asks times asks otherwise).
+pub(super) struct AskedNames<'a> {
+    asked: &'a [AskedAt],
+    set: OnceCell<IdSet<&'a str>>,
+}
+
+impl<'a> AskedNames<'a> {
+    pub(super) fn of(asked: &'a [AskedAt]) -> Self {
+        AskedNames {
+            asked,
+            set: OnceCell::new(),
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        let asked = self.asked;
+        self.set
+            .get_or_init(|| asked.iter().map(|at| at.asked.name.as_str()).collect())
+            .contains(name)
     }
 }
 
@@ -87,7 +113,9 @@ mod tests {
         let requests = [Request::default(), Request::default()];
         let clerk = answer("k-1", Some("clerk"), "found");
         let list = [(1, &clerk)];
-        let got = answer_by_id(&list, &asked[0], &requests, &asked, |i| i as u64);
+        let got = answer_by_id(&list, &asked[0], &requests, &AskedNames::of(&asked), |i| {
+            i as u64
+        });
         assert_eq!(
             got.map(|(i, a)| (i, a.content.clone())),
             Some((1, Some(json!("found"))))
@@ -105,8 +133,14 @@ mod tests {
         let requests = [Request::default(), Request::default(), Request::default()];
         let stored = answer("k-1", Some("acme_store"), "stored");
         let list = [(2, &stored)];
-        assert!(answer_by_id(&list, &asked[0], &requests, &asked, |i| i as u64).is_none());
-        let got = answer_by_id(&list, &asked[1], &requests, &asked, |i| i as u64);
+        assert!(
+            answer_by_id(&list, &asked[0], &requests, &AskedNames::of(&asked), |i| i
+                as u64)
+            .is_none()
+        );
+        let got = answer_by_id(&list, &asked[1], &requests, &AskedNames::of(&asked), |i| {
+            i as u64
+        });
         assert_eq!(got.map(|(i, _)| i), Some(2));
     }
 
@@ -117,7 +151,9 @@ mod tests {
         let clerk = answer("k-1", Some("clerk"), "from the writer");
         let own = answer("k-1", Some("acme_lookup"), "found");
         let list = [(1, &clerk), (2, &own)];
-        let got = answer_by_id(&list, &asked[0], &requests, &asked, |i| i as u64);
+        let got = answer_by_id(&list, &asked[0], &requests, &AskedNames::of(&asked), |i| {
+            i as u64
+        });
         assert_eq!(got.map(|(i, _)| i), Some(2));
     }
 }
