@@ -28,6 +28,7 @@ use super::open::{
     Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, ECHO_FORM, HALVES_FORM,
     SPAN_BETWEEN_FORM, TWICE_FORM,
 };
+use super::own_records::MCP_METHOD;
 use super::requested::Asked;
 use super::{conversation, hollow_record, merge, witness_records, Analysis, CallArgs, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
@@ -55,9 +56,6 @@ fn is_lone<'t>(
         && (a.calls.iter().all(|c| c.from.is_none() && mcp(c)) || a.calls.iter().all(hollow))
         && !trace.spans.iter().any(conversation::reads_messages)
 }
-
-/// The attribute the MCP semantic conventions put on a request's spans.
-const MCP_METHOD: &str = "mcp.method.name";
 
 /// Whether an instrumentation scope's name says `mcp` (any case).
 fn has_mcp(name: &str) -> bool {

@@ -30,7 +30,7 @@ use super::rules::builtin_list;
 use super::source::{parse_json_or_string, tool_call_id};
 use super::wrappers::lone_key_around_non_object;
 use super::{CallResult, ToolCall};
-use crate::assemble::{Children, IdSet, Trace};
+use crate::assemble::{Children, IdSet, SpanRecord, Trace};
 
 /// The keys under which a result record names the call it answers
 /// (vocabulary `result_record_id_keys`).
@@ -105,7 +105,7 @@ fn mcp_tool_names(trace: &Trace) -> IdSet<&str> {
     trace
         .spans
         .iter()
-        .filter(|s| s.attr_str(MCP_METHOD) == Some(MCP_TOOLS_CALL))
+        .filter(|s| is_mcp_tools_call(s))
         .filter_map(|s| {
             MCP_TOOL_NAME_KEYS
                 .iter()
@@ -189,10 +189,15 @@ fn block_value(b: &Value) -> Option<Value> {
     b.get("text")?.as_str().map(parse_json_or_string)
 }
 
+/// Whether span `s` is an MCP `tools/call` request.
+pub(crate) fn is_mcp_tools_call(s: &SpanRecord) -> bool {
+    s.attr_str(MCP_METHOD) == Some(MCP_TOOLS_CALL)
+}
+
 /// Whether span `at` of `trace`, or a span right under it, is an MCP
 /// `tools/call` request.
 fn over_mcp(trace: &Trace, children: &Children, at: usize) -> bool {
-    let is_call = |i: usize| trace.spans[i].attr_str(MCP_METHOD) == Some(MCP_TOOLS_CALL);
+    let is_call = |i: usize| is_mcp_tools_call(&trace.spans[i]);
     is_call(at) || children.of(at).iter().any(|&i| is_call(i))
 }
 

@@ -13,7 +13,7 @@
 //! result, the call keeps that result (the innermost such record's). The
 //! arguments, name and timing stay as [`super::merge::merge`] chose them.
 
-use super::own_records::{MCP_METHOD, MCP_TOOLS_CALL};
+use super::own_records::is_mcp_tools_call;
 use super::ToolCall;
 use crate::assemble::{SpanPositions, Trace};
 
@@ -29,7 +29,7 @@ pub(crate) fn keep_tool_result(
 ) {
     let is_tools_call = |c: &ToolCall| {
         at.get(c.span_id)
-            .is_some_and(|i| trace.spans[i].attr_str(MCP_METHOD) == Some(MCP_TOOLS_CALL))
+            .is_some_and(|i| is_mcp_tools_call(&trace.spans[i]))
     };
     // The innermost record first: the deepest, the latest-starting.
     let Some(tool) = group
@@ -51,9 +51,9 @@ pub(crate) fn keep_tool_result(
 
 #[cfg(test)]
 mod tests {
+    use super::super::own_records::{MCP_METHOD, MCP_TOOLS_CALL};
     use super::super::tests::sp;
     use super::super::unwrap_tests::{calls, trace};
-    use super::*;
     use serde_json::{json, Value};
 
     /// A harness's span of a call and, inside its time, the MCP request's
