@@ -145,6 +145,20 @@ fn typed_values_come_off_a_vendor_namespace_s_input_and_output() {
         ],
     );
     assert_eq!(result, json!({"room": 7}));
+    // Text holding a JSON object (a LangChain tool's input, typed `text`):
+    // the object; other text, a JSON number's included, stays text.
+    let (_, args, result, _) = one(
+        "book",
+        &[
+            ("zeta.span.type", "tool"),
+            (
+                "zeta.input",
+                r#"{"type": "text", "value": "{\"room\": \"B\"}"}"#,
+            ),
+            ("zeta.output", r#"{"type": "text", "value": "7"}"#),
+        ],
+    );
+    assert_eq!((args, result), (json!({"room": "B"}), json!("7")));
     // Two messages, a user's, or another key: kept.
     for kept in [
         json!({"type": "chat_messages", "value": [{"role": "unknown", "content": "a"}, {"role": "unknown", "content": "b"}]}),

@@ -542,7 +542,7 @@ pub(crate) fn typed_value(v: Value) -> Result<Value, Value> {
             Ok(o.remove("value").map_or(Value::Null, json_in_string))
         }
         (Some("text" | "raw"), Value::Object(mut o)) => {
-            Ok(o.remove("value").unwrap_or(Value::Null))
+            Ok(o.remove("value").map_or(Value::Null, object_in_string))
         }
         (Some("chat_messages"), Value::Object(mut o)) => match o.remove("value") {
             Some(Value::Array(mut list)) if list.len() == 1 && is_returned_message(&list[0]) => {
@@ -559,6 +559,18 @@ pub(crate) fn typed_value(v: Value) -> Result<Value, Value> {
             }
         },
         (_, other) => Err(other),
+    }
+}
+
+/// Text holding a JSON object -> the object: LangWatch types a LangChain
+/// tool's input, the arguments' JSON text, as `text`. Other text stays text.
+fn object_in_string(v: Value) -> Value {
+    match v {
+        Value::String(s) if s.trim_start().starts_with('{') => serde_json::from_str::<Value>(&s)
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or(Value::String(s)),
+        other => other,
     }
 }
 
