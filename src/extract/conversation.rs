@@ -56,6 +56,7 @@ mod asked_time;
 mod bodies;
 pub(crate) mod call_attrs;
 mod call_words;
+mod chain_outputs;
 mod declared_results;
 mod echoed;
 mod flat_contents;
@@ -72,6 +73,7 @@ mod look;
 mod object_only;
 mod one_part;
 mod order;
+mod placeholder_calls;
 mod positions;
 mod quoteless;
 mod records;
@@ -829,6 +831,7 @@ pub(super) fn witness(
     history_fill::fill(x, trace, out);
     let asked = asked_in(trace, &out.calls);
     if !out.calls.is_empty() && !asked.is_empty() {
+        placeholder_calls::name(trace, &asked, out);
         hollow::drop_hollow(trace, &asked, out);
     }
     if out.calls.is_empty() {
@@ -874,6 +877,9 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
                     (calls, form) = (vec![a], records::FORM);
                 } else if !look.model_call {
                     (calls, form) = (call_attrs::asked(s), call_attrs::FORM);
+                    if calls.is_empty() {
+                        (calls, form) = (chain_outputs::asked(s), chain_outputs::FORM);
+                    }
                 }
             }
         }

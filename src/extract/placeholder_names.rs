@@ -12,13 +12,12 @@
 use super::ToolCall;
 use crate::assemble::{SpanRecord, Trace};
 
-/// The names a tracer gives a tool span when it does not know the tool:
-/// its kind, not a tool's name.
-const PLACEHOLDERS: [&str; 3] = ["tool", "tool_call", "function"];
-
-/// Whether `name` is a placeholder rather than a tool's name.
-fn is_placeholder(name: &str) -> bool {
-    PLACEHOLDERS.iter().any(|p| p.eq_ignore_ascii_case(name))
+/// Whether `name` is one a tracer gives a tool span when it does not know
+/// the tool (vocabulary `placeholder_tool_names`), not a tool's name.
+pub(crate) fn is_placeholder(name: &str) -> bool {
+    super::rules::builtin_list("placeholder_tool_names")
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(name))
 }
 
 /// Names the calls of `calls` read from spans under a placeholder from the

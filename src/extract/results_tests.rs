@@ -159,6 +159,19 @@ fn typed_values_come_off_a_vendor_namespace_s_input_and_output() {
         ],
     );
     assert_eq!((args, result), (json!({"room": "B"}), json!("7")));
+    // A typed value typed again: both come off.
+    let (_, _, result, _) = one(
+        "book",
+        &[
+            ("zeta.span.type", "tool"),
+            ("zeta.input", r#"{"type": "text", "value": "B"}"#),
+            (
+                "zeta.output",
+                r#"{"type": "json", "value": {"type": "text", "value": "09:30"}}"#,
+            ),
+        ],
+    );
+    assert_eq!(result, json!("09:30"));
     // Two messages, a user's, or another key: kept.
     for kept in [
         json!({"type": "chat_messages", "value": [{"role": "unknown", "content": "a"}, {"role": "unknown", "content": "b"}]}),

@@ -539,7 +539,11 @@ pub(crate) fn typed_value(v: Value) -> Result<Value, Value> {
     };
     match (kind.as_deref(), v) {
         (Some("json"), Value::Object(mut o)) => {
-            Ok(o.remove("value").map_or(Value::Null, json_in_string))
+            let inner = o.remove("value").map_or(Value::Null, json_in_string);
+            // A value handed to LangWatch already typed is typed again (a
+            // tool a LangGraph node invokes with bare arguments: `json`
+            // around `text`).
+            Ok(typed_value(inner).unwrap_or_else(|v| v))
         }
         (Some("text" | "raw"), Value::Object(mut o)) => {
             Ok(o.remove("value").map_or(Value::Null, object_in_string))

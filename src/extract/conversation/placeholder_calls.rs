@@ -1,0 +1,186 @@
+//! Tool spans named after the framework's tool class, not the tool
+//! (docs/conventions.md, "Spans named after a wrapper's method"):
+//! OpenLLMetry's LangChain.js instrumentation names every tool run
+//! `execute_tool DynamicStructuredTool` and finds the tool's own name in the
+//! `ToolMessage` the run returned; a tool a graph node invokes with bare
+//! arguments returns no such message, so its call is left named after the
+//! class (vocabulary `placeholder_tool_names`), with the arguments right.
+//! The model asked for the call: a call so named, with no call id, takes
+//! the name of the one tool the model asked for with exactly its arguments,
+//! among the asked calls no call claims by id. The join then pairs it with
+//! the model's call as any call of that tool.
+
+use std::collections::HashSet;
+
+use super::{args_of, call_id, AskedAt, Positions};
+use crate::assemble::Trace;
+use crate::extract::placeholder_names::is_placeholder;
+use crate::extract::{Analysis, ToolCall};
+
+/// Whether `call` is named a placeholder and has no call id of its own.
+fn is_unnamed(call: &ToolCall) -> bool {
+    call.call_id.is_none() && call.from.is_none() && is_placeholder(&call.name)
+}
+
+/// Names the placeholder-named calls of `out` after the asked calls with
+/// their arguments (see the module's doc), noting each.
+pub(super) fn name(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
+    // Most traces have no such call: nothing more is read for them.
+    if !out.calls.iter().any(is_unnamed) {
+        return;
+    }
+    let index = Positions::of(trace);
+    let span_of = |c: &ToolCall| index.get(c.span_id).map(|i| &trace.spans[i]);
+    let claimed: HashSet<&str> = out
+        .calls
+        .iter()
+        .filter_map(|c| c.call_id.as_deref())
+        .collect();
+    let mut named: Vec<(usize, String)> = Vec::new();
+    for (k, call) in out.calls.iter().enumerate() {
+        if !is_unnamed(call) || span_of(call).and_then(call_id).is_some() {
+            continue;
+        }
+        let Some(args) = call.args.parsed().filter(|a| !a.is_null()) else {
+            continue;
+        };
+        let mut tools = asked
+            .iter()
+            .map(|a| &a.asked)
+            .filter(|a| a.id.as_deref().is_none_or(|id| !claimed.contains(id)))
+            .filter(|a| !is_placeholder(&a.name) && args_of(&a.args).value() == Some(&*args))
+            .map(|a| a.name.as_str());
+        let Some(tool) = tools.next() else {
+            continue;
+        };
+        // Two tools asked with these arguments: which ran is unknown.
+        if tools.all(|t| t == tool) {
+            named.push((k, tool.to_string()));
+        }
+    }
+    for (k, tool) in named {
+        let call = &mut out.calls[k];
+        let placeholder = std::mem::replace(&mut call.name, tool);
+        if call.span_name.is_none() {
+            let own = span_of(call).map(|s| s.span.name().to_string());
+            call.span_name = Some(own.unwrap_or(placeholder.clone()));
+        }
+        out.notes.push(format!(
+            "tool span {} names no tool (`{placeholder}`): the model asked for `{}` with its arguments, and for no other tool so",
+            call.span_id, call.name
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::assemble::{SpanRecord, Trace, TraceId};
+    use crate::extract::tests::sp;
+    use crate::extract::{CallStatus, Extractor};
+
+    /// A made-up vendor's model span: the request's messages and the reply.
+    fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> SpanRecord {
+        let (input, output) = (input.to_string(), output.to_string());
+        let attrs = [
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.input.messages", input.as_str()),
+            ("gen_ai.output.messages", output.as_str()),
+        ];
+        sp(id, Some(1), when, "acme.chat", &attrs)
+    }
+
+    /// A tool span named after the framework's tool class, with the call's
+    /// arguments only; `failed`: status ERROR.
+    fn wrapped(id: u8, when: (u64, u64), args: &Value, failed: bool) -> SpanRecord {
+        let args = args.to_string();
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "StructuredTool"),
+            ("gen_ai.tool.call.arguments", args.as_str()),
+        ];
+        let mut s = sp(id, Some(1), when, "run StructuredTool", &attrs);
+        if failed {
+            s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+                code: 2,
+                message: "dock closed".into(),
+            });
+        }
+        s
+    }
+
+    fn asks(calls: &[(&str, &str, &Value)]) -> Value {
+        let parts: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, args)| json!({"type": "tool_call", "id": id, "name": name, "arguments": args}))
+            .collect();
+        json!([{"role": "assistant", "parts": parts}])
+    }
+
+    #[test]
+    fn a_call_named_after_the_tool_class_takes_the_asked_tool_with_its_arguments() {
+        let user = json!([{"role": "user", "parts": [{"type": "text", "content": "plan"}]}]);
+        let (oslo, kayak, none) = (json!({"town": "Oslo"}), json!({"hours": 3}), json!({}));
+        let spans = vec![
+            sp(1, None, (0, 100), "acme run", &[]),
+            chat(
+                2,
+                (1, 10),
+                user,
+                asks(&[
+                    ("k1", "find_room", &oslo),
+                    ("k2", "rent_kayak", &kayak),
+                    ("k3", "get_time", &none),
+                ]),
+            ),
+            wrapped(3, (11, 12), &oslo, false),
+            wrapped(4, (13, 14), &kayak, true),
+            wrapped(5, (15, 16), &none, false),
+            // Arguments no asked call has: the call keeps its name.
+            wrapped(6, (17, 18), &json!({"hours": 4}), false),
+        ];
+        let out = Extractor::default().analyze(&Trace::new(TraceId([7; 16]), spans, 0));
+        let got: Vec<(&str, Option<&str>, CallStatus)> = out
+            .calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.span_name.as_deref(), c.status.clone()))
+            .collect();
+        let wrapper = Some("run StructuredTool");
+        assert_eq!(
+            got,
+            [
+                ("find_room", wrapper, CallStatus::Ok),
+                ("rent_kayak", wrapper, CallStatus::Error),
+                ("get_time", wrapper, CallStatus::Ok),
+                ("StructuredTool", None, CallStatus::Ok),
+            ],
+            "{:?}",
+            out.notes
+        );
+        assert!(out.notes.iter().any(|n| n.contains("names no tool")));
+    }
+
+    #[test]
+    fn arguments_two_tools_were_asked_with_leave_the_name() {
+        let same = json!({"id": 7});
+        let spans = vec![
+            sp(1, None, (0, 100), "acme run", &[]),
+            chat(
+                2,
+                (1, 10),
+                json!([]),
+                asks(&[("k1", "cancel_room", &same), ("k2", "cancel_kayak", &same)]),
+            ),
+            wrapped(3, (11, 12), &same, false),
+        ];
+        let out = Extractor::default().analyze(&Trace::new(TraceId([8; 16]), spans, 0));
+        // (The join may still pair the one span with the one call it is
+        // left with; this reader does not choose.)
+        assert!(
+            out.notes.iter().all(|n| !n.contains("names no tool")),
+            "{:?}",
+            out.notes
+        );
+    }
+}
