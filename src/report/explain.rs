@@ -186,7 +186,7 @@ pub fn write_conversation(
                 c.name, c.convention, c.span_id
             ),
             (None, Some(span_name)) => format!(
-                "tool span {} `{span_name}` is the model's call `{}` (joined by call id or name)",
+                "tool span {} `{span_name}` is the call `{}` (named from its attributes, its result or the model's call, not its span name)",
                 c.span_id, c.name
             ),
             (None, None) => continue,
