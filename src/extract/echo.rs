@@ -109,7 +109,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 .args
                 .parsed()
                 .filter(|v| !v.is_null())
-                .map(Cow::into_owned);
+                .map(Cow::into_owned)
+                .or_else(|| lone.then(|| super::no_args::unsent(c, s)).flatten());
             // A lone trace's hollow record is matched by time
             // (`hollow_record`).
             if args.is_none() && id.is_none() && !(lone && hollow_record::is_hollow(c, None)) {

@@ -80,6 +80,10 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
         }
         super::error_frames::mark(c);
     }
+    super::json_run::settle(calls);
+    if super::no_args::any_lacking(calls) {
+        super::no_args::settle(offered.get_or_insert_with(|| offered_defs(trace)), calls);
+    }
 }
 
 /// Whether arguments may be an envelope (cheap, before any schema is

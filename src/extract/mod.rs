@@ -46,6 +46,7 @@ mod test_support;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
 mod heldout3_tests;
+mod json_run;
 mod listing;
 mod literal;
 mod logged_args;
@@ -54,6 +55,7 @@ mod mcp_meta;
 mod mcp_tools_call_tests;
 mod merge;
 mod next_results;
+mod no_args;
 mod ns_result;
 mod open;
 mod own_records;
