@@ -17,8 +17,8 @@
 
 use serde_json::Value;
 
-use super::role_keyed;
 use super::sides::{side_of, Side};
+use super::{role_keyed, role_lines};
 use crate::assemble::{SpanRecord, Val};
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 
@@ -68,7 +68,9 @@ pub(super) fn has_output(s: &SpanRecord) -> bool {
 
 /// Whether span `s` has an event of a request's messages.
 pub(super) fn has_request(s: &SpanRecord) -> bool {
-    texts(s, Side::Input).next().is_some() || role_keyed::has(s, Side::Input)
+    texts(s, Side::Input).next().is_some()
+        || role_keyed::has(s, Side::Input)
+        || role_lines::has(s, Side::Input)
 }
 
 /// The messages of span `s`'s output events, as a JSON list; else its
@@ -78,9 +80,11 @@ pub(crate) fn output(s: &SpanRecord) -> Option<Value> {
 }
 
 /// The messages of span `s`'s request events, as a JSON list; else its
-/// role-keyed ones (`role_keyed`).
+/// role-keyed ones (`role_keyed`), else its role lines (`role_lines`).
 pub(super) fn request(s: &SpanRecord) -> Option<Value> {
-    messages(s, Side::Input).or_else(|| role_keyed::messages(s, Side::Input))
+    messages(s, Side::Input)
+        .or_else(|| role_keyed::messages(s, Side::Input))
+        .or_else(|| role_lines::messages(s, Side::Input))
 }
 
 /// The messages of side `side`, in event order: a list's items, a

@@ -50,6 +50,7 @@ use super::requested::{self, Asked, Tree};
 use super::{AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 
+mod action_args;
 mod afc;
 mod agent_tool;
 mod asked_time;
@@ -344,7 +345,8 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
         let read = move |j: usize| there(read_as_named, j);
         for (key, text) in bodies::bodies_besides(s, Side::Output, read) {
             // A list under a key named like one (`gen_ai.response.tool_calls`:
-            // Cohere v1's and Gemini's calls without a type) is a list of calls.
+            // Cohere v1's and Gemini's calls without a type; tmam's Python
+            // literal) is a list of calls.
             let listed = key
                 .rsplit('.')
                 .next()
@@ -354,6 +356,8 @@ fn asked_looked(s: &SpanRecord, look: Look) -> (Vec<Asked>, &'static str) {
             }
             if let Some(v) = Json::parse(text) {
                 offer(calls_under(&v, listed), bodies::FORM);
+            } else if let Some(v) = listed.and_then(|_| super::literal::parse(text)) {
+                offer(calls_under(&v, listed), bodies::FORM); // tmam: `str()` of the list
             }
         }
     }
@@ -1463,9 +1467,9 @@ fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
 }
 
 /// The model's name (an MCP tool's own, as every witness names it) and,
-/// where the span has none, its arguments.
+/// where the span has none or an action object around them, its arguments.
 fn take_from_model(call: &mut ToolCall, a: &Asked) {
-    if call.args.is_none() {
+    if call.args.is_none() || action_args::wraps_asked(&call.args, &a.args, &call.name) {
         call.args = args_of(&a.args);
     }
     let name = super::tool_name::normalized(&a.name);

@@ -64,6 +64,7 @@ pub mod requested;
 #[cfg(test)]
 mod results_tests;
 mod role_keyed;
+mod role_lines;
 pub mod rules;
 #[cfg(test)]
 mod shapes_tests;
@@ -502,6 +503,7 @@ impl Extractor {
         }
         // The conversation witness's model-call markers (`mlflow.spanType`).
         tails.extend(conversation::KIND_TAILS.iter().map(|t| t.to_string()));
+        tails.extend(source::metadata_call_id_tails());
         tails.sort();
         tails.dedup();
         tails

@@ -192,19 +192,72 @@ const CALL_ID_KEY_COUNT: usize = CALL_ID_KEYS.len() * ID_SPELLINGS.len();
 /// key), as looking each key up in turn would give, in one pass over the
 /// span's keys.
 pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
-    // Where each key first occurs.
+    // Where each key first occurs; where a metadata key first occurs.
     let mut first = [usize::MAX; CALL_ID_KEY_COUNT];
+    let mut meta = None;
     for (i, k) in s.span.attr_keys().enumerate() {
         if let Some(rank) = call_id_key_rank(k) {
             if let Some(slot) = first.get_mut(rank).filter(|f| **f == usize::MAX) {
                 *slot = i;
             }
+        } else if meta.is_none() && is_metadata_call_id(k) {
+            meta = Some(i);
         }
     }
     first
         .iter()
         .filter(|&&i| i != usize::MAX)
         .find_map(|&i| s.span.attr_value(i).and_then(Val::as_str))
+        .or_else(|| meta.and_then(|i| s.span.attr_value(i).and_then(Val::as_str)))
         .map(str::trim)
         .filter(|id| !id.is_empty())
+}
+
+/// The keys of a call id handed to the tool's run as metadata
+/// (`metadata_call_id_keys`), bare or after a namespace ending in `.`.
+fn metadata_call_id_keys() -> &'static [String] {
+    // Looked up once: every span's keys ending `id` are checked.
+    static KEYS: std::sync::OnceLock<&'static [String]> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| super::rules::builtin_list("metadata_call_id_keys"))
+}
+
+/// The last dot-separated parts of [`metadata_call_id_keys`] (projection
+/// at decode keeps a key so ending).
+pub(crate) fn metadata_call_id_tails() -> impl Iterator<Item = String> {
+    metadata_call_id_keys()
+        .iter()
+        .filter_map(|k| k.rsplit('.').next().map(str::to_string))
+}
+
+/// Whether `key` is one of [`metadata_call_id_keys`] under any namespace.
+#[inline]
+fn is_metadata_call_id(key: &[u8]) -> bool {
+    // Every such key ends `id`: most keys are passed at a glance.
+    key.ends_with(b"id")
+        && metadata_call_id_keys().iter().any(|m| {
+            let m = m.as_bytes();
+            key == m
+                || (key.len() > m.len() && key.ends_with(m) && key[key.len() - m.len() - 1] == b'.')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call id handed down as a run's metadata, under a made-up namespace:
+    /// read after the call id keys, and only under a `metadata.` part.
+    #[test]
+    fn a_call_id_in_run_metadata_is_the_call_id() {
+        let sp = |attrs: &[(&str, &str)]| crate::extract::tests::sp(1, None, (0, 1), "Step", attrs);
+        let meta = sp(&[("acme.run.metadata.tool_call_id", "k9")]);
+        assert_eq!(tool_call_id(&meta), Some("k9"));
+        let both = sp(&[
+            ("acme.run.metadata.tool_call_id", "k9"),
+            ("gen_ai.tool.call.id", "k1"),
+        ]);
+        assert_eq!(tool_call_id(&both), Some("k1"));
+        let other = sp(&[("acme.runmetadata.tool_call_id", "k9")]);
+        assert_eq!(tool_call_id(&other), None);
+    }
 }

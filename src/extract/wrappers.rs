@@ -455,8 +455,10 @@ fn is_serialized_tool_message(v: &Value) -> bool {
 
 /// The keys an MCP `CallToolResult` may have besides `content`, as the
 /// protocol writes them and as the Python SDK's models dump them
-/// (`structured_content`, `is_error`; FastMCP adds its `data`).
-const CALL_RESULT_KEYS: [&str; 8] = [
+/// (`structured_content`, `is_error`; FastMCP adds its `data`). A
+/// discriminated union's `kind` (the OpenHands SDK's Observation, an MCP
+/// result's shape with the class name) is one more.
+const CALL_RESULT_KEYS: [&str; 9] = [
     "content",
     "isError",
     "structuredContent",
@@ -465,11 +467,21 @@ const CALL_RESULT_KEYS: [&str; 8] = [
     "is_error",
     "structured_content",
     "data",
+    "kind",
 ];
 
 /// The keys a text content block may have besides `type` and `text`:
-/// LangChain's `id`, MCP's `annotations` and `_meta`.
-const TEXT_BLOCK_KEYS: [&str; 6] = ["type", "text", "id", "annotations", "_meta", "meta"];
+/// LangChain's `id`, MCP's `annotations` and `_meta`, the OpenHands SDK's
+/// `cache_prompt`.
+const TEXT_BLOCK_KEYS: [&str; 7] = [
+    "type",
+    "text",
+    "id",
+    "annotations",
+    "_meta",
+    "meta",
+    "cache_prompt",
+];
 
 /// A text content block: `{"type": "text", "text": "..."}`, with at most
 /// the other keys of [`TEXT_BLOCK_KEYS`].
