@@ -449,6 +449,7 @@ impl<T> Carry<T> {
     /// (removed from the carry).
     fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
+        let retold = |c: &Echo| open.retold.iter().any(|(id, ..)| c.id.as_ref() == Some(id));
         // Calls read from spans without an id too: one execution may be
         // recorded by two spans, each in its own trace (`twice::nested`).
         for later in open
@@ -482,10 +483,18 @@ impl<T> Carry<T> {
             });
             // `ran_between` takes a span's call without an id.
             let between = found.is_none().then(|| {
-                let t = asked?;
                 let bare = key(SPAN_BARE, later.name.as_str());
-                self.calls
-                    .first_under(bare, |c| twice::ran_between(later, c, t))
+                match asked {
+                    Some(t) => self
+                        .calls
+                        .first_under(bare, |c| twice::ran_between(later, c, t)),
+                    // No output kept asked for a call its trace retold
+                    // (`twice::ran_unasked`).
+                    None if retold(later) => self
+                        .calls
+                        .last_under(bare, |c| twice::ran_unasked(later, c)),
+                    None => None,
+                }
             });
             let between = between.flatten();
             if found.is_none() && between.is_none() && !later.from_conversation {

@@ -54,6 +54,7 @@ mod mcp_meta;
 #[cfg(test)]
 mod mcp_tools_call_tests;
 mod merge;
+mod misplaced;
 mod next_results;
 mod no_args;
 mod ns_result;
@@ -683,6 +684,7 @@ impl Extractor {
         hollow_record::fold_within(trace, &mut out);
         logged_args::fill(trace, &mut out.calls);
         own_records::settle(trace, &mut out.calls);
+        misplaced::repair(trace, &mut out.calls);
         let lacking = carried::lacking(&out.calls);
         Staged {
             trace,

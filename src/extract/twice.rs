@@ -141,6 +141,23 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
         && super::open::same_process(&later.resource, &earlier.resource)
 }
 
+/// Whether `earlier`, a tool span's call, is the execution of `later`, a
+/// call rebuilt from the conversation under the model's own call id, that
+/// its trace retold from a request's history (`Open::retold`) and no model
+/// output the carry kept asked for (its model call recorded the
+/// request and no output: agentrace's OpenAI patch without a root span,
+/// each span a trace of its own): [`ran_between`] without the asking's
+/// bound. The carry takes the last such span before the request, the
+/// execution nearest the request that carries its result.
+pub(crate) fn ran_unasked(later: &Echo, earlier: &Echo) -> bool {
+    later
+        .id
+        .as_deref()
+        .is_some_and(|id| !super::conversation::is_made(id))
+        && earlier.id.is_none()
+        && ran_between(later, earlier, 0)
+}
+
 /// Whether one of `a` and `b` is a call rebuilt from the conversation whose
 /// asking the carry has found (`Echo::asked`) and the other the tool span
 /// that ran it ([`ran_between`]), whichever trace came first in the input:

@@ -211,3 +211,26 @@ fn a_call_asked_in_another_trace_starts_when_the_asking_output_ended() {
         (30, 40)
     );
 }
+
+#[test]
+fn a_call_no_kept_output_asked_for_is_the_last_tool_span_of_it_before_the_request() {
+    // The asking model call recorded its request and no output: each span
+    // a trace of its own, nothing asked for the call where the carry looks.
+    let user = json!([{"role": "user", "content": "plan my day"}]).to_string();
+    let read = |args: Value, when: (u64, u64), process: &str| {
+        read_in_order(vec![
+            chat(1, (0, 10), Some(&user), None),
+            tool(2, when, "lookup", None, &args, process),
+            answering_turn(3, (50, 60), &[("call_5", "lookup", tide())], &["high"]),
+        ])
+    };
+    assert_eq!(counts(&read(tide(), (20, 30), "p")), [0, 1, 0]);
+    // Other arguments, another process, or a span ending after the
+    // request started: two calls.
+    assert_eq!(
+        counts(&read(json!({"q": "surf"}), (20, 30), "p")),
+        [0, 1, 1]
+    );
+    assert_eq!(counts(&read(tide(), (20, 30), "q")), [0, 1, 1]);
+    assert_eq!(counts(&read(tide(), (20, 55), "p")), [0, 1, 1]);
+}

@@ -1,0 +1,283 @@
+//! Results recorded on a sibling's span (docs/conventions.md, "Result
+//! wrappers"): a writer that keeps one "current tool" slot per run can,
+//! with calls run in parallel, attach one call's result message to another
+//! call's span (Agenttic's LangGraph handler gave `execute_tool plan_trip`
+//! the `ToolMessage` of `find_hotel`). The message itself still names the
+//! tool and the call id it answers (a LangChain `ToolMessage`, as its
+//! `repr()` or its dump), so a result whose record names another tool than
+//! its span's call is paired with the call that tool names: the span
+//! keeps its result and time (the message was written when the tool
+//! ended) and takes that call's name and arguments, which the writer's
+//! slot held. Only a whole re-pairing is taken: every misplaced record finds its own call of the
+//! tool it names (by call id first when the span has one), or nothing
+//! moves; a record named after its writer (an agent) names no call and
+//! leaves every result where it was.
+
+use serde_json::Value;
+
+use super::literal::keyword_fields;
+use super::source::tool_call_id;
+use super::wrappers::TOOL_MESSAGE_KEYS;
+use super::ToolCall;
+use crate::assemble::{Trace, Val};
+
+/// The key a result record names its call id under.
+const ID_KEY: &str = "tool_call_id";
+
+/// What a result record says it answers: the tool and the call id.
+#[derive(Debug, Clone, PartialEq)]
+struct Named {
+    tool: String,
+    id: String,
+}
+
+/// Pairs each result whose record names another tool than its call with
+/// the call of `calls` (tool spans of one trace) that the record names.
+pub(crate) fn repair(trace: &Trace, calls: &mut [ToolCall]) {
+    let spanned = |c: &&ToolCall| c.from.is_none() && c.result.is_some();
+    // A record can only name another call of the trace: two tools at least.
+    let names: Vec<&str> = calls
+        .iter()
+        .filter(spanned)
+        .map(|c| c.name.as_str())
+        .collect();
+    if names.iter().all(|n| *n == names[0]) {
+        return;
+    }
+    let positions = trace.positions();
+    // (call index, what its result's record names) for records naming
+    // another tool than their span's call.
+    let misplaced: Vec<(usize, Named)> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| spanned(c))
+        .filter_map(|(i, c)| {
+            let s = &trace.spans[positions.get(c.span_id)?];
+            let others = |t: &str| names.iter().any(|n| *n != c.name && t.contains(n));
+            let named = span_record(s, others)?;
+            (named.tool != c.name).then_some((i, named))
+        })
+        .collect();
+    if misplaced.is_empty() {
+        return;
+    }
+    let own_id = |i: usize| {
+        positions
+            .get(calls[i].span_id)
+            .and_then(|at| tool_call_id(&trace.spans[at]))
+    };
+    let mut target: Vec<Option<usize>> = vec![None; misplaced.len()];
+    for (k, (_, named)) in misplaced.iter().enumerate() {
+        let free = |j: &usize| !target.contains(&Some(*j)) && calls[*j].name == named.tool;
+        let candidates: Vec<usize> = misplaced.iter().map(|(j, _)| *j).filter(free).collect();
+        let by_id = candidates
+            .iter()
+            .find(|&&j| own_id(j) == Some(named.id.as_str()));
+        let unnamed = candidates.iter().find(|&&j| own_id(j).is_none());
+        match by_id.or(unnamed) {
+            Some(&j) => target[k] = Some(j),
+            None => return,
+        }
+    }
+    // The record was written when its tool ended, at its span's time; the
+    // name and arguments came from the slot a later start overwrote. So
+    // each span keeps its time and result and takes the call its record
+    // names.
+    let asked: Vec<_> = target
+        .iter()
+        .flatten()
+        .map(|&j| (calls[j].name.clone(), calls[j].args.clone()))
+        .collect();
+    for ((i, _), (name, args)) in misplaced.iter().zip(asked) {
+        calls[*i].name = name;
+        calls[*i].args = args;
+    }
+}
+
+/// The one result record among span `s`'s attribute and event texts that
+/// names its tool and call id, if exactly one does; only texts that
+/// `names_other` (a text naming another call's tool) are read.
+fn span_record(
+    s: &crate::assemble::SpanRecord,
+    names_other: impl Fn(&str) -> bool,
+) -> Option<Named> {
+    let attrs = s.span.attributes().filter_map(|(_, v)| v);
+    let events = s.span.events.iter().flat_map(|e| {
+        e.attributes
+            .iter()
+            .filter_map(|kv| kv.value.as_ref().map(Val::of))
+    });
+    let mut found = attrs
+        .chain(events)
+        .filter_map(Val::as_str)
+        .filter(|t| t.contains(ID_KEY) && names_other(t))
+        .filter_map(record_names);
+    let first = found.next()?;
+    found.all(|n| n == first).then_some(first)
+}
+
+/// The tool and call id a LangChain `ToolMessage` names: its `repr()`
+/// (`content='...' name='t' tool_call_id='c'`) or its dump (a JSON object),
+/// either possibly inside a JSON string.
+fn record_names(text: &str) -> Option<Named> {
+    let text = text.trim();
+    let fields: Vec<(String, Value)> = match serde_json::from_str::<Value>(text) {
+        Ok(Value::String(inner)) => return record_names(&inner),
+        Ok(Value::Object(o)) => o.into_iter().collect(),
+        Ok(_) => return None,
+        Err(_) => keyword_fields(text)?,
+    };
+    let message = fields.iter().any(|(k, _)| k == "content")
+        && fields
+            .iter()
+            .all(|(k, _)| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
+    if !message {
+        return None;
+    }
+    let field = |key: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.as_str())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    Some(Named {
+        tool: field("name")?,
+        id: field(ID_KEY)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_repr_names_its_tool_and_call() {
+        let named = record_names(r#""content='{\"a\": 1}' name='lookup' tool_call_id='c-7'""#);
+        assert_eq!(
+            named,
+            Some(Named {
+                tool: "lookup".into(),
+                id: "c-7".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_message_dump_names_its_tool_and_call() {
+        let named = record_names(
+            r#"{"content": "x", "type": "tool", "name": "fetch_row", "tool_call_id": "r1"}"#,
+        );
+        assert_eq!(named.map(|n| n.tool), Some("fetch_row".to_string()));
+    }
+
+    #[test]
+    fn other_records_name_nothing() {
+        assert_eq!(
+            record_names(r#"{"content": "x", "tool_call_id": "r1"}"#),
+            None
+        );
+        assert_eq!(
+            record_names(r#"{"content": "x", "name": "t", "tool_call_id": "r1", "extra": 1}"#),
+            None
+        );
+        assert_eq!(record_names("tool_call_id"), None);
+    }
+}
+
+#[cfg(test)]
+mod trace_tests {
+    use serde_json::{json, Value};
+
+    use crate::extract::test_support::{event, span_of};
+
+    /// A made-up vendor's tool span of `tool` whose result event holds the
+    /// `repr()` of a message answering `answers` (tool, call id, content).
+    fn tool_span(
+        id: u8,
+        tool: &str,
+        args: &str,
+        answers: (&str, &str, &str),
+    ) -> crate::assemble::SpanRecord {
+        let kv = |k: &str, v: &str| opentelemetry_proto::tonic::common::v1::KeyValue {
+            key: k.into(),
+            value: Some(opentelemetry_proto::tonic::common::v1::AnyValue {
+                value: Some(
+                    opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(v.into()),
+                ),
+            }),
+            ..Default::default()
+        };
+        let mut s = span_of(
+            id,
+            Some(1),
+            &format!("execute_tool {tool}"),
+            (u64::from(id) * 10, u64::from(id) * 10 + 5),
+            vec![
+                kv("gen_ai.operation.name", "execute_tool"),
+                kv("gen_ai.tool.name", tool),
+            ],
+        );
+        let (named, call, content) = answers;
+        let repr = format!("content='{content}' name='{named}' tool_call_id='{call}'");
+        let mut events = vec![
+            event("gen_ai.tool.call", "arguments", args),
+            event(
+                "gen_ai.tool.message",
+                "gen_ai.tool.message.content",
+                &Value::String(repr).to_string(),
+            ),
+        ];
+        s.span.events.append(&mut events);
+        s
+    }
+
+    fn results(spans: Vec<crate::assemble::SpanRecord>) -> Vec<(String, Value)> {
+        crate::extract::test_support::calls_of(9, spans)
+            .into_iter()
+            .map(|(name, _, result, _)| (name, result))
+            .collect()
+    }
+
+    #[test]
+    fn spans_holding_each_other_s_results_take_the_calls_they_name() {
+        let spans = vec![
+            span_of(1, None, "run", (0, 100), vec![]),
+            tool_span(2, "lookup_sku", "{'sku': 'a'}", ("weigh_box", "k2", "7")),
+            tool_span(3, "weigh_box", "{'box': 1}", ("lookup_sku", "k1", "found")),
+            tool_span(
+                4,
+                "lookup_sku",
+                "{'sku': 'b'}",
+                ("lookup_sku", "k3", "none"),
+            ),
+        ];
+        assert_eq!(
+            results(spans),
+            vec![
+                ("weigh_box".to_string(), json!(7)),
+                ("lookup_sku".to_string(), json!("found")),
+                ("lookup_sku".to_string(), json!("none")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_record_naming_no_call_of_the_trace_moves_nothing() {
+        // Named after its writer (an agent), not a tool: stays.
+        let spans = vec![
+            span_of(1, None, "run", (0, 100), vec![]),
+            tool_span(2, "lookup_sku", "{'sku': 'a'}", ("clerk", "k1", "found")),
+            tool_span(3, "weigh_box", "{'box': 1}", ("weigh_box", "k2", "7")),
+        ];
+        assert_eq!(
+            results(spans),
+            vec![
+                ("lookup_sku".to_string(), json!("found")),
+                ("weigh_box".to_string(), json!(7)),
+            ]
+        );
+    }
+}
