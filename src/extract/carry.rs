@@ -20,6 +20,8 @@
 //! the last [`MAX_OPEN`] open calls are kept.
 
 #[cfg(test)]
+mod answer_tests;
+#[cfg(test)]
 mod cross_tests;
 mod history_asked;
 mod ran_before;
@@ -31,7 +33,7 @@ use std::collections::VecDeque;
 use super::kept::{key, Kept, Keys};
 pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
-use super::{echo, hollow_record, twice};
+use super::{echo, hollow_record, mcp_record_result, twice};
 use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
@@ -388,6 +390,15 @@ impl<T> Carry<T> {
             let ran = self.first_named(&lone.name, |c| twice::between_either(lone, c));
             if let Some(k) = ran {
                 out.extend(self.span_counted(lone, k));
+            } else if lone.result.is_some() {
+                // A record of the answer alone read after the trace that
+                // counts its call (serve's order of completion): not
+                // counted again; that trace is out, its result stays.
+                let ran = self.first_named(&lone.name, |c| hollow_record::ran_for(lone, c));
+                if let Some(c) = ran.and_then(|k| self.calls.get_mut(k)) {
+                    out.push(twice::span_counted(lone, c));
+                    c.asked = Some(u64::MAX);
+                }
             }
         }
         out
@@ -639,7 +650,7 @@ impl<T> Carry<T> {
     ) {
         // The model outputs' calls this trace took from here.
         let mut taken = Vec::new();
-        let (out, mut open, trace) = match left {
+        let (mut out, mut open, trace) = match left {
             None => (first, None, None),
             Some(Left { mut open, trace }) => {
                 self.unasked(&mut open);
@@ -687,14 +698,20 @@ impl<T> Carry<T> {
             .as_ref()
             .is_some_and(|o| o.calls.iter().any(|c| !c.args.is_null()));
         let mut wants = Vec::new();
+        // Answers held MCP records give this trace's calls
+        // (`mcp_record_result`).
+        let mut answered = Vec::new();
         if let Some(o) = open.as_deref_mut() {
             self.witness(std::mem::take(&mut o.witnessed), &mut again);
             wants = std::mem::take(&mut o.wanting);
             self.date_asks(&mut o.calls, &taken);
-            self.echo_held(&mut o.calls, &mut again);
+            answered = self.echo_held(&mut o.calls, &mut again);
             // Only the lone calls are read below: the rest moves here.
             let (asks, calls) = (std::mem::take(&mut o.asks), std::mem::take(&mut o.calls));
             self.keep_these(asks, calls);
+        }
+        if let (false, Some(t)) = (answered.is_empty(), trace.as_ref()) {
+            out = again(t, &[taken.as_slice(), &answered].concat()).0;
         }
         let (lone, wanting) = match (open.map(|o| o.lone), trace) {
             (Some(lone), Some(t)) if !lone.is_empty() => (Some((t, lone)), None),
@@ -723,7 +740,7 @@ impl<T> Carry<T> {
             return;
         }
         self.held.push_back(Held { out, lone, wanting });
-        if counted || self.held.len() > MAX_HELD {
+        if (counted && !self.awaits_answer()) || self.held.len() > MAX_HELD {
             due.extend(self.held.drain(..).map(|h| h.out));
         }
     }
@@ -737,12 +754,14 @@ impl<T> Carry<T> {
 
     /// The held lone client traces whose calls are among `calls` (a
     /// trace read after them) are read again with those calls counted
-    /// there; each of `calls` is matched once (taken out).
+    /// there; each of `calls` is matched once (taken out). Returns the
+    /// answers their records of an answer alone give `calls`' trace.
     fn echo_held(
         &mut self,
         calls: &mut Vec<Echo>,
         again: &mut impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
-    ) {
+    ) -> Vec<OpenAsk> {
+        let mut answered = Vec::new();
         for h in &mut self.held {
             let Some((t, lone)) = &h.lone else {
                 continue;
@@ -757,8 +776,9 @@ impl<T> Carry<T> {
                     // the conversation: the call stays counted here.
                     carried.push(twice::span_counted(l, c));
                     c.asked = None;
-                } else if let Some(e) = hollow_record::ran_one_of(l, calls) {
+                } else if let Some((e, c)) = hollow_record::ran_one_of(l, calls) {
                     carried.push(e);
+                    answered.extend(mcp_record_result::entry(l, c));
                 }
             }
             if !carried.is_empty() {
@@ -766,6 +786,18 @@ impl<T> Carry<T> {
                 h.lone = None;
             }
         }
+        answered
+    }
+
+    /// Whether a held lone trace has a record of an answer alone that no
+    /// trace has counted yet (`mcp_record_result`): it waits for the next
+    /// trace that counts calls, as another trace's answer (a log record)
+    /// may complete that turn's trace after the record's.
+    fn awaits_answer(&self) -> bool {
+        let answer = |(_, lone): &(Trace, Vec<Echo>)| lone.iter().any(|l| l.result.is_some());
+        self.held
+            .iter()
+            .any(|h| h.lone.as_ref().is_some_and(answer))
     }
 
     /// What is held, in input order (at the end of the input).

@@ -113,7 +113,13 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 .or_else(|| lone.then(|| super::no_args::unsent(c, s)).flatten());
             // A lone trace's hollow record is matched by time
             // (`hollow_record`).
-            if args.is_none() && id.is_none() && !(lone && hollow_record::is_hollow(c, None)) {
+            // and so is a record of the answer alone (`mcp_record_result`).
+            let answer = lone && args.is_none() && super::mcp_record_result::answers_only(c);
+            if args.is_none()
+                && id.is_none()
+                && !(lone && hollow_record::is_hollow(c, None))
+                && !answer
+            {
                 return None;
             }
             Some(Echo {
@@ -129,6 +135,9 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 end: c.end_time_unix_nano,
                 resource: s.map(|s| Arc::clone(&s.resource)),
                 asked: None,
+                result: answer
+                    .then(|| c.result.as_ref().map(super::CallResult::to_value))
+                    .flatten(),
             })
         })
         .collect();
@@ -222,6 +231,9 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                     None if hollow_record::is_hollow(&c, None) => {
                         "same tool, the span naming its tool only".to_string()
                     }
+                    None if super::mcp_record_result::answers_only(&c) => {
+                        "same tool, the span recording its tool and answer only".to_string()
+                    }
                     None => "same tool and arguments".to_string(),
                 }
             )
@@ -280,6 +292,7 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     asked_args(carried, a);
+    super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
     absorb(carried, a);
     let witnessed = witness_records::of(trace, a);

@@ -186,12 +186,12 @@ pub(crate) fn ran_for(hollow: &Echo, counted: &Echo) -> bool {
 /// The carried entry saying that `hollow`, a held trace's hollow record,
 /// ran the first of `calls` (a later trace's) it is the execution of
 /// ([`ran_for`]): that call stays counted, marked as taken.
-pub(crate) fn ran_one_of(hollow: &Echo, calls: &mut [Echo]) -> Option<OpenAsk> {
+pub(crate) fn ran_one_of<'c>(hollow: &Echo, calls: &'c mut [Echo]) -> Option<(OpenAsk, &'c Echo)> {
     let c = calls.iter_mut().find(|c| ran_for(hollow, c))?;
     let carried = super::twice::span_counted(hollow, c);
     // No span starts after this: the call takes no other record.
     c.asked = Some(u64::MAX);
-    Some(carried)
+    Some((carried, c))
 }
 
 /// The note of a lone trace's hollow record `c` that trace `counted`

@@ -51,6 +51,7 @@ mod listing;
 mod literal;
 mod logged_args;
 mod mcp_meta;
+mod mcp_record_result;
 #[cfg(test)]
 mod mcp_tools_call_tests;
 mod merge;

@@ -67,6 +67,12 @@ pub(crate) const WITNESS_ARGS_FORM: &str = "witness-args";
 pub(crate) const WITNESS_RESULT_FORM: &str = "witness-result";
 pub(crate) const WITNESS_ERROR_FORM: &str = "witness-error";
 
+/// The `form` of a carried entry that gives a call of the trace read,
+/// rebuilt from the conversation, the whole answer an MCP client's record
+/// of it in another trace holds (`asked.args`: that answer; see
+/// `mcp_record_result`). It asks for nothing.
+pub(crate) const MCP_RESULT_FORM: &str = "mcp-record-result";
+
 /// What a record in a span that ran no tool says of one call
 /// (`witness_records`): its arguments or its result, under its call id.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +112,9 @@ pub struct Echo {
     /// that asked for it ended, once the carry has found that output
     /// (`twice::between_either`); `None` otherwise.
     pub asked: Option<u64>,
+    /// For a lone MCP client trace's record of a result alone (no
+    /// arguments, no call id): that result (`mcp_record_result`).
+    pub result: Option<Value>,
 }
 
 /// Whether two records came from one process: equal resource attributes
@@ -223,6 +232,7 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
             WITNESS_ARGS_FORM,
             WITNESS_RESULT_FORM,
             WITNESS_ERROR_FORM,
+            MCP_RESULT_FORM,
         ]
         .contains(&c.form)
     };
