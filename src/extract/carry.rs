@@ -524,9 +524,9 @@ impl<T> Carry<T> {
                 // A span of another name running a call an earlier trace
                 // left open under its id (`twice::runs_ask`).
                 let open_ask = later.id.as_deref().and_then(|id| {
-                    let k = self
-                        .asks
-                        .last_under(key(ASK_ID, id), |a| twice::runs_ask(later, a))?;
+                    let k = self.asks.last_under(key(ASK_ID, id), |a| {
+                        twice::runs_ask(later, a, open.tool_only)
+                    })?;
                     self.asks.get(k)
                 });
                 out.extend(open_ask.map(|a| twice::span_of_ask(later, a)));

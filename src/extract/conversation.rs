@@ -82,6 +82,7 @@ mod repeated;
 mod requested_model;
 mod result_records;
 mod result_words;
+pub(crate) mod resumed;
 mod same_turn;
 mod spans;
 pub(crate) mod text_results;

@@ -294,7 +294,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     asked_args(carried, a);
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
-    absorb(carried, a);
+    absorb(&super::resumed::keep(trace, carried, a), a);
     let witnessed = witness_records::of(trace, a);
     if !witnessed.is_empty() {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;

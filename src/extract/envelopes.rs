@@ -291,12 +291,19 @@ const CALL_ARGS_KEYS: [&str; 3] = ["arguments", "args", "input"];
 
 /// A call record of exactly two keys, the tool's name (a string under
 /// [`CALL_NAME_KEYS`]) and its arguments (an object, or the JSON text of
-/// one, under [`CALL_ARGS_KEYS`]) -> the arguments.
+/// one, under [`CALL_ARGS_KEYS`]), besides the writer's bookkeeping
+/// (vocabulary `call_record_bookkeeping_keys`, scalars: JAF's
+/// `timestamp`) -> the arguments.
 pub(crate) fn named_call(v: Value) -> Result<Value, Value> {
     let Value::Object(mut o) = v else {
         return Err(v);
     };
-    let named = o.len() == 2
+    let kept = super::rules::builtin_list("call_record_bookkeeping_keys");
+    let bookkeeping = o
+        .iter()
+        .filter(|(k, v)| kept.contains(k) && !v.is_object() && !v.is_array())
+        .count();
+    let named = o.len() - bookkeeping == 2
         && CALL_NAME_KEYS
             .iter()
             .any(|k| o.get(*k).is_some_and(Value::is_string));
@@ -563,8 +570,15 @@ mod tests {
             named_call(json!({"name": "pick_seat", "args": "{\"row\": 12}"})),
             Ok(json!({"row": 12}))
         );
+        assert_eq!(
+            named_call(
+                json!({"tool_name": "pick_seat", "arguments": {"row": 12}, "timestamp": "t"})
+            ),
+            Ok(json!({"row": 12}))
+        );
         for v in [
             json!({"tool_name": "pick_seat", "arguments": {"row": 12}, "x": 1}),
+            json!({"tool_name": "pick_seat", "arguments": {"row": 12}, "timestamp": {"t": 1}}),
             json!({"tool_name": 3, "arguments": {"row": 12}}),
             json!({"name": "pick_seat", "arguments": "not json"}),
             json!({"name": "pick_seat", "arguments": [1]}),

@@ -8,10 +8,18 @@
 //! (`AgentOpsSpanKindValues.TOOL`: AgentOps' requested calls), whose
 //! segment after the word says something else (`tool_choice`,
 //! `tool.definition`) or that only starts with the word (`toolkit`) is not
-//! the kind.
+//! the kind. A run ended may close the value (`tool_call_end`); a hook
+//! word before it (`before_tool_execution`) makes it an event about the
+//! run, no run (JAF's own tracer writes both).
+
+use super::rules::builtin_list;
 
 /// Whether `value` names the kind `word`: equal to it, or with `word` as a
-/// segment followed by one of `then`, its last (ASCII case ignored).
+/// segment followed by one of `then`, its last (ASCII case ignored), or by
+/// one of `then` and a word saying the run ended (`tool_call_end`:
+/// vocabulary `kind_ended_words`). A segment before it that names a hook
+/// around the run (`before_tool_execution`, `pre_tool_use`: vocabulary
+/// `kind_hook_words`) says the span is an event about the run, no run.
 pub(crate) fn names(value: &str, word: &str, then: &[String]) -> bool {
     if value.eq_ignore_ascii_case(word) {
         return true;
@@ -22,18 +30,26 @@ pub(crate) fn names(value: &str, word: &str, then: &[String]) -> bool {
         return false;
     }
     let is_sep = |c: char| matches!(c, '.' | '_' | '-' | ' ');
+    let in_list = |list: &[String], w: &str| list.iter().any(|t| t.eq_ignore_ascii_case(w));
+    let hooks = builtin_list("kind_hook_words");
+    let mut hooked = false;
     let mut parts = value.split(is_sep);
     while let Some(p) = parts.next() {
         if !p.eq_ignore_ascii_case(word) {
+            hooked |= in_list(hooks, p);
             continue;
         }
         // The word last after a namespace (`AgentOpsSpanKindValues.TOOL`, an
         // enum's repr) is no kind of its own: AgentOps marks the model's
         // requested calls so.
-        return match (parts.next(), parts.next()) {
-            (Some(next), None) => then.iter().any(|t| t.eq_ignore_ascii_case(next)),
-            _ => false,
-        };
+        return !hooked
+            && match (parts.next(), parts.next(), parts.next()) {
+                (Some(next), None, None) => in_list(then, next),
+                (Some(next), Some(end), None) => {
+                    in_list(then, next) && in_list(builtin_list("kind_ended_words"), end)
+                }
+                _ => false,
+            };
     }
     false
 }
@@ -63,6 +79,8 @@ mod tests {
             "tool_call",
             "Tool-Execution",
             "acme_agent.tool.call",
+            "tool_call_end",
+            "acme.tool.execution.completed",
         ] {
             assert!(names(v, "tool", &then()), "{v}");
         }
@@ -81,6 +99,11 @@ mod tests {
             "mcp.tool.list",
             "acme.tool",
             "AgentOpsSpanKindValues.TOOL",
+            "before_tool_execution",
+            "acme.after.tool.call",
+            "pre_tool_use",
+            "tool_call_start",
+            "tool_call_end_x",
             "",
         ] {
             assert!(!names(v, "tool", &then()), "{v}");

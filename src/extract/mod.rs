@@ -65,6 +65,7 @@ mod placeholder_names;
 pub mod requested;
 #[cfg(test)]
 mod results_tests;
+mod resumed;
 mod role_keyed;
 mod role_lines;
 pub mod rules;

@@ -44,6 +44,12 @@ fn other_keys() -> &'static [String] {
     builtin_list("result_record_other_keys")
 }
 
+/// The keys under which a result record names its tool (vocabulary
+/// `result_record_name_keys`).
+fn name_keys() -> &'static [String] {
+    builtin_list("result_record_name_keys")
+}
+
 /// The attribute that names an MCP request's method, and the method of a
 /// tool call.
 pub(crate) const MCP_METHOD: &str = "mcp.method.name";
@@ -85,7 +91,8 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
             let Some(at) = positions.get(c.span_id) else {
                 continue;
             };
-            let inner = own_record(&o, tool_call_id(&trace.spans[at]));
+            let inner = own_record(&o, tool_call_id(&trace.spans[at]))
+                .or_else(|| named_record(&o, &c.name));
             let over_mcp = || over_mcp(trace, children.get_or_init(|| trace.children()), at);
             inner.or_else(|| {
                 over_mcp()
@@ -132,10 +139,12 @@ fn may_be_record(r: &CallResult) -> bool {
                 |needle: &str| memchr::memmem::find(body.as_bytes(), needle.as_bytes()).is_some();
             body.trim_start().starts_with(MCP_WRAP_KEY_QUOTED)
                 || (has("\"content\"") && id_keys().iter().any(|k| has(k)))
+                || (has(MCP_WRAP_KEY_QUOTED) && name_keys().iter().any(|k| has(k)))
         }
         CallResult::Value(Value::Object(o)) => {
             (o.len() == 1 && o.contains_key(MCP_WRAP_KEY))
                 || (o.contains_key("content") && id_keys().iter().any(|k| o.contains_key(k)))
+                || (o.contains_key(MCP_WRAP_KEY) && name_keys().iter().any(|k| o.contains_key(k)))
         }
         CallResult::Value(_) => false,
     }
@@ -150,10 +159,7 @@ pub(crate) fn own_record(o: &Map<String, Value>, id: Option<&str>) -> Option<Val
         .iter()
         .filter(|k| o.get(k.as_str()).and_then(Value::as_str).is_some_and(names))
         .count();
-    let failed = o.get("status").and_then(Value::as_str) == Some("error")
-        || ["isError", "is_error"]
-            .iter()
-            .any(|k| o.get(*k).and_then(Value::as_bool) == Some(true));
+    let failed = failed(o);
     let others = o.iter().all(|(k, v)| {
         k == "content"
             || id_keys().contains(k)
@@ -169,6 +175,40 @@ pub(crate) fn own_record(o: &Map<String, Value>, id: Option<&str>) -> Option<Val
         1 => values.pop(),
         _ => Some(Value::Array(values)),
     }
+}
+
+/// The value of a result record `o` naming the call's own tool `name`
+/// (one of `result_record_name_keys`) beside its `result` and no key but
+/// `result_record_other_keys` (scalars), not failed: JAF's tool span output
+/// `{"tool_name", "result", "status", "timestamp"}`. A tool does not return
+/// its own name beside its value, so the record is the framework's; the
+/// result, when text, is what the model was handed (JSON-decoded).
+pub(crate) fn named_record(o: &Map<String, Value>, name: &str) -> Option<Value> {
+    let named = name_keys()
+        .iter()
+        .filter(|k| o.get(k.as_str()).and_then(Value::as_str) == Some(name))
+        .count();
+    let others = o.iter().all(|(k, v)| {
+        k == MCP_WRAP_KEY
+            || name_keys().contains(k)
+            || (other_keys().contains(k) && !v.is_object() && !v.is_array())
+    });
+    if named != 1 || !others || failed(o) {
+        return None;
+    }
+    match o.get(MCP_WRAP_KEY)? {
+        Value::String(t) => Some(parse_json_or_string(t)),
+        v => Some(v.clone()),
+    }
+}
+
+/// Whether a result record says the call failed (`status` `error`,
+/// `isError` or `is_error` true).
+fn failed(o: &Map<String, Value>) -> bool {
+    o.get("status").and_then(Value::as_str) == Some("error")
+        || ["isError", "is_error"]
+            .iter()
+            .any(|k| o.get(*k).and_then(Value::as_bool) == Some(true))
 }
 
 /// A content block's value: `{"json": v}` -> `v`, `{"text": t}` (typed
@@ -212,6 +252,30 @@ mod tests {
         match v {
             Value::Object(o) => o,
             _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn a_result_record_naming_its_own_tool_gives_its_result() {
+        let rec = |v: Value| named_record(&obj(v), "pick_seat");
+        assert_eq!(
+            rec(
+                json!({"tool_name": "pick_seat", "result": "{\"row\": 12}", "status": "completed", "timestamp": "t"})
+            ),
+            Some(json!({"row": 12}))
+        );
+        assert_eq!(
+            rec(json!({"toolName": "pick_seat", "result": "taken"})),
+            Some(json!("taken"))
+        );
+        for kept in [
+            // Another tool's record, a failure, a key of the tool's own.
+            json!({"tool_name": "open_gate", "result": "x"}),
+            json!({"tool_name": "pick_seat", "result": "boom", "status": "error"}),
+            json!({"tool_name": "pick_seat", "result": "x", "seats": 2}),
+            json!({"tool_name": "pick_seat", "status": "completed"}),
+        ] {
+            assert_eq!(rec(kept.clone()), None, "{kept}");
         }
     }
 

@@ -210,7 +210,16 @@ pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
         .find_map(|&i| s.span.attr_value(i).and_then(Val::as_str))
         .or_else(|| meta.and_then(|i| s.span.attr_value(i).and_then(Val::as_str)))
         .map(str::trim)
-        .filter(|id| !id.is_empty())
+        .filter(|id| !id.is_empty() && !is_placeholder_call_id(id))
+}
+
+/// Whether `id` is a word a writer puts where it does not know the
+/// model's call id (vocabulary `placeholder_call_ids`: `unknown`).
+pub(crate) fn is_placeholder_call_id(id: &str) -> bool {
+    id.len() <= 9
+        && super::rules::builtin_list("placeholder_call_ids")
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(id))
 }
 
 /// The keys of a call id handed to the tool's run as metadata
@@ -259,5 +268,20 @@ mod tests {
         assert_eq!(tool_call_id(&both), Some("k1"));
         let other = sp(&[("acme.runmetadata.tool_call_id", "k9")]);
         assert_eq!(tool_call_id(&other), None);
+    }
+
+    /// A word a writer puts where it does not know the model's call id
+    /// (JAF's `unknown`) is no call id.
+    #[test]
+    fn a_placeholder_word_is_no_call_id() {
+        let sp = |id: &str| {
+            crate::extract::tests::sp(1, None, (0, 1), "acme-tool", &[("tool.call.id", id)])
+        };
+        for id in ["unknown", "UNKNOWN", "none", "undefined", "n/a"] {
+            assert_eq!(tool_call_id(&sp(id)), None, "{id}");
+        }
+        for id in ["call_1", "unknown_7"] {
+            assert_eq!(tool_call_id(&sp(id)), Some(id));
+        }
     }
 }

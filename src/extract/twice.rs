@@ -199,14 +199,18 @@ pub(crate) fn span_counted(span: &Echo, counted: &Echo) -> OpenAsk {
 /// ToolMessage]`): the request carrying the result counts the call under
 /// the model's name, with the result the model saw, so the span's call is
 /// not counted again. A span of the model's tool name is left to the
-/// other joins.
-pub(crate) fn runs_ask(span: &Echo, ask: &OpenAsk) -> bool {
+/// other joins. A span named after the class in a trace that also records
+/// model calls (`tool_only` false: a run resumed in a trace of its own) may
+/// hold other arguments than the model's, a human having edited them: the
+/// call id says which call it ran (`extract::resumed`).
+pub(crate) fn runs_ask(span: &Echo, ask: &OpenAsk, tool_only: bool) -> bool {
+    let edited = !tool_only && super::placeholder_names::is_placeholder(&span.name);
     !span.from_conversation
         && span.id.is_some()
         && span.id == ask.asked.id
         && span.name != ask.asked.name
         && ask.end_time_unix_nano <= span.start
-        && (span.args.is_null() || same_args(&span.args, &ask.asked.args))
+        && (span.args.is_null() || edited || same_args(&span.args, &ask.asked.args))
         && in_run_of(span, ask)
 }
 
