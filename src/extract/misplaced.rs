@@ -36,12 +36,15 @@ struct Named {
 pub(crate) fn repair(trace: &Trace, calls: &mut [ToolCall]) {
     let spanned = |c: &&ToolCall| c.from.is_none() && c.result.is_some();
     // A record can only name another call of the trace: two tools at least.
-    let names: Vec<&str> = calls
+    // Each tool once: a text is searched for every other tool's name.
+    let mut names: Vec<&str> = calls
         .iter()
         .filter(spanned)
         .map(|c| c.name.as_str())
         .collect();
-    if names.iter().all(|n| *n == names[0]) {
+    names.sort_unstable();
+    names.dedup();
+    if names.len() < 2 {
         return;
     }
     let positions = trace.positions();
