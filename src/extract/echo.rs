@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::open::{
     Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, ECHO_FORM, HALVES_FORM,
-    SPAN_BETWEEN_FORM, TWICE_FORM,
+    PENDING_FORM, SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::own_records::MCP_METHOD;
 use super::requested::Asked;
@@ -91,6 +91,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
     let outputless = a.calls.iter().any(|c| c.from.is_some())
         && !trace.spans.iter().any(conversation::records_output);
     let lone = is_lone(trace, a, span);
+    // Attempts paused for approval are held as a lone trace's calls are.
+    let pending = !lone && super::pending::attempts(a);
     let echoes = a
         .calls
         .iter()
@@ -113,7 +115,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 .or_else(|| lone.then(|| super::no_args::unsent(c, s)).flatten());
             // A lone trace's hollow record is matched by time
             // (`hollow_record`).
-            if args.is_none() && id.is_none() && !(lone && hollow_record::is_hollow(c, None)) {
+            let held = lone || pending;
+            if args.is_none() && id.is_none() && !(held && hollow_record::is_hollow(c, None)) {
                 return None;
             }
             Some(Echo {
@@ -129,6 +132,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 end: c.end_time_unix_nano,
                 resource: s.map(|s| Arc::clone(&s.resource)),
                 asked: None,
+                pending,
+                answered: super::pending::answered(c),
             })
         })
         .collect();
@@ -192,7 +197,9 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
         let between = e.form == BETWEEN_FORM;
         let span_between = e.form == SPAN_BETWEEN_FORM;
         let asked_span = e.form == ASKED_SPAN_FORM;
-        let twice = e.form == TWICE_FORM || halves || between || span_between || asked_span;
+        let pending = e.form == PENDING_FORM;
+        let twice =
+            e.form == TWICE_FORM || halves || between || span_between || asked_span || pending;
         let Some(k) = a
             .calls
             .iter()
@@ -201,7 +208,9 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             continue;
         };
         let c = a.calls.remove(k);
-        a.notes.push(if asked_span {
+        a.notes.push(if pending {
+            super::pending::note(&c, e)
+        } else if asked_span {
             format!(
                 "tool call `{}` (span {}) ran call {} that the model asked for as `{}` in trace {} and left open (same call id and arguments, same process, after the asking): the request carrying its result counts it under the model's name, not counted again",
                 c.name,
@@ -287,12 +296,23 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;
     }
     let (mut calls, lone) = echoes_of(trace, a);
+    // Attempts paused for approval are also held as a lone trace's calls
+    // are, for a later run (`pending`), unless records in later traces may
+    // complete them (`wanting`).
+    let mut attempts = Vec::new();
+    if calls.iter().any(|c| c.pending) {
+        if witness_records::wanting(a, &calls).is_empty() {
+            attempts = calls.clone();
+        }
+        calls.retain(|c| !c.args.is_null() || c.id.is_some());
+        calls.iter_mut().for_each(|c| c.pending = false);
+    }
     if lone {
         // A client's record is matched by its arguments; a hollow one
         // (neither arguments nor id) by time.
         calls.retain(|c| !c.args.is_null() || c.id.is_none());
     }
-    if calls.is_empty() {
+    if calls.is_empty() && attempts.is_empty() {
         return;
     }
     let only = !lone && tool_only(trace, a, &calls);
@@ -304,6 +324,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         open.wanting = wanting;
         open.tool_only = only;
         open.calls = calls;
+        open.lone = attempts;
     }
 }
 
