@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 use super::kept::{key, Kept, Keys};
 pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
-use super::{echo, hollow_record, mcp_record_result, twice};
+use super::{echo, hollow_record, mcp_record_result, pending, twice};
 use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
@@ -375,7 +375,8 @@ impl<T> Carry<T> {
     /// earlier call is matched once (removed from the carry).
     fn echoed(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
-        for lone in &open.lone {
+        // Attempts paused for approval wait for a later run (`pending`).
+        for lone in open.lone.iter().filter(|l| !l.pending) {
             let found = self
                 .first_named(&lone.name, |c| echo::same_call(lone, c))
                 .or_else(|| self.namespaced(lone));
@@ -694,9 +695,10 @@ impl<T> Carry<T> {
         };
         // Calls with arguments, as the lone client traces held compare them
         // (a call with only a call id is kept for `twice`, not for them).
-        let counted = open
-            .as_ref()
-            .is_some_and(|o| o.calls.iter().any(|c| !c.args.is_null()));
+        // A trace holding attempts paused for approval waits for their run.
+        let counted = open.as_ref().is_some_and(|o| {
+            !o.lone.iter().any(|l| l.pending) && o.calls.iter().any(|c| !c.args.is_null())
+        });
         let mut wants = Vec::new();
         // Answers held MCP records give this trace's calls
         // (`mcp_record_result`).
@@ -762,12 +764,13 @@ impl<T> Carry<T> {
         again: &mut impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
     ) -> Vec<OpenAsk> {
         let mut answered = Vec::new();
+        let mut used = Vec::new();
         for h in &mut self.held {
             let Some((t, lone)) = &h.lone else {
                 continue;
             };
-            let mut carried = Vec::new();
-            for l in lone {
+            let mut carried = pending::ran(lone, calls, &mut used);
+            for l in lone.iter().filter(|l| !l.pending) {
                 if let Some(k) = calls.iter().position(|c| echo::same_call(l, c)) {
                     carried.push(echo::carried(l, &calls.remove(k)));
                 } else if let Some(c) = calls.iter_mut().find(|c| twice::between_either(l, c)) {

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::open::{
     Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, ECHO_FORM, HALVES_FORM,
-    SPAN_BETWEEN_FORM, TWICE_FORM,
+    PENDING_FORM, SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::own_records::MCP_METHOD;
 use super::requested::Asked;
@@ -91,6 +91,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
     let outputless = a.calls.iter().any(|c| c.from.is_some())
         && !trace.spans.iter().any(conversation::records_output);
     let lone = is_lone(trace, a, span);
+    // Attempts paused for approval are held as a lone trace's calls are.
+    let pending = !lone && super::pending::attempts(a);
     let echoes = a
         .calls
         .iter()
@@ -115,9 +117,10 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             // (`hollow_record`).
             // and so is a record of the answer alone (`mcp_record_result`).
             let answer = lone && args.is_none() && super::mcp_record_result::answers_only(c);
+            let held = lone || pending;
             if args.is_none()
                 && id.is_none()
-                && !(lone && hollow_record::is_hollow(c, None))
+                && !(held && hollow_record::is_hollow(c, None))
                 && !answer
             {
                 return None;
@@ -138,6 +141,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 result: answer
                     .then(|| c.result.as_ref().map(super::CallResult::to_value))
                     .flatten(),
+                pending,
+                answered: super::pending::answered(c),
             })
         })
         .collect();
@@ -201,7 +206,9 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
         let between = e.form == BETWEEN_FORM;
         let span_between = e.form == SPAN_BETWEEN_FORM;
         let asked_span = e.form == ASKED_SPAN_FORM;
-        let twice = e.form == TWICE_FORM || halves || between || span_between || asked_span;
+        let pending = e.form == PENDING_FORM;
+        let twice =
+            e.form == TWICE_FORM || halves || between || span_between || asked_span || pending;
         let Some(k) = a
             .calls
             .iter()
@@ -210,7 +217,9 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             continue;
         };
         let c = a.calls.remove(k);
-        a.notes.push(if asked_span {
+        a.notes.push(if pending {
+            super::pending::note(&c, e)
+        } else if asked_span {
             format!(
                 "tool call `{}` (span {}) ran call {} that the model asked for as `{}` in trace {} and left open (same call id and arguments, same process, after the asking): the request carrying its result counts it under the model's name, not counted again",
                 c.name,
@@ -300,12 +309,23 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;
     }
     let (mut calls, lone) = echoes_of(trace, a);
+    // Attempts paused for approval are also held as a lone trace's calls
+    // are, for a later run (`pending`), unless records in later traces may
+    // complete them (`wanting`).
+    let mut attempts = Vec::new();
+    if calls.iter().any(|c| c.pending) {
+        if witness_records::wanting(a, &calls).is_empty() {
+            attempts = calls.clone();
+        }
+        calls.retain(|c| !c.args.is_null() || c.id.is_some());
+        calls.iter_mut().for_each(|c| c.pending = false);
+    }
     if lone {
         // A client's record is matched by its arguments; a hollow one
         // (neither arguments nor id) by time.
         calls.retain(|c| !c.args.is_null() || c.id.is_none());
     }
-    if calls.is_empty() {
+    if calls.is_empty() && attempts.is_empty() {
         return;
     }
     let only = !lone && tool_only(trace, a, &calls);
@@ -317,6 +337,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         open.wanting = wanting;
         open.tool_only = only;
         open.calls = calls;
+        open.lone = attempts;
     }
 }
 

@@ -61,6 +61,7 @@ mod no_args;
 mod ns_result;
 mod open;
 mod own_records;
+mod pending;
 mod placeholder_names;
 pub mod requested;
 #[cfg(test)]

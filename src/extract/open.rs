@@ -63,6 +63,11 @@ pub(crate) const HISTORY_FORM: &str = "history-unseen";
 /// read the arguments, the result, or the result of a failed call, that a
 /// record in another trace holds (`asked.args`: the value; see
 /// `witness_records`). They ask for nothing.
+/// The `form` of a carried entry saying that the call at `span_id`, an
+/// attempt paused for approval, was run by a call of trace `trace_id`
+/// (`extract::pending`).
+pub(crate) const PENDING_FORM: &str = "pending-attempt-run";
+
 pub(crate) const WITNESS_ARGS_FORM: &str = "witness-args";
 pub(crate) const WITNESS_RESULT_FORM: &str = "witness-result";
 pub(crate) const WITNESS_ERROR_FORM: &str = "witness-error";
@@ -115,6 +120,11 @@ pub struct Echo {
     /// For a lone MCP client trace's record of a result alone (no
     /// arguments, no call id): that result (`mcp_record_result`).
     pub result: Option<Value>,
+    /// Whether the call is an attempt paused for approval, held for the
+    /// run after it (`extract::pending`).
+    pub pending: bool,
+    /// Whether the call has a result (`pending::answered`).
+    pub answered: bool,
 }
 
 /// Whether two records came from one process: equal resource attributes
@@ -153,6 +163,7 @@ impl OpenAsk {
             BETWEEN_FORM,
             SPAN_BETWEEN_FORM,
             ASKED_SPAN_FORM,
+            PENDING_FORM,
         ]
         .contains(&self.form)
     }
