@@ -17,10 +17,9 @@
 
 use serde_json::Value;
 
-use super::sides::{side_of, Side};
+use super::sides::Side;
 use super::{role_keyed, role_lines};
-use crate::assemble::{SpanRecord, Val};
-use opentelemetry_proto::tonic::trace::v1::span::Event;
+use crate::assemble::SpanRecord;
 
 /// The form these messages are read in (`from` notes, explain).
 pub(super) const FORM: &str = "span-content-events";
@@ -37,27 +36,12 @@ pub(crate) const EVENT_KEYS: [&str; 6] = [
 
 /// The JSON texts of side `side` in `s`'s events: events and attributes
 /// whose names say the side by the words a model-call body's key says it
-/// with ([`side_of`]).
+/// with (`sides::event_texts`); of each event, the first such attribute of
+/// [`EVENT_KEYS`] whose text is a JSON list or object.
 fn texts(s: &SpanRecord, side: Side) -> impl Iterator<Item = &str> + '_ {
-    s.span
-        .events
-        .iter()
-        .filter(move |e| side_of(&e.name) == Some(side))
-        .filter_map(move |e| text_of(e, side))
-}
-
-/// The first attribute of `e` of side `side` whose text is a JSON list or
-/// object.
-fn text_of(e: &Event, side: Side) -> Option<&str> {
-    e.attributes.iter().find_map(|kv| {
-        if !EVENT_KEYS.contains(&kv.key.as_str()) || side_of(&kv.key) != Some(side) {
-            return None;
-        }
-        let Val::Str(t) = kv.value.as_ref().map(Val::of)? else {
-            return None;
-        };
+    super::sides::event_texts(s, side, |key, t| {
         let t = t.trim_start();
-        t.starts_with(['[', '{']).then_some(t)
+        (EVENT_KEYS.contains(&key) && t.starts_with(['[', '{'])).then_some(t)
     })
 }
 
@@ -150,6 +134,7 @@ fn calls_from_content(m: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry_proto::tonic::trace::v1::span::Event;
     use serde_json::json;
 
     use crate::assemble::{Trace, TraceId};

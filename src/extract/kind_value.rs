@@ -12,7 +12,10 @@
 //! word before it (`before_tool_execution`) makes it an event about the
 //! run, no run (JAF's own tracer writes both).
 
-use super::rules::builtin_list;
+/// The words around a kind's word: hooks before it, and words saying the
+/// run ended after what follows it (vocabularies `kind_hook_words` and
+/// `kind_ended_words`, handed in by the rules that read the table).
+pub(crate) type Around<'a> = (&'a [String], &'a [String]);
 
 /// Whether `value` names the kind `word`: equal to it, or with `word` as a
 /// segment followed by one of `then`, its last (ASCII case ignored), or by
@@ -20,7 +23,7 @@ use super::rules::builtin_list;
 /// vocabulary `kind_ended_words`). A segment before it that names a hook
 /// around the run (`before_tool_execution`, `pre_tool_use`: vocabulary
 /// `kind_hook_words`) says the span is an event about the run, no run.
-pub(crate) fn names(value: &str, word: &str, then: &[String]) -> bool {
+pub(crate) fn names(value: &str, word: &str, then: &[String], around: Around<'_>) -> bool {
     if value.eq_ignore_ascii_case(word) {
         return true;
     }
@@ -31,7 +34,7 @@ pub(crate) fn names(value: &str, word: &str, then: &[String]) -> bool {
     }
     let is_sep = |c: char| matches!(c, '.' | '_' | '-' | ' ');
     let in_list = |list: &[String], w: &str| list.iter().any(|t| t.eq_ignore_ascii_case(w));
-    let hooks = builtin_list("kind_hook_words");
+    let (hooks, ended) = around;
     let mut hooked = false;
     let mut parts = value.split(is_sep);
     while let Some(p) = parts.next() {
@@ -45,9 +48,7 @@ pub(crate) fn names(value: &str, word: &str, then: &[String]) -> bool {
         return !hooked
             && match (parts.next(), parts.next(), parts.next()) {
                 (Some(next), None, None) => in_list(then, next),
-                (Some(next), Some(end), None) => {
-                    in_list(then, next) && in_list(builtin_list("kind_ended_words"), end)
-                }
+                (Some(next), Some(end), None) => in_list(then, next) && in_list(ended, end),
                 _ => false,
             };
     }
@@ -64,10 +65,19 @@ fn contains_ignore_case(hay: &str, needle: &str) -> bool {
 mod tests {
     use super::names;
 
+    fn words(list: &[&str]) -> Vec<String> {
+        list.iter().map(|w| w.to_string()).collect()
+    }
+
     fn then() -> Vec<String> {
-        ["invocation", "call", "execution"]
-            .map(String::from)
-            .to_vec()
+        words(&["invocation", "call", "execution"])
+    }
+
+    /// `names` with a made-up table's hook and run-ended words.
+    fn named(value: &str, word: &str, then: &[String]) -> bool {
+        let hooks = words(&["before", "after", "pre"]);
+        let ended = words(&["end", "completed"]);
+        names(value, word, then, (&hooks, &ended))
     }
 
     #[test]
@@ -82,7 +92,7 @@ mod tests {
             "tool_call_end",
             "acme.tool.execution.completed",
         ] {
-            assert!(names(v, "tool", &then()), "{v}");
+            assert!(named(v, "tool", &then()), "{v}");
         }
     }
 
@@ -106,11 +116,11 @@ mod tests {
             "tool_call_end_x",
             "",
         ] {
-            assert!(!names(v, "tool", &then()), "{v}");
+            assert!(!named(v, "tool", &then()), "{v}");
         }
         // Without `then`, only the word itself.
-        assert!(names("Tool", "tool", &[]));
-        assert!(!names("agentic.tool.invocation", "tool", &[]));
-        assert!(!names("acme.tool", "tool", &[]));
+        assert!(named("Tool", "tool", &[]));
+        assert!(!named("agentic.tool.invocation", "tool", &[]));
+        assert!(!named("acme.tool", "tool", &[]));
     }
 }

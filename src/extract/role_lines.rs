@@ -15,12 +15,11 @@
 //! position where the witness pairs id-less results (`conversation::order`:
 //! as many results as calls left open, in order).
 
-use opentelemetry_proto::tonic::trace::v1::span::Event;
 use serde_json::{json, Value};
 
 use super::rules::builtin_list;
-use super::sides::{side_of, Side};
-use crate::assemble::{SpanRecord, Val};
+use super::sides::Side;
+use crate::assemble::SpanRecord;
 
 /// The roles a line may open with.
 fn roles() -> &'static [String] {
@@ -37,27 +36,9 @@ fn role_of(line: &str) -> Option<&'static str> {
         .map(String::as_str)
 }
 
-/// The first attribute of `e` of side `side` whose text opens with a role
-/// line.
-fn text_of(e: &Event, side: Side) -> Option<&str> {
-    e.attributes.iter().find_map(|kv| {
-        if side_of(&kv.key) != Some(side) {
-            return None;
-        }
-        let Val::Str(t) = kv.value.as_ref().map(Val::of)? else {
-            return None;
-        };
-        role_of(t).is_some().then_some(t)
-    })
-}
-
 /// The texts of side `side` in `s`'s events that are role lines.
 fn texts(s: &SpanRecord, side: Side) -> impl Iterator<Item = &str> + '_ {
-    s.span
-        .events
-        .iter()
-        .filter(move |e| side_of(&e.name) == Some(side))
-        .filter_map(move |e| text_of(e, side))
+    super::sides::event_texts(s, side, |_, t| role_of(t).is_some().then_some(t))
 }
 
 /// Whether span `s` has role lines of side `side`.

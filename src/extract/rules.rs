@@ -651,7 +651,11 @@ impl Rule {
                     .unwrap_or(text);
                 let kind = type_in_object(text);
                 let text = kind.as_deref().unwrap_or(text);
-                if super::kind_value::names(text, &family.equals, &family.then) {
+                let around = (
+                    builtin_list("kind_hook_words"),
+                    builtin_list("kind_ended_words"),
+                );
+                if super::kind_value::names(text, &family.equals, &family.then, around) {
                     let key = std::str::from_utf8(key).ok()?;
                     return Some((&key[..ns.len()], key));
                 }

@@ -132,3 +132,30 @@ pub(crate) fn for_each_word<'k>(key: &'k str, mut f: impl FnMut(&'k str)) {
         f(w);
     }
 }
+
+/// The texts of side `side` in `s`'s events: of each event whose name says
+/// the side ([`side_of`]), the first string attribute whose key says it too
+/// and of which `take` (given the key and the text) keeps a text.
+pub(crate) fn event_texts<'s>(
+    s: &'s crate::assemble::SpanRecord,
+    side: Side,
+    take: impl Fn(&str, &'s str) -> Option<&'s str> + 's,
+) -> impl Iterator<Item = &'s str> + 's {
+    s.span
+        .events
+        .iter()
+        .filter(move |e| side_of(&e.name) == Some(side))
+        .filter_map(move |e| {
+            e.attributes.iter().find_map(|kv| {
+                if side_of(&kv.key) != Some(side) {
+                    return None;
+                }
+                let crate::assemble::Val::Str(t) =
+                    kv.value.as_ref().map(crate::assemble::Val::of)?
+                else {
+                    return None;
+                };
+                take(&kv.key, t)
+            })
+        })
+}
