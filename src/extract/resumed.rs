@@ -13,11 +13,12 @@
 //! started.
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 use super::conversation::resumed::bare_results_after;
 use super::open::{OpenAsk, ASKED_SPAN_FORM};
 use super::{Analysis, CallResult};
-use crate::assemble::Trace;
+use crate::assemble::{SpanId, Trace};
 
 /// Keeps the calls the `carried` entries of [`ASKED_SPAN_FORM`] hand to a
 /// request that cannot count them (see the module's doc), noting each;
@@ -31,14 +32,18 @@ pub(crate) fn keep<'a>(
     if !carried.iter().any(handed) {
         return Cow::Borrowed(carried);
     }
+    // The span calls by span, once: a trace may hand on thousands.
+    let mut by_span: HashMap<SpanId, Vec<usize>> = HashMap::new();
+    for (k, c) in a.calls.iter().enumerate().filter(|(_, c)| c.from.is_none()) {
+        by_span.entry(c.span_id).or_default().push(k);
+    }
     // The calls handed on, by start: (call, entry).
     let mut calls: Vec<(usize, &OpenAsk)> = carried
         .iter()
         .filter(|e| handed(e))
         .filter_map(|e| {
-            let k = a.calls.iter().position(|c| {
-                c.span_id == e.span_id && c.name == e.asked.name && c.from.is_none()
-            })?;
+            let on_span = by_span.get(&e.span_id)?;
+            let k = *on_span.iter().find(|&&k| a.calls[k].name == e.asked.name)?;
             Some((k, e))
         })
         .collect();
@@ -71,11 +76,11 @@ pub(crate) fn keep<'a>(
             c.result = result.map(CallResult::Value);
         }
     }
-    let kept: Vec<&OpenAsk> = calls.iter().map(|&(_, e)| e).collect();
+    let kept: HashSet<*const OpenAsk> = calls.iter().map(|&(_, e)| e as *const OpenAsk).collect();
     Cow::Owned(
         carried
             .iter()
-            .filter(|e| !kept.iter().any(|k| std::ptr::eq(*k, *e)))
+            .filter(|e| !kept.contains(&(*e as *const OpenAsk)))
             .cloned()
             .collect(),
     )
