@@ -37,14 +37,15 @@ pub(crate) fn keep<'a>(
     for (k, c) in a.calls.iter().enumerate().filter(|(_, c)| c.from.is_none()) {
         by_span.entry(c.span_id).or_default().push(k);
     }
-    // The calls handed on, by start: (call, entry).
-    let mut calls: Vec<(usize, &OpenAsk)> = carried
+    // The calls handed on, by start: (call, entry's position in `carried`).
+    let mut calls: Vec<(usize, usize)> = carried
         .iter()
-        .filter(|e| handed(e))
-        .filter_map(|e| {
+        .enumerate()
+        .filter(|(_, e)| handed(e))
+        .filter_map(|(i, e)| {
             let on_span = by_span.get(&e.span_id)?;
             let k = *on_span.iter().find(|&&k| a.calls[k].name == e.asked.name)?;
-            Some((k, e))
+            Some((k, i))
         })
         .collect();
     calls.sort_by_key(|&(k, _)| (a.calls[k].start_time_unix_nano, k));
@@ -57,7 +58,8 @@ pub(crate) fn keep<'a>(
     // As many results as calls: each its own, by order; else none taken.
     let results = (results.len() == calls.len()).then_some(results);
     let mut results = results.into_iter().flatten();
-    for &(k, e) in &calls {
+    for &(k, i) in &calls {
+        let e = &carried[i];
         let result = results.next();
         let c = &mut a.calls[k];
         let Some(model_name) = e.asked.args.as_str() else {
@@ -76,12 +78,13 @@ pub(crate) fn keep<'a>(
             c.result = result.map(CallResult::Value);
         }
     }
-    let kept: HashSet<*const OpenAsk> = calls.iter().map(|&(_, e)| e as *const OpenAsk).collect();
+    let kept: HashSet<usize> = calls.iter().map(|&(_, i)| i).collect();
     Cow::Owned(
         carried
             .iter()
-            .filter(|e| !kept.contains(&(*e as *const OpenAsk)))
-            .cloned()
+            .enumerate()
+            .filter(|(i, _)| !kept.contains(i))
+            .map(|(_, e)| e.clone())
             .collect(),
     )
 }
