@@ -27,6 +27,16 @@ pub const DEFAULT_SESSION_KEYS: &[&str] = &[
     "langfuse.session.id",             // Langfuse ingestion attribute
 ];
 
+/// Words a writer puts where it does not know an id (JAF's `session.id =
+/// unknown`, `call.id = unknown`): no id at all, or every such trace would
+/// share one session.
+pub const PLACEHOLDER_IDS: &[&str] = &["unknown", "none", "null", "undefined", "n/a"];
+
+/// Whether `id` is one of [`PLACEHOLDER_IDS`] (any case).
+pub fn is_placeholder_id(id: &str) -> bool {
+    id.len() <= 9 && PLACEHOLDER_IDS.iter().any(|p| p.eq_ignore_ascii_case(id))
+}
+
 /// The default keys as owned strings.
 pub fn default_keys() -> Vec<String> {
     DEFAULT_SESSION_KEYS.iter().map(|k| k.to_string()).collect()
@@ -42,7 +52,7 @@ fn session_text(v: Val<'_>) -> Option<String> {
         Val::Int(i) => Some(i.to_string()),
         _ => None,
     }
-    .filter(|s| !s.is_empty())
+    .filter(|s| !s.is_empty() && !is_placeholder_id(s))
 }
 
 /// The session keys, with the lengths and last bytes they have: most
@@ -273,5 +283,26 @@ mod tests {
             vec![(1, "c".to_string()), (0, "s".to_string())]
         );
         assert_eq!(values_of(&traces[3], &keys), vec![]);
+    }
+
+    #[test]
+    fn a_placeholder_word_is_no_session() {
+        let keys = default_keys();
+        let unknown = trace(1, 10, vec![kv("session.id", "Unknown")], vec![]);
+        assert_eq!(session_of(&unknown, &keys), None);
+        let then_real = trace(
+            2,
+            20,
+            vec![
+                kv("session.id", "unknown"),
+                kv("gen_ai.conversation.id", "c"),
+            ],
+            vec![],
+        );
+        assert_eq!(
+            session_of(&then_real, &keys),
+            Some(("gen_ai.conversation.id".into(), "c".into()))
+        );
+        assert!(group(&[unknown], &keys).is_empty());
     }
 }

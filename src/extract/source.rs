@@ -7,6 +7,7 @@ use serde_json::{Number, Value};
 
 use super::rules::{Decode, Field, Source};
 use super::{canonical, literal};
+use crate::assemble::session::is_placeholder_id;
 use crate::assemble::{find_attr, SpanRecord, Val};
 
 /// The text of a string attribute source.
@@ -210,16 +211,7 @@ pub(crate) fn tool_call_id(s: &crate::assemble::SpanRecord) -> Option<&str> {
         .find_map(|&i| s.span.attr_value(i).and_then(Val::as_str))
         .or_else(|| meta.and_then(|i| s.span.attr_value(i).and_then(Val::as_str)))
         .map(str::trim)
-        .filter(|id| !id.is_empty() && !is_placeholder_call_id(id))
-}
-
-/// Whether `id` is a word a writer puts where it does not know the
-/// model's call id (vocabulary `placeholder_call_ids`: `unknown`).
-pub(crate) fn is_placeholder_call_id(id: &str) -> bool {
-    id.len() <= 9
-        && super::rules::builtin_list("placeholder_call_ids")
-            .iter()
-            .any(|p| p.eq_ignore_ascii_case(id))
+        .filter(|id| !id.is_empty() && !is_placeholder_id(id))
 }
 
 /// The keys of a call id handed to the tool's run as metadata
