@@ -1,0 +1,303 @@
+//! Rule regexes: compiled now or at first use, each charged to one
+//! budget for the whole table, and matched after a cheap test of what
+//! every match needs.
+
+use std::sync::{Arc, OnceLock};
+
+use regex::{Regex, RegexBuilder};
+
+use super::{CondSpec, RuleError, RuleSpec};
+
+/// What all the regexes of a rule table may take together, in regex's
+/// `size_limit` measure (compiled program size; resident memory is about
+/// 1.5 times it). A Unicode `\w{200}` takes 9.5 MiB, so a table of them is
+/// refused at the fourth rule instead of taking a gigabyte.
+pub const REGEX_BUDGET: usize = 32 << 20;
+
+/// One pattern's limit: regex's default, as before the budget.
+const REGEX_LIMIT: usize = 10 << 20;
+
+/// The first limit tried when charging a pattern to the budget.
+const REGEX_FIRST_LIMIT: usize = 64 << 10;
+
+fn regex(rule: &str, re: &str) -> Result<Regex, RuleError> {
+    regex_within(rule, re, REGEX_LIMIT)
+}
+
+/// When a table's regexes are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Regexes {
+    /// Before the run: a bad pattern is an error up front (a user's table).
+    Now,
+    /// When first matched: for the built-in table only, whose patterns a
+    /// test compiles. A run reads a few conventions' spans, and compiling
+    /// every pattern at start was most of a short run's start-up.
+    FirstUse,
+}
+
+/// A rule's regex, compiled now or at first use ([`Regexes`]); clones
+/// share it, so each pattern compiles once per run whatever the threads.
+#[derive(Clone)]
+pub(crate) struct Pattern(Arc<(Box<str>, OnceLock<Regex>, OnceLock<Needed>)>);
+
+impl Pattern {
+    pub(super) fn new(rule: &str, re: &str, when: Regexes) -> Result<Pattern, RuleError> {
+        let compiled = OnceLock::new();
+        if when == Regexes::Now {
+            let _ = compiled.set(regex(rule, re)?);
+        }
+        Ok(Pattern(Arc::new((re.into(), compiled, OnceLock::new()))))
+    }
+
+    /// Whether the pattern matches somewhere in `text`: as the regex's
+    /// own `is_match`, with what every match needs ([`Needed`]) asked
+    /// first. A condition asks it of most spans and few match: a
+    /// comparison of bytes instead of a regex search (and of compiling
+    /// the regex, for patterns no span passes).
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        let needed = self.0 .2.get_or_init(|| Needed::of(&self.0 .0));
+        needed.admits(text.as_bytes()) && (**self).is_match(text)
+    }
+}
+
+/// What a text must be, or start with, for a pattern anchored at its start
+/// (`^`) to match it, from the pattern's literals: its prefixes (every
+/// match starts with one), or, anchored at the end too and with every
+/// literal a whole match, the texts it can match. A necessary condition
+/// only: the regex decides after it (other assertions may still fail).
+#[derive(Debug)]
+enum Needed {
+    Anything,
+    Prefix(Vec<Box<[u8]>>),
+    OneOf(Vec<Box<[u8]>>),
+}
+
+impl Needed {
+    fn of(pattern: &str) -> Needed {
+        use regex_syntax::hir::literal::{ExtractKind, Extractor};
+        use regex_syntax::hir::Look;
+        // The regex crate's defaults (`RegexBuilder` sets no other flag).
+        let Ok(hir) = regex_syntax::Parser::new().parse(pattern) else {
+            return Needed::Anything;
+        };
+        let props = hir.properties();
+        if !props.look_set_prefix().contains(Look::Start) {
+            return Needed::Anything;
+        }
+        let seq = Extractor::new().kind(ExtractKind::Prefix).extract(&hir);
+        let Some(literals) = seq.literals() else {
+            return Needed::Anything;
+        };
+        let texts: Vec<Box<[u8]>> = literals.iter().map(|l| l.as_bytes().into()).collect();
+        if texts.iter().any(|t| t.is_empty()) {
+            Needed::Anything
+        } else if seq.is_exact() && props.look_set_suffix().contains(Look::End) {
+            Needed::OneOf(texts)
+        } else {
+            Needed::Prefix(texts)
+        }
+    }
+
+    fn admits(&self, text: &[u8]) -> bool {
+        match self {
+            Needed::Anything => true,
+            Needed::Prefix(p) => p.iter().any(|p| text.starts_with(p)),
+            Needed::OneOf(texts) => texts.iter().any(|t| **t == *text),
+        }
+    }
+}
+
+impl std::ops::Deref for Pattern {
+    type Target = Regex;
+
+    fn deref(&self) -> &Regex {
+        let (text, compiled, _) = &*self.0;
+        compiled.get_or_init(|| {
+            // Only built-in patterns wait for their first use, and a test
+            // compiles each; were one to fail, it matches nothing.
+            regex("", text)
+                .unwrap_or_else(|_| Regex::new(r"[^\s\S]").unwrap_or_else(|e| unreachable!("{e}")))
+        })
+    }
+}
+
+impl std::fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As regex's own, without compiling it.
+        f.debug_tuple("Regex").field(&&*self.0 .0).finish()
+    }
+}
+
+fn regex_within(rule: &str, re: &str, limit: usize) -> Result<Regex, RuleError> {
+    RegexBuilder::new(re)
+        .size_limit(limit)
+        .build()
+        .map_err(|e| RuleError::Regex {
+            rule: rule.to_string(),
+            regex: re.to_string(),
+            error: Box::new(e),
+        })
+}
+
+fn cond_patterns<'a>(c: &'a CondSpec, out: &mut Vec<&'a str>) {
+    out.extend(c.matches.as_deref());
+    for x in &c.any {
+        cond_patterns(x, out);
+    }
+}
+
+/// Every regex of a spec, conditions first.
+fn patterns(spec: &RuleSpec) -> Vec<&str> {
+    let mut out = Vec::new();
+    for c in spec.when.iter().chain(&spec.unless).chain(&spec.error_when) {
+        cond_patterns(c, &mut out);
+    }
+    let sources = spec
+        .name_from
+        .iter()
+        .chain(&spec.args)
+        .chain(&spec.result)
+        .chain(&spec.error_message);
+    out.extend(sources.filter_map(|s| s.pattern.as_deref()));
+    out
+}
+
+/// Refuses a table whose regexes together exceed [`REGEX_BUDGET`], naming
+/// the first rule over it. regex's `size_limit` bounds one pattern, so each
+/// is compiled with a growing limit up to what is left, and the limit it
+/// first fits in is charged. A failed try stops as soon as the program
+/// outgrows its limit, so the check costs a few compiles of the budget
+/// however long the table is.
+pub fn check_regex_budget(specs: &[RuleSpec]) -> Result<(), RuleError> {
+    let mut left = REGEX_BUDGET;
+    for spec in specs {
+        for re in patterns(spec) {
+            left -= charge(&spec.name, re, left)?;
+        }
+    }
+    Ok(())
+}
+
+/// The limit `re` first compiles within, growing by half from 64 KiB: at
+/// most 1.5 times its size, and the failed tries cost about two compiles.
+fn charge(rule: &str, re: &str, left: usize) -> Result<usize, RuleError> {
+    let most = left.min(REGEX_LIMIT);
+    let mut limit = REGEX_FIRST_LIMIT.min(most);
+    loop {
+        let too_big = match regex_within(rule, re, limit) {
+            Ok(_) => return Ok(limit),
+            Err(RuleError::Regex { error, .. })
+                if matches!(*error, regex::Error::CompiledTooBig(_)) =>
+            {
+                error
+            }
+            Err(e) => return Err(e),
+        };
+        if limit < most {
+            limit = (limit + limit / 2).min(most);
+        } else if most < REGEX_LIMIT {
+            return Err(RuleError::Budget {
+                rule: rule.to_string(),
+                regex: re.to_string(),
+                left: left >> 10,
+            });
+        } else {
+            // Over one pattern's own limit: regex's error, as without a budget.
+            return Err(RuleError::Regex {
+                rule: rule.to_string(),
+                regex: re.to_string(),
+                error: too_big,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::builtin;
+    use super::*;
+
+    /// What a pattern's literals say a match needs never turns a match
+    /// away: the filtered match is the regex's own, on the built-in
+    /// patterns and on shapes where the literals alone would mislead.
+    #[test]
+    fn a_patterns_needed_literals_agree_with_its_regex() {
+        let specs = builtin();
+        let mut all: Vec<String> = specs
+            .iter()
+            .flat_map(patterns)
+            .map(str::to_string)
+            .collect();
+        assert!(all.len() >= 10, "{all:?}");
+        let shapes = [
+            r"^a\bb$",
+            r"(?m)^tool$",
+            r"^ab?c",
+            r"(?i)^Tool\.",
+            r"^(?i:chat)$",
+            r"^$",
+            r"[^\s\S]",
+            r"^\w*Tool\.task$",
+            r"^tool|x",
+            r"^(chat|run)",
+            r"^é\.",
+            r"^a$|^b$",
+        ];
+        all.extend(shapes.iter().map(|p| p.to_string()));
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "ac",
+            "b",
+            "x",
+            "tool",
+            "tool.",
+            "tool.x",
+            "Tool.x",
+            "TOOL.X",
+            "tool\nx",
+            "x\ntool",
+            "chat",
+            "chat ",
+            " chat",
+            "CHAT",
+            "run",
+            "running tool",
+            "running tool: x",
+            "execute_tool get",
+            "execute_tool (merged tools)",
+            "invoke_agent a",
+            "invoke_workflow",
+            "agent",
+            "workflow",
+            "ai.generateText",
+            "ai.streamText.doStream",
+            "MyTool.task",
+            "Tool.task",
+            "é.",
+            "e.",
+            "langchain",
+            "LangChain.x",
+            "tool.get.success",
+            "tool.get.error-3",
+            "agent.run.start",
+            "openllmetry.instrumentation.mcp",
+            "generate_content",
+            "text_completion",
+            "chat_completion",
+        ];
+        for p in &all {
+            let re = Regex::new(p).unwrap();
+            let pattern = Pattern::new("t", p, Regexes::FirstUse).unwrap();
+            for t in texts {
+                assert_eq!(pattern.is_match(t), re.is_match(t), "{p:?} on {t:?}");
+            }
+        }
+        // The filter does decide: an anchored pattern's literals turn texts away.
+        assert!(!Needed::of(r"^tool\.").admits(b"xtool."));
+        assert!(!Needed::of(r"^(chat|run)$").admits(b"chats"));
+        assert!(Needed::of(r"(?i)langchain").admits(b"anything"));
+    }
+}
