@@ -63,6 +63,7 @@ mod open;
 mod own_records;
 mod pending;
 mod placeholder_names;
+mod react_input;
 pub mod requested;
 #[cfg(test)]
 mod results_tests;
@@ -681,6 +682,7 @@ impl Extractor {
         let mut out = self.collect(&spans, &seen, slots);
         call_input::fill(trace, &mut out.calls);
         placeholder_names::fill(trace, &mut out.calls);
+        react_input::settle(trace, &mut out);
         mcp_meta::settle(trace, &mut out);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
