@@ -7,8 +7,13 @@
 //! sources gives a value, each of its attribute sources is read again from
 //! the first event that holds its key, in the rule's order, with the same
 //! decoding and wrappers. Any rule, any key: no event or vendor is named.
+//! A `flat` source (one attribute per key under a prefix) is read so too,
+//! from the first event holding a key under its prefix: WayFlow's tool
+//! spans carry the request in a `ToolExecutionStartEvent` as
+//! `tool_request.inputs.<arg>`, one attribute per argument.
 
-use super::rules::{Field, Rule, Source};
+use super::flat;
+use super::rules::{Field, Rule, Source, ANY, NS};
 use crate::assemble::{find_attr, SpanRecord};
 
 /// `sources` read from span `s`'s events: each attribute source whose key
@@ -20,11 +25,13 @@ pub(crate) fn sources(sources: &[Source], s: &SpanRecord) -> Vec<Source> {
     }
     sources
         .iter()
-        .filter(|src| !src.flat)
         .filter_map(|src| {
             let Field::Attr(key) = &src.field else {
                 return None;
             };
+            if src.flat {
+                return flat_source(src, key, s);
+            }
             let e = s
                 .span
                 .events
@@ -38,6 +45,34 @@ pub(crate) fn sources(sources: &[Source], s: &SpanRecord) -> Vec<Source> {
             Some(read)
         })
         .collect()
+}
+
+/// A `flat` source of key `key` read from the first event of `s` holding an
+/// attribute under it (`{any}inputs`: WayFlow's `tool_request.inputs.town`
+/// on its tool request event), the prefix found there made exact.
+fn flat_source(src: &Source, key: &str, s: &SpanRecord) -> Option<Source> {
+    if key.contains(NS) {
+        return None;
+    }
+    let (e, prefix) = s.span.events.iter().find_map(|e| {
+        let keys = || e.attributes.iter().map(|kv| kv.key.as_str());
+        let prefix = match key.strip_prefix(ANY) {
+            Some(rest) => flat::namespaced_in(rest, keys())?,
+            None => {
+                let under = format!("{key}.");
+                keys()
+                    .any(|k| k.starts_with(&under))
+                    .then(|| key.to_string())?
+            }
+        };
+        Some((e, prefix))
+    })?;
+    let mut read = src.clone();
+    read.field = Field::Event {
+        event: e.name.clone(),
+        attr: prefix,
+    };
+    Some(read)
 }
 
 /// The attribute keys of the argument and result sources of `rules`: the

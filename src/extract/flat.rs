@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::rules::{Field, Rule, Source, ANY, NS};
 use super::source::any_to_json;
-use crate::assemble::SpanRecord;
+use crate::assemble::{SpanRecord, Val};
 use crate::ingest::projection::Projection;
 
 /// Deeper paths than this are not rebuilt (a bound on untrusted keys; the
@@ -40,22 +40,52 @@ pub(crate) fn key_read(key: &str, s: &SpanRecord) -> String {
 /// The prefix `<ns><rest>` of the first attribute key of `s` that holds
 /// `<rest>.` at its start or after a `.`.
 fn namespaced(rest: &str, s: &SpanRecord) -> Option<String> {
-    let needle = format!("{rest}.");
-    s.span.attr_keys().find_map(|key| {
-        let key = std::str::from_utf8(key).ok()?;
-        let at = key
-            .match_indices(needle.as_str())
-            .map(|(at, _)| at)
-            .find(|&at| at == 0 || key.as_bytes()[at - 1] == b'.')?;
-        // A key that ends at the prefix holds no field.
-        (key.len() > at + needle.len()).then(|| key[..at + rest.len()].to_string())
-    })
+    namespaced_in(
+        rest,
+        s.span
+            .attr_keys()
+            .filter_map(|key| std::str::from_utf8(key).ok()),
+    )
 }
 
 /// [`object`] under one exact prefix.
 fn object_under(prefix: &str, s: &SpanRecord) -> Option<Value> {
+    object_of(prefix, s.span.attributes())
+}
+
+/// The object the attributes `prefix.<key>[.<sub>...]` of span `s`'s first
+/// event named `event` write (a tool request's arguments one attribute per
+/// key in an event: `tool_request.inputs.town`), as [`object`] reads them
+/// on a span. `prefix` is exact (`extract::event_attrs` resolves `{any}`).
+pub(crate) fn event_object(event: &str, prefix: &str, s: &SpanRecord) -> Option<Value> {
+    let e = s.span.events.iter().find(|e| e.name == event)?;
+    let attrs = e
+        .attributes
+        .iter()
+        .map(|kv| (kv.key.as_str(), kv.value.as_ref().map(Val::of)));
+    object_of(prefix, attrs)
+}
+
+/// The prefix `<ns><rest>` of the first key among `keys` that holds
+/// `<rest>.` at its start or after a `.`, with a field after it.
+pub(crate) fn namespaced_in<'k>(rest: &str, keys: impl Iterator<Item = &'k str>) -> Option<String> {
+    let needle = format!("{rest}.");
+    keys.into_iter().find_map(|key| {
+        let at = key
+            .match_indices(needle.as_str())
+            .map(|(at, _)| at)
+            .find(|&at| at == 0 || key.as_bytes()[at - 1] == b'.')?;
+        (key.len() > at + needle.len()).then(|| key[..at + rest.len()].to_string())
+    })
+}
+
+/// The object attributes `attrs` write under `prefix`.
+fn object_of<'a>(
+    prefix: &str,
+    attrs: impl Iterator<Item = (&'a str, Option<Val<'a>>)>,
+) -> Option<Value> {
     let mut out = Map::new();
-    for (key, value) in s.span.attributes() {
+    for (key, value) in attrs {
         let Some(path) = key
             .strip_prefix(prefix)
             .and_then(|rest| rest.strip_prefix('.'))
@@ -105,6 +135,22 @@ fn insert(map: &mut Map<String, Value>, parts: &[&str], value: Value) {
         at = inner;
     }
     at.entry(last).or_insert(value);
+}
+
+/// The infixes of the event keys the `{any}` `flat` sources of `rules`
+/// may read in span events (`extract::event_attrs`; projection at decode):
+/// what follows the placeholder, and a dot (`inputs.`).
+pub(crate) fn event_infixes(rules: &[Rule]) -> Vec<String> {
+    let mut infixes: Vec<String> = rules
+        .iter()
+        .flat_map(|r| r.args.iter().chain(&r.result))
+        .filter(|s| s.flat)
+        .filter_map(any_key)
+        .map(|rest| format!("{rest}."))
+        .collect();
+    infixes.sort();
+    infixes.dedup();
+    infixes
 }
 
 /// What a `flat` source's key says after [`ANY`], if it starts with it.

@@ -21,7 +21,9 @@
 //!   conversation (`result_trailers`: Dynamiq's `[State: Progress: Loop
 //!   2/5]`), read only in results read from the conversation;
 //! - an object of one declared key around every return value
-//!   (`result_wrapper_keys`: Upsonic's `{"func": <value>}`).
+//!   (`result_wrapper_keys`: Upsonic's `{"func": <value>}`; WayFlow's and
+//!   Agent Spec's default output title, `{"tool_output": <value>}`), text
+//!   inside it read as a result given as text is.
 //!
 //! A label or trailer that comes off leaves text read as the conversation
 //! reads a result given as text (`text_results::value_of`).
@@ -300,11 +302,19 @@ fn without_label<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// The value inside an object of one declared wrapper key.
+/// The value inside an object of one declared wrapper key; text inside it
+/// read as a result given as text is (`{"tool_output": "{\"stars\": 3}"}`:
+/// the object).
 fn unwrapped(v: &Value) -> Option<Value> {
     let o = v.as_object().filter(|o| o.len() == 1)?;
     let (k, inner) = o.iter().next()?;
-    frames().wrapper_keys.contains(k).then(|| inner.clone())
+    if !frames().wrapper_keys.contains(k) {
+        return None;
+    }
+    Some(match inner {
+        Value::String(t) => value_of(t),
+        v => v.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -391,6 +401,20 @@ mod tests {
             Some(json!("docked"))
         );
         assert_eq!(settled("dock", json!({"func": 1, "more": 2}), None), None);
+        // A framework's default single-output name; text inside is read
+        // as a text result (JSON object text: the object).
+        let text = CallResult::Json(r#"{"tool_output": "{\"berth\": 4}"}"#.into());
+        let c = call("dock", text, None);
+        assert_eq!(
+            undecorated(c.result.as_ref().unwrap(), &c),
+            Some(json!({"berth": 4}))
+        );
+        assert_eq!(
+            settled("dock", json!({"tool_output": "docked"}), None),
+            Some(json!("docked"))
+        );
+        let two = json!({"tool_output": "docked", "status": "ok"});
+        assert_eq!(settled("dock", two, None), None);
         assert_eq!(settled("dock", json!({"function": "docked"}), None), None);
     }
 

@@ -28,6 +28,7 @@ pub mod facts;
 mod flat;
 #[cfg(test)]
 mod flat_args_tests;
+mod flat_asks;
 mod flat_types;
 mod framing;
 mod genai_events;
@@ -523,8 +524,9 @@ impl Extractor {
             .resource_keys(join.iter().cloned())
             .span_keys(keys.into_iter().chain(join), prefixes)
             .span_tails(self.span_tails())
-            .span_infixes(conversation::call_attrs::key_infixes())
+            .span_infixes(conversation::call_attrs::key_infixes().chain(flat_asks::infixes()))
             .event_keys(self.event_keys())
+            .event_infixes(flat::event_infixes(&self.rules))
     }
 
     /// The active rules, in the order they are tried.

@@ -278,6 +278,7 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
             }
         }
     }
+    super::flat_asks::read(s, &mut out);
     // The output written in span events (Monocle's `data.output`).
     if out.is_empty() && !s.span.events.is_empty() {
         if let Some(v) = super::content_events::output(s) {

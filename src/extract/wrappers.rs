@@ -68,10 +68,12 @@ pub(crate) fn value_noting(
         }
     };
     if src.flat {
-        let Field::Attr(key) = &src.field else {
-            return None;
+        let v = match &src.field {
+            Field::Attr(key) => super::flat::object(key, s)?,
+            // Read from an event (`extract::event_attrs`).
+            Field::Event { event, attr } => super::flat::event_object(event, attr, s)?,
+            _ => return None,
         };
-        let v = super::flat::object(key, s)?;
         // A text left by a wrapper may be a Python literal (a source that
         // decodes: `str()` of a dict in MCP text content).
         let v = repr_in_string(src, unwrap(src, s, v, &mut note)?, &mut note);

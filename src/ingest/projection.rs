@@ -97,6 +97,10 @@ pub struct Projection {
     infix_common: Option<memchr::memmem::Finder<'static>>,
     resource: Keys,
     event: Keys,
+    /// Event keys kept when one of these starts them or follows a `.`
+    /// (`inputs.` keeps `tool_request.inputs.town`): a call's values written
+    /// one attribute per key in a span event.
+    event_infixes: Vec<memchr::memmem::Finder<'static>>,
     /// Which projection this is, for the answers a thread remembers
     /// ([`Projection::remembered`]): a new number at each change (0 for
     /// the default, which keeps every span attribute and asks no key).
@@ -217,6 +221,18 @@ impl Projection {
         self
     }
 
+    /// Keeps event keys that start with one of `infixes` or hold one after
+    /// a `.`.
+    pub fn event_infixes<S: AsRef<str>>(mut self, infixes: impl IntoIterator<Item = S>) -> Self {
+        self.renew();
+        self.event_infixes.extend(
+            infixes
+                .into_iter()
+                .map(|i| memchr::memmem::Finder::new(i.as_ref().as_bytes()).into_owned()),
+        );
+        self
+    }
+
     /// Keeps `keys` on spans, with the keys that start with `prefixes` and
     /// the attributes holding JSON; the first call turns span projection on.
     pub fn span_keys<S: Into<String>, P: Into<String>>(
@@ -320,7 +336,14 @@ impl KeyFilter for Projection {
                 .as_ref()
                 .is_none_or(|keys| self.remembered(keys, key)),
             AttrsOf::Resource => self.resource.contains(key),
-            AttrsOf::Event => self.event.contains(key),
+            AttrsOf::Event => {
+                self.event.contains(key)
+                    || self.event_infixes.iter().any(|f| {
+                        let bytes = key.as_bytes();
+                        f.find(bytes)
+                            .is_some_and(|at| at == 0 || bytes[at - 1] == b'.')
+                    })
+            }
             AttrsOf::Scope | AttrsOf::Link => false,
         }
     }
