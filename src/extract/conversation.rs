@@ -58,6 +58,7 @@ mod bodies;
 pub(crate) mod call_attrs;
 mod call_words;
 mod chain_outputs;
+mod continues;
 mod declared_results;
 mod echoed;
 mod flat_contents;

@@ -337,6 +337,13 @@ fn request_in(trace: &Trace, last: bool) -> Option<String> {
     Some(text)
 }
 
+/// The first user message (else the first message with text) of the
+/// request recorded on span `s`: what opened its conversation
+/// (`conversation::continues`).
+pub(crate) fn opening_of(s: &SpanRecord) -> Option<String> {
+    request_attr(s, false)
+}
+
 /// The request text of span `s` under the first of [`REQUEST_KEYS`] (most
 /// specific first) that holds one, each key's first attribute read: one
 /// pass over the span's keys rather than a lookup per key (every span of

@@ -195,15 +195,24 @@ pub(super) fn answer_for<'r>(
             .map(|k| (i, k))
     });
     let found = by_name.or_else(|| {
-        // The next request, when it is one: its bare results by order.
+        // The next request, when it is one: its bare results by order
+        // (past a request of another conversation: `continues`).
         let &i = later.iter().find(|&&i| has_any_input(&trace.spans[i]))?;
-        let r = &requests[i];
-        r.trailing
-            .iter()
-            .copied()
-            .filter(|&k| r.answers[k].id.is_none() && r.answers[k].name.is_none())
-            .find(|&k| !used.contains(&(i, k)))
-            .map(|k| (i, k))
+        let bare = |i: usize| {
+            let r = &requests[i];
+            r.trailing
+                .iter()
+                .copied()
+                .filter(|&k| r.answers[k].id.is_none() && r.answers[k].name.is_none())
+                .find(|&k| !used.contains(&(i, k)))
+                .map(|k| (i, k))
+        };
+        bare(i).or_else(|| {
+            let fits = |j: usize| bare(j).is_some();
+            bare(super::continues::next_of(
+                trace, requests, at.span, i, fits,
+            )?)
+        })
     });
     let (i, k) = found?;
     used.push((i, k));

@@ -59,22 +59,19 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
             .filter(|&j| j != s && trace.spans[j].span.start_time_unix_nano >= answered)
             .filter(|&j| has_any_input(&trace.spans[j]))
             .min_by_key(|&j| (trace.spans[j].span.start_time_unix_nano, j));
-        let Some(r) = next.and_then(|j| requests.get_mut(j)) else {
+        let Some(mut j) = next.filter(|&j| requests.get(j).is_some()) else {
             continue;
         };
-        let turn_ok = r.last_turn.is_empty()
-            || r.last_turn
-                .iter()
-                .map(|a| a.id.as_deref())
-                .eq(ids.iter().map(|&i| Some(i)));
-        let bare = r.trailing.iter().all(|&k| {
-            r.answers
-                .get(k)
-                .is_some_and(|a| a.id.is_none() && a.name.is_none())
-        });
-        if !turn_ok || !bare || r.trailing.len() != ids.len() {
-            continue;
+        // Else the first later request of the same conversation (a model
+        // call a tool made may lie between: `continues`).
+        if !answers_turn(&requests[j], &ids) {
+            let fits = |j: usize| answers_turn(&requests[j], &ids);
+            match super::continues::next_of(trace, requests, s, j, fits) {
+                Some(later) => j = later,
+                None => continue,
+            }
         }
+        let r = &mut requests[j];
         for (&k, id) in r.trailing.iter().zip(&ids) {
             if let Some(a) = r.answers.get_mut(k) {
                 a.id = Some((*id).to_string());
@@ -84,6 +81,22 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
         }
     }
     paired
+}
+
+/// Whether request `r` ends with bare results for the model turn that
+/// asked for `ids`, one for one (see the module's doc).
+fn answers_turn(r: &Request, ids: &[&str]) -> bool {
+    let turn_ok = r.last_turn.is_empty()
+        || r.last_turn
+            .iter()
+            .map(|a| a.id.as_deref())
+            .eq(ids.iter().map(|&i| Some(i)));
+    let bare = r.trailing.iter().all(|&k| {
+        r.answers
+            .get(k)
+            .is_some_and(|a| a.id.is_none() && a.name.is_none())
+    });
+    turn_ok && bare && r.trailing.len() == ids.len()
 }
 
 /// Results without call ids in the next trace (each model call a trace
