@@ -21,6 +21,7 @@ mod judge;
 mod junit;
 mod logs;
 mod matchers;
+mod mcp_servers;
 mod presets;
 mod progress;
 mod properties;

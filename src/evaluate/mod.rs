@@ -528,9 +528,17 @@ impl Evaluator {
             .and_then(Option::as_deref)
             .unwrap_or(&self.run);
         let expected = c.expected.calls();
+        // An expected MCP tool of a named server, resolved here alone, so
+        // every metric, preset and the judge see the same names.
+        let (compared, called) =
+            self.settings
+                .names
+                .with_servers(&expected, self.compared(&expected), called, |i| {
+                    calls.get(i).and_then(|c| c.mcp_server.as_deref())
+                });
         let results = metrics.evaluate(&MetricInput {
-            called,
-            expected: &self.compared(&expected),
+            called: &called,
+            expected: &compared,
             calls: &calls,
             case: c,
             facts,

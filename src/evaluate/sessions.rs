@@ -194,6 +194,7 @@ pub(crate) fn test_call(name: &str, at: u64) -> ToolCall {
         convention: "test".into(),
         from: None,
         span_name: None,
+        mcp_server: None,
         within: None,
         end_time_unix_nano: at,
         call_id: None,

@@ -54,6 +54,7 @@ mod action_args;
 mod afc;
 mod agent_tool;
 mod asked_time;
+mod bare_value;
 mod bodies;
 pub(crate) mod call_attrs;
 mod call_words;
@@ -1241,6 +1242,7 @@ fn conversation_call(
         from: Some(FROM_CONVERSATION),
         // The name the model gave, when it is not the function's.
         span_name: function.map(|_| a.name.clone()),
+        mcp_server: super::tool_name::server(&a.name, function.unwrap_or(&a.name)),
         within: ctx.within.map(|w| trace.spans[w].span_id),
         end_time_unix_nano: end,
         call_id: a.id.clone(),
@@ -1321,14 +1323,16 @@ fn join(
             take_from_model(call, &asked[k].asked);
         }
     }
-    // By name, in order: the same call, nothing to take.
+    // By name (an MCP tool's own), in order: the same call.
     for (c, call) in calls.iter_mut().enumerate() {
         if joined[c].is_some() {
             continue;
         }
-        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == call.name) {
+        let named = |k: usize| super::tool_name::normalized(&asked[k].asked.name) == call.name;
+        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && named(k)) {
             used[k] = true;
             joined[c] = Some(k);
+            bare_value::joined_by_name(call, &asked[k].asked);
         }
     }
     // A namespaced name (`dynamic.getWeather`), or a wrapper class's name
@@ -1471,10 +1475,17 @@ fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
 /// The model's name (an MCP tool's own, as every witness names it) and,
 /// where the span has none or an action object around them, its arguments.
 fn take_from_model(call: &mut ToolCall, a: &Asked) {
-    if call.args.is_none() || action_args::wraps_asked(&call.args, &a.args, &call.name) {
+    if call.args.is_none()
+        || action_args::wraps_asked(&call.args, &a.args, &call.name)
+        || bare_value::is_bare(&call.args, &a.args)
+    {
         call.args = args_of(&a.args);
     }
     let name = super::tool_name::normalized(&a.name);
+    call.mcp_server = call
+        .mcp_server
+        .take()
+        .or(super::tool_name::server(&a.name, name));
     if call.name != name {
         call.span_name = Some(std::mem::replace(&mut call.name, name.to_string()));
     }

@@ -44,6 +44,10 @@ pub struct RuleMatch {
     /// Whether the span counts as a tool call (a tool, or a retriever with
     /// `--retrievers-as-tools`, given a name).
     pub call: bool,
+    /// The MCP server of a tool named `mcp__<server>__<tool>` (the name is
+    /// then `<tool>`, docs/conventions.md "MCP tool names").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_server: Option<String>,
     /// The wrappers taken off the arguments to give what the tool received
     /// (`langchain_callback`, `args_kwargs`, ...), in the order applied.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -231,16 +235,22 @@ impl Extractor {
                 };
                 let name_behind_wrapper = behind.as_ref().map(|&(_, key)| key);
                 let name = behind.map(|(n, _)| n).or(name);
-                // As the rows name it: an MCP tool by its own name.
-                let name = match (self.role_of(Some(i)), name) {
-                    (Role::Call, Some(n)) => Some(super::tool_name::normalized(&n).to_string()),
-                    (_, n) => n,
+                // As the rows name it: an MCP tool by its own name, and
+                // its server beside it.
+                let (name, mcp_server) = match (self.role_of(Some(i)), name) {
+                    (Role::Call, Some(n)) => {
+                        let tool = super::tool_name::normalized(&n).to_string();
+                        let server = super::tool_name::server(&n, &tool);
+                        (Some(tool), server)
+                    }
+                    (_, n) => (n, None),
                 };
                 RuleMatch {
                     rule: rule.name().to_string(),
                     kind: rule.kind(),
                     call: counted && name.is_some(),
                     name,
+                    mcp_server,
                     args_unwrapped: args_unwrapped(rule, s),
                     read: marker.map_or_else(Vec::new, |(_, key)| read_by(rule, key, s)),
                     name_behind_wrapper,

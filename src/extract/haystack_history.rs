@@ -120,6 +120,7 @@ impl Answered {
             convention: CONVENTION.to_string(),
             from: Some(FROM_CONVERSATION),
             span_name: None,
+            mcp_server: None,
             within: None,
             end_time_unix_nano: s.span.end_time_unix_nano,
             call_id: None,

@@ -202,6 +202,9 @@ fn filled(keep: &ToolCall, other: &ToolCall) -> ToolCall {
     if one.result.is_none() {
         one.result = other.result.clone();
     }
+    if one.mcp_server.is_none() {
+        one.mcp_server = other.mcp_server.clone();
+    }
     if one.status == CallStatus::Ok && other.status == CallStatus::Error {
         one.status = other.status.clone();
         one.error_message = other.error_message.clone();

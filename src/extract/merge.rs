@@ -251,6 +251,9 @@ pub(crate) fn merge(calls: &[ToolCall], group: &[usize]) -> ToolCall {
         depth: outermost.depth,
         agent: outermost.agent.clone(),
         within: outermost.within,
+        // The server whichever record of the call named it.
+        mcp_server: (best.mcp_server.clone())
+            .or_else(|| group.iter().find_map(|&i| calls[i].mcp_server.clone())),
         ..best.clone()
     }
 }

@@ -211,6 +211,10 @@ pub struct ToolCall {
     /// replaced it (a wrapper class or a namespace; the call-id join).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span_name: Option<String>,
+    /// The MCP server of a call named `mcp__<server>__<tool>` by its span,
+    /// the model's ask or the call it was joined to ([`tool_name`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_server: Option<String>,
     /// The nearest enclosing agent run or tool call (for the run tree).
     #[serde(skip)]
     pub within: Option<SpanId>,
@@ -861,6 +865,8 @@ impl Extractor {
                 from: None,
                 span_name: kept_span_name(rule, s)
                     .or_else(|| wrapper_names::kept(|| span_name(rule, s), name, s)),
+                mcp_server: (span_name(rule, s).and_then(|raw| tool_name::server(&raw, name)))
+                    .or_else(|| tool_name::server(s.span.name(), name)),
                 within,
                 end_time_unix_nano: s.span.end_time_unix_nano,
                 call_id: None,

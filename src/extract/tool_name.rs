@@ -18,6 +18,14 @@ pub fn mcp_parts(name: &str) -> Option<(&str, &str)> {
     (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
 }
 
+/// The server of `name` when it is an MCP tool's namespaced name for
+/// `tool` (`hotels` for `mcp__hotels__find_hotel` and `find_hotel`).
+pub fn server(name: &str, tool: &str) -> Option<String> {
+    mcp_parts(name)
+        .filter(|&(_, t)| t == tool)
+        .map(|(server, _)| server.to_string())
+}
+
 /// The tool's own name: `find_hotel` for `mcp__trip__find_hotel`, any
 /// other name as it is.
 pub fn normalized(name: &str) -> &str {

@@ -45,7 +45,14 @@ fn verdict(e: &SpanExplanation) -> String {
                 Some(key) => format!(", name from `{key}` (span named after a wrapper's method)"),
                 None => String::new(),
             };
-            format!("tool call `{name}`  [{}]{unwrapped}{read}{behind}", m.rule)
+            let server = match &m.mcp_server {
+                Some(s) => format!(" of MCP server `{s}`"),
+                None => String::new(),
+            };
+            format!(
+                "tool call `{name}`{server}  [{}]{unwrapped}{read}{behind}",
+                m.rule
+            )
         }
         (Kind::Retriever, _, false) => format!(
             "retriever `{name}`, not counted (--retrievers-as-tools)  [{}]",

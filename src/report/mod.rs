@@ -484,6 +484,7 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
         convention,
         from,
         span_name,
+        mcp_server,
         within: _,
         end_time_unix_nano: _,
         call_id: _,
@@ -534,6 +535,10 @@ pub(crate) fn write_call(out: &mut Vec<u8>, c: &ToolCall) {
     if let Some(n) = span_name {
         out.extend_from_slice(b",\"span_name\":");
         json(out, n);
+    }
+    if let Some(m) = mcp_server {
+        out.extend_from_slice(b",\"mcp_server\":");
+        json(out, m);
     }
     out.push(b'}');
 }
@@ -796,6 +801,7 @@ mod tests {
             convention: "otel-genai".into(),
             from: None,
             span_name: None,
+            mcp_server: None,
             within: Some(SpanId([1; 8])),
             end_time_unix_nano: 5,
             call_id: None,

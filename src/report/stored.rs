@@ -220,6 +220,10 @@ fn call(c: &Value) -> Result<ToolCall, String> {
         convention: text(c, "convention").to_string(),
         from: (text(c, "from") == "conversation").then_some("conversation"),
         span_name: c.get("span_name").and_then(Value::as_str).map(String::from),
+        mcp_server: c
+            .get("mcp_server")
+            .and_then(Value::as_str)
+            .map(String::from),
         within: None,
         // Not saved: a saved call has no duration.
         end_time_unix_nano: start,
