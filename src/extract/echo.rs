@@ -137,7 +137,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 start: echo_start(c, s),
                 end: c.end_time_unix_nano,
                 resource: s.map(|s| Arc::clone(&s.resource)),
-                asked: None,
+                asked: super::carry::asked_here(c, s),
                 result: answer
                     .then(|| c.result.as_ref().map(super::CallResult::to_value))
                     .flatten(),
