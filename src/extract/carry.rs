@@ -36,7 +36,7 @@ pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
 use super::{echo, hollow_record, mcp_record_result, pending, twice};
 use crate::assemble::Trace;
-pub(crate) use lone_span::{answered_at, asked_here};
+pub(crate) use lone_span::{answered_at, asked_here, note_ambiguous};
 
 /// Open calls kept for the traces after theirs.
 pub const MAX_OPEN: usize = 256;
@@ -500,7 +500,7 @@ impl<T> Carry<T> {
             let between = found.is_none().then(|| {
                 let bare = key(SPAN_BARE, later.name.as_str());
                 match asked {
-                    Some(t) => self.running_span(later, t, &open.calls),
+                    Some(t) => self.running_span(later, t, &open.calls, &mut out),
                     // No output kept asked for a call its trace retold
                     // (`twice::ran_unasked`).
                     None if retold(later) => self
@@ -514,7 +514,10 @@ impl<T> Carry<T> {
                 // A tool span read after the trace that counts its call
                 // from the conversation (`twice::between_either`: a span's
                 // call without an id, a call rebuilt from the conversation).
-                let ran = later.id.is_none().then(|| self.counting_call(later));
+                let ran = later
+                    .id
+                    .is_none()
+                    .then(|| self.counting_call(later, &mut out));
                 if let Some(k) = ran.flatten() {
                     out.extend(self.span_counted(later, k));
                     continue;

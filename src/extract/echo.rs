@@ -304,6 +304,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
     absorb(&super::resumed::keep(trace, carried, a), a);
+    super::carry::note_ambiguous(carried, a);
     let witnessed = witness_records::of(trace, a);
     if !witnessed.is_empty() {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;

@@ -22,10 +22,13 @@
 //! it), or a call that equally fits two spans while its trace asked for it
 //! once, is ambiguous: nothing is joined, both records stay calls.
 
+use serde_json::Value;
+
 use super::{key, Carry, CONVERSATION, SPAN_BARE};
-use crate::assemble::SpanRecord;
-use crate::extract::open::Echo;
-use crate::extract::{twice, ToolCall};
+use crate::assemble::{SpanRecord, TraceId};
+use crate::extract::open::{Echo, OpenAsk, AMBIGUOUS_FORM};
+use crate::extract::requested::Asked;
+use crate::extract::{twice, Analysis, ToolCall};
 
 /// For a call rebuilt from the conversation, asked for by a model output
 /// of its own trace and answered by a later request of that trace: when
@@ -53,8 +56,8 @@ impl<T> Carry<T> {
     /// The position of the kept conversation call that `span`, a tool
     /// span's call without a call id, ran (`twice::between_either`), when
     /// only one run's calls fit it: calls of two traces fitting it are
-    /// ambiguous (none).
-    pub(super) fn counting_call(&self, span: &Echo) -> Option<usize> {
+    /// ambiguous (none, and a note in `notes`).
+    pub(super) fn counting_call(&self, span: &Echo, notes: &mut Vec<OpenAsk>) -> Option<usize> {
         let conversation = key(CONVERSATION, span.name.as_str());
         let mut fits = self
             .calls
@@ -66,15 +69,27 @@ impl<T> Carry<T> {
             })
             .filter_map(|k| Some((k, self.calls.get(k)?.trace_id)));
         let (first, trace) = fits.next()?;
-        fits.all(|(_, t)| t == trace).then_some(first)
+        match fits.find(|(_, t)| *t != trace) {
+            None => Some(first),
+            Some((_, other)) => {
+                notes.push(ambiguous(span, [trace, other]));
+                None
+            }
+        }
     }
 
     /// The position of the kept tool span's call without a call id that
     /// ran `later`, a call rebuilt from the conversation that a model
     /// output asked for at `asked` (`twice::ran_between`), when only one
     /// fits or `later`'s trace (`calls`) asked for as many equal calls as
-    /// fit (then the first, by order).
-    pub(super) fn running_span(&self, later: &Echo, asked: u64, calls: &[Echo]) -> Option<usize> {
+    /// fit (then the first, by order); else none, and a note in `notes`.
+    pub(super) fn running_span(
+        &self,
+        later: &Echo,
+        asked: u64,
+        calls: &[Echo],
+        notes: &mut Vec<OpenAsk>,
+    ) -> Option<usize> {
         let bare = key(SPAN_BARE, later.name.as_str());
         let mut fits = self.calls.under(bare).filter(|&k| {
             self.calls
@@ -82,7 +97,8 @@ impl<T> Carry<T> {
                 .is_some_and(|c| twice::ran_between(later, c, asked))
         });
         let first = fits.next()?;
-        let more = fits.count();
+        let second = fits.next();
+        let more = usize::from(second.is_some()) + fits.count();
         if more == 0 {
             return Some(first);
         }
@@ -94,7 +110,43 @@ impl<T> Carry<T> {
                     && crate::extract::merge::same_args(&c.args, &later.args)
             })
             .count();
-        (equal > more).then_some(first)
+        if equal > more {
+            return Some(first);
+        }
+        let traces = [first, second.unwrap_or(first)]
+            .map(|k| self.calls.get(k).map_or(later.trace_id, |c| c.trace_id));
+        notes.push(ambiguous(later, traces));
+        None
+    }
+}
+
+/// The carried entry noting that `call` (of the trace read) and the
+/// records of `traces` fit each other more than one way: not joined.
+fn ambiguous(call: &Echo, traces: [TraceId; 2]) -> OpenAsk {
+    OpenAsk {
+        asked: Asked {
+            id: None,
+            name: call.name.clone(),
+            args: Value::String(traces[1].to_string()),
+        },
+        form: AMBIGUOUS_FORM,
+        trace_id: traces[0],
+        span_id: call.span_id,
+        // Ends after every call: never taken as the asking of one.
+        end_time_unix_nano: u64::MAX,
+        run: 0,
+    }
+}
+
+/// Notes the calls of `a` that `carried` says fit records of other traces
+/// more than one way ([`Carry::counting_call`], [`Carry::running_span`]).
+pub(crate) fn note_ambiguous(carried: &[OpenAsk], a: &mut Analysis) {
+    for e in carried.iter().filter(|e| e.form == AMBIGUOUS_FORM) {
+        let other = e.asked.args.as_str().unwrap_or_default();
+        a.notes.push(format!(
+            "`{}` (span {}) fits the records of more than one call in other traces (traces {} and {}: the same tool and arguments, the same process, each run's asking and answering around the tool span): not joined, each record counted",
+            e.asked.name, e.span_id, e.trace_id, other
+        ));
     }
 }
 
@@ -239,9 +291,14 @@ mod tests {
         let spans = || [lone(3, (20, 30), "p", &room), lone(4, (22, 32), "p", &room)];
         let [r1, r2] = runs();
         let [s1, s2] = spans();
-        assert_eq!(counts(&read_in_order(vec![r1, r2, s1, s2])), [1, 1, 1, 1]);
+        let after = read_in_order(vec![r1, r2, s1, s2]);
+        assert_eq!(counts(&after), [1, 1, 1, 1]);
+        let noted = |a: &Analysis| a.notes.iter().any(|n| n.contains("not joined"));
+        assert!(noted(&after[2]), "{:?}", after[2].notes);
         let [r1, r2] = runs();
         let [s1, s2] = spans();
-        assert_eq!(counts(&read_in_order(vec![s1, s2, r1, r2])), [1, 1, 1, 1]);
+        let before = read_in_order(vec![s1, s2, r1, r2]);
+        assert_eq!(counts(&before), [1, 1, 1, 1]);
+        assert!(noted(&before[2]), "{:?}", before[2].notes);
     }
 }
