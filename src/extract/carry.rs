@@ -24,6 +24,7 @@ mod answer_tests;
 #[cfg(test)]
 mod cross_tests;
 mod history_asked;
+mod lone_span;
 mod ran_before;
 mod unasked;
 mod witnessed;
@@ -35,6 +36,7 @@ pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
 use super::{echo, hollow_record, mcp_record_result, pending, twice};
 use crate::assemble::Trace;
+pub(crate) use lone_span::{answered_at, asked_here, note_ambiguous};
 
 /// Open calls kept for the traces after theirs.
 pub const MAX_OPEN: usize = 256;
@@ -484,9 +486,10 @@ impl<T> Carry<T> {
             };
             // When the model's output asked for a call rebuilt from the
             // conversation (`twice::ran_between`).
+            // Or by a model output of its own trace (`lone_span`).
             let asked = later
                 .from_conversation
-                .then(|| self.asked_at(later))
+                .then(|| later.asked.or_else(|| self.asked_at(later)))
                 .flatten();
             let found = self.first_same(later, |c| {
                 twice::may_be_same(later, c)
@@ -497,9 +500,7 @@ impl<T> Carry<T> {
             let between = found.is_none().then(|| {
                 let bare = key(SPAN_BARE, later.name.as_str());
                 match asked {
-                    Some(t) => self
-                        .calls
-                        .first_under(bare, |c| twice::ran_between(later, c, t)),
+                    Some(t) => self.running_span(later, t, &open.calls, &mut out),
                     // No output kept asked for a call its trace retold
                     // (`twice::ran_unasked`).
                     None if retold(later) => self
@@ -513,11 +514,10 @@ impl<T> Carry<T> {
                 // A tool span read after the trace that counts its call
                 // from the conversation (`twice::between_either`: a span's
                 // call without an id, a call rebuilt from the conversation).
-                let conversation = key(CONVERSATION, later.name.as_str());
-                let ran = later.id.is_none().then(|| {
-                    self.calls
-                        .first_under(conversation, |c| twice::between_either(later, c))
-                });
+                let ran = later
+                    .id
+                    .is_none()
+                    .then(|| self.counting_call(later, &mut out));
                 if let Some(k) = ran.flatten() {
                     out.extend(self.span_counted(later, k));
                     continue;

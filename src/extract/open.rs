@@ -78,6 +78,11 @@ pub(crate) const WITNESS_ERROR_FORM: &str = "witness-error";
 /// `mcp_record_result`). It asks for nothing.
 pub(crate) const MCP_RESULT_FORM: &str = "mcp-record-result";
 
+/// The `form` of a carried entry that only notes that a tool span's call
+/// and the conversation's calls of other traces were not joined, more than
+/// one fitting (`carry::lone_span`). It asks for nothing.
+pub(crate) const AMBIGUOUS_FORM: &str = "lone-span-ambiguous";
+
 /// What a record in a span that ran no tool says of one call
 /// (`witness_records`): its arguments or its result, under its call id.
 #[derive(Debug, Clone, PartialEq)]
@@ -244,6 +249,7 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
             WITNESS_RESULT_FORM,
             WITNESS_ERROR_FORM,
             MCP_RESULT_FORM,
+            AMBIGUOUS_FORM,
         ]
         .contains(&c.form)
     };

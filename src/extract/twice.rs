@@ -113,7 +113,9 @@ fn nested(later: &Echo, earlier: &Echo) -> bool {
 /// call rebuilt from the conversation that a model output asked for at
 /// `asked` (the end of that output): the same process, the span ran
 /// between the model's asking and the request that carries the result
-/// (`later`'s start, as the carry compares it: `echo::echo_start`), and either
+/// (`carry::answered_at`: `later`'s start, as the carry compares it,
+/// `echo::echo_start`; its end for a call asked and answered in one trace,
+/// `carry::lone_span`), and either
 /// the span has no call id and the same tool and arguments (both
 /// recorded), or it has the conversation's call id and arguments none or
 /// the same (its name may be a wrapper's). Each model call and each tool
@@ -137,7 +139,7 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
         && later.id.is_some()
         && same
         && asked <= earlier.start
-        && earlier.end <= later.start
+        && earlier.end <= super::carry::answered_at(later)
         && super::open::same_process(&later.resource, &earlier.resource)
 }
 
