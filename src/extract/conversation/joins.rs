@@ -1,0 +1,236 @@
+//! The witness's joins: each tool span's call to the model's ask for it,
+//! the warnings for what only one side shows, and parallel calls put in
+//! the model's order.
+
+use super::*;
+
+/// Joins each tool span's call to the model's request for it, warns of
+/// what only one side shows, and lists parallel calls in the model's
+/// order. Returns the calls asked for in an agent run that has no tool
+/// span at all: those are rebuilt from the conversation.
+pub(super) fn join_and_check(
+    x: &Extractor,
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    carried: &[OpenAsk],
+    out: &mut Analysis,
+) -> Vec<AskedAt> {
+    let (mut used, mut joined) = join(trace, asked, &mut out.calls);
+    same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
+    if x.results {
+        order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
+        wrapped_results::unwrap_agreeing(trace, asked, &joined, &mut out.calls, &mut out.notes);
+    }
+    let toolless = check(trace, seen, asked, used, &joined, carried, out);
+    order_ties(&mut out.calls, &joined);
+    toolless
+}
+
+/// Joins each call to the model's request for it (by call id, else by
+/// name, else by a namespaced name or equal arguments) and takes the
+/// model's name and arguments where the span lacks them. Returns which
+/// requests were joined, and the request each call was joined to.
+pub(super) fn join(
+    trace: &Trace,
+    asked: &[AskedAt],
+    calls: &mut [ToolCall],
+) -> (Vec<bool>, Vec<Option<usize>>) {
+    let index = Positions::of(trace);
+    let mut by_id: IdMap<&str, Vec<usize>> = IdMap::default();
+    for (k, at) in asked.iter().enumerate() {
+        if let Some(id) = at.asked.id.as_deref() {
+            by_id.entry(id).or_default().push(k);
+        }
+    }
+    let mut used = vec![false; asked.len()];
+    // The model's call each tool span's call was joined to.
+    let mut joined: Vec<Option<usize>> = vec![None; calls.len()];
+    // By call id (of the same tool first: ids may repeat across agents).
+    for (c, call) in calls.iter_mut().enumerate() {
+        let id = index
+            .get(call.span_id)
+            .and_then(|i| call_id(&trace.spans[i]));
+        let Some(ks) = id.and_then(|id| by_id.get(id)) else {
+            continue;
+        };
+        let free = |k: &&usize| !used[**k];
+        let k = ks
+            .iter()
+            .filter(free)
+            .find(|&&k| asked[k].asked.name == call.name)
+            .or_else(|| ks.iter().find(free));
+        if let Some(&k) = k {
+            used[k] = true;
+            joined[c] = Some(k);
+            take_from_model(call, &asked[k].asked);
+        }
+    }
+    // By name (an MCP tool's own), in order: the same call.
+    for (c, call) in calls.iter_mut().enumerate() {
+        if joined[c].is_some() {
+            continue;
+        }
+        let named =
+            |k: usize| crate::extract::tool_name::normalized(&asked[k].asked.name) == call.name;
+        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && named(k)) {
+            used[k] = true;
+            joined[c] = Some(k);
+            bare_value::joined_by_name(call, &asked[k].asked);
+        }
+    }
+    // A namespaced name (`dynamic.getWeather`), or a wrapper class's name
+    // with the arguments the model gave.
+    for (c, call) in calls.iter_mut().enumerate() {
+        if joined[c].is_some() {
+            continue;
+        }
+        let namespaced = |k: usize| {
+            let n = &asked[k].asked.name;
+            call.name.len() > n.len()
+                && call.name.ends_with(n.as_str())
+                && matches!(
+                    call.name.as_bytes()[call.name.len() - n.len() - 1],
+                    b'.' | b':' | b'/'
+                )
+        };
+        let args: Option<Value> = match &call.args {
+            CallArgs::Text(t) => serde_json::from_str(t).ok(),
+            other => other.value().cloned(),
+        };
+        let same_args = |k: usize| {
+            args.as_ref()
+                .is_some_and(|v| *v == asked[k].asked.args && !v.is_null())
+        };
+        let k = (0..asked.len())
+            .find(|&k| !used[k] && namespaced(k))
+            .or_else(|| (0..asked.len()).find(|&k| !used[k] && same_args(k)));
+        if let Some(k) = k {
+            used[k] = true;
+            joined[c] = Some(k);
+            take_from_model(call, &asked[k].asked);
+        }
+    }
+    (used, joined)
+}
+
+/// Warns of the requests no call shows and the calls no request asked
+/// for; returns the requests of agent runs without tool spans instead.
+fn check(
+    trace: &Trace,
+    seen: &[Ctx],
+    asked: &[AskedAt],
+    mut used: Vec<bool>,
+    joined: &[Option<usize>],
+    carried: &[OpenAsk],
+    out: &mut Analysis,
+) -> Vec<AskedAt> {
+    // A retriever span not counted as a call still shows the call.
+    for r in &out.retrievers {
+        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && asked[k].asked.name == r.name) {
+            used[k] = true;
+        }
+    }
+    // An agent run (a sub-agent on a bare LLM client, say) with no tool
+    // span: its calls are in its conversation only.
+    let run_of = |i: usize| {
+        seen.get(i)
+            .and_then(|c| c.agent)
+            .map(|r| trace.spans[r].span_id)
+    };
+    // Built when first asked (most traces' requests are all joined).
+    let runs_with_spans: OnceCell<HashSet<Option<SpanId>>> = OnceCell::new();
+    let runs_with_spans = || {
+        runs_with_spans.get_or_init(|| {
+            let calls = out.calls.iter();
+            calls.map(|c| c.agent.as_ref().map(|a| a.span_id)).collect()
+        })
+    };
+    let mut toolless = Vec::new();
+    let agent_runs = agent_tool::Runs::new(&out.runs);
+    for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
+        let run = run_of(at.span);
+        let toolless_run = run.is_some() && !runs_with_spans().contains(&run);
+        if toolless_run || agent_runs.ran(trace, at) {
+            toolless.push(at.clone());
+            continue;
+        }
+        out.warnings.push(format!(
+            "the model asked for `{}`{} in span {} and no tool span shows that call",
+            at.asked.name,
+            id_text(&at.asked),
+            trace.spans[at.span].span_id
+        ));
+    }
+    // A call inside a joined call of the same tool is the same call
+    // recorded twice (one-call merge): asked of calls not joined only.
+    let joined_names: OnceCell<HashMap<SpanId, &str>> = OnceCell::new();
+    let echo = |c: &ToolCall| {
+        let joined_names = joined_names.get_or_init(|| {
+            let calls = out.calls.iter().zip(joined);
+            let calls = calls.filter(|(_, j)| j.is_some());
+            calls.map(|(c, _)| (c.span_id, c.name.as_str())).collect()
+        });
+        c.within
+            .and_then(|w| joined_names.get(&w))
+            .is_some_and(|n| *n == c.name)
+    };
+    for (call, _) in out
+        .calls
+        .iter()
+        .zip(joined)
+        // A record of a call another trace counts (`extract::twice`): its
+        // model call is in that trace.
+        .filter(|(c, j)| {
+            j.is_none()
+                && !echo(c)
+                && !carried
+                    .iter()
+                    .any(|e| e.is_echo() && e.span_id == c.span_id)
+        })
+    {
+        out.warnings.push(format!(
+            "tool span {} shows a call of `{}` that no model output in this trace asked for",
+            call.span_id, call.name
+        ));
+    }
+    toolless
+}
+
+/// Calls that start at the same time (parallel calls, clocks of a
+/// millisecond) in the order the model asked for them.
+fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
+    let mut starts: Vec<u64> = calls.iter().map(|c| c.start_time_unix_nano).collect();
+    starts.sort_unstable();
+    let tied = starts.windows(2).any(|w| w[0] == w[1]);
+    if tied {
+        let order: HashMap<SpanId, usize> = calls
+            .iter()
+            .zip(joined.iter())
+            .filter_map(|(c, j)| j.map(|k| (c.span_id, k)))
+            .collect();
+        calls.sort_by_key(|c| {
+            let k = order.get(&c.span_id).copied().unwrap_or(usize::MAX);
+            (c.start_time_unix_nano, k)
+        });
+    }
+}
+
+/// The model's name (an MCP tool's own, as every witness names it) and,
+/// where the span has none or an action object around them, its arguments.
+pub(super) fn take_from_model(call: &mut ToolCall, a: &Asked) {
+    if call.args.is_none()
+        || action_args::wraps_asked(&call.args, &a.args, &call.name)
+        || bare_value::is_bare(&call.args, &a.args)
+    {
+        call.args = args_of(&a.args);
+    }
+    let name = crate::extract::tool_name::normalized(&a.name);
+    call.mcp_server = call
+        .mcp_server
+        .take()
+        .or(crate::extract::tool_name::server(&a.name, name));
+    if call.name != name {
+        call.span_name = Some(std::mem::replace(&mut call.name, name.to_string()));
+    }
+}
