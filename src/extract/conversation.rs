@@ -77,6 +77,7 @@ mod order;
 mod placeholder_calls;
 mod positions;
 mod quoteless;
+mod react_text;
 mod records;
 mod repeated;
 mod requested_model;
@@ -618,7 +619,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         None if results.is_some() => Cow::Owned(Vec::new()),
         None => return out,
     };
-    let messages = turn_roles::converted(messages);
+    let messages = react_text::converted(turn_roles::converted(messages));
     // The last model turn, while only tool results follow it.
     let mut last_turn: Vec<Asked> = Vec::new();
     // Whether the message before was the model's (a Responses call item
@@ -834,12 +835,14 @@ pub(super) fn witness(
     out: &mut Analysis,
 ) {
     history_fill::fill(x, trace, out);
-    let asked = asked_in(trace, &out.calls);
+    let mut quiet = Vec::new();
+    let asked = asked_in(trace, &out.calls, &mut quiet);
     if !out.calls.is_empty() && !asked.is_empty() {
         placeholder_calls::name(trace, &asked, out);
         hollow::drop_hollow(trace, &asked, out);
     }
     if out.calls.is_empty() {
+        let asked = react_text::unless_native(asked, trace, &quiet);
         rebuild(x, trace, seen, &asked, out, Some(carried));
         if out.calls.is_empty() && asked.is_empty() {
             transcript::calls(x, trace, seen, out);
@@ -849,14 +852,20 @@ pub(super) fn witness(
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
+    } else {
+        react_text::check(trace, &quiet, out);
     }
 }
 
 /// Every call the trace's model outputs asked for, in span order, once per
 /// call id and tool (ids are unique within a conversation only: two agents'
 /// conversations may reuse one) and, without ids, once per span and its
-/// parent.
-fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
+/// parent. `quiet`: the spans with a model output that asked for none.
+fn asked_in(
+    trace: &Trace,
+    tool_calls: &[ToolCall],
+    quiet: &mut Vec<(usize, Look)>,
+) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
     // The (id, tool) pairs kept: looked for among the few calls kept, and
     // in a set (foldhash, as `IdSet`: only asked, never walked) once
@@ -871,6 +880,9 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
         trace.prefetch_ahead(i);
         let look = Look::of(s);
         let (mut calls, mut form) = asked_looked(s, look);
+        if calls.is_empty() && look.may_output(s) {
+            quiet.push((i, look));
+        }
         if calls.is_empty() && (look.call_id_key || !look.model_call) {
             let ran = ran.get_or_insert_with(|| {
                 let mut ids: Vec<SpanId> = tool_calls.iter().map(|c| c.span_id).collect();
