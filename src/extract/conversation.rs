@@ -841,8 +841,8 @@ pub(super) fn witness(
         placeholder_calls::name(trace, &asked, out);
         hollow::drop_hollow(trace, &asked, out);
     }
+    let asked = react_text::unless_native(asked, trace, &quiet, out);
     if out.calls.is_empty() {
-        let asked = react_text::unless_native(asked, trace, &quiet);
         rebuild(x, trace, seen, &asked, out, Some(carried));
         if out.calls.is_empty() && asked.is_empty() {
             transcript::calls(x, trace, seen, out);
@@ -852,8 +852,6 @@ pub(super) fn witness(
         if !toolless.is_empty() {
             rebuild(x, trace, seen, &toolless, out, None);
         }
-    } else {
-        react_text::check(trace, &quiet, out);
     }
 }
 
@@ -861,11 +859,7 @@ pub(super) fn witness(
 /// call id and tool (ids are unique within a conversation only: two agents'
 /// conversations may reuse one) and, without ids, once per span and its
 /// parent. `quiet`: the spans with a model output that asked for none.
-fn asked_in(
-    trace: &Trace,
-    tool_calls: &[ToolCall],
-    quiet: &mut Vec<(usize, Look)>,
-) -> Vec<AskedAt> {
+fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quiet) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
     // The (id, tool) pairs kept: looked for among the few calls kept, and
     // in a set (foldhash, as `IdSet`: only asked, never walked) once
@@ -880,9 +874,7 @@ fn asked_in(
         trace.prefetch_ahead(i);
         let look = Look::of(s);
         let (mut calls, mut form) = asked_looked(s, look);
-        if calls.is_empty() && look.may_output(s) {
-            quiet.push((i, look));
-        }
+        react_text::note(quiet, (i, s, look), &calls);
         if calls.is_empty() && (look.call_id_key || !look.model_call) {
             let ran = ran.get_or_insert_with(|| {
                 let mut ids: Vec<SpanId> = tool_calls.iter().map(|c| c.span_id).collect();

@@ -255,25 +255,42 @@ pub(super) fn asked(trace: &Trace, quiet: &[(usize, Look)]) -> Vec<AskedAt> {
     out
 }
 
-/// `native`, the calls the model outputs asked for natively, or when there
-/// is none, the calls they ask for in their text ([`asked`]).
+/// The spans whose model output asked for no native call, with their
+/// [`Look`] (gathered by `asked_in`, which looks at every span once).
+pub(super) type Quiet = Vec<(usize, Look)>;
+
+/// Notes span `i` (`s`, its `look`) in `quiet` when its output asked for
+/// none of `calls` natively.
+pub(super) fn note(quiet: &mut Quiet, (i, s, look): (usize, &SpanRecord, Look), calls: &[Asked]) {
+    if calls.is_empty() && look.may_output(s) {
+        quiet.push((i, look));
+    }
+}
+
+/// `native`, the calls the model outputs asked for natively; when there
+/// is none, the calls they ask for in their text ([`asked`]) where no tool
+/// span gave a call, else nothing after the cross-check ([`check`]).
 pub(super) fn unless_native(
     native: Vec<AskedAt>,
     trace: &Trace,
     quiet: &[(usize, Look)],
+    out: &mut Analysis,
 ) -> Vec<AskedAt> {
-    if native.is_empty() {
-        asked(trace, quiet)
-    } else {
-        native
+    if !native.is_empty() || quiet.is_empty() {
+        return native;
     }
+    if out.calls.is_empty() {
+        return asked(trace, quiet);
+    }
+    check(trace, quiet, out);
+    Vec::new()
 }
 
 /// The cross-check where tool spans gave the calls and no model output
 /// asked for one natively: each ask written in the model's text that no
 /// tool span's call of that tool shows (each call showing one ask) is a
 /// warning of the trace. Nothing is counted from the text there.
-pub(super) fn check(trace: &Trace, quiet: &[(usize, Look)], out: &mut Analysis) {
+fn check(trace: &Trace, quiet: &[(usize, Look)], out: &mut Analysis) {
     let mut shown = vec![false; out.calls.len()];
     for at in asked(trace, quiet) {
         let name = at.asked.name.as_str();
