@@ -81,6 +81,7 @@ mod order;
 mod placeholder_calls;
 mod positions;
 mod quoteless;
+mod react_text;
 mod records;
 mod repeated;
 mod requested_model;
@@ -622,7 +623,7 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         None if results.is_some() => Cow::Owned(Vec::new()),
         None => return out,
     };
-    let messages = turn_roles::converted(messages);
+    let messages = react_text::converted(turn_roles::converted(messages));
     // The last model turn, while only tool results follow it.
     let mut last_turn: Vec<Asked> = Vec::new();
     // Whether the message before was the model's (a Responses call item
@@ -838,11 +839,13 @@ pub(super) fn witness(
     out: &mut Analysis,
 ) {
     history_fill::fill(x, trace, out);
-    let asked = asked_in(trace, &out.calls);
+    let mut quiet = Vec::new();
+    let asked = asked_in(trace, &out.calls, &mut quiet);
     if !out.calls.is_empty() && !asked.is_empty() {
         placeholder_calls::name(trace, &asked, out);
         hollow::drop_hollow(trace, &asked, out);
     }
+    let asked = react_text::unless_native(asked, trace, &quiet, out);
     if out.calls.is_empty() {
         rebuild(x, trace, seen, &asked, out, Some(carried));
         if out.calls.is_empty() && asked.is_empty() {
@@ -859,8 +862,8 @@ pub(super) fn witness(
 /// Every call the trace's model outputs asked for, in span order, once per
 /// call id and tool (ids are unique within a conversation only: two agents'
 /// conversations may reuse one) and, without ids, once per span and its
-/// parent.
-fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
+/// parent. `quiet`: the spans with a model output that asked for none.
+fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quiet) -> Vec<AskedAt> {
     let mut out: Vec<AskedAt> = Vec::new();
     // The (id, tool) pairs kept: looked for among the few calls kept, and
     // in a set (foldhash, as `IdSet`: only asked, never walked) once
@@ -875,6 +878,7 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall]) -> Vec<AskedAt> {
         trace.prefetch_ahead(i);
         let look = Look::of(s);
         let (mut calls, mut form) = asked_looked(s, look);
+        react_text::note(quiet, (i, s, look), &calls);
         if calls.is_empty() && (look.call_id_key || !look.model_call) {
             let ran = ran.get_or_insert_with(|| {
                 let mut ids: Vec<SpanId> = tool_calls.iter().map(|c| c.span_id).collect();

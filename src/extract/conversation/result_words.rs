@@ -27,9 +27,9 @@ pub(super) fn may_hold_results(text: &str) -> bool {
 
 /// Every word [`may_hold_results`] looks for: a result's key or part type
 /// ([`RESULT_WORDS`]), and what opens a result written as text
-/// ([`text_results::TEXT_RESULTS`]).
+/// ([`text_results::text_results`]).
 fn words() -> impl Iterator<Item = &'static str> {
-    let opens = text_results::TEXT_RESULTS.iter().map(|f| f.opens);
+    let opens = text_results::text_results().iter().map(|f| f.opens);
     RESULT_WORDS.iter().copied().chain(opens)
 }
 

@@ -8,11 +8,15 @@
 //! result). Such text carries no call id nor tool name, so its results are
 //! only ever paired by order with the calls of the model turn before
 //! (`order`), under the same conditions as other results without ids. The
-//! forms are data, declared once in [`TEXT_RESULTS`]; they are read only in
+//! forms are data, declared once in [`text_results`]; they are read only in
 //! a user message of a model request whose whole text is made of them, never
 //! in a tool's own result.
 
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value};
+
+use crate::extract::rules::builtin_list;
 
 /// One text form of tool results: what opens each result and what closes
 /// it (empty: the result runs to the end of the message, one per message).
@@ -21,19 +25,25 @@ pub(crate) struct TextForm {
     pub closes: &'static str,
 }
 
-/// The text forms read, in the order tried.
-pub(crate) const TEXT_RESULTS: [TextForm; 2] = [
-    // One or more results in one message: `[Tool Result: A] [Tool Result: B]`.
-    TextForm {
-        opens: "[Tool Result: ",
-        closes: "]",
-    },
-    // A ReAct transcript's observation: `Observation:\nA`.
-    TextForm {
-        opens: "Observation:",
-        closes: "",
-    },
-];
+/// The text forms read, in the order tried: one or more results in one
+/// message (`[Tool Result: A] [Tool Result: B]`), then a ReAct transcript's
+/// observation (`Observation:\nA`, one a message; its words are the
+/// `react_observation` list of `[vocabulary]`, `react_text`'s too).
+pub(crate) fn text_results() -> &'static [TextForm] {
+    static FORMS: OnceLock<Vec<TextForm>> = OnceLock::new();
+    FORMS.get_or_init(|| {
+        let mut forms = vec![TextForm {
+            opens: "[Tool Result: ",
+            closes: "]",
+        }];
+        let observations = builtin_list("react_observation").iter();
+        forms.extend(observations.map(|w| TextForm {
+            opens: w.as_str(),
+            closes: "",
+        }));
+        forms
+    })
+}
 
 /// The text of a message: its `content` string, or its text parts joined.
 fn text_of(o: &Map<String, Value>) -> Option<Value> {
@@ -48,7 +58,7 @@ fn text_of(o: &Map<String, Value>) -> Option<Value> {
 pub(super) fn results_in(o: &Map<String, Value>) -> Option<Vec<Value>> {
     let text = text_of(o)?;
     let text = text.as_str()?.trim();
-    TEXT_RESULTS.iter().find_map(|f| split(text, f))
+    text_results().iter().find_map(|f| split(text, f))
 }
 
 /// `text` cut into the results of form `f`, when it is made of nothing else.
