@@ -106,6 +106,7 @@ pub(crate) use idless::{is_made, named_tool};
 use look::Look;
 pub(crate) use object_only::PROVIDER_KEYS;
 use positions::Positions;
+pub(crate) use react_text::step_words as react_step_words;
 pub(crate) use records::span_keys as record_keys;
 use result_words::may_hold_results;
 pub use spans::reads_messages;

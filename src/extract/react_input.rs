@@ -26,11 +26,12 @@ use super::{facts, Analysis, ToolCall};
 use crate::assemble::Trace;
 use crate::value::PyValue;
 
-/// The line of a ReAct step naming the tool (LangChain's ReAct prompt, in
-/// Python and JS alike).
-const ACTION: &str = "Action:";
-/// The line after it, holding the tool's input text.
-const INPUT: &str = "Action Input: ";
+/// The words opening a ReAct step's line naming the tool (`Action:`) and
+/// the line after it holding the tool's input text (`Action Input:`), as
+/// the conversation's ReAct reader declares them.
+fn step_words() -> (&'static [String], &'static [String]) {
+    super::conversation::react_step_words()
+}
 
 /// The text a call's arguments wrap: `{"input": S}`, one key, S the text
 /// of a JSON object (trimmed).
@@ -118,7 +119,7 @@ pub(super) fn settle(trace: &Trace, out: &mut Analysis) {
                 call.span_name = Some(own.unwrap_or(&placeholder).to_string());
             }
             note.push_str(&format!(
-                "; the span names no tool (`{placeholder}`): the model's `{ACTION}` line names `{}`",
+                "; the span names no tool (`{placeholder}`): the model's `Action:` line names `{}`",
                 call.name
             ));
         }
@@ -161,9 +162,13 @@ fn asked_with(trace: &Trace, text: &str) -> Vec<Ask> {
     let escaped = escaped
         .get(1..escaped.len().saturating_sub(1))
         .unwrap_or("");
-    let forms = [(format!("{INPUT}{text}"), false)]
-        .into_iter()
-        .chain((escaped != text).then(|| (format!("{INPUT}{escaped}"), true)));
+    let inputs = step_words().1;
+    let forms = inputs.iter().map(|w| (format!("{w} {text}"), false)).chain(
+        inputs
+            .iter()
+            .filter(|_| escaped != text)
+            .map(|w| (format!("{w} {escaped}"), true)),
+    );
     let forms: Vec<(memmem::Finder<'static>, bool)> = forms
         .map(|(n, esc)| (memmem::Finder::new(n.as_bytes()).into_owned(), esc))
         .collect();
@@ -210,12 +215,16 @@ fn action_before(before: &str, escaped: bool) -> Option<&str> {
     let before = before.strip_suffix(nl)?;
     let before = before.strip_suffix(cr).unwrap_or(before);
     let line = &before[before.rfind(nl).map_or(0, |i| i + nl.len())..];
-    let at = line.rfind(ACTION)?;
+    let (at, len) = step_words()
+        .0
+        .iter()
+        .filter_map(|w| line.rfind(w.as_str()).map(|at| (at, w.len())))
+        .max()?;
     // The line starts there, or a string holding it does.
     if !line[..at].trim_end().is_empty() && !line[..at].ends_with(['"', '[']) {
         return None;
     }
-    let name = line[at + ACTION.len()..].trim();
+    let name = line[at + len..].trim();
     let plain = !name.is_empty() && !name.contains(['"', '\\', '\n']);
     plain.then_some(name)
 }

@@ -56,6 +56,13 @@ fn words() -> &'static Words {
     })
 }
 
+/// The words opening a ReAct step's tool line and its input line
+/// (`react_action`, `react_action_input`), for readers of the same steps
+/// on tool spans (`extract::react_input`).
+pub(crate) fn step_words() -> (&'static [String], &'static [String]) {
+    (words().action, words().input)
+}
+
 /// The rest of `line` after one of `words`, when it opens with one.
 fn after<'l>(line: &'l str, words: &[String]) -> Option<&'l str> {
     words.iter().find_map(|w| line.strip_prefix(w.as_str()))
