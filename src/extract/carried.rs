@@ -91,18 +91,7 @@ mod tests {
     "#;
 
     fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> crate::assemble::SpanRecord {
-        let (input, output) = (input.to_string(), output.to_string());
-        sp(
-            id,
-            Some(1),
-            when,
-            "chat",
-            &[
-                ("gen_ai.operation.name", "chat"),
-                ("gen_ai.input.messages", &input),
-                ("gen_ai.output.messages", &output),
-            ],
-        )
+        crate::extract::test_support::genai_chat(id, when, "chat", input, output)
     }
 
     fn tool(id: u8, when: (u64, u64), name: &str, call: &str) -> crate::assemble::SpanRecord {

@@ -36,7 +36,6 @@ pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
 use super::{echo, hollow_record, mcp_record_result, pending, twice};
 use crate::assemble::Trace;
-pub(crate) use lone_span::{answered_at, asked_here, note_ambiguous};
 
 /// Open calls kept for the traces after theirs.
 pub const MAX_OPEN: usize = 256;

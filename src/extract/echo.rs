@@ -137,7 +137,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 start: echo_start(c, s),
                 end: c.end_time_unix_nano,
                 resource: s.map(|s| Arc::clone(&s.resource)),
-                asked: super::carry::asked_here(c, s),
+                asked: super::call_window::asked_here(c, s),
                 result: answer
                     .then(|| c.result.as_ref().map(super::CallResult::to_value))
                     .flatten(),
@@ -304,7 +304,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
     absorb(&super::resumed::keep(trace, carried, a), a);
-    super::carry::note_ambiguous(carried, a);
+    super::call_window::note_ambiguous(carried, a);
     let witnessed = witness_records::of(trace, a);
     if !witnessed.is_empty() {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;

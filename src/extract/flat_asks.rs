@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::requested::Asked;
 use super::rules::builtin_list;
 use super::source::any_to_json;
 use crate::assemble::SpanRecord;
@@ -40,8 +39,10 @@ pub(crate) fn infixes() -> impl Iterator<Item = String> {
     lists().iter().cloned()
 }
 
-/// The requests flattened on span `s`, appended to `out` in key order.
-pub(crate) fn read(s: &SpanRecord, out: &mut Vec<Asked>) {
+/// The requests flattened on span `s`, in key order: each call's id (when
+/// recorded), tool name and arguments.
+pub(crate) fn read(s: &SpanRecord) -> Vec<(Option<String>, String, Value)> {
+    let mut out = Vec::new();
     let lists = lists();
     for (key, value) in s.span.attributes() {
         let Some(stem) = key.strip_suffix(NAME).and_then(|k| k.strip_suffix('.')) else {
@@ -67,12 +68,9 @@ pub(crate) fn read(s: &SpanRecord, out: &mut Vec<Asked>) {
             .iter()
             .find_map(|f| s.attr_str(&format!("{stem}.{f}")))
             .map(str::to_string);
-        out.push(Asked {
-            id,
-            name,
-            args: args.unwrap_or_else(|| Value::Object(Map::new())),
-        });
+        out.push((id, name, args.unwrap_or_else(|| Value::Object(Map::new()))));
     }
+    out
 }
 
 /// Whether the list name, the last `len` bytes of `list`, starts it or

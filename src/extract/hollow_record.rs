@@ -179,7 +179,7 @@ pub(crate) fn ran_for(hollow: &Echo, counted: &Echo) -> bool {
         && hollow.trace_id != counted.trace_id
         && same_process
         && counted.asked.is_none_or(|t| t <= hollow.start)
-        && hollow.end <= super::carry::answered_at(counted)
+        && hollow.end <= super::call_window::answered_at(counted)
         && same_tool(&hollow.name, &counted.name)
 }
 

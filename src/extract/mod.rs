@@ -9,6 +9,7 @@
 mod args;
 mod borrowed;
 mod call_input;
+mod call_window;
 mod canonical;
 mod carried;
 pub mod carry;

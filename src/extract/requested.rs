@@ -278,7 +278,8 @@ fn calls_of_span(s: &SpanRecord) -> Vec<Asked> {
             }
         }
     }
-    super::flat_asks::read(s, &mut out);
+    let flat = super::flat_asks::read(s).into_iter();
+    out.extend(flat.map(|(id, name, args)| Asked { id, name, args }));
     // The output written in span events (Monocle's `data.output`).
     if out.is_empty() && !s.span.events.is_empty() {
         if let Some(v) = super::content_events::output(s) {

@@ -138,6 +138,24 @@ pub(crate) fn calls_in(
         .collect()
 }
 
+/// A made-up vendor's model span `name` under span 1: the request's GenAI
+/// messages `input` and the reply `output`.
+pub(crate) fn genai_chat(
+    id: u8,
+    when: (u64, u64),
+    name: &str,
+    input: Value,
+    output: Value,
+) -> SpanRecord {
+    let (input, output) = (input.to_string(), output.to_string());
+    let attrs = [
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.input.messages", input.as_str()),
+        ("gen_ai.output.messages", output.as_str()),
+    ];
+    super::tests::sp(id, Some(1), when, name, &attrs)
+}
+
 /// A user's GenAI message (`gen_ai.input.messages` parts).
 pub(crate) fn genai_user() -> Value {
     serde_json::json!({"role": "user", "parts": [{"type": "text", "content": "go"}]})

@@ -113,7 +113,7 @@ fn nested(later: &Echo, earlier: &Echo) -> bool {
 /// call rebuilt from the conversation that a model output asked for at
 /// `asked` (the end of that output): the same process, the span ran
 /// between the model's asking and the request that carries the result
-/// (`carry::answered_at`: `later`'s start, as the carry compares it,
+/// (`call_window::answered_at`: `later`'s start, as the carry compares it,
 /// `echo::echo_start`; its end for a call asked and answered in one trace,
 /// `carry::lone_span`), and either
 /// the span has no call id and the same tool and arguments (both
@@ -139,7 +139,7 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
         && later.id.is_some()
         && same
         && asked <= earlier.start
-        && earlier.end <= super::carry::answered_at(later)
+        && earlier.end <= super::call_window::answered_at(later)
         && super::open::same_process(&later.resource, &earlier.resource)
 }
 

@@ -59,19 +59,13 @@ const MAX_LOOKED: usize = 16;
 mod tests {
     use serde_json::{json, Value};
 
-    use crate::assemble::{SpanRecord, Trace, TraceId};
+    use crate::assemble::{Trace, TraceId};
     use crate::extract::tests::sp;
     use crate::extract::Extractor;
 
     /// A made-up vendor's model span: GenAI messages in and out.
-    fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> SpanRecord {
-        let (input, output) = (input.to_string(), output.to_string());
-        let attrs = [
-            ("gen_ai.operation.name", "chat"),
-            ("gen_ai.input.messages", input.as_str()),
-            ("gen_ai.output.messages", output.as_str()),
-        ];
-        sp(id, Some(1), when, "acme.llm", &attrs)
+    fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> crate::assemble::SpanRecord {
+        crate::extract::test_support::genai_chat(id, when, "acme.llm", input, output)
     }
 
     fn user(text: &str) -> Value {

@@ -81,14 +81,8 @@ mod tests {
     use crate::extract::{CallStatus, Extractor};
 
     /// A made-up vendor's model span: the request's messages and the reply.
-    fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> SpanRecord {
-        let (input, output) = (input.to_string(), output.to_string());
-        let attrs = [
-            ("gen_ai.operation.name", "chat"),
-            ("gen_ai.input.messages", input.as_str()),
-            ("gen_ai.output.messages", output.as_str()),
-        ];
-        sp(id, Some(1), when, "acme.chat", &attrs)
+    fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> crate::assemble::SpanRecord {
+        crate::extract::test_support::genai_chat(id, when, "acme.chat", input, output)
     }
 
     /// A tool span named after the framework's tool class, with the call's
