@@ -134,6 +134,7 @@ fn call<'py>(
         convention,
         from,
         span_name,
+        mcp_server,
         within: _,
         end_time_unix_nano: _,
         call_id: _,
@@ -175,6 +176,9 @@ fn call<'py>(
     }
     if let Some(n) = span_name {
         d.set_item(intern!(py, "span_name"), n)?;
+    }
+    if let Some(m) = mcp_server {
+        d.set_item(intern!(py, "mcp_server"), m)?;
     }
     Ok(d)
 }
