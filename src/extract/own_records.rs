@@ -84,9 +84,12 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
             let named = mcp_tools
                 .get_or_init(|| mcp_tool_names(trace))
                 .contains(&c.name.as_str());
-            named
-                .then(|| lone_key_around_non_object(Value::Object(o), MCP_WRAP_KEY).ok())
-                .flatten()
+            // JAF hands the model its envelope naming the tool.
+            named_record(&o, &c.name).or_else(|| {
+                named
+                    .then(|| lone_key_around_non_object(Value::Object(o), MCP_WRAP_KEY).ok())
+                    .flatten()
+            })
         } else {
             let Some(at) = positions.get(c.span_id) else {
                 continue;
@@ -276,6 +279,56 @@ mod tests {
             json!({"tool_name": "pick_seat", "status": "completed"}),
         ] {
             assert_eq!(rec(kept.clone()), None, "{kept}");
+        }
+    }
+
+    /// A made-up framework's envelope `{"state", "result", "tool_name",
+    /// "message"}` around each result it hands the model, read from the
+    /// conversation only (no tool spans).
+    fn envelope_result(envelope: &Value) -> Option<Value> {
+        use crate::extract::tests::sp;
+        let call = json!({"id": "c_77", "type": "function",
+            "function": {"name": "pick_seat", "arguments": "{\"row\": 12}"}});
+        let asks = json!([{"role": "assistant", "tool_calls": [call]}]).to_string();
+        let request = json!([
+            {"role": "user", "content": "a seat?"},
+            {"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c_77", "content": envelope.to_string()},
+        ])
+        .to_string();
+        let chat = |id, at, key, v: &str| {
+            let ops = [("gen_ai.operation.name", "chat"), (key, v)];
+            sp(id, Some(1), at, "acme.chat", &ops)
+        };
+        let spans = vec![
+            sp(1, None, (0, 100), "acme.run", &[]),
+            chat(2, (10, 20), "gen_ai.output.messages", &asks),
+            chat(3, (50, 60), "gen_ai.input.messages", &request),
+        ];
+        let t = Trace::new(crate::assemble::TraceId([9; 16]), spans, 0);
+        let a = crate::extract::Extractor::default().analyze(&t);
+        assert_eq!(a.calls.len(), 1, "{:?}", a.calls);
+        a.calls[0].result.as_ref().map(CallResult::to_value)
+    }
+
+    #[test]
+    fn a_conversation_result_in_an_envelope_naming_its_tool_gives_its_result() {
+        let env = |name: &str, extra: Value| {
+            let mut o = obj(json!({"status": "executed", "result": "{\"row\": 12}",
+                "tool_name": name, "message": "done."}));
+            o.extend(obj(extra));
+            Value::Object(o)
+        };
+        assert_eq!(
+            envelope_result(&env("pick_seat", json!({}))),
+            Some(json!({"row": 12}))
+        );
+        // Another tool's name, or a key no envelope vocabulary holds: kept.
+        for kept in [
+            env("open_gate", json!({})),
+            env("pick_seat", json!({"seats": 2})),
+        ] {
+            assert_eq!(envelope_result(&kept), Some(kept.clone()), "{kept}");
         }
     }
 

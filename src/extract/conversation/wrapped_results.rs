@@ -79,12 +79,10 @@ pub(super) fn unwrap_agreeing(
         let Some(at) = j.and_then(|k| asked.get(k)) else {
             continue;
         };
-        let (Some(id), Some(inner)) = (
-            at.asked.id.as_deref(),
-            c.result.as_ref().and_then(one_field),
-        ) else {
+        let Some(inner) = c.result.as_ref().and_then(one_field) else {
             continue;
         };
+        let id = at.asked.id.as_deref();
         if by_start.is_empty() {
             by_start = (0..trace.spans.len()).collect();
             by_start.sort_by_key(|&i| (start(i), i));
@@ -99,8 +97,15 @@ pub(super) fn unwrap_agreeing(
             .find(|&i| super::has_any_input(&trace.spans[i]));
         let found = next.and_then(|i| {
             let r = requests[i].get_or_insert_with(|| super::request_of(&trace.spans[i]));
+            // An ask without an id (Ollama's native chat) is answered by
+            // a result without a recorded one (`idless` pairs them by
+            // order and names them): the one of its tool carrying the
+            // bare value.
+            let idless = |a: &super::Answer| a.id.as_deref().is_none_or(super::is_made);
             let is = |a: &super::Answer| {
-                a.id.as_deref() == Some(id) && a.name.as_deref().is_none_or(|n| n == at.asked.name)
+                (a.id.as_deref() == id || (id.is_none() && idless(a)))
+                    && a.name.as_deref().is_none_or(|n| n == at.asked.name)
+                    && (id.is_some() || a.content.as_ref().is_some_and(|v| agrees(v, &inner)))
             };
             r.answers.iter().position(is).map(|k| (i, k))
         });
@@ -108,20 +113,29 @@ pub(super) fn unwrap_agreeing(
             let r = requests.get(i)?.as_ref()?;
             r.answers.get(k)?.content.as_ref()
         });
-        let bare = match carried {
-            Some(Value::String(t)) => crate::extract::source::parse_json_or_literal(t),
-            Some(other) => other.clone(),
-            None => continue,
-        };
-        if !crate::value::json_eq(&bare, &inner) {
+        let Some(bare) = carried.filter(|v| agrees(v, &inner)).map(bare_value) else {
             continue;
-        }
+        };
+        let by = id.map_or_else(|| "no call id".to_string(), |id| format!("call id {id}"));
         notes.push(format!(
-            "tool span {} recorded the result of `{}` (call id {id}) wrapped in an object of one field; the next model request carries its bare value, which is the result",
+            "tool span {} recorded the result of `{}` ({by}) wrapped in an object of one field; the next model request carries its bare value, which is the result",
             c.span_id, c.name
         ));
         c.result = Some(CallResult::Value(bare));
     }
+}
+
+/// A carried result's value: text is read as JSON where it is JSON.
+fn bare_value(carried: &Value) -> Value {
+    match carried {
+        Value::String(t) => crate::extract::source::parse_json_or_literal(t),
+        other => other.clone(),
+    }
+}
+
+/// Whether a carried result is the bare value a one-field wrapper holds.
+fn agrees(carried: &Value, inner: &Value) -> bool {
+    crate::value::json_eq(&bare_value(carried), inner)
 }
 
 #[cfg(test)]
@@ -194,6 +208,65 @@ mod tests {
             .result
             .as_ref()
             .map(crate::extract::CallResult::to_value)
+    }
+
+    /// As [`trace`], but the model's calls have no ids (as a chat API
+    /// without call ids writes them): two asks, two answers by order.
+    fn idless(recorded: &Value, carried: &str) -> Option<Value> {
+        let parts = json!([
+            {"type": "tool_call", "name": "lookup", "arguments": {"q": "tide"}},
+            {"type": "tool_call", "name": "moon", "arguments": {}},
+        ]);
+        let asks = json!([{"role": "assistant", "parts": parts}]).to_string();
+        let answer = |r: &str| json!({"role": "tool", "parts": [{"type": "tool_call_response", "response": r}]});
+        let request = json!([
+            {"role": "user", "parts": [{"type": "text", "content": "tide?"}]},
+            {"role": "assistant", "parts": parts},
+            answer(carried),
+            answer("full"),
+        ])
+        .to_string();
+        let recorded = recorded.to_string();
+        let tool = |id, at, name, args, result: &str| {
+            let attrs = [
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", name),
+                ("gen_ai.tool.call.arguments", args),
+                ("gen_ai.tool.call.result", result),
+            ];
+            sp(id, Some(1), at, &format!("execute_tool {name}"), &attrs)
+        };
+        let chat = |id, at, key, v: &str| {
+            let ops = [("gen_ai.operation.name", "chat"), (key, v)];
+            sp(id, Some(1), at, "acme.chat", &ops)
+        };
+        let spans = vec![
+            sp(1, None, (0, 100), "acme.run", &[]),
+            chat(2, (10, 20), "gen_ai.output.messages", &asks),
+            tool(3, (30, 40), "lookup", "{\"q\": \"tide\"}", &recorded),
+            tool(4, (41, 45), "moon", "{}", "full"),
+            chat(5, (50, 60), "gen_ai.input.messages", &request),
+        ];
+        let a = Extractor::default().analyze(&Trace::new(TraceId([8; 16]), spans, 0));
+        assert_eq!(a.calls.len(), 2, "{:?}", a.calls);
+        let c = a.calls.iter().find(|c| c.name == "lookup")?;
+        c.result.as_ref().map(crate::extract::CallResult::to_value)
+    }
+
+    #[test]
+    fn a_one_field_wrapper_comes_off_where_the_calls_have_no_ids() {
+        assert_eq!(
+            idless(&json!({"value": "high"}), "high"),
+            Some(json!("high"))
+        );
+        // The other call's value, or another value: as recorded.
+        for carried in ["low", "full"] {
+            assert_eq!(
+                idless(&json!({"value": "high"}), carried),
+                Some(json!({"value": "high"})),
+                "{carried}"
+            );
+        }
     }
 
     #[test]
