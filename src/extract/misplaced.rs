@@ -16,13 +16,30 @@
 use serde_json::Value;
 
 use super::literal::keyword_fields;
+use super::rules::builtin_list;
 use super::source::tool_call_id;
 use super::wrappers::TOOL_MESSAGE_KEYS;
 use super::ToolCall;
 use crate::assemble::{Trace, Val};
 
-/// The key a result record names its call id under.
-const ID_KEY: &str = "tool_call_id";
+/// The keys a result record names its call id under (vocabulary
+/// `result_record_id_keys`: LangChain's `tool_call_id`, Vercel's
+/// `toolCallId`, Strands' `toolUseId`, ...).
+fn id_keys() -> &'static [String] {
+    builtin_list("result_record_id_keys")
+}
+
+/// The keys a result record names its tool under besides `name`
+/// (vocabulary `result_record_name_keys`).
+fn name_keys() -> &'static [String] {
+    builtin_list("result_record_name_keys")
+}
+
+/// Whether text `t` holds one of [`id_keys`]: it may be a record naming a
+/// call.
+fn holds_id_key(t: &str) -> bool {
+    id_keys().iter().any(|k| t.contains(k.as_str()))
+}
 
 /// What a result record says it answers: the tool and the call id.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +51,11 @@ struct Named {
 /// Pairs each result whose record names another tool than its call with
 /// the call of `calls` (tool spans of one trace) that the record names.
 pub(crate) fn repair(trace: &Trace, calls: &mut [ToolCall]) {
+    let _ = repair_all(trace, calls);
+}
+
+/// [`repair`], `None` where nothing moves.
+fn repair_all(trace: &Trace, calls: &mut [ToolCall]) -> Option<()> {
     let spanned = |c: &&ToolCall| c.from.is_none() && c.result.is_some();
     // A record can only name another call of the trace: two tools at least.
     // Each tool once: a text is searched for every other tool's name.
@@ -45,7 +67,7 @@ pub(crate) fn repair(trace: &Trace, calls: &mut [ToolCall]) {
     names.sort_unstable();
     names.dedup();
     if names.len() < 2 {
-        return;
+        return None;
     }
     let positions = trace.positions();
     // (call index, what its result's record names) for records naming
@@ -62,7 +84,7 @@ pub(crate) fn repair(trace: &Trace, calls: &mut [ToolCall]) {
         })
         .collect();
     if misplaced.is_empty() {
-        return;
+        return None;
     }
     let own_id = |i: usize| {
         positions
@@ -70,7 +92,10 @@ pub(crate) fn repair(trace: &Trace, calls: &mut [ToolCall]) {
             .and_then(|at| tool_call_id(&trace.spans[at]))
     };
     let mut target: Vec<Option<usize>> = vec![None; misplaced.len()];
-    for (k, (_, named)) in misplaced.iter().enumerate() {
+    // Spans drawn in whose plain result (naming no call) is the one a
+    // misplaced record's call left there.
+    let mut drawn: Vec<usize> = Vec::new();
+    for (k, (i, named)) in misplaced.iter().enumerate() {
         let free = |j: &usize| !target.contains(&Some(*j)) && calls[*j].name == named.tool;
         let candidates: Vec<usize> = misplaced.iter().map(|(j, _)| *j).filter(free).collect();
         let by_id = candidates
@@ -79,22 +104,101 @@ pub(crate) fn repair(trace: &Trace, calls: &mut [ToolCall]) {
         let unnamed = candidates.iter().find(|&&j| own_id(j).is_none());
         match by_id.or(unnamed) {
             Some(&j) => target[k] = Some(j),
-            None => return,
+            None => {
+                let j = plain_partner(trace, calls, *i, &named.tool, &target)?;
+                target[k] = Some(j);
+                drawn.push(j);
+            }
         }
     }
+    let mut moves: Vec<(usize, usize)> = misplaced
+        .iter()
+        .zip(&target)
+        .filter_map(|((i, _), t)| Some((*i, (*t)?)))
+        .collect();
+    moves.extend(drawn_moves(calls, &misplaced, &target, &drawn)?);
     // The record was written when its tool ended, at its span's time; the
     // name and arguments came from the slot a later start overwrote. So
     // each span keeps its time and result and takes the call its record
     // names.
-    let asked: Vec<_> = target
+    let asked: Vec<_> = moves
         .iter()
-        .flatten()
-        .map(|&j| (calls[j].name.clone(), calls[j].args.clone()))
+        .map(|&(_, j)| (calls[j].name.clone(), calls[j].args.clone()))
         .collect();
-    for ((i, _), (name, args)) in misplaced.iter().zip(asked) {
+    for ((i, _), (name, args)) in moves.iter().zip(asked) {
         calls[*i].name = name;
         calls[*i].args = args;
     }
+    Some(())
+}
+
+/// The one call of `tool` beside misplaced call `i` (same parent span)
+/// whose span has no call id and whose result names no call: the span a
+/// writer's slot gave the result `i`'s call left. Several such, or none:
+/// `None`, and nothing moves.
+fn plain_partner(
+    trace: &Trace,
+    calls: &[ToolCall],
+    i: usize,
+    tool: &str,
+    target: &[Option<usize>],
+) -> Option<usize> {
+    let positions = trace.positions();
+    let span = |j: usize| positions.get(calls[j].span_id).map(|at| &trace.spans[at]);
+    let parent = span(i)?.parent;
+    let mut found = calls.iter().enumerate().filter(|(j, c)| {
+        c.from.is_none()
+            && c.result.is_some()
+            && c.name == tool
+            && !target.contains(&Some(*j))
+            && span(*j).is_some_and(|s| {
+                s.parent == parent && tool_call_id(s).is_none() && !names_a_call(s)
+            })
+    });
+    let (j, _) = found.next()?;
+    found.next().is_none().then_some(j)
+}
+
+/// Which call each drawn span takes: the misplaced calls no record named
+/// (their results went to the drawn spans). One each, and when several,
+/// all the same call, else `None`.
+fn drawn_moves(
+    calls: &[ToolCall],
+    misplaced: &[(usize, Named)],
+    target: &[Option<usize>],
+    drawn: &[usize],
+) -> Option<Vec<(usize, usize)>> {
+    let left: Vec<usize> = misplaced
+        .iter()
+        .map(|(i, _)| *i)
+        .filter(|i| !target.contains(&Some(*i)))
+        .collect();
+    if left.len() != drawn.len() {
+        return None;
+    }
+    let same =
+        |a: usize, b: usize| calls[a].name == calls[b].name && calls[a].args == calls[b].args;
+    if !left.iter().all(|&j| same(j, left[0])) && left.len() > 1 {
+        return None;
+    }
+    Some(drawn.iter().copied().zip(left).collect())
+}
+
+/// Whether any of span `s`'s texts holds a call id key: a result record
+/// naming some call, which a plain result does not.
+fn names_a_call(s: &crate::assemble::SpanRecord) -> bool {
+    texts(s).any(holds_id_key)
+}
+
+/// Span `s`'s string attribute and event attribute values.
+fn texts(s: &crate::assemble::SpanRecord) -> impl Iterator<Item = &str> {
+    let attrs = s.span.attributes().filter_map(|(_, v)| v);
+    let events = s.span.events.iter().flat_map(|e| {
+        e.attributes
+            .iter()
+            .filter_map(|kv| kv.value.as_ref().map(Val::of))
+    });
+    attrs.chain(events).filter_map(Val::as_str)
 }
 
 /// The one result record among span `s`'s attribute and event texts that
@@ -104,24 +208,20 @@ fn span_record(
     s: &crate::assemble::SpanRecord,
     names_other: impl Fn(&str) -> bool,
 ) -> Option<Named> {
-    let attrs = s.span.attributes().filter_map(|(_, v)| v);
-    let events = s.span.events.iter().flat_map(|e| {
-        e.attributes
-            .iter()
-            .filter_map(|kv| kv.value.as_ref().map(Val::of))
-    });
-    let mut found = attrs
-        .chain(events)
-        .filter_map(Val::as_str)
-        .filter(|t| t.contains(ID_KEY) && names_other(t))
+    let mut found = texts(s)
+        .filter(|t| holds_id_key(t) && names_other(t))
         .filter_map(record_names);
     let first = found.next()?;
     found.all(|n| n == first).then_some(first)
 }
 
-/// The tool and call id a LangChain `ToolMessage` names: its `repr()`
-/// (`content='...' name='t' tool_call_id='c'`) or its dump (a JSON object),
-/// either possibly inside a JSON string.
+/// The tool and call id a result record names: a LangChain `ToolMessage`'s
+/// `repr()` (`content='...' name='t' tool_call_id='c'`) or dump (a JSON
+/// object), or another framework's record of the same family (its value
+/// under `content` or `result`, its call id under one of
+/// `result_record_id_keys`, its tool under `name` or one of
+/// `result_record_name_keys`, no key outside those and
+/// `result_record_other_keys`), either possibly inside a JSON string.
 fn record_names(text: &str) -> Option<Named> {
     let text = text.trim();
     let fields: Vec<(String, Value)> = match serde_json::from_str::<Value>(text) {
@@ -130,10 +230,16 @@ fn record_names(text: &str) -> Option<Named> {
         Ok(_) => return None,
         Err(_) => keyword_fields(text)?,
     };
-    let message = fields.iter().any(|(k, _)| k == "content")
-        && fields
-            .iter()
-            .all(|(k, _)| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
+    let among = |list: &[String], k: &str| list.iter().any(|x| x == k);
+    let known = |k: &str| {
+        TOOL_MESSAGE_KEYS.contains(&k)
+            || k == "result"
+            || among(id_keys(), k)
+            || among(name_keys(), k)
+            || among(builtin_list("result_record_other_keys"), k)
+    };
+    let message = fields.iter().any(|(k, _)| k == "content" || k == "result")
+        && fields.iter().all(|(k, _)| known(k));
     if !message {
         return None;
     }
@@ -146,10 +252,9 @@ fn record_names(text: &str) -> Option<Named> {
             .filter(|v| !v.is_empty())
             .map(str::to_string)
     };
-    Some(Named {
-        tool: field("name")?,
-        id: field(ID_KEY)?,
-    })
+    let tool = field("name").or_else(|| name_keys().iter().find_map(|k| field(k)))?;
+    let id = id_keys().iter().find_map(|k| field(k))?;
+    Some(Named { tool, id })
 }
 
 #[cfg(test)]
@@ -174,6 +279,21 @@ mod tests {
             r#"{"content": "x", "type": "tool", "name": "fetch_row", "tool_call_id": "r1"}"#,
         );
         assert_eq!(named.map(|n| n.tool), Some("fetch_row".to_string()));
+    }
+
+    #[test]
+    fn another_family_s_record_names_its_tool_and_call() {
+        // A made-up vendor's record: `result`, `toolName`, `callId`.
+        let named = record_names(
+            r#"{"result": {"rows": 2}, "toolName": "count_rows", "callId": "q-9", "status": "ok"}"#,
+        );
+        assert_eq!(
+            named,
+            Some(Named {
+                tool: "count_rows".into(),
+                id: "q-9".into()
+            })
+        );
     }
 
     #[test]
@@ -237,6 +357,18 @@ mod trace_tests {
         s
     }
 
+    /// A tool span of `tool` whose result is plain text naming no call.
+    fn plain_span(id: u8, tool: &str, args: &str, text: &str) -> crate::assemble::SpanRecord {
+        let mut s = tool_span(id, tool, args, ("x", "x", "x"));
+        s.span.events.truncate(s.span.events.len() - 1);
+        s.span.events.push(event(
+            "gen_ai.tool.message",
+            "gen_ai.tool.message.content",
+            text,
+        ));
+        s
+    }
+
     fn results(spans: Vec<crate::assemble::SpanRecord>) -> Vec<(String, Value)> {
         crate::extract::test_support::calls_of(9, spans)
             .into_iter()
@@ -280,6 +412,76 @@ mod trace_tests {
             vec![
                 ("lookup_sku".to_string(), json!("found")),
                 ("weigh_box".to_string(), json!(7)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_plain_result_of_the_named_tool_takes_the_call_no_record_named() {
+        // weigh_box's span holds lookup_sku's plain failure; lookup_sku's
+        // span holds weigh_box's record; a later retry is paired right.
+        let spans = vec![
+            span_of(1, None, "run", (0, 100), vec![]),
+            plain_span(2, "weigh_box", "{'box': 1}", "error: scale offline"),
+            tool_span(3, "lookup_sku", "{'sku': 'a'}", ("weigh_box", "k2", "7")),
+            tool_span(
+                4,
+                "lookup_sku",
+                "{'sku': 'a'}",
+                ("lookup_sku", "k1", "found"),
+            ),
+        ];
+        assert_eq!(
+            crate::extract::test_support::calls_of(9, spans)
+                .into_iter()
+                .map(|(name, args, result, _)| (name, args, result))
+                .collect::<Vec<_>>(),
+            vec![
+                (
+                    "lookup_sku".to_string(),
+                    json!({"sku": "a"}),
+                    json!("error: scale offline")
+                ),
+                ("weigh_box".to_string(), json!({"box": 1}), json!(7)),
+                (
+                    "lookup_sku".to_string(),
+                    json!({"sku": "a"}),
+                    json!("found")
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn two_plain_results_of_the_named_tool_move_nothing() {
+        let spans = vec![
+            span_of(1, None, "run", (0, 100), vec![]),
+            plain_span(2, "weigh_box", "{'box': 1}", "error: scale offline"),
+            tool_span(3, "lookup_sku", "{'sku': 'a'}", ("weigh_box", "k2", "7")),
+            plain_span(4, "weigh_box", "{'box': 2}", "9"),
+        ];
+        assert_eq!(
+            results(spans),
+            vec![
+                ("weigh_box".to_string(), json!("error: scale offline")),
+                ("lookup_sku".to_string(), json!(7)),
+                ("weigh_box".to_string(), json!(9)),
+            ]
+        );
+    }
+
+    #[test]
+    fn results_swapped_with_no_record_naming_a_call_stay() {
+        let spans = vec![
+            span_of(1, None, "run", (0, 100), vec![]),
+            plain_span(2, "weigh_box", "{'box': 1}", "found"),
+            plain_span(3, "lookup_sku", "{'sku': 'a'}", "7"),
+        ];
+        assert_eq!(
+            results(spans),
+            vec![
+                ("weigh_box".to_string(), json!("found")),
+                ("lookup_sku".to_string(), json!(7)),
             ]
         );
     }
