@@ -19,9 +19,6 @@ use crate::assemble::SpanRecord;
 const NAME: &str = "name";
 const ARGS: [&str; 2] = ["args", "arguments"];
 const IDS: [&str; 3] = ["tool_request_id", "id", "call_id"];
-/// More argument keys than this in one request are not read (a bound on
-/// untrusted input).
-const MAX_ARGS: usize = 256;
 
 /// The list names, each with a dot after it (`tool_requests.`).
 fn lists() -> &'static [String] {
@@ -63,7 +60,7 @@ pub(crate) fn read(s: &SpanRecord) -> Vec<(Option<String>, String, Value)> {
         };
         let args = ARGS
             .iter()
-            .find_map(|a| args_under(s, &format!("{stem}.{a}.")));
+            .find_map(|a| super::flat::object(&format!("{stem}.{a}"), s));
         let id = IDS
             .iter()
             .find_map(|f| s.attr_str(&format!("{stem}.{f}")))
@@ -78,23 +75,6 @@ pub(crate) fn read(s: &SpanRecord) -> Vec<(Option<String>, String, Value)> {
 fn is_part_end(list: &str, len: usize) -> bool {
     let at = list.len() - len;
     at == 0 || list.as_bytes()[at - 1] == b'.'
-}
-
-/// The arguments written one attribute per key under `prefix` (one level:
-/// a nested value is written as its JSON text or an OTLP value).
-fn args_under(s: &SpanRecord, prefix: &str) -> Option<Value> {
-    let mut args = Map::new();
-    for (key, value) in s.span.attributes() {
-        let Some(arg) = key.strip_prefix(prefix).filter(|a| !a.is_empty()) else {
-            continue;
-        };
-        if args.len() >= MAX_ARGS {
-            break;
-        }
-        args.entry(arg)
-            .or_insert_with(|| value.map_or(Value::Null, any_to_json));
-    }
-    (!args.is_empty()).then_some(Value::Object(args))
 }
 
 #[cfg(test)]
