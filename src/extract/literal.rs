@@ -102,6 +102,18 @@ pub(crate) fn keyword_fields(text: &str) -> Option<Vec<(String, Value)>> {
     }
 }
 
+/// The fields of `text`, in order, when it is wholly pydantic's `str()` of
+/// a model (`type='image' url='data:...' detail=None`): [`keyword_fields`]
+/// with at least two fields, no name twice. One `name=value` is too little
+/// to tell from prose; `None` for anything else.
+pub(crate) fn model_str(text: &str) -> Option<Vec<(String, Value)>> {
+    let fields = keyword_fields(text)?;
+    let mut names: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    (fields.len() >= 2 && names.len() == fields.len()).then_some(fields)
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     at: usize,
@@ -396,8 +408,34 @@ fn push_char(out: &mut Vec<u8>, n: u32) -> Option<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, parse_repr};
-    use serde_json::json;
+    use super::{model_str, parse, parse_repr};
+    use serde_json::{json, Value};
+
+    #[test]
+    fn a_models_str_is_an_object_and_near_misses_stay_text() {
+        assert_eq!(
+            model_str("kind='chart' src='data:x' id=None n=-2 tags=['a', (1,)]")
+                .map(|f| Value::Object(f.into_iter().collect())),
+            Some(
+                json!({"kind": "chart", "src": "data:x", "id": null, "n": -2, "tags": ["a", [1]]})
+            )
+        );
+        for no in [
+            "k='v'",
+            "a=1 and b",
+            "x = 1",
+            "k='v' trailing",
+            "a=1 a=2",
+            "a=1 b=two",
+            "a=1, b=2",
+            "a=1  b=2",
+            "Note(a=1, b=2)",
+            "the sum a=1 b=2",
+            "a=1 b='x",
+        ] {
+            assert_eq!(model_str(no), None, "{no}");
+        }
+    }
 
     #[test]
     fn a_dataclass_repr_is_read_without_evaluating() {

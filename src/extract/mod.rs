@@ -1248,7 +1248,8 @@ fn result_of(src: &Source, s: &SpanRecord) -> Option<CallResult> {
             } else if src.literal {
                 // Not JSON: a Python literal's value, else the text itself.
                 CallResult::Value(
-                    literal::parse(text).unwrap_or_else(|| Value::String(text.to_string())),
+                    wrappers::literal_of(src, text)
+                        .unwrap_or_else(|| Value::String(text.to_string())),
                 )
             } else {
                 // Not JSON: the text itself, as `parse_json_or_string` does.

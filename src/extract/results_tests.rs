@@ -408,3 +408,49 @@ fn haystack_s_tool_step_is_a_call() {
         );
     }
 }
+
+#[test]
+fn a_models_str_is_the_object_it_writes() {
+    let quoted = |t: &str| Value::String(t.to_string()).to_string();
+    // Pydantic's `str()` of a returned model, as text or a JSON string.
+    let model = "kind='chart' src='data:image/png;base64,AAAA' id=None";
+    let want = json!({"kind": "chart", "src": "data:image/png;base64,AAAA", "id": null});
+    assert_eq!(galtea_result(model), want);
+    assert_eq!(galtea_result(&quoted(model)), want);
+    // A LangChain `ToolMessage`'s: its content, as its dict gives.
+    let message = r#"content='{"seats": 2}' name='book' tool_call_id='c7'"#;
+    assert_eq!(galtea_result(message), json!({"seats": 2}));
+    assert_eq!(galtea_result(&quoted(message)), json!({"seats": 2}));
+    let blocks = "content=[{'type': 'text', 'text': 'a'}, {'type': 'image', 'base64': 'AAAA'}] name='book' tool_call_id='c7' status='success'";
+    assert_eq!(
+        galtea_result(&quoted(blocks)),
+        json!([{"type": "text", "text": "a"}, {"type": "image", "base64": "AAAA"}])
+    );
+    // An MCP text block's, as its dict.
+    assert_eq!(galtea_result("type='text' text='7'"), json!(7));
+    // In a namespace no rule knows, through the generic rule.
+    let (_, _, result, _) = one(
+        "book",
+        &[
+            ("zeta.span.kind", "tool"),
+            ("zeta.input", r#"{"room": "B"}"#),
+            ("zeta.output", model),
+        ],
+    );
+    assert_eq!(result, want);
+    // Text that is not wholly such fields stays text.
+    for text in [
+        "a=1 and b",
+        "x = 1",
+        "k='v' trailing",
+        "k='v'",
+        "seats=2, rooms=1",
+        "total: a=1 b=2",
+        "a=1 a=2",
+        "a=1 b=two",
+        "Chart(kind='x', id=None)",
+    ] {
+        assert_eq!(galtea_result(text), json!(text), "{text}");
+        assert_eq!(galtea_result(&quoted(text)), json!(text), "{text}");
+    }
+}

@@ -181,13 +181,29 @@ fn is_schema(v: &Value) -> bool {
         && v.get("properties").is_some_and(Value::is_object)
 }
 
-/// `text` as a Python container literal that is no JSON, for a source
-/// that reads literals.
-fn literal_of(src: &Source, text: &str) -> Option<Value> {
+/// `text` as a Python literal that is no JSON, for a source that reads
+/// literals: a container literal, or pydantic's `str()` of a model
+/// ([`model_str`]).
+pub(crate) fn literal_of(src: &Source, text: &str) -> Option<Value> {
     if !src.literal || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
         return None;
     }
-    super::literal::parse(text)
+    super::literal::parse(text).or_else(|| model_str(src, text))
+}
+
+/// Pydantic's `str()` of a model (`type='image' image_url='...'
+/// detail=None`: fields, no class name) as the object it writes, with the
+/// source's known wrappers off as for that object's dict. A LangChain
+/// `ToolMessage`'s (whose `str()` leaves out its `type`) gives its content
+/// where its dict would ([`langchain_message_repr`]).
+fn model_str(src: &Source, text: &str) -> Option<Value> {
+    let mut fields = super::literal::model_str(text)?;
+    let v = if src.known.contains(&Unwrap::LangchainMessage) && is_tool_message(&fields) {
+        json_in_string(fields.swap_remove(0).1)
+    } else {
+        Value::Object(fields.into_iter().collect())
+    };
+    Some(take_known(src.known, v, &mut |_| {}))
 }
 
 /// The tool's schema text on the span, when the source names one.
@@ -389,18 +405,20 @@ pub(crate) fn langchain_message_repr(v: Value) -> Result<Value, Value> {
     let Value::String(text) = &v else {
         return Err(v);
     };
-    let Some(mut fields) = super::literal::keyword_fields(text) else {
-        return Err(v);
-    };
-    let shape = fields.first().is_some_and(|(k, _)| k == "content")
+    match super::literal::keyword_fields(text) {
+        Some(mut fields) if is_tool_message(&fields) => Ok(json_in_string(fields.swap_remove(0).1)),
+        _ => Err(v),
+    }
+}
+
+/// Whether keyword fields are a `ToolMessage`'s as its `repr()` writes
+/// them: `content` first, a `tool_call_id`, no key a `ToolMessage` lacks.
+fn is_tool_message(fields: &[(String, Value)]) -> bool {
+    fields.first().is_some_and(|(k, _)| k == "content")
         && fields.iter().any(|(k, _)| k == "tool_call_id")
         && fields
             .iter()
-            .all(|(k, _)| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
-    if !shape {
-        return Err(v);
-    }
-    Ok(json_in_string(fields.swap_remove(0).1))
+            .all(|(k, _)| TOOL_MESSAGE_KEYS.contains(&k.as_str()))
 }
 
 /// The keys of a LangChain `ToolMessage` as Python's `model_dump()` writes
