@@ -52,15 +52,22 @@ fn is_pending(c: &ToolCall) -> bool {
     let Some(r) = &c.result else {
         return false;
     };
-    let longest = builtin_list("pending_results")
-        .iter()
-        .map(String::len)
-        .max()
-        .unwrap_or(0);
+    let texts = builtin_list("pending_results");
+    let longest = texts.iter().map(String::len).max().unwrap_or(0);
     match r {
         CallResult::Json(text) if text.len() > 2 * longest + 64 => false,
+        // JSON text without an escape holds each of its strings as they
+        // are: one that holds no pending text has no string that trims to
+        // one (not parsed either).
+        CallResult::Json(text)
+            if !text.contains('\\') && !texts.iter().any(|t| text.contains(t.as_str())) =>
+        {
+            false
+        }
+        CallResult::Json(_) => is_pending_text(&r.to_value()),
         CallResult::Value(Value::String(text)) if text.len() > 2 * longest + 64 => false,
-        r => is_pending_text(&r.to_value()),
+        // Asked of the value itself (`to_value` would copy it).
+        CallResult::Value(v) => is_pending_text(v),
     }
 }
 
@@ -243,6 +250,19 @@ mod tests {
             notes.iter().any(|n| n.contains("paused for approval")),
             "{notes:?}"
         );
+    }
+
+    #[test]
+    fn a_pending_text_written_with_an_escape_is_still_read() {
+        // `\u0020` for a space in the text: the byte look before the
+        // parse must not turn it away.
+        let escaped = WAIT.replacen("tool call", "tool\\u0020call", 1);
+        assert!(escaped.contains('\\'), "{escaped}");
+        let (n, _) = counts(vec![
+            run(1, (0, 100), "p", "c1", ARGS, &escaped),
+            run(2, (200, 300), "p", "c1", ARGS, "booked"),
+        ]);
+        assert_eq!(n, vec![0, 1]);
     }
 
     #[test]
