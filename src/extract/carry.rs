@@ -1084,11 +1084,12 @@ mod tests {
                 }));
                 spent.extend(carry.spent().into_traces().into_iter().map(|t| t.id));
             }
-            // The second trace, read again with the first one's call, is
-            // handed back once the carry is done with it.
+            // The second trace, read again with the first one's call, and
+            // the first, held until then (`later`), are handed back once
+            // the carry is done with them.
             assert_eq!(counted, [0, 1]);
             let want = if hand_back {
-                vec![TraceId([2; 16])]
+                vec![TraceId([2; 16]), TraceId([1; 16])]
             } else {
                 Vec::new()
             };

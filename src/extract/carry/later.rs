@@ -16,7 +16,7 @@
 //! the end of the input, or `serve`, which delays no trace for this: at the
 //! end of each batch) keeps its warning.
 
-use super::{Carry, MAX_HELD};
+use super::{Carry, Held, MAX_HELD};
 use crate::assemble::{SpanId, Trace, TraceId};
 use crate::extract::conversation::is_made;
 use crate::extract::open::{resource_key, Echo, Open, OpenAsk, LATER_FORM};
@@ -163,6 +163,24 @@ fn shows(w: &OpenAsk, c: &Echo) -> bool {
         && same
 }
 
+/// Whether `c`, a call a later trace rebuilt from its conversation, is ask
+/// `w` under another call id: both ids real and different, the same tool,
+/// process and (non-null) arguments, started after the asking ended.
+fn renamed(w: &OpenAsk, c: &Echo) -> bool {
+    let real = |id: &Option<String>| id.as_deref().is_some_and(|id| !is_made(id));
+    real(&w.asked.id)
+        && real(&c.id)
+        && w.asked.id != c.id
+        && c.trace_id != w.trace_id
+        && c.name == w.asked.name
+        && !c.args.is_null()
+        && c.args == w.asked.args
+        && w.end_time_unix_nano <= c.start
+        && c.resource
+            .as_deref()
+            .is_some_and(|r| resource_key(r) == w.run)
+}
+
 /// The entry saying ask `w` is counted in trace `by`.
 fn counted_in(w: &OpenAsk, by: TraceId) -> OpenAsk {
     OpenAsk {
@@ -184,29 +202,82 @@ impl<T> Carry<T> {
         again: &mut impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
     ) {
         let calls = open.map_or(&[][..], |o| o.calls.as_slice());
-        if calls.is_empty() && (by.is_none() || carried.is_empty()) {
+        let waits = |h: &Held<T>| h.asking.as_ref().is_some_and(Asking::waits);
+        if (calls.is_empty() && (by.is_none() || carried.is_empty()))
+            || !self.held.iter().any(waits)
+        {
             return;
         }
-        for h in &mut self.held {
+        // (held trace, entry) of each ask counted; the calls that showed one.
+        let mut more: Vec<(usize, OpenAsk)> = Vec::new();
+        let mut used = vec![false; calls.len()];
+        for (i, h) in self.held.iter_mut().enumerate() {
             let Some(asking) = h.asking.as_mut().filter(|a| a.waits()) else {
                 continue;
             };
-            let mut more = Vec::new();
             asking.waiting.retain(|w| {
                 let taken = by.filter(|_| carried.iter().any(|c| same_ask(c, w)));
-                let found =
-                    taken.or_else(|| calls.iter().find(|c| shows(w, c)).map(|c| c.trace_id));
+                let mut shown = || {
+                    let k = (0..calls.len()).find(|&k| shows(w, &calls[k]))?;
+                    used[k] = true;
+                    Some(calls[k].trace_id)
+                };
+                let found = taken.or_else(&mut shown);
                 if let Some(t) = found {
-                    more.push(counted_in(w, t));
+                    more.push((i, counted_in(w, t)));
                 }
                 found.is_none()
             });
-            if more.is_empty() {
+        }
+        self.renamed(calls, &mut used, &mut more);
+        for (i, h) in self.held.iter_mut().enumerate() {
+            let Some(asking) = h.asking.as_mut() else {
+                continue;
+            };
+            let before = asking.counted.len();
+            asking
+                .counted
+                .extend(more.iter().filter(|(k, _)| *k == i).map(|(_, e)| e.clone()));
+            if asking.counted.len() > before {
+                let with = [asking.read_with.as_slice(), &asking.counted].concat();
+                h.out = again(&asking.trace, &with).0;
+            }
+        }
+    }
+
+    /// The asks `calls` (a later trace's, those not `used` yet) count under
+    /// another call id: a call rebuilt from the conversation whose id no
+    /// ask had, of exactly one waiting ask's tool and arguments, which no
+    /// other of those calls fits ([`renamed`]: an instrumentation that
+    /// writes an output item's id in place of its call id).
+    fn renamed(&mut self, calls: &[Echo], used: &mut [bool], more: &mut Vec<(usize, OpenAsk)>) {
+        let free = |k: usize, used: &[bool]| !used[k] && calls[k].from_conversation;
+        for k in 0..calls.len() {
+            if !free(k, used) {
                 continue;
             }
-            asking.counted.append(&mut more);
-            let with = [asking.read_with.as_slice(), &asking.counted].concat();
-            h.out = again(&asking.trace, &with).0;
+            let c = &calls[k];
+            let mut fits = Vec::new();
+            for (i, h) in self.held.iter().enumerate() {
+                let waiting = h.asking.as_ref().map_or(&[][..], |a| a.waiting.as_slice());
+                let at = waiting.iter().enumerate().filter(|(_, w)| renamed(w, c));
+                fits.extend(at.map(|(j, _)| (i, j)));
+            }
+            let [(i, j)] = fits[..] else {
+                continue;
+            };
+            let Some(asking) = self.held.get_mut(i).and_then(|h| h.asking.as_mut()) else {
+                continue;
+            };
+            let w = &asking.waiting[j];
+            let others =
+                (0..calls.len()).filter(|&o| o != k && free(o, used) && renamed(w, &calls[o]));
+            if others.count() > 0 {
+                continue;
+            }
+            let w = asking.waiting.remove(j);
+            used[k] = true;
+            more.push((i, counted_in(&w, c.trace_id)));
         }
     }
 

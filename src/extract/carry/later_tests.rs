@@ -145,3 +145,67 @@ fn letting_asks_go_releases_the_asking_trace_with_its_warning() {
     assert_eq!(ids(&due), [2]);
     assert_eq!(due[0].1.calls.len(), 1);
 }
+
+/// A model call whose request repeats the model's turn asking for `name`
+/// under call id `id` and its result (`quay.*`, process `process`).
+fn repeating(trace: u8, process: &str, id: &str, name: &str, args: &Value) -> Trace {
+    let input = json!([
+        {"role": "user", "parts": [{"type": "text", "content": "Moor at pier B"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": name, "arguments": args}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": "moored"}]}
+    ]);
+    let output = json!([{"role": "assistant", "parts": [{"type": "text", "content": "Moored."}]}]);
+    let s = sp(
+        trace,
+        None,
+        (20, 30),
+        "quay.chat",
+        &[
+            ("quay.operation", "chat"),
+            ("gen_ai.input.messages", &input.to_string()),
+            ("gen_ai.output.messages", &output.to_string()),
+        ],
+    );
+    Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+}
+
+#[test]
+fn a_later_trace_counting_the_call_under_another_id_counts_that_ask() {
+    // The asking output wrote an item id (`it_m1`), the next request the
+    // call id (`m1`): the same tool and arguments, one ask only.
+    let pier = json!({"pier": "B"});
+    let ask = |args: &Value| {
+        model_call(
+            1,
+            (0, 10),
+            "p1",
+            &[],
+            &[("it_m1", "moor_boat", args.clone())],
+        )
+    };
+    let read = read_in_order(vec![
+        ask(&pier),
+        repeating(2, "p1", "m1", "moor_boat", &pier),
+    ]);
+    assert!(read[0].warnings.is_empty(), "{:?}", read[0].warnings);
+    assert_eq!(read[1].calls.len(), 1);
+    // Other arguments, or two asks the call fits: the warning stays.
+    let other = json!({"pier": "C"});
+    let read = read_in_order(vec![
+        ask(&other),
+        repeating(2, "p1", "m1", "moor_boat", &pier),
+    ]);
+    assert!(listed(&read[0]), "{:?}", read[0].warnings);
+    let two = model_call(
+        1,
+        (0, 10),
+        "p1",
+        &[],
+        &[
+            ("it_m1", "moor_boat", pier.clone()),
+            ("it_m2", "moor_boat", pier.clone()),
+        ],
+    );
+    let read = read_in_order(vec![two, repeating(2, "p1", "m1", "moor_boat", &pier)]);
+    assert_eq!(read[0].warnings.len(), 2, "{:?}", read[0].warnings);
+}
