@@ -111,14 +111,19 @@ fn each_model_call_its_own_trace_counts_each_call_once() {
             .map(|r| r["tools"].as_array().map_or(0, Vec::len))
             .collect();
         assert_eq!(per_trace, [0, 2, 1], "{file}");
-        // The asking trace says it did not count them, and why.
-        let w = warnings(&rows[..1]);
-        assert_eq!(w.len(), 2, "{file}: {w:?}");
+        // The asking trace warns of nothing: a later trace counts its
+        // calls, as its explanation notes.
+        assert_eq!(warnings(&rows), Vec::<String>::new(), "{file}");
+        let out = toolscore(&["inspect", "--explain", "-q", &path(file)]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let notes: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("later (the same process), counts that call"))
+            .collect();
+        assert_eq!(notes.len(), 3, "{file}: {text}");
         assert!(
-            w[0].contains("`get_weather` (call id call_w1)")
-                && w[0].contains("listed, not counted")
-                && w[0].contains("next model request counts it"),
-            "{file}: {w:?}"
+            notes[0].contains("`get_weather` (call id call_w1)"),
+            "{file}: {notes:?}"
         );
     }
 }

@@ -371,3 +371,60 @@ fn replay_counts_a_lone_tool_spans_call_once_in_either_order() {
         assert_eq!(traces.len(), 9, "{f}: {traces:?}");
     }
 }
+
+/// The warnings of each trace `replay` (no fixture) reports for `file`.
+fn replayed_warnings(file: &str) -> Vec<Vec<String>> {
+    let out = toolscore(&["replay", "-q", "-f", "jsonl", file]);
+    json_rows(&out.stdout)
+        .iter()
+        .filter(|r| r["type"] == "unmatched_trace")
+        .map(|r| {
+            r["warnings"]
+                .as_array()
+                .map(|w| {
+                    w.iter()
+                        .filter_map(|w| w.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn a_call_a_later_trace_counts_is_no_warning_in_the_trace_that_asked() {
+    // Each model call a trace of its own: Cerebras under Langfuse JS (the
+    // next request carries the results), LangChain.js classic ReAct under
+    // Langfuse (the next trace's tool span runs the call the text asked for).
+    for pair in [
+        "js-cerebras-longconvo-langfuse",
+        "js-langchain-react-text-langfuse",
+    ] {
+        let file = data(&format!("firstsight/{pair}.jsonl"));
+        let file = file.display().to_string();
+        let warnings = replayed_warnings(&file);
+        assert!(warnings.len() >= 3, "{pair}: {warnings:?}");
+        assert!(warnings.iter().all(Vec::is_empty), "{pair}: {warnings:?}");
+        // `inspect --explain` says where each is counted.
+        let out = toolscore(&["inspect", "--explain", &file]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("later (the same process), counts that call"),
+            "{pair}: {text}"
+        );
+    }
+    // The first model call alone: nothing later counts its call.
+    let text =
+        fs::read_to_string(data("firstsight/js-cerebras-longconvo-langfuse.jsonl")).expect("pair");
+    let dir = TempDir::new("asked-alone");
+    let alone = dir.path().join("first.jsonl");
+    fs::write(&alone, text.lines().next().expect("a line")).expect("write");
+    let warnings = replayed_warnings(&alone.display().to_string());
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .iter()
+            .any(|w| w.contains("listed, not counted")),
+        "{warnings:?}"
+    );
+}

@@ -24,6 +24,9 @@ mod answer_tests;
 #[cfg(test)]
 mod cross_tests;
 mod history_asked;
+pub(crate) mod later;
+#[cfg(test)]
+mod later_tests;
 mod lone_span;
 mod ran_before;
 mod unasked;
@@ -63,7 +66,11 @@ impl Left {
             // another span of an execution an earlier trace's span records
             // (`twice`); traces without calls are not kept for it (`replay`
             // would copy each).
+            // A trace asking for calls nothing in it answers is read again
+            // when a later trace counts them (`later`).
             let holds = !open.answers.is_empty()
+                || !open.asks.is_empty()
+                || !open.unshown.is_empty()
                 || !open.retold.is_empty()
                 || !open.history.is_empty()
                 || open.bare.is_some()
@@ -102,6 +109,9 @@ pub struct Carry<T> {
     /// What the carry is done with, for the reader to drop elsewhere
     /// ([`Carry::handing_back`]); `None`: dropped here.
     spent: Option<Spent>,
+    /// Whether a lone client trace (or one wanting records) holds every
+    /// trace after it until a trace counting calls comes.
+    barrier: bool,
 }
 
 /// What a carry is done with: traces it read a second time (or kept for
@@ -213,6 +223,7 @@ impl<T> Default for Carry<T> {
             held: VecDeque::new(),
             witnesses: VecDeque::new(),
             spent: None,
+            barrier: false,
         }
     }
 }
@@ -225,6 +236,8 @@ struct Held<T> {
     out: T,
     lone: Option<(Trace, Vec<Echo>)>,
     wanting: Option<witnessed::Wanting>,
+    /// The trace, while later traces may count what it asked for.
+    asking: Option<later::Asking>,
 }
 
 impl<T> Carry<T> {
@@ -702,6 +715,9 @@ impl<T> Carry<T> {
         // Answers held MCP records give this trace's calls
         // (`mcp_record_result`).
         let mut answered = Vec::new();
+        let by = trace.as_ref().map(|t| t.id);
+        self.count_later(by, &taken, open.as_deref(), &mut again);
+        let waiting = open.as_deref().map(later::waiting).unwrap_or_default();
         if let Some(o) = open.as_deref_mut() {
             self.witness(std::mem::take(&mut o.witnessed), &mut again);
             wants = std::mem::take(&mut o.wanting);
@@ -712,8 +728,10 @@ impl<T> Carry<T> {
             self.keep_these(asks, calls);
         }
         if let (false, Some(t)) = (answered.is_empty(), trace.as_ref()) {
-            out = again(t, &[taken.as_slice(), &answered].concat()).0;
+            taken.extend(answered);
+            out = again(t, &taken).0;
         }
+        let mut asking = None;
         let (lone, wanting) = match (open.map(|o| o.lone), trace) {
             (Some(lone), Some(t)) if !lone.is_empty() => (Some((t, lone)), None),
             // Calls records in later traces may complete (`witnessed`).
@@ -730,20 +748,28 @@ impl<T> Carry<T> {
                 )
             }
             (_, t) => {
+                let t = later::hold(t, waiting, || taken, &mut asking);
                 if let (Some(spent), Some(t)) = (self.spent.as_mut(), t) {
                     spent.traces.push(t);
                 }
                 (None, None)
             }
         };
-        if self.held.is_empty() && lone.is_none() && wanting.is_none() {
+        if self.held.is_empty() && lone.is_none() && wanting.is_none() && asking.is_none() {
             due.push(out);
             return;
         }
-        self.held.push_back(Held { out, lone, wanting });
-        if (counted && !self.awaits_answer()) || self.held.len() > MAX_HELD {
-            due.extend(self.held.drain(..).map(|h| h.out));
+        self.barrier |= lone.is_some() || wanting.is_some();
+        self.held.push_back(Held {
+            out,
+            lone,
+            wanting,
+            asking,
+        });
+        if counted && !self.awaits_answer() {
+            self.lift_barrier();
         }
+        self.release(due);
     }
 
     /// What a reader made of the traces held (not yet due), to change in
@@ -804,6 +830,7 @@ impl<T> Carry<T> {
 
     /// What is held, in input order (at the end of the input).
     pub fn finish(&mut self) -> Vec<T> {
+        self.barrier = false;
         self.held.drain(..).map(|h| h.out).collect()
     }
 
@@ -1057,11 +1084,12 @@ mod tests {
                 }));
                 spent.extend(carry.spent().into_traces().into_iter().map(|t| t.id));
             }
-            // The second trace, read again with the first one's call, is
-            // handed back once the carry is done with it.
+            // The second trace, read again with the first one's call, and
+            // the first, held until then (`later`), are handed back once
+            // the carry is done with them.
             assert_eq!(counted, [0, 1]);
             let want = if hand_back {
-                vec![TraceId([2; 16])]
+                vec![TraceId([2; 16]), TraceId([1; 16])]
             } else {
                 Vec::new()
             };

@@ -1011,17 +1011,10 @@ fn rebuild(
                     run: run_key(s),
                 });
             }
-            out.warnings.push(format!(
-                "the model asked for `{}`{} in span {} and no later request in this trace carries its result: listed, not counted{}",
-                a.name,
-                id_text(a),
-                trace.spans[at.span].span_id,
-                if later {
-                    ""
-                } else {
-                    " (a trace that holds the next model request counts it)"
-                }
-            ));
+            let span = trace.spans[at.span].span_id;
+            let warning =
+                super::carry::later::unanswered_warning(&a.name, &id_text(a), span, !later);
+            out.warnings.push(warning);
             continue;
         };
         // A call without an id, answered by a result placed in the history:

@@ -300,6 +300,7 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
 /// After a trace is read: takes out the calls `carried` says another trace
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
+    super::carry::later::note(carried, a);
     asked_args(carried, a);
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);

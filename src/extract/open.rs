@@ -83,6 +83,11 @@ pub(crate) const MCP_RESULT_FORM: &str = "mcp-record-result";
 /// one fitting (`carry::lone_span`). It asks for nothing.
 pub(crate) const AMBIGUOUS_FORM: &str = "lone-span-ambiguous";
 
+/// The `form` of a carried entry that says a call the trace read asked for
+/// at `span_id` and left unanswered (a warning of it) is counted in trace
+/// `trace_id`, later in the input (`carry::later`). It asks for nothing.
+pub(crate) const LATER_FORM: &str = "counted-in-later-trace";
+
 /// What a record in a span that ran no tool says of one call
 /// (`witness_records`): its arguments or its result, under its call id.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,6 +227,9 @@ pub struct Open {
     /// The trace's tool spans' calls with a call id and neither arguments
     /// nor a result, which such records may complete.
     pub wanting: Vec<Echo>,
+    /// The calls the model asked for in its text that no tool span of the
+    /// trace shows (without a call id): a later trace's may (`carry::later`).
+    pub unshown: Vec<OpenAsk>,
 }
 
 impl Open {
@@ -236,6 +244,7 @@ impl Open {
             && self.history.is_empty()
             && self.witnessed.is_empty()
             && self.wanting.is_empty()
+            && self.unshown.is_empty()
     }
 }
 
@@ -250,6 +259,7 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
             WITNESS_ERROR_FORM,
             MCP_RESULT_FORM,
             AMBIGUOUS_FORM,
+            LATER_FORM,
         ]
         .contains(&c.form)
     };

@@ -151,6 +151,9 @@ impl Joined {
                 &mut due,
             );
         }
+        // A trace whose asks a later trace may count waits for no batch
+        // after this one (`carry::later`).
+        state.carry.let_asks_go(&mut due);
         state.note_held(Instant::now());
         let spent = state.carry.spent();
         state.next += 1;

@@ -348,3 +348,58 @@ fn traces_held_behind_a_lone_client_trace_are_reported_after_the_hold() {
     assert!(got.contains_key(&lone_id) && got.contains_key(&other_id));
     srv.stop();
 }
+
+/// Each trace's warnings in the last row about it.
+fn warnings_by_trace(rows: &[Value]) -> BTreeMap<String, Value> {
+    of_type(rows, "unmatched_trace")
+        .iter()
+        .map(|r| {
+            let id = r["trace_id"].as_str().unwrap_or_default().to_string();
+            (id, r["warnings"].clone())
+        })
+        .collect()
+}
+
+/// A hand loop's two model calls completing together (at shutdown, one
+/// batch): as `replay`, `serve` counts the call in the second trace, and
+/// the first trace, whose call a later trace counts, warns of nothing.
+/// (Completing apart, the first is reported alone with its warning:
+/// `a_later_trace_answering_an_earlier_ones_calls_counts_them_once_there`.)
+#[test]
+fn an_ask_a_later_trace_of_the_batch_counts_is_no_warning_as_in_replay() {
+    let quay = json!({"quay": 4});
+    let first = model_call(
+        0x51,
+        (1_000, 2_000),
+        &[],
+        &[("call_q1", "check_quay", quay)],
+    );
+    let second = model_call(0x52, (3_000, 4_000), &[("call_q1", "free")], &[]);
+    let dir = TempDir::new("asked-later");
+    let files: Vec<PathBuf> = [&first, &second]
+        .iter()
+        .enumerate()
+        .map(|(i, req)| {
+            let p = dir.path().join(format!("req-{i}.pb"));
+            std::fs::write(&p, req.encode_to_vec()).unwrap();
+            p
+        })
+        .collect();
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let replay_rows = replayed(&paths);
+    let want = warnings_by_trace(&replay_rows);
+    let t1 = hex(&trace_id(0x51));
+    assert_eq!(want.len(), 2, "{replay_rows:#?}");
+    assert!(want[&t1].is_null(), "{want:?}");
+    // Traces complete at shutdown, in the order they came.
+    let srv = start("asked-later", |c, _| {
+        c.decision_wait = Duration::from_secs(600);
+    });
+    for req in [&first, &second] {
+        let r = post(srv.http, &[PROTOBUF], &req.encode_to_vec(), Framing::Length);
+        assert_eq!(r.status, 200);
+    }
+    let (_, rows) = srv.stop();
+    assert_eq!(warnings_by_trace(&rows), want, "{rows:#?}");
+    assert_eq!(calls_by_trace(&rows), calls_by_trace(&replay_rows));
+}

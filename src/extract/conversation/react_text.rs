@@ -30,6 +30,7 @@ use super::{
     bodies, flat_events, gather_flat, message_text, AskedAt, FLAT_OUT, MODEL_ROLES, OUTPUT_KEYS,
 };
 use crate::assemble::{SpanRecord, Trace};
+use crate::extract::open::{run_key, OpenAsk};
 use crate::extract::requested::Asked;
 use crate::extract::rules::builtin_list;
 use crate::extract::sides::Side;
@@ -296,7 +297,8 @@ pub(super) fn unless_native(
 /// The cross-check where tool spans gave the calls and no model output
 /// asked for one natively: each ask written in the model's text that no
 /// tool span's call of that tool shows (each call showing one ask) is a
-/// warning of the trace. Nothing is counted from the text there.
+/// warning of the trace, and left open: a later trace's tool span may
+/// show it (`carry::later`). Nothing is counted from the text there.
 fn check(trace: &Trace, quiet: &[(usize, Look)], out: &mut Analysis) {
     let mut shown = vec![false; out.calls.len()];
     for at in asked(trace, quiet) {
@@ -304,10 +306,20 @@ fn check(trace: &Trace, quiet: &[(usize, Look)], out: &mut Analysis) {
         let same = |c: &ToolCall| c.name == name || c.span_name.as_deref() == Some(name);
         match (0..shown.len()).find(|&k| !shown[k] && same(&out.calls[k])) {
             Some(k) => shown[k] = true,
-            None => out.warnings.push(format!(
-                "the model asked for `{name}` in its text in span {} and no tool span shows that call",
-                trace.spans[at.span].span_id
-            )),
+            None => {
+                let s = &trace.spans[at.span];
+                let warning = crate::extract::carry::later::unshown_warning(name, s.span_id);
+                out.warnings.push(warning);
+                let open = out.open.get_or_insert_with(Default::default);
+                open.unshown.push(OpenAsk {
+                    asked: at.asked,
+                    form: FORM,
+                    trace_id: trace.id,
+                    span_id: s.span_id,
+                    end_time_unix_nano: s.span.end_time_unix_nano,
+                    run: run_key(s),
+                });
+            }
         }
     }
 }
