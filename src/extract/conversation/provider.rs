@@ -13,14 +13,16 @@
 //! message (`tool_call` + `tool_call_response` of one id): an answer the
 //! model's own message carries is the provider's too.
 //!
-//! Each is a tool call (`from: "provider"`), read from model outputs first;
-//! a span that records no output gives those of its request's last model
-//! turn (the output of the model call before it). One call is counted once
-//! per call id (an output and the next request's history repeat it). The
-//! item, block and part types are data (`[vocabulary]` of builtin.toml).
+//! Each is a tool call (`from: "provider"`), read from model outputs first,
+//! then from the last model turn of each request whose model call before it
+//! is in the same trace (writers that leave the provider's items out of
+//! their outputs). One call is counted once per call id (an output and the
+//! next request's history repeat it). The item, block and part types are
+//! data (`[vocabulary]` of builtin.toml).
 
 use std::sync::OnceLock;
 
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use regex::Regex;
 use serde_json::{Map, Value};
 
@@ -48,6 +50,8 @@ struct Words {
     /// result, which follows it (`codeExecutionResult`).
     code: &'static [String],
     code_results: &'static [String],
+    /// Id prefixes of a server tool's call.
+    prefixes: &'static [String],
     /// Any of the above, as one pattern: a text without it is not parsed.
     any: Regex,
 }
@@ -59,15 +63,19 @@ fn words() -> &'static Words {
         let results = builtin_list("provider_result_types");
         let code = builtin_list("provider_code_keys");
         let code_results = builtin_list("provider_code_result_keys");
-        // A call part answered in its own message: its answer's type.
-        let answered = ["tool_call_response".to_string()];
-        let all = calls.iter().chain(code).chain(&answered);
-        let pattern = all.map(|w| regex::escape(w)).collect::<Vec<_>>().join("|");
+        // A call part answered in its own message says it is the
+        // provider's by a flag or its id's opening quote and prefix.
+        let flags = ["\"builtin\"", "\"server\""].map(str::to_string);
+        let prefixes = builtin_list("provider_call_id_prefixes");
+        let ids = prefixes.iter().map(|p| format!("\"{p}"));
+        let all = calls.iter().chain(code).chain(&flags).cloned().chain(ids);
+        let pattern = all.map(|w| regex::escape(&w)).collect::<Vec<_>>().join("|");
         Words {
             calls,
             results,
             code,
             code_results,
+            prefixes,
             // The words are literals, escaped: the pattern always compiles.
             any: Regex::new(&pattern).unwrap_or_else(|e| panic!("provider words: {e}")),
         }
@@ -103,23 +111,40 @@ pub(super) fn calls(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &Analysis) 
             found.push((i, ran, start));
         }
     };
-    // Outputs first: the record of the model call that ran them.
+    // Outputs first: the record of the model call that ran them. The
+    // requests that may hold one wait for them.
+    let mut asking: Vec<(usize, Vec<Value>)> = Vec::new();
     for (i, s) in trace.spans.iter().enumerate() {
-        for v in outputs(s) {
+        let (outputs, requests) = documents(s);
+        for v in outputs {
             for ran in in_document(&v) {
                 keep(i, ran, s.span.start_time_unix_nano, &mut found);
             }
+        }
+        if !requests.is_empty() {
+            asking.push((i, requests));
         }
     }
     // Then the last model turn of each request whose model call before it
     // is in this trace (a writer that leaves the provider's items out of
     // its outputs keeps them in the history): when that model call is in
-    // another trace, that trace read its output.
-    for (i, s) in trace.spans.iter().enumerate() {
-        let Some(start) = asked_at(trace, i) else {
+    // another trace, that trace read its output. Which spans record a
+    // request is looked at only when a request may hold such a call.
+    let models: Vec<(usize, u64, u64)> = if asking.is_empty() {
+        Vec::new()
+    } else {
+        (trace.spans.iter().enumerate())
+            .filter(|(_, p)| super::has_any_input(p))
+            .map(|(j, p)| (j, p.span.start_time_unix_nano, p.span.end_time_unix_nano))
+            .collect()
+    };
+    for (i, requests) in asking {
+        let at = trace.spans[i].span.start_time_unix_nano;
+        let before = models.iter().filter(|(j, _, end)| *j != i && *end <= at);
+        let Some(start) = before.map(|(_, start, _)| *start).max() else {
             continue;
         };
-        for v in requests(s) {
+        for v in requests {
             for ran in last_turn(&v) {
                 keep(i, ran, start, &mut found);
             }
@@ -139,47 +164,60 @@ pub(super) fn is_ran(ran: &[ToolCall], a: &AskedAt) -> bool {
     })
 }
 
-/// The JSON documents of span `s` that may hold a model's output and name
-/// a provider's call: its JSON attributes other than requests, and its
-/// output events.
-fn outputs(s: &SpanRecord) -> Vec<Value> {
+/// The JSON documents of span `s` that may name a provider's call: its
+/// outputs (JSON attributes other than requests, output events) and its
+/// requests, each parsed only when its text names one of the words.
+fn documents(s: &SpanRecord) -> (Vec<Value>, Vec<Value>) {
     let w = words();
-    let mut out = Vec::new();
+    let (mut outputs, mut requests) = (Vec::new(), Vec::new());
     for (key, val) in s.span.attributes() {
         let Some(text) = val.and_then(|v| v.as_str()) else {
             continue;
         };
-        if is_request_key(key) || !crate::ingest::projection::holds_json(text) {
+        // Most values are no JSON: the first byte says so.
+        if !crate::ingest::projection::holds_json(text) || !w.any.is_match(text) {
             continue;
         }
-        if w.any.is_match(text) {
-            out.extend(serde_json::from_str::<Value>(text.trim()).ok());
+        let Ok(v) = serde_json::from_str::<Value>(text.trim()) else {
+            continue;
+        };
+        match is_request_key(key) {
+            true => requests.push(v),
+            false => outputs.push(v),
         }
     }
-    if !s.span.events.is_empty() {
-        out.extend(super::super::genai_events::output(s));
-        out.extend(super::super::content_events::output(s));
+    if s.span.events.iter().any(|e| {
+        e.attributes
+            .iter()
+            .any(|kv| names_a_call(kv.value.as_ref()))
+    }) {
+        outputs.extend(super::super::genai_events::output(s));
+        outputs.extend(super::super::content_events::output(s));
+        requests.extend(super::super::genai_events::request(s));
+        requests.extend(super::super::content_events::request(s));
     }
-    out
+    (outputs, requests)
 }
 
-/// The requests span `s` records that name a provider's call.
-fn requests(s: &SpanRecord) -> Vec<Value> {
+/// Whether an event's attribute value may name a provider's call: JSON
+/// text naming a word, a call type or a server tool's id as a value, or a
+/// flag or code key in a structured value (log records' bodies).
+fn names_a_call(v: Option<&AnyValue>) -> bool {
     let w = words();
-    let mut out = Vec::new();
-    for (key, val) in s.span.attributes() {
-        let Some(text) = val.and_then(|v| v.as_str()) else {
-            continue;
-        };
-        if is_request_key(key) && w.any.is_match(text) {
-            out.extend(serde_json::from_str::<Value>(text.trim()).ok());
+    match v.and_then(|v| v.value.as_ref()) {
+        Some(any_value::Value::StringValue(t)) => {
+            w.calls.iter().any(|c| c == t)
+                || w.prefixes.iter().any(|p| t.starts_with(p.as_str()))
+                || (crate::ingest::projection::holds_json(t) && w.any.is_match(t))
         }
+        Some(any_value::Value::ArrayValue(a)) => a.values.iter().any(|v| names_a_call(Some(v))),
+        Some(any_value::Value::KvlistValue(kv)) => kv.values.iter().any(|kv| {
+            matches!(kv.key.as_str(), "builtin" | "server")
+                || w.code.contains(&kv.key)
+                || names_a_call(kv.value.as_ref())
+        }),
+        _ => false,
     }
-    if !s.span.events.is_empty() {
-        out.extend(super::super::genai_events::request(s));
-        out.extend(super::super::content_events::request(s));
-    }
-    out
 }
 
 /// Whether attribute `key` holds a request (the history before the call).
@@ -188,18 +226,6 @@ fn is_request_key(key: &str) -> bool {
     key.contains("input")
         || key.contains("prompt")
         || (last.contains("messages") && key.contains("all_"))
-}
-
-/// When a call read from span `i`'s request ran: within the model call
-/// before that request (the latest span that ended before it and records
-/// a request too); `None` when no such span is in the trace.
-fn asked_at(trace: &Trace, i: usize) -> Option<u64> {
-    let start = trace.spans[i].span.start_time_unix_nano;
-    let before =
-        trace.spans.iter().enumerate().filter(|(j, p)| {
-            *j != i && p.span.end_time_unix_nano <= start && super::has_any_input(p)
-        });
-    before.map(|(_, p)| p.span.start_time_unix_nano).max()
 }
 
 /// The provider's calls of a request's last model turn: the model's

@@ -148,3 +148,43 @@ fn a_block_of_a_type_only_and_a_tool_definition_are_no_calls() {
     )]);
     assert!(a.calls.is_empty(), "{:?}", a.calls);
 }
+
+#[test]
+fn code_a_model_ran_is_one_call_and_empty_code_fields_are_none() {
+    // Gemini's parts: the code, then its result; an SDK dump's `null`
+    // fields name no code.
+    let ran = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"executableCode": {"language": "PYTHON", "code": "print(6 * 7)"}},
+        {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "42\n"}}]}}]});
+    let dumped = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"executable_code": null, "code_execution_result": null,
+         "function_call": {"name": "book_boat", "args": {"seats": 2}}}]}}]});
+    let (r, d) = (ran.to_string(), dumped.to_string());
+    let a = analyze(vec![sp(
+        2,
+        None,
+        (10, 20),
+        "quux.model",
+        &[("quux.response", &r)],
+    )]);
+    let got = rows(&a);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "code_execution");
+    assert_eq!(
+        got[0].1,
+        json!({"language": "PYTHON", "code": "print(6 * 7)"})
+    );
+    assert_eq!(got[0].2, json!({"outcome": "OUTCOME_OK", "output": "42\n"}));
+    let a = analyze(vec![sp(
+        2,
+        None,
+        (10, 20),
+        "quux.model",
+        &[("quux.response", &d)],
+    )]);
+    assert!(
+        a.calls.iter().all(|c| c.from != Some(FROM_PROVIDER)),
+        "{:?}",
+        a.calls
+    );
+}
