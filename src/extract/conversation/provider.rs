@@ -432,40 +432,54 @@ fn typed_result(o: &Map<String, Value>, kind: &str) -> Option<(String, Value)> {
 /// A framework that runs the tools inside one model step (the AI SDK's
 /// steps) writes its own calls answered in the same message too.
 fn answered_here(parts: &[Value], out: &mut Vec<Ran>) {
-    let prefixes = builtin_list("provider_call_id_prefixes");
+    let w = words();
     let flagged = |p: &Value, id: &str| {
         p.get("builtin").and_then(Value::as_bool) == Some(true)
             || p.get("server").is_some_and(Value::is_string)
-            || prefixes.iter().any(|x| id.starts_with(x.as_str()))
+            || w.prefixes.iter().any(|x| id.starts_with(x.as_str()))
     };
     let id = |p: &Value| p.get("id").and_then(Value::as_str).map(str::to_string);
     let typed = |p: &Value, t: &str| p.get("type").and_then(Value::as_str) == Some(t);
     for p in parts.iter().filter(|p| typed(p, "tool_call")) {
-        let Some(call_id) = id(p).filter(|i| flagged(p, i)) else {
+        let Some(name) = p.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        // A part named after a hosted item's type is one (OTel contrib JS:
+        // `web_search_call`), answered or not.
+        let item = w.calls.iter().any(|c| c == name);
+        let Some(call_id) = id(p).filter(|i| item || flagged(p, i)) else {
             continue;
         };
         let answer = parts
             .iter()
             .find(|r| typed(r, "tool_call_response") && id(r).as_deref() == Some(&call_id));
-        let Some(answer) = answer else {
+        if answer.is_none() && !item {
             continue;
-        };
-        let Some(name) = p.get("name").and_then(Value::as_str) else {
-            continue;
-        };
+        }
         let args = p.get("arguments").map(decoded).unwrap_or(Value::Null);
+        let name = match item {
+            true => called(&args).unwrap_or_else(|| name.strip_suffix("_call").unwrap_or(name)),
+            false => name,
+        };
         out.push(Ran {
             id: Some(call_id),
             name: name.to_string(),
             server: p.get("server").and_then(Value::as_str).map(str::to_string),
-            args: call_text(name, args),
+            args: call_text(name, args.clone()),
             result: ["response", "result", "content"]
                 .iter()
-                .find_map(|k| answer.get(*k))
+                .find_map(|k| answer?.get(*k))
                 .map(decoded),
             failed: None,
         });
     }
+}
+
+/// The tool a call's text names, `name({...})`.
+fn called(args: &Value) -> Option<&str> {
+    let (name, _) = args.as_str()?.trim().split_once('(')?;
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '.';
+    (!name.is_empty() && name.chars().all(word)).then_some(name)
 }
 
 /// Gemini's code execution: a part `{"executableCode": {...}}` and the

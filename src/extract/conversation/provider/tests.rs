@@ -188,3 +188,36 @@ fn code_a_model_ran_is_one_call_and_empty_code_fields_are_none() {
         a.calls
     );
 }
+
+#[test]
+fn a_call_part_named_after_a_hosted_item_is_the_provider_s() {
+    // A converter that writes a hosted item as a plain call part named
+    // after its type, with no answer (a search returns none).
+    let output = json!([{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "hs_1", "name": "web_search_call", "arguments": {"type": "search", "query": "ferries"}},
+        {"type": "tool_call", "id": "c_2", "name": "book_boat", "arguments": {"seats": 2}}]}]);
+    let o = output.to_string();
+    let a = analyze(vec![sp(
+        2,
+        None,
+        (10, 20),
+        "chat",
+        &[("gen_ai.output.messages", &o)],
+    )]);
+    let got: Vec<_> = a
+        .calls
+        .iter()
+        .filter(|c| c.from == Some(FROM_PROVIDER))
+        .collect();
+    assert_eq!(got.len(), 1, "{:?}", a.calls);
+    assert_eq!(got[0].name, "web_search");
+    assert_eq!(
+        got[0].args.value(),
+        Some(&json!({"type": "search", "query": "ferries"}))
+    );
+    assert!(
+        a.warnings.iter().all(|w| !w.contains("web_search")),
+        "{:?}",
+        a.warnings
+    );
+}
