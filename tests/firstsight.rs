@@ -74,6 +74,12 @@ fn difference(calls: &[Value], truth: &[Value]) -> Option<String> {
                 got["args"], want["args"]
             ));
         }
+        // A call the provider ran (`"ran": false` in the truth) is read
+        // from the model's response and says so.
+        let from = &want["from"];
+        if !from.is_null() && got["from"] != *from {
+            return Some(format!("call {n}: from {}, want {from}", got["from"]));
+        }
         let result = &want["result"];
         if !result.is_null() && decoded(&got["result"]) != decoded(result) {
             return Some(format!("call {n}: result {}, want {result}", got["result"]));

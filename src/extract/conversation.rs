@@ -80,6 +80,7 @@ mod one_part;
 mod order;
 mod placeholder_calls;
 mod positions;
+pub(crate) mod provider;
 mod quoteless;
 mod react_text;
 mod records;
@@ -841,7 +842,10 @@ pub(super) fn witness(
 ) {
     history_fill::fill(x, trace, out);
     let mut quiet = Vec::new();
-    let asked = asked_in(trace, &out.calls, &mut quiet);
+    // Calls the provider ran are no asks a tool answers (`provider`).
+    let ran = provider::calls(x, trace, seen, out);
+    let mut asked = asked_in(trace, &out.calls, &mut quiet);
+    asked.retain(|a| !provider::is_ran(&ran, a));
     if !out.calls.is_empty() && !asked.is_empty() {
         placeholder_calls::name(trace, &asked, out);
         hollow::drop_hollow(trace, &asked, out);
@@ -858,6 +862,7 @@ pub(super) fn witness(
             rebuild(x, trace, seen, &toolless, out, None);
         }
     }
+    out.calls.extend(ran);
 }
 
 /// Every call the trace's model outputs asked for, in span order, once per

@@ -188,6 +188,12 @@ pub fn write_conversation(
             .value()
             .map_or_else(|| "-".to_string(), ToString::to_string);
         let line = match (&c.from, &c.span_name) {
+            (Some(from), _) if *from == crate::extract::conversation::provider::FROM_PROVIDER => {
+                format!(
+                    "tool call `{}` {args} run by the provider (recorded in the model's response)  [{}; span {}]",
+                    c.name, c.convention, c.span_id
+                )
+            }
             (Some(_), _) => format!(
                 "tool call `{}` {args} from the conversation  [{}; asked in span {}]",
                 c.name, c.convention, c.span_id

@@ -218,7 +218,11 @@ fn call(c: &Value) -> Result<ToolCall, String> {
         },
         retriever: c.get("retriever").and_then(Value::as_bool) == Some(true),
         convention: text(c, "convention").to_string(),
-        from: (text(c, "from") == "conversation").then_some("conversation"),
+        from: match text(c, "from") {
+            "conversation" => Some(crate::extract::conversation::FROM_CONVERSATION),
+            "provider" => Some(crate::extract::conversation::provider::FROM_PROVIDER),
+            _ => None,
+        },
         span_name: c.get("span_name").and_then(Value::as_str).map(String::from),
         mcp_server: c
             .get("mcp_server")
