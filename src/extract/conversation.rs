@@ -53,6 +53,7 @@ use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 mod action_args;
 mod afc;
 mod agent_tool;
+mod ask_warnings;
 mod asked_time;
 mod bare_value;
 mod bodies;
@@ -99,6 +100,7 @@ mod wrapped_results;
 mod writer_names;
 use super::content_events;
 use super::sides::Side;
+pub(crate) use ask_warnings::{id_text, unanswered_warning, unshown_warning};
 pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
 use call_words::{may_hold_any_call, may_hold_calls};
 pub(crate) use content_events::EVENT_KEYS;
@@ -1017,8 +1019,7 @@ fn rebuild(
                 });
             }
             let span = trace.spans[at.span].span_id;
-            let warning =
-                super::carry::later::unanswered_warning(&a.name, &id_text(a), span, !later);
+            let warning = unanswered_warning(&a.name, &id_text(a), span, !later);
             out.warnings.push(warning);
             continue;
         };
@@ -1181,12 +1182,6 @@ fn has_any_input(s: &SpanRecord) -> bool {
             && bodies::bodies_of_model_call(s, Side::Input)
                 .next()
                 .is_some())
-}
-
-fn id_text(a: &Asked) -> String {
-    a.id.as_deref()
-        .filter(|id| !idless::is_made(id))
-        .map_or_else(String::new, |id| format!(" (call id {id})"))
 }
 
 /// A call rebuilt from the conversation: asked for by span `at`, answered

@@ -17,45 +17,10 @@
 //! end of each batch) keeps its warning.
 
 use super::{Carry, Held, MAX_HELD};
-use crate::assemble::{SpanId, Trace, TraceId};
-use crate::extract::conversation::is_made;
+use crate::assemble::{Trace, TraceId};
+use crate::extract::conversation::{id_text, is_made, unanswered_warning, unshown_warning};
 use crate::extract::open::{resource_key, Echo, Open, OpenAsk, LATER_FORM};
-use crate::extract::requested::Asked;
 use crate::extract::Analysis;
-
-/// The warning of a call the model asked for (`id_text`: its call id as
-/// the warning shows it) in `span`, that no later request of its trace
-/// answers; `next_trace`: no later model request is in the trace at all.
-pub(crate) fn unanswered_warning(
-    name: &str,
-    id_text: &str,
-    span: SpanId,
-    next_trace: bool,
-) -> String {
-    format!(
-        "the model asked for `{name}`{id_text} in span {span} and no later request in this trace carries its result: listed, not counted{}",
-        if next_trace {
-            " (a trace that holds the next model request counts it)"
-        } else {
-            ""
-        }
-    )
-}
-
-/// The warning of a call the model asked for in its text in `span` that
-/// no tool span of the trace shows.
-pub(crate) fn unshown_warning(name: &str, span: SpanId) -> String {
-    format!(
-        "the model asked for `{name}` in its text in span {span} and no tool span shows that call"
-    )
-}
-
-/// A call id as the warnings show it (none for an id made here).
-fn id_text(a: &Asked) -> String {
-    a.id.as_deref()
-        .filter(|id| !is_made(id))
-        .map_or_else(String::new, |id| format!(" (call id {id})"))
-}
 
 /// Turns the warning of each ask `carried` says a later trace counts
 /// ([`LATER_FORM`]) into a note naming that trace.

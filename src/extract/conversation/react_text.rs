@@ -308,7 +308,7 @@ fn check(trace: &Trace, quiet: &[(usize, Look)], out: &mut Analysis) {
             Some(k) => shown[k] = true,
             None => {
                 let s = &trace.spans[at.span];
-                let warning = crate::extract::carry::later::unshown_warning(name, s.span_id);
+                let warning = super::unshown_warning(name, s.span_id);
                 out.warnings.push(warning);
                 let open = out.open.get_or_insert_with(Default::default);
                 open.unshown.push(OpenAsk {
