@@ -855,42 +855,8 @@ mod tests {
     use super::*;
     use crate::assemble::{SpanId, TraceId};
     use crate::extract::requested::Asked;
+    use crate::extract::test_support::model_call;
     use crate::extract::{Analysis, Extractor};
-
-    /// A trace holding one model call of a made-up vendor's client, in
-    /// process `process`: its request carries `results` (call id, content)
-    /// and nothing else of the history; its output asks for `calls`.
-    fn model_call(
-        trace: u8,
-        when: (u64, u64),
-        process: &str,
-        results: &[(&str, &str)],
-        calls: &[(&str, &str, Value)],
-    ) -> Trace {
-        let input: Vec<Value> = results
-            .iter()
-            .map(|(id, r)| json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": r}]}))
-            .collect();
-        let parts: Vec<Value> = calls
-            .iter()
-            .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
-            .collect();
-        let input = Value::Array(input).to_string();
-        let output = json!([{"role": "assistant", "parts": parts}]).to_string();
-        let s = crate::extract::tests::sp(
-            trace,
-            None,
-            when,
-            "acme.chat",
-            &[
-                ("acme.operation", "chat"),
-                ("gen_ai.input.messages", &input),
-                ("gen_ai.output.messages", &output),
-            ],
-        );
-        let s = crate::extract::test_support::in_process(s, process);
-        Trace::new(TraceId([trace; 16]), vec![s], 0)
-    }
 
     /// Reads `traces` in order as `inspect` and `replay` do.
     fn read(traces: &[Trace]) -> Vec<Analysis> {

@@ -7,7 +7,7 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, Instrumentatio
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{Analysis, CallResult, Extractor};
 use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
@@ -251,4 +251,39 @@ pub(crate) fn ask_and_answer(response: Value, answered_in: u8) -> [SpanRecord; 2
             ],
         ),
     ]
+}
+
+/// A trace holding one model call of a made-up vendor's client, in
+/// process `process`: its request carries `results` (call id, content)
+/// and nothing else of the history; its output asks for `calls`.
+pub(crate) fn model_call(
+    trace: u8,
+    when: (u64, u64),
+    process: &str,
+    results: &[(&str, &str)],
+    calls: &[(&str, &str, Value)],
+) -> Trace {
+    let input: Vec<Value> = results
+        .iter()
+        .map(|(id, r)| json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": r}]}))
+        .collect();
+    let parts: Vec<Value> = calls
+        .iter()
+        .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
+        .collect();
+    let input = Value::Array(input).to_string();
+    let output = json!([{"role": "assistant", "parts": parts}]).to_string();
+    let s = crate::extract::tests::sp(
+        trace,
+        None,
+        when,
+        "acme.chat",
+        &[
+            ("acme.operation", "chat"),
+            ("gen_ai.input.messages", &input),
+            ("gen_ai.output.messages", &output),
+        ],
+    );
+    let s = in_process(s, process);
+    Trace::new(TraceId([trace; 16]), vec![s], 0)
 }

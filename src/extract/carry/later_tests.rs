@@ -6,43 +6,9 @@ use serde_json::{json, Value};
 
 use super::{Carry, Left, MAX_HELD};
 use crate::assemble::{Trace, TraceId};
-use crate::extract::test_support::{in_process, read_in_order};
+use crate::extract::test_support::{in_process, model_call, read_in_order};
 use crate::extract::tests::sp;
 use crate::extract::{Analysis, Extractor};
-
-/// A trace holding one model call of a made-up vendor (`quay.*`), in
-/// process `process`: its request carries `results` (call id, content)
-/// and nothing else of the history; its output asks for `calls`.
-fn model_call(
-    trace: u8,
-    when: (u64, u64),
-    process: &str,
-    results: &[(&str, &str)],
-    calls: &[(&str, &str, Value)],
-) -> Trace {
-    let input: Vec<Value> = results
-        .iter()
-        .map(|(id, r)| json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": r}]}))
-        .collect();
-    let parts: Vec<Value> = calls
-        .iter()
-        .map(|(id, n, a)| json!({"type": "tool_call", "id": id, "name": n, "arguments": a}))
-        .collect();
-    let input = Value::Array(input).to_string();
-    let output = json!([{"role": "assistant", "parts": parts}]).to_string();
-    let s = sp(
-        trace,
-        None,
-        when,
-        "quay.chat",
-        &[
-            ("quay.operation", "chat"),
-            ("gen_ai.input.messages", &input),
-            ("gen_ai.output.messages", &output),
-        ],
-    );
-    Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
-}
 
 fn moor(trace: u8, process: &str) -> Trace {
     let pier = json!({"pier": "B"});
