@@ -223,15 +223,7 @@ fn a_later_trace_answering_an_earlier_ones_calls_counts_them_once_there() {
         &[],
     );
     let dir = TempDir::new("handloop");
-    let files: Vec<PathBuf> = [&first, &second]
-        .iter()
-        .enumerate()
-        .map(|(i, req)| {
-            let p = dir.path().join(format!("req-{i}.pb"));
-            std::fs::write(&p, req.encode_to_vec()).unwrap();
-            p
-        })
-        .collect();
+    let files = written(&dir, &[&first, &second]);
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let want = calls_by_trace(&replayed(&paths));
     let (t1, t2) = (hex(&trace_id(0x31)), hex(&trace_id(0x32)));
@@ -376,15 +368,7 @@ fn an_ask_a_later_trace_of_the_batch_counts_is_no_warning_as_in_replay() {
     );
     let second = model_call(0x52, (3_000, 4_000), &[("call_q1", "free")], &[]);
     let dir = TempDir::new("asked-later");
-    let files: Vec<PathBuf> = [&first, &second]
-        .iter()
-        .enumerate()
-        .map(|(i, req)| {
-            let p = dir.path().join(format!("req-{i}.pb"));
-            std::fs::write(&p, req.encode_to_vec()).unwrap();
-            p
-        })
-        .collect();
+    let files = written(&dir, &[&first, &second]);
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let replay_rows = replayed(&paths);
     let want = warnings_by_trace(&replay_rows);
@@ -402,4 +386,18 @@ fn an_ask_a_later_trace_of_the_batch_counts_is_no_warning_as_in_replay() {
     let (_, rows) = srv.stop();
     assert_eq!(warnings_by_trace(&rows), want, "{rows:#?}");
     assert_eq!(calls_by_trace(&rows), calls_by_trace(&replay_rows));
+}
+
+/// Writes each request to a file of its own in `dir`, in order (the files
+/// `replay` reads).
+fn written(dir: &TempDir, requests: &[&ExportTraceServiceRequest]) -> Vec<PathBuf> {
+    requests
+        .iter()
+        .enumerate()
+        .map(|(i, req)| {
+            let p = dir.path().join(format!("req-{i}.pb"));
+            std::fs::write(&p, req.encode_to_vec()).unwrap();
+            p
+        })
+        .collect()
 }
