@@ -40,7 +40,7 @@ pub(crate) const EVENT_KEYS: &[&str] = &["content"];
 /// Attributes holding the tools an LLM was offered: a JSON list of tool
 /// definitions (OpenAI `{"type": "function", "function": {...}}`, flat
 /// `{"name", "description", "parameters"}`) or of names.
-const TOOL_KEYS: &[&str] = &[
+pub(crate) const TOOL_KEYS: &[&str] = &[
     "gen_ai.tool.definitions",
     "mlflow.chat.tools",
     "llm.tools",

@@ -54,6 +54,10 @@ struct Words {
     prefixes: &'static [String],
     /// Any of the above, as one pattern: a text without it is not parsed.
     any: Regex,
+    /// Attributes of what the model was offered besides its tools
+    /// (parameters, instructions): never a call's record, and with the
+    /// tools most of a model call's bytes.
+    offered: &'static [String],
 }
 
 fn words() -> &'static Words {
@@ -76,6 +80,7 @@ fn words() -> &'static Words {
             code,
             code_results,
             prefixes,
+            offered: builtin_list("provider_offered_keys"),
             // The words are literals, escaped: the pattern always compiles.
             any: Regex::new(&pattern).unwrap_or_else(|e| panic!("provider words: {e}")),
         }
@@ -114,8 +119,9 @@ pub(super) fn calls(x: &Extractor, trace: &Trace, seen: &[Ctx], out: &Analysis) 
     // Outputs first: the record of the model call that ran them. The
     // requests that may hold one wait for them.
     let mut asking: Vec<(usize, Vec<Value>)> = Vec::new();
+    let ended = Ended::of(trace);
     for (i, s) in trace.spans.iter().enumerate() {
-        let (outputs, requests) = documents(s);
+        let (outputs, requests) = documents(s, ended.before(i, s.span.start_time_unix_nano));
         for v in outputs {
             for ran in in_document(&v) {
                 keep(i, ran, s.span.start_time_unix_nano, &mut found);
@@ -164,10 +170,49 @@ pub(super) fn is_ran(ran: &[ToolCall], a: &AskedAt) -> bool {
     })
 }
 
+/// The two earliest span ends of a trace, to tell whether any other span
+/// ended before a span started (else no model call before it did, and its
+/// request is not read: the scan of the text a call is never read from is
+/// most of this reader's time).
+struct Ended {
+    first: Option<(usize, u64)>,
+    second: Option<u64>,
+}
+
+impl Ended {
+    fn of(trace: &Trace) -> Ended {
+        let mut e = Ended {
+            first: None,
+            second: None,
+        };
+        for (i, s) in trace.spans.iter().enumerate() {
+            let end = s.span.end_time_unix_nano;
+            match e.first {
+                Some((_, f)) if f <= end => e.second = Some(e.second.map_or(end, |x| x.min(end))),
+                _ => {
+                    e.second = e.first.map(|(_, f)| f);
+                    e.first = Some((i, end));
+                }
+            }
+        }
+        e
+    }
+
+    /// Whether a span other than span `i` ended by `at`.
+    fn before(&self, i: usize, at: u64) -> bool {
+        match self.first {
+            Some((j, end)) if j != i => end <= at,
+            Some(_) => self.second.is_some_and(|end| end <= at),
+            None => false,
+        }
+    }
+}
+
 /// The JSON documents of span `s` that may name a provider's call: its
-/// outputs (JSON attributes other than requests, output events) and its
-/// requests, each parsed only when its text names one of the words.
-fn documents(s: &SpanRecord) -> (Vec<Value>, Vec<Value>) {
+/// outputs (JSON attributes other than requests and the tools the model
+/// was offered, output events) and, when `asks` (a span ended before it),
+/// its requests, each parsed only when its text names one of the words.
+fn documents(s: &SpanRecord, asks: bool) -> (Vec<Value>, Vec<Value>) {
     let w = words();
     let (mut outputs, mut requests) = (Vec::new(), Vec::new());
     for (key, val) in s.span.attributes() {
@@ -175,28 +220,51 @@ fn documents(s: &SpanRecord) -> (Vec<Value>, Vec<Value>) {
             continue;
         };
         // Most values are no JSON: the first byte says so.
-        if !crate::ingest::projection::holds_json(text) || !w.any.is_match(text) {
+        if !crate::ingest::projection::holds_json(text) {
             continue;
         }
+        // The key's test costs more than the others: last.
+        if offered(w, key) || (!asks && is_request_key(key)) || !w.any.is_match(text) {
+            continue;
+        }
+        let request = is_request_key(key);
         let Ok(v) = serde_json::from_str::<Value>(text.trim()) else {
             continue;
         };
-        match is_request_key(key) {
+        match request {
             true => requests.push(v),
             false => outputs.push(v),
         }
     }
-    if s.span.events.iter().any(|e| {
-        e.attributes
-            .iter()
-            .any(|kv| names_a_call(kv.value.as_ref()))
-    }) {
-        outputs.extend(super::super::genai_events::output(s));
-        outputs.extend(super::super::content_events::output(s));
-        requests.extend(super::super::genai_events::request(s));
-        requests.extend(super::super::content_events::request(s));
+    // Only events the readers below read (most spans have none).
+    use super::super::{content_events, genai_events};
+    let read = !s.span.events.is_empty()
+        && (genai_events::has_output(s)
+            || content_events::has_output(s)
+            || (asks && (genai_events::has_request(s) || content_events::has_request(s))));
+    if read
+        && s.span.events.iter().any(|e| {
+            e.attributes
+                .iter()
+                .any(|kv| names_a_call(kv.value.as_ref()))
+        })
+    {
+        outputs.extend(genai_events::output(s));
+        outputs.extend(content_events::output(s));
+        if asks {
+            requests.extend(genai_events::request(s));
+            requests.extend(content_events::request(s));
+        }
     }
     (outputs, requests)
+}
+
+/// Whether attribute `key` holds what the model was offered.
+fn offered(w: &Words, key: &str) -> bool {
+    use crate::extract::facts::{SPAN_KEY_PREFIX, TOOL_KEYS};
+    TOOL_KEYS.contains(&key)
+        || key.starts_with(SPAN_KEY_PREFIX)
+        || w.offered.iter().any(|k| k == key)
 }
 
 /// Whether an event's attribute value may name a provider's call: JSON
@@ -222,10 +290,15 @@ fn names_a_call(v: Option<&AnyValue>) -> bool {
 
 /// Whether attribute `key` holds a request (the history before the call).
 fn is_request_key(key: &str) -> bool {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    key.contains("input")
-        || key.contains("prompt")
-        || (last.contains("messages") && key.contains("all_"))
+    // Keys are short: comparing windows costs less than setting up a
+    // substring search each time (asked of every JSON attribute of a span
+    // no other span ended before).
+    let holds = |k: &[u8], w: &[u8]| k.windows(w.len()).any(|x| x == w);
+    let key = key.as_bytes();
+    let last = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
+    holds(key, b"input")
+        || holds(key, b"prompt")
+        || (holds(last, b"messages") && holds(key, b"all_"))
 }
 
 /// The provider's calls of a request's last model turn: the model's

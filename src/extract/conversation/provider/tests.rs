@@ -221,3 +221,38 @@ fn a_call_part_named_after_a_hosted_item_is_the_provider_s() {
         a.warnings
     );
 }
+
+#[test]
+fn a_request_is_read_only_after_another_span_ended() {
+    let spans = [(1, (0, 50)), (2, (10, 20)), (3, (30, 40)), (4, (5, 8))];
+    let t = Trace::new(
+        TraceId([6; 16]),
+        spans
+            .iter()
+            .map(|(id, when)| sp(*id, None, *when, "s", &[]))
+            .collect(),
+        0,
+    );
+    let ended = super::Ended::of(&t);
+    let at = |id: u8| t.spans.iter().position(|s| s.span_id.0[0] == id);
+    let before = |id: u8, when: u64| at(id).is_some_and(|i| ended.before(i, when));
+    // Span 4 ended first (8): a span starting at 8 sees it, span 4 itself
+    // only the next end (20).
+    assert!(before(1, 8) && !before(1, 7));
+    assert!(!before(4, 19) && before(4, 20));
+}
+
+#[test]
+fn request_keys_as_before() {
+    for (key, request) in [
+        ("gen_ai.input.messages", true),
+        ("gen_ai.prompt", true),
+        ("pydantic_ai.all_messages", true),
+        ("all_messages.count", false),
+        ("gen_ai.output.messages", false),
+        ("mlflow.spanInputs", false),
+        ("", false),
+    ] {
+        assert_eq!(super::is_request_key(key), request, "{key}");
+    }
+}
