@@ -1184,6 +1184,19 @@ fn has_any_input(s: &SpanRecord) -> bool {
                 .is_some())
 }
 
+/// The agent run a call rebuilt on a span under `ctx` belongs to, named
+/// as the run's row names it.
+fn agent_of(trace: &Trace, out: &Analysis, ctx: Ctx) -> Option<AgentRef> {
+    ctx.agent.map(|r| {
+        let span_id = trace.spans[r].span_id;
+        let run = out.runs.iter().find(|run| run.span_id == span_id);
+        AgentRef {
+            span_id,
+            name: run.map(|run| run.name.clone()).unwrap_or_default(),
+        }
+    })
+}
+
 /// A call rebuilt from the conversation: asked for by span `at`, answered
 /// by the request on span `answer.0`.
 #[allow(clippy::too_many_arguments)]
@@ -1215,16 +1228,7 @@ fn conversation_call(
                 other => other.clone(),
             })
         });
-    let agent = ctx.agent.map(|r| {
-        let span_id = trace.spans[r].span_id;
-        let name = out
-            .runs
-            .iter()
-            .find(|run| run.span_id == span_id)
-            .map(|run| run.name.clone())
-            .unwrap_or_default();
-        AgentRef { span_id, name }
-    });
+    let agent = agent_of(trace, out, ctx);
     let function = super::tool_name::mcp_parts(&a.name).map(|(_, tool)| tool);
     ToolCall {
         name: function.unwrap_or(&a.name).to_string(),

@@ -27,9 +27,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::super::rules::builtin_list;
-use super::super::{
-    AgentRef, Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall,
-};
+use super::super::{Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use super::{messages_of, with_items, AskedAt, MODEL_ROLES};
 use crate::assemble::{SpanRecord, Trace};
 
@@ -621,14 +619,7 @@ fn call(
 ) -> ToolCall {
     let s = &trace.spans[i];
     let ctx = seen.get(i).copied().unwrap_or_default();
-    let agent = ctx.agent.map(|r| {
-        let span_id = trace.spans[r].span_id;
-        let name = out.runs.iter().find(|run| run.span_id == span_id);
-        AgentRef {
-            span_id,
-            name: name.map(|run| run.name.clone()).unwrap_or_default(),
-        }
-    });
+    let agent = super::agent_of(trace, out, ctx);
     let status = match ran.failed {
         Some(_) => CallStatus::Error,
         None => CallStatus::Ok,
