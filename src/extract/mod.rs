@@ -54,6 +54,7 @@ mod literal;
 mod logged_args;
 mod mcp_meta;
 mod mcp_record_result;
+mod mcp_resource;
 #[cfg(test)]
 mod mcp_tools_call_tests;
 mod merge;

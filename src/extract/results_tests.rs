@@ -85,6 +85,28 @@ fn mcp_content_comes_off_every_rule_s_results() {
 }
 
 #[test]
+fn an_embedded_text_resource_comes_off_like_a_text_block() {
+    // The AI SDK's MCP client: one resource block, and `isError` it adds.
+    let one = r#"{"content": [{"type": "resource", "resource": {"uri": "menu://soup/fr", "mimeType": "text/plain", "text": "leek and potato"}}], "isError": false}"#;
+    assert_eq!(galtea_result(one), json!("leek and potato"));
+    // A text block beside it; JSON text decoded as a text block's is.
+    let mixed = r#"{"content": [{"type": "text", "text": "menu"}, {"type": "resource", "resource": {"uri": "menu://soup", "text": "{\"kcal\": 210}"}}]}"#;
+    assert_eq!(galtea_result(mixed), json!(["menu", {"kcal": 210}]));
+    let bare = r#"{"type": "resource", "resource": {"uri": "menu://soup", "text": "leek"}}"#;
+    assert_eq!(galtea_result(bare), json!("leek"));
+    // Bytes, a link, or a blob beside text: the content stays whole.
+    let kept = [
+        r#"{"content": [{"type": "resource", "resource": {"uri": "menu://p", "mimeType": "image/png", "blob": "iVBO"}}], "isError": false}"#,
+        r#"{"content": [{"type": "resource_link", "uri": "menu://soup", "name": "soup"}]}"#,
+        r#"{"content": [{"type": "text", "text": "a"}, {"type": "resource", "resource": {"uri": "menu://p", "blob": "iVBO"}}]}"#,
+    ];
+    for text in kept {
+        let want: Value = serde_json::from_str(text).expect("test JSON");
+        assert_eq!(galtea_result(text), want, "{text}");
+    }
+}
+
+#[test]
 fn only_the_exact_shapes_come_off() {
     // One key more than the shape, or content that is not all text: kept.
     let kept = [

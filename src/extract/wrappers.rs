@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use super::mcp_resource::{is_text_resource_block, is_text_resource_block_map, take_block_text};
 use super::rules::{Decode, Field, Source, Unwrap};
 use super::source::{
     any_text, any_to_json, apply_pattern, parse_json_or_literal, parse_json_or_string, raw,
@@ -528,33 +529,57 @@ fn is_genai_text_part(v: &Value) -> bool {
 /// MCP content: a `CallToolResult` `{"content": [text blocks], "isError",
 /// "structuredContent"}` (or its snake_case dump), a list of text blocks
 /// (or of GenAI text parts), or one text block -> the text (JSON-decoded;
-/// several blocks a list). The text, not the structured content: an SDK
-/// may wrap a return value that is no object in the structured content
-/// (`{"result": ...}`) but not in the text. Content that is not all text
-/// (an image, a resource) stays.
+/// several blocks a list). An embedded resource that holds text is read
+/// as a text block, its `resource.text` (`mcp_resource`). The text, not
+/// the structured content: an SDK may wrap a return value that is no
+/// object in the structured content (`{"result": ...}`) but not in the
+/// text. Content that is not all text (an image, a `blob` resource, a
+/// resource link) stays.
 pub(crate) fn mcp_content(v: Value) -> Result<Value, Value> {
     match v {
-        Value::Array(items) if !items.is_empty() && items.iter().all(is_text_block) => {
-            Ok(texts_at(items, "text"))
+        Value::Array(items) if !items.is_empty() && items.iter().all(is_mcp_text) => {
+            Ok(mcp_texts(items))
         }
         Value::Array(items) if !items.is_empty() && items.iter().all(is_genai_text_part) => {
             Ok(texts_at(items, "content"))
         }
-        Value::Object(o) if is_text_block_map(&o) => Ok(texts_at(vec![Value::Object(o)], "text")),
+        Value::Object(o) if is_text_block_map(&o) || is_text_resource_block_map(&o) => {
+            Ok(mcp_texts(vec![Value::Object(o)]))
+        }
         Value::Object(mut o) if is_call_result(&o) => match o.remove("content") {
-            Some(Value::Array(items)) => Ok(texts_at(items, "text")),
+            Some(Value::Array(items)) => Ok(mcp_texts(items)),
             _ => Err(Value::Object(o)),
         },
         other => Err(other),
     }
 }
 
-/// A `CallToolResult` whose content is all text blocks.
+/// A text block, or an embedded resource that holds text.
+fn is_mcp_text(v: &Value) -> bool {
+    is_text_block(v) || is_text_resource_block(v)
+}
+
+/// The texts of blocks [`is_mcp_text`] holds, JSON-decoded; one block's
+/// text alone.
+fn mcp_texts(items: Vec<Value>) -> Value {
+    let mut texts: Vec<Value> = items
+        .into_iter()
+        .filter_map(take_block_text)
+        .map(json_in_string)
+        .collect();
+    if texts.len() == 1 {
+        texts.pop().unwrap_or(Value::Null)
+    } else {
+        Value::Array(texts)
+    }
+}
+
+/// A `CallToolResult` whose content is all text blocks (or text resources).
 fn is_call_result(o: &Map<String, Value>) -> bool {
     o.keys().all(|k| CALL_RESULT_KEYS.contains(&k.as_str()))
         && o.get("content").is_some_and(|c| {
             c.as_array()
-                .is_some_and(|a| !a.is_empty() && a.iter().all(is_text_block))
+                .is_some_and(|a| !a.is_empty() && a.iter().all(is_mcp_text))
         })
 }
 

@@ -48,6 +48,11 @@ struct Words {
     /// result, which follows it (`codeExecutionResult`).
     code: &'static [String],
     code_results: &'static [String],
+    /// Outcomes of such a result that say the code failed.
+    code_failed: &'static [String],
+    /// Keys of a Gemini part that answers a function call (a request's
+    /// results after the model turn that asked).
+    function_responses: &'static [String],
     /// Id prefixes of a server tool's call.
     prefixes: &'static [String],
     /// Any of the above, as one pattern: a text without it is not parsed.
@@ -77,6 +82,8 @@ fn words() -> &'static Words {
             results,
             code,
             code_results,
+            code_failed: builtin_list("provider_code_failed_outcomes"),
+            function_responses: builtin_list("function_response_part_keys"),
             prefixes,
             offered: builtin_list("provider_offered_keys"),
             // The words are literals, escaped: the pattern always compiles.
@@ -334,17 +341,23 @@ fn last_turn(v: &Value) -> Vec<Ran> {
 }
 
 /// Whether message `m` holds tool results only (Anthropic's user message
-/// of `tool_result` blocks, a GenAI user message of responses).
+/// of `tool_result` blocks, a GenAI user message of responses, Gemini's
+/// user content of `functionResponse` parts, which have no `type`).
 fn only_results(m: &Value) -> bool {
     let parts = m.get("parts").or_else(|| m.get("content"));
     let Some(Value::Array(parts)) = parts else {
         return false;
     };
+    let w = words();
     !parts.is_empty()
         && parts.iter().all(|p| {
-            p.get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| t.ends_with("result") || t.ends_with("response"))
+            let typed = p.get("type").and_then(Value::as_str);
+            match typed {
+                Some(t) => t.ends_with("result") || t.ends_with("response"),
+                None => {
+                    (w.function_responses.iter()).any(|k| p.get(k).is_some_and(Value::is_object))
+                }
+            }
         })
 }
 
@@ -567,16 +580,41 @@ fn code_parts(items: &[Value], out: &mut Vec<Ran>) {
         let Some(code) = under(p, w.code) else {
             continue;
         };
-        let result = items.get(k + 1).and_then(|n| under(n, w.code_results));
+        let part = items.get(k + 1).and_then(|n| under(n, w.code_results));
+        let (result, failed) = part.map_or((None, None), code_outcome);
         out.push(Ran {
             id: None,
             name: "code_execution".to_string(),
             server: None,
             args: code,
             result,
-            failed: None,
+            failed,
         });
     }
+}
+
+/// A code execution result part `{"outcome", "output"}` -> the call's
+/// result, its `output` (what the code printed, as a hosted item's result
+/// is its output), and the outcome when it says the run failed
+/// (`provider_code_failed_outcomes`). A part without an `output` is the
+/// result whole: no field of it is the output then.
+fn code_outcome(part: Value) -> (Option<Value>, Option<String>) {
+    let w = words();
+    let outcome = part.get("outcome").and_then(Value::as_str);
+    // A Python dump may write the enum's name after its class's.
+    let failed = outcome
+        .filter(|o| {
+            let name = o.rsplit('.').next().unwrap_or(o);
+            w.code_failed.iter().any(|f| f == name)
+        })
+        .map(str::to_string);
+    let result = match part {
+        Value::Object(mut o) if o.get("output").is_some_and(|x| !x.is_null()) => o.remove("output"),
+        // A failed run may write no output: nothing it printed.
+        Value::Object(_) if failed.is_some() => None,
+        other => Some(other),
+    };
+    (result, failed)
 }
 
 /// JSON text decoded (arguments and outputs are often written as text).

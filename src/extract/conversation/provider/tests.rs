@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::super::super::tests::sp;
 use super::FROM_PROVIDER;
 use crate::assemble::{Trace, TraceId};
-use crate::extract::{Analysis, CallResult, Extractor};
+use crate::extract::{Analysis, CallResult, CallStatus, Extractor};
 
 fn analyze(spans: Vec<crate::assemble::SpanRecord>) -> Analysis {
     Extractor::default().analyze(&Trace::new(TraceId([5; 16]), spans, 0))
@@ -174,7 +174,8 @@ fn code_a_model_ran_is_one_call_and_empty_code_fields_are_none() {
         got[0].1,
         json!({"language": "PYTHON", "code": "print(6 * 7)"})
     );
-    assert_eq!(got[0].2, json!({"outcome": "OUTCOME_OK", "output": "42\n"}));
+    // The result is what the code printed, its `output`.
+    assert_eq!(got[0].2, json!("42\n"));
     let a = analyze(vec![sp(
         2,
         None,
@@ -255,4 +256,107 @@ fn request_keys_as_before() {
     ] {
         assert_eq!(super::is_request_key(key), request, "{key}");
     }
+}
+
+#[test]
+fn code_that_failed_is_a_failed_call_with_what_it_printed() {
+    let run = |outcome: &str, output: Value| {
+        let doc = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"executableCode": {"language": "PYTHON", "code": "1 / 0"}},
+            {"codeExecutionResult": {"outcome": outcome, "output": output}}]}}]});
+        let d = doc.to_string();
+        let a = analyze(vec![sp(
+            2,
+            None,
+            (10, 20),
+            "quux.model",
+            &[("quux.response", &d)],
+        )]);
+        let c = a.calls.into_iter().next().expect("one call");
+        (c.status, c.error_message, c.result.map(|r| r.to_value()))
+    };
+    let trace = json!("ZeroDivisionError: division by zero");
+    let (status, message, result) = run("OUTCOME_FAILED", trace.clone());
+    assert_eq!(status, CallStatus::Error);
+    assert_eq!(message.as_deref(), Some("OUTCOME_FAILED"));
+    assert_eq!(result, Some(trace));
+    // A Python enum's text; a deadline with nothing printed.
+    let (status, _, result) = run("Outcome.OUTCOME_DEADLINE_EXCEEDED", Value::Null);
+    assert_eq!((status, result), (CallStatus::Error, None));
+    // Not a failure: OK, and an outcome no one declared.
+    for outcome in ["OUTCOME_OK", "OUTCOME_UNSPECIFIED"] {
+        let (status, message, result) = run(outcome, json!("ok"));
+        assert_eq!(
+            (status, message, result),
+            (CallStatus::Ok, None, Some(json!("ok")))
+        );
+    }
+}
+
+#[test]
+fn a_code_result_with_no_output_is_kept_whole() {
+    // Not Gemini's shape: no field of it is the output.
+    let doc = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"executableCode": {"language": "PYTHON", "code": "x"}},
+        {"codeExecutionResult": {"outcome": "OUTCOME_OK", "stdout": "1"}}]}}]});
+    let d = doc.to_string();
+    let a = analyze(vec![sp(
+        2,
+        None,
+        (10, 20),
+        "quux.model",
+        &[("quux.response", &d)],
+    )]);
+    let got = rows(&a);
+    assert_eq!(got[0].2, json!({"outcome": "OUTCOME_OK", "stdout": "1"}));
+}
+
+#[test]
+fn code_in_the_last_model_turn_before_function_responses_is_read() {
+    // A writer that leaves the code parts out of the model's output (a
+    // call list of its own) keeps them in the next request's Gemini
+    // contents, where the user's `functionResponse` parts (no `type`)
+    // answer the turn.
+    let output = json!([{"role": "model", "content": "", "tool_calls": [
+        {"name": "fetch_tide", "arguments": "{\"port\": \"Brest\"}"}]}]);
+    let turn = json!({"role": "model", "parts": [
+        {"executableCode": {"language": "PYTHON", "code": "print(1 + 2)"}},
+        {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "3\n"}},
+        {"functionCall": {"name": "fetch_tide", "args": {"port": "Brest"}}}]});
+    let answered = json!({"role": "user", "parts": [
+        {"functionResponse": {"name": "fetch_tide", "response": {"high": "06:12"}}}]});
+    let asked = json!({"role": "user", "parts": [{"text": "tides?"}]});
+    let first = json!([asked]).to_string();
+    let read = |request: Value| {
+        let (o, r) = (output.to_string(), request.to_string());
+        let asking = [
+            ("gen_ai.input.messages", first.as_str()),
+            ("gen_ai.output.messages", o.as_str()),
+        ];
+        analyze(vec![
+            sp(1, None, (0, 100), "quux.turn", &[]),
+            sp(2, Some(1), (10, 20), "chat", &asking),
+            sp(
+                3,
+                Some(1),
+                (30, 40),
+                "chat",
+                &[("gen_ai.input.messages", &r)],
+            ),
+        ])
+    };
+    let a = read(json!([asked, turn, answered]));
+    let code: Vec<_> = (rows(&a).into_iter())
+        .filter(|r| r.3 == Some(FROM_PROVIDER))
+        .collect();
+    assert_eq!(code.len(), 1, "{:?}", a.calls);
+    assert_eq!(code[0].0, "code_execution");
+    assert_eq!(code[0].2, json!("3\n"));
+    // A new question after the answers: that turn is no longer the last.
+    let a = read(json!([asked, turn, answered, asked]));
+    assert!(
+        a.calls.iter().all(|c| c.from != Some(FROM_PROVIDER)),
+        "{:?}",
+        a.calls
+    );
 }
