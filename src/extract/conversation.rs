@@ -53,6 +53,7 @@ use crate::assemble::{IdMap, IdSet, SpanId, SpanRecord, Trace, Val};
 mod action_args;
 mod afc;
 mod agent_tool;
+mod ai_sdk_output;
 mod ask_warnings;
 mod asked_time;
 mod bare_value;
@@ -260,11 +261,13 @@ struct AskedAt {
 }
 
 /// A tool result carried by a request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Answer {
     id: Option<String>,
     name: Option<String>,
     content: Option<Value>,
+    /// How the call went, when the result part says (`ai_sdk_output`).
+    outcome: ai_sdk_output::Outcome,
 }
 
 /// What one request carries: the results in it, the calls of its last
@@ -778,6 +781,7 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 id: None,
                 name: None,
                 content: Some(content),
+                ..Answer::default()
             });
         }
     } else if role.is_empty() {
@@ -810,20 +814,30 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .filter(|t| !t.is_empty())
             .map(str::to_string)
     };
+    // The AI SDK's typed output gives the value (or none) and how it went.
+    let (typed, outcome) = match ai_sdk_output::of_part(o) {
+        Some((value, outcome)) => (Some(value), outcome),
+        None => (None, ai_sdk_output::Outcome::Ran),
+    };
+    let content = match typed {
+        Some(value) => value,
+        None => RESULT_KEYS
+            .iter()
+            .find_map(|k| o.get(*k))
+            .cloned()
+            .or_else(|| order::text_of_parts(o)),
+    };
     let mut answer = Answer {
         id: text(&RESULT_ID_KEYS),
         // Ollama's tool messages: `tool_name`.
         name: text(&["name", "toolName", "tool_name"]),
-        content: RESULT_KEYS
-            .iter()
-            .find_map(|k| o.get(*k))
-            .cloned()
-            .or_else(|| order::text_of_parts(o))
+        content: content
             .map(text_results::python_literal)
             // A provider's or protocol's content blocks around the value
             // the tool returned (docs/conventions.md, "Result wrappers").
             .map(super::wrappers::known_result)
             .map(quoteless::restored),
+        outcome,
     };
     result_records::unwrap(&mut answer);
     answer
@@ -1204,7 +1218,7 @@ fn conversation_call(
     x: &Extractor,
     trace: &Trace,
     seen: &[Ctx],
-    out: &Analysis,
+    out: &mut Analysis,
     at: usize,
     a: &Asked,
     form: &'static str,
@@ -1230,12 +1244,28 @@ fn conversation_call(
         });
     let agent = agent_of(trace, out, ctx);
     let function = super::tool_name::mcp_parts(&a.name).map(|(_, tool)| tool);
+    // A call the result says threw is a failed call with the error's text
+    // (`ai_sdk_output`); a denied one stays a call, noted.
+    let (status, error_message) = match answer.map(|(_, ans)| &ans.outcome) {
+        Some(ai_sdk_output::Outcome::Failed(m)) => (CallStatus::Error, Some(m.clone())),
+        Some(ai_sdk_output::Outcome::Denied) => {
+            // Counted as a refused call is (docs/conventions.md, "Refused
+            // calls"): the agent asked for it; the note says it never ran.
+            out.notes.push(format!(
+                "`{}`{} was denied before it ran (`execution-denied`): counted with the denial's reason as its result",
+                a.name,
+                id_text(a)
+            ));
+            (CallStatus::Ok, None)
+        }
+        _ => (CallStatus::Ok, None),
+    };
     ToolCall {
         name: function.unwrap_or(&a.name).to_string(),
         args: args_of(&a.args),
         result,
-        status: CallStatus::Ok,
-        error_message: None,
+        status,
+        error_message,
         error_type: None,
         span_id: s.span_id,
         start_time_unix_nano: start,

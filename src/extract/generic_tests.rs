@@ -772,3 +772,52 @@ fn a_named_rule_without_a_result_takes_it_beside_the_vendors_marker() {
         ]
     );
 }
+
+#[test]
+fn the_ai_sdk_s_tool_name_beside_a_marker_wins_over_a_prefixed_span_name() {
+    let got = calls(vec![
+        span(1, None, "agent", (0, 100), &[]),
+        // A vendor's marker on the AI SDK's tool span, renamed with a prefix.
+        span(
+            2,
+            Some(1),
+            "ai.tool moor_boat",
+            (10, 20),
+            &[
+                ("acme.span.type", "TOOL"),
+                ("ai.toolCall.name", "moor_boat"),
+                ("acme.span.input", r#"{"berth": 3}"#),
+                ("acme.span.output", r#"{"moored": true}"#),
+            ],
+        ),
+        // Near miss: without the key the span name's reading stands.
+        span(
+            3,
+            Some(1),
+            "ai.tool moor_boat",
+            (30, 40),
+            &[
+                ("acme.span.type", "TOOL"),
+                ("acme.span.input", r#"{"berth": 4}"#),
+                ("acme.span.output", r#"{"moored": false}"#),
+            ],
+        ),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            call(
+                "moor_boat",
+                json!({"berth": 3}),
+                json!({"moored": true}),
+                "tool-kind"
+            ),
+            call(
+                "ai.tool moor_boat",
+                json!({"berth": 4}),
+                json!({"moored": false}),
+                "tool-kind"
+            ),
+        ]
+    );
+}

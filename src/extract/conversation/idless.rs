@@ -143,6 +143,7 @@ pub(super) fn cohere_result(o: &Map<String, Value>) -> Option<Answer> {
             .filter(|n| !n.is_empty())
             .map(str::to_string),
         content: Some(content),
+        ..Answer::default()
     })
 }
 

@@ -92,6 +92,7 @@ mod tests {
             id: id.map(str::to_string),
             name: None,
             content: Some(content),
+            ..Answer::default()
         }
     }
 

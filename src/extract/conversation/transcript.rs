@@ -88,6 +88,7 @@ fn answer_of(o: &Map<String, Value>) -> Option<Answer> {
         id: Some(id.to_string()),
         name: o.get("name").and_then(Value::as_str).map(str::to_string),
         content: Some(content.clone()),
+        ..Answer::default()
     })
 }
 

@@ -103,6 +103,7 @@ mod tests {
             id: Some(id.into()),
             name: name.map(str::to_owned),
             content: Some(json!(content)),
+            ..Answer::default()
         }
     }
 
