@@ -117,7 +117,10 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             // (`hollow_record`).
             // and so is a record of the answer alone (`mcp_record_result`).
             let answer = lone && args.is_none() && super::mcp_record_result::answers_only(c);
-            let held = lone || pending;
+            // Only the trace's attempts wait for a run: its other calls
+            // are counted as they are (`pending`).
+            let attempt = pending && super::pending::is_attempt(c);
+            let held = lone || attempt;
             if args.is_none()
                 && id.is_none()
                 && !(held && hollow_record::is_hollow(c, None))
@@ -141,7 +144,8 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 result: answer
                     .then(|| c.result.as_ref().map(super::CallResult::to_value))
                     .flatten(),
-                pending,
+                pending: attempt,
+                paused: attempt && super::pending::paused(c),
                 answered: super::pending::answered(c),
             })
         })
@@ -317,10 +321,13 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     let mut attempts = Vec::new();
     if calls.iter().any(|c| c.pending) {
         if witness_records::wanting(a, &calls).is_empty() {
-            attempts = calls.clone();
+            attempts = calls.iter().filter(|c| c.pending).cloned().collect();
         }
         calls.retain(|c| !c.args.is_null() || c.id.is_some());
-        calls.iter_mut().for_each(|c| c.pending = false);
+        calls.iter_mut().for_each(|c| {
+            c.pending = false;
+            c.paused = false;
+        });
     }
     if lone {
         // A client's record is matched by its arguments; a hollow one

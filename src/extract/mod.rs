@@ -65,6 +65,8 @@ mod ns_result;
 mod open;
 mod own_records;
 mod pending;
+#[cfg(test)]
+mod pending_pause_tests;
 mod placeholder_names;
 mod react_input;
 pub mod requested;

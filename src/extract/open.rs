@@ -133,6 +133,9 @@ pub struct Echo {
     /// Whether the call is an attempt paused for approval, held for the
     /// run after it (`extract::pending`).
     pub pending: bool,
+    /// Whether that attempt failed with the framework's pause
+    /// (`pending::paused`): its run may carry another call id and name.
+    pub paused: bool,
     /// Whether the call has a result (`pending::answered`).
     pub answered: bool,
 }

@@ -78,30 +78,79 @@ pub(crate) fn answered(c: &ToolCall) -> bool {
     c.result.is_some()
 }
 
-/// Whether the calls of `a` are all attempts paused for approval (see the
-/// module's doc): read from spans, none failed, each holding a pending
-/// text.
+/// Whether `c` failed with the framework's pause (vocabulary
+/// `pause_errors`): its error type is one, or its error text names one as
+/// a word (`GraphInterrupt: [...]`, or after the pause's payload in a
+/// stack trace). Only a failed call's text is searched.
+pub(crate) fn paused(c: &ToolCall) -> bool {
+    if c.status != CallStatus::Error {
+        return false;
+    }
+    let marks = builtin_list("pause_errors");
+    if let Some(t) = &c.error_type {
+        if marks.iter().any(|m| m == t.trim()) {
+            return true;
+        }
+    }
+    c.error_message
+        .as_deref()
+        .is_some_and(|text| marks.iter().any(|m| names_word(text, m)))
+}
+
+/// Whether `word` stands in `text` as a word of its own: neither side
+/// touches a letter, a digit or `_` (`MyGraphInterruptError` is another
+/// type).
+fn names_word(text: &str, word: &str) -> bool {
+    let inner = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text.as_bytes()[..at].last().copied();
+        let after = text.as_bytes().get(at + word.len()).copied();
+        !before.is_some_and(inner) && !after.is_some_and(inner)
+    })
+}
+
+/// Whether `c` is an attempt (see the module's doc): read from a span,
+/// and either failed with the framework's pause or, not failed, holding
+/// a pending text.
+pub(crate) fn is_attempt(c: &ToolCall) -> bool {
+    c.from.is_none() && (paused(c) || (c.status != CallStatus::Error && is_pending(c)))
+}
+
+/// Whether the trace `a` holds attempts to wait for: all its calls are
+/// attempts, or one failed with the framework's pause (whose span says
+/// itself that the run will call the tool again; the trace's other calls
+/// stay counted).
 pub(crate) fn attempts(a: &Analysis) -> bool {
     !a.calls.is_empty()
-        && a.calls
-            .iter()
-            .all(|c| c.from.is_none() && c.status != CallStatus::Error && is_pending(c))
+        && (a.calls.iter().all(is_attempt) || a.calls.iter().any(|c| c.from.is_none() && paused(c)))
 }
 
 /// Whether `run`, a call of a trace read after the attempt's, is the run
 /// of `attempt` (see the module's doc; `attempt.pending` holds).
 pub(crate) fn runs(attempt: &Echo, run: &Echo) -> bool {
-    let ids = match (&attempt.id, &run.id) {
-        (Some(a), Some(r)) => a == r,
-        (Some(_), None) => false,
-        (None, _) => true,
-    };
     let args = attempt.args.is_null()
         || (!run.args.is_null() && super::merge::same_args(&attempt.args, &run.args));
+    // A paused attempt with the run's arguments may carry the framework's
+    // run id where the run has the model's call id (OpenLIT's LangChain.js
+    // on the failed run), and either may be named after the tool class
+    // (OpenLLMetry's LangChain.js on a run with no ToolMessage).
+    let same_args = args && !attempt.args.is_null();
+    let ids = match (&attempt.id, &run.id) {
+        (Some(a), Some(r)) => a == r || (attempt.paused && same_args),
+        (Some(_), None) => attempt.paused && same_args,
+        (None, _) => true,
+    };
+    let placeholder = |n: &str| {
+        builtin_list("placeholder_tool_names")
+            .iter()
+            .any(|p| p == n)
+    };
+    let names = attempt.name == run.name
+        || (attempt.paused && same_args && (placeholder(&attempt.name) || placeholder(&run.name)));
     !run.pending
         && run.answered
         && attempt.trace_id != run.trace_id
-        && attempt.name == run.name
+        && names
         && run.start >= attempt.end
         && ids
         && args
@@ -166,7 +215,9 @@ pub(crate) fn note(c: &ToolCall, e: &OpenAsk) -> String {
         "tool call `{}` (span {}) is an attempt paused for approval ({}) that trace {} ran after the approval ({}): counted there, not again",
         c.name,
         c.span_id,
-        if c.result.is_some() {
+        if paused(c) {
+            "failed with the framework's pause"
+        } else if c.result.is_some() {
             "the framework's pending answer"
         } else {
             "no result"
