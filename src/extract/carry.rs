@@ -23,6 +23,9 @@
 mod answer_tests;
 #[cfg(test)]
 mod cross_tests;
+pub(crate) mod deferred;
+#[cfg(test)]
+mod deferred_tests;
 mod history_asked;
 pub(crate) mod later;
 #[cfg(test)]

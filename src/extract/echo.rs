@@ -305,6 +305,7 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     super::carry::later::note(carried, a);
+    super::carry::deferred::absorb(carried, a);
     asked_args(carried, a);
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
@@ -337,6 +338,12 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     if calls.is_empty() && attempts.is_empty() {
         return;
     }
+    // Calls a later run may answer (`carry::deferred`).
+    let deferred = if lone {
+        Vec::new()
+    } else {
+        super::carry::deferred::of(a, &calls)
+    };
     let only = !lone && tool_only(trace, a, &calls);
     let wanting = witness_records::wanting(a, &calls);
     let open = a.open.get_or_insert_with(Default::default);
@@ -345,6 +352,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     } else {
         open.wanting = wanting;
         open.tool_only = only;
+        open.deferred = deferred;
         open.calls = calls;
         open.lone = attempts;
     }

@@ -88,6 +88,14 @@ pub(crate) const AMBIGUOUS_FORM: &str = "lone-span-ambiguous";
 /// `trace_id`, later in the input (`carry::later`). It asks for nothing.
 pub(crate) const LATER_FORM: &str = "counted-in-later-trace";
 
+/// The `form` of a trace's own entry for a tool span's call left without a
+/// result when its run ended, which a later run of the same process may
+/// answer (`carry::deferred`); and of the entry saying that trace
+/// `trace_id`, later in the input, counts it (the span's call is not
+/// counted again). Neither asks for anything.
+pub(crate) const DEFERRED_FORM: &str = "deferred-call";
+pub(crate) const DEFERRED_COUNTED_FORM: &str = "deferred-call-counted-later";
+
 /// What a record in a span that ran no tool says of one call
 /// (`witness_records`): its arguments or its result, under its call id.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,6 +241,10 @@ pub struct Open {
     /// The calls the model asked for in its text that no tool span of the
     /// trace shows (without a call id): a later trace's may (`carry::later`).
     pub unshown: Vec<OpenAsk>,
+    /// The trace's tool spans' calls with a call id and arguments, left
+    /// without a result or an error ([`DEFERRED_FORM`]): a later run may
+    /// carry their results (`carry::deferred`).
+    pub deferred: Vec<OpenAsk>,
 }
 
 impl Open {
@@ -248,6 +260,7 @@ impl Open {
             && self.witnessed.is_empty()
             && self.wanting.is_empty()
             && self.unshown.is_empty()
+            && self.deferred.is_empty()
     }
 }
 
@@ -263,6 +276,8 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
             MCP_RESULT_FORM,
             AMBIGUOUS_FORM,
             LATER_FORM,
+            DEFERRED_FORM,
+            DEFERRED_COUNTED_FORM,
         ]
         .contains(&c.form)
     };

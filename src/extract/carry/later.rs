@@ -15,11 +15,17 @@
 //! An ask no later trace counts before the trace is let go (the window,
 //! the end of the input, or `serve`, which delays no trace for this: at the
 //! end of each batch) keeps its warning.
+//!
+//! A trace whose tool span's call its run left without a result waits so
+//! too, for a later run answering it (`deferred`): the call is then counted
+//! there, and the span's call, read again, is not.
 
 use super::{Carry, Held, MAX_HELD};
 use crate::assemble::{Trace, TraceId};
 use crate::extract::conversation::{id_text, is_made, unanswered_warning, unshown_warning};
-use crate::extract::open::{resource_key, Echo, Open, OpenAsk, LATER_FORM};
+use crate::extract::open::{
+    resource_key, Echo, Open, OpenAsk, DEFERRED_COUNTED_FORM, DEFERRED_FORM, LATER_FORM,
+};
 use crate::extract::Analysis;
 
 /// Turns the warning of each ask `carried` says a later trace counts
@@ -74,6 +80,7 @@ impl Asking {
 pub(super) fn waiting(open: &Open) -> Vec<OpenAsk> {
     let mut out: Vec<OpenAsk> = open.asks.iter().filter(|a| !a.is_echo()).cloned().collect();
     out.extend(open.unshown.iter().cloned());
+    out.extend(open.deferred.iter().cloned());
     out
 }
 
@@ -112,6 +119,9 @@ fn same_ask(c: &OpenAsk, w: &OpenAsk) -> bool {
 /// the same process, started after the asking ended; the same call id
 /// where both have one, else the same arguments.
 fn shows(w: &OpenAsk, c: &Echo) -> bool {
+    if w.form == DEFERRED_FORM {
+        return super::deferred::answers(w, c);
+    }
     fn real(id: Option<&str>) -> Option<&str> {
         id.filter(|id| !is_made(id))
     }
@@ -133,7 +143,9 @@ fn shows(w: &OpenAsk, c: &Echo) -> bool {
 /// process and (non-null) arguments, started after the asking ended.
 fn renamed(w: &OpenAsk, c: &Echo) -> bool {
     let real = |id: &Option<String>| id.as_deref().is_some_and(|id| !is_made(id));
-    real(&w.asked.id)
+    // A deferred call is answered under its own id only (`deferred`).
+    w.form != DEFERRED_FORM
+        && real(&w.asked.id)
         && real(&c.id)
         && w.asked.id != c.id
         && c.trace_id != w.trace_id
@@ -149,7 +161,11 @@ fn renamed(w: &OpenAsk, c: &Echo) -> bool {
 /// The entry saying ask `w` is counted in trace `by`.
 fn counted_in(w: &OpenAsk, by: TraceId) -> OpenAsk {
     OpenAsk {
-        form: LATER_FORM,
+        form: if w.form == DEFERRED_FORM {
+            DEFERRED_COUNTED_FORM
+        } else {
+            LATER_FORM
+        },
         trace_id: by,
         ..w.clone()
     }
@@ -183,7 +199,9 @@ impl<T> Carry<T> {
             asking.waiting.retain(|w| {
                 let taken = by.filter(|_| carried.iter().any(|c| same_ask(c, w)));
                 let mut shown = || {
-                    let k = (0..calls.len()).find(|&k| shows(w, &calls[k]))?;
+                    // A later call answers one deferred call at most.
+                    let free = |k: usize| w.form != DEFERRED_FORM || !used[k];
+                    let k = (0..calls.len()).find(|&k| free(k) && shows(w, &calls[k]))?;
                     used[k] = true;
                     Some(calls[k].trace_id)
                 };
