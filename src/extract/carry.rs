@@ -27,6 +27,7 @@ mod history_asked;
 pub(crate) mod later;
 #[cfg(test)]
 mod later_tests;
+mod lone_asked;
 mod lone_span;
 mod ran_before;
 mod unasked;
@@ -766,7 +767,7 @@ impl<T> Carry<T> {
             wanting,
             asking,
         });
-        if counted && !self.awaits_answer() {
+        if counted && !self.awaits_answer() && !self.awaits_ask() {
             self.lift_barrier();
         }
         self.release(due);
