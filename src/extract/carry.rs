@@ -22,6 +22,8 @@
 #[cfg(test)]
 mod answer_tests;
 #[cfg(test)]
+mod chain_tests;
+#[cfg(test)]
 mod cross_tests;
 mod history_asked;
 pub(crate) mod later;
