@@ -22,6 +22,8 @@
 #[cfg(test)]
 mod answer_tests;
 #[cfg(test)]
+mod chain_tests;
+#[cfg(test)]
 mod cross_tests;
 pub(crate) mod deferred;
 #[cfg(test)]
@@ -30,6 +32,7 @@ mod history_asked;
 pub(crate) mod later;
 #[cfg(test)]
 mod later_tests;
+mod lone_asked;
 mod lone_span;
 mod ran_before;
 mod unasked;
@@ -769,7 +772,7 @@ impl<T> Carry<T> {
             wanting,
             asking,
         });
-        if counted && !self.awaits_answer() {
+        if counted && !self.awaits_answer() && !self.awaits_ask() {
             self.lift_barrier();
         }
         self.release(due);

@@ -72,6 +72,7 @@ mod hollow;
 mod http;
 mod idless;
 mod item_ids;
+mod item_names;
 mod joins;
 use joins::{join, join_and_check, take_from_model};
 mod kinds;

@@ -88,6 +88,7 @@ mod spans_heldout6_tests;
 pub mod tool_name;
 mod tool_side;
 mod twice;
+mod unawaited;
 mod undeclared;
 #[cfg(test)]
 mod unwrap_tests;
@@ -694,6 +695,8 @@ impl Extractor {
         placeholder_names::fill(trace, &mut out.calls);
         react_input::settle(trace, &mut out);
         mcp_meta::settle(trace, &mut out);
+        // Before the nested records join: a stand-in would be their result.
+        unawaited::drop_stand_ins(&mut out.calls);
         merge::one_call_per_call(trace, &mut out);
         siblings::one_call_side_by_side(trace, &mut out);
         hollow_record::fold_within(trace, &mut out);

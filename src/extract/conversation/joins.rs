@@ -218,7 +218,12 @@ fn order_ties(calls: &mut [ToolCall], joined: &[Option<usize>]) {
 
 /// The model's name (an MCP tool's own, as every witness names it) and,
 /// where the span has none or an action object around them, its arguments.
+/// A model-side name that is an output item's type (`item_names`) is no
+/// function's: a span with arguments keeps its own name and arguments.
 pub(super) fn take_from_model(call: &mut ToolCall, a: &Asked) {
+    if item_names::is_item_type(&a.name) && !call.args.is_none() {
+        return;
+    }
     if call.args.is_none()
         || action_args::wraps_asked(&call.args, &a.args, &call.name)
         || bare_value::is_bare(&call.args, &a.args)

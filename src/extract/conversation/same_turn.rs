@@ -14,6 +14,8 @@
 //! only unjoined call in the ask's turn, the ask the only unjoined one
 //! whose turn holds the span). The call takes the model's name and
 //! arguments; the span's name is kept as `span_name`, its result stays.
+//! A model-side name that is an output item's type (`computer_call`) names
+//! no function: the span's name and arguments stay (`item_names`).
 
 use super::{call_id, request_of, AskedAt, OpenAsk, Positions};
 use crate::assemble::{SpanId, Trace};
@@ -92,14 +94,24 @@ pub(super) fn join(
     for (k, c) in pairs {
         let a = &asked[k].asked;
         let call = &mut out.calls[c];
+        // An output item's type in the function name's place names no
+        // function: the span's name and arguments are the call's.
+        let item = super::item_names::is_item_type(&a.name);
         out.notes.push(format!(
-            "tool span {} (`{}`) is the only call of its turn no model output asked for, and `{}`{} the only call of it no tool span shows: one call, under the model's name and arguments",
+            "tool span {} (`{}`) is the only call of its turn no model output asked for, and `{}`{} the only call of it no tool span shows: one call, under {}",
             call.span_id,
             call.name,
             a.name,
-            super::id_text(a)
+            super::id_text(a),
+            if item {
+                "the span's name and arguments (the model's name is an output item's type)"
+            } else {
+                "the model's name and arguments"
+            }
         ));
-        call.args = super::args_of(&a.args);
+        if !item {
+            call.args = super::args_of(&a.args);
+        }
         super::take_from_model(call, a);
         used[k] = true;
         joined[c] = Some(k);

@@ -809,6 +809,44 @@ fn the_lone_unasked_span_of_a_turn_is_its_lone_unshown_ask() {
 }
 
 #[test]
+fn an_output_item_type_for_a_name_leaves_the_span_its_name_and_arguments() {
+    // The model's side names the call after a Responses item's type, its
+    // arguments the item's `{"action": ...}`; the tool span names the
+    // tool and holds the action. One call, under the span's name.
+    let action = json!({"kind": "scroll", "dy": 300});
+    let run = |asked: &str| {
+        analyze(vec![
+            sp(1, None, 0, "loop", &[]),
+            chat(2, 10, &[], &[("k1", asked, json!({"action": action}))]),
+            sp(
+                3,
+                Some(1),
+                20,
+                "screen",
+                &[
+                    ("openinference.span.kind", "TOOL"),
+                    ("tool.name", "screen"),
+                    ("input.value", r#"{"kind": "scroll", "dy": 300}"#),
+                ],
+            ),
+            chat(9, 40, &[("k1", "{\"type\": \"shot\"}")], &[]),
+        ])
+    };
+    let a = run("computer_call");
+    assert_eq!(names(&a), [("screen", Some(&action), None)]);
+    assert_eq!(a.calls[0].span_name, None);
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    assert!(a.notes.iter().any(|n| n.contains("output item's type")), "{:?}", a.notes);
+    // A function name, even one ending in `_call`, is the model's name.
+    let a = run("place_call");
+    assert_eq!(
+        names(&a),
+        [("place_call", Some(&json!({"action": action})), None)]
+    );
+    assert_eq!(a.calls[0].span_name.as_deref(), Some("screen"));
+}
+
+#[test]
 fn a_turn_with_more_than_one_of_either_or_no_answer_is_left_alone() {
     // Arguments other than the model's (equal ones join by the pass
     // before).
