@@ -16,6 +16,9 @@ use super::scalars::{clip, str_field, to_f64, to_i64, Key, Scalar};
 use super::seeds::{list_seed, Nullable};
 use crate::ingest::projection::{holds_json, AttrsOf, KeyFilter};
 use crate::ingest::span::{NewValue, SpanBuilder};
+use simd_json::Node;
+
+use super::tape::TapeDe;
 
 /// A list of KeyValue. `filter`: which keys to keep (`None` inside a
 /// kvlistValue, whose keys are data, not attribute names).
@@ -81,8 +84,132 @@ pub(super) struct SpanAttrs<'a, 'f> {
     pub(super) sb: &'a mut SpanBuilder,
     pub(super) fault: &'a mut Fault,
     pub(super) filter: &'f dyn KeyFilter,
+    /// The tape the list is on, when simd-json parsed the document.
+    pub(super) tape: Option<&'f TapeDe<'f, 'f>>,
 }
-list_seed!(SpanAttrs, "attributes");
+
+impl<'de> DeserializeSeed<'de> for SpanAttrs<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        // `d` is the tape's deserializer, at the list: a list on the tape
+        // is read from it here, anything else by the visitor.
+        match self.tape {
+            Some(tape) if matches!(tape.peek(), Some(Node::Array { .. })) => {
+                span_attrs_on_tape(tape, self.sb, self.fault, self.filter)
+                    .map_err(de::Error::custom)
+            }
+            _ => d.deserialize_any(self),
+        }
+    }
+}
+
+impl SpanAttrs<'_, '_> {
+    fn describe(f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of attributes (or null)")
+    }
+}
+
+/// A span's attribute list read from the tape, as [`SpanAttrs::visit_seq`]
+/// reads it: each element of the usual shape, `{"key": "k", "value":
+/// {"stringValue" | "boolValue" | "intValue" | "doubleValue": v}}` with a
+/// value that converts, is read here from its seven nodes; any other
+/// element goes to [`KeyValueSeed`] on the same tape.
+fn span_attrs_on_tape(
+    tape: &TapeDe<'_, '_>,
+    sb: &mut SpanBuilder,
+    fault: &mut Fault,
+    filter: &dyn KeyFilter,
+) -> Result<(), simd_json::Error> {
+    let Some(Node::Array { len, .. }) = tape.peek() else {
+        return Ok(());
+    };
+    tape.at.set(tape.at.get() + 1);
+    let keeps_json = filter.keep_json(AttrsOf::Span);
+    for _ in 0..len {
+        let at = tape.at.get();
+        if let Some(attr) = tape.nodes.get(at..at + 7).and_then(PlainAttr::of) {
+            if attr.read(sb, filter, keeps_json) {
+                tape.at.set(at + 7);
+                continue;
+            }
+        }
+        let seed = KeyValueSeed {
+            fault: &mut *fault,
+            filter: Some((filter, AttrsOf::Span)),
+        };
+        if let Some((key, value)) = seed.deserialize(tape)? {
+            span_attr(sb, &key, value);
+        }
+    }
+    Ok(())
+}
+
+/// An attribute of the usual shape, its nodes on the tape.
+struct PlainAttr<'n> {
+    key: &'n str,
+    /// `stringValue`, ...
+    member: &'n str,
+    value: Node<'n>,
+}
+
+impl<'n> PlainAttr<'n> {
+    fn of(nodes: &[Node<'n>]) -> Option<Self> {
+        match *nodes {
+            [Node::Object { len: 2, .. }, Node::String("key"), Node::String(key), Node::String("value"), Node::Object { len: 1, .. }, Node::String(member), value]
+                if !matches!(value, Node::Array { .. } | Node::Object { .. }) =>
+            {
+                Some(PlainAttr { key, member, value })
+            }
+            _ => None,
+        }
+    }
+
+    /// Gives the attribute to the builder as [`KeyValueSeed`] and
+    /// [`AnyValueSeed`] would, or `false` (nothing given) where they
+    /// would note a fault or read a null.
+    fn read(&self, sb: &mut SpanBuilder, filter: &dyn KeyFilter, keeps_json: bool) -> bool {
+        let key = self.key;
+        if !filter.keep(AttrsOf::Span, key) {
+            // Dropped unless it is a string holding JSON (`JsonText`);
+            // a null or any other member is skipped all the same.
+            if let (true, "stringValue", Node::String(s)) = (keeps_json, self.member, self.value) {
+                if holds_json(s) {
+                    sb.attr(key, NewValue::Str(s));
+                }
+            }
+            return true;
+        }
+        let scalar = match self.value {
+            Node::String(s) => Scalar::Str(Cow::Borrowed(s)),
+            Node::Static(simd_json::StaticNode::Bool(b)) => Scalar::Bool(b),
+            Node::Static(simd_json::StaticNode::I64(n)) => Scalar::I64(n),
+            Node::Static(simd_json::StaticNode::U64(n)) => Scalar::U64(n),
+            Node::Static(simd_json::StaticNode::F64(n)) => Scalar::F64(n),
+            _ => return false,
+        };
+        let value = match (self.member, scalar) {
+            ("stringValue", Scalar::Str(s)) => NewValue::Str(match s {
+                Cow::Borrowed(s) => s,
+                Cow::Owned(_) => return false,
+            }),
+            ("boolValue", Scalar::Bool(b)) => NewValue::Bool(b),
+            ("boolValue", Scalar::Str(s)) if s == "true" || s == "false" => {
+                NewValue::Bool(s == "true")
+            }
+            ("intValue", v) => match to_i64(&v) {
+                Some(n) => NewValue::Int(n),
+                None => return false,
+            },
+            ("doubleValue", v) => match to_f64(&v) {
+                Some(n) => NewValue::Double(n),
+                None => return false,
+            },
+            _ => return false,
+        };
+        sb.attr(key, value);
+        true
+    }
+}
 
 impl<'de> Visitor<'de> for SpanAttrs<'_, '_> {
     type Value = ();

@@ -69,6 +69,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let ctx = self.ctx;
         let filter = ctx.filter;
+        let tape = ctx.tape;
         // The name and attributes go to the builder; a document that fails
         // here is dropped whole, builder and all (see `SPAN_BUILDER`).
         let sb = &mut ctx.sb;
@@ -98,6 +99,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
                     sb: &mut *sb,
                     fault: f,
                     filter,
+                    tape,
                 })?,
                 "droppedAttributesCount" => {
                     s.dropped_attributes_count =
