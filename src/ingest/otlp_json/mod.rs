@@ -43,9 +43,9 @@ use serde::de::DeserializeSeed;
 
 use self::context::Ctx;
 use self::document::DocSeed;
-use self::tape::TapeDe;
 pub(crate) use self::ids::{base64, log_id};
 pub use self::salvage::salvage;
+use self::tape::TapeDe;
 use super::projection::{KeepAll, KeyFilter};
 use super::Request;
 

@@ -13,6 +13,7 @@ use super::scalars::{
     clip, enum_field, str_field, string_field, u32_field, u64_field, Key, SPAN_KINDS, STATUS_CODES,
 };
 use super::seeds::{list_seed, Nullable};
+use super::tape::TapeDe;
 use super::SpanRejected;
 use crate::ingest::projection::{AttrsOf, KeyFilter};
 use crate::ingest::span::Span;
@@ -109,6 +110,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
                     out: &mut s.events,
                     fault: f,
                     filter,
+                    tape,
                 })?,
                 "droppedEventsCount" => {
                     s.dropped_events_count = u32_field(map.next_value()?, "droppedEventsCount", f)
@@ -117,6 +119,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
                     out: &mut s.links,
                     fault: f,
                     filter,
+                    tape,
                 })?,
                 "droppedLinksCount" => {
                     s.dropped_links_count = u32_field(map.next_value()?, "droppedLinksCount", f)
@@ -209,6 +212,7 @@ struct Events<'a, 'f> {
     out: &'a mut Vec<span::Event>,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 list_seed!(Events, "events");
 
@@ -228,6 +232,7 @@ impl<'de> Visitor<'de> for Events<'_, '_> {
                 out: &mut ev,
                 fault: &mut fault,
                 filter: self.filter,
+                tape: self.tape,
             };
             if seq.next_element_seed(seed)?.is_none() {
                 return Ok(());
@@ -246,6 +251,7 @@ struct EventSeed<'a, 'f> {
     out: &'a mut span::Event,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 
 impl<'de> DeserializeSeed<'de> for EventSeed<'_, '_> {
@@ -272,6 +278,7 @@ impl<'de> Visitor<'de> for EventSeed<'_, '_> {
                     out: &mut self.out.attributes,
                     fault: &mut *self.fault,
                     filter: Some((self.filter, AttrsOf::Event)),
+                    tape: self.tape,
                 })?,
                 "droppedAttributesCount" => {
                     self.out.dropped_attributes_count =
@@ -290,6 +297,7 @@ struct Links<'a, 'f> {
     out: &'a mut Vec<span::Link>,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 list_seed!(Links, "links");
 
@@ -309,6 +317,7 @@ impl<'de> Visitor<'de> for Links<'_, '_> {
                 out: &mut link,
                 fault: &mut fault,
                 filter: self.filter,
+                tape: self.tape,
             };
             if seq.next_element_seed(seed)?.is_none() {
                 return Ok(());
@@ -326,6 +335,7 @@ struct LinkSeed<'a, 'f> {
     out: &'a mut span::Link,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 
 impl<'de> DeserializeSeed<'de> for LinkSeed<'_, '_> {
@@ -354,6 +364,7 @@ impl<'de> Visitor<'de> for LinkSeed<'_, '_> {
                     out: &mut self.out.attributes,
                     fault: &mut *f,
                     filter: Some((self.filter, AttrsOf::Link)),
+                    tape: self.tape,
                 })?,
                 "droppedAttributesCount" => {
                     self.out.dropped_attributes_count =

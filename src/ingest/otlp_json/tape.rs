@@ -157,7 +157,10 @@ impl<'de> SeqAccess<'de> for Members<'_, '_, 'de> {
 impl<'de> MapAccess<'de> for Members<'_, '_, 'de> {
     type Error = Error;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
         if self.len == 0 {
             return Ok(None);
         }

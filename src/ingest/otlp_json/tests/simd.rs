@@ -178,18 +178,42 @@ fn span_attributes_from_the_tape_as_from_serde_json() {
         r#"{"key":"gen_ai.r","value":{"stringValue":"a\"b\u00e9"}}"#,
         r#"{"key":"gen_ai.s","value":{"stringValue":"x"},"extra":1}"#,
     ];
-    let filter = KeepOnlyGenAi;
-    let filters: [&dyn KeyFilter; 2] = [&KeepAll, &filter];
+    let filters: [&dyn KeyFilter; 3] = [&KeepAll, &KeepOnlyGenAi, &GenAiEverywhere];
     for n in [0, 1, 3, attrs.len()] {
         let list = attrs[..n].join(",");
-        for extra in [format!(r#","attributes":[{list}]"#), r#","attributes":null"#.into()] {
-            let doc = request(&[span("s", &extra), span("t", &extra)]);
+        let with_events = format!(
+            r#","attributes":[{list}],"events":[{{"name":"e","attributes":[{list}]}}],"links":[{{"traceId":"{}","spanId":"{}","attributes":[{list}]}}]"#,
+            super::TRACE_HEX,
+            super::SPAN_HEX
+        );
+        for extra in [with_events, r#","attributes":null"#.into()] {
+            let spans = request(&[span("s", &extra), span("t", &extra)]);
+            let resource = format!(
+                r#"{{"resource":{{"attributes":[{list}]}},"scopeSpans":[{{"scope":{{"name":"lib","attributes":[{list}]}},"spans":["#
+            );
+            let doc = spans.replacen(r#"{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeSpans":[{"scope":{"name":"lib"},"spans":["#, &resource, 1);
+            assert!(
+                n == 0 || doc != spans,
+                "the resource and scope hold the list"
+            );
             for f in filters {
                 let serde = decode_serde(doc.as_bytes(), f).expect("serde_json decodes it");
                 let simd = decode_simd(doc.as_bytes(), f).expect("simd-json decodes it");
                 assert_eq!(format!("{serde:?}"), format!("{simd:?}"), "{doc}");
             }
         }
+    }
+}
+
+/// Keeps attributes under `gen_ai.` wherever they are, and span
+/// attributes holding JSON.
+struct GenAiEverywhere;
+impl KeyFilter for GenAiEverywhere {
+    fn keep(&self, _: AttrsOf, key: &str) -> bool {
+        key.starts_with("gen_ai.")
+    }
+    fn keep_json(&self, at: AttrsOf) -> bool {
+        at == AttrsOf::Span
     }
 }
 
