@@ -16,6 +16,9 @@ use super::scalars::{clip, str_field, to_f64, to_i64, Key, Scalar};
 use super::seeds::{list_seed, Nullable};
 use crate::ingest::projection::{holds_json, AttrsOf, KeyFilter};
 use crate::ingest::span::{NewValue, SpanBuilder};
+use simd_json::Node;
+
+use super::tape::TapeDe;
 
 /// A list of KeyValue. `filter`: which keys to keep (`None` inside a
 /// kvlistValue, whose keys are data, not attribute names).
@@ -23,8 +26,80 @@ pub(super) struct Attrs<'a, 'f> {
     pub(super) out: &'a mut Vec<KeyValue>,
     pub(super) fault: &'a mut Fault,
     pub(super) filter: Option<(&'f dyn KeyFilter, AttrsOf)>,
+    /// The tape the list is on, when simd-json parsed the document.
+    pub(super) tape: Option<&'f TapeDe<'f, 'f>>,
 }
-list_seed!(Attrs, "attributes");
+
+impl<'de> DeserializeSeed<'de> for Attrs<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        // As for `SpanAttrs`: a list on the tape is read from it here.
+        match self.tape {
+            Some(tape) if matches!(tape.peek(), Some(Node::Array { .. })) => {
+                attrs_on_tape(tape, self.out, self.fault, self.filter).map_err(de::Error::custom)
+            }
+            _ => d.deserialize_any(self),
+        }
+    }
+}
+
+impl Attrs<'_, '_> {
+    fn describe(f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of attributes (or null)")
+    }
+}
+
+/// A list of KeyValue read from the tape, as [`Attrs::visit_seq`] reads
+/// it (elements of the usual shape here, others by [`KeyValueSeed`]).
+fn attrs_on_tape(
+    tape: &TapeDe<'_, '_>,
+    out: &mut Vec<KeyValue>,
+    fault: &mut Fault,
+    filter: Option<(&dyn KeyFilter, AttrsOf)>,
+) -> Result<(), simd_json::Error> {
+    let Some(Node::Array { len, .. }) = tape.peek() else {
+        return Ok(());
+    };
+    tape.at.set(tape.at.get() + 1);
+    let keeps_json = filter.is_some_and(|(f, at)| f.keep_json(at));
+    let mut kept = ATTR_SCRATCH.take();
+    kept.clear();
+    let mut push = |key: &str, value: Option<AnyIn<'_>>| {
+        kept.push(KeyValue {
+            key: key.to_owned(),
+            value: value.map(AnyIn::into_any),
+            ..Default::default()
+        })
+    };
+    let filled = (|| {
+        for _ in 0..len {
+            let at = tape.at.get();
+            let plain = tape.nodes.get(at..at + 7).and_then(PlainAttr::of);
+            match plain.and_then(|a| Some((a.key, a.value(filter, keeps_json)?))) {
+                Some((key, value)) => {
+                    tape.at.set(at + 7);
+                    if let Some(value) = value {
+                        push(key, Some(value));
+                    }
+                }
+                None => {
+                    let seed = KeyValueSeed {
+                        fault: &mut *fault,
+                        filter,
+                    };
+                    if let Some((key, value)) = seed.deserialize(tape)? {
+                        push(&key, value);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    out.reserve_exact(kept.len());
+    out.append(&mut kept);
+    ATTR_SCRATCH.set(kept);
+    filled
+}
 
 impl<'de> Visitor<'de> for Attrs<'_, '_> {
     type Value = ();
@@ -81,8 +156,129 @@ pub(super) struct SpanAttrs<'a, 'f> {
     pub(super) sb: &'a mut SpanBuilder,
     pub(super) fault: &'a mut Fault,
     pub(super) filter: &'f dyn KeyFilter,
+    /// The tape the list is on, when simd-json parsed the document.
+    pub(super) tape: Option<&'f TapeDe<'f, 'f>>,
 }
-list_seed!(SpanAttrs, "attributes");
+
+impl<'de> DeserializeSeed<'de> for SpanAttrs<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        // `d` is the tape's deserializer, at the list: a list on the tape
+        // is read from it here, anything else by the visitor.
+        match self.tape {
+            Some(tape) if matches!(tape.peek(), Some(Node::Array { .. })) => {
+                span_attrs_on_tape(tape, self.sb, self.fault, self.filter)
+                    .map_err(de::Error::custom)
+            }
+            _ => d.deserialize_any(self),
+        }
+    }
+}
+
+impl SpanAttrs<'_, '_> {
+    fn describe(f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of attributes (or null)")
+    }
+}
+
+/// A span's attribute list read from the tape, as [`SpanAttrs::visit_seq`]
+/// reads it: each element of the usual shape, `{"key": "k", "value":
+/// {"stringValue" | "boolValue" | "intValue" | "doubleValue": v}}` with a
+/// value that converts ([`PlainAttr::value`]), is read here from its seven
+/// nodes; any other element goes to [`KeyValueSeed`] on the same tape.
+fn span_attrs_on_tape(
+    tape: &TapeDe<'_, '_>,
+    sb: &mut SpanBuilder,
+    fault: &mut Fault,
+    filter: &dyn KeyFilter,
+) -> Result<(), simd_json::Error> {
+    let Some(Node::Array { len, .. }) = tape.peek() else {
+        return Ok(());
+    };
+    tape.at.set(tape.at.get() + 1);
+    let keeps_json = filter.keep_json(AttrsOf::Span);
+    let on = Some((filter, AttrsOf::Span));
+    for _ in 0..len {
+        let at = tape.at.get();
+        let plain = tape.nodes.get(at..at + 7).and_then(PlainAttr::of);
+        if let Some((key, value)) = plain.and_then(|a| Some((a.key, a.value(on, keeps_json)?))) {
+            tape.at.set(at + 7);
+            if let Some(value) = value {
+                span_attr(sb, key, Some(value));
+            }
+            continue;
+        }
+        let seed = KeyValueSeed {
+            fault: &mut *fault,
+            filter: Some((filter, AttrsOf::Span)),
+        };
+        if let Some((key, value)) = seed.deserialize(tape)? {
+            span_attr(sb, &key, value);
+        }
+    }
+    Ok(())
+}
+
+/// An attribute of the usual shape, its nodes on the tape.
+struct PlainAttr<'n> {
+    key: &'n str,
+    /// `stringValue`, ...
+    member: &'n str,
+    value: Node<'n>,
+}
+
+impl<'n> PlainAttr<'n> {
+    fn of(nodes: &[Node<'n>]) -> Option<Self> {
+        match *nodes {
+            [Node::Object { len: 2, .. }, Node::String("key"), Node::String(key), Node::String("value"), Node::Object { len: 1, .. }, Node::String(member), value]
+                if !matches!(value, Node::Array { .. } | Node::Object { .. }) =>
+            {
+                Some(PlainAttr { key, member, value })
+            }
+            _ => None,
+        }
+    }
+
+    /// The attribute as [`KeyValueSeed`] (with [`AnyValueSeed`] or
+    /// [`JsonText`]) reads it: `Some(None)` dropped, `Some(Some(value))`
+    /// kept; `None` where they would note a fault or read a null (the
+    /// visitors read it then).
+    fn value(
+        &self,
+        filter: Option<(&dyn KeyFilter, AttrsOf)>,
+        keeps_json: bool,
+    ) -> Option<Option<AnyIn<'n>>> {
+        if !filter.is_none_or(|(f, at)| f.keep(at, self.key)) {
+            // Dropped unless it is a string holding JSON (`JsonText`);
+            // a null or any other member is skipped all the same.
+            return Some(match (keeps_json, self.member, self.value) {
+                (true, "stringValue", Node::String(s)) if holds_json(s) => {
+                    Some(AnyIn::Str(Cow::Borrowed(s)))
+                }
+                _ => None,
+            });
+        }
+        let scalar = match self.value {
+            Node::String(s) => Scalar::Str(Cow::Borrowed(s)),
+            Node::Static(simd_json::StaticNode::Bool(b)) => Scalar::Bool(b),
+            Node::Static(simd_json::StaticNode::I64(n)) => Scalar::I64(n),
+            Node::Static(simd_json::StaticNode::U64(n)) => Scalar::U64(n),
+            Node::Static(simd_json::StaticNode::F64(n)) => Scalar::F64(n),
+            _ => return None,
+        };
+        let value = match (self.member, scalar) {
+            ("stringValue", Scalar::Str(s)) => AnyIn::Str(s),
+            ("boolValue", Scalar::Bool(b)) => AnyIn::Bool(b),
+            ("boolValue", Scalar::Str(s)) if s == "true" || s == "false" => {
+                AnyIn::Bool(s == "true")
+            }
+            ("intValue", v) => AnyIn::Int(to_i64(&v)?),
+            ("doubleValue", v) => AnyIn::Double(to_f64(&v)?),
+            _ => return None,
+        };
+        Some(Some(value))
+    }
+}
 
 impl<'de> Visitor<'de> for SpanAttrs<'_, '_> {
     type Value = ();
@@ -349,6 +545,7 @@ impl<'de> Visitor<'de> for AnyValueSeed<'_> {
                         out: &mut values,
                         fault: &mut *f,
                         filter: None,
+                        tape: None,
                     })))? {
                         value = AnyIn::nested(V::KvlistValue(KeyValueList { values }));
                     }

@@ -1,5 +1,6 @@
 //! The state threaded through the visitors, and the first problem of a unit.
 
+use super::tape::TapeDe;
 use super::{Document, SpanRejected};
 use crate::ingest::projection::KeyFilter;
 use crate::ingest::span::SpanBuilder;
@@ -21,6 +22,9 @@ pub(super) struct Ctx<'f> {
     /// Gathers each span's name and attributes; every span finishes it
     /// (kept or rejected), so it is empty between spans.
     pub(super) sb: SpanBuilder,
+    /// The simd-json tape being read (`None`: serde_json reads the text),
+    /// for the span attribute lists read straight from it.
+    pub(super) tape: Option<&'f TapeDe<'f, 'f>>,
 }
 
 thread_local! {
@@ -44,6 +48,7 @@ impl<'f> Ctx<'f> {
             unknown: Vec::new(),
             containers: false,
             sb: SPAN_BUILDER.take(),
+            tape: None,
         }
     }
 

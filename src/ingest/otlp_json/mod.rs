@@ -35,6 +35,7 @@ mod salvage;
 mod scalars;
 mod seeds;
 mod spans;
+mod tape;
 #[cfg(test)]
 mod tests;
 
@@ -44,6 +45,7 @@ use self::context::Ctx;
 use self::document::DocSeed;
 pub(crate) use self::ids::{base64, log_id};
 pub use self::salvage::salvage;
+use self::tape::TapeDe;
 use super::projection::{KeepAll, KeyFilter};
 use super::Request;
 
@@ -187,10 +189,10 @@ fn decode_simd(doc: &[u8], filter: &dyn KeyFilter) -> Option<Document> {
         let mut taped = tape.take().unwrap_or_else(simd_json::Tape::null).reset();
         let decoded = match simd_json::fill_tape_padded(copy, doc.len(), buffers, &mut taped) {
             Ok(()) => {
-                let mut de = simd_json::Deserializer::from_tape(taped);
+                let de = TapeDe::new(&taped.0);
                 let mut ctx = Ctx::new(filter);
-                let requests = DocSeed { ctx: &mut ctx }.deserialize(&mut de);
-                taped = de.into_tape();
+                ctx.tape = Some(&de);
+                let requests = DocSeed { ctx: &mut ctx }.deserialize(&de);
                 requests.ok().map(|r| ctx.into_document(r))
             }
             Err(_) => None,

@@ -12,6 +12,7 @@ use super::context::{Ctx, Fault};
 use super::scalars::{string_field, u32_field, Key, Scalar};
 use super::seeds::{list_seed, Nullable};
 use super::spans::SpanList;
+use super::tape::TapeDe;
 use super::SpanRejected;
 use crate::ingest::projection::{AttrsOf, KeyFilter};
 use crate::ingest::span::{ResourceSpans, ScopeSpans};
@@ -77,6 +78,7 @@ impl<'de> Visitor<'de> for ResourceSpansSeed<'_, '_> {
                         out: &mut res,
                         fault: &mut fault,
                         filter: ctx.filter,
+                        tape: ctx.tape,
                     }))?;
                     rs.resource = present.then_some(res);
                 }
@@ -119,6 +121,7 @@ struct ResourceSeed<'a, 'f> {
     out: &'a mut Resource,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 
 impl<'de> DeserializeSeed<'de> for ResourceSeed<'_, '_> {
@@ -140,6 +143,7 @@ impl<'de> Visitor<'de> for ResourceSeed<'_, '_> {
                     out: &mut self.out.attributes,
                     fault: &mut *self.fault,
                     filter: Some((self.filter, AttrsOf::Resource)),
+                    tape: self.tape,
                 })?,
                 "droppedAttributesCount" => {
                     self.out.dropped_attributes_count =
@@ -294,6 +298,7 @@ impl<'de> Visitor<'de> for ScopeSpansSeed<'_, '_> {
                         out: &mut scope,
                         fault: &mut fault,
                         filter: ctx.filter,
+                        tape: ctx.tape,
                     }))?;
                     ss.scope = present.then_some(scope);
                 }
@@ -328,6 +333,7 @@ struct ScopeSeed<'a, 'f> {
     out: &'a mut InstrumentationScope,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 
 impl<'de> DeserializeSeed<'de> for ScopeSeed<'_, '_> {
@@ -353,6 +359,7 @@ impl<'de> Visitor<'de> for ScopeSeed<'_, '_> {
                     out: &mut self.out.attributes,
                     fault: &mut *self.fault,
                     filter: Some((self.filter, AttrsOf::Scope)),
+                    tape: self.tape,
                 })?,
                 "droppedAttributesCount" => {
                     self.out.dropped_attributes_count =

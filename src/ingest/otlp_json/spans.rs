@@ -13,6 +13,7 @@ use super::scalars::{
     clip, enum_field, str_field, string_field, u32_field, u64_field, Key, SPAN_KINDS, STATUS_CODES,
 };
 use super::seeds::{list_seed, Nullable};
+use super::tape::TapeDe;
 use super::SpanRejected;
 use crate::ingest::projection::{AttrsOf, KeyFilter};
 use crate::ingest::span::Span;
@@ -69,6 +70,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let ctx = self.ctx;
         let filter = ctx.filter;
+        let tape = ctx.tape;
         // The name and attributes go to the builder; a document that fails
         // here is dropped whole, builder and all (see `SPAN_BUILDER`).
         let sb = &mut ctx.sb;
@@ -98,6 +100,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
                     sb: &mut *sb,
                     fault: f,
                     filter,
+                    tape,
                 })?,
                 "droppedAttributesCount" => {
                     s.dropped_attributes_count =
@@ -107,6 +110,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
                     out: &mut s.events,
                     fault: f,
                     filter,
+                    tape,
                 })?,
                 "droppedEventsCount" => {
                     s.dropped_events_count = u32_field(map.next_value()?, "droppedEventsCount", f)
@@ -115,6 +119,7 @@ impl<'de> Visitor<'de> for SpanSeed<'_, '_> {
                     out: &mut s.links,
                     fault: f,
                     filter,
+                    tape,
                 })?,
                 "droppedLinksCount" => {
                     s.dropped_links_count = u32_field(map.next_value()?, "droppedLinksCount", f)
@@ -207,6 +212,7 @@ struct Events<'a, 'f> {
     out: &'a mut Vec<span::Event>,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 list_seed!(Events, "events");
 
@@ -226,6 +232,7 @@ impl<'de> Visitor<'de> for Events<'_, '_> {
                 out: &mut ev,
                 fault: &mut fault,
                 filter: self.filter,
+                tape: self.tape,
             };
             if seq.next_element_seed(seed)?.is_none() {
                 return Ok(());
@@ -244,6 +251,7 @@ struct EventSeed<'a, 'f> {
     out: &'a mut span::Event,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 
 impl<'de> DeserializeSeed<'de> for EventSeed<'_, '_> {
@@ -270,6 +278,7 @@ impl<'de> Visitor<'de> for EventSeed<'_, '_> {
                     out: &mut self.out.attributes,
                     fault: &mut *self.fault,
                     filter: Some((self.filter, AttrsOf::Event)),
+                    tape: self.tape,
                 })?,
                 "droppedAttributesCount" => {
                     self.out.dropped_attributes_count =
@@ -288,6 +297,7 @@ struct Links<'a, 'f> {
     out: &'a mut Vec<span::Link>,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 list_seed!(Links, "links");
 
@@ -307,6 +317,7 @@ impl<'de> Visitor<'de> for Links<'_, '_> {
                 out: &mut link,
                 fault: &mut fault,
                 filter: self.filter,
+                tape: self.tape,
             };
             if seq.next_element_seed(seed)?.is_none() {
                 return Ok(());
@@ -324,6 +335,7 @@ struct LinkSeed<'a, 'f> {
     out: &'a mut span::Link,
     fault: &'a mut Fault,
     filter: &'f dyn KeyFilter,
+    tape: Option<&'f TapeDe<'f, 'f>>,
 }
 
 impl<'de> DeserializeSeed<'de> for LinkSeed<'_, '_> {
@@ -352,6 +364,7 @@ impl<'de> Visitor<'de> for LinkSeed<'_, '_> {
                     out: &mut self.out.attributes,
                     fault: &mut *f,
                     filter: Some((self.filter, AttrsOf::Link)),
+                    tape: self.tape,
                 })?,
                 "droppedAttributesCount" => {
                     self.out.dropped_attributes_count =

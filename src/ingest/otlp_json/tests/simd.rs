@@ -144,6 +144,79 @@ fn simd_json_and_serde_json_nest_alike() {
     );
 }
 
+/// Span attributes read straight from the tape (the usual shape) and
+/// those that go to the visitors (any other shape, a null, a value that
+/// does not convert) give what serde_json's decoding gives, kept or
+/// dropped, in their order.
+#[test]
+fn span_attributes_from_the_tape_as_from_serde_json() {
+    let attrs = [
+        r#"{"key":"gen_ai.a","value":{"stringValue":"text"}}"#,
+        r#"{"key":"gen_ai.b","value":{"intValue":"42"}}"#,
+        r#"{"key":"gen_ai.c","value":{"intValue":7}}"#,
+        r#"{"key":"gen_ai.d","value":{"intValue":"x"}}"#,
+        r#"{"key":"gen_ai.e","value":{"boolValue":true}}"#,
+        r#"{"key":"gen_ai.f","value":{"boolValue":"false"}}"#,
+        r#"{"key":"gen_ai.g","value":{"boolValue":1}}"#,
+        r#"{"key":"gen_ai.h","value":{"doubleValue":"NaN"}}"#,
+        r#"{"key":"gen_ai.i","value":{"doubleValue":1.5}}"#,
+        r#"{"key":"gen_ai.j","value":{"stringValue":null}}"#,
+        r#"{"key":"gen_ai.k","value":{"stringValue":3}}"#,
+        r#"{"key":"gen_ai.l","value":{"other":"x"}}"#,
+        r#"{"key":"gen_ai.m","value":{"arrayValue":{"values":[{"stringValue":"x"}]}}}"#,
+        r#"{"value":{"stringValue":"first"},"key":"gen_ai.n"}"#,
+        r#"{"key":"gen_ai.o","value":{}}"#,
+        r#"{"key":"gen_ai.p","value":null}"#,
+        r#"{"key":"gen_ai.q"}"#,
+        r#"{"key":5,"value":{"stringValue":"x"}}"#,
+        r#"{"key":"other.a","value":{"stringValue":"{\"json\": 1}"}}"#,
+        r#"{"key":"other.b","value":{"stringValue":" [1]"}}"#,
+        r#"{"key":"other.c","value":{"stringValue":"plain"}}"#,
+        r#"{"key":"other.d","value":{"intValue":"{"}}"#,
+        r#"{"key":"other.e","value":{"stringValue":null}}"#,
+        r#"{"key":"other.f","value":{"kvlistValue":{"values":[]}}}"#,
+        r#"{"key":"gen_ai.r","value":{"stringValue":"a\"b\u00e9"}}"#,
+        r#"{"key":"gen_ai.s","value":{"stringValue":"x"},"extra":1}"#,
+    ];
+    let filters: [&dyn KeyFilter; 3] = [&KeepAll, &KeepOnlyGenAi, &GenAiEverywhere];
+    for n in [0, 1, 3, attrs.len()] {
+        let list = attrs[..n].join(",");
+        let with_events = format!(
+            r#","attributes":[{list}],"events":[{{"name":"e","attributes":[{list}]}}],"links":[{{"traceId":"{}","spanId":"{}","attributes":[{list}]}}]"#,
+            super::TRACE_HEX,
+            super::SPAN_HEX
+        );
+        for extra in [with_events, r#","attributes":null"#.into()] {
+            let spans = request(&[span("s", &extra), span("t", &extra)]);
+            let resource = format!(
+                r#"{{"resource":{{"attributes":[{list}]}},"scopeSpans":[{{"scope":{{"name":"lib","attributes":[{list}]}},"spans":["#
+            );
+            let doc = spans.replacen(r#"{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeSpans":[{"scope":{"name":"lib"},"spans":["#, &resource, 1);
+            assert!(
+                n == 0 || doc != spans,
+                "the resource and scope hold the list"
+            );
+            for f in filters {
+                let serde = decode_serde(doc.as_bytes(), f).expect("serde_json decodes it");
+                let simd = decode_simd(doc.as_bytes(), f).expect("simd-json decodes it");
+                assert_eq!(format!("{serde:?}"), format!("{simd:?}"), "{doc}");
+            }
+        }
+    }
+}
+
+/// Keeps attributes under `gen_ai.` wherever they are, and span
+/// attributes holding JSON.
+struct GenAiEverywhere;
+impl KeyFilter for GenAiEverywhere {
+    fn keep(&self, _: AttrsOf, key: &str) -> bool {
+        key.starts_with("gen_ai.")
+    }
+    fn keep_json(&self, at: AttrsOf) -> bool {
+        at == AttrsOf::Span
+    }
+}
+
 /// Keeps span attributes under `gen_ai.` and those holding JSON.
 struct KeepOnlyGenAi;
 impl KeyFilter for KeepOnlyGenAi {
