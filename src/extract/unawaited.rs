@@ -93,9 +93,15 @@ mod tests {
         let text = long.to_string();
         assert!(!is_unawaited(&CallResult::Json(text.into()), &types()));
         for v in kept {
-            assert!(!is_unawaited(&CallResult::Value(v.clone()), &types()), "{v}");
+            assert!(
+                !is_unawaited(&CallResult::Value(v.clone()), &types()),
+                "{v}"
+            );
             let text = v.to_string();
-            assert!(!is_unawaited(&CallResult::Json(text.into()), &types()), "{v}");
+            assert!(
+                !is_unawaited(&CallResult::Json(text.into()), &types()),
+                "{v}"
+            );
         }
     }
 

@@ -65,9 +65,18 @@ fn chain(trace: u8, when: (u64, u64), tool: &str, args: &Value, process: &str) -
     let inner = client(STAND_IN);
     let (from, to) = when;
     let spans = vec![
-        in_process(sp(1, None, (from, to), &format!("tools/call {tool}"), &root), process),
-        in_process(sp(2, Some(1), (from + 1, to - 1), "mcp tools/call", &outer), process),
-        in_process(sp(3, Some(2), (from + 1, from + 2), "mcp tools/call", &inner), process),
+        in_process(
+            sp(1, None, (from, to), &format!("tools/call {tool}"), &root),
+            process,
+        ),
+        in_process(
+            sp(2, Some(1), (from + 1, to - 1), "mcp tools/call", &outer),
+            process,
+        ),
+        in_process(
+            sp(3, Some(2), (from + 1, from + 2), "mcp tools/call", &inner),
+            process,
+        ),
     ];
     Trace::new(TraceId([trace; 16]), spans, 0)
 }

@@ -43,7 +43,10 @@ impl<T> Carry<T> {
         // Only the asks of its tool are looked at: the process is hashed
         // for those alone.
         let name = key(NAME, l.name.as_str());
-        if !self.asks.any_under(name, |a| a.end_time_unix_nano <= l.start) {
+        if !self
+            .asks
+            .any_under(name, |a| a.end_time_unix_nano <= l.start)
+        {
             return false;
         }
         let Some(run) = l.resource.as_deref().map(resource_key) else {

@@ -36,7 +36,13 @@ mod tests {
         // A provider-run item's type too.
         assert!(is_item_type("web_search_call"));
         // Function names, near ones included.
-        for name in ["computer", "function_call_log", "call", "make_call", "computer_calls"] {
+        for name in [
+            "computer",
+            "function_call_log",
+            "call",
+            "make_call",
+            "computer_calls",
+        ] {
             assert!(!is_item_type(name), "{name}");
         }
     }

@@ -836,7 +836,11 @@ fn an_output_item_type_for_a_name_leaves_the_span_its_name_and_arguments() {
     assert_eq!(names(&a), [("screen", Some(&action), None)]);
     assert_eq!(a.calls[0].span_name, None);
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
-    assert!(a.notes.iter().any(|n| n.contains("output item's type")), "{:?}", a.notes);
+    assert!(
+        a.notes.iter().any(|n| n.contains("output item's type")),
+        "{:?}",
+        a.notes
+    );
     // A function name, even one ending in `_call`, is the model's name.
     let a = run("place_call");
     assert_eq!(
