@@ -562,11 +562,17 @@ fn is_mcp_text(v: &Value) -> bool {
 /// The texts of blocks [`is_mcp_text`] holds, JSON-decoded; one block's
 /// text alone.
 fn mcp_texts(items: Vec<Value>) -> Value {
-    let mut texts: Vec<Value> = items
-        .into_iter()
-        .filter_map(take_block_text)
-        .map(json_in_string)
-        .collect();
+    one_or_list(
+        items
+            .into_iter()
+            .filter_map(take_block_text)
+            .map(json_in_string)
+            .collect(),
+    )
+}
+
+/// One text alone, several as a list.
+fn one_or_list(mut texts: Vec<Value>) -> Value {
     if texts.len() == 1 {
         texts.pop().unwrap_or(Value::Null)
     } else {
@@ -811,19 +817,16 @@ pub(crate) fn content_blocks(v: Value) -> Result<Value, Value> {
 /// The string at `key` of every block (JSON-decoded): one block gives its
 /// text, several a list.
 fn texts_at(items: Vec<Value>, key: &str) -> Value {
-    let mut texts: Vec<Value> = items
-        .into_iter()
-        .filter_map(|x| match x {
-            Value::Object(mut o) => o.remove(key),
-            _ => None,
-        })
-        .map(json_in_string)
-        .collect();
-    if texts.len() == 1 {
-        texts.pop().unwrap_or(Value::Null)
-    } else {
-        Value::Array(texts)
-    }
+    one_or_list(
+        items
+            .into_iter()
+            .filter_map(|x| match x {
+                Value::Object(mut o) => o.remove(key),
+                _ => None,
+            })
+            .map(json_in_string)
+            .collect(),
+    )
 }
 
 /// LangChain `ToolMessage` envelope `{"type": "tool", "data": {"content"}}`
