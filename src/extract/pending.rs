@@ -22,9 +22,10 @@
 //! no run follows (rejected, or the input ends) stays a call.
 //!
 //! An attempt without any result (OpenAI Agents' `needs_approval` under the
-//! OTel GenAI package or Overmind) is not held: nothing tells it from a
-//! call whose writer records no result, and holding every such trace would
-//! delay it (`serve`) for a run that never comes.
+//! OTel GenAI package or Overmind) is not held here: nothing tells it from a
+//! call whose writer records no result. `carry::deferred` holds such a call
+//! when its span has arguments and joins it to a later run of the same
+//! process that answers it.
 
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use serde_json::Value;
