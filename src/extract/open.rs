@@ -242,7 +242,7 @@ pub struct Open {
     /// trace shows (without a call id): a later trace's may (`carry::later`).
     pub unshown: Vec<OpenAsk>,
     /// The trace's tool spans' calls with a call id and arguments, left
-    /// without a result or an error ([`DEFERRED_FORM`]): a later run may
+    /// without a result or an error (`DEFERRED_FORM`): a later run may
     /// carry their results (`carry::deferred`).
     pub deferred: Vec<OpenAsk>,
 }
