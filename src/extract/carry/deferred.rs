@@ -22,7 +22,7 @@
 //! lets it go at the end of each batch) until a later trace of the same
 //! process counts a call that answers it: the same tool, a result, started
 //! after the span ended, and the same call id (arguments none or the same)
-//! or, the span having no call id, the same arguments. Each later call
+//! or, neither having a call id, the same arguments. Each later call
 //! answers one deferred call at most. The
 //! call is then counted there, where its result is (as a call asked for in
 //! one trace and answered in the next is), and the span's call, read
@@ -82,7 +82,9 @@ pub(crate) fn answers(w: &OpenAsk, c: &Echo) -> bool {
             c.id.as_deref() == Some(id.as_str())
                 && (c.args.is_null() || same_args(&c.args, &w.asked.args))
         }
-        None => !c.args.is_null() && same_args(&c.args, &w.asked.args),
+        // Without ids on either side: a later call that has one is an ask
+        // the model made, which the carry's other joins place (`twice`).
+        None => c.id.is_none() && !c.args.is_null() && same_args(&c.args, &w.asked.args),
     };
     c.answered
         && c.trace_id != w.trace_id
