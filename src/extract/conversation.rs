@@ -64,6 +64,7 @@ mod chain_outputs;
 mod continues;
 mod declared_results;
 mod echoed;
+mod elided;
 mod flat_contents;
 mod flat_events;
 mod flat_fields;
@@ -520,7 +521,20 @@ fn request_of(s: &SpanRecord) -> Request {
             let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|a| f(a)).count();
             (count(|a| a.id.is_some()), count(|a| a.name.is_some()))
         };
-        if !r.answers.is_empty() && (best.answers.is_empty() || ids(&r) > ids(&best)) {
+        if r.answers.is_empty() {
+            return;
+        }
+        let better = best.answers.is_empty()
+            || match ids(&r).cmp(&ids(&best)) {
+                std::cmp::Ordering::Greater => true,
+                // As many ids and names: the form whose results a writer
+                // elided less (`elided`).
+                std::cmp::Ordering::Equal => {
+                    elided::count(&r.answers) < elided::count(&best.answers)
+                }
+                std::cmp::Ordering::Less => false,
+            };
+        if better {
             best = r;
         }
     };

@@ -17,6 +17,7 @@ mod chat_events;
 mod containers;
 mod content_events;
 pub mod conversation;
+mod cut;
 mod echo;
 mod envelopes;
 #[cfg(test)]
@@ -739,6 +740,7 @@ impl Extractor {
             out.calls.sort_by_key(|c| c.start_time_unix_nano);
             framing::settle(trace, &mut out.calls);
             echo::settle(trace, carried, &mut out);
+            cut::warn(trace, &mut out);
             return out;
         }
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
@@ -752,6 +754,7 @@ impl Extractor {
         out.runs.sort_by_key(|r| r.start_time_unix_nano);
         framing::settle(trace, &mut out.calls);
         echo::settle(trace, carried, &mut out);
+        cut::warn(trace, &mut out);
         out
     }
 

@@ -57,6 +57,14 @@ pub(super) fn asked_before<'c>(carried: &'c [OpenAsk], a: &Asked) -> Option<(Ask
     Some((asked, c))
 }
 
+/// Whether request `r` carries results and neither they nor its history
+/// keep a call id.
+fn keeps_no_id(r: &Request) -> bool {
+    !r.answers.is_empty()
+        && r.answers.iter().all(|a| a.id.is_none())
+        && r.history.iter().all(|h| h.id.is_none())
+}
+
 /// Whether `retold` holds every key of `asked`, an object with at least
 /// one, with the same value.
 fn holds(retold: &Value, asked: &Value) -> bool {
@@ -104,8 +112,11 @@ pub(super) fn in_requests<'r>(
             })
             .collect();
         // The trace's first request decides (one with no result at all
-        // starts the conversation here).
-        if before_trace.is_none() && has_any_input(&trace.spans[i]) {
+        // starts the conversation here); one whose results and history
+        // keep no call id cannot say which calls came before it (a chain's
+        // flattened copy of the messages, beside the model call's own
+        // record with ids: instructor under OpenInference).
+        if before_trace.is_none() && has_any_input(&trace.spans[i]) && !keeps_no_id(r) {
             let last = own_ids(r, asked);
             before_trace = Some(
                 r.history
