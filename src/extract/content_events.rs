@@ -45,6 +45,12 @@ fn texts(s: &SpanRecord, side: Side) -> impl Iterator<Item = &str> + '_ {
     })
 }
 
+/// The JSON texts of span `s`'s output events (`conversation`'s reader of
+/// an output that lists results).
+pub(crate) fn output_texts(s: &SpanRecord) -> impl Iterator<Item = &str> + '_ {
+    texts(s, Side::Output)
+}
+
 /// Whether span `s` has an event of a model's output.
 pub(super) fn has_output(s: &SpanRecord) -> bool {
     texts(s, Side::Output).next().is_some() || role_keyed::has(s, Side::Output)

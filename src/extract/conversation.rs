@@ -82,6 +82,7 @@ mod look;
 mod object_only;
 mod one_part;
 mod order;
+mod output_exchange;
 mod placeholder_calls;
 mod positions;
 pub(crate) mod provider;
@@ -512,7 +513,8 @@ fn request_of(s: &SpanRecord) -> Request {
     let mut best = Request::default();
     let look = Look::of_input(s);
     if !look.may_input(s) {
-        return best;
+        // A record of a run may keep only its output, listing the exchange.
+        return output_exchange::request(s, look).unwrap_or(best);
     }
     let mut offer = |r: Request| {
         // Call ids first, then the tools' names (a form that keeps neither
@@ -589,6 +591,8 @@ fn request_of(s: &SpanRecord) -> Request {
     for text in named.chain(outputs.into_iter().flatten()) {
         offer(afc::request_in_output(text).unwrap_or_default());
     }
+    // An output that lists the calls and the results answering them.
+    offer(output_exchange::request(s, look).unwrap_or_default());
     declared_results::unwrap(s, &mut best);
     best
 }
@@ -1196,7 +1200,7 @@ fn left_open<'r>(
 fn has_any_input(s: &SpanRecord) -> bool {
     let look = Look::of_input(s);
     if !look.may_input(s) {
-        return false;
+        return output_exchange::request(s, look).is_some();
     }
     (look.input
         && (INPUT_KEYS
@@ -1211,6 +1215,7 @@ fn has_any_input(s: &SpanRecord) -> bool {
             && bodies::bodies_of_model_call(s, Side::Input)
                 .next()
                 .is_some())
+        || output_exchange::request(s, look).is_some()
 }
 
 /// The agent run a call rebuilt on a span under `ctx` belongs to, named
