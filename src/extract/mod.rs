@@ -49,6 +49,9 @@ mod test_support;
 // The third held-out set's first-sight misses, on made-up shapes.
 #[cfg(test)]
 mod heldout3_tests;
+// Spans relabelled OpenInference TOOL by a converter (held-out set 26).
+#[cfg(test)]
+mod converted_tests;
 mod json_run;
 mod listing;
 mod literal;
