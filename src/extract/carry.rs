@@ -42,8 +42,8 @@ use std::collections::VecDeque;
 
 use super::kept::{key, Kept, Keys};
 pub use super::open::{Echo, Open, OpenAsk};
-use super::open::{ASKED_ARGS_FORM, HISTORY_FORM};
-use super::{echo, hollow_record, mcp_record_result, pending, twice};
+use super::open::{ASKED_ARGS_FORM, ASKED_NAME_FORM, HISTORY_FORM};
+use super::{attempts, echo, hollow_record, mcp_record_result, pending, twice};
 use crate::assemble::Trace;
 
 /// Open calls kept for the traces after theirs.
@@ -558,6 +558,15 @@ impl<T> Carry<T> {
                     self.asks.get(k)
                 });
                 out.extend(rendered.flatten().map(|a| twice::args_of_ask(later, a)));
+                // A span named after the tool class running an asked call
+                // with its arguments (`extract::attempts`).
+                // Not an attempt paused for approval (held for its run:
+                // `pending`).
+                let paused = |l: &Echo| l.pending && l.span_id == later.span_id;
+                if attempts::may_be_attempt(later) && !open.lone.iter().any(paused) {
+                    let ask = attempts::ask_of(later, self.asks.iter());
+                    out.extend(ask.map(|a| attempts::carried(later, a)));
+                }
                 continue;
             }
             if let Some(c) = found.or(between).and_then(|k| self.calls.remove(k)) {
@@ -632,7 +641,12 @@ impl<T> Carry<T> {
     fn date_asks(&self, calls: &mut [Echo], taken: &[OpenAsk]) {
         let taken: Vec<&OpenAsk> = taken
             .iter()
-            .filter(|a| !a.is_echo() && a.form != HISTORY_FORM && a.form != ASKED_ARGS_FORM)
+            .filter(|a| {
+                !a.is_echo()
+                    && a.form != HISTORY_FORM
+                    && a.form != ASKED_ARGS_FORM
+                    && a.form != ASKED_NAME_FORM
+            })
             .collect();
         for c in calls.iter_mut().filter(|c| c.from_conversation) {
             c.asked = c.asked.or_else(|| self.asked_in(c, &taken));

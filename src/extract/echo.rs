@@ -147,6 +147,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 pending: attempt,
                 paused: attempt && super::pending::paused(c),
                 answered: super::pending::answered(c),
+                attempt: false,
             })
         })
         .collect();
@@ -307,6 +308,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     super::carry::later::note(carried, a);
     super::carry::deferred::absorb(carried, a);
     asked_args(carried, a);
+    let attempts = super::attempts::name(trace, carried, a);
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
     absorb(&super::resumed::keep(trace, carried, a), a);
@@ -316,6 +318,9 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;
     }
     let (mut calls, lone) = echoes_of(trace, a);
+    for c in calls.iter_mut().filter(|c| attempts.contains(&c.span_id)) {
+        c.attempt = true;
+    }
     // Attempts paused for approval are also held as a lone trace's calls
     // are, for a later run (`pending`), unless records in later traces may
     // complete them (`wanting`).

@@ -7,6 +7,7 @@
 //! number of rules.
 
 mod args;
+mod attempts;
 mod borrowed;
 mod call_input;
 mod call_window;

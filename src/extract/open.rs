@@ -54,6 +54,13 @@ pub(crate) const ASKED_SPAN_FORM: &str = "span-runs-open-ask";
 /// ask of this trace (the conversation witness leaves it alone).
 pub(crate) const ASKED_ARGS_FORM: &str = "span-writes-asked-args";
 
+/// The `form` of a carried entry that says a tool span's call without a call
+/// id, named after the framework's tool class, in the trace read, ran a call
+/// an earlier trace's model output asked for with exactly its arguments:
+/// the call takes the model's tool name (`asked.args`) and stays counted
+/// here (see `extract::attempts`). It asks for nothing.
+pub(crate) const ASKED_NAME_FORM: &str = "span-runs-asked-name";
+
 /// The `form` of a carried entry that says a call the trace's first request
 /// shows answered in its history, and that no earlier trace asked for or
 /// counted, is counted there (`conversation::unseen`).
@@ -146,6 +153,10 @@ pub struct Echo {
     pub paused: bool,
     /// Whether the call has a result (`pending::answered`).
     pub answered: bool,
+    /// Whether the call, its span named after the tool class, took the
+    /// name of an earlier trace's ask by its arguments (`extract::attempts`):
+    /// one run of that call, maybe not the one whose result the model saw.
+    pub attempt: bool,
 }
 
 /// Whether two records came from one process: equal resource attributes
@@ -270,6 +281,7 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
     let none = |c: &OpenAsk| {
         [
             ASKED_ARGS_FORM,
+            ASKED_NAME_FORM,
             WITNESS_ARGS_FORM,
             WITNESS_RESULT_FORM,
             WITNESS_ERROR_FORM,

@@ -20,7 +20,10 @@
 //! arguments tell their spans apart. A span that equally fits the calls of
 //! two runs (the same tool and arguments asked in both, each window holding
 //! it), or a call that equally fits two spans while its trace asked for it
-//! once, is ambiguous: nothing is joined, both records stay calls.
+//! once, is ambiguous: nothing is joined, both records stay calls. Unless
+//! all spans fitting but one are attempts of the call, named after it by
+//! their arguments (`extract::attempts`: a failed run a retry ran again):
+//! the one left ran the call whose result the model saw.
 
 use serde_json::Value;
 
@@ -80,6 +83,11 @@ impl<T> Carry<T> {
         if more == 0 {
             return Some(first);
         }
+        // Attempts of the call (`extract::attempts`) beside one span that
+        // is none: that one ran the call whose result the model saw.
+        if let Some(k) = self.one_run(later, asked) {
+            return Some(k);
+        }
         let equal = calls
             .iter()
             .filter(|c| {
@@ -95,6 +103,27 @@ impl<T> Carry<T> {
             .map(|k| self.calls.get(k).map_or(later.trace_id, |c| c.trace_id));
         notes.push(ambiguous(later, traces));
         None
+    }
+}
+
+impl<T> Carry<T> {
+    /// The position of the one kept span's call that ran `later` (asked at
+    /// `asked`, see [`Carry::running_span`]) and is no attempt of it
+    /// (`Echo::attempt`), when the others fitting are all attempts.
+    fn one_run(&self, later: &Echo, asked: u64) -> Option<usize> {
+        let bare = key(SPAN_BARE, later.name.as_str());
+        let mut attempts = false;
+        let mut runs = self.calls.under(bare).filter(|&k| {
+            self.calls.get(k).is_some_and(|c| {
+                let fits = twice::ran_between(later, c, asked);
+                attempts |= fits && c.attempt;
+                fits && !c.attempt
+            })
+        });
+        let run = runs.next()?;
+        let more = runs.next().is_some();
+        drop(runs);
+        (attempts && !more).then_some(run)
     }
 }
 

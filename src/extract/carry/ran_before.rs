@@ -14,7 +14,7 @@
 //! more, the span's call stays counted in its trace.
 
 use super::{call_keys, key, Carry, Open, OpenAsk, SPAN_BARE};
-use crate::extract::open::{ASKED_ARGS_FORM, HISTORY_FORM};
+use crate::extract::open::{ASKED_ARGS_FORM, ASKED_NAME_FORM, HISTORY_FORM};
 use crate::extract::twice;
 
 impl<T> Carry<T> {
@@ -27,7 +27,12 @@ impl<T> Carry<T> {
         };
         let asks: Vec<&OpenAsk> = taken
             .iter()
-            .filter(|a| !a.is_echo() && a.form != HISTORY_FORM && a.form != ASKED_ARGS_FORM)
+            .filter(|a| {
+                !a.is_echo()
+                    && a.form != HISTORY_FORM
+                    && a.form != ASKED_ARGS_FORM
+                    && a.form != ASKED_NAME_FORM
+            })
             .collect();
         let mut out = Vec::new();
         for later in open
@@ -39,9 +44,20 @@ impl<T> Carry<T> {
                 continue;
             };
             let bare = key(SPAN_BARE, later.name.as_str());
-            let found = self
-                .calls
-                .first_under(bare, |c| twice::ran_between(later, c, t));
+            // A run of the call before an attempt of it that also fits
+            // (`extract::attempts`: a failed run a retry ran again).
+            let mut attempts = false;
+            let found = self.calls.first_under(bare, |c| {
+                let fits = twice::ran_between(later, c, t);
+                attempts |= fits && c.attempt;
+                fits && !c.attempt
+            });
+            let found = match (found, attempts) {
+                (None, true) => self
+                    .calls
+                    .first_under(bare, |c| twice::ran_between(later, c, t)),
+                (found, _) => found,
+            };
             if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c, true));
                 self.spend(Some(c));

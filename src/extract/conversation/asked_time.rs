@@ -9,14 +9,17 @@
 //! own) come after it, and its row's duration is the time until the request
 //! carrying its result.
 
-use crate::extract::open::{OpenAsk, ASKED_ARGS_FORM, HISTORY_FORM};
+use crate::extract::open::{OpenAsk, ASKED_ARGS_FORM, ASKED_NAME_FORM, HISTORY_FORM};
 
 /// The start of the call `ask` asked for, answered by a request that
 /// started at `request`: the end of the model's answer that asked for it,
 /// when that entry is an answer's ask and ended no later than the request;
 /// else the request's start.
 pub(super) fn asked_start(ask: &OpenAsk, request: u64) -> u64 {
-    let is_ask = !ask.is_echo() && ask.form != HISTORY_FORM && ask.form != ASKED_ARGS_FORM;
+    let is_ask = !ask.is_echo()
+        && ask.form != HISTORY_FORM
+        && ask.form != ASKED_ARGS_FORM
+        && ask.form != ASKED_NAME_FORM;
     if is_ask && ask.end_time_unix_nano <= request {
         ask.end_time_unix_nano
     } else {

@@ -9,6 +9,14 @@
 //! the name of the one tool the model asked for with exactly its arguments,
 //! among the asked calls no call claims by id. The join then pairs it with
 //! the model's call as any call of that tool.
+//!
+//! A call so named whose call id is none the model gave is an *attempt* of
+//! a model call (`attempt_of`): OpenLIT's LangChain.js writes the
+//! framework's run id (a uuid) on a run that failed and that a retry
+//! middleware ran again under the model's id, with the same arguments. It
+//! takes the name of the one model call asked for, before it started, with
+//! exactly its arguments, claimed by another span or not: the function ran
+//! twice for one ask, and each run is a call of that tool.
 
 use std::collections::HashSet;
 
@@ -22,11 +30,16 @@ fn is_unnamed(call: &ToolCall) -> bool {
     call.call_id.is_none() && call.from.is_none() && is_placeholder(&call.name)
 }
 
+/// Whether `call`, read from a span, is named a placeholder.
+fn is_class_named(call: &ToolCall) -> bool {
+    call.from.is_none() && is_placeholder(&call.name)
+}
+
 /// Names the placeholder-named calls of `out` after the asked calls with
 /// their arguments (see the module's doc), noting each.
 pub(super) fn name(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
     // Most traces have no such call: nothing more is read for them.
-    if !out.calls.iter().any(is_unnamed) {
+    if !out.calls.iter().any(is_class_named) {
         return;
     }
     let index = Positions::of(trace);
@@ -38,7 +51,18 @@ pub(super) fn name(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
         .collect();
     let mut named: Vec<(usize, String)> = Vec::new();
     for (k, call) in out.calls.iter().enumerate() {
-        if !is_unnamed(call) || span_of(call).and_then(call_id).is_some() {
+        if !is_class_named(call) {
+            continue;
+        }
+        let own_id = call.call_id.as_deref().or(span_of(call).and_then(call_id));
+        if let Some(id) = own_id {
+            // An attempt paused for approval is `pending`'s.
+            if !crate::extract::pending::paused(call) {
+                named.extend(attempt_of(trace, asked, call, id).map(|t| (k, t)));
+            }
+            continue;
+        }
+        if !is_unnamed(call) {
             continue;
         }
         let Some(args) = call.args.parsed().filter(|a| !a.is_null()) else {
@@ -59,17 +83,51 @@ pub(super) fn name(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) {
         }
     }
     for (k, tool) in named {
+        let attempt =
+            out.calls[k].call_id.is_some() || span_of(&out.calls[k]).and_then(call_id).is_some();
         let call = &mut out.calls[k];
         let placeholder = std::mem::replace(&mut call.name, tool);
         if call.span_name.is_none() {
             let own = span_of(call).map(|s| s.span.name().to_string());
             call.span_name = Some(own.unwrap_or(placeholder.clone()));
         }
-        out.notes.push(format!(
-            "tool span {} names no tool (`{placeholder}`): the model asked for `{}` with its arguments, and for no other tool so",
-            call.span_id, call.name
-        ));
+        out.notes.push(match attempt {
+            false => format!(
+                "tool span {} names no tool (`{placeholder}`): the model asked for `{}` with its arguments, and for no other tool so",
+                call.span_id, call.name
+            ),
+            true => format!(
+                "tool span {} names no tool (`{placeholder}`) and carries a call id no model call has: it is a run of the one call the model asked for, before it, with its arguments, `{}` (counted: the function ran)",
+                call.span_id, call.name
+            ),
+        });
     }
+}
+
+/// The tool of the one model call `call` (its span's call id `id`) is an
+/// attempt of (see the module's doc): none when a model call has `id`
+/// (the join pairs them), or when no model call, or more than one, asked
+/// with exactly its arguments before it started.
+fn attempt_of(trace: &Trace, asked: &[AskedAt], call: &ToolCall, id: &str) -> Option<String> {
+    if asked.iter().any(|a| a.asked.id.as_deref() == Some(id)) {
+        return None;
+    }
+    let args = call.args.parsed().filter(|a| !a.is_null())?;
+    let before = |a: &AskedAt| {
+        trace
+            .spans
+            .get(a.span)
+            .is_some_and(|s| s.span.end_time_unix_nano <= call.start_time_unix_nano)
+    };
+    let mut fits = asked.iter().filter(|a| {
+        !is_placeholder(&a.asked.name)
+            && before(a)
+            && args_of(&a.asked.args).value() == Some(&*args)
+    });
+    let one = fits.next()?;
+    // `asked` holds each model call once (by id and tool): a second
+    // fitting call leaves it unknown which one ran.
+    fits.next().is_none().then(|| one.asked.name.clone())
 }
 
 #[cfg(test)]
@@ -153,6 +211,72 @@ mod tests {
             out.notes
         );
         assert!(out.notes.iter().any(|n| n.contains("names no tool")));
+    }
+
+    /// [`wrapped`] with call id `call_id` on the span.
+    fn with_id(id: u8, when: (u64, u64), args: &Value, failed: bool, call_id: &str) -> SpanRecord {
+        let args = args.to_string();
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "StructuredTool"),
+            ("gen_ai.tool.call.arguments", args.as_str()),
+            ("gen_ai.tool.call.id", call_id),
+        ];
+        let mut s = sp(id, Some(1), when, "run StructuredTool", &attrs);
+        if failed {
+            s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+                code: 2,
+                message: "dock closed".into(),
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn a_run_under_an_id_no_model_call_has_is_a_run_of_the_call_with_its_arguments() {
+        let (oslo, kayak) = (json!({"town": "Oslo"}), json!({"hours": 3}));
+        let read = |asked: &[(&str, &str, &Value)], failed: SpanRecord| {
+            let spans = vec![
+                sp(1, None, (0, 100), "acme run", &[]),
+                chat(2, (1, 10), json!([]), asks(asked)),
+                failed,
+                with_id(4, (15, 16), &oslo, false, "k1"),
+            ];
+            let out = Extractor::default().analyze(&Trace::new(TraceId([9; 16]), spans, 0));
+            let got: Vec<(String, CallStatus)> = out
+                .calls
+                .iter()
+                .map(|c| (c.name.clone(), c.status.clone()))
+                .collect();
+            (got, out.notes)
+        };
+        let run_id = "0f1e2d3c-0000-7000-8000-00000000abcd";
+        let one = [("k1", "find_room", &oslo), ("k2", "rent_kayak", &kayak)];
+        let (got, notes) = read(&one, with_id(3, (11, 12), &oslo, true, run_id));
+        assert_eq!(
+            got,
+            [
+                ("find_room".to_string(), CallStatus::Error),
+                ("find_room".to_string(), CallStatus::Ok)
+            ],
+            "{notes:?}"
+        );
+        assert!(notes.iter().any(|n| n.contains("no model call has")));
+        // Two model calls with its arguments, or a run before the asking:
+        // this reader leaves it (the join may still pair it with the call
+        // left unclaimed, k2 here).
+        let two = [("k1", "find_room", &oslo), ("k2", "find_hall", &oslo)];
+        let (_, notes) = read(&two, with_id(3, (11, 12), &oslo, true, run_id));
+        assert!(
+            notes.iter().all(|n| !n.contains("no model call has")),
+            "{notes:?}"
+        );
+        let (got, notes) = read(&one, with_id(3, (5, 12), &oslo, true, run_id));
+        assert!(
+            notes.iter().all(|n| !n.contains("no model call has")),
+            "{notes:?}"
+        );
+        assert_eq!(got[0].0, "StructuredTool");
     }
 
     #[test]
