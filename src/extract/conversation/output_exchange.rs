@@ -213,10 +213,7 @@ mod tests {
             "{:?}",
             a.warnings
         );
-        assert!(a
-            .calls
-            .iter()
-            .all(|c| c.from.as_deref() == Some("conversation")));
+        assert!(a.calls.iter().all(|c| c.from == Some("conversation")));
     }
 
     #[test]
