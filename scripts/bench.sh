@@ -21,6 +21,9 @@
 #                   200 and 400 copies of the test corpus, 100 copies with
 #                   --hold-window-mib 0 and all, and a gzip bomb
 #   inspect100      /usr/bin/time -v of `inspect` on 100 copies, once
+#   flat            /usr/bin/time -v of `inspect` on one agent run of 10,000
+#                   to 60,000 calls of one tool (scripts/make-flat.py),
+#                   BENCH_REPEAT runs each
 #   fixtures        /usr/bin/time -v of `replay` with a big fixture (3.2M
 #                   small cases, 500k fuller ones; scripts/make-fixture.py)
 #                   in each report format, and of `serve` started with it and
@@ -246,6 +249,23 @@ cmd_inspect100() {
     log "raw output: ${file#"$ROOT"/}"
 }
 
+cmd_flat() {
+    local bin file summary input n i
+    bin=$(binary)
+    file=$(new_run flat)
+    summary=$(mktemp)
+    for n in 10000 20000 40000 60000; do
+        input="$TMP/flat$n.json"
+        [[ -s "$input" ]] || python3 scripts/make-flat.py "$n" "$input"
+        for ((i = 0; i < REPEAT; i++)); do
+            timed "$file" "$summary" "flat-$n" "$bin" inspect "$input" --format jsonl -q
+        done
+    done
+    summarize "$file" "$summary"
+    rm -f "$summary"
+    log "raw output: ${file#"$ROOT"/}"
+}
+
 cmd_fixtures() {
     local bin file summary input shape cases format i results log
     bin=$(binary)
@@ -407,6 +427,7 @@ case "$command" in
     serve) cmd_serve "$@" ;;
     memory) cmd_memory ;;
     inspect100) cmd_inspect100 ;;
+    flat) cmd_flat ;;
     fixtures) cmd_fixtures ;;
     store) cmd_store ;;
     inflight) cmd_inflight ;;
@@ -414,7 +435,7 @@ case "$command" in
     python) cmd_python ;;
     all)
         # One folder of inputs for every command of the run.
-        for c in replay presets otlp-json decode scale serve memory inspect100 fixtures store inflight judge-prompts python; do
+        for c in replay presets otlp-json decode scale serve memory inspect100 flat fixtures store inflight judge-prompts python; do
             BENCH_TMP="$TMP" "$0" "$c"
         done
         ;;

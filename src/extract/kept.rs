@@ -47,25 +47,28 @@ impl Keys {
 type Seq = (u64, u64);
 
 /// The entries under one key, by sequence number, oldest first; most keys
-/// (a call id) have one.
+/// (a call id) have one. Many are a deque: entries mostly leave oldest
+/// first, and a key shared by every call of a long run (a tool name) would
+/// make each removal from the front of a vector move all the others.
 #[derive(Debug)]
 enum Seqs {
     One(Seq),
-    Many(Vec<Seq>),
+    Many(VecDeque<Seq>),
 }
 
 impl Seqs {
-    fn as_slice(&self) -> &[Seq] {
-        match self {
-            Seqs::One(s) => std::slice::from_ref(s),
-            Seqs::Many(v) => v,
-        }
+    fn iter(&self) -> impl DoubleEndedIterator<Item = &Seq> + '_ {
+        let (front, back) = match self {
+            Seqs::One(s) => (std::slice::from_ref(s), &[][..]),
+            Seqs::Many(v) => v.as_slices(),
+        };
+        front.iter().chain(back)
     }
 
     fn push(&mut self, seq: Seq) {
         match self {
-            Seqs::One(s) => *self = Seqs::Many(vec![*s, seq]),
-            Seqs::Many(v) => v.push(seq),
+            Seqs::One(s) => *self = Seqs::Many(VecDeque::from([*s, seq])),
+            Seqs::Many(v) => v.push_back(seq),
         }
     }
 
@@ -74,7 +77,8 @@ impl Seqs {
         match self {
             Seqs::One(s) => s.0 == seq,
             Seqs::Many(v) => {
-                if let Some(i) = v.iter().position(|s| s.0 == seq) {
+                // Sequence numbers grow as entries are pushed.
+                if let Ok(i) = v.binary_search_by_key(&seq, |s| s.0) {
                     v.remove(i);
                 }
                 v.is_empty()
@@ -171,11 +175,11 @@ impl<T> Kept<T> {
 
     /// The positions of the entries under `key`, oldest first.
     pub(crate) fn under(&self, key: u64) -> impl DoubleEndedIterator<Item = usize> + '_ {
-        self.seqs(key).iter().filter_map(|s| self.position(s.0))
+        self.seqs(key).filter_map(|s| self.position(s.0))
     }
 
-    fn seqs(&self, key: u64) -> &[Seq] {
-        self.index.get(&key).map_or(&[][..], Seqs::as_slice)
+    fn seqs(&self, key: u64) -> impl DoubleEndedIterator<Item = &Seq> + '_ {
+        self.index.get(&key).into_iter().flat_map(Seqs::iter)
     }
 
     /// The position of entry `seq`.
@@ -191,7 +195,6 @@ impl<T> Kept<T> {
         mut is: impl FnMut(&T) -> bool,
     ) -> Option<usize> {
         self.seqs(key)
-            .iter()
             .filter(|s| near(s.1))
             .filter_map(|s| self.position(s.0))
             .find(|&at| self.items.get(at).is_some_and(|i| is(&i.value)))

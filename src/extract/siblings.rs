@@ -54,6 +54,7 @@ pub(crate) fn one_call_side_by_side(trace: &Trace, out: &mut Analysis) {
     // between them (overlapping first): a record is matched to its nearest
     // counterpart before a farther one with the same id.
     let mut candidates: Vec<(u64, usize, usize)> = Vec::new();
+    let mut facts = Facts::new(trace, calls.len());
     for (k, &a) in order.iter().enumerate() {
         for &b in order[k + 1..].iter().take(MAX_PEERS) {
             let (ca, cb) = (&calls[a], &calls[b]);
@@ -70,7 +71,8 @@ pub(crate) fn one_call_side_by_side(trace: &Trace, out: &mut Analysis) {
                 .start_time_unix_nano
                 .saturating_sub(ca.end_time_unix_nano);
             // Apart in time, only two conventions' records of one id.
-            if gap == 0 || ca.convention != cb.convention {
+            let two = ca.convention != cb.convention;
+            if (gap == 0 || two) && facts.may_be_one((ca, a), (cb, b), gap == 0, two) {
                 candidates.push((gap, a, b));
             }
         }
@@ -119,6 +121,71 @@ pub(crate) fn one_call_side_by_side(trace: &Trace, out: &mut Analysis) {
         return;
     }
     fold((trace, &at), out, &root, members);
+}
+
+/// What [`same_call`] reads of a call's span besides the arguments: its
+/// position, kind and tool-call id.
+type Fact<'t> = Option<(usize, i32, Option<&'t str>)>;
+
+/// Each call's [`Fact`], read once when first needed: a run of many
+/// overlapping calls of one tool compares each with [`MAX_PEERS`] others.
+struct Facts<'t> {
+    trace: &'t Trace,
+    at: Option<crate::assemble::SpanPositions<'t>>,
+    of: Vec<Option<Fact<'t>>>,
+}
+
+impl<'t> Facts<'t> {
+    fn new(trace: &'t Trace, calls: usize) -> Self {
+        Facts {
+            trace,
+            at: None,
+            of: vec![None; calls],
+        }
+    }
+
+    fn get(&mut self, c: &ToolCall, i: usize) -> Fact<'t> {
+        if let Some(Some(f)) = self.of.get(i) {
+            return *f;
+        }
+        let trace = self.trace;
+        let at = self.at.get_or_insert_with(|| trace.positions());
+        let fact = at.get(c.span_id).map(|p| {
+            let s = &trace.spans[p];
+            (p, s.span.kind, super::source::tool_call_id(s))
+        });
+        if let Some(slot) = self.of.get_mut(i) {
+            *slot = Some(fact);
+        }
+        fact
+    }
+
+    /// Whether calls `a` and `b` may record one call: [`same_call`]'s
+    /// test without the arguments, which leaves out most pairs of a run
+    /// of one tool's calls by one convention before they are sorted.
+    fn may_be_one(
+        &mut self,
+        (a, ia): (&ToolCall, usize),
+        (b, ib): (&ToolCall, usize),
+        overlap: bool,
+        two_conventions: bool,
+    ) -> bool {
+        let (Some((_, ka, xa)), Some((_, kb, xb))) = (self.get(a, ia), self.get(b, ib)) else {
+            return false;
+        };
+        match (xa, xb) {
+            (Some(x), Some(y)) if x == y => true,
+            _ if !overlap => false,
+            (Some(_), Some(_)) => rpc((ka, kb)),
+            _ => two_conventions || rpc((ka, kb)),
+        }
+    }
+}
+
+/// Whether two spans' kinds are a client's and a server's.
+fn rpc(kinds: (i32, i32)) -> bool {
+    let (client, server) = (SpanKind::Client as i32, SpanKind::Server as i32);
+    kinds == (client, server) || kinds == (server, client)
 }
 
 /// What a group may hold once: a record's convention and span kind.
@@ -207,9 +274,7 @@ fn climbs_to(trace: &Trace, from: usize, target: usize, avoid: usize) -> bool {
 fn same_call(trace: &Trace, a: (&ToolCall, usize), b: (&ToolCall, usize), overlap: bool) -> bool {
     let ((a, ia), (b, ib)) = (a, b);
     let (sa, sb) = (&trace.spans[ia], &trace.spans[ib]);
-    let kinds = (sa.span.kind, sb.span.kind);
-    let (client, server) = (SpanKind::Client as i32, SpanKind::Server as i32);
-    let rpc = kinds == (client, server) || kinds == (server, client);
+    let rpc = rpc((sa.span.kind, sb.span.kind));
     let id = super::source::tool_call_id;
     match (id(sa), id(sb)) {
         (Some(x), Some(y)) if x == y => true,
