@@ -3,7 +3,8 @@
 //! values) in `tests/data/firstsight/<lang>-<pair>.jsonl`, next to what the
 //! tool functions received (`<...>.truth.json`). A pair is read right when
 //! `inspect` reports exactly those calls, in order: name, arguments and, where
-//! the truth has one, the result. Calls that ran at the same time (one model
+//! the truth has them, the result and the status (`"error"`: the call failed).
+//! Calls that ran at the same time (one model
 //! turn asked for them, or their spans overlap) may come in any order, as the
 //! measure of docs/first-sight.md takes them: the truth's order among them is
 //! the scheduler's. The pairs read right must be exactly those
@@ -83,6 +84,11 @@ fn difference(calls: &[Value], truth: &[Value]) -> Option<String> {
         let result = &want["result"];
         if !result.is_null() && decoded(&got["result"]) != decoded(result) {
             return Some(format!("call {n}: result {}, want {result}", got["result"]));
+        }
+        // A call the truth says failed is reported failed.
+        let status = &want["status"];
+        if !status.is_null() && got["status"] != *status {
+            return Some(format!("call {n}: status {}, want {status}", got["status"]));
         }
     }
     None

@@ -530,9 +530,13 @@ fn request_of(s: &SpanRecord) -> Request {
             || match ids(&r).cmp(&ids(&best)) {
                 std::cmp::Ordering::Greater => true,
                 // As many ids and names: the form whose results a writer
-                // elided less (`elided`).
+                // elided less (`elided`), then the one that keeps more
+                // failures (OpenInference's flattened messages drop
+                // Anthropic's `is_error`; its `input.value` keeps it).
                 std::cmp::Ordering::Equal => {
-                    elided::count(&r.answers) < elided::count(&best.answers)
+                    let kept = |r: &Request| (elided::count(&r.answers), failed(&r.answers));
+                    let ((e, f), (be, bf)) = (kept(&r), kept(&best));
+                    e < be || (e == be && f > bf)
                 }
                 std::cmp::Ordering::Less => false,
             };
@@ -826,6 +830,12 @@ fn converse_content(content: Value) -> Value {
     super::wrappers::provider_block(content).unwrap_or_else(|c| c)
 }
 
+/// How many of `answers` say their call failed.
+fn failed(answers: &[Answer]) -> usize {
+    let failed = |a: &&Answer| matches!(a.outcome, ai_sdk_output::Outcome::Failed(_));
+    answers.iter().filter(failed).count()
+}
+
 fn answer_of(o: &Map<String, Value>) -> Answer {
     let text = |keys: &[&str]| {
         keys.iter()
@@ -859,6 +869,17 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
         outcome,
     };
     result_records::unwrap(&mut answer);
+    // Anthropic's `tool_result` says a call failed by a flag beside its
+    // content (the tool's error text, as the model saw it).
+    if answer.outcome == ai_sdk_output::Outcome::Ran
+        && o.get("is_error").and_then(Value::as_bool) == Some(true)
+    {
+        answer.outcome = ai_sdk_output::Outcome::Failed(match &answer.content {
+            Some(Value::String(t)) => t.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        });
+    }
     answer
 }
 

@@ -914,3 +914,59 @@ fn a_span_in_the_turn_of_two_unshown_asks_is_left_alone() {
     assert_eq!(got, ["acme.relay"]);
     assert_eq!(a.warnings.len(), 3, "{:?}", a.warnings);
 }
+
+#[test]
+fn a_result_flagged_is_error_is_a_failure_in_whichever_form_keeps_the_flag() {
+    // A made-up Anthropic request: the raw body keeps `is_error`, the
+    // flattened messages of the same span drop it.
+    let body = json!({"model": "m", "messages": [
+        {"role": "user", "content": "pay"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "pay", "input": {"n": 2}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Error: card declined", "is_error": true}]},
+    ]})
+    .to_string();
+    let flat = [
+        ("llm.input_messages.0.message.role", "assistant"),
+        (
+            "llm.input_messages.0.message.tool_calls.0.tool_call.id",
+            "t1",
+        ),
+        (
+            "llm.input_messages.0.message.tool_calls.0.tool_call.function.name",
+            "pay",
+        ),
+        (
+            "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments",
+            "{\"n\": 2}",
+        ),
+        ("llm.input_messages.1.message.role", "tool"),
+        ("llm.input_messages.1.message.tool_call_id", "t1"),
+        (
+            "llm.input_messages.1.message.content",
+            "Error: card declined",
+        ),
+    ];
+    let outcome = |attrs: &[(&str, &str)]| {
+        let mut attrs = attrs.to_vec();
+        attrs.push(("openinference.span.kind", "LLM"));
+        let r = request_of(&sp(1, None, 0, "Messages", &attrs));
+        r.answers
+            .iter()
+            .map(|a| a.outcome.clone())
+            .collect::<Vec<_>>()
+    };
+    let failed = ai_sdk_output::Outcome::Failed("Error: card declined".into());
+    assert_eq!(outcome(&[("input.value", body.as_str())]), [failed.clone()]);
+    assert_eq!(outcome(&flat), [ai_sdk_output::Outcome::Ran]);
+    let mut both = flat.to_vec();
+    both.push(("input.value", body.as_str()));
+    assert_eq!(outcome(&both), [failed.clone()]);
+    both.rotate_right(1);
+    assert_eq!(outcome(&both), [failed]);
+    // `is_error: false` says nothing new.
+    let ok = body.replace("\"is_error\":true", "\"is_error\":false");
+    assert_eq!(
+        outcome(&[("input.value", ok.as_str())]),
+        [ai_sdk_output::Outcome::Ran]
+    );
+}
