@@ -696,6 +696,16 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         model_spoke = false;
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
+        if out.answers.len() == before + 1 && role == "user" && out.answers[before].id.is_none() {
+            // One observation answering a turn of several calls, a line each.
+            if let Some(lines) = text_results::lines_in(o, last_turn.len()) {
+                out.answers.truncate(before);
+                out.answers.extend(lines.into_iter().map(|content| Answer {
+                    content: Some(content),
+                    ..Answer::default()
+                }));
+            }
+        }
         idless::pair_after_turn(&last_turn, &mut out.answers, before, &mut paired);
         out.trailing.extend(before..out.answers.len());
         turns.other(before, out.answers.len());

@@ -61,6 +61,25 @@ pub(super) fn results_in(o: &Map<String, Value>) -> Option<Vec<Value>> {
     text_results().iter().find_map(|f| split(text, f))
 }
 
+/// The results of `n` calls (more than one) in user message `o` when its
+/// whole text is one observation (a form without a closing word) of exactly
+/// `n` lines: smolagents joins the observations of one turn's calls with
+/// newlines, in the calls' order. Any other count pairs nothing.
+pub(super) fn lines_in(o: &Map<String, Value>, n: usize) -> Option<Vec<Value>> {
+    if n < 2 {
+        return None;
+    }
+    let text = text_of(o)?;
+    let text = text.as_str()?.trim();
+    let body = text_results()
+        .iter()
+        .filter(|f| f.closes.is_empty())
+        .find_map(|f| text.strip_prefix(f.opens))?;
+    let lines: Vec<&str> = body.trim().lines().map(str::trim).collect();
+    (lines.len() == n && lines.iter().all(|l| !l.is_empty()))
+        .then(|| lines.into_iter().map(value_of).collect())
+}
+
 /// `text` cut into the results of form `f`, when it is made of nothing else.
 fn split(text: &str, f: &TextForm) -> Option<Vec<Value>> {
     let rest = text.strip_prefix(f.opens)?;
@@ -134,6 +153,23 @@ mod tests {
         let got = read(json!({"role": "user", "parts": [{"type": "text",
             "content": "Observation:\n{'room': 12, 'free': True}"}]}));
         assert_eq!(got, Some(vec![json!({"room": 12, "free": true})]));
+    }
+
+    #[test]
+    fn one_observation_of_several_calls_is_cut_by_lines_only_when_they_match() {
+        use super::lines_in;
+        let m = json!({"role": "user", "content": "Observation:\n12\n['Bergen', 'Oslo']"});
+        let m = m.as_object().unwrap();
+        assert_eq!(
+            lines_in(m, 2),
+            Some(vec![json!("12"), json!(["Bergen", "Oslo"])])
+        );
+        assert_eq!(lines_in(m, 3), None);
+        assert_eq!(lines_in(m, 1), None);
+        let bracketed = json!({"role": "user", "content": "[Tool Result: 1]\n[Tool Result: 2]"});
+        assert_eq!(lines_in(bracketed.as_object().unwrap(), 2), None);
+        let blank = json!({"role": "user", "content": "Observation:\n1\n\n2"});
+        assert_eq!(lines_in(blank.as_object().unwrap(), 3), None);
     }
 
     #[test]

@@ -45,14 +45,72 @@ fn role_in(m: &Value, list: &[String]) -> bool {
         .is_some_and(|role| list.iter().any(|r| r == role))
 }
 
+/// The role a Python enum member's `str()` stands for (`MessageRole.TOOL_CALL`
+/// -> `tool-call`: smolagents' roles as the OTel GenAI instrumentation
+/// writes them), when `role` is one.
+fn enum_role(role: &str) -> Option<String> {
+    let (class, member) = role.split_once('.')?;
+    let word = |t: &str, upper: bool| {
+        !t.is_empty()
+            && t.starts_with(|c: char| c.is_ascii_alphabetic())
+            && t.chars().all(|c| {
+                c == '_'
+                    || c.is_ascii_digit()
+                    || (c.is_ascii_alphabetic() && (!upper || c.is_ascii_uppercase()))
+            })
+    };
+    (word(class, false) && word(member, true))
+        .then(|| member.to_ascii_lowercase().replace('_', "-"))
+}
+
+/// `messages` with roles written as an enum member's name read as the
+/// role they stand for; borrowed when there is none.
+fn plain_roles(messages: Cow<'_, [Value]>) -> Cow<'_, [Value]> {
+    let named = |m: &Value| m.get("role").and_then(Value::as_str).and_then(enum_role);
+    if !messages.iter().any(|m| named(m).is_some()) {
+        return messages;
+    }
+    let out = messages
+        .iter()
+        .map(|m| match named(m) {
+            Some(role) => with_role(m, &role),
+            None => m.clone(),
+        })
+        .collect();
+    Cow::Owned(out)
+}
+
+/// Whether `m` is a model message whose whole text is a call turn's
+/// (`Calling tools:` and the calls): smolagents sends its call turns to the
+/// model so, as `assistant` messages.
+fn model_call_turn(m: &Value, opens: &[String]) -> bool {
+    // The first text says, before any text is gathered or parsed.
+    let first = match m.get("content").or_else(|| m.get("parts")) {
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(Value::Array(parts)) => parts.first().and_then(|p| {
+            p.get("content")
+                .or_else(|| p.get("text"))
+                .and_then(Value::as_str)
+        }),
+        _ => None,
+    };
+    let opens_turn =
+        first.is_some_and(|t| opens.iter().any(|o| t.trim_start().starts_with(o.as_str())));
+    opens_turn
+        && m.get("role").and_then(Value::as_str) == Some("assistant")
+        && m.get("tool_calls").is_none()
+        && calls_of(m, opens).is_some()
+}
+
 /// `messages` with each message of a framework's tool-turn role read as
 /// the message it stands for (see the module's doc); borrowed when there
 /// is none.
 pub(super) fn converted(messages: Cow<'_, [Value]>) -> Cow<'_, [Value]> {
     let r = roles();
+    let messages = plain_roles(messages);
     if !messages
         .iter()
-        .any(|m| role_in(m, r.calls) || role_in(m, r.results))
+        .any(|m| role_in(m, r.calls) || role_in(m, r.results) || model_call_turn(m, r.opens))
     {
         return messages;
     }
@@ -62,7 +120,7 @@ pub(super) fn converted(messages: Cow<'_, [Value]>) -> Cow<'_, [Value]> {
             if role_in(m, r.results) {
                 return with_role(m, "user");
             }
-            if role_in(m, r.calls) {
+            if role_in(m, r.calls) || model_call_turn(m, r.opens) {
                 if let Some(calls) = calls_of(m, r.opens) {
                     return Value::Object(Map::from_iter([
                         ("role".to_string(), Value::String("assistant".into())),
@@ -126,5 +184,42 @@ mod tests {
         // Text that lists no calls stays as it was.
         let other = vec![json!({"role": "tool-call", "content": "Calling tools:\nnone"})];
         assert_eq!(converted(Cow::Owned(other.clone()))[0], other[0]);
+    }
+
+    #[test]
+    fn enum_member_roles_and_call_turns_sent_as_the_model_s_text_are_read() {
+        let turn = "Calling tools:\n[{'id': 'c7', 'type': 'function', 'function': {'name': 'count_vans', 'arguments': {}}}]";
+        let messages = vec![
+            json!({"role": "MessageRole.USER", "parts": [{"type": "text", "content": "How many?"}]}),
+            json!({"role": "MessageRole.ASSISTANT", "parts": [{"type": "text", "content": turn}]}),
+            json!({"role": "MessageRole.TOOL_RESPONSE", "content": "Observation:\n9"}),
+        ];
+        let got = converted(Cow::Owned(messages));
+        assert_eq!(got[0]["role"], "user");
+        assert_eq!(got[1]["role"], "assistant");
+        assert_eq!(got[1]["tool_calls"][0]["function"]["name"], "count_vans");
+        assert_eq!(got[2]["role"], "user");
+        // Not an enum member's name: left as written.
+        for role in [
+            "assistant",
+            "a.b",
+            "Role.",
+            ".USER",
+            "MessageRole.User",
+            "x.y.Z",
+        ] {
+            assert_eq!(enum_role(role), None, "{role}");
+        }
+        assert_eq!(
+            enum_role("MessageRole.TOOL_CALL").as_deref(),
+            Some("tool-call")
+        );
+        // A model's text that only mentions the words is no call turn.
+        let prose =
+            json!({"role": "assistant", "content": "Before Calling tools:\n[{'id': 'c1'}]"});
+        let listed = json!({"role": "assistant", "content": "Calling tools:\n[{'id': 'c1'}]"});
+        for m in [prose, listed] {
+            assert_eq!(converted(Cow::Owned(vec![m.clone()]))[0], m);
+        }
     }
 }
