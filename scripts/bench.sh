@@ -149,6 +149,14 @@ timed() {
     echo "$label ${wall:-?} ${rss:-?} $code" >>"$summary"
 }
 
+# `timed`, REPEAT times.
+timed_repeat() {
+    local i
+    for ((i = 0; i < REPEAT; i++)); do
+        timed "$@"
+    done
+}
+
 # Median wall time and largest peak RSS per label, appended to the run file.
 summarize() {
     local file="$1" summary="$2"
@@ -207,31 +215,25 @@ copies() {
 }
 
 cmd_memory() {
-    local bin file summary input i bomb
+    local bin file summary input bomb
     bin=$(binary)
     file=$(new_run memory)
     summary=$(mktemp)
     for n in 50 100 200 400; do
         input=$(copies "$n")
         echo "# input: $input, $(stat -c %s "$input") bytes" >>"$file"
-        for ((i = 0; i < REPEAT; i++)); do
-            timed "$file" "$summary" "copies-$n" "$bin" inspect "$input" --format jsonl -q
-        done
+        timed_repeat "$file" "$summary" "copies-$n" "$bin" inspect "$input" --format jsonl -q
     done
     input=$(copies 100)
     for hold in 0 all; do
-        for ((i = 0; i < REPEAT; i++)); do
-            timed "$file" "$summary" "copies-100-hold-$hold" \
-                "$bin" inspect "$input" --format jsonl -q --hold-window-mib "$hold"
-        done
+        timed_repeat "$file" "$summary" "copies-100-hold-$hold" \
+            "$bin" inspect "$input" --format jsonl -q --hold-window-mib "$hold"
     done
     # 1 GiB of spaces, gzipped to about 1 MB: rejected at the 512 MiB cap (exit 2).
     bomb="$TMP/bomb.json.gz"
     [[ -s "$bomb" ]] || head -c 1073741824 /dev/zero | tr '\0' ' ' | gzip -9 >"$bomb"
     echo "# input: $bomb, $(stat -c %s "$bomb") bytes" >>"$file"
-    for ((i = 0; i < REPEAT; i++)); do
-        timed "$file" "$summary" "gzip-bomb" "$bin" inspect "$bomb" --format jsonl -q
-    done
+    timed_repeat "$file" "$summary" "gzip-bomb" "$bin" inspect "$bomb" --format jsonl -q
     summarize "$file" "$summary"
     rm -f "$summary"
     log "raw output: ${file#"$ROOT"/}"
@@ -250,16 +252,14 @@ cmd_inspect100() {
 }
 
 cmd_flat() {
-    local bin file summary input n i
+    local bin file summary input n
     bin=$(binary)
     file=$(new_run flat)
     summary=$(mktemp)
     for n in 10000 20000 40000 60000; do
         input="$TMP/flat$n.json"
         [[ -s "$input" ]] || python3 scripts/make-flat.py "$n" "$input"
-        for ((i = 0; i < REPEAT; i++)); do
-            timed "$file" "$summary" "flat-$n" "$bin" inspect "$input" --format jsonl -q
-        done
+        timed_repeat "$file" "$summary" "flat-$n" "$bin" inspect "$input" --format jsonl -q
     done
     summarize "$file" "$summary"
     rm -f "$summary"
@@ -278,10 +278,8 @@ cmd_fixtures() {
         [[ -s "$input" ]] || python3 scripts/make-fixture.py "$shape" "$cases" "$input"
         echo "# input: $input, $(stat -c %s "$input") bytes" >>"$file"
         for format in jsonl table junit html; do
-            for ((i = 0; i < REPEAT; i++)); do
-                timed "$file" "$summary" "$shape-$format" "$bin" replay --no-store \
-                    sample-traces/pydantic-ai -e "$input" -q -f "$format" -o /dev/null
-            done
+            timed_repeat "$file" "$summary" "$shape-$format" "$bin" replay --no-store \
+                sample-traces/pydantic-ai -e "$input" -q -f "$format" -o /dev/null
         done
         # serve with the fixture, stopped with SIGINT once it listens: it
         # writes every unmatched case to its results file as it shuts down.
