@@ -11,7 +11,8 @@
 //! - **The call-id join.** A tool span that has a call id but no
 //!   arguments, or that is named after a wrapper class or a namespace, takes
 //!   the name and arguments the model gave that call (the span's own name is
-//!   kept as `span_name`).
+//!   kept as `span_name`); one no output gave arguments takes those a
+//!   request's history records under its id (`history_args`).
 //! - **Calls from the conversation.** A trace with no tool span at all gets
 //!   its calls from the conversation: a call the model asked for and whose
 //!   result a later request carries. One never answered is reported, not
@@ -68,6 +69,7 @@ mod elided;
 mod flat_contents;
 mod flat_events;
 mod flat_fields;
+mod history_args;
 mod history_fill;
 mod hollow;
 mod http;
@@ -544,6 +546,15 @@ fn request_of(s: &SpanRecord) -> Request {
             best = r;
         }
     };
+    each_form(s, look, &mut offer);
+    declared_results::unwrap(s, &mut best);
+    best
+}
+
+/// Every form of the request recorded on span `s` (one `look` may hold an
+/// input), each read whole and handed to `offer`, which keeps what it
+/// needs ([`request_of`]: the best; `history_args`: a call by id).
+fn each_form(s: &SpanRecord, look: Look, offer: &mut impl FnMut(Request)) {
     for flat in FLAT_IN {
         if let Some(messages) = flat_messages(s, flat) {
             let mut r = read_request(&messages, flat.form);
@@ -597,8 +608,6 @@ fn request_of(s: &SpanRecord) -> Request {
     }
     // An output that lists the calls and the results answering them.
     offer(output_exchange::request(s, look).unwrap_or_default());
-    declared_results::unwrap(s, &mut best);
-    best
 }
 
 /// Keys of a request body's messages: most APIs', the OpenAI Responses
@@ -928,6 +937,8 @@ pub(super) fn witness(
             rebuild(x, trace, seen, &toolless, out, None);
         }
     }
+    // After the joins: what the model's outputs gave comes first.
+    history_args::fill(trace, out);
     out.calls.extend(ran);
 }
 
