@@ -55,6 +55,9 @@ mod action_args;
 mod afc;
 mod agent_tool;
 mod ai_sdk_output;
+mod answered_history;
+#[cfg(test)]
+mod answered_history_tests;
 mod ask_warnings;
 mod asked_time;
 mod bare_value;

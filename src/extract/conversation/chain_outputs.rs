@@ -21,6 +21,9 @@ pub(super) const FORM: &str = "chain-output";
 /// The class a LangChain-serialized model message names.
 const AI_MESSAGE: &[u8] = b"\"AIMessage";
 
+/// The class a LangChain-serialized tool message names.
+const TOOL_MESSAGE: &[u8] = b"\"ToolMessage\"";
+
 /// The calls of the AI messages in span `s`'s chain output, in order; none
 /// when it records none.
 pub(super) fn asked(s: &SpanRecord) -> Vec<Asked> {
@@ -35,7 +38,19 @@ pub(super) fn asked(s: &SpanRecord) -> Vec<Asked> {
             continue;
         }
         if let Some(v) = Json::parse(text) {
+            let from = out.len();
             walk(&v, None, 0, &mut out);
+            // A retold history: the calls its tool messages answer are no
+            // asks (`answered_history`). A byte search first.
+            if memmem::find(text.as_bytes(), TOOL_MESSAGE).is_some() {
+                let mut answered = Vec::new();
+                super::answered_history::answered_ids(&v, 0, &mut answered);
+                let mut i = 0;
+                out.retain(|a| {
+                    i += 1;
+                    i <= from || !a.id.as_deref().is_some_and(|id| answered.contains(&id))
+                });
+            }
         }
     }
     out
@@ -81,5 +96,32 @@ mod tests {
         ] {
             assert!(asked(&sp(2, None, (0, 1), "chain", &attrs)).is_empty());
         }
+    }
+
+    fn tool_message(id: &str, lc: u64) -> serde_json::Value {
+        json!({"lc": lc, "type": "constructor", "id": ["langchain_core", "messages", "ToolMessage"],
+               "kwargs": {"content": "7", "tool_call_id": id, "name": "find_room"}})
+    }
+
+    #[test]
+    fn a_history_s_answered_calls_are_not_asked() {
+        let asking = ai(json!([
+            {"name": "find_room", "args": {"town": "Oslo"}, "type": "tool_call", "id": "k1"},
+            {"name": "find_room", "args": {"town": "Bergen"}, "type": "tool_call", "id": "k2"},
+        ]));
+        let ids = |messages: serde_json::Value| {
+            let output = json!({"output": messages}).to_string();
+            let attrs = [("traceloop.entity.output", output.as_str())];
+            let s = sp(1, None, (0, 1), "workflow RunnableLambda", &attrs);
+            let got: Vec<Option<String>> = asked(&s).into_iter().map(|a| a.id).collect();
+            got
+        };
+        // `k1` answered in the same output: retold; `k2` still asked.
+        let got = ids(json!([asking.clone(), tool_message("k1", 1)]));
+        assert_eq!(got, [Some("k2".to_string())]);
+        // A message answering another id, or not serialized so: both asked.
+        let both = [Some("k1".to_string()), Some("k2".to_string())];
+        assert_eq!(ids(json!([asking.clone(), tool_message("k7", 1)])), both);
+        assert_eq!(ids(json!([asking, tool_message("k1", 2)])), both);
     }
 }
