@@ -15,7 +15,7 @@
 
 use std::sync::OnceLock;
 
-use regex::bytes::Regex;
+use super::any_word::AnyWord;
 use serde_json::Value;
 
 use super::literal::keyword_fields;
@@ -39,19 +39,12 @@ fn name_keys() -> &'static [String] {
 }
 
 /// Whether text `t` holds one of [`id_keys`]: it may be a record naming a
-/// call. One pass over the text for every key (an alternation of literals
-/// is a multi-literal search): a search per key read most result texts,
-/// which hold none, once per key.
+/// call. One pass over the text for every key (a multi-literal search): a
+/// search per key read most result texts, which hold none, once per key.
 fn holds_id_key(t: &str) -> bool {
-    static KEYS: OnceLock<Option<Regex>> = OnceLock::new();
-    let search = KEYS.get_or_init(|| {
-        let alternation: Vec<String> = id_keys().iter().map(|k| regex::escape(k)).collect();
-        Regex::new(&alternation.join("|")).ok()
-    });
-    match search {
-        Some(re) => re.is_match(t.as_bytes()),
-        None => id_keys().iter().any(|k| t.contains(k.as_str())),
-    }
+    static KEYS: OnceLock<AnyWord> = OnceLock::new();
+    KEYS.get_or_init(|| AnyWord::new(id_keys()))
+        .is_in(t.as_bytes())
 }
 
 /// What a result record says it answers: the tool and the call id.

@@ -23,9 +23,9 @@
 use std::sync::OnceLock;
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
-use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::super::any_word::AnyWord;
 use super::super::rules::builtin_list;
 use super::super::{Analysis, CallArgs, CallResult, CallStatus, Ctx, Extractor, ToolCall};
 use super::{messages_of, with_items, AskedAt, MODEL_ROLES};
@@ -55,8 +55,8 @@ struct Words {
     function_responses: &'static [String],
     /// Id prefixes of a server tool's call.
     prefixes: &'static [String],
-    /// Any of the above, as one pattern: a text without it is not parsed.
-    any: Regex,
+    /// Any of the above, as one search: a text without it is not parsed.
+    any: AnyWord,
     /// Attributes of what the model was offered besides its tools
     /// (parameters, instructions): never a call's record, and with the
     /// tools most of a model call's bytes.
@@ -76,7 +76,6 @@ fn words() -> &'static Words {
         let prefixes = builtin_list("provider_call_id_prefixes");
         let ids = prefixes.iter().map(|p| format!("\"{p}"));
         let all = calls.iter().chain(code).chain(&flags).cloned().chain(ids);
-        let pattern = all.map(|w| regex::escape(&w)).collect::<Vec<_>>().join("|");
         Words {
             calls,
             results,
@@ -86,8 +85,7 @@ fn words() -> &'static Words {
             function_responses: builtin_list("function_response_part_keys"),
             prefixes,
             offered: builtin_list("provider_offered_keys"),
-            // The words are literals, escaped: the pattern always compiles.
-            any: Regex::new(&pattern).unwrap_or_else(|e| panic!("provider words: {e}")),
+            any: AnyWord::new(all),
         }
     })
 }
@@ -228,11 +226,15 @@ fn documents(s: &SpanRecord, asks: bool) -> (Vec<Value>, Vec<Value>) {
         if !crate::ingest::projection::holds_json(text) {
             continue;
         }
-        // The key's test costs more than the others: last.
-        if offered(w, key) || (!asks && is_request_key(key)) || !w.any.is_match(text) {
+        // The keys' tests cost less than the search of the text: first,
+        // each once.
+        if offered(w, key) {
             continue;
         }
         let request = is_request_key(key);
+        if (request && !asks) || !w.any.is_in(text.as_bytes()) {
+            continue;
+        }
         let Ok(v) = serde_json::from_str::<Value>(text.trim()) else {
             continue;
         };
@@ -281,7 +283,7 @@ fn names_a_call(v: Option<&AnyValue>) -> bool {
         Some(any_value::Value::StringValue(t)) => {
             w.calls.iter().any(|c| c == t)
                 || w.prefixes.iter().any(|p| t.starts_with(p.as_str()))
-                || (crate::ingest::projection::holds_json(t) && w.any.is_match(t))
+                || (crate::ingest::projection::holds_json(t) && w.any.is_in(t.as_bytes()))
         }
         Some(any_value::Value::ArrayValue(a)) => a.values.iter().any(|v| names_a_call(Some(v))),
         Some(any_value::Value::KvlistValue(kv)) => kv.values.iter().any(|kv| {
@@ -410,7 +412,7 @@ fn walk(v: &Value, depth: usize, out: &mut Vec<Ran>, answers: &mut Answers) {
         }
         // A request whose items are the JSON text of one message part
         // (OpenLLMetry's Responses input).
-        Value::String(t) if t.starts_with('[') && words().any.is_match(t) => {
+        Value::String(t) if t.starts_with('[') && words().any.is_in(t.as_bytes()) => {
             if let Ok(inner) = serde_json::from_str::<Value>(t) {
                 walk(&inner, depth + 1, out, answers);
             }

@@ -3,26 +3,19 @@
 
 use std::sync::OnceLock;
 
-use regex::bytes::Regex;
-
 use super::text_results;
+use crate::extract::any_word::AnyWord;
 
 /// Whether a request's JSON text may hold a tool result: the key or part
 /// type of a result in one of the shapes [`super::answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 pub(super) fn may_hold_results(text: &str) -> bool {
-    // One pass over the text for every word (an alternation of literals is
-    // a multi-literal search); a search per word read a request without
-    // results whole once per word.
-    static WORDS: OnceLock<Option<Regex>> = OnceLock::new();
-    let search = WORDS.get_or_init(|| {
-        let alternation: Vec<String> = words().map(regex::escape).collect();
-        Regex::new(&alternation.join("|")).ok()
-    });
-    match search {
-        Some(re) => re.is_match(text.as_bytes()),
-        None => words().any(|w| text.contains(w)),
-    }
+    // One pass over the text for every word (a multi-literal search); a
+    // search per word read a request without results whole once per word.
+    static WORDS: OnceLock<AnyWord> = OnceLock::new();
+    WORDS
+        .get_or_init(|| AnyWord::new(words()))
+        .is_in(text.as_bytes())
 }
 
 /// Every word [`may_hold_results`] looks for: a result's key or part type
