@@ -1,6 +1,7 @@
 //! Helpers the extractor's tests share: traces read in order as `inspect`
 //! reads them, spans of one process.
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
@@ -286,4 +287,65 @@ pub(crate) fn model_call(
     );
     let s = in_process(s, process);
     Trace::new(TraceId([trace; 16]), vec![s], 0)
+}
+
+/// `calls` (id, tool, arguments) as an OpenAI assistant message's
+/// `tool_calls`.
+pub(crate) fn openai_tool_calls<V: Borrow<Value>>(calls: &[(&str, &str, V)]) -> Vec<Value> {
+    calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function",
+                "function": {"name": name, "arguments": args.borrow().to_string()}})
+        })
+        .collect()
+}
+
+/// A made-up vendor's model call (`acme.chat`, GenAI messages), a trace of
+/// its own in process `p`, with the `input` and `output` messages given.
+pub(crate) fn chat_trace(
+    trace: u8,
+    when: (u64, u64),
+    input: Option<&str>,
+    output: Option<&str>,
+) -> Trace {
+    let mut attrs = vec![("gen_ai.operation.name", "chat")];
+    attrs.extend(input.map(|i| ("gen_ai.input.messages", i)));
+    attrs.extend(output.map(|o| ("gen_ai.output.messages", o)));
+    let s = in_process(super::tests::sp(1, None, when, "acme.chat", &attrs), "p");
+    Trace::new(TraceId([trace; 16]), vec![s], 0)
+}
+
+/// [`chat_trace`] whose output asks for `calls` (id, tool, arguments).
+pub(crate) fn asking_trace<V: Borrow<Value>>(
+    trace: u8,
+    when: (u64, u64),
+    calls: &[(&str, &str, V)],
+) -> Trace {
+    let output = json!([{"role": "assistant", "tool_calls": openai_tool_calls(calls)}]);
+    chat_trace(trace, when, None, Some(&output.to_string()))
+}
+
+/// [`chat_trace`] whose request repeats the turn asking for `calls` and
+/// carries `results` under their ids, and whose answer is final text.
+pub(crate) fn answering_trace<V: Borrow<Value>>(
+    trace: u8,
+    when: (u64, u64),
+    calls: &[(&str, &str, V)],
+    results: &[&str],
+) -> Trace {
+    let mut input = vec![
+        json!({"role": "user", "content": "plan my day"}),
+        json!({"role": "assistant", "tool_calls": openai_tool_calls(calls)}),
+    ];
+    for ((id, ..), r) in calls.iter().zip(results) {
+        input.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
+    }
+    let output = json!([{"role": "assistant", "content": "done"}]).to_string();
+    chat_trace(
+        trace,
+        when,
+        Some(&Value::Array(input).to_string()),
+        Some(&output),
+    )
 }

@@ -7,54 +7,11 @@
 use serde_json::{json, Value};
 
 use crate::assemble::{Trace, TraceId};
-use crate::extract::test_support::{in_process, read_in_order};
+use crate::extract::test_support::{
+    answering_trace as answering, asking_trace as asking, in_process, read_in_order,
+};
 use crate::extract::tests::sp;
 use crate::extract::{Analysis, CallStatus};
-
-/// A model call in process `p` whose output asks for `calls` (id, tool,
-/// arguments).
-fn asking(trace: u8, when: (u64, u64), calls: &[(&str, &str, &Value)]) -> Trace {
-    let output = json!([{"role": "assistant", "tool_calls": tool_calls(calls)}]);
-    chat(trace, when, None, &output)
-}
-
-/// A model call whose request repeats the turn asking for `calls` and
-/// carries `results` under their ids.
-fn answering(
-    trace: u8,
-    when: (u64, u64),
-    calls: &[(&str, &str, &Value)],
-    results: &[&str],
-) -> Trace {
-    let mut input = vec![
-        json!({"role": "user", "content": "find me a room"}),
-        json!({"role": "assistant", "tool_calls": tool_calls(calls)}),
-    ];
-    for ((id, ..), r) in calls.iter().zip(results) {
-        input.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
-    }
-    let output = json!([{"role": "assistant", "content": "booked"}]);
-    chat(trace, when, Some(&Value::Array(input)), &output)
-}
-
-fn tool_calls(calls: &[(&str, &str, &Value)]) -> Vec<Value> {
-    calls
-        .iter()
-        .map(|(id, name, args)| {
-            json!({"id": id, "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}})
-        })
-        .collect()
-}
-
-fn chat(trace: u8, when: (u64, u64), input: Option<&Value>, output: &Value) -> Trace {
-    let (input, output) = (input.map(Value::to_string), output.to_string());
-    let mut attrs = vec![("gen_ai.operation.name", "chat")];
-    attrs.extend(input.as_deref().map(|i| ("gen_ai.input.messages", i)));
-    attrs.push(("gen_ai.output.messages", output.as_str()));
-    let s = in_process(sp(1, None, when, "acme.chat", &attrs), "p");
-    Trace::new(TraceId([trace; 16]), vec![s], 0)
-}
 
 /// A tool span without a call id, a trace of its own in `process`: named
 /// `name` with `result`, or, without one, failed.

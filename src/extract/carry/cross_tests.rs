@@ -7,34 +7,12 @@
 use serde_json::{json, Value};
 
 use crate::assemble::{Trace, TraceId};
-use crate::extract::test_support::{in_process, read_in_order};
+use crate::extract::test_support::{
+    answering_trace as answering_turn, asking_trace as asking, chat_trace, in_process,
+    read_in_order,
+};
 use crate::extract::tests::sp;
 use crate::extract::Analysis;
-
-/// A model call, a trace of its own in process `p`, whose output asks for
-/// `calls` (id, tool, arguments).
-fn asking(trace: u8, when: (u64, u64), calls: &[(&str, &str, Value)]) -> Trace {
-    let output = json!([{"role": "assistant", "tool_calls": tool_calls(calls)}]).to_string();
-    chat(trace, when, None, Some(&output))
-}
-
-/// A model call whose request repeats the turn asking for `calls` and
-/// carries `results` under their ids.
-fn answering_turn(
-    trace: u8,
-    when: (u64, u64),
-    calls: &[(&str, &str, Value)],
-    results: &[&str],
-) -> Trace {
-    let mut input = vec![
-        json!({"role": "user", "content": "plan my day"}),
-        json!({"role": "assistant", "tool_calls": tool_calls(calls)}),
-    ];
-    for ((id, ..), r) in calls.iter().zip(results) {
-        input.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
-    }
-    done(trace, when, input)
-}
 
 /// A model call whose request carries only results (`(id, result)`), the
 /// turn that asked for them not repeated.
@@ -49,30 +27,12 @@ fn answering(trace: u8, when: (u64, u64), results: &[(&str, &str)]) -> Trace {
 /// A model call whose request is `input` and whose answer is final text.
 fn done(trace: u8, when: (u64, u64), input: Vec<Value>) -> Trace {
     let output = json!([{"role": "assistant", "content": "done"}]).to_string();
-    chat(
+    chat_trace(
         trace,
         when,
         Some(&Value::Array(input).to_string()),
         Some(&output),
     )
-}
-
-fn tool_calls(calls: &[(&str, &str, Value)]) -> Vec<Value> {
-    calls
-        .iter()
-        .map(|(id, name, args)| {
-            json!({"id": id, "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}})
-        })
-        .collect()
-}
-
-fn chat(trace: u8, when: (u64, u64), input: Option<&str>, output: Option<&str>) -> Trace {
-    let mut attrs = vec![("gen_ai.operation.name", "chat")];
-    attrs.extend(input.map(|i| ("gen_ai.input.messages", i)));
-    attrs.extend(output.map(|o| ("gen_ai.output.messages", o)));
-    let s = in_process(sp(1, None, when, "acme.chat", &attrs), "p");
-    Trace::new(TraceId([trace; 16]), vec![s], 0)
 }
 
 /// A tool span, a trace of its own in `process`.
@@ -219,7 +179,7 @@ fn a_call_no_kept_output_asked_for_is_the_last_tool_span_of_it_before_the_reques
     let user = json!([{"role": "user", "content": "plan my day"}]).to_string();
     let read = |args: Value, when: (u64, u64), process: &str| {
         read_in_order(vec![
-            chat(1, (0, 10), Some(&user), None),
+            chat_trace(1, (0, 10), Some(&user), None),
             tool(2, when, "lookup", None, &args, process),
             answering_turn(3, (50, 60), &[("call_5", "lookup", tide())], &["high"]),
         ])
