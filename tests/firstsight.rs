@@ -3,7 +3,8 @@
 //! values) in `tests/data/firstsight/<lang>-<pair>.jsonl`, next to what the
 //! tool functions received (`<...>.truth.json`). A pair is read right when
 //! `inspect` reports exactly those calls, in order: name, arguments and, where
-//! the truth has them, the result and the status (`"error"`: the call failed).
+//! the truth has them, the result and the status (`"error"`: the call failed),
+//! and the text the failure's message holds (`error_message`).
 //! Calls that ran at the same time (one model
 //! turn asked for them, or their spans overlap) may come in any order, as the
 //! measure of docs/first-sight.md takes them: the truth's order among them is
@@ -89,6 +90,16 @@ fn difference(calls: &[Value], truth: &[Value]) -> Option<String> {
         let status = &want["status"];
         if !status.is_null() && got["status"] != *status {
             return Some(format!("call {n}: status {}, want {status}", got["status"]));
+        }
+        // The failure's text the tool raised, within the message reported.
+        if let Some(m) = want["error_message"].as_str() {
+            let reported = got["error_message"].as_str().unwrap_or_default();
+            if !reported.contains(m) {
+                return Some(format!(
+                    "call {n}: error message {}, want one holding {m:?}",
+                    got["error_message"]
+                ));
+            }
         }
     }
     None

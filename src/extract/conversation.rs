@@ -798,6 +798,7 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 // (LangChain's Gemini part: `function_response`).
                 let mut answer = answer_of(r);
                 answer.content = answer.content.map(object_wrapped);
+                gemini_error(&mut answer);
                 out.push(answer);
                 found = true;
             } else if let Some(Value::Object(r)) = p.get("toolResult") {
@@ -844,6 +845,25 @@ pub(super) fn object_wrapped(content: Value) -> Value {
     lone(content, "result")
         .or_else(|c| lone(c, "output"))
         .unwrap_or_else(|c| c)
+}
+
+/// A Gemini function response whose one key is `error` says the call
+/// failed (Gemini's documented key for error details; google-genai's
+/// automatic function calling answers a function that raised so): a
+/// failed call, its message the error's text.
+fn gemini_error(answer: &mut Answer) {
+    let Some(Value::Object(o)) = &answer.content else {
+        return;
+    };
+    let (Some(error), 1) = (o.get("error"), o.len()) else {
+        return;
+    };
+    if answer.outcome == ai_sdk_output::Outcome::Ran {
+        answer.outcome = ai_sdk_output::Outcome::Failed(match error {
+            Value::String(t) => t.clone(),
+            other => other.to_string(),
+        });
+    }
 }
 
 /// A Bedrock Converse result's content: the value of its one `json` or

@@ -15,7 +15,9 @@
 //! `ToolCall` never answered is no call. The history repeats in every
 //! enclosing span's output (`Pipeline.run` around `Agent.run`): one call
 //! per call id, on the innermost span holding it (docs/conventions.md,
-//! "Haystack's chat history").
+//! "Haystack's chat history"). When the calls come from the model's
+//! messages instead (OpenInference's generator spans), whose tool messages
+//! keep no content, the history gives their results.
 
 use std::collections::HashSet;
 
@@ -40,11 +42,34 @@ const CONVENTION: &str = "haystack-messages";
 const MAX_NESTING: usize = 4;
 
 /// Adds to `out` the calls the chat histories of `trace` hold, when `out`
-/// has none (a trace with tool spans or conversation calls reads those).
+/// has none (a trace with tool spans or conversation calls reads those);
+/// when its calls all come from the conversation and some lack a result
+/// (the model's flattened messages keep a tool message's role, not its
+/// content), the history gives those results.
 pub(crate) fn read(trace: &Trace, out: &mut Analysis) {
+    let from_talk = |c: &ToolCall| c.from == Some(FROM_CONVERSATION);
     if !out.calls.is_empty() {
+        let lacking = |c: &ToolCall| c.result.is_none() && c.status == CallStatus::Ok;
+        if out.calls.iter().all(from_talk) && out.calls.iter().any(lacking) {
+            fill(trace, out);
+        }
         return;
     }
+    let calls = history(trace);
+    if calls.is_empty() {
+        return;
+    }
+    out.notes.push(format!(
+        "{} call(s) read from Haystack's chat history (`ChatMessage` reprs in `{OUTPUT_KEY}`): no tool span",
+        calls.len()
+    ));
+    out.calls
+        .extend(calls.into_iter().map(|(s, _, a)| a.call(s)));
+}
+
+/// The answered calls of the chat histories of `trace`, one per call id,
+/// each on the innermost span holding it, in the order of the history.
+fn history(trace: &Trace) -> Vec<(&SpanRecord, usize, Answered)> {
     let finder = memmem::Finder::new(b"ToolCallResult(");
     let mut seen: HashSet<String> = HashSet::new();
     let mut calls = Vec::new();
@@ -69,17 +94,40 @@ pub(crate) fn read(trace: &Trace, out: &mut Analysis) {
             }
         }
     }
-    if calls.is_empty() {
-        return;
-    }
-    // In the order of the history, span by span in trace order.
+    // Span by span in trace order.
     calls.sort_by_key(|(s, n, _)| (s.span.start_time_unix_nano, *n));
-    out.notes.push(format!(
-        "{} call(s) read from Haystack's chat history (`ChatMessage` reprs in `{OUTPUT_KEY}`): no tool span",
-        calls.len()
-    ));
-    out.calls
-        .extend(calls.into_iter().map(|(s, _, a)| a.call(s)));
+    calls
+}
+
+/// Gives the conversation's calls without a result the result of the
+/// history's answered call of the same name and arguments (each used
+/// once, in order); an answer with `error=True` makes the call failed.
+fn fill(trace: &Trace, out: &mut Analysis) {
+    let mut answers: Vec<Option<Answered>> = history(trace)
+        .into_iter()
+        .map(|(_, _, a)| Some(a))
+        .collect();
+    let mut filled = 0;
+    for c in out.calls.iter_mut().filter(|c| c.result.is_none()) {
+        let args = c.args.parsed();
+        let same = |a: &Option<Answered>| {
+            a.as_ref()
+                .is_some_and(|a| a.name == c.name && args.as_deref() == Some(&a.args))
+        };
+        let Some(a) = answers.iter_mut().find(|a| same(a)).and_then(Option::take) else {
+            continue;
+        };
+        c.result = Some(CallResult::Value(a.result));
+        if a.error {
+            c.status = CallStatus::Error;
+        }
+        filled += 1;
+    }
+    if filled > 0 {
+        out.notes.push(format!(
+            "{filled} result(s) of calls from the conversation read from Haystack's chat history (`ChatMessage` reprs in `{OUTPUT_KEY}`)"
+        ));
+    }
 }
 
 /// One `ToolCallResult` of the history.
@@ -261,5 +309,46 @@ mod tests {
             &[ASK, evaluated, positional]
         )])
         .is_empty());
+    }
+
+    #[test]
+    fn conversation_calls_without_results_take_them_from_the_history() {
+        // A generator span asked for `dock` (no call id, flattened) and the
+        // next one's tool message kept only its role; the agent's output
+        // holds the history.
+        let generator = |id: u8, when: (u64, u64), args: &str, tool_turn: bool| {
+            let mut attrs = vec![
+                ("openinference.span.kind", "LLM"),
+                ("llm.input_messages.0.message.role", "user"),
+                ("llm.input_messages.0.message.content", "dock at 4"),
+                ("llm.output_messages.0.message.role", "assistant"),
+            ];
+            if tool_turn {
+                attrs.push(("llm.input_messages.1.message.role", "assistant"));
+                attrs.push(("llm.input_messages.2.message.role", "tool"));
+                attrs.push(("llm.output_messages.0.message.content", "docked"));
+            } else {
+                let name = "llm.output_messages.0.message.tool_calls.0.tool_call.function.name";
+                let arguments =
+                    "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments";
+                attrs.push((name, "dock"));
+                attrs.push((arguments, args));
+            }
+            sp(id, Some(1), when, "OpenAIChatGenerator.run", &attrs)
+        };
+        let run = |args: &str| {
+            calls(vec![
+                component(1, None, (0, 100), &[ASK, ANSWER]),
+                generator(2, (10, 20), args, false),
+                generator(3, (30, 40), args, true),
+            ])
+        };
+        let got = run(r#"{"berth": 4}"#);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].2, json!({"ok": true}));
+        // Near miss: other arguments than the history's call are no answer.
+        let got = run(r#"{"berth": 5}"#);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].2, Value::Null);
     }
 }

@@ -15,6 +15,7 @@ mod call_window;
 mod canonical;
 mod carried;
 pub mod carry;
+mod causes;
 mod chat_events;
 mod containers;
 mod content_events;
@@ -1194,6 +1195,7 @@ fn error_of(
         .iter()
         .find_map(|src| name_of(src, s).map(Cow::into_owned))
         .filter(|m| !m.is_empty())
+        .map(|m| causes::with_causes(m, status.map(|st| st.message.as_str())))
         .or_else(|| {
             status
                 .map(|st| st.message.clone())

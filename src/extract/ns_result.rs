@@ -11,18 +11,20 @@
 //! (`{ns}output`, `{ns}result`, `{ns}call.return`, `{ns}response.output`,
 //! ...), in their order; the arguments likewise (`{ns}input`,
 //! `{ns}request.input`, ...). Every marker on the span is asked, in
-//! attribute order (the named rule's own marker holds nothing more). Only
-//! a call without a result (or arguments) asks, so no span that read them
-//! reads otherwise.
+//! attribute order (the named rule's own marker holds nothing more), then
+//! every namespace in which a vendor mirrors the GenAI tool keys (GigaFlow:
+//! `gigaflow.tool.name` beside `gen_ai.tool.name`, the result only as
+//! `gigaflow.tool_output`). Only a call without a result (or arguments)
+//! asks, so no span that read them reads otherwise.
 
 use std::borrow::Cow;
 
-use super::rules::{Field, Rule, Source, SpanView, NS};
+use super::rules::{builtin_list, Field, Rule, Source, SpanView, NS};
 use super::{any_text, result_of, CallResult};
 use crate::assemble::SpanRecord;
 
 /// The result of call span `s`, read by `rule` with none found, from the
-/// generic rule `generic`'s sources in the namespace of a marker on `s`.
+/// generic rule `generic`'s sources in the namespace of a marker or a mirror on `s`.
 pub(super) fn of(generic: Option<&Rule>, rule: &Rule, s: &SpanRecord) -> Option<CallResult> {
     let generic = generic.filter(|g| rule.family.is_none() && g.name() != rule.name())?;
     namespaces(generic, s).into_iter().find_map(|ns| {
@@ -102,7 +104,25 @@ fn namespaces<'s>(generic: &Rule, s: &'s SpanRecord) -> Vec<&'s str> {
         out.push(ns);
         from += at + 1;
     }
+    for ns in mirrors(s) {
+        if !out.contains(&ns) {
+            out.push(ns);
+        }
+    }
     out
+}
+
+/// The namespaces in which a vendor mirrors the GenAI tool keys
+/// (`gigaflow.tool.name` beside `gen_ai.tool.name`): the prefix of each
+/// `mirror_name_keys` key on `s`, minus the conventions' own.
+fn mirrors(s: &SpanRecord) -> impl Iterator<Item = &str> {
+    let names = builtin_list("mirror_name_keys");
+    let skipped = builtin_list("mirror_skipped_namespaces");
+    s.span.attr_keys().filter_map(move |k| {
+        let k = std::str::from_utf8(k).ok()?;
+        let ns = names.iter().find_map(|n| k.strip_suffix(n.as_str()))?;
+        (ns.len() > 1 && ns.ends_with('.') && !skipped.iter().any(|x| x == ns)).then_some(ns)
+    })
 }
 
 #[cfg(test)]
@@ -143,5 +163,59 @@ mod tests {
         assert_eq!(got[0].1, Some(json!({"berth": 4})));
         assert_eq!(got[0].2, Some(json!("moored")));
         assert_eq!(got[0].3, "tool-kind");
+    }
+
+    #[test]
+    fn a_vendor_s_mirror_of_the_genai_tool_keys_gives_the_result_it_holds() {
+        // A made-up vendor mirrors the GenAI tool keys in its namespace and
+        // writes the result only there; `otel-genai` reads the span.
+        let genai = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "moor"),
+            ("gen_ai.tool.call.arguments", r#"{"berth": 4}"#),
+        ];
+        let with = |more: &[(&'static str, &'static str)]| {
+            let mut attrs = genai.to_vec();
+            attrs.extend_from_slice(more);
+            calls_in(vec![sp(1, None, (0, 10), "moor", &attrs)])
+        };
+        let got = with(&[
+            ("acme.tool.name", "moor"),
+            ("acme.tool_output", r#"{"moored": true}"#),
+        ]);
+        assert_eq!(got[0].2, Some(json!({"moored": true})));
+        assert_eq!(got[0].3, "otel-genai");
+        // Near misses: no mirror of the name, a bare `tool.name`, the GenAI
+        // namespace's own keys (read by the rule or not at all).
+        for more in [
+            &[("acme.tool_output", r#""moored""#)][..],
+            &[("tool.name", "moor"), ("tool_output", r#""moored""#)],
+            &[
+                ("gen_ai.output", r#""moored""#),
+                ("gen_ai.tool_output", r#""x""#),
+            ],
+        ] {
+            let got = with(more);
+            assert_ne!(got[0].2, Some(json!("x")), "{more:?}");
+            if !more.iter().any(|(k, _)| *k == "gen_ai.output") {
+                assert_eq!(got[0].2, None, "{more:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_observation_model_beside_a_vendor_s_marker_gives_the_result() {
+        // `<ns>.observation.type = tool` beside `<ns>.observation.output`
+        // (as Langfuse's keys, in another namespace), on a span
+        // `otel-genai-no-operation` reads.
+        let attrs = [
+            ("acme.observation.type", "tool"),
+            ("gen_ai.tool.name", "moor"),
+            ("gen_ai.tool.call.arguments", r#"{"berth": 4}"#),
+            ("acme.observation.output", r#"{"moored": true}"#),
+        ];
+        let got = calls_in(vec![sp(1, None, (0, 10), "moor", &attrs)]);
+        assert_eq!(got[0].2, Some(json!({"moored": true})));
+        assert_eq!(got[0].3, "otel-genai-no-operation");
     }
 }

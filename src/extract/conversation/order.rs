@@ -185,7 +185,8 @@ pub(super) fn pair_noting(
 /// Gives the tool spans' calls that succeeded and have no result (none
 /// recorded, or a placeholder) the result the conversation carries for the model's call
 /// each was joined to (`joined`: an index into `asked`), by call id or by
-/// order; notes each.
+/// order, and those that failed without a message that text as their
+/// message; notes each.
 pub(super) fn fill_results(
     trace: &Trace,
     asked: &[AskedAt],
@@ -193,9 +194,13 @@ pub(super) fn fill_results(
     calls: &mut [ToolCall],
     notes: &mut Vec<String>,
 ) {
+    // A failed call whose span kept no message (the Anthropic SDK's own
+    // tool span: an error status and type, no text) takes the text the
+    // model was sent as its message.
+    let unsaid = |c: &ToolCall| c.status == CallStatus::Error && c.error_message.is_none();
     let lacking = |(c, j): (&ToolCall, &Option<usize>)| {
         c.result.is_none()
-            && c.status == CallStatus::Ok
+            && (c.status == CallStatus::Ok || unsaid(c))
             && j.is_some_and(|k| asked[k].asked.id.is_some())
     };
     if !calls.iter().zip(joined).any(lacking) {
@@ -224,6 +229,17 @@ pub(super) fn fill_results(
         let Some(content) = found.and_then(|(_, a)| a.content.as_ref()) else {
             continue;
         };
+        if unsaid(c) {
+            c.error_message = Some(match content {
+                Value::String(t) => t.clone(),
+                other => other.to_string(),
+            });
+            notes.push(format!(
+                "tool span {} recorded a failure of `{}` without a message (call id {id}): its message is the text the next model request carries",
+                c.span_id, c.name
+            ));
+            continue;
+        }
         c.result = Some(CallResult::Value(match content {
             Value::String(t) => crate::extract::source::parse_json_or_literal(t),
             other => other.clone(),

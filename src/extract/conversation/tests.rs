@@ -973,3 +973,40 @@ fn a_result_flagged_is_error_is_a_failure_in_whichever_form_keeps_the_flag() {
         [ai_sdk_output::Outcome::Ran]
     );
 }
+
+#[test]
+fn a_gemini_function_response_of_one_error_key_is_a_failure() {
+    // A made-up Gemini request: one call answered `{"error": ...}`, as
+    // google-genai's automatic function calling answers a raised function.
+    let outcome = |response: Value| {
+        let body = json!({"contents": [
+            {"role": "user", "parts": [{"text": "dock"}]},
+            {"role": "model", "parts": [{"functionCall": {"id": "g1", "name": "dock", "args": {"berth": 4}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"id": "g1", "name": "dock", "response": response}}]},
+        ]})
+        .to_string();
+        let attrs = [
+            ("openinference.span.kind", "LLM"),
+            ("input.value", body.as_str()),
+        ];
+        let r = request_of(&sp(1, None, 0, "GenerateContent", &attrs));
+        r.answers
+            .iter()
+            .map(|a| a.outcome.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        outcome(json!({"error": "berth 4 is closed"})),
+        [ai_sdk_output::Outcome::Failed("berth 4 is closed".into())]
+    );
+    // Near misses: an error beside other keys is the tool's own value, and
+    // a result under `result` ran.
+    assert_eq!(
+        outcome(json!({"error": "none", "berth": 4})),
+        [ai_sdk_output::Outcome::Ran]
+    );
+    assert_eq!(
+        outcome(json!({"result": {"error": "x"}})),
+        [ai_sdk_output::Outcome::Ran]
+    );
+}
