@@ -227,14 +227,16 @@ fn documents(s: &SpanRecord, asks: bool) -> (Vec<Value>, Vec<Value>) {
             continue;
         }
         // The keys' tests cost less than the search of the text: first,
-        // each once.
-        if offered(w, key) {
+        // each once. Whether the key is a request's matters before the
+        // search only when requests are not read, after it only for the
+        // few texts that name a word.
+        if offered(w, key) || (!asks && is_request_key(key)) {
             continue;
         }
-        let request = is_request_key(key);
-        if (request && !asks) || !w.any.is_in(text.as_bytes()) {
+        if !w.any.is_in(text.as_bytes()) {
             continue;
         }
+        let request = asks && is_request_key(key);
         let Ok(v) = serde_json::from_str::<Value>(text.trim()) else {
             continue;
         };
@@ -297,10 +299,10 @@ fn names_a_call(v: Option<&AnyValue>) -> bool {
 
 /// Whether attribute `key` holds a request (the history before the call).
 fn is_request_key(key: &str) -> bool {
-    // Keys are short: comparing windows costs less than setting up a
-    // substring search each time (asked of every JSON attribute of a span
-    // no other span ended before).
-    let holds = |k: &[u8], w: &[u8]| k.windows(w.len()).any(|x| x == w);
+    // Keys are short: no substring search is set up each time (asked of
+    // every JSON attribute of a span no other span ended before); each
+    // word is compared only where its first byte is.
+    let holds = |k: &[u8], w: &[u8]| memchr::memchr_iter(w[0], k).any(|at| k[at..].starts_with(w));
     let key = key.as_bytes();
     let last = key.rsplit(|&b| b == b'.').next().unwrap_or(key);
     holds(key, b"input")
