@@ -23,6 +23,7 @@
 mod answer_tests;
 #[cfg(test)]
 mod chain_tests;
+mod continued;
 #[cfg(test)]
 mod cross_tests;
 pub(crate) mod deferred;
@@ -482,6 +483,7 @@ impl<T> Carry<T> {
     fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         let retold = |c: &Echo| open.retold.iter().any(|(id, ..)| c.id.as_ref() == Some(id));
+
         // Calls read from spans without an id too: one execution may be
         // recorded by two spans, each in its own trace (`twice::nested`).
         for later in open
@@ -514,6 +516,15 @@ impl<T> Carry<T> {
                     && twice::same_call(later, c)
                     && twice::adjacent(later, c).is_none_or(|gap| !asked_between(gap))
             });
+            // A retelling of a call an earlier trace of the conversation
+            // counted (`continued`): that call stays kept for the traces
+            // after, which retell it again.
+            if found.is_none() && later.from_conversation && later.id.is_some() {
+                if let Some(e) = self.continued(later).and_then(|k| self.calls.get(k)) {
+                    out.push(continued::carried(later, e));
+                    continue;
+                }
+            }
             // `ran_between` takes a span's call without an id.
             let between = found.is_none().then(|| {
                 let bare = key(SPAN_BARE, later.name.as_str());

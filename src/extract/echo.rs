@@ -25,8 +25,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::open::{
-    Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, ECHO_FORM, HALVES_FORM,
-    PENDING_FORM, SPAN_BETWEEN_FORM, TWICE_FORM,
+    Echo, OpenAsk, ASKED_ARGS_FORM, ASKED_SPAN_FORM, BETWEEN_FORM, CONTINUED_FORM, ECHO_FORM,
+    HALVES_FORM, PENDING_FORM, SPAN_BETWEEN_FORM, TWICE_FORM,
 };
 use super::own_records::MCP_METHOD;
 use super::requested::Asked;
@@ -121,10 +121,14 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             // are counted as they are (`pending`).
             let attempt = pending && super::pending::is_attempt(c);
             let held = lone || attempt;
+            // A tool span's record of the result alone, its trace's one
+            // span (`answer_key`).
+            let key = super::answer_key::answer_of(trace, c, args.as_ref(), id.is_some());
             if args.is_none()
                 && id.is_none()
                 && !(held && hollow_record::is_hollow(c, None))
                 && !answer
+                && key.is_none()
             {
                 return None;
             }
@@ -144,6 +148,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 result: answer
                     .then(|| c.result.as_ref().map(super::CallResult::to_value))
                     .flatten(),
+                answer: key,
                 pending: attempt,
                 paused: attempt && super::pending::paused(c),
                 answered: super::pending::answered(c),
@@ -208,17 +213,29 @@ pub(crate) fn carried(lone: &Echo, earlier: &Echo) -> OpenAsk {
 pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
     for e in carried.iter().filter(|e| e.is_echo()) {
         let halves = e.form == HALVES_FORM;
+        let continued = e.form == CONTINUED_FORM;
         let between = e.form == BETWEEN_FORM;
         let span_between = e.form == SPAN_BETWEEN_FORM;
         let asked_span = e.form == ASKED_SPAN_FORM;
         let pending = e.form == PENDING_FORM;
-        let twice =
-            e.form == TWICE_FORM || halves || between || span_between || asked_span || pending;
-        let Some(k) = a
-            .calls
-            .iter()
-            .position(|c| c.span_id == e.span_id && (!twice || c.name == e.asked.name))
-        else {
+        let twice = e.form == TWICE_FORM
+            || halves
+            || continued
+            || between
+            || span_between
+            || asked_span
+            || pending;
+        // A retold call names its arguments: which of the span's calls of
+        // that tool it is (`carry::continued`).
+        let same_args = |c: &ToolCall| {
+            !continued
+                || c.args
+                    .value()
+                    .is_some_and(|v| merge::same_args(v, &e.asked.args))
+        };
+        let Some(k) = a.calls.iter().position(|c| {
+            c.span_id == e.span_id && (!twice || c.name == e.asked.name) && same_args(c)
+        }) else {
             continue;
         };
         let c = a.calls.remove(k);
@@ -245,7 +262,9 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                     None if hollow_record::is_hollow(&c, None) => {
                         "same tool, the span naming its tool only".to_string()
                     }
-                    None if super::mcp_record_result::answers_only(&c) => {
+                    None if super::mcp_record_result::answers_only(&c)
+                        || super::answer_key::answer_only(&c) =>
+                    {
                         "same tool, the span recording its tool and answer only".to_string()
                     }
                     None => "same tool and arguments".to_string(),
@@ -265,6 +284,8 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                 e.asked.id.as_deref().map(|i| format!(" {i}")).unwrap_or_default(),
                 if halves {
                     "that trace the first half of this streamed model call, recording its request and no output"
+                } else if continued {
+                    "this trace retelling that conversation: a model output asked for the call before that trace counted it, and none since"
                 } else {
                     "the traces overlapping in time"
                 }

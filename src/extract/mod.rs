@@ -6,6 +6,7 @@
 //! through a key table, so each span's attributes are read once whatever the
 //! number of rules.
 
+mod answer_key;
 mod any_word;
 mod args;
 mod attempts;

@@ -28,6 +28,11 @@ pub(crate) const TWICE_FORM: &str = "call-id-twice";
 /// model call, one trace after the other (see `twice`).
 pub(crate) const HALVES_FORM: &str = "call-id-halves";
 
+/// [`TWICE_FORM`], when the trace read continues the conversation of the
+/// earlier trace and retells the call it counted (see `carry::continued`;
+/// `asked.args`: the call's arguments, to tell which call of the span).
+pub(crate) const CONTINUED_FORM: &str = "call-id-continued";
+
 /// [`TWICE_FORM`], when the other record is a tool span without a call id
 /// that ran between the model's asking and the request carrying the
 /// result (see `twice::ran_between`).
@@ -145,6 +150,10 @@ pub struct Echo {
     /// For a lone MCP client trace's record of a result alone (no
     /// arguments, no call id): that result (`mcp_record_result`).
     pub result: Option<Value>,
+    /// For a call rebuilt from the conversation, or a tool span's call
+    /// recording its result alone in a trace of its own: its result
+    /// (`answer_key`); `None` otherwise.
+    pub answer: Option<super::answer_key::Answer>,
     /// Whether the call is an attempt paused for approval, held for the
     /// run after it (`extract::pending`).
     pub pending: bool,
@@ -192,6 +201,7 @@ impl OpenAsk {
             ECHO_FORM,
             TWICE_FORM,
             HALVES_FORM,
+            CONTINUED_FORM,
             BETWEEN_FORM,
             SPAN_BETWEEN_FORM,
             ASKED_SPAN_FORM,

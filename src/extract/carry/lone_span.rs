@@ -44,9 +44,12 @@ impl<T> Carry<T> {
             .calls
             .under(conversation)
             .filter(|&k| {
-                self.calls
-                    .get(k)
-                    .is_some_and(|c| twice::between_either(span, c))
+                self.calls.get(k).is_some_and(|c| {
+                    twice::between_either(span, c)
+                            // Or the span records the result alone, the
+                            // request's (`answer_key`).
+                            || crate::extract::answer_key::ran_answering(c, span)
+                })
             })
             .filter_map(|k| Some((k, self.calls.get(k)?.trace_id)));
         let (first, trace) = fits.next()?;
