@@ -18,22 +18,9 @@
 
 use serde_json::Value;
 
-use super::open::Echo;
-use super::{CallArgs, CallResult, CallStatus, ToolCall};
+use super::open::{Answer, Echo};
+use super::{CallArgs, CallStatus, ToolCall};
 use crate::assemble::Trace;
-
-/// A call's result as the carry keeps it: equal when equal as JSON values.
-#[derive(Debug, Clone)]
-pub struct Answer(CallResult);
-
-impl PartialEq for Answer {
-    fn eq(&self, other: &Self) -> bool {
-        match (&self.0, &other.0) {
-            (CallResult::Json(a), CallResult::Json(b)) if a == b => true,
-            (a, b) => a.to_value() == b.to_value(),
-        }
-    }
-}
 
 /// Call `c`'s result, when the carry may compare it ([`ran_answering`]): a
 /// call rebuilt from the conversation, or a tool span's call that records
@@ -108,6 +95,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::extract::CallResult;
 
     #[test]
     fn equal_values_are_equal_answers_whatever_their_form() {

@@ -153,7 +153,7 @@ pub struct Echo {
     /// For a call rebuilt from the conversation, or a tool span's call
     /// recording its result alone in a trace of its own: its result
     /// (`answer_key`); `None` otherwise.
-    pub answer: Option<super::answer_key::Answer>,
+    pub answer: Option<Answer>,
     /// Whether the call is an attempt paused for approval, held for the
     /// run after it (`extract::pending`).
     pub pending: bool,
@@ -166,6 +166,21 @@ pub struct Echo {
     /// name of an earlier trace's ask by its arguments (`extract::attempts`):
     /// one run of that call, maybe not the one whose result the model saw.
     pub attempt: bool,
+}
+
+/// A call's result as the carry keeps it, for `answer_key` to compare:
+/// equal when equal as JSON values.
+#[derive(Debug, Clone)]
+pub struct Answer(pub(super) super::CallResult);
+
+impl PartialEq for Answer {
+    fn eq(&self, other: &Self) -> bool {
+        use super::CallResult;
+        match (&self.0, &other.0) {
+            (CallResult::Json(a), CallResult::Json(b)) if a == b => true,
+            (a, b) => a.to_value() == b.to_value(),
+        }
+    }
 }
 
 /// Whether two records came from one process: equal resource attributes
@@ -193,6 +208,23 @@ pub struct OpenAsk {
 }
 
 impl OpenAsk {
+    /// That the call `later` records (under its id and name, with `args`)
+    /// is the one trace `earlier` counts, said in `form`.
+    pub(crate) fn of_echo(later: &Echo, earlier: &Echo, args: Value, form: &'static str) -> Self {
+        OpenAsk {
+            asked: Asked {
+                id: later.id.clone(),
+                name: later.name.clone(),
+                args,
+            },
+            form,
+            trace_id: earlier.trace_id,
+            span_id: later.span_id,
+            end_time_unix_nano: earlier.end,
+            run: 0,
+        }
+    }
+
     /// Whether this says the call at `span_id` of the trace read is another
     /// record of a call trace `trace_id` counts: an MCP client's
     /// (`extract::echo`), or one under the same call id (`extract::twice`).

@@ -302,22 +302,12 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
     if ran && !later.from_conversation {
         return span_counted(later, earlier);
     }
-    OpenAsk {
-        asked: Asked {
-            id: later.id.clone(),
-            name: later.name.clone(),
-            args: Value::Null,
-        },
-        form: match adjacent(later, earlier) {
-            _ if between || ran => BETWEEN_FORM,
-            Some(_) => HALVES_FORM,
-            None => TWICE_FORM,
-        },
-        trace_id: earlier.trace_id,
-        span_id: later.span_id,
-        end_time_unix_nano: earlier.end,
-        run: 0,
-    }
+    let form = match adjacent(later, earlier) {
+        _ if between || ran => BETWEEN_FORM,
+        Some(_) => HALVES_FORM,
+        None => TWICE_FORM,
+    };
+    OpenAsk::of_echo(later, earlier, Value::Null, form)
 }
 
 #[cfg(test)]

@@ -28,7 +28,6 @@
 use super::{key, Carry, OpenAsk, ASK_ID, CALL_ID};
 use crate::extract::merge::same_args;
 use crate::extract::open::{resource_key, same_process, Echo, CONTINUED_FORM};
-use crate::extract::requested::Asked;
 
 impl<T> Carry<T> {
     /// The position of the kept call that `later`, a call of the trace read
@@ -75,18 +74,7 @@ impl<T> Carry<T> {
 /// earlier trace counted ([`Carry::continued`]); the arguments tell which
 /// of the span's calls of that tool it is.
 pub(super) fn carried(later: &Echo, earlier: &Echo) -> OpenAsk {
-    OpenAsk {
-        asked: Asked {
-            id: later.id.clone(),
-            name: later.name.clone(),
-            args: later.args.clone(),
-        },
-        form: CONTINUED_FORM,
-        trace_id: earlier.trace_id,
-        span_id: later.span_id,
-        end_time_unix_nano: earlier.end,
-        run: 0,
-    }
+    OpenAsk::of_echo(later, earlier, later.args.clone(), CONTINUED_FORM)
 }
 
 #[cfg(test)]
