@@ -41,7 +41,9 @@ pub(crate) fn answer_of(
             && c.status == CallStatus::Ok
             && trace.spans.len() == 1
     };
-    (c.from.is_some() || alone()).then(|| Answer(result.clone()))
+    // A conversation call is compared only under a call id
+    // (`ran_answering`): without one it need not be kept.
+    ((c.from.is_some() && id) || alone()).then(|| Answer(result.clone()))
 }
 
 /// Whether `span`, a tool span's call that records its result alone, read

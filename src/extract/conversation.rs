@@ -850,7 +850,9 @@ pub(super) fn object_wrapped(content: Value) -> Value {
 /// A Gemini function response whose one key is `error` says the call
 /// failed (Gemini's documented key for error details; google-genai's
 /// automatic function calling answers a function that raised so): a
-/// failed call, its message the error's text.
+/// failed call, its message the error's text. An empty or false `error`
+/// says nothing failed. A tool returning `{"error": ...}` as its value
+/// reads as failed too: the model was told so in the provider's terms.
 fn gemini_error(answer: &mut Answer) {
     let Some(Value::Object(o)) = &answer.content else {
         return;
@@ -858,11 +860,13 @@ fn gemini_error(answer: &mut Answer) {
     let (Some(error), 1) = (o.get("error"), o.len()) else {
         return;
     };
+    let message = match error {
+        Value::String(t) if !t.trim().is_empty() => t.clone(),
+        Value::Object(e) if !e.is_empty() => error.to_string(),
+        _ => return,
+    };
     if answer.outcome == ai_sdk_output::Outcome::Ran {
-        answer.outcome = ai_sdk_output::Outcome::Failed(match error {
-            Value::String(t) => t.clone(),
-            other => other.to_string(),
-        });
+        answer.outcome = ai_sdk_output::Outcome::Failed(message);
     }
 }
 

@@ -64,8 +64,9 @@ fn has_mcp(name: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(b"mcp"))
 }
 
-/// The calls of `a` that have arguments or a call id as echoes, and whether
-/// the trace is a lone client trace.
+/// The calls of `a` that have arguments, a call id or a result another
+/// trace may compare (`answer_key`) as echoes, and whether the trace is a
+/// lone client trace.
 pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
     if a.calls.is_empty() {
         return (Vec::new(), false);

@@ -27,6 +27,7 @@ use serde_json::Value;
 use super::args::CallArgs;
 use super::conversation::FROM_CONVERSATION;
 use super::literal::{self, CLASS_KEY};
+use super::merge::same_args;
 use super::source::parse_json_or_literal;
 use super::{Analysis, CallResult, CallStatus, ToolCall};
 use crate::assemble::{SpanRecord, Trace};
@@ -108,11 +109,13 @@ fn fill(trace: &Trace, out: &mut Analysis) {
         .map(|(_, _, a)| Some(a))
         .collect();
     let mut filled = 0;
-    for c in out.calls.iter_mut().filter(|c| c.result.is_none()) {
+    let lacking = |c: &&mut ToolCall| c.result.is_none() && c.status == CallStatus::Ok;
+    for c in out.calls.iter_mut().filter(lacking) {
         let args = c.args.parsed();
         let same = |a: &Option<Answered>| {
-            a.as_ref()
-                .is_some_and(|a| a.name == c.name && args.as_deref() == Some(&a.args))
+            a.as_ref().is_some_and(|a| {
+                a.name == c.name && args.as_deref().is_some_and(|v| same_args(v, &a.args))
+            })
         };
         let Some(a) = answers.iter_mut().find(|a| same(a)).and_then(Option::take) else {
             continue;

@@ -113,15 +113,26 @@ fn namespaces<'s>(generic: &Rule, s: &'s SpanRecord) -> Vec<&'s str> {
 }
 
 /// The namespaces in which a vendor mirrors the GenAI tool keys
-/// (`gigaflow.tool.name` beside `gen_ai.tool.name`): the prefix of each
-/// `mirror_name_keys` key on `s`, minus the conventions' own.
+/// (`gigaflow.tool.name` beside `gen_ai.tool.name`, naming the same tool):
+/// the prefix of each `mirror_name_keys` key on `s` that is one segment
+/// (not a message's indexed path, not a prefixed copy of the GenAI keys)
+/// and has its twin under a `mirrored_namespaces` namespace, which is
+/// never a mirror itself.
 fn mirrors(s: &SpanRecord) -> impl Iterator<Item = &str> {
     let names = builtin_list("mirror_name_keys");
-    let skipped = builtin_list("mirror_skipped_namespaces");
-    s.span.attr_keys().filter_map(move |k| {
+    let mirrored = builtin_list("mirrored_namespaces");
+    s.span.attr_keys().enumerate().filter_map(move |(i, k)| {
         let k = std::str::from_utf8(k).ok()?;
-        let ns = names.iter().find_map(|n| k.strip_suffix(n.as_str()))?;
-        (ns.len() > 1 && ns.ends_with('.') && !skipped.iter().any(|x| x == ns)).then_some(ns)
+        let (name, ns) = names
+            .iter()
+            .find_map(|n| k.strip_suffix(n.as_str()).map(|ns| (n, ns)))?;
+        let vendor = ns.strip_suffix('.')?;
+        if vendor.is_empty() || vendor.contains('.') || mirrored.iter().any(|m| m == ns) {
+            return None;
+        }
+        let value = s.span.attr_value(i).and_then(any_text)?;
+        let twin = |m: &String| s.attr_str(&format!("{m}{name}")) == Some(value.as_ref());
+        mirrored.iter().any(twin).then_some(ns)
     })
 }
 
@@ -186,13 +197,23 @@ mod tests {
         assert_eq!(got[0].2, Some(json!({"moored": true})));
         assert_eq!(got[0].3, "otel-genai");
         // Near misses: no mirror of the name, a bare `tool.name`, the GenAI
-        // namespace's own keys (read by the rule or not at all).
+        // namespace's own keys (read by the rule or not at all), a mirror
+        // naming another tool, a prefix of more than one segment (a
+        // message's path, a prefixed copy of the GenAI keys).
         for more in [
             &[("acme.tool_output", r#""moored""#)][..],
             &[("tool.name", "moor"), ("tool_output", r#""moored""#)],
             &[
                 ("gen_ai.output", r#""moored""#),
                 ("gen_ai.tool_output", r#""x""#),
+            ],
+            &[
+                ("acme.tool.name", "sail"),
+                ("acme.tool_output", r#""moored""#),
+            ],
+            &[
+                ("x.acme.tool.name", "moor"),
+                ("x.acme.tool_output", r#""moored""#),
             ],
         ] {
             let got = with(more);

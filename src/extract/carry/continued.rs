@@ -172,7 +172,7 @@ mod tests {
     }
 
     #[test]
-    fn another_process_or_other_arguments_are_other_calls() {
+    fn another_process_s_retelling_is_other_calls() {
         // The third trace of another process retells nothing of the first.
         let mut traces = run(1, 0, "p", json!({"port": "Cork"}));
         let other = run(1, 0, "q", json!({"port": "Cork"})).remove(2);

@@ -1009,4 +1009,8 @@ fn a_gemini_function_response_of_one_error_key_is_a_failure() {
         outcome(json!({"result": {"error": "x"}})),
         [ai_sdk_output::Outcome::Ran]
     );
+    for nothing in [json!(null), json!(false), json!(""), json!({})] {
+        let got = outcome(json!({ "error": nothing }));
+        assert_eq!(got, [ai_sdk_output::Outcome::Ran], "{nothing}");
+    }
 }
