@@ -341,6 +341,12 @@ pub(crate) fn answering_trace<V: Borrow<Value>>(
     for ((id, ..), r) in calls.iter().zip(results) {
         input.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
     }
+    final_text_trace(trace, when, input)
+}
+
+/// [`chat_trace`] whose request is the messages `input` and whose answer is
+/// final text.
+pub(crate) fn final_text_trace(trace: u8, when: (u64, u64), input: Vec<Value>) -> Trace {
     let output = json!([{"role": "assistant", "content": "done"}]).to_string();
     chat_trace(
         trace,

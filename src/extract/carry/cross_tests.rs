@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use crate::assemble::{Trace, TraceId};
 use crate::extract::test_support::{
-    answering_trace as answering_turn, asking_trace as asking, chat_trace, in_process,
-    read_in_order,
+    answering_trace as answering_turn, asking_trace as asking, chat_trace, final_text_trace,
+    in_process, read_in_order,
 };
 use crate::extract::tests::sp;
 use crate::extract::Analysis;
@@ -21,18 +21,7 @@ fn answering(trace: u8, when: (u64, u64), results: &[(&str, &str)]) -> Trace {
     for (id, r) in results {
         input.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
     }
-    done(trace, when, input)
-}
-
-/// A model call whose request is `input` and whose answer is final text.
-fn done(trace: u8, when: (u64, u64), input: Vec<Value>) -> Trace {
-    let output = json!([{"role": "assistant", "content": "done"}]).to_string();
-    chat_trace(
-        trace,
-        when,
-        Some(&Value::Array(input).to_string()),
-        Some(&output),
-    )
+    final_text_trace(trace, when, input)
 }
 
 /// A tool span, a trace of its own in `process`.
