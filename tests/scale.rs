@@ -176,8 +176,11 @@ fn a_gzip_bomb_is_rejected_without_holding_what_it_inflates_to() {
         "{stderr}"
     );
     assert!(rss_kib > 0, "no VmHWM read");
+    // Held, the input would take at least the 64 MiB cap; the process
+    // itself (rules, buffers, threads) peaks near 40 MiB, so the bound sits
+    // between the two rather than at the process's own size.
     assert!(
-        rss_kib < 40 * 1024,
+        rss_kib < 56 * 1024,
         "peak RSS {rss_kib} KiB: the inflated input was held"
     );
 }
