@@ -239,7 +239,9 @@ const MODEL_ROLES: [&str; 5] = ["assistant", "ai", "model", "CHATBOT", "chatbot"
 /// older API's, with the function's name and no call id), a Responses item.
 const RESULT_ROLES: [&str; 3] = ["tool", "function", RESPONSES_RESULT];
 /// Part types of a tool result (OTel GenAI, Vercel, Anthropic).
-const RESULT_PARTS: [&str; 3] = ["tool_call_response", "tool-result", "tool_result"];
+const RESULT_PARTS: [&str; 3] = [GENAI_RESULT, "tool-result", "tool_result"];
+/// OTel GenAI's part type of a tool result.
+const GENAI_RESULT: &str = "tool_call_response";
 /// The OpenAI Responses API's items: a call the model made, and its result.
 const RESPONSES_CALL: &str = "function_call";
 const RESPONSES_RESULT: &str = "function_call_output";
@@ -276,6 +278,9 @@ struct Answer {
     content: Option<Value>,
     /// How the call went, when the result part says (`ai_sdk_output`).
     outcome: ai_sdk_output::Outcome,
+    /// Read from an OTel GenAI `tool_call_response` part: the writer's
+    /// copy of the provider's own result (`object_only::unwrap_parts`).
+    genai_part: bool,
 }
 
 /// What one request carries: the results in it, the calls of its last
@@ -550,6 +555,7 @@ fn request_of(s: &SpanRecord) -> Request {
         }
     };
     each_form(s, look, &mut offer);
+    object_only::unwrap_parts(s, &mut best.answers);
     declared_results::unwrap(s, &mut best);
     best
 }
@@ -784,7 +790,9 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 .and_then(Value::as_str)
                 .is_some_and(|t| RESULT_PARTS.contains(&t));
             if typed {
-                out.push(answer_of(p));
+                let mut answer = answer_of(p);
+                answer.genai_part = p.get("type").and_then(Value::as_str) == Some(GENAI_RESULT);
+                out.push(answer);
                 found = true;
             } else if let Some(Value::Object(r)) = p.get("toolResponse") {
                 // Genkit: `{"toolResponse": {"name", "ref", "output"}}`.
@@ -797,7 +805,9 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 // Gemini: `{"functionResponse": {"id", "name", "response"}}`
                 // (LangChain's Gemini part: `function_response`).
                 let mut answer = answer_of(r);
-                answer.content = answer.content.map(object_wrapped);
+                answer.content = answer
+                    .content
+                    .map(|c| gemini_unwrapped(c).unwrap_or_else(|c| c));
                 gemini_error(&mut answer);
                 out.push(answer);
                 found = true;
@@ -838,13 +848,29 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
 /// A result the provider takes only as an object (Gemini's
 /// `functionResponse.response`, Cohere v1's `outputs`): a value that is
 /// no object reaches the model under one key, `result` (what google-genai's
-/// automatic function calling writes) or `output` (Gemini's documented
-/// key), and comes off here; an object under the key is the tool's own.
+/// automatic function calling writes) or `output`, and comes off here; an
+/// object under the key is the tool's own.
 pub(super) fn object_wrapped(content: Value) -> Value {
     use super::wrappers::lone_key_around_non_object as lone;
     lone(content, "result")
         .or_else(|c| lone(c, "output"))
         .unwrap_or_else(|c| c)
+}
+
+/// The value a Gemini function response wraps (`Err`: the response as it
+/// is). Gemini documents `output` as the key of a function's output (and
+/// `error` for its failure, [`gemini_error`]): a response of that one key
+/// is the output, whatever it holds. Under `result` a value that is no
+/// object comes off here ([`object_wrapped`]); an object under it is told
+/// by the tools the request offers (`declared_results`).
+pub(super) fn gemini_unwrapped(content: Value) -> Result<Value, Value> {
+    use super::wrappers::lone_key_around_non_object as lone;
+    lone(content, "result").or_else(|c| match c {
+        Value::Object(mut o) if o.len() == 1 && o.contains_key("output") => {
+            Ok(o.remove("output").unwrap_or(Value::Null))
+        }
+        other => Err(other),
+    })
 }
 
 /// A Gemini function response whose one key is `error` says the call
@@ -913,6 +939,7 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .map(super::wrappers::known_result)
             .map(quoteless::restored),
         outcome,
+        genai_part: false,
     };
     result_records::unwrap(&mut answer);
     // Anthropic's `tool_result` says a call failed by a flag beside its

@@ -78,6 +78,7 @@ mod pending_pause_tests;
 mod placeholder_names;
 mod react_input;
 pub mod requested;
+mod result_part;
 #[cfg(test)]
 mod results_tests;
 mod resumed;
@@ -1372,6 +1373,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::TextEnvelope => object || blocks() || text.starts_with("\"content="),
         Unwrap::NamedCall => object,
         Unwrap::LoneToolMessage => blocks(),
+        Unwrap::AiSdkPart => object && contains(text, Needle::Type),
     }) || src
         .unwrap_key
         .as_ref()

@@ -124,6 +124,7 @@ pub(crate) const KNOWN_RESULT: &[Unwrap] = &[
     Unwrap::LlamaIndexOutput,
     Unwrap::ProviderBlock,
     Unwrap::TextEnvelope,
+    Unwrap::AiSdkPart,
 ];
 
 /// Wrappers taken off a decoded value when it has their shape.
@@ -226,6 +227,11 @@ pub enum Unwrap {
     /// tool call or one tool result become its content, arguments or
     /// response, JSON-decoded when it is JSON.
     LoneToolMessage,
+    /// The AI SDK's tool-result part recorded whole (`{"type":
+    /// "tool-result", "toolCallId", "toolName", "output", ...}`, or a
+    /// `tool-error` part) becomes its output, typed or not, or its error
+    /// (`extract::result_part`).
+    AiSdkPart,
 }
 
 impl Unwrap {
@@ -254,6 +260,7 @@ impl Unwrap {
             Unwrap::TextEnvelope => "text_envelope",
             Unwrap::NamedCall => "named_call",
             Unwrap::LoneToolMessage => "lone_tool_message",
+            Unwrap::AiSdkPart => "ai_sdk_part",
         }
     }
 }

@@ -155,10 +155,17 @@ fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
             Some(json!("booked"))
         );
         assert_eq!(result(gemini, r#"{"output": 4}"#), Some(json!(4)));
-        // The tool's own object stays, under the key or beside another.
+        // `output` is Gemini's documented key: it comes off an object too.
+        assert_eq!(
+            result(gemini, r#"{"output": {"cab": 7}}"#),
+            Some(json!({"cab": 7}))
+        );
+        // An object under `result` comes off too when no declared response
+        // schema says the tool returns that key (`declared_results`); a
+        // second key is the tool's own.
         assert_eq!(
             result(gemini, r#"{"result": {"cab": 7}}"#),
-            Some(json!({"result": {"cab": 7}}))
+            Some(json!({"cab": 7}))
         );
         assert_eq!(
             result(gemini, r#"{"result": "booked", "cab": 7}"#),
@@ -169,6 +176,14 @@ fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
     assert_eq!(
         result("openai", r#"{"result": "booked"}"#),
         Some(json!({"result": "booked"}))
+    );
+    assert_eq!(
+        result("openai", r#"{"result": {"cab": 7}}"#),
+        Some(json!({"result": {"cab": 7}}))
+    );
+    assert_eq!(
+        result("openai", r#"{"output": {"cab": 7}}"#),
+        Some(json!({"output": {"cab": 7}}))
     );
 }
 

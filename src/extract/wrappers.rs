@@ -357,6 +357,7 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::TextEnvelope => super::envelopes::text_envelope(v),
         Unwrap::NamedCall => super::envelopes::named_call(v),
         Unwrap::LoneToolMessage => super::envelopes::lone_tool_message(v),
+        Unwrap::AiSdkPart => super::result_part::ai_sdk_part(v),
     }
 }
 

@@ -12,8 +12,10 @@
 //! response of the model's last turn, so the calls and their results sit in
 //! the output of the one span that records it). In such a conversation the
 //! `result` key is the SDK's, never the tool's, and comes off whatever it
-//! holds; elsewhere only a non-object comes off it (`object_wrapped`), as a
-//! hand-written loop may send a tool's object as it is.
+//! holds. Elsewhere a non-object comes off it (`object_wrapped`), and an
+//! object when the span went to Gemini or the tool's declared response
+//! schema says so (`declared_results`): a hand-written loop for another
+//! provider may send a tool's object as it is.
 
 use std::sync::OnceLock;
 
@@ -142,7 +144,8 @@ mod tests {
             names_and_results(&a),
             vec![("look_up".into(), json!({"inn": "Fjord"}))]
         );
-        // A hand-written loop that sent `{"result": {...}}` sent the tool's object.
+        // A hand-written loop on a span naming no provider, and no schema:
+        // `{"result": {...}}` is the tool's object.
         let a = analyze(two_turns("sdk/1.0"));
         let wrapped = json!({"result": {"inn": "Fjord"}});
         assert_eq!(names_and_results(&a), vec![("look_up".into(), wrapped)]);

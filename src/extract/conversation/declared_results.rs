@@ -10,7 +10,11 @@
 //! `response`, MCP's `outputSchema`). When that schema is an object
 //! without a `result` property, an object under a lone `result` key is
 //! not what the tool returns but the loop's wrapper around it, and comes
-//! off. A schema with a `result` property, or none, leaves it as sent.
+//! off. A schema with a `result` property, or of another type, leaves it
+//! as sent. Without a schema, the provider decides: Gemini's function
+//! responses carry `result` around every value in google-genai's own loop
+//! and in its manual function-calling examples, so on a span that went to
+//! Gemini the key comes off; elsewhere it stays.
 
 use std::collections::HashMap;
 
@@ -46,7 +50,7 @@ const KEY: &str = "result";
 /// Takes [`KEY`] off each result of `r`, the request span `s` records,
 /// whose content is `{"result": <object>}` (as a value or as its JSON
 /// text) when the tools `s` offers declare that tool's response as an
-/// object without such a property.
+/// object without such a property, or declare none and `s` went to Gemini.
 pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
     // Most results are no such object: look at the span only for one.
     let wrapped: Vec<(usize, Value)> = r
@@ -59,6 +63,7 @@ pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
         return;
     }
     let offered = offered(s);
+    let gemini = super::object_only::to_gemini(s);
     // Each call id's tool, and each tool's decision, looked up once: a
     // request may answer thousands of calls.
     let by_id: HashMap<&str, &str> = r
@@ -81,7 +86,7 @@ pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
             offered
                 .iter()
                 .find_map(|v| declared_response(v, name))
-                .is_some_and(object_without_key)
+                .map_or(gemini, object_without_key)
         });
         if wrapper {
             take.push((i, inner));
@@ -191,13 +196,31 @@ mod tests {
         names_and_results(&a)
     }
 
-    fn model(id: u8, when: (u64, u64), input: Value, output: Value) -> SpanRecord {
-        acme_model(id, when, "acme.stream", &input, &output)
+    fn model(id: u8, when: (u64, u64), input: Value, output: Value, to: &str) -> SpanRecord {
+        if to.is_empty() {
+            return acme_model(id, when, "acme.stream", &input, &output);
+        }
+        let (i, o) = (input.to_string(), output.to_string());
+        let attrs = [
+            ("acme.span.kind", "LLM"),
+            ("acme.input", i.as_str()),
+            ("acme.output", o.as_str()),
+            ("gen_ai.provider.name", to),
+        ];
+        crate::extract::tests::sp(id, None, when, "acme.stream", &attrs)
     }
+
+    /// The provider a span names: none, or Gemini.
+    const GEMINI: &str = "gemini";
 
     /// One streamed loop, its two requests offering `tools`; the tool's
     /// result sent back as `sent`.
     fn two_turns(tools: Value, sent: Value) -> Vec<SpanRecord> {
+        turns(tools, sent, "")
+    }
+
+    /// [`two_turns`], the spans naming provider `to` (none when empty).
+    fn turns(tools: Value, sent: Value, to: &str) -> Vec<SpanRecord> {
         let user = json!({"role": "user", "parts": [{"text": "plan"}]});
         let asked =
             json!({"function_call": {"id": "q-1", "name": "look_up", "args": {"town": "Oslo"}}});
@@ -208,8 +231,8 @@ mod tests {
             {"role": "user", "parts": [{"function_response": {"name": "look_up", "response": sent}}]}],
             "tools": tools});
         vec![
-            model(1, (10, 20), first, out(json!([asked]))),
-            model(2, (30, 40), second, out(json!([{"text": "ok"}]))),
+            model(1, (10, 20), first, out(json!([asked])), to),
+            model(2, (30, 40), second, out(json!([{"text": "ok"}])), to),
         ]
     }
 
@@ -258,16 +281,25 @@ mod tests {
     fn a_schema_with_the_key_or_no_schema_keeps_it() {
         let sent = json!({"result": {"inn": "Fjord"}});
         let own = json!({"type": "OBJECT", "properties": {"result": {"type": "OBJECT"}}});
-        let got = results(two_turns(declared(own), sent.clone()));
+        let got = results(two_turns(declared(own.clone()), sent.clone()));
         assert_eq!(got, vec![("look_up".into(), sent.clone())]);
         let bare = json!([{"function_declarations": [{"name": "look_up"}]}]);
-        let got = results(two_turns(bare, sent.clone()));
+        let got = results(two_turns(bare.clone(), sent.clone()));
         assert_eq!(got, vec![("look_up".into(), sent.clone())]);
         // A schema of another tool says nothing of this one.
         let other = json!([{"name": "walk", "outputSchema": {"type": "object"}}]);
         assert_eq!(
             results(two_turns(other, sent.clone())),
-            vec![("look_up".into(), sent)]
+            vec![("look_up".into(), sent.clone())]
         );
+        // Without a schema, a span that went to Gemini takes the key off
+        // (google-genai's loop and its manual examples wrap every value);
+        // a schema with the key still keeps it there.
+        let gemini = |tools: Value| results(turns(tools, sent.clone(), GEMINI));
+        assert_eq!(
+            gemini(bare),
+            vec![("look_up".into(), json!({"inn": "Fjord"}))]
+        );
+        assert_eq!(gemini(declared(own)), vec![("look_up".into(), sent)]);
     }
 }

@@ -62,7 +62,7 @@ mod tests {
             id: Some("c1".into()),
             name: None,
             content: Some(content),
-            outcome: Default::default(),
+            ..Answer::default()
         }
     }
 

@@ -9,7 +9,11 @@
 //! turn's calls each have an id; the results after the request's last model
 //! message are exactly as many; none of them names a call id or a tool; and
 //! the request's last model message asks for those same calls, or for none
-//! (some histories lose the calls). Anything else pairs nothing. Where
+//! (some histories lose the calls). A history that keeps no model turn
+//! at all (OpenLIT's Mistral stream) carries every earlier turn's results
+//! before this turn's: the last results answer this turn when as many come
+//! before them as earlier outputs of the trace asked for calls. Anything
+//! else pairs nothing. Where
 //! the request repeats the turn with its calls, `item_ids` has paired its
 //! results already, in that request and any other.
 
@@ -44,6 +48,7 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
     let mut spans: Vec<usize> = asked.iter().map(|a| a.span).collect();
     spans.sort_unstable();
     spans.dedup();
+    let start = |s: usize| trace.spans[s].span.start_time_unix_nano;
     for s in spans {
         let ids: Option<Vec<&str>> = asked
             .iter()
@@ -53,6 +58,9 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
         let Some(ids) = ids else {
             continue;
         };
+        // The calls earlier model outputs asked for: a history without
+        // model turns carries their results before this turn's.
+        let earlier = asked.iter().filter(|a| start(a.span) < start(s)).count();
         let answered = trace.spans[s].span.end_time_unix_nano;
         // The first request after the model answered.
         let next = (0..trace.spans.len())
@@ -64,15 +72,19 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
         };
         // Else the first later request of the same conversation (a model
         // call a tool made may lie between: `continues`).
-        if !answers_turn(&requests[j], &ids) {
-            let fits = |j: usize| answers_turn(&requests[j], &ids);
+        let mut skip = answers_turn(&requests[j], &ids, earlier);
+        if skip.is_none() {
+            let fits = |j: usize| answers_turn(&requests[j], &ids, earlier).is_some();
             match super::continues::next_of(trace, requests, s, j, fits) {
-                Some(later) => j = later,
+                Some(later) => {
+                    j = later;
+                    skip = answers_turn(&requests[j], &ids, earlier);
+                }
                 None => continue,
             }
         }
         let r = &mut requests[j];
-        for (&k, id) in r.trailing.iter().zip(&ids) {
+        for (&k, id) in r.trailing.iter().skip(skip.unwrap_or(0)).zip(&ids) {
             if let Some(a) = r.answers.get_mut(k) {
                 a.id = Some((*id).to_string());
                 paired += 1;
@@ -84,8 +96,11 @@ pub(super) fn pair(trace: &Trace, asked: &[AskedAt], requests: &mut [Request]) -
 }
 
 /// Whether request `r` ends with bare results for the model turn that
-/// asked for `ids`, one for one (see the module's doc).
-fn answers_turn(r: &Request, ids: &[&str]) -> bool {
+/// asked for `ids`, one for one (see the module's doc): how many results
+/// before them answer earlier turns. Those are none, or, in a history
+/// that keeps no model turn at all, the `earlier` calls the trace's
+/// earlier outputs asked for.
+fn answers_turn(r: &Request, ids: &[&str], earlier: usize) -> Option<usize> {
     let turn_ok = r.last_turn.is_empty()
         || r.last_turn
             .iter()
@@ -96,7 +111,15 @@ fn answers_turn(r: &Request, ids: &[&str]) -> bool {
             .get(k)
             .is_some_and(|a| a.id.is_none() && a.name.is_none())
     });
-    turn_ok && bare && r.trailing.len() == ids.len()
+    if !turn_ok || !bare {
+        return None;
+    }
+    let turnless = r.last_turn.is_empty() && r.history.is_empty();
+    match r.trailing.len() {
+        n if n == ids.len() => Some(0),
+        n if turnless && earlier > 0 && n == ids.len() + earlier => Some(earlier),
+        _ => None,
+    }
 }
 
 /// Results without call ids in the next trace (each model call a trace
@@ -382,6 +405,56 @@ mod tests {
             })
             .collect();
         assert_eq!(calls, vec![("find_room", json!(12))], "{:?}", got.warnings);
+    }
+
+    /// A history that keeps no model turn: each request lists the user's
+    /// message and every result so far (OpenLIT's Mistral stream).
+    fn turnless(more_results: &[&str]) -> Vec<crate::assemble::SpanRecord> {
+        let a = json!({"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "c1", "name": "find_room", "arguments": {"town": "Oslo"}},
+            {"type": "tool_call", "id": "c2", "name": "find_room", "arguments": {"town": "Bergen"}}]});
+        let b = asks("c3", "rent_kayak", json!({"hours": 2}));
+        let done = json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]);
+        let mut last = vec![user(), bare("12"), bare("14")];
+        last.extend(more_results.iter().map(|r| bare(r)));
+        vec![
+            loop_root(),
+            chat(2, (10, 20), json!([user()]), json!([a])),
+            chat(
+                3,
+                (30, 40),
+                json!([user(), bare("12"), bare("14")]),
+                json!([b]),
+            ),
+            chat(4, (50, 60), Value::Array(last), done),
+        ]
+    }
+
+    #[test]
+    fn a_history_without_model_turns_ends_with_the_last_turn_s_results() {
+        let results = |spans| {
+            let got = analyze(spans);
+            let r = |c: &crate::extract::ToolCall| c.result.as_ref().map(|r| r.to_value());
+            got.calls
+                .iter()
+                .map(|c| (c.name.clone(), r(c)))
+                .collect::<Vec<_>>()
+        };
+        let called = |n: &str, v: Value| (n.to_string(), Some(v));
+        assert_eq!(
+            results(turnless(&["ok"])),
+            vec![
+                called("find_room", json!(12)),
+                called("find_room", json!(14)),
+                called("rent_kayak", json!("ok")),
+            ]
+        );
+        // One result too many or too few before the turn's: the last
+        // turn's call is listed, not counted.
+        for off in [&["x", "ok"][..], &[][..]] {
+            let got = results(turnless(off));
+            assert_eq!(got.len(), 2, "{off:?}: {got:?}");
+        }
     }
 
     #[test]
