@@ -4,6 +4,8 @@
 
 use super::*;
 
+mod named_args;
+
 /// Joins each tool span's call to the model's request for it, warns of
 /// what only one side shows, and lists parallel calls in the model's
 /// order. Returns the calls asked for in an agent run that has no tool
@@ -18,6 +20,8 @@ pub(super) fn join_and_check(
 ) -> Vec<AskedAt> {
     let (mut used, mut joined) = join(trace, asked, &mut out.calls);
     same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
+    // A span joined by name that recorded no arguments: the ask's.
+    named_args::fill(trace, asked, &joined, &mut out.calls, &mut out.notes);
     if x.results {
         order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
         wrapped_results::unwrap_agreeing(trace, asked, &joined, &mut out.calls, &mut out.notes);
