@@ -36,6 +36,8 @@ mod later_tests;
 mod lone_asked;
 mod lone_span;
 mod ran_before;
+#[cfg(test)]
+mod retold_tests;
 mod unasked;
 mod witnessed;
 

@@ -333,9 +333,13 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     let attempts = super::attempts::name(trace, carried, a);
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
-    absorb(&super::resumed::keep(trace, carried, a), a);
+    let kept = super::resumed::keep(trace, carried, a);
+    // Read before `absorb` drops them (`witness_records::of_retold`).
+    let retold = witness_records::of_retold(trace, &kept, a);
+    absorb(&kept, a);
     super::call_window::note_ambiguous(carried, a);
-    let witnessed = witness_records::of(trace, a);
+    let mut witnessed = witness_records::of(trace, a);
+    witnessed.extend(retold);
     if !witnessed.is_empty() {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;
     }

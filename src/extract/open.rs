@@ -120,6 +120,10 @@ pub struct Witnessed {
     pub error: bool,
     pub trace_id: TraceId,
     pub resource: Option<Arc<Resource>>,
+    /// The trace whose call this record was found to repeat
+    /// (`witness_records::of_retold`): it completes that trace's call
+    /// only. `None`: a record in a span that ran no tool.
+    pub of_trace: Option<TraceId>,
 }
 
 /// A call as the traces after its own compare it.

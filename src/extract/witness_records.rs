@@ -17,6 +17,14 @@
 //! gives a tool span's call that has a call id and neither arguments nor a
 //! result what the witnesses of its id in the same process say
 //! (`carry::witnessed`), whichever trace comes first.
+//!
+//! A call rebuilt from the conversation of a trace of its own is such a
+//! record too when the carry finds it is another record of that tool
+//! span's call (same call id and tool, same process, the traces
+//! overlapping: `twice`): it is not counted again, and what it knows, the
+//! model's arguments and the result its request carried, is what the tool
+//! span lacks ([`of_retold`]). Without it both would be dropped with the
+//! duplicate.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +33,8 @@ use memchr::memmem;
 use serde_json::{Map, Value};
 
 use super::open::{
-    Echo, OpenAsk, Witnessed, WITNESS_ARGS_FORM, WITNESS_ERROR_FORM, WITNESS_RESULT_FORM,
+    Echo, OpenAsk, Witnessed, TWICE_FORM, WITNESS_ARGS_FORM, WITNESS_ERROR_FORM,
+    WITNESS_RESULT_FORM,
 };
 use super::requested::Asked;
 use super::{Analysis, CallArgs, CallResult, CallStatus};
@@ -78,6 +87,54 @@ pub(crate) fn of(trace: &Trace, a: &Analysis) -> Vec<Witnessed> {
     out
 }
 
+/// The calls of `a` rebuilt from the conversation that `carried` says are
+/// other records of a call an earlier trace counts under the same call id
+/// (`TWICE_FORM`, taken out of `a` after this), as witnesses of that call
+/// (see the module's doc): each with its arguments and its result, where
+/// it has either. Only those entries are looked at: nothing runs for a
+/// trace the carry matched nothing of.
+pub(crate) fn of_retold(trace: &Trace, carried: &[OpenAsk], a: &Analysis) -> Vec<Witnessed> {
+    let mut out = Vec::new();
+    for e in carried.iter().filter(|e| e.form == TWICE_FORM) {
+        let Some(id) = e.asked.id.as_deref() else {
+            continue;
+        };
+        let found = a.calls.iter().find(|c| {
+            c.span_id == e.span_id
+                && c.from.is_some()
+                && c.name == e.asked.name
+                && c.call_id.as_deref() == Some(id)
+        });
+        let Some(c) = found else {
+            continue;
+        };
+        let args = c
+            .args
+            .parsed()
+            .filter(|v| !v.is_null())
+            .map(std::borrow::Cow::into_owned);
+        let result = c.result.as_ref().map(CallResult::to_value);
+        if args.is_none() && result.is_none() {
+            continue;
+        }
+        // The process is the request span's: the tool span's call must
+        // share it (`fills`).
+        let Some(span) = trace.spans.iter().find(|s| s.span_id == c.span_id) else {
+            continue;
+        };
+        let mut w = blank(id);
+        w.name = Some(c.name.clone());
+        w.error = result.is_some() && c.status == CallStatus::Error;
+        w.args = args;
+        w.result = result;
+        w.trace_id = trace.id;
+        w.resource = Some(Arc::clone(&span.resource));
+        w.of_trace = Some(e.trace_id);
+        out.push(w);
+    }
+    out
+}
+
 /// Whether `text` may hold a call record or a result record.
 fn names_calls(text: &str) -> bool {
     let b = text.as_bytes();
@@ -119,6 +176,7 @@ fn blank(id: &str) -> Witnessed {
         error: false,
         trace_id: TraceId([0; 16]),
         resource: None,
+        of_trace: None,
     }
 }
 
@@ -198,6 +256,7 @@ pub(crate) fn fills<'w>(
         call.id.as_deref() == Some(w.id.as_str())
             && w.name.as_deref().is_none_or(|n| n == call.name)
             && w.trace_id != call.trace_id
+            && w.of_trace.is_none_or(|t| t == call.trace_id)
             && same_process(w)
     };
     let entry = |w: &Witnessed, form: &'static str, v: &Value| OpenAsk {
