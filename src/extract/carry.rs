@@ -30,6 +30,9 @@ pub(crate) mod deferred;
 #[cfg(test)]
 mod deferred_tests;
 mod history_asked;
+#[cfg(test)]
+mod id_between_tests;
+mod id_span;
 pub(crate) mod later;
 #[cfg(test)]
 mod later_tests;
@@ -531,7 +534,10 @@ impl<T> Carry<T> {
             let between = found.is_none().then(|| {
                 let bare = key(SPAN_BARE, later.name.as_str());
                 match asked {
-                    Some(t) => self.running_span(later, t, &open.calls, &mut out),
+                    // A span with the call id first (`id_span`).
+                    Some(t) => self
+                        .running_id_span(later, t)
+                        .or_else(|| self.running_span(later, t, &open.calls, &mut out)),
                     // No output kept asked for a call its trace retold
                     // (`twice::ran_unasked`).
                     None if retold(later) => self

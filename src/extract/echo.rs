@@ -273,8 +273,14 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
             )
         } else if between {
             format!(
-                "tool call `{}` (span {}) is the conversation's record of the call a tool span of trace {} shows (same tool and arguments, same process, run after the model asked for it and before this request): not counted again",
-                c.name, c.span_id, e.trace_id
+                "tool call `{}` (span {}) is the conversation's record of the call a tool span of trace {} shows ({}, same process, run after the model asked for it and before this request): not counted again",
+                c.name,
+                c.span_id,
+                e.trace_id,
+                match e.asked.args.as_str() {
+                    Some(id) => format!("same tool and call id {id}"),
+                    None => "same tool and arguments".to_string(),
+                }
             )
         } else if twice {
             format!(

@@ -307,7 +307,13 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
         Some(_) => HALVES_FORM,
         None => TWICE_FORM,
     };
-    OpenAsk::of_echo(later, earlier, Value::Null, form)
+    // A span matched by the call id (`carry::id_span`) names it, for the
+    // note: its arguments may be none.
+    let id = match &earlier.id {
+        Some(id) if between => Value::String(id.clone()),
+        _ => Value::Null,
+    };
+    OpenAsk::of_echo(later, earlier, id, form)
 }
 
 #[cfg(test)]

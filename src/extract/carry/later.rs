@@ -74,6 +74,14 @@ impl Asking {
     pub(super) fn waits(&self) -> bool {
         !self.waiting.is_empty()
     }
+
+    /// Whether the trace waits for a later run to answer `span`'s call, a
+    /// tool span's call its run left without a result (`deferred`).
+    pub(super) fn defers(&self, span: &Echo) -> bool {
+        self.waiting.iter().any(|w| {
+            w.form == DEFERRED_FORM && w.trace_id == span.trace_id && w.span_id == span.span_id
+        })
+    }
 }
 
 /// The asks of a trace (leaving `open`) that wait for a later trace.
