@@ -530,7 +530,8 @@ impl<T> Carry<T> {
                     continue;
                 }
             }
-            // `ran_between` takes a span's call without an id.
+            // A tool span that ran the call between its asking and the
+            // request with its result (`twice::ran_between`).
             let between = found.is_none().then(|| {
                 let bare = key(SPAN_BARE, later.name.as_str());
                 match asked {

@@ -278,9 +278,14 @@ struct Answer {
     content: Option<Value>,
     /// How the call went, when the result part says (`ai_sdk_output`).
     outcome: ai_sdk_output::Outcome,
-    /// Read from an OTel GenAI `tool_call_response` part: the writer's
-    /// copy of the provider's own result (`object_only::unwrap_parts`).
+    /// Read from an OTel GenAI `tool_call_response` part's `response`: the
+    /// writer's copy of the provider's own result (`object_only::unwrap_parts`).
     genai_part: bool,
+    /// In Gemini's function-response shape (a `functionResponse` part, or
+    /// a GenAI part on a Gemini span): a lone `result` around an object is
+    /// the loop's wrapper unless a declared schema says otherwise
+    /// (`declared_results`).
+    gemini_shape: bool,
 }
 
 /// What one request carries: the results in it, the calls of its last
@@ -791,7 +796,10 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 .is_some_and(|t| RESULT_PARTS.contains(&t));
             if typed {
                 let mut answer = answer_of(p);
-                answer.genai_part = p.get("type").and_then(Value::as_str) == Some(GENAI_RESULT);
+                // The result under `response` is the provider's own; other
+                // writers put the tool's value under `result` (Pydantic AI).
+                answer.genai_part = p.get("type").and_then(Value::as_str) == Some(GENAI_RESULT)
+                    && p.contains_key("response");
                 out.push(answer);
                 found = true;
             } else if let Some(Value::Object(r)) = p.get("toolResponse") {
@@ -808,6 +816,7 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
                 answer.content = answer
                     .content
                     .map(|c| gemini_unwrapped(c).unwrap_or_else(|c| c));
+                answer.gemini_shape = true;
                 gemini_error(&mut answer);
                 out.push(answer);
                 found = true;
@@ -845,11 +854,10 @@ fn answers_in(o: &Map<String, Value>, role: &str, out: &mut Vec<Answer>) {
     }
 }
 
-/// A result the provider takes only as an object (Gemini's
-/// `functionResponse.response`, Cohere v1's `outputs`): a value that is
-/// no object reaches the model under one key, `result` (what google-genai's
-/// automatic function calling writes) or `output`, and comes off here; an
-/// object under the key is the tool's own.
+/// A result the provider takes only as an object (Cohere v1's `outputs`;
+/// Gemini's through [`gemini_unwrapped`]): a value that is no object
+/// reaches the model under one key, `result` or `output`, and comes off
+/// here; an object under the key is the tool's own.
 pub(super) fn object_wrapped(content: Value) -> Value {
     use super::wrappers::lone_key_around_non_object as lone;
     lone(content, "result")
@@ -940,6 +948,7 @@ fn answer_of(o: &Map<String, Value>) -> Answer {
             .map(quoteless::restored),
         outcome,
         genai_part: false,
+        gemini_shape: false,
     };
     result_records::unwrap(&mut answer);
     // Anthropic's `tool_result` says a call failed by a flag beside its

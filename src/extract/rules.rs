@@ -228,9 +228,8 @@ pub enum Unwrap {
     /// response, JSON-decoded when it is JSON.
     LoneToolMessage,
     /// The AI SDK's tool-result part recorded whole (`{"type":
-    /// "tool-result", "toolCallId", "toolName", "output", ...}`, or a
-    /// `tool-error` part) becomes its output, typed or not, or its error
-    /// (`extract::result_part`).
+    /// "tool-result", "toolCallId", "toolName", "output", ...}`) becomes
+    /// its output (`extract::result_part`); a `tool-error` part stays.
     AiSdkPart,
 }
 

@@ -160,12 +160,11 @@ fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
             result(gemini, r#"{"output": {"cab": 7}}"#),
             Some(json!({"cab": 7}))
         );
-        // An object under `result` comes off too when no declared response
-        // schema says the tool returns that key (`declared_results`); a
-        // second key is the tool's own.
+        // An object under `result` is the tool's own in flattened
+        // messages (the part's shape is gone), and so is a second key.
         assert_eq!(
             result(gemini, r#"{"result": {"cab": 7}}"#),
-            Some(json!({"cab": 7}))
+            Some(json!({"result": {"cab": 7}}))
         );
         assert_eq!(
             result(gemini, r#"{"result": "booked", "cab": 7}"#),

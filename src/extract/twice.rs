@@ -310,7 +310,7 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
     // A span matched by the call id (`carry::id_span`) names it, for the
     // note: its arguments may be none.
     let id = match &earlier.id {
-        Some(id) if between => Value::String(id.clone()),
+        Some(id) if between || ran => Value::String(id.clone()),
         _ => Value::Null,
     };
     OpenAsk::of_echo(later, earlier, id, form)

@@ -12,10 +12,10 @@
 //! response of the model's last turn, so the calls and their results sit in
 //! the output of the one span that records it). In such a conversation the
 //! `result` key is the SDK's, never the tool's, and comes off whatever it
-//! holds. Elsewhere a non-object comes off it (`object_wrapped`), and an
-//! object when the span went to Gemini or the tool's declared response
-//! schema says so (`declared_results`): a hand-written loop for another
-//! provider may send a tool's object as it is.
+//! holds. Elsewhere a non-object comes off it, and an object in a
+//! `function_response` part unless the tool's declared response schema
+//! has a `result` property (`declared_results`): google-genai's manual
+//! function-calling examples wrap every value so too.
 
 use std::sync::OnceLock;
 
@@ -138,17 +138,17 @@ mod tests {
     }
 
     #[test]
-    fn the_loop_s_result_key_comes_off_an_object_only_when_the_loop_sent_it() {
-        let a = analyze(two_turns("sdk/1.0 +afc"));
-        assert_eq!(
-            names_and_results(&a),
-            vec![("look_up".into(), json!({"inn": "Fjord"}))]
-        );
-        // A hand-written loop on a span naming no provider, and no schema:
-        // `{"result": {...}}` is the tool's object.
-        let a = analyze(two_turns("sdk/1.0"));
-        let wrapped = json!({"result": {"inn": "Fjord"}});
-        assert_eq!(names_and_results(&a), vec![("look_up".into(), wrapped)]);
+    fn the_loop_s_result_key_comes_off_an_object_whoever_ran_the_loop() {
+        // The SDK's own loop, and a hand-written one following its manual
+        // function-calling examples (`declared_results`, no schema).
+        for agent in ["sdk/1.0 +afc", "sdk/1.0"] {
+            let a = analyze(two_turns(agent));
+            assert_eq!(
+                names_and_results(&a),
+                vec![("look_up".into(), json!({"inn": "Fjord"}))],
+                "{agent}"
+            );
+        }
     }
 
     #[test]

@@ -11,10 +11,11 @@
 //! without a `result` property, an object under a lone `result` key is
 //! not what the tool returns but the loop's wrapper around it, and comes
 //! off. A schema with a `result` property, or of another type, leaves it
-//! as sent. Without a schema, the provider decides: Gemini's function
+//! as sent. Without a schema, the shape decides: Gemini's function
 //! responses carry `result` around every value in google-genai's own loop
-//! and in its manual function-calling examples, so on a span that went to
-//! Gemini the key comes off; elsewhere it stays.
+//! and in its manual function-calling examples, so in a `functionResponse`
+//! part (or a GenAI part on a Gemini span) the key comes off; elsewhere it
+//! stays.
 
 use std::collections::HashMap;
 
@@ -50,7 +51,8 @@ const KEY: &str = "result";
 /// Takes [`KEY`] off each result of `r`, the request span `s` records,
 /// whose content is `{"result": <object>}` (as a value or as its JSON
 /// text) when the tools `s` offers declare that tool's response as an
-/// object without such a property, or declare none and `s` went to Gemini.
+/// object without such a property, or declare none and the result is in
+/// Gemini's function-response shape.
 pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
     // Most results are no such object: look at the span only for one.
     let wrapped: Vec<(usize, Value)> = r
@@ -63,7 +65,6 @@ pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
         return;
     }
     let offered = offered(s);
-    let gemini = super::object_only::to_gemini(s);
     // Each call id's tool, and each tool's decision, looked up once: a
     // request may answer thousands of calls.
     let by_id: HashMap<&str, &str> = r
@@ -71,7 +72,7 @@ pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
         .iter()
         .filter_map(|c| Some((c.id.as_deref()?, c.name.as_str())))
         .collect();
-    let mut decided: HashMap<String, bool> = HashMap::new();
+    let mut decided: HashMap<String, Option<bool>> = HashMap::new();
     let mut take = Vec::new();
     for (i, inner) in wrapped {
         let a = &r.answers[i];
@@ -82,12 +83,14 @@ pub(super) fn unwrap(s: &SpanRecord, r: &mut Request) {
         else {
             continue;
         };
-        let wrapper = *decided.entry(name.to_string()).or_insert_with(|| {
+        // What the tool's declared schema says (`None`: no schema).
+        let declared = *decided.entry(name.to_string()).or_insert_with(|| {
             offered
                 .iter()
                 .find_map(|v| declared_response(v, name))
-                .map_or(gemini, object_without_key)
+                .map(object_without_key)
         });
+        let wrapper = declared.unwrap_or(a.gemini_shape);
         if wrapper {
             take.push((i, inner));
         }
@@ -196,31 +199,13 @@ mod tests {
         names_and_results(&a)
     }
 
-    fn model(id: u8, when: (u64, u64), input: Value, output: Value, to: &str) -> SpanRecord {
-        if to.is_empty() {
-            return acme_model(id, when, "acme.stream", &input, &output);
-        }
-        let (i, o) = (input.to_string(), output.to_string());
-        let attrs = [
-            ("acme.span.kind", "LLM"),
-            ("acme.input", i.as_str()),
-            ("acme.output", o.as_str()),
-            ("gen_ai.provider.name", to),
-        ];
-        crate::extract::tests::sp(id, None, when, "acme.stream", &attrs)
+    fn model(id: u8, when: (u64, u64), input: Value, output: Value) -> SpanRecord {
+        acme_model(id, when, "acme.stream", &input, &output)
     }
-
-    /// The provider a span names: none, or Gemini.
-    const GEMINI: &str = "gemini";
 
     /// One streamed loop, its two requests offering `tools`; the tool's
     /// result sent back as `sent`.
     fn two_turns(tools: Value, sent: Value) -> Vec<SpanRecord> {
-        turns(tools, sent, "")
-    }
-
-    /// [`two_turns`], the spans naming provider `to` (none when empty).
-    fn turns(tools: Value, sent: Value, to: &str) -> Vec<SpanRecord> {
         let user = json!({"role": "user", "parts": [{"text": "plan"}]});
         let asked =
             json!({"function_call": {"id": "q-1", "name": "look_up", "args": {"town": "Oslo"}}});
@@ -231,8 +216,8 @@ mod tests {
             {"role": "user", "parts": [{"function_response": {"name": "look_up", "response": sent}}]}],
             "tools": tools});
         vec![
-            model(1, (10, 20), first, out(json!([asked])), to),
-            model(2, (30, 40), second, out(json!([{"text": "ok"}])), to),
+            model(1, (10, 20), first, out(json!([asked]))),
+            model(2, (30, 40), second, out(json!([{"text": "ok"}]))),
         ]
     }
 
@@ -278,28 +263,41 @@ mod tests {
     }
 
     #[test]
-    fn a_schema_with_the_key_or_no_schema_keeps_it() {
+    fn a_schema_with_the_key_keeps_it_and_gemini_s_shape_without_one_takes_it_off() {
         let sent = json!({"result": {"inn": "Fjord"}});
         let own = json!({"type": "OBJECT", "properties": {"result": {"type": "OBJECT"}}});
-        let got = results(two_turns(declared(own.clone()), sent.clone()));
+        let got = results(two_turns(declared(own), sent.clone()));
         assert_eq!(got, vec![("look_up".into(), sent.clone())]);
+        // No schema (or another tool's): a `function_response` part is
+        // Gemini's shape, whose loops wrap every value under `result`.
         let bare = json!([{"function_declarations": [{"name": "look_up"}]}]);
-        let got = results(two_turns(bare.clone(), sent.clone()));
-        assert_eq!(got, vec![("look_up".into(), sent.clone())]);
-        // A schema of another tool says nothing of this one.
         let other = json!([{"name": "walk", "outputSchema": {"type": "object"}}]);
-        assert_eq!(
-            results(two_turns(other, sent.clone())),
-            vec![("look_up".into(), sent.clone())]
-        );
-        // Without a schema, a span that went to Gemini takes the key off
-        // (google-genai's loop and its manual examples wrap every value);
-        // a schema with the key still keeps it there.
-        let gemini = |tools: Value| results(turns(tools, sent.clone(), GEMINI));
-        assert_eq!(
-            gemini(bare),
-            vec![("look_up".into(), json!({"inn": "Fjord"}))]
-        );
-        assert_eq!(gemini(declared(own)), vec![("look_up".into(), sent)]);
+        for tools in [bare, other] {
+            let got = results(two_turns(tools, sent.clone()));
+            assert_eq!(got, vec![("look_up".into(), json!({"inn": "Fjord"}))]);
+        }
+        // Another provider's tool message without a schema keeps it.
+        let user = json!({"role": "user", "content": "plan"});
+        let call = json!({"id": "q-1", "type": "function",
+            "function": {"name": "look_up", "arguments": "{\"town\": \"Oslo\"}"}});
+        let asked = json!({"role": "assistant", "tool_calls": [call]});
+        let tools = json!([{"type": "function", "function": {"name": "look_up"}}]);
+        let answer = json!({"role": "tool", "tool_call_id": "q-1", "content": sent.to_string()});
+        let out = |m: Value| json!({"choices": [{"message": m}]});
+        let spans = vec![
+            model(
+                1,
+                (10, 20),
+                json!({"messages": [user], "tools": tools}),
+                out(asked.clone()),
+            ),
+            model(
+                2,
+                (30, 40),
+                json!({"messages": [user, asked, answer], "tools": tools}),
+                out(json!({"role": "assistant", "content": "ok"})),
+            ),
+        ];
+        assert_eq!(results(spans), vec![("look_up".into(), sent)]);
     }
 }

@@ -16,8 +16,9 @@
 //! framework's, and only the exact shape of one key around no object comes
 //! off: a tool's own object under `result`, or a second key, stays. A
 //! writer that copies the response into an OTel GenAI `tool_call_response`
-//! part (the OTel google-genai instrumentation) keeps the object and drops
-//! the part's type: on a Gemini span such a part reads as Gemini's.
+//! part's `response` (the OTel google-genai instrumentation) keeps the
+//! object under the generic part type: on a Gemini span such a part reads
+//! as Gemini's.
 
 use serde_json::Value;
 
@@ -78,6 +79,7 @@ pub(super) fn unwrap_parts(s: &SpanRecord, answers: &mut [Answer]) {
         if let Some(c) = a.content.take() {
             a.content = Some(super::gemini_unwrapped(c).unwrap_or_else(|c| c));
         }
+        a.gemini_shape = true;
         super::gemini_error(a);
     }
 }
