@@ -73,8 +73,15 @@ EOF
 # What replay says: the reference.
 "$BIN" replay --format jsonl -q --no-store --expected "$FIXTURE" "${FILES[@]}" >"$WORK/replay.jsonl" || [[ $? -eq 1 ]]
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+# N free ports, all different: every socket stays bound until all are, so
+# the kernel cannot hand the same port out twice (one port per call could:
+# a released port may come back at once).
+free_ports() { # n
+    python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 
 wait_port() { # port, what
@@ -104,7 +111,7 @@ trap cleanup EXIT
 
 run() { # exporter protocol: grpc | http
     local proto=$1 tg th rh rg dh out down
-    tg=$(free_port); th=$(free_port); rh=$(free_port); rg=$(free_port); dh=$(free_port)
+    read -r tg th rh rg dh < <(free_ports 5)
     out="$WORK/serve-$proto.jsonl"
     down="$WORK/downstream-$proto.jsonl"
     rm -f "$out" "$down"
