@@ -74,21 +74,12 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::assemble::{Trace, TraceId};
-    use crate::extract::rules::{self, RuleSpec};
     use crate::extract::tests::sp;
-    use crate::extract::Extractor;
 
-    /// A made-up framework's tool spans (`acme.step = tool`), which record
-    /// no result; the framework hands a value that is no object to the
-    /// model as `{"result": value}`, and says so in its rule.
-    const ACME: &str = r#"
-        name = "acme"
-        priority = 5
-        when = [{ attr = "acme.step", equals = "tool" }]
-        name_from = [{ attr = "acme.tool" }]
-        args = [{ attr = "acme.args", decode = "json" }]
-        carried_result_unwrap = ["adk_result"]
-    "#;
+    /// The made-up framework (`test_support::acme_tool_extractor`) hands a
+    /// value that is no object to the model as `{"result": value}`, and
+    /// says so in its rule.
+    const WRAPPED: &str = r#"carried_result_unwrap = ["adk_result"]"#;
 
     fn chat(id: u8, when: (u64, u64), input: Value, output: Value) -> crate::assemble::SpanRecord {
         crate::extract::test_support::genai_chat(id, when, "chat", input, output)
@@ -110,8 +101,6 @@ mod tests {
     }
 
     fn results(rule: &str) -> Vec<Value> {
-        let mut specs = rules::builtin();
-        specs.push(toml::from_str::<RuleSpec>(rule).expect("rule"));
         let user = json!({"role": "user", "parts": [{"type": "text", "content": "go"}]});
         let asks = |id: &str, name: &str| json!({"role": "assistant", "parts": [{"type": "tool_call", "id": id, "name": name, "arguments": {}}]});
         let answer = |id: &str, v: Value| json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": v}]});
@@ -127,7 +116,7 @@ mod tests {
             tool(4, (25, 28), "stats", "c2"),
             chat(5, (30, 40), json!([user, a, b, ra, rb]), json!([])),
         ];
-        let x = Extractor::new(&specs).expect("rules");
+        let x = crate::extract::test_support::acme_tool_extractor(rule);
         x.analyze(&Trace::new(TraceId([9; 16]), spans, 0))
             .calls
             .iter()
@@ -140,13 +129,12 @@ mod tests {
         // A value that is no object comes out of the wrapper; an object in
         // it is the tool's own (`adk_result` leaves it).
         assert_eq!(
-            results(ACME),
+            results(WRAPPED),
             vec![json!("pong"), json!({"result": {"n": 1}})]
         );
         // A rule that names no wrapping keeps what the model was handed.
-        let plain = ACME.replace(r#"carried_result_unwrap = ["adk_result"]"#, "");
         assert_eq!(
-            results(&plain),
+            results(""),
             vec![json!({"result": "pong"}), json!({"result": {"n": 1}})]
         );
     }

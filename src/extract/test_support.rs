@@ -355,3 +355,22 @@ pub(crate) fn final_text_trace(trace: u8, when: (u64, u64), input: Vec<Value>) -
         Some(&output),
     )
 }
+
+/// A made-up framework's tool spans (`acme.step = tool`): the tool's name
+/// in `acme.tool`, arguments only when `acme.args` is there, no result.
+/// `extra` adds lines to the rule (TOML).
+pub(crate) fn acme_tool_extractor(extra: &str) -> super::Extractor {
+    let rule = format!(
+        r#"
+        name = "acme"
+        priority = 5
+        when = [{{ attr = "acme.step", equals = "tool" }}]
+        name_from = [{{ attr = "acme.tool" }}]
+        args = [{{ attr = "acme.args", decode = "json" }}]
+        {extra}
+        "#
+    );
+    let mut specs = super::rules::builtin();
+    specs.push(toml::from_str::<super::rules::RuleSpec>(&rule).expect("rule"));
+    super::Extractor::new(&specs).expect("rules")
+}

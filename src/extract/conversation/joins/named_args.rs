@@ -123,20 +123,9 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::assemble::{SpanRecord, Trace, TraceId};
-    use crate::extract::rules::{self, RuleSpec};
     use crate::extract::test_support::{genai_asks, genai_chat, genai_user};
     use crate::extract::tests::sp;
-    use crate::extract::{Analysis, Extractor};
-
-    /// A made-up framework's tool spans: a name and a call id of its own,
-    /// arguments only when `acme.args` is there, no result.
-    const ACME: &str = r#"
-        name = "acme"
-        priority = 5
-        when = [{ attr = "acme.step", equals = "tool" }]
-        name_from = [{ attr = "acme.tool" }]
-        args = [{ attr = "acme.args", decode = "json" }]
-    "#;
+    use crate::extract::Analysis;
 
     fn tool(id: u8, when: (u64, u64), name: &str, args: Option<&str>) -> SpanRecord {
         let own = format!("acme-{id:02x}-9f3c");
@@ -156,9 +145,9 @@ mod tests {
     }
 
     fn analyze(spans: Vec<SpanRecord>) -> Analysis {
-        let mut specs = rules::builtin();
-        specs.push(toml::from_str::<RuleSpec>(ACME).expect("rule"));
-        let x = Extractor::new(&specs).expect("rules");
+        // The made-up framework's tool spans: a call id of its own, no
+        // result (`test_support::acme_tool_extractor`).
+        let x = crate::extract::test_support::acme_tool_extractor("");
         let mut all = vec![sp(1, None, (0, 1000), "loop", &[])];
         all.extend(spans);
         x.analyze(&Trace::new(TraceId([5; 16]), all, 0))
