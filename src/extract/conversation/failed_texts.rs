@@ -93,6 +93,9 @@ pub(super) fn openings() -> impl Iterator<Item = &'static str> {
     shapes().0.iter().map(|s| s.opens.as_str())
 }
 
+/// A millisecond in nanoseconds.
+const MS: u64 = 1_000_000;
+
 /// How many places of one text are tried as the end of the arguments.
 const MAX_TRIES: usize = 64;
 
@@ -231,8 +234,17 @@ pub(super) fn answer<'r>(
     used: &mut Vec<(usize, String, Value)>,
 ) -> Option<(usize, &'r Failure)> {
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    // After the model answered: another record of the same model call
+    // (a parent's, a child's) holds the same request, not the next one.
+    // A start in whole milliseconds may be a clock's truncation.
+    let asked = &trace.spans[at.span].span;
+    let answered = asked.end_time_unix_nano.max(asked.start_time_unix_nano);
+    let after = |i: usize| {
+        let s = start(i);
+        s >= answered || (s.is_multiple_of(MS) && s.saturating_add(MS) > answered)
+    };
     let next = (0..trace.spans.len())
-        .filter(|&i| i != at.span && inputs[i] && start(i) >= start(at.span))
+        .filter(|&i| i != at.span && inputs[i] && after(i))
         .min_by_key(|&i| (start(i), i))?;
     let (name, args) = (at.asked.name.as_str(), &at.asked.args);
     let r = requests.get(next)?;

@@ -240,3 +240,29 @@ fn in_one_trace_each_new_text_answers_one_ask_and_an_old_one_none() {
         a.warnings
     );
 }
+
+#[test]
+fn the_next_request_is_the_first_after_the_model_answered_not_another_record_of_its_call() {
+    let task = json!({"role": "user", "content": "sail"});
+    let told = json!({"role": "user", "content": told("hoist_sail", "{'mast': 2}")});
+    let chat = |id: u8, parent: u8, when: (u64, u64), input: Vec<Value>, output: Value| {
+        let (input, output) = (Value::Array(input).to_string(), output.to_string());
+        let attrs = [
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.input.messages", input.as_str()),
+            ("gen_ai.output.messages", output.as_str()),
+        ];
+        sp(id, Some(parent), when, "acme.chat", &attrs)
+    };
+    let done = json!([{"role": "assistant", "content": "done"}]);
+    let spans = vec![
+        sp(1, None, (0, 1000), "agent.run", &[]),
+        chat(2, 1, (10, 60), vec![task.clone()], asks("h1", 2)),
+        // The same model call, recorded again by a child span.
+        chat(3, 2, (12, 58), vec![task.clone()], asks("h1", 2)),
+        chat(4, 1, (110, 160), vec![task, told], done),
+    ];
+    let a = Extractor::default().analyze(&Trace::new(TraceId([8; 16]), spans, 0));
+    assert_eq!(failed(&a).len(), 1, "{:?}", a.warnings);
+    assert_eq!(a.calls[0].end_time_unix_nano, 110);
+}
