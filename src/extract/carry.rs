@@ -29,6 +29,7 @@ mod cross_tests;
 pub(crate) mod deferred;
 #[cfg(test)]
 mod deferred_tests;
+mod failed;
 mod history_asked;
 #[cfg(test)]
 mod id_between_tests;
@@ -87,6 +88,7 @@ impl Left {
                 || !open.history.is_empty()
                 || open.bare.is_some()
                 || !open.lone.is_empty()
+                || !open.failed.is_empty()
                 || open
                     .calls
                     .iter()
@@ -301,6 +303,10 @@ impl<T> Carry<T> {
                 group.iter().filter_map(|&k| self.asks.remove(k)).collect();
             taken.reverse();
             out.extend(taken);
+        }
+        // Asks whose failure the trace's request tells in text (`failed`).
+        if !open.failed.is_empty() {
+            out.extend(self.take_failed(open));
         }
         out
     }
@@ -879,11 +885,13 @@ impl<T> Carry<T> {
     pub fn answers(&self, open: Option<&Open>) -> bool {
         open.is_some_and(|open| {
             let bare = open.bare.is_some_and(|b| !self.bare_group(b).is_empty());
-            bare || open.answers.iter().any(|(id, run, start)| {
-                self.asks.any_under(key(ASK_ID, id.as_str()), |a| {
-                    answered_by(a, id, *run, *start)
+            let failed = !open.failed.is_empty() && !self.failed(open).is_empty();
+            bare || failed
+                || open.answers.iter().any(|(id, run, start)| {
+                    self.asks.any_under(key(ASK_ID, id.as_str()), |a| {
+                        answered_by(a, id, *run, *start)
+                    })
                 })
-            })
         })
     }
 }

@@ -69,6 +69,7 @@ mod continues;
 mod declared_results;
 mod echoed;
 mod elided;
+pub(crate) mod failed_texts;
 mod flat_contents;
 mod flat_events;
 mod flat_fields;
@@ -304,6 +305,9 @@ struct Request {
     rekeyed: (usize, usize),
     /// Whether results took the asked calls' ids by order ([`order::pair`]).
     by_order: bool,
+    /// The failures told in text after the last model message
+    /// ([`failed_texts`]).
+    failures: Vec<failed_texts::Failure>,
 }
 
 /// [`asked_looked`] with the span's look taken here.
@@ -538,7 +542,7 @@ fn request_of(s: &SpanRecord) -> Request {
             let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|a| f(a)).count();
             (count(|a| a.id.is_some()), count(|a| a.name.is_some()))
         };
-        if r.answers.is_empty() {
+        if r.answers.is_empty() && r.failures.is_empty() {
             return;
         }
         let better = best.answers.is_empty()
@@ -714,9 +718,14 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             }
             model_spoke = true;
             out.trailing.clear();
+            out.failures.clear();
             continue;
         }
         model_spoke = false;
+        // A call that raised may be told only in text (`failed_texts`).
+        if !matches!(role, "system" | "developer") {
+            failed_texts::note(o, &mut out.failures);
+        }
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
         if out.answers.len() == before + 1 && role == "user" && out.answers[before].id.is_none() {
@@ -1126,6 +1135,8 @@ fn rebuild(
     let mut used: Vec<(usize, usize)> = Vec::new();
     let mut counted: HashSet<(&str, &str)> = HashSet::new();
     let names = writer_names::AskedNames::of(asked);
+    // The failures told in text that asks of this trace took.
+    let mut told = Vec::new();
     for at in asked {
         let a = &at.asked;
         let answer = match a.id.as_deref() {
@@ -1137,6 +1148,14 @@ fn rebuild(
             None => idless::answer_for(trace, at, &requests, &mut used),
         };
         let Some(answer) = answer else {
+            // A call that raised, told only in the next request's text.
+            let both = (requests.as_slice(), inputs.as_slice());
+            if failed_texts::in_trace((x, trace, seen), at, both, &mut told, out) {
+                if let Some(id) = a.id.as_deref() {
+                    counted.insert((id, &a.name));
+                }
+                continue;
+            }
             // With no later model request in the trace, the result may be
             // in the next trace (each model call a trace of its own).
             let later = (0..trace.spans.len())
@@ -1184,6 +1203,9 @@ fn rebuild(
         let ctx = (x, trace, seen, asked);
         open.retold = repeated::in_requests(ctx, &requests, &mut counted, carried, out);
         open.answers = left_open(x, trace, seen, asked, &requests, &mut counted, carried, out);
+        let both = (requests.as_slice(), inputs.as_slice());
+        let ctx = (x, trace, seen);
+        failed_texts::carried_calls(ctx, both, carried, &mut counted, &mut open, out);
     }
     if !open.is_empty() {
         out.open = Some(Box::new(open));

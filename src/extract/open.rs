@@ -302,6 +302,21 @@ pub struct Open {
     /// without a result or an error (`DEFERRED_FORM`): a later run may
     /// carry their results (`carry::deferred`).
     pub deferred: Vec<OpenAsk>,
+    /// The failures the trace's first request tells in text, after its
+    /// last model turn, of calls no model turn of it shows
+    /// (`conversation::failed_texts`): an earlier trace's open ask of that
+    /// tool with those arguments failed (`carry::failed`).
+    pub failed: Vec<Told>,
+}
+
+/// A failure a request's text tells of a call (`Open::failed`): the tool,
+/// its arguments, and the request's process and start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Told {
+    pub name: String,
+    pub args: Value,
+    pub run: u64,
+    pub start: u64,
 }
 
 impl Open {
@@ -318,6 +333,7 @@ impl Open {
             && self.wanting.is_empty()
             && self.unshown.is_empty()
             && self.deferred.is_empty()
+            && self.failed.is_empty()
     }
 }
 

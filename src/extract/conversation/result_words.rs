@@ -20,10 +20,13 @@ pub(super) fn may_hold_results(text: &str) -> bool {
 
 /// Every word [`may_hold_results`] looks for: a result's key or part type
 /// ([`RESULT_WORDS`]), and what opens a result written as text
-/// ([`text_results::text_results`]).
+/// ([`text_results::text_results`]), and what opens a failed call told in
+/// text (`failed_texts`).
 fn words() -> impl Iterator<Item = &'static str> {
     let opens = text_results::text_results().iter().map(|f| f.opens);
-    RESULT_WORDS.iter().copied().chain(opens)
+    // A failed call told in text, maybe the request's only answer.
+    let failed = super::failed_texts::openings();
+    RESULT_WORDS.iter().copied().chain(opens).chain(failed)
 }
 
 /// The keys and part types of results [`may_hold_results`] looks for.
