@@ -156,8 +156,8 @@ pub(crate) fn mark(calls: &mut [Echo], a: &super::Analysis, took: &[SpanId]) {
     }
 }
 
-/// The note for a tool span's call that took `args`, the model's arguments
-/// it wrapped, from the ask of trace `trace`.
+/// The note for `c`, a tool span's call whose own arguments `wrapper` wrap
+/// the model's, that takes them from `e`, an earlier trace's ask.
 pub(crate) fn took_note(c: &ToolCall, wrapper: &Value, e: &OpenAsk) -> String {
     let key = match wrapper {
         Value::Object(o) => o.keys().next().map_or("", String::as_str),
