@@ -44,6 +44,9 @@ mod ran_before;
 mod retold_tests;
 mod unasked;
 mod witnessed;
+mod wrapped_span;
+#[cfg(test)]
+mod wrapped_tests;
 
 use std::collections::VecDeque;
 
@@ -566,6 +569,10 @@ impl<T> Carry<T> {
                     out.extend(self.span_counted(later, k));
                     continue;
                 }
+                // Or with the model's arguments wrapped (`wrapped_span`).
+                if self.counting_wrapped(later, &mut out) {
+                    continue;
+                }
                 // A span of another name running a call an earlier trace
                 // left open under its id (`twice::runs_ask`).
                 let open_ask = later.id.as_deref().and_then(|id| {
@@ -576,14 +583,9 @@ impl<T> Carry<T> {
                 });
                 out.extend(open_ask.map(|a| twice::span_of_ask(later, a)));
                 // A span writing the asked call's arguments as a bare value
-                // (`twice::renders_ask`).
-                let rendered = later.id.is_none().then(|| {
-                    let k = self.asks.last_under(key(NAME, later.name.as_str()), |a| {
-                        twice::renders_ask(later, a)
-                    })?;
-                    self.asks.get(k)
-                });
-                out.extend(rendered.flatten().map(|a| twice::args_of_ask(later, a)));
+                // (`twice::renders_ask`) or wrapped (`wrapped_span`).
+                let rendered = self.rendering_ask(later);
+                out.extend(rendered.map(|a| twice::args_of_ask(later, a)));
                 // A span named after the tool class running an asked call
                 // with its arguments (`extract::attempts`).
                 // Not an attempt paused for approval (held for its run:

@@ -31,7 +31,7 @@ use super::open::{
 use super::own_records::MCP_METHOD;
 use super::requested::Asked;
 use super::{conversation, hollow_record, merge, witness_records, Analysis, CallArgs, ToolCall};
-use crate::assemble::{SpanRecord, Trace};
+use crate::assemble::{SpanId, SpanRecord, Trace};
 
 /// Whether the calls of `a` are all an MCP client's (or server's), in a
 /// trace with no agent run and no model call: a lone client trace. A call
@@ -154,6 +154,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 paused: attempt && super::pending::paused(c),
                 answered: super::pending::answered(c),
                 attempt: false,
+                wrapped: None,
             })
         })
         .collect();
@@ -268,6 +269,13 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                     {
                         "same tool, the span recording its tool and answer only".to_string()
                     }
+                    None if super::wrapped_args::wraps(
+                        &c.args.parsed().unwrap_or_default(),
+                        &e.asked.args,
+                    ) =>
+                    {
+                        "same tool, the span's arguments the model's wrapped under its one parameter, the same result".to_string()
+                    }
                     None => "same tool and arguments".to_string(),
                 }
             )
@@ -309,12 +317,25 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
 }
 
 /// Gives the calls `carried` says wrote an asked call's arguments as a bare
-/// value (`twice::renders_ask`) the model's arguments, noting each.
-fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
+/// value (`twice::renders_ask`), or wrapped them (`wrapped_args`), the
+/// model's arguments, noting each; returns the spans of the wrapped ones.
+fn asked_args(carried: &[OpenAsk], a: &mut Analysis) -> Vec<SpanId> {
+    let mut took = Vec::new();
     for e in carried.iter().filter(|e| e.form == ASKED_ARGS_FORM) {
         let Some(c) = e.span_call(&mut a.calls) else {
             continue;
         };
+        let wrapper = c
+            .args
+            .parsed()
+            .filter(|v| super::wrapped_args::wraps(v, &e.asked.args))
+            .map(std::borrow::Cow::into_owned);
+        if let Some(wrapper) = wrapper {
+            a.notes.push(super::wrapped_args::took_note(c, &wrapper, e));
+            c.args = CallArgs::Value(e.asked.args.clone());
+            took.push(c.span_id);
+            continue;
+        }
         let Some(bare) = c
             .args
             .parsed()
@@ -328,6 +349,7 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
         ));
         c.args = CallArgs::Value(e.asked.args.clone());
     }
+    took
 }
 
 /// After a trace is read: takes out the calls `carried` says another trace
@@ -335,7 +357,7 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) {
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     super::carry::later::note(carried, a);
     super::carry::deferred::absorb(carried, a);
-    asked_args(carried, a);
+    let took = asked_args(carried, a);
     let attempts = super::attempts::name(trace, carried, a);
     super::mcp_record_result::fill(carried, a);
     witness_records::fill(carried, a);
@@ -350,6 +372,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;
     }
     let (mut calls, lone) = echoes_of(trace, a);
+    super::wrapped_args::mark(&mut calls, a, &took);
     for c in calls.iter_mut().filter(|c| attempts.contains(&c.span_id)) {
         c.attempt = true;
     }

@@ -101,6 +101,7 @@ mod unawaited;
 mod undeclared;
 #[cfg(test)]
 mod unwrap_tests;
+mod wrapped_args;
 mod wrapper_names;
 mod wrappers;
 // Extraction on hand-built spans of library versions and modes the copied

@@ -170,6 +170,10 @@ pub struct Echo {
     /// name of an earlier trace's ask by its arguments (`extract::attempts`):
     /// one run of that call, maybe not the one whose result the model saw.
     pub attempt: bool,
+    /// For a tool span's call without a call id whose arguments wrap, or
+    /// were taken through a wrapper from, the model's: its result
+    /// (`wrapped_args`); `None` otherwise.
+    pub wrapped: Option<super::wrapped_args::Wrapped>,
 }
 
 /// A call's result as the carry keeps it, for `answer_key` to compare:

@@ -141,6 +141,9 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
         && asked <= earlier.start
         && earlier.end <= super::call_window::answered_at(later)
         && super::open::same_process(&later.resource, &earlier.resource)
+        // A span that took the model's arguments through a wrapper
+        // (`wrapped_args`): its result, if any, the request's.
+        && super::wrapped_args::took_agrees(later, earlier)
 }
 
 /// Whether `earlier`, a tool span's call, is the execution of `later`, a

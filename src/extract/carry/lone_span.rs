@@ -132,7 +132,7 @@ impl<T> Carry<T> {
 
 /// The carried entry noting that `call` (of the trace read) and the
 /// records of `traces` fit each other more than one way: not joined.
-fn ambiguous(call: &Echo, traces: [TraceId; 2]) -> OpenAsk {
+pub(super) fn ambiguous(call: &Echo, traces: [TraceId; 2]) -> OpenAsk {
     OpenAsk {
         asked: Asked {
             id: None,

@@ -58,6 +58,9 @@ impl<T> Carry<T> {
                     .first_under(bare, |c| twice::ran_between(later, c, t)),
                 (found, _) => found,
             };
+            // A span that took the model's arguments through a wrapper
+            // joins only alone (`wrapped_span`).
+            let found = found.filter(|&k| !self.wrapped_among_others(later, t, k));
             if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c, true));
                 self.spend(Some(c));
