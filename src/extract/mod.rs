@@ -31,6 +31,7 @@ mod event_attrs;
 mod event_side;
 pub mod explain;
 pub mod facts;
+mod failed_message;
 mod flat;
 #[cfg(test)]
 mod flat_args_tests;
@@ -858,7 +859,7 @@ impl Extractor {
                 (None, _, Some(text)) => CallArgs::Text(text),
                 (None, _, None) => CallArgs::None,
             };
-            let call = ToolCall {
+            let mut call = ToolCall {
                 name: name.clone(),
                 args,
                 result: if self.results {
@@ -889,6 +890,8 @@ impl Extractor {
                 end_time_unix_nano: s.span.end_time_unix_nano,
                 call_id: None,
             };
+            // A failed LangChain `ToolMessage` as the result (`failed_message`).
+            failed_message::mark(rule, s, &mut call);
             if role == Role::Retriever {
                 out.retrievers.push(call);
             } else {
