@@ -1,19 +1,21 @@
 //! A tool span whose result is a LangChain `ToolMessage` that says the
-//! call failed (docs/conventions.md, "Result wrappers", "Failed calls").
+//! call failed (docs/conventions.md, "Result wrappers").
 //!
 //! LangChain's tool node turns a tool's error into a `ToolMessage` with
 //! `status` `error` and the error's text as its content (a tool raising
 //! `ToolException` with `handle_tool_error`, or a node that catches
 //! errors), and the model reads that text as the call's answer. A tracer
-//! that records the message as the tool's result (Traceloop's LangChain
-//! instrumentation: `gen_ai.tool.call.result` = the serialized message
-//! inside its callback record, the span status unset) leaves the call
-//! looking as if it ran. When a rule's result source holds such a message
-//! and the call's result is the content a wrapper took off it
-//! (`langchain_message`, `langchain_callback`, `text_envelope`,
-//! `tool_message`, `langchain_message_repr`), the call is failed with the content as its
-//! error message, as a failed Anthropic `tool_result` is; the result
-//! stays. A message with `status` `success`, or none, changes nothing.
+//! that records the message as the tool's result leaves the call looking
+//! as if it ran: Traceloop's LangChain instrumentation
+//! (`gen_ai.tool.call.result` = the serialized message inside its
+//! callback record, the span status unset), OpenInference's (`output.value`
+//! = the message's `message_to_dict()`, the span status OK). When a rule's
+//! result source holds such a message and the call's result is the content
+//! a wrapper took off it (`langchain_message`, `langchain_callback`,
+//! `text_envelope`, `tool_message`, `langchain_message_repr`), the call is
+//! failed with the content as its error message, as a failed Anthropic
+//! `tool_result` is; the result stays. A message with `status` `success`,
+//! or none, changes nothing.
 
 use serde_json::{Map, Value};
 

@@ -95,6 +95,49 @@ mod tests {
     }
 
     #[test]
+    fn a_result_block_for_a_call_no_model_asked_for_reads_no_call() {
+        use crate::assemble::{Trace, TraceId};
+        use crate::extract::Extractor;
+        let chat = |id: u8, attrs: &[(&str, &str)]| {
+            let t = u64::from(id) * 10;
+            let mut all = vec![
+                ("gen_ai.system", "Anthropic"),
+                ("llm.request.type", "completion"),
+            ];
+            all.extend_from_slice(attrs);
+            sp(id, None, (t, t + 5), "anthropic.chat", &all)
+        };
+        let stranger = json!([{"type": "tool_result", "tool_use_id": "tu_9", "content": "dry"}]);
+        let stranger = stranger.to_string();
+        let spans = vec![
+            chat(
+                1,
+                &[
+                    ("gen_ai.prompt.0.role", "user"),
+                    ("gen_ai.prompt.0.content", "Tide?"),
+                    ("gen_ai.completion.0.role", "assistant"),
+                    ("gen_ai.completion.0.tool_calls.0.id", "tu_1"),
+                    ("gen_ai.completion.0.tool_calls.0.name", "tide"),
+                    ("gen_ai.completion.0.tool_calls.0.arguments", "{}"),
+                ],
+            ),
+            chat(
+                2,
+                &[
+                    ("gen_ai.prompt.0.role", "user"),
+                    ("gen_ai.prompt.0.content", "Tide?"),
+                    ("gen_ai.prompt.1.role", "user"),
+                    ("gen_ai.prompt.1.content", &stranger),
+                    ("gen_ai.completion.0.role", "assistant"),
+                    ("gen_ai.completion.0.content", "Dry."),
+                ],
+            ),
+        ];
+        let a = Extractor::default().analyze(&Trace::new(TraceId([4; 16]), spans, 0));
+        assert!(a.calls.is_empty(), "{:?}", a.calls);
+    }
+
+    #[test]
     fn flattened_result_blocks_answer_their_calls_with_is_error() {
         let results = json!([
             {"type": "tool_result", "tool_use_id": "tu_1", "content": "{\"tide\": \"low\"}"},
