@@ -9,65 +9,73 @@
 //! as if it ran: Traceloop's LangChain instrumentation
 //! (`gen_ai.tool.call.result` = the serialized message inside its
 //! callback record, the span status unset), OpenInference's (`output.value`
-//! = the message's `message_to_dict()`, the span status OK). When a rule's
-//! result source holds such a message and the call's result is the content
-//! a wrapper took off it (`langchain_message`, `langchain_callback`,
+//! = the message's `message_to_dict()`, the span status OK). When the
+//! rule's result source the call's result came from holds such a message
+//! and that result is the content a wrapper took off it (`langchain_message`, `langchain_callback`,
 //! `text_envelope`, `tool_message`, `langchain_message_repr`), the call is
 //! failed with the content as its error message, as a failed Anthropic
 //! `tool_result` is; the result stays. A message with `status` `success`,
 //! or none, changes nothing.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
-use super::rules::{Field, Rule};
+use super::rules::Source;
 use super::source::{parse_json_or_string, raw_string};
 use super::wrappers::TOOL_MESSAGE_KEYS;
-use super::{CallStatus, ToolCall};
+use super::{CallResult, CallStatus, ToolCall};
 use crate::assemble::SpanRecord;
 
 /// The status a failed `ToolMessage` carries.
 const FAILED: &str = "error";
 
+/// How a message's `repr()` starts.
+const REPR_START: &str = "content=";
+
 /// How deep a message may sit in the records around it (`{"output":
 /// message, "kwargs"}`, a lone key, a typed value).
 const MAX_DEPTH: usize = 3;
 
-/// Marks `call`, read from span `s` by `rule`, failed when one of the
-/// rule's result attributes holds a failed `ToolMessage` whose content is
-/// the call's result (see the module's doc).
-pub(crate) fn mark(rule: &Rule, s: &SpanRecord, call: &mut ToolCall) {
+/// Marks `call`, read from span `s`, failed when `from`, the rule's own
+/// result source its result came from, holds a failed `ToolMessage` whose
+/// content is that result (see the module's doc).
+pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     if call.status != CallStatus::Ok {
         return;
     }
-    let Some(result) = &call.result else {
+    // A result kept as its JSON text had no wrapper taken off.
+    let (Some(src), Some(result @ CallResult::Value(_))) = (from, &call.result) else {
         return;
     };
-    for src in &rule.result {
-        if !matches!(src.field, Field::Attr(_)) {
-            continue;
-        }
-        let Some(text) = raw_string(&src.field, s) else {
-            continue;
-        };
-        // Cheap first: most results say nothing of a status or an error.
-        let has = |n: &str| memchr::memmem::find(text.as_bytes(), n.as_bytes()).is_some();
-        if !has(FAILED) || !has("status") {
-            continue;
-        }
-        let Some(content) = failed_content(&parse_json_or_string(text)) else {
-            continue;
-        };
-        // Only where a wrapper took this content off as the call's result.
-        if as_result(&content) != result.to_value() {
-            continue;
-        }
-        call.status = CallStatus::Error;
-        call.error_message = Some(match content {
-            Value::String(t) => t,
-            other => other.to_string(),
-        });
+    let Some(text) = raw_string(&src.field, s) else {
+        return;
+    };
+    // Cheap first: a message is an object, its `repr()` (maybe as a JSON
+    // string); most results say nothing of a status or an error.
+    let t = text.trim_start();
+    if !(t.starts_with('{') || t.starts_with('"') || t.starts_with(REPR_START)) {
         return;
     }
+    // Built once: a finder per call costs more than the search.
+    static FINDERS: LazyLock<[Finder<'static>; 2]> =
+        LazyLock::new(|| [Finder::new(FAILED.as_bytes()), Finder::new(b"status")]);
+    if !FINDERS.iter().all(|f| f.find(t.as_bytes()).is_some()) {
+        return;
+    }
+    let Some(content) = failed_content(&parse_json_or_string(text)) else {
+        return;
+    };
+    // Only where a wrapper took this content off as the call's result.
+    if as_result(&content) != result.to_value() {
+        return;
+    }
+    call.status = CallStatus::Error;
+    call.error_message = Some(match content {
+        Value::String(t) => t,
+        other => other.to_string(),
+    });
 }
 
 /// The value a wrapper gives for a message's content (text JSON-decoded).
@@ -143,7 +151,7 @@ fn as_dict(o: &Map<String, Value>) -> Option<&Map<String, Value>> {
 /// status='error'`: the fields `langchain_message_repr` reads) -> its
 /// content when its status says it failed.
 fn repr_failed(text: &str) -> Option<Value> {
-    if !text.trim_start().starts_with("content=") {
+    if !text.trim_start().starts_with(REPR_START) {
         return None;
     }
     let mut fields = super::literal::keyword_fields(text)?;
