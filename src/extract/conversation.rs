@@ -70,6 +70,7 @@ mod declared_results;
 mod echoed;
 mod elided;
 pub(crate) mod failed_texts;
+mod flat_blocks;
 mod flat_contents;
 mod flat_events;
 mod flat_fields;
@@ -515,6 +516,8 @@ fn gather_pairs<'v, K: AsRef<str>>(
     let list = messages
         .into_values()
         .map(|(mut message, calls)| {
+            // Anthropic's result blocks as one text (`flat_blocks`).
+            flat_blocks::read_blocks(&mut message);
             // Indexed calls win over a list in one field (`flat_fields`).
             if !calls.is_empty() {
                 let calls = calls.into_values().map(Value::Object).collect();

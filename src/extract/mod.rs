@@ -31,6 +31,7 @@ mod event_attrs;
 mod event_side;
 pub mod explain;
 pub mod facts;
+mod failed_message;
 mod flat;
 #[cfg(test)]
 mod flat_args_tests;
@@ -859,11 +860,14 @@ impl Extractor {
                 (None, _, Some(text)) => CallArgs::Text(text),
                 (None, _, None) => CallArgs::None,
             };
-            let call = ToolCall {
+            // The rule's own source a result came from (`failed_message`).
+            let own = self.results.then(|| own_result(rule, s)).flatten();
+            let from = own.as_ref().map(|(_, src)| *src);
+            let mut call = ToolCall {
                 name: name.clone(),
                 args,
                 result: if self.results {
-                    (rule.result.iter().find_map(|src| result_of(src, s)))
+                    (own.map(|(r, _)| r))
                         .or_else(|| {
                             let in_events = event_attrs::sources(&rule.result, s);
                             in_events.iter().find_map(|src| result_of(src, s))
@@ -890,6 +894,8 @@ impl Extractor {
                 end_time_unix_nano: s.span.end_time_unix_nano,
                 call_id: None,
             };
+            // A failed LangChain `ToolMessage` as the result (`failed_message`).
+            failed_message::mark(from, s, &mut call);
             if role == Role::Retriever {
                 out.retrievers.push(call);
             } else {
@@ -1236,6 +1242,14 @@ fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> bool {
         Cond::Scope(t) => test(t, &s.scope.name),
         Cond::Any(list) => list.iter().any(|c| holds(c, s, slots)),
     }
+}
+
+/// A call's result from the first of `rule`'s own result sources that
+/// gives one, and that source.
+fn own_result<'r>(rule: &'r Rule, s: &SpanRecord) -> Option<(CallResult, &'r Source)> {
+    rule.result
+        .iter()
+        .find_map(|src| result_of(src, s).map(|r| (r, src)))
 }
 
 /// A call's result from `src`: the JSON text as is when the source only

@@ -70,17 +70,51 @@ pub(super) fn unwrap_flat(s: &SpanRecord, answers: &mut [Answer]) {
 /// instrumentation), so Gemini's keys read as in a `functionResponse`
 /// part: `output` (or `result` around no object) gives the value, a lone
 /// `error` a failed call.
+///
+/// A writer may copy the response as its JSON text instead (Traceloop's
+/// google-generativeai instrumentation: `"response": "{\"result\": ...}"`):
+/// text that parses to an object reads as that object; other text stays.
 pub(super) fn unwrap_parts(s: &SpanRecord, answers: &mut [Answer]) {
-    let wrapped = |a: &Answer| a.genai_part && a.content.as_ref().is_some_and(|c| c.is_object());
+    let wrapped = |a: &Answer| a.genai_part && a.content.as_ref().is_some_and(may_be_object);
     if !answers.iter().any(wrapped) || !to_gemini(s) {
         return;
     }
     for a in answers.iter_mut().filter(|a| wrapped(a)) {
-        if let Some(c) = a.content.take() {
-            a.content = Some(super::gemini_unwrapped(c).unwrap_or_else(|c| c));
+        let Some(c) = a.content.take() else {
+            continue;
+        };
+        match as_object(c) {
+            Ok(o) => a.content = Some(super::gemini_unwrapped(o).unwrap_or_else(|o| o)),
+            Err(text) => {
+                a.content = Some(text);
+                continue;
+            }
         }
         a.gemini_shape = true;
         super::gemini_error(a);
+    }
+}
+
+/// Whether a part's response may be an object: one, or text that starts
+/// as one (cheap: parsed only then).
+fn may_be_object(c: &Value) -> bool {
+    match c {
+        Value::Object(_) => true,
+        Value::String(t) => t.trim_start().starts_with('{'),
+        _ => false,
+    }
+}
+
+/// A response as an object: an object as it is, the JSON text of one
+/// parsed (`Err`: anything else, given back).
+fn as_object(c: Value) -> Result<Value, Value> {
+    match c {
+        Value::Object(_) => Ok(c),
+        Value::String(t) => match serde_json::from_str::<Value>(&t) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Err(Value::String(t)),
+        },
+        other => Err(other),
     }
 }
 
@@ -112,6 +146,84 @@ fn unwrapped(c: Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::test_support::names_and_results;
+    use crate::extract::tests::sp;
+    use crate::extract::{CallStatus, Extractor};
+
+    /// Two GenAI model calls to `provider`, each a trace of its own as
+    /// Traceloop writes them: the second request answers call `k1` with
+    /// `response` (an OTel GenAI part, the response as it is given).
+    fn answered(provider: &str, response: Value) -> Vec<(String, Value, CallStatus)> {
+        let call =
+            json!({"type": "tool_call", "id": "k1", "name": "moor", "arguments": {"pier": 3}});
+        let asked = json!([{"role": "assistant", "parts": [call]}]).to_string();
+        let user = json!({"role": "user", "parts": [{"type": "text", "content": "moor it"}]});
+        let answer = json!({"role": "user", "parts": [
+            {"type": "tool_call_response", "id": "k1", "response": response}]});
+        let input = json!([user, {"role": "assistant", "parts": [call]}, answer]).to_string();
+        let done = json!([{"role": "assistant", "parts": [{"type": "text", "content": "moored"}]}]);
+        let (first, second) = (user.to_string(), done.to_string());
+        let model = |id: u8, input: &str, output: &str| {
+            sp(
+                id,
+                None,
+                (u64::from(id) * 10, u64::from(id) * 10 + 5),
+                "generate_content",
+                &[
+                    ("gen_ai.provider.name", provider),
+                    ("gen_ai.operation.name", "generate_content"),
+                    ("gen_ai.input.messages", input),
+                    ("gen_ai.output.messages", output),
+                ],
+            )
+        };
+        let first = format!("[{first}]");
+        let traces = [
+            Trace::new(TraceId([1; 16]), vec![model(1, &first, &asked)], 0),
+            Trace::new(TraceId([2; 16]), vec![model(2, &input, &second)], 0),
+        ];
+        let x = Extractor::default();
+        let a = x.analyze_all(&traces);
+        let calls: Vec<_> = a.iter().flat_map(|a| a.calls.iter()).collect();
+        let results = a.iter().flat_map(names_and_results);
+        results
+            .zip(calls)
+            .map(|((n, r), c)| (n, r, c.status.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_gemini_response_in_json_text_reads_as_the_object() {
+        let ok = || CallStatus::Ok;
+        for (sent, want, status) in [
+            (r#"{"result": {"slot": 4}}"#, json!({"slot": 4}), ok()),
+            (r#"{"result": "moored"}"#, json!("moored"), ok()),
+            (r#" {"output": {"slot": 4}}"#, json!({"slot": 4}), ok()),
+            (
+                r#"{"error": "pier closed"}"#,
+                json!({"error": "pier closed"}),
+                CallStatus::Error,
+            ),
+            // A tool's own object of two keys, and text that is no JSON.
+            (
+                r#"{"result": "moored", "slot": 4}"#,
+                json!({"result": "moored", "slot": 4}),
+                ok(),
+            ),
+            ("{moored}", json!("{moored}"), ok()),
+        ] {
+            let got = answered("gcp.gen_ai", json!(sent));
+            assert_eq!(got, [("moor".to_string(), want, status)], "{sent}");
+        }
+        // Another provider's result keeps its `result` key.
+        let got = answered("acme", json!(r#"{"result": {"slot": 4}}"#));
+        assert_eq!(
+            got,
+            [("moor".to_string(), json!({"result": {"slot": 4}}), ok())]
+        );
+    }
 
     #[test]
     fn only_one_key_around_no_object_comes_off() {
