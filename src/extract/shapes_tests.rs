@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::test_support::calls_in as calls;
 use super::*;
-use crate::assemble::SpanRecord;
+use crate::assemble::{SpanRecord, Trace, TraceId};
 
 fn kv(key: &str, v: &str) -> KeyValue {
     KeyValue {
@@ -98,8 +98,9 @@ fn the_vocabulary_comes_after_every_key_a_rule_read_before() {
 
 /// Two model calls of one trace in OpenInference's flattened messages: the
 /// first asks for `book_taxi`, the second's request carries its result
-/// `content`, both spans naming `provider`.
-fn flattened_exchange(provider: &str, content: &str) -> Vec<SpanRecord> {
+/// `content`, both spans naming `provider`, the second with `extra`
+/// attributes too.
+fn flattened_exchange(provider: &str, content: &str, extra: &[(&str, &str)]) -> Vec<SpanRecord> {
     let asked = [
         ("openinference.span.kind", "LLM"),
         ("llm.provider", provider),
@@ -135,6 +136,7 @@ fn flattened_exchange(provider: &str, content: &str) -> Vec<SpanRecord> {
         ("llm.output_messages.0.message.role", "assistant"),
         ("llm.output_messages.0.message.content", "Booked."),
     ];
+    let answered: Vec<_> = answered.iter().chain(extra).copied().collect();
     vec![
         span(1, "generate_content", 0, &asked),
         span(2, "generate_content", 100, &answered),
@@ -144,7 +146,7 @@ fn flattened_exchange(provider: &str, content: &str) -> Vec<SpanRecord> {
 #[test]
 fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
     let result = |provider: &str, content: &str| {
-        let got = calls(flattened_exchange(provider, content));
+        let got = calls(flattened_exchange(provider, content, &[]));
         assert_eq!(got.len(), 1, "{provider} {content}: {got:?}");
         assert_eq!(got[0].1, Some(json!({"seats": 2})));
         got[0].2.clone()
@@ -160,15 +162,22 @@ fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
             result(gemini, r#"{"output": {"cab": 7}}"#),
             Some(json!({"cab": 7}))
         );
-        // An object under `result` is the tool's own in flattened
-        // messages (the part's shape is gone), and so is a second key.
+        // A tool message on a Gemini span is Gemini's function response,
+        // as a `functionResponse` part is: with no declared response
+        // schema an object under a lone `result` is the loop's wrapper
+        // (google-genai's automatic function calling wraps every value).
         assert_eq!(
-            result(gemini, r#"{"result": {"cab": 7}}"#),
-            Some(json!({"result": {"cab": 7}}))
+            result(gemini, r#" {"result": {"cab": 7}}"#),
+            Some(json!({"cab": 7}))
         );
+        // A second key is the tool's own, and so is text that is no JSON.
         assert_eq!(
             result(gemini, r#"{"result": "booked", "cab": 7}"#),
             Some(json!({"result": "booked", "cab": 7}))
+        );
+        assert_eq!(
+            result(gemini, r#"{"result": {"cab": 7}"#),
+            Some(json!(r#"{"result": {"cab": 7}"#))
         );
     }
     // Another provider takes any value: the key is the tool's.
@@ -184,6 +193,43 @@ fn gemini_s_object_only_wrapper_comes_off_flattened_results_and_nothing_else() {
         result("openai", r#"{"output": {"cab": 7}}"#),
         Some(json!({"output": {"cab": 7}}))
     );
+}
+
+#[test]
+fn a_declared_result_property_or_a_lone_error_reads_as_in_a_gemini_part() {
+    let content = r#"{"result": {"cab": 7}}"#;
+    // A response schema with a `result` property: the key is the tool's.
+    let declared = |property: &str| {
+        let schema = json!({"type": "object", "properties": {property: {"type": "object"}}});
+        let tools = json!([{"name": "book_taxi", "response_json_schema": schema}]);
+        let got = calls(flattened_exchange(
+            "google",
+            content,
+            &[("gen_ai.tool.definitions", &tools.to_string())],
+        ));
+        got[0].2.clone()
+    };
+    assert_eq!(declared("result"), Some(json!({"result": {"cab": 7}})));
+    assert_eq!(declared("cab"), Some(json!({"cab": 7})));
+    // `error` alone: the call failed, on a Gemini span only.
+    let status = |provider: &str, content: &str| {
+        let trace = Trace::new(
+            TraceId([7; 16]),
+            flattened_exchange(provider, content, &[]),
+            0,
+        );
+        let got = Extractor::default().extract(&trace);
+        assert_eq!(got.len(), 1, "{provider} {content}");
+        (got[0].status.clone(), got[0].error_message.clone())
+    };
+    let ok = (CallStatus::Ok, None);
+    assert_eq!(
+        status("google", r#"{"error": "no cabs"}"#),
+        (CallStatus::Error, Some("no cabs".to_string()))
+    );
+    assert_eq!(status("openai", r#"{"error": "no cabs"}"#), ok);
+    assert_eq!(status("google", r#"{"error": ""}"#), ok);
+    assert_eq!(status("google", r#"{"error": "no cabs", "cab": 7}"#), ok);
 }
 
 #[test]

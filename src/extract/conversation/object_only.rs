@@ -47,8 +47,13 @@ pub(super) fn to_gemini(s: &SpanRecord) -> bool {
     })
 }
 
-/// `answers` read from span `s`'s flattened messages, with Gemini's
-/// object-only wrapper taken off their contents when `s` went to Gemini.
+/// `answers` read from span `s`'s flattened messages, read as Gemini's
+/// function responses when `s` went to Gemini: a content of one key
+/// `result`, `output` or `error` (an object or its JSON text) is in
+/// Gemini's function-response shape, as a `functionResponse` part's
+/// `response` is, so it reads as one (its wrapper off, a lone `error` a
+/// failed call, an object under `result` left to `declared_results`).
+/// Any other content stays as it is.
 pub(super) fn unwrap_flat(s: &SpanRecord, answers: &mut [Answer]) {
     if !answers
         .iter()
@@ -58,8 +63,16 @@ pub(super) fn unwrap_flat(s: &SpanRecord, answers: &mut [Answer]) {
         return;
     }
     for a in answers {
-        if let Some(c) = a.content.take() {
-            a.content = Some(unwrapped(c));
+        let Some(c) = a.content.take() else {
+            continue;
+        };
+        match one_key_response(c) {
+            Ok(o) => {
+                a.content = Some(super::gemini_unwrapped(o).unwrap_or_else(|o| o));
+                a.gemini_shape = true;
+                super::gemini_error(a);
+            }
+            Err(c) => a.content = Some(c),
         }
     }
 }
@@ -128,18 +141,27 @@ fn may_wrap(c: &Value) -> bool {
     }
 }
 
-/// `{"result": v}` (v no object) or `{"output": v}`, as a value or as its
-/// JSON text -> `v`; anything else as it is.
-fn unwrapped(c: Value) -> Value {
-    let parsed = match &c {
-        Value::String(t) if may_wrap(&c) => match serde_json::from_str::<Value>(t) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => return c,
-        },
-        Value::Object(_) => c.clone(),
-        _ => return c,
+/// The keys of Gemini's function response: a function's output (`output`,
+/// documented; `result`, google-genai's and most applications' choice)
+/// or its failure (`error`).
+const RESPONSE_KEYS: [&str; 3] = ["result", "output", "error"];
+
+/// A content as a Gemini function response: an object of one of
+/// [`RESPONSE_KEYS`] alone, as it is or parsed from its JSON text (`Err`:
+/// anything else, given back as it was).
+fn one_key_response(c: Value) -> Result<Value, Value> {
+    let is_response = |v: &Value| {
+        matches!(v, Value::Object(o)
+            if o.len() == 1 && RESPONSE_KEYS.iter().any(|k| o.contains_key(*k)))
     };
-    super::gemini_unwrapped(parsed).unwrap_or(c)
+    match c {
+        Value::String(ref t) if may_wrap(&c) => match serde_json::from_str::<Value>(t) {
+            Ok(v) if is_response(&v) => Ok(v),
+            _ => Err(c),
+        },
+        Value::Object(_) if is_response(&c) => Ok(c),
+        other => Err(other),
+    }
 }
 
 #[cfg(test)]
@@ -226,25 +248,30 @@ mod tests {
     }
 
     #[test]
-    fn only_one_key_around_no_object_comes_off() {
-        assert_eq!(unwrapped(json!(r#"{"result": "docked"}"#)), json!("docked"));
-        assert_eq!(unwrapped(json!({"output": 4})), json!(4));
-        // Gemini's documented output key comes off an object too.
-        assert_eq!(
-            unwrapped(json!(r#"{"output": {"slot": 4}}"#)),
-            json!({"slot": 4})
-        );
-        // A tool's own object under `result`, or a second key, stays, and
-        // so does its text.
-        for own in [
-            json!(r#"{"result": {"slot": 4}}"#),
-            json!(r#"{"result": "docked", "slot": 4}"#),
-            json!(r#"{"output": "docked", "slot": 4}"#),
+    fn only_one_key_of_gemini_s_response_reads_as_a_response() {
+        for sent in [
+            json!(r#"{"result": "docked"}"#),
+            json!(r#" {"result": {"slot": 4}}"#),
+            json!(r#"{"output": [4]}"#),
+            json!(r#"{"error": "closed"}"#),
             json!({"result": {"slot": 4}}),
+        ] {
+            let want = match &sent {
+                Value::String(t) => serde_json::from_str(t).ok(),
+                v => Some(v.clone()),
+            };
+            assert_eq!(one_key_response(sent.clone()).ok(), want, "{sent}");
+        }
+        // A second key, another key, no object, or no JSON: given back.
+        for own in [
+            json!(r#"{"result": "docked", "slot": 4}"#),
+            json!(r#"{"slot": 4}"#),
+            json!({"output": 4, "slot": 4}),
+            json!(r#"["result"]"#),
             json!("docked"),
             json!(r#"{"result": "#),
         ] {
-            assert_eq!(unwrapped(own.clone()), own);
+            assert_eq!(one_key_response(own.clone()), Err(own));
         }
     }
 }
