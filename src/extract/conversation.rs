@@ -61,6 +61,9 @@ mod answered_history_tests;
 mod ask_warnings;
 mod asked_time;
 mod bare_value;
+mod blank_spans;
+#[cfg(test)]
+mod blank_spans_tests;
 mod bodies;
 pub(crate) mod call_attrs;
 mod call_words;
@@ -86,6 +89,7 @@ use joins::{join, join_and_check, take_from_model};
 mod kinds;
 mod later;
 mod look;
+mod named_bodies;
 mod object_only;
 mod one_part;
 mod order;
@@ -1002,14 +1006,20 @@ pub(super) fn witness(
     }
     let asked = react_text::unless_native(asked, trace, &quiet, out);
     if out.calls.is_empty() {
+        // A blank tool span is where its rebuilt call ran (`blank_spans`).
+        let blank = blank_spans::pair(trace, &asked, |_| true, &out.calls);
         rebuild(x, trace, seen, &asked, out, Some(carried));
+        blank_spans::retime(trace, seen, &asked, &blank, &mut out.calls, &mut out.notes);
         if out.calls.is_empty() && asked.is_empty() {
             transcript::calls(x, trace, seen, out);
         }
     } else if !asked.is_empty() {
-        let toolless = join_and_check(x, trace, seen, &asked, carried, out);
+        let (toolless, blank) = join_and_check(x, trace, seen, &asked, carried, out);
         if !toolless.is_empty() {
+            let from = out.calls.len();
             rebuild(x, trace, seen, &toolless, out, None);
+            let rebuilt = &mut out.calls[from..];
+            blank_spans::retime(trace, seen, &asked, &blank, rebuilt, &mut out.notes);
         }
     }
     // After the joins: what the model's outputs gave comes first.

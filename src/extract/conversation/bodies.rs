@@ -41,12 +41,14 @@ use crate::extract::sides::{side_of, Side};
 
 /// Whether span `s` says it is a model call ([`KIND_ENDINGS`],
 /// [`MODEL_KINDS`]), is an HTTP POST of a chat request
-/// ([`super::http`]), or names its requested model beside a JSON list of
-/// messages ([`super::requested_model`]).
+/// ([`super::http`]), names its requested model beside a JSON list of
+/// messages ([`super::requested_model`]), or holds a body under a key
+/// named for one ([`super::named_bodies`]).
 pub(crate) fn is_model_call(s: &SpanRecord) -> bool {
     is_kind(s, &MODEL_KINDS)
         || super::http::is_model_call(s)
         || super::requested_model::is_model_call(s)
+        || super::named_bodies::is_model_call(s)
 }
 
 /// Whether span `s` says it is an agent's run (`AGENT`, in the same
@@ -80,6 +82,7 @@ pub(super) fn model_call_at(s: &SpanRecord, i: usize, key: &[u8]) -> bool {
     (kind_word(key) && kind_at(s, i, key, &MODEL_KINDS))
         || super::http::model_call_at(s, i, key)
         || super::requested_model::model_call_at(s, i, key)
+        || super::named_bodies::model_call_at(s, i, key)
 }
 
 /// Whether attribute `i` of span `s`, whose key is `key`, ends like a kind

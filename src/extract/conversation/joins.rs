@@ -5,11 +5,14 @@
 use super::*;
 
 mod named_args;
+mod same_args;
 
 /// Joins each tool span's call to the model's request for it, warns of
 /// what only one side shows, and lists parallel calls in the model's
 /// order. Returns the calls asked for in an agent run that has no tool
-/// span at all: those are rebuilt from the conversation.
+/// span at all, or whose blank tool span stands for them
+/// ([`blank_spans`]): those are rebuilt from the conversation; and the
+/// asks paired with blank spans.
 pub(super) fn join_and_check(
     x: &Extractor,
     trace: &Trace,
@@ -17,7 +20,7 @@ pub(super) fn join_and_check(
     asked: &[AskedAt],
     carried: &[OpenAsk],
     out: &mut Analysis,
-) -> Vec<AskedAt> {
+) -> (Vec<AskedAt>, Vec<blank_spans::Pair>) {
     let (mut used, mut joined) = join(trace, asked, &mut out.calls);
     same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
     // A span joined by name that recorded no arguments: the ask's.
@@ -26,9 +29,15 @@ pub(super) fn join_and_check(
         order::fill_results(trace, asked, &joined, &mut out.calls, &mut out.notes);
         wrapped_results::unwrap_agreeing(trace, asked, &joined, &mut out.calls, &mut out.notes);
     }
-    let toolless = check(trace, seen, asked, used, &joined, carried, out);
+    // Only when an ask is left: most traces' asks are all joined.
+    let blank = if used.contains(&false) {
+        blank_spans::pair(trace, asked, |k| !used[k], &out.calls)
+    } else {
+        Vec::new()
+    };
+    let toolless = check(trace, seen, asked, used, &joined, carried, &blank, out);
     order_ties(&mut out.calls, &joined);
-    toolless
+    (toolless, blank)
 }
 
 /// Joins each call to the model's request for it (by call id, else by
@@ -77,7 +86,7 @@ pub(super) fn join(
         }
         let named =
             |k: usize| crate::extract::tool_name::normalized(&asked[k].asked.name) == call.name;
-        if let Some(k) = (0..asked.len()).find(|&k| !used[k] && named(k)) {
+        if let Some(k) = same_args::pick(asked, &used, call, named) {
             used[k] = true;
             joined[c] = Some(k);
             bare_value::joined_by_name(call, &asked[k].asked);
@@ -119,7 +128,9 @@ pub(super) fn join(
 }
 
 /// Warns of the requests no call shows and the calls no request asked
-/// for; returns the requests of agent runs without tool spans instead.
+/// for; returns the requests of agent runs without tool spans, and those a
+/// blank tool span stands for (`blank`), instead.
+#[allow(clippy::too_many_arguments)]
 fn check(
     trace: &Trace,
     seen: &[Ctx],
@@ -127,6 +138,7 @@ fn check(
     mut used: Vec<bool>,
     joined: &[Option<usize>],
     carried: &[OpenAsk],
+    blank: &[blank_spans::Pair],
     out: &mut Analysis,
 ) -> Vec<AskedAt> {
     // A retriever span not counted as a call still shows the call.
@@ -152,10 +164,11 @@ fn check(
     };
     let mut toolless = Vec::new();
     let agent_runs = agent_tool::Runs::new(&out.runs);
-    for (at, _) in asked.iter().zip(&used).filter(|(_, u)| !**u) {
+    for (k, at) in asked.iter().enumerate().filter(|(k, _)| !used[*k]) {
         let run = run_of(at.span);
         let toolless_run = run.is_some() && !runs_with_spans().contains(&run);
-        if toolless_run || agent_runs.ran(trace, at) {
+        let stood_for = blank.iter().any(|(b, _)| *b == k);
+        if toolless_run || stood_for || agent_runs.ran(trace, at) {
             toolless.push(at.clone());
             continue;
         }
