@@ -29,6 +29,8 @@ mod cross_tests;
 pub(crate) mod deferred;
 #[cfg(test)]
 mod deferred_tests;
+#[cfg(test)]
+mod echoed_ids_tests;
 mod failed;
 mod history_asked;
 #[cfg(test)]
@@ -203,6 +205,10 @@ const CONVERSATION: u64 = 6;
 fn call_keys(c: &Echo) -> Keys {
     let mut keys = Keys::default();
     if let Some(id) = &c.id {
+        keys.add(key(CALL_ID, (c.name.as_str(), id.as_str())));
+    }
+    // Found by the id its answer uses too (`twice::ids_meet`).
+    if let Some(id) = &c.also {
         keys.add(key(CALL_ID, (c.name.as_str(), id.as_str())));
     }
     let kind = match (c.from_conversation, c.id.is_some()) {
@@ -477,9 +483,17 @@ impl<T> Carry<T> {
         let name = later.name.as_str();
         let near = |start| twice::may_nest(later.start, start);
         match (&later.id, later.from_conversation) {
-            (Some(id), true) => self
-                .calls
-                .first_under(key(CALL_ID, (name, id.as_str())), is),
+            (Some(id), true) => {
+                let first = self
+                    .calls
+                    .first_under(key(CALL_ID, (name, id.as_str())), &mut is);
+                // Or by the id its answer uses (`twice::ids_meet`).
+                let also = later
+                    .also
+                    .as_deref()
+                    .and_then(|also| self.calls.first_under(key(CALL_ID, (name, also)), &mut is));
+                earlier(first, also)
+            }
             (Some(id), false) => earlier(
                 self.calls
                     .first_under(key(CALL_ID, (name, id.as_str())), &mut is),

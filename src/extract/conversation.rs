@@ -1133,7 +1133,8 @@ fn rebuild(
             }
         })
         .collect();
-    echoed::pair_noting(trace, asked, &mut requests, &mut out.notes);
+    let echoed = echoed::pair_noting(trace, asked, &mut requests, &mut out.notes);
+    out.echoed_ids.extend(echoed);
     if carried.is_some() {
         idless::key_by_name(trace, &mut requests);
     }

@@ -136,6 +136,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             Some(Echo {
                 name: c.name.clone(),
                 args: args.unwrap_or(Value::Null),
+                also: answered_as(a, c, id.as_deref()),
                 id,
                 from_conversation: c.from.is_some(),
                 window,
@@ -159,6 +160,15 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
         })
         .collect();
     (echoes, lone)
+}
+
+/// The id the result of `c` (call id `id`), a call rebuilt from the
+/// conversation, answers when a later request of its trace echoed its turn
+/// under other ids (`Analysis::echoed_ids`).
+fn answered_as(a: &Analysis, c: &ToolCall, id: Option<&str>) -> Option<String> {
+    let id = id.filter(|_| c.from.is_some() && !a.echoed_ids.is_empty())?;
+    let (_, answer) = a.echoed_ids.iter().find(|(own, _)| own == id)?;
+    Some(answer.clone())
 }
 
 /// When the traces after compare call `c` (on span `s`) as starting: a
@@ -296,7 +306,7 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                 c.name,
                 c.span_id,
                 e.trace_id,
-                e.asked.id.as_deref().map(|i| format!(" {i}")).unwrap_or_default(),
+                twice_id(e),
                 if halves {
                     "that trace the first half of this streamed model call, recording its request and no output"
                 } else if continued {
@@ -313,6 +323,20 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                 c.name, c.span_id, e.trace_id
             )
         });
+    }
+}
+
+/// The call id a [`TWICE_FORM`] entry's note names: the one both records
+/// share, the id this trace's result answers when that is not the call's
+/// own (`twice::carried`).
+fn twice_id(e: &OpenAsk) -> String {
+    let own = e.asked.id.as_deref().unwrap_or_default();
+    match e.asked.args.as_str() {
+        Some(answer) if e.form == TWICE_FORM => {
+            format!(" {answer} (the id its result answers here, for the model output's {own})")
+        }
+        _ if own.is_empty() => String::new(),
+        _ => format!(" {own}"),
     }
 }
 

@@ -279,6 +279,12 @@ pub struct Analysis {
     /// What a trace without tool spans leaves to the traces after it
     /// (`extract::carry`); `None` for most traces.
     pub open: Option<Box<carry::Open>>,
+    /// The calls rebuilt from the conversation whose turn a later request
+    /// echoed under other ids (`conversation::echoed`): the model output's
+    /// call id (the call's) and the id the request's result answers, which
+    /// another trace of the process may record the call under
+    /// (`extract::twice`).
+    pub(crate) echoed_ids: Vec<(String, String)>,
 }
 
 /// Which calls count for scoring.

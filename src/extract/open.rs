@@ -134,6 +134,10 @@ pub struct Echo {
     pub args: Value,
     /// The model's call id: the conversation's, or the tool span's.
     pub id: Option<String>,
+    /// For a call rebuilt from the conversation whose turn a later request
+    /// echoed under other ids: the id its result answers there
+    /// (`Analysis::echoed_ids`), the call's id in other records of it.
+    pub also: Option<String>,
     /// Whether the call was rebuilt from the conversation.
     pub from_conversation: bool,
     /// The time its trace covers: its spans' first start and last end.

@@ -70,12 +70,29 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
     }
     let overlap = || later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
     (later.from_conversation || earlier.from_conversation)
-        && later.id.is_some()
-        && later.id == earlier.id
+        && ids_meet(later, earlier)
         && later.name == earlier.name
         && args()
         && same_process()
         && (overlap() || adjacent(later, earlier).is_some() || between_either(later, earlier))
+}
+
+/// Whether `later` (with a call id) and `earlier` go by the same call id,
+/// or one of them by the id the other's result answers: a turn echoed
+/// under other ids (`conversation::echoed`) keeps the model output's ids
+/// (Responses item ids, `fc_...`) while another writer's record of the
+/// same model calls goes by the request's (`call_...`).
+fn ids_meet(later: &Echo, earlier: &Echo) -> bool {
+    let Some(id) = later.id.as_deref() else {
+        return false;
+    };
+    let is = |x: &Option<String>, y: &str| x.as_deref() == Some(y);
+    is(&earlier.id, id)
+        || is(&earlier.also, id)
+        || later
+            .also
+            .as_deref()
+            .is_some_and(|also| is(&earlier.id, also))
 }
 
 /// Whether two spans starting at `a` and `b` may be two records of one
@@ -314,6 +331,11 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
     // note: its arguments may be none.
     let id = match &earlier.id {
         Some(id) if between || ran => Value::String(id.clone()),
+        // Met by the id `later`'s result answers (`ids_meet`): that id,
+        // for the note.
+        Some(id) if form == TWICE_FORM && later.also.as_ref() == Some(id) => {
+            Value::String(id.clone())
+        }
         _ => Value::Null,
     };
     OpenAsk::of_echo(later, earlier, id, form)

@@ -39,21 +39,29 @@ pub(super) fn one_turn(before: &[Asked], calls: &[Asked]) -> bool {
 
 /// The pairings of results that do not go by call id, noted in `notes`:
 /// results without ids by order ([`super::order::pair_noting`]), then
-/// turns echoed under other ids ([`rekey`]).
+/// turns echoed under other ids ([`rekey`], whose re-keyed calls it
+/// returns).
 pub(super) fn pair_noting(
     trace: &Trace,
     asked: &[AskedAt],
     requests: &mut [Request],
     notes: &mut Vec<String>,
-) {
+) -> Vec<(String, String)> {
     super::order::pair_noting(trace, asked, requests, notes);
-    rekey(trace, asked, requests, notes);
+    rekey(trace, asked, requests, notes)
 }
 
 /// Gives the calls each output in `asked` asked for the results that the
 /// first later request carries for its echo of them under other ids (see
-/// the module's doc), noting it in `notes`.
-fn rekey(trace: &Trace, asked: &[AskedAt], requests: &mut [Request], notes: &mut Vec<String>) {
+/// the module's doc), noting it in `notes`. Returns each such call's
+/// output id with the id its result answers: another trace of the process
+/// may record the call under that id (`Analysis::echoed_ids`).
+fn rekey(
+    trace: &Trace,
+    asked: &[AskedAt],
+    requests: &mut [Request],
+    notes: &mut Vec<String>,
+) -> Vec<(String, String)> {
     let (answered, repeated) = seen_ids(requests);
     let asked_ids: HashSet<&str> = asked.iter().filter_map(|a| a.asked.id.as_deref()).collect();
     let mut renames: Vec<(usize, HashMap<String, String>)> = Vec::new();
@@ -100,7 +108,9 @@ fn rekey(trace: &Trace, asked: &[AskedAt], requests: &mut [Request], notes: &mut
             trace.spans[i].span_id
         ));
     }
+    let mut ids = Vec::new();
     for (from, map) in renames {
+        ids.extend(map.iter().map(|(echo, own)| (own.clone(), echo.clone())));
         for r in &mut requests[from..] {
             let ids = r.answers.iter_mut().map(|a| &mut a.id);
             let calls = r.history.iter_mut().chain(r.last_turn.iter_mut());
@@ -111,6 +121,7 @@ fn rekey(trace: &Trace, asked: &[AskedAt], requests: &mut [Request], notes: &mut
             }
         }
     }
+    ids
 }
 
 /// The call ids the requests answer, and those their histories repeat.
