@@ -284,7 +284,7 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
                         &e.asked.args,
                     ) =>
                     {
-                        "same tool, the span's arguments the model's wrapped under its one parameter, the same result".to_string()
+                        "same tool, the span's arguments the model's wrapped under its one parameter, its result, if any, the same".to_string()
                     }
                     None => "same tool and arguments".to_string(),
                 }
@@ -396,7 +396,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;
     }
     let (mut calls, lone) = echoes_of(trace, a);
-    super::wrapped_args::mark(&mut calls, a, &took);
+    super::wrapped_args::mark(&mut calls, trace, a, &took);
     for c in calls.iter_mut().filter(|c| attempts.contains(&c.span_id)) {
         c.attempt = true;
     }

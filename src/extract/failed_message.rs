@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::rules::Source;
 use super::source::{parse_json_or_string, raw_string};
-use super::wrappers::TOOL_MESSAGE_KEYS;
+use super::wrappers;
 use super::{CallResult, CallStatus, ToolCall};
 use crate::assemble::SpanRecord;
 
@@ -101,8 +101,18 @@ fn failed_content(v: &Value) -> Option<Value> {
 /// the value beside a string `type`.
 fn message_in(v: &Value, depth: usize) -> Option<&Map<String, Value>> {
     let o = v.as_object()?;
-    if let Some(m) = serialized(o).or_else(|| dumped(o)).or_else(|| as_dict(o)) {
-        return Some(m);
+    // The shapes the wrappers take a message's content off
+    // (`wrappers::langchain_message`, `langchain_callback`, `tool_message`):
+    // a message is found where a wrapper would have read it.
+    let message = if wrappers::serialized_shape(v) {
+        o.get("kwargs")
+    } else if wrappers::is_tool_message_envelope(v) {
+        o.get("data")
+    } else {
+        wrappers::is_dumped_tool_message(o).then_some(v)
+    };
+    if let Some(m) = message {
+        return m.as_object();
     }
     if depth >= MAX_DEPTH {
         return None;
@@ -118,35 +128,6 @@ fn message_in(v: &Value, depth: usize) -> Option<&Map<String, Value>> {
     message_in(inner?, depth + 1)
 }
 
-/// LangChain's serialization of a `ToolMessage` (`lc` 1, `type`
-/// `constructor`, an `id` path ending `ToolMessage`) -> its `kwargs`.
-fn serialized(o: &Map<String, Value>) -> Option<&Map<String, Value>> {
-    let class = o.get("id")?.as_array()?.last()?.as_str()?;
-    let lc = o.get("lc").and_then(Value::as_u64) == Some(1)
-        && o.get("type").and_then(Value::as_str) == Some("constructor")
-        && class == "ToolMessage";
-    lc.then(|| o.get("kwargs")?.as_object())?
-}
-
-/// Python's `model_dump()` of a `ToolMessage`: `type` `tool`, `content`,
-/// `tool_call_id`, no key a `ToolMessage` lacks.
-fn dumped(o: &Map<String, Value>) -> Option<&Map<String, Value>> {
-    let dump = o.get("type").and_then(Value::as_str) == Some("tool")
-        && o.contains_key("content")
-        && o.contains_key("tool_call_id")
-        && o.keys().all(|k| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
-    dump.then_some(o)
-}
-
-/// LangChain's `message_to_dict` of a `ToolMessage` (`{"type": "tool",
-/// "data": {"content", ...}}`, what the `tool_message` wrapper reads) -> its
-/// `data`.
-fn as_dict(o: &Map<String, Value>) -> Option<&Map<String, Value>> {
-    let data = o.get("data")?.as_object()?;
-    let tool = o.len() == 2 && o.get("type").and_then(Value::as_str) == Some("tool");
-    (tool && data.contains_key("content")).then_some(data)
-}
-
 /// A `ToolMessage`'s `repr()` (`content='...' name='...' tool_call_id='...'
 /// status='error'`: the fields `langchain_message_repr` reads) -> its
 /// content when its status says it failed.
@@ -155,10 +136,8 @@ fn repr_failed(text: &str) -> Option<Value> {
         return None;
     }
     let mut fields = super::literal::keyword_fields(text)?;
-    let message = fields.iter().any(|(k, _)| k == "tool_call_id")
-        && fields
-            .iter()
-            .all(|(k, _)| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
+    // What `wrappers::langchain_message_repr` reads: `content` first.
+    let message = wrappers::is_tool_message(&fields);
     let failed = fields
         .iter()
         .any(|(k, v)| k == "status" && v.as_str() == Some(FAILED));
@@ -258,5 +237,22 @@ mod tests {
         ] {
             assert_eq!(failed_content(&v), None, "{v}");
         }
+    }
+
+    #[test]
+    fn a_message_is_found_in_the_shapes_the_wrappers_read() {
+        // A callback record's serialized message without `lc`: the
+        // callback's wrapper takes its content off (`serialized_shape`), so
+        // its failure is found too; the call is failed.
+        let mut bare = serialized("over the limit", Some("error"));
+        bare.as_object_mut().map(|o| o.remove("lc"));
+        let record = json!({"output": bare, "kwargs": {"name": "hold"}}).to_string();
+        let failed = call(&[("gen_ai.tool.call.result", &record)]);
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("over the limit"));
+        // A `repr()` whose first field is not `content` is no message's
+        // (`wrappers::langchain_message_repr` reads none).
+        let v = json!("content_type='x' content='no' tool_call_id='tc_9' status='error'");
+        assert_eq!(failed_content(&v), None);
     }
 }

@@ -1,4 +1,5 @@
-//! A tool span without a call id, a trace of its own, that records the
+//! A tool span without a call id, a trace of its own (its root, or its one
+//! tool span: [`mark`]), that records the
 //! model's arguments wrapped in a one-key object: a decorator's record of a
 //! function's single parameter (docs/conventions.md, "One call, several
 //! spans").
@@ -37,15 +38,17 @@
 use serde_json::Value;
 
 use super::open::{Answer, Echo, OpenAsk};
-use super::ToolCall;
-use crate::assemble::SpanId;
+use super::{CallResult, ToolCall};
+use crate::assemble::{SpanId, Trace};
 
 /// A span's call whose arguments may wrap the model's (see the module's
-/// doc): its result, for the answering request's to agree with.
-#[derive(Debug, Clone, PartialEq)]
+/// doc): its result's digest, for the answering request's to agree with.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Wrapped {
-    /// The span's result, when it has one.
-    pub result: Option<Answer>,
+    /// A 64-bit digest of the span's result ([`digest`]), when it has one:
+    /// only equality is asked of it, and the carry may keep many such
+    /// spans, so not the result itself.
+    pub result: Option<u64>,
     /// Whether the span took the model's arguments from an ask already
     /// (read between the asking and the answering trace); else its own
     /// arguments are the wrapper.
@@ -112,13 +115,20 @@ pub(crate) fn ran_wrapped(counted: &Echo, span: &Echo) -> bool {
 /// the model's ([`Wrapped`]), agrees with the one the request carrying
 /// `conv`'s result holds: equal, or one of them missing.
 pub(crate) fn results_agree(conv: &Echo, span: &Echo) -> bool {
-    match (
-        span.wrapped.as_ref().and_then(|w| w.result.as_ref()),
-        &conv.answer,
-    ) {
-        (Some(result), Some(answer)) => result == answer,
+    match (span.wrapped.and_then(|w| w.result), &conv.answer) {
+        (Some(result), Some(Answer(answer))) => result == digest(answer),
         _ => true,
     }
+}
+
+/// A 64-bit digest of `result` as a JSON value, written as serde_json
+/// writes it (object keys sorted): equal for results equal as values
+/// (`open::Answer`'s equality), unequal otherwise but by a hash collision.
+pub(crate) fn digest(result: &CallResult) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    result.to_value().to_string().hash(&mut h);
+    h.finish()
 }
 
 /// [`results_agree`] for a span that took the model's arguments through a
@@ -132,12 +142,15 @@ pub(crate) fn took_agrees(conv: &Echo, span: &Echo) -> bool {
 
 /// Marks the calls of `calls` (the trace's, as the carry keeps them, in
 /// the order of `a`'s calls) that may be a wrapper's record ([`Wrapped`],
-/// with the call's result if any): a tool span's call without a call id
-/// whose arguments were taken from an ask through a wrapper (`took`, by
-/// span), or have a wrapper's shape. The other calls are left as they are.
-pub(crate) fn mark(calls: &mut [Echo], a: &super::Analysis, took: &[SpanId]) {
+/// with the call's result's digest if any): a tool span's call without a
+/// call id, in a trace of its own ([`own_trace`]), whose arguments were
+/// taken from an ask through a wrapper (`took`, by span), or have a
+/// wrapper's shape. The other calls are left as they are.
+pub(crate) fn mark(calls: &mut [Echo], trace: &Trace, a: &super::Analysis, took: &[SpanId]) {
     // One walk: `calls` follow `a.calls` in order (`echo::echoes_of`).
     let mut of_trace = a.calls.iter();
+    // Built once, at the first candidate: most traces have none.
+    let mut positions = None;
     for e in calls.iter_mut() {
         if e.from_conversation || e.id.is_some() {
             continue;
@@ -146,14 +159,27 @@ pub(crate) fn mark(calls: &mut [Echo], a: &super::Analysis, took: &[SpanId]) {
         if !took_args && !wrapper_shaped(&e.args) {
             continue;
         }
+        let positions = positions.get_or_insert_with(|| trace.positions());
+        if !own_trace(trace, positions.get(e.span_id), a) {
+            continue;
+        }
         let call = of_trace
             .by_ref()
             .find(|c| c.span_id == e.span_id && c.name == e.name && c.from.is_none());
         e.wrapped = Some(Wrapped {
-            result: call.and_then(|c| c.result.clone()).map(Answer),
+            result: call.and_then(|c| c.result.as_ref()).map(digest),
             took_args,
         });
     }
+}
+
+/// Whether the span at `at` of `trace` is a tool span in a trace of its
+/// own: the trace's root (no parent in it), or the one span of the trace
+/// a call is read from. A tool span under an agent's run among others is
+/// the record of its own call, not a decorator's of an asked one.
+fn own_trace(trace: &Trace, at: Option<usize>, a: &super::Analysis) -> bool {
+    at.is_some_and(|i| trace.parent.get(i).is_some_and(Option::is_none))
+        || a.calls.iter().filter(|c| c.from.is_none()).count() == 1
 }
 
 /// The note for `c`, a tool span's call whose own arguments `wrapper` wrap

@@ -415,7 +415,7 @@ pub(crate) fn langchain_message_repr(v: Value) -> Result<Value, Value> {
 
 /// Whether keyword fields are a `ToolMessage`'s as its `repr()` writes
 /// them: `content` first, a `tool_call_id`, no key a `ToolMessage` lacks.
-fn is_tool_message(fields: &[(String, Value)]) -> bool {
+pub(crate) fn is_tool_message(fields: &[(String, Value)]) -> bool {
     fields.first().is_some_and(|(k, _)| k == "content")
         && fields.iter().any(|(k, _)| k == "tool_call_id")
         && fields
@@ -446,11 +446,7 @@ pub(crate) fn langchain_message(v: Value) -> Result<Value, Value> {
     let Value::Object(mut o) = v else {
         return Err(v);
     };
-    let dump = o.get("type").and_then(Value::as_str) == Some("tool")
-        && o.contains_key("content")
-        && o.contains_key("tool_call_id")
-        && o.keys().all(|k| TOOL_MESSAGE_KEYS.contains(&k.as_str()));
-    if dump {
+    if is_dumped_tool_message(&o) {
         return Ok(o.remove("content").map_or(Value::Null, json_in_string));
     }
     if o.len() == 1 && o.get("output").is_some_and(is_serialized_tool_message) {
@@ -462,6 +458,15 @@ pub(crate) fn langchain_message(v: Value) -> Result<Value, Value> {
         return serialized_tool_message(v);
     }
     Err(v)
+}
+
+/// Python's `model_dump()` of a LangChain `ToolMessage`: `type` `tool`, a
+/// `content` and a `tool_call_id`, no key a `ToolMessage` lacks.
+pub(crate) fn is_dumped_tool_message(o: &Map<String, Value>) -> bool {
+    o.get("type").and_then(Value::as_str) == Some("tool")
+        && o.contains_key("content")
+        && o.contains_key("tool_call_id")
+        && o.keys().all(|k| TOOL_MESSAGE_KEYS.contains(&k.as_str()))
 }
 
 /// Exactly LangChain's serialized `ToolMessage`: the keys `lc` (1), `type`
@@ -833,11 +838,7 @@ fn texts_at(items: Vec<Value>, key: &str) -> Value {
 /// LangChain `ToolMessage` envelope `{"type": "tool", "data": {"content"}}`
 /// -> its content (JSON-decoded).
 pub(crate) fn tool_message(v: Value) -> Result<Value, Value> {
-    // `{"type", "data"}` only: a cheap test before any key lookup.
-    let shaped = v.as_object().is_some_and(|o| o.len() == 2)
-        && v.get("type").and_then(Value::as_str) == Some("tool")
-        && v.get("data").and_then(|d| d.get("content")).is_some();
-    if !shaped {
+    if !is_tool_message_envelope(&v) {
         return Err(v);
     }
     match v {
@@ -847,6 +848,15 @@ pub(crate) fn tool_message(v: Value) -> Result<Value, Value> {
         }),
         other => Err(other),
     }
+}
+
+/// Whether `v` is LangChain's `ToolMessage` envelope (`message_to_dict`):
+/// `{"type": "tool", "data": {"content", ...}}`, no other key.
+pub(crate) fn is_tool_message_envelope(v: &Value) -> bool {
+    // `{"type", "data"}` only: a cheap test before any key lookup.
+    v.as_object().is_some_and(|o| o.len() == 2)
+        && v.get("type").and_then(Value::as_str) == Some("tool")
+        && v.get("data").and_then(|d| d.get("content")).is_some()
 }
 
 /// The keys of LangChain's `on_tool_start` callback payload as OpenLLMetry
@@ -1012,7 +1022,7 @@ fn serialized_tool_message(v: Value) -> Result<Value, Value> {
 
 /// `{"type": "constructor", "id": [..., "ToolMessage"], "kwargs":
 /// {"content", ...}}`, other keys allowed.
-fn serialized_shape(v: &Value) -> bool {
+pub(crate) fn serialized_shape(v: &Value) -> bool {
     v.get("type").and_then(Value::as_str) == Some("constructor")
         && v.get("id")
             .and_then(Value::as_array)

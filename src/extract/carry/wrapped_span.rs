@@ -3,11 +3,12 @@
 //! the ask or the conversation's call of another trace (docs/conventions.md,
 //! "One call, several spans").
 //!
-//! Read after the asking trace, the span takes the arguments of the one
-//! open ask it may have run ([`Carry::wrapping_ask`]); read after the
-//! answering trace, it is the execution of the one conversation call it may
-//! have run ([`Carry::counting_wrapped`]). More than one fitting joins
-//! nothing: which of them the span ran is not known.
+//! Read after the asking trace, the span takes the arguments of the open
+//! ask of the last model output before it that it may have run
+//! ([`Carry::wrapping_ask`]); read after the answering trace, it is the
+//! execution of the one conversation call it may have run
+//! ([`Carry::counting_wrapped`]). Two fitting there joins nothing: which of
+//! them the span ran is not known.
 
 use super::{key, Carry, CONVERSATION, NAME, SPAN_BARE};
 use crate::extract::open::{Echo, OpenAsk, SPAN_BETWEEN_FORM};
@@ -33,20 +34,38 @@ impl<T> Carry<T> {
     }
 
     /// The open ask that `span`, a tool span's call without a call id, ran
-    /// with the model's arguments wrapped (`wrapped_args::wraps_ask`), when
-    /// exactly one fits.
+    /// with the model's arguments wrapped (`wrapped_args::wraps_ask`): of
+    /// the asks that fit, the one whose model output ended last before the
+    /// span started, when that output asked for no other that fits.
+    ///
+    /// An older fitting ask left open (a run aborted before its tool ran,
+    /// an evaluation repeated in one process) is not the one a later span
+    /// ran: the agent runs the calls of the model output it got last. Two
+    /// fitting asks of that last output (or of two outputs ending at the
+    /// same time) join nothing: which of them the span ran is not known.
     pub(super) fn wrapping_ask(&self, span: &Echo) -> Option<&OpenAsk> {
-        // Cheap first: only a wrapper's shape may wrap.
-        if span.id.is_some() || !wrapped_args::wrapper_shaped(&span.args) {
+        // Cheap first: only a span `wrapped_args::mark` found may wrap.
+        if span.id.is_some() || span.wrapped.as_ref().is_none_or(|w| w.took_args) {
             return None;
         }
-        let mut fits = self
+        let fits = self
             .asks
             .under(key(NAME, span.name.as_str()))
             .filter_map(|k| self.asks.get(k))
             .filter(|a| !a.is_echo() && wrapped_args::wraps_ask(span, a));
-        let first = fits.next()?;
-        fits.next().is_none().then_some(first)
+        let mut last: Option<&OpenAsk> = None;
+        let mut tied = false;
+        for a in fits {
+            match last.map(|l| a.end_time_unix_nano.cmp(&l.end_time_unix_nano)) {
+                Some(std::cmp::Ordering::Less) => {}
+                Some(std::cmp::Ordering::Equal) => tied = true,
+                None | Some(std::cmp::Ordering::Greater) => {
+                    last = Some(a);
+                    tied = false;
+                }
+            }
+        }
+        last.filter(|_| !tied)
     }
 
     /// The carried entry saying that `span`, a tool span's call without a

@@ -287,3 +287,119 @@ fn two_spans_of_one_ask_in_its_window_join_nothing() {
     ));
     assert_eq!(counts(&got), [0, 1, 0, 1]);
 }
+
+#[test]
+fn an_older_ask_left_open_does_not_make_the_span_ambiguous() {
+    // An earlier model output in the process asked for the same call and
+    // was never answered (an aborted run): the span ran the call of the
+    // last output before it, which the request answers; in either order.
+    let asks = [("call_b1", args())];
+    let stale = [("call_b0", args())];
+    for spans_last in [false, true] {
+        let mut traces = vec![asking(4, (0, 5), "p", &stale)];
+        traces.extend(in_order(
+            asking(1, (6, 10), "p", &asks),
+            vec![observed(
+                2,
+                (20, 30),
+                "p",
+                "count_bins",
+                &json!({"a": args()}),
+            )],
+            answering(3, (40, 50), "p", &asks, r#"{"bins": 4}"#),
+            spans_last,
+        ));
+        let got = read_in_order(traces);
+        assert_eq!(counts(&got).iter().sum::<usize>(), 1, "{spans_last}");
+        let counted = got.iter().flat_map(|a| &a.calls).next();
+        assert_eq!(counted.and_then(|c| c.args.value()), Some(&args()));
+    }
+}
+
+#[test]
+fn two_last_outputs_ending_together_join_nothing() {
+    // Two model outputs of the process ending at the same time, each
+    // asking for the call: which one the span ran is not known.
+    let got = read_in_order(vec![
+        asking(4, (0, 10), "p", &[("call_b0", args())]),
+        asking(1, (2, 10), "p", &[("call_b1", args())]),
+        observed(2, (20, 30), "p", "count_bins", &json!({"a": args()})),
+    ]);
+    let span = got.iter().flat_map(|a| &a.calls).find(|c| c.from.is_none());
+    assert_eq!(
+        span.and_then(|c| c.args.value()),
+        Some(&json!({"a": args()}))
+    );
+}
+
+/// A made-up job's trace: a root span (no tool) over the observed tool
+/// span of [`observed`], and `others` more tool spans beside it.
+fn in_job(trace: u8, p: &str, others: usize) -> Trace {
+    let input = json!({"a": args()}).to_string();
+    let tool = |id: u8, when: (u64, u64), name: &str, input: &str| {
+        let attrs = [("acme.span.kind", "tool"), ("acme.input", input)];
+        in_process(sp(id, Some(1), when, name, &attrs), p)
+    };
+    let mut spans = vec![
+        in_process(sp(1, None, (15, 38), "nightly job", &[]), p),
+        tool(2, (20, 30), "count_bins", &input),
+    ];
+    for i in 0..others {
+        let id = 3 + u8::try_from(i).unwrap_or(0);
+        spans.push(tool(id, (31, 33), "stamp_label", r#"{"label": "C"}"#));
+    }
+    Trace::new(TraceId([trace; 16]), spans, 0)
+}
+
+#[test]
+fn a_wrapper_shaped_span_among_others_under_a_root_is_its_own_call() {
+    // Not a trace of its own: a job's tool span beside another, under a
+    // root that is no tool span, is the record of its own call, however
+    // its arguments look; the trace's one tool span under such a root is
+    // the decorator's record still. In either order.
+    let asks = [("call_b1", args())];
+    for spans_last in [false, true] {
+        for (others, want) in [(1, 3), (0, 1)] {
+            let got = read_in_order(in_order(
+                asking(1, (0, 10), "p", &asks),
+                vec![in_job(2, "p", others)],
+                answering(3, (40, 50), "p", &asks, r#"{"bins": 4}"#),
+                spans_last,
+            ));
+            let n: usize = counts(&got).iter().sum();
+            assert_eq!(n, want, "others {others}, spans last {spans_last}");
+        }
+    }
+}
+
+#[test]
+fn the_carry_holds_a_digest_of_the_span_s_result() {
+    // Only equality is asked of a wrapper's result: a digest of the value,
+    // the same for texts of one value, whatever the result's size.
+    use crate::extract::wrapped_args::{digest, Wrapped};
+    use crate::extract::CallResult;
+    let text = |t: &str| CallResult::Json(t.into());
+    assert_eq!(
+        digest(&text(r#"{"bins": 4, "aisle": "C"}"#)),
+        digest(&CallResult::Value(json!({"aisle": "C", "bins": 4})))
+    );
+    assert_ne!(
+        digest(&text(r#"{"bins": 4}"#)),
+        digest(&text(r#"{"bins": 5}"#))
+    );
+    assert!(std::mem::size_of::<Wrapped>() <= 24);
+}
+
+#[test]
+fn the_note_of_a_span_without_a_result_claims_no_result() {
+    // Read after the answering trace, a span without a result joins on the
+    // rest: its note says the result is compared only where there is one.
+    let got = Case {
+        span_output: None,
+        ..Case::usual()
+    }
+    .read(true);
+    let notes: Vec<&String> = got.iter().flat_map(|a| &a.notes).collect();
+    let said = |n: &&String| n.contains("its one parameter, its result, if any, the same");
+    assert!(notes.iter().any(said), "{notes:?}");
+}
