@@ -170,7 +170,7 @@ impl Spent {
 /// at `start`. A start in whole milliseconds may be a clock's truncation
 /// (Langfuse's JavaScript SDK writes start times from a `Date`, end times
 /// in nanoseconds): an end within that millisecond counts as before it.
-fn ended_by(end: u64, start: u64) -> bool {
+pub(crate) fn ended_by(end: u64, start: u64) -> bool {
     const MS: u64 = 1_000_000;
     end <= start || (start.is_multiple_of(MS) && end < start.saturating_add(MS))
 }

@@ -666,6 +666,18 @@ fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
     }
 }
 
+/// A message's role. A Responses item's type stands for a role; an item
+/// typed `function` is a tool's definition, not OpenAI's older function
+/// message (a request's offered tools under an input-like key).
+fn role_of(o: &Map<String, Value>) -> &str {
+    match (o.get("role"), o.get("type")) {
+        (Some(r), _) => r.as_str(),
+        (None, Some(t)) => t.as_str().filter(|t| *t != TOOL_DEFINITION),
+        (None, None) => None,
+    }
+    .unwrap_or("")
+}
+
 fn read_request(v: &Value, form: &'static str) -> Request {
     let mut out = Request {
         form,
@@ -696,19 +708,13 @@ fn read_request(v: &Value, form: &'static str) -> Request {
     // Which calls of the last model turn results without ids answered.
     let mut paired: Vec<usize> = Vec::new();
     let mut turns = item_ids::Turns::default();
-    for m in messages.iter().chain(&results) {
+    // Where the messages after the last model turn begin.
+    let mut told_from = 0;
+    for (at, m) in messages.iter().chain(&results).enumerate() {
         let Some(o) = m.as_object() else {
             continue;
         };
-        // A Responses item's type stands for a role; an item typed
-        // `function` is a tool's definition, not OpenAI's older function
-        // message (a request's offered tools under an input-like key).
-        let role = match (o.get("role"), o.get("type")) {
-            (Some(r), _) => r.as_str(),
-            (None, Some(t)) => t.as_str().filter(|t| *t != TOOL_DEFINITION),
-            (None, None) => None,
-        }
-        .unwrap_or("");
+        let role = role_of(o);
         if MODEL_ROLES.contains(&role) || role == RESPONSES_CALL {
             let mut calls = calls_in(m);
             idless::number_turn(&mut calls, out.history.len());
@@ -725,14 +731,10 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             }
             model_spoke = true;
             out.trailing.clear();
-            out.failures.clear();
+            told_from = at + 1;
             continue;
         }
         model_spoke = false;
-        // A call that raised may be told only in text (`failed_texts`).
-        if !matches!(role, "system" | "developer") {
-            failed_texts::note(o, &mut out.failures);
-        }
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
         if out.answers.len() == before + 1 && role == "user" && out.answers[before].id.is_none() {
@@ -752,6 +754,16 @@ fn read_request(v: &Value, form: &'static str) -> Request {
             // Someone else spoke after the model's turn.
             last_turn.clear();
             out.trailing.clear();
+        }
+    }
+    // A call that raised may be told only in text (`failed_texts`). Only
+    // the messages after the last model turn are read: a text before it is
+    // history an earlier request told, and a long run's history is not
+    // parsed again in each request.
+    let after = messages.iter().chain(&results).skip(told_from);
+    for o in after.filter_map(Value::as_object) {
+        if !matches!(role_of(o), "system" | "developer") {
+            failed_texts::note(o, &mut out.failures);
         }
     }
     out.last_turn = last_turn;

@@ -31,6 +31,23 @@ pub(crate) fn parse(text: &str) -> Option<Value> {
     (p.at == p.s.len() && (v.is_object() || v.is_array())).then_some(v)
 }
 
+/// The dict, list or tuple literal at the start of `text` (spaces before
+/// it allowed, anything after it), and the bytes of `text` up to its end:
+/// [`parse`] for a value that text follows, read in one pass.
+pub(crate) fn parse_prefix(text: &str) -> Option<(Value, usize)> {
+    let start = text.len() - text.trim_start().len();
+    if !text[start..].starts_with(['{', '[', '(']) {
+        return None;
+    }
+    let mut p = Parser {
+        s: text.as_bytes(),
+        at: start,
+        reprs: false,
+    };
+    let v = p.value(0)?;
+    (v.is_object() || v.is_array()).then_some((v, p.at))
+}
+
 /// The key [`parse_repr`] gives a dataclass's name.
 pub(crate) const CLASS_KEY: &str = "__class__";
 

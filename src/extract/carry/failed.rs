@@ -6,10 +6,12 @@
 //! the next request no result under the call's id, only a text saying the
 //! tool raised (`conversation::failed_texts`). When each model call is a
 //! trace of its own, that request is in the next trace: a failure its first
-//! request tells (after its last model turn) answers the earliest ask kept
+//! request tells (after its last model turn) answers the latest ask kept
 //! here of that tool with equal arguments, from the same process, whose
-//! model output ended before the request. Each ask is answered once (taken
-//! from the carry), each told failure answers one ask.
+//! model output ended before the request (the last model output before it,
+//! as for a bare result: an older ask of the same call was never answered,
+//! and the request tells the retry's failure). Each ask is answered once
+//! (taken from the carry), each told failure answers one ask.
 
 use super::{ended_by, key, Carry, NAME};
 use crate::extract::conversation::failed_texts::tells_asked;
@@ -30,11 +32,21 @@ impl<T> Carry<T> {
     pub(super) fn failed(&self, open: &Open) -> Vec<usize> {
         let mut out: Vec<usize> = Vec::new();
         for t in &open.failed {
-            let mut free = self
+            let free = self
                 .asks
                 .under(key(NAME, t.name.as_str()))
                 .filter(|k| !out.contains(k));
-            let found = free.find(|&k| self.asks.get(k).is_some_and(|a| told_of(a, t)));
+            // The latest to end; of equal ends, the first kept.
+            let mut found: Option<(usize, u64)> = None;
+            for k in free {
+                let Some(a) = self.asks.get(k).filter(|a| told_of(a, t)) else {
+                    continue;
+                };
+                if found.is_none_or(|(_, end)| a.end_time_unix_nano > end) {
+                    found = Some((k, a.end_time_unix_nano));
+                }
+            }
+            let found = found.map(|(k, _)| k);
             out.extend(found);
         }
         out

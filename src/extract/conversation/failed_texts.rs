@@ -18,6 +18,7 @@
 //! text: a request holding more such texts than the asking span's own
 //! request holds (the history repeats older failures) has new ones.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
@@ -26,10 +27,12 @@ use serde_json::{Map, Value};
 use super::{AskedAt, Request};
 use crate::assemble::Trace;
 use crate::extract::any_word::AnyWord;
+use crate::extract::carry::ended_by;
 use crate::extract::open::{run_key, Open, OpenAsk, Told};
 use crate::extract::requested::Asked;
 use crate::extract::rules::builtin_list;
 use crate::extract::{Analysis, CallStatus, Ctx, Extractor, ToolCall};
+use crate::value::json_eq;
 
 /// One failure a request's text tells: the tool, its arguments, the
 /// error's type (when the text names one) and message.
@@ -93,40 +96,45 @@ pub(super) fn openings() -> impl Iterator<Item = &'static str> {
     shapes().0.iter().map(|s| s.opens.as_str())
 }
 
-/// A millisecond in nanoseconds.
-const MS: u64 = 1_000_000;
+/// The longest error message kept (bytes; a longer one is cut at a
+/// character's edge): a text that never writes an end word must not make
+/// each failure hold the rest of it.
+const MAX_MESSAGE: usize = 4096;
 
-/// How many places of one text are tried as the end of the arguments.
-const MAX_TRIES: usize = 64;
-
-/// The failures `text` tells, in order.
+/// The failures `text` tells, in the text's order. Each is read only up to
+/// the next opening of any shape (the next failure, or the text's end), so
+/// the text is scanned about once however many failures it tells.
 pub(crate) fn in_text(text: &str) -> Vec<Failure> {
     let (shapes, ends, _) = shapes();
+    let mut at: Vec<(usize, &Shape)> = shapes
+        .iter()
+        .flat_map(|s| {
+            text.match_indices(s.opens.as_str())
+                .map(move |(p, _)| (p, s))
+        })
+        .collect();
+    at.sort_by_key(|&(p, _)| p);
     let mut out = Vec::new();
-    for shape in shapes {
-        let mut from = 0;
-        while let Some(k) = text.get(from..).and_then(|t| t.find(shape.opens.as_str())) {
-            from += k + shape.opens.len();
-            if let Some(f) = read_one(&text[from..], shape, ends) {
-                out.push(f);
-            }
+    for (k, &(p, shape)) in at.iter().enumerate() {
+        let from = p + shape.opens.len();
+        let to = at.get(k + 1).map_or(text.len(), |&(next, _)| next);
+        if let Some(f) = text.get(from..to).and_then(|w| read_one(w, shape, ends)) {
+            out.push(f);
         }
     }
     out
 }
 
-/// The failure told right after a shape's opening words (`rest`).
+/// The failure told right after a shape's opening words, in `rest` (the
+/// text up to the next opening).
 fn read_one(rest: &str, shape: &Shape, ends: &[String]) -> Option<Failure> {
     let (name, rest) = rest.split_once(shape.after_name.as_str())?;
     if name.is_empty() || name.contains(['\n', '\'', '"']) {
         return None;
     }
-    // The arguments end where the shortest text before `after_args` is a
-    // value (a Python literal, as `str(dict)` writes it, or JSON).
-    let (args, rest) = rest
-        .match_indices(shape.after_args.as_str())
-        .take(MAX_TRIES)
-        .find_map(|(p, w)| Some((value_of(&rest[..p])?, &rest[p + w.len()..])))?;
+    // The arguments are the one value (JSON, or a Python literal as
+    // `str(dict)` writes it) `after_args` follows.
+    let (args, rest) = args_of(rest, &shape.after_args)?;
     let end = ends.iter().filter_map(|e| rest.find(e.as_str())).min();
     let error = rest[..end.unwrap_or(rest.len())].trim();
     let typed = shape
@@ -142,19 +150,32 @@ fn read_one(rest: &str, shape: &Shape, ends: &[String]) -> Option<Failure> {
         name: name.to_string(),
         args,
         error_type,
-        message: message.to_string(),
+        message: cut(message, MAX_MESSAGE).to_string(),
     })
 }
 
-/// `text` read as a value: JSON, else a Python literal.
-fn value_of(text: &str) -> Option<Value> {
-    let t = text.trim();
-    if t.is_empty() {
-        return None;
+/// The value at the start of `text` that `after` follows (spaces between
+/// allowed), and the text after `after`: read once, JSON first, else a
+/// Python literal.
+fn args_of<'t>(text: &'t str, after: &str) -> Option<(Value, &'t str)> {
+    let followed = |end: usize| text.get(end..)?.trim_start().strip_prefix(after);
+    let mut json = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    if let Some(Ok(v)) = json.next() {
+        if let Some(rest) = followed(json.byte_offset()) {
+            return Some((v, rest));
+        }
     }
-    serde_json::from_str(t)
-        .ok()
-        .or_else(|| crate::extract::literal::parse(t))
+    let (v, end) = crate::extract::literal::parse_prefix(text)?;
+    Some((v, followed(end)?))
+}
+
+/// `s`'s first `max` bytes at most, cut at a character's edge.
+fn cut(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Whether `ty` is an exception class's name (a dotted identifier).
@@ -197,35 +218,31 @@ pub(super) fn note(o: &Map<String, Value>, out: &mut Vec<Failure>) {
 
 /// The model's arguments as a value (text read as JSON or a Python
 /// literal), to compare with a failure's.
-fn asked_args(v: &Value) -> Value {
+fn asked_args(v: &Value) -> Cow<'_, Value> {
     match v {
-        Value::String(t) => crate::extract::source::parse_json_or_literal(t),
-        other => other.clone(),
+        Value::String(t) => Cow::Owned(crate::extract::source::parse_json_or_literal(t)),
+        other => Cow::Borrowed(other),
     }
 }
 
 /// Whether failure `f` tells of a call of tool `name` with arguments `args`.
 pub(crate) fn tells(f: &Failure, name: &str, args: &Value) -> bool {
-    f.name == name && f.args == asked_args(args)
+    tells_asked(&f.name, &f.args, name, args)
 }
 
 /// Whether a failure told of tool `name` with `args` (a [`Failure`]'s, as
-/// another trace keeps them) is of a call of `asked_name` with `asked_args`.
+/// another trace keeps them) is of a call of `asked_name` with `asked_args`
+/// (equal as values: `3` is `3.0`).
 pub(crate) fn tells_asked(name: &str, args: &Value, asked_name: &str, asked_args: &Value) -> bool {
-    name == asked_name && *args == self::asked_args(asked_args)
-}
-
-/// How many of `r`'s failures (after its last model turn) tell of `name`
-/// with `args`.
-fn count(r: &Request, name: &str, args: &Value) -> usize {
-    r.failures.iter().filter(|f| tells(f, name, args)).count()
+    name == asked_name && json_eq(args, &self::asked_args(asked_args))
 }
 
 /// For an ask of this trace that no request answers by id: the first
-/// request after it (span position) and the failure there that answers it,
-/// when that request tells of more such failures than the asking span's
-/// own request and than the asks answered so before (`used`: request, tool,
-/// arguments of each).
+/// request after it (span position) and the failure there that answers it.
+/// The history repeats older failures before the new one: the answer is
+/// the one after as many such failures as the asking span's own request
+/// told and asks answered so before took (`used`: request, tool, arguments
+/// of each), so a retry with the same arguments gets its own error.
 pub(super) fn answer<'r>(
     trace: &Trace,
     at: &AskedAt,
@@ -236,31 +253,26 @@ pub(super) fn answer<'r>(
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     // After the model answered: another record of the same model call
     // (a parent's, a child's) holds the same request, not the next one.
-    // A start in whole milliseconds may be a clock's truncation.
     let asked = &trace.spans[at.span].span;
     let answered = asked.end_time_unix_nano.max(asked.start_time_unix_nano);
-    let after = |i: usize| {
-        let s = start(i);
-        s >= answered || (s.is_multiple_of(MS) && s.saturating_add(MS) > answered)
-    };
     let next = (0..trace.spans.len())
-        .filter(|&i| i != at.span && inputs[i] && after(i))
+        .filter(|&i| i != at.span && inputs[i] && ended_by(answered, start(i)))
         .min_by_key(|&i| (start(i), i))?;
     let (name, args) = (at.asked.name.as_str(), &at.asked.args);
     let r = requests.get(next)?;
-    let failure = r.failures.iter().find(|f| tells(f, name, args))?;
-    let before = requests
-        .get(at.span)
-        .map_or(0, |own| count(own, name, args));
-    let args = asked_args(args);
+    let before = requests.get(at.span).map_or(0, |own| {
+        own.failures.iter().filter(|f| tells(f, name, args)).count()
+    });
     let taken = used
         .iter()
-        .filter(|(i, n, a)| *i == next && n == name && *a == args)
+        .filter(|(i, n, a)| *i == next && n == name && tells_asked(n, a, name, args))
         .count();
-    if count(r, name, &args) <= before + taken {
-        return None;
-    }
-    used.push((next, name.to_string(), args));
+    let failure = r
+        .failures
+        .iter()
+        .filter(|f| tells(f, name, args))
+        .nth(before + taken)?;
+    used.push((next, name.to_string(), asked_args(args).into_owned()));
     Some((next, failure))
 }
 
@@ -342,21 +354,38 @@ pub(super) fn carried_calls<'r>(
         .flat_map(|r| &r.answers)
         .filter_map(|a| a.id.as_deref())
         .collect();
+    // From the ends: the history repeats older failures before the new
+    // one, and the latest ask is the retry the newest failure answers.
     let mut used = vec![false; request.failures.len()];
-    for c in carried.iter().filter(|c| !c.is_echo()) {
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (j, c) in carried
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, c)| !c.is_echo())
+    {
         let Some(id) = c.asked.id.as_deref() else {
             continue;
         };
-        if answered.contains(id) || counted.contains(&(id, c.asked.name.as_str())) {
+        let paired = pairs.iter().any(|&(i, _)| {
+            carried[i].asked.id.as_deref() == Some(id) && carried[i].asked.name == c.asked.name
+        });
+        if paired || answered.contains(id) || counted.contains(&(id, c.asked.name.as_str())) {
             continue;
         }
         let free = (0..used.len())
+            .rev()
             .find(|&k| !used[k] && tells(&request.failures[k], &c.asked.name, &c.asked.args));
-        let Some(k) = free else {
-            continue;
-        };
-        used[k] = true;
-        counted.insert((id, &c.asked.name));
+        if let Some(k) = free {
+            used[k] = true;
+            pairs.push((j, k));
+        }
+    }
+    for &(j, k) in pairs.iter().rev() {
+        let c = &carried[j];
+        if let Some(id) = c.asked.id.as_deref() {
+            counted.insert((id, &c.asked.name));
+        }
         let told = (f, &request.failures[k]);
         let mut call = failed_call(ctx, out, f, &c.asked, c.form, told, Some(c));
         call.start_time_unix_nano = super::asked_time::asked_start(c, start(f));

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::{in_text, Failure};
 use crate::assemble::{Trace, TraceId};
-use crate::extract::test_support::{asking_trace, final_text_trace, read_in_order};
+use crate::extract::test_support::{asking_trace, chat_trace, final_text_trace, read_in_order};
 use crate::extract::tests::sp;
 use crate::extract::{Analysis, CallStatus, Extractor};
 
@@ -265,4 +265,140 @@ fn the_next_request_is_the_first_after_the_model_answered_not_another_record_of_
     let a = Extractor::default().analyze(&Trace::new(TraceId([8; 16]), spans, 0));
     assert_eq!(failed(&a).len(), 1, "{:?}", a.warnings);
     assert_eq!(a.calls[0].end_time_unix_nano, 110);
+}
+
+#[test]
+fn a_text_of_many_failures_without_end_words_holds_each_message_once() {
+    // Each failure ends at the next one's opening: no message holds the
+    // rest of the text (a text of k failures would hold k x n/2 bytes).
+    let one = "Error when executing tool tack with arguments {}: TurnError: luffed ";
+    let f = in_text(&one.repeat(500));
+    assert_eq!(f.len(), 500);
+    assert!(f.iter().all(|f| f.message == "luffed"), "{:?}", f[0]);
+    // A message longer than the bound is cut (at a character's edge).
+    let long = format!(
+        "Error when executing tool tack with arguments {{}}: TurnError: {}",
+        "é".repeat(3000)
+    );
+    let f = in_text(&long);
+    assert_eq!(f.len(), 1);
+    assert!(f[0].message.len() <= super::MAX_MESSAGE && f[0].message.len() > 4000);
+    assert!(f[0].message.chars().all(|c| c == 'é'));
+}
+
+#[test]
+fn arguments_of_any_length_are_read_once_whatever_they_hold() {
+    // Many `": "` inside the arguments (each once a try at their end).
+    let note = "tide: low ".repeat(90);
+    let text = told("moor", &format!("{{'pier': 4, 'note': '{note}'}}"));
+    let f = in_text(&text);
+    assert_eq!(f.len(), 1, "{text}");
+    assert_eq!(f[0].args, json!({"pier": 4, "note": note}));
+    assert_eq!(f[0].error_type.as_deref(), Some("ValueError"));
+    // JSON arguments with the separator inside a string.
+    let text = "Error executing tool 'moor' with arguments {\"note\": \"a: b: c\"}: KeyError: pier";
+    let f = in_text(text);
+    assert_eq!(f[0].args, json!({"note": "a: b: c"}));
+    assert_eq!(f[0].message, "pier");
+    // A value the separator does not follow, or no value: nothing.
+    assert!(in_text("Error executing tool 'moor' with arguments {'pier': 4} x: E: m").is_empty());
+    assert!(in_text("Error executing tool 'moor' with arguments (4): E: m").is_empty());
+}
+
+/// [`told`] with another error.
+fn told_as(name: &str, args: &str, error: &str) -> String {
+    format!("Error:\nError executing tool '{name}' with arguments {args}: {error}\nNow let's retry: take care.\n")
+}
+
+#[test]
+fn a_retry_with_the_same_arguments_gets_its_own_error_in_one_trace() {
+    let user = |t: &str| json!({"role": "user", "content": t});
+    let task = user("sail");
+    let first = told_as("hoist_sail", "{'mast': 2}", "ValueError: cracked");
+    let both = format!(
+        "{first}{}",
+        told_as("hoist_sail", "{'mast': 2}", "TimeoutError: winch stuck")
+    );
+    let trace = one_trace(&[
+        (vec![task.clone()], asks("h1", 2)),
+        (vec![task.clone(), user(&first)], asks("h2", 2)),
+        (
+            vec![task, user(&both)],
+            json!([{"role": "assistant", "content": "done"}]),
+        ),
+    ]);
+    let a = Extractor::default().analyze(&trace);
+    let errors: Vec<_> = a
+        .calls
+        .iter()
+        .map(|c| (c.call_id.as_deref(), c.error_type.as_deref()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (Some("h1"), Some("ValueError")),
+            (Some("h2"), Some("TimeoutError"))
+        ]
+    );
+}
+
+#[test]
+fn a_retry_with_the_same_arguments_gets_its_own_error_across_traces() {
+    let user = |t: &str| json!({"role": "user", "content": t});
+    let first = told_as("hoist_sail", "{'mast': 2}", "ValueError: cracked");
+    let both = format!(
+        "{first}{}",
+        told_as("hoist_sail", "{'mast': 2}", "TimeoutError: winch stuck")
+    );
+    let input = |t: &str| Value::Array(vec![user("sail"), user(t)]).to_string();
+    let retry = chat_trace(
+        2,
+        (20, 30),
+        Some(&input(&first)),
+        Some(&asks("h2", 2).to_string()),
+    );
+    let done = json!([{"role": "assistant", "content": "done"}]).to_string();
+    let last = chat_trace(3, (40, 50), Some(&input(&both)), Some(&done));
+    let first_ask = chat_trace(1, (0, 10), None, Some(&asks("h1", 2).to_string()));
+    let read = read_in_order(vec![first_ask, retry, last]);
+    let errors: Vec<_> = read
+        .iter()
+        .flat_map(|a| &a.calls)
+        .map(|c| (c.call_id.as_deref(), c.error_type.as_deref()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (Some("h1"), Some("ValueError")),
+            (Some("h2"), Some("TimeoutError"))
+        ]
+    );
+}
+
+#[test]
+fn a_failure_told_across_traces_answers_the_latest_ask_before_it() {
+    // h0 was never answered (an aborted step); h1 asked the same later.
+    let first = chat_trace(1, (0, 10), None, Some(&asks("h0", 2).to_string()));
+    let again = chat_trace(2, (20, 30), None, Some(&asks("h1", 2).to_string()));
+    let next = final_text_trace(3, (40, 50), request(&told("hoist_sail", "{'mast': 2}")));
+    let read = read_in_order(vec![first, again, next]);
+    let calls: Vec<_> = read.iter().flat_map(|a| &a.calls).collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].call_id.as_deref(), Some("h1"));
+    assert_eq!(calls[0].start_time_unix_nano, 30);
+}
+
+#[test]
+fn arguments_equal_as_values_are_the_same_call() {
+    // The model wrote 2.0, the loop's text 2.
+    let ask = chat_trace(
+        1,
+        (0, 10),
+        None,
+        Some(&json!([{"role": "assistant", "tool_calls": [{"id": "h1", "type": "function", "function": {"name": "hoist_sail", "arguments": "{\"mast\": 2.0}"}}]}]).to_string()),
+    );
+    let next = final_text_trace(2, (20, 30), request(&told("hoist_sail", "{'mast': 2}")));
+    let read = read_in_order(vec![ask, next]);
+    assert_eq!(read[1].calls.len(), 1, "{:?}", read[0].warnings);
+    assert_eq!(read[1].calls[0].call_id.as_deref(), Some("h1"));
 }
