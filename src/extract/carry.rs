@@ -53,6 +53,7 @@ mod wrapped_tests;
 use std::collections::VecDeque;
 
 use super::kept::{key, Kept, Keys};
+use super::open::ended_by;
 pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, ASKED_NAME_FORM, HISTORY_FORM};
 use super::{attempts, echo, hollow_record, mcp_record_result, pending, twice};
@@ -164,15 +165,6 @@ impl Spent {
     pub fn into_traces(self) -> Vec<Trace> {
         self.traces
     }
-}
-
-/// Whether an ask that ended at `end` ended before a request that started
-/// at `start`. A start in whole milliseconds may be a clock's truncation
-/// (Langfuse's JavaScript SDK writes start times from a `Date`, end times
-/// in nanoseconds): an end within that millisecond counts as before it.
-pub(crate) fn ended_by(end: u64, start: u64) -> bool {
-    const MS: u64 = 1_000_000;
-    end <= start || (start.is_multiple_of(MS) && end < start.saturating_add(MS))
 }
 
 /// Whether a request of process `run` that started at `start` answers ask

@@ -177,7 +177,7 @@ pub struct Echo {
     /// For a tool span's call without a call id whose arguments wrap, or
     /// were taken through a wrapper from, the model's: its result
     /// (`wrapped_args`); `None` otherwise.
-    pub wrapped: Option<super::wrapped_args::Wrapped>,
+    pub wrapped: Option<Wrapped>,
 }
 
 /// A call's result as the carry keeps it, for `answer_key` to compare:
@@ -385,4 +385,26 @@ pub(crate) fn resource_key(resource: &Resource) -> u64 {
         format!("{:?}", kv.value).hash(&mut h);
     }
     h.finish()
+}
+
+/// A span's call whose arguments may wrap the model's (`super::wrapped_args`): its result's digest, for the answering request's to agree with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Wrapped {
+    /// A 64-bit digest of the span's result ([`super::wrapped_args::digest`]), when it has one:
+    /// only equality is asked of it, and the carry may keep many such
+    /// spans, so not the result itself.
+    pub result: Option<u64>,
+    /// Whether the span took the model's arguments from an ask already
+    /// (read between the asking and the answering trace); else its own
+    /// arguments are the wrapper.
+    pub took_args: bool,
+}
+
+/// Whether an ask that ended at `end` ended before a request that started
+/// at `start`. A start in whole milliseconds may be a clock's truncation
+/// (Langfuse's JavaScript SDK writes start times from a `Date`, end times
+/// in nanoseconds): an end within that millisecond counts as before it.
+pub(crate) fn ended_by(end: u64, start: u64) -> bool {
+    const MS: u64 = 1_000_000;
+    end <= start || (start.is_multiple_of(MS) && end < start.saturating_add(MS))
 }

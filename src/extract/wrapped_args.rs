@@ -37,23 +37,9 @@
 
 use serde_json::Value;
 
-use super::open::{Answer, Echo, OpenAsk};
+use super::open::{Answer, Echo, OpenAsk, Wrapped};
 use super::{CallResult, ToolCall};
 use crate::assemble::{SpanId, Trace};
-
-/// A span's call whose arguments may wrap the model's (see the module's
-/// doc): its result's digest, for the answering request's to agree with.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Wrapped {
-    /// A 64-bit digest of the span's result ([`digest`]), when it has one:
-    /// only equality is asked of it, and the carry may keep many such
-    /// spans, so not the result itself.
-    pub result: Option<u64>,
-    /// Whether the span took the model's arguments from an ask already
-    /// (read between the asking and the answering trace); else its own
-    /// arguments are the wrapper.
-    pub took_args: bool,
-}
 
 /// Whether `span`, a tool span's arguments, are `asked`, the model's,
 /// wrapped in a one-key object whose key is none of the model's argument

@@ -376,7 +376,8 @@ fn a_wrapper_shaped_span_among_others_under_a_root_is_its_own_call() {
 fn the_carry_holds_a_digest_of_the_span_s_result() {
     // Only equality is asked of a wrapper's result: a digest of the value,
     // the same for texts of one value, whatever the result's size.
-    use crate::extract::wrapped_args::{digest, Wrapped};
+    use crate::extract::open::Wrapped;
+    use crate::extract::wrapped_args::digest;
     use crate::extract::CallResult;
     let text = |t: &str| CallResult::Json(t.into());
     assert_eq!(

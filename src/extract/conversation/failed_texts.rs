@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use super::{AskedAt, Request};
 use crate::assemble::Trace;
 use crate::extract::any_word::AnyWord;
-use crate::extract::carry::ended_by;
+use crate::extract::open::ended_by;
 use crate::extract::open::{run_key, Open, OpenAsk, Told};
 use crate::extract::requested::Asked;
 use crate::extract::rules::builtin_list;
