@@ -9,15 +9,7 @@ use serde_json::{json, Value};
 use super::{Analysis, CallStatus, Extractor, FROM_CONVERSATION};
 use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
 
-fn sp(
-    id: u8,
-    parent: Option<u8>,
-    when: (u64, u64),
-    name: &str,
-    attrs: &[(&str, &str)],
-) -> SpanRecord {
-    crate::extract::tests::sp(id, parent, when, name, attrs)
-}
+use crate::extract::tests::sp;
 
 fn analyze(spans: Vec<SpanRecord>) -> Analysis {
     Extractor::default().analyze(&Trace::new(TraceId([5; 16]), spans, 0))
