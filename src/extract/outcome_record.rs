@@ -29,9 +29,10 @@
 //!
 //! A failed record (a failure status, no value, an error that is text) is
 //! a failed call: its error the error message, no result, as a span with
-//! status ERROR reads. A record of success gives its value (JSON-decoded),
-//! as `agno_result` does where a rule lists it. Any other record stays as
-//! it was read.
+//! status ERROR reads (a span already failed keeps its own message, and
+//! loses the record as its result). A record of success gives its value
+//! (JSON-decoded), as `agno_result` does where a rule lists it. Any other
+//! record stays as it was read.
 
 use std::sync::OnceLock;
 
@@ -97,7 +98,7 @@ enum Outcome {
 /// Reads `call`, read from span `s`, as the record in `from` (the rule's
 /// own result source its result came from) says (see the module's doc).
 pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
-    if call.status != CallStatus::Ok || call.result.is_none() {
+    if call.result.is_none() {
         return;
     }
     let (Some(src), Some(rec)) = (from, record()) else {
@@ -106,30 +107,33 @@ pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     let Some(text) = raw_string(&src.field, s) else {
         return;
     };
+    let ok = call.status == CallStatus::Ok;
     match outcome(rec, text) {
+        // A span already failed keeps its own message; the record is no
+        // value of the tool's either way.
         Some(Outcome::Failed(message)) => {
+            if ok || call.error_message.is_none() {
+                call.error_message = Some(message);
+            }
             call.status = CallStatus::Error;
-            call.error_message = Some(message);
             call.result = None;
         }
-        Some(Outcome::Returned(v)) => call.result = Some(CallResult::Value(v)),
-        None => {}
+        Some(Outcome::Returned(v)) if ok => call.result = Some(CallResult::Value(v)),
+        _ => {}
     }
 }
 
 /// What the record `text` is says of its call; `None` when `text` is no
 /// record of the declared shape, or one of another status.
 fn outcome(rec: &Record, text: &str) -> Option<Outcome> {
-    // Cheap first: most results name neither key.
-    if !rec
-        .finders
-        .iter()
-        .all(|f| f.find(text.as_bytes()).is_some())
-    {
+    let mut t = text.trim();
+    // Cheap first: the record opens as its `str()`, an object or a JSON
+    // string, and names both keys; most results do not.
+    let opens = t.starts_with(rec.repr_start.as_str()) || t.starts_with(['{', '"']);
+    if !opens || !rec.finders.iter().all(|f| f.find(t.as_bytes()).is_some()) {
         return None;
     }
     let quoted;
-    let mut t = text.trim();
     // The record's `str()` as a JSON string.
     if t.starts_with('"') {
         quoted = serde_json::from_str::<String>(t).ok()?;
@@ -292,9 +296,12 @@ mod tests {
             (c.status, c.error_message.as_deref(), c.result.is_none()),
             (CallStatus::Error, Some("lane 4 is closed"), true)
         );
-        // A span already failed keeps its own message.
+        // A span already failed keeps its own message, not the record.
         let c = traceloop_call(text, true);
-        assert_eq!(c.error_message.as_deref(), Some("raised"));
+        assert_eq!(
+            (c.error_message.as_deref(), c.result.is_none()),
+            (Some("raised"), true)
+        );
         // A tool's own dict with a failed status is its result.
         let own = r#"{"lane": 4, "status": "failed", "reason": "closed"}"#;
         let c = traceloop_call(own, false);
