@@ -184,8 +184,9 @@ fn an_agno_execution_result_gives_its_result_and_nothing_else_does() {
         tool(1, "status='success' result={'high': '06:12', 'metres': 6.5} error=None updated_session_state=None images=None videos=None audios=None files=None"),
         tool(2, "status='success' result='calm' error=None"),
         tool(3, r#"status='success' result='{"coef": 95}' error=None files=None"#),
-        // Not Agno's fields alone or a failure: no `result` taken, the
-        // fields read as any model's `str()` (an object); no literal: text.
+        // Not Agno's fields alone: no `result` taken, the fields read as
+        // any model's `str()` (an object); a failure is a failed call, no
+        // result (`outcome_record`); no literal: text.
         tool(4, "status='success' result='calm' mood='fine'"),
         tool(5, "status='failure' result=None error='no such harbour'"),
         tool(6, "status='success' result=Tide(high='06:12') error=None"),
@@ -198,7 +199,7 @@ fn an_agno_execution_result_gives_its_result_and_nothing_else_does() {
             Some(json!("calm")),
             Some(json!({"coef": 95})),
             Some(json!({"status": "success", "result": "calm", "mood": "fine"})),
-            Some(json!({"status": "failure", "result": null, "error": "no such harbour"})),
+            None,
             Some(json!(
                 "status='success' result=Tide(high='06:12') error=None"
             )),

@@ -72,6 +72,7 @@ mod next_results;
 mod no_args;
 mod ns_result;
 mod open;
+mod outcome_record;
 mod own_records;
 mod pending;
 #[cfg(test)]
@@ -902,6 +903,8 @@ impl Extractor {
             };
             // A failed LangChain `ToolMessage` as the result (`failed_message`).
             failed_message::mark(from, s, &mut call);
+            // A framework's record of a failed run as the result (`outcome_record`).
+            outcome_record::mark(from, s, &mut call);
             if role == Role::Retriever {
                 out.retrievers.push(call);
             } else {

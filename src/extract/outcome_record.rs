@@ -1,0 +1,352 @@
+//! A tool span whose result is the framework's record of how the call
+//! went, not the tool's value (docs/conventions.md, "Framework frames").
+//!
+//! Agno runs every tool through `FunctionCall.execute()`, which returns a
+//! `FunctionExecutionResult`: `status` `success` with the tool's value in
+//! `result`, or `status` `failure` with `result` `None` and the raised
+//! error's text in `error` (the text Agno hands the model). OpenLLMetry's
+//! Agno instrumentation records that record's `str()` as the tool span's
+//! output (`status='failure' result=None error='...'
+//! updated_session_state=None images=None ...`) and leaves the span's
+//! status unset, so a raised call looks like one that returned the record.
+//! A writer could as well record the record's dump (JSON, or a Python
+//! dict's `repr()`).
+//!
+//! The record's keys are data (`[vocabulary]` of `builtin.toml`):
+//! `outcome_record_keys` its status, value and error keys, in that order;
+//! `outcome_record_extra_keys` the keys only the record holds beside them;
+//! `outcome_failed` and `outcome_succeeded` its statuses. The text the
+//! rule's own result source holds is such a record when its shape is the
+//! record's, not when it merely holds the words:
+//!
+//! - pydantic's `str()` (keyword fields, opening with the status key): the
+//!   three keys and no key outside the record (older Agno wrote only the
+//!   three); no tool's value is written so.
+//! - an object (JSON or a Python dict literal): the three keys, at least
+//!   one of the record's other keys, and no key outside the record. A
+//!   tool's own dict of `status`, `result` and `error` alone, or with a
+//!   business field, is the tool's value and stays.
+//!
+//! A failed record (a failure status, no value, an error that is text) is
+//! a failed call: its error the error message, no result, as a span with
+//! status ERROR reads (a span already failed keeps its own message, and
+//! loses the record as its result). A record of success gives its value
+//! (JSON-decoded), as `agno_result` does where a rule lists it. Any other
+//! record stays as it was read.
+
+use std::sync::OnceLock;
+
+use memchr::memmem::Finder;
+use serde_json::{Map, Value};
+
+use super::rules::{builtin_list, Source};
+use super::source::{parse_json_or_string, raw_string};
+use super::{CallResult, CallStatus, ToolCall};
+use crate::assemble::SpanRecord;
+
+/// The declared record (`[vocabulary]` lists of `builtin.toml`).
+struct Record {
+    /// The status, value and error keys.
+    status: &'static str,
+    value: &'static str,
+    error: &'static str,
+    /// Every key the record may hold besides those three.
+    extra: &'static [String],
+    failed: &'static [String],
+    succeeded: &'static [String],
+    /// How its `str()` opens (`status=`), and finders for the status and
+    /// error keys, for the cheap look before any parse.
+    repr_start: String,
+    finders: [Finder<'static>; 2],
+}
+
+/// [`Record`], looked up once; `None` when the vocabulary declares no
+/// record (a table without the three keys reads nothing).
+fn record() -> Option<&'static Record> {
+    static RECORD: OnceLock<Option<Record>> = OnceLock::new();
+    RECORD
+        .get_or_init(|| {
+            let [status, value, error] = builtin_list("outcome_record_keys") else {
+                return None;
+            };
+            Some(Record {
+                status,
+                value,
+                error,
+                extra: builtin_list("outcome_record_extra_keys"),
+                failed: builtin_list("outcome_failed"),
+                succeeded: builtin_list("outcome_succeeded"),
+                repr_start: format!("{status}="),
+                finders: [
+                    Finder::new(status.as_bytes()).into_owned(),
+                    Finder::new(error.as_bytes()).into_owned(),
+                ],
+            })
+        })
+        .as_ref()
+}
+
+/// What a record says of its call.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// The call failed with this error message.
+    Failed(String),
+    /// The call returned this value.
+    Returned(Value),
+}
+
+/// Reads `call`, read from span `s`, as the record in `from` (the rule's
+/// own result source its result came from) says (see the module's doc).
+pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
+    if call.result.is_none() {
+        return;
+    }
+    let (Some(src), Some(rec)) = (from, record()) else {
+        return;
+    };
+    let Some(text) = raw_string(&src.field, s) else {
+        return;
+    };
+    let ok = call.status == CallStatus::Ok;
+    match outcome(rec, text) {
+        // A span already failed keeps its own message; the record is no
+        // value of the tool's either way.
+        Some(Outcome::Failed(message)) => {
+            if ok || call.error_message.is_none() {
+                call.error_message = Some(message);
+            }
+            call.status = CallStatus::Error;
+            call.result = None;
+        }
+        Some(Outcome::Returned(v)) if ok => call.result = Some(CallResult::Value(v)),
+        _ => {}
+    }
+}
+
+/// What the record `text` is says of its call; `None` when `text` is no
+/// record of the declared shape, or one of another status.
+fn outcome(rec: &Record, text: &str) -> Option<Outcome> {
+    let mut t = text.trim();
+    // Cheap first: the record opens as its `str()`, an object or a JSON
+    // string, and names both keys; most results do not.
+    let opens = t.starts_with(rec.repr_start.as_str()) || t.starts_with(['{', '"']);
+    if !opens || !rec.finders.iter().all(|f| f.find(t.as_bytes()).is_some()) {
+        return None;
+    }
+    let quoted;
+    // The record's `str()` as a JSON string.
+    if t.starts_with('"') {
+        quoted = serde_json::from_str::<String>(t).ok()?;
+        t = quoted.trim();
+    }
+    let fields = if t.starts_with(rec.repr_start.as_str()) {
+        let fields: Map<String, Value> = super::literal::keyword_fields(t)?.into_iter().collect();
+        known_keys(rec, &fields).then_some(fields)?
+    } else if t.starts_with('{') {
+        let Value::Object(fields) = super::source::parse_json_or_literal(t) else {
+            return None;
+        };
+        let own = fields.keys().any(|k| rec.extra.contains(k));
+        (own && known_keys(rec, &fields)).then_some(fields)?
+    } else {
+        return None;
+    };
+    read(rec, fields)
+}
+
+/// Whether `fields` hold the record's three keys and no key outside it.
+fn known_keys(rec: &Record, fields: &Map<String, Value>) -> bool {
+    let core = [rec.status, rec.value, rec.error];
+    core.iter().all(|k| fields.contains_key(*k))
+        && fields
+            .keys()
+            .all(|k| core.contains(&k.as_str()) || rec.extra.contains(k))
+}
+
+/// The outcome a record's `fields` state: failed (no value, an error that
+/// is text), or returned (no error).
+fn read(rec: &Record, mut fields: Map<String, Value>) -> Option<Outcome> {
+    let status = fields.get(rec.status)?.as_str()?;
+    let is = |words: &[String]| words.iter().any(|w| w == status);
+    let error = fields.get(rec.error)?;
+    let value = fields.get(rec.value)?;
+    if is(rec.failed) && value.is_null() {
+        let message = error.as_str().map(str::trim).filter(|m| !m.is_empty())?;
+        return Some(Outcome::Failed(message.to_string()));
+    }
+    if is(rec.succeeded) && error.is_null() {
+        return Some(Outcome::Returned(match fields.remove(rec.value)? {
+            Value::String(t) => parse_json_or_string(&t),
+            v => v,
+        }));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn of(text: &str) -> Option<Outcome> {
+        outcome(
+            record().expect("the built-in table declares the record"),
+            text,
+        )
+    }
+
+    fn failed(m: &str) -> Option<Outcome> {
+        Some(Outcome::Failed(m.to_string()))
+    }
+
+    #[test]
+    fn a_failed_record_is_a_failed_call_in_each_form() {
+        let tail = "updated_session_state=None images=None videos=None audios=None files=None";
+        assert_eq!(
+            of(&format!(
+                "status='failure' result=None error='lane 4 is closed' {tail}"
+            )),
+            failed("lane 4 is closed")
+        );
+        // Older Agno wrote the three keys alone.
+        assert_eq!(
+            of("status='failure' result=None error='lane 4 is closed'"),
+            failed("lane 4 is closed")
+        );
+        // The record's dump, as JSON, as a Python dict, and as a JSON
+        // string holding its `str()`.
+        let dump = json!({"status": "failed", "result": null, "error": "no crate 9",
+            "updated_session_state": null, "images": null});
+        assert_eq!(of(&dump.to_string()), failed("no crate 9"));
+        assert_eq!(
+            of("{'status': 'error', 'result': None, 'error': 'no crate 9', 'files': None}"),
+            failed("no crate 9")
+        );
+        let quoted = json!("status='failure' result=None error='no crate 9'").to_string();
+        assert_eq!(of(&quoted), failed("no crate 9"));
+    }
+
+    #[test]
+    fn a_record_of_success_gives_its_value() {
+        let dump = json!({"status": "success", "result": "{\"crate\": 9}", "error": null,
+            "updated_session_state": null});
+        assert_eq!(
+            of(&dump.to_string()),
+            Some(Outcome::Returned(json!({"crate": 9})))
+        );
+        assert_eq!(
+            of("status='success' result={'crate': 9} error=None"),
+            Some(Outcome::Returned(json!({"crate": 9})))
+        );
+    }
+
+    #[test]
+    fn near_records_stay() {
+        for kept in [
+            // A failure with no error text, or an empty one.
+            "status='failure' result=None error=None updated_session_state=None",
+            "status='failure' result=None error='  '",
+            // A failure that holds a value, a status the record lacks.
+            "status='failure' result='half' error='x'",
+            "status='pending' result=None error=None",
+            // A key outside the record.
+            "status='failure' result=None error='x' mood='bad'",
+            // A tool's own dicts: a business field beside the words, the
+            // three keys alone, a key outside the record.
+            r#"{"order": 7, "status": "failed", "reason": "card declined"}"#,
+            r#"{"order": 7, "status": "failed", "error": "card declined"}"#,
+            r#"{"status": "failed", "result": null, "error": "card declined"}"#,
+            r#"{"status": "failed", "result": null, "error": "x", "images": null, "order": 7}"#,
+            // Text that is no record.
+            "the status is failure: error 5",
+            "[1, 2]",
+        ] {
+            assert_eq!(of(kept), None, "{kept}");
+        }
+    }
+
+    /// The call read from a span of rule `traceloop` whose output is
+    /// `output`, the span failed (status ERROR) when `error`.
+    fn traceloop_call(output: &str, error: bool) -> ToolCall {
+        use crate::assemble::{Trace, TraceId};
+        let attrs = [
+            ("traceloop.span.kind", "tool"),
+            ("traceloop.entity.name", "open_lane"),
+            ("traceloop.entity.input", r#"{"lane": 4}"#),
+            ("traceloop.entity.output", output),
+        ];
+        let mut s = crate::extract::tests::sp(1, None, (0, 5), "open_lane.tool", &attrs);
+        if error {
+            s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+                code: 2,
+                message: "raised".into(),
+            });
+        }
+        let t = Trace::new(TraceId([7; 16]), vec![s], 0);
+        let a = crate::extract::Extractor::default().analyze(&t);
+        a.calls.into_iter().next().expect("one call")
+    }
+
+    #[test]
+    fn a_span_whose_output_is_a_failed_record_is_a_failed_call() {
+        let text = "status='failure' result=None error='lane 4 is closed' images=None";
+        let c = traceloop_call(text, false);
+        assert_eq!(
+            (c.status, c.error_message.as_deref(), c.result.is_none()),
+            (CallStatus::Error, Some("lane 4 is closed"), true)
+        );
+        // A span already failed keeps its own message, not the record.
+        let c = traceloop_call(text, true);
+        assert_eq!(
+            (c.error_message.as_deref(), c.result.is_none()),
+            (Some("raised"), true)
+        );
+        // A tool's own dict with a failed status is its result.
+        let own = r#"{"lane": 4, "status": "failed", "reason": "closed"}"#;
+        let c = traceloop_call(own, false);
+        assert_eq!(c.status, CallStatus::Ok);
+        let got = c.result.as_ref().map(CallResult::to_value);
+        assert_eq!(got, Some(serde_json::from_str(own).expect("JSON")));
+    }
+
+    /// The call an OTel GenAI tool span with result `result` reads as.
+    fn genai_call(result: &str) -> ToolCall {
+        use crate::assemble::{Trace, TraceId};
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "open_lane"),
+            ("gen_ai.tool.call.arguments", r#"{"lane": 4}"#),
+            ("gen_ai.tool.call.result", result),
+        ];
+        let s = crate::extract::tests::sp(1, None, (0, 5), "execute_tool open_lane", &attrs);
+        let t = Trace::new(TraceId([8; 16]), vec![s], 0);
+        let a = crate::extract::Extractor::default().analyze(&t);
+        a.calls.into_iter().next().expect("one call")
+    }
+
+    #[test]
+    fn the_record_dumped_under_any_rule_reads_the_same() {
+        let dump = |status: &str, result: Value, error: Value| {
+            json!({"status": status, "result": result, "error": error,
+                "updated_session_state": null, "images": null, "videos": null,
+                "audios": null, "files": null})
+            .to_string()
+        };
+        let c = genai_call(&dump("failure", Value::Null, json!("lane 4 is closed")));
+        assert_eq!(
+            (c.status, c.error_message.as_deref(), c.result.is_none()),
+            (CallStatus::Error, Some("lane 4 is closed"), true)
+        );
+        let c = genai_call(&dump("success", json!("{\"open\": true}"), Value::Null));
+        assert_eq!(c.status, CallStatus::Ok);
+        let got = c.result.as_ref().map(CallResult::to_value);
+        assert_eq!(got, Some(json!({"open": true})));
+        // The tool's own dict of the record's words alone stays.
+        let own = r#"{"status": "failed", "result": null, "error": "lane 4 is closed"}"#;
+        let c = genai_call(own);
+        assert_eq!(c.status, CallStatus::Ok);
+        let got = c.result.as_ref().map(CallResult::to_value);
+        assert_eq!(got, Some(serde_json::from_str(own).expect("JSON")));
+    }
+}
