@@ -34,12 +34,18 @@ struct Keys {
     exact: Vec<&'static str>,
     tails: Vec<(&'static str, &'static str)>,
     namespaces: &'static [String],
+    /// The last bytes of the exact keys and tails: a key ending otherwise
+    /// is none of them (the first test [`holds_key`] makes).
+    ends: Vec<u8>,
 }
 
 fn keys() -> &'static Keys {
     static KEYS: OnceLock<Keys> = OnceLock::new();
     KEYS.get_or_init(|| {
         let list = builtin_list("qualified_function_keys");
+        let mut ends: Vec<u8> = list.iter().filter_map(|k| k.bytes().last()).collect();
+        ends.sort_unstable();
+        ends.dedup();
         Keys {
             exact: list
                 .iter()
@@ -50,6 +56,7 @@ fn keys() -> &'static Keys {
                 .filter_map(|k| Some((k.as_str(), k.strip_prefix(ANY)?)))
                 .collect(),
             namespaces: builtin_list("qualified_function_namespaces"),
+            ends,
         }
     })
 }
@@ -166,11 +173,12 @@ pub(crate) fn kept(
 fn holds_key(s: &SpanRecord) -> bool {
     let k = keys();
     s.span.attr_keys().any(|key| {
-        k.exact.iter().any(|e| e.as_bytes() == key)
-            || k.tails.iter().any(|(_, t)| {
-                key.strip_suffix(t.as_bytes())
-                    .is_some_and(|head| head.is_empty() || head.ends_with(b"."))
-            })
+        key.last().is_some_and(|b| k.ends.contains(b))
+            && (k.exact.iter().any(|e| e.as_bytes() == key)
+                || k.tails.iter().any(|(_, t)| {
+                    key.strip_suffix(t.as_bytes())
+                        .is_some_and(|head| head.is_empty() || head.ends_with(b"."))
+                }))
     })
 }
 
