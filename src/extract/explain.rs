@@ -62,6 +62,11 @@ pub struct RuleMatch {
     /// (`extract::wrapper_names`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_behind_wrapper: Option<&'static str>,
+    /// For a call whose rule named it by its function's qualified name
+    /// (`t33.check_stock`): the attribute that records it as one
+    /// (`extract::qualname`); the call is named by its last part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_qualified_by: Option<&'static str>,
 }
 
 /// A rule that did not match a span, and why.
@@ -245,6 +250,13 @@ impl Extractor {
                     }
                     (_, n) => (n, None),
                 };
+                // A function's qualified name, by its last part.
+                let qualified = match (self.role_of(Some(i)), &name) {
+                    (Role::Call, Some(n)) => super::qualname::bare(n, s),
+                    _ => None,
+                };
+                let name_qualified_by = qualified.map(|(_, key)| key);
+                let name = qualified.map(|(b, _)| b.to_string()).or(name);
                 RuleMatch {
                     rule: rule.name().to_string(),
                     kind: rule.kind(),
@@ -254,6 +266,7 @@ impl Extractor {
                     args_unwrapped: args_unwrapped(rule, s),
                     read: marker.map_or_else(Vec::new, |(_, key)| read_by(rule, key, s)),
                     name_behind_wrapper,
+                    name_qualified_by,
                 }
             });
             let near_misses = if matched.is_some() {

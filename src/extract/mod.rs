@@ -78,6 +78,7 @@ mod pending;
 #[cfg(test)]
 mod pending_pause_tests;
 mod placeholder_names;
+mod qualname;
 mod react_input;
 pub mod requested;
 mod result_part;
@@ -507,6 +508,7 @@ impl Extractor {
             .chain(&conversation::METHOD_KEYS);
         keys.extend(conversation_keys.map(|k| k.to_string()));
         keys.extend(wrapper_names::NAME_KEYS.map(str::to_string));
+        keys.extend(qualname::span_keys().map(str::to_string));
         keys.extend(conversation::record_keys().map(str::to_string));
         keys.extend(undeclared::SCHEMA_KEYS.map(str::to_string));
         keys.sort();
@@ -537,6 +539,7 @@ impl Extractor {
         // The conversation witness's model-call markers (`mlflow.spanType`).
         tails.extend(conversation::KIND_TAILS.iter().map(|t| t.to_string()));
         tails.extend(source::metadata_call_id_tails());
+        tails.extend(qualname::span_tails().map(str::to_string));
         tails.sort();
         tails.dedup();
         tails
@@ -894,7 +897,8 @@ impl Extractor {
                 convention: rule.name().to_string(),
                 from: None,
                 span_name: kept_span_name(rule, s)
-                    .or_else(|| wrapper_names::kept(|| span_name(rule, s), name, s)),
+                    .or_else(|| wrapper_names::kept(|| span_name(rule, s), name, s))
+                    .or_else(|| qualname::kept(|| span_name(rule, s), name, s)),
                 mcp_server: (span_name(rule, s).and_then(|raw| tool_name::server(&raw, name)))
                     .or_else(|| tool_name::server(s.span.name(), name)),
                 within,

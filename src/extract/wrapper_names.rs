@@ -83,8 +83,14 @@ pub(crate) fn named(name: String, s: &SpanRecord, call: bool) -> String {
         true => {
             let name = tool_name(&name, s).map_or(name, |(n, _)| n);
             // An MCP tool's namespaced name (`mcp__trip__find_hotel`).
-            match super::tool_name::mcp_parts(&name) {
+            let name = match super::tool_name::mcp_parts(&name) {
                 Some((_, tool)) => tool.to_string(),
+                None => name,
+            };
+            // A function's qualified name the span records as such
+            // (`t33.check_stock`: `extract::qualname`).
+            match super::qualname::bare(&name, s) {
+                Some((bare, _)) => bare.to_string(),
                 None => name,
             }
         }

@@ -45,12 +45,16 @@ fn verdict(e: &SpanExplanation) -> String {
                 Some(key) => format!(", name from `{key}` (span named after a wrapper's method)"),
                 None => String::new(),
             };
+            let qualified = match m.name_qualified_by {
+                Some(key) => format!(", named by the last part of the qualified name in `{key}`"),
+                None => String::new(),
+            };
             let server = match &m.mcp_server {
                 Some(s) => format!(" of MCP server `{s}`"),
                 None => String::new(),
             };
             format!(
-                "tool call `{name}`{server}  [{}]{unwrapped}{read}{behind}",
+                "tool call `{name}`{server}  [{}]{unwrapped}{read}{behind}{qualified}",
                 m.rule
             )
         }
