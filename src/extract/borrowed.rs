@@ -182,6 +182,142 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 }
 
+impl<'a> Json<'a> {
+    /// [`Json::parse`], except that when the text is a list, the items
+    /// after the first one `stop` accepts are read through, not kept: the
+    /// text fails where [`Json::parse`] fails, and the tree is the same up
+    /// to that item (a conversation's opening message is what some readers
+    /// want; its history is most of the bytes).
+    pub(crate) fn parse_until(text: &'a str, stop: &dyn Fn(&Json<'a>) -> bool) -> Option<Json<'a>> {
+        // JSON's blanks only: what serde_json skips before a value.
+        if !text
+            .trim_start_matches([' ', '\n', '\r', '\t'])
+            .starts_with('[')
+        {
+            return Json::parse(text);
+        }
+        let mut d = serde_json::Deserializer::from_str(text);
+        let v = de::DeserializeSeed::deserialize(Until(stop), &mut d).ok()?;
+        // As `serde_json::from_str`: nothing but blanks after the value.
+        d.end().ok()?;
+        Some(v)
+    }
+}
+
+/// [`Json::parse_until`]'s reading of the whole text.
+struct Until<'s, 'a>(&'s dyn Fn(&Json<'a>) -> bool);
+
+impl<'de> de::DeserializeSeed<'de> for Until<'_, 'de> {
+    type Value = Json<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Until<'_, 'de> {
+    type Value = Json<'de>;
+
+    // Asked of a list only (anything else is `Json::parse`'s): every other
+    // kind is the default's error, never reached.
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON list")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+        let mut items = Vec::new();
+        while let Some(x) = seq.next_element::<Json<'de>>()? {
+            let stop = (self.0)(&x);
+            items.push(x);
+            if stop {
+                while seq.next_element::<Skip>()?.is_some() {}
+                break;
+            }
+        }
+        Ok(Json::Array(items))
+    }
+}
+
+/// A value read through and dropped by the reads `Json` makes (keys as
+/// strings, values as any), so that it fails where `Json` fails: nothing is
+/// kept, no string copied.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
+        d.deserialize_any(SkipVisitor)
+    }
+}
+
+/// An object's key read through as [`KeySeed`] reads it.
+struct SkipKey;
+
+impl<'de> de::DeserializeSeed<'de> for SkipKey {
+    type Value = Skip;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Skip, D::Error> {
+        d.deserialize_str(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_none<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_string<E>(self, _: String) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_key_seed(SkipKey)?.is_some() {
+            map.next_value::<Skip>()?;
+        }
+        Ok(Skip)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +358,41 @@ mod tests {
                 assert!(matches!(o[0].1, Json::Str(Cow::Borrowed(_))));
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// `parse_until` fails where `parse` fails, in the items it reads
+    /// through too (escapes, numbers, syntax, nesting, what follows), and
+    /// keeps the items `parse` gives up to the first that `stop` accepts.
+    #[test]
+    fn parse_until_fails_where_parse_fails() {
+        let stop = |j: &Json<'_>| j.get("stop").is_some();
+        let deep = format!(r#"[{{"stop": 1}}, {}{}]"#, "[".repeat(200), "]".repeat(200));
+        let texts = [
+            r#"[{"a": 1}, {"stop": 1}, {"b": [1, {"c": "d\u00e9"}]}, "x"]"#,
+            r#"[{"stop": 1}, {"n": 1e400}]"#,
+            r#"[{"stop": 1}, "\ud800"]"#,
+            r#"[{"stop": 1}, {"\ud800": 1}]"#,
+            r#"[{"stop": 1}, {"a": 1,}]"#,
+            r#"[{"stop": 1}, 1] x"#,
+            r#"[{"stop": 1}, {"k": 1, "k": 2}]"#,
+            r#"[{"stop": 1}"#,
+            r#"{"stop": 1, "a": [1]}"#,
+            "[1, 2, 3]",
+            "[]",
+            deep.as_str(),
+        ];
+        for t in texts {
+            let whole = Json::parse(t);
+            let until = Json::parse_until(t, &stop);
+            assert_eq!(until.is_some(), whole.is_some(), "{t}");
+            match (until, whole) {
+                (Some(Json::Array(u)), Some(Json::Array(w))) => {
+                    let kept = w.iter().position(stop).map_or(w.len(), |i| i + 1);
+                    assert_eq!(u, w[..kept], "{t}");
+                }
+                (u, w) => assert_eq!(u, w, "{t}"),
+            }
         }
     }
 }

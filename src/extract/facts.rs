@@ -435,7 +435,17 @@ fn text_in_str(s: &str, last: bool) -> Option<String> {
         return None;
     }
     if t.starts_with('{') || t.starts_with('[') {
-        if let Some(inner) = Json::parse(t) {
+        // Of a list of messages the first user message with text is the
+        // answer ([`text_in`]): the history after it is read through, not
+        // kept (most of a later turn's bytes).
+        let opening = |m: &Json<'_>| {
+            m.field("role").and_then(Tree::text) == Some("user") && message_text(m).is_some()
+        };
+        let inner = match last {
+            true => Json::parse(t),
+            false => Json::parse_until(t, &opening),
+        };
+        if let Some(inner) = inner {
             return text_in(&inner, last);
         }
     }

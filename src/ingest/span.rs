@@ -299,6 +299,16 @@ impl Span {
             .and_then(|a| self.val(&a.value))
     }
 
+    /// Every string value of the span's attributes ([`Val::Str`]), one after
+    /// another (no key, no name): a word in none of it is in no value, so
+    /// one search of it spares a reader the search of each value.
+    pub fn string_values(&self) -> &str {
+        self.text(Range {
+            start: 0,
+            end: self.keys_at,
+        })
+    }
+
     /// A string attribute (other types are not converted).
     pub fn attr_str(&self, key: &str) -> Option<&str> {
         self.attr(key).and_then(Val::as_str)
@@ -538,7 +548,12 @@ impl SpanBuilder {
             NewValue::Bool(b) => Stored::Bool(b),
             NewValue::Int(i) => Stored::Int(i),
             NewValue::Double(d) => Stored::Double(d),
-            NewValue::Nested(v) => Stored::Nested(Box::new(v)),
+            NewValue::Nested(v) => {
+                // A string is `Str`, kept in the text (`Span::string_values`
+                // holds every string value): no decoder nests one.
+                debug_assert!(!matches!(v.value, Some(any_value::Value::StringValue(_))));
+                Stored::Nested(Box::new(v))
+            }
         };
         let Some(key) = push_text(&mut self.keys, self.values.len(), key) else {
             if let Stored::Str(r) = value {
@@ -754,6 +769,30 @@ mod tests {
         let mut changed = p;
         changed.attributes[1] = kv("n", Some(any_value::Value::IntValue(4)));
         assert_ne!(a, Span::from(changed));
+    }
+
+    /// Every string value and nothing else is in `string_values`, in the
+    /// attributes' order.
+    #[test]
+    fn string_values_are_every_string_value() {
+        let mut b = SpanBuilder::default();
+        b.name("name");
+        b.attr("k1", NewValue::Str("one"));
+        b.attr("k2", NewValue::Int(2));
+        let nested = any_value::Value::IntValue(3);
+        b.attr(
+            "k3",
+            NewValue::Nested(AnyValue {
+                value: Some(nested),
+            }),
+        );
+        b.attr("k4", NewValue::Str("four"));
+        let mut s = Span::default();
+        b.finish(&mut s);
+        assert_eq!(s.string_values(), "onefour");
+        let texts: Vec<&str> = s.attributes().filter_map(|(_, v)| v?.as_str()).collect();
+        assert_eq!(texts, ["one", "four"]);
+        assert_eq!(Span::default().string_values(), "");
     }
 
     #[test]

@@ -218,31 +218,38 @@ impl Ended {
 fn documents(s: &SpanRecord, asks: bool) -> (Vec<Value>, Vec<Value>) {
     let w = words();
     let (mut outputs, mut requests) = (Vec::new(), Vec::new());
-    for (key, val) in s.span.attributes() {
-        let Some(text) = val.and_then(|v| v.as_str()) else {
-            continue;
-        };
-        // Most values are no JSON: the first byte says so.
-        if !crate::ingest::projection::holds_json(text) {
-            continue;
-        }
-        // The keys' tests cost less than the search of the text: first,
-        // each once. Whether the key is a request's matters before the
-        // search only when requests are not read, after it only for the
-        // few texts that name a word.
-        if offered(w, key) || (!asks && is_request_key(key)) {
-            continue;
-        }
-        if !w.any.is_in(text.as_bytes()) {
-            continue;
-        }
-        let request = asks && is_request_key(key);
-        let Ok(v) = serde_json::from_str::<Value>(text.trim()) else {
-            continue;
-        };
-        match request {
-            true => requests.push(v),
-            false => outputs.push(v),
+    // One search of all the span's string values first: most spans name no
+    // word in any (a word across two values is a hit too), and then no
+    // value is looked at one by one. All of them: leaving out the long ones
+    // no document is read from (the offered tools) took more tests of each
+    // value than it saved in the search.
+    if w.any.is_in(s.span.string_values().as_bytes()) {
+        for (key, val) in s.span.attributes() {
+            let Some(text) = val.and_then(|v| v.as_str()) else {
+                continue;
+            };
+            // Most values are no JSON: the first byte says so.
+            if !crate::ingest::projection::holds_json(text) {
+                continue;
+            }
+            // The keys' tests cost less than the search of the text: first,
+            // each once. Whether the key is a request's matters before the
+            // search only when requests are not read, after it only for the
+            // few texts that name a word.
+            if offered(w, key) || (!asks && is_request_key(key)) {
+                continue;
+            }
+            if !w.any.is_in(text.as_bytes()) {
+                continue;
+            }
+            let request = asks && is_request_key(key);
+            let Ok(v) = serde_json::from_str::<Value>(text.trim()) else {
+                continue;
+            };
+            match request {
+                true => requests.push(v),
+                false => outputs.push(v),
+            }
         }
     }
     // Only events the readers below read (most spans have none).
