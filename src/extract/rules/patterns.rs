@@ -90,13 +90,14 @@ enum Start {
     OneOf(Vec<Box<[u8]>>),
 }
 
-/// The literals of `seq`, when it is finite and none is empty.
+/// The most literals a [`Needed`] list keeps: comparing a text with more
+/// (a class under a repetition gives hundreds) costs more than the regex.
+const MOST_LITERALS: usize = 16;
+
+/// The literals of `seq`, when it is finite, short and none is empty.
 fn nonempty(seq: &regex_syntax::hir::literal::Seq) -> Option<Vec<Box<[u8]>>> {
-    let texts: Vec<Box<[u8]>> = seq
-        .literals()?
-        .iter()
-        .map(|l| l.as_bytes().into())
-        .collect();
+    let literals = seq.literals().filter(|l| l.len() <= MOST_LITERALS)?;
+    let texts: Vec<Box<[u8]>> = literals.iter().map(|l| l.as_bytes().into()).collect();
     (!texts.iter().any(|t| t.is_empty())).then_some(texts)
 }
 
@@ -132,12 +133,13 @@ impl Needed {
     }
 
     fn admits(&self, text: &[u8]) -> bool {
-        let start = match &self.start {
-            Start::Anything => true,
-            Start::Prefix(p) => p.iter().any(|p| text.starts_with(p)),
-            Start::OneOf(texts) => return texts.iter().any(|t| **t == *text),
-        };
-        start && (self.ends.as_ref()).is_none_or(|e| e.iter().any(|e| text.ends_with(e)))
+        // The ends first: a list of them is short.
+        (self.ends.as_ref()).is_none_or(|e| e.iter().any(|e| text.ends_with(e)))
+            && match &self.start {
+                Start::Anything => true,
+                Start::Prefix(p) => p.iter().any(|p| text.starts_with(p)),
+                Start::OneOf(texts) => texts.iter().any(|t| **t == *text),
+            }
     }
 
     /// Whether a text [`Needed::admits`] is matched (`matches`: the
