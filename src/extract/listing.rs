@@ -17,24 +17,37 @@
 
 use std::sync::OnceLock;
 
-use regex::RegexSet;
 use serde_json::Value;
 
 use super::requested::Requests;
-use super::rules::{builtin_list, Rule};
+use super::rules::{builtin_list, Pattern, Regexes, Rule};
 use super::{source, wrappers::value_of, Classified, Role};
 use crate::assemble::SpanRecord;
 
 /// The vocabulary of `builtin.toml` naming the listing spans' names.
 const VOCABULARY: &str = "tool_listing_names";
 
-/// The declared listing names, compiled once.
-fn names() -> &'static RegexSet {
-    static NAMES: OnceLock<RegexSet> = OnceLock::new();
+/// The declared listing names, each asked first what its literals need
+/// ([`Pattern::is_match`]): most call spans' names are turned away by a
+/// comparison of bytes, with no regex run (a regex set ran on every one).
+struct Names(Vec<Pattern>);
+
+impl Names {
+    fn is_match(&self, name: &str) -> bool {
+        self.0.iter().any(|p| p.is_match(name))
+    }
+}
+
+/// [`Names`], built once; each regex compiled at its first use. The table
+/// is a constant, checked by a test: a bad pattern lists nothing rather
+/// than failing every read.
+fn names() -> &'static Names {
+    static NAMES: OnceLock<Names> = OnceLock::new();
     NAMES.get_or_init(|| {
-        // The table is a constant, checked by a test: a bad pattern lists
-        // nothing rather than failing every read.
-        RegexSet::new(builtin_list(VOCABULARY)).unwrap_or_else(|_| RegexSet::empty())
+        let compiled = builtin_list(VOCABULARY)
+            .iter()
+            .filter_map(|p| Pattern::new(VOCABULARY, p, Regexes::FirstUse).ok());
+        Names(compiled.collect())
     })
 }
 
@@ -115,7 +128,7 @@ mod tests {
     #[test]
     fn the_declared_listing_names_compile() {
         let set = names();
-        assert!(!set.is_empty());
+        assert!(!set.0.is_empty());
         let listings = [
             "mcp_tools",
             "mcp_tools harbour-tools",

@@ -936,11 +936,14 @@ impl Extractor {
         let mut args_text = None;
         let mut args_json = None;
         // Last, the attribute sources read from the span's events, then
-        // the generic rule's beside a vendor's marker (`ns_result`).
-        let in_events = event_attrs::sources(&rule.args, s);
+        // the generic rule's beside a vendor's marker (`ns_result`): each
+        // built only when the ones before gave nothing, as most spans'
+        // own attributes do.
+        let in_events = std::iter::once_with(|| event_attrs::sources(&rule.args, s));
         let in_ns = std::iter::once_with(|| ns_result::args_sources(generic, rule, s));
-        let own = rule.args.iter().chain(&in_events).map(Cow::Borrowed);
-        for src in own.chain(in_ns.flatten().map(Cow::Owned)) {
+        let own = rule.args.iter().map(Cow::Borrowed);
+        let later = in_events.chain(in_ns).flatten().map(Cow::Owned);
+        for src in own.chain(later) {
             let src = &*src;
             if self.args_text && !self.ordered_args {
                 if let Some(j) = args_as_json(src, s, rule.spec.args_from_request) {

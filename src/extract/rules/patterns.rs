@@ -41,7 +41,7 @@ pub(crate) enum Regexes {
 pub(crate) struct Pattern(Arc<(Box<str>, OnceLock<Regex>, OnceLock<Needed>)>);
 
 impl Pattern {
-    pub(super) fn new(rule: &str, re: &str, when: Regexes) -> Result<Pattern, RuleError> {
+    pub(crate) fn new(rule: &str, re: &str, when: Regexes) -> Result<Pattern, RuleError> {
         let compiled = OnceLock::new();
         if when == Regexes::Now {
             let _ = compiled.set(regex(rule, re)?);
@@ -56,54 +56,103 @@ impl Pattern {
     /// the regex, for patterns no span passes).
     pub(crate) fn is_match(&self, text: &str) -> bool {
         let needed = self.0 .2.get_or_init(|| Needed::of(&self.0 .0));
-        needed.admits(text.as_bytes()) && (**self).is_match(text)
+        if !needed.admits(text.as_bytes()) {
+            return false;
+        }
+        // A pattern whose matches are a few whole texts: the comparison
+        // decided, once the regex has matched each of them.
+        needed.decides(|t| (**self).is_match(t)) || (**self).is_match(text)
     }
+}
+
+/// What a text must be, start with or end with for a pattern to match
+/// it, from the pattern's literals. A necessary condition only, unless
+/// [`Needed::decides`] says otherwise.
+#[derive(Debug)]
+struct Needed {
+    start: Start,
+    /// For a pattern anchored at its end (`$`): every match ends the text
+    /// with one of these (`None`: no such list).
+    ends: Option<Vec<Box<[u8]>>>,
+    /// Whether the regex matches every text of [`Start::OneOf`], asked
+    /// once: then a text is matched if and only if it is one of them.
+    whole: OnceLock<bool>,
 }
 
 /// What a text must be, or start with, for a pattern anchored at its start
 /// (`^`) to match it, from the pattern's literals: its prefixes (every
 /// match starts with one), or, anchored at the end too and with every
-/// literal a whole match, the texts it can match. A necessary condition
-/// only: the regex decides after it (other assertions may still fail).
+/// literal a whole match, the texts it can match.
 #[derive(Debug)]
-enum Needed {
+enum Start {
     Anything,
     Prefix(Vec<Box<[u8]>>),
     OneOf(Vec<Box<[u8]>>),
+}
+
+/// The most literals a [`Needed`] list keeps: comparing a text with more
+/// (a class under a repetition gives hundreds) costs more than the regex.
+const MOST_LITERALS: usize = 16;
+
+/// The literals of `seq`, when it is finite, short and none is empty.
+fn nonempty(seq: &regex_syntax::hir::literal::Seq) -> Option<Vec<Box<[u8]>>> {
+    let literals = seq.literals().filter(|l| l.len() <= MOST_LITERALS)?;
+    let texts: Vec<Box<[u8]>> = literals.iter().map(|l| l.as_bytes().into()).collect();
+    (!texts.iter().any(|t| t.is_empty())).then_some(texts)
 }
 
 impl Needed {
     fn of(pattern: &str) -> Needed {
         use regex_syntax::hir::literal::{ExtractKind, Extractor};
         use regex_syntax::hir::Look;
+        let mut needed = Needed {
+            start: Start::Anything,
+            ends: None,
+            whole: OnceLock::new(),
+        };
         // The regex crate's defaults (`RegexBuilder` sets no other flag).
         let Ok(hir) = regex_syntax::Parser::new().parse(pattern) else {
-            return Needed::Anything;
+            return needed;
         };
         let props = hir.properties();
+        let at_end = props.look_set_suffix().contains(Look::End);
+        if at_end {
+            let seq = Extractor::new().kind(ExtractKind::Suffix).extract(&hir);
+            needed.ends = nonempty(&seq);
+        }
         if !props.look_set_prefix().contains(Look::Start) {
-            return Needed::Anything;
+            return needed;
         }
         let seq = Extractor::new().kind(ExtractKind::Prefix).extract(&hir);
-        let Some(literals) = seq.literals() else {
-            return Needed::Anything;
+        needed.start = match nonempty(&seq) {
+            None => Start::Anything,
+            Some(texts) if seq.is_exact() && at_end => Start::OneOf(texts),
+            Some(texts) => Start::Prefix(texts),
         };
-        let texts: Vec<Box<[u8]>> = literals.iter().map(|l| l.as_bytes().into()).collect();
-        if texts.iter().any(|t| t.is_empty()) {
-            Needed::Anything
-        } else if seq.is_exact() && props.look_set_suffix().contains(Look::End) {
-            Needed::OneOf(texts)
-        } else {
-            Needed::Prefix(texts)
-        }
+        needed
     }
 
     fn admits(&self, text: &[u8]) -> bool {
-        match self {
-            Needed::Anything => true,
-            Needed::Prefix(p) => p.iter().any(|p| text.starts_with(p)),
-            Needed::OneOf(texts) => texts.iter().any(|t| **t == *text),
-        }
+        // The ends first: a list of them is short.
+        (self.ends.as_ref()).is_none_or(|e| e.iter().any(|e| text.ends_with(e)))
+            && match &self.start {
+                Start::Anything => true,
+                Start::Prefix(p) => p.iter().any(|p| text.starts_with(p)),
+                Start::OneOf(texts) => texts.iter().any(|t| **t == *text),
+            }
+    }
+
+    /// Whether a text [`Needed::admits`] is matched (`matches`: the
+    /// regex's answer for a text, asked of each literal once).
+    fn decides(&self, matches: impl Fn(&str) -> bool) -> bool {
+        let Start::OneOf(texts) = &self.start else {
+            return false;
+        };
+        *self.whole.get_or_init(|| {
+            texts
+                .iter()
+                .all(|t| std::str::from_utf8(t).is_ok_and(&matches))
+        })
     }
 }
 
@@ -242,6 +291,12 @@ mod tests {
             r"^(chat|run)",
             r"^é\.",
             r"^a$|^b$",
+            r"\.tool$",
+            r"(?i)tool$",
+            r"a+$",
+            r"^a^b$",
+            r"^(a|b)\b$",
+            r"(^|\.)tool\..+\.(success|error)$",
         ];
         all.extend(shapes.iter().map(|p| p.to_string()));
         let texts = [
@@ -287,6 +342,11 @@ mod tests {
             "generate_content",
             "text_completion",
             "chat_completion",
+            "get.tool",
+            "get.TOOL",
+            "get.tool\n",
+            "aa",
+            "ba",
         ];
         for p in &all {
             let re = Regex::new(p).unwrap();
@@ -299,5 +359,8 @@ mod tests {
         assert!(!Needed::of(r"^tool\.").admits(b"xtool."));
         assert!(!Needed::of(r"^(chat|run)$").admits(b"chats"));
         assert!(Needed::of(r"(?i)langchain").admits(b"anything"));
+        // A pattern anchored at its end turns away texts without its ends.
+        assert!(!Needed::of(r"\.tool$").admits(b"tool.x"));
+        assert!(Needed::of(r"\.tool$").admits(b"x.tool"));
     }
 }
