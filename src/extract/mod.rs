@@ -18,6 +18,9 @@ mod carried;
 pub mod carry;
 mod causes;
 mod chat_events;
+mod colon_ns;
+#[cfg(test)]
+mod colon_ns_tests;
 mod containers;
 mod content_events;
 pub mod conversation;

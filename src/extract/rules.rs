@@ -12,6 +12,8 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::colon_ns;
+
 mod patterns;
 
 pub use patterns::{check_regex_budget, REGEX_BUDGET};
@@ -619,6 +621,9 @@ pub struct Rule {
     /// key): most span keys are told apart from every family key by one
     /// compare each.
     family_tails: Vec<u64>,
+    /// Per `family` key, its `:` form when it has a `.`
+    /// (`extract::colon_ns`).
+    family_colon: Vec<Option<colon_ns::ColonKey>>,
 }
 
 impl Rule {
@@ -647,17 +652,25 @@ impl Rule {
         }
         for (i, key) in keys.enumerate() {
             let key_tail = tail8(key);
-            for (k, &k_tail) in family.keys.iter().zip(&self.family_tails) {
-                if k.len() >= 8 && k_tail != key_tail {
-                    continue;
+            // A `:` namespace (Genkit's `genkit:metadata:subtype`):
+            // `extract::colon_ns`. One test skips it for nearly every key.
+            let colon = colon_ns::has_colon(key_tail);
+            let per_key = family.keys.iter().zip(&self.family_tails);
+            for ((k, &k_tail), ck) in per_key.zip(&self.family_colon) {
+                let mut ns = None;
+                if k.len() < 8 || k_tail == key_tail {
+                    // `honeyhive_event_type`: a namespace may end in `_` too.
+                    ns = key.strip_suffix(k.as_bytes()).filter(|ns| {
+                        ns.is_empty()
+                            || ns.ends_with(b".")
+                            || ns.ends_with(b"_")
+                            || colon_ns::ends_ns(ns, k)
+                    });
                 }
-                let Some(ns) = key.strip_suffix(k.as_bytes()) else {
-                    continue;
-                };
-                // `honeyhive_event_type`: a namespace may end in `_` too.
-                if !(ns.is_empty() || ns.ends_with(b".") || ns.ends_with(b"_")) {
-                    continue;
+                if let (None, true, Some(ck)) = (ns, colon, ck) {
+                    ns = colon_ns::namespace(key, key_tail, ck);
                 }
+                let Some(ns) = ns else { continue };
                 let Some(text) = value(i) else { continue };
                 let text = text.trim();
                 let text = text
@@ -699,7 +712,7 @@ impl Rule {
             ];
             for k in keys.into_iter().flatten() {
                 if k.contains(NS) {
-                    *k = k.replace(NS, ns);
+                    *k = colon_ns::in_namespace(k, ns);
                 }
             }
         }
@@ -1082,6 +1095,12 @@ pub(crate) fn compile_as(
             .iter()
             .flat_map(|f| &f.keys)
             .map(|k| tail8(k.as_bytes()))
+            .collect(),
+        family_colon: spec
+            .family
+            .iter()
+            .flat_map(|f| &f.keys)
+            .map(|k| colon_ns::colon_key(k, tail8))
             .collect(),
         spec: spec.clone(),
     })

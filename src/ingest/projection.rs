@@ -251,7 +251,8 @@ impl Projection {
 }
 
 impl Projection {
-    /// Keeps span keys whose last dot-separated part is one of `tails`.
+    /// Keeps span keys whose last part (after a `.` or a `:`) is one of
+    /// `tails`.
     pub fn span_tails<S: Into<String>>(mut self, tails: impl IntoIterator<Item = S>) -> Self {
         self.renew();
         self.span_tails.extend(tails.into_iter().map(Into::into));
@@ -323,7 +324,9 @@ impl Projection {
             return false;
         }
         // A set, not a list: every key that no exact key keeps is asked.
-        let last = memchr::memrchr(b'.', key.as_bytes()).map_or(key, |at| &key[at + 1..]);
+        // A namespace may separate with `:` (Genkit's `genkit:name`): the
+        // part after the last `.` or `:` (asked once per key: remembered).
+        let last = memchr::memrchr2(b'.', b':', key.as_bytes()).map_or(key, |at| &key[at + 1..]);
         self.span_tails.contains(last)
     }
 }
@@ -426,6 +429,9 @@ mod tests {
         let tails = first.clone().span_tails(["kind"]);
         assert!(tails.keep(AttrsOf::Span, "acme.kind"));
         assert!(!first.keep(AttrsOf::Span, "acme.kind"));
+        // A namespace separated by `:` (Genkit's `genkit:name`).
+        assert!(tails.keep(AttrsOf::Span, "acme:kind"));
+        assert!(!tails.keep(AttrsOf::Span, "acme:kinds"));
     }
 
     #[test]
