@@ -10,7 +10,9 @@
 //! through its keys. A key that mixes the two (`acme:span.kind`) is no
 //! marker: no writer was seen to.
 
-use super::rules::NS;
+/// The placeholder for a family rule's namespace in its sources' keys
+/// (declared here, where it is filled, and used by `extract::rules`).
+pub const NS: &str = "{ns}";
 
 /// A dotted family key in its `:` form, with the last 8 bytes of that
 /// form as one word (as the rules compare keys: `0` for a shorter key).

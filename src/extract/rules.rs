@@ -380,8 +380,7 @@ pub struct FamilySpec {
     pub then: Vec<String>,
 }
 
-/// The placeholder for a family rule's namespace in its sources' keys.
-pub const NS: &str = "{ns}";
+pub use super::colon_ns::NS;
 
 /// The placeholder, at the start of a `flat` source's key, for any
 /// namespace: `{any}arguments` reads (`extract::flat`) `arguments.town`,
