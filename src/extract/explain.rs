@@ -66,7 +66,7 @@ pub struct RuleMatch {
     /// (`t33.check_stock`): the attribute that records it as one
     /// (`extract::qualname`); the call is named by its last part.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name_qualified_by: Option<&'static str>,
+    pub name_qualified_by: Option<String>,
 }
 
 /// A rule that did not match a span, and why.
@@ -255,7 +255,7 @@ impl Extractor {
                     (Role::Call, Some(n)) => super::qualname::bare(n, s),
                     _ => None,
                 };
-                let name_qualified_by = qualified.map(|(_, key)| key);
+                let name_qualified_by = qualified.map(|(_, key)| key.to_string());
                 let name = qualified.map(|(b, _)| b.to_string()).or(name);
                 RuleMatch {
                     rule: rule.name().to_string(),

@@ -542,7 +542,6 @@ impl Extractor {
         // The conversation witness's model-call markers (`mlflow.spanType`).
         tails.extend(conversation::KIND_TAILS.iter().map(|t| t.to_string()));
         tails.extend(source::metadata_call_id_tails());
-        tails.extend(qualname::span_tails().map(str::to_string));
         tails.sort();
         tails.dedup();
         tails
@@ -557,6 +556,7 @@ impl Extractor {
             .resource_keys(join.iter().cloned())
             .span_keys(keys.into_iter().chain(join), prefixes)
             .span_tails(self.span_tails())
+            .span_suffixes(qualname::span_suffixes())
             .span_infixes(conversation::call_attrs::key_infixes().chain(flat_asks::infixes()))
             .event_keys(self.event_keys())
             .event_infixes(flat::event_infixes(&self.rules))

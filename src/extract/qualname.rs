@@ -5,10 +5,11 @@
 //! by the function's module-qualified name: TruLens's `@instrument` writes
 //! `module.function` (or `module.Class.method`, `module.outer.<locals>.inner`)
 //! as `gen_ai.tool.name` and as `ai.observability.call.function`. The model
-//! called the function by its own name: OpenAI, Anthropic and Gemini allow no
-//! dot in a tool's name. But some frameworks do give a tool a dotted name the
-//! model sees (an MCP server's `server.tool`, BeeAI's `dynamic.getWeather`),
-//! so a dotted name alone proves nothing: the name is cut to its last part
+//! called the function by its own name: OpenAI and Anthropic allow no dot in
+//! a tool's name. But some providers and frameworks do give a tool a dotted
+//! name the model sees (Gemini's function declarations allow dots and
+//! colons; an MCP server's `server.tool`, BeeAI's `dynamic.getWeather`), so
+//! a dotted name alone proves nothing: the name is cut to its last part
 //! only when the span also records that very text under a key that holds a
 //! function's qualified name (`[vocabulary]` of `builtin.toml`:
 //! `qualified_function_keys`, `qualified_function_namespaces`). The full
@@ -21,18 +22,17 @@ use std::sync::OnceLock;
 use crate::assemble::SpanRecord;
 use crate::ingest::span::Val;
 
-use super::rules::{builtin_list, ANY};
-use super::wrapper_names::is_wrapper_method;
+use super::rules::{builtin_list, in_namespace, ANY};
+use super::wrapper_names::{is_wrapper_method, tool_name};
 
 /// A nested function's marker in a Python qualname (`outer.<locals>.inner`).
 const LOCALS: &str = "<locals>";
 
 /// The declared keys, split once: exact keys, and the tails that any
-/// prefix may stand before (`call.function` of `{any}call.function`), each
-/// with its declared form.
+/// namespace may stand before (`call.function` of `{any}call.function`).
 struct Keys {
     exact: Vec<&'static str>,
-    tails: Vec<(&'static str, &'static str)>,
+    tails: Vec<&'static str>,
     namespaces: &'static [String],
     /// The last bytes of the exact keys and tails: a key ending otherwise
     /// is none of them (the first test [`holds_key`] makes).
@@ -52,13 +52,18 @@ fn keys() -> &'static Keys {
                 .filter(|k| !k.starts_with(ANY))
                 .map(String::as_str)
                 .collect(),
-            tails: (list.iter())
-                .filter_map(|k| Some((k.as_str(), k.strip_prefix(ANY)?)))
-                .collect(),
+            tails: list.iter().filter_map(|k| k.strip_prefix(ANY)).collect(),
             namespaces: builtin_list("qualified_function_namespaces"),
             ends,
         }
     })
+}
+
+/// Whether `key` is a declared tail in some namespace: the tail bare or
+/// after a namespace, as a family's marker keys are matched
+/// ([`in_namespace`]).
+fn is_tail_key(k: &Keys, key: &[u8]) -> bool {
+    k.tails.iter().any(|t| in_namespace(key, t).is_some())
 }
 
 /// The exact keys decoding must keep for this reading.
@@ -70,13 +75,11 @@ pub(crate) fn span_keys() -> impl Iterator<Item = &'static str> {
         .chain(k.namespaces.iter().map(String::as_str))
 }
 
-/// The last dot-separated parts of the keys any prefix may stand before
-/// (`function` of `{any}call.function`): decoding keeps keys by them.
-pub(crate) fn span_tails() -> impl Iterator<Item = &'static str> {
-    keys()
-        .tails
-        .iter()
-        .filter_map(|(_, t)| t.rsplit('.').next())
+/// The keys any namespace may stand before (`call.function` of
+/// `{any}call.function`): decoding keeps a key that is one, or ends in one
+/// after a `.` or `_` (as [`is_tail_key`] reads them).
+pub(crate) fn span_suffixes() -> impl Iterator<Item = &'static str> {
+    keys().tails.iter().copied()
 }
 
 /// Whether `part` is an identifier of Python or JavaScript: letters,
@@ -98,26 +101,23 @@ pub(crate) fn last_part(name: &str) -> Option<&str> {
     (path_ok && identifier(last)).then_some(last)
 }
 
-/// The string value of attribute `key` on `s`.
-fn text<'s>(s: &'s SpanRecord, key: &str) -> Option<&'s str> {
-    s.attr_str(key)
-}
-
 /// The key under which span `s` records `full` as a function's qualified
-/// name: a declared key whose value is `full`, a key ending in a declared
-/// tail with that value (its declared form given, `{any}call.function`),
-/// or a declared namespace key and `code.function` that together spell it
-/// (`namespace.function`).
-pub(crate) fn recorded_by(full: &str, s: &SpanRecord) -> Option<&'static str> {
+/// name: a declared key whose value is `full`, the span's key that ends in
+/// a declared tail with that value (`ai.observability.call.function`), or
+/// a declared key and a declared namespace key that together spell it
+/// (`code.namespace` `.` `code.function`).
+pub(crate) fn recorded_by<'s>(full: &str, s: &'s SpanRecord) -> Option<&'s str> {
     let k = keys();
     for &key in &k.exact {
-        let Some(value) = text(s, key) else { continue };
+        let Some(value) = s.attr_str(key) else {
+            continue;
+        };
         if value == full {
             return Some(key);
         }
         // The older conventions: the function within its namespace.
         let within = |ns: &String| {
-            text(s, ns).is_some_and(|ns| {
+            s.attr_str(ns).is_some_and(|ns| {
                 full.strip_prefix(ns)
                     .and_then(|rest| rest.strip_prefix('.'))
                     .is_some_and(|rest| rest == value)
@@ -131,26 +131,35 @@ pub(crate) fn recorded_by(full: &str, s: &SpanRecord) -> Option<&'static str> {
         return None;
     }
     s.span.attributes().find_map(|(key, value)| {
-        let (declared, _) = k.tails.iter().find(|(_, t)| {
-            key.strip_suffix(t)
-                .is_some_and(|head| head.is_empty() || head.ends_with('.'))
-        })?;
-        matches!(value, Some(Val::Str(v)) if v == full).then_some(*declared)
+        let same = matches!(value, Some(Val::Str(v)) if v == full);
+        (same && is_tail_key(k, key.as_bytes())).then_some(key)
     })
 }
 
 /// The bare name for a call a rule named `name` on span `s`, with the key
 /// that marks `name` as a qualified function name: `name`'s last part when
-/// `name` is dotted, has the shape of a qualified name, is no tool
-/// wrapper's method (`ToolNode.invoke` is left to `wrapper_names` and
-/// `call_input`), and the span records it as its function's name.
-pub(crate) fn bare<'n>(name: &'n str, s: &SpanRecord) -> Option<(&'n str, &'static str)> {
+/// `name` is dotted, has the shape of a qualified name, and the span
+/// records it as its function's name.
+///
+/// A name shaped like a tool wrapper's method (`Shell.run`, `ToolNode.invoke`)
+/// is cut too, but only when nothing else on the span names the tool: a
+/// user's class may well have a method `run` or `execute` that is the tool,
+/// while a wrapper's span names the tool it ran under a name key
+/// (`wrapper_names`) or carries the model's call record as its input
+/// (`call_input`), which name it better than the method.
+pub(crate) fn bare<'n, 's>(name: &'n str, s: &'s SpanRecord) -> Option<(&'n str, &'s str)> {
     // Most names hold no dot: one byte scan, before any lookup.
-    if !name.contains('.') || is_wrapper_method(name) {
+    if !name.contains('.') {
         return None;
     }
     let last = last_part(name)?;
-    recorded_by(name, s).map(|key| (last, key))
+    let key = recorded_by(name, s)?;
+    let named_otherwise =
+        || tool_name(name, s).is_some() || super::call_input::named(name, s).is_some();
+    if is_wrapper_method(name) && named_otherwise() {
+        return None;
+    }
+    Some((last, key))
 }
 
 /// The qualified name to keep as `span_name` for a call named `name` on
@@ -174,11 +183,7 @@ fn holds_key(s: &SpanRecord) -> bool {
     let k = keys();
     s.span.attr_keys().any(|key| {
         key.last().is_some_and(|b| k.ends.contains(b))
-            && (k.exact.iter().any(|e| e.as_bytes() == key)
-                || k.tails.iter().any(|(_, t)| {
-                    key.strip_suffix(t.as_bytes())
-                        .is_some_and(|head| head.is_empty() || head.ends_with(b"."))
-                }))
+            && (k.exact.iter().any(|e| e.as_bytes() == key) || is_tail_key(k, key))
     })
 }
 
@@ -269,7 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_name_a_lambda_and_a_wrappers_method_stay() {
+    fn a_bare_name_and_a_lambda_stay() {
         let spans = vec![
             root(),
             // The tool's own name beside its function's qualified name.
@@ -280,21 +285,64 @@ mod tests {
                 "harbour_tools.<lambda>",
                 "harbour_tools.<lambda>",
             ),
-            // A tool wrapper's method is left to `wrapper_names`.
-            traced(
-                4,
-                "acme_graph.runner.ToolRunner.invoke",
-                "acme_graph.runner.ToolRunner.invoke",
-                "acme_graph.runner.ToolRunner.invoke",
-            ),
         ];
         assert_eq!(
             named(spans),
             vec![
                 pair("tide_times", None),
                 pair("harbour_tools.<lambda>", None),
-                pair("acme_graph.runner.ToolRunner.invoke", None),
             ]
+        );
+    }
+
+    #[test]
+    fn a_users_method_named_like_a_wrappers_is_cut_when_nothing_else_names_the_tool() {
+        let quals = ["dock_tools.Ledger.execute", "dock_tools.Crane.run"];
+        let mut spans = vec![root()];
+        spans.extend((2..).zip(quals).map(|(id, q)| traced(id, q, q, q)));
+        assert_eq!(
+            named(spans),
+            vec![pair("execute", Some(quals[0])), pair("run", Some(quals[1])),]
+        );
+    }
+
+    #[test]
+    fn a_wrappers_method_named_by_its_input_record_or_span_is_left_to_call_input() {
+        let runner = "acme_graph.runner.ToolRunner.invoke";
+        let record = r#"[{"name": "tide_times", "args": {"port": "Sines"}, "id": "c7", "type": "tool_call"}]"#;
+        let wrapper = |id: u8, span: &str, input: Option<&'static str>| {
+            let mut attrs = vec![
+                ("ai.observability.span_type", "tool"),
+                ("ai.observability.call.function", runner),
+                ("gen_ai.tool.name", runner),
+            ];
+            attrs.extend(input.map(|i| ("ai.observability.call.kwargs.input", i)));
+            let when = (u64::from(id) * 10, u64::from(id) * 10 + 5);
+            sp(id, Some(1), when, span, &attrs)
+        };
+        let spans = vec![
+            root(),
+            // The model's call record as the node's input.
+            wrapper(2, runner, Some(record)),
+            // The span itself named by the tool.
+            wrapper(3, "fuel_price", None),
+        ];
+        assert_eq!(
+            named(spans),
+            vec![pair("tide_times", Some(runner)), pair("fuel_price", None),]
+        );
+    }
+
+    #[test]
+    fn explain_names_the_key_the_span_holds() {
+        let q = "harbour_tools.tide_times";
+        let trace = Trace::new(TraceId([9; 16]), vec![root(), traced(2, q, q, q)], 0);
+        let rows = crate::extract::Extractor::default().explain(&trace);
+        let m = (rows.iter().find_map(|r| r.matched.clone())).expect("matched");
+        assert_eq!(m.name.as_deref(), Some("tide_times"));
+        assert_eq!(
+            m.name_qualified_by.as_deref(),
+            Some("ai.observability.call.function")
         );
     }
 
@@ -361,6 +409,22 @@ mod tests {
         let got = named(spans);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, "harbour.tide_times");
+    }
+
+    #[test]
+    fn decoding_keeps_the_declared_keys_and_no_other_function_key() {
+        use crate::ingest::projection::{AttrsOf, KeyFilter};
+        let p = crate::extract::Extractor::default().projection(Vec::new());
+        for key in [
+            "ai.observability.call.function",
+            "call.function",
+            "code.function.name",
+            "code.function",
+            "code.namespace",
+        ] {
+            assert!(p.keep(AttrsOf::Span, key), "{key}");
+        }
+        assert!(!p.keep(AttrsOf::Span, "acme.lookup.function"));
     }
 
     #[test]

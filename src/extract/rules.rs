@@ -779,7 +779,7 @@ fn names_span_marker<'a>(
 
 /// The namespace before `k` when `key` is `k` bare or after one ending
 /// in `.` or `_` (as a family's marker keys are matched).
-fn in_namespace<'a>(key: &'a [u8], k: &str) -> Option<&'a [u8]> {
+pub(crate) fn in_namespace<'a>(key: &'a [u8], k: &str) -> Option<&'a [u8]> {
     let ns = key.strip_suffix(k.as_bytes())?;
     (ns.is_empty() || ns.ends_with(b".") || ns.ends_with(b"_")).then_some(ns)
 }

@@ -87,6 +87,10 @@ pub struct Projection {
     /// (`honeyhive_event_type` for `event_type`): a family marker whose
     /// namespace ends in `_`.
     span_snake_tails: Vec<String>,
+    /// Span keys kept when they are one of these, or end with one after a
+    /// `.` or `_` (`call.function` keeps `ai.observability.call.function`):
+    /// a key any namespace may stand before, longer than its last part.
+    span_suffixes: Vec<String>,
     /// Span keys kept when one of these starts them or follows a `.` or `_`
     /// (`inputs.` keeps `ag.data.inputs.town`): values written one
     /// attribute per key under a prefix in any namespace.
@@ -179,6 +183,7 @@ impl Projection {
                     || key.as_bytes().first() == p.as_bytes().first() && key.starts_with(p.as_str())
             })
             || self.tail_kept(key)
+            || self.suffix_kept(key)
             || self.family_kept(key)
     }
 
@@ -267,6 +272,15 @@ impl Projection {
         self
     }
 
+    /// Keeps span keys that are one of `suffixes` or end with one after a
+    /// `.` or `_`.
+    pub fn span_suffixes<S: Into<String>>(mut self, suffixes: impl IntoIterator<Item = S>) -> Self {
+        self.renew();
+        self.span_suffixes
+            .extend(suffixes.into_iter().map(Into::into));
+        self
+    }
+
     /// Keeps span keys that start with one of `infixes` or hold one after
     /// a `.` or `_`.
     pub fn span_infixes<S: AsRef<str>>(mut self, infixes: impl IntoIterator<Item = S>) -> Self {
@@ -317,6 +331,18 @@ impl Projection {
                     f.find(bytes)
                         .is_some_and(|at| at == 0 || matches!(bytes[at - 1], b'.' | b'_'))
                 })
+    }
+
+    /// What [`Projection::span_suffixes`] keeps.
+    fn suffix_kept(&self, key: &str) -> bool {
+        let bytes = key.as_bytes();
+        self.span_suffixes.iter().any(|t| {
+            // The last byte first, as in `family_kept`.
+            t.as_bytes().last() == bytes.last()
+                && bytes.ends_with(t.as_bytes())
+                && (bytes.len() == t.len()
+                    || matches!(bytes[bytes.len() - t.len() - 1], b'.' | b'_'))
+        })
     }
 
     fn tail_kept(&self, key: &str) -> bool {
@@ -432,6 +458,24 @@ mod tests {
         // A namespace separated by `:` (Genkit's `genkit:name`).
         assert!(tails.keep(AttrsOf::Span, "acme:kind"));
         assert!(!tails.keep(AttrsOf::Span, "acme:kinds"));
+    }
+
+    #[test]
+    fn suffixes_keep_keys_that_end_a_namespace() {
+        let p = Projection::default()
+            .span_keys(["gen_ai.tool.name"], [""; 0])
+            .span_suffixes(["call.function"]);
+        for kept in [
+            "call.function",
+            "ai.observability.call.function",
+            "acme_call.function",
+        ] {
+            assert!(p.keep(AttrsOf::Span, kept), "{kept}");
+        }
+        // Another key ending in `function`, or the suffix inside a word.
+        for left in ["code.function", "acmecall.function", "call.functions"] {
+            assert!(!p.keep(AttrsOf::Span, left), "{left}");
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ fn verdict(e: &SpanExplanation) -> String {
                 Some(key) => format!(", name from `{key}` (span named after a wrapper's method)"),
                 None => String::new(),
             };
-            let qualified = match m.name_qualified_by {
+            let qualified = match &m.name_qualified_by {
                 Some(key) => format!(", named by the last part of the qualified name in `{key}`"),
                 None => String::new(),
             };
