@@ -7,36 +7,44 @@
 //! error's text in `error` (the text Agno hands the model). OpenLLMetry's
 //! Agno instrumentation records that record's `str()` as the tool span's
 //! output (`status='failure' result=None error='...'
-//! updated_session_state=None images=None ...`) and leaves the span's
-//! status unset, so a raised call looks like one that returned the record.
-//! A writer could as well record the record's dump (JSON, or a Python
-//! dict's `repr()`).
+//! updated_session_state=None images=None ...`) and sets the span's status
+//! OK whatever the record says, so a raised call looks like one that
+//! returned the record. A writer could as well record the record's dump
+//! (JSON, or a Python dict's `repr()`).
 //!
 //! The record's keys are data (`[vocabulary]` of `builtin.toml`):
 //! `outcome_record_keys` its status, value and error keys, in that order;
 //! `outcome_record_extra_keys` the keys only the record holds beside them;
+//! `outcome_record_dump_keys` the keys its dump always holds;
 //! `outcome_failed` and `outcome_succeeded` its statuses. The text the
 //! rule's own result source holds is such a record when its shape is the
 //! record's, not when it merely holds the words:
 //!
-//! - pydantic's `str()` (keyword fields, opening with the status key): the
-//!   three keys and no key outside the record (older Agno wrote only the
-//!   three); no tool's value is written so.
-//! - an object (JSON or a Python dict literal): the three keys, at least
-//!   one of the record's other keys, and no key outside the record. A
-//!   tool's own dict of `status`, `result` and `error` alone, or with a
-//!   business field, is the tool's value and stays.
+//! - pydantic's `str()` (keyword fields, opening with the status key, no
+//!   name twice): the three keys and no key outside the record (older
+//!   Agno wrote only the three); no tool's value is written so.
+//! - an object (JSON or a Python dict literal): the three keys, every key
+//!   of `outcome_record_dump_keys` (pydantic's `model_dump()` writes each
+//!   field, `None` or not), and no key outside the record. A tool's own
+//!   dict of `status`, `result` and `error` alone, or with a business
+//!   field or a common key such as `images` or `files`, is the tool's
+//!   value and stays.
 //!
 //! A failed record (a failure status, no value, an error that is text) is
 //! a failed call: its error the error message, no result, as a span with
 //! status ERROR reads (a span already failed keeps its own message, and
-//! loses the record as its result). A record of success gives its value
-//! (JSON-decoded), as `agno_result` does where a rule lists it. Any other
-//! record stays as it was read.
+//! loses the record as its result). A record of success (no error) gives
+//! its value (JSON-decoded); rule `traceloop`'s `agno_result` unwrap reads
+//! it through [`returned`], so every rule reads a record the same. Any
+//! other record stays as it was read. Only text of at most
+//! [`MAX_RECORD_BYTES`] that opens as a record, and names a dump's keys
+//! when it is an object, is parsed: results are read on every trace.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use memchr::memmem::Finder;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use super::rules::{builtin_list, Source};
@@ -52,12 +60,16 @@ struct Record {
     error: &'static str,
     /// Every key the record may hold besides those three.
     extra: &'static [String],
+    /// The keys a dump of the record (an object) always holds.
+    dump_keys: &'static [String],
     failed: &'static [String],
     succeeded: &'static [String],
     /// How its `str()` opens (`status=`), and finders for the status and
     /// error keys, for the cheap look before any parse.
     repr_start: String,
     finders: [Finder<'static>; 2],
+    /// Finders for [`Record::dump_keys`].
+    dump_finders: Vec<Finder<'static>>,
 }
 
 /// [`Record`], looked up once; `None` when the vocabulary declares no
@@ -74,6 +86,11 @@ fn record() -> Option<&'static Record> {
                 value,
                 error,
                 extra: builtin_list("outcome_record_extra_keys"),
+                dump_keys: builtin_list("outcome_record_dump_keys"),
+                dump_finders: builtin_list("outcome_record_dump_keys")
+                    .iter()
+                    .map(|k| Finder::new(k.as_bytes()).into_owned())
+                    .collect(),
                 failed: builtin_list("outcome_failed"),
                 succeeded: builtin_list("outcome_succeeded"),
                 repr_start: format!("{status}="),
@@ -123,14 +140,29 @@ pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     }
 }
 
+/// The longest result text read as the record: a failure's record is a
+/// line of text, and a success's wraps one value; a larger text is left as
+/// it was read rather than parsed a second time (docs/conventions.md).
+const MAX_RECORD_BYTES: usize = 1 << 20;
+
 /// What the record `text` is says of its call; `None` when `text` is no
 /// record of the declared shape, or one of another status.
 fn outcome(rec: &Record, text: &str) -> Option<Outcome> {
     let mut t = text.trim();
-    // Cheap first: the record opens as its `str()`, an object or a JSON
-    // string, and names both keys; most results do not.
-    let opens = t.starts_with(rec.repr_start.as_str()) || t.starts_with(['{', '"']);
-    if !opens || !rec.finders.iter().all(|f| f.find(t.as_bytes()).is_some()) {
+    // Cheap first: the record opens as its `str()`, that `str()` as a JSON
+    // string, or an object that names a key only a dump of the record
+    // holds; most results do not, and a large text is not parsed again.
+    let repr = t.starts_with(rec.repr_start.as_str())
+        || (t.starts_with('"') && t[1..].starts_with(rec.repr_start.as_str()));
+    let dump = t.starts_with('{')
+        && rec
+            .dump_finders
+            .iter()
+            .all(|f| f.find(t.as_bytes()).is_some());
+    if !(repr || dump)
+        || t.len() > MAX_RECORD_BYTES
+        || !rec.finders.iter().all(|f| f.find(t.as_bytes()).is_some())
+    {
         return None;
     }
     let quoted;
@@ -140,27 +172,59 @@ fn outcome(rec: &Record, text: &str) -> Option<Outcome> {
         t = quoted.trim();
     }
     let fields = if t.starts_with(rec.repr_start.as_str()) {
-        let fields: Map<String, Value> = super::literal::keyword_fields(t)?.into_iter().collect();
-        known_keys(rec, &fields).then_some(fields)?
-    } else if t.starts_with('{') {
-        let Value::Object(fields) = super::source::parse_json_or_literal(t) else {
-            return None;
-        };
-        let own = fields.keys().any(|k| rec.extra.contains(k));
-        (own && known_keys(rec, &fields)).then_some(fields)?
+        // A name written twice is no pydantic `str()` (`model_str`).
+        let fields: Map<String, Value> = super::literal::model_str(t)?.into_iter().collect();
+        known_keys(rec, fields.keys().map(String::as_str)).then_some(fields)?
     } else {
-        return None;
+        dump_fields(rec, t)?
     };
     read(rec, fields)
 }
 
-/// Whether `fields` hold the record's three keys and no key outside it.
-fn known_keys(rec: &Record, fields: &Map<String, Value>) -> bool {
+/// The fields of the record's dump `t` (an object, JSON or a Python dict
+/// literal): every key the declared dump always holds (pydantic's
+/// `model_dump()` writes each field, `None` or not), the three keys, and
+/// no key outside the record. A JSON object's keys are looked at before
+/// any value is built.
+fn dump_fields(rec: &Record, t: &str) -> Option<Map<String, Value>> {
+    let keys_fit = |keys: &mut dyn Iterator<Item = &str>| {
+        let keys: Vec<&str> = keys.collect();
+        rec.dump_keys.iter().all(|k| keys.contains(&k.as_str()))
+            && known_keys(rec, keys.into_iter())
+    };
+    if let Ok(keys) = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(t) {
+        if !keys_fit(&mut keys.keys().map(String::as_str)) {
+            return None;
+        }
+    }
+    let Value::Object(fields) = super::source::parse_json_or_literal(t) else {
+        return None;
+    };
+    keys_fit(&mut fields.keys().map(String::as_str)).then_some(fields)
+}
+
+/// Whether `keys` hold the record's three keys and no key outside it.
+fn known_keys<'a>(rec: &Record, keys: impl Iterator<Item = &'a str>) -> bool {
     let core = [rec.status, rec.value, rec.error];
-    core.iter().all(|k| fields.contains_key(*k))
-        && fields
-            .keys()
-            .all(|k| core.contains(&k.as_str()) || rec.extra.contains(k))
+    let mut seen = [false; 3];
+    for k in keys {
+        match core.iter().position(|c| *c == k) {
+            Some(i) => seen[i] = true,
+            None if rec.extra.iter().any(|e| e == k) => {}
+            None => return false,
+        }
+    }
+    seen.iter().all(|s| *s)
+}
+
+/// The value the record `text` says its call returned: `None` when `text`
+/// is no record of success. The one reader of the record, for a rule's
+/// `agno_result` unwrap as for [`mark`].
+pub(crate) fn returned(text: &str) -> Option<Value> {
+    match outcome(record()?, text)? {
+        Outcome::Returned(v) => Some(v),
+        Outcome::Failed(_) => None,
+    }
 }
 
 /// The outcome a record's `fields` state: failed (no value, an error that
@@ -220,7 +284,10 @@ mod tests {
             "updated_session_state": null, "images": null});
         assert_eq!(of(&dump.to_string()), failed("no crate 9"));
         assert_eq!(
-            of("{'status': 'error', 'result': None, 'error': 'no crate 9', 'files': None}"),
+            of(
+                "{'status': 'error', 'result': None, 'error': 'no crate 9', \
+                'updated_session_state': None, 'files': None}"
+            ),
             failed("no crate 9")
         );
         let quoted = json!("status='failure' result=None error='no crate 9'").to_string();
@@ -258,6 +325,18 @@ mod tests {
             r#"{"order": 7, "status": "failed", "error": "card declined"}"#,
             r#"{"status": "failed", "result": null, "error": "card declined"}"#,
             r#"{"status": "failed", "result": null, "error": "x", "images": null, "order": 7}"#,
+            // A tool's own dicts with a common key of the record's but no
+            // key a dump of it always holds.
+            r#"{"status": "failed", "result": null, "error": "refused", "images": []}"#,
+            r#"{"status": "success", "result": "2 matched", "error": null, "files": ["a"]}"#,
+            // A name written twice is no pydantic `str()`.
+            "status='failure' result=None error='x' error='y'",
+            "status='success' result='calm' result='gale' error=None",
+            // A success that names an error, or lacks the error key.
+            "status='success' result='calm' error='slow'",
+            "status='success' result='calm'",
+            // A JSON string that is no `str()` of the record.
+            r#""the status is failure: error 5""#,
             // Text that is no record.
             "the status is failure: error 5",
             "[1, 2]",
@@ -286,6 +365,32 @@ mod tests {
         let t = Trace::new(TraceId([7; 16]), vec![s], 0);
         let a = crate::extract::Extractor::default().analyze(&t);
         a.calls.into_iter().next().expect("one call")
+    }
+
+    #[test]
+    fn a_large_text_is_not_read_as_the_record() {
+        let pad = "x".repeat(MAX_RECORD_BYTES);
+        let big = json!({"status": "success", "result": pad, "error": null,
+            "updated_session_state": null});
+        assert_eq!(of(&big.to_string()), None);
+        // A large object naming the words but no dump key is not parsed,
+        // and one with a key outside the record is turned away by its keys.
+        let own = json!({"status": "failed", "error": "x", "rows": [1, 2, 3]});
+        assert_eq!(of(&own.to_string()), None);
+        let own = json!({"status": "failed", "result": null, "error": "x",
+            "updated_session_state": null, "rows": [1, 2, 3]});
+        assert_eq!(of(&own.to_string()), None);
+    }
+
+    #[test]
+    fn returned_is_the_value_of_a_record_of_success_only() {
+        let ok = "status='success' result='{\"tide\": \"calm\"}' error=None images=None";
+        assert_eq!(returned(ok), Some(json!({"tide": "calm"})));
+        assert_eq!(returned("status='failure' result=None error='x'"), None);
+        assert_eq!(
+            returned("status='success' result='calm' error='slow'"),
+            None
+        );
     }
 
     #[test]
@@ -348,5 +453,26 @@ mod tests {
         assert_eq!(c.status, CallStatus::Ok);
         let got = c.result.as_ref().map(CallResult::to_value);
         assert_eq!(got, Some(serde_json::from_str(own).expect("JSON")));
+        // The record's `str()` reads the same under `traceloop` (whose
+        // `agno_result` unwrap takes it off) as under the GenAI rule, and
+        // a near record is read under both as any model's `str()` is: the
+        // object of its fields.
+        for (text, want) in [
+            ("status='success' result='calm' error=None", json!("calm")),
+            (
+                "status='success' result='calm' error='slow'",
+                json!({"status": "success", "result": "calm", "error": "slow"}),
+            ),
+            (
+                "status='success' result='calm'",
+                json!({"status": "success", "result": "calm"}),
+            ),
+        ] {
+            for c in [genai_call(text), traceloop_call(text, false)] {
+                assert_eq!(c.status, CallStatus::Ok, "{text}");
+                let got = c.result.as_ref().map(CallResult::to_value);
+                assert_eq!(got, Some(want.clone()), "{text}");
+            }
+        }
     }
 }

@@ -361,36 +361,18 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
     }
 }
 
-/// Whether `k` is a field of Agno's `FunctionExecutionResult` (the
-/// vocabularies `outcome_record_keys` and `outcome_record_extra_keys`,
-/// which `outcome_record` reads too).
-fn agno_field(k: &str) -> bool {
-    let field = |list: &str| super::rules::builtin_list(list).iter().any(|f| f == k);
-    field("outcome_record_keys") || field("outcome_record_extra_keys")
-}
-
 /// How the `str()` of Agno's `FunctionExecutionResult` starts.
 pub(crate) const AGNO_RESULT_START: &str = "status=";
 
 /// The `str()` of Agno's successful `FunctionExecutionResult` -> its
-/// `result` (JSON-decoded). Only text of Agno's fields alone, each a
-/// Python literal: any other text (a user's own result, a failure) stays
-/// (a failure makes a failed call: `outcome_record`).
+/// `result` (JSON-decoded), as `outcome_record` reads the record under any
+/// rule (one reader, one shape test). Any other text (a user's own result,
+/// a failure) stays (a failure makes a failed call: `outcome_record`).
 pub(crate) fn agno_result(v: Value) -> Result<Value, Value> {
-    let fields = match &v {
-        Value::String(t) if t.starts_with(AGNO_RESULT_START) => super::literal::keyword_fields(t),
-        _ => None,
-    };
-    let Some(fields) = fields else {
-        return Err(v);
-    };
-    let agno = fields.iter().all(|(k, _)| agno_field(k));
-    let succeeded = super::rules::builtin_list("outcome_succeeded");
-    let success = fields.iter().any(|(k, f)| {
-        k == "status" && f.as_str().is_some_and(|f| succeeded.iter().any(|w| w == f))
-    });
-    match fields.into_iter().find(|(k, _)| k == "result") {
-        Some((_, result)) if agno && success => Ok(json_in_string(result)),
+    match &v {
+        Value::String(t) if t.starts_with(AGNO_RESULT_START) => {
+            super::outcome_record::returned(t).ok_or(v)
+        }
         _ => Err(v),
     }
 }
