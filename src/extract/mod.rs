@@ -701,7 +701,7 @@ impl Extractor {
             .enumerate()
             .map(|(i, (&r, s))| {
                 let call = role[i] == Role::Call;
-                span_name(rule_at(i, r?), s).map(|n| wrapper_names::named(n, s, call))
+                span_name(rule_at(i, r?), s).map(|n| qualname::named(n, s, call))
             })
             .collect();
         let mut spans = Classified {

@@ -25,6 +25,18 @@ use crate::ingest::span::Val;
 use super::rules::{builtin_list, in_namespace, ANY};
 use super::wrapper_names::{is_wrapper_method, tool_name};
 
+/// The name a rule gave span `s`'s call (`call`) after
+/// `wrapper_names::named`, then cut to its last part when the span records
+/// it as a function's qualified name (`t33.check_stock`). Kept apart from
+/// `wrapper_names` because this reading asks it which names are a wrapper's.
+pub(crate) fn named(name: String, s: &SpanRecord, call: bool) -> String {
+    let name = super::wrapper_names::named(name, s, call);
+    match call.then(|| bare(&name, s)).flatten() {
+        Some((bare, _)) => bare.to_string(),
+        None => name,
+    }
+}
+
 /// A nested function's marker in a Python qualname (`outer.<locals>.inner`).
 const LOCALS: &str = "<locals>";
 

@@ -77,20 +77,15 @@ pub(crate) fn tool_name(name: &str, s: &SpanRecord) -> Option<(String, &'static 
 
 /// `name` (the name a rule gave span `s`), or, for a call (`call`), the
 /// tool's own name when `name` is a wrapper's method and the span names
-/// the tool. Agent runs keep theirs (`FunctionAgent.run`).
+/// the tool. Agent runs keep theirs (`FunctionAgent.run`). A function's
+/// qualified name is cut after this (`extract::qualname::named`).
 pub(crate) fn named(name: String, s: &SpanRecord, call: bool) -> String {
     match call {
         true => {
             let name = tool_name(&name, s).map_or(name, |(n, _)| n);
             // An MCP tool's namespaced name (`mcp__trip__find_hotel`).
-            let name = match super::tool_name::mcp_parts(&name) {
+            match super::tool_name::mcp_parts(&name) {
                 Some((_, tool)) => tool.to_string(),
-                None => name,
-            };
-            // A function's qualified name the span records as such
-            // (`t33.check_stock`: `extract::qualname`).
-            match super::qualname::bare(&name, s) {
-                Some((bare, _)) => bare.to_string(),
                 None => name,
             }
         }
