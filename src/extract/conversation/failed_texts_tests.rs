@@ -8,7 +8,7 @@ use super::{in_text, Failure};
 use crate::assemble::{Trace, TraceId};
 use crate::extract::test_support::{asking_trace, chat_trace, final_text_trace, read_in_order};
 use crate::extract::tests::sp;
-use crate::extract::{Analysis, CallStatus, Extractor};
+use crate::extract::{Analysis, CallStatus, Extractor, ToolCall};
 
 /// The loop's text for `hoist_sail` raising with arguments `args` (as
 /// Python's `str(dict)` writes them).
@@ -310,6 +310,22 @@ fn told_as(name: &str, args: &str, error: &str) -> String {
     format!("Error:\nError executing tool '{name}' with arguments {args}: {error}\nNow let's retry: take care.\n")
 }
 
+/// The retry tests' outcome: the first try (`h1`) failed with
+/// `ValueError`, the retry (`h2`) with its own `TimeoutError`.
+fn assert_each_try_has_its_own_error(calls: &[ToolCall]) {
+    let errors: Vec<_> = calls
+        .iter()
+        .map(|c| (c.call_id.as_deref(), c.error_type.as_deref()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (Some("h1"), Some("ValueError")),
+            (Some("h2"), Some("TimeoutError"))
+        ]
+    );
+}
+
 #[test]
 fn a_retry_with_the_same_arguments_gets_its_own_error_in_one_trace() {
     let user = |t: &str| json!({"role": "user", "content": t});
@@ -328,18 +344,7 @@ fn a_retry_with_the_same_arguments_gets_its_own_error_in_one_trace() {
         ),
     ]);
     let a = Extractor::default().analyze(&trace);
-    let errors: Vec<_> = a
-        .calls
-        .iter()
-        .map(|c| (c.call_id.as_deref(), c.error_type.as_deref()))
-        .collect();
-    assert_eq!(
-        errors,
-        [
-            (Some("h1"), Some("ValueError")),
-            (Some("h2"), Some("TimeoutError"))
-        ]
-    );
+    assert_each_try_has_its_own_error(&a.calls);
 }
 
 #[test]
@@ -361,18 +366,8 @@ fn a_retry_with_the_same_arguments_gets_its_own_error_across_traces() {
     let last = chat_trace(3, (40, 50), Some(&input(&both)), Some(&done));
     let first_ask = chat_trace(1, (0, 10), None, Some(&asks("h1", 2).to_string()));
     let read = read_in_order(vec![first_ask, retry, last]);
-    let errors: Vec<_> = read
-        .iter()
-        .flat_map(|a| &a.calls)
-        .map(|c| (c.call_id.as_deref(), c.error_type.as_deref()))
-        .collect();
-    assert_eq!(
-        errors,
-        [
-            (Some("h1"), Some("ValueError")),
-            (Some("h2"), Some("TimeoutError"))
-        ]
-    );
+    let calls: Vec<_> = read.iter().flat_map(|a| a.calls.clone()).collect();
+    assert_each_try_has_its_own_error(&calls);
 }
 
 #[test]
