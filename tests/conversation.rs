@@ -275,3 +275,51 @@ fn traces_whose_spans_and_conversation_agree_have_no_warning() {
     let w = warnings(&rows);
     assert_eq!(w, Vec::<String>::new());
 }
+
+/// Google ADK's own spans without content capture (the shape google-adk
+/// 2.13 writes without `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`;
+/// our own tools and values): the row, `--explain` and the JUnit report
+/// say why the calls hold nothing, and what to set.
+#[test]
+fn calls_without_content_are_a_warning_in_the_row_explain_and_junit() {
+    let file = path("adk-no-content.jsonl");
+    let wanted = "2 tool calls hold neither arguments nor a result";
+    let switch = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true";
+    let rows = inspected("adk-no-content.jsonl");
+    assert_eq!(rows.len(), 1);
+    let names: Vec<Value> = calls(&rows).into_iter().map(|c| c.0).collect();
+    assert_eq!(names, [json!("find_berth"), json!("reserve_berth")]);
+    let w = warnings(&rows);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains(wanted) && w[0].contains(switch), "{w:?}");
+    let explain = toolscore(&["inspect", "--explain", "-q", &file]);
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(text.contains(wanted), "{text}");
+    let dir = TempDir::new("no-content-junit");
+    let fixture = dir.path().join("expected.jsonl");
+    let case = json!({"id": "berths", "trace_id": "5c0e7a11d2b34f6a8e9b0c1d2e3f4a5b",
+        "expected_tools": [{"name": "find_berth", "args": {"length_m": 11}}, "reserve_berth"]});
+    std::fs::write(&fixture, format!("{case}\n")).unwrap();
+    for with_case in [true, false] {
+        let out_file = dir.path().join(format!("report-{with_case}.xml"));
+        let out_path = out_file.display().to_string();
+        let fixture = fixture.display().to_string();
+        let mut args = vec![
+            "replay", "-q", &file, "--format", "junit", "--output", &out_path,
+        ];
+        if with_case {
+            args.extend(["--expected", &fixture]);
+        }
+        let out = toolscore(&args);
+        assert!(
+            out.status.code().is_some(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let written = std::fs::read_to_string(&out_file).unwrap_or_default();
+        assert!(
+            written.contains(wanted) && written.contains(switch),
+            "{with_case}: {written}"
+        );
+    }
+}

@@ -73,6 +73,7 @@ mod merge;
 mod misplaced;
 mod next_results;
 mod no_args;
+mod no_content;
 mod ns_result;
 mod open;
 mod outcome_record;
@@ -764,6 +765,7 @@ impl Extractor {
             framing::settle(trace, &mut out.calls);
             echo::settle(trace, carried, &mut out);
             cut::warn(trace, &mut out);
+            no_content::warn(self, trace, &mut out);
             return out;
         }
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
@@ -778,6 +780,7 @@ impl Extractor {
         framing::settle(trace, &mut out.calls);
         echo::settle(trace, carried, &mut out);
         cut::warn(trace, &mut out);
+        no_content::warn(self, trace, &mut out);
         out
     }
 

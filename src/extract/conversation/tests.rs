@@ -200,9 +200,12 @@ fn tool_spans_join_the_model_call_by_id_and_disagreements_are_warned() {
         ]
     );
     assert_eq!(a.calls[0].span_name.as_deref(), Some("FunctionTool"));
-    assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
+    assert_eq!(a.warnings.len(), 3, "{:?}", a.warnings);
     assert!(a.warnings[0].contains("`never_run` (call id k3)"));
     assert!(a.warnings[1].contains("call of `extra`"));
+    // `extra` holds nothing, with the request's messages recorded
+    // (`no_content`).
+    assert!(a.warnings[2].contains("`extra` (span 0505050505050505)): this trace records"));
 }
 
 #[test]
