@@ -30,6 +30,7 @@ mod envelopes;
 #[cfg(test)]
 mod envelopes_tests;
 mod error_frames;
+mod error_type_text;
 mod event_attrs;
 mod event_side;
 pub mod explain;
@@ -40,6 +41,7 @@ mod flat;
 mod flat_args_tests;
 mod flat_asks;
 mod flat_types;
+mod framework_record;
 mod framing;
 mod genai_events;
 #[cfg(test)]
@@ -915,6 +917,10 @@ impl Extractor {
             failed_message::mark(from, s, &mut call);
             // A framework's record of a failed run as the result (`outcome_record`).
             outcome_record::mark(from, s, &mut call);
+            // The record on a framework's marked tool span (`framework_record`).
+            if self.results {
+                framework_record::mark(from, s, &mut call);
+            }
             if role == Role::Retriever {
                 out.retrievers.push(call);
             } else {
@@ -1233,6 +1239,8 @@ fn error_of(
                 .filter(|m| !m.is_empty())
         })
         .or_else(|| event_str(EXCEPTION_KEYS[0]));
+    // The raised text written as `error.type` (`error_type_text`).
+    let message = error_type_text::joined(message, s, ERROR_TYPE_KEY);
     let kind =
         event_str(EXCEPTION_KEYS[1]).or_else(|| s.attr_str(ERROR_TYPE_KEY).map(str::to_string));
     (CallStatus::Error, message, kind)

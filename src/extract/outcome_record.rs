@@ -145,9 +145,38 @@ pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
 /// it was read rather than parsed a second time (docs/conventions.md).
 const MAX_RECORD_BYTES: usize = 1 << 20;
 
+/// How much of the record's shape a text must show to be read as it.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// Read wherever a rule takes a result: the record's `str()`, or its
+    /// whole dump (see the module's doc).
+    Whole,
+    /// On a span its instrumentation marks as the framework's own tool
+    /// span (`framework_record`): its dump may also have its `None` fields
+    /// dropped (the status and no key outside the record; a missing value
+    /// or error is `None`). The mark, not the shape, tells it from a
+    /// tool's own dict there.
+    NoneDropped,
+}
+
 /// What the record `text` is says of its call; `None` when `text` is no
 /// record of the declared shape, or one of another status.
 fn outcome(rec: &Record, text: &str) -> Option<Outcome> {
+    outcome_in(rec, text, Shape::Whole)
+}
+
+/// What the record `text`, written with a framework's mark on its span
+/// (`framework_record`), says of its call: failed with its error message,
+/// or returned its value; `None` when `text` is no record.
+pub(crate) fn on_marked_span(text: &str) -> Option<Result<Value, String>> {
+    match outcome_in(record()?, text, Shape::NoneDropped)? {
+        Outcome::Returned(v) => Some(Ok(v)),
+        Outcome::Failed(m) => Some(Err(m)),
+    }
+}
+
+/// [`outcome`] for a record of shape `shape`.
+fn outcome_in(rec: &Record, text: &str, shape: Shape) -> Option<Outcome> {
     let mut t = text.trim();
     // Cheap first: the record opens as its `str()`, that `str()` as a JSON
     // string, or an object that names a key only a dump of the record
@@ -155,13 +184,20 @@ fn outcome(rec: &Record, text: &str) -> Option<Outcome> {
     let repr = t.starts_with(rec.repr_start.as_str())
         || (t.starts_with('"') && t[1..].starts_with(rec.repr_start.as_str()));
     let dump = t.starts_with('{')
-        && rec
-            .dump_finders
-            .iter()
-            .all(|f| f.find(t.as_bytes()).is_some());
+        && (shape == Shape::NoneDropped
+            || rec
+                .dump_finders
+                .iter()
+                .all(|f| f.find(t.as_bytes()).is_some()));
+    // The status key always; the error key too unless `None` fields may
+    // have been dropped (a success's dump then holds none).
+    let named = match shape {
+        Shape::Whole => &rec.finders[..],
+        Shape::NoneDropped => &rec.finders[..1],
+    };
     if !(repr || dump)
         || t.len() > MAX_RECORD_BYTES
-        || !rec.finders.iter().all(|f| f.find(t.as_bytes()).is_some())
+        || !named.iter().all(|f| f.find(t.as_bytes()).is_some())
     {
         return None;
     }
@@ -175,10 +211,31 @@ fn outcome(rec: &Record, text: &str) -> Option<Outcome> {
         // A name written twice is no pydantic `str()` (`model_str`).
         let fields: Map<String, Value> = super::literal::model_str(t)?.into_iter().collect();
         known_keys(rec, fields.keys().map(String::as_str)).then_some(fields)?
+    } else if shape == Shape::NoneDropped {
+        none_dropped_fields(rec, t)?
     } else {
         dump_fields(rec, t)?
     };
     read(rec, fields)
+}
+
+/// The fields of the record's dump `t` with its `None` fields dropped:
+/// the status, no key outside the record; the value and the error, when
+/// missing, are `None` again (what the writer dropped).
+fn none_dropped_fields(rec: &Record, t: &str) -> Option<Map<String, Value>> {
+    let Value::Object(mut fields) = super::source::parse_json_or_literal(t) else {
+        return None;
+    };
+    let known = fields
+        .keys()
+        .all(|k| [rec.status, rec.value, rec.error].contains(&k.as_str()) || rec.extra.contains(k));
+    if !known || !fields.contains_key(rec.status) {
+        return None;
+    }
+    for k in [rec.value, rec.error] {
+        fields.entry(k).or_insert(Value::Null);
+    }
+    Some(fields)
 }
 
 /// The fields of the record's dump `t` (an object, JSON or a Python dict
@@ -365,6 +422,36 @@ mod tests {
         let t = Trace::new(TraceId([7; 16]), vec![s], 0);
         let a = crate::extract::Extractor::default().analyze(&t);
         a.calls.into_iter().next().expect("one call")
+    }
+
+    #[test]
+    fn on_a_marked_span_a_dump_may_have_dropped_its_none_fields() {
+        let fail = r#"{"status": "failure", "error": "tide too low"}"#;
+        assert_eq!(on_marked_span(fail), Some(Err("tide too low".to_string())));
+        assert_eq!(
+            on_marked_span(r#"{"status": "success", "result": {"depth": 3}}"#),
+            Some(Ok(json!({"depth": 3})))
+        );
+        // A success that returned `None` keeps only its status.
+        assert_eq!(
+            on_marked_span(r#"{"status": "success"}"#),
+            Some(Ok(Value::Null))
+        );
+        // The `str()` and the whole dump read as anywhere.
+        assert_eq!(
+            on_marked_span("status='failure' result=None error='tide too low'"),
+            Some(Err("tide too low".to_string()))
+        );
+        // Still no record: a key outside it, no status, both a value and
+        // an error; and, without the mark, the dropped form is no record.
+        for kept in [
+            r#"{"status": "failure", "error": "x", "berth": 4}"#,
+            r#"{"error": "tide too low"}"#,
+            r#"{"status": "success", "result": 1, "error": "x"}"#,
+        ] {
+            assert_eq!(on_marked_span(kept), None, "{kept}");
+        }
+        assert_eq!(of(fail), None);
     }
 
     #[test]
