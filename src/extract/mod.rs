@@ -62,6 +62,7 @@ mod heldout3_tests;
 // Spans relabelled OpenInference TOOL by a converter (held-out set 26).
 #[cfg(test)]
 mod converted_tests;
+mod json_block;
 mod json_run;
 mod listing;
 mod literal;

@@ -214,8 +214,9 @@ fn failed(o: &Map<String, Value>) -> bool {
             .any(|k| o.get(*k).and_then(Value::as_bool) == Some(true))
 }
 
-/// A content block's value: `{"json": v}` -> `v`, `{"text": t}` (typed
-/// `text` or not) -> `t` JSON-decoded; any other block is none.
+/// A content block's value: `{"json": v}` -> `v` (a list a framework put
+/// under one key: `json_block`), `{"text": t}` (typed `text` or not) -> `t`
+/// JSON-decoded; any other block is none.
 fn block_value(b: &Value) -> Option<Value> {
     let b = b.as_object()?;
     let typed = match b.get("type") {
@@ -227,7 +228,7 @@ fn block_value(b: &Value) -> Option<Value> {
         return None;
     }
     if let Some(v) = b.get("json") {
-        return Some(v.clone());
+        return Some(super::json_block::block_value(v.clone()));
     }
     b.get("text")?.as_str().map(parse_json_or_string)
 }

@@ -219,3 +219,41 @@ fn openllmetry_fastmcp_tool_call_unwraps_to_its_arguments() {
     );
     assert_eq!((args, result), (json!({}), json!(["a", "b"])));
 }
+
+#[test]
+fn mlflow_smolagents_agent_text_record_comes_off_a_result() {
+    // `mlflow.smolagents.autolog()`: a tool's string return is smolagents'
+    // `AgentText`, recorded as its `__dict__`; a dict return as it is.
+    let tool = |output: &str| {
+        one(
+            "PierTool.__call__",
+            &[
+                ("mlflow.spanType", "\"TOOL\""),
+                (
+                    "mlflow.spanInputs",
+                    r#"{"sanitize_inputs_outputs": true, "kwargs": {"pier": 9}}"#,
+                ),
+                ("mlflow.spanOutputs", output),
+            ],
+        )
+    };
+    let (name, args, result, convention) = tool(r#"{"_value": "pier 9 is free"}"#);
+    assert_eq!(
+        (name.as_str(), args, result, convention.as_str()),
+        (
+            "PierTool.__call__",
+            json!({"pier": 9}),
+            json!("pier 9 is free"),
+            "mlflow"
+        )
+    );
+    assert_eq!(tool(r#"{"_value": ["a"]}"#).2, json!(["a"]));
+    // A tool's own dict, with that key among others, stays whole.
+    for own in [
+        json!({"_value": "x", "k": 1}),
+        json!({"free": true, "pier": 9}),
+        json!({"value": "x"}),
+    ] {
+        assert_eq!(tool(&own.to_string()).2, own);
+    }
+}

@@ -682,7 +682,8 @@ pub(crate) fn lone_key_around_non_object(v: Value, key: &str) -> Result<Value, V
 }
 
 /// A list of one Bedrock Converse content block, `{"json": v}` or
-/// `{"text": "..."}` and no other key -> `v`, or the text JSON-decoded.
+/// `{"text": "..."}` and no other key -> `v` (a list a framework put under
+/// one key: `json_block`), or the text JSON-decoded.
 /// Several blocks, or another key (an image, a document), stay. Cohere
 /// v2's one document block is such a block too ([`cohere_document`]).
 pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
@@ -702,7 +703,7 @@ pub(crate) fn provider_block(v: Value) -> Result<Value, Value> {
     match v {
         Value::Array(mut items) => match items.pop() {
             Some(Value::Object(mut b)) => Ok(match b.remove("json") {
-                Some(x) => x,
+                Some(x) => super::json_block::block_value(x),
                 None => b.remove("text").map_or(Value::Null, json_in_string),
             }),
             _ => Ok(Value::Null),

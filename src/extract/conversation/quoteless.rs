@@ -8,19 +8,27 @@
 //! Phare","stars":3}`) becomes `{\hotel\:\Le Phare\,\stars\:3}`: the text's
 //! own quotes were escaped as `\"` by `JSON.stringify` and lost their `"`.
 //!
-//! Putting a `"` back for every `\` undoes that exactly when the tool's text
-//! held no backslash and no control character (which `JSON.stringify`
-//! escapes as `\\`, `\n`, `\u0001`), and held an even number of quotes (with
-//! an odd number the last quote stays, and the text is left alone here).
-//! A text with a backslash may give the same stripped text as a JSON one:
-//! `{"a":\}` (no JSON) and `{"a":""}` both become `{\a\:\\}`. So a text is
-//! taken as stripped only by the transformation's signature: it opens an
-//! object or list, holds a stripped quote (`\`) and no `"` and no control
-//! character, and with the quotes put back is a JSON object or list;
-//! anything else stays as it is. A tool returning an object (not its JSON
-//! text) loses the quotes of its keys and strings alike (`hotel: Le Phare`,
-//! `stars: 3`): no reader can tell the string `"3"` from the number there,
-//! and such text stays text.
+//! So in the stripped text a quote of the tool's text is a lone `\` and a
+//! backslash of it is `\\` (`JSON.stringify`'s escape, which lost nothing):
+//! the JSON escape `\n` inside a string of the tool's text reads `\\n`,
+//! an escaped quote `\"` reads `\\\`. The text is rebuilt by following the
+//! JSON it was: outside a string a `\` opens one; inside, `\\` starts an
+//! escape (a string's closing quote is never followed by another quote or
+//! backslash) and a lone `\` closes it, which only `,` `:` `]` `}`, a space
+//! or the end may follow. One case stays open: after the `\\` that starts
+//! an escape, `\\` again is an escaped backslash, or an escaped quote and
+//! the next `\`; the escaped quote is tried first, the other reading when
+//! the text cannot be JSON so ([`MAX_TRIES`]).
+//!
+//! The text is taken as stripped only by the transformation's signature: it
+//! opens an object or list, holds a stripped quote (`\`) and no `"` and no
+//! control character (`JSON.stringify` escapes those; a `"` is left only
+//! when the quotes were odd in number), and rebuilt it is a JSON object or
+//! list; anything else stays as it is. A JSON text spread over lines (its
+//! newlines escaped, so `\n` after a closing quote) is not rebuilt. A tool
+//! returning an object (not its JSON text) loses the quotes of its keys and
+//! strings alike (`hotel: Le Phare`, `stars: 3`): no reader can tell the
+//! string `"3"` from the number there, and such text stays text.
 
 use serde_json::Value;
 
@@ -47,12 +55,105 @@ fn is_stripped(text: &str) -> bool {
         && !b.iter().any(|c| *c < 0x20)
 }
 
-/// The text with a `"` for every `\`, when that is a JSON object or list.
+/// How many readings of one text are tried at most (each ambiguous escape
+/// gives two; almost every text has none).
+const MAX_TRIES: usize = 16;
+
+/// A reading left to try: where in the stripped text it resumes (inside a
+/// string of the tool's text, or at the start), how much of the rebuilt
+/// text it keeps, and the text it puts after that.
+struct Alternative {
+    at: usize,
+    in_string: bool,
+    kept: usize,
+    put: &'static str,
+}
+
+/// The tool's text rebuilt from the stripped `text`, when that is a JSON
+/// object or list (see the module's doc).
 fn restore(text: &str) -> Option<Value> {
-    let quoted = text.replace('\\', "\"");
-    serde_json::from_str::<Value>(&quoted)
-        .ok()
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut pending: Vec<Alternative> = Vec::new();
+    let mut resume = Alternative {
+        at: 0,
+        in_string: false,
+        kept: 0,
+        put: "",
+    };
+    for _ in 0..MAX_TRIES {
+        out.truncate(resume.kept);
+        out.push_str(resume.put);
+        if let Some(v) = rebuild(
+            text,
+            b,
+            (resume.at, resume.in_string),
+            &mut out,
+            &mut pending,
+        )
+        .and_then(|()| serde_json::from_str::<Value>(&out).ok())
         .filter(|v| v.is_object() || v.is_array())
+        {
+            return Some(v);
+        }
+        resume = pending.pop()?;
+    }
+    None
+}
+
+/// Rebuilds `text` (its bytes `b`) into `out` from byte `at`, inside a
+/// string of the tool's text or not. `None`: this reading cannot be JSON.
+/// An ambiguous escape pushes its other reading onto `pending`.
+fn rebuild(
+    text: &str,
+    b: &[u8],
+    (mut at, mut in_string): (usize, bool),
+    out: &mut String,
+    pending: &mut Vec<Alternative>,
+) -> Option<()> {
+    while let Some(i) = memchr::memchr(b'\\', &b[at..]).map(|i| at + i) {
+        // `\` is ASCII, so the text splits on a character boundary.
+        out.push_str(text.get(at..i)?);
+        at = i + 1;
+        if !in_string {
+            out.push('"');
+            in_string = true;
+        } else if b.get(at) != Some(&b'\\') {
+            // A lone `\`: the string closes.
+            out.push('"');
+            in_string = false;
+            let next = b[at..].iter().find(|c| **c != b' ');
+            if !matches!(next, None | Some(b',' | b':' | b']' | b'}')) {
+                return None;
+            }
+        } else {
+            // `\\`: the tool's backslash, starting an escape.
+            out.push('\\');
+            at += 1;
+            match (b.get(at), b.get(at + 1)) {
+                (Some(b'\\'), Some(b'\\')) => {
+                    // An escaped quote, the next `\` read on; or an
+                    // escaped backslash (tried when the first fails).
+                    pending.push(Alternative {
+                        at: at + 2,
+                        in_string: true,
+                        kept: out.len(),
+                        put: "\\",
+                    });
+                    out.push('"');
+                    at += 1;
+                }
+                (Some(b'\\'), _) => {
+                    out.push('"');
+                    at += 1;
+                }
+                (Some(c), _) if b"/bfnrtu".contains(c) => {}
+                _ => return None,
+            }
+        }
+    }
+    out.push_str(text.get(at..)?);
+    (!in_string).then_some(())
 }
 
 #[cfg(test)]
@@ -106,15 +207,62 @@ mod tests {
     }
 
     #[test]
+    fn json_text_with_escapes_comes_back() {
+        for v in [
+            // A newline in a string (the JSON escape `\n` in the tool's text).
+            json!({"label": "Café Hafen\nTor 3 – ミナト", "chars": 12}),
+            // Quotes and backslashes of the tool's strings, and `\u` escapes
+            // (Python's `json.dumps` writes every non-ASCII character so).
+            json!({"quote": "say \"ahoy\"", "path": "D:\\logs\\x", "n": 2}),
+            // (An even number of quotes in all: an odd last one stays.)
+            json!(["\"", "\\", "", "a, b", "tab\there", "\""]),
+            json!({"empty": "", "after": "x\ny", "end": "\\"}),
+            json!({"k\"e\"y": {"inner": ["\"\"", "a\\b", "\\\\"]}}),
+        ] {
+            for tool_text in [v.to_string(), python_dumps(&v)] {
+                let text = stripped(&tool_text);
+                assert!(!text.contains('"'), "{text}");
+                assert_eq!(restored(Value::String(text)), v, "{tool_text}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_escaped_quote_is_read_before_an_escaped_backslash() {
+        // `\\` then `\"` and `\"` then `\\` strip alike; the first reading
+        // that is JSON is taken.
+        let text = stripped(r#"["\\\"", "\"\\"]"#);
+        assert_eq!(stripped(r#"["\"\\", "\"\\"]"#), text);
+        assert_eq!(restored(Value::String(text)), json!(["\"\\", "\"\\"]));
+    }
+
+    /// Python's `json.dumps`: `", "` and `": "` between items, non-ASCII
+    /// escaped as `\u`.
+    fn python_dumps(v: &Value) -> String {
+        let mut out = String::new();
+        for c in serde_json::to_string(v).expect("a value encodes").chars() {
+            match c {
+                c if !c.is_ascii() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push(c),
+            }
+        }
+        // Separators outside strings only: the strings here hold none
+        // (and no character past the Basic Multilingual Plane).
+        out.replace("\",\"", "\", \"").replace("\":", "\": ")
+    }
+
+    #[test]
     fn what_the_transformation_cannot_have_written_stays_text() {
         for text in [
-            // A text with a backslash of its own: no JSON with the quotes
-            // put back.
-            stripped(r#"{"path": "C:\\temp"}"#),
             // An odd number of quotes: the last one stays.
             stripped(r#"{"a": "b"} ""#),
             // A JSON text spread over lines (its newlines escaped).
             stripped("{\n  \"a\": 1\n}"),
+            // A backslash of the tool's text before no JSON escape letter.
+            r"{\a\:\C:\\q\}".to_string(),
+            // A string closing before a letter, and one never closed.
+            r"{\a\b\:1}".to_string(),
+            r"{\a\:\x}".to_string(),
             // Plain text, and a quoted object as any tool may return it.
             "rented".to_string(),
             r#"{"a": 1}"#.to_string(),
