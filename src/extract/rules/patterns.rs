@@ -5,6 +5,7 @@
 use std::sync::{Arc, OnceLock};
 
 use regex::{Regex, RegexBuilder};
+use regex_syntax::hir::literal::Seq;
 
 use super::{CondSpec, RuleError, RuleSpec};
 
@@ -94,8 +95,44 @@ enum Start {
 /// (a class under a repetition gives hundreds) costs more than the regex.
 const MOST_LITERALS: usize = 16;
 
+/// `seq`, its literals cut to their first (`from_end`: last) bytes when
+/// it has more than [`MOST_LITERALS`], as long as at most [`CUT_LITERALS`]
+/// are left, each match still starting (ending) with one: a class or a
+/// case-insensitive word beside a list multiplies the literals, which then
+/// share their ends (the listing's
+/// `^([0-9A-Za-z_.]*[.:])?(list|get|load)_?[Tt]ools$`, 36 suffixes: without
+/// them every span name ran the regex).
+fn shortened(seq: Seq, from_end: bool) -> Seq {
+    if seq.len().is_none_or(|n| n <= MOST_LITERALS) {
+        return seq;
+    }
+    let cut = |keep: usize| {
+        let mut cut = seq.clone();
+        match from_end {
+            true => cut.keep_last_bytes(keep),
+            false => cut.keep_first_bytes(keep),
+        }
+        cut.sort();
+        cut.dedup();
+        cut
+    };
+    // Longer cuts are as many literals or more: the longest few enough
+    // (asked once per pattern).
+    let few = |keep: &usize| cut(*keep).len().is_some_and(|n| n <= CUT_LITERALS);
+    match (1..=LONGEST_CUT).take_while(few).last() {
+        Some(keep) => cut(keep),
+        None => seq,
+    }
+}
+
+/// The most literals a cut [`shortened`] leaves: each text is compared
+/// with every one.
+const CUT_LITERALS: usize = 4;
+/// The most bytes a literal [`shortened`] keeps.
+const LONGEST_CUT: usize = 32;
+
 /// The literals of `seq`, when it is finite, short and none is empty.
-fn nonempty(seq: &regex_syntax::hir::literal::Seq) -> Option<Vec<Box<[u8]>>> {
+fn nonempty(seq: &Seq) -> Option<Vec<Box<[u8]>>> {
     let literals = seq.literals().filter(|l| l.len() <= MOST_LITERALS)?;
     let texts: Vec<Box<[u8]>> = literals.iter().map(|l| l.as_bytes().into()).collect();
     (!texts.iter().any(|t| t.is_empty())).then_some(texts)
@@ -118,12 +155,16 @@ impl Needed {
         let at_end = props.look_set_suffix().contains(Look::End);
         if at_end {
             let seq = Extractor::new().kind(ExtractKind::Suffix).extract(&hir);
-            needed.ends = nonempty(&seq);
+            needed.ends = nonempty(&shortened(seq, true));
         }
         if !props.look_set_prefix().contains(Look::Start) {
             return needed;
         }
-        let seq = Extractor::new().kind(ExtractKind::Prefix).extract(&hir);
+        // Exact only where no literal was cut: then a match is one of them.
+        let seq = shortened(
+            Extractor::new().kind(ExtractKind::Prefix).extract(&hir),
+            false,
+        );
         needed.start = match nonempty(&seq) {
             None => Start::Anything,
             Some(texts) if seq.is_exact() && at_end => Start::OneOf(texts),
@@ -297,6 +338,9 @@ mod tests {
             r"^a^b$",
             r"^(a|b)\b$",
             r"(^|\.)tool\..+\.(success|error)$",
+            r"^([0-9A-Za-z_.]*[.:])?(list|get|load)_?[Tt]ools$",
+            r"^(?i:tool)[ _.-]?(?i:execution|call|invocation|run)[ _.-]?(?i:span)?$",
+            r"^(?i:ab)$",
         ];
         all.extend(shapes.iter().map(|p| p.to_string()));
         let texts = [
@@ -347,6 +391,14 @@ mod tests {
             "get.tool\n",
             "aa",
             "ba",
+            "listTools",
+            "mcp.get_tools",
+            "x:loadTools",
+            "tools",
+            "Tool_Call",
+            "TOOL execution span",
+            "toolrunx",
+            "aB",
         ];
         for p in &all {
             let re = Regex::new(p).unwrap();
@@ -362,5 +414,12 @@ mod tests {
         // A pattern anchored at its end turns away texts without its ends.
         assert!(!Needed::of(r"\.tool$").admits(b"tool.x"));
         assert!(Needed::of(r"\.tool$").admits(b"x.tool"));
+        // Literals too many to compare are cut to the ends they share.
+        let listing = Needed::of(r"^([0-9A-Za-z_.]*[.:])?(list|get|load)_?[Tt]ools$");
+        assert!(!listing.admits(b"chat gpt-4o"));
+        assert!(listing.admits(b"x.listTools"));
+        let tool = Needed::of(r"^(?i:tool)[ _.-]?(?i:execution|call|invocation|run)$");
+        assert!(!tool.admits(b"execute_tool x"));
+        assert!(tool.admits(b"TOOL-run"));
     }
 }
