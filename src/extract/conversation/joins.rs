@@ -23,6 +23,9 @@ pub(super) fn join_and_check(
 ) -> (Vec<AskedAt>, Vec<blank_spans::Pair>) {
     let (mut used, mut joined) = join(trace, asked, &mut out.calls);
     same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
+    // The model's ids of spans' calls joined without one (`ask_ids`).
+    let ids = ask_ids::of_joined(trace, asked, &joined, &out.calls);
+    out.joined_ids.extend(ids);
     // A span joined by name that recorded no arguments: the ask's.
     named_args::fill(trace, asked, &joined, &mut out.calls, &mut out.notes);
     if x.results {
