@@ -10,36 +10,32 @@
 //! use (`Echo::also`), not as the span's own: the joins across traces
 //! that look for spans without ids still find it.
 
-use super::{call_id, AskedAt, Positions, ToolCall};
-use crate::assemble::{SpanId, Trace};
+use super::{AskedAt, ToolCall};
+use crate::assemble::SpanId;
 
 /// The (span, call id) of each tool span's call of `calls` that has no
-/// call id of its own and was joined (`joined`) to an ask of the same tool
-/// with one: the model's id, not one made from its place in the history.
+/// call id of its own (`own`: its span has one) and was joined (`joined`)
+/// to an ask of the same tool with one: the model's id, not one made from
+/// its place in the history.
 pub(super) fn of_joined(
-    trace: &Trace,
     asked: &[AskedAt],
     joined: &[Option<usize>],
+    own: &[bool],
     calls: &[ToolCall],
 ) -> Vec<(SpanId, String)> {
     // The cheap test first: most traces' asks join by their ids, or have none.
     if !joined.iter().any(Option::is_some) || asked.iter().all(|a| a.asked.id.is_none()) {
         return Vec::new();
     }
-    let index = Positions::of(trace);
     let mut out = Vec::new();
-    for (call, k) in calls.iter().zip(joined) {
+    for ((call, k), own) in calls.iter().zip(joined).zip(own) {
         let Some(ask) = k.and_then(|k| asked.get(k)).map(|a| &a.asked) else {
             continue;
         };
         let Some(id) = ask.id.as_deref().filter(|id| !super::is_made(id)) else {
             continue;
         };
-        let own = index
-            .get(call.span_id)
-            .and_then(|i| trace.spans.get(i))
-            .and_then(call_id);
-        if call.from.is_none() && call.call_id.is_none() && own.is_none() && ask.name == call.name {
+        if !own && call.from.is_none() && call.call_id.is_none() && ask.name == call.name {
             out.push((call.span_id, id.to_string()));
         }
     }
