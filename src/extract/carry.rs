@@ -22,6 +22,8 @@
 #[cfg(test)]
 mod answer_tests;
 #[cfg(test)]
+mod ask_ids_tests;
+#[cfg(test)]
 mod chain_tests;
 mod continued;
 #[cfg(test)]
@@ -492,7 +494,16 @@ impl<T> Carry<T> {
                 self.calls.first_near(key(SPAN_BARE, name), near, &mut is),
             ),
             (None, true) => None,
-            (None, false) => self.calls.first_near(key(SPAN_ID, name), near, is),
+            // A span's call joined to its trace's ask of that id
+            // (`conversation::ask_ids`): the conversation's record of it.
+            (None, false) => earlier(
+                later.also.as_deref().and_then(|also| {
+                    let conversation = |c: &Echo| c.from_conversation && is(c);
+                    self.calls
+                        .first_under(key(CALL_ID, (name, also)), conversation)
+                }),
+                self.calls.first_near(key(SPAN_ID, name), near, &mut is),
+            ),
         }
     }
 

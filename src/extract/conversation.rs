@@ -58,6 +58,7 @@ mod ai_sdk_output;
 mod answered_history;
 #[cfg(test)]
 mod answered_history_tests;
+mod ask_ids;
 mod ask_warnings;
 mod asked_time;
 mod bare_value;

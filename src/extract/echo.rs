@@ -136,7 +136,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
             Some(Echo {
                 name: c.name.clone(),
                 args: args.unwrap_or(Value::Null),
-                also: answered_as(a, c, id.as_deref()),
+                also: answered_as(a, c, id.as_deref()).or_else(|| joined_as(a, c, id.as_deref())),
                 id,
                 from_conversation: c.from.is_some(),
                 window,
@@ -169,6 +169,16 @@ fn answered_as(a: &Analysis, c: &ToolCall, id: Option<&str>) -> Option<String> {
     let id = id.filter(|_| c.from.is_some() && !a.echoed_ids.is_empty())?;
     let (_, answer) = a.echoed_ids.iter().find(|(own, _)| own == id)?;
     Some(answer.clone())
+}
+
+/// The call id of `c`, a tool span's call without one (`id`), that the
+/// witness joined to its trace's ask under that id (`Analysis::joined_ids`).
+fn joined_as(a: &Analysis, c: &ToolCall, id: Option<&str>) -> Option<String> {
+    if id.is_some() || c.from.is_some() || a.joined_ids.is_empty() {
+        return None;
+    }
+    let (_, id) = a.joined_ids.iter().find(|(s, _)| *s == c.span_id)?;
+    Some(id.clone())
 }
 
 /// When the traces after compare call `c` (on span `s`) as starting: a
@@ -332,6 +342,11 @@ pub(crate) fn absorb(carried: &[OpenAsk], a: &mut Analysis) {
 fn twice_id(e: &OpenAsk) -> String {
     let own = e.asked.id.as_deref().unwrap_or_default();
     match e.asked.args.as_str() {
+        // A span's call without an id, known by its trace's ask
+        // (`conversation::ask_ids`).
+        Some(asked) if e.form == TWICE_FORM && own.is_empty() => {
+            format!(" {asked} (its trace's model output asked for it under that id)")
+        }
         Some(answer) if e.form == TWICE_FORM => {
             format!(" {answer} (the id its result answers here, for the model output's {own})")
         }

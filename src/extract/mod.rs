@@ -104,6 +104,7 @@ mod source;
 mod spans_heldout11_tests;
 #[cfg(test)]
 mod spans_heldout6_tests;
+mod streamed_input;
 pub mod tool_name;
 mod tool_side;
 mod twice;
@@ -294,6 +295,11 @@ pub struct Analysis {
     /// another trace of the process may record the call under
     /// (`extract::twice`).
     pub(crate) echoed_ids: Vec<(String, String)>,
+    /// The tool spans' calls without a call id of their own that the
+    /// witness joined to the model's ask of the same trace by name
+    /// (`conversation::ask_ids`): the span and the ask's call id, which
+    /// another trace may record the call under (`extract::twice`).
+    pub(crate) joined_ids: Vec<(SpanId, String)>,
 }
 
 /// Which calls count for scoring.

@@ -558,8 +558,13 @@ pub(crate) fn walk<T: Tree>(v: &T, parent_key: Option<&str>, depth: usize, out: 
         return;
     }
     if let Some(items) = v.items() {
+        let from = out.len();
         for x in items {
             walk(x, parent_key, depth + 1, out);
+        }
+        // A streamed call's arguments in pieces after its start block.
+        if let Some(found) = out.get_mut(from..).filter(|f| !f.is_empty()) {
+            super::streamed_input::fill(items, found);
         }
         return;
     }

@@ -20,6 +20,13 @@
 //! id in runs one after the other (a scripted model reusing its ids) stays
 //! two calls.
 //!
+//! A tool span's call without a call id of its own that its trace's model
+//! output asked for under one (joined by name, in order:
+//! `conversation::ask_ids`) goes by that id here (`Echo::also`), so that
+//! a model call of another trace replaying it under the id is the same
+//! call by the rules above (the OpenAI Agents SDK's function spans beside
+//! its client instrumentation's traces of the model calls, under Laminar).
+//!
 //! A streamed model call may be recorded in two halves, each a trace of its
 //! own (Logfire's OpenAI integration: the request's span, then a span of
 //! the streamed response), both carrying the request. Two traces one after
@@ -40,12 +47,15 @@ use serde_json::Value;
 /// What [`same_call`] needs of the two calls' kinds, for a carry that
 /// compares a call with many kept ones: both read from spans and one of
 /// them with a call id ([`nested`]), or one of them rebuilt from the
-/// conversation and `later` with an id. Two span calls with ids (the
+/// conversation and `later` with an id (its own, or its trace's ask's:
+/// [`ids_meet`]). Two span calls with ids (the
 /// usual pair) are never the same call: no further test runs for them.
 #[inline]
 pub(crate) fn may_be_same(later: &Echo, earlier: &Echo) -> bool {
     if later.from_conversation || earlier.from_conversation {
-        later.id.is_some()
+        // A span's call knows the model's id by its trace's ask
+        // (`conversation::ask_ids`).
+        later.id.is_some() || later.also.is_some()
     } else {
         later.id.is_none() != earlier.id.is_none()
     }
@@ -63,8 +73,12 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         return false;
     }
     let same_process = || super::open::same_process(&later.resource, &earlier.resource);
-    let args =
-        || later.args.is_null() || earlier.args.is_null() || same_args(&later.args, &earlier.args);
+    let args = || {
+        later.args.is_null()
+            || earlier.args.is_null()
+            || same_args(&later.args, &earlier.args)
+            || same_text_args(&later.args, &earlier.args)
+    };
     if nested(later, earlier) {
         return args() && same_process();
     }
@@ -83,16 +97,39 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
 /// (Responses item ids, `fc_...`) while another writer's record of the
 /// same model calls goes by the request's (`call_...`).
 fn ids_meet(later: &Echo, earlier: &Echo) -> bool {
-    let Some(id) = later.id.as_deref() else {
-        return false;
-    };
     let is = |x: &Option<String>, y: &str| x.as_deref() == Some(y);
+    let Some(id) = later.id.as_deref() else {
+        // A span's call without an id of its own, joined to its trace's
+        // ask (`conversation::ask_ids`), meets the conversation's record
+        // of that ask by its id.
+        return !later.from_conversation
+            && earlier.from_conversation
+            && later
+                .also
+                .as_deref()
+                .is_some_and(|also| is(&earlier.id, also));
+    };
     is(&earlier.id, id)
         || is(&earlier.also, id)
         || later
             .also
             .as_deref()
             .is_some_and(|also| is(&earlier.id, also))
+}
+
+/// Whether one of `a` and `b` is the JSON text of an object the other is
+/// (a span that wrote its arguments as JSON text: Laminar's function spans
+/// of the OpenAI Agents SDK), the conversation's record holding the object.
+fn same_text_args(a: &Value, b: &Value) -> bool {
+    let one = |text: &Value, whole: &Value| {
+        whole.is_object()
+            && text
+                .as_str()
+                .filter(|t| t.trim_start().starts_with('{'))
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .is_some_and(|v| crate::value::json_eq(&v, whole))
+    };
+    one(a, b) || one(b, a)
 }
 
 /// Whether two spans starting at `a` and `b` may be two records of one
@@ -492,6 +529,27 @@ mod tests {
             model_call(1, (30, 40), "p", "call_7"),
         ]);
         assert_eq!(counts(&got), [1, 0]);
+    }
+
+    #[test]
+    fn arguments_written_as_json_text_meet_the_object_they_encode() {
+        use super::same_text_args;
+        let object = json!({"desk": 4, "floor": "B"});
+        assert!(same_text_args(
+            &json!("{\"floor\": \"B\", \"desk\": 4}"),
+            &object
+        ));
+        assert!(same_text_args(
+            &object,
+            &json!(" {\"desk\":4,\"floor\":\"B\"}")
+        ));
+        // Other values, text that is no object, two texts: no.
+        assert!(!same_text_args(
+            &json!("{\"desk\": 5, \"floor\": \"B\"}"),
+            &object
+        ));
+        assert!(!same_text_args(&json!("desk 4"), &object));
+        assert!(!same_text_args(&json!("[4]"), &json!([4])));
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub(super) fn drop_hollow(trace: &Trace, asked: &[AskedAt], out: &mut Analysis) 
     }
     // The join on a copy: which calls and requests it pairs.
     let mut copy = out.calls.clone();
-    let (used, joined) = join(trace, asked, &mut copy);
+    let (used, joined, _) = join(trace, asked, &mut copy);
     if used.iter().all(|u| *u) {
         return;
     }

@@ -21,8 +21,11 @@ pub(super) fn join_and_check(
     carried: &[OpenAsk],
     out: &mut Analysis,
 ) -> (Vec<AskedAt>, Vec<blank_spans::Pair>) {
-    let (mut used, mut joined) = join(trace, asked, &mut out.calls);
+    let (mut used, mut joined, own) = join(trace, asked, &mut out.calls);
     same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
+    // The model's ids of spans' calls joined without one (`ask_ids`).
+    let ids = ask_ids::of_joined(asked, &joined, &own, &out.calls);
+    out.joined_ids.extend(ids);
     // A span joined by name that recorded no arguments: the ask's.
     named_args::fill(trace, asked, &joined, &mut out.calls, &mut out.notes);
     if x.results {
@@ -43,12 +46,13 @@ pub(super) fn join_and_check(
 /// Joins each call to the model's request for it (by call id, else by
 /// name, else by a namespaced name or equal arguments) and takes the
 /// model's name and arguments where the span lacks them. Returns which
-/// requests were joined, and the request each call was joined to.
+/// requests were joined, the request each call was joined to, and which
+/// calls' spans have a call id of their own (`ask_ids`).
 pub(super) fn join(
     trace: &Trace,
     asked: &[AskedAt],
     calls: &mut [ToolCall],
-) -> (Vec<bool>, Vec<Option<usize>>) {
+) -> (Vec<bool>, Vec<Option<usize>>, Vec<bool>) {
     let index = Positions::of(trace);
     let mut by_id: IdMap<&str, Vec<usize>> = IdMap::default();
     for (k, at) in asked.iter().enumerate() {
@@ -59,11 +63,13 @@ pub(super) fn join(
     let mut used = vec![false; asked.len()];
     // The model's call each tool span's call was joined to.
     let mut joined: Vec<Option<usize>> = vec![None; calls.len()];
+    let mut own = vec![false; calls.len()];
     // By call id (of the same tool first: ids may repeat across agents).
     for (c, call) in calls.iter_mut().enumerate() {
         let id = index
             .get(call.span_id)
             .and_then(|i| call_id(&trace.spans[i]));
+        own[c] = id.is_some();
         let Some(ks) = id.and_then(|id| by_id.get(id)) else {
             continue;
         };
@@ -124,7 +130,7 @@ pub(super) fn join(
             take_from_model(call, &asked[k].asked);
         }
     }
-    (used, joined)
+    (used, joined, own)
 }
 
 /// Warns of the requests no call shows and the calls no request asked
