@@ -104,7 +104,6 @@ mod source;
 mod spans_heldout11_tests;
 #[cfg(test)]
 mod spans_heldout6_tests;
-mod streamed_input;
 pub mod tool_name;
 mod tool_side;
 mod twice;
