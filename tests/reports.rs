@@ -414,3 +414,66 @@ fn explain_escapes_names_for_the_terminal() {
     assert!(text.contains("tool call `tool\\u{1b}"), "{text}");
     assert!(text.contains("agent run `agent\\u{1b}"), "{text}");
 }
+
+/// A call whose failure is stated by a record in its result (Agno's
+/// outcome record, Netra's marked span, a failed LangChain `ToolMessage`)
+/// is failed in every output format, not only in those that print results
+/// (results are read only for JSONL output or a judge).
+#[test]
+fn a_failure_read_from_a_result_record_scores_the_same_in_every_format() {
+    let dir = TempDir::new("record-status");
+    for fixture in [
+        "py-agno-toolerr-netra",
+        "py-agno-toolerr-openllmetry",
+        "py-langgraph-toolerr-traceloop",
+    ] {
+        let file = crate::util::data(&format!("firstsight/{fixture}.jsonl"))
+            .display()
+            .to_string();
+        let rows = crate::util::json_rows(
+            &toolscore(&["inspect", "--format", "jsonl", "-q", &file]).stdout,
+        );
+        let cases: String = rows
+            .iter()
+            .filter_map(|r| r["trace_id"].as_str())
+            .enumerate()
+            .map(|(i, t)| {
+                format!(
+                    "{}\n",
+                    json!({"id": format!("c{i}"), "trace_id": t, "expected_tools": []})
+                )
+            })
+            .collect();
+        let expected = dir.path().join(format!("{fixture}.cases.jsonl"));
+        std::fs::write(&expected, cases).expect("cases written");
+        let expected = expected.display().to_string();
+        for format in ["jsonl", "table", "junit", "html"] {
+            let out_file = dir.path().join(format!("{fixture}.{format}"));
+            let out_path = out_file.display().to_string();
+            let out = toolscore(&[
+                "replay",
+                "-q",
+                &file,
+                "--expected",
+                &expected,
+                "--metric",
+                "tool_efficiency",
+                "--format",
+                format,
+                "--output",
+                &out_path,
+            ]);
+            assert!(
+                out.status.code().is_some(),
+                "{fixture} {format}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let written = std::fs::read_to_string(&out_file).unwrap_or_default();
+            // The failed call counts: one call of three in error.
+            assert!(
+                written.contains("error rate 1/3"),
+                "{fixture} {format}: {written}"
+            );
+        }
+    }
+}

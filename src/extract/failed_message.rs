@@ -38,6 +38,22 @@ const REPR_START: &str = "content=";
 /// message, "kwargs"}`, a lone key, a typed value).
 const MAX_DEPTH: usize = 3;
 
+/// Whether `text` may be a failed message: the cheap test before any
+/// parse, which the extractor also makes before reading a result it would
+/// otherwise skip (results off), so a call fails alike whatever the output.
+pub(crate) fn may_be_failed(text: &str) -> bool {
+    // A message is an object, its `repr()` (maybe as a JSON string); most
+    // results say nothing of a status or an error.
+    let t = text.trim_start();
+    if !(t.starts_with('{') || t.starts_with('"') || t.starts_with(REPR_START)) {
+        return false;
+    }
+    // Built once: a finder per call costs more than the search.
+    static FINDERS: LazyLock<[Finder<'static>; 2]> =
+        LazyLock::new(|| [Finder::new(FAILED.as_bytes()), Finder::new(b"status")]);
+    FINDERS.iter().all(|f| f.find(t.as_bytes()).is_some())
+}
+
 /// Marks `call`, read from span `s`, failed when `from`, the rule's own
 /// result source its result came from, holds a failed `ToolMessage` whose
 /// content is that result (see the module's doc).
@@ -52,16 +68,7 @@ pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     let Some(text) = raw_string(&src.field, s) else {
         return;
     };
-    // Cheap first: a message is an object, its `repr()` (maybe as a JSON
-    // string); most results say nothing of a status or an error.
-    let t = text.trim_start();
-    if !(t.starts_with('{') || t.starts_with('"') || t.starts_with(REPR_START)) {
-        return;
-    }
-    // Built once: a finder per call costs more than the search.
-    static FINDERS: LazyLock<[Finder<'static>; 2]> =
-        LazyLock::new(|| [Finder::new(FAILED.as_bytes()), Finder::new(b"status")]);
-    if !FINDERS.iter().all(|f| f.find(t.as_bytes()).is_some()) {
+    if !may_be_failed(text) {
         return;
     }
     let Some(content) = failed_content(&parse_json_or_string(text)) else {

@@ -21,10 +21,12 @@
 //! its message; a success gives its value. The mark is what tells a
 //! dropped-`None` record from a tool's own `{"status", "error"}` dict,
 //! which stays a result on any span without it (and, with it, sits in the
-//! record's `result`). Any other text on such a span is left alone.
+//! record's `result`). Any other text on such a span is left alone. A
+//! marked span's record is read even when results are not (the value is
+//! then dropped): the call fails alike whatever the output format.
 
 use super::rules::{builtin_list, Field, Source};
-use super::{CallResult, CallStatus, ToolCall};
+use super::ToolCall;
 use crate::assemble::SpanRecord;
 
 /// Reads call `call` of span `s` (its rule's result, if any, from `from`)
@@ -36,13 +38,7 @@ pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     if call.result.is_some() && !from.is_some_and(read_here) {
         return;
     }
-    // The cheap test first: one attribute looked up per key (calls only).
-    let frameworks = builtin_list("framework_record_frameworks");
-    let marked = builtin_list("framework_record_marks").iter().any(|k| {
-        s.attr_str(k)
-            .is_some_and(|v| frameworks.iter().any(|f| f == v))
-    });
-    if !marked {
+    if !marked(s) {
         return;
     }
     let Some(said) = outputs
@@ -52,19 +48,19 @@ pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     else {
         return;
     };
-    let ok = call.status == CallStatus::Ok;
-    match said {
-        // A span already failed keeps its own message.
-        Err(message) => {
-            if ok || call.error_message.is_none() {
-                call.error_message = Some(message);
-            }
-            call.status = CallStatus::Error;
-            call.result = None;
-        }
-        Ok(v) if ok => call.result = Some(CallResult::Value(v)),
-        Ok(_) => {}
-    }
+    super::outcome_record::apply(call, said);
+}
+
+/// Whether span `s` carries a framework's mark (`framework_record_marks`
+/// naming one of `framework_record_frameworks`): one attribute looked up
+/// per key. The extractor asks it before a result it would otherwise skip
+/// (results off), so the record's status is read whatever the output.
+pub(crate) fn marked(s: &SpanRecord) -> bool {
+    let frameworks = builtin_list("framework_record_frameworks");
+    builtin_list("framework_record_marks").iter().any(|k| {
+        s.attr_str(k)
+            .is_some_and(|v| frameworks.iter().any(|f| f == v))
+    })
 }
 
 #[cfg(test)]
@@ -77,6 +73,15 @@ mod tests {
     /// The call read from a GenAI tool span without an operation name
     /// whose `output` is `output`, beside the attributes `more`.
     fn call(output: &str, more: &[(&'static str, &'static str)]) -> ToolCall {
+        call_with(Extractor::default(), output, more)
+    }
+
+    /// [`call`] read by `extractor`.
+    fn call_with(
+        extractor: Extractor,
+        output: &str,
+        more: &[(&'static str, &'static str)],
+    ) -> ToolCall {
         let mut attrs = vec![
             ("gen_ai.tool.name", "weigh_crate"),
             ("gen_ai.tool.call_id", "call_w1"),
@@ -86,7 +91,7 @@ mod tests {
         attrs.extend_from_slice(more);
         let s = crate::extract::tests::sp(1, None, (0, 5), "weigh_crate", &attrs);
         let t = Trace::new(TraceId([9; 16]), vec![s], 0);
-        let a = Extractor::default().analyze(&t);
+        let a = extractor.analyze(&t);
         a.calls.into_iter().next().expect("one call")
     }
 
@@ -116,6 +121,27 @@ mod tests {
             &MARK,
         );
         assert_eq!(c.error_message.as_deref(), Some("scale offline"));
+    }
+
+    #[test]
+    fn with_results_off_the_record_s_failure_is_read_and_its_value_dropped() {
+        // Results are off unless a judge or JSONL output needs them: the
+        // call's status must not depend on the output format.
+        let off = || Extractor::default().with_results(false);
+        let c = call_with(
+            off(),
+            r#"{"status": "failure", "error": "no crate 12"}"#,
+            &MARK,
+        );
+        assert_eq!(
+            (c.status.clone(), c.error_message.as_deref(), result(&c)),
+            (CallStatus::Error, Some("no crate 12"), None)
+        );
+        let c = call_with(off(), r#"{"status": "success", "result": 41.5}"#, &MARK);
+        assert_eq!((c.status.clone(), result(&c)), (CallStatus::Ok, None));
+        // Without the mark, nothing is read either way.
+        let c = call_with(off(), r#"{"status": "failure", "error": "x"}"#, &[]);
+        assert_eq!(c.status, CallStatus::Ok);
     }
 
     #[test]

@@ -884,13 +884,16 @@ impl Extractor {
                 (None, _, Some(text)) => CallArgs::Text(text),
                 (None, _, None) => CallArgs::None,
             };
+            // A status stated by a record in the result is read with results
+            // off too, the value dropped below (`outcome_record`).
+            let results = self.results || outcome_record::status_may_be_in_result(rule, s);
             // The rule's own source a result came from (`failed_message`).
-            let own = self.results.then(|| own_result(rule, s)).flatten();
+            let own = results.then(|| own_result(rule, s)).flatten();
             let from = own.as_ref().map(|(_, src)| *src);
             let mut call = ToolCall {
                 name: name.clone(),
                 args,
-                result: if self.results {
+                result: if results {
                     (own.map(|(r, _)| r))
                         .or_else(|| {
                             let in_events = event_attrs::sources(&rule.result, s);
@@ -924,8 +927,9 @@ impl Extractor {
             // A framework's record of a failed run as the result (`outcome_record`).
             outcome_record::mark(from, s, &mut call);
             // The record on a framework's marked tool span (`framework_record`).
-            if self.results {
-                framework_record::mark(from, s, &mut call);
+            framework_record::mark(from, s, &mut call);
+            if !self.results {
+                call.result = None;
             }
             if role == Role::Retriever {
                 out.retrievers.push(call);
@@ -1245,10 +1249,9 @@ fn error_of(
                 .filter(|m| !m.is_empty())
         })
         .or_else(|| event_str(EXCEPTION_KEYS[0]));
-    // The raised text written as `error.type` (`error_type_text`).
-    let message = error_type_text::joined(message, s, ERROR_TYPE_KEY);
-    let kind =
-        event_str(EXCEPTION_KEYS[1]).or_else(|| s.attr_str(ERROR_TYPE_KEY).map(str::to_string));
+    // `error.type` is the type, or the raised text (`error_type_text`).
+    let (message, kind) =
+        error_type_text::read(message, event_str(EXCEPTION_KEYS[1]), s, ERROR_TYPE_KEY);
     (CallStatus::Error, message, kind)
 }
 

@@ -37,8 +37,16 @@
 //! its value (JSON-decoded); rule `traceloop`'s `agno_result` unwrap reads
 //! it through [`returned`], so every rule reads a record the same. Any
 //! other record stays as it was read. Only text of at most
-//! [`MAX_RECORD_BYTES`] that opens as a record, and names a dump's keys
-//! when it is an object, is parsed: results are read on every trace.
+//! [`MAX_RECORD_BYTES`] that opens as a record and names its status key is
+//! parsed: results are read on every trace. An object must also name a
+//! dump's keys, except on a span a framework marks as its own tool span
+//! (`framework_record`), where a dump may have dropped its `None` fields:
+//! there any object naming the status key is parsed, and its keys decide.
+//!
+//! The status a record states is read whether or not results are (the
+//! extractor reads a result for a call whose text [`may_be_record`] even
+//! with results off, and drops the value after): a call's failure must not
+//! depend on the output format.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -47,7 +55,7 @@ use memchr::memmem::Finder;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
-use super::rules::{builtin_list, Source};
+use super::rules::{builtin_list, Rule, Source};
 use super::source::{parse_json_or_string, raw_string};
 use super::{CallResult, CallStatus, ToolCall};
 use crate::assemble::SpanRecord;
@@ -114,6 +122,9 @@ enum Outcome {
 
 /// Reads `call`, read from span `s`, as the record in `from` (the rule's
 /// own result source its result came from) says (see the module's doc).
+/// The extractor reads that source for a call whose text may be a record
+/// even when results are off (`may_be_record`), so a call fails alike
+/// whatever the output format; the value is dropped after.
 pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     if call.result.is_none() {
         return;
@@ -124,20 +135,53 @@ pub(crate) fn mark(from: Option<&Source>, s: &SpanRecord, call: &mut ToolCall) {
     let Some(text) = raw_string(&src.field, s) else {
         return;
     };
-    let ok = call.status == CallStatus::Ok;
     match outcome(rec, text) {
-        // A span already failed keeps its own message; the record is no
-        // value of the tool's either way.
-        Some(Outcome::Failed(message)) => {
+        Some(Outcome::Failed(message)) => apply(call, Err(message)),
+        Some(Outcome::Returned(v)) => apply(call, Ok(v)),
+        None => {}
+    }
+}
+
+/// Applies what a record said of `call`: a failure fails it with the
+/// record's error as its message, no result (the record is no value of
+/// the tool's), and a span already failed keeps its own message; a
+/// success gives its value to a call not failed. The one place both
+/// readers of the record (`mark`, `framework_record`) change a call.
+pub(crate) fn apply(call: &mut ToolCall, said: Result<Value, String>) {
+    let ok = call.status == CallStatus::Ok;
+    match said {
+        Err(message) => {
             if ok || call.error_message.is_none() {
                 call.error_message = Some(message);
             }
             call.status = CallStatus::Error;
             call.result = None;
         }
-        Some(Outcome::Returned(v)) if ok => call.result = Some(CallResult::Value(v)),
-        _ => {}
+        Ok(v) if ok => call.result = Some(CallResult::Value(v)),
+        Ok(_) => {}
     }
+}
+
+/// Whether `text` may be the record (it names the record's status key):
+/// the cheap test the extractor makes before reading a result it would
+/// otherwise skip (results off), so the record's status is read anyway.
+pub(crate) fn may_be_record(text: &str) -> bool {
+    record().is_some_and(|rec| rec.finders[0].find(text.as_bytes()).is_some())
+}
+
+/// Whether a record that states call span `s`'s status may be among its
+/// rule's result sources: a framework's mark on `s` (`framework_record`),
+/// or a source's text that may be this record or a failed LangChain
+/// message (`failed_message`). Each is a necessary condition of its
+/// reader, so when this is false no reader would change the call: with
+/// results off the extractor reads the result only when it is true, and
+/// a call's status is the same whatever the output format.
+pub(crate) fn status_may_be_in_result(rule: &Rule, s: &SpanRecord) -> bool {
+    super::framework_record::marked(s)
+        || rule.result.iter().any(|src| {
+            raw_string(&src.field, s)
+                .is_some_and(|t| may_be_record(t) || super::failed_message::may_be_failed(t))
+        })
 }
 
 /// The longest result text read as the record: a failure's record is a
@@ -179,8 +223,9 @@ pub(crate) fn on_marked_span(text: &str) -> Option<Result<Value, String>> {
 fn outcome_in(rec: &Record, text: &str, shape: Shape) -> Option<Outcome> {
     let mut t = text.trim();
     // Cheap first: the record opens as its `str()`, that `str()` as a JSON
-    // string, or an object that names a key only a dump of the record
-    // holds; most results do not, and a large text is not parsed again.
+    // string, or an object (one that names every key a dump of the record
+    // holds, unless `None` fields may have been dropped on a marked span);
+    // most results do not, and a large text is not parsed again.
     let repr = t.starts_with(rec.repr_start.as_str())
         || (t.starts_with('"') && t[1..].starts_with(rec.repr_start.as_str()));
     let dump = t.starts_with('{')
@@ -210,7 +255,7 @@ fn outcome_in(rec: &Record, text: &str, shape: Shape) -> Option<Outcome> {
     let fields = if t.starts_with(rec.repr_start.as_str()) {
         // A name written twice is no pydantic `str()` (`model_str`).
         let fields: Map<String, Value> = super::literal::model_str(t)?.into_iter().collect();
-        known_keys(rec, fields.keys().map(String::as_str)).then_some(fields)?
+        known_keys(rec, fields.keys().map(String::as_str), Required::All).then_some(fields)?
     } else if shape == Shape::NoneDropped {
         none_dropped_fields(rec, t)?
     } else {
@@ -226,10 +271,7 @@ fn none_dropped_fields(rec: &Record, t: &str) -> Option<Map<String, Value>> {
     let Value::Object(mut fields) = super::source::parse_json_or_literal(t) else {
         return None;
     };
-    let known = fields
-        .keys()
-        .all(|k| [rec.status, rec.value, rec.error].contains(&k.as_str()) || rec.extra.contains(k));
-    if !known || !fields.contains_key(rec.status) {
+    if !known_keys(rec, fields.keys().map(String::as_str), Required::Status) {
         return None;
     }
     for k in [rec.value, rec.error] {
@@ -247,7 +289,7 @@ fn dump_fields(rec: &Record, t: &str) -> Option<Map<String, Value>> {
     let keys_fit = |keys: &mut dyn Iterator<Item = &str>| {
         let keys: Vec<&str> = keys.collect();
         rec.dump_keys.iter().all(|k| keys.contains(&k.as_str()))
-            && known_keys(rec, keys.into_iter())
+            && known_keys(rec, keys.into_iter(), Required::All)
     };
     if let Ok(keys) = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(t) {
         if !keys_fit(&mut keys.keys().map(String::as_str)) {
@@ -260,8 +302,18 @@ fn dump_fields(rec: &Record, t: &str) -> Option<Map<String, Value>> {
     keys_fit(&mut fields.keys().map(String::as_str)).then_some(fields)
 }
 
-/// Whether `keys` hold the record's three keys and no key outside it.
-fn known_keys<'a>(rec: &Record, keys: impl Iterator<Item = &'a str>) -> bool {
+/// Which of the record's three keys (status, value, error) must be there.
+#[derive(Clone, Copy)]
+enum Required {
+    /// All three (the record's `str()`, its whole dump).
+    All,
+    /// The status alone (a dump with its `None` fields dropped).
+    Status,
+}
+
+/// Whether `keys` hold the `required` keys of the record's three and no
+/// key outside the record.
+fn known_keys<'a>(rec: &Record, keys: impl Iterator<Item = &'a str>, required: Required) -> bool {
     let core = [rec.status, rec.value, rec.error];
     let mut seen = [false; 3];
     for k in keys {
@@ -271,7 +323,10 @@ fn known_keys<'a>(rec: &Record, keys: impl Iterator<Item = &'a str>) -> bool {
             None => return false,
         }
     }
-    seen.iter().all(|s| *s)
+    match required {
+        Required::All => seen.iter().all(|s| *s),
+        Required::Status => seen[0],
+    }
 }
 
 /// The value the record `text` says its call returned: `None` when `text`
@@ -405,6 +460,15 @@ mod tests {
     /// The call read from a span of rule `traceloop` whose output is
     /// `output`, the span failed (status ERROR) when `error`.
     fn traceloop_call(output: &str, error: bool) -> ToolCall {
+        traceloop_call_with(crate::extract::Extractor::default(), output, error)
+    }
+
+    /// [`traceloop_call`] read by `extractor`.
+    fn traceloop_call_with(
+        extractor: crate::extract::Extractor,
+        output: &str,
+        error: bool,
+    ) -> ToolCall {
         use crate::assemble::{Trace, TraceId};
         let attrs = [
             ("traceloop.span.kind", "tool"),
@@ -420,7 +484,7 @@ mod tests {
             });
         }
         let t = Trace::new(TraceId([7; 16]), vec![s], 0);
-        let a = crate::extract::Extractor::default().analyze(&t);
+        let a = extractor.analyze(&t);
         a.calls.into_iter().next().expect("one call")
     }
 
@@ -500,6 +564,42 @@ mod tests {
         assert_eq!(c.status, CallStatus::Ok);
         let got = c.result.as_ref().map(CallResult::to_value);
         assert_eq!(got, Some(serde_json::from_str(own).expect("JSON")));
+    }
+
+    #[test]
+    fn with_results_off_a_failed_record_still_fails_the_call() {
+        // Results are off unless a judge or JSONL output needs them: the
+        // status a record states is read anyway, the value dropped.
+        let off = || crate::extract::Extractor::default().with_results(false);
+        let text = "status='failure' result=None error='lane 4 is closed' images=None";
+        let c = traceloop_call_with(off(), text, false);
+        assert_eq!(
+            (c.status, c.error_message.as_deref(), c.result.is_none()),
+            (CallStatus::Error, Some("lane 4 is closed"), true)
+        );
+        // A failed LangChain `ToolMessage` too (`failed_message`).
+        let message = json!({"output": {"lc": 1, "type": "constructor",
+            "id": ["langchain", "schema", "messages", "ToolMessage"],
+            "kwargs": {"content": "lane 4 is closed", "status": "error",
+                "tool_call_id": "call_1", "type": "tool"}}, "kwargs": {}});
+        for results in [true, false] {
+            let e = crate::extract::Extractor::default().with_results(results);
+            let c = traceloop_call_with(e, &message.to_string(), false);
+            assert_eq!(c.status, CallStatus::Error, "results {results}");
+            assert_eq!(c.result.is_some(), results);
+        }
+        // A record of success, or a tool's own dict: ok, no value.
+        for text in [
+            "status='success' result='calm' error=None",
+            r#"{"lane": 4, "status": "failed", "reason": "closed"}"#,
+        ] {
+            let c = traceloop_call_with(off(), text, false);
+            assert_eq!(
+                (c.status, c.result.is_none()),
+                (CallStatus::Ok, true),
+                "{text}"
+            );
+        }
     }
 
     /// The call an OTel GenAI tool span with result `result` reads as.
