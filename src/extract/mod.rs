@@ -293,6 +293,10 @@ pub struct Analysis {
     /// another trace of the process may record the call under
     /// (`extract::twice`).
     pub(crate) echoed_ids: Vec<(String, String)>,
+    /// With results not read: the calls without arguments whose span
+    /// records a result all the same (`no_content`: a tool without
+    /// arguments is no call without content).
+    pub(crate) unread_results: HashSet<SpanId>,
 }
 
 /// Which calls count for scoring.
@@ -767,7 +771,7 @@ impl Extractor {
             framing::settle(trace, &mut out.calls);
             echo::settle(trace, carried, &mut out);
             cut::warn(trace, &mut out);
-            no_content::warn(self, trace, &mut out);
+            no_content::warn(trace, &mut out);
             return out;
         }
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
@@ -782,7 +786,7 @@ impl Extractor {
         framing::settle(trace, &mut out.calls);
         echo::settle(trace, carried, &mut out);
         cut::warn(trace, &mut out);
-        no_content::warn(self, trace, &mut out);
+        no_content::warn(trace, &mut out);
         out
     }
 
@@ -878,13 +882,16 @@ impl Extractor {
                 (None, _, Some(text)) => CallArgs::Text(text),
                 (None, _, None) => CallArgs::None,
             };
+            // Results are read for a call without arguments even when not
+            // asked for: whether it has one tells a call without content.
+            let results = self.results || no_content::no_args(&args);
             // The rule's own source a result came from (`failed_message`).
-            let own = self.results.then(|| own_result(rule, s)).flatten();
+            let own = results.then(|| own_result(rule, s)).flatten();
             let from = own.as_ref().map(|(_, src)| *src);
             let mut call = ToolCall {
                 name: name.clone(),
                 args,
-                result: if self.results {
+                result: if results {
                     (own.map(|(r, _)| r))
                         .or_else(|| {
                             let in_events = event_attrs::sources(&rule.result, s);
@@ -918,8 +925,11 @@ impl Extractor {
             // A framework's record of a failed run as the result (`outcome_record`).
             outcome_record::mark(from, s, &mut call);
             // The record on a framework's marked tool span (`framework_record`).
-            if self.results {
+            if results {
                 framework_record::mark(from, s, &mut call);
+            }
+            if !self.results && call.result.take().is_some() {
+                out.unread_results.insert(s.span_id);
             }
             if role == Role::Retriever {
                 out.retrievers.push(call);
