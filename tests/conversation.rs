@@ -205,7 +205,7 @@ fn a_disagreement_is_in_explain_and_every_report() {
     let explain = toolscore(&["inspect", "--explain", "-q", &file]);
     let text = String::from_utf8_lossy(&explain.stdout);
     assert!(
-        text.contains("conversation: warning: the model asked for `get_time`")
+        text.contains("warning: the model asked for `get_time`")
             && text.contains("`tools.convert_currency` is the call `convert_currency`"),
         "{text}"
     );

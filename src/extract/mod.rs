@@ -64,6 +64,7 @@ mod heldout3_tests;
 mod converted_tests;
 mod json_block;
 mod json_run;
+mod key_table;
 mod listing;
 mod literal;
 mod logged_args;
@@ -123,6 +124,7 @@ mod versions_tests;
 mod vocabulary;
 mod witness_records;
 
+use key_table::KeyTable;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -134,7 +136,6 @@ use serde_json::Value;
 use crate::assemble::{self, find_attr, SpanId, SpanRecord, Trace, Val};
 use crate::ingest::projection::Projection;
 
-use crate::ingest::Span;
 pub use args::CallArgs;
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
 pub use source::{any_text, any_to_json};
@@ -299,6 +300,10 @@ pub struct Analysis {
     /// (`conversation::ask_ids`): the span and the ask's call id, which
     /// another trace may record the call under (`extract::twice`).
     pub(crate) joined_ids: Vec<(SpanId, String)>,
+    /// With results not read: the calls without arguments whose span
+    /// records a result all the same (`no_content`: a tool without
+    /// arguments is no call without content).
+    pub(crate) unread_results: HashSet<SpanId>,
 }
 
 /// Which calls count for scoring.
@@ -319,64 +324,6 @@ impl std::str::FromStr for Scope {
             "top-level" | "top_level" => Ok(Scope::TopLevel),
             other => Err(format!("unknown scope `{other}` (all, top-level)")),
         }
-    }
-}
-
-/// Attribute keys used by rule conditions, bucketed by length so that
-/// finding the interesting attributes of a span costs about one length check
-/// per attribute; within a bucket, keys are told apart by their last bytes
-/// (namespaced keys share their first ones) before any string comparison.
-#[derive(Debug, Clone, Default)]
-struct KeyTable {
-    keys: Vec<String>,
-    by_len: Vec<Vec<(u64, usize)>>, // len -> [(tail of the key, slot)]
-}
-
-/// The last (up to) 8 bytes of `key`, as one word.
-fn tail(key: &[u8]) -> u64 {
-    canonical::word(&key[key.len().saturating_sub(8)..])
-}
-
-impl rules::Slots for KeyTable {
-    fn slot(&mut self, key: &str) -> usize {
-        if let Some(i) = self.keys.iter().position(|k| k == key) {
-            return i;
-        }
-        let slot = self.keys.len();
-        self.keys.push(key.to_string());
-        if self.by_len.len() <= key.len() {
-            self.by_len.resize(key.len() + 1, Vec::new());
-        }
-        self.by_len[key.len()].push((tail(key.as_bytes()), slot));
-        slot
-    }
-}
-
-impl KeyTable {
-    /// Fills `slots` with the span's values of the table's keys; returns the
-    /// bit set of the first 64 slots with a value (an attribute without
-    /// one holds no condition: `holds`). An empty value (an `AnyValue`
-    /// with no member set, as OpenInference's Vercel processor writes a
-    /// kind it could not tell) is no value: such a key is absent to every
-    /// condition, as it is to every source (`source::any_text`).
-    fn fill<'a>(&self, span: &'a Span, slots: &mut [Option<Val<'a>>]) -> u64 {
-        slots.iter_mut().for_each(|s| *s = None);
-        let mut present = 0u64;
-        for (i, key) in span.attr_keys().enumerate() {
-            let Some(bucket) = self.by_len.get(key.len()).filter(|b| !b.is_empty()) else {
-                continue;
-            };
-            let t = tail(key);
-            for &(key_tail, slot) in bucket {
-                if key_tail == t && slots[slot].is_none() && self.keys[slot].as_bytes() == key {
-                    slots[slot] = span.attr_value(i).filter(|v| !matches!(v, Val::Empty));
-                    if slot < 64 && slots[slot].is_some() {
-                        present |= 1 << slot;
-                    }
-                }
-            }
-        }
-        present
     }
 }
 
@@ -773,7 +720,7 @@ impl Extractor {
             framing::settle(trace, &mut out.calls);
             echo::settle(trace, carried, &mut out);
             cut::warn(trace, &mut out);
-            no_content::warn(self, trace, &mut out);
+            no_content::warn(trace, &mut out);
             return out;
         }
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
@@ -788,7 +735,7 @@ impl Extractor {
         framing::settle(trace, &mut out.calls);
         echo::settle(trace, carried, &mut out);
         cut::warn(trace, &mut out);
-        no_content::warn(self, trace, &mut out);
+        no_content::warn(trace, &mut out);
         out
     }
 
@@ -885,8 +832,12 @@ impl Extractor {
                 (None, _, None) => CallArgs::None,
             };
             // A status stated by a record in the result is read with results
-            // off too, the value dropped below (`outcome_record`).
-            let results = self.results || outcome_record::status_may_be_in_result(rule, s);
+            // off too, the value dropped below (`outcome_record`); so is a
+            // call's without arguments: whether it has one tells a call
+            // without content (`no_content`).
+            let no_args = no_content::no_args(&args);
+            let results =
+                self.results || no_args || outcome_record::status_may_be_in_result(rule, s);
             // The rule's own source a result came from (`failed_message`).
             let own = results.then(|| own_result(rule, s)).flatten();
             let from = own.as_ref().map(|(_, src)| *src);
@@ -928,8 +879,8 @@ impl Extractor {
             outcome_record::mark(from, s, &mut call);
             // The record on a framework's marked tool span (`framework_record`).
             framework_record::mark(from, s, &mut call);
-            if !self.results {
-                call.result = None;
+            if !self.results && call.result.take().is_some() && no_args {
+                out.unread_results.insert(s.span_id);
             }
             if role == Role::Retriever {
                 out.retrievers.push(call);

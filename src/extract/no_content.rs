@@ -10,13 +10,18 @@
 //! and every argument check fails with no reason given. A trace whose tool
 //! spans' calls hold neither warns of them: how many, and, where the span
 //! tells its writer ([`no_content.toml`](self)), why and what to set.
+//! Arguments that are a placeholder warn whatever the result; ADK's `{}`
+//! arguments and result are its placeholder when its model calls' requests
+//! are `{}` too (`empty_when`). Content elsewhere in the trace says capture
+//! was on only when the calls' writer recorded it (another writer's content
+//! says nothing of this one's switch).
 //!
 //! Decided on each read of a trace, after the conversation witness, the
 //! joins and the calls carried from other traces filled what they could: a
 //! trace read again because a later trace completes its calls (the carry's
 //! `witnessed`, `deferred`, `twice`) decides again, and the read that is
 //! due is the one reported. Not warned of: arguments `{}` (recorded,
-//! empty), a call with a result (a tool without arguments), a failed call
+//! empty; but for `empty_when`), a call with a result (a tool without arguments), a failed call
 //! with its error message, a call rebuilt from the model's messages (asked
 //! for, not recorded by a tool span).
 
@@ -28,11 +33,7 @@ use serde_json::Value;
 
 use crate::assemble::{SpanId, SpanRecord, Trace};
 
-use super::rules::Kind;
-use super::{
-    event_attrs, family_ns, ns_result, own_result, result_of, Analysis, CallArgs, CallResult,
-    Extractor, ToolCall,
-};
+use super::{Analysis, CallArgs, CallResult, ToolCall};
 
 /// Calls named in a warning; the rest are counted.
 const NAMED: usize = 4;
@@ -51,6 +52,29 @@ struct Writer {
     placeholders: Vec<String>,
     reason: String,
     set: String,
+    #[serde(default)]
+    empty_when: Option<EmptyWhen>,
+}
+
+/// When a writer's `{}` arguments and `{}` result are its placeholder:
+/// every span with `key` but not `not_on` holds `value` there.
+#[derive(Debug, Default, Deserialize)]
+struct EmptyWhen {
+    key: String,
+    value: String,
+    not_on: String,
+}
+
+impl EmptyWhen {
+    fn holds(&self, trace: &Trace) -> bool {
+        let mut marked = trace
+            .spans
+            .iter()
+            .filter(|s| s.attr(&self.not_on).is_none())
+            .filter_map(|s| s.attr_str(&self.key))
+            .peekable();
+        marked.peek().is_some() && marked.all(|v| v == self.value)
+    }
 }
 
 /// Keys that hold message content (`[elsewhere]`).
@@ -80,15 +104,17 @@ fn table() -> &'static Table {
 }
 
 impl Writer {
+    /// Whether span `s` tells this writer by a key or its scope.
+    fn tells_span(&self, s: &SpanRecord) -> bool {
+        self.keys.iter().any(|k| s.attr(k).is_some())
+            || self
+                .scopes
+                .iter()
+                .any(|p| s.scope.name.starts_with(p.as_str()))
+    }
+
     fn tells(&self, c: &ToolCall, s: Option<&SpanRecord>) -> bool {
-        let by_span = s.is_some_and(|s| {
-            self.keys.iter().any(|k| s.attr(k).is_some())
-                || self
-                    .scopes
-                    .iter()
-                    .any(|p| s.scope.name.starts_with(p.as_str()))
-        });
-        by_span || self.conventions.contains(&c.convention)
+        s.is_some_and(|s| self.tells_span(s)) || self.conventions.contains(&c.convention)
     }
 }
 
@@ -113,131 +139,196 @@ fn placeholder_json(t: &str) -> bool {
         .is_some_and(placeholder_str)
 }
 
-/// Whether the call's arguments are not recorded (`{}` is recorded).
-fn no_args(args: &CallArgs) -> bool {
+/// Whether the arguments are a writer's placeholder for hidden ones.
+fn hidden_args(args: &CallArgs) -> bool {
     match args {
-        CallArgs::None => true,
+        CallArgs::None => false,
         CallArgs::Value(v) | CallArgs::Ordered { value: v, .. } => placeholder(v),
         CallArgs::Text(t) => placeholder_json(t),
     }
 }
 
-/// Whether the call's result is not recorded; with results not read, the
-/// span's own sources are asked (a tool without arguments has its result).
-fn no_result(x: &Extractor, c: &ToolCall, s: Option<&SpanRecord>) -> bool {
+/// Whether the call's arguments are not recorded (`{}` is recorded).
+pub(super) fn no_args(args: &CallArgs) -> bool {
+    matches!(args, CallArgs::None) || hidden_args(args)
+}
+
+/// Whether the result is a writer's placeholder for a hidden one.
+fn hidden_result(c: &ToolCall) -> bool {
     match &c.result {
         Some(CallResult::Value(v)) => placeholder(v),
         Some(CallResult::Json(t)) => placeholder_json(t),
-        None if x.results => true,
-        None => !s.is_some_and(|s| records_result(x, s)),
+        None => false,
     }
 }
 
-/// Whether span `s`, a call's, records a result of its own, as the
-/// extractor's `collect` reads it: for a reader that does not read results
-/// (on a call without arguments only).
-fn records_result(x: &Extractor, s: &SpanRecord) -> bool {
-    let Some(rule) = x.rule_for(s) else {
-        return false;
-    };
-    let named = rule
-        .family
-        .as_ref()
-        .and(family_ns(rule, s))
-        .map(|ns| rule.in_namespace(ns));
-    let rule = named.as_ref().unwrap_or(rule);
-    let generic = x
-        .rules
-        .iter()
-        .rev()
-        .find(|r| r.kind() == Kind::Tool && r.family.as_ref().is_some_and(|f| !f.names_span));
-    own_result(rule, s).is_some()
-        || event_attrs::sources(&rule.result, s)
-            .iter()
-            .any(|src| result_of(src, s).is_some())
-        || ns_result::of(generic, rule, s).is_some()
+/// Whether the call's result is not recorded; with results not read,
+/// `collect` noted the calls without arguments whose span has one
+/// (`Analysis::unread_results`).
+fn no_result(out: &Analysis, c: &ToolCall) -> bool {
+    match &c.result {
+        Some(_) => hidden_result(c),
+        None => !out.unread_results.contains(&c.span_id),
+    }
 }
 
-/// A tool span's call with neither arguments nor a result nor an error
-/// message. The cheap tests go first: nearly every call has arguments.
-fn hollow(x: &Extractor, c: &ToolCall, s: Option<&SpanRecord>) -> bool {
-    no_args(&c.args) && c.from.is_none() && c.error_message.is_none() && no_result(x, c, s)
+/// Whether the call holds `{}` arguments and a `{}` result (a writer's
+/// placeholder only when its `empty_when` holds).
+fn empty_both(c: &ToolCall) -> bool {
+    let empty = |v: &Value| v.as_object().is_some_and(serde_json::Map::is_empty);
+    c.from.is_none()
+        && c.error_message.is_none()
+        && c.args.value().is_some_and(empty)
+        && match &c.result {
+            Some(CallResult::Value(v)) => empty(v),
+            Some(CallResult::Json(t)) => t.trim() == "{}",
+            None => false,
+        }
 }
 
-/// The first key of a span other than `skip` holding message content, and
-/// that span.
-fn content_elsewhere<'t>(
-    trace: &'t Trace,
-    skip: &HashSet<SpanId>,
-) -> Option<(&'t str, &'t SpanRecord)> {
+/// What a tool span's call lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lack {
+    /// Neither arguments nor a result nor an error message, no placeholder.
+    Neither,
+    /// The same, a placeholder in the place of one: the writer hid them.
+    NeitherHidden,
+    /// A placeholder for the arguments, a result or an error beside it.
+    ArgsHidden,
+}
+
+/// What call `c` of a tool span lacks, if anything. The cheap tests go
+/// first: nearly every call has arguments.
+fn lack(out: &Analysis, c: &ToolCall) -> Option<Lack> {
+    if c.from.is_some() || !no_args(&c.args) {
+        return None;
+    }
+    let args_hidden = hidden_args(&c.args);
+    if c.error_message.is_none() && no_result(out, c) {
+        return Some(match args_hidden || hidden_result(c) {
+            true => Lack::NeitherHidden,
+            false => Lack::Neither,
+        });
+    }
+    args_hidden.then_some(Lack::ArgsHidden)
+}
+
+/// Whether key `k` holds message content (`[elsewhere]`).
+fn content_key(k: &str) -> bool {
     let e = &table().elsewhere;
-    let content = |k: &str| {
-        e.keys.iter().any(|w| w == k)
-            || (e.prefixes.iter().any(|p| k.starts_with(p.as_str()))
-                && e.suffixes.iter().any(|x| k.ends_with(x.as_str())))
+    e.keys.iter().any(|w| w == k)
+        || (e.prefixes.iter().any(|p| k.starts_with(p.as_str()))
+            && e.suffixes.iter().any(|x| k.ends_with(x.as_str())))
+}
+
+/// Where the trace shows content capture was on for writer `w` (`None`:
+/// not told apart) of calls `calls` (`skip`: every warned call's span): a
+/// key of another span holding message content (of a span `w` tells or
+/// with the scope of one of `calls`, when `w` is known: another writer's
+/// content says nothing of its switch), or another call of `w` with its
+/// content.
+fn content_elsewhere(
+    (trace, out): (&Trace, &Analysis),
+    by_id: &HashMap<SpanId, &SpanRecord>,
+    (w, calls): (Option<&Writer>, &[&ToolCall]),
+    skip: &HashSet<SpanId>,
+) -> Option<String> {
+    let scopes: HashSet<&str> = calls
+        .iter()
+        .filter_map(|c| by_id.get(&c.span_id))
+        .map(|s| s.scope.name.as_str())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let same = |s: &SpanRecord| {
+        w.is_none_or(|w| w.tells_span(s)) || scopes.contains(s.scope.name.as_str())
     };
-    trace
+    let key = trace
         .spans
         .iter()
-        .filter(|s| !skip.contains(&s.span_id))
+        .filter(|s| !skip.contains(&s.span_id) && same(s))
         .find_map(|s| {
             s.span
                 .attributes()
                 .find(|(k, v)| {
-                    content(k)
+                    content_key(k)
                         && v.as_ref()
                             .and_then(|v| v.as_str())
                             .is_some_and(|t| !t.is_empty() && !placeholder_str(t))
                 })
-                .map(|(k, _)| (k, s))
+                .map(|(k, _)| format!("`{k}` in span {}", s.span_id))
+        });
+    if key.is_some() {
+        return key;
+    }
+    let w = w?;
+    out.calls
+        .iter()
+        .find(|c| {
+            c.from.is_none()
+                && !skip.contains(&c.span_id)
+                && w.tells(c, by_id.get(&c.span_id).copied())
+                && lack(out, c).is_none()
         })
+        .map(|c| format!("the call `{}` in span {}", c.name, c.span_id))
 }
 
 /// Warns of the tool spans' calls in `out` that hold neither arguments nor
-/// a result, one warning per writer.
-pub(super) fn warn(x: &Extractor, trace: &Trace, out: &mut Analysis) {
+/// a result, or a placeholder for their arguments: one warning per writer
+/// and lack.
+pub(super) fn warn(trace: &Trace, out: &mut Analysis) {
     // Most traces: every call has arguments, one test each.
     if !out
         .calls
         .iter()
-        .any(|c| no_args(&c.args) && c.from.is_none())
+        .any(|c| (no_args(&c.args) && c.from.is_none()) || empty_both(c))
     {
         return;
     }
     // By span id: a trace may hold thousands of such calls.
     let by_id: HashMap<SpanId, &SpanRecord> = trace.spans.iter().map(|s| (s.span_id, s)).collect();
-    let found: Vec<(&ToolCall, Option<&SpanRecord>)> = out
-        .calls
-        .iter()
-        .map(|c| (c, by_id.get(&c.span_id).copied()))
-        .filter(|(c, s)| hollow(x, c, *s))
-        .collect();
-    if found.is_empty() {
-        return;
-    }
     let t = table();
-    let spans: HashSet<SpanId> = found.iter().map(|(c, _)| c.span_id).collect();
-    let elsewhere = content_elsewhere(trace, &spans);
-    // Grouped by writer, in the order the calls come.
-    let mut groups: Vec<(&Writer, Vec<&ToolCall>)> = Vec::new();
-    for (c, s) in &found {
-        let w = t
-            .writer
-            .iter()
-            .find(|w| w.tells(c, *s))
-            .unwrap_or(&t.generic);
-        match groups.iter_mut().find(|(g, _)| std::ptr::eq(*g, w)) {
-            Some((_, calls)) => calls.push(c),
-            None => groups.push((w, vec![c])),
+    // Grouped by writer and lack, in the order the calls come.
+    let mut groups: Vec<(Option<&Writer>, Lack, Vec<&ToolCall>)> = Vec::new();
+    // Whether each writer's `empty_when` holds, decided on first need.
+    let mut empty_holds: HashMap<*const Writer, bool> = HashMap::new();
+    for c in &out.calls {
+        let s = by_id.get(&c.span_id).copied();
+        let w = t.writer.iter().find(|w| w.tells(c, s));
+        let placeholder_pair = || {
+            let e = w.and_then(|w| w.empty_when.as_ref().map(|e| (w, e)))?;
+            let holds = *empty_holds
+                .entry(std::ptr::from_ref(e.0))
+                .or_insert_with(|| e.1.holds(trace));
+            (holds && empty_both(c)).then_some(Lack::NeitherHidden)
+        };
+        let Some(l) = lack(out, c).or_else(placeholder_pair) else {
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|(g, gl, _)| *gl == l && g.map(std::ptr::from_ref) == w.map(std::ptr::from_ref))
+        {
+            Some((_, _, calls)) => calls.push(c),
+            None => groups.push((w, l, vec![c])),
         }
     }
-    for (w, calls) in groups {
-        out.warnings.push(message(w, &calls, elsewhere));
+    let spans: HashSet<SpanId> = groups
+        .iter()
+        .flat_map(|(_, _, calls)| calls.iter().map(|c| c.span_id))
+        .collect();
+    let mut warnings = Vec::with_capacity(groups.len());
+    for (w, l, calls) in &groups {
+        // A placeholder is the writer's word that it hid the content.
+        let elsewhere = (*l == Lack::Neither)
+            .then(|| content_elsewhere((trace, out), &by_id, (*w, calls), &spans))
+            .flatten();
+        warnings.push(message(w.unwrap_or(&t.generic), *l, calls, elsewhere));
     }
+    out.warnings.extend(warnings);
 }
 
 /// One writer's warning.
-fn message(w: &Writer, calls: &[&ToolCall], elsewhere: Option<(&str, &SpanRecord)>) -> String {
+fn message(w: &Writer, l: Lack, calls: &[&ToolCall], elsewhere: Option<String>) -> String {
     let mut named: Vec<String> = calls
         .iter()
         .take(NAMED)
@@ -247,17 +338,21 @@ fn message(w: &Writer, calls: &[&ToolCall], elsewhere: Option<(&str, &SpanRecord
         named.push(format!("{} more", calls.len() - NAMED));
     }
     let n = calls.len();
+    let what = match (l, n) {
+        (Lack::ArgsHidden, 1) => "holds a placeholder for its arguments",
+        (Lack::ArgsHidden, _) => "hold a placeholder for their arguments",
+        (_, 1) => "holds neither arguments nor a result",
+        _ => "hold neither arguments nor a result",
+    };
     let head = format!(
-        "{n} tool call{} hold{} neither arguments nor a result ({})",
+        "{n} tool call{} {what} ({})",
         if n == 1 { "" } else { "s" },
-        if n == 1 { "s" } else { "" },
         named.join(", ")
     );
     let why = match elsewhere {
         // Content capture was on: the spans themselves record none.
-        Some((key, s)) => format!(
-            "this trace records message content elsewhere (`{key}` in span {}), so content capture was on: these tool spans record none of their own (a writer that never does, or calls awaiting approval)",
-            s.span_id
+        Some(there) => format!(
+            "this trace records content elsewhere ({there}), so content capture was on: these tool spans record none of their own (a writer that never does, a value it could not record, or calls awaiting approval)"
         ),
         None => format!("{} {}; {}", w.name, w.reason, w.set),
     };

@@ -336,3 +336,220 @@ fn the_keys_read_are_kept_by_the_projection() {
         assert!(p.keep(AttrsOf::Span, k), "{k}");
     }
 }
+
+/// Warnings of calls holding a placeholder for their arguments.
+fn hidden_args_warnings(a: &Analysis) -> Vec<&String> {
+    a.warnings
+        .iter()
+        .filter(|w| w.contains("a placeholder for its arguments"))
+        .collect()
+}
+
+#[test]
+fn another_writers_content_leaves_the_writers_switch_named() {
+    // ADK tool spans without content under a root span of another writer
+    // holding the user's input: ADK's switch is still the reason.
+    let mut t = genai("gcp.vertex.agent", &[("find_berth", &[])]);
+    let root = scoped(
+        sp(
+            9,
+            None,
+            (0, 200),
+            "handle request",
+            &[("input.value", "Find a berth in Brest")],
+        ),
+        "acme.web",
+    );
+    t = Trace::new(t.id, t.spans.into_iter().chain([root]).collect(), 0);
+    let a = Extractor::default().analyze(&t);
+    let w = hollow_warnings(&a);
+    assert_eq!(w.len(), 1, "{:?}", a.warnings);
+    assert!(w[0].contains("Google ADK"), "{}", w[0]);
+    assert!(!w[0].contains("content capture was on"), "{}", w[0]);
+    // ADK 2.x writes content to log records; both switches are named.
+    for said in [
+        "gen_ai.client.inference.operation.details",
+        "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    ] {
+        assert!(w[0].contains(said), "{said}: {}", w[0]);
+    }
+}
+
+#[test]
+fn another_call_of_the_writer_with_content_shows_capture_was_on() {
+    let tool = |id: u8, name: &str, extra: &[(&str, &str)]| {
+        let mut attrs = vec![
+            ("traceloop.span.kind", "tool"),
+            ("traceloop.entity.name", name),
+        ];
+        attrs.extend_from_slice(extra);
+        let at = 10 * u64::from(id);
+        sp(id, None, (at, at + 5), &format!("{name}.tool"), &attrs)
+    };
+    let t = Trace::new(
+        TraceId([5; 16]),
+        vec![
+            tool(
+                2,
+                "find_berth",
+                &[
+                    ("traceloop.entity.input", r#"{"port": "Brest"}"#),
+                    ("traceloop.entity.output", r#"{"berth": 4}"#),
+                ],
+            ),
+            tool(3, "moor_boat", &[]),
+        ],
+        0,
+    );
+    let a = Extractor::default().analyze(&t);
+    let w = hollow_warnings(&a);
+    assert_eq!(w.len(), 1, "{:?} {:?}", a.warnings, a.calls);
+    assert!(w[0].contains("`moor_boat`"), "{}", w[0]);
+    assert!(w[0].contains("content capture was on"), "{}", w[0]);
+    assert!(w[0].contains("`find_berth` in span"), "{}", w[0]);
+    assert!(!w[0].contains("TRACELOOP_TRACE_CONTENT"), "{}", w[0]);
+}
+
+#[test]
+fn a_placeholder_for_the_arguments_warns_beside_a_result() {
+    let t = |input: &str| {
+        Trace::new(
+            TraceId([6; 16]),
+            vec![sp(
+                2,
+                None,
+                (10, 20),
+                "find_berth",
+                &[
+                    ("openinference.span.kind", "TOOL"),
+                    ("tool.name", "find_berth"),
+                    ("input.value", input),
+                    ("output.value", r#"{"berth": 4}"#),
+                ],
+            )],
+            0,
+        )
+    };
+    for x in [
+        Extractor::default(),
+        Extractor::default().with_results(false),
+    ] {
+        let a = x.analyze(&t("__REDACTED__"));
+        let w = hidden_args_warnings(&a);
+        assert_eq!(w.len(), 1, "{:?} {:?}", a.warnings, a.calls);
+        assert!(w[0].contains("OPENINFERENCE_HIDE_INPUTS"), "{}", w[0]);
+        assert!(hollow_warnings(&a).is_empty(), "{:?}", a.warnings);
+        // Near miss: arguments recorded.
+        let a = x.analyze(&t(r#"{"port": "Brest"}"#));
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+}
+
+#[test]
+fn results_off_a_marked_record_without_arguments_is_a_result() {
+    // A framework-marked tool span (`framework_record`) without arguments
+    // whose output is its record of a run that returned: a result, read
+    // or not.
+    let t = Trace::new(
+        TraceId([4; 16]),
+        vec![sp(
+            2,
+            None,
+            (10, 20),
+            "home_port",
+            &[
+                ("gen_ai.tool.name", "home_port"),
+                ("gen_ai.system", "agno"),
+                ("netra.span.type", "TOOL"),
+                ("gen_ai.tool.call_id", "call_hp1"),
+                ("output", r#"{"status": "success", "result": "Brest"}"#),
+            ],
+        )],
+        0,
+    );
+    for x in [
+        Extractor::default(),
+        Extractor::default().with_results(false),
+    ] {
+        let a = x.analyze(&t);
+        assert_eq!(a.calls.len(), 1);
+        assert!(a.warnings.is_empty(), "{:?} {:?}", a.warnings, a.calls);
+    }
+}
+
+#[test]
+fn adk_legacy_empty_objects_are_its_placeholder_when_model_calls_are_empty_too() {
+    let trace = |request: &str| {
+        let mut t = genai(
+            "gcp.vertex.agent",
+            &[(
+                "find_berth",
+                &[
+                    ("gcp.vertex.agent.llm_request", "{}"),
+                    ("gcp.vertex.agent.tool_call_args", "{}"),
+                    ("gcp.vertex.agent.tool_response", "{}"),
+                ],
+            )],
+        );
+        let llm = scoped(
+            sp(
+                9,
+                Some(1),
+                (2, 8),
+                "call_llm",
+                &[("gcp.vertex.agent.llm_request", request)],
+            ),
+            "gcp.vertex.agent",
+        );
+        Trace::new(t.id, t.spans.drain(..).chain([llm]).collect(), 0)
+    };
+    let a = Extractor::default().analyze(&trace("{}"));
+    let w = hollow_warnings(&a);
+    assert_eq!(w.len(), 1, "{:?} {:?}", a.warnings, a.calls);
+    assert!(
+        w[0].contains("ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"),
+        "{}",
+        w[0]
+    );
+    // Near miss: the model call's request recorded, so `{}` is a tool
+    // without arguments that returned an empty object.
+    let a = Extractor::default().analyze(&trace(r#"{"model": "m", "contents": []}"#));
+    assert!(hollow_warnings(&a).is_empty(), "{:?}", a.warnings);
+}
+
+#[test]
+fn a_model_call_of_the_calls_scope_shows_capture_was_on() {
+    // OpenLLMetry's tool spans awaiting approval beside a model call of the
+    // same instrumentation scope that records its prompt.
+    let tool = scoped(
+        sp(
+            2,
+            None,
+            (10, 20),
+            "moor_boat.tool",
+            &[("traceloop.span.kind", "tool")],
+        ),
+        "acme.instrumentation.agents",
+    );
+    let chat = |scope: &str| {
+        scoped(
+            sp(
+                3,
+                None,
+                (2, 8),
+                "acme.response",
+                &[("gen_ai.prompt.0.content", "Moor the boat at berth 4")],
+            ),
+            scope,
+        )
+    };
+    for (scope, on) in [("acme.instrumentation.agents", true), ("other.web", false)] {
+        let t = Trace::new(TraceId([3; 16]), vec![tool.clone(), chat(scope)], 0);
+        let a = Extractor::default().analyze(&t);
+        let w = hollow_warnings(&a);
+        assert_eq!(w.len(), 1, "{:?} {:?}", a.warnings, a.calls);
+        assert_eq!(w[0].contains("content capture was on"), on, "{}", w[0]);
+        assert_eq!(w[0].contains("TRACELOOP_TRACE_CONTENT"), !on, "{}", w[0]);
+    }
+}

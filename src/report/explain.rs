@@ -214,7 +214,7 @@ pub fn write_conversation(
         writeln!(out, "  conversation: {}", printable(n))?;
     }
     for w in &a.warnings {
-        writeln!(out, "  conversation: warning: {}", printable(w))?;
+        writeln!(out, "  warning: {}", printable(w))?;
     }
     Ok(())
 }

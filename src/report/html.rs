@@ -540,7 +540,7 @@ fn warning_list(report: &Report) -> String {
         return String::new();
     }
     let mut out = format!(
-        "<details class=\"rejected\" open><summary>{} warning(s): the conversation and the tool spans disagree</summary><ul>",
+        "<details class=\"rejected\" open><summary>{} warning(s)</summary><ul>",
         warnings.len()
     );
     for (trace, w) in &warnings {

@@ -274,9 +274,7 @@ impl Report {
         }
         let warnings = self.warnings().count();
         if warnings > 0 {
-            out.push_str(&format!(
-                "; {warnings} warning(s) from the conversation witness"
-            ));
+            out.push_str(&format!("; {warnings} warning(s)"));
         }
         if let Some(hint) = &self.hint {
             out.push_str(&format!("; {hint}"));

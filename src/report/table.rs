@@ -70,10 +70,7 @@ pub fn write_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     let mut warnings = report.warnings().peekable();
     if warnings.peek().is_some() {
-        writeln!(
-            out,
-            "\nWarnings (the conversation and the tool spans disagree):"
-        )?;
+        writeln!(out, "\nWarnings:")?;
         for (trace, w) in warnings {
             writeln!(out, "  trace {trace}: {}", super::printable(w))?;
         }
