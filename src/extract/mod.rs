@@ -831,10 +831,8 @@ impl Extractor {
                 (None, _, Some(text)) => CallArgs::Text(text),
                 (None, _, None) => CallArgs::None,
             };
-            // A status stated by a record in the result is read with results
-            // off too, the value dropped below (`outcome_record`); so is a
-            // call's without arguments: whether it has one tells a call
-            // without content (`no_content`).
+            // Read with results off too (the value dropped below): a record's
+            // status (`outcome_record`), a result of a call without arguments (`no_content`).
             let no_args = no_content::no_args(&args);
             let results =
                 self.results || no_args || outcome_record::status_may_be_in_result(rule, s);
