@@ -834,8 +834,7 @@ impl Extractor {
             // Read with results off too (the value dropped below): a record's
             // status (`outcome_record`), a result of a call without arguments (`no_content`).
             let no_args = no_content::no_args(&args);
-            let results =
-                self.results || no_args || outcome_record::status_may_be_in_result(rule, s);
+            let results = self.results || no_args || status_may_be_in_result(rule, s);
             // The rule's own source a result came from (`failed_message`).
             let own = results.then(|| own_result(rule, s)).flatten();
             let from = own.as_ref().map(|(_, src)| *src);
@@ -1438,6 +1437,22 @@ fn ordered(
     }
     let parsed = crate::value::PyValue::parse(text).ok()?;
     (parsed.to_json() == *args).then(|| std::sync::Arc::new(parsed))
+}
+
+/// Whether a record that states call span `s`'s status may be among its
+/// rule's result sources: a framework's mark on `s` (`framework_record`),
+/// or a source's text that may be an outcome record or a failed LangChain
+/// message (`failed_message`). Each is a necessary condition of its
+/// reader, so when this is false no reader would change the call: with
+/// results off the extractor reads the result only when it is true, and
+/// a call's status is the same whatever the output format.
+fn status_may_be_in_result(rule: &Rule, s: &SpanRecord) -> bool {
+    framework_record::marked(s)
+        || rule.result.iter().any(|src| {
+            source::raw_string(&src.field, s).is_some_and(|t| {
+                outcome_record::may_be_record(t) || failed_message::may_be_failed(t)
+            })
+        })
 }
 
 #[cfg(test)]

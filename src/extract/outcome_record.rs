@@ -55,7 +55,7 @@ use memchr::memmem::Finder;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
-use super::rules::{builtin_list, Rule, Source};
+use super::rules::{builtin_list, Source};
 use super::source::{parse_json_or_string, raw_string};
 use super::{CallResult, CallStatus, ToolCall};
 use crate::assemble::SpanRecord;
@@ -167,21 +167,6 @@ pub(crate) fn apply(call: &mut ToolCall, said: Result<Value, String>) {
 /// otherwise skip (results off), so the record's status is read anyway.
 pub(crate) fn may_be_record(text: &str) -> bool {
     record().is_some_and(|rec| rec.finders[0].find(text.as_bytes()).is_some())
-}
-
-/// Whether a record that states call span `s`'s status may be among its
-/// rule's result sources: a framework's mark on `s` (`framework_record`),
-/// or a source's text that may be this record or a failed LangChain
-/// message (`failed_message`). Each is a necessary condition of its
-/// reader, so when this is false no reader would change the call: with
-/// results off the extractor reads the result only when it is true, and
-/// a call's status is the same whatever the output format.
-pub(crate) fn status_may_be_in_result(rule: &Rule, s: &SpanRecord) -> bool {
-    super::framework_record::marked(s)
-        || rule.result.iter().any(|src| {
-            raw_string(&src.field, s)
-                .is_some_and(|t| may_be_record(t) || super::failed_message::may_be_failed(t))
-        })
 }
 
 /// The longest result text read as the record: a failure's record is a
