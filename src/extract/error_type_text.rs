@@ -92,26 +92,13 @@ fn collapsed(t: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::assemble::{Trace, TraceId};
+    use crate::assemble::{SpanRecord, Trace, TraceId};
     use crate::extract::{CallStatus, Extractor, ToolCall};
 
     /// The call read from an `execute_tool` span with status ERROR and
     /// message `status`, beside the attributes `more`.
     fn call(status: &str, more: &[(&'static str, &'static str)]) -> ToolCall {
-        let mut attrs = vec![
-            ("gen_ai.operation.name", "execute_tool"),
-            ("gen_ai.tool.name", "pour_concrete"),
-            ("gen_ai.tool.call.arguments", r#"{"m3": 9}"#),
-        ];
-        attrs.extend_from_slice(more);
-        let mut s =
-            crate::extract::tests::sp(1, None, (0, 5), "execute_tool pour_concrete", &attrs);
-        s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
-            code: 2,
-            message: status.into(),
-        });
-        let t = Trace::new(TraceId([5; 16]), vec![s], 0);
-        Extractor::default().analyze(&t).calls.remove(0)
+        read(failed_span(status, more))
     }
 
     /// [`call`] with an `exception` event of type `ValueError` whose
@@ -126,6 +113,20 @@ mod tests {
             }),
             ..Default::default()
         };
+        let mut s = failed_span(status, more);
+        s.span.events.push(Event {
+            name: "exception".into(),
+            attributes: vec![
+                kv("exception.type", "ValueError"),
+                kv("exception.message", TEXT),
+            ],
+            ..Default::default()
+        });
+        read(s)
+    }
+
+    /// An `execute_tool` span with status ERROR and message `status`.
+    fn failed_span(status: &str, more: &[(&'static str, &'static str)]) -> SpanRecord {
         let mut attrs = vec![
             ("gen_ai.operation.name", "execute_tool"),
             ("gen_ai.tool.name", "pour_concrete"),
@@ -138,14 +139,11 @@ mod tests {
             code: 2,
             message: status.into(),
         });
-        s.span.events.push(Event {
-            name: "exception".into(),
-            attributes: vec![
-                kv("exception.type", "ValueError"),
-                kv("exception.message", TEXT),
-            ],
-            ..Default::default()
-        });
+        s
+    }
+
+    /// The one call of a trace of span `s`.
+    fn read(s: SpanRecord) -> ToolCall {
         let t = Trace::new(TraceId([5; 16]), vec![s], 0);
         Extractor::default().analyze(&t).calls.remove(0)
     }
