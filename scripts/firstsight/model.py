@@ -33,11 +33,12 @@ class Script:
 
     def next(self, offers_tools):
         with self.lock:
+            # Each answer has its own id: LangGraph keys messages by it.
+            n = next(self.ids)
             if not offers_tools or self.at >= len(self.turns):
-                return {"text": "done"}
+                return {"text": "done", "rid": f"script{n}"}
             turn = self.turns[self.at]
             self.at += 1
-            n = next(self.ids)
             calls = [
                 {
                     "id": f"call_m{n}_{i}",
@@ -46,7 +47,7 @@ class Script:
                 }
                 for i, c in enumerate(turn.get("tool_calls", []))
             ]
-            return {"text": turn.get("text"), "calls": calls}
+            return {"text": turn.get("text"), "calls": calls, "rid": f"script{n}"}
 
 
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
@@ -69,7 +70,7 @@ def chat_message(answer):
 def chat_completion(model, answer):
     finish = "tool_calls" if answer.get("calls") else "stop"
     return {
-        "id": "chatcmpl-script",
+        "id": "chatcmpl-" + answer["rid"],
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
@@ -79,7 +80,7 @@ def chat_completion(model, answer):
 
 
 def chat_chunks(model, answer, with_usage):
-    base = {"id": "chatcmpl-script", "object": "chat.completion.chunk",
+    base = {"id": "chatcmpl-" + answer["rid"], "object": "chat.completion.chunk",
             "created": int(time.time()), "model": model}
 
     def chunk(delta, finish=None):
@@ -100,7 +101,7 @@ def chat_chunks(model, answer, with_usage):
 def response_items(answer):
     items = []
     if answer.get("text") or not answer.get("calls"):
-        items.append({"type": "message", "id": "msg_script", "role": "assistant",
+        items.append({"type": "message", "id": "msg_" + answer["rid"], "role": "assistant",
                       "status": "completed",
                       "content": [{"type": "output_text", "text": answer.get("text") or "",
                                    "annotations": []}]})
@@ -111,7 +112,7 @@ def response_items(answer):
 
 
 def response(model, answer):
-    return {"id": "resp_script", "object": "response", "created_at": int(time.time()),
+    return {"id": "resp_" + answer["rid"], "object": "response", "created_at": int(time.time()),
             "status": "completed", "model": model, "output": response_items(answer),
             "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
             "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18,
@@ -145,7 +146,7 @@ def anthropic_content(answer):
 
 def anthropic_message(model, answer):
     stop = "tool_use" if answer.get("calls") else "end_turn"
-    return {"id": "msg_script", "type": "message", "role": "assistant", "model": model,
+    return {"id": "msg_" + answer["rid"], "type": "message", "role": "assistant", "model": model,
             "content": anthropic_content(answer), "stop_reason": stop, "stop_sequence": None,
             "usage": {"input_tokens": 11, "output_tokens": 7}}
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An OTLP/HTTP receiver on 127.0.0.1 for first-sight runs (docs/first-sight.md).
 
-Takes /v1/traces and /v1/logs (protobuf or JSON, gzip or not) and appends each
+Takes /v1/traces and /v1/logs (under any prefix) (protobuf or JSON, gzip or not) and appends each
 export request as one OTLP/JSON line to <out>/spans.jsonl or <out>/logs.jsonl,
 the form `toolscore inspect` reads. Metrics are accepted and dropped.
 
@@ -44,11 +44,25 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def read_body(self):
+        # OpenLIT's JS exporter sends chunked bodies, without a Content-Length.
+        if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b""
+        while True:
+            size = int(self.rfile.readline().strip().split(b";")[0], 16)
+            if size == 0:
+                self.rfile.readline()
+                return body
+            body += self.rfile.read(size)
+            self.rfile.readline()
+
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = self.read_body()
         if self.headers.get("Content-Encoding", "").lower() == "gzip":
             body = gzip.decompress(body)
-        path = self.path.split("?")[0].rstrip("/")
+        # Langfuse's exporters post to /api/public/otel/v1/traces.
+        path = "/v1/" + self.path.split("?")[0].rstrip("/").rsplit("/v1/", 1)[-1]
         is_json = "json" in self.headers.get("Content-Type", "")
         if path not in KINDS:
             # Metrics and anything else: accepted, not kept.
