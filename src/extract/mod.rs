@@ -21,12 +21,12 @@ mod chat_events;
 mod colon_ns;
 #[cfg(test)]
 mod colon_ns_tests;
-#[cfg(test)]
-mod display_names_tests;
 mod containers;
 mod content_events;
 pub mod conversation;
 mod cut;
+#[cfg(test)]
+mod display_names_tests;
 mod echo;
 mod envelopes;
 #[cfg(test)]

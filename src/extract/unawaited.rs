@@ -168,8 +168,14 @@ mod tests {
         ] {
             assert!(is_lazy_repr(text, kinds.reprs), "{text}");
             let json = serde_json::to_string(text).unwrap_or_default();
-            assert!(is_unawaited(&CallResult::Json(json.into()), &kinds), "{text}");
-            assert!(is_unawaited(&CallResult::Value(json!(text)), &kinds), "{text}");
+            assert!(
+                is_unawaited(&CallResult::Json(json.into()), &kinds),
+                "{text}"
+            );
+            assert!(
+                is_unawaited(&CallResult::Value(json!(text)), &kinds),
+                "{text}"
+            );
         }
     }
 
@@ -190,12 +196,18 @@ mod tests {
         ] {
             assert!(!is_lazy_repr(text, kinds.reprs), "{text}");
             let json = serde_json::to_string(text).unwrap_or_default();
-            assert!(!is_unawaited(&CallResult::Json(json.into()), &kinds), "{text}");
+            assert!(
+                !is_unawaited(&CallResult::Json(json.into()), &kinds),
+                "{text}"
+            );
         }
         let held = json!({"rows": "<generator object hand_over at 0x10>"});
         assert!(!is_unawaited(&CallResult::Value(held), &kinds));
         let listed = json!(["<generator object hand_over at 0x10>"]);
-        assert!(!is_unawaited(&CallResult::Json(listed.to_string().into()), &kinds));
+        assert!(!is_unawaited(
+            &CallResult::Json(listed.to_string().into()),
+            &kinds
+        ));
     }
 
     #[test]
