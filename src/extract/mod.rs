@@ -25,6 +25,8 @@ mod containers;
 mod content_events;
 pub mod conversation;
 mod cut;
+#[cfg(test)]
+mod display_names_tests;
 mod echo;
 mod envelopes;
 #[cfg(test)]

@@ -32,9 +32,53 @@ pub fn normalized(name: &str) -> &str {
     mcp_parts(name).map_or(name, |(_, tool)| tool)
 }
 
+/// Whether `display` is a tool's display name for the model's `name`: its
+/// words, separated by spaces, are the name's `_`-separated parts, case
+/// aside. CrewAI names a tool `Delegate work to coworker` and tells the
+/// model `delegate_work_to_coworker` (its name lowercased, spaces as `_`);
+/// a tool span records the display name. A display name has a space (a
+/// name without one is compared as it is) and no `_`.
+pub fn is_display_of(display: &str, name: &str) -> bool {
+    if !display.contains(' ') || display.contains('_') || name.contains(' ') {
+        return false;
+    }
+    let mut words = display.split(' ').filter(|w| !w.is_empty());
+    let mut parts = name.split('_');
+    loop {
+        match (words.next(), parts.next()) {
+            (None, None) => return true,
+            (Some(w), Some(p)) if w.eq_ignore_ascii_case(p) => {}
+            _ => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_display_name_is_the_models_name_with_spaces() {
+        assert!(is_display_of(
+            "Delegate work to coworker",
+            "delegate_work_to_coworker"
+        ));
+        assert!(is_display_of("Reserve  Table", "reserve_table"));
+        for (display, name) in [
+            // One word: compared as it is, elsewhere.
+            ("Reserve", "reserve"),
+            // Other words, fewer or more of them, another separator.
+            ("Reserve a table", "reserve_table"),
+            ("Reserve table", "reserve_table_now"),
+            ("Reserve table now", "reserve_table"),
+            ("Reserve-table now", "reserve_table_now"),
+            ("Reserve table_now", "reserve_table_now"),
+            ("Reserve table", "reserve__table"),
+            ("Reserve table", "Reserve table"),
+        ] {
+            assert!(!is_display_of(display, name), "{display} / {name}");
+        }
+    }
 
     #[test]
     fn an_mcp_name_gives_its_tool_and_other_names_stay() {

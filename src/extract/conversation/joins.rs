@@ -44,8 +44,9 @@ pub(super) fn join_and_check(
 }
 
 /// Joins each call to the model's request for it (by call id, else by
-/// name, else by a namespaced name or equal arguments) and takes the
-/// model's name and arguments where the span lacks them. Returns which
+/// name or its display name, else by a namespaced name or equal
+/// arguments) and takes the model's name and arguments where the span
+/// lacks them. Returns which
 /// requests were joined, the request each call was joined to, and which
 /// calls' spans have a call id of their own (`ask_ids`).
 pub(super) fn join(
@@ -92,10 +93,18 @@ pub(super) fn join(
         }
         let named =
             |k: usize| crate::extract::tool_name::normalized(&asked[k].asked.name) == call.name;
+        // A tool's display name (`Delegate work to coworker`) is the name
+        // the model called (`delegate_work_to_coworker`) spelt for people.
+        let displayed =
+            |k: usize| crate::extract::tool_name::is_display_of(&call.name, &asked[k].asked.name);
         if let Some(k) = same_args::pick(asked, &used, call, named) {
             used[k] = true;
             joined[c] = Some(k);
             bare_value::joined_by_name(call, &asked[k].asked);
+        } else if let Some(k) = same_args::pick(asked, &used, call, displayed) {
+            used[k] = true;
+            joined[c] = Some(k);
+            take_from_model(call, &asked[k].asked);
         }
     }
     // A namespaced name (`dynamic.getWeather`), or a wrapper class's name
