@@ -66,6 +66,7 @@ mod json_block;
 mod json_run;
 mod key_table;
 mod listing;
+mod mcp_error_text;
 mod literal;
 mod logged_args;
 mod mcp_meta;
@@ -81,6 +82,7 @@ mod no_content;
 mod ns_result;
 mod open;
 mod outcome_record;
+mod failed_records;
 mod own_records;
 mod pending;
 #[cfg(test)]
@@ -727,6 +729,7 @@ impl Extractor {
         next_results::fill(self.results, trace, &mut out.calls);
         // Again for what the conversation and other traces filled in.
         own_records::settle(trace, &mut out.calls);
+        failed_records::settle(trace, &mut out.calls);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -876,6 +879,8 @@ impl Extractor {
             outcome_record::mark(from, s, &mut call);
             // The record on a framework's marked tool span (`framework_record`).
             framework_record::mark(from, s, &mut call);
+            // An MCP error result's text for a message that is a code.
+            mcp_error_text::mark(rule, s, &mut call);
             if !self.results && call.result.take().is_some() && no_args {
                 out.unread_results.insert(s.span_id);
             }
