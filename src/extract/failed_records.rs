@@ -133,7 +133,13 @@ mod tests {
         crate::extract::Extractor::default()
             .extract(&trace)
             .iter()
-            .map(|c| (c.name.clone(), format!("{:?}", c.status), c.error_message.clone()))
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    format!("{:?}", c.status),
+                    c.error_message.clone(),
+                )
+            })
             .collect()
     }
 
@@ -142,7 +148,11 @@ mod tests {
         let out = run_output(true);
         let run = sp(9, None, (0, 30), "Team.run", &[("acme.output", &out)]);
         let got = read(vec![run, tool(1, r#"{"tower": "North"}"#)]);
-        let want = ("ring_bell".to_string(), "Error".to_string(), Some("rope snapped".to_string()));
+        let want = (
+            "ring_bell".to_string(),
+            "Error".to_string(),
+            Some("rope snapped".to_string()),
+        );
         assert_eq!(got, [want]);
     }
 

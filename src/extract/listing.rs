@@ -255,7 +255,11 @@ mod demote_tests {
         let result = ("gen_ai.tool.call.result", offered.as_str());
         let listing = genai(1, "mcp_list_tools", &[result]);
         let bare = genai(2, "mcp_list_tools", &[]);
-        let call = genai(3, "moor", &[("gen_ai.tool.call.arguments", r#"{"berth": 4}"#)]);
+        let call = genai(
+            3,
+            "moor",
+            &[("gen_ai.tool.call.arguments", r#"{"berth": 4}"#)],
+        );
         assert_eq!(names(vec![listing, bare, call]), ["moor"]);
     }
 
@@ -272,7 +276,11 @@ mod demote_tests {
             "mcp_list_tools",
             &[("gen_ai.tool.call.result", r#"{"berths": 4}"#)],
         );
-        let alike = genai(3, "mcp_list_toolsets", &[("gen_ai.tool.call.result", r#"["moor"]"#)]);
+        let alike = genai(
+            3,
+            "mcp_list_toolsets",
+            &[("gen_ai.tool.call.result", r#"["moor"]"#)],
+        );
         assert_eq!(names(vec![args, result, alike]).len(), 3);
     }
 }

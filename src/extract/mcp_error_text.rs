@@ -56,7 +56,9 @@ fn error_text(raw: &str) -> Option<String> {
     let record = if flagged(o) {
         o
     } else {
-        o.values().filter_map(Value::as_object).find(|r| flagged(r))?
+        o.values()
+            .filter_map(Value::as_object)
+            .find(|r| flagged(r))?
     };
     let blocks = record.get("content")?.as_array()?;
     let texts: Option<Vec<&str>> = blocks

@@ -62,13 +62,14 @@ mod heldout3_tests;
 // Spans relabelled OpenInference TOOL by a converter (held-out set 26).
 #[cfg(test)]
 mod converted_tests;
+mod failed_records;
 mod json_block;
 mod json_run;
 mod key_table;
 mod listing;
-mod mcp_error_text;
 mod literal;
 mod logged_args;
+mod mcp_error_text;
 mod mcp_meta;
 mod mcp_record_result;
 mod mcp_resource;
@@ -82,7 +83,6 @@ mod no_content;
 mod ns_result;
 mod open;
 mod outcome_record;
-mod failed_records;
 mod own_records;
 mod pending;
 #[cfg(test)]
