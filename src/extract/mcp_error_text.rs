@@ -105,4 +105,43 @@ mod tests {
         let own = json!({"is_error": true, "reason": "tide"});
         assert_eq!(error_text(&own.to_string()), None);
     }
+
+    /// A failed OTel GenAI tool span `moor`: status message `message`,
+    /// `error.type` `MCP_TOOL_ERROR`, an MCP error result `dock closed`.
+    fn failed(message: &str) -> crate::assemble::SpanRecord {
+        let out = json!({"content": [{"type": "text", "text": "dock closed"}], "isError": true});
+        let out = out.to_string();
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "moor"),
+            ("gen_ai.tool.call.result", out.as_str()),
+            ("error.type", "MCP_TOOL_ERROR"),
+        ];
+        let mut s = crate::extract::tests::sp(1, None, (0, 5), "execute_tool moor", &attrs);
+        s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+            code: 2,
+            message: message.into(),
+        });
+        s
+    }
+
+    fn message(s: crate::assemble::SpanRecord) -> Option<String> {
+        let trace = crate::assemble::Trace::new(crate::assemble::TraceId([7; 16]), vec![s], 0);
+        let calls = crate::extract::Extractor::default().extract(&trace);
+        calls.into_iter().next().and_then(|c| c.error_message)
+    }
+
+    #[test]
+    fn a_message_that_is_the_error_type_gives_way_to_the_result_s_text() {
+        assert_eq!(
+            message(failed("MCP_TOOL_ERROR")).as_deref(),
+            Some("dock closed")
+        );
+    }
+
+    #[test]
+    fn a_message_of_its_own_stays() {
+        let own = "harbour master refused";
+        assert_eq!(message(failed(own)).as_deref(), Some(own));
+    }
 }
