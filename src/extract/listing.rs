@@ -10,7 +10,9 @@
 //! rule would count every listing as a call. A span is a listing, and no
 //! call, when its name is one of the declared listing names
 //! (`tool_listing_names` in `builtin.toml`) and the call read from it is
-//! named by that span name, has no call id, no arguments, and a result that
+//! named by that span name, or the call's own name is one of them (OpenLIT
+//! gives the Agents SDK's listing the tool name `mcp_list_tools` on a span
+//! named `execute_tool <server>`), has no call id, no arguments, and a result that
 //! is absent or a list of tools (names, or objects with a `name`; MCP's
 //! `{"tools": [...]}`), and no model in the trace asked for a tool of that
 //! name (a model-facing tool called `list_tools` stays a call).
@@ -64,7 +66,11 @@ pub(super) fn demote(rules: &[Rule], spans: &mut Classified<'_>) {
             continue;
         };
         let s = &trace.spans[i];
-        if !names().is_match(s.span.name()) || !s.span.name().contains(name) {
+        // Named so by its span, or by the tool name its writer gave it
+        // (OpenLIT: `gen_ai.tool.name = mcp_list_tools`, the span named
+        // after the operation and the server, `execute_tool parcels`).
+        let span_named = names().is_match(s.span.name()) && s.span.name().contains(name);
+        if !span_named && !names().is_match(name) {
             continue;
         }
         let rule = spans.generic.get(&i).map_or(&rules[r], |g| &**g);
@@ -137,6 +143,7 @@ mod tests {
             "list_tools",
             "MCPServerStdio.list_tools",
             "listTools",
+            "mcp_list_tools",
         ];
         for listing in listings {
             assert!(set.is_match(listing), "{listing}");
@@ -147,6 +154,7 @@ mod tests {
             "list_toolsets",
             "mcp_tools_x",
             "tools/listing",
+            "mcp_list_toolsets",
         ] {
             assert!(!set.is_match(call), "{call}");
         }
@@ -227,5 +235,52 @@ mod demote_tests {
         );
         let listing = typed(2, "list_tools", &[("acme.output", r#"["moor"]"#)]);
         assert_eq!(names(vec![model, listing]), ["list_tools"]);
+    }
+
+    /// An OTel GenAI tool span named `execute_tool {server}`, its tool
+    /// name `tool`, with `attrs`.
+    fn genai(id: u8, tool: &str, attrs: &[(&str, &str)]) -> crate::assemble::SpanRecord {
+        let mut all = vec![
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", tool),
+        ];
+        all.extend_from_slice(attrs);
+        let when = (u64::from(id) * 10, u64::from(id) * 10 + 5);
+        sp(id, None, when, "execute_tool harbour", &all)
+    }
+
+    #[test]
+    fn a_listing_named_by_its_tool_name_is_no_call() {
+        let offered = json!(["moor", "tide"]).to_string();
+        let result = ("gen_ai.tool.call.result", offered.as_str());
+        let listing = genai(1, "mcp_list_tools", &[result]);
+        let bare = genai(2, "mcp_list_tools", &[]);
+        let call = genai(
+            3,
+            "moor",
+            &[("gen_ai.tool.call.arguments", r#"{"berth": 4}"#)],
+        );
+        assert_eq!(names(vec![listing, bare, call]), ["moor"]);
+    }
+
+    #[test]
+    fn a_listing_tool_name_with_a_call_s_content_stays_a_call() {
+        // Arguments, a result that is no tool list, a name merely alike.
+        let args = genai(
+            1,
+            "mcp_list_tools",
+            &[("gen_ai.tool.call.arguments", r#"{"server": "harbour"}"#)],
+        );
+        let result = genai(
+            2,
+            "mcp_list_tools",
+            &[("gen_ai.tool.call.result", r#"{"berths": 4}"#)],
+        );
+        let alike = genai(
+            3,
+            "mcp_list_toolsets",
+            &[("gen_ai.tool.call.result", r#"["moor"]"#)],
+        );
+        assert_eq!(names(vec![args, result, alike]).len(), 3);
     }
 }

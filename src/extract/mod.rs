@@ -64,12 +64,14 @@ mod heldout3_tests;
 // Spans relabelled OpenInference TOOL by a converter (held-out set 26).
 #[cfg(test)]
 mod converted_tests;
+mod failed_records;
 mod json_block;
 mod json_run;
 mod key_table;
 mod listing;
 mod literal;
 mod logged_args;
+mod mcp_error_text;
 mod mcp_meta;
 mod mcp_record_result;
 mod mcp_resource;
@@ -729,6 +731,7 @@ impl Extractor {
         next_results::fill(self.results, trace, &mut out.calls);
         // Again for what the conversation and other traces filled in.
         own_records::settle(trace, &mut out.calls);
+        failed_records::settle(trace, &mut out.calls);
         // Spans are already in start order; keep it explicit for callers that
         // build traces by hand.
         out.calls.sort_by_key(|c| c.start_time_unix_nano);
@@ -878,6 +881,8 @@ impl Extractor {
             outcome_record::mark(from, s, &mut call);
             // The record on a framework's marked tool span (`framework_record`).
             framework_record::mark(from, s, &mut call);
+            // An MCP error result's text for a message that is a code.
+            mcp_error_text::mark(rule, s, &mut call);
             if !self.results && call.result.take().is_some() && no_args {
                 out.unread_results.insert(s.span_id);
             }

@@ -141,6 +141,14 @@ fn names_calls(text: &str) -> bool {
     memmem::find(b, b"\"arguments\"").is_some() || memmem::find(b, b"\"call_id\"").is_some()
 }
 
+/// The call records and result records in the lists of `v`
+/// (`failed_records`), as deep as witnesses are looked for.
+pub(crate) fn in_lists(v: &Value) -> Vec<Witnessed> {
+    let mut out = Vec::new();
+    lists(v, DEPTH, &mut out);
+    out
+}
+
 /// The witnesses in the lists of `v`, `depth` levels down at most.
 fn lists(v: &Value, depth: u8, out: &mut Vec<Witnessed>) {
     match v {

@@ -1,0 +1,147 @@
+//! The message of a failed call whose span names only its error's type,
+//! when its result is an MCP error result (docs/conventions.md, "Failure").
+//!
+//! Google ADK fails the tool span of an MCP tool whose `CallToolResult`
+//! says `isError`, with the status message and `error.type` both the code
+//! `MCP_TOOL_ERROR`: the error's text is only in the result's content
+//! (`{"content": [{"type": "text", "text": ...}], "isError": true}`), under
+//! ADK's keys or OpenInference's output (there one level down, in the
+//! function response: `{"id", "name", "response": {...}}`). A failed call
+//! whose message is absent or only repeats its error type takes the text
+//! blocks of such a result, from its rule's result sources, as its
+//! message. The raw sources are read, not the call's result: the message
+//! is the same whether results are read or not.
+
+use serde_json::{Map, Value};
+
+use super::rules::Rule;
+use super::{source, CallStatus, ToolCall};
+use crate::assemble::SpanRecord;
+
+/// The keys of an MCP result's error flag (1.x's and 2.x's dumps).
+const FLAGS: [&str; 2] = ["isError", "is_error"];
+
+/// Gives failed call `call` of span `s`, read by `rule`, its MCP error
+/// result's text as its message; see the module's doc.
+pub(crate) fn mark(rule: &Rule, s: &SpanRecord, call: &mut ToolCall) {
+    if call.status != CallStatus::Error {
+        return;
+    }
+    let says_nothing = call.error_message.as_deref().is_none_or(|m| {
+        let m = m.trim();
+        m.is_empty() || call.error_type.as_deref() == Some(m)
+    });
+    if !says_nothing {
+        return;
+    }
+    let text = rule
+        .result
+        .iter()
+        .filter_map(|src| source::raw_string(&src.field, s))
+        .find_map(error_text);
+    if let Some(text) = text {
+        call.error_message = Some(text);
+    }
+}
+
+/// The text of the MCP error result `raw` holds (itself or one of its
+/// values), its text blocks joined by lines.
+fn error_text(raw: &str) -> Option<String> {
+    // The cheap look first: most results are no error.
+    if !FLAGS.iter().any(|f| raw.contains(f)) {
+        return None;
+    }
+    let v: Value = serde_json::from_str(raw).ok()?;
+    let o = v.as_object()?;
+    let record = if flagged(o) {
+        o
+    } else {
+        o.values()
+            .filter_map(Value::as_object)
+            .find(|r| flagged(r))?
+    };
+    let blocks = record.get("content")?.as_array()?;
+    let texts: Option<Vec<&str>> = blocks
+        .iter()
+        .map(|b| {
+            let b = b.as_object()?;
+            (b.get("type")?.as_str()? == "text").then_some(())?;
+            b.get("text")?.as_str()
+        })
+        .collect();
+    let text = texts?.join("\n");
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// Whether `o` is an MCP result flagged as an error.
+fn flagged(o: &Map<String, Value>) -> bool {
+    FLAGS.iter().any(|f| o.get(*f) == Some(&Value::Bool(true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::error_text;
+
+    #[test]
+    fn an_error_result_s_text_blocks_are_its_message() {
+        let own = json!({"content": [{"type": "text", "text": "dock closed"}], "isError": true});
+        assert_eq!(error_text(&own.to_string()).as_deref(), Some("dock closed"));
+        let wrapped = json!({"id": "c-1", "name": "moor", "response": {
+            "content": [{"type": "text", "text": "dock closed"}, {"type": "text", "text": "tide low"}],
+            "is_error": true}});
+        let want = Some("dock closed\ntide low");
+        assert_eq!(error_text(&wrapped.to_string()).as_deref(), want);
+    }
+
+    #[test]
+    fn a_result_not_flagged_or_not_all_text_gives_no_message() {
+        let ok = json!({"content": [{"type": "text", "text": "moored"}], "isError": false});
+        assert_eq!(error_text(&ok.to_string()), None);
+        let image = json!({"content": [{"type": "image", "data": "AA=="}], "isError": true});
+        assert_eq!(error_text(&image.to_string()), None);
+        // A tool's own dict that says `is_error` beside no content.
+        let own = json!({"is_error": true, "reason": "tide"});
+        assert_eq!(error_text(&own.to_string()), None);
+    }
+
+    /// A failed OTel GenAI tool span `moor`: status message `message`,
+    /// `error.type` `MCP_TOOL_ERROR`, an MCP error result `dock closed`.
+    fn failed(message: &str) -> crate::assemble::SpanRecord {
+        let out = json!({"content": [{"type": "text", "text": "dock closed"}], "isError": true});
+        let out = out.to_string();
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "moor"),
+            ("gen_ai.tool.call.result", out.as_str()),
+            ("error.type", "MCP_TOOL_ERROR"),
+        ];
+        let mut s = crate::extract::tests::sp(1, None, (0, 5), "execute_tool moor", &attrs);
+        s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+            code: 2,
+            message: message.into(),
+        });
+        s
+    }
+
+    fn message(s: crate::assemble::SpanRecord) -> Option<String> {
+        let trace = crate::assemble::Trace::new(crate::assemble::TraceId([7; 16]), vec![s], 0);
+        let calls = crate::extract::Extractor::default().extract(&trace);
+        calls.into_iter().next().and_then(|c| c.error_message)
+    }
+
+    #[test]
+    fn a_message_that_is_the_error_type_gives_way_to_the_result_s_text() {
+        assert_eq!(
+            message(failed("MCP_TOOL_ERROR")).as_deref(),
+            Some("dock closed")
+        );
+    }
+
+    #[test]
+    fn a_message_of_its_own_stays() {
+        let own = "harbour master refused";
+        assert_eq!(message(failed(own)).as_deref(), Some(own));
+    }
+}
