@@ -42,7 +42,10 @@ fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 /// declared frame; takes a frame off a failed call's message.
 pub(crate) fn mark(c: &mut ToolCall) {
     if c.status != CallStatus::Ok {
-        let inner = c.error_message.as_deref().and_then(|m| unframed(m, &c.name));
+        let inner = c
+            .error_message
+            .as_deref()
+            .and_then(|m| unframed(m, &c.name));
         if let Some(m) = inner.map(str::to_string) {
             c.error_message = Some(m);
         }

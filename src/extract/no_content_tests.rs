@@ -566,7 +566,11 @@ fn openllmetry_python_scopes_name_its_switch_without_its_keys() {
         let a = Extractor::default().analyze(&genai(scope, &[("find_dock", &[])]));
         let w = hollow_warnings(&a);
         assert_eq!(w.len(), 1, "{scope}: {:?}", a.warnings);
-        assert!(w[0].contains("TRACELOOP_TRACE_CONTENT is not"), "{scope}: {}", w[0]);
+        assert!(
+            w[0].contains("TRACELOOP_TRACE_CONTENT is not"),
+            "{scope}: {}",
+            w[0]
+        );
     }
     // Near misses: the OTel GenAI instrumentations' modules, one a prefix
     // of OpenLLMetry's but for its dot, one a name both projects use.
@@ -577,7 +581,15 @@ fn openllmetry_python_scopes_name_its_switch_without_its_keys() {
         let a = Extractor::default().analyze(&genai(scope, &[("find_dock", &[])]));
         let w = hollow_warnings(&a);
         assert_eq!(w.len(), 1, "{scope}: {:?}", a.warnings);
-        assert!(w[0].contains("the OTel GenAI instrumentation"), "{scope}: {}", w[0]);
-        assert!(!w[0].contains("TRACELOOP_TRACE_CONTENT is not"), "{scope}: {}", w[0]);
+        assert!(
+            w[0].contains("the OTel GenAI instrumentation"),
+            "{scope}: {}",
+            w[0]
+        );
+        assert!(
+            !w[0].contains("TRACELOOP_TRACE_CONTENT is not"),
+            "{scope}: {}",
+            w[0]
+        );
     }
 }
