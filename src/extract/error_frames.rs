@@ -6,7 +6,10 @@
 //! keeps that text without the message's error status. A result whose
 //! last line is a declared error trailer (`error_trailers` of
 //! `builtin.toml`) is the failure it frames: the call failed, with the
-//! text before the trailer as its error message.
+//! text before the trailer as its error message. ADK JS hands the model
+//! a thrown error as `Error in tool '{name}': <message>` (`error_frames`):
+//! a failed call's message so framed is the message, and a result that is
+//! that text alone (naming the call's own tool) is the failure.
 
 use super::rules::builtin_list;
 use super::{CallResult, CallStatus, ToolCall};
@@ -17,15 +20,46 @@ fn trailers() -> &'static [String] {
     builtin_list("error_trailers")
 }
 
+/// The texts a framework puts before a failed call's message (vocabulary
+/// `error_frames`, `{name}` the call's tool).
+fn frames() -> &'static [String] {
+    builtin_list("error_frames")
+}
+
+/// The message inside `text` when a declared frame naming tool `name`
+/// opens it (a frame naming another tool is someone else's text).
+fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    frames().iter().find_map(|f| {
+        let (before, after) = f.split_once("{name}")?;
+        let rest = text.strip_prefix(before)?.strip_prefix(name)?;
+        let message = rest.strip_prefix(after)?;
+        (!message.trim().is_empty()).then_some(message)
+    })
+}
+
 /// Marks `c` failed when its result is a failure framed by a declared
-/// trailer, the text before it becoming its error message.
+/// trailer, the text before it becoming its error message, or by a
+/// declared frame; takes a frame off a failed call's message.
 pub(crate) fn mark(c: &mut ToolCall) {
     if c.status != CallStatus::Ok {
+        let inner = c
+            .error_message
+            .as_deref()
+            .and_then(|m| unframed(m, &c.name));
+        if let Some(m) = inner.map(str::to_string) {
+            c.error_message = Some(m);
+        }
         return;
     }
     let Some(text) = c.result.as_ref().and_then(result_text) else {
         return;
     };
+    if let Some(m) = unframed(text, &c.name) {
+        c.error_message = Some(m.to_string());
+        c.status = CallStatus::Error;
+        c.result = None;
+        return;
+    }
     let Some((message, last)) = text.trim_end().rsplit_once('\n') else {
         return;
     };
@@ -61,6 +95,43 @@ mod tests {
         let mut calls = Extractor::default().extract(&t);
         assert_eq!(calls.len(), 1, "{calls:?}");
         calls.remove(0)
+    }
+
+    #[test]
+    fn a_result_framed_as_the_calls_own_failure_is_that_failure() {
+        // `ask_and_answer` asks for the tool `moor_boat`.
+        let failed = read("Error in tool 'moor_boat': pier B is full");
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        assert!(failed.result.is_none());
+        // Near misses: another tool's frame, the frame alone, the words
+        // inside a longer text, another wording.
+        for kept in [
+            "Error in tool 'other': pier B is full",
+            "Error in tool 'moor_boat': ",
+            "Logged: Error in tool 'moor_boat': pier B is full",
+            "Error in tool moor_boat: pier B is full",
+        ] {
+            let c = read(kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_failed_calls_framed_message_is_the_message() {
+        let mut c = read("moored");
+        c.status = CallStatus::Error;
+        c.result = None;
+        c.error_message = Some("Error in tool 'moor_boat': pier B is full".into());
+        mark(&mut c);
+        assert_eq!(c.error_message.as_deref(), Some("pier B is full"));
+        // Another tool's frame stays as it is.
+        c.error_message = Some("Error in tool 'other': pier B is full".into());
+        mark(&mut c);
+        assert_eq!(
+            c.error_message.as_deref(),
+            Some("Error in tool 'other': pier B is full")
+        );
     }
 
     #[test]

@@ -553,3 +553,43 @@ fn a_model_call_of_the_calls_scope_shows_capture_was_on() {
         assert_eq!(w[0].contains("TRACELOOP_TRACE_CONTENT"), !on, "{}", w[0]);
     }
 }
+
+#[test]
+fn openllmetry_python_scopes_name_its_switch_without_its_keys() {
+    // Its GenAI `execute_tool` spans under its instrumentation's module
+    // name, with no `traceloop.*` key on them.
+    for scope in [
+        "opentelemetry.instrumentation.langchain",
+        "opentelemetry.instrumentation.openai.v1",
+        "opentelemetry.instrumentation.crewai.instrumentation",
+    ] {
+        let a = Extractor::default().analyze(&genai(scope, &[("find_dock", &[])]));
+        let w = hollow_warnings(&a);
+        assert_eq!(w.len(), 1, "{scope}: {:?}", a.warnings);
+        assert!(
+            w[0].contains("TRACELOOP_TRACE_CONTENT is not"),
+            "{scope}: {}",
+            w[0]
+        );
+    }
+    // Near misses: the OTel GenAI instrumentations' modules, one a prefix
+    // of OpenLLMetry's but for its dot, one a name both projects use.
+    for scope in [
+        "opentelemetry.instrumentation.openai_v2",
+        "opentelemetry.instrumentation.vertexai",
+    ] {
+        let a = Extractor::default().analyze(&genai(scope, &[("find_dock", &[])]));
+        let w = hollow_warnings(&a);
+        assert_eq!(w.len(), 1, "{scope}: {:?}", a.warnings);
+        assert!(
+            w[0].contains("the OTel GenAI instrumentation"),
+            "{scope}: {}",
+            w[0]
+        );
+        assert!(
+            !w[0].contains("TRACELOOP_TRACE_CONTENT is not"),
+            "{scope}: {}",
+            w[0]
+        );
+    }
+}

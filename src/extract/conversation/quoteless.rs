@@ -27,16 +27,23 @@
 //! list; anything else stays as it is. A JSON text spread over lines (its
 //! newlines escaped, so `\n` after a closing quote) is not rebuilt. A tool
 //! returning an object (not its JSON text) loses the quotes of its keys and
-//! strings alike (`hotel: Le Phare`, `stars: 3`): no reader can tell the
-//! string `"3"` from the number there, and such text stays text.
+//! strings alike (`hotel: Le Phare`, `stars: 3`): its layout tells the
+//! structure back ([`pretty`]), though not the string `"3"` from the number.
+
+mod pretty;
 
 use serde_json::Value;
 
 /// `v` with the quotes LlamaIndex.TS stripped put back, when it is such a
-/// text (see the module's doc); anything else as it is.
+/// text (see the module's doc), or the object or list a tool returned
+/// written so ([`pretty`]); anything else as it is.
 pub(super) fn restored(v: Value) -> Value {
     match v {
         Value::String(text) if is_stripped(&text) => match restore(&text) {
+            Some(x) => x,
+            None => Value::String(text),
+        },
+        Value::String(text) => match pretty::read(&text) {
             Some(x) => x,
             None => Value::String(text),
         },
