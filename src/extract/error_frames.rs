@@ -27,12 +27,17 @@ fn frames() -> &'static [String] {
 }
 
 /// The message inside `text` when a declared frame naming tool `name`
-/// opens it (a frame naming another tool is someone else's text).
+/// opens it (a frame naming another tool is someone else's text), or a
+/// declared frame that names no tool.
 fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     frames().iter().find_map(|f| {
-        let (before, after) = f.split_once("{name}")?;
-        let rest = text.strip_prefix(before)?.strip_prefix(name)?;
-        let message = rest.strip_prefix(after)?;
+        let message = match f.split_once("{name}") {
+            Some((before, after)) => text
+                .strip_prefix(before)?
+                .strip_prefix(name)?
+                .strip_prefix(after)?,
+            None => text.strip_prefix(f.as_str())?,
+        };
         (!message.trim().is_empty()).then_some(message)
     })
 }
@@ -111,6 +116,26 @@ mod tests {
             "Error in tool 'moor_boat': ",
             "Logged: Error in tool 'moor_boat': pier B is full",
             "Error in tool moor_boat: pier B is full",
+        ] {
+            let c = read(kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_frame_naming_no_tool_is_any_calls_failure() {
+        // CrewAI's answer to a call that raised names no tool.
+        let failed = read("Error executing tool: pier B is full");
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        assert!(failed.result.is_none());
+        // Near misses: the frame alone, inside a longer text, smolagents'
+        // wording (a tool's name after `tool`), lower case.
+        for kept in [
+            "Error executing tool: ",
+            "Note: Error executing tool: pier B is full",
+            "Error executing tool 'moor_boat': pier B is full",
+            "error executing tool: pier B is full",
         ] {
             let c = read(kept);
             assert_eq!(c.status, CallStatus::Ok, "{kept}");
