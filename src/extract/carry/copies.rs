@@ -8,8 +8,17 @@
 //! (by order) and count the call a second time. An ask the carry already
 //! keeps open under the same call id, in the same process, of the same tool
 //! with the same arguments, is such a copy: it is not kept again.
+//!
+//! Once a later trace took the ask (its request carried the result), the
+//! call is counted, by its tool span when one shows it (a span with no call
+//! id). A later request's history still holds the call under its id (a
+//! model span of another instrumentation beside, Laminar's OpenAI one): the
+//! carry remembers the ids it took, so that history does not count the call
+//! again as one no trace asked for ([`Taken`]).
 
-use super::{key, Kept, OpenAsk, ASK_ID};
+use std::collections::VecDeque;
+
+use super::{key, Kept, OpenAsk, ASK_ID, MAX_OPEN};
 
 /// Whether `a` is a copy of an ask `asks` keeps open.
 pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
@@ -28,6 +37,33 @@ pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
             && k.asked.name == a.asked.name
             && k.asked.args == a.asked.args
     })
+}
+
+
+/// The calls the carry took as answered, by process, call id and tool: the
+/// last [`MAX_OPEN`].
+#[derive(Debug, Default)]
+pub(super) struct Taken(VecDeque<(u64, String, String)>);
+
+impl Taken {
+    /// Remembers the asks of `taken` that have a call id.
+    pub(super) fn note(&mut self, taken: &[OpenAsk]) {
+        for a in taken.iter().filter(|a| !a.is_echo()) {
+            if let Some(id) = &a.asked.id {
+                self.0.push_back((a.run, id.clone(), a.asked.name.clone()));
+            }
+        }
+        while self.0.len() > MAX_OPEN {
+            self.0.pop_front();
+        }
+    }
+
+    /// Whether the carry took the call `id` of tool `name` in process `run`.
+    pub(super) fn has(&self, run: u64, id: &str, name: &str) -> bool {
+        self.0
+            .iter()
+            .any(|(r, i, n)| *r == run && i == id && n == name)
+    }
 }
 
 #[cfg(test)]
