@@ -135,8 +135,6 @@ pub struct Carry<T> {
     /// Whether a lone client trace (or one wanting records) holds every
     /// trace after it until a trace counting calls comes.
     barrier: bool,
-    /// The calls taken as answered (`copies`).
-    taken: copies::Taken,
 }
 
 /// What a carry is done with: traces it read a second time (or kept for
@@ -244,7 +242,6 @@ impl<T> Default for Carry<T> {
             witnesses: VecDeque::new(),
             spent: None,
             barrier: false,
-            taken: copies::Taken::default(),
         }
     }
 }
@@ -315,7 +312,6 @@ impl<T> Carry<T> {
         if !open.failed.is_empty() {
             out.extend(self.take_failed(open));
         }
-        self.taken.note(&out);
         out
     }
 
@@ -362,9 +358,7 @@ impl<T> Carry<T> {
                     Some(id) => (
                         self.asks.any_under(key(ASK_ID, id.as_str()), is_asked),
                         self.calls
-                            .any_under(key(CALL_ID, (name, id.as_str())), is_counted)
-                            // Taken before, counted by an id-less span (`copies`).
-                            || self.taken.has(h.run, id, name),
+                            .any_under(key(CALL_ID, (name, id.as_str())), is_counted),
                     ),
                     None => (
                         self.asks.iter().any(is_asked),

@@ -7,18 +7,12 @@
 //! first was answered, would take a later result that carries no call id
 //! (by order) and count the call a second time. An ask the carry already
 //! keeps open under the same call id, in the same process, of the same tool
-//! with the same arguments, is such a copy: it is not kept again.
-//!
-//! Once a later trace took the ask (its request carried the result), the
-//! call is counted, by its tool span when one shows it (a span with no call
-//! id). A later request's history still holds the call under its id (a
-//! model span of another instrumentation beside, Laminar's OpenAI one): the
-//! carry remembers the ids it took, so that history does not count the call
-//! again as one no trace asked for ([`Taken`]).
+//! with the same arguments, both read from chain outputs, is such a copy: it
+//! is not kept again. Model outputs of other forms stay apart: a run
+//! replayed with the same call ids asks for its calls again.
 
-use std::collections::VecDeque;
-
-use super::{key, Kept, OpenAsk, ASK_ID, MAX_OPEN};
+use super::{key, Kept, OpenAsk, ASK_ID};
+use crate::extract::conversation::chain_outputs::FORM as CHAIN_OUTPUT;
 
 /// Whether `a` is a copy of an ask `asks` keeps open.
 pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
@@ -27,43 +21,16 @@ pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
         // equal arguments may be two calls.
         return false;
     };
-    if a.is_echo() {
+    if a.form != CHAIN_OUTPUT {
         return false;
     }
     asks.any_under(key(ASK_ID, id), |k| {
-        !k.is_echo()
+        k.form == CHAIN_OUTPUT
             && k.run == a.run
             && k.asked.id.as_deref() == Some(id)
             && k.asked.name == a.asked.name
             && k.asked.args == a.asked.args
     })
-}
-
-
-/// The calls the carry took as answered, by process, call id and tool: the
-/// last [`MAX_OPEN`].
-#[derive(Debug, Default)]
-pub(super) struct Taken(VecDeque<(u64, String, String)>);
-
-impl Taken {
-    /// Remembers the asks of `taken` that have a call id.
-    pub(super) fn note(&mut self, taken: &[OpenAsk]) {
-        for a in taken.iter().filter(|a| !a.is_echo()) {
-            if let Some(id) = &a.asked.id {
-                self.0.push_back((a.run, id.clone(), a.asked.name.clone()));
-            }
-        }
-        while self.0.len() > MAX_OPEN {
-            self.0.pop_front();
-        }
-    }
-
-    /// Whether the carry took the call `id` of tool `name` in process `run`.
-    pub(super) fn has(&self, run: u64, id: &str, name: &str) -> bool {
-        self.0
-            .iter()
-            .any(|(r, i, n)| *r == run && i == id && n == name)
-    }
 }
 
 #[cfg(test)]
@@ -99,7 +66,8 @@ mod tests {
     /// A model call, a trace of its own, its request ending with the
     /// results `results` (no call ids).
     fn chat(trace: u8, when: (u64, u64), results: &[&str]) -> Trace {
-        let mut input = vec![json!({"role": "user", "parts": [{"type": "text", "content": "a seat"}]})];
+        let mut input =
+            vec![json!({"role": "user", "parts": [{"type": "text", "content": "a seat"}]})];
         for r in results {
             input.push(json!({"role": "assistant", "parts": [{"type": "text", "content": ""}]}));
             input.push(json!({"role": "tool", "parts": [{"type": "text", "content": r}]}));
