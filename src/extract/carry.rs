@@ -26,6 +26,7 @@ mod ask_ids_tests;
 #[cfg(test)]
 mod chain_tests;
 mod continued;
+mod copies;
 #[cfg(test)]
 mod cross_tests;
 pub(crate) mod deferred;
@@ -384,6 +385,13 @@ impl<T> Carry<T> {
         calls: impl IntoIterator<Item = Echo>,
     ) {
         for a in asks {
+            // The same ask in two chains' outputs is one call (`copies`).
+            if copies::is_copy(&self.asks, &a) {
+                if let Some(spent) = self.spent.as_mut() {
+                    spent.asks.push(a);
+                }
+                continue;
+            }
             let keys = ask_keys(&a);
             let at = a.end_time_unix_nano;
             self.asks.push(a, keys, at);

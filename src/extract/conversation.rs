@@ -68,7 +68,7 @@ mod blank_spans_tests;
 mod bodies;
 pub(crate) mod call_attrs;
 mod call_words;
-mod chain_outputs;
+pub(crate) mod chain_outputs;
 mod continues;
 mod declared_results;
 mod echoed;

@@ -21,6 +21,8 @@ mod chat_events;
 mod colon_ns;
 #[cfg(test)]
 mod colon_ns_tests;
+#[cfg(test)]
+mod command_name_tests;
 mod containers;
 mod content_events;
 pub mod conversation;

@@ -16,7 +16,7 @@ use crate::extract::requested::{walk, Asked};
 use crate::extract::rules::builtin_list;
 
 /// The form the calls read here are reported under.
-pub(super) const FORM: &str = "chain-output";
+pub(crate) const FORM: &str = "chain-output";
 
 /// The class a LangChain-serialized model message names.
 const AI_MESSAGE: &[u8] = b"\"AIMessage";
