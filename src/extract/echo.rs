@@ -156,6 +156,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 answered: super::pending::answered(c),
                 attempt: false,
                 wrapped: None,
+                client_record: false,
             })
         })
         .collect();
