@@ -25,8 +25,6 @@ mod answer_tests;
 mod ask_ids_tests;
 #[cfg(test)]
 mod chain_tests;
-#[cfg(test)]
-mod client_record_tests;
 mod continued;
 #[cfg(test)]
 mod cross_tests;
@@ -414,26 +412,20 @@ impl<T> Carry<T> {
         let mut out = Vec::new();
         // Attempts paused for approval wait for a later run (`pending`).
         for lone in open.lone.iter().filter(|l| !l.pending) {
-            // The call stays kept, marked: one call may have a framework
-            // span and a conversation record besides the client's.
             let found = self
-                .first_named(&lone.name, |c| !c.client_record && echo::same_call(lone, c))
+                .first_named(&lone.name, |c| echo::same_call(lone, c))
                 .or_else(|| self.namespaced(lone));
-            if let Some(c) = found.and_then(|k| self.calls.get_mut(k)) {
-                out.push(echo::carried(lone, c));
-                c.client_record = true;
+            if let Some(c) = found.and_then(|k| self.calls.remove(k)) {
+                out.push(echo::carried(lone, &c));
+                self.spend(Some(c));
                 continue;
             }
             // The client's span ran between the model's asking and the
             // request of an earlier trace that counts the call from the
             // conversation (`twice::between_either`).
-            let ran = self.first_named(&lone.name, |c| {
-                !c.client_record && twice::between_either(lone, c)
-            });
-            if let Some(c) = ran.and_then(|k| self.calls.get_mut(k)) {
-                // Its asking kept: the framework's span may run between too.
-                out.push(twice::span_counted(lone, c));
-                c.client_record = true;
+            let ran = self.first_named(&lone.name, |c| twice::between_either(lone, c));
+            if let Some(k) = ran {
+                out.extend(self.span_counted(lone, k));
             } else if lone.result.is_some() {
                 // A record of the answer alone read after the trace that
                 // counts its call (serve's order of completion): not
@@ -869,22 +861,14 @@ impl<T> Carry<T> {
             };
             let mut carried = pending::ran(lone, calls, &mut used);
             for l in lone.iter().filter(|l| !l.pending) {
-                // Kept, marked (`Echo::client_record`): the call may have a
-                // framework span and a conversation record too.
-                let free = |c: &&mut Echo| !c.client_record;
-                if let Some(c) = calls.iter_mut().filter(free).find(|c| echo::same_call(l, c)) {
-                    carried.push(echo::carried(l, c));
-                    c.client_record = true;
-                } else if let Some(c) = calls
-                    .iter_mut()
-                    .filter(free)
-                    .find(|c| twice::between_either(l, c))
-                {
+                if let Some(k) = calls.iter().position(|c| echo::same_call(l, c)) {
+                    carried.push(echo::carried(l, &calls.remove(k)));
+                } else if let Some(c) = calls.iter_mut().find(|c| twice::between_either(l, c)) {
                     // The client's span ran between the model's asking
                     // and this trace's request, which counts the call from
                     // the conversation: the call stays counted here.
                     carried.push(twice::span_counted(l, c));
-                    c.client_record = true;
+                    c.asked = None;
                 } else if let Some((e, c)) = hollow_record::ran_one_of(l, calls) {
                     carried.push(e);
                     answered.extend(mcp_record_result::entry(l, c));

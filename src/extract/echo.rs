@@ -156,7 +156,6 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 answered: super::pending::answered(c),
                 attempt: false,
                 wrapped: None,
-                client_record: false,
             })
         })
         .collect();

@@ -178,11 +178,6 @@ pub struct Echo {
     /// were taken through a wrapper from, the model's: its result
     /// (`wrapped_args`); `None` otherwise.
     pub wrapped: Option<Wrapped>,
-    /// Whether a lone MCP client trace's record was found to be another
-    /// record of this call (`echo`): the call stays kept for the record of
-    /// the other kind (the framework's span, the conversation's) that one
-    /// call may also have, and takes no second client record.
-    pub client_record: bool,
 }
 
 /// A call's result as the carry keeps it, for `answer_key` to compare:

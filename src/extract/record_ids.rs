@@ -138,7 +138,8 @@ mod tests {
         assert!(other.joined_ids.is_empty());
         let list = format!("[{}]", serialized("reserve_desk", "k-42"));
         assert!(traced(&list).joined_ids.is_empty());
-        let nameless = serde_json::json!({"type": "tool", "content": "desk 4", "tool_call_id": "k-43"});
+        let nameless =
+            serde_json::json!({"type": "tool", "content": "desk 4", "tool_call_id": "k-43"});
         assert!(traced(&nameless.to_string()).joined_ids.is_empty());
         let odd = serde_json::json!({"type": "tool", "content": "desk 4", "tool_call_id": "k-44",
             "name": "reserve_desk", "colour": "red"});
