@@ -94,6 +94,7 @@ mod pending_pause_tests;
 mod placeholder_names;
 mod qualname;
 mod react_input;
+mod record_ids;
 pub mod requested;
 mod result_part;
 #[cfg(test)]
@@ -679,6 +680,9 @@ impl Extractor {
         let mut out = self.collect(&spans, &seen, slots);
         call_input::fill(trace, &mut out.calls);
         placeholder_names::fill(trace, &mut out.calls);
+        // Before the witness: its own joins add to the ids (`ask_ids`).
+        let ids = record_ids::of_records(trace, &out.calls);
+        out.joined_ids.extend(ids);
         react_input::settle(trace, &mut out);
         mcp_meta::settle(trace, &mut out);
         // Before the nested records join: a stand-in would be their result.
