@@ -184,12 +184,17 @@ fn is_schema(v: &Value) -> bool {
 
 /// `text` as a Python literal that is no JSON, for a source that reads
 /// literals: a container literal, or pydantic's `str()` of a model
-/// ([`model_str`]).
+/// ([`model_str`]). The source's known wrappers come off the literal's
+/// value as off its JSON form: `str()` of an MCP text block (OpenLIT's
+/// OpenAI Agents result) is the block's text either way.
 pub(crate) fn literal_of(src: &Source, text: &str) -> Option<Value> {
     if !src.literal || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
         return None;
     }
-    super::literal::parse(text).or_else(|| model_str(src, text))
+    match super::literal::parse(text) {
+        Some(v) => Some(take_known(src.known, v, &mut |_| {})),
+        None => model_str(src, text),
+    }
 }
 
 /// Pydantic's `str()` of a model (`type='image' image_url='...'
