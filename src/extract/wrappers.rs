@@ -261,6 +261,15 @@ fn unwrap(
             }
         }
     }
+    // A wrapper written as JSON text inside the JSON value (Laminar's
+    // `lmnr.span.output` of an MCP tool: a JSON string holding a text
+    // block) comes off as from the conversation's text (`known_result`).
+    if let Value::String(t) = &v {
+        if let Some(x) = known_unwrapped(src, t) {
+            note("known wrapper in JSON text");
+            return Some(x);
+        }
+    }
     Some(take_known(src.known, v, note))
 }
 
@@ -311,7 +320,21 @@ pub(crate) fn known_result(v: Value) -> Value {
 /// source taken off, when one applies (`None`: the text stands as is).
 /// A cheap look at the text first: most results are left unparsed.
 pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
-    if src.known.is_empty() || !known_may_apply(text) {
+    if src.known.is_empty() {
+        return None;
+    }
+    // A JSON string holding the wrapper's JSON text, encoded twice
+    // (Laminar's `lmnr.span.output` of an MCP tool's text block).
+    if text.trim_start().starts_with('"') {
+        let inner: String = serde_json::from_str(text.trim()).ok()?;
+        return known_unwrapped_once(src, &inner);
+    }
+    known_unwrapped_once(src, text)
+}
+
+/// [`known_unwrapped`] of JSON `text` itself.
+fn known_unwrapped_once(src: &Source, text: &str) -> Option<Value> {
+    if !known_may_apply(text) {
         return None;
     }
     let v = parse_json_or_string(text);
