@@ -75,6 +75,8 @@ mod literal;
 mod logged_args;
 mod mcp_error_text;
 mod mcp_meta;
+#[cfg(test)]
+mod mcp_block_tests;
 mod mcp_record_result;
 mod mcp_resource;
 #[cfg(test)]
