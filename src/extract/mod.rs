@@ -73,10 +73,10 @@ mod key_table;
 mod listing;
 mod literal;
 mod logged_args;
-mod mcp_error_text;
-mod mcp_meta;
 #[cfg(test)]
 mod mcp_block_tests;
+mod mcp_error_text;
+mod mcp_meta;
 mod mcp_record_result;
 mod mcp_resource;
 #[cfg(test)]
