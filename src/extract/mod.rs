@@ -889,8 +889,7 @@ impl Extractor {
             outcome_record::mark(from, s, &mut call);
             // The record on a framework's marked tool span (`framework_record`).
             framework_record::mark(from, s, &mut call);
-            // An MCP error result's text for a message that is a code.
-            mcp_error_text::mark(rule, s, &mut call);
+            mcp_error_text::mark(rule, s, &mut call); // An MCP error's text, not its code.
             if !self.results && call.result.take().is_some() && no_args {
                 out.unread_results.insert(s.span_id);
             }
