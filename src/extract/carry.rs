@@ -522,6 +522,7 @@ impl<T> Carry<T> {
     fn twice(&mut self, open: &Open) -> Vec<OpenAsk> {
         let mut out = Vec::new();
         let retold = |c: &Echo| open.retold.iter().any(|(id, ..)| c.id.as_ref() == Some(id));
+        let mut recounted = Vec::new();
 
         // Calls read from spans without an id too: one execution may be
         // recorded by two spans, each in its own trace (`twice::nested`).
@@ -625,6 +626,13 @@ impl<T> Carry<T> {
             if let Some(c) = found.or(between).and_then(|k| self.calls.remove(k)) {
                 out.push(twice::carried(later, &c, between.is_some()));
                 self.spend(Some(c));
+                // Another record of a call under the model's id: the
+                // traces after still find that id counted, whichever
+                // record counts it (`unseen`; the earlier one, a tool
+                // span's, may know the id only as its ask's).
+                if found.is_some() && later.from_conversation && later.id.is_some() {
+                    recounted.push(later.clone());
+                }
                 if between.is_some() {
                     // Counted: the traces after see it under the
                     // conversation's id too (`unseen`).
@@ -632,6 +640,12 @@ impl<T> Carry<T> {
                         .push(later.clone(), call_keys(later), later.start);
                 }
             }
+        }
+        // Kept after the trace's calls were compared: two records in
+        // one trace are never one call here.
+        for c in recounted {
+            let (keys, at) = (call_keys(&c), c.start);
+            self.calls.push(c, keys, at);
         }
         out
     }

@@ -73,6 +73,8 @@ mod key_table;
 mod listing;
 mod literal;
 mod logged_args;
+#[cfg(test)]
+mod mcp_block_tests;
 mod mcp_error_text;
 mod mcp_meta;
 mod mcp_record_result;

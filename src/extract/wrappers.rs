@@ -184,12 +184,17 @@ fn is_schema(v: &Value) -> bool {
 
 /// `text` as a Python literal that is no JSON, for a source that reads
 /// literals: a container literal, or pydantic's `str()` of a model
-/// ([`model_str`]).
+/// ([`model_str`]). The source's known wrappers come off the literal's
+/// value as off its JSON form: `str()` of an MCP text block (OpenLIT's
+/// OpenAI Agents result) is the block's text either way.
 pub(crate) fn literal_of(src: &Source, text: &str) -> Option<Value> {
     if !src.literal || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
         return None;
     }
-    super::literal::parse(text).or_else(|| model_str(src, text))
+    match super::literal::parse(text) {
+        Some(v) => Some(take_known(src.known, v, &mut |_| {})),
+        None => model_str(src, text),
+    }
 }
 
 /// Pydantic's `str()` of a model (`type='image' image_url='...'
@@ -256,6 +261,15 @@ fn unwrap(
             }
         }
     }
+    // A wrapper written as JSON text inside the JSON value (Laminar's
+    // `lmnr.span.output` of an MCP tool: a JSON string holding a text
+    // block) comes off as from the conversation's text (`known_result`).
+    if let Value::String(t) = &v {
+        if let Some(x) = known_unwrapped(src, t) {
+            note("known wrapper in JSON text");
+            return Some(x);
+        }
+    }
     Some(take_known(src.known, v, note))
 }
 
@@ -306,7 +320,21 @@ pub(crate) fn known_result(v: Value) -> Value {
 /// source taken off, when one applies (`None`: the text stands as is).
 /// A cheap look at the text first: most results are left unparsed.
 pub(crate) fn known_unwrapped(src: &Source, text: &str) -> Option<Value> {
-    if src.known.is_empty() || !known_may_apply(text) {
+    if src.known.is_empty() {
+        return None;
+    }
+    // A JSON string holding the wrapper's JSON text, encoded twice
+    // (Laminar's `lmnr.span.output` of an MCP tool's text block).
+    if text.trim_start().starts_with('"') {
+        let inner: String = serde_json::from_str(text.trim()).ok()?;
+        return known_unwrapped_once(src, &inner);
+    }
+    known_unwrapped_once(src, text)
+}
+
+/// [`known_unwrapped`] of JSON `text` itself.
+fn known_unwrapped_once(src: &Source, text: &str) -> Option<Value> {
+    if !known_may_apply(text) {
         return None;
     }
     let v = parse_json_or_string(text);

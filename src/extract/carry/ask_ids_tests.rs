@@ -122,3 +122,68 @@ fn the_same_call_under_another_id_or_process_stays_two_calls() {
     ]);
     assert_eq!(total(&got), 2, "{got:#?}");
 }
+
+/// A model call, a trace of its own, whose request holds the call of
+/// `reserve_desk` under `id` before a later turn's `order_coffee` (`k-50`),
+/// both answered: the call in its history, not its last turn.
+fn later_replay(trace: u8, when: (u64, u64), id: &str) -> Trace {
+    let input = json!([
+        {"role": "user", "parts": [{"type": "text", "content": "desk 4 on B, then coffee"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": id,
+            "name": "reserve_desk", "arguments": {"desk": 4, "floor": "B"}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": id,
+            "response": "reserved"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "k-50",
+            "name": "order_coffee", "arguments": {"size": "large"}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "k-50",
+            "response": "ordered"}]},
+    ])
+    .to_string();
+    let output =
+        json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]).to_string();
+    let s = sp(
+        1,
+        None,
+        when,
+        "chat acme-1",
+        &[
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.input.messages", &input),
+            ("gen_ai.output.messages", &output),
+        ],
+    );
+    Trace::new(TraceId([trace; 16]), vec![in_process(s, "p")], 0)
+}
+
+/// Each trace's call names, in order.
+fn names(got: &[Analysis]) -> Vec<Vec<&str>> {
+    got.iter()
+        .map(|a| a.calls.iter().map(|c| c.name.as_str()).collect())
+        .collect()
+}
+
+#[test]
+fn a_replay_matched_to_the_span_keeps_the_id_counted_for_later_histories() {
+    // The run first; one replay has the call as its last turn (another
+    // record of the span's call), a later one in its history.
+    let got = read_in_order(vec![
+        framework(2, (0, 100), "p", "k-41"),
+        replay(1, (20, 30), "p", "k-41"),
+        later_replay(3, (40, 50), "k-41"),
+    ]);
+    let want: Vec<Vec<&str>> = vec![vec!["reserve_desk"], vec![], vec!["order_coffee"]];
+    assert_eq!(names(&got), want, "{got:#?}");
+}
+
+/// Near miss: the later history's call under another id is a call of its
+/// own.
+#[test]
+fn a_later_history_s_call_under_another_id_is_counted() {
+    let got = read_in_order(vec![
+        framework(2, (0, 100), "p", "k-41"),
+        replay(1, (20, 30), "p", "k-41"),
+        later_replay(3, (40, 50), "k-43"),
+    ]);
+    let total: usize = got.iter().map(|a| a.calls.len()).sum();
+    assert_eq!(total, 3, "{got:#?}");
+}
