@@ -13,13 +13,14 @@ none. Once the turns run out, the answer is the text "done".
 prints `port N` on stdout once listening. Standard library only.
 """
 
-import argparse
 import itertools
 import json
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+import loopback
 
 
 class Script:
@@ -245,26 +246,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = loopback.parser(__doc__)
     p.add_argument("--script", required=True, help="JSON file: {\"turns\": [...]}")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--port-file", help="write the port here once listening")
     p.add_argument("--log", help="append each request as a JSON line here")
     a = p.parse_args()
     with open(a.script, encoding="utf-8") as f:
         Handler.script = Script(json.load(f)["turns"])
     Handler.log = a.log
-    server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
-    port = server.server_address[1]
-    if a.port_file:
-        with open(a.port_file, "w", encoding="utf-8") as f:
-            f.write(str(port))
-    print(f"port {port}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return loopback.serve(Handler, a)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,17 @@ the form `toolscore inspect` reads. Metrics are accepted and dropped.
 prints `port N` once listening. Needs opentelemetry-proto and protobuf.
 """
 
-import argparse
 import gzip
 import os
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+import loopback
 
 KINDS = {
     "/v1/traces": (trace_service_pb2.ExportTraceServiceRequest,
@@ -89,24 +90,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = loopback.parser(__doc__)
     p.add_argument("--out", required=True, help="folder for spans.jsonl and logs.jsonl")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--port-file", help="write the port here once listening")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     Handler.out = a.out
-    server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
-    port = server.server_address[1]
-    if a.port_file:
-        with open(a.port_file, "w", encoding="utf-8") as f:
-            f.write(str(port))
-    print(f"port {port}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return loopback.serve(Handler, a)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,12 @@ fn replay(trace: u8, when: (u64, u64), process: &str, id: &str) -> Trace {
             "response": "reserved"}]},
     ])
     .to_string();
+    chat(trace, when, process, &input)
+}
+
+/// A made-up client instrumentation's model call with request `input`,
+/// answering "done", a trace of its own.
+fn chat(trace: u8, when: (u64, u64), process: &str, input: &str) -> Trace {
     let output =
         json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]).to_string();
     let s = sp(
@@ -73,7 +79,7 @@ fn replay(trace: u8, when: (u64, u64), process: &str, id: &str) -> Trace {
         "chat acme-1",
         &[
             ("gen_ai.operation.name", "chat"),
-            ("gen_ai.input.messages", &input),
+            ("gen_ai.input.messages", input),
             ("gen_ai.output.messages", &output),
         ],
     );
@@ -139,20 +145,7 @@ fn later_replay(trace: u8, when: (u64, u64), id: &str) -> Trace {
             "response": "ordered"}]},
     ])
     .to_string();
-    let output =
-        json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]).to_string();
-    let s = sp(
-        1,
-        None,
-        when,
-        "chat acme-1",
-        &[
-            ("gen_ai.operation.name", "chat"),
-            ("gen_ai.input.messages", &input),
-            ("gen_ai.output.messages", &output),
-        ],
-    );
-    Trace::new(TraceId([trace; 16]), vec![in_process(s, "p")], 0)
+    chat(trace, when, "p", &input)
 }
 
 /// Each trace's call names, in order.
