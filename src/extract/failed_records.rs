@@ -17,7 +17,9 @@
 
 use std::collections::HashMap;
 
-use memchr::memmem;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde_json::Value;
 
 use super::open::Witnessed;
@@ -94,17 +96,24 @@ fn records(trace: &Trace) -> (HashMap<String, Witnessed>, HashMap<String, Witnes
     (asked, failed)
 }
 
-/// Whether `text` may hold a failed result record (a cheap look first).
+/// Whether `text` may hold a failed result record (a cheap look first:
+/// every string attribute of a trace passes here, so the finder is built
+/// once).
 fn flags_a_failure(text: &str) -> bool {
+    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"is_error\""));
     let b = text.as_bytes();
-    memmem::find(b, b"\"is_error\": true").is_some()
-        || memmem::find(b, b"\"is_error\":true").is_some()
+    KEY.find_iter(b).any(|at| {
+        let rest = b[at + KEY.needle().len()..].trim_ascii_start();
+        rest.strip_prefix(b":")
+            .is_some_and(|v| v.trim_ascii_start().starts_with(b"true"))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
+    use super::flags_a_failure;
     use crate::extract::tests::sp;
 
     /// A made-up team run's output: a request for `ring_bell` and its
@@ -167,5 +176,25 @@ mod tests {
         let run = sp(9, None, (0, 30), "Team.run", &[("acme.output", &failed)]);
         let got = read(vec![run, tool(1, r#"{"tower": "South"}"#)]);
         assert_eq!(got[0].1, "Ok");
+    }
+
+    #[test]
+    fn the_cheap_look_takes_a_true_flag_only() {
+        for text in [
+            r#"{"is_error": true}"#,
+            r#"{"is_error":true}"#,
+            r#"{"is_error" :  true, "x": 1}"#,
+            r#"{"is_error": false, "y": {"is_error": true}}"#,
+        ] {
+            assert!(flags_a_failure(text), "{text}");
+        }
+        for text in [
+            r#"{"is_error": false}"#,
+            r#"{"is_error": "true"}"#,
+            r#"is_error: true"#,
+            r#"{"is_error""#,
+        ] {
+            assert!(!flags_a_failure(text), "{text}");
+        }
     }
 }
