@@ -14,6 +14,8 @@
 //! span naming no call id) the record's request names the call's tool
 //! with equal arguments. Its result stays. Arguments, not the result, make
 //! the join: a call's status is the same whether results are read or not.
+//! Only the tool span's ancestors are read for records (the team run holds
+//! them all), not every span of the trace.
 
 use std::collections::HashMap;
 
@@ -33,7 +35,7 @@ pub(crate) fn settle(trace: &Trace, calls: &mut [ToolCall]) {
     if !calls.iter().any(|c| c.status == CallStatus::Ok) {
         return;
     }
-    let (asked, failed) = records(trace);
+    let (asked, failed) = records(trace, &holders(trace, calls));
     for (id, record) in &failed {
         let asked = asked.get(id);
         let of_record = |c: &ToolCall| {
@@ -67,13 +69,33 @@ fn same_ask(asked: &Witnessed, c: &ToolCall) -> bool {
         }
 }
 
+/// The spans that may hold a record of a call of `calls` read OK from a
+/// span: that span's ancestors (a team's run records its members' calls
+/// in its output), in trace order. Only these are read: every string of
+/// every span would cost a look at each byte of the trace.
+fn holders(trace: &Trace, calls: &[ToolCall]) -> Vec<usize> {
+    let at = trace.positions();
+    let mut spans: Vec<usize> = calls
+        .iter()
+        .filter(|c| c.status == CallStatus::Ok && c.from.is_none())
+        .filter_map(|c| at.get(c.span_id))
+        .flat_map(|i| trace.ancestors(i))
+        .collect();
+    spans.sort_unstable();
+    spans.dedup();
+    spans
+}
+
 /// The requests (`{"id", "name", "arguments"}`) and the failed result
-/// records of the trace's spans, each by call id (a record repeats in
-/// several spans and several events of one list).
-fn records(trace: &Trace) -> (HashMap<String, Witnessed>, HashMap<String, Witnessed>) {
+/// records of the spans `at` of the trace, each by call id (a record
+/// repeats in several spans and several events of one list).
+fn records(
+    trace: &Trace,
+    at: &[usize],
+) -> (HashMap<String, Witnessed>, HashMap<String, Witnessed>) {
     let mut asked = HashMap::new();
     let mut failed = HashMap::new();
-    for s in &trace.spans {
+    for s in at.iter().filter_map(|&i| trace.spans.get(i)) {
         for (_, value) in s.span.attributes() {
             let Some(text) = value.and_then(|v| v.as_str()) else {
                 continue;
