@@ -14,6 +14,9 @@
 //! messages (a tools node's output) names several calls, and a message of
 //! another tool is no record of this call.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde_json::Value;
 
 use super::ToolCall;
@@ -46,10 +49,12 @@ pub(crate) fn of_records(trace: &Trace, calls: &[ToolCall]) -> Vec<(SpanId, Stri
 /// The `tool_call_id` of the one `ToolMessage` of tool `name` among the
 /// span's string attributes (JSON text), if exactly one attribute holds one.
 fn message_id(s: &SpanRecord, name: &str) -> Option<String> {
+    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"tool_call_id"));
     let mut found = s.span.attributes().filter_map(|(_, value)| {
         let text = value?.as_str()?.trim();
-        // The cheap test first: most attributes are no such record.
-        if !text.starts_with('{') || !text.contains("tool_call_id") {
+        // The cheap test first: most attributes are no such record, and a
+        // text naming several call ids (a list of messages) is not one.
+        if !text.starts_with('{') || KEY.find_iter(text.as_bytes()).take(2).count() != 1 {
             return None;
         }
         let v: Value = serde_json::from_str(text).ok()?;
