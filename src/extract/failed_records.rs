@@ -75,15 +75,20 @@ fn same_ask(asked: &Witnessed, c: &ToolCall) -> bool {
 /// every span would cost a look at each byte of the trace.
 fn holders(trace: &Trace, calls: &[ToolCall]) -> Vec<usize> {
     let at = trace.positions();
-    let mut spans: Vec<usize> = calls
+    let mut seen = vec![false; trace.spans.len()];
+    let ok = calls
         .iter()
-        .filter(|c| c.status == CallStatus::Ok && c.from.is_none())
-        .filter_map(|c| at.get(c.span_id))
-        .flat_map(|i| trace.ancestors(i))
-        .collect();
-    spans.sort_unstable();
-    spans.dedup();
-    spans
+        .filter(|c| c.status == CallStatus::Ok && c.from.is_none());
+    for i in ok.filter_map(|c| at.get(c.span_id)) {
+        // A walk stops at a span seen: its ancestors are in already, so a
+        // deep chain of calls is read in linear time.
+        for a in trace.ancestors(i) {
+            if std::mem::replace(&mut seen[a], true) {
+                break;
+            }
+        }
+    }
+    (0..seen.len()).filter(|&i| seen[i]).collect()
 }
 
 /// The requests (`{"id", "name", "arguments"}`) and the failed result
