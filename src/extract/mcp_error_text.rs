@@ -73,8 +73,9 @@ fn error_text(raw: &str) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
-/// Whether `o` is an MCP result flagged as an error.
-fn flagged(o: &Map<String, Value>) -> bool {
+/// Whether `o` is an MCP result flagged as an error (also a failed
+/// framework record: `own_records`).
+pub(crate) fn flagged(o: &Map<String, Value>) -> bool {
     FLAGS.iter().any(|f| o.get(*f) == Some(&Value::Bool(true)))
 }
 

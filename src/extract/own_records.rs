@@ -208,10 +208,7 @@ pub(crate) fn named_record(o: &Map<String, Value>, name: &str) -> Option<Value> 
 /// Whether a result record says the call failed (`status` `error`,
 /// `isError` or `is_error` true).
 fn failed(o: &Map<String, Value>) -> bool {
-    o.get("status").and_then(Value::as_str) == Some("error")
-        || ["isError", "is_error"]
-            .iter()
-            .any(|k| o.get(*k).and_then(Value::as_bool) == Some(true))
+    o.get("status").and_then(Value::as_str) == Some("error") || super::mcp_error_text::flagged(o)
 }
 
 /// A content block's value: `{"json": v}` -> `v` (a list a framework put
