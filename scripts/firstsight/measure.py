@@ -19,9 +19,12 @@ raised is read when it is reported failed with the error's text, whatever
 result text the framework sent the model.
 """
 
+import base64
+import binascii
 import json
 import os
 import re
+import string
 import subprocess
 import sys
 
@@ -70,9 +73,20 @@ def span_times(pair):
             for rs in doc.get("resourceSpans", []):
                 for ss in rs.get("scopeSpans", []):
                     for s in ss.get("spans", []):
-                        times[s.get("spanId")] = (int(s.get("startTimeUnixNano", 0)),
-                                                  int(s.get("endTimeUnixNano", 0)))
+                        times[hex_id(s.get("spanId") or "")] = (
+                            int(s.get("startTimeUnixNano", 0)), int(s.get("endTimeUnixNano", 0)))
     return times
+
+
+def hex_id(span_id):
+    """A span id as `inspect` prints it: hex. OTLP/JSON writes hex; protobuf's JSON
+    mapping (the receiver's `MessageToJson`) writes base64."""
+    if len(span_id) == 16 and all(c in string.hexdigits for c in span_id):
+        return span_id.lower()
+    try:
+        return base64.b64decode(span_id, validate=True).hex()
+    except (binascii.Error, ValueError):
+        return span_id
 
 
 def call_difference(n, got, want, errors_mode):
