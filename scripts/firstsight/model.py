@@ -122,15 +122,38 @@ def response(model, answer):
 
 
 def response_events(model, answer):
+    """The Responses API's stream: each item added empty, then its text or
+    arguments as deltas (SDKs that build calls from the deltas, such as
+    Strands, see them), then done."""
     full = response(model, answer)
     start = dict(full, status="in_progress", output=[])
-    yield "response.created", {"type": "response.created", "response": start}
+    events = [("response.created", {"response": start}),
+              ("response.in_progress", {"response": start})]
     for i, item in enumerate(full["output"]):
-        yield "response.output_item.added", {"type": "response.output_item.added",
-                                             "output_index": i, "item": item}
-        yield "response.output_item.done", {"type": "response.output_item.done",
-                                            "output_index": i, "item": item}
-    yield "response.completed", {"type": "response.completed", "response": full}
+        at = {"output_index": i, "item_id": item["id"]}
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            events += [
+                ("response.output_item.added",
+                 {"output_index": i, "item": dict(item, status="in_progress", content=[])}),
+                ("response.content_part.added", dict(at, content_index=0, part=part)),
+                ("response.output_text.delta", dict(at, content_index=0, delta=text)),
+                ("response.output_text.done", dict(at, content_index=0, text=text)),
+                ("response.content_part.done",
+                 dict(at, content_index=0, part=dict(part, text=text))),
+            ]
+        else:
+            events += [
+                ("response.output_item.added",
+                 {"output_index": i, "item": dict(item, status="in_progress", arguments="")}),
+                ("response.function_call_arguments.delta", dict(at, delta=item["arguments"])),
+                ("response.function_call_arguments.done", dict(at, arguments=item["arguments"])),
+            ]
+        events.append(("response.output_item.done", {"output_index": i, "item": item}))
+    events.append(("response.completed", {"response": full}))
+    for n, (kind, body) in enumerate(events):
+        yield kind, dict(body, type=kind, sequence_number=n)
 
 
 def anthropic_content(answer):
