@@ -9,9 +9,13 @@
 //! text before the trailer as its error message. ADK JS hands the model
 //! a thrown error as `Error in tool '{name}': <message>` (`error_frames`):
 //! a failed call's message so framed is the message, and a result that is
-//! that text alone (naming the call's own tool) is the failure.
+//! that text alone (naming the call's own tool) is the failure. A call
+//! read from the conversation alone has no status but its answer's text:
+//! there a loop's `Error: <message>` (`conversation_error_frames`) is that
+//! failure too.
 
 use super::rules::builtin_list;
+use super::conversation::FROM_CONVERSATION;
 use super::{CallResult, CallStatus, ToolCall};
 
 /// The last lines a framework appends to a failed call's error
@@ -26,11 +30,22 @@ fn frames() -> &'static [String] {
     builtin_list("error_frames")
 }
 
+/// The frames of a call read from the conversation alone (vocabulary
+/// `conversation_error_frames`, naming no tool).
+fn conversation_frames() -> &'static [String] {
+    builtin_list("conversation_error_frames")
+}
+
 /// The message inside `text` when a declared frame naming tool `name`
 /// opens it (a frame naming another tool is someone else's text), or a
 /// declared frame that names no tool.
 fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
-    frames().iter().find_map(|f| {
+    unframed_by(frames(), text, name)
+}
+
+/// The message inside `text` when one of `frames` opens it.
+fn unframed_by<'a>(frames: &[String], text: &'a str, name: &str) -> Option<&'a str> {
+    frames.iter().find_map(|f| {
         let message = match f.split_once("{name}") {
             Some((before, after)) => text
                 .strip_prefix(before)?
@@ -65,15 +80,31 @@ pub(crate) fn mark(c: &mut ToolCall) {
         c.result = None;
         return;
     }
-    let Some((message, last)) = text.trim_end().rsplit_once('\n') else {
+    let trailed = text.trim_end().rsplit_once('\n').filter(|(message, last)| {
+        trailers().iter().any(|t| last.trim() == t) && !message.trim().is_empty()
+    });
+    let Some((message, _)) = trailed else {
+        if c.from == Some(FROM_CONVERSATION) {
+            let message = unframed_by(conversation_frames(), text, &c.name).map(str::to_string);
+            mark_conversation(c, message);
+        }
         return;
     };
-    if !trailers().iter().any(|t| last.trim() == t) || message.trim().is_empty() {
-        return;
-    }
     c.error_message = Some(message.trim_end().to_string());
     c.status = CallStatus::Error;
     c.result = None;
+}
+
+/// Marks `c`, a call read from the conversation alone whose answer is a
+/// loop's framed failure, failed with the `message` inside the frame
+/// (looked for after the framework frames and trailers, so LangGraph's
+/// `Error: ...` and trailer keeps its whole text).
+fn mark_conversation(c: &mut ToolCall, message: Option<String>) {
+    if let Some(m) = message {
+        c.error_message = Some(m);
+        c.status = CallStatus::Error;
+        c.result = None;
+    }
 }
 
 /// A result given as text (a JSON string, or text not parsed).
@@ -89,9 +120,21 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::extract::test_support::ask_and_answer;
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+
+    use crate::extract::test_support::{ask_and_answer, span_of};
     use crate::extract::unwrap_tests::trace;
     use crate::extract::Extractor;
+
+    fn str_kv(key: &str, v: &str) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(v.into())),
+            }),
+            ..Default::default()
+        }
+    }
 
     /// The call read from the model's ask and the conversation's answer
     /// `answer`.
@@ -140,6 +183,48 @@ mod tests {
             let c = read(kept);
             assert_eq!(c.status, CallStatus::Ok, "{kept}");
         }
+    }
+
+    #[test]
+    fn a_loops_error_text_fails_a_call_read_from_the_conversation_alone() {
+        // A hand-written loop answers a call that raised `Error: <message>`;
+        // no span says how the call went.
+        let failed = read("Error: pier B is full");
+        assert_eq!(failed.from, Some(FROM_CONVERSATION));
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        // Near misses: the frame alone, lower case, inside a longer text,
+        // no space after the colon.
+        for kept in [
+            "Error: ",
+            "error: pier B is full",
+            "Logged: Error: pier B is full",
+            "Error:pier B is full",
+        ] {
+            let c = read(kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_tool_spans_ok_call_returning_error_text_stays_ok() {
+        // A tool span's status says how its call went: a tool may return
+        // such text without failing.
+        let span = span_of(
+            1,
+            None,
+            "execute_tool moor_boat",
+            (10, 20),
+            vec![
+                str_kv("gen_ai.operation.name", "execute_tool"),
+                str_kv("gen_ai.tool.name", "moor_boat"),
+                str_kv("gen_ai.tool.call.result", "Error: pier B is full"),
+            ],
+        );
+        let calls = Extractor::default().extract(&trace(vec![span]));
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0].from, None);
+        assert_eq!(calls[0].status, CallStatus::Ok);
     }
 
     #[test]
