@@ -59,7 +59,8 @@ fn unframed_by<'a>(frames: &[String], text: &'a str, name: &str) -> Option<&'a s
 
 /// Marks `c` failed when its result is a failure framed by a declared
 /// trailer, the text before it becoming its error message, or by a
-/// declared frame; takes a frame off a failed call's message.
+/// declared frame; takes a frame off a failed call's message. The result
+/// stays: it is the text the model was shown of the failure.
 pub(crate) fn mark(c: &mut ToolCall) {
     if c.status != CallStatus::Ok {
         let inner = c
@@ -77,7 +78,6 @@ pub(crate) fn mark(c: &mut ToolCall) {
     if let Some(m) = unframed(text, &c.name) {
         c.error_message = Some(m.to_string());
         c.status = CallStatus::Error;
-        c.result = None;
         return;
     }
     let trailed = text.trim_end().rsplit_once('\n').filter(|(message, last)| {
@@ -92,7 +92,6 @@ pub(crate) fn mark(c: &mut ToolCall) {
     };
     c.error_message = Some(message.trim_end().to_string());
     c.status = CallStatus::Error;
-    c.result = None;
 }
 
 /// Marks `c`, a call read from the conversation alone whose answer is a
@@ -103,7 +102,6 @@ fn mark_conversation(c: &mut ToolCall, message: Option<String>) {
     if let Some(m) = message {
         c.error_message = Some(m);
         c.status = CallStatus::Error;
-        c.result = None;
     }
 }
 
@@ -136,6 +134,11 @@ mod tests {
         }
     }
 
+    /// The result of `c`: the text the model was shown.
+    fn shown(c: &ToolCall) -> Value {
+        c.result.as_ref().map_or(Value::Null, CallResult::to_value)
+    }
+
     /// The call read from the model's ask and the conversation's answer
     /// `answer`.
     fn read(answer: &str) -> ToolCall {
@@ -151,7 +154,7 @@ mod tests {
         let failed = read("Error in tool 'moor_boat': pier B is full");
         assert_eq!(failed.status, CallStatus::Error);
         assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
-        assert!(failed.result.is_none());
+        assert_eq!(shown(&failed), "Error in tool 'moor_boat': pier B is full");
         // Near misses: another tool's frame, the frame alone, the words
         // inside a longer text, another wording.
         for kept in [
@@ -171,7 +174,7 @@ mod tests {
         let failed = read("Error executing tool: pier B is full");
         assert_eq!(failed.status, CallStatus::Error);
         assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
-        assert!(failed.result.is_none());
+        assert_eq!(shown(&failed), "Error executing tool: pier B is full");
         // Near misses: the frame alone, inside a longer text, smolagents'
         // wording (a tool's name after `tool`), lower case.
         for kept in [
@@ -193,6 +196,7 @@ mod tests {
         assert_eq!(failed.from, Some(FROM_CONVERSATION));
         assert_eq!(failed.status, CallStatus::Error);
         assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        assert_eq!(shown(&failed), "Error: pier B is full");
         // Near misses: the frame alone, lower case, inside a longer text,
         // no space after the colon.
         for kept in [
@@ -252,7 +256,10 @@ mod tests {
             failed.error_message.as_deref(),
             Some("Error: pier B is full")
         );
-        assert!(failed.result.is_none());
+        assert_eq!(
+            shown(&failed),
+            "Error: pier B is full\n Please fix your mistakes."
+        );
         // Text that only mentions the words, or the trailer alone, is a result.
         for kept in [
             "moored; please fix your mistakes.",
