@@ -205,11 +205,14 @@ pub(super) fn pair_noting(
     }
 }
 
-/// Gives the tool spans' calls that succeeded and have no result (none
-/// recorded, or a placeholder) the result the conversation carries for the model's call
-/// each was joined to (`joined`: an index into `asked`), by call id or by
-/// order, and those that failed without a message that text as their
-/// message; notes each.
+/// Gives the tool spans' calls that have no result (none recorded, or a
+/// placeholder), failed or not, the result the conversation carries for
+/// the model's call each was joined to (`joined`: an index into `asked`),
+/// by call id or by order: what the model was sent. A failed call keeps
+/// its span's status and message; one whose span kept no message takes
+/// that text as its message too. A failed call no result answers by id
+/// takes the text telling its failure (`failed_texts`), when that text
+/// tells no other. Notes each.
 pub(super) fn fill_results(
     trace: &Trace,
     asked: &[AskedAt],
@@ -221,10 +224,9 @@ pub(super) fn fill_results(
     // tool span: an error status and type, no text) takes the text the
     // model was sent as its message.
     let unsaid = |c: &ToolCall| c.status == CallStatus::Error && c.error_message.is_none();
+    // Only calls without a result look: most traces have none.
     let lacking = |(c, j): (&ToolCall, &Option<usize>)| {
-        c.result.is_none()
-            && (c.status == CallStatus::Ok || unsaid(c))
-            && j.is_some_and(|k| asked[k].asked.id.is_some())
+        c.result.is_none() && j.is_some_and(|k| asked[k].asked.id.is_some())
     };
     if !calls.iter().zip(joined).any(lacking) {
         return;
@@ -232,6 +234,8 @@ pub(super) fn fill_results(
     let mut requests: Vec<Request> = trace.spans.iter().map(super::request_of).collect();
     let paired = pair(trace, asked, &mut requests);
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    // The failures told in text that calls here took (`failed_texts`).
+    let mut told = Vec::new();
     for (c, j) in calls.iter_mut().zip(joined) {
         let Some(at) = j.filter(|&k| lacking((c, &Some(k)))).map(|k| &asked[k]) else {
             continue;
@@ -249,11 +253,14 @@ pub(super) fn fill_results(
             .filter(|(_, a)| a.id.as_deref() == Some(id))
             .filter(|(_, a)| a.name.as_deref().is_none_or(|n| n == at.asked.name))
             .min_by_key(|&(i, _)| (start(i), i));
-        let Some(content) = found.and_then(|(_, a)| a.content.as_ref()) else {
+        let Some(content) = found.and_then(|(_, a)| a.content.clone()) else {
+            if c.status == CallStatus::Error {
+                told_failure(trace, at, &requests, &mut told, c, notes);
+            }
             continue;
         };
         if unsaid(c) {
-            c.error_message = Some(match content {
+            c.error_message = Some(match &content {
                 Value::String(t) => t.clone(),
                 other => other.to_string(),
             });
@@ -261,11 +268,10 @@ pub(super) fn fill_results(
                 "tool span {} recorded a failure of `{}` without a message (call id {id}): its message is the text the next model request carries",
                 c.span_id, c.name
             ));
-            continue;
         }
         c.result = Some(CallResult::Value(match content {
-            Value::String(t) => crate::extract::source::parse_json_or_literal(t),
-            other => other.clone(),
+            Value::String(t) => crate::extract::source::parse_json_or_literal(&t),
+            other => other,
         }));
         notes.push(format!(
             "tool span {} recorded no result for `{}` (call id {id}): its result is the one the next model request carries{}",
@@ -274,6 +280,27 @@ pub(super) fn fill_results(
             if paired > 0 { " (paired by order)" } else { "" }
         ));
     }
+}
+
+/// Failed call `c`, joined to ask `at` that no result answers by id, takes
+/// the whole text telling its failure in the next request as its result,
+/// when that text tells no other (`failed_texts::told_text`).
+fn told_failure(
+    trace: &Trace,
+    at: &AskedAt,
+    requests: &[Request],
+    told: &mut Vec<(usize, String, Value)>,
+    c: &mut ToolCall,
+    notes: &mut Vec<String>,
+) {
+    let Some(text) = super::failed_texts::told_text(trace, at, requests, told) else {
+        return;
+    };
+    c.result = Some(CallResult::Value(Value::String(text)));
+    notes.push(format!(
+        "tool span {} recorded no result for failed `{}`: its result is the text the next model request tells its failure in",
+        c.span_id, c.name
+    ));
 }
 
 #[cfg(test)]
