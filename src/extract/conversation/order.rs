@@ -549,4 +549,138 @@ mod tests {
             got.notes
         );
     }
+
+    /// A made-up vendor's tool span of `hoist_sail`, failed with its own
+    /// message, no call id and no result.
+    fn failed_hoist(id: u8, when: (u64, u64), args: &str) -> crate::assemble::SpanRecord {
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "hoist_sail"),
+            ("gen_ai.tool.call.arguments", args),
+        ];
+        let mut s = sp(id, Some(1), when, "execute_tool hoist_sail", &attrs);
+        s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+            code: 2,
+            message: "mast 2 is cracked".into(),
+        });
+        s
+    }
+
+    /// The loop's text telling `hoist_sail` failed with `args` (a Python
+    /// literal), its own turn dropped from the history.
+    fn told(args: &str) -> String {
+        format!(
+            "Error:\nError executing tool 'hoist_sail' with arguments {args}: ValueError: mast 2 is cracked\nPlease try again or use another tool\n"
+        )
+    }
+
+    /// The trace: the model asks for `hoist_sail` `{"mast": 2}`, its span
+    /// fails, and the next request holds an empty model turn and `text`.
+    fn told_trace(text: &str) -> Vec<crate::assemble::SpanRecord> {
+        let turn = asks("call_h1", "hoist_sail", json!({"mast": 2}));
+        let empty = json!({"role": "assistant", "parts": [{"type": "text", "content": ""}]});
+        let said = json!([{"role": "assistant", "parts": [{"type": "text", "content": "no"}]}]);
+        vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([turn])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            chat(4, (21, 30), json!([user(), empty, bare_user(text)]), said),
+        ]
+    }
+
+    fn bare_user(text: &str) -> Value {
+        json!({"role": "user", "parts": [{"type": "text", "content": text}]})
+    }
+
+    #[test]
+    fn a_failed_call_told_in_text_takes_that_text_as_its_result() {
+        let text = told("{'mast': 2}");
+        let a = analyze(told_trace(&text));
+        assert_eq!(a.calls.len(), 1, "{:?}", a.warnings);
+        let c = &a.calls[0];
+        // The span's status and message; the result is what the model read.
+        assert_eq!(c.status, crate::extract::CallStatus::Error);
+        assert_eq!(c.error_message.as_deref(), Some("mast 2 is cracked"));
+        assert_eq!(
+            c.result.as_ref().map(|r| r.to_value()),
+            Some(Value::String(text))
+        );
+    }
+
+    #[test]
+    fn a_text_of_other_arguments_or_of_two_failures_is_no_result() {
+        // Near misses: the text tells a call with other arguments; a
+        // message telling two failures is no one call's result.
+        let twice = format!("{}{}", told("{'mast': 2}"), told("{'mast': 3}"));
+        for text in [told("{'mast': 3}"), twice] {
+            let a = analyze(told_trace(&text));
+            assert_eq!(a.calls.len(), 1, "{:?}", a.warnings);
+            assert_eq!(a.calls[0].status, crate::extract::CallStatus::Error);
+            assert!(a.calls[0].result.is_none(), "{text}: {:?}", a.calls[0].result);
+        }
+    }
+
+    #[test]
+    fn a_failed_call_s_result_is_the_one_under_its_own_id_only() {
+        let said = json!([{"role": "assistant", "parts": [{"type": "text", "content": "no"}]}]);
+        let answer = |id: &str, text: &str| {
+            json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": text}]})
+        };
+        let lower = |id: u8, when: (u64, u64)| {
+            let attrs = [
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "lower_sail"),
+                ("gen_ai.tool.call.arguments", "{}"),
+                ("gen_ai.tool.call.result", "\"lowered\""),
+            ];
+            sp(id, Some(1), when, "execute_tool lower_sail", &attrs)
+        };
+        // Near miss: the next request answers the turn's other call only.
+        let both = json!({"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "call_h1", "name": "hoist_sail", "arguments": {"mast": 2}},
+            {"type": "tool_call", "id": "call_l1", "name": "lower_sail", "arguments": {}}
+        ]});
+        let spans = vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([both])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            lower(4, (11, 20)),
+            chat(5, (21, 30), json!([user(), both, answer("call_l1", "lowered")]), said.clone()),
+        ];
+        let a = analyze(spans);
+        let hoist = a.calls.iter().find(|c| c.name == "hoist_sail");
+        assert!(hoist.is_some_and(|c| c.result.is_none()), "{:?}", a.calls);
+        // Near miss: a later call of the same tool, answered under its id.
+        let first = asks("call_h1", "hoist_sail", json!({"mast": 2}));
+        let second = asks("call_h2", "hoist_sail", json!({"mast": 3}));
+        let mut ok = failed_hoist(5, (31, 40), r#"{"mast": 3}"#);
+        ok.span.status = None;
+        let spans = vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([first])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            chat(4, (21, 30), json!([user(), first]), json!([second])),
+            ok,
+            chat(6, (41, 50), json!([user(), first, second, answer("call_h2", "hoisted")]), said.clone()),
+        ];
+        let a = analyze(spans);
+        assert_eq!(a.calls.len(), 2, "{:?}", a.warnings);
+        assert!(a.calls[0].result.is_none(), "{:?}", a.calls[0].result);
+        assert_eq!(a.calls[1].result.as_ref().map(|r| r.to_value()), Some(json!("hoisted")));
+        // Under its own id, the text the model was sent.
+        let own = answer("call_h1", "Error: mast 2 is cracked");
+        let spans = vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([first])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            chat(4, (21, 30), json!([user(), first, own]), said),
+        ];
+        let a = analyze(spans);
+        let c = &a.calls[0];
+        assert_eq!(c.error_message.as_deref(), Some("mast 2 is cracked"));
+        assert_eq!(
+            c.result.as_ref().map(|r| r.to_value()),
+            Some(json!("Error: mast 2 is cracked"))
+        );
+    }
 }
