@@ -112,8 +112,19 @@ mod tests {
         let spans = vec![
             sp(1, None, (0, 100), "loop", &[]),
             chat(2, (1, 10), &json!([user()]), &json!([turn])),
-            tool(3, (11, 20), "moor_ship", r#"{"ship": "Aurora"}"#, Some("quay 4 is closed")),
-            chat(4, (21, 30), &json!([user(), turn, named("moor_ship", told)]), &said()),
+            tool(
+                3,
+                (11, 20),
+                "moor_ship",
+                r#"{"ship": "Aurora"}"#,
+                Some("quay 4 is closed"),
+            ),
+            chat(
+                4,
+                (21, 30),
+                &json!([user(), turn, named("moor_ship", told)]),
+                &said(),
+            ),
         ];
         let a = analyze(spans);
         assert_eq!(a.calls.len(), 1, "{:?}", a.warnings);
@@ -136,7 +147,13 @@ mod tests {
         let spans = vec![
             sp(1, None, (0, 100), "loop", &[]),
             chat(2, (1, 10), &json!([user()]), &json!([first])),
-            tool(3, (11, 20), "moor_ship", r#"{"ship": "Aurora"}"#, Some("quay 4 is closed")),
+            tool(
+                3,
+                (11, 20),
+                "moor_ship",
+                r#"{"ship": "Aurora"}"#,
+                Some("quay 4 is closed"),
+            ),
             chat(
                 4,
                 (21, 30),
@@ -147,7 +164,13 @@ mod tests {
             chat(
                 6,
                 (41, 50),
-                &json!([user(), first, named("dock_fee", "12 EUR"), second, named("moor_ship", "moored at 5")]),
+                &json!([
+                    user(),
+                    first,
+                    named("dock_fee", "12 EUR"),
+                    second,
+                    named("moor_ship", "moored at 5")
+                ]),
                 &said(),
             ),
         ];

@@ -616,16 +616,18 @@ mod tests {
             let a = analyze(told_trace(&text));
             assert_eq!(a.calls.len(), 1, "{:?}", a.warnings);
             assert_eq!(a.calls[0].status, crate::extract::CallStatus::Error);
-            assert!(a.calls[0].result.is_none(), "{text}: {:?}", a.calls[0].result);
+            assert!(
+                a.calls[0].result.is_none(),
+                "{text}: {:?}",
+                a.calls[0].result
+            );
         }
     }
 
     #[test]
     fn a_failed_call_s_result_is_the_one_under_its_own_id_only() {
         let said = json!([{"role": "assistant", "parts": [{"type": "text", "content": "no"}]}]);
-        let answer = |id: &str, text: &str| {
-            json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": text}]})
-        };
+        let answer = |id: &str, text: &str| json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": text}]});
         let lower = |id: u8, when: (u64, u64)| {
             let attrs = [
                 ("gen_ai.operation.name", "execute_tool"),
@@ -645,7 +647,12 @@ mod tests {
             chat(2, (1, 10), json!([user()]), json!([both])),
             failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
             lower(4, (11, 20)),
-            chat(5, (21, 30), json!([user(), both, answer("call_l1", "lowered")]), said.clone()),
+            chat(
+                5,
+                (21, 30),
+                json!([user(), both, answer("call_l1", "lowered")]),
+                said.clone(),
+            ),
         ];
         let a = analyze(spans);
         let hoist = a.calls.iter().find(|c| c.name == "hoist_sail");
@@ -661,12 +668,20 @@ mod tests {
             failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
             chat(4, (21, 30), json!([user(), first]), json!([second])),
             ok,
-            chat(6, (41, 50), json!([user(), first, second, answer("call_h2", "hoisted")]), said.clone()),
+            chat(
+                6,
+                (41, 50),
+                json!([user(), first, second, answer("call_h2", "hoisted")]),
+                said.clone(),
+            ),
         ];
         let a = analyze(spans);
         assert_eq!(a.calls.len(), 2, "{:?}", a.warnings);
         assert!(a.calls[0].result.is_none(), "{:?}", a.calls[0].result);
-        assert_eq!(a.calls[1].result.as_ref().map(|r| r.to_value()), Some(json!("hoisted")));
+        assert_eq!(
+            a.calls[1].result.as_ref().map(|r| r.to_value()),
+            Some(json!("hoisted"))
+        );
         // Under its own id, the text the model was sent.
         let own = answer("call_h1", "Error: mast 2 is cracked");
         let spans = vec![
