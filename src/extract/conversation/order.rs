@@ -231,9 +231,24 @@ pub(super) fn fill_results(
     if !calls.iter().zip(joined).any(lacking) {
         return;
     }
-    let mut requests: Vec<Request> = trace.spans.iter().map(super::request_of).collect();
-    let paired = pair(trace, asked, &mut requests);
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    // Only requests from the first lacking call's ask on are looked at:
+    // a request before it answers none of them (a run's root span may
+    // hold the whole conversation, read for nothing).
+    let from = calls
+        .iter()
+        .zip(joined)
+        .filter(|&(c, j)| lacking((c, j)))
+        .filter_map(|(_, j)| j.map(|k| start(asked[k].span)))
+        .min()
+        .unwrap_or(0);
+    let mut requests: Vec<Request> = (0..trace.spans.len())
+        .map(|i| match start(i) >= from {
+            true => super::request_of(&trace.spans[i]),
+            false => Request::default(),
+        })
+        .collect();
+    let paired = pair(trace, asked, &mut requests);
     // The failures told in text that calls here took (`failed_texts`).
     let mut told = Vec::new();
     for (c, j) in calls.iter_mut().zip(joined) {
