@@ -91,6 +91,7 @@ mod kinds;
 mod later;
 mod look;
 mod named_bodies;
+mod named_roles;
 mod object_only;
 mod one_part;
 mod order;
@@ -738,6 +739,11 @@ fn read_request(v: &Value, form: &'static str) -> Request {
         model_spoke = false;
         let before = out.answers.len();
         answers_in(o, role, &mut out.answers);
+        if out.answers.len() == before {
+            // A result under its tool's name as role (`named_roles`).
+            out.answers
+                .extend(named_roles::answer(o, role, &last_turn, &out.answers));
+        }
         if out.answers.len() == before + 1 && role == "user" && out.answers[before].id.is_none() {
             // One observation answering a turn of several calls, a line each.
             if let Some(lines) = text_results::lines_in(o, last_turn.len()) {

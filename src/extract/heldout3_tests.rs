@@ -375,8 +375,8 @@ fn a_tool_span_without_a_result_takes_the_one_the_next_request_carries() {
             &answered("c-1", r#""{\"high\": \"06:12\"}""#),
             &ask("c-2", "book_berth"),
         ),
-        // Its own result stays; a failed call takes none (and, having no
-        // message, the text the model was sent as its message).
+        // Its own result stays; a failed call takes the text the model was
+        // sent too (and, having no message, that text as its message).
         tool(5, 40, "book_berth", "c-2", Some("booked")),
         chat(
             6,
@@ -406,12 +406,13 @@ fn a_tool_span_without_a_result_takes_the_one_the_next_request_carries() {
             Some(json!({"high": "06:12"})),
             Some(json!("booked")),
             Some(json!("missing")),
-            None
+            Some(json!("Error: no such harbour"))
         ]
     );
     let failed = a.calls.last().map(|c| c.error_message.as_deref());
     assert_eq!(failed, Some(Some("Error: no such harbour")));
-    assert_eq!(a.notes.len(), 3, "{:?}", a.notes);
+    // Two notes for the failed call: its message, its result.
+    assert_eq!(a.notes.len(), 4, "{:?}", a.notes);
 }
 
 #[test]

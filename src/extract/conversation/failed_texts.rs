@@ -42,6 +42,9 @@ pub(crate) struct Failure {
     pub args: Value,
     pub error_type: Option<String>,
     pub message: String,
+    /// The whole text of the message telling it, when that message tells
+    /// nothing else: what the model was sent for the call ([`told_text`]).
+    pub text: Option<String>,
 }
 
 /// A declared text shape, cut at its placeholders: `opens` `{name}`
@@ -151,6 +154,7 @@ fn read_one(rest: &str, shape: &Shape, ends: &[String]) -> Option<Failure> {
         args,
         error_type,
         message: cut(message, MAX_MESSAGE).to_string(),
+        text: None,
     })
 }
 
@@ -197,23 +201,40 @@ pub(super) fn note(o: &Map<String, Value>, out: &mut Vec<Failure>) {
     if declared.is_empty() {
         return;
     }
-    let mut read = |t: &str| {
+    let texts: Vec<&str> = match o.get("content").or_else(|| o.get("parts")) {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").or_else(|| p.get("content")))
+            .filter_map(Value::as_str)
+            .collect(),
+        _ => return,
+    };
+    let from = out.len();
+    for t in &texts {
         if opens.is_in(t.as_bytes()) {
             out.extend(in_text(t));
         }
-    };
-    match o.get("content").or_else(|| o.get("parts")) {
-        Some(Value::String(t)) => read(t),
-        Some(Value::Array(parts)) => {
-            for p in parts {
-                let text = p.get("text").or_else(|| p.get("content"));
-                if let Some(t) = text.and_then(Value::as_str) {
-                    read(t);
-                }
-            }
-        }
-        _ => {}
     }
+    // One text telling one failure: the whole text is what the model was
+    // sent for that call (the loop's words around the error included).
+    if let ([t], [f]) = (texts.as_slice(), &mut out[from..]) {
+        f.text = Some((*t).to_string());
+    }
+}
+
+/// The whole text of the message telling the failure of ask `at` (found as
+/// [`answer`] finds it), when that message tells no other: the call's
+/// result as the model saw it. `used`: as [`answer`]'s.
+pub(super) fn told_text(
+    trace: &Trace,
+    at: &AskedAt,
+    requests: &[Request],
+    used: &mut Vec<(usize, String, Value)>,
+) -> Option<String> {
+    let inputs: Vec<bool> = trace.spans.iter().map(super::has_any_input).collect();
+    let (_, f) = answer(trace, at, requests, &inputs, used)?;
+    f.text.clone()
 }
 
 /// The model's arguments as a value (text read as JSON or a Python

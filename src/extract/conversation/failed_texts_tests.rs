@@ -32,6 +32,7 @@ fn the_declared_shapes_read_the_tool_arguments_type_and_message() {
             args: json!({"mast": 2, "reef": true, "cloth": null}),
             error_type: Some("ValueError".into()),
             message: "mast 2 is cracked: no sail".into(),
+            text: None,
         }]
     );
     // JSON arguments; a managed agent's failure names no type; the text

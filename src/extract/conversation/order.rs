@@ -205,11 +205,14 @@ pub(super) fn pair_noting(
     }
 }
 
-/// Gives the tool spans' calls that succeeded and have no result (none
-/// recorded, or a placeholder) the result the conversation carries for the model's call
-/// each was joined to (`joined`: an index into `asked`), by call id or by
-/// order, and those that failed without a message that text as their
-/// message; notes each.
+/// Gives the tool spans' calls that have no result (none recorded, or a
+/// placeholder), failed or not, the result the conversation carries for
+/// the model's call each was joined to (`joined`: an index into `asked`),
+/// by call id or by order: what the model was sent. A failed call keeps
+/// its span's status and message; one whose span kept no message takes
+/// that text as its message too. A failed call no result answers by id
+/// takes the text telling its failure (`failed_texts`), when that text
+/// tells no other. Notes each.
 pub(super) fn fill_results(
     trace: &Trace,
     asked: &[AskedAt],
@@ -221,17 +224,33 @@ pub(super) fn fill_results(
     // tool span: an error status and type, no text) takes the text the
     // model was sent as its message.
     let unsaid = |c: &ToolCall| c.status == CallStatus::Error && c.error_message.is_none();
+    // Only calls without a result look: most traces have none.
     let lacking = |(c, j): (&ToolCall, &Option<usize>)| {
-        c.result.is_none()
-            && (c.status == CallStatus::Ok || unsaid(c))
-            && j.is_some_and(|k| asked[k].asked.id.is_some())
+        c.result.is_none() && j.is_some_and(|k| asked[k].asked.id.is_some())
     };
     if !calls.iter().zip(joined).any(lacking) {
         return;
     }
-    let mut requests: Vec<Request> = trace.spans.iter().map(super::request_of).collect();
-    let paired = pair(trace, asked, &mut requests);
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    // Only requests from the first lacking call's ask on are looked at:
+    // a request before it answers none of them (a run's root span may
+    // hold the whole conversation, read for nothing).
+    let from = calls
+        .iter()
+        .zip(joined)
+        .filter(|&(c, j)| lacking((c, j)))
+        .filter_map(|(_, j)| j.map(|k| start(asked[k].span)))
+        .min()
+        .unwrap_or(0);
+    let mut requests: Vec<Request> = (0..trace.spans.len())
+        .map(|i| match start(i) >= from {
+            true => super::request_of(&trace.spans[i]),
+            false => Request::default(),
+        })
+        .collect();
+    let paired = pair(trace, asked, &mut requests);
+    // The failures told in text that calls here took (`failed_texts`).
+    let mut told = Vec::new();
     for (c, j) in calls.iter_mut().zip(joined) {
         let Some(at) = j.filter(|&k| lacking((c, &Some(k)))).map(|k| &asked[k]) else {
             continue;
@@ -249,11 +268,14 @@ pub(super) fn fill_results(
             .filter(|(_, a)| a.id.as_deref() == Some(id))
             .filter(|(_, a)| a.name.as_deref().is_none_or(|n| n == at.asked.name))
             .min_by_key(|&(i, _)| (start(i), i));
-        let Some(content) = found.and_then(|(_, a)| a.content.as_ref()) else {
+        let Some(content) = found.and_then(|(_, a)| a.content.clone()) else {
+            if c.status == CallStatus::Error {
+                told_failure(trace, at, &requests, &mut told, c, notes);
+            }
             continue;
         };
         if unsaid(c) {
-            c.error_message = Some(match content {
+            c.error_message = Some(match &content {
                 Value::String(t) => t.clone(),
                 other => other.to_string(),
             });
@@ -261,11 +283,10 @@ pub(super) fn fill_results(
                 "tool span {} recorded a failure of `{}` without a message (call id {id}): its message is the text the next model request carries",
                 c.span_id, c.name
             ));
-            continue;
         }
         c.result = Some(CallResult::Value(match content {
-            Value::String(t) => crate::extract::source::parse_json_or_literal(t),
-            other => other.clone(),
+            Value::String(t) => crate::extract::source::parse_json_or_literal(&t),
+            other => other,
         }));
         notes.push(format!(
             "tool span {} recorded no result for `{}` (call id {id}): its result is the one the next model request carries{}",
@@ -274,6 +295,27 @@ pub(super) fn fill_results(
             if paired > 0 { " (paired by order)" } else { "" }
         ));
     }
+}
+
+/// Failed call `c`, joined to ask `at` that no result answers by id, takes
+/// the whole text telling its failure in the next request as its result,
+/// when that text tells no other (`failed_texts::told_text`).
+fn told_failure(
+    trace: &Trace,
+    at: &AskedAt,
+    requests: &[Request],
+    told: &mut Vec<(usize, String, Value)>,
+    c: &mut ToolCall,
+    notes: &mut Vec<String>,
+) {
+    let Some(text) = super::failed_texts::told_text(trace, at, requests, told) else {
+        return;
+    };
+    c.result = Some(CallResult::Value(Value::String(text)));
+    notes.push(format!(
+        "tool span {} recorded no result for failed `{}`: its result is the text the next model request tells its failure in",
+        c.span_id, c.name
+    ));
 }
 
 #[cfg(test)]
@@ -520,6 +562,155 @@ mod tests {
             got.notes.iter().any(|n| n.contains("recorded no result")),
             "{:?}",
             got.notes
+        );
+    }
+
+    /// A made-up vendor's tool span of `hoist_sail`, failed with its own
+    /// message, no call id and no result.
+    fn failed_hoist(id: u8, when: (u64, u64), args: &str) -> crate::assemble::SpanRecord {
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "hoist_sail"),
+            ("gen_ai.tool.call.arguments", args),
+        ];
+        let mut s = sp(id, Some(1), when, "execute_tool hoist_sail", &attrs);
+        s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+            code: 2,
+            message: "mast 2 is cracked".into(),
+        });
+        s
+    }
+
+    /// The loop's text telling `hoist_sail` failed with `args` (a Python
+    /// literal), its own turn dropped from the history.
+    fn told(args: &str) -> String {
+        format!(
+            "Error:\nError executing tool 'hoist_sail' with arguments {args}: ValueError: mast 2 is cracked\nPlease try again or use another tool\n"
+        )
+    }
+
+    /// The trace: the model asks for `hoist_sail` `{"mast": 2}`, its span
+    /// fails, and the next request holds an empty model turn and `text`.
+    fn told_trace(text: &str) -> Vec<crate::assemble::SpanRecord> {
+        let turn = asks("call_h1", "hoist_sail", json!({"mast": 2}));
+        let empty = json!({"role": "assistant", "parts": [{"type": "text", "content": ""}]});
+        let said = json!([{"role": "assistant", "parts": [{"type": "text", "content": "no"}]}]);
+        vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([turn])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            chat(4, (21, 30), json!([user(), empty, bare_user(text)]), said),
+        ]
+    }
+
+    fn bare_user(text: &str) -> Value {
+        json!({"role": "user", "parts": [{"type": "text", "content": text}]})
+    }
+
+    #[test]
+    fn a_failed_call_told_in_text_takes_that_text_as_its_result() {
+        let text = told("{'mast': 2}");
+        let a = analyze(told_trace(&text));
+        assert_eq!(a.calls.len(), 1, "{:?}", a.warnings);
+        let c = &a.calls[0];
+        // The span's status and message; the result is what the model read.
+        assert_eq!(c.status, crate::extract::CallStatus::Error);
+        assert_eq!(c.error_message.as_deref(), Some("mast 2 is cracked"));
+        assert_eq!(
+            c.result.as_ref().map(|r| r.to_value()),
+            Some(Value::String(text))
+        );
+    }
+
+    #[test]
+    fn a_text_of_other_arguments_or_of_two_failures_is_no_result() {
+        // Near misses: the text tells a call with other arguments; a
+        // message telling two failures is no one call's result.
+        let twice = format!("{}{}", told("{'mast': 2}"), told("{'mast': 3}"));
+        for text in [told("{'mast': 3}"), twice] {
+            let a = analyze(told_trace(&text));
+            assert_eq!(a.calls.len(), 1, "{:?}", a.warnings);
+            assert_eq!(a.calls[0].status, crate::extract::CallStatus::Error);
+            assert!(
+                a.calls[0].result.is_none(),
+                "{text}: {:?}",
+                a.calls[0].result
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_call_s_result_is_the_one_under_its_own_id_only() {
+        let said = json!([{"role": "assistant", "parts": [{"type": "text", "content": "no"}]}]);
+        let answer = |id: &str, text: &str| json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": id, "response": text}]});
+        let lower = |id: u8, when: (u64, u64)| {
+            let attrs = [
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "lower_sail"),
+                ("gen_ai.tool.call.arguments", "{}"),
+                ("gen_ai.tool.call.result", "\"lowered\""),
+            ];
+            sp(id, Some(1), when, "execute_tool lower_sail", &attrs)
+        };
+        // Near miss: the next request answers the turn's other call only.
+        let both = json!({"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "call_h1", "name": "hoist_sail", "arguments": {"mast": 2}},
+            {"type": "tool_call", "id": "call_l1", "name": "lower_sail", "arguments": {}}
+        ]});
+        let spans = vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([both])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            lower(4, (11, 20)),
+            chat(
+                5,
+                (21, 30),
+                json!([user(), both, answer("call_l1", "lowered")]),
+                said.clone(),
+            ),
+        ];
+        let a = analyze(spans);
+        let hoist = a.calls.iter().find(|c| c.name == "hoist_sail");
+        assert!(hoist.is_some_and(|c| c.result.is_none()), "{:?}", a.calls);
+        // Near miss: a later call of the same tool, answered under its id.
+        let first = asks("call_h1", "hoist_sail", json!({"mast": 2}));
+        let second = asks("call_h2", "hoist_sail", json!({"mast": 3}));
+        let mut ok = failed_hoist(5, (31, 40), r#"{"mast": 3}"#);
+        ok.span.status = None;
+        let spans = vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([first])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            chat(4, (21, 30), json!([user(), first]), json!([second])),
+            ok,
+            chat(
+                6,
+                (41, 50),
+                json!([user(), first, second, answer("call_h2", "hoisted")]),
+                said.clone(),
+            ),
+        ];
+        let a = analyze(spans);
+        assert_eq!(a.calls.len(), 2, "{:?}", a.warnings);
+        assert!(a.calls[0].result.is_none(), "{:?}", a.calls[0].result);
+        assert_eq!(
+            a.calls[1].result.as_ref().map(|r| r.to_value()),
+            Some(json!("hoisted"))
+        );
+        // Under its own id, the text the model was sent.
+        let own = answer("call_h1", "Error: mast 2 is cracked");
+        let spans = vec![
+            loop_root(),
+            chat(2, (1, 10), json!([user()]), json!([first])),
+            failed_hoist(3, (11, 20), r#"{"mast": 2}"#),
+            chat(4, (21, 30), json!([user(), first, own]), said),
+        ];
+        let a = analyze(spans);
+        let c = &a.calls[0];
+        assert_eq!(c.error_message.as_deref(), Some("mast 2 is cracked"));
+        assert_eq!(
+            c.result.as_ref().map(|r| r.to_value()),
+            Some(json!("Error: mast 2 is cracked"))
         );
     }
 }

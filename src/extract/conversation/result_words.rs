@@ -30,7 +30,7 @@ fn words() -> impl Iterator<Item = &'static str> {
 }
 
 /// The keys and part types of results [`may_hold_results`] looks for.
-const RESULT_WORDS: [&str; 13] = [
+const RESULT_WORDS: [&str; 15] = [
     "tool_call_id",
     // Gemini and Bedrock Converse bodies.
     "functionResponse",
@@ -48,6 +48,10 @@ const RESULT_WORDS: [&str; 13] = [
     // OpenAI's older function messages.
     "\"role\":\"function\"",
     "\"role\": \"function\"",
+    // A model turn's calls, which a result under its tool's name as role
+    // follows (`named_roles`): OpenAI's list, OTel GenAI's parts.
+    "\"tool_calls\"",
+    "\"tool_call\"",
 ];
 
 #[cfg(test)]
