@@ -111,6 +111,7 @@ mod spans;
 pub(crate) mod text_results;
 mod transcript;
 mod turn_roles;
+pub(crate) mod twins;
 mod unseen;
 mod wrapped_results;
 mod writer_names;
@@ -1153,6 +1154,7 @@ fn rebuild(
     }
     let mut open = Open::default();
     if let Some(carried) = carried {
+        open.print = twins::print_of(trace, &requests);
         order::carried_by_order(trace, carried, &mut requests, &mut open, &mut out.notes);
     }
     // The first request (after the asking span starts) that answers each id.

@@ -11,7 +11,8 @@
 //! is not kept again. Model outputs of other forms stay apart: a run
 //! replayed with the same call ids asks for its calls again.
 
-use super::{key, Kept, OpenAsk, ASK_ID};
+use super::{key, Echo, Kept, OpenAsk, ASK_ID, CALL_ID};
+use crate::extract::open::resource_key;
 use crate::extract::conversation::chain_outputs::FORM as CHAIN_OUTPUT;
 
 /// Whether `a` is a copy of an ask `asks` keeps open.
@@ -30,6 +31,59 @@ pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
             && k.asked.id.as_deref() == Some(id)
             && k.asked.name == a.asked.name
             && k.asked.args == a.asked.args
+    })
+}
+
+/// The other asks kept open under the call id of `taken`, an ask a
+/// request just answered (process `run`, started at `start`), removed:
+/// records of the same model output by another writer (a client's span
+/// beside a framework's chain outputs), the same tool with the same
+/// arguments, asked in that process before the request. That request
+/// answered them all; one left open would take a later result without a
+/// call id by order (`conversation::twins`).
+pub(super) fn take_copies(
+    asks: &mut Kept<OpenAsk>,
+    taken: &OpenAsk,
+    run: u64,
+    start: u64,
+) -> Vec<OpenAsk> {
+    let mut out = Vec::new();
+    let Some(id) = taken.asked.id.as_deref() else {
+        return out;
+    };
+    let copy = |k: &OpenAsk| {
+        !k.is_echo()
+            && super::answered_by(k, id, run, start)
+            && k.asked.name == taken.asked.name
+            && k.asked.args == taken.asked.args
+    };
+    while let Some(k) = asks.last_under(key(ASK_ID, id), copy) {
+        match asks.remove(k) {
+            Some(a) => out.push(a),
+            None => break,
+        }
+    }
+    out
+}
+
+/// Whether a request already answered ask `a`: a call counted from the
+/// conversation under its call id, of its tool, in its process, after it
+/// was asked (`calls`: the calls kept). Another record of that ask (a
+/// client's span beside a framework's chain outputs) stays kept; results
+/// without a call id in a later request are not its answers: a request
+/// carries one result per call, and the request recorded twice answered
+/// it in its other record (`conversation::twins`).
+pub(super) fn answered_before(calls: &Kept<Echo>, a: &OpenAsk) -> bool {
+    let Some(id) = a.asked.id.as_deref() else {
+        return false;
+    };
+    let name = a.asked.name.as_str();
+    calls.any_under(key(CALL_ID, (name, id)), |c| {
+        c.from_conversation
+            && c.id.as_deref() == Some(id)
+            && c.name == name
+            && c.end >= a.end_time_unix_nano
+            && c.resource.as_deref().map(resource_key) == Some(a.run)
     })
 }
 

@@ -1,0 +1,140 @@
+//! One model request recorded twice, each record a trace of its own
+//! (docs/conventions.md, "The conversation witness", "One request, two
+//! records").
+//!
+//! A framework's instrumentation and the model client's may both record
+//! every model call (Laminar under LangChain.js: the LangChain `chat` span
+//! and the OpenAI client's `chat` span, each its own trace). The client's
+//! record carries the request's results under their call ids; the
+//! framework's the same results without ids, after a model turn that lost
+//! its calls. Read after the client's record, the framework's paired its
+//! results by order with another record of the same asks (a chain output's
+//! copy of the model's answer) and counted each call a second time.
+//!
+//! A record's request is known by its [`Print`]: the contents of the
+//! results its first request carries, in order, hashed once per trace
+//! (whichever writer: ids, names and the model turns' form left out). Two
+//! records of one process whose prints are equal and whose spans overlap
+//! in time are one request: its results answered once, by the record read
+//! first. The carry keeps the prints of the last traces in a table by
+//! hash, so a trace is compared only with the records of its own print.
+//! Two model calls of one conversation never carry the same results (each
+//! request carries the results so far, and the next one more); two
+//! requests one after the other (a retry) do not overlap in time.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use foldhash::fast::FixedState;
+use serde_json::Value;
+
+use super::{has_any_input, Request};
+use crate::assemble::Trace;
+use crate::extract::open::run_key;
+
+/// What identifies a trace's first request: its results' contents, its
+/// process and its span's time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Print {
+    hash: u64,
+    run: u64,
+    start: u64,
+    end: u64,
+}
+
+impl Print {
+    /// Whether `other` records the same request: the same results, the
+    /// same process, the two spans overlapping in time.
+    fn same_request(&self, other: &Print) -> bool {
+        self.hash == other.hash
+            && self.run == other.run
+            && self.start < other.end
+            && other.start < self.end
+    }
+}
+
+/// The seed of the prints' hash (any fixed number).
+const SEED: u64 = 0x7477_696e;
+
+/// The print of the first request of `trace` (`requests`: one per span),
+/// when it carries results.
+pub(super) fn print_of(trace: &Trace, requests: &[Request]) -> Option<Print> {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let first = (0..trace.spans.len())
+        .filter(|&i| has_any_input(&trace.spans[i]))
+        .min_by_key(|&i| (start(i), i))?;
+    let r = requests.get(first)?;
+    if r.answers.is_empty() {
+        return None;
+    }
+    let mut h = FixedState::with_seed(SEED).build_hasher();
+    r.answers.len().hash(&mut h);
+    for a in &r.answers {
+        hash_content(a.content.as_ref(), &mut h);
+    }
+    let s = &trace.spans[first];
+    Some(Print {
+        hash: h.finish(),
+        run: run_key(s),
+        start: s.span.start_time_unix_nano,
+        end: s.span.end_time_unix_nano,
+    })
+}
+
+/// Hashes a result's content as its value: a JSON object's or list's text
+/// as the value it holds (one writer keeps the text, another the value).
+fn hash_content(content: Option<&Value>, h: &mut impl Hasher) {
+    match content {
+        None => 0u8.hash(h),
+        Some(Value::String(t)) => {
+            let t = t.trim();
+            let parsed = (t.starts_with('{') || t.starts_with('['))
+                .then(|| serde_json::from_str::<Value>(t).ok())
+                .flatten();
+            match parsed {
+                Some(v) => v.to_string().hash(h),
+                None => Value::String(t.to_string()).to_string().hash(h),
+            }
+        }
+        Some(v) => v.to_string().hash(h),
+    }
+}
+
+/// The prints of the last traces read (at most [`Prints::MAX`]), by hash.
+#[derive(Debug, Default)]
+pub struct Prints {
+    by_hash: HashMap<u64, Vec<Print>>,
+    order: VecDeque<u64>,
+}
+
+impl Prints {
+    const MAX: usize = 256;
+
+    /// Whether a print kept here records the same request as `p`.
+    pub fn has_twin(&self, p: &Print) -> bool {
+        self.by_hash
+            .get(&p.hash)
+            .is_some_and(|list| list.iter().any(|q| q.same_request(p)))
+    }
+
+    /// Keeps `p` for the traces after it (the oldest let go past
+    /// [`Prints::MAX`]).
+    pub fn keep(&mut self, p: Print) {
+        self.by_hash.entry(p.hash).or_default().push(p);
+        self.order.push_back(p.hash);
+        while self.order.len() > Self::MAX {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(list) = self.by_hash.get_mut(&old) {
+                // Kept in order: the oldest of its hash is first.
+                if !list.is_empty() {
+                    list.remove(0);
+                }
+                if list.is_empty() {
+                    self.by_hash.remove(&old);
+                }
+            }
+        }
+    }
+}
