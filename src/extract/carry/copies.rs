@@ -13,6 +13,7 @@
 
 use super::{key, Echo, Kept, OpenAsk, ASK_ID, CALL_ID};
 use crate::extract::open::resource_key;
+use crate::value::json_eq;
 use crate::extract::conversation::chain_outputs::FORM as CHAIN_OUTPUT;
 
 /// Whether `a` is a copy of an ask `asks` keeps open.
@@ -55,7 +56,7 @@ pub(super) fn take_copies(
         !k.is_echo()
             && super::answered_by(k, id, run, start)
             && k.asked.name == taken.asked.name
-            && k.asked.args == taken.asked.args
+            && json_eq(&k.asked.args, &taken.asked.args)
     };
     while let Some(k) = asks.last_under(key(ASK_ID, id), copy) {
         match asks.remove(k) {
@@ -67,8 +68,8 @@ pub(super) fn take_copies(
 }
 
 /// Whether a request already answered ask `a`: a call counted from the
-/// conversation under its call id, of its tool, in its process, after it
-/// was asked (`calls`: the calls kept). Another record of that ask (a
+/// conversation under its call id, of its tool with its arguments, in its
+/// process, after it was asked (`calls`: the calls kept). Another record of that ask (a
 /// client's span beside a framework's chain outputs) stays kept; results
 /// without a call id in a later request are not its answers: a request
 /// carries one result per call, and the request recorded twice answered
@@ -82,6 +83,7 @@ pub(super) fn answered_before(calls: &Kept<Echo>, a: &OpenAsk) -> bool {
         c.from_conversation
             && c.id.as_deref() == Some(id)
             && c.name == name
+            && json_eq(&c.args, &a.asked.args)
             && c.end >= a.end_time_unix_nano
             && c.resource.as_deref().map(resource_key) == Some(a.run)
     })
