@@ -47,6 +47,8 @@ mod lone_span;
 mod ran_before;
 #[cfg(test)]
 mod retold_tests;
+#[cfg(test)]
+mod twins_tests;
 mod unasked;
 mod witnessed;
 mod wrapped_span;
@@ -301,9 +303,7 @@ impl<T> Carry<T> {
                 answered_by(a, id, *run, *start)
             });
             if let Some(k) = found.and_then(|k| self.asks.remove(k)) {
-                let copies = copies::take_copies(&mut self.asks, &k, *run, *start);
                 out.push(k);
-                out.extend(copies);
             }
         }
         if let Some(bare) = open.bare {

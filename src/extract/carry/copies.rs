@@ -9,7 +9,10 @@
 //! keeps open under the same call id, in the same process, of the same tool
 //! with the same arguments, both read from chain outputs, is such a copy: it
 //! is not kept again. Model outputs of other forms stay apart: a run
-//! replayed with the same call ids asks for its calls again.
+//! replayed with the same call ids asks for its calls again. Such a record
+//! of another form (a model client's span beside the chains) stays open
+//! after a request answered the ask; it takes no later result without a
+//! call id by order ([`answered_before`]).
 
 use super::{key, Echo, Kept, OpenAsk, ASK_ID, CALL_ID};
 use crate::extract::open::resource_key;
@@ -33,38 +36,6 @@ pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
             && k.asked.name == a.asked.name
             && k.asked.args == a.asked.args
     })
-}
-
-/// The other asks kept open under the call id of `taken`, an ask a
-/// request just answered (process `run`, started at `start`), removed:
-/// records of the same model output by another writer (a client's span
-/// beside a framework's chain outputs), the same tool with the same
-/// arguments, asked in that process before the request. That request
-/// answered them all; one left open would take a later result without a
-/// call id by order (`conversation::twins`).
-pub(super) fn take_copies(
-    asks: &mut Kept<OpenAsk>,
-    taken: &OpenAsk,
-    run: u64,
-    start: u64,
-) -> Vec<OpenAsk> {
-    let mut out = Vec::new();
-    let Some(id) = taken.asked.id.as_deref() else {
-        return out;
-    };
-    let copy = |k: &OpenAsk| {
-        !k.is_echo()
-            && super::answered_by(k, id, run, start)
-            && k.asked.name == taken.asked.name
-            && json_eq(&k.asked.args, &taken.asked.args)
-    };
-    while let Some(k) = asks.last_under(key(ASK_ID, id), copy) {
-        match asks.remove(k) {
-            Some(a) => out.push(a),
-            None => break,
-        }
-    }
-    out
 }
 
 /// Whether a request already answered ask `a`: a call counted from the

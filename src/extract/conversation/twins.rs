@@ -18,9 +18,11 @@
 //! in time are one request: its results answered once, by the record read
 //! first. The carry keeps the prints of the last traces in a table by
 //! hash, so a trace is compared only with the records of its own print.
-//! Two model calls of one conversation never carry the same results (each
-//! request carries the results so far, and the next one more); two
-//! requests one after the other (a retry) do not overlap in time.
+//! Two requests of one conversation may carry the same results (a second
+//! user turn before any new call, a retry), but one follows the other: they
+//! do not overlap in time. In the other order (the record without ids read
+//! first), `carry::copies::answered_before` keeps the asks the other record
+//! answered from results without ids.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -136,5 +138,58 @@ impl Prints {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn print(hash: u64, run: u64, when: (u64, u64)) -> Print {
+        Print {
+            hash,
+            run,
+            start: when.0,
+            end: when.1,
+        }
+    }
+
+    #[test]
+    fn a_twin_has_the_same_results_process_and_time() {
+        let mut kept = Prints::default();
+        kept.keep(print(5, 1, (10, 20)));
+        assert!(kept.has_twin(&print(5, 1, (9, 21))));
+        assert!(kept.has_twin(&print(5, 1, (15, 30))));
+        // Near misses: after it (a retry, a later turn), another process,
+        // other results.
+        assert!(!kept.has_twin(&print(5, 1, (20, 30))));
+        assert!(!kept.has_twin(&print(5, 2, (10, 20))));
+        assert!(!kept.has_twin(&print(6, 1, (10, 20))));
+    }
+
+    #[test]
+    fn only_the_last_prints_are_kept() {
+        let mut kept = Prints::default();
+        for i in 0..=Prints::MAX as u64 {
+            kept.keep(print(i % 3, 1, (i * 10, i * 10 + 5)));
+        }
+        assert!(!kept.has_twin(&print(0, 1, (0, 5))));
+        let last = Prints::MAX as u64;
+        assert!(kept.has_twin(&print(last % 3, 1, (last * 10, last * 10 + 5))));
+        assert_eq!(kept.order.len(), Prints::MAX);
+        let listed: usize = kept.by_hash.values().map(Vec::len).sum();
+        assert_eq!(listed, Prints::MAX);
+    }
+
+    #[test]
+    fn a_json_text_hashes_as_its_value() {
+        let hash = |v: &Value| {
+            let mut h = FixedState::with_seed(SEED).build_hasher();
+            hash_content(Some(v), &mut h);
+            h.finish()
+        };
+        let text = Value::String("{\"a\": 1, \"b\": [2]}".into());
+        assert_eq!(hash(&text), hash(&serde_json::json!({"b": [2], "a": 1})));
+        assert_ne!(hash(&text), hash(&Value::String("{\"a\": 2}".into())));
     }
 }
