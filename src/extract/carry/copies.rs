@@ -15,9 +15,9 @@
 //! call id by order ([`answered_before`]).
 
 use super::{key, Echo, Kept, OpenAsk, ASK_ID, CALL_ID};
+use crate::extract::conversation::chain_outputs::FORM as CHAIN_OUTPUT;
 use crate::extract::open::resource_key;
 use crate::value::json_eq;
-use crate::extract::conversation::chain_outputs::FORM as CHAIN_OUTPUT;
 
 /// Whether `a` is a copy of an ask `asks` keeps open.
 pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {

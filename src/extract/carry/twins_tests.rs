@@ -102,11 +102,29 @@ fn one_turn(calls: &[(&str, &str)], results: &[(&str, &str)], gap: u64) -> Vec<T
         .chain(results.iter().map(|(_, t)| bare(t)))
         .collect();
     vec![
-        chat(1, (10, 20), "chat acme-client", &[user("two seats")], &json!([asks])),
-        chat(2, (9, 21), "chat acme-flow", &[user("two seats")], &answer("")),
+        chat(
+            1,
+            (10, 20),
+            "chat acme-client",
+            &[user("two seats")],
+            &json!([asks]),
+        ),
+        chat(
+            2,
+            (9, 21),
+            "chat acme-flow",
+            &[user("two seats")],
+            &answer(""),
+        ),
         chain(3, (22, 24), calls),
         chat(4, (30, 40), "chat acme-client", &with_ids, &answer("done")),
-        chat(5, (29 + gap, 41 + gap), "chat acme-flow", &bare_ones, &answer("done")),
+        chat(
+            5,
+            (29 + gap, 41 + gap),
+            "chat acme-flow",
+            &bare_ones,
+            &answer("done"),
+        ),
     ]
 }
 
@@ -119,8 +137,14 @@ fn one_request_in_two_records_counts_its_calls_once() {
     ));
     let calls = counted(&got);
     assert_eq!(calls.len(), 2, "{calls:?}");
-    assert!(calls[0].contains("Braga") && calls[0].contains("row 3"), "{calls:?}");
-    assert!(calls[1].contains("Faro") && calls[1].contains("row 9"), "{calls:?}");
+    assert!(
+        calls[0].contains("Braga") && calls[0].contains("row 3"),
+        "{calls:?}"
+    );
+    assert!(
+        calls[1].contains("Faro") && calls[1].contains("row 9"),
+        "{calls:?}"
+    );
 }
 
 #[test]
@@ -150,7 +174,13 @@ fn two_turns(ids: [&str; 2]) -> Vec<Analysis> {
     let mut third_bare = second_bare.clone();
     third_bare.push(bare("row 4"));
     let traces = vec![
-        chat(1, (10, 20), "chat acme-client", &[user("a seat")], &json!([asks])),
+        chat(
+            1,
+            (10, 20),
+            "chat acme-client",
+            &[user("a seat")],
+            &json!([asks]),
+        ),
         chain(2, (21, 22), &[(ids[0], "Braga")]),
         chat(3, (30, 40), "chat acme-client", &first, &answer("ok")),
         chat(4, (29, 41), "chat acme-flow", &first_bare, &answer("ok")),
@@ -168,7 +198,10 @@ fn a_second_turn_asking_the_same_call_again_is_another_call() {
     // the same arguments. Two calls.
     let calls = counted(&two_turns(["k1", "k2"]));
     assert_eq!(calls.len(), 2, "{calls:?}");
-    assert!(calls[0].contains("row 3") && calls[1].contains("row 4"), "{calls:?}");
+    assert!(
+        calls[0].contains("row 3") && calls[1].contains("row 4"),
+        "{calls:?}"
+    );
 }
 
 #[test]
