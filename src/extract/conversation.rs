@@ -1154,7 +1154,10 @@ fn rebuild(
     }
     let mut open = Open::default();
     if let Some(carried) = carried {
-        open.print = twins::print_of(trace, &requests);
+        // Read on its own: what the carry compares (`twins`).
+        if carried.is_empty() {
+            open.print = twins::print_of(trace, &inputs, &requests);
+        }
         order::carried_by_order(trace, carried, &mut requests, &mut open, &mut out.notes);
     }
     // The first request (after the asking span starts) that answers each id.

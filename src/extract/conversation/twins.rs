@@ -30,7 +30,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use foldhash::fast::FixedState;
 use serde_json::Value;
 
-use super::{has_any_input, Request};
+use super::Request;
 use crate::assemble::Trace;
 use crate::extract::open::run_key;
 
@@ -58,12 +58,12 @@ impl Print {
 /// The seed of the prints' hash (any fixed number).
 const SEED: u64 = 0x7477_696e;
 
-/// The print of the first request of `trace` (`requests`: one per span),
-/// when it carries results.
-pub(super) fn print_of(trace: &Trace, requests: &[Request]) -> Option<Print> {
+/// The print of the first request of `trace` (`inputs`: which spans
+/// record one; `requests`: one per span), when it carries results.
+pub(super) fn print_of(trace: &Trace, inputs: &[bool], requests: &[Request]) -> Option<Print> {
     let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
     let first = (0..trace.spans.len())
-        .filter(|&i| has_any_input(&trace.spans[i]))
+        .filter(|&i| inputs.get(i).copied().unwrap_or(false))
         .min_by_key(|&i| (start(i), i))?;
     let r = requests.get(first)?;
     if r.answers.is_empty() {
