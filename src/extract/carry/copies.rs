@@ -40,11 +40,11 @@ pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
 
 /// Whether a request already answered ask `a`: a call counted from the
 /// conversation under its call id, of its tool with its arguments, in its
-/// process, after it was asked (`calls`: the calls kept). Another record of that ask (a
-/// client's span beside a framework's chain outputs) stays kept; results
-/// without a call id in a later request are not its answers: a request
-/// carries one result per call, and the request recorded twice answered
-/// it in its other record (`conversation::twins`).
+/// process, after it was asked (`calls`: the calls kept). Another record
+/// of that ask (a client's span beside a framework's chain outputs) stays
+/// kept; results without a call id in a later request are not its
+/// answers: a request carries one result per call, and the request
+/// recorded twice answered it in its other record (`conversation::twins`).
 pub(super) fn answered_before(calls: &Kept<Echo>, a: &OpenAsk) -> bool {
     let Some(id) = a.asked.id.as_deref() else {
         return false;
