@@ -47,6 +47,8 @@ mod lone_span;
 mod ran_before;
 #[cfg(test)]
 mod retold_tests;
+#[cfg(test)]
+mod twins_tests;
 mod unasked;
 mod witnessed;
 mod wrapped_span;
@@ -61,6 +63,7 @@ pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, ASKED_NAME_FORM, HISTORY_FORM};
 use super::{attempts, echo, hollow_record, mcp_record_result, pending, twice};
 use crate::assemble::Trace;
+use crate::extract::conversation::twins::Prints;
 
 /// Open calls kept for the traces after theirs.
 pub const MAX_OPEN: usize = 256;
@@ -135,6 +138,9 @@ pub struct Carry<T> {
     /// Whether a lone client trace (or one wanting records) holds every
     /// trace after it until a trace counting calls comes.
     barrier: bool,
+    /// What identifies the first requests of the last traces read
+    /// (`conversation::twins`).
+    prints: Prints,
 }
 
 /// What a carry is done with: traces it read a second time (or kept for
@@ -242,6 +248,7 @@ impl<T> Default for Carry<T> {
             witnesses: VecDeque::new(),
             spent: None,
             barrier: false,
+            prints: Prints::default(),
         }
     }
 }
@@ -320,7 +327,12 @@ impl<T> Carry<T> {
     /// calls of the last model output that left calls open in that process
     /// before the request, when there are no more of them than results.
     fn bare_group(&self, (count, run, start): (usize, u64, u64)) -> Vec<usize> {
-        let before = |a: &OpenAsk| a.run == run && a.end_time_unix_nano <= start && !a.is_echo();
+        let before = |a: &OpenAsk| {
+            a.run == run
+                && a.end_time_unix_nano <= start
+                && !a.is_echo()
+                && !copies::answered_before(&self.calls, a)
+        };
         let last = self
             .asks
             .iter()
@@ -753,6 +765,13 @@ impl<T> Carry<T> {
         let (mut out, mut open, trace) = match left {
             None => (first, None, None),
             Some(Left { mut open, trace }) => {
+                // Results another record of the same request answered.
+                if let Some(p) = open.print {
+                    if open.bare.is_some() && self.prints.has_twin(&p) {
+                        open.bare = None;
+                    }
+                    self.prints.keep(p);
+                }
                 self.unasked(&mut open);
                 let answers = self.answers(Some(&open));
                 let retold = self.retold(&open);

@@ -112,6 +112,7 @@ mod spans;
 pub(crate) mod text_results;
 mod transcript;
 mod turn_roles;
+pub(crate) mod twins;
 mod unseen;
 mod wrapped_results;
 mod writer_names;
@@ -1159,6 +1160,10 @@ fn rebuild(
     }
     let mut open = Open::default();
     if let Some(carried) = carried {
+        // Read on its own: what the carry compares (`twins`).
+        if carried.is_empty() {
+            open.print = twins::print_of(trace, &inputs, &requests);
+        }
         order::carried_by_order(trace, carried, &mut requests, &mut open, &mut out.notes);
     }
     // The first request (after the asking span starts) that answers each id.

@@ -315,6 +315,10 @@ pub struct Open {
     /// (`conversation::failed_texts`): an earlier trace's open ask of that
     /// tool with those arguments failed (`carry::failed`).
     pub failed: Vec<Told>,
+    /// What identifies the trace's first request, when it carries results:
+    /// another trace's record of the same request answered them
+    /// (`conversation::twins`).
+    pub print: Option<super::conversation::twins::Print>,
 }
 
 /// A failure a request's text tells of a call (`Open::failed`): the tool,

@@ -9,10 +9,15 @@
 //! keeps open under the same call id, in the same process, of the same tool
 //! with the same arguments, both read from chain outputs, is such a copy: it
 //! is not kept again. Model outputs of other forms stay apart: a run
-//! replayed with the same call ids asks for its calls again.
+//! replayed with the same call ids asks for its calls again. Such a record
+//! of another form (a model client's span beside the chains) stays open
+//! after a request answered the ask; it takes no later result without a
+//! call id by order ([`answered_before`]).
 
-use super::{key, Kept, OpenAsk, ASK_ID};
+use super::{key, Echo, Kept, OpenAsk, ASK_ID, CALL_ID};
 use crate::extract::conversation::chain_outputs::FORM as CHAIN_OUTPUT;
+use crate::extract::open::resource_key;
+use crate::value::json_eq;
 
 /// Whether `a` is a copy of an ask `asks` keeps open.
 pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
@@ -30,6 +35,28 @@ pub(super) fn is_copy(asks: &Kept<OpenAsk>, a: &OpenAsk) -> bool {
             && k.asked.id.as_deref() == Some(id)
             && k.asked.name == a.asked.name
             && k.asked.args == a.asked.args
+    })
+}
+
+/// Whether a request already answered ask `a`: a call counted from the
+/// conversation under its call id, of its tool with its arguments, in its
+/// process, after it was asked (`calls`: the calls kept). Another record
+/// of that ask (a client's span beside a framework's chain outputs) stays
+/// kept; results without a call id in a later request are not its
+/// answers: a request carries one result per call, and the request
+/// recorded twice answered it in its other record (`conversation::twins`).
+pub(super) fn answered_before(calls: &Kept<Echo>, a: &OpenAsk) -> bool {
+    let Some(id) = a.asked.id.as_deref() else {
+        return false;
+    };
+    let name = a.asked.name.as_str();
+    calls.any_under(key(CALL_ID, (name, id)), |c| {
+        c.from_conversation
+            && c.id.as_deref() == Some(id)
+            && c.name == name
+            && json_eq(&c.args, &a.asked.args)
+            && c.end >= a.end_time_unix_nano
+            && c.resource.as_deref().map(resource_key) == Some(a.run)
     })
 }
 
