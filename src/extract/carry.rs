@@ -322,6 +322,18 @@ impl<T> Carry<T> {
         out
     }
 
+    /// Drops the results without call ids of `open`'s first request when
+    /// another record of that same request, read before, answered them
+    /// (`conversation::twins`), and keeps the request's print.
+    fn drop_twins_answers(&mut self, open: &mut Open) {
+        if let Some(p) = open.print {
+            if open.bare.is_some() && self.prints.has_twin(&p) {
+                open.bare = None;
+            }
+            self.prints.keep(p);
+        }
+    }
+
     /// The positions of the open calls that results without call ids
     /// (`bare`: how many, process, request start) answer by order: the
     /// calls of the last model output that left calls open in that process
@@ -765,13 +777,7 @@ impl<T> Carry<T> {
         let (mut out, mut open, trace) = match left {
             None => (first, None, None),
             Some(Left { mut open, trace }) => {
-                // Results another record of the same request answered.
-                if let Some(p) = open.print {
-                    if open.bare.is_some() && self.prints.has_twin(&p) {
-                        open.bare = None;
-                    }
-                    self.prints.keep(p);
-                }
+                self.drop_twins_answers(&mut open);
                 self.unasked(&mut open);
                 let answers = self.answers(Some(&open));
                 let retold = self.retold(&open);

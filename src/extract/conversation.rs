@@ -1141,18 +1141,7 @@ fn rebuild(
     if asked.is_empty() && !inputs.contains(&true) {
         return;
     }
-    let mut requests: Vec<Request> = trace
-        .spans
-        .iter()
-        .zip(&inputs)
-        .map(|(s, &input)| {
-            if input {
-                request_of(s)
-            } else {
-                Request::default()
-            }
-        })
-        .collect();
+    let mut requests = requests_of(trace, &inputs);
     let echoed = echoed::pair_noting(trace, asked, &mut requests, &mut out.notes);
     out.echoed_ids.extend(echoed);
     if carried.is_some() {
@@ -1248,6 +1237,19 @@ fn rebuild(
     if !open.is_empty() {
         out.open = Some(Box::new(open));
     }
+}
+
+/// Each span's request (an empty one where `inputs` says the span records
+/// none).
+fn requests_of(trace: &Trace, inputs: &[bool]) -> Vec<Request> {
+    let request = |(s, &input): (&SpanRecord, &bool)| {
+        if input {
+            request_of(s)
+        } else {
+            Request::default()
+        }
+    };
+    trace.spans.iter().zip(inputs).map(request).collect()
 }
 
 /// Each call id's answers in the trace's requests, in span order.

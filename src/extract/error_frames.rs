@@ -14,8 +14,8 @@
 //! there a loop's `Error: <message>` (`conversation_error_frames`) is that
 //! failure too.
 
-use super::rules::builtin_list;
 use super::conversation::FROM_CONVERSATION;
+use super::rules::builtin_list;
 use super::{CallResult, CallStatus, ToolCall};
 
 /// The last lines a framework appends to a failed call's error
