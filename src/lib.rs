@@ -24,5 +24,6 @@ pub mod report;
 pub mod run;
 pub mod score;
 pub mod serve;
+mod short_bytes;
 pub mod store;
 pub mod value;

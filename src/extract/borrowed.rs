@@ -44,7 +44,7 @@ impl<'a> Json<'a> {
     pub(crate) fn get(&self, key: &str) -> Option<&Json<'a>> {
         match self {
             Json::Object(o) => o
-                .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+                .binary_search_by(|(k, _)| crate::short_bytes::cmp(k.as_bytes(), key.as_bytes()))
                 .ok()
                 .map(|i| &o[i].1),
             _ => None,
@@ -136,10 +136,10 @@ impl<'de> Visitor<'de> for JsonVisitor {
         }
         // As `Map` keeps them: sorted (a stable sort keeps a repeated key's
         // entries in text order), the last of a repeated key kept.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.sort_by(|a, b| crate::short_bytes::cmp(a.0.as_bytes(), b.0.as_bytes()));
         // `later` is dropped when its key is `kept`'s: its value goes first.
         entries.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
+            let same = crate::short_bytes::eq(later.0.as_bytes(), kept.0.as_bytes());
             if same {
                 std::mem::swap(later, kept);
             }

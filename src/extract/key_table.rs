@@ -51,7 +51,10 @@ impl KeyTable {
             };
             let t = tail(key);
             for &(key_tail, slot) in bucket {
-                if key_tail == t && slots[slot].is_none() && self.keys[slot].as_bytes() == key {
+                if key_tail == t
+                    && slots[slot].is_none()
+                    && crate::short_bytes::eq(self.keys[slot].as_bytes(), key)
+                {
                     slots[slot] = span.attr_value(i).filter(|v| !matches!(v, Val::Empty));
                     if slot < 64 && slots[slot].is_some() {
                         present |= 1 << slot;

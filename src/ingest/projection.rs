@@ -7,7 +7,7 @@
 //! being allocated.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
@@ -122,10 +122,29 @@ const MAX_REMEMBERED: usize = 4096;
 const MAX_REMEMBERED_LEN: usize = 128;
 
 /// A thread's remembered answers for span keys, of projection `of`.
+/// hashbrown's map, not std's: a lookup compares the key found with the
+/// key asked by [`Asked`] (inline), not by `str`'s `==` (a `memcmp` call
+/// per attribute of every span).
 #[derive(Default)]
 struct Remembered {
     of: u64,
-    kept: HashMap<Box<str>, bool, foldhash::fast::RandomState>,
+    kept: hashbrown::HashMap<Box<str>, bool, foldhash::fast::RandomState>,
+}
+
+/// A key asked of [`Remembered`]: hashed as the `str` it is (as the map's
+/// `Box<str>` keys are), compared with [`crate::short_bytes::eq`].
+struct Asked<'a>(&'a str);
+
+impl std::hash::Hash for Asked<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl hashbrown::Equivalent<Box<str>> for Asked<'_> {
+    fn equivalent(&self, key: &Box<str>) -> bool {
+        crate::short_bytes::eq(self.0.as_bytes(), key.as_bytes())
+    }
 }
 
 thread_local! {
@@ -201,7 +220,7 @@ impl Projection {
                 r.kept.clear();
                 r.of = self.id;
             }
-            if let Some(&kept) = r.kept.get(key) {
+            if let Some(&kept) = r.kept.get(&Asked(key)) {
                 return kept;
             }
             let kept = self.span_kept(keys, key);

@@ -294,7 +294,8 @@ impl Span {
             .iter()
             .find(|a| {
                 a.key.len() == key.len()
-                    && text.get(a.key.start as usize..a.key.end as usize) == Some(key)
+                    && (text.get(a.key.start as usize..a.key.end as usize))
+                        .is_some_and(|k| crate::short_bytes::eq(k, key))
             })
             .and_then(|a| self.val(&a.value))
     }

@@ -290,8 +290,11 @@ fn names_a_call(v: Option<&AnyValue>) -> bool {
     let w = words();
     match v.and_then(|v| v.value.as_ref()) {
         Some(any_value::Value::StringValue(t)) => {
-            w.calls.iter().any(|c| c == t)
-                || w.prefixes.iter().any(|p| t.starts_with(p.as_str()))
+            let t8 = t.as_bytes();
+            w.calls
+                .iter()
+                .any(|c| crate::short_bytes::eq(c.as_bytes(), t8))
+                || (w.prefixes.iter()).any(|p| crate::short_bytes::starts_with(t8, p.as_bytes()))
                 || (crate::ingest::projection::holds_json(t) && w.any.is_in(t.as_bytes()))
         }
         Some(any_value::Value::ArrayValue(a)) => a.values.iter().any(|v| names_a_call(Some(v))),

@@ -175,11 +175,12 @@ impl Needed {
 
     fn admits(&self, text: &[u8]) -> bool {
         // The ends first: a list of them is short.
-        (self.ends.as_ref()).is_none_or(|e| e.iter().any(|e| text.ends_with(e)))
+        use crate::short_bytes::{ends_with, eq, starts_with};
+        (self.ends.as_ref()).is_none_or(|e| e.iter().any(|e| ends_with(text, e)))
             && match &self.start {
                 Start::Anything => true,
-                Start::Prefix(p) => p.iter().any(|p| text.starts_with(p)),
-                Start::OneOf(texts) => texts.iter().any(|t| **t == *text),
+                Start::Prefix(p) => p.iter().any(|p| starts_with(text, p)),
+                Start::OneOf(texts) => texts.iter().any(|t| eq(t, text)),
             }
     }
 
