@@ -48,6 +48,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::assemble::{SpanRecord, Trace, TraceId};
+    use crate::extract::test_support::genai_asks;
     use crate::extract::tests::sp;
     use crate::extract::{Analysis, CallStatus, Extractor};
 
@@ -84,14 +85,6 @@ mod tests {
         json!({"role": "user", "parts": [{"type": "text", "content": "Moor the Aurora."}]})
     }
 
-    fn asks(calls: &[(&str, &str, Value)]) -> Value {
-        let parts: Vec<Value> = calls
-            .iter()
-            .map(|(id, name, args)| json!({"type": "tool_call", "id": id, "name": name, "arguments": args}))
-            .collect();
-        json!({"role": "assistant", "parts": parts})
-    }
-
     /// A result message under its tool's name as role, no call id.
     fn named(role: &str, text: &str) -> Value {
         json!({"role": role, "parts": [{"type": "text", "content": text}]})
@@ -107,7 +100,7 @@ mod tests {
 
     #[test]
     fn a_message_under_its_tool_s_name_is_the_failed_call_s_result() {
-        let turn = asks(&[("call_q1", "moor_ship", json!({"ship": "Aurora"}))]);
+        let turn = genai_asks(&[("call_q1", "moor_ship", json!({"ship": "Aurora"}))]);
         let told = "Error: quay 4 is closed\n Try another quay.";
         let spans = vec![
             sp(1, None, (0, 100), "loop", &[]),
@@ -142,8 +135,8 @@ mod tests {
         // after it answers a `dock_fee` call under that tool's name, and
         // a later request answers the second `moor_ship` call, of the turn
         // after. Neither is the first call's result.
-        let first = asks(&[("call_q1", "moor_ship", json!({"ship": "Aurora"}))]);
-        let second = asks(&[("call_q2", "moor_ship", json!({"ship": "Borea"}))]);
+        let first = genai_asks(&[("call_q1", "moor_ship", json!({"ship": "Aurora"}))]);
+        let second = genai_asks(&[("call_q2", "moor_ship", json!({"ship": "Borea"}))]);
         let spans = vec![
             sp(1, None, (0, 100), "loop", &[]),
             chat(2, (1, 10), &json!([user()]), &json!([first])),
