@@ -318,7 +318,7 @@ pub struct Open {
     /// What identifies the trace's first request, when it carries results:
     /// another trace's record of the same request answered them
     /// (`conversation::twins`).
-    pub print: Option<super::conversation::twins::Print>,
+    pub print: Option<Print>,
 }
 
 /// A failure a request's text tells of a call (`Open::failed`): the tool,
@@ -371,6 +371,27 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
         Cow::Owned(carried.iter().filter(|c| !none(c)).cloned().collect())
     } else {
         Cow::Borrowed(carried)
+    }
+}
+
+/// What identifies a trace's first request (`conversation::twins`): its results' contents, its
+/// process and its span's time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Print {
+    pub(crate) hash: u64,
+    pub(crate) run: u64,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+}
+
+impl Print {
+    /// Whether `other` records the same request: the same results, the
+    /// same process, the two spans overlapping in time.
+    pub(crate) fn same_request(&self, other: &Print) -> bool {
+        self.hash == other.hash
+            && self.run == other.run
+            && self.start < other.end
+            && other.start < self.end
     }
 }
 

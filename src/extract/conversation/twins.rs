@@ -32,28 +32,7 @@ use serde_json::Value;
 
 use super::Request;
 use crate::assemble::Trace;
-use crate::extract::open::run_key;
-
-/// What identifies a trace's first request: its results' contents, its
-/// process and its span's time.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Print {
-    hash: u64,
-    run: u64,
-    start: u64,
-    end: u64,
-}
-
-impl Print {
-    /// Whether `other` records the same request: the same results, the
-    /// same process, the two spans overlapping in time.
-    fn same_request(&self, other: &Print) -> bool {
-        self.hash == other.hash
-            && self.run == other.run
-            && self.start < other.end
-            && other.start < self.end
-    }
-}
+use crate::extract::open::{run_key, Print};
 
 /// The seed of the prints' hash (any fixed number).
 const SEED: u64 = 0x7477_696e;
