@@ -112,6 +112,7 @@ mod spans;
 pub(crate) mod text_results;
 mod transcript;
 mod turn_roles;
+mod twin_asks;
 pub(crate) mod twins;
 mod unseen;
 mod wrapped_results;
@@ -1060,6 +1061,8 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quie
     // A span a rule took for a call ran it: it is no record of a request
     // (the sorted ids gathered only when a span has a call id key).
     let mut ran: Option<Vec<SpanId>> = None;
+    // Whether an ask kept has a Responses item id (`twin_asks`).
+    let mut items = false;
     for (i, s) in trace.spans.iter().enumerate() {
         // Cold again by now: `Extractor::analyze_all` witnesses a batch's
         // traces after reading all their calls.
@@ -1108,7 +1111,9 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quie
                             || trace.spans[o.span].parent == Some(s.span_id))
                 }),
             };
-            if !repeated {
+            let kept = (out.as_mut_slice(), &mut ids, items);
+            if !repeated && !twin_asks::twin_ask(trace, s, &a, kept) {
+                items |= a.id.as_deref().is_some_and(twin_asks::is_item);
                 out.push(AskedAt {
                     span: i,
                     asked: a,

@@ -172,13 +172,17 @@ fn answered_as(a: &Analysis, c: &ToolCall, id: Option<&str>) -> Option<String> {
 }
 
 /// The call id of `c`, a tool span's call without one (`id`), that the
-/// witness joined to its trace's ask under that id (`Analysis::joined_ids`).
+/// witness joined to its trace's ask under that id (`Analysis::joined_ids`),
+/// or the id a later request of the trace echoes that ask under
+/// (`Analysis::echoed_ids`): the model's output kept the Responses item
+/// id, the history the call id, which other traces replay.
 fn joined_as(a: &Analysis, c: &ToolCall, id: Option<&str>) -> Option<String> {
     if id.is_some() || c.from.is_some() || a.joined_ids.is_empty() {
         return None;
     }
     let (_, id) = a.joined_ids.iter().find(|(s, _)| *s == c.span_id)?;
-    Some(id.clone())
+    let echoed = a.echoed_ids.iter().find(|(own, _)| own == id);
+    Some(echoed.map_or(id, |(_, answer)| answer).clone())
 }
 
 /// When the traces after compare call `c` (on span `s`) as starting: a
@@ -345,7 +349,7 @@ fn twice_id(e: &OpenAsk) -> String {
         // A span's call without an id, known by its trace's ask
         // (`conversation::ask_ids`).
         Some(asked) if e.form == TWICE_FORM && own.is_empty() => {
-            format!(" {asked} (its trace's model output asked for it under that id)")
+            format!(" {asked} (its trace's model output asked for it, or a later request echoed it, under that id)")
         }
         Some(answer) if e.form == TWICE_FORM => {
             format!(" {answer} (the id its result answers here, for the model output's {own})")

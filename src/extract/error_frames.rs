@@ -11,8 +11,9 @@
 //! a failed call's message so framed is the message, and a result that is
 //! that text alone (naming the call's own tool) is the failure. A call
 //! read from the conversation alone has no status but its answer's text:
-//! there a loop's `Error: <message>` (`conversation_error_frames`) is that
-//! failure too.
+//! there a loop's `Error: <message>` (`conversation_error_frames`), or its
+//! error object `{"error": "<message>"}` (`conversation_error_keys`), is
+//! that failure too.
 
 use super::conversation::FROM_CONVERSATION;
 use super::rules::builtin_list;
@@ -72,6 +73,12 @@ pub(crate) fn mark(c: &mut ToolCall) {
         }
         return;
     }
+    if c.from == Some(FROM_CONVERSATION) {
+        if let Some(m) = c.result.as_ref().and_then(error_object) {
+            mark_conversation(c, Some(m));
+            return;
+        }
+    }
     let Some(text) = c.result.as_ref().and_then(result_text) else {
         return;
     };
@@ -103,6 +110,32 @@ fn mark_conversation(c: &mut ToolCall, message: Option<String>) {
         c.error_message = Some(m);
         c.status = CallStatus::Error;
     }
+}
+
+/// The keys of the error object a loop answers the model with for a failed
+/// call (vocabulary `conversation_error_keys`).
+fn conversation_keys() -> &'static [String] {
+    builtin_list("conversation_error_keys")
+}
+
+/// The message of result `r` when it is a loop's error object: one key, a
+/// declared one, whose value is text that says something.
+fn error_object(r: &CallResult) -> Option<String> {
+    let parsed;
+    let o = match r {
+        CallResult::Value(v) => v.as_object()?,
+        CallResult::Json(t) if t.trim_start().starts_with('{') => {
+            parsed = serde_json::from_str::<serde_json::Value>(t).ok()?;
+            parsed.as_object()?
+        }
+        CallResult::Json(_) => return None,
+    };
+    let (key, value) = o.iter().next().filter(|_| o.len() == 1)?;
+    let text = value.as_str().filter(|t| !t.trim().is_empty())?;
+    conversation_keys()
+        .iter()
+        .any(|k| k == key)
+        .then(|| text.to_string())
 }
 
 /// A result given as text (a JSON string, or text not parsed).
@@ -206,6 +239,39 @@ mod tests {
             "Error:pier B is full",
         ] {
             let c = read(kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+    }
+
+    /// [`read`] with the answer given as a value.
+    fn read_value(answer: Value) -> ToolCall {
+        let t = trace(ask_and_answer(answer, 2).to_vec());
+        let mut calls = Extractor::default().extract(&t);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        calls.remove(0)
+    }
+
+    #[test]
+    fn a_loops_error_object_fails_a_call_read_from_the_conversation_alone() {
+        use serde_json::json;
+        // As an object and as the JSON text of one (OpenAI's tool message
+        // content is text).
+        let object = json!({"error": "pier B is full"});
+        for answer in [object.clone(), Value::from(object.to_string())] {
+            let failed = read_value(answer.clone());
+            assert_eq!(failed.from, Some(FROM_CONVERSATION));
+            assert_eq!(failed.status, CallStatus::Error, "{answer}");
+            assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+            assert_eq!(shown(&failed), object);
+        }
+        // Near misses: more keys, another key, no text, blank text.
+        for kept in [
+            json!({"error": "pier B is full", "pier": "B"}),
+            json!({"errors": "pier B is full"}),
+            json!({"error": {"code": 7}}),
+            json!({"error": ""}),
+        ] {
+            let c = read_value(kept.clone());
             assert_eq!(c.status, CallStatus::Ok, "{kept}");
         }
     }

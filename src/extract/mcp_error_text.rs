@@ -1,5 +1,6 @@
 //! The message of a failed call whose span names only its error's type,
-//! when its result is an MCP error result (docs/conventions.md, "Failure").
+//! when its result is an MCP error result, and the failure of a call whose
+//! result is one (docs/conventions.md, "Failure").
 //!
 //! Google ADK fails the tool span of an MCP tool whose `CallToolResult`
 //! says `isError`, with the status message and `error.type` both the code
@@ -10,7 +11,13 @@
 //! whose message is absent or only repeats its error type takes the text
 //! blocks of such a result, from its rule's result sources, as its
 //! message. The raw sources are read, not the call's result: the message
-//! is the same whether results are read or not.
+//! is the same whether results are read or not. An error object in the
+//! same places (`{"error": "<text>"}`: what ADK's `on_tool_error_callback`
+//! answers for a tool that raised, the span failed with `TOOL_ERROR`)
+//! gives its text the same way. A call whose span says nothing failed
+//! (status OK or unset) and whose result is itself an MCP error result
+//! failed, with that text: the AI SDK's tool span of an MCP tool keeps the
+//! server's `isError` in `ai.toolCall.result` only (held-out set 38).
 
 use serde_json::{Map, Value};
 
@@ -25,6 +32,17 @@ const FLAGS: [&str; 2] = ["isError", "is_error"];
 /// result's text as its message; see the module's doc.
 pub(crate) fn mark(rule: &Rule, s: &SpanRecord, call: &mut ToolCall) {
     if call.status != CallStatus::Error {
+        // A span that says nothing failed around an MCP result that says
+        // it did (the AI SDK's tool span of an MCP tool: status OK).
+        let flagged = rule
+            .result
+            .iter()
+            .filter_map(|src| source::raw_string(&src.field, s))
+            .find_map(|raw| mcp_text(raw, false));
+        if let Some(text) = flagged {
+            call.status = CallStatus::Error;
+            call.error_message = Some(text);
+        }
         return;
     }
     let says_nothing = call.error_message.as_deref().is_none_or(|m| {
@@ -45,9 +63,27 @@ pub(crate) fn mark(rule: &Rule, s: &SpanRecord, call: &mut ToolCall) {
 }
 
 /// The text of the MCP error result `raw` holds (itself or one of its
-/// values), its text blocks joined by lines.
+/// values), its text blocks joined by lines; or of the error object it
+/// holds (`{"error": "<text>"}`, the whole object or one of its values).
 fn error_text(raw: &str) -> Option<String> {
     // The cheap look first: most results are no error.
+    if !raw.contains(ERROR_KEY) {
+        return mcp_text(raw, true);
+    }
+    let v: Value = serde_json::from_str(raw).ok()?;
+    let o = v.as_object()?;
+    error_object(o)
+        .or_else(|| {
+            o.values()
+                .filter_map(Value::as_object)
+                .find_map(error_object)
+        })
+        .or_else(|| mcp_text(raw, true))
+}
+
+/// The text of the MCP error result `raw` holds: itself, or (`nested`)
+/// one of its values; its text blocks joined by lines.
+fn mcp_text(raw: &str, nested: bool) -> Option<String> {
     if !FLAGS.iter().any(|f| raw.contains(f)) {
         return None;
     }
@@ -55,10 +91,12 @@ fn error_text(raw: &str) -> Option<String> {
     let o = v.as_object()?;
     let record = if flagged(o) {
         o
-    } else {
+    } else if nested {
         o.values()
             .filter_map(Value::as_object)
             .find(|r| flagged(r))?
+    } else {
+        return None;
     };
     let blocks = record.get("content")?.as_array()?;
     let texts: Option<Vec<&str>> = blocks
@@ -73,6 +111,20 @@ fn error_text(raw: &str) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
+/// The key of an error object: ADK's `on_tool_error_callback` answers the
+/// model `{"error": "<text>"}` for a tool that raised.
+const ERROR_KEY: &str = "\"error\"";
+
+/// The text of `o` when it is an error object: one key, `error`, and
+/// text that says something.
+fn error_object(o: &Map<String, Value>) -> Option<String> {
+    let text = match o.len() {
+        1 => o.get("error")?.as_str()?,
+        _ => return None,
+    };
+    (!text.trim().is_empty()).then(|| text.to_string())
+}
+
 /// Whether `o` is an MCP result flagged as an error (also a failed
 /// framework record: `own_records`).
 pub(crate) fn flagged(o: &Map<String, Value>) -> bool {
@@ -84,6 +136,7 @@ mod tests {
     use serde_json::json;
 
     use super::error_text;
+    use crate::extract::CallStatus;
 
     #[test]
     fn an_error_result_s_text_blocks_are_its_message() {
@@ -105,6 +158,28 @@ mod tests {
         // A tool's own dict that says `is_error` beside no content.
         let own = json!({"is_error": true, "reason": "tide"});
         assert_eq!(error_text(&own.to_string()), None);
+    }
+
+    #[test]
+    fn an_error_object_s_text_is_its_message_alone_or_one_level_down() {
+        let own = json!({"error": "feed timed out"});
+        assert_eq!(
+            error_text(&own.to_string()).as_deref(),
+            Some("feed timed out")
+        );
+        let wrapped =
+            json!({"id": "c-1", "name": "status", "response": {"error": "feed timed out"}});
+        let want = Some("feed timed out");
+        assert_eq!(error_text(&wrapped.to_string()).as_deref(), want);
+        // More keys than `error`, no text, or blank text: a tool's own value.
+        for other in [
+            json!({"error": "feed timed out", "retry": true}),
+            json!({"error": {"code": 504}}),
+            json!({"error": " "}),
+            json!({"response": {"errors": "feed timed out"}}),
+        ] {
+            assert_eq!(error_text(&other.to_string()), None, "{other}");
+        }
     }
 
     /// A failed OTel GenAI tool span `moor`: status message `message`,
@@ -138,6 +213,61 @@ mod tests {
             message(failed("MCP_TOOL_ERROR")).as_deref(),
             Some("dock closed")
         );
+    }
+
+    #[test]
+    fn a_tool_error_code_gives_way_to_the_error_object_s_text() {
+        let out = json!({"id": "c-1", "name": "flight", "response": {"error": "feed timed out"}});
+        let out = out.to_string();
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "flight"),
+            ("gen_ai.tool.call.result", out.as_str()),
+            ("error.type", "TOOL_ERROR"),
+        ];
+        let mut s = crate::extract::tests::sp(1, None, (0, 5), "execute_tool flight", &attrs);
+        s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+            code: 2,
+            message: "TOOL_ERROR".into(),
+        });
+        assert_eq!(message(s).as_deref(), Some("feed timed out"));
+    }
+
+    /// An OK OTel GenAI tool span `convert` whose result is `out`.
+    fn ok_with(out: &serde_json::Value) -> crate::assemble::SpanRecord {
+        let out = out.to_string();
+        let attrs = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "convert"),
+            ("gen_ai.tool.call.result", out.as_str()),
+        ];
+        crate::extract::tests::sp(1, None, (0, 5), "execute_tool convert", &attrs)
+    }
+
+    fn status_and_message(s: crate::assemble::SpanRecord) -> (CallStatus, Option<String>) {
+        let trace = crate::assemble::Trace::new(crate::assemble::TraceId([7; 16]), vec![s], 0);
+        let calls = crate::extract::Extractor::default().extract(&trace);
+        let c = calls.into_iter().next().expect("one call");
+        (c.status, c.error_message)
+    }
+
+    #[test]
+    fn an_mcp_error_result_fails_a_call_its_span_says_nothing_of() {
+        let flagged =
+            json!({"content": [{"type": "text", "text": "needs a dealer quote"}], "isError": true});
+        let (status, message) = status_and_message(ok_with(&flagged));
+        assert_eq!(status, CallStatus::Error);
+        assert_eq!(message.as_deref(), Some("needs a dealer quote"));
+        // Not flagged, flagged one level down, or an error object: the
+        // span's word stands.
+        for kept in [
+            json!({"content": [{"type": "text", "text": "4500 PLN = 1040 EUR"}], "isError": false}),
+            json!({"response": flagged.clone()}),
+            json!({"error": "needs a dealer quote"}),
+        ] {
+            let (status, _) = status_and_message(ok_with(&kept));
+            assert_eq!(status, CallStatus::Ok, "{kept}");
+        }
     }
 
     #[test]

@@ -811,6 +811,9 @@ impl Extractor {
                 within,
                 agent,
             } = seen[i];
+            let nested = within.is_some_and(|w| {
+                spans.role[w] == Role::Call && spans.names[w].as_ref() == Some(name)
+            });
             let within = within.map(|a| trace.spans[a].span_id);
             let agent = agent.map(|a| AgentRef {
                 span_id: trace.spans[a].span_id,
@@ -827,7 +830,7 @@ impl Extractor {
                 });
                 continue;
             }
-            let read = (rule, generic);
+            let read = (rule, generic, nested);
             let (args, args_text, args_json) = self.args_of(read, trace, i, name, &mut requests);
             // The slots are read by the rule's `error_when` alone.
             if !rule.error_when.is_empty() {
@@ -903,13 +906,14 @@ impl Extractor {
     }
 
     /// The arguments of call span `i` (named `name`, classified by `rule`;
-    /// `generic`: the generic tool-kind rule, for `ns_result`): their
+    /// `generic`: the generic tool-kind rule, for `ns_result`; `nested`:
+    /// the span is inside a call span of the same tool): their
     /// value, the JSON text it was read from, or (with `args_text`) that
     /// text alone. `requests`: the trace's requested calls, built on first
     /// need.
     fn args_of<'t>(
         &self,
-        (rule, generic): (&Rule, Option<&Rule>),
+        (rule, generic, nested): (&Rule, Option<&Rule>, bool),
         trace: &'t Trace,
         i: usize,
         name: &str,
@@ -935,7 +939,7 @@ impl Extractor {
                     break;
                 }
             }
-            if let Some(mut v) = value_of(src, s) {
+            if let Some(mut v) = value_of(src, s).filter(|v| !no_args::no_value(v)) {
                 if src.flat {
                     flat_types::by_schema(&mut v, trace, name);
                 }
@@ -959,7 +963,10 @@ impl Extractor {
             if let Some(object) = args.as_ref().and_then(lone_json_object) {
                 args = Some(object);
             }
-            if args.is_none() && args_json.is_none() && source::tool_call_id(s).is_none() {
+            // A span inside a call of the same tool records that call
+            // (`echo`): a later ask is another call.
+            let lone = source::tool_call_id(s).is_none() && !nested;
+            if args.is_none() && args_json.is_none() && lone {
                 let r = requests.get_or_insert_with(|| requested::Requests::new(trace));
                 args = r.later_args(i, name);
             }

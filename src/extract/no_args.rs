@@ -54,6 +54,18 @@ pub(crate) fn unsent(c: &ToolCall, s: Option<&SpanRecord>) -> Option<Value> {
         .then(|| Value::Object(Map::new()))
 }
 
+/// Whether `v`, read as a call's arguments, is a language's text for no
+/// value (Python's `str(None)`, JavaScript's `String(undefined)`) or JSON
+/// `null`: no arguments recorded, so later sources and the model's ask
+/// (joined by call id) may still give them.
+pub(crate) fn no_value(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(t) => matches!(t.trim(), "None" | "undefined" | "null"),
+        _ => false,
+    }
+}
+
 /// Whether tool `name` is declared in `offered`, each time with a
 /// parameter schema that admits only the empty object.
 fn takes_none(offered: &[ToolDef], name: &str) -> bool {
@@ -129,6 +141,83 @@ mod tests {
             ],
         );
         Trace::new(TraceId([2; 16]), vec![s], 0)
+    }
+
+    #[test]
+    fn no_value_in_a_language_s_words_is_no_arguments_record() {
+        for none in [
+            json!(null),
+            json!("None"),
+            json!(" undefined "),
+            json!("null"),
+        ] {
+            assert!(no_value(&none), "{none}");
+        }
+        for some in [
+            json!({}),
+            json!("none"),
+            json!("None of them"),
+            json!([]),
+            json!(0),
+        ] {
+            assert!(!no_value(&some), "{some}");
+        }
+        // On a span: the arguments stay unknown, not the text `None`.
+        let got = read_in_order(vec![caller("None")]);
+        assert_eq!(got[0].calls[0].args, CallArgs::None);
+    }
+
+    #[test]
+    fn a_span_inside_a_call_of_its_tool_takes_no_later_ask_s_arguments() {
+        // Two model calls of the made-up vendor: the first asks `tick`
+        // with `{"zone": "CET"}`, its call (span 3, id k1) holds a span of
+        // the same tool without arguments or id (span 4); the second asks
+        // `tick` again with other arguments.
+        let chat = |id: u8, when: (u64, u64), call: &str, zone: &str| {
+            let out = json!([{"role": "assistant", "parts": [{"type": "tool_call",
+                "id": call, "name": "tick", "arguments": {"zone": zone}}]}]);
+            let out = out.to_string();
+            let attrs = [
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.output.messages", &out),
+            ];
+            sp(id, Some(1), when, "chat acme", &attrs)
+        };
+        let tool = |id: u8, parent: u8, when: (u64, u64), call: Option<&str>, zone: &str| {
+            let args = json!({"zone": zone}).to_string();
+            let mut attrs = vec![
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "tick"),
+            ];
+            if let Some(call) = call {
+                attrs.push(("gen_ai.tool.call.id", call));
+                attrs.push(("gen_ai.tool.call.arguments", &args));
+            }
+            let attrs: Vec<(&str, &str)> = attrs;
+            sp(id, Some(parent), when, "execute_tool tick", &attrs)
+        };
+        let spans = vec![
+            sp(
+                1,
+                None,
+                (0, 100),
+                "invoke_agent desk",
+                &[("gen_ai.operation.name", "invoke_agent")],
+            ),
+            chat(2, (5, 9), "k1", "CET"),
+            tool(3, 1, (10, 20), Some("k1"), "CET"),
+            tool(4, 3, (11, 19), None, ""),
+            chat(5, (30, 39), "k2", "UTC"),
+            tool(6, 1, (40, 50), Some("k2"), "UTC"),
+        ];
+        let got = read_in_order(vec![Trace::new(TraceId([4; 16]), spans, 0)]);
+        let args: Vec<_> = got[0]
+            .calls
+            .iter()
+            .map(|c| c.args.value().cloned())
+            .collect();
+        let want = [Some(json!({"zone": "CET"})), Some(json!({"zone": "UTC"}))];
+        assert_eq!(args, want, "{:?}", got[0].calls);
     }
 
     #[test]

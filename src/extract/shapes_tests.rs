@@ -211,7 +211,8 @@ fn a_declared_result_property_or_a_lone_error_reads_as_in_a_gemini_part() {
     };
     assert_eq!(declared("result"), Some(json!({"result": {"cab": 7}})));
     assert_eq!(declared("cab"), Some(json!({"cab": 7})));
-    // `error` alone: the call failed, on a Gemini span only.
+    // `error` alone: the call failed, on a Gemini span, and on any other
+    // read from the conversation alone (`conversation_error_keys`).
     let status = |provider: &str, content: &str| {
         let trace = Trace::new(
             TraceId([7; 16]),
@@ -227,7 +228,10 @@ fn a_declared_result_property_or_a_lone_error_reads_as_in_a_gemini_part() {
         status("google", r#"{"error": "no cabs"}"#),
         (CallStatus::Error, Some("no cabs".to_string()))
     );
-    assert_eq!(status("openai", r#"{"error": "no cabs"}"#), ok);
+    assert_eq!(
+        status("openai", r#"{"error": "no cabs"}"#),
+        (CallStatus::Error, Some("no cabs".to_string()))
+    );
     assert_eq!(status("google", r#"{"error": ""}"#), ok);
     assert_eq!(status("google", r#"{"error": "no cabs", "cab": 7}"#), ok);
 }

@@ -25,6 +25,14 @@ pub(super) fn join_and_check(
     same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
     // The model's ids of spans' calls joined without one (`ask_ids`).
     let ids = ask_ids::of_joined(asked, &joined, &own, &out.calls);
+    if !ids.is_empty() {
+        // Asks joined by name that a later request echoes under other ids:
+        // other records of those calls use the request's ids (`echo`).
+        let inputs: Vec<bool> = trace.spans.iter().map(has_any_input).collect();
+        let mut requests = requests_of(trace, &inputs);
+        let echoed = echoed::pair_noting(trace, asked, &mut requests, &mut Vec::new());
+        out.echoed_ids.extend(echoed);
+    }
     out.joined_ids.extend(ids);
     // A span joined by name that recorded no arguments: the ask's.
     named_args::fill(trace, asked, &joined, &mut out.calls, &mut out.notes);
