@@ -25,9 +25,11 @@ pub(super) fn join_and_check(
     same_turn::join(trace, seen, asked, carried, &mut used, &mut joined, out);
     // The model's ids of spans' calls joined without one (`ask_ids`).
     let ids = ask_ids::of_joined(asked, &joined, &own, &out.calls);
-    if !ids.is_empty() {
-        // Asks joined by name that a later request echoes under other ids:
-        // other records of those calls use the request's ids (`echo`).
+    if ids.iter().any(|(_, id)| twin_asks::is_item(id)) {
+        // Asks joined by name under Responses item ids that a later
+        // request echoes under the call ids: other records of those calls
+        // use the request's ids (`echo`). Only then: reading every request
+        // is dear, and an ask under its call id needs no other.
         let inputs: Vec<bool> = trace.spans.iter().map(has_any_input).collect();
         let mut requests = requests_of(trace, &inputs);
         let echoed = echoed::pair_noting(trace, asked, &mut requests, &mut Vec::new());
