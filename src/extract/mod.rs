@@ -811,9 +811,7 @@ impl Extractor {
                 within,
                 agent,
             } = seen[i];
-            let nested = within.is_some_and(|w| {
-                spans.role[w] == Role::Call && spans.names[w].as_ref() == Some(name)
-            });
+            let nested = spans.is_call_of(within, name);
             let within = within.map(|a| trace.spans[a].span_id);
             let agent = agent.map(|a| AgentRef {
                 span_id: trace.spans[a].span_id,
@@ -857,16 +855,9 @@ impl Extractor {
             let mut call = ToolCall {
                 name: name.clone(),
                 args,
-                result: if results {
-                    (own.map(|(r, _)| r))
-                        .or_else(|| {
-                            let in_events = event_attrs::sources(&rule.result, s);
-                            in_events.iter().find_map(|src| result_of(src, s))
-                        })
-                        .or_else(|| ns_result::of(generic, rule, s))
-                } else {
-                    None
-                },
+                result: results
+                    .then(|| span_result(own.map(|(r, _)| r), (rule, generic), s))
+                    .flatten(),
                 status,
                 error_message,
                 error_type,
@@ -1050,6 +1041,12 @@ struct Classified<'t> {
 }
 
 impl Classified<'_> {
+    /// Whether span `w` (a span's nearest enclosing run or call) is a call
+    /// of tool `name`.
+    fn is_call_of(&self, w: Option<usize>, name: &str) -> bool {
+        w.is_some_and(|w| self.role[w] == Role::Call && self.names[w].as_deref() == Some(name))
+    }
+
     fn named_call(&self, a: usize) -> bool {
         self.role[a] == Role::Call && self.names[a].is_some()
     }
@@ -1254,6 +1251,21 @@ fn holds(c: &Cond, s: &SpanRecord, slots: &[Option<Val<'_>>]) -> bool {
 
 /// A call's result from the first of `rule`'s own result sources that
 /// gives one, and that source.
+/// The result of call span `s` read by `rule`: `own`, the rule's own
+/// source's, else one read from the span's events, else the generic
+/// rule's beside a vendor's marker (`ns_result`).
+fn span_result(
+    own: Option<CallResult>,
+    (rule, generic): (&Rule, Option<&Rule>),
+    s: &SpanRecord,
+) -> Option<CallResult> {
+    own.or_else(|| {
+        let in_events = event_attrs::sources(&rule.result, s);
+        in_events.iter().find_map(|src| result_of(src, s))
+    })
+    .or_else(|| ns_result::of(generic, rule, s))
+}
+
 fn own_result<'r>(rule: &'r Rule, s: &SpanRecord) -> Option<(CallResult, &'r Source)> {
     rule.result
         .iter()
