@@ -1,4 +1,9 @@
-//! A failure's message with the causes a framework chained below it.
+//! A failure's message with the causes a framework chained below it, from
+//! the span's status or from its result.
+
+use super::rules::Rule;
+use super::{source, CallStatus, ToolCall};
+use crate::assemble::SpanRecord;
 
 /// The status message instead of `message` when it holds `message` with a
 /// chained error below it: the causes a framework chained under its own
@@ -19,12 +24,54 @@ pub(super) fn with_causes(message: String, status: Option<&str>) -> String {
     }
 }
 
+/// A failed call's `message` given in full by its result `text`: BeeAI's
+/// explained error (its OpenInference span's output), the wrapper's line
+/// first, naming the message, and the causes below it, each a line that
+/// names an error (`ToolError(beeai_framework.tools.errors): Tool Error`,
+/// `Context: {...}`, `  RuntimeError(builtins): sensor offline`), while
+/// the exception event and status keep only the wrapper's `Tool Error`.
+pub(super) fn in_result(message: &str, text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    let first = lines.next()?;
+    let named = first.split_once(": ").is_some_and(|(name, rest)| {
+        rest.trim() == message.trim() && names_an_error(first) && !name.is_empty()
+    });
+    (named && lines.any(names_an_error)).then(|| text.to_string())
+}
+
+/// Gives failed `call` of span `s`, read by `rule`, the whole text of its
+/// result as its message when that text explains the message with its
+/// causes ([`in_result`]). The raw sources are read, not the call's
+/// result: the message is the same whether results are read or not.
+pub(super) fn mark_from_result(rule: &Rule, s: &SpanRecord, call: &mut ToolCall) {
+    if call.status != CallStatus::Error {
+        return;
+    }
+    let Some(message) = call.error_message.as_deref() else {
+        return;
+    };
+    let full = rule
+        .result
+        .iter()
+        .filter_map(|src| source::raw_string(&src.field, s))
+        .find_map(|text| in_result(message, text));
+    if let Some(full) = full {
+        call.error_message = Some(full);
+    }
+}
+
 /// Whether the first line of `text` starts (after blanks) with an error's
-/// name and a colon: `Error: ...`, `ValueError: ...`, `IOException: ...`.
+/// name and a colon: `Error: ...`, `ValueError: ...`, `IOException: ...`;
+/// the name may be followed by its module in brackets, as BeeAI explains
+/// errors (`RuntimeError(builtins): ...`).
 fn names_an_error(text: &str) -> bool {
     let line = text.lines().next().unwrap_or_default().trim_start();
     let Some((name, rest)) = line.split_once(':') else {
         return false;
+    };
+    let name = match name.split_once('(') {
+        Some((name, module)) if module.ends_with(')') => name,
+        _ => name,
     };
     let word = name.rsplit('.').next().unwrap_or_default();
     (word.ends_with("Error") || word.ends_with("Exception"))
@@ -34,7 +81,23 @@ fn names_an_error(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::with_causes;
+    use super::{in_result, with_causes};
+
+    #[test]
+    fn an_explained_error_in_the_result_is_the_message_in_full() {
+        let text = "ToolError(beeai_framework.tools.errors): Tool Error\nContext: {\"name\": \"soil\"}\n  RuntimeError(builtins): sensor offline";
+        assert_eq!(in_result("Tool Error", text).as_deref(), Some(text));
+        // Near misses: another message on the first line, no cause below,
+        // a first line that names no error, a stack below.
+        let other = text.replace(": Tool Error", ": Other Error");
+        assert_eq!(in_result("Tool Error", &other), None);
+        let alone = "ToolError(beeai_framework.tools.errors): Tool Error\nContext: {}";
+        assert_eq!(in_result("Tool Error", alone), None);
+        let plain = "Note: Tool Error\n  RuntimeError(builtins): sensor offline";
+        assert_eq!(in_result("Tool Error", plain), None);
+        let stack = "ToolError: Tool Error\n    at soil (tools.js:4:11)";
+        assert_eq!(in_result("Tool Error", stack), None);
+    }
 
     #[test]
     fn a_status_that_holds_the_message_and_causes_below_it_is_the_message() {

@@ -884,6 +884,7 @@ impl Extractor {
             // The record on a framework's marked tool span (`framework_record`).
             framework_record::mark(from, s, &mut call);
             mcp_error_text::mark(rule, s, &mut call); // An MCP error's text, not its code.
+            causes::mark_from_result(rule, s, &mut call); // A message with its causes.
             if !self.results && call.result.take().is_some() && no_args {
                 out.unread_results.insert(s.span_id);
             }
@@ -1399,7 +1400,10 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         }
         Unwrap::LangchainMessage | Unwrap::TypedValue => object && contains(text, Needle::Type),
         Unwrap::McpContent => (object || blocks()) && contains(text, Needle::Type),
-        Unwrap::McpClientResult | Unwrap::AdkResult => object && contains(text, Needle::Result),
+        Unwrap::McpClientResult => object && contains(text, Needle::Result),
+        Unwrap::AdkResult => {
+            object && (contains(text, Needle::Result) || contains(text, Needle::Results))
+        }
         Unwrap::LangsmithOutputs => object && contains(text, Needle::Outputs),
         Unwrap::LangchainMessageRepr => text.trim_start_matches('"').starts_with("content="),
         Unwrap::AgnoResult => text.starts_with(wrappers::AGNO_RESULT_START),
@@ -1431,13 +1435,14 @@ enum Needle {
     Arguments,
     Result,
     Outputs,
+    Results,
 }
 
 /// Whether `text` holds `needle`, with searchers built once (building one
 /// per search cost more than searching a kilobyte).
 fn contains(text: &str, needle: Needle) -> bool {
     use memchr::memmem::Finder;
-    static FINDERS: OnceLock<[Finder<'static>; 13]> = OnceLock::new();
+    static FINDERS: OnceLock<[Finder<'static>; 14]> = OnceLock::new();
     let finders = FINDERS.get_or_init(|| {
         [
             Finder::new(b"\"args\":"),
@@ -1453,6 +1458,7 @@ fn contains(text: &str, needle: Needle) -> bool {
             Finder::new(b"\"arguments\""),
             Finder::new(b"\"result\""),
             Finder::new(b"\"outputs\""),
+            Finder::new(b"\"results\""),
         ]
     });
     finders[needle as usize].find(text.as_bytes()).is_some()

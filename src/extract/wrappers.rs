@@ -376,7 +376,10 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::McpContent => mcp_content(v),
         Unwrap::TypedValue => typed_value(v),
         Unwrap::McpClientResult => mcp_client_result(v),
-        Unwrap::AdkResult => lone_key_around_non_object(v, "result"),
+        // ADK TS hands an array on as `{"results": [...]}`.
+        Unwrap::AdkResult => {
+            lone_key_around_non_object(v, "result").or_else(|v| lone_key_around_array(v, "results"))
+        }
         Unwrap::LangsmithOutputs => lone_key_around_non_object(v, "outputs"),
         Unwrap::LangchainMessageRepr => langchain_message_repr(v),
         Unwrap::AgnoResult => agno_result(v),
@@ -703,6 +706,16 @@ pub(crate) fn mcp_client_result(v: Value) -> Result<Value, Value> {
 pub(crate) fn lone_key_around_non_object(v: Value, key: &str) -> Result<Value, Value> {
     match v {
         Value::Object(mut o) if o.len() == 1 && o.get(key).is_some_and(|x| !x.is_object()) => {
+            Ok(o.remove(key).unwrap_or(Value::Null))
+        }
+        other => Err(other),
+    }
+}
+
+/// `{key: [...]}` and no other key -> the list.
+fn lone_key_around_array(v: Value, key: &str) -> Result<Value, Value> {
+    match v {
+        Value::Object(mut o) if o.len() == 1 && o.get(key).is_some_and(Value::is_array) => {
             Ok(o.remove(key).unwrap_or(Value::Null))
         }
         other => Err(other),
@@ -1355,6 +1368,19 @@ mod tests {
             json!({"other": 1}),
             json!(["res"]),
             json!("res"),
+        ] {
+            assert_eq!(off(kept.clone()), Err(kept));
+        }
+    }
+
+    #[test]
+    fn a_lone_plural_key_comes_off_only_a_list() {
+        let off = |v: Value| lone_key_around_array(v, "results");
+        assert_eq!(off(json!({"results": [{"a": 1}]})), Ok(json!([{"a": 1}])));
+        for kept in [
+            json!({"results": {"a": 1}}),
+            json!({"results": "x"}),
+            json!({"results": [1], "b": 2}),
         ] {
             assert_eq!(off(kept.clone()), Err(kept));
         }
