@@ -2,7 +2,7 @@
 //! the span's status or from its result.
 
 use super::rules::Rule;
-use super::{source, CallStatus, ToolCall};
+use super::{CallStatus, ToolCall};
 use crate::assemble::SpanRecord;
 
 /// The status message instead of `message` when it holds `message` with a
@@ -50,11 +50,7 @@ pub(super) fn mark_from_result(rule: &Rule, s: &SpanRecord, call: &mut ToolCall)
     let Some(message) = call.error_message.as_deref() else {
         return;
     };
-    let full = rule
-        .result
-        .iter()
-        .filter_map(|src| source::raw_string(&src.field, s))
-        .find_map(|text| in_result(message, text));
+    let full = super::mcp_error_text::raw_results(rule, s).find_map(|t| in_result(message, t));
     if let Some(full) = full {
         call.error_message = Some(full);
     }

@@ -130,12 +130,7 @@ fn error_object(r: &CallResult) -> Option<String> {
         }
         CallResult::Json(_) => return None,
     };
-    let (key, value) = o.iter().next().filter(|_| o.len() == 1)?;
-    let text = value.as_str().filter(|t| !t.trim().is_empty())?;
-    conversation_keys()
-        .iter()
-        .any(|k| k == key)
-        .then(|| text.to_string())
+    super::mcp_error_text::lone_text(o, |key| conversation_keys().iter().any(|k| k == key))
 }
 
 /// A result given as text (a JSON string, or text not parsed).

@@ -34,11 +34,7 @@ pub(crate) fn mark(rule: &Rule, s: &SpanRecord, call: &mut ToolCall) {
     if call.status != CallStatus::Error {
         // A span that says nothing failed around an MCP result that says
         // it did (the AI SDK's tool span of an MCP tool: status OK).
-        let flagged = rule
-            .result
-            .iter()
-            .filter_map(|src| source::raw_string(&src.field, s))
-            .find_map(|raw| mcp_text(raw, false));
+        let flagged = raw_results(rule, s).find_map(|raw| mcp_text(raw, false));
         if let Some(text) = flagged {
             call.status = CallStatus::Error;
             call.error_message = Some(text);
@@ -52,14 +48,18 @@ pub(crate) fn mark(rule: &Rule, s: &SpanRecord, call: &mut ToolCall) {
     if !says_nothing {
         return;
     }
-    let text = rule
-        .result
-        .iter()
-        .filter_map(|src| source::raw_string(&src.field, s))
-        .find_map(error_text);
+    let text = raw_results(rule, s).find_map(error_text);
     if let Some(text) = text {
         call.error_message = Some(text);
     }
+}
+
+/// The raw text at each of `rule`'s result sources on span `s`: what a
+/// failure's readers look at, the same whether results are read or not.
+pub(crate) fn raw_results<'a>(rule: &'a Rule, s: &'a SpanRecord) -> impl Iterator<Item = &'a str> {
+    rule.result
+        .iter()
+        .filter_map(move |src| source::raw_string(&src.field, s))
 }
 
 /// The text of the MCP error result `raw` holds (itself or one of its
@@ -118,11 +118,16 @@ const ERROR_KEY: &str = "\"error\"";
 /// The text of `o` when it is an error object: one key, `error`, and
 /// text that says something.
 fn error_object(o: &Map<String, Value>) -> Option<String> {
-    let text = match o.len() {
-        1 => o.get("error")?.as_str()?,
-        _ => return None,
-    };
-    (!text.trim().is_empty()).then(|| text.to_string())
+    lone_text(o, |k| k == "error")
+}
+
+/// The text under `o`'s one key when `key` takes that key and the text
+/// says something (an error object: here, and a loop's answer in
+/// `error_frames`).
+pub(crate) fn lone_text(o: &Map<String, Value>, key: impl Fn(&str) -> bool) -> Option<String> {
+    let (k, v) = o.iter().next().filter(|_| o.len() == 1)?;
+    let text = v.as_str().filter(|t| key(k) && !t.trim().is_empty())?;
+    Some(text.to_string())
 }
 
 /// Whether `o` is an MCP result flagged as an error (also a failed

@@ -38,10 +38,9 @@ pub(super) fn twin_ask(
         let p = &trace.spans[o.span];
         Some(p.span_id) == s.parent || p.parent == Some(s.span_id)
     };
-    let item = is_item;
     let twin = out.iter_mut().find(|o| {
         let other = o.asked.id.as_deref().filter(|&k| k != id);
-        other.is_some_and(|k| item(k) != item(id))
+        other.is_some_and(|k| is_item(k) != is_item(id))
             && o.asked.name == a.name
             && o.asked.args == a.args
             && near(o)
@@ -49,7 +48,7 @@ pub(super) fn twin_ask(
     let Some(o) = twin else {
         return false;
     };
-    if item(o.asked.id.as_deref().unwrap_or_default()) {
+    if is_item(o.asked.id.as_deref().unwrap_or_default()) {
         o.asked.id = Some(id.to_string());
         if let Some(ids) = ids {
             ids.insert((id.to_string(), a.name.clone()));
