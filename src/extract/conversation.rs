@@ -1063,6 +1063,9 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quie
     let mut ran: Option<Vec<SpanId>> = None;
     // Whether an ask kept has a Responses item id (`twin_asks`).
     let mut items = false;
+    // The spans whose asks were the same as one kept (span, kept ask):
+    // another record of that model call may sit beside them.
+    let mut also: Vec<(usize, usize)> = Vec::new();
     for (i, s) in trace.spans.iter().enumerate() {
         // Cold again by now: `Extractor::analyze_all` witnesses a batch's
         // traces after reading all their calls.
@@ -1095,24 +1098,33 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quie
                         let kept = kept.filter_map(|k| Some((k.id.clone()?, k.name.clone())));
                         ids = Some(kept.collect());
                     }
-                    match &mut ids {
+                    let repeated = match &mut ids {
                         Some(ids) => !ids.insert((id.clone(), a.name.clone())),
                         None => out
                             .iter()
                             .any(|o| o.asked.id.as_ref() == Some(id) && o.asked.name == a.name),
+                    };
+                    if repeated {
+                        let kept = out.iter().rposition(|o| o.asked.id.as_ref() == Some(id));
+                        also.extend(kept.map(|k| (i, k)));
                     }
+                    repeated
                 }
-                // The same model call recorded by a span and its parent.
-                None => out.iter().any(|o| {
-                    o.asked.id.is_none()
-                        && o.asked.name == a.name
-                        && o.asked.args == a.args
-                        && (Some(trace.spans[o.span].span_id) == s.parent
-                            || trace.spans[o.span].parent == Some(s.span_id))
-                }),
+                // The same model call recorded by a span and its parent
+                // (one of them maybe keeping the call id, another ask's
+                // copy maybe the one kept).
+                None => {
+                    let near = |j: usize| {
+                        let o = &trace.spans[j];
+                        Some(o.span_id) == s.parent || o.parent == Some(s.span_id)
+                    };
+                    let same = |o: &AskedAt| o.asked.name == a.name && o.asked.args == a.args;
+                    out.iter().any(|o| same(o) && near(o.span))
+                        || also.iter().any(|&(j, k)| near(j) && same(&out[k]))
+                }
             };
             let kept = (out.as_mut_slice(), &mut ids, items);
-            if !repeated && !twin_asks::twin_ask(trace, s, &a, kept) {
+            if !repeated && !twin_asks::twin_ask(trace, i, &a, kept) {
                 items |= a.id.as_deref().is_some_and(twin_asks::is_item);
                 out.push(AskedAt {
                     span: i,

@@ -20,11 +20,27 @@ use super::{Analysis, CallArgs, CallResult, ToolCall};
 const MIN_CHARS: usize = 32;
 
 /// Whether `text` opens as a JSON object or list and does not close as
-/// one: what a cut leaves of a JSON document.
+/// one: what a cut leaves of a JSON document. What follows the opening
+/// bracket must be able to begin its content: a text in brackets
+/// (Strands' `[ERROR] ...` answer) is no JSON.
 fn open_json(text: &str) -> bool {
     let t = text.trim();
-    matches!(t.as_bytes().first(), Some(b'{' | b'['))
-        && !matches!(t.as_bytes().last(), Some(b'}' | b']'))
+    if matches!(t.as_bytes().last(), Some(b'}' | b']')) {
+        return false;
+    }
+    let inner = |open: char| t.strip_prefix(open).map(str::trim_start);
+    match (inner('{'), inner('[')) {
+        (Some(rest), _) => rest.is_empty() || rest.starts_with('"'),
+        (_, Some(rest)) => {
+            let literal = ["true", "false", "null"]
+                .iter()
+                .any(|w| rest.starts_with(w));
+            rest.is_empty()
+                || literal
+                || rest.starts_with(|c: char| matches!(c, '{' | '[' | '"' | '-' | '0'..='9'))
+        }
+        _ => false,
+    }
 }
 
 /// A call's values that may be cut: text of at least [`MIN_CHARS`]
@@ -106,5 +122,11 @@ mod tests {
         assert!(!open_json(r#"{"a": 1}"#));
         assert!(!open_json("[1, 2]\n"));
         assert!(!open_json("plain text that stops mid-senten"));
+        // Text in brackets is no JSON; a list of literals or numbers is.
+        assert!(!open_json("[ERROR] Error: account is locked"));
+        assert!(!open_json("{name} was not found"));
+        assert!(open_json("[true, false, nu"));
+        assert!(open_json("[-1.5, 2"));
+        assert!(!open_json("[nothing to see"));
     }
 }

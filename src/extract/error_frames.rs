@@ -11,9 +11,9 @@
 //! a failed call's message so framed is the message, and a result that is
 //! that text alone (naming the call's own tool) is the failure. A call
 //! read from the conversation alone has no status but its answer's text:
-//! there a loop's `Error: <message>` (`conversation_error_frames`), or its
-//! error object `{"error": "<message>"}` (`conversation_error_keys`), is
-//! that failure too.
+//! there a loop's `Error: <message>` (`conversation_error_frames`), its
+//! error object `{"error": "<message>"}` (`conversation_error_keys`), or a
+//! traceback (`conversation_error_tracebacks`) is that failure too.
 
 use super::conversation::FROM_CONVERSATION;
 use super::rules::builtin_list;
@@ -47,15 +47,38 @@ fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 /// The message inside `text` when one of `frames` opens it.
 fn unframed_by<'a>(frames: &[String], text: &'a str, name: &str) -> Option<&'a str> {
     frames.iter().find_map(|f| {
-        let message = match f.split_once("{name}") {
-            Some((before, after)) => text
-                .strip_prefix(before)?
-                .strip_prefix(name)?
-                .strip_prefix(after)?,
-            None => text.strip_prefix(f.as_str())?,
-        };
+        let message = after_frame(f, text, name)?;
         (!message.trim().is_empty()).then_some(message)
     })
+}
+
+/// What follows `frame` at the start of `text`: its literal pieces in
+/// order, `{name}` the call's tool and `{any}` the shortest text up to
+/// the next piece (BeeAI's preamble, two sentences and a blank line before
+/// the explained error).
+fn after_frame<'a>(frame: &str, text: &'a str, name: &str) -> Option<&'a str> {
+    let (mut rest, mut frame, mut skip) = (text, frame, false);
+    loop {
+        let next = ["{name}", "{any}"]
+            .into_iter()
+            .filter_map(|p| frame.find(p).map(|at| (at, p)))
+            .min();
+        let (piece, placeholder) = match next {
+            Some((at, p)) => (&frame[..at], Some(p)),
+            None => (frame, None),
+        };
+        rest = match skip {
+            true => &rest[rest.find(piece)? + piece.len()..],
+            false => rest.strip_prefix(piece)?,
+        };
+        skip = false;
+        match placeholder {
+            None => return Some(rest),
+            Some("{name}") => rest = rest.strip_prefix(name)?,
+            Some(_) => skip = true,
+        }
+        frame = &frame[piece.len() + placeholder.map_or(0, str::len)..];
+    }
 }
 
 /// Marks `c` failed when its result is a failure framed by a declared
@@ -92,13 +115,39 @@ pub(crate) fn mark(c: &mut ToolCall) {
     });
     let Some((message, _)) = trailed else {
         if c.from == Some(FROM_CONVERSATION) {
-            let message = unframed_by(conversation_frames(), text, &c.name).map(str::to_string);
+            let frames = conversation_frames();
+            // A frame inside another (`[ERROR] Error: ...`) comes off too.
+            let message = unframed_by(frames, text, &c.name)
+                .map(|m| unframed_by(frames, m, &c.name).unwrap_or(m))
+                .or_else(|| traceback_error(text))
+                .map(str::to_string);
             mark_conversation(c, message);
         }
         return;
     };
     c.error_message = Some(message.trim_end().to_string());
     c.status = CallStatus::Error;
+}
+
+/// The first lines of a traceback a loop answers the model with for a
+/// failed call (vocabulary `conversation_error_tracebacks`).
+fn tracebacks() -> &'static [String] {
+    builtin_list("conversation_error_tracebacks")
+}
+
+/// The error line that ends `text` when it is a declared traceback: its
+/// last line that is not blank, `<Name>: <message>`, the name a dotted
+/// identifier (AG2 answers a tool that raised with Python's traceback,
+/// ending `PermissionDenied: <message>`).
+fn traceback_error(text: &str) -> Option<&str> {
+    let text = text.trim_start();
+    let rest = tracebacks()
+        .iter()
+        .find_map(|t| text.strip_prefix(t.as_str()))?;
+    let last = rest.lines().rev().find(|l| !l.trim().is_empty())?.trim();
+    let (name, message) = last.split_once(": ")?;
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (name.split('.').all(word) && !message.trim().is_empty()).then_some(last)
 }
 
 /// Marks `c`, a call read from the conversation alone whose answer is a
@@ -210,6 +259,71 @@ mod tests {
             "Note: Error executing tool: pier B is full",
             "Error executing tool 'moor_boat': pier B is full",
             "error executing tool: pier B is full",
+        ] {
+            let c = read(kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_frame_with_any_text_inside_ends_at_its_next_piece() {
+        // A preamble of two sentences, then the explained error after a
+        // blank line (BeeAI's answer to a call that raised).
+        let explained = "ToolError(beeai_framework.tools.errors): Tool Error\n  OSError(builtins): pier B is full";
+        let text = format!(
+            "The tool has failed; the error log is shown below. Try another.\n\n{explained}"
+        );
+        let failed = read(&text);
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some(explained));
+        assert_eq!(shown(&failed), text.as_str());
+        // Near misses: no blank line, nothing after it, another opening.
+        for kept in [
+            "The tool has failed; the error log is shown below. pier B is full".to_string(),
+            "The tool has failed; the error log is shown below.\n\n ".to_string(),
+            format!("The tool ran; the log is shown below.\n\n{explained}"),
+        ] {
+            let c = read(&kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+        // The pieces of a frame, in order, with `{name}` and `{any}`.
+        let frame = "On {name}:{any}|";
+        assert_eq!(after_frame(frame, "On dock: a|b|c", "dock"), Some("b|c"));
+        assert_eq!(after_frame(frame, "On pier: a|b", "dock"), None);
+        assert_eq!(after_frame("{any}", "all of it", "dock"), Some("all of it"));
+    }
+
+    #[test]
+    fn a_frame_inside_another_comes_off_too() {
+        // Strands TS: `[ERROR] ` before the thrown error's `Error: <text>`.
+        let failed = read("[ERROR] Error: pier B is full");
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        assert_eq!(shown(&failed), "[ERROR] Error: pier B is full");
+        let once = read("[ERROR] pier B is full");
+        assert_eq!(once.error_message.as_deref(), Some("pier B is full"));
+        // Near miss: lower case, no space.
+        for kept in ["[error] pier B is full", "[ERROR]pier B is full"] {
+            assert_eq!(read(kept).status, CallStatus::Ok, "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_traceback_fails_a_call_read_from_the_conversation_alone() {
+        let text = "Traceback (most recent call last):\n  File \"tools.py\", line 9, in moor\n    raise Full(pier)\nharbour.Full: pier B is full\n";
+        let failed = read(text);
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(
+            failed.error_message.as_deref(),
+            Some("harbour.Full: pier B is full")
+        );
+        assert_eq!(shown(&failed), text);
+        // Near misses: no error line at the end, text before the traceback,
+        // a last line that names no error.
+        for kept in [
+            "Traceback (most recent call last):\n  File \"tools.py\", line 9\n",
+            "Logged: Traceback (most recent call last):\nFull: pier B is full",
+            "Traceback (most recent call last):\nthe pier: B is full",
         ] {
             let c = read(kept);
             assert_eq!(c.status, CallStatus::Ok, "{kept}");

@@ -462,11 +462,36 @@ pub(crate) fn langchain_message(v: Value) -> Result<Value, Value> {
         let out = o.remove("output").unwrap_or(Value::Null);
         return serialized_tool_message(out);
     }
+    if let Some(content) = command_message(&mut o) {
+        return Ok(content);
+    }
     let v = Value::Object(o);
     if is_serialized_tool_message(&v) {
         return serialized_tool_message(v);
     }
     Err(v)
+}
+
+/// The keys of LangGraph's `Command` as Python dumps it.
+const COMMAND_KEYS: [&str; 4] = ["graph", "update", "resume", "goto"];
+
+/// A LangGraph `Command` returned by a tool (Deep Agents' `task`, LangSmith
+/// records it dumped: `{"graph", "update": {"messages": [...]}, "resume",
+/// "goto"}`) whose update adds one dumped `ToolMessage`: what the model
+/// was answered with, that message's content. Anything else stays.
+fn command_message(o: &mut Map<String, Value>) -> Option<Value> {
+    let command = o.contains_key("update") && o.keys().all(|k| COMMAND_KEYS.contains(&k.as_str()));
+    if !command {
+        return None;
+    }
+    let messages = o.get_mut("update")?.get_mut("messages")?.as_array_mut()?;
+    let [Value::Object(m)] = messages.as_mut_slice() else {
+        return None;
+    };
+    if !is_dumped_tool_message(m) {
+        return None;
+    }
+    Some(m.remove("content").map_or(Value::Null, json_in_string))
 }
 
 /// Python's `model_dump()` of a LangChain `ToolMessage`: `type` `tool`, a
@@ -1213,6 +1238,25 @@ mod tests {
         // Not a call record: left alone.
         assert!(named(json!({"args": [1]}), inputs).is_err());
         assert!(named(json!({"zone": "x"}), inputs).is_err());
+    }
+
+    #[test]
+    fn a_langgraph_command_adding_one_tool_message_is_its_content() {
+        let message = json!({"content": "{\"fare\": 149}", "additional_kwargs": {},
+            "response_metadata": {}, "type": "tool", "tool_call_id": "call_1", "status": "success"});
+        let command = |messages: Value| json!({"graph": null, "update": {"messages": messages}, "resume": null, "goto": []});
+        assert_eq!(
+            langchain_message(command(json!([message]))),
+            Ok(json!({"fare": 149}))
+        );
+        // Near misses: two messages, no tool message, a key a Command lacks.
+        let two = command(json!([message, message]));
+        assert_eq!(langchain_message(two.clone()), Err(two));
+        let human = command(json!([{"content": "hi", "type": "human"}]));
+        assert_eq!(langchain_message(human.clone()), Err(human));
+        let mut other = command(json!([message]));
+        other["state"] = json!(1);
+        assert_eq!(langchain_message(other.clone()), Err(other));
     }
 
     #[test]

@@ -217,6 +217,19 @@ fn check(
             .and_then(|w| joined_names.get(&w))
             .is_some_and(|n| *n == c.name)
     };
+    // Built when first asked: most traces warn of nothing.
+    let history: OnceCell<HashSet<(String, String)>> = OnceCell::new();
+    let in_history = |c: &ToolCall| {
+        let id = trace
+            .spans
+            .iter()
+            .find(|s| s.span_id == c.span_id)
+            .and_then(call_id);
+        id.is_some_and(|id| {
+            let history = history.get_or_init(|| history_asks(trace));
+            history.contains(&(id.to_string(), c.name.clone()))
+        })
+    };
     for (call, _) in out
         .calls
         .iter()
@@ -229,6 +242,7 @@ fn check(
                 && !carried
                     .iter()
                     .any(|e| e.is_echo() && e.span_id == c.span_id)
+                && !in_history(c)
         })
     {
         out.warnings.push(format!(
@@ -237,6 +251,21 @@ fn check(
         ));
     }
     toolless
+}
+
+/// The (call id, tool) pairs the model's messages in the trace's requests
+/// ask for: a model span may record only its run's last output, the
+/// earlier asks being in the history it sent (ADK's `invoke_agent` under
+/// OpenInference keeps the last output beside the whole conversation), so
+/// a tool span of such an ask is no call the model did not ask for.
+fn history_asks(trace: &Trace) -> HashSet<(String, String)> {
+    let inputs: Vec<bool> = trace.spans.iter().map(has_any_input).collect();
+    let requests = requests_of(trace, &inputs);
+    let asks = requests
+        .iter()
+        .flat_map(|r| r.history.iter().chain(&r.last_turn));
+    asks.filter_map(|a| Some((a.id.clone()?, a.name.clone())))
+        .collect()
 }
 
 /// Calls that start at the same time (parallel calls, clocks of a
@@ -279,5 +308,62 @@ pub(super) fn take_from_model(call: &mut ToolCall, a: &Asked) {
         .or(crate::extract::tool_name::server(&a.name, name));
     if call.name != name {
         call.span_name = Some(std::mem::replace(&mut call.name, name.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::assemble::{Trace, TraceId};
+    use crate::extract::test_support::{genai_asks, genai_chat, genai_result, genai_user};
+    use crate::extract::tests::sp;
+    use crate::extract::Extractor;
+
+    /// A made-up vendor's tool span of `book` under call id `call_7`, and
+    /// a later model span whose request holds the ask `history_id` (and its
+    /// answer) in its history: the warnings that no model output asked.
+    fn warnings(history_id: &str) -> Vec<String> {
+        let tool = sp(
+            2,
+            Some(1),
+            (10, 20),
+            "execute_tool book",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "book"),
+                ("gen_ai.tool.call.id", "call_7"),
+                ("gen_ai.tool.call.arguments", "{\"room\": 4}"),
+            ],
+        );
+        let input = json!([
+            genai_user(),
+            genai_asks(&[(history_id, "book", json!({"room": 4}))]),
+            genai_result(history_id, "booked"),
+        ]);
+        // Its output asks for another call (the cross-check needs an ask).
+        let output = json!([genai_asks(&[("call_9", "notify", json!({}))])]);
+        let model = genai_chat(3, (30, 40), "chat acme", input, output);
+        let t = Trace::new(
+            TraceId([6; 16]),
+            vec![sp(1, None, (0, 50), "agent", &[]), tool, model],
+            0,
+        );
+        let warnings = Extractor::default().analyze(&t).warnings;
+        warnings
+            .into_iter()
+            .filter(|w| w.contains("no model output"))
+            .collect()
+    }
+
+    #[test]
+    fn a_tool_spans_call_asked_in_a_requests_history_was_asked() {
+        assert!(warnings("call_7").is_empty(), "{:?}", warnings("call_7"));
+        // Near miss: the history asks for another call.
+        let other = warnings("call_8");
+        assert!(
+            other.iter().any(|w| w.contains("no model output")),
+            "{other:?}"
+        );
     }
 }

@@ -8,23 +8,25 @@
 //! ask (docs/conventions.md, "Two ids for one call").
 
 use super::AskedAt;
-use crate::assemble::{IdSet, SpanRecord, Trace};
+use crate::assemble::{IdSet, Trace};
 use crate::extract::requested::Asked;
 
 /// The (call id, tool) pairs of the asks kept, once there are many.
 type KeptIds = IdSet<(String, String)>;
 
-/// Whether `a`, asked on span `s`, is an ask kept in `out` from the span's
-/// parent or child under another id: one model call recorded by two
-/// writers, one keeping the Responses item id (`fc_...`; OpenLLMetry's
-/// `openai.response` under Pydantic AI's `chat` span), the other the call
-/// id. The kept ask takes the call id (what tool spans and results name).
+/// Whether `a`, asked on span `i`, is an ask kept in `out` from one of the
+/// span's ancestors or descendants under another id: one model call
+/// recorded by two writers, one keeping the Responses item id (`fc_...`;
+/// OpenLLMetry's `openai.response` under Pydantic AI's `chat` span), the
+/// other the call id, or by an agent span above them that repeats its
+/// run's conversation (Agent Framework's `invoke_agent`, two levels up).
+/// The kept ask takes the call id (what tool spans and results name).
 /// `kept`: the asks kept, the set of their ids and tools when built, and
 /// whether one of them has an item id (the look is skipped when neither
 /// side can be one).
 pub(super) fn twin_ask(
     trace: &Trace,
-    s: &SpanRecord,
+    i: usize,
     a: &Asked,
     (out, ids, items): (&mut [AskedAt], &mut Option<KeptIds>, bool),
 ) -> bool {
@@ -35,8 +37,8 @@ pub(super) fn twin_ask(
         return false;
     }
     let near = |o: &AskedAt| {
-        let p = &trace.spans[o.span];
-        Some(p.span_id) == s.parent || p.parent == Some(s.span_id)
+        let above = |low: usize, high: usize| trace.ancestors(low).any(|p| p == high);
+        above(i, o.span) || above(o.span, i)
     };
     let twin = out.iter_mut().find(|o| {
         let other = o.asked.id.as_deref().filter(|&k| k != id);
@@ -127,6 +129,49 @@ mod tests {
             assert_eq!(a.calls.len(), 1, "{:?}", a.calls);
             assert!(a.warnings.is_empty(), "{outer}: {:?}", a.warnings);
         }
+    }
+
+    #[test]
+    fn an_ask_repeated_by_an_agent_span_two_levels_up_is_the_same_ask() {
+        // The agent's record of its run's conversation (call id), the
+        // framework's model span under it (call id) and the writer's
+        // Responses span under that (item id).
+        let room = json!({"room": 4});
+        let mut agent = chat(1, 9, 0, "call_7", &room);
+        agent.parent = None;
+        let a = analyze(vec![
+            agent,
+            chat(2, 1, 10, "call_7", &room),
+            chat(3, 2, 11, "fc_7", &room),
+            tool(4, 20, "call_7"),
+        ]);
+        assert_eq!(a.calls.len(), 1, "{:?}", a.calls);
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+
+    #[test]
+    fn an_ask_without_an_id_beside_a_copy_under_an_id_is_the_same_ask() {
+        // A chain output asks under the call id (kept first), the chain
+        // around the model span asks so again, and the model span inside
+        // it keeps no id (OpenLLMetry-JS's `openai.chat` under LangChain).
+        let room = json!({"room": 4});
+        let output = json!([{"role": "assistant", "parts": [
+            {"type": "tool_call", "name": "book", "arguments": room}]}]);
+        let output = output.to_string();
+        let attrs = [
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.output.messages", output.as_str()),
+        ];
+        let bare = sp(4, Some(3), (12, 15), "chat acme", &attrs);
+        let a = analyze(vec![
+            sp(1, None, (0, 100), "agent", &[]),
+            chat(2, 1, 10, "call_7", &room),
+            chat(3, 1, 11, "call_7", &room),
+            bare,
+            tool(5, 20, "call_7"),
+        ]);
+        assert_eq!(a.calls.len(), 1, "{:?}", a.calls);
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
     }
 
     #[test]
