@@ -1110,18 +1110,7 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quie
                     }
                     repeated
                 }
-                // The same model call recorded by a span and its parent
-                // (one of them maybe keeping the call id, another ask's
-                // copy maybe the one kept).
-                None => {
-                    let near = |j: usize| {
-                        let o = &trace.spans[j];
-                        Some(o.span_id) == s.parent || o.parent == Some(s.span_id)
-                    };
-                    let same = |o: &AskedAt| o.asked.name == a.name && o.asked.args == a.args;
-                    out.iter().any(|o| same(o) && near(o.span))
-                        || also.iter().any(|&(j, k)| near(j) && same(&out[k]))
-                }
+                None => twin_asks::bare_repeat(trace, s, &a, (&out, &also)),
             };
             let kept = (out.as_mut_slice(), &mut ids, items);
             if !repeated && !twin_asks::twin_ask(trace, i, &a, kept) {

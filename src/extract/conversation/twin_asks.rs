@@ -5,10 +5,11 @@
 //! every ask came twice and the item-id copy was warned of as a call no
 //! tool span shows (held-out set 38). Equal name and arguments on a span
 //! and its parent or child, one id an item id and the other not, are one
-//! ask (docs/conventions.md, "Two ids for one call").
+//! ask (docs/conventions.md, "Two ids for one call"); so is an ask without
+//! an id beside a copy of it on the span's parent or child.
 
 use super::AskedAt;
-use crate::assemble::{IdSet, Trace};
+use crate::assemble::{IdSet, SpanRecord, Trace};
 use crate::extract::requested::Asked;
 
 /// The (call id, tool) pairs of the asks kept, once there are many.
@@ -57,6 +58,27 @@ pub(super) fn twin_ask(
         }
     }
     true
+}
+
+/// Whether `a`, asked without an id on span `s`, is an ask kept in `out`:
+/// the same model call recorded by the span and its parent or child, one
+/// of them maybe keeping the call id, or another copy of that ask the one
+/// kept (`also`: the spans whose asks repeated a kept one, with its index;
+/// OpenLLMetry-JS's id-less `openai.chat` inside a LangChain chain whose
+/// output's ask repeats an earlier chain output's).
+pub(super) fn bare_repeat(
+    trace: &Trace,
+    s: &SpanRecord,
+    a: &Asked,
+    (out, also): (&[AskedAt], &[(usize, usize)]),
+) -> bool {
+    let near = |j: usize| {
+        let o = &trace.spans[j];
+        Some(o.span_id) == s.parent || o.parent == Some(s.span_id)
+    };
+    let same = |o: &AskedAt| o.asked.name == a.name && o.asked.args == a.args;
+    out.iter().any(|o| same(o) && near(o.span))
+        || also.iter().any(|&(j, k)| near(j) && same(&out[k]))
 }
 
 /// How an OpenAI Responses item id begins (a `function_call` item's `id`,
