@@ -1063,9 +1063,9 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quie
     let mut ran: Option<Vec<SpanId>> = None;
     // Whether an ask kept has a Responses item id (`twin_asks`).
     let mut items = false;
-    // The spans whose asks were the same as one kept (span, kept ask):
+    // The asks under an id that repeated one kept, with their spans:
     // another record of that model call may sit beside them.
-    let mut also: Vec<(usize, usize)> = Vec::new();
+    let mut also: Vec<(usize, Asked)> = Vec::new();
     for (i, s) in trace.spans.iter().enumerate() {
         // Cold again by now: `Extractor::analyze_all` witnesses a batch's
         // traces after reading all their calls.
@@ -1098,22 +1098,24 @@ fn asked_in(trace: &Trace, tool_calls: &[ToolCall], quiet: &mut react_text::Quie
                         let kept = kept.filter_map(|k| Some((k.id.clone()?, k.name.clone())));
                         ids = Some(kept.collect());
                     }
-                    let repeated = match &mut ids {
+                    match &mut ids {
                         Some(ids) => !ids.insert((id.clone(), a.name.clone())),
                         None => out
                             .iter()
                             .any(|o| o.asked.id.as_ref() == Some(id) && o.asked.name == a.name),
-                    };
-                    if repeated {
-                        let kept = out.iter().rposition(|o| o.asked.id.as_ref() == Some(id));
-                        also.extend(kept.map(|k| (i, k)));
                     }
-                    repeated
                 }
                 None => twin_asks::bare_repeat(trace, s, &a, (&out, &also)),
             };
+            if repeated {
+                // An id-less record of the same ask may sit beside this copy.
+                if a.id.is_some() {
+                    also.push((i, a));
+                }
+                continue;
+            }
             let kept = (out.as_mut_slice(), &mut ids, items);
-            if !repeated && !twin_asks::twin_ask(trace, i, &a, kept) {
+            if !twin_asks::twin_ask(trace, i, &a, kept) {
                 items |= a.id.as_deref().is_some_and(twin_asks::is_item);
                 out.push(AskedAt {
                     span: i,

@@ -47,38 +47,9 @@ fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 /// The message inside `text` when one of `frames` opens it.
 fn unframed_by<'a>(frames: &[String], text: &'a str, name: &str) -> Option<&'a str> {
     frames.iter().find_map(|f| {
-        let message = after_frame(f, text, name)?;
+        let message = super::framing::after_template(f, text, name)?;
         (!message.trim().is_empty()).then_some(message)
     })
-}
-
-/// What follows `frame` at the start of `text`: its literal pieces in
-/// order, `{name}` the call's tool and `{any}` the shortest text up to
-/// the next piece (BeeAI's preamble, two sentences and a blank line before
-/// the explained error).
-fn after_frame<'a>(frame: &str, text: &'a str, name: &str) -> Option<&'a str> {
-    let (mut rest, mut frame, mut skip) = (text, frame, false);
-    loop {
-        let next = ["{name}", "{any}"]
-            .into_iter()
-            .filter_map(|p| frame.find(p).map(|at| (at, p)))
-            .min();
-        let (piece, placeholder) = match next {
-            Some((at, p)) => (&frame[..at], Some(p)),
-            None => (frame, None),
-        };
-        rest = match skip {
-            true => &rest[rest.find(piece)? + piece.len()..],
-            false => rest.strip_prefix(piece)?,
-        };
-        skip = false;
-        match placeholder {
-            None => return Some(rest),
-            Some("{name}") => rest = rest.strip_prefix(name)?,
-            Some(_) => skip = true,
-        }
-        frame = &frame[piece.len() + placeholder.map_or(0, str::len)..];
-    }
 }
 
 /// Marks `c` failed when its result is a failure framed by a declared
@@ -288,9 +259,10 @@ mod tests {
         }
         // The pieces of a frame, in order, with `{name}` and `{any}`.
         let frame = "On {name}:{any}|";
-        assert_eq!(after_frame(frame, "On dock: a|b|c", "dock"), Some("b|c"));
-        assert_eq!(after_frame(frame, "On pier: a|b", "dock"), None);
-        assert_eq!(after_frame("{any}", "all of it", "dock"), Some("all of it"));
+        let after = super::super::framing::after_template;
+        assert_eq!(after(frame, "On dock: a|b|c", "dock"), Some("b|c"));
+        assert_eq!(after(frame, "On pier: a|b", "dock"), None);
+        assert_eq!(after("{any}", "all of it", "dock"), Some("all of it"));
     }
 
     #[test]

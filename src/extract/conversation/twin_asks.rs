@@ -62,23 +62,23 @@ pub(super) fn twin_ask(
 
 /// Whether `a`, asked without an id on span `s`, is an ask kept in `out`:
 /// the same model call recorded by the span and its parent or child, one
-/// of them maybe keeping the call id, or another copy of that ask the one
-/// kept (`also`: the spans whose asks repeated a kept one, with its index;
-/// OpenLLMetry-JS's id-less `openai.chat` inside a LangChain chain whose
-/// output's ask repeats an earlier chain output's).
+/// of them maybe keeping the call id, or a copy of a kept ask recorded
+/// there (`also`: the asks under an id that repeated one kept, with their
+/// spans; OpenLLMetry-JS's id-less `openai.chat` inside a LangChain chain
+/// whose output's ask repeats an earlier chain output's).
 pub(super) fn bare_repeat(
     trace: &Trace,
     s: &SpanRecord,
     a: &Asked,
-    (out, also): (&[AskedAt], &[(usize, usize)]),
+    (out, also): (&[AskedAt], &[(usize, Asked)]),
 ) -> bool {
     let near = |j: usize| {
         let o = &trace.spans[j];
         Some(o.span_id) == s.parent || o.parent == Some(s.span_id)
     };
-    let same = |o: &AskedAt| o.asked.name == a.name && o.asked.args == a.args;
-    out.iter().any(|o| same(o) && near(o.span))
-        || also.iter().any(|&(j, k)| near(j) && same(&out[k]))
+    let same = |o: &Asked| o.name == a.name && o.args == a.args;
+    out.iter().any(|o| same(&o.asked) && near(o.span))
+        || also.iter().any(|(j, o)| near(*j) && same(o))
 }
 
 /// How an OpenAI Responses item id begins (a `function_call` item's `id`,
