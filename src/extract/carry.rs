@@ -48,9 +48,11 @@ mod ran_before;
 #[cfg(test)]
 mod retold_tests;
 #[cfg(test)]
+mod shown_tests;
+#[cfg(test)]
 mod twins_tests;
 mod unasked;
-mod witnessed;
+pub(crate) mod witnessed;
 mod wrapped_span;
 #[cfg(test)]
 mod wrapped_tests;
@@ -829,12 +831,15 @@ impl<T> Carry<T> {
         let mut answered = Vec::new();
         let by = trace.as_ref().map(|t| t.id);
         self.count_later(by, &taken, open.as_deref(), &mut again);
-        let waiting = open.as_deref().map(later::waiting).unwrap_or_default();
+        let mut waiting = open.as_deref().map(later::waiting).unwrap_or_default();
         if let Some(o) = open.as_deref_mut() {
-            self.witness(std::mem::take(&mut o.witnessed), &mut again);
+            let shown = self.witness(std::mem::take(&mut o.witnessed), &mut again);
+            // An ask an earlier trace's tool span shows waits for no later one.
+            waiting.retain(|w| !shown.iter().any(|s| witnessed::shows(s, w)));
             wants = std::mem::take(&mut o.wanting);
             self.date_asks(&mut o.calls, &taken);
             answered = self.echo_held(&mut o.calls, &mut again);
+            answered.extend(shown);
             // Only the lone calls are read below: the rest moves here.
             let (asks, calls) = (std::mem::take(&mut o.asks), std::mem::take(&mut o.calls));
             self.keep_these(asks, calls);

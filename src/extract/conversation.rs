@@ -119,7 +119,7 @@ mod wrapped_results;
 mod writer_names;
 use super::content_events;
 use super::sides::Side;
-pub(crate) use ask_warnings::{id_text, unanswered_warning, unshown_warning};
+pub(crate) use ask_warnings::{id_text, unanswered_warning, unjoined_warning, unshown_warning};
 pub(crate) use bodies::{is_model_call, KIND_KEYS, KIND_TAILS, METHOD_KEYS};
 use call_words::{may_hold_any_call, may_hold_calls};
 pub(crate) use content_events::EVENT_KEYS;

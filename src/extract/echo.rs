@@ -74,20 +74,7 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
     // One index, not a walk per call: a trace may hold thousands of calls.
     let index = trace.positions();
     let span = |c: &ToolCall| index.get(c.span_id).and_then(|i| trace.spans.get(i));
-    let window = (
-        trace
-            .spans
-            .iter()
-            .map(|s| s.span.start_time_unix_nano)
-            .min()
-            .unwrap_or(0),
-        trace
-            .spans
-            .iter()
-            .map(|s| s.span.end_time_unix_nano)
-            .max()
-            .unwrap_or(0),
-    );
+    let window = super::open::window_of(trace);
     // Only a call rebuilt from the conversation is compared so (`twice`).
     let outputless = a.calls.iter().any(|c| c.from.is_some())
         && !trace.spans.iter().any(conversation::records_output);
@@ -399,11 +386,11 @@ fn asked_args(carried: &[OpenAsk], a: &mut Analysis) -> Vec<SpanId> {
 /// counted, and leaves the remaining calls to the traces after it.
 pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     super::carry::later::note(carried, a);
+    super::carry::witnessed::note(carried, a);
     super::carry::deferred::absorb(carried, a);
     let took = asked_args(carried, a);
     let attempts = super::attempts::name(trace, carried, a);
     super::mcp_record_result::fill(carried, a);
-    witness_records::fill(carried, a);
     let kept = super::resumed::keep(trace, carried, a);
     // Read before `absorb` drops them (`witness_records::of_retold`).
     let retold = witness_records::of_retold(trace, &kept, a);
@@ -411,6 +398,7 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
     super::call_window::note_ambiguous(carried, a);
     let mut witnessed = witness_records::of(trace, a);
     witnessed.extend(retold);
+    witnessed.append(&mut a.asked_records);
     if !witnessed.is_empty() {
         a.open.get_or_insert_with(Default::default).witnessed = witnessed;
     }

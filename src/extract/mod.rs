@@ -313,6 +313,10 @@ pub struct Analysis {
     /// records a result all the same (`no_content`: a tool without
     /// arguments is no call without content).
     pub(crate) unread_results: HashSet<SpanId>,
+    /// The asks with a call id that no tool span of the trace shows, as
+    /// records of those calls: another trace's tool span may show them
+    /// (`carry::witnessed`).
+    pub(crate) asked_records: Vec<open::Witnessed>,
 }
 
 /// Which calls count for scoring.
@@ -735,6 +739,9 @@ impl Extractor {
             no_content::warn(trace, &mut out);
             return out;
         }
+        // Before the wrappings come off: a record's result is what the
+        // model was handed too.
+        witness_records::fill(carried, &mut out);
         carried::settle(&self.rules, &lacking, &mut out.calls, &mut out.notes);
         next_results::fill(self.results, trace, &mut out.calls);
         // Again for what the conversation and other traces filled in.

@@ -13,7 +13,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use serde_json::Value;
 
 use super::requested::Asked;
-use crate::assemble::{SpanId, SpanRecord, TraceId};
+use crate::assemble::{SpanId, SpanRecord, Trace, TraceId};
 
 /// The `form` of a carried entry that says a call of the trace read again
 /// was counted in another trace (see `echo::absorb`).
@@ -108,6 +108,12 @@ pub(crate) const LATER_FORM: &str = "counted-in-later-trace";
 pub(crate) const DEFERRED_FORM: &str = "deferred-call";
 pub(crate) const DEFERRED_COUNTED_FORM: &str = "deferred-call-counted-later";
 
+/// The `form` of an entry saying that the model output of span `span_id`
+/// in the trace read asked for a call that no tool span of that trace
+/// shows and a tool span of trace `trace_id` does: the ask's record
+/// completed that span's call (`carry::witnessed`). It asks for nothing.
+pub(crate) const SHOWN_FORM: &str = "ask-shown-elsewhere";
+
 /// What a record in a span that ran no tool says of one call
 /// (`witness_records`): its arguments or its result, under its call id.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +130,19 @@ pub struct Witnessed {
     /// (`witness_records::of_retold`): it completes that trace's call
     /// only. `None`: a record in a span that ran no tool.
     pub of_trace: Option<TraceId>,
+    /// For the record of a model's ask that no tool span of its trace
+    /// shows (`conversation::joins`): the span of that model output, and
+    /// the time its trace covers (it completes a call of a trace
+    /// overlapping it only: call ids repeat across runs).
+    pub asked_in: Option<(SpanId, (u64, u64))>,
+}
+
+/// The time `trace` covers: its spans' first start and last end.
+pub(crate) fn window_of(trace: &Trace) -> (u64, u64) {
+    let spans = trace.spans.iter().map(|s| &s.span);
+    let start = spans.clone().map(|s| s.start_time_unix_nano).min();
+    let end = spans.map(|s| s.end_time_unix_nano).max();
+    (start.unwrap_or(0), end.unwrap_or(0))
 }
 
 /// A call as the traces after its own compare it.
@@ -364,6 +383,7 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
             LATER_FORM,
             DEFERRED_FORM,
             DEFERRED_COUNTED_FORM,
+            SHOWN_FORM,
         ]
         .contains(&c.form)
     };

@@ -24,7 +24,10 @@
 //! overlapping: `twice`): it is not counted again, and what it knows, the
 //! model's arguments and the result its request carried, is what the tool
 //! span lacks ([`of_retold`]). Without it both would be dropped with the
-//! duplicate.
+//! duplicate. So is another writer's tool span of that call in a trace of
+//! its own (LangSmith's beside Google ADK's, content capture off): its
+//! arguments, result and failure, under its own call id or its trace's
+//! ask's.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,23 +90,28 @@ pub(crate) fn of(trace: &Trace, a: &Analysis) -> Vec<Witnessed> {
     out
 }
 
-/// The calls of `a` rebuilt from the conversation that `carried` says are
-/// other records of a call an earlier trace counts under the same call id
-/// (`TWICE_FORM`, taken out of `a` after this), as witnesses of that call
+/// The calls of `a` (rebuilt from the conversation, or tool spans' calls)
+/// that `carried` says are other records of a call an earlier trace
+/// counts under the same call id (`TWICE_FORM`, taken out of `a` after
+/// this), as witnesses of that call
 /// (see the module's doc): each with its arguments and its result, where
 /// it has either. Only those entries are looked at: nothing runs for a
 /// trace the carry matched nothing of.
 pub(crate) fn of_retold(trace: &Trace, carried: &[OpenAsk], a: &Analysis) -> Vec<Witnessed> {
     let mut out = Vec::new();
     for e in carried.iter().filter(|e| e.form == TWICE_FORM) {
-        let Some(id) = e.asked.id.as_deref() else {
+        // A tool span's call without an id of its own is known by its
+        // trace's ask of that id (`echo::twice_id`).
+        let Some(id) = e.asked.id.as_deref().or_else(|| e.asked.args.as_str()) else {
             continue;
         };
         let found = a.calls.iter().find(|c| {
             c.span_id == e.span_id
-                && c.from.is_some()
                 && c.name == e.asked.name
-                && c.call_id.as_deref() == Some(id)
+                && match c.from {
+                    Some(_) => c.call_id.as_deref() == Some(id),
+                    None => c.call_id.as_deref().is_none_or(|own| own == id),
+                }
         });
         let Some(c) = found else {
             continue;
@@ -113,7 +121,13 @@ pub(crate) fn of_retold(trace: &Trace, carried: &[OpenAsk], a: &Analysis) -> Vec
             .parsed()
             .filter(|v| !v.is_null())
             .map(std::borrow::Cow::into_owned);
-        let result = c.result.as_ref().map(CallResult::to_value);
+        let failed = c.status == CallStatus::Error;
+        // A failed span's message, where it kept no result.
+        let message = || {
+            let m = c.error_message.as_ref().filter(|_| failed);
+            m.map(|m| Value::String(m.clone()))
+        };
+        let result = c.result.as_ref().map(CallResult::to_value).or_else(message);
         if args.is_none() && result.is_none() {
             continue;
         }
@@ -124,7 +138,7 @@ pub(crate) fn of_retold(trace: &Trace, carried: &[OpenAsk], a: &Analysis) -> Vec
         };
         let mut w = blank(id);
         w.name = Some(c.name.clone());
-        w.error = result.is_some() && c.status == CallStatus::Error;
+        w.error = result.is_some() && failed;
         w.args = args;
         w.result = result;
         w.trace_id = trace.id;
@@ -185,6 +199,7 @@ fn blank(id: &str) -> Witnessed {
         trace_id: TraceId([0; 16]),
         resource: None,
         of_trace: None,
+        asked_in: None,
     }
 }
 
@@ -265,6 +280,8 @@ pub(crate) fn fills<'w>(
             && w.name.as_deref().is_none_or(|n| n == call.name)
             && w.trace_id != call.trace_id
             && w.of_trace.is_none_or(|t| t == call.trace_id)
+            && w.asked_in
+                .is_none_or(|(_, (a, b))| a <= call.window.1 && call.window.0 <= b)
             && same_process(w)
     };
     let entry = |w: &Witnessed, form: &'static str, v: &Value| OpenAsk {

@@ -22,7 +22,9 @@
 
 use super::{Carry, Held, MAX_HELD};
 use crate::assemble::{Trace, TraceId};
-use crate::extract::conversation::{id_text, is_made, unanswered_warning, unshown_warning};
+use crate::extract::conversation::{
+    id_text, is_made, unanswered_warning, unjoined_warning, unshown_warning,
+};
 use crate::extract::open::{
     resource_key, Echo, Open, OpenAsk, DEFERRED_COUNTED_FORM, DEFERRED_FORM, LATER_FORM,
 };
@@ -33,24 +35,41 @@ use crate::extract::Analysis;
 pub(crate) fn note(carried: &[OpenAsk], a: &mut Analysis) {
     for e in carried.iter().filter(|e| e.form == LATER_FORM) {
         let name = e.asked.name.as_str();
-        // Asks in the model's text have no call id (`Open::unshown`).
-        let (warning, what) = match &e.asked.id {
-            Some(_) => {
-                let id = id_text(&e.asked);
-                let w = unanswered_warning(name, &id, e.span_id, true);
-                (w, format!("`{name}`{id} in span {}", e.span_id))
-            }
+        let id = id_text(&e.asked);
+        // Asks in the model's text have no call id (`Open::unshown`); an
+        // ask a request here answers may lack only a tool span
+        // (`joins::elsewhere`).
+        let (what, tries) = match &e.asked.id {
+            Some(_) => (
+                format!("`{name}`{id} in span {}", e.span_id),
+                vec![
+                    (
+                        unanswered_warning(name, &id, e.span_id, true),
+                        "nothing in this trace answers it",
+                    ),
+                    (
+                        unjoined_warning(&e.asked, e.span_id),
+                        "no tool span of this trace shows it",
+                    ),
+                ],
+            ),
             None => (
-                unshown_warning(name, e.span_id),
                 format!("`{name}` in its text in span {}", e.span_id),
+                vec![(
+                    unshown_warning(name, e.span_id),
+                    "nothing in this trace answers it",
+                )],
             ),
         };
-        let Some(k) = a.warnings.iter().position(|w| *w == warning) else {
+        let found = tries
+            .into_iter()
+            .find_map(|(w, why)| Some((a.warnings.iter().position(|x| *x == w)?, why)));
+        let Some((k, why)) = found else {
             continue;
         };
         a.warnings.remove(k);
         a.notes.push(format!(
-            "the model asked for {what}; nothing in this trace answers it: trace {}, later (the same process), counts that call",
+            "the model asked for {what}; {why}: trace {}, later (the same process), counts that call",
             e.trace_id
         ));
     }

@@ -13,8 +13,12 @@ use std::collections::{HashMap, HashSet};
 
 use super::{Carry, MAX_OPEN};
 use crate::assemble::{SpanId, Trace};
-use crate::extract::open::{Echo, Open, OpenAsk, Witnessed};
-use crate::extract::witness_records;
+use serde_json::Value;
+
+use crate::extract::conversation::{id_text, unjoined_warning};
+use crate::extract::open::{Echo, Open, OpenAsk, Witnessed, SHOWN_FORM};
+use crate::extract::requested::Asked;
+use crate::extract::{witness_records, Analysis};
 
 /// A held trace's calls that records may complete, and the entries that
 /// completed them so far.
@@ -38,14 +42,17 @@ impl<T> Carry<T> {
     }
 
     /// Keeps the records `new` (of the trace read), reading again each held
-    /// trace whose calls they complete.
+    /// trace whose calls they complete. Returns, for the trace read, a
+    /// [`SHOWN_FORM`] entry for each of its asks whose record completed a
+    /// call.
     pub(super) fn witness(
         &mut self,
         new: Vec<Witnessed>,
         again: &mut impl FnMut(&Trace, &[OpenAsk]) -> (T, Option<Box<Open>>),
-    ) {
+    ) -> Vec<OpenAsk> {
+        let mut shown = Vec::new();
         if new.is_empty() {
-            return;
+            return shown;
         }
         // By call id, in order: a held trace may want thousands of calls and
         // a trace may hold thousands of records (each call looks only at
@@ -67,6 +74,7 @@ impl<T> Carry<T> {
                 };
                 for e in witness_records::fills(c, records.iter().copied()) {
                     if known.insert((e.span_id, e.form)) {
+                        shown.extend(shown_ask(&w.trace, c, &e, records));
                         w.filled.push(e);
                         more = true;
                     }
@@ -80,5 +88,54 @@ impl<T> Carry<T> {
         while self.witnesses.len() > MAX_OPEN {
             self.witnesses.pop_front();
         }
+        shown.dedup_by(|a, b| a.span_id == b.span_id && a.asked == b.asked);
+        shown
+    }
+}
+
+/// The [`SHOWN_FORM`] entry for the ask whose record (among `records`)
+/// gave `e`, completing `call` of held trace `held`; none for a record
+/// of another kind.
+fn shown_ask(held: &Trace, call: &Echo, e: &OpenAsk, records: &[&Witnessed]) -> Option<OpenAsk> {
+    let r = records.iter().find(|r| {
+        r.trace_id == e.trace_id && r.asked_in.is_some() && r.name.as_deref() == Some(&call.name)
+    })?;
+    Some(OpenAsk {
+        asked: Asked {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: Value::Null,
+        },
+        form: SHOWN_FORM,
+        trace_id: held.id,
+        span_id: r.asked_in?.0,
+        end_time_unix_nano: u64::MAX,
+        run: 0,
+    })
+}
+
+/// Whether `shown`, a [`SHOWN_FORM`] entry, is about ask `w` of the
+/// trace read.
+pub(super) fn shows(shown: &OpenAsk, w: &OpenAsk) -> bool {
+    shown.span_id == w.span_id && shown.asked.id == w.asked.id && shown.asked.name == w.asked.name
+}
+
+/// Turns the warning that no tool span shows an ask, for each ask
+/// `carried` says another trace's tool span shows ([`SHOWN_FORM`]), into
+/// a note naming that trace.
+pub(crate) fn note(carried: &[OpenAsk], a: &mut Analysis) {
+    for e in carried.iter().filter(|e| e.form == SHOWN_FORM) {
+        let warning = unjoined_warning(&e.asked, e.span_id);
+        let Some(k) = a.warnings.iter().position(|w| *w == warning) else {
+            continue;
+        };
+        a.warnings.remove(k);
+        a.notes.push(format!(
+            "the model asked for `{}`{} in span {}; no tool span of this trace shows that call, a tool span of trace {} does (same call id and tool, same process, recording neither arguments nor a result): the ask's arguments and the result a request here carries are that call's",
+            e.asked.name,
+            id_text(&e.asked),
+            e.span_id,
+            e.trace_id
+        ));
     }
 }

@@ -25,6 +25,16 @@ pub(crate) fn unanswered_warning(
     )
 }
 
+/// The warning of call `a` the model asked for in `span` that no tool
+/// span of the trace shows.
+pub(crate) fn unjoined_warning(a: &Asked, span: SpanId) -> String {
+    format!(
+        "the model asked for `{}`{} in span {span} and no tool span shows that call",
+        a.name,
+        id_text(a)
+    )
+}
+
 /// The warning of a call the model asked for in its text in `span` that
 /// no tool span of the trace shows.
 pub(crate) fn unshown_warning(name: &str, span: SpanId) -> String {

@@ -4,6 +4,7 @@
 
 use super::*;
 
+mod elsewhere;
 mod named_args;
 mod same_args;
 
@@ -189,6 +190,7 @@ fn check(
     };
     let mut toolless = Vec::new();
     let agent_runs = agent_tool::Runs::new(&out.runs);
+    let mut unjoined = Vec::new();
     for (k, at) in asked.iter().enumerate().filter(|(k, _)| !used[*k]) {
         let run = run_of(at.span);
         let toolless_run = run.is_some() && !runs_with_spans().contains(&run);
@@ -197,13 +199,12 @@ fn check(
             toolless.push(at.clone());
             continue;
         }
-        out.warnings.push(format!(
-            "the model asked for `{}`{} in span {} and no tool span shows that call",
-            at.asked.name,
-            id_text(&at.asked),
-            trace.spans[at.span].span_id
-        ));
+        out.warnings
+            .push(unjoined_warning(&at.asked, trace.spans[at.span].span_id));
+        unjoined.push(at);
     }
+    out.asked_records = elsewhere::records(trace, &unjoined);
+    elsewhere::wait(trace, &unjoined, out);
     // A call inside a joined call of the same tool is the same call
     // recorded twice (one-call merge): asked of calls not joined only.
     let joined_names: OnceCell<HashMap<SpanId, &str>> = OnceCell::new();

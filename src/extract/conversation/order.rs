@@ -242,12 +242,7 @@ pub(super) fn fill_results(
         .filter_map(|(_, j)| j.map(|k| start(asked[k].span)))
         .min()
         .unwrap_or(0);
-    let mut requests: Vec<Request> = (0..trace.spans.len())
-        .map(|i| match start(i) >= from {
-            true => super::request_of(&trace.spans[i]),
-            false => Request::default(),
-        })
-        .collect();
+    let mut requests = requests_from(trace, from);
     let paired = pair(trace, asked, &mut requests);
     // The failures told in text that calls here took (`failed_texts`).
     let mut told = Vec::new();
@@ -258,17 +253,7 @@ pub(super) fn fill_results(
         let Some(id) = at.asked.id.as_deref() else {
             continue;
         };
-        // The first later request carrying a result under this id (and for
-        // this tool, when the result names one).
-        let found = requests
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != at.span && start(i) >= start(at.span))
-            .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
-            .filter(|(_, a)| a.id.as_deref() == Some(id))
-            .filter(|(_, a)| a.name.as_deref().is_none_or(|n| n == at.asked.name))
-            .min_by_key(|&(i, _)| (start(i), i));
-        let Some(content) = found.and_then(|(_, a)| a.content.clone()) else {
+        let Some(content) = answer_to(trace, &requests, at, id) else {
             if c.status == CallStatus::Error {
                 told_failure(trace, at, &requests, &mut told, c, notes);
             }
@@ -295,6 +280,53 @@ pub(super) fn fill_results(
             if paired > 0 { " (paired by order)" } else { "" }
         ));
     }
+}
+
+/// The requests of `trace`'s spans that started at `from` or later (the
+/// others left empty: a request before an ask answers none of it).
+fn requests_from(trace: &Trace, from: u64) -> Vec<Request> {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    (0..trace.spans.len())
+        .map(|i| match start(i) >= from {
+            true => super::request_of(&trace.spans[i]),
+            false => Request::default(),
+        })
+        .collect()
+}
+
+/// The result the first request after ask `at` carries under its call
+/// `id` (and for its tool, when the result names one).
+fn answer_to(trace: &Trace, requests: &[Request], at: &AskedAt, id: &str) -> Option<Value> {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    let found = requests
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != at.span && start(i) >= start(at.span))
+        .flat_map(|(i, r)| r.answers.iter().map(move |a| (i, a)))
+        .filter(|(_, a)| a.id.as_deref() == Some(id))
+        .filter(|(_, a)| a.name.as_deref().is_none_or(|n| n == at.asked.name))
+        .min_by_key(|&(i, _)| (start(i), i));
+    found.and_then(|(_, a)| a.content.clone())
+}
+
+/// The results the requests of `trace` carry for `asks` (each with a
+/// call id), in their order: parsed as a result is, `None` where no
+/// request answers one.
+pub(super) fn answers_to(trace: &Trace, asks: &[&AskedAt]) -> Vec<Option<Value>> {
+    let start = |i: usize| trace.spans[i].span.start_time_unix_nano;
+    // Only requests from the first ask on can answer them.
+    let from = asks.iter().map(|at| start(at.span)).min().unwrap_or(0);
+    let requests = requests_from(trace, from);
+    let parsed = |v: Value| match v {
+        Value::String(t) => crate::extract::source::parse_json_or_literal(&t),
+        other => other,
+    };
+    asks.iter()
+        .map(|at| {
+            let id = at.asked.id.as_deref()?;
+            answer_to(trace, &requests, at, id).map(parsed)
+        })
+        .collect()
 }
 
 /// Failed call `c`, joined to ask `at` that no result answers by id, takes
