@@ -334,9 +334,20 @@ pub(crate) fn named_call(v: Value) -> Result<Value, Value> {
 /// call (`{"type": "tool_call", "arguments"}`) or one tool result
 /// (`{"type": "tool_call_response", "response"}`) gives its arguments or
 /// response. Anything else (a conversation, several calls) stays.
+/// LangSmith's Strands exporter writes the list as `{"messages": [...]}`,
+/// its one message a chat message (`role` `tool`, `content`, and
+/// `tool_call_id` or `name` at most).
 pub(crate) fn lone_tool_message(v: Value) -> Result<Value, Value> {
+    let chat_keys = |m: &Map<String, Value>| {
+        m.keys()
+            .all(|k| matches!(k.as_str(), "role" | "content" | "tool_call_id" | "name"))
+    };
     let lone = match &v {
         Value::Array(a) if a.len() == 1 => a[0].as_object(),
+        Value::Object(o) if o.len() == 1 => match o.get("messages") {
+            Some(Value::Array(a)) if a.len() == 1 => a[0].as_object().filter(|m| chat_keys(m)),
+            _ => None,
+        },
         _ => None,
     };
     let Some(m) = lone else {
@@ -598,11 +609,16 @@ mod tests {
         assert_eq!(lone_tool_message(call), Ok(json!({"row": 12})));
         let answer = json!([{"role": "tool", "parts": [{"type": "tool_call_response", "id": "t-1", "response": "{\"ok\": true}"}]}]);
         assert_eq!(lone_tool_message(answer), Ok(json!({"ok": true})));
+        let langsmith = json!({"messages": [{"role": "tool", "content": "{\"row\": 12}", "tool_call_id": "t-1"}]});
+        assert_eq!(lone_tool_message(langsmith), Ok(json!({"row": 12})));
         for v in [
             json!([{"role": "user", "content": "hi"}]),
             json!([{"role": "tool", "content": "a"}, {"role": "tool", "content": "b"}]),
             json!([{"role": "assistant", "parts": [{"type": "tool_call", "arguments": {}}, {"type": "tool_call", "arguments": {}}]}]),
             json!({"role": "tool", "content": "a"}),
+            // LangSmith's form with a key a chat message lacks, or two.
+            json!({"messages": [{"role": "tool", "content": "a", "status": "ok"}]}),
+            json!({"messages": [{"role": "tool", "content": "a"}, {"role": "tool", "content": "b"}]}),
         ] {
             assert_eq!(lone_tool_message(v.clone()), Err(v));
         }

@@ -55,6 +55,8 @@ mod hollow_record;
 mod kept;
 mod kind_value;
 #[cfg(test)]
+mod logfire_tool_tests;
+#[cfg(test)]
 mod named_span_tests;
 #[cfg(test)]
 mod repr_content_tests;
@@ -105,6 +107,7 @@ mod resumed;
 mod role_keyed;
 mod role_lines;
 pub mod rules;
+mod scope;
 #[cfg(test)]
 mod shapes_tests;
 mod siblings;
@@ -147,6 +150,7 @@ use crate::ingest::projection::Projection;
 
 pub use args::CallArgs;
 use rules::{Cond, Decode, Field, Kind, Rule, RuleError, RuleSpec, Source, Test, Unwrap};
+pub use scope::Scope;
 pub use source::{any_text, any_to_json};
 use source::{name_of, raw_string};
 use wrappers::value_of;
@@ -317,27 +321,6 @@ pub struct Analysis {
     /// records of those calls: another trace's tool span may show them
     /// (`carry::witnessed`).
     pub(crate) asked_records: Vec<open::Witnessed>,
-}
-
-/// Which calls count for scoring.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Scope {
-    /// Every call, including those of sub-agents run inside tools.
-    #[default]
-    All,
-    /// Only calls made by the top-level agent (depth 0).
-    TopLevel,
-}
-
-impl std::str::FromStr for Scope {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "all" => Ok(Scope::All),
-            "top-level" | "top_level" => Ok(Scope::TopLevel),
-            other => Err(format!("unknown scope `{other}` (all, top-level)")),
-        }
-    }
 }
 
 /// Finds tool calls and agent runs with an ordered rule table.
@@ -1418,7 +1401,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::AiSdkExecute => object && contains(text, Needle::Args),
         Unwrap::TextEnvelope => object || blocks() || text.starts_with("\"content="),
         Unwrap::NamedCall => object,
-        Unwrap::LoneToolMessage => blocks(),
+        Unwrap::LoneToolMessage => blocks() || object,
         Unwrap::AiSdkPart => object && contains(text, Needle::Type),
     }) || src
         .unwrap_key

@@ -465,6 +465,14 @@ pub(crate) fn langchain_message(v: Value) -> Result<Value, Value> {
     if let Some(content) = command_message(&mut o) {
         return Ok(content);
     }
+    // OpenInference's `{"output": ...}` around a LangGraph.js `Command`.
+    if o.len() == 1 {
+        if let Some(Value::Object(command)) = o.get_mut("output") {
+            if let Some(content) = command_message(command) {
+                return Ok(content);
+            }
+        }
+    }
     let v = Value::Object(o);
     if is_serialized_tool_message(&v) {
         return serialized_tool_message(v);
@@ -472,25 +480,30 @@ pub(crate) fn langchain_message(v: Value) -> Result<Value, Value> {
     Err(v)
 }
 
-/// The keys of LangGraph's `Command` as Python dumps it.
-const COMMAND_KEYS: [&str; 4] = ["graph", "update", "resume", "goto"];
+/// The keys of LangGraph's `Command` as Python dumps it, and the class
+/// name LangGraph.js serializes it with (`lg_name`).
+const COMMAND_KEYS: [&str; 5] = ["graph", "update", "resume", "goto", "lg_name"];
 
 /// A LangGraph `Command` returned by a tool (Deep Agents' `task`, LangSmith
 /// records it dumped: `{"graph", "update": {"messages": [...]}, "resume",
-/// "goto"}`) whose update adds one dumped `ToolMessage`: what the model
-/// was answered with, that message's content. Anything else stays.
+/// "goto"}`; LangGraph.js as `{"lg_name": "Command", "update", "goto"}`)
+/// whose update adds one `ToolMessage`, dumped or serialized: what the
+/// model was answered with, that message's content. Anything else stays.
 fn command_message(o: &mut Map<String, Value>) -> Option<Value> {
-    let command = o.contains_key("update") && o.keys().all(|k| COMMAND_KEYS.contains(&k.as_str()));
+    let command = o.contains_key("update")
+        && o.keys().all(|k| COMMAND_KEYS.contains(&k.as_str()))
+        && o.get("lg_name").is_none_or(|n| n == "Command");
     if !command {
         return None;
     }
     let messages = o.get_mut("update")?.get_mut("messages")?.as_array_mut()?;
-    let [Value::Object(m)] = messages.as_mut_slice() else {
+    let [m] = messages.as_mut_slice() else {
         return None;
     };
-    if !is_dumped_tool_message(m) {
-        return None;
+    if is_serialized_tool_message(m) {
+        return serialized_tool_message(m.take()).ok();
     }
+    let m = m.as_object_mut().filter(|m| is_dumped_tool_message(m))?;
     Some(m.remove("content").map_or(Value::Null, json_in_string))
 }
 
@@ -1257,6 +1270,29 @@ mod tests {
         let mut other = command(json!([message]));
         other["state"] = json!(1);
         assert_eq!(langchain_message(other.clone()), Err(other));
+    }
+
+    #[test]
+    fn a_langgraph_js_command_in_openinferences_output_is_its_message() {
+        let message = json!({"lc": 1, "type": "constructor",
+            "id": ["langchain_core", "messages", "ToolMessage"],
+            "kwargs": {"content": "{\"fare\": 149}", "tool_call_id": "call_1", "name": "task"}});
+        let command = |name: &str, messages: Value| {
+            json!({"output": {"lg_name": name,
+            "update": {"files": {}, "messages": messages}, "goto": []}})
+        };
+        assert_eq!(
+            langchain_message(command("Command", json!([message]))),
+            Ok(json!({"fare": 149}))
+        );
+        // Near misses: another class, two messages, a key beside `output`.
+        let send = command("Send", json!([message]));
+        assert_eq!(langchain_message(send.clone()), Err(send));
+        let two = command("Command", json!([message, message]));
+        assert_eq!(langchain_message(two.clone()), Err(two));
+        let mut beside = command("Command", json!([message]));
+        beside["kwargs"] = json!({});
+        assert_eq!(langchain_message(beside.clone()), Err(beside));
     }
 
     #[test]
