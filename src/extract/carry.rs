@@ -610,43 +610,7 @@ impl<T> Carry<T> {
             });
             let between = between.flatten();
             if found.is_none() && between.is_none() && !later.from_conversation {
-                // A tool span read after the trace that counts its call
-                // from the conversation (`twice::between_either`: a span's
-                // call without an id, a call rebuilt from the conversation).
-                let ran = later
-                    .id
-                    .is_none()
-                    .then(|| self.counting_call(later, &mut out));
-                if let Some(k) = ran.flatten() {
-                    out.extend(self.span_counted(later, k));
-                    continue;
-                }
-                // Or with the model's arguments wrapped (`wrapped_span`).
-                if self.counting_wrapped(later, &mut out) {
-                    continue;
-                }
-                // A span of another name running a call an earlier trace
-                // left open under its id (`twice::runs_ask`).
-                let open_ask = later.id.as_deref().and_then(|id| {
-                    let k = self.asks.last_under(key(ASK_ID, id), |a| {
-                        twice::runs_ask(later, a, open.tool_only)
-                    })?;
-                    self.asks.get(k)
-                });
-                out.extend(open_ask.map(|a| twice::span_of_ask(later, a)));
-                // A span writing the asked call's arguments as a bare value
-                // (`twice::renders_ask`) or wrapped (`wrapped_span`).
-                let rendered = self.rendering_ask(later);
-                out.extend(rendered.map(|a| twice::args_of_ask(later, a)));
-                // A span named after the tool class running an asked call
-                // with its arguments (`extract::attempts`).
-                // Not an attempt paused for approval (held for its run:
-                // `pending`).
-                let paused = |l: &Echo| l.pending && l.span_id == later.span_id;
-                if attempts::may_be_attempt(later) && !open.lone.iter().any(paused) {
-                    let ask = attempts::ask_of(later, self.asks.iter());
-                    out.extend(ask.map(|a| attempts::carried(later, a)));
-                }
+                self.unmatched_span(later, open, &mut out);
                 continue;
             }
             if let Some(c) = found.or(between).and_then(|k| self.calls.remove(k)) {
@@ -674,6 +638,48 @@ impl<T> Carry<T> {
             self.calls.push(c, keys, at);
         }
         out
+    }
+
+    /// What a tool span's call of the trace read (leaving `open`) that is
+    /// no other record of a kept call may still be, as carried entries
+    /// added to `out`: the run of a call an earlier trace counts from the
+    /// conversation, of an ask left open, or of an asked call under its
+    /// tool class.
+    fn unmatched_span(&mut self, later: &Echo, open: &Open, out: &mut Vec<OpenAsk>) {
+        // A tool span read after the trace that counts its call
+        // from the conversation (`twice::between_either`: a span's
+        // call without an id, a call rebuilt from the conversation).
+        let ran = later.id.is_none().then(|| self.counting_call(later, out));
+        if let Some(k) = ran.flatten() {
+            out.extend(self.span_counted(later, k));
+            return;
+        }
+        // Or with the model's arguments wrapped (`wrapped_span`).
+        if self.counting_wrapped(later, out) {
+            return;
+        }
+        // A span of another name running a call an earlier trace
+        // left open under its id (`twice::runs_ask`).
+        let open_ask = later.id.as_deref().and_then(|id| {
+            let k = self.asks.last_under(key(ASK_ID, id), |a| {
+                twice::runs_ask(later, a, open.tool_only)
+            })?;
+            self.asks.get(k)
+        });
+        out.extend(open_ask.map(|a| twice::span_of_ask(later, a)));
+        // A span writing the asked call's arguments as a bare value
+        // (`twice::renders_ask`) or wrapped (`wrapped_span`).
+        let rendered = self.rendering_ask(later);
+        out.extend(rendered.map(|a| twice::args_of_ask(later, a)));
+        // A span named after the tool class running an asked call
+        // with its arguments (`extract::attempts`).
+        // Not an attempt paused for approval (held for its run:
+        // `pending`).
+        let paused = |l: &Echo| l.pending && l.span_id == later.span_id;
+        if attempts::may_be_attempt(later) && !open.lone.iter().any(paused) {
+            let ask = attempts::ask_of(later, self.asks.iter());
+            out.extend(ask.map(|a| attempts::carried(later, a)));
+        }
     }
 
     /// The model outputs' calls kept here that a trace (leaving `open`)
@@ -853,16 +859,7 @@ impl<T> Carry<T> {
             (Some(lone), Some(t)) if !lone.is_empty() => (Some((t, lone)), None),
             // Calls records in later traces may complete (`witnessed`).
             (_, Some(t)) if !wants.is_empty() && taken.is_empty() => {
-                let calls = wants;
-                let filled = Vec::new();
-                (
-                    None,
-                    Some(witnessed::Wanting {
-                        trace: t,
-                        calls,
-                        filled,
-                    }),
-                )
+                (None, Some(witnessed::Wanting::of(t, wants)))
             }
             (_, t) => {
                 let t = later::hold(t, waiting, || taken, &mut asking);

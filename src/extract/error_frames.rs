@@ -47,7 +47,7 @@ fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 /// The message inside `text` when one of `frames` opens it.
 fn unframed_by<'a>(frames: &[String], text: &'a str, name: &str) -> Option<&'a str> {
     frames.iter().find_map(|f| {
-        let message = super::framing::after_template(f, text, name)?;
+        let message = super::template::after_template(f, text, name)?;
         (!message.trim().is_empty()).then_some(message)
     })
 }
@@ -259,7 +259,7 @@ mod tests {
         }
         // The pieces of a frame, in order, with `{name}` and `{any}`.
         let frame = "On {name}:{any}|";
-        let after = super::super::framing::after_template;
+        let after = super::super::template::after_template;
         assert_eq!(after(frame, "On dock: a|b|c", "dock"), Some("b|c"));
         assert_eq!(after(frame, "On pier: a|b", "dock"), None);
         assert_eq!(after("{any}", "all of it", "dock"), Some("all of it"));

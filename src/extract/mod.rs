@@ -117,6 +117,7 @@ mod source;
 mod spans_heldout11_tests;
 #[cfg(test)]
 mod spans_heldout6_tests;
+mod template;
 pub mod tool_name;
 mod tool_side;
 mod twice;

@@ -29,6 +29,17 @@ pub(super) struct Wanting {
     pub(super) filled: Vec<OpenAsk>,
 }
 
+impl Wanting {
+    /// Trace `trace` waiting for records of `calls`, none met yet.
+    pub(super) fn of(trace: Trace, calls: Vec<Echo>) -> Wanting {
+        Wanting {
+            trace,
+            calls,
+            filled: Vec::new(),
+        }
+    }
+}
+
 impl<T> Carry<T> {
     /// The entries completing `open`'s calls from the records kept here.
     pub(super) fn witnessed(&self, open: &Open) -> Vec<OpenAsk> {
