@@ -97,6 +97,7 @@ mod pending;
 mod pending_pause_tests;
 mod placeholder_names;
 mod qualname;
+mod raised;
 mod react_input;
 mod record_ids;
 pub mod requested;
@@ -876,6 +877,10 @@ impl Extractor {
             framework_record::mark(from, s, &mut call);
             mcp_error_text::mark(rule, s, &mut call); // An MCP error's text, not its code.
             causes::mark_from_result(rule, s, &mut call); // A message with its causes.
+                                                          // A raised tool whose span kept no status (`raised`).
+            if self.results {
+                raised::mark(s, &mut call);
+            }
             if !self.results && call.result.take().is_some() && no_args {
                 out.unread_results.insert(s.span_id);
             }
