@@ -1180,6 +1180,15 @@ const EXCEPTION_KEYS: [&str; 2] = ["exception.message", "exception.type"];
 /// The span attribute naming an error's type, when no exception event does.
 const ERROR_TYPE_KEY: &str = "error.type";
 
+/// The non-empty text of `key` (one of [`EXCEPTION_KEYS`]) on span `s`'s
+/// first `exception` event (Galtea and Google ADK repeat the event; the
+/// first one is enough).
+fn exception_text(s: &SpanRecord, key: &str) -> Option<String> {
+    let e = s.span.events.iter().find(|e| e.name == "exception")?;
+    let text = find_attr(&e.attributes, key).and_then(any_text)?;
+    Some(text.into_owned()).filter(|t| !t.is_empty())
+}
+
 fn error_of(
     rule: &Rule,
     s: &SpanRecord,
@@ -1191,15 +1200,7 @@ fn error_of(
     if !failed {
         return (CallStatus::Ok, None, None);
     }
-    // Galtea and Google ADK repeat the exception event; the first one is enough.
-    let exception = s.span.events.iter().find(|e| e.name == "exception");
-    let event_str = |key: &str| {
-        exception
-            .and_then(|e| find_attr(&e.attributes, key))
-            .and_then(any_text)
-            .map(Cow::into_owned)
-            .filter(|t| !t.is_empty())
-    };
+    let event_str = |key: &str| exception_text(s, key);
     let message = rule
         .error_message
         .iter()

@@ -7,8 +7,7 @@
 //! output. A span that kept a result returned one, whatever it recorded
 //! on the way; a span whose status says OK or ERROR says so itself.
 
-use super::{find_attr, CallStatus, SpanRecord, ToolCall};
-use crate::extract::any_text;
+use super::{CallStatus, SpanRecord, ToolCall};
 
 /// OTLP's unset status code.
 const STATUS_UNSET: i32 = 0;
@@ -24,21 +23,12 @@ pub(crate) fn mark(s: &SpanRecord, call: &mut ToolCall) {
     if call.status != CallStatus::Ok || call.result.is_some() || !unset {
         return;
     }
-    let Some(e) = s.span.events.iter().find(|e| e.name == "exception") else {
-        return;
-    };
-    let text = |key: &str| {
-        find_attr(&e.attributes, key)
-            .and_then(any_text)
-            .map(|t| t.into_owned())
-            .filter(|t| !t.is_empty())
-    };
-    let Some(message) = text("exception.message") else {
+    let Some(message) = super::exception_text(s, super::EXCEPTION_KEYS[0]) else {
         return;
     };
     call.status = CallStatus::Error;
     call.error_message = Some(message);
-    call.error_type = text("exception.type");
+    call.error_type = super::exception_text(s, super::EXCEPTION_KEYS[1]);
 }
 
 #[cfg(test)]
