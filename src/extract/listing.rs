@@ -12,8 +12,9 @@
 //! (`tool_listing_names` in `builtin.toml`) and the call read from it is
 //! named by that span name, or the call's own name is one of them (OpenLIT
 //! gives the Agents SDK's listing the tool name `mcp_list_tools` on a span
-//! named `execute_tool <server>`), has no call id, no arguments, and a result that
-//! is absent or a list of tools (names, or objects with a `name`; MCP's
+//! named `execute_tool <server>`), has no call id, no arguments (or only
+//! the server's name, `{"server": "farm"}`, beside a list of tools), and a
+//! result that is absent or a list of tools (names, or objects with a `name`; MCP's
 //! `{"tools": [...]}`), and no model in the trace asked for a tool of that
 //! name (a model-facing tool called `list_tools` stays a call).
 
@@ -85,7 +86,8 @@ pub(super) fn demote(rules: &[Rule], spans: &mut Classified<'_>) {
 }
 
 /// Whether span `s`, read by `rule`, holds nothing of a call but a list of
-/// tools: no call id, no arguments, a result absent or a tool list.
+/// tools: no call id, no arguments (but a server's name beside a tool
+/// list), a result absent or a tool list.
 fn holds_a_listing(rule: &Rule, s: &SpanRecord) -> bool {
     let empty = |v: &Value| match v {
         Value::Null => true,
@@ -94,18 +96,34 @@ fn holds_a_listing(rule: &Rule, s: &SpanRecord) -> bool {
         Value::String(t) => t.trim().is_empty(),
         _ => false,
     };
+    let result = rule.result.iter().find_map(|src| value_of(src, s));
+    // The server's name alone is no call's argument beside a tool list.
+    let listed = result.as_ref().is_some_and(is_tool_list);
     source::tool_call_id(s).is_none()
         && rule
             .args
             .iter()
             .filter_map(|src| value_of(src, s))
-            .all(|v| empty(&v))
-        && rule
-            .result
-            .iter()
-            .find_map(|src| value_of(src, s))
-            .is_none_or(|v| is_tool_list(&v))
+            .all(|v| empty(&v) || (listed && names_a_server(&v)))
+        && result.is_none_or(|v| is_tool_list(&v))
 }
+
+/// Arguments that only name the server whose tools are listed,
+/// `{"server": "farm"}` (Laminar's record of the OpenAI Agents SDK's
+/// `mcp_tools` span): no tool takes them, so they are no call's.
+fn names_a_server(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| {
+        o.len() == 1
+            && SERVER_KEYS.iter().any(|k| {
+                o.get(*k)
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| !t.trim().is_empty())
+            })
+    })
+}
+
+/// The keys a listing's input names its server under.
+const SERVER_KEYS: [&str; 2] = ["server", "server_name"];
 
 /// A list of tools: their names, or objects naming them (MCP's `Tool`),
 /// alone or as MCP's `ListToolsResult` (`{"tools": [...]}`).
@@ -235,6 +253,30 @@ mod demote_tests {
         );
         let listing = typed(2, "list_tools", &[("acme.output", r#"["moor"]"#)]);
         assert_eq!(names(vec![model, listing]), ["list_tools"]);
+    }
+
+    #[test]
+    fn a_server_s_name_beside_a_tool_list_is_a_listing_s_input() {
+        // Laminar's record of the OpenAI Agents SDK's `mcp_tools` span.
+        let server = ("acme.input", r#"{"server": "farm"}"#);
+        let listing = typed(
+            1,
+            "agents.mcp_tools",
+            &[server, ("acme.output", r#"["sow", "reap"]"#)],
+        );
+        // Beside a result that is no tool list, or with a second key, or
+        // alone, the same input is a call's.
+        let result = typed(2, "mcp_tools", &[server, ("acme.output", r#"{"sown": 4}"#)]);
+        let two = typed(
+            3,
+            "mcp_tools",
+            &[
+                ("acme.input", r#"{"server": "farm", "field": 4}"#),
+                ("acme.output", r#"["sow"]"#),
+            ],
+        );
+        let alone = typed(4, "mcp_tools", &[server]);
+        assert_eq!(names(vec![listing, result, two, alone]).len(), 3);
     }
 
     /// An OTel GenAI tool span named `execute_tool {server}`, its tool

@@ -184,9 +184,25 @@ pub(crate) fn args_agree(a: &CallArgs, b: &CallArgs) -> bool {
 /// Whether two records of a call give the same arguments: equal values, or
 /// one record writes an object of one field as that field's bare value
 /// (LangChain.js under OpenInference records `{"town": "Lisbon"}` as
-/// `Lisbon`). A string stands for a number or boolean written as text.
+/// `Lisbon`). A string stands for a number or boolean written as text, and
+/// for the object or list whose JSON text it holds.
 pub(crate) fn same_args(a: &Value, b: &Value) -> bool {
-    crate::value::json_eq(a, b) || bare_field(a, b) || bare_field(b, a)
+    crate::value::json_eq(a, b)
+        || bare_field(a, b)
+        || bare_field(b, a)
+        || json_text_of(a, b)
+        || json_text_of(b, a)
+}
+
+/// Whether `text` is a string holding the JSON text of the object or list
+/// `whole`: a writer that encoded the arguments' JSON text once more
+/// (Laminar's span input around the OpenAI Agents SDK's function span).
+fn json_text_of(text: &Value, whole: &Value) -> bool {
+    let (Value::String(t), Value::Object(_) | Value::Array(_)) = (text, whole) else {
+        return false;
+    };
+    matches!(t.trim_start().as_bytes().first(), Some(b'{' | b'['))
+        && serde_json::from_str::<Value>(t).is_ok_and(|v| crate::value::json_eq(&v, whole))
 }
 
 /// Whether `bare`, a scalar, is the one field of the object `whole`.
@@ -282,5 +298,21 @@ mod tests {
         assert!(!same_args(&json!("Lisbon"), &json!({"town": ["Lisbon"]})));
         assert!(!same_args(&json!(["Lisbon"]), &town));
         assert!(!same_args(&json!("2"), &json!({"hours": "2.0"})));
+    }
+
+    #[test]
+    fn json_text_is_the_value_it_holds() {
+        let whole = json!({"field": "north-7", "depth": 30});
+        let text = json!(r#"{"depth": 30, "field": "north-7"}"#);
+        assert!(same_args(&text, &whole));
+        assert!(same_args(&whole, &text));
+        assert!(same_args(&json!(" [1, 2]"), &json!([1, 2])));
+        // Other values, text that is no JSON, text of a scalar.
+        assert!(!same_args(
+            &json!(r#"{"field": "south-2", "depth": 30}"#),
+            &whole
+        ));
+        assert!(!same_args(&json!(r#"{"field": "north-7""#), &whole));
+        assert!(!same_args(&json!("30"), &json!([30])));
     }
 }

@@ -20,7 +20,8 @@
 use std::borrow::Cow;
 
 use super::rules::{builtin_list, Field, Rule, Source, SpanView, NS};
-use super::{any_text, result_of, CallResult};
+use super::span_results::result_of;
+use super::{any_text, CallResult};
 use crate::assemble::SpanRecord;
 
 /// The result of call span `s`, read by `rule` with none found, from the

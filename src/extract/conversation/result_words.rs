@@ -7,7 +7,7 @@ use super::text_results;
 use crate::extract::any_word::AnyWord;
 
 /// Whether a request's JSON text may hold a tool result: the key or part
-/// type of a result in one of the shapes [`super::answers_in`] reads (a request's
+/// type of a result in one of the shapes [`super::messages::answers_in`] reads (a request's
 /// tool definitions alone do not make it parsed).
 pub(super) fn may_hold_results(text: &str) -> bool {
     // One pass over the text for every word (a multi-literal search); a
