@@ -44,9 +44,21 @@ fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     unframed_by(frames(), text, name)
 }
 
+/// [`unframed`] by the declared frames that name the call's tool only.
+fn named_unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let named = frames()
+        .iter()
+        .filter(|f| f.contains(super::template::NAME));
+    unframed_by(named, text, name)
+}
+
 /// The message inside `text` when one of `frames` opens it.
-fn unframed_by<'a>(frames: &[String], text: &'a str, name: &str) -> Option<&'a str> {
-    frames.iter().find_map(|f| {
+fn unframed_by<'a, 'f>(
+    frames: impl IntoIterator<Item = &'f String>,
+    text: &'a str,
+    name: &str,
+) -> Option<&'a str> {
+    frames.into_iter().find_map(|f| {
         let message = super::template::after_template(f, text, name)?;
         (!message.trim().is_empty()).then_some(message)
     })
@@ -58,20 +70,35 @@ fn unframed_by<'a>(frames: &[String], text: &'a str, name: &str) -> Option<&'a s
 /// stays: it is the text the model was shown of the failure.
 pub(crate) fn mark(c: &mut ToolCall) {
     if c.status != CallStatus::Ok {
-        let inner = c
-            .error_message
-            .as_deref()
-            .and_then(|m| unframed(m, &c.name));
+        let inner = match c.error_message.as_deref() {
+            Some(m) if !m.trim().is_empty() => unframed(m, &c.name),
+            // No message: the framed text the model was shown has it
+            // (Haystack's tool invoker, which flags the result an error).
+            _ => c
+                .result
+                .as_ref()
+                .and_then(result_text)
+                .and_then(|t| unframed(t, &c.name)),
+        };
         if let Some(m) = inner.map(str::to_string) {
             c.error_message = Some(m);
         }
         return;
     }
+    let object = c.result.as_ref().and_then(error_object);
     if c.from == Some(FROM_CONVERSATION) {
-        if let Some(m) = c.result.as_ref().and_then(error_object) {
+        if let Some(m) = object {
             mark_conversation(c, Some(m));
             return;
         }
+    } else if let Some(m) = object.as_deref().and_then(|t| named_unframed(t, &c.name)) {
+        // An error object whose text a frame naming the call's own tool
+        // opens is the failure the framework caught (IQ AI's ADK answers a
+        // tool that threw with `{"error": "Error executing {name}: ..."}`
+        // and records the span OK); a tool's own `{"error": ...}` stays.
+        c.error_message = Some(m.to_string());
+        c.status = CallStatus::Error;
+        return;
     }
     let Some(text) = c.result.as_ref().and_then(result_text) else {
         return;
@@ -378,6 +405,49 @@ mod tests {
         assert_eq!(calls[0].status, CallStatus::Ok);
     }
 
+    /// The call of a tool span `moor_boat` whose result attribute is
+    /// `result`.
+    fn span_call(result: &str) -> ToolCall {
+        let span = span_of(
+            1,
+            None,
+            "execute_tool moor_boat",
+            (10, 20),
+            vec![
+                str_kv("gen_ai.operation.name", "execute_tool"),
+                str_kv("gen_ai.tool.name", "moor_boat"),
+                str_kv("gen_ai.tool.call.result", result),
+            ],
+        );
+        let mut calls = Extractor::default().extract(&trace(vec![span]));
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        calls.remove(0)
+    }
+
+    #[test]
+    fn a_tool_spans_error_object_framed_naming_its_tool_is_that_failure() {
+        // IQ AI's ADK catches the throw and answers an error object, the
+        // span left OK.
+        let text = r#"{"error": "Error executing moor_boat: pier B is full"}"#;
+        let failed = span_call(text);
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        assert_eq!(shown(&failed), serde_json::from_str::<Value>(text).unwrap());
+        // Near misses: the tool's own error object, another tool's frame, a
+        // frame naming no tool, another key beside it, the framed text
+        // under another key.
+        for kept in [
+            r#"{"error": "pier B is full"}"#,
+            r#"{"error": "Error executing other: pier B is full"}"#,
+            r#"{"error": "Error executing tool: pier B is full"}"#,
+            r#"{"error": "Error executing moor_boat: pier B is full", "pier": "B"}"#,
+            r#"{"message": "Error executing moor_boat: pier B is full"}"#,
+        ] {
+            let c = span_call(kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+    }
+
     #[test]
     fn a_failed_calls_framed_message_is_the_message() {
         let mut c = read("moored");
@@ -393,6 +463,23 @@ mod tests {
             c.error_message.as_deref(),
             Some("Error in tool 'other': pier B is full")
         );
+        // No message: the framed result the model was shown gives it
+        // (Haystack's tool invoker); the result stays.
+        let framed = "Failed to invoke Tool `moor_boat` with parameters {'pier': 'B'}. Error: pier B is full";
+        for none in [None, Some(String::new())] {
+            c.error_message = none;
+            c.result = Some(CallResult::Value(Value::from(framed)));
+            mark(&mut c);
+            assert_eq!(c.error_message.as_deref(), Some("pier B is full"));
+            assert_eq!(shown(&c), framed);
+        }
+        // Near miss: another tool's frame gives no message.
+        c.error_message = None;
+        c.result = Some(CallResult::Value(Value::from(
+            framed.replace("moor_boat", "other"),
+        )));
+        mark(&mut c);
+        assert_eq!(c.error_message, None);
     }
 
     #[test]

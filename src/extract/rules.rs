@@ -233,6 +233,10 @@ pub enum Unwrap {
     /// "tool-result", "toolCallId", "toolName", "output", ...}`) becomes
     /// its output (`extract::result_part`); a `tool-error` part stays.
     AiSdkPart,
+    /// A JSON string holding the JSON text of an object or list (a writer
+    /// that encoded the value's JSON text once more: IQ AI's ADK) becomes
+    /// that object or list.
+    JsonText,
 }
 
 impl Unwrap {
@@ -262,6 +266,7 @@ impl Unwrap {
             Unwrap::NamedCall => "named_call",
             Unwrap::LoneToolMessage => "lone_tool_message",
             Unwrap::AiSdkPart => "ai_sdk_part",
+            Unwrap::JsonText => "json_text",
         }
     }
 }

@@ -160,6 +160,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::NamedCall => object,
         Unwrap::LoneToolMessage => blocks() || object,
         Unwrap::AiSdkPart => object && contains(text, Needle::Type),
+        Unwrap::JsonText => text.starts_with('"'),
     }) || src
         .unwrap_key
         .as_ref()

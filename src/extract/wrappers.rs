@@ -417,6 +417,7 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::NamedCall => super::envelopes::named_call(v),
         Unwrap::LoneToolMessage => super::envelopes::lone_tool_message(v),
         Unwrap::AiSdkPart => super::result_part::ai_sdk_part(v),
+        Unwrap::JsonText => json_text(v),
     }
 }
 
@@ -886,6 +887,21 @@ pub(crate) fn ai_sdk_execute(v: Value) -> Result<Value, Value> {
 }
 
 /// A string that holds JSON becomes that JSON; other values stay.
+/// A string holding an object's or a list's JSON text -> that value;
+/// `Err` gives back anything else (other text stays the string).
+fn json_text(v: Value) -> Result<Value, Value> {
+    let Value::String(t) = &v else {
+        return Err(v);
+    };
+    if !matches!(t.trim_start().as_bytes().first(), Some(b'{' | b'[')) {
+        return Err(v);
+    }
+    match parse_json_or_string(t) {
+        x @ (Value::Object(_) | Value::Array(_)) => Ok(x),
+        _ => Err(v),
+    }
+}
+
 fn json_in_string(v: Value) -> Value {
     match v {
         Value::String(s) => parse_json_or_string(&s),

@@ -305,3 +305,25 @@ fn unwraps_content_blocks_and_tool_messages() {
         Err(json!({"type": "other"}))
     );
 }
+
+#[test]
+fn json_text_in_a_string_comes_off_only_around_an_object_or_a_list() {
+    // IQ AI's ADK JSON-encodes the response's JSON text once more.
+    let object = json!({"berth": "C14", "nights": [1, 2]});
+    let list = json!([{"slot": "D4"}, "D7"]);
+    for v in [&object, &list] {
+        let held = Value::String(format!(" {v}"));
+        assert_eq!(shape(Unwrap::JsonText, held), Ok(v.clone()));
+    }
+    // Near misses: plain text, a JSON string's text, a number's, text that
+    // only opens like an object, a value that is no string.
+    for kept in [
+        json!("berth C14"),
+        json!("\"berth C14\""),
+        json!("42"),
+        json!("{berth: C14}"),
+        object.clone(),
+    ] {
+        assert_eq!(shape(Unwrap::JsonText, kept.clone()), Err(kept));
+    }
+}
