@@ -85,7 +85,18 @@ pub(crate) fn mark(c: &mut ToolCall) {
         }
         return;
     }
-    let object = c.result.as_ref().and_then(error_object);
+    // Most span calls' results are JSON objects: parsed only when their
+    // text could be a one-key error object, not on every call.
+    let may_be_error = |r: &CallResult| match r {
+        CallResult::Json(t) => (conversation_keys().iter())
+            .any(|k| memchr::memmem::find(t.as_bytes(), k.as_bytes()).is_some()),
+        CallResult::Value(_) => true,
+    };
+    let object = c
+        .result
+        .as_ref()
+        .filter(|r| c.from == Some(FROM_CONVERSATION) || may_be_error(r))
+        .and_then(error_object);
     if c.from == Some(FROM_CONVERSATION) {
         if let Some(m) = object {
             mark_conversation(c, Some(m));
