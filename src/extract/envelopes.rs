@@ -412,11 +412,18 @@ fn genai_tool_result(v: Value) -> Result<Value, Value> {
     let Some(key) = part else {
         return Err(Value::Object(m));
     };
-    let inner = m
+    let mut part = m
         .remove("parts")
         .and_then(|mut p| p.as_array_mut()?.pop())
-        .and_then(|mut p| p.as_object_mut()?.remove(key));
-    Ok(inner.map_or(Value::Null, json_in_string))
+        .unwrap_or(Value::Null);
+    let json_part = part.get("type").and_then(Value::as_str) == Some("json");
+    let inner = part.as_object_mut().and_then(|p| p.remove(key));
+    Ok(match inner {
+        // A JSON block's content as the framework held it (OpenLIT writes
+        // Strands TS's `{"json": {"$value": [...]}}` as a `json` part).
+        Some(v) if json_part => super::json_block::block_value(json_in_string(v)),
+        other => other.map_or(Value::Null, json_in_string),
+    })
 }
 
 /// The key of a GenAI message part that holds a tool's result: `content` of
@@ -547,6 +554,13 @@ mod tests {
         let json_part =
             json!([{"role": "tool", "parts": [{"type": "json", "content": {"seat": "12A"}}]}]);
         assert_eq!(text_envelope(json_part), Ok(json!({"seat": "12A"})));
+        // A JSON block's list under the framework's one key comes off with
+        // the message (OpenLIT on Strands TS); the tool's own object stays.
+        let listed =
+            json!([{"role": "tool", "parts": [{"type": "json", "content": {"$value": ["B", 2]}}]}]);
+        assert_eq!(text_envelope(listed), Ok(json!(["B", 2])));
+        let own = json!([{"role": "tool", "parts": [{"type": "json", "content": {"$value": 3}}]}]);
+        assert_eq!(text_envelope(own), Ok(json!({"$value": 3})));
         let text_part =
             json!([{"role": "tool", "parts": [{"type": "text", "content": "{\"row\": 12}"}]}]);
         assert_eq!(text_envelope(text_part), Ok(json!({"row": 12})));

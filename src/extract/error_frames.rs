@@ -72,13 +72,13 @@ pub(crate) fn mark(c: &mut ToolCall) {
     if c.status != CallStatus::Ok {
         let inner = match c.error_message.as_deref() {
             Some(m) if !m.trim().is_empty() => unframed(m, &c.name),
-            // No message: the framed text the model was shown has it
-            // (Haystack's tool invoker, which flags the result an error).
-            _ => c
-                .result
-                .as_ref()
-                .and_then(result_text)
-                .and_then(|t| unframed(t, &c.name)),
+            // No message: the text the model was shown has it, inside a
+            // frame (Haystack's tool invoker flags the result an error) or
+            // as it is (Strands TS flags an MCP call's failure
+            // `gen_ai.tool.status = error` on a span left OK).
+            _ => c.result.as_ref().and_then(result_text).and_then(|t| {
+                unframed(t, &c.name).or_else(|| Some(t.trim()).filter(|t| !t.is_empty()))
+            }),
         };
         if let Some(m) = inner.map(str::to_string) {
             c.error_message = Some(m);
@@ -472,13 +472,24 @@ mod tests {
             assert_eq!(c.error_message.as_deref(), Some("pier B is full"));
             assert_eq!(shown(&c), framed);
         }
-        // Near miss: another tool's frame gives no message.
-        c.error_message = None;
-        c.result = Some(CallResult::Value(Value::from(
+        // Another tool's frame, or none: the whole text is the message.
+        let unframed_texts = [
             framed.replace("moor_boat", "other"),
-        )));
-        mark(&mut c);
-        assert_eq!(c.error_message, None);
+            "pier B is full\n".into(),
+        ];
+        for text in unframed_texts {
+            c.error_message = None;
+            c.result = Some(CallResult::Value(Value::from(text.as_str())));
+            mark(&mut c);
+            assert_eq!(c.error_message.as_deref(), Some(text.trim()));
+        }
+        // A blank text, or an object, gives none.
+        for result in [Value::from("  "), serde_json::json!({"pier": "B"})] {
+            c.error_message = None;
+            c.result = Some(CallResult::Value(result));
+            mark(&mut c);
+            assert_eq!(c.error_message, None);
+        }
     }
 
     #[test]

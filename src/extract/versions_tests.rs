@@ -321,6 +321,19 @@ fn otel_genai_spans_without_an_operation_name() {
             "execute_tool (merged)",
             &[("gen_ai.tool.name", "(merged tools)")],
         ),
+        // The same summary span typed a tool by a vendor's kind key
+        // (HoneyHive's `honeyhive_event_type = tool` over OpenInference's ADK
+        // spans): still no call of the generic tool-kind rule.
+        span(
+            10,
+            Some(1),
+            "execute_tool (merged)",
+            &[
+                ("gen_ai.tool.name", "(merged tools)"),
+                ("honeyhive_event_type", "tool"),
+                ("honeyhive_inputs.q", "rust"),
+            ],
+        ),
     ]);
     let calls = Extractor::default().extract(&t);
     assert_eq!(
