@@ -5,7 +5,8 @@
 
 PAIR_DIR holds `spans.jsonl` (and maybe `logs.jsonl`) and `truth.json`, as
 `receiver.py` and a run leave them. Writes OUT_STEM.jsonl (compact OTLP/JSON
-lines, spans first, then logs) and OUT_STEM.truth.json with:
+lines of the spans), OUT_STEM.logs.jsonl (of the logs, when the run wrote any)
+and OUT_STEM.truth.json with:
 
 - ids of our own: every trace and span id, hex or base64, becomes TAG (a few hex
   digits) followed by a counter, the same id the same new one everywhere;
@@ -107,17 +108,23 @@ def main():
     pair, stem, tag, subs_file = sys.argv[1:]
     with open(subs_file, encoding="utf-8") as f:
         r = Rewriter(tag, json.load(f))
-    docs = []
-    for name in ("spans.jsonl", "logs.jsonl"):
+    # Spans to OUT_STEM.jsonl, logs to OUT_STEM.logs.jsonl: the tests send
+    # each file to its own OTLP path.
+    files = {}
+    for name, out in (("spans.jsonl", stem + ".jsonl"), ("logs.jsonl", stem + ".logs.jsonl")):
         path = os.path.join(pair, name)
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
-                docs += [json.loads(line) for line in f if line.strip()]
+                files[out] = [json.loads(line) for line in f if line.strip()]
+    docs = [d for ds in files.values() for d in ds]
     for d in docs:
         r.earliest(d)
-    with open(stem + ".jsonl", "w", encoding="utf-8") as f:
-        for d in docs:
-            f.write(json.dumps(r.value(d), separators=(",", ":"), ensure_ascii=False) + "\n")
+    for out, ds in files.items():
+        if not ds:
+            continue
+        with open(out, "w", encoding="utf-8") as f:
+            for d in ds:
+                f.write(json.dumps(r.value(d), separators=(",", ":"), ensure_ascii=False) + "\n")
     with open(os.path.join(pair, "truth.json"), encoding="utf-8") as f:
         truth = r.truth(json.load(f))
     with open(stem + ".truth.json", "w", encoding="utf-8") as f:

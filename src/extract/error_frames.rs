@@ -41,7 +41,16 @@ fn conversation_frames() -> &'static [String] {
 /// opens it (a frame naming another tool is someone else's text), or a
 /// declared frame that names no tool.
 fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
-    unframed_by(frames(), text, name)
+    let mut message = unframed_by(frames(), text, name)?;
+    // A frame inside another (CAMEL's agent frames what its `FunctionTool`
+    // framed); a few levels at most.
+    for _ in 0..3 {
+        match unframed_by(frames(), message, name) {
+            Some(inner) => message = inner,
+            None => break,
+        }
+    }
+    Some(message)
 }
 
 /// [`unframed`] by the declared frames that name the call's tool only.
@@ -232,6 +241,30 @@ mod tests {
         let mut calls = Extractor::default().extract(&t);
         assert_eq!(calls.len(), 1, "{calls:?}");
         calls.remove(0)
+    }
+
+    #[test]
+    fn a_frameworks_frame_inside_another_comes_off_too() {
+        // CAMEL's agent around its FunctionTool's frame, as the model is
+        // sent it after the tool `moor_boat` raised.
+        let shown_text = "Tool execution failed: Error executing tool 'moor_boat': Execution of \
+            function moor_boat failed with kwargs={'pier': 'B', 'hours': 3}. Error: pier B is full";
+        let failed = read(shown_text);
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        assert_eq!(shown(&failed), shown_text);
+        // The outer frame alone gives the inner text; another tool's inner
+        // frame stays in the message.
+        let outer = read("Tool execution failed: Error executing tool 'moor_boat': pier B is full");
+        assert_eq!(outer.error_message.as_deref(), Some("pier B is full"));
+        let other = read(
+            "Tool execution failed: Error executing tool 'moor_boat': Execution of function \
+             other failed with no arguments. Error: pier B is full",
+        );
+        assert_eq!(
+            other.error_message.as_deref(),
+            Some("Execution of function other failed with no arguments. Error: pier B is full")
+        );
     }
 
     #[test]

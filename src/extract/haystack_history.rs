@@ -35,6 +35,9 @@ use crate::assemble::{SpanRecord, Trace};
 /// The attribute holding a component's output (OpenInference).
 const OUTPUT_KEY: &str = "output.value";
 
+/// The attribute holding a component's input (OpenInference).
+const INPUT_KEY: &str = "input.value";
+
 /// The convention calls read here report.
 const CONVENTION: &str = "haystack-messages";
 
@@ -77,17 +80,15 @@ fn history(trace: &Trace) -> Vec<(&SpanRecord, usize, Answered)> {
     // Innermost first: a span that starts later inside another holds the
     // same history.
     for s in trace.spans.iter().rev() {
-        let Some(text) = s.attr_str(OUTPUT_KEY) else {
+        let Some(found) = answered_in(s, OUTPUT_KEY, &finder) else {
             continue;
         };
-        if finder.find(text.as_bytes()).is_none() {
-            continue;
+        // A call the span was given as history (a second run's input
+        // holds the first run's answered calls) is no call of this run,
+        // nor of any span around it.
+        for given in answered_in(s, INPUT_KEY, &finder).into_iter().flatten() {
+            seen.insert(given.key());
         }
-        let Ok(value) = serde_json::from_str::<Value>(text) else {
-            continue;
-        };
-        let mut found = Vec::new();
-        messages(&value, 0, &mut found);
         for (n, answered) in found.into_iter().enumerate() {
             let key = answered.key();
             if seen.insert(key) {
@@ -98,6 +99,17 @@ fn history(trace: &Trace) -> Vec<(&SpanRecord, usize, Answered)> {
     // Span by span in trace order.
     calls.sort_by_key(|(s, n, _)| (s.span.start_time_unix_nano, *n));
     calls
+}
+
+/// The answered calls of the chat history span `s` holds under `key`, if
+/// it holds one.
+fn answered_in(s: &SpanRecord, key: &str, finder: &memmem::Finder) -> Option<Vec<Answered>> {
+    let text = s.attr_str(key)?;
+    finder.find(text.as_bytes())?;
+    let value = serde_json::from_str::<Value>(text).ok()?;
+    let mut found = Vec::new();
+    messages(&value, 0, &mut found);
+    Some(found)
 }
 
 /// Gives the conversation's calls without a result the result of the
@@ -299,6 +311,32 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_call_given_as_history_is_no_call_of_the_run() {
+        // A second run (its own trace) is given the first run's history as
+        // its input and answers `moor` itself; the pipeline around it
+        // repeats the whole history in its output.
+        let given = json!({"messages": [ASK, ANSWER]}).to_string();
+        let output = json!({"messages": [ASK, ANSWER, FAILED]}).to_string();
+        let run = sp(
+            2,
+            Some(1),
+            (10, 90),
+            "Agent.run",
+            &[
+                ("openinference.span.kind", "CHAIN"),
+                ("input.value", &given),
+                ("output.value", &output),
+            ],
+        );
+        let got = calls(vec![
+            component(1, None, (0, 100), &[ASK, ANSWER, FAILED]),
+            run,
+        ]);
+        let names: Vec<&str> = got.iter().map(|(n, ..)| n.as_str()).collect();
+        assert_eq!(names, ["moor"]);
     }
 
     #[test]

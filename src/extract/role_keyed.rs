@@ -31,18 +31,25 @@ const ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "tools"];
 const ITEM_KEYS: [&str; 2] = ["tool_function", "call_id"];
 
 /// Whether `text` starts as a role-keyed message or a roleless item:
-/// `{"<role>"` (a byte look, no parse).
-fn looks_keyed(text: &str) -> bool {
+/// `{"<role>"` (a byte look, no parse), or with `repr`, `{'<role>'`
+/// too, a Python dict's repr: Monocle writes a message whose content is no
+/// JSON value so (`{'system': <openai.Omit object at 0x...>}` first in the
+/// list where a Responses request had no instructions). Such a text parses
+/// as no message; it only opens a list of JSON ones.
+fn looks_keyed(text: &str, repr: bool) -> bool {
     let Some(rest) = text.trim_start().strip_prefix('{') else {
         return false;
     };
-    let Some(rest) = rest.trim_start().strip_prefix('"') else {
+    let rest = rest.trim_start();
+    let quotes: &[char] = if repr { &['"', '\''] } else { &['"'] };
+    let Some(quote) = rest.chars().next().filter(|c| quotes.contains(c)) else {
         return false;
     };
+    let rest = &rest[1..];
     ROLES
         .iter()
         .chain(&ITEM_KEYS)
-        .any(|k| rest.strip_prefix(k).is_some_and(|r| r.starts_with('"')))
+        .any(|k| rest.strip_prefix(k).is_some_and(|r| r.starts_with(quote)))
 }
 
 /// The texts of side `side` in `s`'s events, when they look role-keyed.
@@ -59,11 +66,17 @@ fn texts(s: &SpanRecord, side: Side) -> Vec<&str> {
     {
         if let Some(v) = value_of(e, side) {
             match v {
-                Val::Str(t) if looks_keyed(t) => out.push(t),
+                Val::Str(t) if looks_keyed(t, false) => out.push(t),
                 Val::Array(items) => {
                     let list: Vec<&str> =
                         items.iter().filter_map(|i| Val::of(i).as_str()).collect();
-                    if list.first().is_some_and(|t| looks_keyed(t)) {
+                    let keyed = match list.as_slice() {
+                        [first, rest @ ..] if looks_keyed(first, true) => {
+                            looks_keyed(first, false) || rest.iter().any(|t| looks_keyed(t, false))
+                        }
+                        _ => false,
+                    };
+                    if keyed {
                         out.extend(list);
                     }
                 }
@@ -219,6 +232,46 @@ mod tests {
         s
     }
 
+    /// Monocle's Responses request without instructions: the list opens
+    /// with a Python dict's repr, the JSON messages after it are read.
+    #[test]
+    fn a_list_opened_by_a_dicts_repr_is_read_by_its_json_messages() {
+        let with = |texts: &[&str]| {
+            let mut s = model_span(1, 10, &[], &json!({"assistant": "ok"}));
+            let values = texts
+                .iter()
+                .map(|t| AnyValue {
+                    value: Some(any_value::Value::StringValue(t.to_string())),
+                })
+                .collect();
+            let prompts = any_value::Value::ArrayValue(ArrayValue { values });
+            s.span.events[0].attributes = vec![kv("prompts", prompts)];
+            s
+        };
+        let omitted = "{'system': <openai.Omit object at 0x7f00c0ffee10>}";
+        let s = with(&[
+            omitted,
+            r#"{"user": "Find a flight."}"#,
+            r#"{"call_id": "k1", "output": "AF12"}"#,
+        ]);
+        assert_eq!(
+            messages(&s, Side::Input),
+            Some(json!([
+                {"role": "user", "content": "Find a flight."},
+                {"role": "tool", "tool_call_id": "k1", "content": "AF12"},
+            ]))
+        );
+        // Reprs alone are no messages; nor is a list a repr of no role opens.
+        assert!(!has(
+            &with(&[omitted, "{'user': 'Find a flight.'}"]),
+            Side::Input
+        ));
+        assert!(!has(
+            &with(&["{'town': 'Lyon'}", r#"{"user": "x"}"#]),
+            Side::Input
+        ));
+    }
+
     /// A made-up vendor's role-keyed messages in events of its own names:
     /// the call asked for with an id, repeated without one, its result
     /// under `tool`.
@@ -265,9 +318,9 @@ mod tests {
             Some(json!({"role": "tool", "tool_call_id": "k1", "content": "AF12"}))
         );
         // Not role-keyed: a tool's own input, a key no role names.
-        assert!(!looks_keyed("{'town': 'Lyon'}"));
-        assert!(!looks_keyed("{\"town\": \"Lyon\"}"));
-        assert!(!looks_keyed("{\"users\": 3}"));
+        assert!(!looks_keyed("{'town': 'Lyon'}", true));
+        assert!(!looks_keyed("{\"town\": \"Lyon\"}", true));
+        assert!(!looks_keyed("{\"users\": 3}", true));
 
         let trace = Trace::new(TraceId([4; 16]), vec![asks, answers], 0);
         let a = Extractor::default().analyze(&trace);
