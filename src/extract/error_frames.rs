@@ -45,10 +45,10 @@ fn unframed<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     // A frame inside another (CAMEL's agent frames what its `FunctionTool`
     // framed); a few levels at most.
     for _ in 0..3 {
-        match unframed_by(frames(), message, name) {
-            Some(inner) => message = inner,
-            None => break,
-        }
+        let Some(inner) = unframed_by(frames(), message, name) else {
+            break;
+        };
+        message = inner;
     }
     Some(message)
 }

@@ -70,13 +70,8 @@ fn texts(s: &SpanRecord, side: Side) -> Vec<&str> {
                 Val::Array(items) => {
                     let list: Vec<&str> =
                         items.iter().filter_map(|i| Val::of(i).as_str()).collect();
-                    let keyed = match list.as_slice() {
-                        [first, rest @ ..] if looks_keyed(first, true) => {
-                            looks_keyed(first, false) || rest.iter().any(|t| looks_keyed(t, false))
-                        }
-                        _ => false,
-                    };
-                    if keyed {
+                    let opens = list.first().is_some_and(|t| looks_keyed(t, true));
+                    if opens && list.iter().any(|t| looks_keyed(t, false)) {
                         out.extend(list);
                     }
                 }
@@ -196,7 +191,8 @@ mod tests {
         }
     }
 
-    fn list(texts: &[Value]) -> any_value::Value {
+    /// A list attribute of `texts`, each a string value.
+    fn list<T: ToString>(texts: &[T]) -> any_value::Value {
         any_value::Value::ArrayValue(ArrayValue {
             values: texts
                 .iter()
@@ -238,14 +234,7 @@ mod tests {
     fn a_list_opened_by_a_dicts_repr_is_read_by_its_json_messages() {
         let with = |texts: &[&str]| {
             let mut s = model_span(1, 10, &[], &json!({"assistant": "ok"}));
-            let values = texts
-                .iter()
-                .map(|t| AnyValue {
-                    value: Some(any_value::Value::StringValue(t.to_string())),
-                })
-                .collect();
-            let prompts = any_value::Value::ArrayValue(ArrayValue { values });
-            s.span.events[0].attributes = vec![kv("prompts", prompts)];
+            s.span.events[0].attributes = vec![kv("prompts", list(texts))];
             s
         };
         let omitted = "{'system': <openai.Omit object at 0x7f00c0ffee10>}";
