@@ -88,7 +88,10 @@ pub(crate) fn same_call(later: &Echo, earlier: &Echo) -> bool {
         && later.name == earlier.name
         && args()
         && same_process()
-        && (overlap() || adjacent(later, earlier).is_some() || between_either(later, earlier))
+        && (overlap()
+            || adjacent(later, earlier).is_some()
+            || between_either(later, earlier)
+            || ran_before_answer(later, earlier))
 }
 
 /// Whether `later` (with a call id) and `earlier` go by the same call id,
@@ -228,6 +231,22 @@ pub(crate) fn between_either(a: &Echo, b: &Echo) -> bool {
     one(a, b) || one(b, a)
 }
 
+/// Whether `later`, a tool span's call, ran `earlier`, a call an earlier
+/// trace counts from the conversation and no model output read so far
+/// asked for (each model call a trace of its own, exported out of order:
+/// LangGraph.js under OpenLLMetry-JS, the last model call first): the span
+/// goes by the model's own call id (its own, or its result record's:
+/// `record_ids`), which stands for the asking's bound in [`ran_between`].
+pub(crate) fn ran_before_answer(later: &Echo, earlier: &Echo) -> bool {
+    let Some(id) = earlier.id.as_deref() else {
+        return false;
+    };
+    earlier.asked.is_none()
+        && !super::conversation::is_made(id)
+        && (later.id.as_deref() == Some(id) || later.also.as_deref() == Some(id))
+        && ran_between(earlier, later, 0)
+}
+
 /// The carried entry saying that `span`, a tool span's call of the trace
 /// read, is the execution of `counted`, a call another trace counts from
 /// the conversation ([`between_either`]).
@@ -355,7 +374,7 @@ pub(crate) fn carried(later: &Echo, earlier: &Echo, between: bool) -> OpenAsk {
     // Matched as the tool span run between the asking and the request, the
     // traces apart in time (a span with the conversation's call id).
     let overlap = later.window.0 <= earlier.window.1 && earlier.window.0 <= later.window.1;
-    let ran = !overlap && between_either(later, earlier);
+    let ran = !overlap && (between_either(later, earlier) || ran_before_answer(later, earlier));
     if ran && !later.from_conversation {
         return span_counted(later, earlier);
     }
@@ -504,6 +523,49 @@ mod tests {
             counts(&read_in_order(vec![first, asking, later])),
             [1, 0, 1]
         );
+    }
+
+    /// A made-up vendor's tool span alone in its trace, with the model's
+    /// call id when `id` is given.
+    fn lone_tool(trace: u8, when: (u64, u64), process: &str, id: Option<&str>) -> Trace {
+        let mut attrs = vec![
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "book_room"),
+            ("gen_ai.tool.call.arguments", "{\"room\": 12}"),
+        ];
+        attrs.extend(id.map(|id| ("gen_ai.tool.call.id", id)));
+        let s = sp(1, None, when, "execute_tool book_room", &attrs);
+        Trace::new(TraceId([trace; 16]), vec![in_process(s, process)], 0)
+    }
+
+    #[test]
+    fn a_tool_span_read_after_the_request_carrying_its_result_goes_by_the_call_id() {
+        // The answering model call exported first, no asking read yet: the
+        // tool span of the model's call id that ran before it is its call.
+        let got = read_in_order(vec![
+            model_call(1, (100, 110), "p", "call_7"),
+            lone_tool(2, (50, 60), "p", Some("call_7")),
+        ]);
+        assert_eq!(counts(&got), [1, 0]);
+        assert!(
+            got[1].notes.iter().any(|n| n.contains("not counted again")),
+            "{:?}",
+            got[1].notes
+        );
+        // Run after the request, in another process, or without the id
+        // (nothing bounds when the model asked): a call of its own.
+        for (when, process, id) in [
+            ((120, 130), "p", Some("call_7")),
+            ((50, 60), "q", Some("call_7")),
+            ((50, 60), "p", Some("call_8")),
+            ((50, 60), "p", None),
+        ] {
+            let got = read_in_order(vec![
+                model_call(1, (100, 110), "p", "call_7"),
+                lone_tool(2, when, process, id),
+            ]);
+            assert_eq!(counts(&got), [1, 1], "{when:?} {process} {id:?}");
+        }
     }
 
     fn counts(got: &[Analysis]) -> Vec<usize> {
