@@ -25,7 +25,8 @@ use super::sides::{side_of, Side};
 use crate::assemble::{SpanRecord, Val};
 
 /// The roles a message's one key may name; `tools` is the model's calls.
-const ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "tools"];
+/// `developer` is OpenAI's name for the system's message (Agno sends it so).
+const ROLES: [&str; 6] = ["system", "developer", "user", "assistant", "tool", "tools"];
 
 /// Keys of a Responses item written without a role.
 const ITEM_KEYS: [&str; 2] = ["tool_function", "call_id"];
@@ -259,6 +260,25 @@ mod tests {
             &with(&["{'town': 'Lyon'}", r#"{"user": "x"}"#]),
             Side::Input
         ));
+    }
+
+    /// A list opened by OpenAI's `developer` message (Agno's system
+    /// prompt) is role-keyed like one opened by `system`.
+    #[test]
+    fn a_list_opened_by_a_developer_message_is_read() {
+        let mut s = model_span(1, 10, &[], &json!({"assistant": "ok"}));
+        let texts = [
+            r#"{"developer": "Keep records."}"#,
+            r#"{"user": "Weigh hive 3."}"#,
+        ];
+        s.span.events[0].attributes = vec![kv("prompts", list(&texts))];
+        assert_eq!(
+            messages(&s, Side::Input),
+            Some(json!([
+                {"role": "developer", "content": "Keep records."},
+                {"role": "user", "content": "Weigh hive 3."},
+            ]))
+        );
     }
 
     /// A made-up vendor's role-keyed messages in events of its own names:
