@@ -35,6 +35,11 @@
 //! (its output is the later trace's), and no model output of the process
 //! asked for that call id between the two ([`adjacent`]): a run of its own
 //! reusing the id has its model ask for it again first.
+//!
+//! A tool span may also be read after the request that carries its result
+//! while no model output read so far asked for the call (exports out of
+//! order in a file): the span going by the model's own call id and ended
+//! before that request is the call's execution ([`ran_before_answer`]).
 
 use super::merge::same_args;
 use super::open::{
