@@ -67,10 +67,12 @@ pub(crate) fn event_keys() -> Vec<String> {
 
 /// Arguments written as a list of `"name: value"` texts, one an argument
 /// (Monocle's CrewAI tool spans: `["station: Part-Dieu", "hours: 3"]`), as
-/// an object of those texts; the types are lost there, and taken from the
-/// model's request as for other arguments written as text
-/// (`requested::stringified`). Any other list, or one naming an argument
-/// twice, stays as it is.
+/// an object of those texts; a scalar's type is lost there, and taken from
+/// the model's request as for other arguments written as text
+/// (`requested::stringified`). A value that is a Python container literal
+/// (`str()` of a list or dict: `types: ['T65', 'rye']`) is read as one
+/// (`literal::parse`). Any other list, or one naming an argument twice,
+/// stays as it is.
 pub(crate) fn key_value_lines(v: Value) -> Value {
     let Value::Array(items) = &v else {
         return v;
@@ -85,7 +87,9 @@ pub(crate) fn key_value_lines(v: Value) -> Value {
         if !is_name || out.contains_key(key) {
             return v;
         }
-        out.insert(key.to_string(), Value::String(value.to_string()));
+        let value =
+            super::literal::parse(value).unwrap_or_else(|| Value::String(value.to_string()));
+        out.insert(key.to_string(), value);
     }
     if out.is_empty() {
         return v;
@@ -191,6 +195,13 @@ mod tests {
         assert_eq!(
             key_value_lines(json!(["station: Part-Dieu", "hours: 3"])),
             json!({"station": "Part-Dieu", "hours": "3"})
+        );
+        assert_eq!(
+            key_value_lines(json!([
+                "bikes: ['e-1', 'e-2']",
+                "plan: {'days': 2, 'ok': True}"
+            ])),
+            json!({"bikes": ["e-1", "e-2"], "plan": {"days": 2, "ok": true}})
         );
         for kept in [
             json!(["Part-Dieu"]),

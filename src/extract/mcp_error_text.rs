@@ -17,7 +17,9 @@
 //! gives its text the same way. A call whose span says nothing failed
 //! (status OK or unset) and whose result is itself an MCP error result
 //! failed, with that text: the AI SDK's tool span of an MCP tool keeps the
-//! server's `isError` in `ai.toolCall.result` only (held-out set 38).
+//! server's `isError` in `ai.toolCall.result` only (held-out set 38; IQ
+//! AI's ADK in `adk.tool_response`, JSON text of the result's JSON text,
+//! held-out set 49).
 
 use serde_json::{Map, Value};
 
@@ -87,7 +89,12 @@ fn mcp_text(raw: &str, nested: bool) -> Option<String> {
     if !FLAGS.iter().any(|f| raw.contains(f)) {
         return None;
     }
-    let v: Value = serde_json::from_str(raw).ok()?;
+    let v: Value = match serde_json::from_str(raw).ok()? {
+        // JSON text of JSON text (IQ AI's ADK encodes its function
+        // response once more: `adk.tool_response`).
+        Value::String(inner) => serde_json::from_str(&inner).ok()?,
+        v => v,
+    };
     let o = v.as_object()?;
     let record = if flagged(o) {
         o
@@ -152,6 +159,12 @@ mod tests {
             "is_error": true}});
         let want = Some("dock closed\ntide low");
         assert_eq!(error_text(&wrapped.to_string()).as_deref(), want);
+        // JSON text of the result's JSON text.
+        let twice = serde_json::Value::String(own.to_string()).to_string();
+        assert_eq!(
+            super::mcp_text(&twice, false).as_deref(),
+            Some("dock closed")
+        );
     }
 
     #[test]

@@ -72,6 +72,17 @@ fn a_langgraph_command_adding_one_tool_message_is_its_content() {
     let mut other = command(json!([message]));
     other["state"] = json!(1);
     assert_eq!(langchain_message(other.clone()), Err(other));
+    // The message as `message_to_dict` writes it (OpenInference's Python
+    // `Command`), and near misses of that form.
+    let as_dict = json!({"type": "tool", "data": message});
+    assert_eq!(
+        langchain_message(command(json!([as_dict]))),
+        Ok(json!({"fare": 149}))
+    );
+    let human = command(json!([{"type": "human", "data": message}]));
+    assert_eq!(langchain_message(human.clone()), Err(human));
+    let extra = command(json!([{"type": "tool", "data": message, "x": 1}]));
+    assert_eq!(langchain_message(extra.clone()), Err(extra));
 }
 
 #[test]
