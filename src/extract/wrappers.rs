@@ -516,10 +516,10 @@ const COMMAND_KEYS: [&str; 5] = ["graph", "update", "resume", "goto", "lg_name"]
 /// A LangGraph `Command` returned by a tool (Deep Agents' `task`, LangSmith
 /// records it dumped: `{"graph", "update": {"messages": [...]}, "resume",
 /// "goto"}`; LangGraph.js as `{"lg_name": "Command", "update", "goto"}`)
-/// whose update adds one `ToolMessage`, dumped or serialized, or dumped
-/// inside LangChain's `{"type": "tool", "data": ...}` (`message_to_dict`, as
-/// OpenInference writes a Python `Command`): what the model was answered
-/// with, that message's content. Anything else stays.
+/// whose update adds one `ToolMessage`, dumped, serialized, or in
+/// LangChain's envelope `{"type": "tool", "data": ...}` ([`tool_message`]:
+/// `message_to_dict`, as OpenInference writes a Python `Command`): what the
+/// model was answered with, that message's content. Anything else stays.
 fn command_message(o: &mut Map<String, Value>) -> Option<Value> {
     let command = o.contains_key("update")
         && o.keys().all(|k| COMMAND_KEYS.contains(&k.as_str()))
@@ -534,13 +534,10 @@ fn command_message(o: &mut Map<String, Value>) -> Option<Value> {
     if is_serialized_tool_message(m) {
         return serialized_tool_message(m.take()).ok();
     }
-    let m = m.as_object_mut()?;
-    let as_dict = m.len() == 2 && m.get("type").is_some_and(|t| t == "tool");
-    let m = match m.get_mut("data") {
-        Some(Value::Object(data)) if as_dict => data,
-        _ => m,
-    };
-    let m = Some(m).filter(|m| is_dumped_tool_message(m))?;
+    if is_tool_message_envelope(m) {
+        return tool_message(m.take()).ok();
+    }
+    let m = m.as_object_mut().filter(|m| is_dumped_tool_message(m))?;
     Some(m.remove("content").map_or(Value::Null, json_in_string))
 }
 
