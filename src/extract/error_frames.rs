@@ -13,7 +13,10 @@
 //! read from the conversation alone has no status but its answer's text:
 //! there a loop's `Error: <message>` (`conversation_error_frames`), its
 //! error object `{"error": "<message>"}` (`conversation_error_keys`), or a
-//! traceback (`conversation_error_tracebacks`) is that failure too.
+//! traceback (`conversation_error_tracebacks`) is that failure too. A
+//! framework's record of a call it caught (`caught_record_keys`: mcp-use's
+//! `{"error": <class>, "details": <text>, "tool": <name>, ...}`) naming the
+//! call's own tool is that failure wherever the call was read.
 
 use super::conversation::FROM_CONVERSATION;
 use super::rules::builtin_list;
@@ -101,6 +104,13 @@ pub(crate) fn mark(c: &mut ToolCall) {
             .any(|k| memchr::memmem::find(t.as_bytes(), k.as_bytes()).is_some()),
         CallResult::Value(_) => true,
     };
+    if let Some((message, kind)) = c.result.as_ref().and_then(|r| caught_record(r, &c.name)) {
+        let message = unframed(&message, &c.name).unwrap_or(&message).to_string();
+        c.error_message = Some(message);
+        c.error_type = Some(kind);
+        c.status = CallStatus::Error;
+        return;
+    }
     let object = c
         .result
         .as_ref()
@@ -200,6 +210,34 @@ fn error_object(r: &CallResult) -> Option<String> {
     super::mcp_error_text::lone_text(o, |key| conversation_keys().iter().any(|k| k == key))
 }
 
+/// The message and error type of result `r` when it is a framework's
+/// record of a call to tool `name` it caught (vocabulary
+/// `caught_record_keys`: type, message and tool keys). Text is parsed only
+/// when it names the message key.
+fn caught_record(r: &CallResult, name: &str) -> Option<(String, String)> {
+    let [kind, message, tool] = builtin_list("caught_record_keys") else {
+        return None;
+    };
+    let parsed;
+    let o = match r {
+        CallResult::Value(v) => v.as_object()?,
+        CallResult::Json(t) => {
+            let names_message = memchr::memmem::find(t.as_bytes(), message.as_bytes()).is_some();
+            if !t.trim_start().starts_with('{') || !names_message {
+                return None;
+            }
+            parsed = serde_json::from_str::<serde_json::Value>(t).ok()?;
+            parsed.as_object()?
+        }
+    };
+    (o.get(tool)?.as_str()? == name).then_some(())?;
+    let class = o.get(kind)?.as_str()?;
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (class.split('.').all(word)).then_some(())?;
+    let text = o.get(message)?.as_str().filter(|t| !t.trim().is_empty())?;
+    Some((text.to_string(), class.to_string()))
+}
+
 /// A result given as text (a JSON string, or text not parsed).
 fn result_text(r: &CallResult) -> Option<&str> {
     match r {
@@ -283,6 +321,38 @@ mod tests {
             "Error in tool moor_boat: pier B is full",
         ] {
             let c = read(kept);
+            assert_eq!(c.status, CallStatus::Ok, "{kept}");
+        }
+    }
+
+    #[test]
+    fn a_frameworks_record_of_a_caught_call_naming_its_tool_is_that_failure() {
+        // mcp-use's adapter answers an MCP error result so; the MCP SDK's
+        // frame comes off the message.
+        let record = |tool: &str, class: &str| {
+            serde_json::json!({
+                "error": class,
+                "details": "Error executing tool moor_boat: pier B is full",
+                "stack": "Traceback (most recent call last):\n  ...",
+                "code": "UNKNOWN",
+                "tool": tool,
+            })
+            .to_string()
+        };
+        let failed = read(&record("moor_boat", "RuntimeError"));
+        assert_eq!(failed.status, CallStatus::Error);
+        assert_eq!(failed.error_message.as_deref(), Some("pier B is full"));
+        assert_eq!(failed.error_type.as_deref(), Some("RuntimeError"));
+        // Another tool's record, a type that is no class name, a record
+        // without its tool: the tool's own value.
+        let without_tool =
+            serde_json::json!({"error": "RuntimeError", "details": "pier B is full"});
+        for kept in [
+            record("other", "RuntimeError"),
+            record("moor_boat", "pier B is full"),
+            without_tool.to_string(),
+        ] {
+            let c = read(&kept);
             assert_eq!(c.status, CallStatus::Ok, "{kept}");
         }
     }
