@@ -1174,7 +1174,7 @@ fn lone_json_object(a: &Value) -> Option<Value> {
         .filter(Value::is_object)
 }
 
-const STATUS_ERROR: i32 = 2;
+pub(crate) const STATUS_ERROR: i32 = 2;
 
 /// Attributes of an `exception` event that an error's message and type
 /// come from.
@@ -1202,23 +1202,34 @@ fn error_of(
     if !failed {
         return (CallStatus::Ok, None, None);
     }
-    let event_str = |key: &str| exception_text(s, key);
     let message = rule
         .error_message
         .iter()
         .find_map(|src| name_of(src, s).map(Cow::into_owned))
         .filter(|m| !m.is_empty())
-        .map(|m| causes::with_causes(m, status.map(|st| st.message.as_str())))
+        .map(|m| causes::with_causes(m, status.map(|st| st.message.as_str())));
+    let (message, kind) = failure_of(s, message);
+    (CallStatus::Error, message, kind)
+}
+
+/// The error message and type of failed span `s`, `message` the one its
+/// rule read if any: else the status's message, else its `exception`
+/// event's; the type its event's, or `error.type` (which may hold the
+/// raised text instead: `error_type_text`).
+pub(crate) fn failure_of(
+    s: &SpanRecord,
+    message: Option<String>,
+) -> (Option<String>, Option<String>) {
+    let event_str = |key: &str| exception_text(s, key);
+    let message = message
         .or_else(|| {
+            let status = s.span.status.as_ref();
             status
                 .map(|st| st.message.clone())
                 .filter(|m| !m.is_empty())
         })
         .or_else(|| event_str(EXCEPTION_KEYS[0]));
-    // `error.type` is the type, or the raised text (`error_type_text`).
-    let (message, kind) =
-        error_type_text::read(message, event_str(EXCEPTION_KEYS[1]), s, ERROR_TYPE_KEY);
-    (CallStatus::Error, message, kind)
+    error_type_text::read(message, event_str(EXCEPTION_KEYS[1]), s, ERROR_TYPE_KEY)
 }
 
 fn test(t: &Test, text: &str) -> bool {

@@ -19,7 +19,10 @@
 //! span starts no earlier than the span that asked and before the next
 //! span recording a request. A tool span that recorded the call joins the
 //! ask first (by call id, else by name and, of several asks of the tool,
-//! equal arguments: [`super::joins`]), so no call is counted twice.
+//! equal arguments: [`super::joins`]), so no call is counted twice. A
+//! span that failed may hold the attributes that say so and still be blank
+//! (`blank_tool_span_error_keys`: AutoGen's under Langtrace keep
+//! `error.type`); its call fails with the span's error.
 
 use std::sync::OnceLock;
 
@@ -34,11 +37,16 @@ use crate::extract::ToolCall;
 pub(super) type Pair = (usize, usize);
 
 /// The tool a blank span of `s` names: `None` unless the span has no
-/// attribute at all and its name fills a template of
-/// `blank_tool_span_names`.
+/// attribute but those saying how it failed (`blank_tool_span_error_keys`)
+/// and its name fills a template of `blank_tool_span_names`.
 fn blank_tool(s: &SpanRecord) -> Option<&str> {
-    if s.span.attr_keys().len() != 0 {
-        return None;
+    let mut keys = s.span.attr_keys();
+    if keys.len() != 0 {
+        static ERROR_KEYS: OnceLock<&'static [String]> = OnceLock::new();
+        let error_keys = ERROR_KEYS.get_or_init(|| builtin_list("blank_tool_span_error_keys"));
+        if !keys.all(|k| error_keys.iter().any(|e| e.as_bytes() == k)) {
+            return None;
+        }
     }
     let name = s.span.name();
     static NAMES: OnceLock<&'static [String]> = OnceLock::new();
@@ -144,6 +152,19 @@ pub(super) fn retime(
         if let Some(ctx) = seen.get(i) {
             call.depth = ctx.depth;
             call.within = ctx.within.map(|w| trace.spans[w].span_id);
+        }
+        // The span says how the run went where it failed; the
+        // conversation's text stays the result (what the model was shown).
+        if blank
+            .span
+            .status
+            .as_ref()
+            .is_some_and(|st| st.code == crate::extract::STATUS_ERROR)
+        {
+            let (message, kind) = crate::extract::failure_of(blank, None);
+            call.status = crate::extract::CallStatus::Error;
+            call.error_message = message.or(call.error_message.take());
+            call.error_type = kind.or(call.error_type.take());
         }
         notes.push(format!(
             "tool span {} (`{}`) records nothing of its call: it is the call of `{}` the model's output in span {} asked for, rebuilt from the conversation",

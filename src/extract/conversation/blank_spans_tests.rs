@@ -262,3 +262,63 @@ fn a_blank_span_outside_the_ask_s_turn_or_of_another_tool_stands_for_nothing() {
         );
     }
 }
+
+#[test]
+fn a_blank_span_that_failed_fails_its_call_with_the_spans_error() {
+    // AutoGen's `execute_tool` spans under Langtrace: nothing of the call,
+    // but a tool that raised leaves `error.type`, status ERROR and its
+    // exception event.
+    let sample = json!({"spot": "inlet 4"});
+    let history = vec![user("is inlet 4 clean?")];
+    let after = [
+        history.clone(),
+        vec![
+            asked("sample_water", &sample),
+            answered("sample_water", json!("no sample since May")),
+        ],
+    ]
+    .concat();
+    let thrown = |id: u8, extra: &[(&str, &str)]| {
+        let mut attrs = vec![("error.type", "RuntimeError")];
+        attrs.extend_from_slice(extra);
+        let mut s = sp(id, Some(4), (40, 45), "execute_tool sample_water", &attrs);
+        s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
+            code: 2,
+            message: "RuntimeError: no sample since May".into(),
+        });
+        s
+    };
+    let run = |tool_span: SpanRecord| {
+        analyze(vec![
+            sp(1, None, (0, 100), "invoke_agent keeper", &[]),
+            model(4, (30, 50), &history, &[("sample_water", sample.clone())]),
+            tool_span,
+            model(6, (60, 70), &after, &[]),
+        ])
+    };
+    let a = run(thrown(5, &[]));
+    assert_eq!(
+        calls(&a),
+        vec![(
+            "sample_water",
+            Some(&sample),
+            Some(FROM_CONVERSATION),
+            SpanId([5; 8])
+        )],
+        "{:?}",
+        a.warnings
+    );
+    let c = &a.calls[0];
+    assert_eq!(c.status, CallStatus::Error);
+    assert_eq!(
+        c.error_message.as_deref(),
+        Some("RuntimeError: no sample since May")
+    );
+    assert_eq!(c.error_type.as_deref(), Some("RuntimeError"));
+    // An attribute that says anything else: no blank span, the call is the
+    // conversation's, at its ask, as the model was answered.
+    let b = run(thrown(5, &[("http.method", "POST")]));
+    assert_eq!(b.calls.len(), 1, "{:?}", b.calls);
+    assert_ne!(b.calls[0].span_id, SpanId([5; 8]));
+    assert_eq!(b.calls[0].status, CallStatus::Ok);
+}

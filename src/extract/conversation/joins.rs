@@ -5,6 +5,7 @@
 use super::*;
 
 mod elsewhere;
+mod merged;
 mod named_args;
 mod same_args;
 
@@ -195,7 +196,7 @@ fn check(
         let run = run_of(at.span);
         let toolless_run = run.is_some() && !runs_with_spans().contains(&run);
         let stood_for = blank.iter().any(|(b, _)| *b == k);
-        if toolless_run || stood_for || agent_runs.ran(trace, at) {
+        if toolless_run || stood_for || agent_runs.ran(trace, at) || merged::answered(trace, at) {
             toolless.push(at.clone());
             continue;
         }
@@ -355,6 +356,82 @@ mod tests {
             .into_iter()
             .filter(|w| w.contains("no model output"))
             .collect()
+    }
+
+    /// A turn of two parallel calls, `tune` with its tool span and `book`
+    /// without (its span lost), then a merged span answering `merged_ids`,
+    /// then the request answering both: the calls and the warnings.
+    fn merged_turn(merged_ids: &[&str]) -> (Vec<String>, Vec<String>) {
+        let asks = genai_asks(&[
+            ("call_1", "tune", json!({"organ": "west"})),
+            ("call_2", "book", json!({"day": 12})),
+        ]);
+        let first = genai_chat(
+            2,
+            (10, 20),
+            "chat acme",
+            json!([genai_user()]),
+            json!([asks]),
+        );
+        let tune = sp(
+            3,
+            Some(1),
+            (22, 25),
+            "execute_tool tune",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "tune"),
+                ("gen_ai.tool.call.id", "call_1"),
+                ("gen_ai.tool.call.arguments", "{\"organ\": \"west\"}"),
+            ],
+        );
+        let parts: Vec<_> = merged_ids
+            .iter()
+            .map(|id| json!({"functionResponse": {"id": id, "name": "x", "response": {}}}))
+            .collect();
+        let responses = json!({"content": {"role": "user", "parts": parts}}).to_string();
+        let merged = sp(
+            4,
+            Some(1),
+            (26, 27),
+            "execute_tool (merged)",
+            &[
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "(merged tools)"),
+                ("gcp.vertex.agent.tool_response", &responses),
+            ],
+        );
+        let input = json!([
+            genai_user(),
+            asks,
+            genai_result("call_1", "tuned"),
+            genai_result("call_2", "hall closed"),
+        ]);
+        let last = genai_chat(5, (30, 40), "chat acme", input, json!([]));
+        let spans = vec![
+            sp(1, None, (0, 50), "agent", &[]),
+            first,
+            tune,
+            merged,
+            last,
+        ];
+        let a = Extractor::default().analyze(&Trace::new(TraceId([6; 16]), spans, 0));
+        (a.calls.iter().map(|c| c.name.clone()).collect(), a.warnings)
+    }
+
+    #[test]
+    fn an_ask_a_merged_span_answers_ran_though_no_tool_span_shows_it() {
+        let (mut calls, warnings) = merged_turn(&["call_1", "call_2"]);
+        calls.sort();
+        assert_eq!(calls, ["book", "tune"], "{warnings:?}");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Near miss: the merged span answers the other call only.
+        let (calls, warnings) = merged_turn(&["call_1", "call_22"]);
+        assert_eq!(calls, ["tune"]);
+        assert!(
+            warnings.iter().any(|w| w.contains("call_2")),
+            "{warnings:?}"
+        );
     }
 
     #[test]
