@@ -532,13 +532,29 @@ fn gather_pairs<'v, K: AsRef<str>>(
             flat_blocks::read_blocks(&mut message);
             // Indexed calls win over a list in one field (`flat_fields`).
             if !calls.is_empty() {
-                let calls = calls.into_values().map(Value::Object).collect();
+                let calls = calls
+                    .into_values()
+                    .map(with_arguments)
+                    .map(Value::Object)
+                    .collect();
                 message.insert("tool_calls".into(), Value::Array(calls));
             }
             Value::Object(message)
         })
         .collect();
     Value::Array(flat_fields::calls_per_message(list))
+}
+
+/// Flattened call `call` with `arguments`, `null` (unknown) where it has
+/// none: a writer that leaves out an empty value (OpenInference) leaves out
+/// a call's `"{}"`, and a call with an id and a name is still a call
+/// (without it the request's history lost the call, and the turn it
+/// ended). `history_args` takes no arguments from a `null`.
+fn with_arguments(mut call: Map<String, Value>) -> Map<String, Value> {
+    if call.contains_key("id") && call.contains_key("name") && !call.contains_key("arguments") {
+        call.insert("arguments".into(), Value::Null);
+    }
+    call
 }
 
 /// What the request recorded on span `s` carries: of the forms the span

@@ -95,6 +95,73 @@ fn indexed_messages_are_rebuilt_in_either_layout() {
 }
 
 #[test]
+fn a_flattened_call_without_arguments_stays_in_its_turn() {
+    // OpenInference leaves out a no-argument call's empty `arguments`: the
+    // Responses API's two call items, the second without them, are one
+    // turn, both answered.
+    let call = |m: u8, j: &str, id: &str, name: &str| {
+        let key = |f: &str| format!("llm.input_messages.{m}.message.tool_calls.{j}.tool_call.{f}");
+        vec![
+            (key("id"), id.to_string()),
+            (key("function.name"), name.to_string()),
+        ]
+    };
+    let mut attrs: Vec<(String, String)> = vec![
+        (
+            "llm.input_messages.0.message.role".into(),
+            "assistant".into(),
+        ),
+        (
+            "llm.input_messages.1.message.role".into(),
+            "assistant".into(),
+        ),
+        ("llm.input_messages.2.message.role".into(), "tool".into()),
+        (
+            "llm.input_messages.2.message.tool_call_id".into(),
+            "c1".into(),
+        ),
+        (
+            "llm.input_messages.2.message.content".into(),
+            "moved".into(),
+        ),
+        ("llm.input_messages.3.message.role".into(), "tool".into()),
+        (
+            "llm.input_messages.3.message.tool_call_id".into(),
+            "c2".into(),
+        ),
+        (
+            "llm.input_messages.3.message.content".into(),
+            "9 bales".into(),
+        ),
+    ];
+    attrs.extend(call(0, "0", "c1", "move_flock"));
+    attrs.push((
+        "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments".into(),
+        "{\"to\": \"Cae\"}".into(),
+    ));
+    attrs.extend(call(1, "0", "c2", "feed_stock"));
+    let pairs: Vec<(&str, &str)> = attrs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let s = sp(1, None, 0, "Response", &pairs);
+    let request = read_request(&flat_messages(&s, &OI_IN).unwrap(), "openinference");
+    let turn: Vec<_> = request
+        .last_turn
+        .iter()
+        .map(|a| (a.id.as_deref(), a.name.as_str(), a.args.clone()))
+        .collect();
+    assert_eq!(
+        turn,
+        [
+            (Some("c1"), "move_flock", json!({"to": "Cae"})),
+            (Some("c2"), "feed_stock", Value::Null),
+        ]
+    );
+    assert_eq!(request.answers.len(), 2);
+}
+
+#[test]
 fn results_are_read_in_every_known_shape() {
     let messages = json!({"messages": [
         {"role": "user", "content": "hi"},
