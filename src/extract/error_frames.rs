@@ -174,8 +174,7 @@ fn traceback_error(text: &str) -> Option<&str> {
         .find_map(|t| text.strip_prefix(t.as_str()))?;
     let last = rest.lines().rev().find(|l| !l.trim().is_empty())?.trim();
     let (name, message) = last.split_once(": ")?;
-    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    (name.split('.').all(word) && !message.trim().is_empty()).then_some(last)
+    (class_name(name) && !message.trim().is_empty()).then_some(last)
 }
 
 /// Marks `c`, a call read from the conversation alone whose answer is a
@@ -231,11 +230,17 @@ fn caught_record(r: &CallResult, name: &str) -> Option<(String, String)> {
         }
     };
     (o.get(tool)?.as_str()? == name).then_some(())?;
-    let class = o.get(kind)?.as_str()?;
-    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    (class.split('.').all(word)).then_some(())?;
+    let class = o.get(kind)?.as_str()?.trim();
+    class_name(class).then_some(())?;
     let text = o.get(message)?.as_str().filter(|t| !t.trim().is_empty())?;
     Some((text.to_string(), class.to_string()))
+}
+
+/// Whether `name` is a class name as an error names its type: dotted
+/// identifiers (`PermissionDenied`, `mcp.shared.McpError`).
+fn class_name(name: &str) -> bool {
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    name.split('.').all(word)
 }
 
 /// A result given as text (a JSON string, or text not parsed).

@@ -30,7 +30,7 @@ use super::{has_any_input, AskedAt, Ctx};
 use crate::assemble::{SpanRecord, Trace};
 use crate::extract::rules::builtin_list;
 use crate::extract::tool_name::normalized;
-use crate::extract::ToolCall;
+use crate::extract::{failure_of, CallStatus, ToolCall, STATUS_ERROR};
 
 /// An ask (its index in the witness's asks) and the blank span (its index
 /// in the trace) that stands for its call.
@@ -159,10 +159,10 @@ pub(super) fn retime(
             .span
             .status
             .as_ref()
-            .is_some_and(|st| st.code == crate::extract::STATUS_ERROR)
+            .is_some_and(|st| st.code == STATUS_ERROR)
         {
-            let (message, kind) = crate::extract::failure_of(blank, None);
-            call.status = crate::extract::CallStatus::Error;
+            let (message, kind) = failure_of(blank, None);
+            call.status = CallStatus::Error;
             call.error_message = message.or(call.error_message.take());
             call.error_type = kind.or(call.error_type.take());
         }
