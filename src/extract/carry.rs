@@ -60,6 +60,7 @@ mod wrapped_tests;
 use std::collections::VecDeque;
 
 use super::kept::{key, Kept, Keys};
+use super::merge::same_args;
 use super::open::ended_by;
 pub use super::open::{Echo, Open, OpenAsk};
 use super::open::{ASKED_ARGS_FORM, ASKED_NAME_FORM, HISTORY_FORM};
@@ -749,7 +750,50 @@ impl<T> Carry<T> {
             .collect();
         for c in calls.iter_mut().filter(|c| c.from_conversation) {
             c.asked = c.asked.or_else(|| self.asked_in(c, &taken));
+            if c.also.is_none() {
+                c.also = self.asking_id(c, &taken);
+            }
         }
+    }
+
+    /// For a call rebuilt from a history that drops call ids (its id made:
+    /// Monocle's records of Semantic Kernel's model calls), the id of the
+    /// one model output that asked for it: the last output before it asking
+    /// for its tool with equal arguments, under an id of the model's. A
+    /// tool span of another trace going by that id is then its execution
+    /// (`twice::ids_meet`, `twice::ran_between`). None when two such
+    /// outputs ended last together (one turn asking twice alike).
+    fn asking_id(&self, call: &Echo, also: &[&OpenAsk]) -> Option<String> {
+        let made = super::conversation::is_made(call.id.as_deref()?);
+        if !made || call.args.is_null() {
+            return None;
+        }
+        let kept = self
+            .asks
+            .under(key(NAME, call.name.as_str()))
+            .filter_map(|k| self.asks.get(k));
+        let mut last: Option<&OpenAsk> = None;
+        let mut tied = false;
+        for a in kept.chain(also.iter().copied()).filter(|a| {
+            asked_for(a, call, "", true)
+                && a.asked
+                    .id
+                    .as_deref()
+                    .is_some_and(|id| !super::conversation::is_made(id))
+                && same_args(&a.asked.args, &call.args)
+        }) {
+            match last {
+                Some(l) if l.end_time_unix_nano > a.end_time_unix_nano => {}
+                Some(l) if l.end_time_unix_nano == a.end_time_unix_nano => {
+                    tied |= l.asked.id != a.asked.id;
+                }
+                _ => {
+                    last = Some(a);
+                    tied = false;
+                }
+            }
+        }
+        last.filter(|_| !tied).and_then(|a| a.asked.id.clone())
     }
 
     /// Folds in a trace read on its own in input order: `first` is what

@@ -39,13 +39,15 @@ pub(crate) const EVENT_KEYS: &[&str] = &["content"];
 
 /// Attributes holding the tools an LLM was offered: a JSON list of tool
 /// definitions (OpenAI `{"type": "function", "function": {...}}`, flat
-/// `{"name", "description", "parameters"}`) or of names.
+/// `{"name", "description", "parameters"}`) or of names; Langtrace writes
+/// `gen_ai.request.tools` as a list of one JSON text of the request's list.
 pub(crate) const TOOL_KEYS: &[&str] = &[
     "gen_ai.tool.definitions",
     "mlflow.chat.tools",
     "llm.tools",
     "gen_ai.agent.tools",
     "agent.tools",
+    "gen_ai.request.tools",
 ];
 
 /// OpenInference flattens its tool list: `llm.tools.<i>.tool.json_schema`.

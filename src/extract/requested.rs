@@ -450,6 +450,27 @@ fn call_in<T: Tree>(o: &T) -> Option<Asked> {
     })
 }
 
+/// A call typed as one (`"type": "tool_call"`) with its name and call id
+/// and no arguments: a writer that drops empty values (Langtrace's dump of
+/// LangChain's `tool_calls`) dropped `"args": {}`. Its arguments are
+/// unknown (`null`), as a flattened call's without them (`conversation`'s
+/// `with_arguments`).
+fn argless<T: Tree>(o: &T) -> Option<Asked> {
+    let name = o
+        .field("name")
+        .and_then(T::text)
+        .filter(|n| !n.is_empty())?;
+    let id = ID_KEYS
+        .iter()
+        .find_map(|k| o.field(k).and_then(T::text))
+        .filter(|id| !id.is_empty())?;
+    Some(Asked {
+        id: Some(id.to_string()),
+        name: name.to_string(),
+        args: Value::Null,
+    })
+}
+
 /// What [`walk`] reads of a JSON tree: a `serde_json::Value`, or a tree
 /// borrowing from its text ([`Json`]: a model output read only for its
 /// calls need not be copied into a `Value`).
@@ -590,7 +611,7 @@ pub(crate) fn walk<T: Tree>(v: &T, parent_key: Option<&str>, depth: usize, out: 
         )
     );
     if typed || listed || v.field("toolName").is_some() {
-        if let Some(call) = v.call() {
+        if let Some(call) = v.call().or_else(|| typed.then(|| argless(v)).flatten()) {
             out.push(call);
         }
     }
@@ -719,6 +740,31 @@ mod tests {
         let mut out = Vec::new();
         walk(&v, None, 0, &mut out);
         out.into_iter().map(|a| (a.name, a.args)).collect()
+    }
+
+    /// A call typed `tool_call` with a name and an id and no arguments
+    /// (Langtrace drops LangChain's empty `args`) is a call of unknown
+    /// arguments; without an id or a type it is none.
+    #[test]
+    fn a_typed_call_without_arguments_is_a_call_of_unknown_arguments() {
+        let ai = json!({"type": "ai", "tool_calls": [
+            {"name": "crossings_today", "id": "call_1", "type": "tool_call"},
+            {"name": "car_deck", "args": {"departure": "09:45"}, "id": "call_2", "type": "tool_call"}
+        ]});
+        assert_eq!(
+            calls(ai),
+            [
+                ("crossings_today".to_string(), Value::Null),
+                ("car_deck".to_string(), json!({"departure": "09:45"}))
+            ]
+        );
+        for none in [
+            json!({"name": "crossings_today", "type": "tool_call"}),
+            json!({"name": "crossings_today", "id": "call_1", "type": "text"}),
+            json!({"name": "", "id": "call_1", "type": "tool_call"}),
+        ] {
+            assert!(calls(none.clone()).is_empty(), "{none}");
+        }
     }
 
     #[test]

@@ -237,6 +237,10 @@ pub enum Unwrap {
     /// that encoded the value's JSON text once more: IQ AI's ADK) becomes
     /// that object or list.
     JsonText,
+    /// A list of one string holding the JSON text of an object (Monocle's
+    /// record of an MCP call's arguments: the OTLP array of the one JSON
+    /// argument) becomes that object.
+    LoneJsonText,
 }
 
 impl Unwrap {
@@ -267,6 +271,7 @@ impl Unwrap {
             Unwrap::LoneToolMessage => "lone_tool_message",
             Unwrap::AiSdkPart => "ai_sdk_part",
             Unwrap::JsonText => "json_text",
+            Unwrap::LoneJsonText => "lone_json_text",
         }
     }
 }

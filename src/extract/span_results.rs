@@ -161,6 +161,7 @@ fn unwrap_may_apply(src: &Source, text: &str) -> bool {
         Unwrap::LoneToolMessage => blocks() || object,
         Unwrap::AiSdkPart => object && contains(text, Needle::Type),
         Unwrap::JsonText => text.starts_with('"'),
+        Unwrap::LoneJsonText => text.starts_with('['),
     }) || src
         .unwrap_key
         .as_ref()

@@ -192,7 +192,8 @@ pub(crate) fn ran_between(later: &Echo, earlier: &Echo, asked: u64) -> bool {
                 && same_args(&later.args, &earlier.args)
         }
         Some(id) => {
-            later.id.as_ref() == Some(id)
+            // Or by the id of the output that asked for it (`Echo::also`).
+            (later.id.as_ref() == Some(id) || later.also.as_ref() == Some(id))
                 && (earlier.args.is_null() || same_args(&later.args, &earlier.args))
         }
     };

@@ -418,6 +418,7 @@ pub(crate) fn shape(u: Unwrap, v: Value) -> Result<Value, Value> {
         Unwrap::LoneToolMessage => super::envelopes::lone_tool_message(v),
         Unwrap::AiSdkPart => super::result_part::ai_sdk_part(v),
         Unwrap::JsonText => json_text(v),
+        Unwrap::LoneJsonText => lone_json_text(v),
     }
 }
 
@@ -903,6 +904,21 @@ fn json_text(v: Value) -> Result<Value, Value> {
     }
     match parse_json_or_string(t) {
         x @ (Value::Object(_) | Value::Array(_)) => Ok(x),
+        _ => Err(v),
+    }
+}
+
+/// `["{...}"]` -> the object (`Unwrap::LoneJsonText`).
+fn lone_json_text(v: Value) -> Result<Value, Value> {
+    let object = match &v {
+        Value::Array(items) => match items.as_slice() {
+            [Value::String(t)] if t.trim_start().starts_with('{') => parse_json_or_string(t),
+            _ => Value::Null,
+        },
+        _ => Value::Null,
+    };
+    match object {
+        x @ Value::Object(_) => Ok(x),
         _ => Err(v),
     }
 }

@@ -17,7 +17,9 @@
 //! and the call takes the blank span's id and times. Each ask and each
 //! blank span pair once, in order, and only within the ask's turn: the
 //! span starts no earlier than the span that asked and before the next
-//! span recording a request. A tool span that recorded the call joins the
+//! span recording a request (one starting after the asking span ended: a
+//! client's span of the same model call, inside it, records that call's
+//! own request). A tool span that recorded the call joins the
 //! ask first (by call id, else by name and, of several asks of the tool,
 //! equal arguments: [`super::joins`]), so no call is counted twice. A
 //! span that failed may hold the attributes that say so and still be blank
@@ -96,10 +98,14 @@ pub(super) fn pair(
     let mut pairs = Vec::new();
     for (k, at) in asked.iter().enumerate().filter(|(k, _)| open(*k)) {
         let from = start(at.span);
+        // A request recorded inside the asking span is its own (a client
+        // instrumentation's span of the same model call under ADK's
+        // `call_llm`: OpenInference's), not the next turn's.
+        let asked_end = trace.spans[at.span].span.end_time_unix_nano;
         let to = requests
             .iter()
             .copied()
-            .find(|&r| r > from)
+            .find(|&r| r > from && r > asked_end)
             .unwrap_or(u64::MAX);
         let tool = normalized(&at.asked.name);
         let found = blank.iter().enumerate().find(|(b, (i, name))| {

@@ -32,7 +32,7 @@ pub(super) fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
                 Some(body @ Value::Object(_)) => messages_of(body, depth + 1).or(Some(list)),
                 _ => Some(list),
             },
-            _ => Some(list),
+            _ => Some(positional_messages(list).unwrap_or(list)),
         },
         Value::Object(o) => match super::super::wrappers::langwatch_messages(v) {
             Some(list) => list.as_array(),
@@ -40,6 +40,25 @@ pub(super) fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
                 .iter()
                 .find_map(|k| o.get(*k).and_then(|m| messages_of(m, depth + 1))),
         },
+        _ => None,
+    }
+}
+
+/// The messages of a call's positional arguments, `[messages, config]`:
+/// a list of two, the first a non-empty list of objects, the second an
+/// object that is no message (no `role`, no `type`). Langtrace records
+/// LangChain's `BaseChatModel.invoke(input, config)` so, under
+/// `langchain.inputs`.
+pub(super) fn positional_messages(list: &[Value]) -> Option<&Vec<Value>> {
+    match list {
+        [Value::Array(messages), Value::Object(config)]
+            if !messages.is_empty()
+                && messages.iter().all(Value::is_object)
+                && !config.contains_key("role")
+                && !config.contains_key("type") =>
+        {
+            Some(messages)
+        }
         _ => None,
     }
 }
@@ -327,6 +346,11 @@ pub(super) fn failed(answers: &[Answer]) -> usize {
     answers.iter().filter(failed).count()
 }
 
+/// LangChain's `ToolMessage` as its dump writes it: `"type": "tool"`, and
+/// `"status": "error"` for a call whose tool raised.
+const TOOL_MESSAGE_TYPE: &str = "tool";
+const TOOL_MESSAGE_ERROR: &str = "error";
+
 pub(super) fn answer_of(o: &Map<String, Value>) -> Answer {
     let text = |keys: &[&str]| {
         keys.iter()
@@ -363,10 +387,12 @@ pub(super) fn answer_of(o: &Map<String, Value>) -> Answer {
     };
     result_records::unwrap(&mut answer);
     // Anthropic's `tool_result` says a call failed by a flag beside its
-    // content (the tool's error text, as the model saw it).
-    if answer.outcome == ai_sdk_output::Outcome::Ran
-        && o.get("is_error").and_then(Value::as_bool) == Some(true)
-    {
+    // content (the tool's error text, as the model saw it), LangChain's
+    // `ToolMessage` by its `status` (as Langtrace dumps the history).
+    let flagged = o.get("is_error").and_then(Value::as_bool) == Some(true)
+        || o.get("status").and_then(Value::as_str) == Some(TOOL_MESSAGE_ERROR)
+            && o.get("type").and_then(Value::as_str) == Some(TOOL_MESSAGE_TYPE);
+    if answer.outcome == ai_sdk_output::Outcome::Ran && flagged {
         answer.outcome = ai_sdk_output::Outcome::Failed(match &answer.content {
             Some(Value::String(t)) => t.clone(),
             Some(other) => other.to_string(),
@@ -374,4 +400,45 @@ pub(super) fn answer_of(o: &Map<String, Value>) -> Answer {
         });
     }
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// LangChain's `ToolMessage` dump with `status: error` answers with a
+    /// failure, its content the message; the status of another kind of
+    /// message, or `success`, says nothing.
+    #[test]
+    fn a_tool_message_of_status_error_is_a_failure() {
+        let failed = |v: Value| {
+            let Value::Object(o) = v else {
+                unreachable!("an object");
+            };
+            answer_of(&o).outcome
+        };
+        let tool = |status: &str| json!({"type": "tool", "content": "car deck system down", "tool_call_id": "c2", "status": status});
+        assert_eq!(
+            failed(tool("error")),
+            ai_sdk_output::Outcome::Failed("car deck system down".into())
+        );
+        assert_eq!(failed(tool("success")), ai_sdk_output::Outcome::Ran);
+        let other =
+            json!({"role": "tool", "content": "x", "tool_call_id": "c2", "status": "error"});
+        assert_eq!(failed(other), ai_sdk_output::Outcome::Ran);
+    }
+
+    /// `[messages, config]` gives the messages; a list of messages, or a
+    /// pair whose second item is a message, gives itself.
+    #[test]
+    fn positional_arguments_give_their_messages() {
+        let msgs = json!([{"type": "human", "content": "hi"}]);
+        let pair = json!([msgs, {"metadata": {}}]);
+        assert_eq!(messages_of(&pair, 0), msgs.as_array());
+        let two = json!([{"type": "human", "content": "a"}, {"type": "ai", "content": "b"}]);
+        assert_eq!(messages_of(&two, 0), two.as_array());
+        let typed = json!([msgs, {"type": "human", "content": "b"}]);
+        assert_eq!(messages_of(&typed, 0), typed.as_array());
+    }
 }

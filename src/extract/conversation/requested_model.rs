@@ -53,20 +53,32 @@ fn messages_in(s: &SpanRecord) -> bool {
             return false;
         };
         text.trim_start().starts_with('[')
-            && memmem::find(text.as_bytes(), b"\"role\"").is_some()
+            && (memmem::find(text.as_bytes(), b"\"role\"").is_some()
+                || memmem::find(text.as_bytes(), b"\"type\"").is_some())
             && side_of(key) == Some(Side::Input)
             && serde_json::from_str::<Value>(text).is_ok_and(|v| is_messages(&v))
     })
 }
 
-/// A non-empty list of objects that each have a `role` text.
+/// The `type` of a LangChain message's dump (`message.model_dump()`,
+/// which Langtrace records), standing for a role.
+const LANGCHAIN_TYPES: [&str; 5] = ["human", "ai", "system", "tool", "chat"];
+
+/// A non-empty list of objects that each have a `role` text or a
+/// LangChain message's `type`, or a call's positional arguments holding
+/// such a list (`messages::positional_messages`).
 fn is_messages(v: &Value) -> bool {
-    v.as_array().is_some_and(|items| {
-        !items.is_empty()
-            && items
-                .iter()
-                .all(|m| m.get("role").is_some_and(Value::is_string))
-    })
+    let Some(items) = v.as_array() else {
+        return false;
+    };
+    let items = super::messages::positional_messages(items).unwrap_or(items);
+    let message = |m: &Value| {
+        m.get("role").is_some_and(Value::is_string)
+            || m.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| LANGCHAIN_TYPES.contains(&t))
+    };
+    !items.is_empty() && items.iter().all(message)
 }
 
 #[cfg(test)]
@@ -100,5 +112,30 @@ mod tests {
             ("zorblax.span.kind", "AGENT"),
         ]);
         assert!(!is_model_call(&s));
+    }
+
+    /// LangChain's message dumps (typed, no role), alone or as the first
+    /// of `invoke`'s two positional arguments (Langtrace's
+    /// `langchain.inputs`), make a model call beside a requested model.
+    #[test]
+    fn langchain_message_dumps_and_invoke_arguments_make_a_model_call() {
+        let msgs = r#"[{"type": "system", "content": "ferry office"},
+            {"type": "human", "content": "crossings?"},
+            {"type": "ai", "tool_calls": [{"name": "crossings_today", "id": "c1", "type": "tool_call"}]},
+            {"type": "tool", "content": "07:30", "tool_call_id": "c1", "status": "success"}]"#;
+        let invoked = format!(r#"[{msgs}, {{"metadata": {{"thread_id": "t1"}}}}]"#);
+        for input in [msgs, invoked.as_str()] {
+            let s = span(&[("langchain.inputs", input), ("gen_ai.request.model", "m-1")]);
+            assert!(is_model_call(&s), "{input}");
+        }
+        // Tool definitions are typed too; a second argument that is a
+        // message makes no positional pair; a third argument neither.
+        let defs = r#"[{"type": "function", "function": {"name": "f"}}]"#;
+        let two_messages = format!(r#"[{msgs}, {{"type": "human", "content": "x"}}]"#);
+        let three = format!(r#"[{msgs}, {{}}, {{}}]"#);
+        for input in [defs, two_messages.as_str(), three.as_str()] {
+            let s = span(&[("langchain.inputs", input), ("gen_ai.request.model", "m-1")]);
+            assert!(!is_model_call(&s), "{input}");
+        }
     }
 }

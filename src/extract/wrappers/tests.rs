@@ -338,3 +338,23 @@ fn json_text_in_a_string_comes_off_only_around_an_object_or_a_list() {
         assert_eq!(shape(Unwrap::JsonText, kept.clone()), Err(kept));
     }
 }
+
+#[test]
+fn one_json_text_in_a_list_comes_off_only_around_an_object() {
+    // Monocle's record of an MCP call's arguments: the OTLP array of the
+    // one JSON argument.
+    let object = json!({"group": {"school": "De Regenboog", "pupils": 28}});
+    let held = json!([object.to_string()]);
+    assert_eq!(shape(Unwrap::LoneJsonText, held), Ok(object.clone()));
+    assert_eq!(shape(Unwrap::LoneJsonText, json!(["{}"])), Ok(json!({})));
+    // A list's text, two texts, plain text, the object itself stay.
+    for kept in [
+        json!(["[1, 2]"]),
+        json!(["{}", "{}"]),
+        json!(["De Regenboog"]),
+        json!([]),
+        object,
+    ] {
+        assert_eq!(shape(Unwrap::LoneJsonText, kept.clone()), Err(kept));
+    }
+}
