@@ -101,6 +101,7 @@ mod one_part;
 mod order;
 mod output_exchange;
 mod placeholder_calls;
+mod positional;
 mod positions;
 pub(crate) mod provider;
 mod quoteless;

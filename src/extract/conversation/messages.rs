@@ -32,7 +32,7 @@ pub(super) fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
                 Some(body @ Value::Object(_)) => messages_of(body, depth + 1).or(Some(list)),
                 _ => Some(list),
             },
-            _ => Some(positional_messages(list).unwrap_or(list)),
+            _ => Some(super::positional::messages(list).unwrap_or(list)),
         },
         Value::Object(o) => match super::super::wrappers::langwatch_messages(v) {
             Some(list) => list.as_array(),
@@ -40,25 +40,6 @@ pub(super) fn messages_of(v: &Value, depth: usize) -> Option<&Vec<Value>> {
                 .iter()
                 .find_map(|k| o.get(*k).and_then(|m| messages_of(m, depth + 1))),
         },
-        _ => None,
-    }
-}
-
-/// The messages of a call's positional arguments, `[messages, config]`:
-/// a list of two, the first a non-empty list of objects, the second an
-/// object that is no message (no `role`, no `type`). Langtrace records
-/// LangChain's `BaseChatModel.invoke(input, config)` so, under
-/// `langchain.inputs`.
-pub(super) fn positional_messages(list: &[Value]) -> Option<&Vec<Value>> {
-    match list {
-        [Value::Array(messages), Value::Object(config)]
-            if !messages.is_empty()
-                && messages.iter().all(Value::is_object)
-                && !config.contains_key("role")
-                && !config.contains_key("type") =>
-        {
-            Some(messages)
-        }
         _ => None,
     }
 }

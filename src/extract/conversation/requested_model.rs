@@ -66,12 +66,12 @@ const LANGCHAIN_TYPES: [&str; 5] = ["human", "ai", "system", "tool", "chat"];
 
 /// A non-empty list of objects that each have a `role` text or a
 /// LangChain message's `type`, or a call's positional arguments holding
-/// such a list (`messages::positional_messages`).
+/// such a list (`positional::messages`).
 fn is_messages(v: &Value) -> bool {
     let Some(items) = v.as_array() else {
         return false;
     };
-    let items = super::messages::positional_messages(items).unwrap_or(items);
+    let items = super::positional::messages(items).unwrap_or(items);
     let message = |m: &Value| {
         m.get("role").is_some_and(Value::is_string)
             || m.get("type")
