@@ -42,7 +42,9 @@ fn run_of_result(r: &CallResult) -> Option<Value> {
 }
 
 /// `text` as the list of the two or more JSON objects or arrays it is,
-/// each apart from the next by whitespace holding a line break.
+/// each apart from the next by whitespace holding a line break, or by
+/// any whitespace when each document spans lines of its own (indented
+/// JSON: Monocle joins an MCP result's text parts with a space).
 pub(crate) fn run_list(text: &str) -> Option<Value> {
     let text = text.trim();
     // Cheap rejections first: most results are one value or prose.
@@ -52,20 +54,26 @@ pub(crate) fn run_list(text: &str) -> Option<Value> {
     let mut items = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut end = 0;
+    // Whether every gap holds a line break, and every document does.
+    let (mut gaps_break, mut documents_break) = (true, true);
     while let Some(item) = stream.next() {
         let item = item.ok()?;
         let gap = &text[end..];
         let start = gap.len() - gap.trim_start().len();
-        if !items.is_empty() && !gap[..start].contains('\n') {
+        if !items.is_empty() && start == 0 {
             return None;
         }
+        gaps_break &= items.is_empty() || gap[..start].contains('\n');
         if !(item.is_object() || item.is_array()) {
             return None;
         }
-        items.push(item);
+        let from = end + start;
         end = stream.byte_offset();
+        documents_break &= text[from..end].contains('\n');
+        items.push(item);
     }
-    (items.len() >= 2 && text[end..].trim().is_empty()).then_some(Value::Array(items))
+    (items.len() >= 2 && text[end..].trim().is_empty() && (gaps_break || documents_break))
+        .then_some(Value::Array(items))
 }
 
 #[cfg(test)]
@@ -80,13 +88,18 @@ mod tests {
             run_list(text),
             Some(json!([{"leg": 1, "to": "Łódź"}, {"leg": 2}, [1, 2]]))
         );
+        // Indented documents joined by a space (Monocle's MCP output).
+        let text = "{\n  \"leg\": 1\n} {\n  \"leg\": 2\n}";
+        assert_eq!(run_list(text), Some(json!([{"leg": 1}, {"leg": 2}])));
     }
 
     #[test]
     fn anything_but_a_run_of_documents_stays_text() {
         for text in [
-            "{\"leg\": 1}",              // one document
-            "{\"leg\": 1} {\"leg\": 2}", // no line break between
+            "{\"leg\": 1}",                         // one document
+            "{\"leg\": 1} {\"leg\": 2}",            // no line break between
+            "{\"leg\": 1} {\n  \"leg\": 2\n}",      // one document on one line
+            "{\n  \"leg\": 1\n}{\n  \"leg\": 2\n}", // no gap at all
             "{\"leg\": 1}\n{\"leg\": 2}\nand more",
             "{\"leg\": 1}\n2", // a scalar
             "1\n2",

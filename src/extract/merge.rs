@@ -169,8 +169,24 @@ fn same_call<'t>(
     }
     match (outer.args.parsed(), inner.args.parsed()) {
         (None, None) => outer.convention != inner.convention,
+        (Some(a), Some(b)) if text_naming_keys(&a, &b) || text_naming_keys(&b, &a) => true,
         _ => args_agree(&outer.args, &inner.args),
     }
+}
+
+/// Whether `text` is arguments left as text (a `repr()` no reader could
+/// parse) that names, quoted, every key of the object `object`: the record
+/// of the same arguments with more beside them. Monocle records LangChain's
+/// MCP tool span's input as the `repr()` of the keyword arguments with
+/// LangGraph's injected `runtime` (`ToolRuntime(...)`), the MCP client
+/// span inside it the arguments as JSON. Only for a call directly inside
+/// another of its tool (`same_call`).
+fn text_naming_keys(text: &Value, object: &Value) -> bool {
+    let (Value::String(t), Value::Object(o)) = (text, object) else {
+        return false;
+    };
+    let quoted = |k: &str| t.contains(&format!("'{k}'")) || t.contains(&format!("\"{k}\""));
+    t.trim_start().starts_with('{') && o.keys().all(|k| quoted(k))
 }
 
 /// Whether two records' arguments are equal, or one side has none.
@@ -217,6 +233,10 @@ pub(crate) fn bare_field(bare: &Value, whole: &Value) -> bool {
         (Value::String(s), Value::Number(_) | Value::Bool(_)) => {
             serde_json::from_str::<Value>(s).is_ok_and(|v| crate::value::json_eq(&v, field))
         }
+        // A text of digits recorded bare and read back as a number
+        // (OpenInference's LangChain.js tool span under Laminar: the input
+        // `30012004455` for `{"barcode": "30012004455"}`).
+        (Value::Number(n), Value::String(s)) => n.to_string() == *s,
         (Value::String(_) | Value::Number(_) | Value::Bool(_), _) => {
             crate::value::json_eq(bare, field)
         }
@@ -298,6 +318,33 @@ mod tests {
         assert!(!same_args(&json!("Lisbon"), &json!({"town": ["Lisbon"]})));
         assert!(!same_args(&json!(["Lisbon"]), &town));
         assert!(!same_args(&json!("2"), &json!({"hours": "2.0"})));
+        // Digits recorded bare and read back as a number.
+        let barcode = json!({"barcode": "30012004455"});
+        assert!(same_args(&json!(30012004455u64), &barcode));
+        assert!(!same_args(&json!(30012004456u64), &barcode));
+        assert!(!same_args(&json!(1.5), &json!({"code": "1.50"})));
+    }
+
+    /// Arguments left as text that quote every key of the other record's
+    /// object (Monocle's `repr()` of LangChain's tool input with the
+    /// injected runtime) are that record's, with more beside them.
+    #[test]
+    fn a_text_naming_every_key_holds_the_object() {
+        let repr = json!("{'boat': {'name': 'Lelietje'}, 'runtime': ToolRuntime(state={})}");
+        assert!(super::text_naming_keys(
+            &repr,
+            &json!({"boat": {"name": "Lelietje"}})
+        ));
+        assert!(super::text_naming_keys(&repr, &json!({})));
+        assert!(!super::text_naming_keys(&repr, &json!({"berth": "C-11"})));
+        assert!(!super::text_naming_keys(
+            &json!("boat"),
+            &json!({"boat": 1})
+        ));
+        assert!(!super::text_naming_keys(
+            &json!({"boat": 1}),
+            &json!({"boat": 1})
+        ));
     }
 
     #[test]

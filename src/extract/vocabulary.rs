@@ -3,7 +3,9 @@
 //! span's arguments, its result), named once in `builtin.toml` and used by
 //! every rule that reads that thing (docs/conventions.md, "Key
 //! vocabularies"). In `unless`, `{ vocab = "<name>" }` stands for one
-//! presence test per key (the marks of a model call).
+//! presence test per key (the marks of a model call), and `{ attr =
+//! "<key>", equals_vocab = "<name>" }` for one `equals` test of the key
+//! per value.
 //!
 //! A source written `{ vocab = "<name>", ... }` stands for one source per
 //! key of the vocabulary, in its order, each with the source's other
@@ -25,6 +27,12 @@ const CONDITIONS: &str = "unless";
 
 /// The key naming a vocabulary in a source.
 const VOCAB: &str = "vocab";
+
+/// The key of a condition in `unless` standing for one `equals` test of
+/// its `attr` per value of the vocabulary it names (the tool name Google
+/// ADK's summary span of a turn's responses carries, `merged_tool_names`,
+/// is declared once for the rules that leave it out).
+const EQUALS_VOCAB: &str = "equals_vocab";
 
 /// `rules` with every `vocab` source replaced by the sources it stands for;
 /// an error names the rule and the reason.
@@ -94,6 +102,26 @@ fn expand_list(
             out.push(source);
             continue;
         };
+        if let Some(values) = t.remove(EQUALS_VOCAB) {
+            if !conditions {
+                return Err(format!("`{EQUALS_VOCAB}` is for conditions (`unless`)"));
+            }
+            let name = values.as_str().ok_or("`equals_vocab` names a vocabulary")?;
+            let values = vocabularies
+                .get(name)
+                .ok_or_else(|| format!("no vocabulary `{name}`"))?;
+            if !t.contains_key("attr") || t.contains_key("equals") {
+                return Err(format!(
+                    "an `{EQUALS_VOCAB}` condition names its `attr` and no `equals` ({name})"
+                ));
+            }
+            for value in values {
+                let mut one = t.clone();
+                one.insert("equals".into(), Value::String(value.clone()));
+                out.push(Value::Table(one));
+            }
+            continue;
+        }
         let Some(vocab) = t.remove(VOCAB) else {
             out.push(Value::Table(t));
             continue;
@@ -192,6 +220,47 @@ mod tests {
         assert!(args[0].get("unwrap").is_some());
         assert_eq!(args[1]["decode"].as_str(), Some("json"));
         assert!(args.iter().all(|s| s.get(VOCAB).is_none()));
+    }
+
+    #[test]
+    fn an_equals_vocabulary_stands_for_one_equals_test_per_value() {
+        let vocab = BTreeMap::from([(
+            "merged".to_string(),
+            vec!["(merged tools)".to_string(), "(all)".to_string()],
+        )]);
+        let rule = table(
+            r#"
+            name = "r"
+            unless = [{ attr = "gen_ai.tool.name", equals_vocab = "merged" }, { attr = "x" }]
+            "#,
+        );
+        let out = expand(vec![rule], &vocab).unwrap();
+        let unless = out[0]["unless"].as_array().unwrap();
+        let tests: Vec<(&str, Option<&str>)> = unless
+            .iter()
+            .map(|c| {
+                (
+                    c["attr"].as_str().unwrap(),
+                    c.get("equals").and_then(Value::as_str),
+                )
+            })
+            .collect();
+        assert_eq!(
+            tests,
+            [
+                ("gen_ai.tool.name", Some("(merged tools)")),
+                ("gen_ai.tool.name", Some("(all)")),
+                ("x", None)
+            ]
+        );
+        for bad in [
+            r#"unless = [{ attr = "a", equals_vocab = "none" }]"#,
+            r#"unless = [{ equals_vocab = "merged" }]"#,
+            r#"unless = [{ attr = "a", equals = "b", equals_vocab = "merged" }]"#,
+            r#"args = [{ attr = "a", equals_vocab = "merged" }]"#,
+        ] {
+            assert!(expand(vec![table(bad)], &vocab).is_err(), "{bad}");
+        }
     }
 
     #[test]

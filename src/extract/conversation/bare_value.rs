@@ -24,27 +24,11 @@ pub(super) fn joined_by_name(call: &mut ToolCall, a: &Asked) {
 
 /// Whether `args` (a call's) are the one value of `asked` (the model's
 /// arguments for it), written bare: a string, number or boolean equal to
-/// that value, or the text of a number or boolean equal to it.
+/// that value, the text of a number or boolean equal to it, or digits read
+/// back as a number for a text (`merge::bare_field`).
 pub(super) fn is_bare(args: &CallArgs, asked: &Value) -> bool {
-    let Some(Value::Object(o)) = Some(asked) else {
-        return false;
-    };
-    let (Some(field), 1) = (o.values().next(), o.len()) else {
-        return false;
-    };
-    let Some(bare) = args.parsed() else {
-        return false;
-    };
-    match (&*bare, field) {
-        (Value::Null | Value::Array(_) | Value::Object(_), _) => false,
-        (_, Value::Null | Value::Array(_) | Value::Object(_)) => false,
-        (b, f) if b == f => true,
-        // Text written for a number or a boolean (`"2"` for `2`).
-        (Value::String(t), f @ (Value::Number(_) | Value::Bool(_))) => {
-            serde_json::from_str::<Value>(t).is_ok_and(|v| v == *f)
-        }
-        _ => false,
-    }
+    args.parsed()
+        .is_some_and(|bare| crate::extract::merge::bare_field(&bare, asked))
 }
 
 #[cfg(test)]
@@ -73,7 +57,10 @@ mod tests {
     fn two_fields_another_value_or_no_scalar_stay() {
         assert!(!bare(json!("Oslo"), json!({"quay": "Oslo", "berth": 4})));
         assert!(!bare(json!("Oslo"), json!({"quay": "Bergen"})));
-        assert!(!bare(json!(4), json!({"berth": "4"})));
+        // A number stands for its own text: a span's text `4` decodes as
+        // a number (OpenInference's LangChain.js tool span, `text/plain`).
+        assert!(bare(json!(4), json!({"berth": "4"})));
+        assert!(!bare(json!(4), json!({"berth": "04"})));
         assert!(!bare(json!({"quay": "Oslo"}), json!({"quay": "Oslo"})));
         assert!(!bare(json!(null), json!({"quay": null})));
         assert!(!bare(json!(["Oslo"]), json!({"quay": ["Oslo"]})));
