@@ -775,7 +775,8 @@ impl<T> Carry<T> {
         let mut last: Option<&OpenAsk> = None;
         let mut tied = false;
         for a in kept.chain(also.iter().copied()).filter(|a| {
-            asked_for(a, call, "", true)
+            // A made id: the output asked for the tool, whatever its id.
+            asked_for(a, call, "", made)
                 && a.asked
                     .id
                     .as_deref()

@@ -433,21 +433,23 @@ fn call_in<T: Tree>(o: &T) -> Option<Asked> {
         .or_else(|| o.field("input"))
         // Cohere v1: `{"name", "parameters"}`.
         .or_else(|| o.field("parameters"))?;
-    // A Responses API `function_call` item has its own `id` (`fc_...`) and
-    // the `call_id` its result answers, whatever shape carries it (an OTel
-    // GenAI `tool_call` part keeps both).
-    let id = o
-        .field("call_id")
+    Some(Asked {
+        id: id_of(o),
+        name: name.to_string(),
+        args: args.decoded(),
+    })
+}
+
+/// A call object's id: the `call_id` a result answers (a Responses API
+/// `function_call` item has its own `id`, `fc_...`, beside it; an OTel
+/// GenAI `tool_call` part keeps both), else the first of [`ID_KEYS`].
+fn id_of<T: Tree>(o: &T) -> Option<String> {
+    o.field("call_id")
         .and_then(T::text)
         .filter(|id| !id.is_empty())
         .or_else(|| ID_KEYS.iter().find_map(|k| o.field(k).and_then(T::text)))
         .filter(|id| !id.is_empty())
-        .map(str::to_string);
-    Some(Asked {
-        id,
-        name: name.to_string(),
-        args: args.decoded(),
-    })
+        .map(str::to_string)
 }
 
 /// A call typed as one (`"type": "tool_call"`) with its name and call id
@@ -460,12 +462,8 @@ fn argless<T: Tree>(o: &T) -> Option<Asked> {
         .field("name")
         .and_then(T::text)
         .filter(|n| !n.is_empty())?;
-    let id = ID_KEYS
-        .iter()
-        .find_map(|k| o.field(k).and_then(T::text))
-        .filter(|id| !id.is_empty())?;
     Some(Asked {
-        id: Some(id.to_string()),
+        id: Some(id_of(o)?),
         name: name.to_string(),
         args: Value::Null,
     })
