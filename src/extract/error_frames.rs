@@ -5,7 +5,7 @@
 //! that records only the conversation (Sentry's LangChain integration)
 //! keeps that text without the message's error status. A result whose
 //! last line is a declared error trailer (`error_trailers` of
-//! `builtin.toml`) is the failure it frames: the call failed, with the
+//! `vocabulary.toml`) is the failure it frames: the call failed, with the
 //! text before the trailer as its error message. ADK JS hands the model
 //! a thrown error as `Error in tool '{name}': <message>` (`error_frames`):
 //! a failed call's message so framed is the message, and a result that is

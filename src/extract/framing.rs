@@ -5,8 +5,7 @@
 //! nor hand it the tool's bare return value: they frame both, and only the
 //! frame is recorded. Tool correctness is about what the function received
 //! and returned (a user writes expectations in the tool's own terms), so the
-//! frame comes off where its form is declared (`[vocabulary]` of
-//! `builtin.toml`) and matches exactly:
+//! frame comes off where its form is declared (`vocabulary.toml`) and matches exactly:
 //!
 //! - an argument envelope: the schema offered for the tool declares one
 //!   object property with properties of its own beside free-text reasoning
@@ -46,7 +45,7 @@ pub(crate) const EVENT_KEY: &str = "gen_ai.tool.definitions";
 
 use super::template::{after_template, ANY, NAME};
 
-/// The declared forms (`[vocabulary]` lists of `builtin.toml`).
+/// The declared forms (lists of `vocabulary.toml`).
 struct Frames {
     reasoning: &'static [String],
     labels: &'static [String],

@@ -9,7 +9,7 @@
 //! `tool.name`, no input, the offered tools' names as the output), and a
 //! rule would count every listing as a call. A span is a listing, and no
 //! call, when its name is one of the declared listing names
-//! (`tool_listing_names` in `builtin.toml`) and the call read from it is
+//! (`tool_listing_names` in `vocabulary.toml`) and the call read from it is
 //! named by that span name, or the call's own name is one of them (OpenLIT
 //! gives the Agents SDK's listing the tool name `mcp_list_tools` on a span
 //! named `execute_tool <server>`), has no call id, no arguments (or only
@@ -27,7 +27,7 @@ use super::rules::{builtin_list, Pattern, Regexes, Rule};
 use super::{source, wrappers::value_of, Classified, Role};
 use crate::assemble::SpanRecord;
 
-/// The vocabulary of `builtin.toml` naming the listing spans' names.
+/// The vocabulary list (`vocabulary.toml`) naming the listing spans' names.
 const VOCABULARY: &str = "tool_listing_names";
 
 /// The declared listing names, each asked first what its literals need

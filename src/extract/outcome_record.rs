@@ -12,7 +12,7 @@
 //! returned the record. A writer could as well record the record's dump
 //! (JSON, or a Python dict's `repr()`).
 //!
-//! The record's keys are data (`[vocabulary]` of `builtin.toml`):
+//! The record's keys are data (`vocabulary.toml`):
 //! `outcome_record_keys` its status, value and error keys, in that order;
 //! `outcome_record_extra_keys` the keys only the record holds beside them;
 //! `outcome_record_dump_keys` the keys its dump always holds;
@@ -60,7 +60,7 @@ use super::source::{parse_json_or_string, raw_string};
 use super::{CallResult, CallStatus, ToolCall};
 use crate::assemble::SpanRecord;
 
-/// The declared record (`[vocabulary]` lists of `builtin.toml`).
+/// The declared record (lists of `vocabulary.toml`).
 struct Record {
     /// The status, value and error keys.
     status: &'static str,

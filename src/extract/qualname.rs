@@ -11,7 +11,7 @@
 //! colons; an MCP server's `server.tool`, BeeAI's `dynamic.getWeather`), so
 //! a dotted name alone proves nothing: the name is cut to its last part
 //! only when the span also records that very text under a key that holds a
-//! function's qualified name (`[vocabulary]` of `builtin.toml`:
+//! function's qualified name (`vocabulary.toml`:
 //! `qualified_function_keys`, `qualified_function_namespaces`). The full
 //! name stays as the call's `span_name`. When the conversation holds the
 //! model's own name for the call, joining it still renames the call to that

@@ -479,13 +479,20 @@ pub enum RuleError {
 /// The built-in rule table, as text (TOML, the config file's form).
 pub const BUILTIN_TOML: &str = include_str!("builtin.toml");
 
+/// The key lists the built-in rules name with `vocab` (`extract::vocabulary`),
+/// and lists code reads, as text (TOML).
+const VOCABULARY_TOML: &str = include_str!("vocabulary.toml");
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BuiltinFile {
-    /// Key lists the rules name with `vocab` (`extract::vocabulary`).
-    #[serde(default)]
-    vocabulary: BTreeMap<String, Vec<String>>,
     rule: Vec<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VocabularyFile {
+    vocabulary: BTreeMap<String, Vec<String>>,
 }
 
 /// The built-in conventions (docs/conventions.md).
@@ -493,7 +500,7 @@ pub fn builtin() -> Vec<RuleSpec> {
     builtin_parsed().0.clone()
 }
 
-/// A list of the built-in table's `[vocabulary]` that code reads rather
+/// A list of the built-in `[vocabulary]` (`vocabulary.toml`) that code reads rather
 /// than a rule (the words of a framework's frames, `extract::framing`; tool
 /// listings, `extract::listing`); empty when there is no such list.
 pub(crate) fn builtin_list(name: &str) -> &'static [String] {
@@ -515,7 +522,10 @@ fn builtin_parsed() -> &'static BuiltinParsed {
         // The table is a constant; a failure is a programming error caught by tests.
         let file = toml::from_str::<BuiltinFile>(BUILTIN_TOML)
             .unwrap_or_else(|e| panic!("built-in rule table: {e}"));
-        let rules = super::vocabulary::expand(file.rule, &file.vocabulary)
+        let vocabulary = toml::from_str::<VocabularyFile>(VOCABULARY_TOML)
+            .unwrap_or_else(|e| panic!("built-in vocabulary: {e}"))
+            .vocabulary;
+        let rules = super::vocabulary::expand(file.rule, &vocabulary)
             .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
             .into_iter()
             .map(|t| {
@@ -524,7 +534,7 @@ fn builtin_parsed() -> &'static BuiltinParsed {
                     .unwrap_or_else(|e| panic!("built-in rule table: {e}"))
             })
             .collect();
-        (rules, file.vocabulary.into_iter().collect())
+        (rules, vocabulary.into_iter().collect())
     })
 }
 

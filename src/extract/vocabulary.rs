@@ -1,6 +1,6 @@
 //! Declared key vocabularies of the built-in rule table: one list of the
 //! attribute keys under which instrumentations write one thing (a tool
-//! span's arguments, its result), named once in `builtin.toml` and used by
+//! span's arguments, its result), named once in `vocabulary.toml` and used by
 //! every rule that reads that thing (docs/conventions.md, "Key
 //! vocabularies"). In `unless`, `{ vocab = "<name>" }` stands for one
 //! presence test per key (the marks of a model call), and `{ attr =

@@ -16,7 +16,7 @@
 //!
 //! The key shapes and the record's field names are the vocabularies
 //! `call_record_parts`, `call_record_id_keys`, `call_record_name_keys` and
-//! `call_record_args_keys` (`builtin.toml`).
+//! `call_record_args_keys` (`vocabulary.toml`).
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -30,7 +30,7 @@ use crate::extract::rules::builtin_list;
 /// The form such calls are read in (`call-attribute-messages` in rows).
 pub(super) const FORM: &str = "call-attribute";
 
-/// A vocabulary list of `builtin.toml`.
+/// A vocabulary list of `vocabulary.toml`.
 fn words(name: &str) -> &'static [String] {
     builtin_list(name)
 }

@@ -18,7 +18,7 @@
 //! is in the same trace (writers that leave the provider's items out of
 //! their outputs). One call is counted once per call id (an output and the
 //! next request's history repeat it). The item, block and part types are
-//! data (`[vocabulary]` of builtin.toml).
+//! data (`vocabulary.toml`).
 
 use std::sync::OnceLock;
 

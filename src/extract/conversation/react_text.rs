@@ -13,7 +13,7 @@
 //! paired by order as any result without an id is. Strict: both lines, in
 //! that order, one `Action:` line only, in one model message's text; a
 //! text with a final answer (`Final Answer:`) asks for no call. The words
-//! are data (`[vocabulary]` of `builtin.toml`: `react_action`,
+//! are data (`vocabulary.toml`: `react_action`,
 //! `react_action_input`, `react_final_answer`).
 //!
 //! The model's outputs are read so only in a trace where no tool span and

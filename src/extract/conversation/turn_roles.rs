@@ -12,7 +12,7 @@
 //! turn and the user message they stand for: the turn's calls keep their
 //! ids, and the results after it are paired with them as any results
 //! without ids are (`item_ids`). The roles and the text that opens a call
-//! turn are data (`[vocabulary]` of `builtin.toml`: `call_turn_roles`,
+//! turn are data (`vocabulary.toml`: `call_turn_roles`,
 //! `call_turn_opens`, `result_turn_roles`).
 
 use std::borrow::Cow;
