@@ -263,6 +263,9 @@ impl<T> Default for Carry<T> {
 struct Held<T> {
     out: T,
     lone: Option<(Trace, Vec<Echo>)>,
+    /// What the lone trace was read again with so far: each later read
+    /// takes all of it (`echo_held`).
+    counted: Vec<OpenAsk>,
     wanting: Option<witnessed::Wanting>,
     /// The trace, while later traces may count what it asked for.
     asking: Option<later::Asking>,
@@ -922,6 +925,7 @@ impl<T> Carry<T> {
         self.held.push_back(Held {
             out,
             lone,
+            counted: Vec::new(),
             wanting,
             asking,
         });
@@ -949,29 +953,43 @@ impl<T> Carry<T> {
     ) -> Vec<OpenAsk> {
         let mut answered = Vec::new();
         let mut used = Vec::new();
-        for h in &mut self.held {
-            let Some((t, lone)) = &h.lone else {
+        for k in 0..self.held.len() {
+            let Some((t, lone)) = self.held.get_mut(k).and_then(|h| h.lone.take()) else {
                 continue;
             };
-            let mut carried = pending::ran(lone, calls, &mut used);
-            for l in lone.iter().filter(|l| !l.pending) {
-                if let Some(k) = calls.iter().position(|c| echo::same_call(l, c)) {
-                    carried.push(echo::carried(l, &calls.remove(k)));
-                } else if let Some(c) = calls.iter_mut().find(|c| twice::between_either(l, c)) {
+            let mut carried = pending::ran(&lone, calls, &mut used);
+            let mut left = Vec::new();
+            for l in lone {
+                if l.pending {
+                    left.push(l);
+                } else if let Some(k) = calls.iter().position(|c| echo::same_call(&l, c)) {
+                    carried.push(echo::carried(&l, &calls.remove(k)));
+                } else if let Some(c) = calls.iter_mut().find(|c| twice::between_either(&l, c)) {
                     // The client's span ran between the model's asking
                     // and this trace's request, which counts the call from
                     // the conversation: the call stays counted here.
-                    carried.push(twice::span_counted(l, c));
+                    carried.push(twice::span_counted(&l, c));
+                    answered.extend(mcp_record_result::unwrapped_entry(&l, c));
                     c.asked = None;
-                } else if let Some((e, c)) = hollow_record::ran_one_of(l, calls) {
+                } else if let Some((e, c)) = hollow_record::ran_one_of(&l, calls) {
                     carried.push(e);
-                    answered.extend(mcp_record_result::entry(l, c));
+                    answered.extend(mcp_record_result::entry(&l, c));
+                } else {
+                    left.push(l);
                 }
             }
-            if !carried.is_empty() {
-                h.out = again(t, &carried).0;
-                h.lone = None;
+            let matched = !carried.is_empty();
+            let Some(h) = self.held.get_mut(k) else {
+                continue;
+            };
+            if matched {
+                h.counted.extend(carried);
+                h.out = again(&t, &h.counted).0;
+                // Its other calls wait on while an open ask asked for
+                // them (`awaits_ask`): a later trace may count them.
+                left.retain(|l| !l.pending);
             }
+            h.lone = (!left.is_empty()).then_some((t, left));
         }
         answered
     }

@@ -179,3 +179,44 @@ fn a_tool_span_left_without_a_result_is_counted_where_its_result_is() {
     let result = got[2].calls[0].result.as_ref().map(|r| r.to_value());
     assert_eq!(result, Some(json!("opened")));
 }
+
+#[test]
+fn a_held_trace_of_tool_spans_waits_for_each_of_its_calls_asked_later() {
+    // Both tool spans in one trace, read before any model call asked for
+    // them (held: `unasked`): the first is answered by the second model
+    // call, the second by the third. Each is counted once, by the
+    // conversation; the second's copy there wraps the span's bare result
+    // in an object of one field (`mcp_record_result::unwrapped_entry`).
+    let span = |n: u8, when, id, result| {
+        let t = tool_span(9, when, "p", id, GATE, Some(result));
+        let mut s = t.spans.into_iter().next().expect("one span");
+        s.span_id = crate::assemble::SpanId([n; 8]);
+        s
+    };
+    let traces = |last: &str| {
+        let spans = vec![
+            span(1, (20, 30), "k1", "opened"),
+            span(2, (60, 70), "k2", "closed"),
+        ];
+        vec![
+            Trace::new(TraceId([9; 16]), spans, 0),
+            model_call(1, (0, 10), "p", &[], &["k1"]),
+            model_call(2, (40, 50), "p", &[("k1", "opened")], &["k2"]),
+            model_call(3, (80, 90), "p", &[("k1", "opened"), ("k2", last)], &[]),
+        ]
+    };
+    let result = |a: &Analysis| a.calls.first()?.result.as_ref().map(|r| r.to_value());
+    let got = read_in_order(traces(r#"{"result": "closed"}"#));
+    assert_eq!(counts(&got), [0, 0, 1, 1]);
+    assert_eq!(result(&got[2]), Some(json!("opened")));
+    assert_eq!(result(&got[3]), Some(json!("closed")));
+    assert!(
+        got[3].notes.iter().any(|n| n.contains("recorded it bare")),
+        "{:?}",
+        got[3].notes
+    );
+    // Another result than the span's stays the conversation's.
+    let got = read_in_order(traces(r#"{"result": "ajar"}"#));
+    assert_eq!(counts(&got), [0, 0, 1, 1]);
+    assert_eq!(result(&got[3]), Some(json!({"result": "ajar"})));
+}
