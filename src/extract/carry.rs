@@ -944,8 +944,13 @@ impl<T> Carry<T> {
 
     /// The held lone client traces whose calls are among `calls` (a
     /// trace read after them) are read again with those calls counted
-    /// there; each of `calls` is matched once (taken out). Returns the
-    /// answers their records of an answer alone give `calls`' trace.
+    /// there; each of `calls` is matched once (taken out). A held tool
+    /// span under the model's name and call id, with arguments and a
+    /// result, counts its call instead, and the entry returned says so to
+    /// `calls`' trace. A held trace with calls left keeps waiting for them
+    /// (`awaits_ask` lets it go when no open ask asked for them). Returns
+    /// the entries for `calls`' trace: those and the answers records of an
+    /// answer alone give.
     fn echo_held(
         &mut self,
         calls: &mut Vec<Echo>,
@@ -958,6 +963,7 @@ impl<T> Carry<T> {
                 continue;
             };
             let mut carried = pending::ran(&lone, calls, &mut used);
+            let before = lone.len();
             let mut left = Vec::new();
             for l in lone {
                 if l.pending {
@@ -965,11 +971,20 @@ impl<T> Carry<T> {
                 } else if let Some(k) = calls.iter().position(|c| echo::same_call(&l, c)) {
                     carried.push(echo::carried(&l, &calls.remove(k)));
                 } else if let Some(c) = calls.iter_mut().find(|c| twice::between_either(&l, c)) {
-                    // The client's span ran between the model's asking
-                    // and this trace's request, which counts the call from
-                    // the conversation: the call stays counted here.
-                    carried.push(twice::span_counted(&l, c));
-                    answered.extend(mcp_record_result::unwrapped_entry(&l, c));
+                    let whole = !l.args.is_null() && l.answered;
+                    if whole && l.id.is_some() && l.id == c.id && l.name == c.name {
+                        // A tool span under the model's own name and call
+                        // id, with arguments and a result, read first: it
+                        // counts the call, as when its trace is read after
+                        // the asking one (`id_span`); this trace's copy is
+                        // its record.
+                        answered.push(twice::carried(c, &l, false));
+                    } else {
+                        // The client's span ran between the model's asking
+                        // and this trace's request, which counts the call
+                        // from the conversation: the call stays counted here.
+                        carried.push(twice::span_counted(&l, c));
+                    }
                     c.asked = None;
                 } else if let Some((e, c)) = hollow_record::ran_one_of(&l, calls) {
                     carried.push(e);
@@ -978,13 +993,15 @@ impl<T> Carry<T> {
                     left.push(l);
                 }
             }
-            let matched = !carried.is_empty();
+            let matched = !carried.is_empty() || left.len() < before;
             let Some(h) = self.held.get_mut(k) else {
                 continue;
             };
-            if matched {
+            if !carried.is_empty() {
                 h.counted.extend(carried);
                 h.out = again(&t, &h.counted).0;
+            }
+            if matched {
                 // Its other calls wait on while an open ask asked for
                 // them (`awaits_ask`): a later trace may count them.
                 left.retain(|l| !l.pending);

@@ -137,7 +137,6 @@ pub(crate) fn echoes_of(trace: &Trace, a: &Analysis) -> (Vec<Echo>, bool) {
                 result: answer
                     .then(|| c.result.as_ref().map(super::CallResult::to_value))
                     .flatten(),
-                span_result: None,
                 answer: key,
                 pending: attempt,
                 paused: attempt && super::pending::paused(c),
@@ -437,11 +436,6 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         super::carry::deferred::of(a, &calls)
     };
     let only = !lone && tool_only(trace, a, &calls);
-    if lone || only {
-        // Held for the trace counting them: the conversation's copy may
-        // hold the result wrapped (`mcp_record_result::unwrapped_entry`).
-        keep_span_results(&mut calls, a);
-    }
     let wanting = witness_records::wanting(a, &calls);
     let open = a.open.get_or_insert_with(Default::default);
     if lone {
@@ -452,23 +446,6 @@ pub(crate) fn settle(trace: &Trace, carried: &[OpenAsk], a: &mut Analysis) {
         open.deferred = deferred;
         open.calls = calls;
         open.lone = attempts;
-    }
-}
-
-/// Gives each of `calls` read from a span with a call id its call's
-/// result (`Echo::span_result`).
-fn keep_span_results(calls: &mut [Echo], a: &Analysis) {
-    for e in calls
-        .iter_mut()
-        .filter(|e| !e.from_conversation && e.id.is_some())
-    {
-        let c = a
-            .calls
-            .iter()
-            .find(|c| c.span_id == e.span_id && c.name == e.name);
-        e.span_result = c
-            .and_then(|c| c.result.as_ref())
-            .map(super::CallResult::to_value);
     }
 }
 

@@ -22,18 +22,10 @@
 //! tool's own record wins. Where one tool ran twice at once, the answers
 //! say which call each record is; a record whose answer no call shows gives
 //! none.
-//!
-//! The tool's own record wins in one more case: a tool span with the
-//! model's call id, in a trace held for the trace that counts its call
-//! (`Carry::echo_held`), records its result bare while the conversation
-//! holds it as an object of one field whose value is that result (IQ AI's
-//! ADK hands the model a string result as `{"result": ...}`; its span's
-//! result is unwrapped by the `otel-genai` rule). The conversation's copy
-//! takes the bare result ([`unwrapped_entry`]).
 
 use serde_json::Value;
 
-use super::open::{Echo, OpenAsk, MCP_RESULT_FORM, SPAN_RESULT_FORM};
+use super::open::{Echo, OpenAsk, MCP_RESULT_FORM};
 use super::requested::Asked;
 use super::{Analysis, CallArgs, CallResult, CallStatus, ToolCall};
 
@@ -67,54 +59,21 @@ pub(crate) fn entry(record: &Echo, counted: &Echo) -> Option<OpenAsk> {
     })
 }
 
-/// The carried entry giving `counted`'s trace the bare result `span`, the
-/// tool span that ran it, recorded, when `counted`'s result is that result
-/// wrapped in an object of one field (see the module's doc).
-pub(crate) fn unwrapped_entry(span: &Echo, counted: &Echo) -> Option<OpenAsk> {
-    let bare = span.span_result.as_ref().filter(|v| !v.is_object())?;
-    let model = counted.answer.as_ref()?.0.to_value();
-    (one_field(&model) == Some(bare)).then(|| OpenAsk {
-        asked: Asked {
-            id: None,
-            name: span.name.clone(),
-            args: bare.clone(),
-        },
-        form: SPAN_RESULT_FORM,
-        // The span's trace, for the note.
-        trace_id: span.trace_id,
-        span_id: counted.span_id,
-        // No call starts after it: the entry dates no call's asking.
-        end_time_unix_nano: u64::MAX,
-        run: 0,
-    })
-}
-
-/// The one field's value of an object of one field.
-fn one_field(v: &Value) -> Option<&Value> {
-    v.as_object()
-        .filter(|o| o.len() == 1)
-        .and_then(|o| o.values().next())
-}
-
 /// Gives the calls rebuilt from the conversation that `carried`'s answers
 /// are records of (see the module's doc) those answers, noting each.
 pub(crate) fn fill(carried: &[OpenAsk], a: &mut Analysis) {
     let mut given: Vec<usize> = Vec::new();
-    let forms = [MCP_RESULT_FORM, SPAN_RESULT_FORM];
-    for e in carried.iter().filter(|e| forms.contains(&e.form)) {
+    for e in carried.iter().filter(|e| e.form == MCP_RESULT_FORM) {
         let record = &e.asked.args;
-        let unwrapped = e.form == SPAN_RESULT_FORM;
-        let fits = |model: &Value| match unwrapped {
-            true => one_field(model) == Some(record),
-            false => same_answer(model, record),
-        };
         let found = (0..a.calls.len()).find(|&k| {
             let c = &a.calls[k];
             c.from.is_some()
                 && c.span_id == e.span_id
                 && c.name == e.asked.name
                 && !given.contains(&k)
-                && c.result.as_ref().is_some_and(|r| fits(&r.to_value()))
+                && c.result
+                    .as_ref()
+                    .is_some_and(|r| same_answer(&r.to_value(), record))
         });
         let Some(k) = found else {
             continue;
@@ -125,16 +84,10 @@ pub(crate) fn fill(carried: &[OpenAsk], a: &mut Analysis) {
             continue;
         }
         c.result = Some(CallResult::Value(record.clone()));
-        a.notes.push(match unwrapped {
-            true => format!(
-                "tool call `{}` (span {}) takes its result from the tool span that ran it in trace {}, which recorded it bare (the conversation holds it wrapped in an object of one field)",
-                c.name, c.span_id, e.trace_id
-            ),
-            false => format!(
-                "tool call `{}` (span {}) takes its result from the MCP client's record of the call in trace {} (the whole answer; the conversation holds the copy the model was sent)",
-                c.name, c.span_id, e.trace_id
-            ),
-        });
+        a.notes.push(format!(
+            "tool call `{}` (span {}) takes its result from the MCP client's record of the call in trace {} (the whole answer; the conversation holds the copy the model was sent)",
+            c.name, c.span_id, e.trace_id
+        ));
     }
 }
 

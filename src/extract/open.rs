@@ -90,13 +90,6 @@ pub(crate) const WITNESS_ERROR_FORM: &str = "witness-error";
 /// `mcp_record_result`). It asks for nothing.
 pub(crate) const MCP_RESULT_FORM: &str = "mcp-record-result";
 
-/// The `form` of a carried entry that gives a call of the trace read,
-/// rebuilt from the conversation, the bare result a lone trace's tool span
-/// recorded, where the conversation holds it wrapped in an object of one
-/// field (`asked.args`: that result; see `mcp_record_result`). It asks
-/// for nothing.
-pub(crate) const SPAN_RESULT_FORM: &str = "span-result-unwrapped";
-
 /// The `form` of a carried entry that only notes that a tool span's call
 /// and the conversation's calls of other traces were not joined, more than
 /// one fitting (`carry::lone_span`). It asks for nothing.
@@ -184,11 +177,6 @@ pub struct Echo {
     /// For a lone MCP client trace's record of a result alone (no
     /// arguments, no call id): that result (`mcp_record_result`).
     pub result: Option<Value>,
-    /// For a tool span's call with a call id in a trace held for the trace
-    /// counting its call (a lone client trace, or one of tool spans only):
-    /// its result, which the conversation's copy may hold wrapped
-    /// (`mcp_record_result::unwrapped_entry`).
-    pub span_result: Option<Value>,
     /// For a call rebuilt from the conversation, or a tool span's call
     /// recording its result alone in a trace of its own: its result
     /// (`answer_key`); `None` otherwise.
@@ -391,7 +379,6 @@ pub(crate) fn for_witness(carried: &[OpenAsk]) -> Cow<'_, [OpenAsk]> {
             WITNESS_RESULT_FORM,
             WITNESS_ERROR_FORM,
             MCP_RESULT_FORM,
-            SPAN_RESULT_FORM,
             AMBIGUOUS_FORM,
             LATER_FORM,
             DEFERRED_FORM,

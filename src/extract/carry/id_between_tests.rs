@@ -184,39 +184,53 @@ fn a_tool_span_left_without_a_result_is_counted_where_its_result_is() {
 fn a_held_trace_of_tool_spans_waits_for_each_of_its_calls_asked_later() {
     // Both tool spans in one trace, read before any model call asked for
     // them (held: `unasked`): the first is answered by the second model
-    // call, the second by the third. Each is counted once, by the
-    // conversation; the second's copy there wraps the span's bare result
-    // in an object of one field (`mcp_record_result::unwrapped_entry`).
-    let span = |n: u8, when, id, result| {
-        let t = tool_span(9, when, "p", id, GATE, Some(result));
+    // call, the second by the third. The spans, read first, count both
+    // calls, with their own results; each answering trace's copy is their
+    // record, as when the spans' trace is read after the asking one.
+    let span = |n: u8, when, id, result: Option<&str>| {
+        let t = tool_span(9, when, "p", id, GATE, result);
         let mut s = t.spans.into_iter().next().expect("one span");
         s.span_id = crate::assemble::SpanId([n; 8]);
         s
     };
-    let traces = |last: &str| {
-        let spans = vec![
-            span(1, (20, 30), "k1", "opened"),
-            span(2, (60, 70), "k2", "closed"),
-        ];
-        vec![
-            Trace::new(TraceId([9; 16]), spans, 0),
-            model_call(1, (0, 10), "p", &[], &["k1"]),
-            model_call(2, (40, 50), "p", &[("k1", "opened")], &["k2"]),
-            model_call(3, (80, 90), "p", &[("k1", "opened"), ("k2", last)], &[]),
-        ]
-    };
-    let result = |a: &Analysis| a.calls.first()?.result.as_ref().map(|r| r.to_value());
-    let got = read_in_order(traces(r#"{"result": "closed"}"#));
-    assert_eq!(counts(&got), [0, 0, 1, 1]);
-    assert_eq!(result(&got[2]), Some(json!("opened")));
-    assert_eq!(result(&got[3]), Some(json!("closed")));
+    let spans = vec![
+        span(1, (20, 30), "k1", Some("opened")),
+        span(2, (60, 70), "k2", Some("closed")),
+    ];
+    let tools = Trace::new(TraceId([9; 16]), spans, 0);
+    let wrapped = r#"{"result": "closed"}"#;
+    let traces = vec![
+        tools,
+        model_call(1, (0, 10), "p", &[], &["k1"]),
+        model_call(2, (40, 50), "p", &[("k1", "opened")], &["k2"]),
+        model_call(3, (80, 90), "p", &[("k1", "opened"), ("k2", wrapped)], &[]),
+    ];
+    let got = read_in_order(traces.clone());
+    assert_eq!(counts(&got), [2, 0, 0, 0]);
+    let results: Vec<_> = got[0]
+        .calls
+        .iter()
+        .map(|c| c.result.as_ref().map(|r| r.to_value()))
+        .collect();
+    assert_eq!(results, [Some(json!("opened")), Some(json!("closed"))]);
     assert!(
-        got[3].notes.iter().any(|n| n.contains("recorded it bare")),
+        got[3].notes.iter().any(|n| n.contains("k2")),
         "{:?}",
         got[3].notes
     );
-    // Another result than the span's stays the conversation's.
-    let got = read_in_order(traces(r#"{"result": "ajar"}"#));
-    assert_eq!(counts(&got), [0, 0, 1, 1]);
-    assert_eq!(result(&got[3]), Some(json!({"result": "ajar"})));
+    // Read after the asking trace (not held), the same calls and results.
+    let mut later = traces.clone();
+    later.swap(0, 1);
+    let got = read_in_order(later);
+    assert_eq!(counts(&got), [0, 2, 0, 0]);
+    // A held span without a result leaves its call to the conversation,
+    // which counts it where the result is.
+    let spans = vec![
+        span(1, (20, 30), "k1", Some("opened")),
+        span(2, (60, 70), "k2", None),
+    ];
+    let mut held = traces;
+    held[0] = Trace::new(TraceId([9; 16]), spans, 0);
+    let got = read_in_order(held);
+    assert_eq!(counts(&got), [1, 0, 0, 1]);
 }

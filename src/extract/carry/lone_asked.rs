@@ -39,7 +39,7 @@ impl<T> Carry<T> {
     }
 
     /// Whether an open ask kept here asked for `l` ([`asked_before`]).
-    pub(super) fn asked_open(&self, l: &Echo) -> bool {
+    fn asked_open(&self, l: &Echo) -> bool {
         // Only the asks of its tool are looked at: the process is hashed
         // for those alone.
         let name = key(NAME, l.name.as_str());
