@@ -307,11 +307,11 @@ fn a_tool_span_named_by_a_quoting_template_is_named_by_the_quoted_name() {
     );
 }
 
-/// `s` with status ERROR.
-fn failed(mut s: SpanRecord) -> SpanRecord {
+/// `s` with status ERROR and the status message `message`.
+fn failed(mut s: SpanRecord, message: &str) -> SpanRecord {
     s.span.status = Some(opentelemetry_proto::tonic::trace::v1::Status {
         code: 2,
-        ..Default::default()
+        message: message.to_string(),
     });
     s
 }
@@ -356,63 +356,67 @@ fn a_tool_span_without_a_result_takes_the_one_the_next_request_carries() {
             r#"[{{"role":"user","parts":[{{"type":"text","content":"Tides?"}}]}},{{"role":"tool","parts":[{{"type":"tool_call_response","id":"{call}","response":{response}}}]}}]"#
         )
     };
-    let a = analyze(vec![
-        sp(
-            1,
-            None,
-            (0, 200),
-            "invoke_agent desk",
-            &[
-                ("gen_ai.operation.name", "invoke_agent"),
-                ("gen_ai.agent.name", "desk"),
-            ],
-        ),
-        chat(2, 10, "[]", &ask("c-1", "lookup_tide")),
-        tool(3, 20, "lookup_tide", "c-1", None),
-        chat(
-            4,
-            30,
-            &answered("c-1", r#""{\"high\": \"06:12\"}""#),
-            &ask("c-2", "book_berth"),
-        ),
-        // Its own result stays; a failed call takes the text the model was
-        // sent too (and, having no message, that text as its message).
-        tool(5, 40, "book_berth", "c-2", Some("booked")),
-        chat(
-            6,
-            50,
-            &answered("c-2", r#""other""#),
-            &ask("c-3", "lookup_tide"),
-        ),
-        tool(7, 60, "lookup_tide", "c-3", None),
-        chat(
-            8,
-            70,
-            &answered("c-3", r#""missing""#),
-            &ask("c-4", "lookup_tide"),
-        ),
-        failed(tool(9, 80, "lookup_tide", "c-4", None)),
-        chat(
-            10,
-            90,
-            &answered("c-4", r#""Error: no such harbour""#),
-            "[]",
-        ),
-    ]);
-    let results: Vec<Option<Value>> = calls(&a).into_iter().map(|c| c.2).collect();
-    assert_eq!(
-        results,
-        vec![
-            Some(json!({"high": "06:12"})),
-            Some(json!("booked")),
-            Some(json!("missing")),
-            Some(json!("Error: no such harbour"))
-        ]
-    );
-    let failed = a.calls.last().map(|c| c.error_message.as_deref());
-    assert_eq!(failed, Some(Some("Error: no such harbour")));
-    // Two notes for the failed call: its message, its result.
-    assert_eq!(a.notes.len(), 4, "{:?}", a.notes);
+    for status in ["", "internal_error"] {
+        let a = analyze(vec![
+            sp(
+                1,
+                None,
+                (0, 200),
+                "invoke_agent desk",
+                &[
+                    ("gen_ai.operation.name", "invoke_agent"),
+                    ("gen_ai.agent.name", "desk"),
+                ],
+            ),
+            chat(2, 10, "[]", &ask("c-1", "lookup_tide")),
+            tool(3, 20, "lookup_tide", "c-1", None),
+            chat(
+                4,
+                30,
+                &answered("c-1", r#""{\"high\": \"06:12\"}""#),
+                &ask("c-2", "book_berth"),
+            ),
+            // Its own result stays; a failed call takes the text the model was
+            // sent too (and, having no message, that text as its message).
+            tool(5, 40, "book_berth", "c-2", Some("booked")),
+            chat(
+                6,
+                50,
+                &answered("c-2", r#""other""#),
+                &ask("c-3", "lookup_tide"),
+            ),
+            tool(7, 60, "lookup_tide", "c-3", None),
+            chat(
+                8,
+                70,
+                &answered("c-3", r#""missing""#),
+                &ask("c-4", "lookup_tide"),
+            ),
+            failed(tool(9, 80, "lookup_tide", "c-4", None), status),
+            chat(
+                10,
+                90,
+                &answered("c-4", r#""Error: no such harbour""#),
+                "[]",
+            ),
+        ]);
+        let results: Vec<Option<Value>> = calls(&a).into_iter().map(|c| c.2).collect();
+        assert_eq!(
+            results,
+            vec![
+                Some(json!({"high": "06:12"})),
+                Some(json!("booked")),
+                Some(json!("missing")),
+                Some(json!("Error: no such harbour"))
+            ]
+        );
+        // A status message naming only a status class (Sentry's
+        // `internal_error`) says no more than none.
+        let failed = a.calls.last().map(|c| c.error_message.as_deref());
+        assert_eq!(failed, Some(Some("Error: no such harbour")), "{status}");
+        // Two notes for the failed call: its message, its result.
+        assert_eq!(a.notes.len(), 4, "{:?}", a.notes);
+    }
 }
 
 #[test]
@@ -452,4 +456,34 @@ fn plain_text_under_a_message_key_is_no_later_request() {
     let open = a.open.expect("the call is left open");
     assert_eq!(open.asks.len(), 1);
     assert_eq!(open.asks[0].asked.id.as_deref(), Some("c-9"));
+}
+
+#[test]
+fn a_status_class_gives_way_to_the_exception_text() {
+    let span = |status: &str, thrown: bool| {
+        let mut s = failed(sp(1, None, (0, 5), "execute_tool lookup_tide", &[]), status);
+        if thrown {
+            let e = crate::extract::test_support::event(
+                "exception",
+                "exception.message",
+                "tide table missing",
+            );
+            s.span.events.push(e);
+        }
+        s
+    };
+    let message = |s: &SpanRecord| crate::extract::failure_of(s, None).0;
+    let exception = Some("tide table missing".to_string());
+    // Sentry's `internal_error` names only the status class.
+    assert_eq!(message(&span("internal_error", true)), exception);
+    // With nothing better, it is still the message.
+    assert_eq!(
+        message(&span("internal_error", false)).as_deref(),
+        Some("internal_error")
+    );
+    // Any other status message comes first, as before.
+    assert_eq!(
+        message(&span("harbour closed", true)).as_deref(),
+        Some("harbour closed")
+    );
 }

@@ -1221,15 +1221,24 @@ pub(crate) fn failure_of(
     message: Option<String>,
 ) -> (Option<String>, Option<String>) {
     let event_str = |key: &str| exception_text(s, key);
+    let status = s.span.status.as_ref().map(|st| st.message.as_str());
+    let status = status.filter(|m| !m.is_empty());
+    // A status class (`internal_error`) says less than an exception's text.
+    let class = status.filter(|m| names_status_class(m));
     let message = message
-        .or_else(|| {
-            let status = s.span.status.as_ref();
-            status
-                .map(|st| st.message.clone())
-                .filter(|m| !m.is_empty())
-        })
-        .or_else(|| event_str(EXCEPTION_KEYS[0]));
+        .or_else(|| status.filter(|_| class.is_none()).map(str::to_string))
+        .or_else(|| event_str(EXCEPTION_KEYS[0]))
+        .or_else(|| class.map(str::to_string));
     error_type_text::read(message, event_str(EXCEPTION_KEYS[1]), s, ERROR_TYPE_KEY)
+}
+
+/// Whether a failed call's message only names a status class
+/// (vocabulary `status_class_messages`): the text the model was sent says
+/// more (`conversation::order::fill_results`).
+pub(crate) fn names_status_class(message: &str) -> bool {
+    rules::builtin_list("status_class_messages")
+        .iter()
+        .any(|m| m == message.trim())
 }
 
 fn test(t: &Test, text: &str) -> bool {

@@ -223,7 +223,12 @@ pub(super) fn fill_results(
     // A failed call whose span kept no message (the Anthropic SDK's own
     // tool span: an error status and type, no text) takes the text the
     // model was sent as its message.
-    let unsaid = |c: &ToolCall| c.status == CallStatus::Error && c.error_message.is_none();
+    let unsaid = |c: &ToolCall| {
+        c.status == CallStatus::Error
+            && c.error_message
+                .as_deref()
+                .is_none_or(crate::extract::names_status_class)
+    };
     // Only calls without a result look: most traces have none.
     let lacking = |(c, j): (&ToolCall, &Option<usize>)| {
         c.result.is_none() && j.is_some_and(|k| asked[k].asked.id.is_some())
