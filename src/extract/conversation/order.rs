@@ -221,8 +221,9 @@ pub(super) fn fill_results(
     notes: &mut Vec<String>,
 ) {
     // A failed call whose span kept no message (the Anthropic SDK's own
-    // tool span: an error status and type, no text) takes the text the
-    // model was sent as its message.
+    // tool span: an error status and type, no text), or only a status
+    // class (Sentry's `internal_error`), takes the text the model was sent
+    // as its message.
     let unsaid = |c: &ToolCall| {
         c.status == CallStatus::Error
             && c.error_message
