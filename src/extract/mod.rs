@@ -1222,11 +1222,13 @@ pub(crate) fn failure_of(
 ) -> (Option<String>, Option<String>) {
     let event_str = |key: &str| exception_text(s, key);
     let status = s.span.status.as_ref().map(|st| st.message.as_str());
-    let status = status.filter(|m| !m.is_empty());
     // A status class (`internal_error`) says less than an exception's text.
-    let class = status.filter(|m| names_status_class(m));
+    let (status, class) = match status.filter(|m| !m.is_empty()) {
+        Some(m) if names_status_class(m) => (None, Some(m)),
+        m => (m, None),
+    };
     let message = message
-        .or_else(|| status.filter(|_| class.is_none()).map(str::to_string))
+        .or_else(|| status.map(str::to_string))
         .or_else(|| event_str(EXCEPTION_KEYS[0]))
         .or_else(|| class.map(str::to_string));
     error_type_text::read(message, event_str(EXCEPTION_KEYS[1]), s, ERROR_TYPE_KEY)

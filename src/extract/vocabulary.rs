@@ -165,12 +165,15 @@ mod tests {
         text.parse().unwrap()
     }
 
+    /// One vocabulary `name` of `words`.
+    fn one_vocab(name: &str, words: &[&str]) -> BTreeMap<String, Vec<String>> {
+        let words = words.iter().map(|w| w.to_string()).collect();
+        BTreeMap::from([(name.to_string(), words)])
+    }
+
     #[test]
     fn a_familys_key_list_may_name_a_vocabulary() {
-        let vocab = BTreeMap::from([(
-            "kinds".to_string(),
-            vec!["span.kind".to_string(), "log_type".to_string()],
-        )]);
+        let vocab = one_vocab("kinds", &["span.kind", "log_type"]);
         let rule = table(
             r#"
             name = "r"
@@ -193,14 +196,7 @@ mod tests {
 
     #[test]
     fn a_vocabulary_source_stands_for_its_keys_in_order_without_repeats() {
-        let vocab = BTreeMap::from([(
-            "args".to_string(),
-            vec![
-                "a.args".to_string(),
-                "b.args".to_string(),
-                "c.args".to_string(),
-            ],
-        )]);
+        let vocab = one_vocab("args", &["a.args", "b.args", "c.args"]);
         let rule = table(
             r#"
             name = "r"
@@ -224,10 +220,7 @@ mod tests {
 
     #[test]
     fn an_equals_vocabulary_stands_for_one_equals_test_per_value() {
-        let vocab = BTreeMap::from([(
-            "merged".to_string(),
-            vec!["(merged tools)".to_string(), "(all)".to_string()],
-        )]);
+        let vocab = one_vocab("merged", &["(merged tools)", "(all)"]);
         let rule = table(
             r#"
             name = "r"
@@ -265,10 +258,7 @@ mod tests {
 
     #[test]
     fn a_vocabulary_in_unless_stands_for_a_presence_test_per_key() {
-        let vocab = BTreeMap::from([(
-            "marks".to_string(),
-            vec!["m.usage".to_string(), "m.kind".to_string()],
-        )]);
+        let vocab = one_vocab("marks", &["m.usage", "m.kind"]);
         let rule = table(
             r#"
             name = "r"
@@ -285,7 +275,7 @@ mod tests {
 
     #[test]
     fn unknown_or_mixed_vocabulary_sources_are_errors() {
-        let vocab = BTreeMap::from([("args".to_string(), vec!["a".to_string()])]);
+        let vocab = one_vocab("args", &["a"]);
         let unknown = table("name = \"r\"\nargs = [{ vocab = \"nope\" }]");
         let err = expand(vec![unknown], &vocab).unwrap_err();
         assert!(err.contains("rule `r`") && err.contains("nope"), "{err}");
