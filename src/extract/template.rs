@@ -14,11 +14,7 @@ pub(super) const ANY: &str = super::rules::ANY;
 pub(super) fn after_template<'a>(template: &str, text: &'a str, name: &str) -> Option<&'a str> {
     let (mut rest, mut frame, mut skip) = (text, template, false);
     loop {
-        let next = [NAME, ANY]
-            .into_iter()
-            .filter_map(|p| frame.find(p).map(|at| (at, p)))
-            .min();
-        let (piece, placeholder) = match next {
+        let (piece, placeholder) = match next_placeholder(frame) {
             Some((at, p)) => (&frame[..at], Some(p)),
             None => (frame, None),
         };
@@ -33,5 +29,49 @@ pub(super) fn after_template<'a>(template: &str, text: &'a str, name: &str) -> O
             Some(_) => skip = true,
         }
         frame = &frame[piece.len() + placeholder.map_or(0, str::len)..];
+    }
+}
+
+/// The first placeholder in `frame` and where it starts. A byte search for
+/// `{`, not a substring search: this runs for every frame on every call's
+/// result, and a substring searcher is built anew each time.
+fn next_placeholder(frame: &str) -> Option<(usize, &'static str)> {
+    frame.match_indices('{').find_map(|(at, _)| {
+        let rest = &frame[at..];
+        [NAME, ANY]
+            .into_iter()
+            .find(|p| rest.starts_with(p))
+            .map(|p| (at, p))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::after_template;
+
+    #[test]
+    fn pieces_name_and_any_are_read_in_order() {
+        let framed = "Error in tool 'book': no room";
+        assert_eq!(
+            after_template("Error in tool '{name}': ", framed, "book"),
+            Some("no room")
+        );
+        assert_eq!(
+            after_template("Error in tool '{name}': ", framed, "pay"),
+            None
+        );
+        // `{any}`: the shortest text up to the next piece.
+        let two = "Sorry. Try again.\n\nError: no room\n\nError: twice";
+        assert_eq!(
+            after_template("{any}\n\nError: ", two, "book"),
+            Some("no room\n\nError: twice")
+        );
+        // A brace that opens no placeholder is a literal.
+        let json = r#"{"tool": book, "error": boom"#;
+        assert_eq!(
+            after_template(r#"{"tool": {name}, "error": "#, json, "book"),
+            Some("boom")
+        );
+        assert_eq!(after_template("plain", "plain text", "x"), Some(" text"));
     }
 }
