@@ -82,13 +82,21 @@ fn unframed_by<'a, 'f>(
 /// stays: it is the text the model was shown of the failure.
 pub(crate) fn mark(c: &mut ToolCall) {
     if c.status != CallStatus::Ok {
+        // A declared trailer comes off as it does from a result that
+        // says the call failed (LangGraph's tool node writes it on the
+        // message the model is sent, which some writers take for the
+        // error's: Sentry's LangChain handler).
         let inner = match c.error_message.as_deref() {
-            Some(m) if !m.trim().is_empty() => unframed(m, &c.name),
+            Some(m) if !m.trim().is_empty() => {
+                let cut = untrailed(m);
+                unframed(cut.unwrap_or(m), &c.name).or(cut)
+            }
             // No message: the text the model was shown has it, inside a
             // frame (Haystack's tool invoker flags the result an error) or
             // as it is (Strands TS flags an MCP call's failure
             // `gen_ai.tool.status = error` on a span left OK).
             _ => c.result.as_ref().and_then(result_text).and_then(|t| {
+                let t = untrailed(t).unwrap_or(t);
                 unframed(t, &c.name).or_else(|| Some(t.trim()).filter(|t| !t.is_empty()))
             }),
         };
@@ -138,10 +146,7 @@ pub(crate) fn mark(c: &mut ToolCall) {
         c.status = CallStatus::Error;
         return;
     }
-    let trailed = text.trim_end().rsplit_once('\n').filter(|(message, last)| {
-        trailers().iter().any(|t| last.trim() == t) && !message.trim().is_empty()
-    });
-    let Some((message, _)) = trailed else {
+    let Some(message) = untrailed(text) else {
         if c.from == Some(FROM_CONVERSATION) {
             let frames = conversation_frames();
             // A frame inside another (`[ERROR] Error: ...`) comes off too.
@@ -153,8 +158,16 @@ pub(crate) fn mark(c: &mut ToolCall) {
         }
         return;
     };
-    c.error_message = Some(message.trim_end().to_string());
+    c.error_message = Some(message.to_string());
     c.status = CallStatus::Error;
+}
+
+/// The text before a declared trailer that is the last line of `text`,
+/// when something is before it.
+fn untrailed(text: &str) -> Option<&str> {
+    let (message, last) = text.trim_end().rsplit_once('\n')?;
+    let trailed = trailers().iter().any(|t| last.trim() == t) && !message.trim().is_empty();
+    trailed.then(|| message.trim_end())
 }
 
 /// The first lines of a traceback a loop answers the model with for a
@@ -623,5 +636,36 @@ mod tests {
             let r = c.result.map(|r| r.to_value());
             assert_eq!(r, Some(Value::from(kept)), "{kept}");
         }
+    }
+
+    #[test]
+    fn a_failed_calls_message_or_result_loses_a_declared_trailer() {
+        // A span marked failed whose message is the text the model was
+        // sent (Sentry's LangChain handler under LangGraph), and one with
+        // no message whose result is that text.
+        let sent = "Error: pier B is full\n Please fix your mistakes.";
+        let failed = |message: Option<&str>| {
+            let mut c = read("moored");
+            c.status = CallStatus::Error;
+            c.error_message = message.map(str::to_string);
+            c.result = Some(CallResult::Value(Value::from(sent)));
+            mark(&mut c);
+            c
+        };
+        for message in [Some(sent), None] {
+            let c = failed(message);
+            assert_eq!(
+                c.error_message.as_deref(),
+                Some("Error: pier B is full"),
+                "{message:?}"
+            );
+            assert_eq!(shown(&c), sent);
+        }
+        // A message without a trailer stays as it is.
+        let plain = failed(Some("pier B is full; Please fix your mistakes."));
+        assert_eq!(
+            plain.error_message.as_deref(),
+            Some("pier B is full; Please fix your mistakes.")
+        );
     }
 }
