@@ -140,6 +140,11 @@ impl CompletedMemory {
     }
 }
 
+/// How many times a batch's size of ready traces [`TraceBuffer`] orders
+/// by first sight to choose a batch from: a bound on the work of a backlog,
+/// past which the order is that of completion.
+const ORDERED_AHEAD: usize = 16;
+
 /// Spans grouped by trace, each trace with the time its last span arrived.
 #[derive(Debug)]
 pub struct TraceBuffer {
@@ -148,9 +153,9 @@ pub struct TraceBuffer {
     /// Each held trace's last arrival and when it was first seen.
     last_seen: IdMap<TraceId, (Instant, u64)>,
     /// `(last arrival, first seen, trace)`, oldest first: the next trace to
-    /// complete. Traces of one request complete in the order they first
-    /// came, as `replay` reads them (the joins across traces go in this
-    /// order: `joined`).
+    /// complete. Traces taken together go in the order they first came, as
+    /// `replay` reads them (the joins across traces go in this order:
+    /// `joined`).
     idle_since: BTreeSet<(Instant, u64, TraceId)>,
     /// Traces seen so far, for the next one's place.
     seen: u64,
@@ -309,30 +314,46 @@ impl TraceBuffer {
     /// Removes up to `max` traces idle for the decision wait at `now`. Their
     /// spans count as held until [`TraceBuffer::scored`] is called.
     pub fn take_complete(&mut self, now: Instant, max: usize) -> Vec<Completed> {
-        let mut out = Vec::new();
-        while out.len() < max {
-            let Some(&(at, _, id)) = self.idle_since.first() else {
-                break;
-            };
-            if at + self.limits.decision_wait > now {
-                break;
-            }
-            self.idle_since.pop_first();
-            if let Some(c) = self.take(id) {
-                out.push(c);
-            }
-        }
-        out
+        let wait = self.limits.decision_wait;
+        let due = self
+            .idle_since
+            .iter()
+            .take_while(|(at, ..)| *at + wait <= now);
+        let due: Vec<_> = due
+            .take(max.saturating_mul(ORDERED_AHEAD))
+            .copied()
+            .collect();
+        self.take_first_seen(due, max)
     }
 
     /// Removes up to `max` traces whatever their age (shutdown).
     pub fn take_any(&mut self, max: usize) -> Vec<Completed> {
-        let mut out = Vec::new();
-        while out.len() < max {
-            let Some((.., id)) = self.idle_since.pop_first() else {
-                break;
-            };
-            if let Some(c) = self.take(id) {
+        let all = self
+            .idle_since
+            .iter()
+            .take(max.saturating_mul(ORDERED_AHEAD));
+        let all: Vec<_> = all.copied().collect();
+        self.take_first_seen(all, max)
+    }
+
+    /// Takes up to `max` of `ready` (entries of `idle_since`), those first
+    /// seen first, in that order: as replay hands out the traces ready
+    /// together ([`crate::assemble::Assembler::release`]). By last arrival
+    /// instead, a trace whose root comes last (the agent's, its tool spans
+    /// sent early) would be read after the traces that came while it was
+    /// open, and the joins across traces (`joined`) give its calls to other
+    /// traces than replay does.
+    fn take_first_seen(
+        &mut self,
+        mut ready: Vec<(Instant, u64, TraceId)>,
+        max: usize,
+    ) -> Vec<Completed> {
+        ready.sort_unstable_by_key(|&(_, first, _)| first);
+        ready.truncate(max);
+        let mut out = Vec::with_capacity(ready.len());
+        for entry in ready {
+            self.idle_since.remove(&entry);
+            if let Some(c) = self.take(entry.2) {
                 out.push(c);
             }
         }
@@ -448,6 +469,32 @@ mod tests {
         let a = b.admit(req(&[(1, 1)]), t0 + 400 * MS).unwrap();
         assert_eq!((a.spans, a.duplicates), (0, 1));
         assert!(b.is_idle());
+    }
+
+    #[test]
+    fn traces_taken_together_go_in_the_order_first_seen() {
+        // Trace 1's first span comes first and its last after trace 2's:
+        // replay reads trace 1 first, and so does a batch that takes both.
+        let t0 = Instant::now();
+        let ids = |done: Vec<Completed>| done.iter().map(|c| c.trace.id.0[0]).collect::<Vec<_>>();
+        let mut b = TraceBuffer::new(limits(100, 10));
+        b.admit(req(&[(1, 1)]), t0).unwrap();
+        b.admit(req(&[(2, 1)]), t0 + 10 * MS).unwrap();
+        b.admit(req(&[(1, 2)]), t0 + 20 * MS).unwrap();
+        assert_eq!(ids(b.take_complete(t0 + 200 * MS, 10)), [1, 2]);
+        // Due one after the other, they go as they come due.
+        b.admit(req(&[(3, 1)]), t0).unwrap();
+        b.admit(req(&[(4, 1)]), t0 + 10 * MS).unwrap();
+        b.admit(req(&[(3, 2)]), t0 + 20 * MS).unwrap();
+        assert_eq!(ids(b.take_complete(t0 + 115 * MS, 10)), [4]);
+        assert_eq!(ids(b.take_complete(t0 + 125 * MS, 10)), [3]);
+        // At shutdown, and a batch at a time: the first seen of all.
+        for t in [5, 6, 7] {
+            b.admit(req(&[(t, 1)]), t0).unwrap();
+        }
+        b.admit(req(&[(5, 2)]), t0 + 20 * MS).unwrap();
+        assert_eq!(ids(b.take_any(2)), [5, 6]);
+        assert_eq!(ids(b.take_any(2)), [7]);
     }
 
     fn records(list: &[(u8, u8)]) -> Vec<SpanEvent> {
