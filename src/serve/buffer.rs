@@ -488,7 +488,7 @@ mod tests {
         b.admit(req(&[(3, 2)]), t0 + 20 * MS).unwrap();
         assert_eq!(ids(b.take_complete(t0 + 115 * MS, 10)), [4]);
         assert_eq!(ids(b.take_complete(t0 + 125 * MS, 10)), [3]);
-        // At shutdown, and a batch at a time: the first seen of all.
+        // At shutdown, a batch at a time: the first seen of those left.
         for t in [5, 6, 7] {
             b.admit(req(&[(t, 1)]), t0).unwrap();
         }
