@@ -314,26 +314,26 @@ impl TraceBuffer {
     /// Removes up to `max` traces idle for the decision wait at `now`. Their
     /// spans count as held until [`TraceBuffer::scored`] is called.
     pub fn take_complete(&mut self, now: Instant, max: usize) -> Vec<Completed> {
-        let wait = self.limits.decision_wait;
-        let due = self
-            .idle_since
-            .iter()
-            .take_while(|(at, ..)| *at + wait <= now);
-        let due: Vec<_> = due
-            .take(max.saturating_mul(ORDERED_AHEAD))
-            .copied()
-            .collect();
+        let due = self.ready(Some(now), max);
         self.take_first_seen(due, max)
     }
 
     /// Removes up to `max` traces whatever their age (shutdown).
     pub fn take_any(&mut self, max: usize) -> Vec<Completed> {
-        let all = self
-            .idle_since
-            .iter()
-            .take(max.saturating_mul(ORDERED_AHEAD));
-        let all: Vec<_> = all.copied().collect();
+        let all = self.ready(None, max);
         self.take_first_seen(all, max)
+    }
+
+    /// The entries of `idle_since` a batch of `max` is chosen from: those
+    /// idle for the decision wait at `now` (all, with no `now`), at most
+    /// [`ORDERED_AHEAD`] batches' worth.
+    fn ready(&self, now: Option<Instant>, max: usize) -> Vec<(Instant, u64, TraceId)> {
+        let wait = self.limits.decision_wait;
+        let due = |(at, ..): &&(Instant, u64, TraceId)| now.is_none_or(|now| *at + wait <= now);
+        (self.idle_since.iter().take_while(due))
+            .take(max.saturating_mul(ORDERED_AHEAD))
+            .copied()
+            .collect()
     }
 
     /// Takes up to `max` of `ready` (entries of `idle_since`), those first
